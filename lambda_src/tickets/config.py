@@ -1,0 +1,227 @@
+"""The deployment config (cdk.json context `tickets`) and the handler's view of it.
+
+`parse_config` validates what an operator wrote; `handler_environment` turns it into
+the environment of one region's function. The stack and the local server both call
+`handler_environment`, so the deployed and the local handler see the same settings.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .keys import KEY_RULE, is_valid_key
+
+MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser
+MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
+MAX_SHARDS = 100
+AUTH_TYPES = ("AWS_IAM", "NONE")
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827,
+                      2192, 2557, 2922, 3288, 3653)
+REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+SETTINGS_ENV = "TICKETS_SETTINGS"
+
+
+class ConfigError(ValueError):
+    """An invalid deployment config; the message names the field and the rule."""
+
+
+@dataclass(frozen=True)
+class CounterConfig:
+    start: int = 1
+    stride: int = 1
+    max: int = MAX_SAFE_INTEGER
+    shards: int = 1
+
+    def to_json(self) -> dict[str, int]:
+        return {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
+
+
+@dataclass(frozen=True)
+class DeploymentConfig:
+    regions: Mapping[str, int]
+    default_key: str = "default"
+    auth: str = "AWS_IAM"
+    region_slots: int = 1
+    strict_keys: bool = False
+    counters: Mapping[str, CounterConfig] = field(default_factory=dict)
+    reserved_concurrency: int | None = None
+    idempotency_expiry_seconds: int = 3600
+    log_retention_days: int = 30
+    cors_origins: tuple[str, ...] = ()
+    alarm_email: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What one region's handler needs to know, carried in its environment."""
+
+    region_slot: int = 0
+    region_slots: int = 1
+    default_key: str = "default"
+    strict_keys: bool = False
+    counters: Mapping[str, CounterConfig] = field(default_factory=dict)
+    idempotency_expiry_seconds: int = 3600
+
+    def counter(self, key: str) -> CounterConfig | None:
+        """The key's config; None when strictKeys forbids a key nobody configured."""
+        if key in self.counters:
+            return self.counters[key]
+        if self.strict_keys and key != self.default_key:
+            return None
+        return CounterConfig()
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "regionSlot": self.region_slot,
+            "regionSlots": self.region_slots,
+            "defaultKey": self.default_key,
+            "strictKeys": self.strict_keys,
+            "counters": {key: c.to_json() for key, c in self.counters.items()},
+            "idempotencyExpirySeconds": self.idempotency_expiry_seconds,
+        }, separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Settings":
+        raw = json.loads(text)
+        return cls(
+            region_slot=raw["regionSlot"],
+            region_slots=raw["regionSlots"],
+            default_key=raw["defaultKey"],
+            strict_keys=raw["strictKeys"],
+            counters={key: CounterConfig(**c) for key, c in raw["counters"].items()},
+            idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
+        )
+
+
+def handler_environment(config: DeploymentConfig, region: str) -> dict[str, str]:
+    """The function's environment for `region` (table names are added by whoever owns the tables)."""
+    if region not in config.regions:
+        raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
+    settings = Settings(
+        region_slot=config.regions[region],
+        region_slots=config.region_slots,
+        default_key=config.default_key,
+        strict_keys=config.strict_keys,
+        counters=config.counters,
+        idempotency_expiry_seconds=config.idempotency_expiry_seconds,
+    )
+    return {
+        SETTINGS_ENV: settings.to_json(),
+        "POWERTOOLS_SERVICE_NAME": "tickets",
+        "POWERTOOLS_METRICS_NAMESPACE": "Tickets",
+    }
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+_FIELDS = {
+    "defaultKey", "auth", "regions", "regionSlots", "strictKeys", "counters", "reservedConcurrency",
+    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail",
+}
+_COUNTER_FIELDS = {"start", "stride", "max", "shards"}
+
+
+def parse_config(raw: Any) -> DeploymentConfig:
+    if raw is None:
+        raise ConfigError("tickets: missing; add a \"tickets\" object to the context in cdk.json")
+    _require_object(raw, "tickets", _FIELDS)
+
+    region_slots = _integer(raw, "regionSlots", 1, low=1, high=1000)
+    regions = raw.get("regions")
+    if not isinstance(regions, dict) or not regions:
+        raise ConfigError("tickets.regions: must map at least one region name to its slot, "
+                          "e.g. {\"us-east-1\": 0}")
+    owners: dict[int, str] = {}
+    for region, slot in regions.items():
+        where = f"tickets.regions.{region}"
+        if not REGION_PATTERN.fullmatch(region):
+            raise ConfigError(f"{where}: {region!r} is not an AWS region name such as us-east-1")
+        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
+            raise ConfigError(f"{where}: slot must be a whole number from 0 to regionSlots-1 "
+                              f"({region_slots - 1}), got {slot!r}")
+        if slot in owners:
+            raise ConfigError(f"{where}: slot {slot} is already used by {owners[slot]}; "
+                              "two regions sharing a slot would issue the same tickets")
+        owners[slot] = region
+
+    default_key = raw.get("defaultKey", "default")
+    if not is_valid_key(default_key):
+        raise ConfigError(f"tickets.defaultKey: {default_key!r} is not a valid key ({KEY_RULE})")
+
+    auth = raw.get("auth", "AWS_IAM")
+    if auth not in AUTH_TYPES:
+        raise ConfigError(f"tickets.auth: must be one of {', '.join(AUTH_TYPES)}, got {auth!r}")
+
+    strict_keys = raw.get("strictKeys", False)
+    if not isinstance(strict_keys, bool):
+        raise ConfigError(f"tickets.strictKeys: must be true or false, got {strict_keys!r}")
+
+    counters_raw = raw.get("counters", {})
+    if not isinstance(counters_raw, dict):
+        raise ConfigError("tickets.counters: must be an object mapping keys to {start, stride, max, shards}")
+    counters = {key: _parse_counter(key, value) for key, value in counters_raw.items()}
+
+    reserved = raw.get("reservedConcurrency")
+    if reserved is not None:
+        reserved = _integer(raw, "reservedConcurrency", None, low=1, high=10000)
+
+    retention = raw.get("logRetentionDays", 30)
+    if retention not in LOG_RETENTION_DAYS or isinstance(retention, bool):
+        raise ConfigError(f"tickets.logRetentionDays: must be one of CloudWatch's retention periods "
+                          f"{LOG_RETENTION_DAYS}, got {retention!r}")
+
+    cors = raw.get("corsOrigins", [])
+    if not isinstance(cors, list) or not all(isinstance(o, str) and o for o in cors):
+        raise ConfigError("tickets.corsOrigins: must be a list of origins such as "
+                          "\"https://app.example.com\"")
+
+    alarm_email = raw.get("alarmEmail")
+    if alarm_email is not None and (not isinstance(alarm_email, str) or "@" not in alarm_email):
+        raise ConfigError(f"tickets.alarmEmail: must be an e-mail address, got {alarm_email!r}")
+
+    return DeploymentConfig(
+        regions=dict(regions),
+        default_key=default_key,
+        auth=auth,
+        region_slots=region_slots,
+        strict_keys=strict_keys,
+        counters=counters,
+        reserved_concurrency=reserved,
+        idempotency_expiry_seconds=_integer(raw, "idempotencyExpirySeconds", 3600, low=60, high=7 * 86400),
+        log_retention_days=retention,
+        cors_origins=tuple(cors),
+        alarm_email=alarm_email,
+    )
+
+
+def _parse_counter(key: str, raw: Any) -> CounterConfig:
+    where = f"tickets.counters.{key}"
+    if not is_valid_key(key):
+        raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
+    _require_object(raw, where, _COUNTER_FIELDS)
+    start = _integer(raw, "start", 1, low=0, high=MAX_TICKET, where=where)
+    stride = _integer(raw, "stride", 1, low=1, high=MAX_TICKET, where=where)
+    maximum = _integer(raw, "max", MAX_SAFE_INTEGER, low=0, high=MAX_TICKET, where=where)
+    shards = _integer(raw, "shards", 1, low=1, high=MAX_SHARDS, where=where)
+    if maximum < start:
+        raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
+    return CounterConfig(start=start, stride=stride, max=maximum, shards=shards)
+
+
+def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: must be an object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown field (known: {', '.join(sorted(allowed))})")
+
+
+def _integer(raw: Mapping[str, Any], name: str, default: int | None, *, low: int, high: int,
+             where: str = "tickets") -> int:
+    value = raw.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{where}.{name}: must be a whole number from {low} to {high}, got {value!r}")
+    return value

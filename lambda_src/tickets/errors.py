@@ -1,0 +1,64 @@
+"""Every failure a caller can see: an HTTP status, a stable code, and what to do."""
+
+from __future__ import annotations
+
+
+class TicketsError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.headers = headers or {}
+
+
+class BadRequest(TicketsError):
+    status = 400
+    code = "bad_request"
+
+
+class NotFound(TicketsError):
+    status = 404
+    code = "not_found"
+
+
+class MethodNotAllowed(TicketsError):
+    status = 405
+    code = "method_not_allowed"
+
+
+class Exhausted(TicketsError):
+    status = 409
+    code = "exhausted"
+
+
+class ConfigMismatch(TicketsError):
+    status = 409
+    code = "config_mismatch"
+
+
+class RequestInProgress(TicketsError):
+    status = 409
+    code = "in_progress"
+
+
+class PayloadTooLarge(TicketsError):
+    status = 413
+    code = "too_large"
+
+
+class IdempotencyKeyReused(TicketsError):
+    status = 422
+    code = "idempotency_key_reused"
+
+
+class Unavailable(TicketsError):
+    """Throttling or a storage fault that outlived the SDK's retries: no ticket was handed out."""
+
+    status = 503
+    code = "unavailable"
+    retry_after_seconds = 1
+
+    def __init__(self, message: str):
+        super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})

@@ -1,0 +1,136 @@
+"""The Lambda behind the Function URL: routes, rendering and error mapping only."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.config import Config
+
+from . import protocol
+from .config import SETTINGS_ENV, Settings
+from .errors import MethodNotAllowed, NotFound, TicketsError
+from .issuer import Issuer
+from .keys import require_idempotency_key
+from .store import CounterStore
+
+TABLE_ENV = "TICKETS_TABLE"
+IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
+# Bounded so a slow DynamoDB ends in a 503 well inside the function's timeout (see the stack).
+DYNAMODB_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
+
+logger = Logger()
+tracer = Tracer()
+metrics = Metrics()
+app = LambdaFunctionUrlResolver()
+
+settings = Settings.from_json(os.environ[SETTINGS_ENV])
+dynamodb = boto3.client("dynamodb", config=DYNAMODB_CONFIG)
+issuer = Issuer(settings, CounterStore(dynamodb, os.environ[TABLE_ENV]))
+_idempotent_issue = None
+
+
+@app.route("/", method=["GET", "POST"])
+def next_default_ticket() -> Response:
+    return _issue(path_key=None)
+
+
+@app.route("/<key>", method=["GET", "POST"])
+def next_ticket(key: str) -> Response:
+    return _issue(path_key=key)
+
+
+@app.get("/_counters/<key>")
+def counter_state(key: str) -> Response:
+    return _json(200, issuer.state(protocol.decode_path_key(key)))
+
+
+@app.not_found
+def unknown_route(_: Exception) -> Response:
+    allowed = protocol.allowed_methods(app.current_event.path)
+    if allowed is None:
+        return _error(NotFound("no such path; use /, /{key} or /_counters/{key}"))
+    return _error(MethodNotAllowed(f"this path accepts {allowed}"), extra_headers={"Allow": allowed})
+
+
+@app.exception_handler(TicketsError)
+def refused(err: TicketsError) -> Response:
+    return _error(err)
+
+
+@app.exception_handler(Exception)
+def bug(err: Exception) -> Response:
+    logger.exception("unhandled error")
+    return _error(TicketsError("an unexpected error; nothing was handed out. It has been logged"))
+
+
+def _issue(path_key: str | None) -> Response:
+    event = app.current_event
+    body = protocol.request_body(event.body, event.is_base64_encoded)
+    request = protocol.ticket_request(path_key, event.query_string_parameters, body, settings.default_key)
+    idempotency_key = event.headers.get("idempotency-key")
+    if idempotency_key is None:
+        issued = _issue_and_record(request.key, request.count)
+    else:
+        issue = _idempotent_issue or _load_idempotency()
+        issued = issue(require_idempotency_key(idempotency_key), request.key, request.count,
+                       app.lambda_context)
+    if protocol.prefers_text(event.headers.get("accept")):
+        tickets = issued.get("tickets", [issued["ticket"]])
+        return Response(200, "text/plain; charset=utf-8", protocol.render_text(tickets))
+    return _json(200, issued)
+
+
+def _issue_and_record(key: str, count: int) -> dict:
+    issued = issuer.issue(key, count)
+    metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
+    if issued.near_max:
+        metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
+        logger.warning("counter passed 90% of its max", extra={"key": key, "max": issued.counter.max})
+    logger.info("issued", extra={"key": key, "count": count,
+                                 "first_ticket": issued.tickets[0], "last_ticket": issued.tickets[-1]})
+    return issued.to_json()
+
+
+def _load_idempotency():
+    global _idempotent_issue
+    from .idempotency import idempotent  # imported on first use: most requests carry no header
+
+    _idempotent_issue = idempotent(_issue_and_record, client=dynamodb,
+                                   table_name=os.environ[IDEMPOTENCY_TABLE_ENV],
+                                   expires_after_seconds=settings.idempotency_expiry_seconds)
+    return _idempotent_issue
+
+
+def _json(status: int, body: dict, extra_headers: dict[str, str] | None = None) -> Response:
+    return Response(status, "application/json", json.dumps(body, separators=(",", ":")),
+                    headers=extra_headers)
+
+
+def _error(err: TicketsError, extra_headers: dict[str, str] | None = None) -> Response:
+    # `code` is one of a handful of fixed strings, so the dimension stays bounded.
+    metrics.add_dimension(name="code", value=err.code)
+    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
+    log = logger.warning if err.status >= 500 else logger.info
+    log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
+    return _json(err.status, {"error": err.code, "message": err.message}, {**err.headers, **(extra_headers or {})})
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.LAMBDA_FUNCTION_URL, clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def lambda_handler(event: dict, context: Any) -> dict:
+    http = event.get("requestContext", {}).get("http", {})
+    normalised = {**event, "rawPath": protocol.normalise_path(event.get("rawPath") or "/"),
+                  "requestContext": {**event.get("requestContext", {}),
+                                     "http": {**http, "path": protocol.normalise_path(http.get("path") or "/")}}}
+    result = app.resolve(normalised, context)
+    # A cached GET would hand one ticket to two callers.
+    result.setdefault("headers", {})["Cache-Control"] = "no-store"
+    return result

@@ -1,0 +1,43 @@
+"""What a counter key, a count and an idempotency key may look like."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import BadRequest
+
+KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
+KEY_RULE = "1-100 characters from A-Z a-z 0-9 . _ : -, the first one a letter or digit"
+MAX_COUNT = 1000
+IDEMPOTENCY_KEY_PATTERN = re.compile(r"[\x20-\x7e]{1,128}")
+
+
+def is_valid_key(key: object) -> bool:
+    return isinstance(key, str) and KEY_PATTERN.fullmatch(key) is not None
+
+
+def require_key(key: str) -> str:
+    if not is_valid_key(key):
+        raise BadRequest(f"invalid key {key!r}: a key is {KEY_RULE}")
+    return key
+
+
+def parse_count(raw: object) -> int:
+    """A count comes as query text or a JSON number; both must be a plain integer 1..MAX_COUNT."""
+    if isinstance(raw, bool):
+        count = None
+    elif isinstance(raw, int):
+        count = raw
+    elif isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 4:
+        count = int(raw)
+    else:
+        count = None
+    if count is None or not 1 <= count <= MAX_COUNT:
+        raise BadRequest(f"invalid count {raw!r}: count is a whole number from 1 to {MAX_COUNT}")
+    return count
+
+
+def require_idempotency_key(value: str) -> str:
+    if IDEMPOTENCY_KEY_PATTERN.fullmatch(value) is None:
+        raise BadRequest("invalid Idempotency-Key header: use 1-128 printable ASCII characters")
+    return value

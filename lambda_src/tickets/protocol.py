@@ -1,0 +1,140 @@
+"""HTTP-level rules of the API, kept free of any framework: what a request may say and
+how an answer is rendered."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass
+from typing import Mapping
+from urllib.parse import unquote
+
+from .errors import BadRequest, PayloadTooLarge
+from .keys import parse_count, require_key
+
+QUERY_FIELDS = ("key", "systemKey", "count")
+BODY_FIELDS = ("key", "count")
+MAX_BODY_BYTES = 1024
+MAX_PATH_CHARS = 256
+ROUTE_SHAPES = (  # the paths the API serves, for telling 405 from 404
+    (re.compile(r"/"), "GET, POST"),
+    (re.compile(r"/[^/]+"), "GET, POST"),
+    (re.compile(r"/_counters/[^/]+"), "GET"),
+)
+
+
+@dataclass(frozen=True)
+class TicketRequest:
+    key: str
+    count: int
+
+
+def normalise_path(path: str) -> str:
+    """`/orders/` is `/orders`: clients and proxies add trailing slashes freely."""
+    return "/" + path.strip("/") if path != "/" else path
+
+
+def decode_path_key(segment: str) -> str:
+    if len(segment) > MAX_PATH_CHARS:
+        raise BadRequest(f"the path is longer than {MAX_PATH_CHARS} characters")
+    try:
+        return require_key(unquote(segment, errors="strict"))
+    except UnicodeDecodeError:
+        raise BadRequest("the key in the path is not valid percent-encoded UTF-8") from None
+
+
+def ticket_request(path_key: str | None, query: Mapping[str, str] | None, body: bytes, default_key: str
+                   ) -> TicketRequest:
+    """Merge path, query and body into one request; they may repeat each other but not disagree."""
+    query = query or {}
+    unknown = sorted(set(query) - set(QUERY_FIELDS))
+    if unknown:
+        raise BadRequest(f"unknown query parameter {unknown[0][:40]!r}; use key (or systemKey) and count")
+    fields = _body_fields(body)
+
+    keys = {source: value for source, value in (
+        ("path", decode_path_key(path_key) if path_key is not None else None),
+        ("key", query.get("key")), ("systemKey", query.get("systemKey")), ("body", fields.get("key")),
+    ) if value is not None}
+    if len(set(map(str, keys.values()))) > 1:
+        raise BadRequest(f"the request names different keys ({', '.join(sorted(keys))}); name one")
+    key = require_key(next(iter(keys.values()))) if keys else default_key
+
+    counts = [value for value in (query.get("count"), fields.get("count")) if value is not None]
+    parsed = {parse_count(value) for value in counts}
+    if len(parsed) > 1:
+        raise BadRequest("the query and the body ask for different counts; give one")
+    return TicketRequest(key=key, count=parsed.pop() if parsed else 1)
+
+
+def request_body(raw: str | None, is_base64: bool) -> bytes:
+    if not raw:
+        return b""
+    if len(raw) > MAX_BODY_BYTES * 2:  # base64 is 4/3 of the bytes; anything past this is too big
+        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes; send a small JSON object or none")
+    try:
+        body = base64.b64decode(raw, validate=True) if is_base64 else raw.encode("utf-8", "surrogatepass")
+    except (binascii.Error, ValueError):
+        raise BadRequest("the body is marked base64 but is not valid base64") from None
+    if len(body) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes; send a small JSON object or none")
+    return body
+
+
+def _body_fields(body: bytes) -> dict:
+    if not body.strip():
+        return {}
+    try:
+        fields = json.loads(body)
+    except (ValueError, RecursionError):
+        raise BadRequest('the body must be empty or a JSON object such as {"count": 10}') from None
+    if not isinstance(fields, dict):
+        raise BadRequest('the body must be empty or a JSON object such as {"count": 10}')
+    unknown = sorted(set(fields) - set(BODY_FIELDS))
+    if unknown:
+        raise BadRequest(f"unknown body field {unknown[0][:40]!r}; use key and count")
+    if "key" in fields and not isinstance(fields["key"], str):
+        raise BadRequest("the body's key must be a string")
+    return fields
+
+
+def allowed_methods(path: str) -> str | None:
+    """The methods a known path accepts, or None for a path the API does not serve."""
+    for shape, methods in ROUTE_SHAPES:
+        if shape.fullmatch(path):
+            return methods
+    return None
+
+
+def prefers_text(accept: str | None) -> bool:
+    """True when the caller ranks text/plain above JSON (a browser's */* ranks them equal: JSON)."""
+    if not accept:
+        return False
+    ranges = []
+    for part in accept.split(",")[:32]:
+        media, _, params = part.strip().partition(";")
+        quality = 1.0
+        for param in params.split(";"):
+            name, _, value = param.strip().partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        ranges.append((media.strip().lower(), quality))
+    return _quality(ranges, "text", "plain") > _quality(ranges, "application", "json")
+
+
+def _quality(ranges: list[tuple[str, float]], kind: str, subtype: str) -> float:
+    best_specificity, best_quality = -1, 0.0
+    for media, quality in ranges:
+        specificity = {f"{kind}/{subtype}": 2, f"{kind}/*": 1, "*/*": 0}.get(media, -1)
+        if specificity > best_specificity:
+            best_specificity, best_quality = specificity, quality
+    return best_quality
+
+
+def render_text(tickets: list[int]) -> str:
+    return "".join(f"{ticket}\n" for ticket in tickets)

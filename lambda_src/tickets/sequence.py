@@ -1,0 +1,66 @@
+"""Sequence math: which tickets a lane owns.
+
+A counter has L = regionSlots * shards lanes; lane l = slot * shards + shard.
+Ticket n (0, 1, 2, ...) of lane l is start + stride * (l + L * n), so lanes interleave
+without ever meeting, every ticket is >= start and = start (mod stride), and with one
+lane the tickets are start, start + stride, ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .config import CounterConfig
+
+SHARD_SEPARATOR = "#"  # not allowed in keys, so `key#3` never names another counter
+
+
+@dataclass(frozen=True)
+class Lane:
+    key: str
+    shard: int
+    shards: int
+    index: int
+    first: int
+    step: int
+    max: int
+
+    @property
+    def item_key(self) -> str:
+        """The DynamoDB partition key of this lane's item."""
+        return self.key if self.shards == 1 else f"{self.key}{SHARD_SEPARATOR}{self.shard}"
+
+    @property
+    def seed(self) -> int:
+        """The `last` of a lane that has issued nothing yet."""
+        return self.first - self.step
+
+    def ticket(self, n: int) -> int:
+        return self.first + self.step * n
+
+    def owns(self, value: int) -> bool:
+        return value >= self.first and (value - self.first) % self.step == 0
+
+    def accepts_last(self, last: int) -> bool:
+        """Whether a stored `last` (perhaps typed in by hand) sits on this lane."""
+        return last == self.seed or self.owns(last)
+
+    def block(self, last: int, count: int) -> list[int]:
+        """The `count` tickets that ended at `last`, ascending."""
+        return [last - self.step * (count - 1 - i) for i in range(count)]
+
+    def limit(self, count: int) -> int:
+        """The highest `last` from which `count` more tickets still fit under max."""
+        return self.max - count * self.step
+
+
+def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: int) -> list[Lane]:
+    """The lanes of `key` that one region (slot) owns, one per shard."""
+    lane_total = region_slots * counter.shards
+    step = counter.stride * lane_total
+    lanes = []
+    for shard in range(counter.shards):
+        index = region_slot * counter.shards + shard
+        lanes.append(Lane(key=key, shard=shard, shards=counter.shards, index=index,
+                          first=counter.start + counter.stride * index, step=step, max=counter.max))
+    return lanes

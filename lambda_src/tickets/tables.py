@@ -1,0 +1,20 @@
+"""The shape of the two DynamoDB tables, in one place for the stack and the local server."""
+
+from __future__ import annotations
+
+COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
+LAST = "last"  # the last ticket issued on the lane: the high-water mark an operator reads
+STEP = "step"  # stride * lanes, fixed when the item is created
+
+IDEMPOTENCY_KEY = "id"
+IDEMPOTENCY_TTL = "expiration"
+
+
+def create_table_arguments(table_name: str, partition_key: str) -> dict:
+    """Arguments for DynamoDB CreateTable, matching the table the stack defines."""
+    return {
+        "TableName": table_name,
+        "KeySchema": [{"AttributeName": partition_key, "KeyType": "HASH"}],
+        "AttributeDefinitions": [{"AttributeName": partition_key, "AttributeType": "S"}],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
