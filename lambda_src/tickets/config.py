@@ -22,6 +22,7 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
                       2192, 2557, 2922, 3288, 3653)
 REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
 SETTINGS_ENV = "TICKETS_SETTINGS"
+MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
 
 
 class ConfigError(ValueError):
@@ -108,8 +109,13 @@ def handler_environment(config: DeploymentConfig, region: str) -> dict[str, str]
         counters=config.counters,
         idempotency_expiry_seconds=config.idempotency_expiry_seconds,
     )
+    encoded = settings.to_json()
+    if len(encoded.encode()) > MAX_SETTINGS_BYTES:
+        raise ConfigError(f"tickets.counters: {len(config.counters)} counters need {len(encoded)} bytes of "
+                          f"the function's environment, over the {MAX_SETTINGS_BYTES} it can spare; "
+                          "configure only keys that need a non-default start, stride, max or shards")
     return {
-        SETTINGS_ENV: settings.to_json(),
+        SETTINGS_ENV: encoded,
         "POWERTOOLS_SERVICE_NAME": "tickets",
         "POWERTOOLS_METRICS_NAMESPACE": "Tickets",
     }

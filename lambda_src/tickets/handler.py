@@ -13,17 +13,20 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
-from . import protocol
+from . import protocol, timing
 from .config import SETTINGS_ENV, Settings
-from .errors import MethodNotAllowed, NotFound, TicketsError
+from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
-from .keys import require_idempotency_key
+from .keys import KEY_RULE, require_idempotency_key
 from .store import CounterStore
 
 TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
-# Bounded so a slow DynamoDB ends in a 503 well inside the function's timeout (see the stack).
-DYNAMODB_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
+DYNAMODB_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
+    connect_timeout=timing.DYNAMODB_CONNECT_TIMEOUT_SECONDS,
+    read_timeout=timing.DYNAMODB_READ_TIMEOUT_SECONDS,
+)
 
 logger = Logger()
 tracer = Tracer()
@@ -56,6 +59,9 @@ def unknown_route(_: Exception) -> Response:
     allowed = protocol.allowed_methods(app.current_event.path)
     if allowed is None:
         return _error(NotFound("no such path; use /, /{key} or /_counters/{key}"))
+    if app.current_event.http_method in allowed.split(", "):
+        # The router refuses some characters (`"`, a backslash, ...) in a path segment; no key has them.
+        return _error(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
     return _error(MethodNotAllowed(f"this path accepts {allowed}"), extra_headers={"Allow": allowed})
 
 

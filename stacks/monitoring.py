@@ -1,0 +1,62 @@
+"""Alarms an operator needs before users notice: crashes, throttling, and counters nearing max."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+METRICS_NAMESPACE = "Tickets"  # handler_environment sets POWERTOOLS_METRICS_NAMESPACE to this
+SERVICE_DIMENSION = {"service": "tickets"}  # Powertools adds the service name to every metric
+PERIOD = Duration.minutes(5)
+
+
+class TicketAlarms(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, function: lambda_.IFunction,
+                 table: dynamodb.Table, alarm_email: str | None):
+        super().__init__(scope, construct_id)
+        self.topic = _notification_topic(self, alarm_email) if alarm_email else None
+
+        self._alarm("FunctionErrors", function.metric_errors(period=PERIOD, statistic="Sum"),
+                    "The Tickets function crashed or timed out (handled refusals are not errors).")
+        self._alarm("FunctionThrottles", function.metric_throttles(period=PERIOD, statistic="Sum"),
+                    "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.")
+        self._alarm("TableThrottles",
+                    cloudwatch.Metric(namespace="AWS/DynamoDB", metric_name="ThrottledRequests",
+                                      dimensions_map={"TableName": table.table_name, "Operation": "UpdateItem"},
+                                      period=PERIOD, statistic="Sum"),
+                    "DynamoDB throttled counter writes: a hot key needs shards (see README).")
+        self._alarm("InternalErrors",
+                    cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="Errors",
+                                      dimensions_map={**SERVICE_DIMENSION, "code": "internal_error"},
+                                      period=PERIOD, statistic="Sum"),
+                    "The handler answered 500: a bug or a misconfigured table. See the function's logs.")
+        self._alarm("CounterNearMax",
+                    cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="CounterNearMax",
+                                      dimensions_map=SERVICE_DIMENSION, period=PERIOD, statistic="Sum"),
+                    "A counter passed 90% of its max; the logs name the key. Raise max or plan a new key.")
+
+    def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
+        alarm = metric.create_alarm(
+            self, construct_id, alarm_description=description, threshold=1, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
+        if self.topic is not None:
+            alarm.add_alarm_action(actions.SnsAction(self.topic))
+        return alarm
+
+
+def _notification_topic(scope: Construct, email: str) -> sns.Topic:
+    # CloudWatch cannot publish to a topic under the AWS-managed SNS key, so the topic gets its own.
+    key = kms.Key(scope, "TopicKey", enable_key_rotation=True, description="Tickets alarm notifications")
+    key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+    topic = sns.Topic(scope, "AlarmTopic", master_key=key, enforce_ssl=True)
+    topic.add_subscription(subscriptions.EmailSubscription(email))
+    return topic

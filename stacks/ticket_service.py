@@ -1,0 +1,109 @@
+"""The service itself: the counter table, the idempotency table, the function and its URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from tickets import tables, timing
+from tickets.config import DeploymentConfig, handler_environment
+
+from .powertools import powertools_layer_arn
+
+LAMBDA_SRC = Path(__file__).resolve().parent.parent / "lambda_src"
+HANDLER = "tickets.handler.lambda_handler"
+# Stateful resources keep these logical ids forever: a new id would replace (and orphan) the table.
+COUNTER_TABLE_ID = "TicketsTable"
+IDEMPOTENCY_TABLE_ID = "TicketsIdempotencyTable"
+RETENTION = {
+    1: logs.RetentionDays.ONE_DAY, 3: logs.RetentionDays.THREE_DAYS, 5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK, 14: logs.RetentionDays.TWO_WEEKS, 30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS, 90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS, 150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS, 365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS, 545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS, 1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS, 2192: logs.RetentionDays.SIX_YEARS,
+    2557: logs.RetentionDays.SEVEN_YEARS, 2922: logs.RetentionDays.EIGHT_YEARS,
+    3288: logs.RetentionDays.NINE_YEARS, 3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+class TicketService(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str):
+        super().__init__(scope, construct_id)
+
+        self.table = _table(self, COUNTER_TABLE_ID, tables.COUNTER_KEY)
+        self.idempotency_table = _table(self, IDEMPOTENCY_TABLE_ID, tables.IDEMPOTENCY_KEY,
+                                        time_to_live_attribute=tables.IDEMPOTENCY_TTL)
+
+        self.log_group = logs.LogGroup(self, "FunctionLogs", retention=RETENTION[config.log_retention_days],
+                                       removal_policy=RemovalPolicy.DESTROY)
+        role = iam.Role(self, "FunctionRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description="Tickets function: its own logs, traces and tables only")
+        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                                               resources=[self.log_group.log_group_arn]))
+
+        self.function = lambda_.Function(
+            self, "Function",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=HANDLER,
+            code=lambda_.Code.from_asset(str(LAMBDA_SRC), exclude=["**/__pycache__", "**/*.pyc"]),
+            layers=[lambda_.LayerVersion.from_layer_version_arn(
+                self, "Powertools", powertools_layer_arn(region, python="python314", architecture="arm64"))],
+            memory_size=256,
+            timeout=Duration.seconds(timing.FUNCTION_TIMEOUT_SECONDS),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=self.log_group,
+            role=role,
+            reserved_concurrent_executions=config.reserved_concurrency,
+            environment={
+                **handler_environment(config, region),
+                "TICKETS_TABLE": self.table.table_name,
+                "TICKETS_IDEMPOTENCY_TABLE": self.idempotency_table.table_name,
+            },
+        )
+        # Only the calls the handler makes (store.py, Powertools idempotency), only on these tables.
+        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:GetItem")
+        self.idempotency_table.grant(role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+                                     "dynamodb:DeleteItem")
+
+        cors = None
+        if config.cors_origins:
+            cors = lambda_.FunctionUrlCorsOptions(
+                allowed_origins=list(config.cors_origins),
+                allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
+                allowed_headers=["content-type", "accept", "idempotency-key", "authorization", "x-amz-date",
+                                 "x-amz-security-token", "x-amz-content-sha256"],
+                max_age=Duration.minutes(10))
+        self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors)
+
+        NagSuppressions.add_resource_suppressions(role, [{
+            "id": "AwsSolutions-IAM5",
+            "reason": "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level "
+                      "permissions; Lambda's active tracing adds exactly these two actions on '*'.",
+            "appliesTo": ["Resource::*"],
+        }], apply_to_children=True)
+
+
+def _table(scope: Construct, logical_id: str, partition_key: str, **options) -> dynamodb.Table:
+    table = dynamodb.Table(
+        scope, logical_id,
+        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True),
+        deletion_protection=True,
+        removal_policy=RemovalPolicy.RETAIN,
+        **options,
+    )
+    table.node.default_child.override_logical_id(logical_id)
+    return table

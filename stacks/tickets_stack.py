@@ -1,0 +1,38 @@
+"""One region's deployment: the service, its alarms and its outputs."""
+
+from __future__ import annotations
+
+from aws_cdk import App, Aspects, CfnOutput, Environment, Stack
+from cdk_nag import AwsSolutionsChecks
+from constructs import Construct
+
+from tickets.config import DeploymentConfig
+
+from .monitoring import TicketAlarms
+from .ticket_service import TicketService
+
+
+class TicketsStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str,
+                 **kwargs):
+        super().__init__(scope, construct_id, **kwargs)
+        service = TicketService(self, "Service", config=config, region=region)
+        TicketAlarms(self, "Alarms", function=service.function, table=service.table,
+                     alarm_email=config.alarm_email)
+
+        CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
+        CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")
+        CfnOutput(self, "RegionSlot", value=str(config.regions[region]),
+                  description=f"This region's slot of {config.region_slots}")
+
+
+def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -> dict[str, TicketsStack]:
+    """One stack per configured region, each pinned to its region, all checked by cdk-nag."""
+    stacks = {
+        region: TicketsStack(app, f"Tickets-{region}", config=config, region=region,
+                             env=Environment(account=account, region=region),
+                             description=f"Tickets ticket server, {region} (slot {slot})")
+        for region, slot in config.regions.items()
+    }
+    Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return stacks

@@ -1,0 +1,283 @@
+"""The synthesised stacks, from one synthesis per configuration per test session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+from aws_cdk import App  # noqa: E402
+from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
+
+from stacks.powertools import POWERTOOLS_VERSION  # noqa: E402
+from stacks.tickets_stack import add_stacks  # noqa: E402
+from tickets import timing  # noqa: E402
+from tickets.config import Settings, parse_config  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+FULL_CONFIG = {
+    "auth": "NONE",
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "strictKeys": True,
+    "reservedConcurrency": 50,
+    "corsOrigins": ["https://app.example.com"],
+    "alarmEmail": "ops@example.com",
+    "logRetentionDays": 90,
+    "counters": {"orders": {"start": 5000, "shards": 2}},
+}
+
+
+class Synthesised:
+    def __init__(self, context: dict, outdir: Path):
+        self.app = App(context=context, outdir=str(outdir))
+        self.stacks = add_stacks(self.app, parse_config(context["tickets"]))
+        self.assembly = self.app.synth()
+        self.outdir = outdir
+        self.templates = {region: Template.from_json(self.assembly.get_stack_by_name(stack.stack_name).template)
+                          for region, stack in self.stacks.items()}
+
+
+@pytest.fixture(scope="session")
+def deployed_default(tmp_path_factory) -> Synthesised:
+    """What `cdk synth` builds from the repository's own cdk.json."""
+    context = json.loads((ROOT / "cdk.json").read_text())["context"]
+    return Synthesised(context, tmp_path_factory.mktemp("default"))
+
+
+@pytest.fixture(scope="session")
+def two_regions(tmp_path_factory) -> Synthesised:
+    return Synthesised({"tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"))
+
+
+@pytest.fixture(scope="session")
+def template(deployed_default) -> Template:
+    return deployed_default.templates["us-east-1"]
+
+
+def test_one_stack_per_region_pinned_to_its_region(two_regions):
+    assert {region: stack.region for region, stack in two_regions.stacks.items()} == {
+        "us-east-1": "us-east-1", "eu-west-1": "eu-west-1"}
+
+
+def test_counter_table_is_on_demand_protected_and_retained(template):
+    template.has_resource("AWS::DynamoDB::Table", {
+        "DeletionPolicy": "Retain",
+        "UpdateReplacePolicy": "Retain",
+        "Properties": {
+            "KeySchema": [{"AttributeName": "counter", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "counter", "AttributeType": "S"}],
+            "BillingMode": "PAY_PER_REQUEST",
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "DeletionProtectionEnabled": True,
+        },
+    })
+    # A global table's last-writer-wins replication would duplicate tickets.
+    template.resource_count_is("AWS::DynamoDB::GlobalTable", 0)
+
+
+def test_idempotency_table_has_ttl_and_pitr(template):
+    template.has_resource("AWS::DynamoDB::Table", {
+        "DeletionPolicy": "Retain",
+        "Properties": {
+            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+            "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "DeletionProtectionEnabled": True,
+        },
+    })
+
+
+def test_stateful_resources_keep_their_logical_ids(template):
+    """Renaming these would make CloudFormation replace the tables: pinned on purpose."""
+    tables = template.find_resources("AWS::DynamoDB::Table")
+    assert set(tables) == {"TicketsTable", "TicketsIdempotencyTable"}
+    assert tables["TicketsTable"]["Properties"]["KeySchema"][0]["AttributeName"] == "counter"
+    # Generated names: no hard-coded TableName that would block a second deployment.
+    assert all("TableName" not in table["Properties"] for table in tables.values())
+
+
+def test_function_runtime_architecture_tracing_and_layer(template):
+    template.has_resource_properties("AWS::Lambda::Function", {
+        "Runtime": "python3.14",
+        "Architectures": ["arm64"],
+        "Handler": "tickets.handler.lambda_handler",
+        "TracingConfig": {"Mode": "Active"},
+        "Timeout": timing.FUNCTION_TIMEOUT_SECONDS,
+        "Layers": [Match.string_like_regexp(
+            r"^arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:\d+$")],
+    })
+    assert POWERTOOLS_VERSION in (ROOT / "requirements-dev.txt").read_text()
+
+
+def test_function_timeout_outlasts_the_worst_dynamodb_wait(template):
+    timeout = Capture()
+    template.has_resource_properties("AWS::Lambda::Function", {"Timeout": timeout})
+    assert timeout.as_number() > timing.WORST_CASE_DYNAMODB_SECONDS
+
+
+def test_log_group_has_explicit_retention(template, two_regions):
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    two_regions.templates["eu-west-1"].has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
+    log_group = Capture()
+    template.has_resource_properties("AWS::Lambda::Function", {"LoggingConfig": {"LogGroup": {"Ref": log_group}}})
+    assert template.to_json()["Resources"][log_group.as_string()]["Type"] == "AWS::Logs::LogGroup"
+
+
+def test_each_region_gets_its_own_slot_in_the_function_settings(two_regions):
+    for region, slot in FULL_CONFIG["regions"].items():
+        settings = Capture()
+        two_regions.templates[region].has_resource_properties("AWS::Lambda::Function", {
+            "Environment": {"Variables": {"TICKETS_SETTINGS": settings,
+                                          "TICKETS_TABLE": {"Ref": "TicketsTable"},
+                                          "TICKETS_IDEMPOTENCY_TABLE": {"Ref": "TicketsIdempotencyTable"}}}})
+        parsed = Settings.from_json(settings.as_string())
+        assert (parsed.region_slot, parsed.region_slots, parsed.strict_keys) == (slot, 2, True)
+        assert parsed.counters["orders"].shards == 2
+
+
+def test_function_url_uses_iam_auth_by_default(template):
+    template.has_resource_properties("AWS::Lambda::Url", {"AuthType": "AWS_IAM", "Cors": Match.absent()})
+    # With IAM auth nobody is granted public invocation.
+    template.resource_properties_count_is("AWS::Lambda::Permission", {"Principal": "*"}, 0)
+
+
+def test_function_url_auth_none_only_when_configured_with_cors_and_concurrency_cap(two_regions):
+    template = two_regions.templates["us-east-1"]
+    template.has_resource_properties("AWS::Lambda::Url", {
+        "AuthType": "NONE",
+        "Cors": {"AllowOrigins": ["https://app.example.com"], "AllowMethods": Match.array_with(["GET", "POST"])}})
+    template.has_resource_properties("AWS::Lambda::Function", {"ReservedConcurrentExecutions": 50})
+    template.has_resource_properties("AWS::Lambda::Permission", {
+        "Action": "lambda:InvokeFunctionUrl", "Principal": "*", "FunctionUrlAuthType": "NONE"})
+
+
+def test_outputs_name_the_url_and_the_table(template):
+    template.has_output("FunctionUrl", {"Value": {"Fn::GetAtt": [Match.string_like_regexp("FunctionUrl"), "FunctionUrl"]}})
+    template.has_output("TableName", {"Value": {"Ref": "TicketsTable"}})
+
+
+def _statements(template: Template) -> list[dict]:
+    policies = template.find_resources("AWS::IAM::Policy")
+    return [statement for policy in policies.values()
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _actions(statement: dict) -> list[str]:
+    actions = statement["Action"]
+    return [actions] if isinstance(actions, str) else actions
+
+
+def test_dynamodb_grants_are_exact_actions_on_own_tables(template):
+    grants = {}
+    for statement in _statements(template):
+        dynamodb = [action for action in _actions(statement) if action.startswith("dynamodb:")]
+        if not dynamodb:
+            continue
+        assert all("*" not in action for action in dynamodb), statement
+        assert statement["Resource"] != "*" and isinstance(statement["Resource"], dict), statement
+        grants[statement["Resource"]["Fn::GetAtt"][0]] = sorted(dynamodb)
+    assert grants == {
+        "TicketsTable": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        "TicketsIdempotencyTable": ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
+                                    "dynamodb:UpdateItem"],
+    }
+
+
+def test_only_xray_is_granted_on_any_resource(template):
+    wildcard = [statement for statement in _statements(template) if statement["Resource"] == "*"]
+    assert [sorted(_actions(statement)) for statement in wildcard] == [
+        ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]]
+
+
+def test_no_managed_policies(template, two_regions):
+    for each in (template, two_regions.templates["us-east-1"]):
+        for role in each.find_resources("AWS::IAM::Role").values():
+            assert "ManagedPolicyArns" not in role["Properties"], role
+
+
+def test_alarms_for_errors_throttles_and_counters_near_max(template):
+    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    metrics = sorted((alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"]) for alarm in alarms.values())
+    assert metrics == sorted([("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"),
+                              ("AWS/DynamoDB", "ThrottledRequests"), ("Tickets", "Errors"),
+                              ("Tickets", "CounterNearMax")])
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "ThrottledRequests",
+        "Dimensions": Match.array_with([{"Name": "TableName", "Value": {"Ref": "TicketsTable"}}])})
+    # No topic configured: alarms exist but notify nobody.
+    template.resource_count_is("AWS::SNS::Topic", 0)
+
+
+def test_alarm_email_adds_an_encrypted_topic_wired_to_every_alarm(two_regions):
+    template = two_regions.templates["us-east-1"]
+    template.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ops@example.com"})
+    topic = template.find_resources("AWS::SNS::Topic")
+    assert len(topic) == 1 and "KmsMasterKeyId" in next(iter(topic.values()))["Properties"]
+    topic_id = next(iter(topic))
+    for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+
+
+@pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
+def test_cdk_nag_aws_solutions_has_no_unsuppressed_findings(request, fixture):
+    synthesised = request.getfixturevalue(fixture)
+    for stack in synthesised.stacks.values():
+        annotations = Annotations.from_stack(stack)
+        assert annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+        assert annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+
+
+def test_every_nag_suppression_gives_a_specific_reason(two_regions):
+    reasons = []
+    for stack in two_regions.stacks.values():
+        for resource in two_regions.assembly.get_stack_by_name(stack.stack_name).template["Resources"].values():
+            for rule in resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", []):
+                reasons.append(rule["reason"])
+    assert reasons, "expected the X-Ray wildcard suppression"
+    assert all(len(reason) >= 40 for reason in reasons), reasons
+
+
+@pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
+def test_cfn_lint_finds_no_errors(request, fixture):
+    synthesised = request.getfixturevalue(fixture)
+    templates = sorted(str(path) for path in synthesised.outdir.glob("*.template.json"))
+    assert len(templates) == len(synthesised.stacks)
+    result = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *templates],
+                            capture_output=True, text=True, timeout=300)
+    errors = [line for line in result.stdout.splitlines() if ":E" in line]
+    assert errors == [], result.stdout + result.stderr
+    assert result.returncode in (0, 4, 8, 12), result.stdout + result.stderr  # no error-level (2) findings
+
+
+def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
+    assets = [path for path in deployed_default.outdir.glob("asset.*") if path.is_dir()]
+    assert len(assets) == 1
+    files = {str(path.relative_to(assets[0])) for path in assets[0].rglob("*") if path.is_file()}
+    assert "tickets/handler.py" in files
+    assert not any("__pycache__" in name or name.endswith(".pyc") for name in files)
+    assert all(name.startswith("tickets/") for name in files)
+
+
+@pytest.mark.parametrize("tickets, field", [
+    ({"regions": {"us-east-1": 1}, "regionSlots": 1}, "tickets.regions.us-east-1"),
+    ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
+    ({"regions": {"us-east-1": 0}, "counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
+    ({"regions": {"us-east-1": 0}, "colour": "blue"}, "tickets.colour"),
+])
+def test_invalid_config_stops_synthesis_naming_the_field(tickets, field, tmp_path):
+    env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"tickets": tickets}), "CDK_OUTDIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, str(ROOT / "app.py")], capture_output=True, text=True,
+                            env=env, cwd=tmp_path, timeout=120)
+    assert result.returncode != 0
+    assert field in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert not list(tmp_path.glob("*.template.json"))
