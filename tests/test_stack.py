@@ -281,3 +281,39 @@ def test_invalid_config_stops_synthesis_naming_the_field(tickets, field, tmp_pat
     assert field in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.glob("*.template.json"))
+
+
+def _function_settings(template: Template) -> str:
+    settings = Capture()
+    template.has_resource_properties("AWS::Lambda::Function",
+                                     {"Environment": {"Variables": {"TICKETS_SETTINGS": settings}}})
+    return settings.as_string()
+
+
+def test_two_synthesised_regions_issue_disjoint_tickets_that_together_are_dense(two_regions, deploy):
+    """Each region's handler runs with the settings its own stack gives it, on its own table."""
+    regions = {}
+    for region in FULL_CONFIG["regions"]:
+        regions[region] = deploy(FULL_CONFIG, region)
+        regions[region].environment["TICKETS_SETTINGS"] = _function_settings(two_regions.templates[region])
+
+    issued: dict[str, dict[str, list[int]]] = {"default": {}, "orders": {}}
+    for key in issued:
+        for region, handler in regions.items():
+            tickets = []
+            for count in (1, 3, 1, 5, 2):  # 12 tickets per region, single requests and blocks mixed
+                answer = handler.get(f"/{key}", query={"count": str(count)})
+                assert answer.status == 200, answer.body
+                tickets += answer.body.get("tickets", [answer.body["ticket"]])
+            issued[key][region] = tickets
+
+    for key, by_region in issued.items():
+        east, west = by_region["us-east-1"], by_region["eu-west-1"]
+        assert not set(east) & set(west), key
+        assert len(set(east)) == len(east) == 12 and len(set(west)) == len(west) == 12
+    # One lane per region (no shards): slot 0 owns the odd, slot 1 the even tickets, so equal work is dense.
+    assert sorted(issued["default"]["us-east-1"] + issued["default"]["eu-west-1"]) == list(range(1, 25))
+    assert all(ticket % 2 == 1 for ticket in issued["default"]["us-east-1"])
+    # Sharded: 2 regions x 2 shards = 4 lanes from 5000; each region keeps to its own two lanes.
+    assert {(ticket - 5000) % 4 for ticket in issued["orders"]["us-east-1"]} <= {0, 1}
+    assert {(ticket - 5000) % 4 for ticket in issued["orders"]["eu-west-1"]} <= {2, 3}

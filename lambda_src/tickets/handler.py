@@ -80,6 +80,7 @@ def _issue(path_key: str | None) -> Response:
     event = app.current_event
     body = protocol.request_body(event.body, event.is_base64_encoded)
     request = protocol.ticket_request(path_key, event.query_string_parameters, body, settings.default_key)
+    logger.append_keys(key=request.key, count=request.count)
     idempotency_key = event.headers.get("idempotency-key")
     if idempotency_key is None:
         issued = _issue_and_record(request.key, request.count)
@@ -98,9 +99,8 @@ def _issue_and_record(key: str, count: int) -> dict:
     metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
-        logger.warning("counter passed 90% of its max", extra={"key": key, "max": issued.counter.max})
-    logger.info("issued", extra={"key": key, "count": count,
-                                 "first_ticket": issued.tickets[0], "last_ticket": issued.tickets[-1]})
+        logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+    logger.info("issued", extra={"first_ticket": issued.tickets[0], "last_ticket": issued.tickets[-1]})
     return issued.to_json()
 
 
