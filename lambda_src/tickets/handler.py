@@ -23,7 +23,8 @@ from .store import CounterStore
 TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 DYNAMODB_CONFIG = Config(
-    retries={"mode": "standard", "max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
+    # botocore's `max_attempts` counts retries only (3 would make 4 calls); `total_max_attempts` counts all.
+    retries={"mode": "standard", "total_max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
     connect_timeout=timing.DYNAMODB_CONNECT_TIMEOUT_SECONDS,
     read_timeout=timing.DYNAMODB_READ_TIMEOUT_SECONDS,
 )

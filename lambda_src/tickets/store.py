@@ -92,7 +92,7 @@ class CounterStore:
         step, last = _number(item.get(STEP)), _number(item.get(LAST))
         if STEP in item and step != lane.step:
             raise ConfigMismatch(
-                f"counter {lane.item_key!r} was created with step {item[STEP]}, but this deployment "
+                f"counter {lane.item_key!r} was created with step {step}, but this deployment "
                 f"gives it step {lane.step} (stride x lanes); stride, regionSlots and shards are "
                 "permanent once tickets were issued. Nothing was issued.")
         if last is None or not lane.accepts_last(last):

@@ -1,0 +1,179 @@
+"""Shared fixtures: the real handler, called with Function URL 2.0 events, on moto's DynamoDB.
+
+`deploy(config, region)` gives a `Region`: the handler module loaded with that region's
+environment (exactly what the stack gives the function) and its own tables in moto.
+`Region.call(...)` builds an event from `fixtures/function_url_event.json` and returns
+the status, headers and parsed body.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import importlib
+import json
+import os
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+# Powertools outside Lambda, and credentials moto accepts: set before anything imports boto3.
+os.environ.update({
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+})
+
+import boto3  # noqa: E402
+import pytest  # noqa: E402
+from moto import mock_aws  # noqa: E402
+
+from tickets.config import handler_environment, parse_config  # noqa: E402
+from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402
+
+EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
+COUNTER_TABLE = "tickets-test"
+IDEMPOTENCY_TABLE = "tickets-idempotency-test"
+SPEC_CONFIG = {  # SPEC §5's example
+    "defaultKey": "default",
+    "auth": "AWS_IAM",
+    "regions": {"us-east-1": 0},
+    "regionSlots": 1,
+    "strictKeys": False,
+    "counters": {"orders": {"start": 5000}, "invoices": {"start": 1, "stride": 10}},
+}
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "tickets-test"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:tickets-test"
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: Any  # the parsed JSON, or the text of a text/plain answer
+
+
+def function_url_event(path: str = "/", method: str = "GET", query: Any = None,
+                       headers: dict[str, str] | None = None, body: str | bytes | None = None,
+                       base64_body: bool = False) -> dict:
+    """A payload 2.0 event as a Function URL sends it. `query` is a dict or a list of pairs
+    (pairs may repeat a name: AWS then joins the values with commas, as here); `path` is
+    the raw path, still percent-encoded. A bytes body arrives base64-encoded, as AWS sends
+    binary; `base64_body=True` marks a str body as base64 as it stands (even if it is not)."""
+    pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
+    event = copy.deepcopy(EVENT_TEMPLATE)
+    event["rawPath"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["requestId"] = str(uuid.uuid4())
+    event["rawQueryString"] = urlencode(pairs)
+    if pairs:
+        joined: dict[str, str] = {}
+        for name, value in pairs:
+            joined[name] = f"{joined[name]},{value}" if name in joined else value
+        event["queryStringParameters"] = joined
+    event["headers"].update({name.lower(): value for name, value in (headers or {}).items()})
+    if isinstance(body, bytes):
+        body, base64_body = base64.b64encode(body).decode("ascii"), True
+    if body is not None:
+        event["body"], event["isBase64Encoded"] = body, base64_body
+    return event
+
+
+@functools.cache
+def dynamodb_client(region: str):
+    """The tests' own client: clients are slow to make, and moto intercepts one made once."""
+    return boto3.client("dynamodb", region_name=region)
+
+
+class Region:
+    """One region's deployment: its handler environment and its tables in moto."""
+
+    active: Region | None = None  # whose environment the function has now
+    loaded: tuple[dict, Any] | None = None  # (environment, client) tickets.handler was last imported with
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, config: dict, region: str):
+        self.region = region
+        self.config = parse_config(config)
+        self.environment = {**handler_environment(self.config, region), "AWS_DEFAULT_REGION": region,
+                            "TICKETS_TABLE": COUNTER_TABLE, "TICKETS_IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE}
+        self.client = dynamodb_client(region)
+        self._monkeypatch = monkeypatch
+        existing = self.client.list_tables()["TableNames"]
+        for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
+            if table not in existing:
+                self.client.create_table(**create_table_arguments(table, key))
+
+    @property
+    def handler(self):
+        """tickets.handler as this region's function runs it: like a warm Lambda, the module is
+        imported again only when its environment changes (or someone else re-imported it)."""
+        if Region.active is not self:
+            for name, value in self.environment.items():
+                self._monkeypatch.setenv(name, value)
+            module = sys.modules.get("tickets.handler")
+            if module is None or Region.loaded != (self.environment, module.dynamodb):
+                module = importlib.reload(module) if module else importlib.import_module("tickets.handler")
+                Region.loaded = (self.environment, module.dynamodb)
+            Region.active = self
+        return sys.modules["tickets.handler"]
+
+    def call(self, path: str = "/", method: str = "GET", **event_args: Any) -> Answer:
+        result = self.handler.lambda_handler(function_url_event(path, method, **event_args), FakeLambdaContext())
+        headers = result.get("headers") or {}
+        text = result.get("body") or ""
+        is_json = headers.get("Content-Type", "").startswith("application/json")
+        return Answer(result["statusCode"], headers, json.loads(text) if is_json else text)
+
+    def get(self, path: str = "/", **event_args: Any) -> Answer:
+        return self.call(path, "GET", **event_args)
+
+    def post(self, path: str = "/", **event_args: Any) -> Answer:
+        return self.call(path, "POST", **event_args)
+
+    def items(self, table: str = COUNTER_TABLE) -> list[dict]:
+        """Every item of one of this region's tables, in a stable order, for before/after snapshots."""
+        items = self.client.scan(TableName=table, ConsistentRead=True)["Items"]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+
+    def put_item(self, item: dict) -> None:
+        self.client.put_item(TableName=COUNTER_TABLE, Item=item)
+
+
+@pytest.fixture
+def aws():
+    """moto's in-memory AWS for the duration of one test."""
+    with mock_aws():
+        yield
+    Region.active = None
+
+
+@pytest.fixture
+def deploy(aws, monkeypatch):
+    """deploy(config, region) -> Region, with the handler loaded from that cdk.json-style config."""
+    def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
+        return Region(monkeypatch, SPEC_CONFIG if config is None else config, region)
+    return deploy
+
+
+@pytest.fixture
+def api(deploy) -> Region:
+    """The handler deployed with SPEC §5's example config in us-east-1."""
+    return deploy()

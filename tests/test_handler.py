@@ -1,0 +1,299 @@
+"""The handler on real Function URL 2.0 events under moto: every route and error of SPEC §3,
+the sequences of SPEC §2, and that a refused request leaves the counter table as it was."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from conftest import BROWSER_ACCEPT, SPEC_CONFIG, Answer
+
+TEXT = {"accept": "text/plain"}
+
+
+def assert_error(answer: Answer, status: int, code: str) -> None:
+    assert answer.status == status, answer
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert set(answer.body) == {"error", "message"}, answer.body
+    assert answer.body["error"] == code
+    assert isinstance(answer.body["message"], str) and answer.body["message"]
+
+
+def tickets_of(answer: Answer) -> list[int]:
+    assert answer.status == 200, answer
+    assert answer.headers["Cache-Control"] == "no-store"
+    return answer.body.get("tickets", [answer.body["ticket"]])
+
+
+def item(counter: str, last: int, step: int | None = None) -> dict:
+    made = {"counter": {"S": counter}, "last": {"N": str(last)}}
+    if step is not None:
+        made["step"] = {"N": str(step)}
+    return made
+
+
+# --- routes -------------------------------------------------------------------------------------
+
+def test_get_and_post_root_issue_the_default_key(api):
+    assert api.get("/").body == {"key": "default", "ticket": 1}
+    assert api.post("/").body == {"key": "default", "ticket": 2}
+    assert api.items() == [item("default", 2, step=1)]
+
+
+def test_get_and_post_a_key(api):
+    assert api.get("/orders").body == {"key": "orders", "ticket": 5000}
+    assert api.post("/orders").body == {"key": "orders", "ticket": 5001}
+    assert api.get("/invoices").body == {"key": "invoices", "ticket": 1}
+    assert api.get("/invoices").body == {"key": "invoices", "ticket": 11}
+
+
+@pytest.mark.parametrize("request_args", [
+    {"query": {"key": "orders"}},
+    {"query": {"systemKey": "orders"}},
+    {"query": {"key": "orders", "systemKey": "orders"}},
+    {"method": "POST", "body": '{"key": "orders"}'},
+    {"method": "POST", "body": b'{"key": "orders"}'},  # base64, as a Function URL sends binary bodies
+    {"path": "/orders/"},  # a trailing slash is no different
+], ids=["key", "systemKey", "both", "body", "base64-body", "trailing-slash"])
+def test_other_ways_to_name_a_key(api, request_args):
+    assert api.get("/orders").body["ticket"] == 5000
+    assert api.call(**{"path": "/", **request_args}).body == {"key": "orders", "ticket": 5001}
+
+
+def test_count_one_is_a_plain_ticket(api):
+    assert api.get("/orders", query={"count": "1"}).body == {"key": "orders", "ticket": 5000}
+
+
+def test_count_1000_is_one_block_in_one_write(api):
+    api.get("/invoices")
+    body = api.get("/invoices", query={"count": "1000"}).body
+    assert body["ticket"] == 11
+    assert body["tickets"] == [11 + 10 * n for n in range(1000)]
+    assert api.items() == [item("invoices", 11 + 10 * 999, step=10)]
+
+
+def test_count_in_the_body(api):
+    body = api.post("/orders", body='{"count": 3}', headers={"content-type": "application/json"}).body
+    assert body == {"key": "orders", "ticket": 5000, "tickets": [5000, 5001, 5002]}
+
+
+def test_counter_state_shows_last_step_and_config_and_issues_nothing(api):
+    api.get("/invoices", query={"count": "3"})
+    before = api.items()
+    state = api.get("/_counters/invoices").body
+    assert state["key"] == "invoices"
+    assert state["last"] == 21
+    assert state["step"] == 10
+    assert state["config"] == {"start": 1, "stride": 10, "max": 2**53 - 1, "shards": 1}
+    assert state["lanes"] == [{"counter": "invoices", "lane": 0, "first": 1, "step": 10, "last": 21}]
+    assert api.get("/_counters/invoices/").body == state
+    assert api.items() == before
+    assert api.get("/invoices").body["ticket"] == 31
+
+
+def test_counter_state_of_a_key_never_used_is_404(api):
+    assert_error(api.get("/_counters/orders"), 404, "not_found")
+    assert api.items() == []
+
+
+@pytest.mark.parametrize("path", ["/a/b", "/_counters/a/b", "/orders/extra/"])
+def test_other_paths_are_404(api, path):
+    assert_error(api.get(path), 404, "not_found")
+
+
+@pytest.mark.parametrize("method, path, allowed", [
+    ("DELETE", "/", "GET, POST"), ("PUT", "/orders", "GET, POST"), ("PATCH", "/orders/", "GET, POST"),
+    ("HEAD", "/", "GET, POST"), ("OPTIONS", "/orders", "GET, POST"), ("POST", "/_counters/orders", "GET"),
+    ("DELETE", "/_counters/orders", "GET"),
+])
+def test_wrong_method_is_405_with_allow(api, method, path, allowed):
+    answer = api.call(path, method)
+    assert_error(answer, 405, "method_not_allowed")
+    assert answer.headers["Allow"] == allowed
+    assert api.items() == []
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+def test_text_plain_when_preferred(api):
+    answer = api.get("/orders", headers=TEXT)
+    assert answer.headers["Content-Type"].startswith("text/plain")
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert answer.body == "5000\n"
+    assert api.get("/orders", query={"count": "3"}, headers=TEXT).body == "5001\n5002\n5003\n"
+
+
+def test_a_browser_gets_json(api):
+    answer = api.get("/orders", headers={"accept": BROWSER_ACCEPT})
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.body == {"key": "orders", "ticket": 5000}
+
+
+def test_errors_stay_json_for_text_callers(api):
+    assert_error(api.get("/_orders", headers=TEXT), 400, "bad_request")
+
+
+# --- invalid input: 400, and nothing written ----------------------------------------------------
+
+INVALID = {
+    "key-too-long": {"path": "/" + "k" * 101},
+    "empty-query-key": {"query": {"key": ""}},
+    "query-key-too-long": {"query": {"key": "k" * 101}},
+    "space": {"path": "/bad%20key"},
+    "hash": {"path": "/a%231"},
+    "leading-underscore": {"path": "/_orders"},
+    "leading-dot": {"path": "/.orders"},
+    "query-leading-underscore": {"query": {"systemKey": "_orders"}},
+    "encoded-slash": {"path": "/orders%2F..%2Finvoices"},
+    "encoded-nul": {"path": "/orders%00"},
+    "double-encoded-slash": {"path": "/a%252Fb"},
+    "dot-dot": {"path": "/.."},
+    "not-utf8": {"path": "/%FF"},
+    "quote": {"path": '/a"b'},
+    "backslash": {"path": "/a\\b"},
+    "unicode": {"path": "/%C3%A9"},
+    "keys-disagree": {"path": "/orders", "query": {"key": "invoices"}},
+    "repeated-key": {"query": [("key", "orders"), ("key", "orders")]},
+    "unknown-query": {"query": {"cnt": "2"}},
+    "count-0": {"query": {"count": "0"}},
+    "count-1001": {"query": {"count": "1001"}},
+    "count-abc": {"query": {"count": "abc"}},
+    "count-negative": {"query": {"count": "-1"}},
+    "count-fraction": {"query": {"count": "1.0"}},
+    "count-empty": {"query": {"count": ""}},
+    "counts-disagree": {"method": "POST", "query": {"count": "2"}, "body": '{"count": 3}'},
+    "body-not-json": {"method": "POST", "body": "count=2"},
+    "body-array": {"method": "POST", "body": "[2]"},
+    "body-unknown-field": {"method": "POST", "body": '{"cnt": 2}'},
+    "body-count-float": {"method": "POST", "body": '{"count": 2.0}'},
+    "body-binary": {"method": "POST", "body": b"\x00\xff\xfe"},
+    "body-bad-base64": {"method": "POST", "body": "%%%", "base64_body": True},
+    "counter-state-bad-key": {"path": "/_counters/_x"},
+    "counter-state-encoded-slash": {"path": "/_counters/a%2Fb"},
+}
+
+
+@pytest.mark.parametrize("request_args", INVALID.values(), ids=INVALID.keys())
+def test_invalid_requests_are_400_and_change_nothing(api, request_args):
+    api.get("/orders")
+    api.get("/")
+    before = api.items()
+    assert_error(api.call(**{"path": "/", **request_args}), 400, "bad_request")
+    assert api.items() == before
+
+
+def test_a_body_over_the_limit_is_413(api):
+    assert_error(api.post("/orders", body='{"count": 1}' + " " * 2000), 413, "too_large")
+    assert_error(api.post("/orders", body=b" " * 1100), 413, "too_large")
+    assert api.items() == []
+
+
+# --- strictKeys ---------------------------------------------------------------------------------
+
+def test_strict_keys(deploy):
+    api = deploy({**SPEC_CONFIG, "strictKeys": True})
+    assert_error(api.get("/unknown"), 404, "not_found")
+    assert_error(api.get("/", query={"key": "unknown"}), 404, "not_found")
+    assert_error(api.get("/_counters/unknown"), 404, "not_found")
+    assert api.items() == []
+    assert api.get("/orders").body == {"key": "orders", "ticket": 5000}
+    assert api.get("/").body == {"key": "default", "ticket": 1}
+    assert api.get("/default").body == {"key": "default", "ticket": 2}
+
+
+# --- items made by hand -------------------------------------------------------------------------
+
+def test_a_hand_made_item_is_adopted_and_continues_on_its_lane(api):
+    api.put_item(item("invoices", 91))  # the console workflow: only counter and last
+    assert tickets_of(api.get("/invoices", query={"count": "2"})) == [101, 111]
+    assert api.items() == [item("invoices", 111, step=10)]
+    assert tickets_of(api.get("/invoices")) == [121]
+
+
+def test_a_hand_made_item_at_the_seed_starts_at_start(api):
+    api.put_item(item("orders", 4999))
+    assert tickets_of(api.get("/orders")) == [5000]
+
+
+@pytest.mark.parametrize("last", [95, 0, -19])
+def test_a_hand_made_item_off_the_lane_is_refused_untouched(api, last):
+    api.put_item(item("invoices", last))
+    before = api.items()
+    answer = api.get("/invoices")
+    assert_error(answer, 409, "config_mismatch")
+    assert "ticket" not in answer.body
+    assert api.items() == before
+
+
+def test_a_hand_made_item_past_max_is_exhausted_untouched(deploy):
+    api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
+    api.put_item(item("small", 10))
+    before = api.items()
+    assert_error(api.get("/small"), 409, "exhausted")
+    assert api.items() == before
+
+
+# --- max ----------------------------------------------------------------------------------------
+
+def test_exhaustion_at_max_is_exact(deploy):
+    api = deploy({**SPEC_CONFIG, "counters": {"small": {"start": 1, "stride": 2, "max": 9}}})
+    assert tickets_of(api.get("/small", query={"count": "3"})) == [1, 3, 5]
+    before = api.items()
+    assert_error(api.get("/small", query={"count": "3"}), 409, "exhausted")  # 7, 9, 11: refused whole
+    assert api.items() == before
+    assert tickets_of(api.get("/small", query={"count": "2"})) == [7, 9]  # 9 == max is issued
+    before = api.items()
+    assert_error(api.get("/small"), 409, "exhausted")
+    assert_error(api.get("/small", headers=TEXT), 409, "exhausted")
+    assert api.items() == before == [item("small", 9, step=2)]
+
+
+def test_max_may_be_int64(deploy):
+    top = 2**63 - 1
+    api = deploy({**SPEC_CONFIG, "counters": {"big": {"start": top - 2, "max": top}}})
+    assert tickets_of(api.get("/big", query={"count": "3"})) == [top - 2, top - 1, top]
+    assert_error(api.get("/big"), 409, "exhausted")
+
+
+def test_a_new_counter_whose_first_block_passes_max_writes_nothing(deploy):
+    api = deploy({**SPEC_CONFIG, "counters": {"tiny": {"start": 10, "max": 12}}})
+    assert_error(api.get("/tiny", query={"count": "4"}), 409, "exhausted")
+    assert api.items() == []
+    assert_error(api.get("/_counters/tiny"), 404, "not_found")
+    assert tickets_of(api.get("/tiny", query={"count": "3"})) == [10, 11, 12]
+
+
+# --- config changes after tickets were issued ---------------------------------------------------
+
+@pytest.mark.parametrize("changed", [
+    {"counters": {"invoices": {"start": 1, "stride": 5}}},
+    {"counters": {"invoices": {"start": 1, "stride": 10, "shards": 1}}, "regionSlots": 2},
+], ids=["stride", "regionSlots"])
+def test_a_changed_step_is_refused(deploy, changed):
+    first = deploy(SPEC_CONFIG)
+    assert tickets_of(first.get("/invoices", query={"count": "2"})) == [1, 11]
+    before = first.items()
+    second = deploy({**SPEC_CONFIG, **changed})
+    answer = second.get("/invoices")
+    assert_error(answer, 409, "config_mismatch")
+    assert "ticket" not in answer.body
+    assert second.items() == before
+
+
+# --- every answer -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("request_args, status", [
+    ({"path": "/"}, 200), ({"path": "/orders", "headers": TEXT}, 200), ({"path": "/_counters/default"}, 200),
+    ({"path": "/_orders"}, 400), ({"path": "/nowhere/at/all"}, 404), ({"path": "/", "method": "PUT"}, 405),
+    ({"path": "/", "method": "POST", "body": "x" * 3000}, 413), ({"path": "/orders%FF"}, 400),
+], ids=["200", "200-text", "200-state", "400", "404", "405", "413", "400-utf8"])
+def test_every_answer_says_no_store(api, request_args, status):
+    api.get("/")
+    answer = api.call(**request_args)
+    assert answer.status == status
+    assert answer.headers["Cache-Control"] == "no-store"
+    if status >= 400:
+        assert_error(answer, status, answer.body["error"])
+        assert "Retry-After" not in answer.headers

@@ -1,0 +1,165 @@
+"""Idempotent retries (SPEC §3): the same Idempotency-Key gets the same answer and burns nothing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import COUNTER_TABLE, IDEMPOTENCY_TABLE
+
+
+def once(key: str) -> dict:
+    return {"idempotency-key": key}
+
+
+def throttle(**_):
+    raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "x"}}, "op")
+
+
+@pytest.fixture
+def dynamodb_calls(api):
+    """Every (operation, table) the handler's client sends."""
+    calls = []
+
+    def record(params, model, **_):
+        calls.append((model.name, params.get("TableName")))
+    events = api.handler.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb", record)
+    yield calls
+    events.unregister("provide-client-params.dynamodb", record)
+
+
+def test_a_repeat_gets_the_same_tickets_and_burns_none(api):
+    first = api.post("/orders", query={"count": "3"}, headers=once("order-run-1"))
+    assert first.body == {"key": "orders", "ticket": 5000, "tickets": [5000, 5001, 5002]}
+    counters = api.items()
+    assert api.post("/orders", query={"count": "3"}, headers=once("order-run-1")).body == first.body
+    assert api.post("/", query={"key": "orders"}, body='{"count": 3}', headers=once("order-run-1")).body == \
+        first.body  # the same request, said another way
+    text = api.post("/orders", query={"count": "3"}, headers={**once("order-run-1"), "accept": "text/plain"})
+    assert text.body == "5000\n5001\n5002\n"
+    assert api.items() == counters
+    assert api.get("/orders", headers=once("order-run-2")).body["ticket"] == 5003
+    assert api.get("/orders").body["ticket"] == 5004
+
+
+@pytest.mark.parametrize("other", [
+    {"path": "/orders", "query": {"count": "2"}},
+    {"path": "/invoices", "query": {"count": "3"}},
+    {"path": "/", "query": {"count": "3"}},
+], ids=["count", "key", "default-key"])
+def test_the_same_header_for_another_request_is_422(api, other):
+    first = api.post("/orders", query={"count": "3"}, headers=once("k1"))
+    assert first.status == 200
+    counters, records = api.items(), api.items(IDEMPOTENCY_TABLE)
+    answer = api.post(**other, headers=once("k1"))
+    assert answer.status == 422
+    assert answer.body["error"] == "idempotency_key_reused" and set(answer.body) == {"error", "message"}
+    assert answer.headers["Cache-Control"] == "no-store"
+    assert (api.items(), api.items(IDEMPOTENCY_TABLE)) == (counters, records)
+
+
+def test_a_duplicate_while_the_first_is_in_flight_is_409(api, monkeypatch):
+    issue = api.handler.issuer.issue
+    while_in_flight = []
+
+    def slow_issue(key, count):
+        if not while_in_flight:  # the client gave up waiting and sent the request again
+            while_in_flight.append(api.post("/orders", headers=once("slow")))
+        return issue(key, count)
+    monkeypatch.setattr(api.handler.issuer, "issue", slow_issue)
+
+    first = api.post("/orders", headers=once("slow"))
+    [duplicate] = while_in_flight
+    assert duplicate.status == 409 and duplicate.body["error"] == "in_progress"
+    assert "ticket" not in duplicate.body
+    assert first.body == {"key": "orders", "ticket": 5000}
+    assert api.post("/orders", headers=once("slow")).body == first.body  # now it has its answer
+    assert api.get("/orders").body["ticket"] == 5001
+
+
+def test_no_header_no_idempotency_call(api, dynamodb_calls):
+    assert api.get("/orders").status == 200
+    assert api.post("/invoices", query={"count": "2"}).status == 200
+    assert dynamodb_calls == [("UpdateItem", COUNTER_TABLE)] * 2
+    assert api.items(IDEMPOTENCY_TABLE) == []
+
+
+def test_with_a_header_the_idempotency_table_is_used(api, dynamodb_calls):
+    assert api.get("/orders", headers=once("k")).status == 200
+    assert ("UpdateItem", COUNTER_TABLE) in dynamodb_calls
+    assert {table for _, table in dynamodb_calls} == {COUNTER_TABLE, IDEMPOTENCY_TABLE}
+    assert len(api.items(IDEMPOTENCY_TABLE)) == 1
+
+
+@pytest.mark.parametrize("value", ["", "x" * 129, "naïve", "tab\there", "\x7f"],
+                         ids=["empty", "129-chars", "non-ascii", "control", "delete"])
+def test_an_invalid_header_is_400_and_touches_nothing(api, value):
+    api.get("/orders")
+    counters = api.items()
+    answer = api.post("/orders", headers=once(value))
+    assert answer.status == 400 and answer.body["error"] == "bad_request"
+    assert "Idempotency-Key" in answer.body["message"]
+    assert api.items() == counters and api.items(IDEMPOTENCY_TABLE) == []
+
+
+def test_the_longest_header_is_fine(api):
+    assert api.get("/orders", headers=once("x" * 128)).status == 200
+
+
+def test_a_failed_first_attempt_does_not_poison_the_key(api, monkeypatch):
+    with monkeypatch.context() as patched:
+        patched.setattr(api.handler.dynamodb, "update_item", throttle)
+        failed = api.post("/orders", headers=once("retry-me"))
+    assert failed.status == 503 and "ticket" not in failed.body
+    retried = api.post("/orders", headers=once("retry-me"))
+    assert retried.body == {"key": "orders", "ticket": 5000}
+    assert api.post("/orders", headers=once("retry-me")).body == retried.body
+
+
+def test_a_refused_first_attempt_does_not_poison_the_key(deploy):
+    config = {"regions": {"us-east-1": 0}, "counters": {"small": {"max": 2}}}
+    api = deploy(config)
+    api.get("/small", query={"count": "2"})
+    assert api.post("/small", headers=once("late")).body["error"] == "exhausted"
+    raised = deploy({**config, "counters": {"small": {"max": 3}}})  # the operator raises max
+    assert raised.post("/small", headers=once("late")).body == {"key": "small", "ticket": 3}
+
+
+def test_an_unavailable_idempotency_table_is_503_and_issues_nothing(api, monkeypatch):
+    monkeypatch.setattr(api.handler.dynamodb, "put_item", throttle)
+    answer = api.post("/orders", headers=once("k"))
+    assert answer.status == 503 and answer.body["error"] == "unavailable"
+    assert "Retry-After" in answer.headers
+    assert api.items() == []
+
+
+def test_after_the_expiry_a_repeat_is_a_new_request(api):
+    first = api.post("/orders", headers=once("old"))
+    [record] = api.items(IDEMPOTENCY_TABLE)
+    assert int(record["expiration"]["N"]) > time.time() + 3000  # SPEC: an hour by default
+    api.client.update_item(TableName=IDEMPOTENCY_TABLE, Key={"id": record["id"]},
+                           UpdateExpression="SET expiration = :past",
+                           ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}})
+    assert api.post("/orders", headers=once("old")).body["ticket"] == first.body["ticket"] + 1
+
+
+def test_an_answer_that_could_not_be_recorded_is_a_gap_never_a_duplicate(api, monkeypatch):
+    """The ticket is written, then saving the answer for the Idempotency-Key fails: the caller
+    gets a 503 without it, and that ticket is never handed to anyone."""
+    real_update = api.handler.dynamodb.update_item
+
+    def update_item(**request):
+        if request["TableName"] == IDEMPOTENCY_TABLE:
+            throttle()
+        return real_update(**request)
+    with monkeypatch.context() as patched:
+        patched.setattr(api.handler.dynamodb, "update_item", update_item)
+        lost = api.post("/orders", headers=once("unlucky"))
+    assert lost.status == 503 and "ticket" not in lost.body
+    assert api.items()[0]["last"] == {"N": "5000"}  # 5000 was spent
+    retry = api.post("/orders", headers=once("unlucky"))  # the lock outlives the failed attempt
+    assert retry.status == 409 and retry.body["error"] == "in_progress"
+    assert api.post("/orders", headers=once("another")).body["ticket"] == 5001
