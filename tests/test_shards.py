@@ -76,6 +76,9 @@ def test_two_single_lane_regions_are_together_dense(deploy):
     assert sorted(east_tickets + west_tickets) == list(range(1, 21))
 
 
+LAYOUT_ITEM = {"counter": {"S": "hot"}, "shards": {"N": "4"}, "step": {"N": "4"}}
+
+
 def sharded(deploy, **counter):
     return deploy({"regions": {"us-east-1": 0}, "counters": {"hot": {"start": 1, "shards": 4, **counter}}})
 
@@ -133,8 +136,8 @@ def test_exhausted_shards_pass_the_request_on_until_all_are_spent(deploy):
     singles = sorted(api.get("/hot").body["ticket"] for _ in range(4))  # each lane still has one
     assert singles == [9, 10, 11, 12]
     before = api.items()
-    assert before == [{"counter": {"S": f"hot#{s}"}, "last": {"N": str(9 + s)}, "step": {"N": "4"}}
-                      for s in range(4)]
+    assert before == [LAYOUT_ITEM] + [{"counter": {"S": f"hot#{s}"}, "last": {"N": str(9 + s)}, "step": {"N": "4"}}
+                                      for s in range(4)]
     answer = api.get("/hot")
     assert answer.status == 409 and answer.body["error"] == "exhausted"
     assert api.items() == before
@@ -157,5 +160,25 @@ def test_item_keys_follow_the_shard_count(deploy, shards):
     api = sharded(deploy, shards=shards)
     for _ in range(30):
         api.get("/hot")
-    keys = {item["counter"]["S"] for item in api.items()}
-    assert keys == ({"hot"} if shards == 1 else {f"hot#{s}" for s in range(shards)})
+    items = {item["counter"]["S"]: item for item in api.items()}
+    if shards == 1:
+        assert set(items) == {"hot"} and "shards" not in items["hot"]
+    else:  # one item per lane, and the plain key's item records the layout (no `last`: it issues nothing)
+        assert set(items) == {"hot"} | {f"hot#{s}" for s in range(shards)}
+        assert items["hot"] == {"counter": {"S": "hot"}, "step": {"N": str(shards)}, "shards": {"N": str(shards)}}
+
+
+@pytest.mark.parametrize("before_shards, after_shards", [(1, 4), (2, 4), (4, 1), (4, 8)])
+def test_a_changed_shard_count_is_refused_and_issues_nothing(deploy, before_shards, after_shards):
+    """New shard items are other items than the old lanes: only the recorded layout can stop them
+    from issuing the old lanes' numbers again."""
+    old = sharded(deploy, shards=before_shards)
+    issued = {old.get("/hot").body["ticket"] for _ in range(12)}
+    before = old.items()
+    new = sharded(deploy, shards=after_shards)
+    for _ in range(3 * after_shards):  # enough random picks to try every new lane
+        answer = new.get("/hot")
+        assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
+        assert "shards" in answer.body["message"] and "ticket" not in answer.body
+    assert new.items() == before
+    assert len(issued) == 12

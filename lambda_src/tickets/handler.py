@@ -137,6 +137,7 @@ def lambda_handler(event: dict, context: Any) -> dict:
     normalised = {**event, "rawPath": protocol.normalise_path(event.get("rawPath") or "/"),
                   "requestContext": {**event.get("requestContext", {}),
                                      "http": {**http, "path": protocol.normalise_path(http.get("path") or "/")}}}
+    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     result = app.resolve(normalised, context)
     # A cached GET would hand one ticket to two callers.
     result.setdefault("headers", {})["Cache-Control"] = "no-store"

@@ -71,18 +71,17 @@ class Issuer:
 
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)
-        rows = []
-        for lane in lanes:
-            stored = self._store.read(lane)
-            if stored is None:
-                continue
+        rows, used = [], False
+        for lane in lanes:  # every lane of this region, the unused ones with last null
+            stored = self._store.read(lane) or {LAST: None, STEP: None}
+            used = used or stored[STEP] is not None or stored[LAST] is not None
             last = stored[LAST]
             rows.append({
                 "counter": lane.item_key, "lane": lane.index, "first": lane.first,
                 "step": stored[STEP] if stored[STEP] is not None else lane.step,
                 "last": last if last is not None and last != lane.seed else None,
             })
-        if not rows:
+        if not used:
             raise NotFound(f"counter {key!r} has not issued a ticket in this region yet")
         issued = [row["last"] for row in rows if row["last"] is not None]
         return {
