@@ -1,0 +1,64 @@
+"""`python -m bench` (or `make bench`): every figure of issue 5, one run, ratios side by side.
+
+Prints a markdown table; writes results.json and results.png to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from . import ceiling, cold_start, package, report
+from .child import run_in_child
+
+DEFAULT_OUT = Path(__file__).resolve().parent / "out"
+
+
+def _phase(name: str, results: dict, measure) -> None:
+    print(f"bench: {name}...", file=sys.stderr, flush=True)
+    began = time.perf_counter()
+    results.update(measure())
+    results["phase_seconds"][name] = round(time.perf_counter() - began, 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Measure Tickets against the seed-design baseline (bench/baseline.py): cold start, warm "
+                    "call, DynamoDB writes per ticket, per-key ceiling, local server load, client lease "
+                    "throughput and package size. Takes about two minutes on 2 cores.")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"where results.json and results.png go (default: {DEFAULT_OUT})")
+    parser.add_argument("--cold-samples", type=int, default=15,
+                        help="fresh processes per handler for the cold start (default: 15)")
+    args = parser.parse_args(argv)
+    if args.cold_samples < 1:
+        parser.error("--cold-samples must be at least 1")
+
+    began = time.perf_counter()
+    results: dict = {"phase_seconds": {}, "machine": {
+        "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()]}}
+    _phase("package size", results, package.measure)
+    _phase("writes per ticket (moto)", results, lambda: run_in_child("bench.writes"))
+    _phase("warm calls (Stubber)", results, lambda: run_in_child("bench.warm", rounds=40, calls=100))
+    _phase("local server and lease", results, lambda: run_in_child("bench.local"))
+    _phase("cold start", results, lambda: cold_start.measure(args.cold_samples))
+    writes = {int(count): value for count, value in results["writes_per_ticket"].items()}
+    results["per_key_ceiling"] = ceiling.per_key_ceiling(writes, results["baseline_writes_per_ticket"])
+    results["seconds"] = round(time.perf_counter() - began, 1)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    report.write_json(results, args.out / "results.json")
+    report.write_chart(results, args.out / "results.png")
+    print(report.markdown_table(results))
+    print(f"\n{results['seconds']:.0f} s; wrote {args.out / 'results.json'} and {args.out / 'results.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

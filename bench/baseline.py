@@ -1,0 +1,26 @@
+"""THE BASELINE, not Tickets: a handler written the way the seed design does it.
+
+A boto3 resource, one `update_item` with `if_not_exists`, the key from the Function URL
+path, the ticket returned as JSON. No validation, no routing, no logging, no metrics,
+no tracing: the floor Tickets is measured against (SPEC §7). Never deploy this.
+"""
+
+import json
+import os
+
+import boto3
+
+table = boto3.resource("dynamodb").Table(os.environ["TICKETS_TABLE"])
+
+
+def lambda_handler(event, context):
+    key = event["rawPath"].strip("/") or "default"
+    response = table.update_item(
+        Key={"counter": key},
+        UpdateExpression="SET #last = if_not_exists(#last, :start) + :inc",
+        ExpressionAttributeNames={"#last": "last"},
+        ExpressionAttributeValues={":start": 0, ":inc": 1},
+        ReturnValues="UPDATED_NEW",
+    )
+    ticket = int(response["Attributes"]["last"])  # the resource layer hands back a Decimal
+    return {"statusCode": 200, "body": json.dumps({"key": key, "ticket": ticket})}

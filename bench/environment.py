@@ -1,0 +1,112 @@
+"""What both handlers run with in the benchmark: one environment, one event, one context.
+
+Tickets and the baseline always get the same process environment, so neither pays for
+configuration the other skips. The Powertools settings are those of the deployed
+function (the stack sets no log level, so INFO; metrics on), except tracing: outside
+Lambda there is no X-Ray daemon, so it is off, as POWERTOOLS_TRACE_DISABLED says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+from urllib.parse import urlencode
+
+import tickets
+from tickets.config import handler_environment, parse_config
+
+REPO = Path(__file__).resolve().parent.parent
+CDK_JSON = REPO / "cdk.json"
+# The asset root of the `tickets` this interpreter imports: lambda_src/ through the editable
+# install, or a candidate copy put first with PYTHONPATH (measured before it is applied).
+LAMBDA_SRC = Path(tickets.__file__).resolve().parent.parent
+EVENT_FIXTURE = REPO / "tests" / "fixtures" / "function_url_event.json"
+REGION = "us-east-1"
+COUNTER_TABLE = "tickets-bench"
+IDEMPOTENCY_TABLE = "tickets-bench-idempotency"
+TICKETS_MODULE = "tickets.handler"
+BASELINE_MODULE = "bench.baseline"
+
+POWERTOOLS_AS_DEPLOYED = {
+    "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon here; see the module docstring
+    "POWERTOOLS_LOG_LEVEL": "INFO",  # what the stack leaves in force: it sets no level
+    "POWERTOOLS_METRICS_DISABLED": "false",
+}
+# Credentials that moto and the Stubber accept; nothing here ever reaches AWS.
+FAKE_AWS = {
+    "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench", "AWS_SESSION_TOKEN": "bench",
+}
+# Any of these would send the handlers' calls somewhere else than the Stubber or moto expect.
+_UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
+
+
+def deployment_settings(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
+    """The function environment the stack gives cdk.json's first region, plus the bench's counters."""
+    raw = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
+    raw = {**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}}
+    config = parse_config(raw)
+    return handler_environment(config, next(iter(config.regions)))
+
+
+def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
+    """The variables both handlers get (to be laid over the current environment)."""
+    return {**deployment_settings(extra_counters), "TICKETS_TABLE": COUNTER_TABLE,
+            "TICKETS_IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
+
+
+def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
+    """A child process's full environment: ours, minus redirections, plus `variables`, importing
+    first from `python_path` (as Lambda imports from /var/task), never writing bytecode there."""
+    env = {name: value for name, value in os.environ.items() if name not in _UNSET}
+    return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)),
+            "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@contextlib.contextmanager
+def environment(variables: dict[str, str]) -> Iterator[None]:
+    """Set `variables` (and clear redirections) in this process, restoring everything after."""
+    saved = dict(os.environ)
+    for name in _UNSET:
+        os.environ.pop(name, None)
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def fresh_import(module_name: str) -> Any:
+    """Import a handler module with the current environment: both build their clients at import
+    time, so one imported earlier is re-imported."""
+    module = sys.modules.get(module_name)
+    return importlib.reload(module) if module is not None else importlib.import_module(module_name)
+
+
+_EVENT_TEMPLATE = json.loads(EVENT_FIXTURE.read_text(encoding="utf-8"))
+
+
+def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
+    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id."""
+    event = copy.deepcopy(_EVENT_TEMPLATE)
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["rawQueryString"] = urlencode(query or {})
+    if query:
+        event["queryStringParameters"] = dict(query)
+    event["requestContext"]["requestId"] = str(uuid.uuid4())
+    return event
+
+
+def lambda_context() -> Any:
+    from tickets_local.invoker import LambdaContext  # the local server's, so there is one fake context
+
+    return LambdaContext(aws_request_id=str(uuid.uuid4()),
+                         invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench")

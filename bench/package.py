@@ -1,0 +1,46 @@
+"""The Lambda code asset as CDK builds it: lambda_src/ minus `__pycache__` and `*.pyc`
+(stacks/ticket_service.py's exclude list), zipped with deflate."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import zipfile
+from pathlib import Path
+
+from .environment import LAMBDA_SRC
+
+BASELINE_SOURCE = Path(__file__).with_name("baseline.py")
+BASELINE_ASSET_NAME = "baseline.py"  # the seed deploys one file; its handler is baseline.lambda_handler
+
+
+def asset_files(root: Path = LAMBDA_SRC) -> dict[str, Path]:
+    """Archive name -> file, for every file CDK would put in the asset."""
+    return {path.relative_to(root).as_posix(): path for path in sorted(root.rglob("*"))
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+
+
+def zipped_bytes(files: dict[str, Path]) -> int:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, path in files.items():
+            archive.write(path, name)
+    return len(buffer.getvalue())
+
+
+def measure() -> dict[str, int]:
+    tickets = asset_files()
+    return {
+        "package_bytes": zipped_bytes(tickets),
+        "package_files": len(tickets),
+        "baseline_package_bytes": zipped_bytes({BASELINE_ASSET_NAME: BASELINE_SOURCE}),
+    }
+
+
+def build_task_root(destination: Path) -> Path:
+    """Both assets side by side in one directory, without bytecode: what /var/task holds."""
+    for name, path in {**asset_files(), BASELINE_ASSET_NAME: BASELINE_SOURCE}.items():
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    return destination

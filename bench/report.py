@@ -1,0 +1,174 @@
+"""The results three ways: a markdown table, results.json, and a chart that stands alone."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+GOALS = {
+    "cold_start_ratio": 1.30,  # at most
+    "warm_ratio": 1.50,  # at most
+    "lease_tickets_per_s": 1_000_000,  # at least
+    "package_bytes": 50_000,  # at most (50 KB)
+}
+
+
+def goals_met(results: dict) -> dict[str, bool]:
+    writes = results["writes_per_ticket"]
+    return {
+        "cold_start_ratio": results["cold_start_ratio"] <= GOALS["cold_start_ratio"],
+        "warm_ratio": results["warm_ratio"] <= GOALS["warm_ratio"],
+        "writes_per_ticket": all(math.isclose(per_ticket, 1 / int(count)) for count, per_ticket in writes.items()),
+        "lease_tickets_per_s": results["lease_tickets_per_s"] >= GOALS["lease_tickets_per_s"],
+        "local_duplicates": results["local_duplicates"] == 0 and results["local_failures"] == 0,
+        "package_bytes": results["package_bytes"] <= GOALS["package_bytes"],
+    }
+
+
+def _yes(met: bool) -> str:
+    return "yes" if met else "**no**"
+
+
+def markdown_table(results: dict) -> str:
+    met = goals_met(results)
+    cold, warm = results["cold_start_ms"], results["warm_us"]
+    ceiling, sharded = results["per_key_ceiling"], results["sharded"]
+    rows = [
+        ("`cold_start_ratio`", f"{results['cold_start_ratio']:.2f} (Tickets {cold['tickets']:.0f} ms / baseline "
+         f"{cold['baseline']:.0f} ms, median of {cold['samples']} each)", "<= 1.30", _yes(met["cold_start_ratio"])),
+        ("`warm_ratio`", f"{results['warm_ratio']:.2f} (Tickets {warm['tickets']:.0f} µs / baseline "
+         f"{warm['baseline']:.0f} µs, median of {warm['calls_each']} calls each)", "<= 1.50", _yes(met["warm_ratio"])),
+        ("`writes_per_ticket`", ", ".join(f"count={count}: {value:g}" for count, value in
+                                         results["writes_per_ticket"].items())
+         + f" (baseline: {results['baseline_writes_per_ticket']:g}; a counter's first request: "
+         f"{_first_writes(results)}; {sharded['shards']} shards: {sharded['writes_per_ticket']:g} once its lanes "
+         f"exist, setting them up took {sharded['setup_writes']} writes in {sharded['setup_requests']} requests)",
+         "1, 0.1, 0.01, 0.001",
+         _yes(met["writes_per_ticket"])),
+        ("`lease_tickets_per_s`", f"{results['lease_tickets_per_s']:,.0f} (one block of 1000 takes "
+         f"{results['lease_block_request_ms']:.0f} ms from the local server; the lease alone, blocks in memory: "
+         f"{results['lease_handout_ceiling_per_s']:,.0f}/s; one request per ticket: "
+         f"{results['per_request_tickets_per_s']:,.0f}/s)", ">= 1,000,000", _yes(met["lease_tickets_per_s"])),
+        ("`local_rps`", f"{results['local_rps']:,.0f} requests/s ({results['local_threads']} clients, one key, "
+         f"{results['local_requests']} requests)", "reported", "-"),
+        ("`local_p99_ms`", f"{results['local_p99_ms']:.0f} ms (p50 {results['local_p50_ms']:.0f} ms)",
+         "reported", "-"),
+        ("duplicates under load", f"{results['local_duplicates']} (failed requests: {results['local_failures']})",
+         "0", _yes(met["local_duplicates"])),
+        ("`package_bytes`", f"{results['package_bytes']:,} ({results['package_files']} files; baseline "
+         f"{results['baseline_package_bytes']:,})", "<= 50 KB", _yes(met["package_bytes"])),
+        ("per-key ceiling, seed design", f"{ceiling['seed']:,.0f} tickets/s", "reported", "-"),
+    ]
+    for shards, by_count in ceiling["tickets"].items():
+        rows.append((f"per-key ceiling, Tickets, shards={shards}",
+                     ", ".join(f"count={count}: {value:,.0f}/s" for count, value in by_count.items()),
+                     "reported", "-"))
+    lines = ["| figure | value | goal | met? |", "| --- | --- | --- | --- |"]
+    lines += [f"| {' | '.join(row)} |" for row in rows]
+    return "\n".join(lines)
+
+
+def _first_writes(results: dict) -> str:
+    counted = set(results["first_request_writes"].values())
+    return f"{counted.pop()} write(s)" if len(counted) == 1 else str(results["first_request_writes"])
+
+
+def write_json(results: dict, path: Path) -> None:
+    path.write_text(json.dumps({**results, "goals_met": goals_met(results)}, indent=2, sort_keys=True) + "\n")
+
+
+def write_chart(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    met = goals_met(results)
+    figure, axes = plt.subplots(2, 2, figsize=(13, 9.5))
+    _ratios(axes[0][0], results, met)
+    _ceiling(axes[0][1], results)
+    _throughput(axes[1][0], results, met)
+    _package(axes[1][1], results, met)
+    figure.suptitle("Tickets vs the seed-design baseline, measured side by side in one run (python -m bench)",
+                    fontsize=13, fontweight="bold")
+    figure.text(0.5, 0.01,
+                f"Local server, {results['local_threads']} concurrent clients on one key: "
+                f"{results['local_rps']:,.0f} requests/s, p99 {results['local_p99_ms']:.0f} ms, "
+                f"{results['local_duplicates']} duplicate tickets. Green: goal met; red: goal missed.",
+                ha="center", fontsize=10)
+    figure.tight_layout(rect=(0, 0.03, 1, 0.96))
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _colour(met: bool) -> str:
+    return "#2e8b57" if met else "#c0392b"
+
+
+def _ratios(ax, results: dict, met: dict) -> None:
+    names = ["cold start\n(import + clients)", "warm call\n(DynamoDB stubbed)"]
+    keys = ["cold_start_ratio", "warm_ratio"]
+    values = [results[key] for key in keys]
+    bars = ax.bar(names, values, color=[_colour(met[key]) for key in keys], width=0.5)
+    for index, key in enumerate(keys):
+        ax.hlines(GOALS[key], index - 0.35, index + 0.35, colors="black", linestyles="--")
+        ax.text(index + 0.37, GOALS[key], f"goal ≤ {GOALS[key]:.2f}", va="center", fontsize=9)
+    ax.axhline(1.0, color="grey", linewidth=1)
+    ax.text(1.88, 0.97, "baseline = 1", ha="right", va="top", fontsize=9, color="grey")
+    cold, warm = results["cold_start_ms"], results["warm_us"]
+    details = [f"{cold['tickets']:.0f} ms vs {cold['baseline']:.0f} ms", f"{warm['tickets']:.0f} µs vs {warm['baseline']:.0f} µs"]
+    for bar, value, detail in zip(bars, values, details):
+        ax.text(bar.get_x() + bar.get_width() / 2, value, f"{value:.2f}x\n{detail}", ha="center", va="bottom", fontsize=9)
+    ax.set_ylim(0, max(values + [1.6]) * 1.3)
+    ax.set_xlim(-0.6, 1.9)
+    ax.set_ylabel("Tickets time / baseline time (lower is better)")
+    ax.set_title("Cost per Lambda: Tickets / baseline (medians)")
+
+
+def _ceiling(ax, results: dict) -> None:
+    ceiling = results["per_key_ceiling"]
+    counts = [int(count) for count in results["writes_per_ticket"]]
+    ax.plot(counts, [ceiling["seed"]] * len(counts), "o--", color="#7f8c8d", label="seed design (1 write per ticket)")
+    for (shards, by_count), marker in zip(ceiling["tickets"].items(), ("s-", "^-")):
+        ax.plot(counts, list(by_count.values()), marker, label=f"Tickets, {shards} shard{'s' if int(shards) > 1 else ''}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks(counts, [str(count) for count in counts])
+    ax.set_xlabel("tickets per request (count)")
+    ax.set_ylabel("tickets/s one key can sustain (log)")
+    ax.set_title("Per-key ceiling: seed design vs Tickets")
+    ax.text(0.98, 0.1, "tickets/s = 1,000 writes/s per DynamoDB item\n/ counted writes per ticket x shards",
+            transform=ax.transAxes, ha="right", va="bottom", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=9)
+
+
+def _throughput(ax, results: dict, met: dict) -> None:
+    names = ["one request\nper ticket", "block lease\n(local server)", "block lease alone\n(blocks in memory)"]
+    values = [results["per_request_tickets_per_s"], results["lease_tickets_per_s"],
+              results["lease_handout_ceiling_per_s"]]
+    colours = ["#7f8c8d", _colour(met["lease_tickets_per_s"]), "#95a5a6"]
+    bars = ax.bar(names, values, color=colours, width=0.5)
+    for bar, value in zip(bars, values):  # inside the bar, half way up the log scale
+        ax.text(bar.get_x() + bar.get_width() / 2, math.sqrt(max(value, 1)), f"{value:,.0f}/s", ha="center",
+                va="center", fontsize=10, color="white", fontweight="bold")
+    ax.axhline(GOALS["lease_tickets_per_s"], color="black", linestyle="--")
+    ax.text(-0.4, GOALS["lease_tickets_per_s"] * 1.3, "lease goal ≥ 1,000,000/s", fontsize=9)
+    ax.set_yscale("log")
+    ax.set_ylim(1, GOALS["lease_tickets_per_s"] * 20)
+    ax.set_ylabel("tickets/s in one process (log)")
+    ax.set_title(f"Client throughput (a block of 1000 costs {results['lease_block_request_ms']:.0f} ms here)")
+
+
+def _package(ax, results: dict, met: dict) -> None:
+    values = [results["package_bytes"] / 1000, results["baseline_package_bytes"] / 1000]
+    bars = ax.barh(["Tickets asset\n(lambda_src/)", "baseline\n(one file)"], values,
+                   color=[_colour(met["package_bytes"]), "#7f8c8d"], height=0.5)
+    for bar, value in zip(bars, values):
+        ax.text(value, bar.get_y() + bar.get_height() / 2, f" {value:.1f} KB", va="center", fontsize=9)
+    ax.axvline(GOALS["package_bytes"] / 1000, color="black", linestyle="--")
+    ax.text(GOALS["package_bytes"] / 1000, 0.5, "goal ≤ 50 KB ", ha="right", va="center", fontsize=9)
+    ax.set_xlim(0, GOALS["package_bytes"] / 1000 * 1.2)
+    ax.set_xlabel("zipped code asset, KB (Powertools comes from a Lambda layer)")
+    ax.set_title("Deployment package size")

@@ -1,0 +1,86 @@
+"""Warm invocations: each handler, already loaded, answers a real Function URL event.
+
+DynamoDB answers through botocore's Stubber on each handler's own client, so a call runs
+everything the handler does (routing, validation, logging, metrics, request serialisation,
+response parsing and rendering) except the network. Both handlers live in one child
+process with one environment, and alternate in rounds (baseline round, Tickets round);
+each call is timed on its own, and the figure is the ratio of the median call times.
+Runs in a child process (bench.child), whose stdout goes to the null device.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from typing import Any, Callable
+
+from .environment import BASELINE_MODULE, TICKETS_MODULE, fresh_import, function_url_event, lambda_context
+
+KEY = "orders"  # configured in cdk.json (start 5000), so Tickets takes its configured-counter path
+_WARM_UP_ROUNDS = 1
+
+
+class _StubbedHandler:
+    """A handler module whose DynamoDB client answers from a queue of canned UpdateItem responses."""
+
+    def __init__(self, module: Any, client: Any, attributes: Callable[[int], dict]):
+        from botocore.stub import Stubber
+
+        self.handler = module.lambda_handler
+        self._stubber = Stubber(client)
+        self._stubber.activate()
+        self._attributes = attributes
+        self._next_last = 5000
+
+    def queue(self, calls: int) -> list[int]:
+        """Queue one answer per call (each its own dict: the resource layer rewrites answers in
+        place); returns the tickets the calls must hand out."""
+        expected = []
+        for _ in range(calls):
+            self._next_last += 1
+            self._stubber.add_response("update_item", {"Attributes": self._attributes(self._next_last)},
+                                       expected_params=None)
+            expected.append(self._next_last)
+        return expected
+
+    def run_round(self, calls: int) -> list[float]:
+        expected = self.queue(calls)
+        invocations = [(function_url_event(f"/{KEY}"), lambda_context()) for _ in range(calls)]
+        results, durations = [], []
+        clock, handler = time.perf_counter, self.handler
+        for event, context in invocations:
+            started = clock()
+            result = handler(event, context)
+            durations.append(clock() - started)
+            results.append(result)
+        self._stubber.assert_no_pending_responses()
+        for result, ticket in zip(results, expected):  # the timed calls must be real successes
+            body = json.loads(result["body"])
+            if result["statusCode"] != 200 or body != {"key": KEY, "ticket": ticket}:
+                raise AssertionError(f"a warm call did not issue ticket {ticket}: {result}")
+        return durations
+
+
+def measure(rounds: int = 8, calls: int = 500) -> dict:
+    """Run in a child process (bench.child): both handlers in one interpreter."""
+    tickets_module = fresh_import(TICKETS_MODULE)
+    baseline_module = fresh_import(BASELINE_MODULE)
+    handlers = {
+        "baseline": _StubbedHandler(baseline_module, baseline_module.table.meta.client,
+                                    lambda last: {"last": {"N": str(last)}}),
+        "tickets": _StubbedHandler(tickets_module, tickets_module.dynamodb,
+                                   lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}),
+    }
+    durations: dict[str, list[float]] = {name: [] for name in handlers}
+    for round_index in range(_WARM_UP_ROUNDS + rounds):
+        for name, handler in handlers.items():
+            measured = handler.run_round(calls)
+            if round_index >= _WARM_UP_ROUNDS:
+                durations[name].extend(measured)
+    tickets_us = 1e6 * statistics.median(durations["tickets"])
+    baseline_us = 1e6 * statistics.median(durations["baseline"])
+    return {
+        "warm_ratio": tickets_us / baseline_us,
+        "warm_us": {"tickets": tickets_us, "baseline": baseline_us, "calls_each": rounds * calls},
+    }
