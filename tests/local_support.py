@@ -1,0 +1,160 @@
+"""Helpers for the tests of the local server and the client: configs, raw HTTP, a scripted stub
+server, and an independent SigV4 check."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import json
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
+
+# cdk.json's `tickets` for the tests: one region, one lane per key, so every key is dense.
+TICKETS_CONFIG = {
+    "defaultKey": "default",
+    "auth": "AWS_IAM",
+    "regions": {"us-east-1": 0},
+    "regionSlots": 1,
+    "strictKeys": False,
+    "counters": {
+        "orders": {"start": 5000},
+        "invoices": {"start": 1, "stride": 10},
+        "load": {"start": 700000},
+    },
+}
+
+
+def write_cdk_json(directory: Path, tickets: dict[str, Any] = TICKETS_CONFIG) -> Path:
+    path = directory / "cdk.json"
+    path.write_text(json.dumps({"app": "unused", "context": {"tickets": tickets}}))
+    return path
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]  # names lower-cased; Set-Cookie lines joined by "\n"
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def call(url: str, path: str = "/", method: str = "GET", headers: dict[str, str] | None = None,
+         body: bytes | None = None, connection: http.client.HTTPConnection | None = None) -> Reply:
+    """One raw HTTP exchange, nothing added but what http.client always sends (Host, Accept-Encoding)."""
+    parts = urlsplit(url)
+    own = connection is None
+    connection = connection or http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        payload = response.read()
+        merged: dict[str, str] = {}
+        for name, value in response.getheaders():
+            key = name.lower()
+            merged[key] = f"{merged[key]}\n{value}" if key in merged else value
+        return Reply(response.status, merged, payload)
+    finally:
+        if own:
+            connection.close()
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+
+
+@dataclass
+class StubServer:
+    """Answers each request with the next scripted (status, headers, body) and records what came.
+    `close_after_reply` drops the connection after each answer without saying so, like a server
+    whose keep-alive timeout just passed."""
+
+    replies: list[tuple[int, dict[str, str], bytes]]
+    close_after_reply: bool = False
+    requests: list[Recorded] = field(default_factory=list)
+    connections: int = 0
+
+    def __enter__(self) -> "StubServer":
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                super().setup()
+                stub.connections += 1
+
+            def _reply(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                stub.requests.append(Recorded(self.command, self.path,
+                                              {k.lower(): v for k, v in self.headers.items()}, body))
+                status, headers, payload = stub.replies[min(len(stub.requests), len(stub.replies)) - 1]
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+                if stub.close_after_reply:
+                    self.wfile.flush()
+                    self.close_connection = True
+
+            do_GET = do_POST = _reply
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def json_reply(status: int, body: Any, **headers: str) -> tuple[int, dict[str, str], bytes]:
+    return status, {"Content-Type": "application/json", **headers}, json.dumps(body).encode()
+
+
+def expected_sigv4_signature(method: str, path: str, headers: dict[str, str], body: bytes,
+                             secret_key: str) -> str:
+    """The signature a SigV4 verifier (AWS) computes for a received request, written out from the
+    SigV4 specification, independently of botocore. `headers` are the received ones, lower-cased."""
+    authorization = headers["authorization"]
+    credential = authorization.split("Credential=")[1].split(",")[0]
+    _, date, region, service, _ = credential.split("/")
+    signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
+    raw_path, _, raw_query = path.partition("?")
+    query = sorted((quote(unquote(k), safe="-_.~"), quote(unquote(v), safe="-_.~"))
+                   for k, _, v in (pair.partition("=") for pair in raw_query.split("&") if pair))
+    canonical_request = "\n".join([
+        method,
+        quote(unquote(raw_path), safe="/-_.~"),
+        "&".join(f"{k}={v}" for k, v in query),
+        "".join(f"{name}:{' '.join(headers[name].split())}\n" for name in signed),
+        ";".join(signed),
+        hashlib.sha256(body).hexdigest(),
+    ])
+    scope = f"{date}/{region}/{service}/aws4_request"
+    string_to_sign = "\n".join(["AWS4-HMAC-SHA256", headers["x-amz-date"], scope,
+                                hashlib.sha256(canonical_request.encode()).hexdigest()])
+    key = ("AWS4" + secret_key).encode()
+    for part in (date, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return hmac.new(key, string_to_sign.encode(), hashlib.sha256).hexdigest()

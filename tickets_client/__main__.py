@@ -1,0 +1,75 @@
+"""`python -m tickets_client`: get tickets or a counter's state from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from .client import TicketsClient
+from .errors import TicketsError
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+EPILOG = """\
+examples:
+  python -m tickets_client next orders                    # {"key": "orders", "ticket": 5000}
+  python -m tickets_client next orders --count 3 --text   # three tickets, one a line
+  python -m tickets_client state orders
+  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws python -m tickets_client next orders
+
+A *.lambda-url.<region>.on.aws URL is signed with SigV4 using botocore's credentials
+(environment, ~/.aws, SSO, instance role); other URLs are not, unless --sign.
+Errors print "error: <code>: <message>" on stderr and exit with status 1."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=os.environ.get("TICKETS_URL", DEFAULT_URL),
+                        help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL}, the local server)")
+    common.add_argument("--sign", action=argparse.BooleanOptionalAction, default=None,
+                        help="sign with SigV4 (default: only *.lambda-url.<region>.on.aws URLs)")
+    common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
+    common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
+    common.add_argument("--max-attempts", type=int, default=5,
+                        help="attempts per request, retrying 429/503 and lost connections (default: 5)")
+
+    parser = argparse.ArgumentParser(prog="python -m tickets_client", epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description="Get unique, increasing tickets from a Tickets server.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    issue = commands.add_parser("next", parents=[common], help="issue the next ticket(s) of a key",
+                                description="Issue the next ticket(s) of KEY and print the server's JSON.")
+    issue.add_argument("key", nargs="?", metavar="KEY", help="the counter (default: the deployment's defaultKey)")
+    issue.add_argument("--count", type=int, default=1, help="how many tickets, 1..1000, in one request (default: 1)")
+    issue.add_argument("--text", action="store_true", help="print the bare tickets, one a line")
+    state = commands.add_parser("state", parents=[common], help="show a counter's state; issues nothing",
+                                description="Print KEY's state (last ticket, step, config) as JSON.")
+    state.add_argument("key", metavar="KEY", help="the counter")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        client = TicketsClient(args.url, sign=args.sign, region=args.region, timeout=args.timeout,
+                               max_attempts=args.max_attempts)
+        if args.command == "next" and args.text:
+            print("\n".join(map(str, client.next(args.key, args.count))))
+        elif args.command == "next":
+            print(json.dumps(client.issue(args.key, args.count)))
+        else:
+            print(json.dumps(client.state(args.key), indent=2))
+    except TicketsError as err:
+        print(f"error: {err.code}: {err.message}", file=sys.stderr)
+        return 1
+    except ValueError as err:  # a URL or option the client cannot use
+        print(f"error: usage: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

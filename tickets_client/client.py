@@ -1,0 +1,187 @@
+"""A client for a Tickets Function URL (or the local server): standard library plus botocore for SigV4.
+
+    client = TicketsClient("https://abc123.lambda-url.us-east-1.on.aws")   # signs: AWS_IAM
+    client.next("orders")            # [5000]
+    client.next("orders", count=3)   # [5001, 5002, 5003], one request
+    client.state("orders")           # the counter's state, issues nothing
+
+Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
+retry after a lost answer gets the first answer instead of burning tickets.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import random
+import threading
+import time
+import uuid
+from typing import Any, Callable
+from urllib.parse import quote, urlsplit
+
+from .errors import TicketsError
+from .signing import Signer, function_url_region
+
+__all__ = ["TicketsClient", "TicketsError"]
+
+USER_AGENT = "tickets-client/0.1"
+BACKOFF_BASE_SECONDS = 0.1
+BACKOFF_CAP_SECONDS = 5.0
+MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
+
+
+class TicketsClient:
+    def __init__(self, url: str, *, sign: bool | None = None, region: str | None = None,
+                 timeout: float = 5, max_attempts: int = 5,
+                 sleep: Callable[[float], None] = time.sleep):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.url = url.rstrip("/")
+        self._base_path = parts.path.rstrip("/")
+        url_region = function_url_region(parts.hostname)
+        if sign is None:
+            sign = url_region is not None
+        region = region or url_region
+        if sign and region is None:
+            raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
+        self._signer = Signer(region) if sign else None
+        self._transport = _Transport(parts.scheme, parts.hostname, parts.port, timeout)
+        self._max_attempts = max_attempts
+        self._sleep = sleep
+
+    @property
+    def signing(self) -> bool:
+        return self._signer is not None
+
+    def next(self, key: str | None = None, count: int = 1) -> list[int]:
+        """`count` new tickets of `key` (the deployment's default key when None), ascending."""
+        answer = self.issue(key, count)
+        return answer.get("tickets", [answer["ticket"]])
+
+    def issue(self, key: str | None = None, count: int = 1) -> dict[str, Any]:
+        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}."""
+        query = f"?count={count}" if count != 1 else ""
+        answer = self._request("POST", _key_path(key) + query)
+        if not isinstance(answer.get("ticket"), int):
+            raise TicketsError(200, "bad_response", f"the server's answer has no ticket: {answer!r:.200}")
+        return answer
+
+    def state(self, key: str) -> dict[str, Any]:
+        """The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used."""
+        return self._request("GET", "/_counters" + _key_path(key))
+
+    def _request(self, method: str, path: str) -> dict[str, Any]:
+        target = self._base_path + path
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        if method == "POST":  # issuing: one key for all attempts, so a retry cannot burn tickets
+            headers["Idempotency-Key"] = str(uuid.uuid4())
+        for attempt in range(1, self._max_attempts + 1):
+            sent = self._signer.headers(method, self.url + path, headers, b"") if self._signer else headers
+            try:
+                status, response_headers, body = self._transport.send(method, target, sent)
+            except (OSError, http.client.HTTPException) as err:
+                failure = TicketsError(None, "unreachable", f"no answer from {self.url}: {err or type(err).__name__}")
+                delay = _backoff(attempt)
+            else:
+                if status < 300:
+                    return _json_object(status, body)
+                failure = _server_error(status, body)
+                if not _retryable(failure):
+                    raise failure
+                delay = max(_retry_after(response_headers.get("retry-after")), _backoff(attempt))
+            if attempt == self._max_attempts:
+                raise failure
+            self._sleep(delay)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _key_path(key: str | None) -> str:
+    return "/" if key is None else "/" + quote(key, safe="")
+
+
+def _retryable(error: TicketsError) -> bool:
+    # 409 in_progress: the first attempt of this Idempotency-Key is still running; its answer follows.
+    return error.status in (429, 503) or (error.status == 409 and error.code == "in_progress")
+
+
+def _backoff(attempt: int) -> float:
+    """Capped exponential backoff with full jitter: spread retries so callers don't stampede."""
+    return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
+
+
+def _retry_after(value: str | None) -> float:
+    """Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 when absent or unreadable."""
+    if not value:
+        return 0.0
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return 0.0
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def _json_object(status: int, body: bytes) -> dict[str, Any]:
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise TicketsError(status, "bad_response", f"expected a JSON object, got {body[:200]!r}")
+    return answer
+
+
+def _server_error(status: int, body: bytes) -> TicketsError:
+    """The server's {"error", "message"}; for other bodies (a proxy's page, AWS's own 403
+    {"Message": "Forbidden"}), a code made from the status and what text there is."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+        return TicketsError(status, answer["error"], str(answer.get("message", "")))
+    text = (answer.get("Message") or answer.get("message")) if isinstance(answer, dict) else None
+    text = text or body.decode("utf-8", "replace").strip()[:200] or http.client.responses.get(status, "")
+    return TicketsError(status, f"http_{status}", str(text))
+
+
+class _Transport:
+    """One keep-alive connection per thread: a ticket costs a round trip, not a TCP (and TLS) handshake."""
+
+    def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
+        self._connection_class = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        self._host, self._port, self._timeout = host, port, timeout
+        self._local = threading.local()
+
+    def send(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            try:
+                return self._exchange(connection, method, target, headers)
+            except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
+                pass  # the server closed the idle connection: resend once on a new one (Idempotency-Key)
+        connection = self._connection_class(self._host, self._port, timeout=self._timeout)
+        self._local.connection = connection
+        return self._exchange(connection, method, target, headers)
+
+    def _exchange(self, connection: http.client.HTTPConnection, method: str, target: str,
+                  headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+        try:
+            connection.request(method, target, body=b"" if method == "POST" else None, headers=headers)
+            response = connection.getresponse()
+            body = response.read()
+        except BaseException:
+            connection.close()
+            self._local.connection = None
+            raise
+        if response.will_close:
+            connection.close()
+            self._local.connection = None
+        return response.status, {name.lower(): value for name, value in response.getheaders()}, body

@@ -1,0 +1,14 @@
+"""The one exception the client raises for a refused or failed request."""
+
+from __future__ import annotations
+
+
+class TicketsError(Exception):
+    """`status` is the HTTP status (None when no answer came back); `code` and `message` are the
+    server's `error` and `message`, or the client's own for failures it saw itself."""
+
+    def __init__(self, status: int | None, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message

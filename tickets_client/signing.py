@@ -1,0 +1,50 @@
+"""SigV4 for Function URLs with AWS_IAM auth: botocore's signer and credential chain, service `lambda`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from .errors import TicketsError
+
+# https://<url-id>.lambda-url.<region>.on.aws: only these need (and accept) a signature.
+_FUNCTION_URL_HOST = re.compile(r"[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws")
+SERVICE = "lambda"
+
+
+def function_url_region(host: str) -> str | None:
+    """The region of a Function URL host, or None for any other host (the local server, a proxy)."""
+    match = _FUNCTION_URL_HOST.fullmatch(host.lower())
+    return match.group(1) if match else None
+
+
+class Signer:
+    """Signs each attempt afresh (a signature is valid for 5 minutes; retries may outlast it)."""
+
+    def __init__(self, region: str, credentials: Any = None):
+        self.region = region
+        self._credentials = credentials  # botocore Credentials; found through the chain on first use
+
+    def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
+        """`headers` plus Authorization, X-Amz-Date and, for temporary credentials, X-Amz-Security-Token."""
+        from botocore.auth import SigV4Auth  # botocore takes a good part of a second to import: only signing clients pay for it
+        from botocore.awsrequest import AWSRequest
+
+        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
+        SigV4Auth(self._frozen_credentials(), SERVICE, self.region).add_auth(request)
+        return dict(request.headers.items())
+
+    def _frozen_credentials(self) -> Any:
+        if self._credentials is None:
+            import botocore.session
+            from botocore.exceptions import BotoCoreError
+
+            try:
+                self._credentials = botocore.session.Session().get_credentials()
+            except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
+                raise TicketsError(None, "no_credentials", str(err)) from None
+        if self._credentials is None:
+            raise TicketsError(None, "no_credentials",
+                               "this Function URL needs SigV4 but botocore found no AWS credentials "
+                               "(environment, ~/.aws config and SSO, container or instance role)")
+        return self._credentials.get_frozen_credentials()  # refreshes temporary credentials in time

@@ -1,0 +1,110 @@
+"""`python -m tickets_local`: the deployed handler behind a local Function URL (`make serve`)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import time
+
+from tickets.config import ConfigError
+
+from .backend import BackendError
+from .server import LocalServer
+
+DESCRIPTION = """\
+Serve Tickets locally: the deployed handler (tickets.handler, unchanged) behind a local
+Lambda Function URL (payload format 2.0), with the settings the stack derives from
+cdk.json for one region. No AWS account needed: DynamoDB is moto, in this process,
+unless --endpoint-url names another DynamoDB."""
+
+EPILOG = """\
+examples:
+  python -m tickets_local                       # http://127.0.0.1:8000, moto in-process
+  python -m tickets_local --port 9000 --region eu-west-1
+  python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
+
+make serve passes PORT=, REGION= and ENDPOINT_URL= to the flags of the same names."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tickets_local", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=8000,
+                        help="port to listen on (default: 8000; 0 picks a free one)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: 127.0.0.1; the server checks no signatures, "
+                             "so think twice before exposing it)")
+    parser.add_argument("--region", default=None,
+                        help="a region from cdk.json's tickets.regions; its slot decides the tickets' lane "
+                             "(default: the first configured region)")
+    parser.add_argument("--endpoint-url", default=None, metavar="URL",
+                        help="a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
+                             "DynamoDB itself); tables are created if missing and reused otherwise, so "
+                             "counters persist across restarts (default: moto in this process)")
+    parser.add_argument("--config", default="cdk.json", metavar="PATH",
+                        help="the CDK config whose context.tickets to serve (default: cdk.json)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also print the handler's INFO logs (JSON, as in CloudWatch)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    _log_to_stderr()
+    for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
+        signal.signal(signum, _interrupt)            # a shell may start background jobs ignoring it)
+    server = None
+    try:
+        server = LocalServer(config_path=args.config, region=args.region, endpoint_url=args.endpoint_url,
+                             host=args.host, port=args.port, verbose=args.verbose).start()
+        print(banner(server), flush=True)
+        while True:
+            time.sleep(3600)  # the server runs in its own thread; a signal ends this sleep
+    except KeyboardInterrupt:
+        pass
+    except (ConfigError, BackendError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"error: cannot listen on {args.host}:{args.port}: {err.strerror or err}; "
+              "pick another port with --port (make serve PORT=...)", file=sys.stderr)
+        return 1
+    finally:
+        if server is not None:
+            server.stop()
+    print("stopped", flush=True)
+    return 0
+
+
+def _log_to_stderr() -> None:
+    """One line per request on stderr. A handler of its own, not the root's: Powertools filters
+    the root handlers against every logger whose name contains its service name, `tickets`."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    log = logging.getLogger("tickets_local")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def banner(server: LocalServer) -> str:
+    deployment = server.deployment
+    return "\n".join([
+        "Tickets: the deployed handler behind a local Function URL",
+        f"  url:      {server.url}",
+        f"  backend:  {server.backend.description}",
+        f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
+        f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}",
+        f"  try:      curl -s {server.url}{deployment.sample_path}",
+        "Ctrl-C stops it.",
+    ])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

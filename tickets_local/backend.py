@@ -1,0 +1,131 @@
+"""Where the local handler's DynamoDB lives: moto in this process, or any DynamoDB-compatible
+endpoint (DynamoDB itself, DynamoDB Local, dynalite, a moto server).
+
+Either way the tables are made from `tickets.tables.create_table_arguments`, the
+definition the stack uses, and an existing table is reused, so on an endpoint the
+counters survive a restart of the local server.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import boto3
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, WaiterError
+
+from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, IDEMPOTENCY_TTL, create_table_arguments
+
+from .deployment import LocalDeployment
+
+log = logging.getLogger("tickets_local")
+
+# The handler's boto3 client (built inside tickets.handler, unchanged) finds a custom
+# endpoint through botocore's service-specific endpoint variable.
+ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
+_SETUP_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
+
+
+class BackendError(RuntimeError):
+    """The DynamoDB backend cannot be used; the message says why and what to do."""
+
+
+class MotoBackend:
+    """moto's DynamoDB inside this process: nothing to install, nothing kept after stop.
+
+    moto is process-global (it patches botocore), and not safe for concurrent calls:
+    the server therefore runs one invocation at a time.
+    """
+
+    description = "moto in-process (embedded DynamoDB; counters last until the server stops)"
+    endpoint_url = None
+
+    def __init__(self) -> None:
+        self._mock: Any = None
+
+    def environment(self) -> dict[str, str | None]:
+        # A user's custom endpoint would take the handler's calls past moto to a real service.
+        return {ENDPOINT_ENV: None, "AWS_ENDPOINT_URL": None}
+
+    def start(self) -> None:
+        from moto import mock_aws  # only this backend needs moto
+
+        self._mock = mock_aws()
+        self._mock.start()  # patches botocore and sets fake credentials, restored by stop()
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+
+
+class EndpointBackend:
+    """A DynamoDB-compatible endpoint reached over HTTP."""
+
+    def __init__(self, endpoint_url: str):
+        self.endpoint_url = endpoint_url
+        self.description = f"DynamoDB at {endpoint_url} (counters persist there across restarts)"
+
+    def environment(self) -> dict[str, str | None]:
+        env: dict[str, str | None] = {ENDPOINT_ENV: self.endpoint_url}
+        if botocore.session.Session().get_credentials() is None:
+            # DynamoDB Local and moto accept any credentials but botocore refuses to sign without some.
+            env.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
+        return env
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+
+def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
+    """Create the counter and idempotency tables if missing; reuse them if present."""
+    client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url,
+                          config=_SETUP_CONFIG)
+    where = endpoint_url or "moto"
+    try:
+        _ensure_table(client, deployment.counter_table, COUNTER_KEY)
+        _ensure_table(client, deployment.idempotency_table, IDEMPOTENCY_KEY)
+        _enable_ttl(client, deployment.idempotency_table)
+    except (BotoCoreError, ClientError) as err:
+        raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
+    except WaiterError:
+        raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
+
+
+def _ensure_table(client: Any, name: str, partition_key: str) -> None:
+    try:
+        table = client.describe_table(TableName=name)["Table"]
+    except ClientError as err:
+        if err.response["Error"]["Code"] != "ResourceNotFoundException":
+            raise
+        try:
+            client.create_table(**create_table_arguments(name, partition_key))
+            log.info("created table %s", name)
+        except ClientError as create_err:
+            if create_err.response["Error"]["Code"] != "ResourceInUseException":
+                raise  # ResourceInUse: another server created it a moment ago, which is fine
+    else:
+        expected = create_table_arguments(name, partition_key)["KeySchema"]
+        if table.get("KeySchema") != expected:
+            raise BackendError(f"table {name} exists with key schema {table.get('KeySchema')}, but the "
+                               f"handler needs {expected}; delete it or point the server elsewhere")
+        log.info("reusing table %s", name)
+    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+
+
+def _enable_ttl(client: Any, name: str) -> None:
+    """Expire idempotency records as the stack's table does; optional where unsupported."""
+    try:
+        status = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        if status.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+            return
+        client.update_time_to_live(TableName=name, TimeToLiveSpecification={
+            "Enabled": True, "AttributeName": IDEMPOTENCY_TTL})
+    except ClientError as err:
+        log.warning("this DynamoDB does not support TTL (%s); idempotency records will not expire, "
+                    "which only costs storage", err.response["Error"]["Code"])

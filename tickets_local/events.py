@@ -1,0 +1,166 @@
+"""HTTP request -> Lambda Function URL event (payload format 2.0) -> HTTP response.
+
+Pure functions, no sockets: the server feeds them what it read off the wire. The event
+has the shape AWS sends (see tests/fixtures/function_url_event.json), so the handler
+cannot tell the local server from a Function URL, except that there is no
+`requestContext.authorizer`: AWS adds it only for AWS_IAM auth, which the local server
+does not check.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable
+from urllib.parse import parse_qsl
+
+ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
+# Lambda's limit for a synchronous invocation's request payload; AWS answers 413 past it.
+MAX_REQUEST_BYTES = 6 * 1024 * 1024
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+@dataclass(frozen=True)
+class HttpRequest:
+    """What the server read: the request line's target exactly as sent, headers in order."""
+
+    method: str
+    target: str
+    protocol: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    source_ip: str
+    server_port: int
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def function_url_event(request: HttpRequest, *, now: float | None = None) -> dict[str, Any]:
+    now = time.time() if now is None else now
+    raw_path, _, raw_query = request.target.partition("?")
+    headers, cookies = _event_headers(request)
+    host = headers.get("host", f"127.0.0.1:{request.server_port}")
+    domain_prefix = host.split(".", 1)[0]  # AWS: the URL id, the host's first label
+    user_agent = headers.get("user-agent", "")
+
+    event: dict[str, Any] = {
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": raw_path,
+        "rawQueryString": raw_query,
+    }
+    if cookies:
+        event["cookies"] = cookies
+    event["headers"] = headers
+    if raw_query:
+        event["queryStringParameters"] = _joined(parse_qsl(raw_query, keep_blank_values=True))
+    event["requestContext"] = {
+        "accountId": ACCOUNT_ID,
+        "apiId": domain_prefix,
+        "domainName": host,
+        "domainPrefix": domain_prefix,
+        "http": {
+            "method": request.method,
+            "path": raw_path,
+            "protocol": request.protocol,
+            "sourceIp": request.source_ip,
+            "userAgent": user_agent,
+        },
+        "requestId": str(uuid.uuid4()),
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": _clf_time(now),
+        "timeEpoch": int(now * 1000),
+    }
+    if request.body:
+        try:
+            event["body"] = request.body.decode("utf-8")
+            event["isBase64Encoded"] = False
+        except UnicodeDecodeError:
+            event["body"] = base64.b64encode(request.body).decode("ascii")
+            event["isBase64Encoded"] = True
+    else:
+        event["isBase64Encoded"] = False
+    return event
+
+
+def http_response(result: Any) -> HttpResponse:
+    """The HTTP answer a Function URL gives for the handler's return value.
+
+    A dict with `statusCode` is a structured response; anything else (a dict without it,
+    a list, a string, a number) is sent as 200 application/json with the value as JSON,
+    which is how Lambda reads a result that is not a structured response.
+    A malformed structured response is 502, as a Function URL answers it.
+    """
+    if not (isinstance(result, dict) and "statusCode" in result):
+        return HttpResponse(200, [("Content-Type", "application/json")], json.dumps(result).encode())
+    status = result["statusCode"]
+    headers = _present(result.get("headers"), {})
+    cookies = _present(result.get("cookies"), [])
+    body = _present(result.get("body"), "")
+    if (isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
+            or not isinstance(headers, dict) or not isinstance(cookies, list) or not isinstance(body, str)):
+        return bad_gateway("the function returned a malformed response")
+    if result.get("isBase64Encoded"):
+        try:
+            payload = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            return bad_gateway("the function returned a body marked base64 that is not valid base64")
+    else:
+        payload = body.encode("utf-8")
+    lines = [(str(name), str(value)) for name, value in headers.items()]
+    lines += [("Set-Cookie", str(cookie)) for cookie in cookies]
+    return HttpResponse(status, lines, payload)
+
+
+def _present(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def bad_gateway(message: str) -> HttpResponse:
+    """What a Function URL answers when the function failed or answered nonsense."""
+    return error_response(502, "bad_gateway", message)
+
+
+def error_response(status: int, code: str, message: str) -> HttpResponse:
+    """An answer the emulator gives itself, in the API's error format."""
+    body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode()
+    return HttpResponse(status, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
+
+
+def _event_headers(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
+    """Lower-cased names, repeated headers comma-joined, cookies split out as AWS does,
+    plus the headers the Function URL front end adds."""
+    received = [(name.lower(), value) for name, value in request.headers]
+    cookies = [cookie.strip() for name, value in received if name == "cookie"
+               for cookie in value.split(";") if cookie.strip()]
+    headers = _joined(pair for pair in received if pair[0] != "cookie")
+    forwarded = headers.get("x-forwarded-for")
+    headers["x-forwarded-for"] = f"{forwarded}, {request.source_ip}" if forwarded else request.source_ip
+    headers["x-forwarded-proto"] = "http"
+    headers["x-forwarded-port"] = str(request.server_port)
+    headers.setdefault("x-amzn-trace-id", f"Root=1-{int(time.time()):08x}-{secrets.token_hex(12)}")
+    return headers, cookies
+
+
+def _joined(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    joined: dict[str, str] = {}
+    for name, value in pairs:
+        joined[name] = f"{joined[name]},{value}" if name in joined else value
+    return joined
+
+
+def _clf_time(epoch: float) -> str:
+    """`22/Nov/2026:12:00:00 +0000`, with English month names whatever the locale."""
+    t = time.gmtime(epoch)
+    return f"{t.tm_mday:02d}/{_MONTHS[t.tm_mon - 1]}/{t.tm_year}:{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} +0000"

@@ -1,0 +1,75 @@
+"""Runs the deployed handler, `tickets.handler.lambda_handler`, unchanged, one invocation at a time.
+
+One at a time is not a simplification but a requirement, twice over:
+- a Lambda execution environment never runs two invocations at once, and the handler
+  relies on it: Powertools keeps the current event on the resolver *class*, and the
+  logger's and metrics' state are module-wide;
+- moto is not atomic: concurrent UpdateItems on one item in moto issued duplicate tickets
+  (SPEC §6), where DynamoDB itself never would.
+So every invocation holds one lock, whatever the backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aws_lambda_powertools import Metrics
+
+from tickets import timing
+
+from .events import ACCOUNT_ID
+
+FUNCTION_NAME = "tickets-local"
+HANDLER_MODULE = "tickets.handler"
+
+# Outside Lambda nobody reads metrics, and Powertools nags on every invocation that adds none.
+warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
+
+
+@dataclass
+class LambdaContext:
+    """The parts of Lambda's context object that Powertools and the handler read."""
+
+    aws_request_id: str
+    invoked_function_arn: str
+    function_name: str = FUNCTION_NAME
+    function_version: str = "$LATEST"
+    memory_limit_in_mb: int = 256
+    log_group_name: str = f"/aws/lambda/{FUNCTION_NAME}"
+    log_stream_name: str = "local"
+    deadline: float = field(default_factory=lambda: time.monotonic() + timing.FUNCTION_TIMEOUT_SECONDS)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+class HandlerInvoker:
+    def __init__(self, region: str):
+        self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
+        self._lock = threading.Lock()
+        self._handler: Callable[[dict, Any], Any] = load_handler().lambda_handler
+
+    def invoke(self, event: dict) -> Any:
+        context = LambdaContext(aws_request_id=event["requestContext"]["requestId"],
+                                invoked_function_arn=self._arn)
+        with self._lock:
+            try:
+                return self._handler(event, context)
+            finally:
+                # With POWERTOOLS_METRICS_DISABLED, Powertools 3.31's flush keeps the metric set,
+                # which then grows until it prints itself at 100 values; clearing it here does
+                # what the flush does in Lambda. (All Metrics instances share one set.)
+                Metrics().clear_metrics()
+
+
+def load_handler() -> Any:
+    """Import tickets.handler with the current environment, re-importing it if it was loaded
+    before: it reads its settings and builds its DynamoDB client at import time."""
+    module = sys.modules.get(HANDLER_MODULE)
+    return importlib.reload(module) if module is not None else importlib.import_module(HANDLER_MODULE)

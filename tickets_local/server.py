@@ -1,0 +1,256 @@
+"""The local Function URL: an HTTP server in front of the deployed handler.
+
+`LocalServer` is the Python API (tests, the benchmark); `python -m tickets_local` wraps
+it in a command. One LocalServer may run per process at a time: the handler module,
+moto and the process environment are all process-wide. Starting a LocalServer
+(re)imports `tickets.handler` with its own settings, so sequential servers with
+different configs work, but a module that imported the handler's globals directly
+would keep the old ones.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tickets.errors import PayloadTooLarge
+
+from .backend import EndpointBackend, MotoBackend, ensure_tables
+from .deployment import LocalDeployment, load_deployment
+from .events import MAX_REQUEST_BYTES, HttpRequest, HttpResponse, bad_gateway, error_response, \
+    function_url_event, http_response
+from .invoker import HandlerInvoker
+
+log = logging.getLogger("tickets_local")
+
+# Python's http.server listens with a backlog of 5: 16 clients connecting at once then
+# wait for SYN retries (a p99 near 1 s was measured). Size it for the load instead.
+LISTEN_BACKLOG = 128
+IDLE_KEEP_ALIVE_SECONDS = 30
+_MAX_CHUNK_LINE = 1024
+_PROTOCOL_ERROR_CODES = {400: "bad_request", 408: "timeout", 413: PayloadTooLarge.code,
+                         414: PayloadTooLarge.code, 431: PayloadTooLarge.code}
+
+
+class _HttpServer(ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], invoker: HandlerInvoker):
+        self.invoker = invoker
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, _RequestHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End idle keep-alive connections, whose threads would otherwise outlive the server."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the client
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    server: _HttpServer
+    protocol_version = "HTTP/1.1"  # keep-alive: every response carries Content-Length
+    server_version = "tickets-local"
+    timeout = IDLE_KEEP_ALIVE_SECONDS
+
+    def __getattr__(self, name: str) -> Any:
+        # Every method goes to the function, as a Function URL sends it: the handler decides
+        # what is allowed (405 with Allow), not http.server (whose answer would be an HTML 501).
+        if name.startswith("do_"):
+            return self._serve
+        raise AttributeError(name)
+
+    def _serve(self) -> None:
+        started = time.perf_counter()
+        response = self._answer()
+        self._send(response)
+        log.info("%s %s %d %.1fms", self.command, self.path, response.status,
+                 (time.perf_counter() - started) * 1000)
+
+    def _answer(self) -> HttpResponse:
+        body = self._read_body()
+        if isinstance(body, HttpResponse):
+            self.close_connection = True  # the rest of the body is still on the wire
+            return body
+        request = HttpRequest(method=self.command, target=self.path, protocol=self.request_version,
+                              headers=list(self.headers.items()), body=body,
+                              source_ip=self.client_address[0], server_port=self.server.server_address[1])
+        event = function_url_event(request)
+        try:
+            result = self.server.invoker.invoke(event)
+        except Exception:
+            log.exception("the handler raised; answering 502 as a Function URL does")
+            return bad_gateway("the function failed; see the server's log")
+        return http_response(result)
+
+    def _read_body(self) -> bytes | HttpResponse:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0:
+            return error_response(400, "bad_request", "the Content-Length header is not a number")
+        if length > MAX_REQUEST_BYTES:
+            return _too_large()
+        return self.rfile.read(length)
+
+    def _read_chunked(self) -> bytes | HttpResponse:
+        body = bytearray()
+        while True:
+            line = self.rfile.readline(_MAX_CHUNK_LINE)
+            try:
+                size = int(line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                size = -1
+            if size < 0:
+                return error_response(400, "bad_request", "malformed chunked request body")
+            if size == 0:
+                while self.rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
+                    pass  # trailers carry nothing the event has a place for
+                return bytes(body)
+            if len(body) + size > MAX_REQUEST_BYTES:
+                return _too_large()
+            body += self.rfile.read(size)
+            self.rfile.readline(_MAX_CHUNK_LINE)
+
+    def _send(self, response: HttpResponse) -> None:
+        self.send_response_only(response.status)
+        self.send_header("Date", self.date_time_string())
+        for name, value in response.headers:
+            if name.lower() not in ("content-length", "connection", "transfer-encoding", "date"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(response.body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(response.body)
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's own refusals (a malformed request line, oversized headers): in the API's
+        JSON error format, like every other answer, instead of an HTML page."""
+        status = HTTPStatus(code)
+        self.close_connection = True
+        self._send(error_response(code, _PROTOCOL_ERROR_CODES.get(code, f"http_{code}"),
+                                  message or status.phrase))
+        log.warning("%s %s %d (%s)", self.command or "-", self.path if self.command else "-", code,
+                    message or status.phrase)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # what http.server would log, send_error and _serve already log, one line each
+
+
+def _too_large() -> HttpResponse:
+    return error_response(413, PayloadTooLarge.code,
+                          f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit")
+
+
+class LocalServer:
+    """The deployed handler behind a local Function URL, served from a background thread.
+
+    >>> with LocalServer(port=0) as server:
+    ...     urllib.request.urlopen(server.url + "/orders").read()
+    """
+
+    _running: "LocalServer | None" = None
+    _running_lock = threading.Lock()
+
+    def __init__(self, config_path: str | Path = "cdk.json", region: str | None = None,
+                 endpoint_url: str | None = None, host: str = "127.0.0.1", port: int = 0,
+                 verbose: bool = False):
+        self.deployment: LocalDeployment = load_deployment(config_path, region)
+        self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
+        self._address = (host, port)
+        self._verbose = verbose
+        self._saved_environment: dict[str, str | None] = {}
+        self._http: _HttpServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        if self._http is None:
+            raise RuntimeError("the server is not running; call start() first")
+        host, port = self._http.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> "LocalServer":
+        with LocalServer._running_lock:
+            if LocalServer._running is not None:
+                raise RuntimeError("a LocalServer is already running in this process; stop it first "
+                                   "(the handler module, moto and the environment are process-wide)")
+            LocalServer._running = self
+        try:
+            self.backend.start()
+            self._set_environment({**self.deployment.handler_environment(verbose=self._verbose),
+                                   **self.backend.environment()})
+            ensure_tables(self.deployment, self.backend.endpoint_url)
+            self._http = _HttpServer(self._address, HandlerInvoker(self.deployment.region))
+        except BaseException:
+            self._release()
+            raise
+        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.1},
+                                        name="tickets-local", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.close_connections()
+            self._http.server_close()
+            self._thread.join(timeout=5)
+            self._http = None
+        self._release()
+
+    def __enter__(self) -> "LocalServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _set_environment(self, values: dict[str, str | None]) -> None:
+        for name, value in values.items():
+            self._saved_environment.setdefault(name, os.environ.get(name))
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    def _release(self) -> None:
+        """Undo start(): the backend, the environment, the one-server-per-process claim."""
+        self.backend.stop()
+        for name, value in self._saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._saved_environment.clear()
+        with LocalServer._running_lock:
+            if LocalServer._running is self:
+                LocalServer._running = None
