@@ -1,0 +1,107 @@
+"""Concurrency soak: 32 clients for a bounded time on plain, sharded and block-leasing keys,
+through the local server (which serialises moto, the way DynamoDB serialises writes to an item)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict
+from http.client import HTTPConnection
+
+import pytest
+
+from tickets_local.server import LocalServer
+
+CLIENTS = 32
+SOAK_SECONDS = 8
+WORKLOAD = (  # (key, count): every client cycles through these
+    ("orders", 1), ("hot", 1), ("hot", 7), ("bulk", 25), ("orders", 3),
+)
+CONFIG = {"tickets": {
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "counters": {"orders": {"start": 5000}, "hot": {"shards": 4}, "bulk": {"start": 1, "stride": 10}},
+}}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    config = tmp_path_factory.mktemp("soak") / "cdk.json"
+    config.write_text(json.dumps({"context": CONFIG}))
+    with LocalServer(config_path=config, region="eu-west-1", port=0) as running:
+        yield running
+
+
+def client(url: str, deadline: float, offset: int, results: list, failures: list) -> None:
+    host, port = url.removeprefix("http://").split(":")
+    connection = HTTPConnection(host, int(port), timeout=30)
+    issued = []  # (key, tickets) in this client's order
+    step = offset
+    while time.monotonic() < deadline:
+        key, count = WORKLOAD[step % len(WORKLOAD)]
+        step += 1
+        connection.request("POST", f"/{key}?count={count}")
+        response = connection.getresponse()
+        body = response.read()
+        if response.status != 200:
+            failures.append((response.status, body))
+            continue
+        answer = json.loads(body)
+        issued.append((key, answer.get("tickets", [answer["ticket"]])))
+    connection.close()
+    results.append(issued)
+
+
+def test_32_clients_never_get_a_duplicate_or_a_5xx_and_every_lane_increases(server):
+    results: list[list] = []
+    failures: list = []
+    deadline = time.monotonic() + SOAK_SECONDS
+    threads = [threading.Thread(target=client, args=(server.url, deadline, n, results, failures))
+               for n in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=SOAK_SECONDS + 60)
+    assert len(results) == CLIENTS, "a client thread died"
+    assert failures == []
+
+    by_key: dict[str, list[int]] = defaultdict(list)
+    requests = 0
+    for issued in results:
+        last_per_lane: dict[tuple[str, int], int] = {}
+        for key, tickets in issued:
+            requests += 1
+            assert tickets == sorted(tickets) and len(set(tickets)) == len(tickets)
+            by_key[key] += tickets
+            lane = lane_of(key, tickets[0])
+            assert all(lane_of(key, ticket) == lane for ticket in tickets)
+            # One client's requests are sequential: a later block on the same lane is higher.
+            assert tickets[0] > last_per_lane.get((key, lane), -1)
+            last_per_lane[(key, lane)] = tickets[-1]
+
+    total = sum(len(tickets) for tickets in by_key.values())
+    duplicates = total - sum(len(set(tickets)) for tickets in by_key.values())
+    print(f"\nsoak: {CLIENTS} clients, {SOAK_SECONDS}s, {requests} requests, {total} tickets, "
+          f"duplicates: {duplicates}")
+    assert requests > CLIENTS * 5, "the soak did too little to prove anything"
+    assert duplicates == 0
+    # eu-west-1 is slot 1: it owns lane 1 of orders and bulk, lanes 4..7 of hot.
+    assert {lane_of("orders", t) for t in by_key["orders"]} == {1}
+    assert {lane_of("bulk", t) for t in by_key["bulk"]} == {1}
+    assert {lane_of("hot", t) for t in by_key["hot"]} <= {4, 5, 6, 7}
+    # The stored high-water mark of every lane is the highest ticket handed out on it.
+    for key in ("orders", "hot", "bulk"):
+        host, port = server.url.removeprefix("http://").split(":")
+        connection = HTTPConnection(host, int(port), timeout=10)
+        connection.request("GET", f"/_counters/{key}")
+        state = json.loads(connection.getresponse().read())
+        for lane in state["lanes"]:
+            issued_on_lane = [t for t in by_key[key] if lane_of(key, t) == lane["lane"]]
+            assert lane["last"] == max(issued_on_lane)
+
+
+def lane_of(key: str, ticket: int) -> int:
+    counter = CONFIG["tickets"]["counters"][key]
+    lanes = CONFIG["tickets"]["regionSlots"] * counter.get("shards", 1)
+    return (ticket - counter.get("start", 1)) // counter.get("stride", 1) % lanes
