@@ -66,9 +66,8 @@ class TicketService(Construct):
             role=role,
             reserved_concurrent_executions=config.reserved_concurrency,
             environment={
-                **handler_environment(config, region),
-                "TICKETS_TABLE": self.table.table_name,
-                "TICKETS_IDEMPOTENCY_TABLE": self.idempotency_table.table_name,
+                **handler_environment(config, region, counter_table=self.table.table_name,
+                                      idempotency_table=self.idempotency_table.table_name),
             },
         )
         # Only the calls the handler makes (store.py, Powertools idempotency), only on these tables.

@@ -112,8 +112,9 @@ class Region:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, config: dict, region: str):
         self.region = region
         self.config = parse_config(config)
-        self.environment = {**handler_environment(self.config, region), "AWS_DEFAULT_REGION": region,
-                            "TICKETS_TABLE": COUNTER_TABLE, "TICKETS_IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE}
+        self.environment = {**handler_environment(self.config, region, counter_table=COUNTER_TABLE,
+                                                  idempotency_table=IDEMPOTENCY_TABLE),
+                            "AWS_DEFAULT_REGION": region}
         self.client = dynamodb_client(region)
         self._monkeypatch = monkeypatch
         existing = self.client.list_tables()["TableNames"]

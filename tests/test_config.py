@@ -97,7 +97,8 @@ def test_handler_environment_round_trips_through_settings():
     config = parse_config(with_changes(
         regions={"us-east-1": 0, "eu-west-1": 2}, regionSlots=3, strictKeys=True, defaultKey="main",
         idempotencyExpirySeconds=600, counters={"orders": {"start": 5000, "max": 10**15, "shards": 4}}))
-    environment = handler_environment(config, "eu-west-1")
+    environment = handler_environment(config, "eu-west-1", counter_table="c", idempotency_table="i")
+    assert (environment["TICKETS_TABLE"], environment["TICKETS_IDEMPOTENCY_TABLE"]) == ("c", "i")
     assert environment["POWERTOOLS_SERVICE_NAME"] == "tickets"
     assert environment["POWERTOOLS_METRICS_NAMESPACE"]
     settings = Settings.from_json(environment[SETTINGS_ENV])
@@ -108,7 +109,7 @@ def test_handler_environment_round_trips_through_settings():
 
 def test_handler_environment_refuses_an_unconfigured_region():
     with pytest.raises(ConfigError, match="regions"):
-        handler_environment(parse_config(SPEC_CONFIG), "eu-west-1")
+        handler_environment(parse_config(SPEC_CONFIG), "eu-west-1", counter_table="c", idempotency_table="i")
 
 
 def test_counter_lookup_with_and_without_strict_keys():

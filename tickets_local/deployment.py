@@ -9,10 +9,6 @@ from pathlib import Path
 
 from tickets.config import ConfigError, DeploymentConfig, handler_environment, parse_config
 
-# tickets.handler reads these; importing them from there would build its clients before the
-# environment is ready, so they are spelled here as the stack spells them.
-TABLE_ENV = "TICKETS_TABLE"
-IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
 POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -43,9 +39,8 @@ class LocalDeployment:
     def handler_environment(self, *, verbose: bool) -> dict[str, str]:
         """Exactly the stack's environment for this region, plus what running outside Lambda needs."""
         return {
-            **handler_environment(self.config, self.region),
-            TABLE_ENV: self.counter_table,
-            IDEMPOTENCY_TABLE_ENV: self.idempotency_table,
+            **handler_environment(self.config, self.region, counter_table=self.counter_table,
+                                  idempotency_table=self.idempotency_table),
             **POWERTOOLS_LOCAL,
             "POWERTOOLS_LOG_LEVEL": "INFO" if verbose else "WARNING",
             "AWS_DEFAULT_REGION": self.region,

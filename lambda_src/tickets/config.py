@@ -22,6 +22,8 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
                       2192, 2557, 2922, 3288, 3653)
 REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
 SETTINGS_ENV = "TICKETS_SETTINGS"
+COUNTER_TABLE_ENV = "TICKETS_TABLE"
+IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
 
 
@@ -97,8 +99,9 @@ class Settings:
         )
 
 
-def handler_environment(config: DeploymentConfig, region: str) -> dict[str, str]:
-    """The function's environment for `region` (table names are added by whoever owns the tables)."""
+def handler_environment(config: DeploymentConfig, region: str, *, counter_table: str,
+                        idempotency_table: str) -> dict[str, str]:
+    """The function's environment for `region`, with the names of the tables it is to use."""
     if region not in config.regions:
         raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
     settings = Settings(
@@ -116,6 +119,8 @@ def handler_environment(config: DeploymentConfig, region: str) -> dict[str, str]
                           "configure only keys that need a non-default start, stride, max or shards")
     return {
         SETTINGS_ENV: encoded,
+        COUNTER_TABLE_ENV: counter_table,
+        IDEMPOTENCY_TABLE_ENV: idempotency_table,
         "POWERTOOLS_SERVICE_NAME": "tickets",
         "POWERTOOLS_METRICS_NAMESPACE": "Tickets",
     }

@@ -14,14 +14,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
 from . import protocol, timing
-from .config import SETTINGS_ENV, Settings
+from .config import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SETTINGS_ENV, Settings
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, require_idempotency_key
 from .store import CounterStore
 
-TABLE_ENV = "TICKETS_TABLE"
-IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 DYNAMODB_CONFIG = Config(
     # botocore's `max_attempts` counts retries only (3 would make 4 calls); `total_max_attempts` counts all.
     retries={"mode": "standard", "total_max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
@@ -36,7 +34,7 @@ app = LambdaFunctionUrlResolver()
 
 settings = Settings.from_json(os.environ[SETTINGS_ENV])
 dynamodb = boto3.client("dynamodb", config=DYNAMODB_CONFIG)
-issuer = Issuer(settings, CounterStore(dynamodb, os.environ[TABLE_ENV]))
+issuer = Issuer(settings, CounterStore(dynamodb, os.environ[COUNTER_TABLE_ENV]))
 _idempotent_issue = None
 
 
