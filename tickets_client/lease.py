@@ -18,6 +18,7 @@ small where gaps matter, large where requests cost.
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
@@ -26,6 +27,10 @@ from .client import TicketsClient
 from .errors import TicketsError
 
 MAX_BLOCK_SIZE = 1000  # the server's largest count
+# A step of a list iterator is one C call, which the GIL makes atomic: two threads stepping one
+# iterator never get the same ticket. So `next()` takes a ticket without the lock, and locks only to
+# move on to the next run. A free-threaded build running without the GIL (PEP 703) always locks.
+_ITERATOR_STEP_IS_ATOMIC = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class TicketLease:
@@ -45,8 +50,11 @@ class TicketLease:
         left = math.floor(refill_at * block_size + 1e-9)
         self._prefetch_index = max(0, block_size - 1 - left) if refill_at else -1
         self._lock = threading.Lock()
-        self._tickets: Iterator[int] = iter(())  # what is left of the current block
-        self._prefetch_ticket: int | None = None  # handing this one out starts the prefetch
+        # A block is handed out as two runs: the tickets before the prefetch point, then the rest,
+        # whose first ticket starts the prefetch. Only the move from one run to the next does more
+        # than step an iterator. The runs change under the lock only.
+        self._run: Iterator[int] = iter(())
+        self._rest: list[int] | None = None  # the current block's second run, until it starts
         self._pending: Future[list[int]] | None = None
         self._prefetcher: ThreadPoolExecutor | None = None
         self._closed = False
@@ -55,20 +63,21 @@ class TicketLease:
         """The next ticket. Waits for the network only when the current block is used up and the
         next one has not arrived; a failed prefetch raises here, as TicketsError, and the next call
         tries again."""
-        with self._lock:  # the fast path is one iterator step: about a microsecond
-            ticket = next(self._tickets, None)
-            if ticket is None:
-                ticket = self._start_block()
-            if ticket == self._prefetch_ticket:
-                self._start_prefetch()
-            return ticket
+        if _ITERATOR_STEP_IS_ATOMIC:
+            for ticket in self._run:  # the common case: no lock, no other work
+                return ticket
+        with self._lock:
+            while True:
+                for ticket in self._run:  # another thread may have moved on already
+                    return ticket
+                self._next_run()
 
     def close(self) -> None:
         """Stop prefetching, waiting for a fetch already in flight (at most the client's timeout
         per attempt). The tickets not yet handed out are skipped (see the module's doc)."""
         with self._lock:
             self._closed = True
-            self._tickets = iter(())
+            self._run, self._rest = iter(()), None
             self._pending = None
             prefetcher, self._prefetcher = self._prefetcher, None
         if prefetcher is not None:
@@ -80,15 +89,21 @@ class TicketLease:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _start_block(self) -> int:
-        """Switch to the next block (the prefetched one, else fetched now); its first ticket."""
+    def _next_run(self) -> None:
+        """The current run is used up: go on with the block's second run, starting the prefetch,
+        or switch to the next block (the prefetched one, else fetched now). Under the lock."""
+        if self._rest is not None:
+            self._run, self._rest = iter(self._rest), None
+            self._start_prefetch()
+            return
         if self._closed:
             raise RuntimeError("this TicketLease is closed")
         pending, self._pending = self._pending, None
         block = pending.result() if pending is not None else self._fetch()
-        self._prefetch_ticket = block[self._prefetch_index] if self._prefetch_index >= 0 else None
-        self._tickets = iter(block)
-        return next(self._tickets)
+        if self._prefetch_index < 0:
+            self._run = iter(block)
+        else:
+            self._run, self._rest = iter(block[:self._prefetch_index]), block[self._prefetch_index:]
 
     def _start_prefetch(self) -> None:
         if self._pending is None and not self._closed:
