@@ -48,18 +48,14 @@ FAKE_AWS = {
 _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
 
 
-def deployment_settings(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
-    """The function environment the stack gives cdk.json's first region, plus the bench's counters."""
-    raw = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
-    raw = {**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}}
-    config = parse_config(raw)
-    return handler_environment(config, next(iter(config.regions)))
-
-
 def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
-    """The variables both handlers get (to be laid over the current environment)."""
-    return {**deployment_settings(extra_counters), "TICKETS_TABLE": COUNTER_TABLE,
-            "TICKETS_IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
+    """The variables both handlers get (to be laid over the current environment): the function
+    environment the stack gives cdk.json's first region, with the bench's tables and counters."""
+    raw = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
+    config = parse_config({**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}})
+    function_env = handler_environment(config, next(iter(config.regions)), counter_table=COUNTER_TABLE,
+                                       idempotency_table=IDEMPOTENCY_TABLE)
+    return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
 
 
 def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
