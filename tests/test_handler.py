@@ -4,10 +4,11 @@ the sequences of SPEC §2, and that a refused request leaves the counter table a
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
-from conftest import BROWSER_ACCEPT, SPEC_CONFIG, Answer
+from conftest import BROWSER_ACCEPT, SPEC_CONFIG, Answer, FakeLambdaContext, function_url_event
 
 TEXT = {"accept": "text/plain"}
 
@@ -297,3 +298,19 @@ def test_every_answer_says_no_store(api, request_args, status):
     if status >= 400:
         assert_error(answer, status, answer.body["error"])
         assert "Retry-After" not in answer.headers
+
+
+def test_each_request_logs_one_json_line_with_key_tickets_and_correlation_id(api, capsys):
+    api.handler.logger.setLevel("INFO")
+    capsys.readouterr()
+    event = function_url_event("/orders", query={"count": "3"})
+    answer = json.loads(api.handler.lambda_handler(event, FakeLambdaContext())["body"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()
+             if line.startswith("{") and '"message"' in line]
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert line["message"] == "issued" and line["level"] == "INFO"
+    assert (line["key"], line["count"]) == ("orders", 3)
+    assert (line["first_ticket"], line["last_ticket"]) == (answer["tickets"][0], answer["tickets"][-1])
+    assert line["correlation_id"] == event["requestContext"]["requestId"]
+    assert line["function_request_id"]
