@@ -39,6 +39,9 @@ def markdown_table(results: dict) -> str:
          f"{cold['baseline']:.0f} ms, median of {cold['samples']} each)", "<= 1.30", _yes(met["cold_start_ratio"])),
         ("`warm_ratio`", f"{results['warm_ratio']:.2f} (Tickets {warm['tickets']:.0f} µs / baseline "
          f"{warm['baseline']:.0f} µs, median of {warm['calls_each']} calls each)", "<= 1.50", _yes(met["warm_ratio"])),
+        ("`warm_ratio_warning_logs`", f"{results['warm_ratio_warning_logs']:.2f} (Tickets with "
+         f"POWERTOOLS_LOG_LEVEL=WARNING, no per-issuance log line: {warm['tickets_warning_logs']:.0f} µs)",
+         "reported", "-"),
         ("`writes_per_ticket`", ", ".join(f"count={count}: {value:g}" for count, value in
                                          results["writes_per_ticket"].items())
          + f" (baseline: {results['baseline_writes_per_ticket']:g}; a counter's first request: "

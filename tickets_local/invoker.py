@@ -15,7 +15,6 @@ import importlib
 import sys
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,8 +27,6 @@ from .events import ACCOUNT_ID
 FUNCTION_NAME = "tickets-local"
 HANDLER_MODULE = "tickets.handler"
 
-# Outside Lambda nobody reads metrics, and Powertools nags on every invocation that adds none.
-warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 
 
 @dataclass

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Any
 
 import botocore.session
@@ -29,6 +30,8 @@ DYNAMODB_CONFIG = Config(
     parameter_validation=False,
 )
 
+# Lambda's own Invocations metric counts requests; a refusal or a state read adds no metric of ours.
+warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
 app = LambdaFunctionUrlResolver()
@@ -147,7 +150,6 @@ def lambda_handler(event: dict, context: Any) -> dict:
     normalised = {**event, "rawPath": protocol.normalise_path(event.get("rawPath") or "/"),
                   "requestContext": {**event.get("requestContext", {}),
                                      "http": {**http, "path": protocol.normalise_path(http.get("path") or "/")}}}
-    metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
     result = app.resolve(normalised, context)
     # A cached GET would hand one ticket to two callers.
     result.setdefault("headers", {})["Cache-Control"] = "no-store"
