@@ -10,6 +10,8 @@ import botocore.endpoint
 import pytest
 from botocore.exceptions import (
     ClientError,
+    HTTPClientError,
+    SSLError,
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
@@ -39,6 +41,10 @@ TRANSIENT = {
     "connect-timeout": ConnectTimeoutError(endpoint_url=ENDPOINT),
     "no-connection": EndpointConnectionError(endpoint_url=ENDPOINT),
     "connection-closed": ConnectionClosedError(endpoint_url=ENDPOINT),
+    "http-client": HTTPClientError(error="connection reset"),
+    "ssl": SSLError(endpoint_url=ENDPOINT, error="handshake"),
+    "5xx-internal-failure": ClientError({"Error": {"Code": "InternalFailure", "Message": "simulated"},
+                                         "ResponseMetadata": {"HTTPStatusCode": 500}}, "UpdateItem"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 
 import pytest
 
@@ -28,10 +29,12 @@ def tickets_of(answer: Answer) -> list[int]:
     return answer.body.get("tickets", [answer.body["ticket"]])
 
 
-def item(counter: str, last: int, step: int | None = None) -> dict:
+def item(counter: str, last: int, step: int | None = None, first: int | None = None) -> dict:
+    """A lane item as the handler writes it (step and first), or as a person writes one (neither)."""
     made = {"counter": {"S": counter}, "last": {"N": str(last)}}
     if step is not None:
         made["step"] = {"N": str(step)}
+        made["first"] = {"N": str(first if first is not None else {"default": 1, "orders": 5000}.get(counter, 1))}
     return made
 
 
@@ -283,6 +286,25 @@ def test_a_changed_step_is_refused(deploy, changed):
     assert second.items() == before
 
 
+@pytest.mark.parametrize("changed", [
+    {"counters": {"invoices": {"start": 5, "stride": 10}}},
+    {"counters": {"invoices": {"start": 1001, "stride": 10}}},
+    # slot 1 of 2 with stride 5: the same step (10) as before, but the lane now starts at 16
+    {"regions": {"us-east-1": 1}, "regionSlots": 2, "counters": {"invoices": {"start": 11, "stride": 5}}},
+], ids=["start-on-another-lane", "start-ahead", "another-slot"])
+def test_a_moved_lane_is_refused_before_any_write(deploy, changed):
+    """The same step but another first ticket: every request is refused, and nothing is written."""
+    first = deploy(SPEC_CONFIG)
+    assert tickets_of(first.get("/invoices", query={"count": "2"})) == [1, 11]
+    before = first.items()
+    second = deploy({**SPEC_CONFIG, **changed})
+    for _ in range(3):
+        answer = second.get("/invoices")
+        assert_error(answer, 409, "config_mismatch")
+        assert "ticket" not in answer.body
+    assert second.items() == before
+
+
 # --- every answer -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("request_args, status", [
@@ -302,9 +324,15 @@ def test_every_answer_says_no_store(api, request_args, status):
 
 def test_each_request_logs_one_json_line_with_key_tickets_and_correlation_id(api, capsys):
     api.handler.logger.setLevel("INFO")
+    # The module may have been imported under another test's capture: write to this test's stdout.
+    streams = [handler.setStream(sys.stdout) for handler in api.handler.logger.handlers]
     capsys.readouterr()
     event = function_url_event("/orders", query={"count": "3"})
-    answer = json.loads(api.handler.lambda_handler(event, FakeLambdaContext())["body"])
+    try:
+        answer = json.loads(api.handler.lambda_handler(event, FakeLambdaContext())["body"])
+    finally:
+        for handler, stream in zip(api.handler.logger.handlers, streams):
+            handler.setStream(stream)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()
              if line.startswith("{") and '"message"' in line]
     assert len(lines) == 1, lines

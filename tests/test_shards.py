@@ -136,7 +136,8 @@ def test_exhausted_shards_pass_the_request_on_until_all_are_spent(deploy):
     singles = sorted(api.get("/hot").body["ticket"] for _ in range(4))  # each lane still has one
     assert singles == [9, 10, 11, 12]
     before = api.items()
-    assert before == [LAYOUT_ITEM] + [{"counter": {"S": f"hot#{s}"}, "last": {"N": str(9 + s)}, "step": {"N": "4"}}
+    assert before == [LAYOUT_ITEM] + [{"counter": {"S": f"hot#{s}"}, "last": {"N": str(9 + s)}, "step": {"N": "4"},
+                                       "first": {"N": str(1 + s)}}
                                       for s in range(4)]
     answer = api.get("/hot")
     assert answer.status == 409 and answer.body["error"] == "exhausted"

@@ -1,8 +1,9 @@
 """The one place that talks to the counter table.
 
 A request is one conditional UpdateItem on its lane's item. The condition refuses a
-changed layout (step or shards) and a block that would pass max, and
-ReturnValuesOnConditionCheckFailure says which, so nothing is read before a write.
+changed lane (its step, or its first ticket: start and region slot) and a block that
+would pass max, and ReturnValuesOnConditionCheckFailure says which, so nothing is read
+before a write and a refused request writes nothing.
 
 Two rare cases take one extra write, once per lane item's lifetime:
 - a hand-made item (only `counter` and `last`) is adopted by a compare-and-set that adds
@@ -17,43 +18,42 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import (
-    ClientError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    ReadTimeoutError,
-)
+from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
 from .errors import ConfigMismatch, Exhausted, Unavailable
 from .sequence import Lane
-from .tables import COUNTER_KEY, LAST, SHARDS, STEP
+from .tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
 
 # The plain `key` item of an unsharded key: a new item passes; an item with our step passes while
 # the block fits; a hand-made item (no step) fails on purpose, to be checked and adopted; an item
 # that records a sharded layout (`shards`) fails.
-_ADVANCE_KEY = "SET #last = if_not_exists(#last, :seed) + :inc, #step = if_not_exists(#step, :step)"
-_ADVANCE_KEY_IF = ("(attribute_not_exists(#step) OR #step = :step) AND attribute_not_exists(#shards) AND "
+_ADVANCE_KEY = ("SET #last = if_not_exists(#last, :seed) + :inc, #step = if_not_exists(#step, :step), "
+                "#first = if_not_exists(#first, :first)")
+_ADVANCE_KEY_IF = ("(attribute_not_exists(#step) OR #step = :step) AND "
+                   "(attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards) AND "
                    "(attribute_not_exists(#last) OR (attribute_exists(#step) AND #last <= :limit))")
 # A shard's item only ever advances once it exists: creating it must check the key's layout.
 _ADVANCE_SHARD = "SET #last = #last + :inc"
-_ADVANCE_SHARD_IF = "#step = :step AND #last <= :limit"
-_ADOPT = "SET #step = :step"
+_ADVANCE_SHARD_IF = "#step = :step AND #first = :first AND #last <= :limit"
+_ADOPT = "SET #step = :step, #first = :first"
 _ADOPT_IF = "#last = :old AND attribute_not_exists(#step)"
-_CREATE_SHARD = "SET #last = :last, #step = :step"
+_CREATE_SHARD = "SET #last = :last, #step = :step, #first = :first"
 _CREATE_SHARD_IF = "attribute_not_exists(#counter)"
 _RECORD_LAYOUT = "SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards)"
 # The plain item holds the layout of a sharded key, and must not be a live single lane.
 _RECORD_LAYOUT_IF = ("(attribute_not_exists(#step) OR #step = :step) AND "
                      "(attribute_not_exists(#shards) OR #shards = :shards) AND attribute_not_exists(#last)")
-_NAMES = {"#last": LAST, "#step": STEP, "#shards": SHARDS}
+_NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
+_LANE_NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST}
+_LAYOUT_NAMES = {"#last": LAST, "#step": STEP, "#shards": SHARDS}
 
 _TRANSIENT_CODES = frozenset({
     "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
     "InternalServerError", "ServiceUnavailable", "LimitExceededException",
     "TransactionConflictException", "TransactionInProgressException",
 })
-_TRANSIENT_ERRORS = (ConnectTimeoutError, ReadTimeoutError, EndpointConnectionError, ConnectionClosedError)
+# botocore's bases of every connection failure and timeout it raises (ReadTimeoutError included).
+_TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
 _ATTEMPTS = 3  # the advance, and at most two rounds of adopting or creating raced by another request
 
 
@@ -92,12 +92,13 @@ class CounterStore:
         return {LAST: _number(item.get(LAST)), STEP: _number(item.get(STEP))}
 
     def _advance_request(self, lane: Lane, count: int) -> dict[str, Any]:
-        values = {":inc": _n(count * lane.step), ":step": _n(lane.step), ":limit": _n(lane.limit(count))}
+        values = {":inc": _n(count * lane.step), ":step": _n(lane.step), ":first": _n(lane.first),
+                  ":limit": _n(lane.limit(count))}
         if lane.shards == 1:
             update, condition, names = _ADVANCE_KEY, _ADVANCE_KEY_IF, _NAMES
             values[":seed"] = _n(lane.seed)
         else:
-            update, condition, names = _ADVANCE_SHARD, _ADVANCE_SHARD_IF, {"#last": LAST, "#step": STEP}
+            update, condition, names = _ADVANCE_SHARD, _ADVANCE_SHARD_IF, _LANE_NAMES
         return {
             **self._on(lane.item_key),
             "UpdateExpression": update,
@@ -116,6 +117,8 @@ class CounterStore:
         step, shards, last = _number(item.get(STEP)), _number(item.get(SHARDS)), _number(item.get(LAST))
         if STEP in item and step != lane.step or SHARDS in item:  # lane items never record shards
             raise _changed_layout(lane, step, shards)
+        if FIRST in item and _number(item.get(FIRST)) != lane.first:
+            raise _moved_lane(lane, _number(item.get(FIRST)))
         if last is None or not lane.accepts_last(last):
             raise _off_lane(lane, last)
         if last > lane.limit(count):
@@ -126,8 +129,8 @@ class CounterStore:
 
     def _adopt(self, lane: Lane, last: int) -> None:
         adopt = {**self._on(lane.item_key), "UpdateExpression": _ADOPT, "ConditionExpression": _ADOPT_IF,
-                 "ExpressionAttributeNames": {"#last": LAST, "#step": STEP},
-                 "ExpressionAttributeValues": {":old": _n(last), ":step": _n(lane.step)}}
+                 "ExpressionAttributeNames": _LANE_NAMES,
+                 "ExpressionAttributeValues": {":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)}}
         if lane.shards == 1:
             try:
                 self._call("update_item", **adopt)
@@ -141,15 +144,15 @@ class CounterStore:
         last = lane.seed + count * lane.step
         create = {**self._on(lane.item_key), "UpdateExpression": _CREATE_SHARD,
                   "ConditionExpression": _CREATE_SHARD_IF,
-                  "ExpressionAttributeNames": {"#counter": COUNTER_KEY, "#last": LAST, "#step": STEP},
-                  "ExpressionAttributeValues": {":last": _n(last), ":step": _n(lane.step)}}
+                  "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **_LANE_NAMES},
+                  "ExpressionAttributeValues": {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)}}
         return last if self._transact(lane, create) else None
 
     def _transact(self, lane: Lane, lane_update: dict[str, Any]) -> bool:
         """Apply `lane_update` together with recording the key's layout; False if the lane item
         changed first (a concurrent request won: advance again)."""
         record_layout = {**self._on(lane.key), "UpdateExpression": _RECORD_LAYOUT,
-                         "ConditionExpression": _RECORD_LAYOUT_IF, "ExpressionAttributeNames": _NAMES,
+                         "ConditionExpression": _RECORD_LAYOUT_IF, "ExpressionAttributeNames": _LAYOUT_NAMES,
                          "ExpressionAttributeValues": {":step": _n(lane.step), ":shards": _n(lane.shards)},
                          "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         try:
@@ -162,7 +165,9 @@ class CounterStore:
                 guard = err.response["CancellationReasons"][1].get("Item", {})
                 raise _changed_layout(lane, _number(guard.get(STEP)), _number(guard.get(SHARDS)),
                                       single_lane_last=_number(guard.get(LAST)))
-            if reasons and reasons[0] == "ConditionalCheckFailed":
+            if reasons and reasons[0] == "ConditionalCheckFailed" or "TransactionConflict" in reasons:
+                # Another request created or adopted the lane first, or is recording the same layout
+                # on the key item (two new shards at once): advance again.
                 return False
             raise Unavailable("the counter table could not apply the write (a conflict or throttling); "
                               "nothing was issued, retry after the Retry-After delay") from err
@@ -175,7 +180,8 @@ class CounterStore:
         try:
             return getattr(self._client, operation)(**request)
         except ClientError as err:
-            if err.response["Error"]["Code"] in _TRANSIENT_CODES:
+            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+            if err.response["Error"]["Code"] in _TRANSIENT_CODES or status >= 500:
                 raise Unavailable("the counter table is throttled or unavailable; nothing was issued, "
                                   "retry after the Retry-After delay") from err
             raise
@@ -213,6 +219,14 @@ def _changed_layout(lane: Lane, step: int | None, shards: int | None, single_lan
         f"counter {lane.key!r} {stored}, but this deployment gives it step {lane.step} (stride x "
         f"regionSlots x shards) and {lane.shards} shard(s); stride, regionSlots and shards are permanent "
         "once tickets were issued. Nothing was issued.")
+
+
+def _moved_lane(lane: Lane, first: int | None) -> ConfigMismatch:
+    return ConfigMismatch(
+        f"counter {lane.item_key!r} was created as a lane starting at {first}, but this deployment "
+        f"starts it at {lane.first} (start or the region's slot changed); start and slots are permanent "
+        "once tickets were issued (to skip ahead, raise the item's last by a multiple of its step). "
+        "Nothing was issued.")
 
 
 def _off_lane(lane: Lane, last: int | None) -> ConfigMismatch:

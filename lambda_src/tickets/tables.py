@@ -5,6 +5,7 @@ from __future__ import annotations
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
 LAST = "last"  # the last ticket issued on the lane: the high-water mark an operator reads
 STEP = "step"  # stride * lanes, fixed when the item is created
+FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item is created
 SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
 
 IDEMPOTENCY_KEY = "id"
