@@ -20,7 +20,7 @@ PERIOD = Duration.minutes(5)
 
 class TicketAlarms(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, function: lambda_.IFunction,
-                 table: dynamodb.Table, alarm_email: str | None):
+                 table: dynamodb.Table, idempotency_table: dynamodb.Table, alarm_email: str | None):
         super().__init__(scope, construct_id)
         self.topic = _notification_topic(self, alarm_email) if alarm_email else None
 
@@ -28,11 +28,15 @@ class TicketAlarms(Construct):
                     "The Tickets function crashed or timed out (handled refusals are not errors).")
         self._alarm("FunctionThrottles", function.metric_throttles(period=PERIOD, statistic="Sum"),
                     "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.")
-        self._alarm("TableThrottles",
-                    cloudwatch.Metric(namespace="AWS/DynamoDB", metric_name="ThrottledRequests",
-                                      dimensions_map={"TableName": table.table_name, "Operation": "UpdateItem"},
-                                      period=PERIOD, statistic="Sum"),
-                    "DynamoDB throttled counter writes: a hot key needs shards (see README).")
+        # Every operation the handler calls on each table (store.py; Powertools idempotency).
+        self._alarm("TableThrottles", table.metric_throttled_requests_for_operations(
+            operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.GET_ITEM,
+                        dynamodb.Operation.TRANSACT_WRITE_ITEMS], period=PERIOD),
+                    "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).")
+        self._alarm("IdempotencyTableThrottles", idempotency_table.metric_throttled_requests_for_operations(
+            operations=[dynamodb.Operation.GET_ITEM, dynamodb.Operation.PUT_ITEM, dynamodb.Operation.UPDATE_ITEM,
+                        dynamodb.Operation.DELETE_ITEM], period=PERIOD),
+                    "DynamoDB throttled the idempotency table: requests with an Idempotency-Key get 503s.")
         self._alarm("InternalErrors",
                     cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="Errors",
                                       dimensions_map={**SERVICE_DIMENSION, "code": "internal_error"},

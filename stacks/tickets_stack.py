@@ -18,7 +18,7 @@ class TicketsStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         service = TicketService(self, "Service", config=config, region=region)
         TicketAlarms(self, "Alarms", function=service.function, table=service.table,
-                     alarm_email=config.alarm_email)
+                     idempotency_table=service.idempotency_table, alarm_email=config.alarm_email)
 
         CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
         CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")

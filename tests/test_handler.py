@@ -342,3 +342,14 @@ def test_each_request_logs_one_json_line_with_key_tickets_and_correlation_id(api
     assert (line["first_ticket"], line["last_ticket"]) == (answer["tickets"][0], answer["tickets"][-1])
     assert line["correlation_id"] == event["requestContext"]["requestId"]
     assert line["function_request_id"]
+
+
+@pytest.mark.parametrize("path", ["/_counters", "/_counters/"])
+def test_counters_without_a_key_is_404(api, path):
+    assert_error(api.get(path), 404, "not_found")
+
+
+@pytest.mark.parametrize("body", ['{"count": "7"}', '{"count": 7.0}', '{"count": true}'])
+def test_a_body_count_must_be_a_json_integer(api, body):
+    assert_error(api.post("/orders", body=body), 400, "bad_request")
+    assert api.items() == []

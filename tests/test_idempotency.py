@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import time
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import COUNTER_TABLE, IDEMPOTENCY_TABLE
+from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
 
 
 def once(key: str) -> dict:
@@ -163,3 +165,18 @@ def test_an_answer_that_could_not_be_recorded_is_a_gap_never_a_duplicate(api, mo
     retry = api.post("/orders", headers=once("unlucky"))  # the lock outlives the failed attempt
     assert retry.status == 409 and retry.body["error"] == "in_progress"
     assert api.post("/orders", headers=once("another")).body["ticket"] == 5001
+
+
+def test_the_same_header_from_two_callers_gets_two_tickets(api):
+    """Two services that happen to pick the same Idempotency-Key must not get each other's ticket."""
+    other_caller = copy.deepcopy(EVENT_TEMPLATE["requestContext"]["authorizer"])
+    other_caller["iam"].update(accountId="210987654321", userArn="arn:aws:iam::210987654321:user/billing")
+    header = {"idempotency-key": "retry-1"}
+    mine = api.get("/orders", headers=header)
+    theirs = api.handler.lambda_handler(
+        {**function_url_event("/orders", headers=header),
+         "requestContext": {**function_url_event("/orders")["requestContext"], "authorizer": other_caller}},
+        FakeLambdaContext())
+    assert mine.status == 200 and theirs["statusCode"] == 200
+    assert json.loads(theirs["body"])["ticket"] == mine.body["ticket"] + 1
+    assert api.get("/orders", headers=header).body == mine.body  # each caller's repeat is still a repeat

@@ -206,13 +206,20 @@ def test_no_managed_policies(template, two_regions):
 
 def test_alarms_for_errors_throttles_and_counters_near_max(template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    metrics = sorted((alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"]) for alarm in alarms.values())
-    assert metrics == sorted([("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"),
-                              ("AWS/DynamoDB", "ThrottledRequests"), ("Tickets", "Errors"),
-                              ("Tickets", "CounterNearMax")])
-    template.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "MetricName": "ThrottledRequests",
-        "Dimensions": Match.array_with([{"Name": "TableName", "Value": {"Ref": "TicketsTable"}}])})
+    single = sorted((alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"])
+                    for alarm in alarms.values() if "MetricName" in alarm["Properties"])
+    assert single == sorted([("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"), ("Tickets", "Errors"),
+                             ("Tickets", "CounterNearMax")])
+    # Throttling: one alarm per table, summing every operation the handler calls on it.
+    throttled = {}
+    for alarm in alarms.values():
+        for query in alarm["Properties"].get("Metrics", []):
+            metric = query.get("MetricStat", {}).get("Metric")
+            if metric and metric["MetricName"] == "ThrottledRequests":
+                dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
+                throttled.setdefault(dimensions["TableName"]["Ref"], set()).add(dimensions["Operation"])
+    assert throttled == {"TicketsTable": {"UpdateItem", "GetItem", "TransactWriteItems"},
+                         "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)
 

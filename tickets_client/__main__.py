@@ -32,7 +32,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
     common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
     common.add_argument("--max-attempts", type=int, default=5,
-                        help="attempts per request, retrying 429/503 and lost connections (default: 5)")
+                        help="attempts per request, retrying 429, 503, 409 in_progress and lost connections (default: 5)")
 
     parser = argparse.ArgumentParser(prog="python -m tickets_client", epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,

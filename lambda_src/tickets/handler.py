@@ -54,6 +54,8 @@ def next_default_ticket() -> Response:
 
 @app.route("/<key>", method=["GET", "POST"])
 def next_ticket(key: str) -> Response:
+    if key == "_counters":
+        raise NotFound("/_counters needs a key: GET /_counters/{key}")
     return _issue(path_key=key)
 
 
@@ -94,12 +96,18 @@ def _issue(path_key: str | None) -> Response:
         issued = _issue_and_record(request.key, request.count)
     else:
         issue = _idempotent_issue or _load_idempotency()
-        issued = issue(require_idempotency_key(idempotency_key), request.key, request.count,
-                       app.lambda_context)
+        issued = issue(_caller(event.raw_event), require_idempotency_key(idempotency_key), request.key,
+                       request.count, app.lambda_context)
     if protocol.prefers_text(event.headers.get("accept")):
         tickets = issued.get("tickets", [issued["ticket"]])
         return Response(200, "text/plain; charset=utf-8", protocol.render_text(tickets))
     return _json(200, issued)
+
+
+def _caller(event: dict) -> str:
+    """Who signed the request (AWS_IAM auth); with auth NONE everyone is the same anonymous caller."""
+    iam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam") or {}
+    return iam.get("userArn") or iam.get("callerId") or "anonymous"
 
 
 def _issue_and_record(key: str, count: int) -> dict:

@@ -1,7 +1,9 @@
 """Idempotent retries with Powertools: a repeated Idempotency-Key gets the stored answer.
 
-The record is keyed by the header; the request (key, count) is validated against it, so
-the same header with a different request is refused rather than answered wrongly.
+The record is keyed by the caller and the header (two callers who happen to pick the same
+header value must not get each other's tickets); the request (key, count) is validated
+against it, so the same header with a different request is refused rather than answered
+wrongly.
 Imported only when a request carries the header, so plain requests pay nothing for it.
 """
 
@@ -16,6 +18,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
+    IdempotencyInconsistentStateError,
     IdempotencyPersistenceLayerError,
     IdempotencyValidationError,
 )
@@ -27,19 +30,19 @@ Issue = Callable[[str, int], dict]
 
 
 def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int
-               ) -> Callable[[str, str, int, Any], dict]:
+               ) -> Callable[[str, str, str, int, Any], dict]:
     persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client,
                                            key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL)
-    config = IdempotencyConfig(event_key_jmespath="idempotency_key", payload_validation_jmespath="request",
+    config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="request",
                                raise_on_no_idempotency_key=True, expires_after_seconds=expires_after_seconds)
 
     @idempotent_function(data_keyword_argument="call", persistence_store=persistence, config=config)
     def issue_once(call: dict) -> dict:
         return issue(call["request"]["key"], call["request"]["count"])
 
-    def run(idempotency_key: str, key: str, count: int, lambda_context: Any) -> dict:
+    def run(caller: str, idempotency_key: str, key: str, count: int, lambda_context: Any) -> dict:
         config.register_lambda_context(lambda_context)  # so a crashed attempt's lock expires with it
-        call = {"idempotency_key": idempotency_key, "request": {"key": key, "count": count}}
+        call = {"caller": caller, "idempotency_key": idempotency_key, "request": {"key": key, "count": count}}
         try:
             return issue_once(call=call)
         except IdempotencyValidationError:
@@ -49,8 +52,10 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
         except IdempotencyAlreadyInProgressError:
             raise RequestInProgress("a request with this Idempotency-Key is still in flight; "
                                     "retry in a moment to get its answer") from None
-        except IdempotencyPersistenceLayerError as err:
-            raise Unavailable("the idempotency store is unavailable; no ticket was handed out, "
-                              "retry with the same Idempotency-Key") from err
+        except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as err:
+            # If this happened after the tickets were issued, they are a gap: a retry with the same
+            # header gets 409 in_progress until the lock expires, then new tickets.
+            raise Unavailable("the idempotency store is unavailable; no ticket was handed out. Retry with "
+                              "the same Idempotency-Key (409 in_progress means: wait and retry)") from err
 
     return run

@@ -71,23 +71,25 @@ class Issuer:
 
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)
-        rows, used = [], False
+        rows, stored_steps = [], []
         for lane in lanes:  # every lane of this region, the unused ones with last null
             stored = self._store.read(lane) or {LAST: None, STEP: None}
-            used = used or stored[STEP] is not None or stored[LAST] is not None
+            if stored[STEP] is not None or stored[LAST] is not None:
+                stored_steps.append(stored[STEP])
             last = stored[LAST]
             rows.append({
                 "counter": lane.item_key, "lane": lane.index, "first": lane.first,
                 "step": stored[STEP] if stored[STEP] is not None else lane.step,
                 "last": last if last is not None and last != lane.seed else None,
             })
-        if not used:
+        if not stored_steps:
             raise NotFound(f"counter {key!r} has not issued a ticket in this region yet")
         issued = [row["last"] for row in rows if row["last"] is not None]
         return {
             "key": key,
             "last": max(issued) if issued else None,
-            "step": lanes[0].step,
+            # As stored (after a config change it is not the configured one); a hand-made item has none yet.
+            "step": next((step for step in stored_steps if step is not None), lanes[0].step),
             "config": counter.to_json(),
             "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
             "lanes": rows,

@@ -12,7 +12,7 @@ from typing import Mapping
 from urllib.parse import unquote
 
 from .errors import BadRequest, PayloadTooLarge
-from .keys import parse_count, require_key
+from .keys import MAX_COUNT, parse_count, require_key
 
 QUERY_FIELDS = ("key", "systemKey", "count")
 BODY_FIELDS = ("key", "count")
@@ -97,6 +97,8 @@ def _body_fields(body: bytes) -> dict:
         raise BadRequest(f"unknown body field {unknown[0][:40]!r}; use key and count")
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")
+    if "count" in fields and (isinstance(fields["count"], bool) or not isinstance(fields["count"], int)):
+        raise BadRequest(f"the body's count must be a JSON integer from 1 to {MAX_COUNT}, got {fields['count']!r}")
     return fields
 
 
