@@ -19,6 +19,7 @@ CONFIG = {"tickets": {
     "counters": {"orders": {"start": 5000}, "invoices": {"stride": 10}, "hot": {"shards": 3}},
 }}
 FUZZ_EXAMPLES = 400
+ISSUED: dict[str, set[int]] = {}  # key -> every ticket the fuzzing was handed
 
 
 @pytest.fixture(scope="module")
@@ -103,12 +104,20 @@ def test_hostile_requests_get_a_4xx_json_error_or_a_valid_ticket(server, method,
         return
     if status == 200:
         if response_headers["content-type"].startswith("text/plain"):
-            tickets = [int(line) for line in payload.decode().splitlines()]
+            key, tickets = None, [int(line) for line in payload.decode().splitlines()]
         else:
             answer = json.loads(payload)
+            key = answer["key"]
             tickets = answer.get("tickets", [answer.get("ticket")]) if "ticket" in answer else None
         if tickets is not None:  # a /_counters answer carries state, not tickets
             assert tickets and all(isinstance(t, int) and t >= 1 for t in tickets), payload
+            assert tickets == sorted(set(tickets)), payload
+            if key is not None:  # every ticket of a key, over the whole run, is new and on its lane
+                counter = CONFIG["tickets"]["counters"].get(key, {})
+                start, stride = counter.get("start", 1), counter.get("stride", 1)
+                assert all(t >= start and (t - start) % stride == 0 for t in tickets), (key, tickets)
+                assert not ISSUED.setdefault(key, set()) & set(tickets), (key, tickets)
+                ISSUED[key] |= set(tickets)
         return
     error = json.loads(payload)
     assert set(error) == {"error", "message"} and isinstance(error["message"], str) and error["message"], error
