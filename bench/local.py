@@ -119,7 +119,7 @@ class _InstantBlocks:
     def __init__(self) -> None:
         self._last = 0
 
-    def next(self, key: Any, count: int) -> list[int]:
+    def next(self, key: Any, count: int, *, idempotent: bool = True) -> list[int]:
         block = list(range(self._last + 1, self._last + count + 1))
         self._last += count
         return block

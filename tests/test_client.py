@@ -44,8 +44,9 @@ class RecordingClient(TicketsClient):
         self.blocks: list[list[int]] = []
         self._blocks_lock = threading.Lock()
 
-    def next(self, key=None, count=1):
-        block = super().next(key, count)
+    def next(self, key=None, count=1, *, idempotent=True):
+        assert not idempotent, "a lease accepts gaps and sends no Idempotency-Key"
+        block = super().next(key, count, idempotent=idempotent)
         with self._blocks_lock:
             self.blocks.append(block)
         return block
@@ -295,7 +296,7 @@ class FlakyClient:
         self.calls = 0
         self.next_ticket = 1
 
-    def next(self, key, count):
+    def next(self, key, count, *, idempotent=True):
         self.calls += 1
         if self.calls == 2:
             raise TicketsError(503, "unavailable", "try later")

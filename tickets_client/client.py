@@ -58,15 +58,17 @@ class TicketsClient:
     def signing(self) -> bool:
         return self._signer is not None
 
-    def next(self, key: str | None = None, count: int = 1) -> list[int]:
-        """`count` new tickets of `key` (the deployment's default key when None), ascending."""
-        answer = self.issue(key, count)
+    def next(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> list[int]:
+        """`count` new tickets of `key` (the deployment's default key when None), ascending.
+        `idempotent=False` sends no Idempotency-Key: a retry after a lost answer then burns that
+        block (a gap), and the server saves its idempotency writes."""
+        answer = self.issue(key, count, idempotent=idempotent)
         return answer.get("tickets", [answer["ticket"]])
 
-    def issue(self, key: str | None = None, count: int = 1) -> dict[str, Any]:
+    def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
         """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}."""
         query = f"?count={count}" if count != 1 else ""
-        answer = self._request("POST", _key_path(key) + query)
+        answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
         if not isinstance(answer.get("ticket"), int):
             raise TicketsError(200, "bad_response", f"the server's answer has no ticket: {answer!r:.200}")
         return answer
@@ -75,10 +77,10 @@ class TicketsClient:
         """The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used."""
         return self._request("GET", "/_counters" + _key_path(key))
 
-    def _request(self, method: str, path: str) -> dict[str, Any]:
+    def _request(self, method: str, path: str, *, idempotent: bool = False) -> dict[str, Any]:
         target = self._base_path + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if method == "POST":  # issuing: one key for all attempts, so a retry cannot burn tickets
+        if idempotent:  # issuing: one key for all attempts, so a retry cannot burn tickets
             headers["Idempotency-Key"] = str(uuid.uuid4())
         for attempt in range(1, self._max_attempts + 1):
             sent = self._signer.headers(method, self.url + path, headers, b"") if self._signer else headers

@@ -112,7 +112,9 @@ class TicketLease:
             self._pending = self._prefetcher.submit(self._fetch)
 
     def _fetch(self) -> list[int]:
-        block = self._client.next(self.key, self.block_size)
+        # No Idempotency-Key: a lease skips unused tickets anyway, so a block burned by a retry after
+        # a lost answer is one more gap, while the key would cost two more DynamoDB writes per block.
+        block = self._client.next(self.key, self.block_size, idempotent=False)
         if len(block) != self.block_size or len(set(block)) != len(block):
             raise TicketsError(200, "bad_response",
                                f"asked for {self.block_size} distinct tickets, got {len(block)}")
