@@ -22,7 +22,7 @@ $(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
 	touch $@
 
 $(CDK): package.json
-	npm install --no-audit --no-fund --loglevel=error
+	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
 test: $(INSTALLED)
