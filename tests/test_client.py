@@ -180,6 +180,13 @@ class TestRetries:
             client.next("orders")
         assert stub.requests[0].headers["idempotency-key"] != stub.requests[1].headers["idempotency-key"]
 
+    def test_a_request_without_idempotency_sends_no_key_and_state_reads_never_do(self):
+        with StubServer([json_reply(200, {"key": "orders", "ticket": 7})]) as stub:
+            client = TicketsClient(stub.url)
+            client.next("orders", count=5, idempotent=False)
+            client.state("orders")
+        assert [("idempotency-key" in r.headers) for r in stub.requests] == [False, False]
+
     def test_429_gives_up_after_max_attempts_with_capped_jittered_backoff(self):
         with StubServer([json_reply(429, {"error": "too_many_requests", "message": "slow down"})]) as stub:
             delays: list[float] = []
