@@ -71,7 +71,7 @@ class TicketService(Construct):
             },
         )
         # Only the calls the handler makes (store.py, Powertools idempotency), only on these tables.
-        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:GetItem")
+        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
         self.idempotency_table.grant(role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
                                      "dynamodb:DeleteItem")
 

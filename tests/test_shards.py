@@ -183,3 +183,18 @@ def test_a_changed_shard_count_is_refused_and_issues_nothing(deploy, before_shar
         assert "shards" in answer.body["message"] and "ticket" not in answer.body
     assert new.items() == before
     assert len(issued) == 12
+
+
+def test_counters_shows_all_hundred_lanes_from_one_read(deploy, monkeypatch):
+    api = sharded(deploy, shards=100)
+    issued = {api.get("/hot").body["ticket"] for _ in range(5)}
+    calls, real_batch_get = [], api.handler.dynamodb.batch_get_item
+
+    def batch_get_item(**request):
+        calls.append(len(request["RequestItems"][COUNTER_TABLE]["Keys"]))
+        return real_batch_get(**request)
+    monkeypatch.setattr(api.handler.dynamodb, "batch_get_item", batch_get_item)
+    state = api.get("/_counters/hot").body
+    assert calls == [100]
+    assert len(state["lanes"]) == 100 and state["step"] == 100
+    assert {lane["last"] for lane in state["lanes"] if lane["last"] is not None} == issued

@@ -186,7 +186,7 @@ def test_dynamodb_grants_are_exact_actions_on_own_tables(template):
         assert statement["Resource"] != "*" and isinstance(statement["Resource"], dict), statement
         grants[statement["Resource"]["Fn::GetAtt"][0]] = sorted(dynamodb)
     assert grants == {
-        "TicketsTable": ["dynamodb:GetItem", "dynamodb:UpdateItem"],
+        "TicketsTable": ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
         "TicketsIdempotencyTable": ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
                                     "dynamodb:UpdateItem"],
     }
@@ -218,7 +218,7 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
             if metric and metric["MetricName"] == "ThrottledRequests":
                 dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
                 throttled.setdefault(dimensions["TableName"]["Ref"], set()).add(dimensions["Operation"])
-    assert throttled == {"TicketsTable": {"UpdateItem", "GetItem", "TransactWriteItems"},
+    assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem", "TransactWriteItems"},
                          "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)

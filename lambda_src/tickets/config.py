@@ -16,7 +16,7 @@ from .keys import KEY_RULE, is_valid_key
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
-MAX_SHARDS = 100
+MAX_SHARDS = 100  # /_counters reads all of a key's lanes with one BatchGetItem: at most 100 keys
 AUTH_TYPES = ("AWS_IAM", "NONE")
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827,
                       2192, 2557, 2922, 3288, 3653)

@@ -20,7 +20,7 @@ _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm
 
 class Store(Protocol):
     def advance(self, lane: Lane, count: int) -> int: ...
-    def read(self, lane: Lane) -> dict[str, int | None] | None: ...
+    def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
 
 
 @dataclass(frozen=True)
@@ -72,8 +72,9 @@ class Issuer:
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)
         rows, stored_steps = [], []
+        items = self._store.read(lanes)
         for lane in lanes:  # every lane of this region, the unused ones with last null
-            stored = self._store.read(lane) or {LAST: None, STEP: None}
+            stored = items.get(lane.item_key, {LAST: None, STEP: None})
             if stored[STEP] is not None or stored[LAST] is not None:
                 stored_steps.append(stored[STEP])
             last = stored[LAST]

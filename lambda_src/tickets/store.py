@@ -82,14 +82,20 @@ class CounterStore:
             return last
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
-    def read(self, lane: Lane) -> dict[str, int | None] | None:
-        """The lane's stored state, or None if its item does not exist."""
-        response = self._call("get_item", TableName=self._table, ConsistentRead=True,
-                              Key={COUNTER_KEY: {"S": lane.item_key}})
-        item = response.get("Item")
-        if item is None:
-            return None
-        return {LAST: _number(item.get(LAST)), STEP: _number(item.get(STEP))}
+    def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
+        """The stored state of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by item key;
+        an item that does not exist is left out."""
+        request = {self._table: {"Keys": [{COUNTER_KEY: {"S": lane.item_key}} for lane in lanes],
+                                 "ConsistentRead": True}}
+        found: dict[str, dict[str, int | None]] = {}
+        for _ in range(_ATTEMPTS):
+            response = self._call("batch_get_item", RequestItems=request)
+            for item in response.get("Responses", {}).get(self._table, []):
+                found[item[COUNTER_KEY]["S"]] = {LAST: _number(item.get(LAST)), STEP: _number(item.get(STEP))}
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                return found
+        raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def _advance_request(self, lane: Lane, count: int) -> dict[str, Any]:
         values = {":inc": _n(count * lane.step), ":step": _n(lane.step), ":first": _n(lane.first),
