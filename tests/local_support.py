@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import http.client
 import json
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,19 +15,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-# cdk.json's `tickets` for the tests: one region, one lane per key, so every key is dense.
-TICKETS_CONFIG = {
-    "defaultKey": "default",
-    "auth": "AWS_IAM",
-    "regions": {"us-east-1": 0},
-    "regionSlots": 1,
-    "strictKeys": False,
-    "counters": {
-        "orders": {"start": 5000},
-        "invoices": {"start": 1, "stride": 10},
-        "load": {"start": 700000},
-    },
-}
+from conftest import SPEC_CONFIG
+
+# cdk.json's `tickets` for the tests: SPEC §5's example (one region, one lane per key, so every key
+# is dense), plus a key of its own for the load test.
+TICKETS_CONFIG = {**SPEC_CONFIG, "counters": {**SPEC_CONFIG["counters"], "load": {"start": 700000}}}
 
 
 def write_cdk_json(directory: Path, tickets: dict[str, Any] = TICKETS_CONFIG) -> Path:
@@ -63,6 +56,16 @@ def call(url: str, path: str = "/", method: str = "GET", headers: dict[str, str]
     finally:
         if own:
             connection.close()
+
+
+def raw_exchange(server, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Bytes exactly as given on a fresh connection: for what http.client would not send."""
+    with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=10) as connection:
+        connection.sendall(request)
+        # An answer to HEAD has headers only: its Content-Length describes a body never sent.
+        response = http.client.HTTPResponse(connection, method="HEAD" if request.startswith(b"HEAD ") else "GET")
+        response.begin()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
 
 
 @dataclass

@@ -4,39 +4,28 @@ valid ticket, never a 5xx, and a refused request leaves every counter unchanged.
 from __future__ import annotations
 
 import json
-import socket
-from http.client import HTTPResponse
 
 import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from local_support import raw_exchange, write_cdk_json
 from tickets_local.server import LocalServer
 
-CONFIG = {"tickets": {
+CONFIG = {
     "regions": {"us-east-1": 0},
     "counters": {"orders": {"start": 5000}, "invoices": {"stride": 10}, "hot": {"shards": 3}},
-}}
+}
 FUZZ_EXAMPLES = 400
 ISSUED: dict[str, set[int]] = {}  # key -> every ticket the fuzzing was handed
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    config = tmp_path_factory.mktemp("fuzz") / "cdk.json"
-    config.write_text(json.dumps({"context": CONFIG}))
+    config = write_cdk_json(tmp_path_factory.mktemp("fuzz"), CONFIG)
     with LocalServer(config_path=config, port=0) as running:
         yield running
-
-
-def send(server: LocalServer, request: bytes) -> tuple[int, dict[str, str], bytes]:
-    host, port = server.url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=10) as connection:
-        connection.sendall(request)
-        response = HTTPResponse(connection, method="HEAD" if request.startswith(b"HEAD ") else "GET")
-        response.begin()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
 
 
 def counters(server: LocalServer) -> list[dict]:
@@ -49,8 +38,8 @@ def counters(server: LocalServer) -> list[dict]:
 
 def test_counters_read_through_the_api_match_the_table(server):
     for key in ("orders", "hot"):
-        send(server, f"POST /{key}?count=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        status, _, body = send(server, f"GET /_counters/{key} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        raw_exchange(server, f"POST /{key}?count=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        status, _, body = raw_exchange(server, f"GET /_counters/{key} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
         lanes = {lane["counter"]: lane["last"] for lane in json.loads(body)["lanes"] if lane["last"] is not None}
         stored = {item["counter"]["S"]: int(item["last"]["N"]) for item in counters(server) if "last" in item}
         assert status == 200 and lanes and all(stored[counter] == last for counter, last in lanes.items())
@@ -96,7 +85,7 @@ def test_hostile_requests_get_a_4xx_json_error_or_a_valid_ticket(server, method,
             f"Content-Length: {len(body)}"] + [f"{name}: {value}" for name, value in extra_headers]
     request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
-    status, response_headers, payload = send(server, request)
+    status, response_headers, payload = raw_exchange(server, request)
 
     assert status < 500, (status, payload[:300], request[:300])
     assert response_headers.get("cache-control") == "no-store", (status, response_headers)
@@ -113,7 +102,7 @@ def test_hostile_requests_get_a_4xx_json_error_or_a_valid_ticket(server, method,
             assert tickets and all(isinstance(t, int) and t >= 1 for t in tickets), payload
             assert tickets == sorted(set(tickets)), payload
             if key is not None:  # every ticket of a key, over the whole run, is new and on its lane
-                counter = CONFIG["tickets"]["counters"].get(key, {})
+                counter = CONFIG["counters"].get(key, {})
                 start, stride = counter.get("start", 1), counter.get("stride", 1)
                 assert all(t >= start and (t - start) % stride == 0 for t in tickets), (key, tickets)
                 assert not ISSUED.setdefault(key, set()) & set(tickets), (key, tickets)

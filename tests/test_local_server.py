@@ -20,7 +20,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from local_support import TICKETS_CONFIG, call, write_cdk_json
+from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
 from tickets.config import ConfigError
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_local import invoker as invoker_module
@@ -49,15 +49,6 @@ def snapshot(server, key: str) -> tuple[int, bytes]:
     """What /_counters says of `key`, including "never used", for before/after comparisons."""
     reply = call(server.url, f"/_counters/{key}")
     return reply.status, reply.body
-
-
-def raw_exchange(server, request: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Bytes exactly as given on a fresh connection: for what http.client would not send."""
-    with socket.create_connection(("127.0.0.1", int(server.url.rsplit(":", 1)[1])), timeout=10) as connection:
-        connection.sendall(request)
-        response = http.client.HTTPResponse(connection)
-        response.begin()
-        return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
 
 
 @pytest.mark.slow

@@ -3,14 +3,15 @@ through the local server (which serialises moto, the way DynamoDB serialises wri
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import defaultdict
 from http.client import HTTPConnection
+from urllib.parse import urlsplit
 
 import pytest
 
+from local_support import call, write_cdk_json
 from tickets_local.server import LocalServer
 
 CLIENTS = 32
@@ -18,36 +19,33 @@ SOAK_SECONDS = 8
 WORKLOAD = (  # (key, count): every client cycles through these
     ("orders", 1), ("hot", 1), ("hot", 7), ("bulk", 25), ("orders", 3),
 )
-CONFIG = {"tickets": {
+CONFIG = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},
     "regionSlots": 2,
     "counters": {"orders": {"start": 5000}, "hot": {"shards": 4}, "bulk": {"start": 1, "stride": 10}},
-}}
+}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    config = tmp_path_factory.mktemp("soak") / "cdk.json"
-    config.write_text(json.dumps({"context": CONFIG}))
+    config = write_cdk_json(tmp_path_factory.mktemp("soak"), CONFIG)
     with LocalServer(config_path=config, region="eu-west-1", port=0) as running:
         yield running
 
 
 def client(url: str, deadline: float, offset: int, results: list, failures: list) -> None:
-    host, port = url.removeprefix("http://").split(":")
-    connection = HTTPConnection(host, int(port), timeout=30)
+    parts = urlsplit(url)
+    connection = HTTPConnection(parts.hostname, parts.port, timeout=30)  # kept alive across requests
     issued = []  # (key, tickets) in this client's order
     step = offset
     while time.monotonic() < deadline:
         key, count = WORKLOAD[step % len(WORKLOAD)]
         step += 1
-        connection.request("POST", f"/{key}?count={count}")
-        response = connection.getresponse()
-        body = response.read()
-        if response.status != 200:
-            failures.append((response.status, body))
+        reply = call(url, f"/{key}?count={count}", "POST", connection=connection)
+        if reply.status != 200:
+            failures.append((reply.status, reply.body))
             continue
-        answer = json.loads(body)
+        answer = reply.json()
         issued.append((key, answer.get("tickets", [answer["ticket"]])))
     connection.close()
     results.append(issued)
@@ -92,16 +90,13 @@ def test_32_clients_never_get_a_duplicate_or_a_5xx_and_every_lane_increases(serv
     assert {lane_of("hot", t) for t in by_key["hot"]} <= {4, 5, 6, 7}
     # The stored high-water mark of every lane is the highest ticket handed out on it.
     for key in ("orders", "hot", "bulk"):
-        host, port = server.url.removeprefix("http://").split(":")
-        connection = HTTPConnection(host, int(port), timeout=10)
-        connection.request("GET", f"/_counters/{key}")
-        state = json.loads(connection.getresponse().read())
+        state = call(server.url, f"/_counters/{key}").json()
         for lane in state["lanes"]:
             issued_on_lane = [t for t in by_key[key] if lane_of(key, t) == lane["lane"]]
             assert lane["last"] == max(issued_on_lane)
 
 
 def lane_of(key: str, ticket: int) -> int:
-    counter = CONFIG["tickets"]["counters"][key]
-    lanes = CONFIG["tickets"]["regionSlots"] * counter.get("shards", 1)
+    counter = CONFIG["counters"][key]
+    lanes = CONFIG["regionSlots"] * counter.get("shards", 1)
     return (ticket - counter.get("start", 1)) // counter.get("stride", 1) % lanes

@@ -121,10 +121,11 @@ class CounterStore:
         if item is None:
             return self._create_shard(lane, count)  # only shard items fail the condition by not existing
         step, shards, last = _number(item.get(STEP)), _number(item.get(SHARDS)), _number(item.get(LAST))
+        first = _number(item.get(FIRST))
         if STEP in item and step != lane.step or SHARDS in item:  # lane items never record shards
             raise _changed_layout(lane, step, shards)
-        if FIRST in item and _number(item.get(FIRST)) != lane.first:
-            raise _moved_lane(lane, _number(item.get(FIRST)))
+        if FIRST in item and first != lane.first:
+            raise _moved_lane(lane, first)
         if last is None or not lane.accepts_last(last):
             raise _off_lane(lane, last)
         if last > lane.limit(count):
