@@ -14,7 +14,9 @@ from tickets.config import (
     CounterConfig,
     Settings,
     handler_environment,
+    load_config_file,
     parse_config,
+    pick_region,
 )
 
 from conftest import SPEC_CONFIG
@@ -46,7 +48,7 @@ def test_defaults_fill_everything_but_regions():
 
 
 def test_max_may_be_raised_to_int64():
-    config = parse_config(with_changes(counters={"big": {"max": MAX_TICKET}}))
+    config = parse_config(with_changes(counters={"big": {"max": str(MAX_TICKET)}}))
     assert config.counters["big"].max == 2**63 - 1
 
 
@@ -64,7 +66,16 @@ def test_max_may_be_raised_to_int64():
     ({"counters": {"orders": {"shards": 0}}}, "tickets.counters.orders.shards"),
     ({"counters": {"orders": {"start": True}}}, "tickets.counters.orders.start"),
     ({"counters": {"orders": {"start": 1.5}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"start": "5000"}}}, "tickets.counters.orders.start"),
+    ({"counters": {"orders": {"start": "05000"}}}, "tickets.counters.orders.start"),  # decimal strings: canonical
+    ({"counters": {"orders": {"start": "5e3"}}}, "tickets.counters.orders.start"),
+    ({"counters": {"orders": {"start": " 5000"}}}, "tickets.counters.orders.start"),
+    ({"counters": {"orders": {"start": "-1"}}}, "tickets.counters.orders.start"),
+    ({"counters": {"orders": {"max": str(MAX_TICKET + 1)}}}, "tickets.counters.orders.max"),
+    ({"counters": {"orders": {"shards": "2"}}}, "tickets.counters.orders.shards"),  # small: numbers only
+    ({"tableName": "ab"}, "tickets.tableName"),
+    ({"tableName": "tickets counters"}, "tickets.tableName"),
+    ({"tableName": "x" * 244}, "tickets.tableName"),  # + "-idempotency" would pass DynamoDB's 255
+    ({"tableName": 7}, "tickets.tableName"),
     ({"counters": {"orders": {"begin": 1}}}, "tickets.counters.orders.begin"),
     ({"counters": {"orders": 5000}}, "tickets.counters.orders"),
     ({"counters": {"_orders": {}}}, "tickets.counters._orders"),
@@ -86,6 +97,83 @@ def test_an_invalid_config_names_the_field(changes, field):
     with pytest.raises(ConfigError) as refused:
         parse_config(with_changes(**changes))
     assert str(refused.value).startswith(field), str(refused.value)
+
+
+def test_table_name_defaults_to_a_fixed_name():
+    assert parse_config(SPEC_CONFIG).table_name == "tickets-counters"
+    assert parse_config(with_changes(tableName="Orders_v2.counters-1")).table_name == "Orders_v2.counters-1"
+    assert parse_config(with_changes(tableName="x" * 243)).table_name == "x" * 243
+
+
+@pytest.mark.parametrize("field", ["start", "stride", "max"])
+def test_a_json_number_above_2_53_is_refused_with_the_way_out(field):
+    """The CDK CLI reads cdk.json in Node: 36028797018963969 reaches app.py as 36028797018963970."""
+    counter = {"start": 1, "max": str(MAX_TICKET), field: 36028797018963970}
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(counters={"big": counter}))
+    message = str(refused.value)
+    assert message.startswith(f"tickets.counters.big.{field}: ")
+    assert "decimal string" in message and "36028797018963970" in message
+
+
+@pytest.mark.parametrize("value", [1e21, 36028797018963970.0, 5000.0, 1.5])
+def test_fraction_and_exponent_forms_are_refused(value):
+    """Node writes 1e21 back as 1e+21, a float to Python: no exponent form is ever exact enough to trust."""
+    with pytest.raises(ConfigError, match=r"^tickets\.counters\.big\.start: .*without fraction or exponent"):
+        parse_config(with_changes(counters={"big": {"start": value}}))
+
+
+def test_the_largest_safe_json_number_is_accepted():
+    config = parse_config(with_changes(counters={"big": {"start": MAX_SAFE_INTEGER}}))
+    assert config.counters["big"].start == MAX_SAFE_INTEGER
+
+
+def test_decimal_strings_are_exact_for_start_stride_and_max():
+    config = parse_config(with_changes(counters={"big": {
+        "start": "36028797018963969", "stride": "9007199254740993", "max": "9223372036854775807"}}))
+    assert config.counters["big"] == CounterConfig(start=36028797018963969, stride=9007199254740993,
+                                                   max=MAX_TICKET)
+    assert parse_config(with_changes(counters={"small": {"start": "5000"}})).counters["small"].start == 5000
+
+
+def test_exact_values_reach_the_handler_settings():
+    config = parse_config(with_changes(counters={"big": {"start": "36028797018963969", "max": str(MAX_TICKET)}}))
+    settings = Settings.from_json(handler_environment(config, "us-east-1", counter_table="c",
+                                                      idempotency_table="i")[SETTINGS_ENV])
+    assert (settings.counters["big"].start, settings.counters["big"].max) == (36028797018963969, MAX_TICKET)
+
+
+def test_load_config_file_reads_integers_exactly_and_refuses_the_unsafe_ones(tmp_path):
+    path = tmp_path / "cdk.json"
+    path.write_text('{"context": {"tickets": {"regions": {"us-east-1": 0}, '
+                    '"counters": {"big": {"start": "36028797018963969", "max": "36028797018963969"}}}}}')
+    assert load_config_file(path).counters["big"].start == 36028797018963969
+    path.write_text('{"context": {"tickets": {"regions": {"us-east-1": 0}, '
+                    '"counters": {"big": {"start": 36028797018963969}}}}}')
+    with pytest.raises(ConfigError, match=r"^.*cdk\.json: tickets\.counters\.big\.start: .*decimal string"):
+        load_config_file(path)
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "not found"),
+    ("{", "not valid JSON"),
+    ('{"context": {}}', "tickets: missing"),
+])
+def test_load_config_file_says_what_is_wrong_with_the_file(tmp_path, content, message):
+    path = tmp_path / "cdk.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=message) as refused:
+        load_config_file(path)
+    assert str(refused.value).startswith(str(path))
+
+
+def test_pick_region_defaults_to_the_first_and_refuses_an_unconfigured_one():
+    config = parse_config(with_changes(regions={"eu-west-1": 1, "us-east-1": 0}, regionSlots=2))
+    assert pick_region(config, None) == "eu-west-1"
+    assert pick_region(config, "us-east-1") == "us-east-1"
+    with pytest.raises(ConfigError, match="ap-south-1.*eu-west-1, us-east-1"):
+        pick_region(config, "ap-south-1")
 
 
 def test_a_missing_config_says_where_it_belongs():

@@ -321,6 +321,14 @@ class TestConfig:
             load_deployment(write_cdk_json(tmp_path), "ap-south-1")
         assert "ap-south-1" in str(error.value)
 
+    def test_tables_are_named_as_the_stack_names_them(self, tmp_path):
+        """The counter table is cdk.json's tableName, so tickets_admin's default --table finds it."""
+        default = load_deployment(write_cdk_json(tmp_path), None)
+        assert (default.counter_table, default.idempotency_table) == \
+            ("tickets-counters", "tickets-counters-idempotency")
+        named = load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "tableName": "shop.tickets"}), None)
+        assert (named.counter_table, named.idempotency_table) == ("shop.tickets", "shop.tickets-idempotency")
+
     def test_invalid_config_names_the_field(self, tmp_path):
         with pytest.raises(ConfigError, match=r"tickets\.counters\.orders\.stride"):
             load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "counters": {"orders": {"stride": 0}}}),

@@ -3,11 +3,11 @@ handler environment the stack would give that region's function."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from tickets.config import ConfigError, DeploymentConfig, handler_environment, parse_config
+from tickets.config import DeploymentConfig, handler_environment, load_config_file, pick_region
+from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
@@ -25,11 +25,12 @@ class LocalDeployment:
 
     @property
     def counter_table(self) -> str:
-        return f"tickets-local-{self.region}"
+        """The stack's name for it (config `tableName`), so tickets_admin finds it by default."""
+        return self.config.table_name
 
     @property
     def idempotency_table(self) -> str:
-        return f"{self.counter_table}-idempotency"
+        return f"{self.counter_table}{IDEMPOTENCY_TABLE_SUFFIX}"
 
     @property
     def sample_path(self) -> str:
@@ -50,23 +51,5 @@ class LocalDeployment:
 
 def load_deployment(config_path: str | Path, region: str | None) -> LocalDeployment:
     """Read cdk.json and pick the region; ConfigError with a message a user can act on."""
-    path = Path(config_path)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: not found; run from the repository root or pass --config PATH") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read it ({err})") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: not valid JSON ({err})") from None
-    context = document.get("context") if isinstance(document, dict) else None
-    try:
-        config = parse_config((context or {}).get("tickets"))
-    except ConfigError as err:
-        raise ConfigError(f"{path}: {err}") from None
-    if region is None:
-        region = next(iter(config.regions))
-    elif region not in config.regions:
-        raise ConfigError(f"region {region!r} is not in {path} (configured: {', '.join(config.regions)}); "
-                          "its slot comes from tickets.regions")
-    return LocalDeployment(config, region)
+    config = load_config_file(config_path)
+    return LocalDeployment(config, pick_region(config, region, config_path))

@@ -2,7 +2,8 @@
 
 `parse_config` validates what an operator wrote; `handler_environment` turns it into
 the environment of one region's function. The stack and the local server both call
-`handler_environment`, so the deployed and the local handler see the same settings.
+`handler_environment`, so the deployed and the local handler see the same settings;
+`load_config_file` reads cdk.json for the local server and tickets_admin.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from .keys import KEY_RULE, is_valid_key
+from .tables import IDEMPOTENCY_TABLE_SUFFIX
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -25,6 +28,12 @@ SETTINGS_ENV = "TICKETS_SETTINGS"
 COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
+DEFAULT_TABLE_NAME = "tickets-counters"
+# DynamoDB's rule is 3-255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX, which must fit too.
+TABLE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]{3,%d}" % (255 - len(IDEMPOTENCY_TABLE_SUFFIX)))
+# start, stride and max may be written as decimal strings: the CDK CLI reads cdk.json in Node, whose
+# numbers are doubles, so a JSON number above MAX_SAFE_INTEGER reaches app.py already rounded.
+DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
 
 
 class ConfigError(ValueError):
@@ -45,6 +54,7 @@ class CounterConfig:
 @dataclass(frozen=True)
 class DeploymentConfig:
     regions: Mapping[str, int]
+    table_name: str = DEFAULT_TABLE_NAME
     default_key: str = "default"
     auth: str = "AWS_IAM"
     region_slots: int = 1
@@ -99,12 +109,11 @@ class Settings:
         )
 
 
-def handler_environment(config: DeploymentConfig, region: str, *, counter_table: str,
-                        idempotency_table: str) -> dict[str, str]:
-    """The function's environment for `region`, with the names of the tables it is to use."""
+def region_settings(config: DeploymentConfig, region: str) -> Settings:
+    """What the function of `region` knows of the deployment."""
     if region not in config.regions:
         raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
-    settings = Settings(
+    return Settings(
         region_slot=config.regions[region],
         region_slots=config.region_slots,
         default_key=config.default_key,
@@ -112,7 +121,12 @@ def handler_environment(config: DeploymentConfig, region: str, *, counter_table:
         counters=config.counters,
         idempotency_expiry_seconds=config.idempotency_expiry_seconds,
     )
-    encoded = settings.to_json()
+
+
+def handler_environment(config: DeploymentConfig, region: str, *, counter_table: str,
+                        idempotency_table: str) -> dict[str, str]:
+    """The function's environment for `region`, with the names of the tables it is to use."""
+    encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(f"tickets.counters: {len(config.counters)} counters need {len(encoded)} bytes of "
                           f"the function's environment, over the {MAX_SETTINGS_BYTES} it can spare; "
@@ -130,8 +144,38 @@ def handler_environment(config: DeploymentConfig, region: str, *, counter_table:
 
 _FIELDS = {
     "defaultKey", "auth", "regions", "regionSlots", "strictKeys", "counters", "reservedConcurrency",
-    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail",
+    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail", "tableName",
 }
+
+
+def load_config_file(path: str | Path) -> DeploymentConfig:
+    """Read a cdk.json and parse its `context.tickets`; ConfigError with a message a user can act on.
+    JSON integers are read exactly, so a number the CDK CLI would round is refused here too."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found; run from the repository root or pass --config PATH") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: cannot read it ({err})") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"{path}: not valid JSON ({err})") from None
+    context = document.get("context") if isinstance(document, dict) else None
+    try:
+        return parse_config((context or {}).get("tickets"))
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
+
+
+def pick_region(config: DeploymentConfig, region: str | None, source: str | Path = "cdk.json") -> str:
+    """`region`, or the first configured one when None; a region must be configured: its slot decides
+    which tickets are its own."""
+    if region is None:
+        return next(iter(config.regions))
+    if region not in config.regions:
+        raise ConfigError(f"region {region!r} is not in {source} (configured: {', '.join(config.regions)}); "
+                          "its slot comes from tickets.regions")
+    return region
 _COUNTER_FIELDS = {"start", "stride", "max", "shards"}
 
 
@@ -189,12 +233,19 @@ def parse_config(raw: Any) -> DeploymentConfig:
         raise ConfigError("tickets.corsOrigins: must be a list of origins such as "
                           "\"https://app.example.com\"")
 
+    table_name = raw.get("tableName", DEFAULT_TABLE_NAME)
+    if not isinstance(table_name, str) or not TABLE_NAME_PATTERN.fullmatch(table_name):
+        raise ConfigError(f"tickets.tableName: must be a DynamoDB table name, 3-243 characters from "
+                          f"A-Z a-z 0-9 _ . - (the local server appends {IDEMPOTENCY_TABLE_SUFFIX!r} for its "
+                          f"idempotency table), got {table_name!r}")
+
     alarm_email = raw.get("alarmEmail")
     if alarm_email is not None and (not isinstance(alarm_email, str) or "@" not in alarm_email):
         raise ConfigError(f"tickets.alarmEmail: must be an e-mail address, got {alarm_email!r}")
 
     return DeploymentConfig(
         regions=dict(regions),
+        table_name=table_name,
         default_key=default_key,
         auth=auth,
         region_slots=region_slots,
@@ -213,9 +264,9 @@ def _parse_counter(key: str, raw: Any) -> CounterConfig:
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
     _require_object(raw, where, _COUNTER_FIELDS)
-    start = _integer(raw, "start", 1, low=0, high=MAX_TICKET, where=where)
-    stride = _integer(raw, "stride", 1, low=1, high=MAX_TICKET, where=where)
-    maximum = _integer(raw, "max", MAX_SAFE_INTEGER, low=0, high=MAX_TICKET, where=where)
+    start = _exact_integer(raw, "start", 1, low=0, high=MAX_TICKET, where=where)
+    stride = _exact_integer(raw, "stride", 1, low=1, high=MAX_TICKET, where=where)
+    maximum = _exact_integer(raw, "max", MAX_SAFE_INTEGER, low=0, high=MAX_TICKET, where=where)
     shards = _integer(raw, "shards", 1, low=1, high=MAX_SHARDS, where=where)
     if maximum < start:
         raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
@@ -235,4 +286,24 @@ def _integer(raw: Mapping[str, Any], name: str, default: int | None, *, low: int
     value = raw.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{where}.{name}: must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def _exact_integer(raw: Mapping[str, Any], name: str, default: int, *, low: int, high: int, where: str) -> int:
+    """A whole number written as a JSON number up to MAX_SAFE_INTEGER, or as a decimal string."""
+    value = raw.get(name, default)
+    if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
+        value = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
+        raise ConfigError(
+            f"{where}.{name}: a JSON number above 2^53-1 ({MAX_SAFE_INTEGER}) is not exact: the CDK CLI reads "
+            f"cdk.json in Node, which rounds it (this one arrived as {value}); write the exact value as a "
+            f"decimal string in quotes, e.g. \"{name}\": \"36028797018963969\"")
+    elif isinstance(value, float):
+        raise ConfigError(
+            f"{where}.{name}: must be a whole number from {low} to {high} written without fraction or exponent "
+            f"(a value above 2^53-1 as a decimal string in quotes, e.g. \"36028797018963969\"), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{where}.{name}: must be a whole number from {low} to {high} (as a JSON number "
+                          f"up to {MAX_SAFE_INTEGER}, or a decimal string), got {value!r}")
     return value

@@ -10,6 +10,9 @@ SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key`
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"
+# The stack names the counter table (config `tableName`) and lets CloudFormation name the idempotency
+# table; the local server, which needs a name for both, appends this to the counter table's.
+IDEMPOTENCY_TABLE_SUFFIX = "-idempotency"
 
 
 def create_table_arguments(table_name: str, partition_key: str) -> dict:
