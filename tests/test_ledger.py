@@ -1,0 +1,328 @@
+"""The deployment ledger (tickets.lock.json): every change that could repeat a ticket is refused,
+naming the field, the old and the new value; every safe change is recorded. Unit tests on the pure
+`record`, the file format, and app.py's entry point on a temporary directory.
+
+No test reads or writes the repository's own ledger, except one that reads it to check it is what
+the shipped cdk.json produces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from stacks.ledger import (
+    COMMENT,
+    LEDGER_ENV,
+    CounterRecord,
+    Ledger,
+    LedgerError,
+    SlotRecord,
+    default_ledger_path,
+    from_text,
+    read_ledger,
+    record,
+    to_text,
+    write_ledger,
+)
+from tickets.config import parse_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TOP = str(2**63 - 1)
+BASE = {
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 4,
+    "counters": {"orders": {"start": 5000, "shards": 2}, "invoices": {"start": 1, "stride": 10}},
+}
+
+
+def config(**changes):
+    return parse_config({**BASE, **changes})
+
+
+def counters(**changes):
+    return {**BASE["counters"], **changes}
+
+
+@pytest.fixture
+def deployed() -> Ledger:
+    return record(config(), None)
+
+
+def refusal(previous: Ledger, **changes) -> str:
+    with pytest.raises(LedgerError) as refused:
+        record(config(**changes), previous)
+    return str(refused.value)
+
+
+# --- a new deployment ---------------------------------------------------------------------------
+
+def test_no_ledger_is_a_new_deployment_and_everything_is_recorded(deployed):
+    assert deployed == Ledger(
+        region_slots=4, table_name="tickets-counters",
+        slots={0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1")},
+        counters={"invoices": CounterRecord(start=1, stride=10, shards=1),
+                  "orders": CounterRecord(start=5000, stride=1, shards=2)})
+
+
+def test_the_same_config_again_changes_nothing(deployed):
+    assert record(config(), deployed) == deployed
+
+
+# --- refused ------------------------------------------------------------------------------------
+
+def test_a_changed_region_slots_is_refused(deployed):
+    message = refusal(deployed, regionSlots=8)
+    assert message.startswith("regionSlots: the ledger records 4, cdk.json says 8.")
+    assert "reissue" in message and "free slots" in message
+
+
+def test_the_issue_scenario_growing_region_slots_to_add_a_region_is_refused():
+    """Deployed with one slot; a second region by raising regionSlots would issue 2, 4, 6 again."""
+    one = record(parse_config({"regions": {"us-east-1": 0}}), None)
+    with pytest.raises(LedgerError, match=r"^regionSlots: the ledger records 1, cdk.json says 2\."):
+        record(parse_config({"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}), one)
+
+
+def test_a_region_moved_to_another_slot_is_refused(deployed):
+    message = refusal(deployed, regions={"us-east-1": 0, "eu-west-1": 2})
+    assert message.startswith("regions.eu-west-1: the ledger gives eu-west-1 slot 1, cdk.json gives slot 2.")
+    assert "Keep eu-west-1 on slot 1" in message
+
+
+def test_a_removed_region_coming_back_on_another_slot_is_refused(deployed):
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    message = refusal(removed, regions={"us-east-1": 0, "eu-west-1": 3})
+    assert message.startswith("regions.eu-west-1: the ledger gives eu-west-1 slot 1, cdk.json gives slot 3.")
+
+
+def test_a_retired_slot_given_to_another_region_is_refused(deployed):
+    """The issue's scenario: eu-west-1 issued 2, 4, 6 on slot 1, then left; ap-south-1 must not get slot 1."""
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    message = refusal(removed, regions={"us-east-1": 0, "ap-south-1": 1})
+    assert message.startswith("regions.ap-south-1: the ledger gives slot 1 to eu-west-1 (retired), "
+                              "cdk.json gives it to ap-south-1.")
+    assert "issue the same numbers again" in message and "never-used slots: 2, 3" in message
+
+
+def test_removing_a_region_and_reusing_its_slot_in_one_change_is_refused(deployed):
+    message = refusal(deployed, regions={"us-east-1": 0, "ap-south-1": 1})
+    assert message.startswith("regions.ap-south-1: the ledger gives slot 1 to eu-west-1, cdk.json gives it "
+                              "to ap-south-1.")
+
+
+@pytest.mark.parametrize("name, value, old", [("start", 6000, 5000), ("stride", 3, 1), ("shards", 4, 2)])
+def test_a_recorded_counters_changed_start_stride_or_shards_is_refused(deployed, name, value, old):
+    message = refusal(deployed, counters=counters(orders={"start": 5000, "shards": 2, name: value}))
+    assert message.startswith(f"counters.orders.{name}: the ledger records {old}, cdk.json says {value}.")
+    assert "add a new counter key" in message
+
+
+def test_a_changed_start_points_at_tickets_admin_raise(deployed):
+    message = refusal(deployed, counters=counters(orders={"start": 9000, "shards": 2}))
+    assert "python -m tickets_admin raise orders --above N" in message
+
+
+def test_a_recorded_counter_removed_is_refused(deployed):
+    message = refusal(deployed, counters={"orders": BASE["counters"]["orders"]})
+    assert message.startswith("counters.invoices: the ledger records invoices (start 1, stride 10, shards 1), "
+                              "cdk.json no longer configures it.")
+
+
+def test_a_changed_table_name_is_refused_because_a_new_table_restarts_every_counter(deployed):
+    message = refusal(deployed, tableName="tickets-counters-2")
+    assert message.startswith("tableName: the ledger records 'tickets-counters', cdk.json says "
+                              "'tickets-counters-2'.")
+    assert "new, empty table" in message and "start again at its start" in message
+
+
+def test_every_refusal_is_listed_at_once(deployed):
+    message = refusal(deployed, regionSlots=2, tableName="other", counters={})
+    fields = [line.split(":")[0] for line in message.splitlines()]
+    assert fields == ["tableName", "regionSlots", "counters.invoices", "counters.orders"]
+
+
+def test_big_values_are_named_exactly(deployed):
+    big = record(config(counters=counters(big={"start": "36028797018963969", "max": TOP})), deployed)
+    message = refusal(big, counters=counters(big={"start": "36028797018963971", "max": TOP}))
+    assert message.startswith("counters.big.start: the ledger records 36028797018963969, "
+                              "cdk.json says 36028797018963971.")
+
+
+# --- accepted and recorded ----------------------------------------------------------------------
+
+def test_a_new_counter_is_recorded(deployed):
+    ledger = record(config(counters=counters(members={"start": 100})), deployed)
+    assert ledger.counters["members"] == CounterRecord(start=100, stride=1, shards=1)
+    assert {key: ledger.counters[key] for key in deployed.counters} == dict(deployed.counters)
+
+
+def test_a_new_region_on_a_never_used_slot_is_recorded(deployed):
+    ledger = record(config(regions={"us-east-1": 0, "eu-west-1": 1, "ap-south-1": 3}), deployed)
+    assert ledger.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1"), 3: SlotRecord("ap-south-1")}
+
+
+def test_a_changed_max_is_accepted_and_not_recorded(deployed):
+    ledger = record(config(counters=counters(orders={"start": 5000, "shards": 2, "max": TOP})), deployed)
+    assert ledger == deployed
+
+
+def test_a_removed_region_retires_its_slot_for_good(deployed):
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    assert removed.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1", retired=True)}
+    # Still retired after later deploys that do not mention it.
+    assert record(config(regions={"us-east-1": 0, "ap-south-1": 2}), removed).slots[1] == \
+        SlotRecord("eu-west-1", retired=True)
+
+
+def test_a_removed_region_may_come_back_to_its_own_slot(deployed):
+    """Its retained table (adopted with cdk import) continues where it stopped."""
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    assert record(config(), removed) == deployed
+
+
+def test_other_settings_are_not_the_ledgers_business(deployed):
+    ledger = record(config(auth="NONE", strictKeys=True, defaultKey="orders", reservedConcurrency=5), deployed)
+    assert ledger == deployed
+
+
+# --- the file -----------------------------------------------------------------------------------
+
+def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path):
+    ledger = record(config(regions={"us-east-1": 0}, counters=counters(big={"start": "36028797018963969",
+                                                                           "stride": 7, "max": TOP})), deployed)
+    text = to_text(ledger)
+    assert text == "\n".join([
+        "{",
+        f'  "//": {json.dumps(COMMENT)},',
+        '  "counters": {',
+        '    "big": {"shards": 1, "start": "36028797018963969", "stride": 7},',
+        '    "invoices": {"shards": 1, "start": 1, "stride": 10},',
+        '    "orders": {"shards": 2, "start": 5000, "stride": 1}',
+        "  },",
+        '  "regionSlots": 4,',
+        '  "slots": {',
+        '    "0": {"region": "us-east-1"},',
+        '    "1": {"region": "eu-west-1", "retired": true}',
+        "  },",
+        '  "tableName": "tickets-counters"',
+        "}",
+        "",
+    ])
+    assert json.loads(text)["counters"]["big"]["start"] == "36028797018963969"  # exact in any JSON parser
+    path = tmp_path / "tickets.lock.json"
+    write_ledger(path, ledger)
+    assert path.read_text() == text
+    assert read_ledger(path) == ledger
+    assert [p.name for p in tmp_path.iterdir()] == ["tickets.lock.json"]  # no temporary file left
+
+
+def test_slots_sort_as_numbers():
+    ledger = record(parse_config({"regions": {f"us-east-{n}": n for n in (10, 2, 1)}, "regionSlots": 11}), None)
+    assert list(json.loads(to_text(ledger))["slots"]) == ["1", "2", "10"]
+
+
+def test_an_empty_counters_object_stays_on_one_line():
+    assert '  "counters": {},\n' in to_text(record(parse_config({"regions": {"us-east-1": 0}}), None))
+
+
+def test_no_file_is_no_ledger(tmp_path):
+    assert read_ledger(tmp_path / "tickets.lock.json") is None
+
+
+@pytest.mark.parametrize("text", [
+    "{", "[]", '{"regionSlots": 1}',
+    '{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}',
+    '{"regionSlots": 1, "tableName": "t", "slots": {"0": {"region": "x", "retired": false}}, "counters": {}}',
+    '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1, "stride": 0, "shards": 1}}}',
+    '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1.5, "stride": 1, "shards": 1}}}',
+    '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {}, "extra": 1}',
+])
+def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(text)
+    with pytest.raises(LedgerError, match=r"not a Tickets ledger .*git checkout -- tickets\.lock\.json"):
+        read_ledger(path)
+
+
+def test_the_ledger_path_is_beside_cdk_json_unless_overridden(monkeypatch, tmp_path):
+    monkeypatch.delenv(LEDGER_ENV, raising=False)
+    assert default_ledger_path() == Path("tickets.lock.json")  # relative: the CDK CLI runs the app beside cdk.json
+    monkeypatch.setenv(LEDGER_ENV, str(tmp_path / "other.json"))
+    assert default_ledger_path() == tmp_path / "other.json"
+
+
+def test_the_shipped_ledger_is_what_the_shipped_cdk_json_records():
+    """Read-only: synthesising the shipped config records nothing new, so the file stays byte-identical."""
+    shipped = (ROOT / "tickets.lock.json").read_text()
+    previous = from_text(shipped)
+    config = parse_config(json.loads((ROOT / "cdk.json").read_text())["context"]["tickets"])
+    assert record(config, previous) == previous
+    assert to_text(record(config, None)) == shipped
+
+
+# --- through app.py -----------------------------------------------------------------------------
+
+@pytest.fixture
+def app_module(monkeypatch):
+    monkeypatch.delenv(LEDGER_ENV, raising=False)
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    import app
+
+    return app
+
+
+def _cdk_app(tickets: dict, outdir: Path):
+    from aws_cdk import App
+
+    return App(context={"tickets": tickets}, outdir=str(outdir))
+
+
+@pytest.mark.slow
+def test_app_records_a_new_deployment_then_refuses_a_change_writing_nothing(app_module, tmp_path, capsys):
+    ledger_path = tmp_path / "tickets.lock.json"
+    tickets = {"regions": {"us-east-1": 0}, "regionSlots": 1, "counters": {"orders": {"start": 5000}}}
+
+    app_module.main(_cdk_app(tickets, tmp_path / "first"), ledger_path)
+    assert list((tmp_path / "first").glob("*.template.json"))
+    written = ledger_path.read_text()
+    assert read_ledger(ledger_path) == record(parse_config(tickets), None)
+    assert "new deployment" in capsys.readouterr().err
+
+    # The issue's first scenario: a second region by growing regionSlots.
+    grown = {**tickets, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    with pytest.raises(SystemExit) as refused:
+        app_module.main(_cdk_app(grown, tmp_path / "second"), ledger_path)
+    assert refused.value.code != 0
+    assert "refused by the deployment ledger" in str(refused.value.code)
+    assert "regionSlots: the ledger records 1, cdk.json says 2." in str(refused.value.code)
+    assert not list((tmp_path / "second").glob("*.template.json"))
+    assert ledger_path.read_text() == written
+
+
+def test_app_refuses_a_changed_counter_before_synthesising(app_module, tmp_path):
+    ledger_path = tmp_path / "tickets.lock.json"
+    tickets = {"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}
+    write_ledger(ledger_path, record(parse_config(tickets), None))
+    before = ledger_path.read_bytes()
+    changed = {**tickets, "counters": {"orders": {"start": 1}}}
+    with pytest.raises(SystemExit) as refused:
+        app_module.main(_cdk_app(changed, tmp_path / "out"), ledger_path)
+    assert "counters.orders.start: the ledger records 5000, cdk.json says 1." in str(refused.value.code)
+    assert ledger_path.read_bytes() == before
+    assert not list((tmp_path / "out").glob("*.template.json"))
+
+
+def test_app_refuses_an_unsafe_json_number_as_cdk_passes_it(app_module, tmp_path):
+    """The CDK CLI passes context through Node; so does App(context=...): the number arrives rounded."""
+    ledger_path = tmp_path / "tickets.lock.json"
+    tickets = {"regions": {"us-east-1": 0}, "counters": {"big": {"start": 36028797018963969}}}
+    with pytest.raises(SystemExit) as refused:
+        app_module.main(_cdk_app(tickets, tmp_path / "out"), ledger_path)
+    message = str(refused.value.code)
+    assert "tickets.counters.big.start" in message and "decimal string" in message
+    assert "36028797018963970" in message  # what Node made of it
+    assert not ledger_path.exists()
