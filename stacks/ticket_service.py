@@ -40,7 +40,9 @@ class TicketService(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str):
         super().__init__(scope, construct_id)
 
-        self.table = _table(self, COUNTER_TABLE_ID, tables.COUNTER_KEY)
+        # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
+        # instead of starting a new, empty one where every counter would begin again at its start.
+        self.table = _table(self, COUNTER_TABLE_ID, tables.COUNTER_KEY, table_name=config.table_name)
         self.idempotency_table = _table(self, IDEMPOTENCY_TABLE_ID, tables.IDEMPOTENCY_KEY,
                                         time_to_live_attribute=tables.IDEMPOTENCY_TTL)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,15 +16,18 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 from aws_cdk import App  # noqa: E402
 from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
 
+from app import synthesize  # noqa: E402
+from stacks.ledger import read_ledger, record  # noqa: E402
 from stacks.powertools import POWERTOOLS_VERSION  # noqa: E402
-from stacks.tickets_stack import add_stacks  # noqa: E402
 from tickets import timing  # noqa: E402
-from tickets.config import Settings, parse_config  # noqa: E402
+from tickets.config import MAX_TICKET, Settings, parse_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 
+BIG_START = 2**63 - 1 - 5  # the last six tickets an int64 holds, written as a decimal string in cdk.json
 FULL_CONFIG = {
+    "tableName": "orders-tickets",
     "auth": "NONE",
     "regions": {"us-east-1": 0, "eu-west-1": 1},
     "regionSlots": 2,
@@ -32,15 +36,20 @@ FULL_CONFIG = {
     "corsOrigins": ["https://app.example.com"],
     "alarmEmail": "ops@example.com",
     "logRetentionDays": 90,
-    "counters": {"orders": {"start": 5000, "shards": 2}},
+    "counters": {"orders": {"start": 5000, "shards": 2},
+                 "big": {"start": str(BIG_START), "max": "9223372036854775807"}},
 }
 
 
 class Synthesised:
-    def __init__(self, context: dict, outdir: Path):
+    """app.py's synthesis: the config read back from the app's context (which, as with the CDK CLI,
+    has passed through Node), checked against and recorded in a ledger at `ledger_path`."""
+
+    def __init__(self, context: dict, outdir: Path, ledger_path: Path):
         self.app = App(context=context, outdir=str(outdir))
-        self.stacks = add_stacks(self.app, parse_config(context["tickets"]))
-        self.assembly = self.app.synth()
+        self.ledger_path = ledger_path
+        self.stacks = synthesize(self.app, ledger_path)
+        self.assembly = self.app.synth()  # the assembly synthesize() built, not a second synthesis
         self.outdir = outdir
         self.templates = {region: Template.from_json(self.assembly.get_stack_by_name(stack.stack_name).template)
                           for region, stack in self.stacks.items()}
@@ -48,14 +57,18 @@ class Synthesised:
 
 @pytest.fixture(scope="session")
 def deployed_default(tmp_path_factory) -> Synthesised:
-    """What `cdk synth` builds from the repository's own cdk.json."""
+    """What `cdk synth` builds from the repository's own cdk.json, with a copy of its own ledger."""
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    return Synthesised(context, tmp_path_factory.mktemp("default"))
+    ledger = tmp_path_factory.mktemp("default-ledger") / "tickets.lock.json"
+    shutil.copyfile(ROOT / "tickets.lock.json", ledger)
+    return Synthesised(context, tmp_path_factory.mktemp("default"), ledger)
 
 
 @pytest.fixture(scope="session")
 def two_regions(tmp_path_factory) -> Synthesised:
-    return Synthesised({"tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"))
+    """A new deployment: no ledger yet."""
+    ledger = tmp_path_factory.mktemp("two-regions-ledger") / "tickets.lock.json"
+    return Synthesised({"tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"), ledger)
 
 
 @pytest.fixture(scope="session")
@@ -101,8 +114,25 @@ def test_stateful_resources_keep_their_logical_ids(template):
     tables = template.find_resources("AWS::DynamoDB::Table")
     assert set(tables) == {"TicketsTable", "TicketsIdempotencyTable"}
     assert tables["TicketsTable"]["Properties"]["KeySchema"][0]["AttributeName"] == "counter"
-    # Generated names: no hard-coded TableName that would block a second deployment.
-    assert all("TableName" not in table["Properties"] for table in tables.values())
+
+
+def test_the_counter_table_has_the_configured_name_and_the_idempotency_table_a_generated_one(template, two_regions):
+    """A fixed name: after `cdk destroy` (which retains the table) a redeploy fails on the existing table
+    instead of creating an empty one that would start every counter again."""
+    template.has_resource_properties("AWS::DynamoDB::Table", {
+        "TableName": "tickets-counters", "KeySchema": [{"AttributeName": "counter", "KeyType": "HASH"}]})
+    for region in FULL_CONFIG["regions"]:
+        tables = two_regions.templates[region].find_resources("AWS::DynamoDB::Table")
+        assert tables["TicketsTable"]["Properties"]["TableName"] == "orders-tickets"
+        assert "TableName" not in tables["TicketsIdempotencyTable"]["Properties"]
+
+
+def test_synthesising_the_shipped_config_leaves_its_ledger_byte_identical(deployed_default):
+    assert deployed_default.ledger_path.read_bytes() == (ROOT / "tickets.lock.json").read_bytes()
+
+
+def test_a_new_deployment_writes_its_ledger(two_regions):
+    assert read_ledger(two_regions.ledger_path) == record(parse_config(FULL_CONFIG), None)
 
 
 def test_function_runtime_architecture_tracing_and_layer(template):
@@ -324,3 +354,23 @@ def test_two_synthesised_regions_issue_disjoint_tickets_that_together_are_dense(
     # Sharded: 2 regions x 2 shards = 4 lanes from 5000; each region keeps to its own two lanes.
     assert {(ticket - 5000) % 4 for ticket in issued["orders"]["us-east-1"]} <= {0, 1}
     assert {(ticket - 5000) % 4 for ticket in issued["orders"]["eu-west-1"]} <= {2, 3}
+
+
+def test_big_decimal_strings_reach_the_template_and_the_handler_exactly(two_regions, deploy):
+    """cdk.json's decimal strings -> app.py (through Node) -> the template's TICKETS_SETTINGS -> the handler
+    on moto, issuing the last tickets an int64 holds, exactly, then refusing to pass max."""
+    issued = {}
+    for region in FULL_CONFIG["regions"]:
+        settings = _function_settings(two_regions.templates[region])
+        assert Settings.from_json(settings).counters["big"].start == BIG_START
+        assert f'"start":{BIG_START}' in settings  # the digits themselves, not a rounded double
+        handler = deploy(FULL_CONFIG, region)
+        handler.environment["TICKETS_SETTINGS"] = settings
+        answer = handler.get("/big", query={"count": "3"})
+        assert answer.status == 200, answer.body
+        issued[region] = answer.body["tickets"]
+        exhausted = handler.get("/big")
+        assert (exhausted.status, exhausted.body["error"]) == (409, "exhausted")
+    assert issued == {"us-east-1": [BIG_START, BIG_START + 2, BIG_START + 4],
+                      "eu-west-1": [BIG_START + 1, BIG_START + 3, BIG_START + 5]}
+    assert issued["eu-west-1"][-1] == MAX_TICKET
