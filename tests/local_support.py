@@ -22,6 +22,45 @@ from conftest import SPEC_CONFIG
 TICKETS_CONFIG = {**SPEC_CONFIG, "counters": {**SPEC_CONFIG["counters"], "load": {"start": 700000}}}
 
 
+class SerialMotoServer:
+    """moto in server mode on 127.0.0.1, answering one request at a time.
+
+    DynamoDB applies the writes to one item one at a time; moto does not (concurrent updates of one
+    item in moto lose writes). A lock around each request gives moto DynamoDB's atomicity per request,
+    so two clients (the local server and tickets_admin) can write concurrently, as they would on AWS.
+    Its state is process-wide (moto's backends): it is reset when the server starts and stops."""
+
+    def __enter__(self) -> "SerialMotoServer":
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, \
+            create_backend_app
+        from werkzeug.serving import make_server
+
+        moto_app = DomainDispatcherApplication(create_backend_app)
+        lock = threading.Lock()
+
+        def one_at_a_time(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+            with lock:
+                return list(moto_app(environ, start_response))
+
+        self._server = make_server("127.0.0.1", 0, one_at_a_time, threaded=True, request_handler=MotoRequestHandler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        self.reset()
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def reset(self) -> None:
+        call(self.url, "/moto-api/reset", method="POST")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.reset()
+        self._server.shutdown()
+        self._thread.join(timeout=10)
+
+
 def write_cdk_json(directory: Path, tickets: dict[str, Any] = TICKETS_CONFIG) -> Path:
     path = directory / "cdk.json"
     path.write_text(json.dumps({"app": "unused", "context": {"tickets": tickets}}))

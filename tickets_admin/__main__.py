@@ -1,0 +1,133 @@
+"""`python -m tickets_admin`: raise a counter above a number, or export every counter item."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tickets.config import ConfigError, load_config_file, pick_region, region_settings
+from tickets.keys import KEY_RULE, is_valid_key
+from tickets.sequence import lanes_of
+
+from .operations import export_items, raise_key
+from .table import AdminError, CounterTable
+
+DESCRIPTION = """\
+Operate on a Tickets deployment's counter table, in one region. The table's name, the
+region's slot and each counter's start, stride, max and shards come from cdk.json, as
+the stack and the local server take them. Every write is conditional: it is safe to run
+while the service issues tickets, and safe to repeat."""
+
+EPILOG = """\
+examples:
+  python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
+  python -m tickets_admin raise orders --above 120000 --region eu-west-1
+  python -m tickets_admin export > counters.jsonl
+  python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
+
+Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role);
+with --endpoint-url and none set, dummy ones, which local endpoints accept.
+Errors print "error: <what to do>" on stderr and exit with status 1."""
+
+RAISE_DESCRIPTION = """\
+Make every lane of KEY in this region (one per shard) next issue its smallest ticket
+greater than N. For a point-in-time restore (which rewinds `last`: raise above the
+highest ticket issued before the incident, e.g. from the function's logs) and for a
+move from another counter (point callers at Tickets first, then raise above the old
+counter's last value).
+
+It never lowers a lane: a lane already past N is left alone ("already above"), and so
+is one the service moves past N while this runs. An unused lane gets its item; a
+hand-made item (only counter and last) gets its step and first. Before writing
+anything it refuses a lane whose stored step, first ticket or shard layout disagrees
+with cdk.json, and an N whose next ticket would pass max. It prints one line per lane:
+last before -> after, and the lane's next ticket. Exit status 1 if a lane needs a fix
+by hand (a stored last that is not a ticket of its lane)."""
+
+RAISE_EPILOG = """\
+examples:
+  python -m tickets_admin raise orders --above 120000
+  python -m tickets_admin raise orders --above 120000 --region eu-west-1 --table shop-tickets"""
+
+EXPORT_DESCRIPTION = """\
+Print every item of the counter table (all keys, all lanes) as JSON Lines: one JSON
+object per line, sorted by `counter`, e.g.
+  {"counter": "orders", "first": 5000, "last": 5003, "step": 1}
+Whole numbers are printed exactly, however large (a parser that reads JSON numbers as
+doubles rounds those above 2^53-1); any other attribute value keeps DynamoDB's typed
+form, e.g. {"N": "12.5"}. Read with a consistent, paginated Scan."""
+
+EXPORT_EPILOG = """\
+examples:
+  python -m tickets_admin export > counters.jsonl
+  python -m tickets_admin export --region eu-west-1 --table restored-tickets"""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default="cdk.json", metavar="PATH",
+                        help="the CDK config to take the table, slots and counters from (default: cdk.json)")
+    common.add_argument("--region", default=None,
+                        help="a region from cdk.json's tickets.regions; its slot decides its lanes "
+                             "(default: the first configured region)")
+    common.add_argument("--endpoint-url", default=None, metavar="URL",
+                        help="a DynamoDB-compatible endpoint, e.g. the one given to make serve ENDPOINT_URL= "
+                             "(default: DynamoDB itself)")
+    common.add_argument("--table", default=None, metavar="NAME",
+                        help="the counter table (default: tableName in cdk.json, which the stack and the local "
+                             "server use)")
+
+    parser = argparse.ArgumentParser(prog="python -m tickets_admin", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    raise_ = commands.add_parser("raise", parents=[common], description=RAISE_DESCRIPTION, epilog=RAISE_EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 help="make every lane of KEY in this region next issue its smallest ticket above N")
+    raise_.add_argument("key", metavar="KEY", type=_key, help="the counter")
+    raise_.add_argument("--above", required=True, metavar="N", type=_whole_number,
+                        help="every lane's next ticket will be greater than N (a whole number, 0 or more)")
+    commands.add_parser("export", parents=[common], description=EXPORT_DESCRIPTION, epilog=EXPORT_EPILOG,
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        help="print every counter item as JSON, one object per line")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        config = load_config_file(args.config)
+        region = pick_region(config, args.region, args.config)
+        table = CounterTable(args.table or config.table_name, region, args.endpoint_url)
+        if args.command == "export":
+            for line in export_items(table):
+                print(line)
+            return 0
+        settings = region_settings(config, region)
+        counter = settings.counter(args.key)
+        if counter is None:
+            raise AdminError(f"{args.key!r} is not configured in {args.config} and strictKeys is on, so the "
+                             "service does not serve it")
+        lanes = lanes_of(args.key, counter, settings.region_slot, settings.region_slots)
+        print(f"raising {args.key} above {args.above} in {region} (slot {settings.region_slot} of "
+              f"{settings.region_slots}), table {table.table}: {len(lanes)} lane(s)", flush=True)
+        results = raise_key(table, args.key, lanes, args.above, report=lambda line: print(line, flush=True))
+    except (ConfigError, AdminError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 1 if any(result.needs_attention for result in results) else 0
+
+
+def _key(text: str) -> str:
+    if not is_valid_key(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a valid key ({KEY_RULE})")
+    return text
+
+
+def _whole_number(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more, digits only)")
+    return int(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
