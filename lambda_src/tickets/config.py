@@ -297,8 +297,8 @@ def _exact_integer(raw: Mapping[str, Any], name: str, default: int, *, low: int,
     elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
         raise ConfigError(
             f"{where}.{name}: a JSON number above 2^53-1 ({MAX_SAFE_INTEGER}) is not exact: the CDK CLI reads "
-            f"cdk.json in Node, which rounds it (this one arrived as {value}); write the exact value as a "
-            f"decimal string in quotes, e.g. \"{name}\": \"36028797018963969\"")
+            f"cdk.json in Node, which rounds it (this one arrived as {value}); write the value you meant as a "
+            f"decimal string, in quotes: \"{name}\": \"<digits>\"")
     elif isinstance(value, float):
         raise ConfigError(
             f"{where}.{name}: must be a whole number from {low} to {high} written without fraction or exponent "
