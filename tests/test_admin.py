@@ -4,6 +4,8 @@ with the local server, concurrently with issuing over HTTP, as `make serve ENDPO
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -35,16 +37,18 @@ HOT_LANES, HOT_STEP = 8, 3 * 8
 
 
 @pytest.fixture
-def admin(capsys, tmp_path):
+def admin(tmp_path):
     """admin(tickets, *args) runs `python -m tickets_admin` in-process on moto's table of the tests;
-    returns (exit status, stdout lines, stderr)."""
+    returns (exit status, stdout lines, stderr). Only the command's own output is captured (not with
+    capsys: the handler, imported during a test, would keep writing its logs to capsys's stream after
+    the test closed it)."""
     def run(tickets: dict, *args: str) -> tuple[int, list[str], str]:
         config = write_cdk_json(tmp_path, tickets)
         command, rest = args[0], list(args[1:])
-        capsys.readouterr()  # what the handler printed before (its metrics), not the command's
-        status = main([command, *rest, "--config", str(config), "--table", COUNTER_TABLE])
-        out, err = capsys.readouterr()
-        return status, out.splitlines(), err
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main([command, *rest, "--config", str(config), "--table", COUNTER_TABLE])
+        return status, out.getvalue().splitlines(), err.getvalue()
     return run
 
 
@@ -335,7 +339,7 @@ def test_no_credentials_is_a_clear_error(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().err.startswith("error: no AWS credentials found")
 
 
-def test_throttling_beyond_the_retries_is_a_clear_error(aws, admin, capsys):
+def test_throttling_beyond_the_retries_is_a_clear_error(aws):
     table = CounterTable(COUNTER_TABLE, "us-east-1")
     with Stubber(table._client) as stub:
         stub.add_client_error("scan", service_error_code="ThrottlingException", http_status_code=400)
