@@ -80,7 +80,7 @@ def raise_key(table: CounterTable, key: str, lanes: list[Lane], above: int,
                 [_lane_problem(lane, table.get(lane.item_key)) for lane in lanes] if problem]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
-    if sharded and not _layout_recorded(lanes[0], layout):
+    if sharded and not _layout_recorded(layout):
         # Before any shard item is written, as the service does: a request with another shard count
         # then fails on the plain item instead of issuing numbers these lanes own.
         if not table.record_layout(key, lanes[0]):
@@ -152,7 +152,7 @@ def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
     return None
 
 
-def _layout_recorded(shard_zero: Lane, item: Item | None) -> bool:
+def _layout_recorded(item: Item | None) -> bool:
     return item is not None and all(name in item for name in (STEP, SHARDS, FIRST))
 
 
