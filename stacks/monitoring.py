@@ -30,8 +30,7 @@ class TicketAlarms(Construct):
                     "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.")
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
         self._alarm("TableThrottles", table.metric_throttled_requests_for_operations(
-            operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM,
-                        dynamodb.Operation.TRANSACT_WRITE_ITEMS], period=PERIOD),
+            operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM], period=PERIOD),
                     "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).")
         self._alarm("IdempotencyTableThrottles", idempotency_table.metric_throttled_requests_for_operations(
             operations=[dynamodb.Operation.GET_ITEM, dynamodb.Operation.PUT_ITEM, dynamodb.Operation.UPDATE_ITEM,

@@ -231,6 +231,43 @@ def test_a_hand_made_item_off_the_lane_is_refused_untouched(api, last):
     assert api.items() == before
 
 
+def stepped(counter: str, last: int, step: int) -> dict:
+    """An item with `step` but no `first`: typed in by hand, or written before lanes recorded `first`."""
+    return {"counter": {"S": counter}, "last": {"N": str(last)}, "step": {"N": str(step)}}
+
+
+@pytest.mark.parametrize("key, hand_made", [
+    ("orders", stepped("orders", 4995, 1)),  # below the lane: orders starts at 5000
+    ("invoices", stepped("invoices", 5, 10)),  # between the lane's tickets 1 and 11
+    ("invoices", stepped("invoices", 21, 5)),  # on the lane, but another step
+], ids=["below-start", "off-the-lane", "other-step"])
+def test_an_item_with_step_but_no_first_is_checked_before_any_write(api, key, hand_made):
+    api.put_item(hand_made)
+    before = api.items()
+    for _ in range(6):  # every request refused: none may move `last` towards the lane
+        answer = api.get(f"/{key}")
+        assert_error(answer, 409, "config_mismatch")
+        assert "ticket" not in answer.body
+    assert api.items() == before == [hand_made]
+
+
+def test_an_item_with_step_but_no_first_past_max_is_exhausted_untouched(deploy):
+    api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
+    api.put_item(stepped("small", 9, 1))
+    assert_error(api.get("/small", query={"count": "2"}), 409, "exhausted")
+    assert api.items() == [stepped("small", 9, 1)]
+    assert tickets_of(api.get("/small")) == [10]  # one more still fits
+
+
+@pytest.mark.parametrize("key, last, step, expected", [
+    ("orders", 4999, 1, [5000, 5001]), ("orders", 5003, 1, [5004, 5005]), ("invoices", 21, 10, [31, 41]),
+])
+def test_an_item_with_step_but_no_first_on_the_lane_is_adopted(api, key, last, step, expected):
+    api.put_item(stepped(key, last, step))
+    assert tickets_of(api.get(f"/{key}", query={"count": "2"})) == expected
+    assert api.items() == [item(key, expected[-1], step=step)]
+
+
 def test_a_hand_made_item_past_max_is_exhausted_untouched(deploy):
     api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
     api.put_item(item("small", 10))

@@ -218,7 +218,7 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
             if metric and metric["MetricName"] == "ThrottledRequests":
                 dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
                 throttled.setdefault(dimensions["TableName"]["Ref"], set()).add(dimensions["Operation"])
-    assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem", "TransactWriteItems"},
+    assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem"},
                          "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)
