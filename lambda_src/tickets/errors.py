@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 
-ECHO_CHARS = 60  # how much of a caller's input an error message repeats: enough to recognise it
+ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough to recognise it
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
     """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the
     log line that carries it, must stay small whatever the caller sent."""
-    text = repr(value)
+    return clip(repr(value), limit)
+
+
+def clip(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how long it was."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
