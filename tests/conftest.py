@@ -34,12 +34,19 @@ os.environ.update({
 
 import boto3  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
 from tickets.config import handler_environment, parse_config  # noqa: E402
 from tickets.issuer import Issuer  # noqa: E402
 from tickets.store import CounterStore  # noqa: E402
 from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402
+
+# CI runs the property tests on a fixed set of examples, the same on every run; a developer's run
+# draws new ones (and replays any failure from .hypothesis/).
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI", "").lower() in ("1", "true"):
+    hypothesis_settings.load_profile("ci")
 
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
 COUNTER_TABLE = "tickets-test"
