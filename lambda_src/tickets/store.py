@@ -33,7 +33,9 @@ another shard count, start or slot, or an unsharded one, loses on the plain item
 writes any shard item, or finds the shard item's step or first differs. A crash between the
 two writes leaves a recorded layout and no shard item: nothing issued, and exactly what the
 next request of that layout writes anyway; it refuses only other layouts (for a key that
-never issued a ticket, deleting the plain item lifts that).
+never issued a ticket, deleting the plain item lifts that). (An item an operator types in
+whole, `step` and `first` included, is taken as it stands: this argument covers what the
+handler writes.)
 """
 
 from __future__ import annotations
