@@ -25,7 +25,8 @@ $(CDK): package.json
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-test: $(INSTALLED)
+# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against.
+test: $(INSTALLED) $(CDK)
 	$(PY) -m pytest
 
 serve: $(INSTALLED)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -30,8 +30,7 @@ class TicketAlarms(Construct):
                     "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.")
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
         self._alarm("TableThrottles", table.metric_throttled_requests_for_operations(
-            operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM,
-                        dynamodb.Operation.TRANSACT_WRITE_ITEMS], period=PERIOD),
+            operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM], period=PERIOD),
                     "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).")
         self._alarm("IdempotencyTableThrottles", idempotency_table.metric_throttled_requests_for_operations(
             operations=[dynamodb.Operation.GET_ITEM, dynamodb.Operation.PUT_ITEM, dynamodb.Operation.UPDATE_ITEM,
@@ -60,7 +59,13 @@ class TicketAlarms(Construct):
 def _notification_topic(scope: Construct, email: str) -> sns.Topic:
     # CloudWatch cannot publish to a topic under the AWS-managed SNS key, so the topic gets its own.
     key = kms.Key(scope, "TopicKey", enable_key_rotation=True, description="Tickets alarm notifications")
-    key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+    stack = Stack.of(scope)
+    # Only this account's alarms in this region may use the key (no confused deputy).
+    key.add_to_resource_policy(iam.PolicyStatement(
+        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+        conditions={"StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"}}))
     topic = sns.Topic(scope, "AlarmTopic", master_key=key, enforce_ssl=True)
     topic.add_subscription(subscriptions.EmailSubscription(email))
     return topic

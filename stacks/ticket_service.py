@@ -46,8 +46,9 @@ class TicketService(Construct):
         self.idempotency_table = _table(self, IDEMPOTENCY_TABLE_ID, tables.IDEMPOTENCY_KEY,
                                         time_to_live_attribute=tables.IDEMPOTENCY_TTL)
 
+        # The audit trail of which request got which tickets: kept with the tables when the stack goes.
         self.log_group = logs.LogGroup(self, "FunctionLogs", retention=RETENTION[config.log_retention_days],
-                                       removal_policy=RemovalPolicy.DESTROY)
+                                       removal_policy=RemovalPolicy.RETAIN)
         role = iam.Role(self, "FunctionRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                         description="Tickets function: its own logs, traces and tables only")
         role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -86,6 +87,7 @@ class TicketService(Construct):
                                  "x-amz-security-token", "x-amz-content-sha256"],
                 max_age=Duration.minutes(10))
         self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors)
+        self.invoke_policy = _invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
 
         NagSuppressions.add_resource_suppressions(role, [{
             "id": "AwsSolutions-IAM5",
@@ -93,6 +95,17 @@ class TicketService(Construct):
                       "permissions; Lambda's active tracing adds exactly these two actions on '*'.",
             "appliesTo": ["Resource::*"],
         }], apply_to_children=True)
+
+
+def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
+    """What a caller of the AWS_IAM Function URL needs, and nothing else: function URLs created since
+    October 2025 require both actions. Attached to callers by the operator (see README)."""
+    return iam.ManagedPolicy(scope, "InvokePolicy", description="Call the Tickets Function URL (SigV4)", statements=[
+        iam.PolicyStatement(actions=["lambda:InvokeFunctionUrl"], resources=[function.function_arn],
+                            conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}),
+        iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn],
+                            conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}}),
+    ])
 
 
 def _table(scope: Construct, logical_id: str, partition_key: str, **options) -> dynamodb.Table:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import App, Aspects, CfnOutput, Environment, Stack
+from aws_cdk import Annotations, App, Aspects, CfnOutput, Environment, Stack
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -24,6 +24,26 @@ class TicketsStack(Stack):
         CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")
         CfnOutput(self, "RegionSlot", value=str(config.regions[region]),
                   description=f"This region's slot of {config.region_slots}")
+        if service.invoke_policy is not None:
+            CfnOutput(self, "InvokePolicyArn", value=service.invoke_policy.managed_policy_arn,
+                      description="Attach to a caller's role or user: lambda:InvokeFunctionUrl and lambda:InvokeFunction")
+        _warn_about_public_access(self, config)
+
+
+def _warn_about_public_access(stack: Stack, config: DeploymentConfig) -> None:
+    if config.auth != "NONE":
+        return
+    if "*" in config.cors_origins:
+        Annotations.of(stack).add_warning_v2(
+            "tickets:public-cors-wildcard",
+            "tickets.corsOrigins contains \"*\" with auth NONE: any web page, on any visitor's browser, can take "
+            "tickets from this URL. List the origins that may call it instead.")
+    if not config.strict_keys:
+        Annotations.of(stack).add_warning_v2(
+            "tickets:public-any-key",
+            "auth NONE with strictKeys false: anyone on the internet can create unlimited counters (one item "
+            "each, billed to you). Set strictKeys true (only keys in tickets.counters and defaultKey are served) "
+            "and reservedConcurrency to cap the function's cost.")
 
 
 def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -> dict[str, TicketsStack]:

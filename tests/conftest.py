@@ -9,6 +9,7 @@ the status, headers and parsed body.
 from __future__ import annotations
 
 import base64
+import contextlib
 import copy
 import functools
 import importlib
@@ -18,7 +19,7 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlencode
 
 # Powertools outside Lambda, and credentials moto accepts: set before anything imports boto3.
@@ -33,10 +34,19 @@ os.environ.update({
 
 import boto3  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
 from tickets.config import handler_environment, parse_config  # noqa: E402
+from tickets.issuer import Issuer  # noqa: E402
+from tickets.store import CounterStore  # noqa: E402
 from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402
+
+# CI runs the property tests on a fixed set of examples, the same on every run; a developer's run
+# draws new ones (and replays any failure from .hypothesis/).
+hypothesis_settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI", "").lower() in ("1", "true"):
+    hypothesis_settings.load_profile("ci")
 
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
 COUNTER_TABLE = "tickets-test"
@@ -116,6 +126,7 @@ class Region:
                                                   idempotency_table=IDEMPOTENCY_TABLE),
                             "AWS_DEFAULT_REGION": region}
         self.client = dynamodb_client(region)
+        self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
         self._monkeypatch = monkeypatch
         existing = self.client.list_tables()["TableNames"]
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
@@ -125,7 +136,9 @@ class Region:
     @property
     def handler(self):
         """tickets.handler as this region's function runs it: like a warm Lambda, the module is
-        imported again only when its environment changes (or someone else re-imported it)."""
+        imported again only when its environment changes (or someone else re-imported it). Its
+        Issuer is new for each test, as in a new execution environment: an Issuer remembers
+        exhausted lanes, and each test has new tables."""
         if Region.active is not self:
             for name, value in self.environment.items():
                 self._monkeypatch.setenv(name, value)
@@ -133,8 +146,18 @@ class Region:
             if module is None or Region.loaded != (self.environment, module.dynamodb):
                 module = importlib.reload(module) if module else importlib.import_module("tickets.handler")
                 Region.loaded = (self.environment, module.dynamodb)
+            picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
+            self._monkeypatch.setattr(module, "issuer", Issuer(module.settings, CounterStore(module.dynamodb,
+                                                                                             COUNTER_TABLE), **picks))
             Region.active = self
         return sys.modules["tickets.handler"]
+
+    def pick_lanes(self, shuffle: Any) -> None:
+        """Order the lanes each request tries with `shuffle` (in place) instead of at random; from the
+        next call on, with a fresh Issuer."""
+        self.shuffle = shuffle
+        if Region.active is self:
+            Region.active = None
 
     def call(self, path: str = "/", method: str = "GET", **event_args: Any) -> Answer:
         result = self.handler.lambda_handler(function_url_event(path, method, **event_args), FakeLambdaContext())
@@ -156,6 +179,20 @@ class Region:
 
     def put_item(self, item: dict) -> None:
         self.client.put_item(TableName=COUNTER_TABLE, Item=item)
+
+    @contextlib.contextmanager
+    def dynamodb_calls(self) -> Iterator[list[tuple[str, str | None]]]:
+        """Every (operation, table) the function's own DynamoDB client sends while open."""
+        calls: list[tuple[str, str | None]] = []
+
+        def record(params: dict, model: Any, **_: Any) -> None:
+            calls.append((model.name, params.get("TableName")))
+        events = self.handler.dynamodb.meta.events
+        events.register("provide-client-params.dynamodb", record)
+        try:
+            yield calls
+        finally:
+            events.unregister("provide-client-params.dynamodb", record)
 
 
 @pytest.fixture

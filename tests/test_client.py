@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from local_support import StubServer, expected_sigv4_signature, json_reply, write_cdk_json
+from tickets import timing
+from tickets_client import client as client_module
 from tickets_client.client import TicketsClient, TicketsError
 from tickets_client.lease import TicketLease
 from tickets_client.signing import Signer
@@ -156,8 +159,12 @@ def test_cli_reports_an_unreachable_server_cleanly():
 def test_cli_help_documents_the_options():
     result = run_cli(["next", "--help"], dict(os.environ))
     assert result.returncode == 0
-    for option in ("--count", "--url", "--text", "--sign", "--region", "TICKETS_URL"):
+    for option in ("--count", "--url", "--text", "--sign", "--region", "TICKETS_URL", "--max-attempts"):
         assert option in result.stdout
+    words = " ".join(result.stdout.split())  # argparse wraps the help text
+    assert "502 and 504" in words and "in_progress is retried for up to 45 s" in words
+    overview = " ".join(run_cli(["--help"], dict(os.environ)).stdout.split())
+    assert "lambda:InvokeFunctionUrl and lambda:InvokeFunction" in overview and "40 s timeout" in overview
 
 
 class TestRetries:
@@ -203,6 +210,51 @@ class TestRetries:
         with StubServer([json_reply(409, {"error": "in_progress", "message": "in flight"}),
                          json_reply(200, {"key": "orders", "ticket": 9})]) as stub:
             assert TicketsClient(stub.url, sleep=no_sleep([])).next("orders") == [9]
+
+    def test_in_progress_is_retried_past_max_attempts_for_as_long_as_the_function_may_run(self, monkeypatch):
+        """A first attempt that crashed holds its Idempotency-Key's lock until the function's timeout."""
+        monkeypatch.setattr(client_module, "random", random.Random(3))  # the jitter, fixed for this test
+        in_progress = json_reply(409, {"error": "in_progress", "message": "in flight"})
+        with StubServer([in_progress] * 12 + [json_reply(200, {"key": "orders", "ticket": 9})]) as stub:
+            delays: list[float] = []
+            assert TicketsClient(stub.url, max_attempts=3, sleep=no_sleep(delays)).next("orders") == [9]
+        assert len(stub.requests) == 13 and len({r.headers["idempotency-key"] for r in stub.requests}) == 1
+
+    def test_in_progress_retries_cover_the_function_timeout_then_stop(self, monkeypatch):
+        monkeypatch.setattr(client_module, "random", random.Random(4))
+        with StubServer([json_reply(409, {"error": "in_progress", "message": "in flight"})]) as stub:
+            delays: list[float] = []
+            with pytest.raises(TicketsError) as error:
+                TicketsClient(stub.url, sleep=no_sleep(delays)).next("orders")
+        assert (error.value.status, error.value.code) == (409, "in_progress")
+        assert timing.FUNCTION_TIMEOUT_SECONDS <= sum(delays) <= client_module.IN_PROGRESS_RETRY_SECONDS + \
+            client_module.BACKOFF_CAP_SECONDS
+        assert len(stub.requests) == len(delays) + 1 <= client_module.IN_PROGRESS_MAX_ATTEMPTS
+
+    def test_the_client_knows_the_function_timeout(self):
+        assert client_module.FUNCTION_TIMEOUT_SECONDS == timing.FUNCTION_TIMEOUT_SECONDS
+        assert client_module.IN_PROGRESS_RETRY_SECONDS > timing.FUNCTION_TIMEOUT_SECONDS
+
+    @pytest.mark.parametrize("status", [502, 504])
+    def test_a_gateway_error_is_retried_when_the_request_carries_an_idempotency_key(self, status):
+        gateway = (status, {"Content-Type": "application/json"}, b'{"Message":"Internal Server Error"}')
+        with StubServer([gateway, json_reply(200, {"key": "orders", "ticket": 7})]) as stub:
+            delays: list[float] = []
+            assert TicketsClient(stub.url, sleep=no_sleep(delays)).next("orders") == [7]
+        first, second = stub.requests
+        assert first.headers["idempotency-key"] == second.headers["idempotency-key"] and len(delays) == 1
+
+    @pytest.mark.parametrize("status", [502, 504])
+    def test_a_gateway_error_is_not_retried_without_an_idempotency_key(self, status):
+        """The function may have issued the block; only the key makes a retry get that answer."""
+        gateway = (status, {"Content-Type": "application/json"}, b'{"Message":"Internal Server Error"}')
+        with StubServer([gateway]) as stub:  # every answer
+            client = TicketsClient(stub.url, sleep=no_sleep([]))
+            for call in (lambda: client.next("orders", idempotent=False), lambda: client.state("orders")):
+                with pytest.raises(TicketsError) as error:
+                    call()
+                assert error.value.status == status
+        assert len(stub.requests) == 2  # one each, no retry
 
     @pytest.mark.parametrize("reply", [json_reply(400, {"error": "bad_request", "message": "bad key"}),
                                        json_reply(409, {"error": "exhausted", "message": "raise max"}),

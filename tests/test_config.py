@@ -208,3 +208,22 @@ def test_counter_lookup_with_and_without_strict_keys():
     assert lenient.counter("anything") == CounterConfig()
     assert strict.counter("anything") is None
     assert strict.counter("main") == CounterConfig()  # the default key is always served
+
+
+@pytest.mark.parametrize("region, reason", [
+    ("us-east-9", "not a region"),
+    ("cn-north-1", "aws-cn"),
+    ("us-gov-west-1", "aws-us-gov"),
+    ("ap-southeast-6", "not published"),
+])
+def test_a_region_the_stack_cannot_serve_is_refused_naming_the_field_and_why(region, reason):
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(regions={region: 0}))
+    message = str(refused.value)
+    assert message.startswith(f"tickets.regions.{region}"), message
+    assert reason in message and "Powertools" in message
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-7", "mx-central-1", "il-central-1"])
+def test_commercial_regions_with_the_layer_are_accepted(region):
+    assert parse_config(with_changes(regions={region: 0})).regions == {region: 0}

@@ -231,6 +231,43 @@ def test_a_hand_made_item_off_the_lane_is_refused_untouched(api, last):
     assert api.items() == before
 
 
+def stepped(counter: str, last: int, step: int) -> dict:
+    """An item with `step` but no `first`: typed in by hand, or written before lanes recorded `first`."""
+    return {"counter": {"S": counter}, "last": {"N": str(last)}, "step": {"N": str(step)}}
+
+
+@pytest.mark.parametrize("key, hand_made", [
+    ("orders", stepped("orders", 4995, 1)),  # below the lane: orders starts at 5000
+    ("invoices", stepped("invoices", 5, 10)),  # between the lane's tickets 1 and 11
+    ("invoices", stepped("invoices", 21, 5)),  # on the lane, but another step
+], ids=["below-start", "off-the-lane", "other-step"])
+def test_an_item_with_step_but_no_first_is_checked_before_any_write(api, key, hand_made):
+    api.put_item(hand_made)
+    before = api.items()
+    for _ in range(6):  # every request refused: none may move `last` towards the lane
+        answer = api.get(f"/{key}")
+        assert_error(answer, 409, "config_mismatch")
+        assert "ticket" not in answer.body
+    assert api.items() == before == [hand_made]
+
+
+def test_an_item_with_step_but_no_first_past_max_is_exhausted_untouched(deploy):
+    api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
+    api.put_item(stepped("small", 9, 1))
+    assert_error(api.get("/small", query={"count": "2"}), 409, "exhausted")
+    assert api.items() == [stepped("small", 9, 1)]
+    assert tickets_of(api.get("/small")) == [10]  # one more still fits
+
+
+@pytest.mark.parametrize("key, last, step, expected", [
+    ("orders", 4999, 1, [5000, 5001]), ("orders", 5003, 1, [5004, 5005]), ("invoices", 21, 10, [31, 41]),
+])
+def test_an_item_with_step_but_no_first_on_the_lane_is_adopted(api, key, last, step, expected):
+    api.put_item(stepped(key, last, step))
+    assert tickets_of(api.get(f"/{key}", query={"count": "2"})) == expected
+    assert api.items() == [item(key, expected[-1], step=step)]
+
+
 def test_a_hand_made_item_past_max_is_exhausted_untouched(deploy):
     api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
     api.put_item(item("small", 10))
@@ -342,3 +379,93 @@ def test_counters_without_a_key_is_404(api, path):
 def test_a_body_count_must_be_a_json_integer(api, body):
     assert_error(api.post("/orders", body=body), 400, "bad_request")
     assert api.items() == []
+
+
+# --- /_counters takes nothing but the key -------------------------------------------------------
+
+@pytest.mark.parametrize("request_args", [
+    {"query": {"foo": "bar"}}, {"query": {"key": "invoices"}}, {"query": {"key": "orders"}},
+    {"query": {"count": "2"}}, {"query": [("x", "")]}, {"body": "{}"}, {"body": "x"}, {"body": b"\x00"},
+], ids=["unknown", "other-key", "same-key", "count", "blank", "json-body", "text-body", "binary-body"])
+def test_counter_state_refuses_any_query_parameter_or_body(api, request_args):
+    api.get("/orders")
+    before = api.items()
+    assert_error(api.get("/_counters/orders", **request_args), 400, "bad_request")
+    assert api.items() == before
+
+
+# --- duplicate and repeated fields --------------------------------------------------------------
+
+@pytest.mark.parametrize("body", ['{"count": 2, "count": 3}', '{"count": 2, "count": 2}',
+                                  '{"key": "orders", "key": "invoices"}', '{"key": "orders", "count": 1, "key": "orders"}'])
+def test_a_body_that_repeats_a_field_is_400(api, body):
+    api.get("/orders")
+    before = api.items()
+    answer = api.post("/orders", body=body)
+    assert_error(answer, 400, "bad_request")
+    assert "repeat" in answer.body["message"]
+    assert api.items() == before
+
+
+@pytest.mark.parametrize("name", ["count", "key", "systemKey"])
+def test_a_repeated_query_parameter_is_400_saying_so(api, name):
+    value = "2" if name == "count" else "orders"
+    answer = api.get("/", query=[(name, value), (name, value)])  # AWS: queryStringParameters {name: "v,v"}
+    assert_error(answer, 400, "bad_request")
+    assert f"{name} was repeated" in answer.body["message"], answer.body
+    assert "2,2" not in answer.body["message"] and "orders,orders" not in answer.body["message"]
+    assert api.items() == []
+
+
+# --- what an error repeats of its input ---------------------------------------------------------
+
+LONG = 6000
+HUGE_INPUTS = {
+    "path-key": {"path": "/" + "k" * LONG},
+    "state-path-key": {"path": "/_counters/" + "k" * LONG},
+    "deep-path": {"path": "/a/" + "k" * LONG},
+    "query-key": {"query": {"key": "k" * LONG}},
+    "query-systemKey": {"query": {"systemKey": "_" * LONG}},
+    "query-count": {"query": {"count": "9" * LONG}},
+    "query-name": {"query": {"n" * LONG: "1"}},
+    "query-value": {"query": {"x": "v" * LONG}},
+    "state-query": {"path": "/_counters/orders", "query": {"q" * LONG: "v" * LONG}},
+    "repeated-query": {"query": [("key", "k" * LONG), ("key", "k" * LONG)]},
+    "idempotency-key": {"headers": {"idempotency-key": "i" * LONG}},
+    "accept": {"headers": {"accept": "text/plain;q=0.1," * (LONG // 17)}},
+    "body": {"method": "POST", "body": "b" * LONG},
+    "body-field": {"method": "POST", "body": json.dumps({"f" * 1000: 1})},
+    "body-key": {"method": "POST", "body": json.dumps({"key": "k" * 1000})},
+    "body-count": {"method": "POST", "body": '{"count": ' + "9" * 1000 + "}"},
+    "body-count-string": {"method": "POST", "body": json.dumps({"count": "9" * 1000})},
+    "method": {"method": "P" * 100, "path": "/orders"},
+}
+
+
+@pytest.fixture
+def log_lines(api):
+    """The function's log lines (JSON, as CloudWatch gets them) while the test runs."""
+    import io
+
+    stream = io.StringIO()
+    api.handler.logger.setLevel("INFO")
+    previous = [handler.setStream(stream) for handler in api.handler.logger.handlers]
+    yield lambda: [line for line in stream.getvalue().splitlines() if line.startswith("{")]
+    for handler, old in zip(api.handler.logger.handlers, previous):
+        handler.setStream(old)
+
+
+@pytest.mark.parametrize("request_args", HUGE_INPUTS.values(), ids=HUGE_INPUTS.keys())
+def test_an_error_repeats_little_of_a_huge_input(api, log_lines, request_args):
+    api.get("/orders")
+    before = api.items()
+    answer = api.call(**{"path": "/", **request_args})
+    raw = json.dumps(answer.body) if isinstance(answer.body, dict) else answer.body
+    if answer.status == 200:  # a long Accept header is no error
+        assert request_args.get("headers", {}).get("accept")
+        return
+    assert_error(answer, answer.status, answer.body["error"])
+    assert len(raw.encode()) < 1024, raw[:200]
+    lines = log_lines()
+    assert lines and all(len(line.encode()) < 1024 for line in lines), [len(line) for line in lines]
+    assert api.items() == before

@@ -23,14 +23,8 @@ def throttle(**_):
 @pytest.fixture
 def dynamodb_calls(api):
     """Every (operation, table) the handler's client sends."""
-    calls = []
-
-    def record(params, model, **_):
-        calls.append((model.name, params.get("TableName")))
-    events = api.handler.dynamodb.meta.events
-    events.register("provide-client-params.dynamodb", record)
-    yield calls
-    events.unregister("provide-client-params.dynamodb", record)
+    with api.dynamodb_calls() as calls:
+        yield calls
 
 
 def test_a_repeat_gets_the_same_tickets_and_burns_none(api):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import logging
 import os
 import queue
 import signal
@@ -122,6 +123,26 @@ class TestRoutes:
         assert status == 400 and headers["cache-control"] == "no-store"
         assert json.loads(body)["error"] == "bad_request"
 
+    @pytest.mark.parametrize("request_line", [
+        b"GET /ord ers" + b"x" * 6000 + b" HTTP/1.1",  # http.server quotes the whole line in its message
+        b"GET /" + b"k" * 6000 + b" HTTP/1.1",
+        b"GET /?key=" + b"k" * 6000 + b" HTTP/1.1",
+        b"GET /_counters/" + b"k" * 6000 + b" HTTP/1.1",
+    ], ids=["malformed", "path", "query", "state"])
+    def test_an_error_and_its_log_line_repeat_little_of_a_huge_request(self, server, request_line, caplog):
+        with caplog.at_level(logging.INFO, logger="tickets_local"):
+            status, headers, body = raw_exchange(server, request_line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+            deadline = time.monotonic() + 10  # the server logs just after it answers
+
+            def logged() -> list[str]:
+                return [record.getMessage() for record in caplog.records if record.name == "tickets_local"]
+            while not logged() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert 400 <= status < 500 and headers["cache-control"] == "no-store"
+        assert json.loads(body)["error"] and len(body) < 1024, body[:200]
+        lines = logged()
+        assert lines and all(len(line) < 1024 for line in lines), [len(line) for line in lines]
+
     def test_chunked_body_is_reassembled(self, server):
         chunks = b'5\r\n{"cou\r\n7\r\nnt": 2}\r\n0\r\n\r\n'
         status, _, body = raw_exchange(server, b"POST /chunked HTTP/1.1\r\nHost: x\r\n"
@@ -160,6 +181,20 @@ class TestRoutes:
         reply = call(server.url, path, method="POST", body=body)
         assert reply.status == 400, reply.body
         assert reply.json()["error"] == "bad_request"
+        assert snapshot(server, "orders") == before
+
+    @pytest.mark.parametrize("path, method, body, message", [
+        ("/orders?count=2&count=2", "GET", None, "count was repeated"),
+        ("/orders", "POST", b'{"count": 2, "count": 3}', "repeats the field 'count'"),
+        ("/_counters/orders?key=invoices", "GET", None, "no query parameters"),
+        ("/_counters/orders", "GET", b"{}", "no body"),
+    ])
+    def test_repeats_and_state_reads_with_input_are_400(self, server, path, method, body, message):
+        call(server.url, "/orders")
+        before = snapshot(server, "orders")
+        reply = call(server.url, path, method=method, body=body)
+        assert (reply.status, reply.json()["error"]) == (400, "bad_request")
+        assert message in reply.json()["message"]
         assert snapshot(server, "orders") == before
 
     def test_request_over_lambda_payload_limit_is_413_without_invoking(self, server, monkeypatch):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import pytest
 
 from conftest import BROWSER_ACCEPT
-from tickets.errors import BadRequest, PayloadTooLarge
+from tickets.errors import ECHO_CHARS, BadRequest, PayloadTooLarge, echo
 from tickets.keys import MAX_COUNT, parse_count, require_idempotency_key, require_key
 from tickets.protocol import (
     MAX_BODY_BYTES,
@@ -19,6 +20,7 @@ from tickets.protocol import (
     prefers_text,
     render_text,
     request_body,
+    state_request,
     ticket_request,
 )
 
@@ -53,14 +55,17 @@ def test_render_text_is_one_ticket_a_line():
 
 @pytest.mark.parametrize("path_key, query, body, expected", [
     (None, None, b"", TicketRequest("default", 1)),
+    (None, "", b"", TicketRequest("default", 1)),
     ("orders", None, b"", TicketRequest("orders", 1)),
-    (None, {"key": "orders"}, b"", TicketRequest("orders", 1)),
-    (None, {"systemKey": "orders"}, b"", TicketRequest("orders", 1)),
+    (None, "key=orders", b"", TicketRequest("orders", 1)),
+    (None, "systemKey=orders", b"", TicketRequest("orders", 1)),
     (None, None, b'{"key": "orders", "count": 3}', TicketRequest("orders", 3)),
-    ("orders", {"key": "orders", "systemKey": "orders", "count": "5"}, b'{"key": "orders", "count": 5}',
+    ("orders", "key=orders&systemKey=orders&count=5", b'{"key": "orders", "count": 5}',
      TicketRequest("orders", 5)),  # repeating the same thing everywhere is fine
     ("a%3Ab", None, b"", TicketRequest("a:b", 1)),  # the path is still percent-encoded
-    (None, {"count": "1000"}, b"", TicketRequest("default", 1000)),
+    (None, "key=a%3Ab", b"", TicketRequest("a:b", 1)),  # and so is the raw query string
+    (None, "count=1000", b"", TicketRequest("default", 1000)),
+    (None, "count=2&&key=orders", b"", TicketRequest("orders", 2)),  # an empty pair is nothing
     (None, None, b"  \n", TicketRequest("default", 1)),  # a blank body is no body
 ])
 def test_ticket_request_merges_path_query_and_body(path_key, query, body, expected):
@@ -68,24 +73,49 @@ def test_ticket_request_merges_path_query_and_body(path_key, query, body, expect
 
 
 @pytest.mark.parametrize("path_key, query, body, complaint", [
-    ("orders", {"key": "invoices"}, b"", "different keys"),
-    (None, {"key": "orders", "systemKey": "invoices"}, b"", "different keys"),
+    ("orders", "key=invoices", b"", "different keys"),
+    (None, "key=orders&systemKey=invoices", b"", "different keys"),
     ("orders", None, b'{"key": "invoices"}', "different keys"),
-    (None, {"count": "2"}, b'{"count": 3}', "different counts"),
-    (None, {"limit": "2"}, b"", "unknown query parameter"),
+    (None, "count=2", b'{"count": 3}', "different counts"),
+    (None, "limit=2", b"", "unknown query parameter"),
+    (None, "count", b"", "invalid count ''"),
     (None, None, b'{"amount": 2}', "unknown body field"),
     (None, None, b'{"key": 5}', "key must be a string"),
     (None, None, b"[1, 2]", "JSON object"),
     (None, None, b"count=2", "JSON object"),
     (None, None, b"\xff\xfe", "JSON object"),
     (None, None, b"[" * 100_000, "JSON object"),  # deeper than the parser's recursion limit
-    (None, {"key": ""}, b"", "invalid key"),
-    (None, {"key": "a,b"}, b"", "invalid key"),  # what AWS makes of ?key=a&key=b
-    (None, {"count": "1,2"}, b"", "invalid count"),
+    (None, None, b'{"count": 2, "count": 3}', "repeats the field 'count'"),
+    (None, None, b'{"count": {"a": 1, "a": 1}}', "repeats the field 'a'"),
+    (None, "key=", b"", "invalid key"),
+    (None, "key=a,b", b"", "invalid key"),
+    (None, "key=a&key=b", b"", "key was repeated"),
+    (None, "count=1&count=2", b"", "count was repeated"),
+    (None, "count=2&count=2", b"", "count was repeated"),
+    (None, "systemKey=a&systemKey=a", b"", "systemKey was repeated"),
+    (None, "key=%FF", b"", "UTF-8"),
 ])
 def test_ticket_request_refuses(path_key, query, body, complaint):
-    with pytest.raises(BadRequest, match=complaint):
+    with pytest.raises(BadRequest, match=re.escape(complaint)):
         ticket_request(path_key, query, body, "default")
+
+
+@pytest.mark.parametrize("query, body", [("x=1", None), ("key=orders", None), ("count", None), (None, "{}"), (None, " ")])
+def test_state_request_takes_nothing_but_the_key(query, body):
+    with pytest.raises(BadRequest, match="_counters"):
+        state_request("orders", query, body)
+    assert state_request("orders", "", "") == state_request("orders", None, None) == "orders"
+
+
+@pytest.mark.parametrize("value", ["x" * 6000, "\x00" * 3000, 10**3000, ["x" * 10] * 1000])
+def test_echo_keeps_a_message_short_and_says_how_long_the_input_was(value):
+    echoed = echo(value)
+    assert len(echoed) < ECHO_CHARS + 40
+    assert echoed.startswith(repr(value)[:ECHO_CHARS]) and f"({len(repr(value))} characters)" in echoed
+
+
+def test_echo_repeats_short_input_whole():
+    assert echo("orders") == "'orders'" and echo(7) == "7"
 
 
 @pytest.mark.parametrize("raw, count", [

@@ -1,10 +1,10 @@
-"""Concurrency soak: 32 clients for a bounded time on plain, sharded and block-leasing keys,
-through the local server (which serialises moto, the way DynamoDB serialises writes to an item)."""
+"""Concurrency soak: 32 clients, a fixed number of requests each, on plain, sharded and block-leasing
+keys, through the local server (which serialises moto, the way DynamoDB serialises writes to an item).
+The work is counted, not timed, so a slow machine runs the same test, only longer."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections import defaultdict
 from http.client import HTTPConnection
 from urllib.parse import urlsplit
@@ -15,7 +15,7 @@ from local_support import call, write_cdk_json
 from tickets_local.server import LocalServer
 
 CLIENTS = 32
-SOAK_SECONDS = 8
+REQUESTS_PER_CLIENT = 20
 WORKLOAD = (  # (key, count): every client cycles through these
     ("orders", 1), ("hot", 1), ("hot", 7), ("bulk", 25), ("orders", 3),
 )
@@ -33,14 +33,12 @@ def server(tmp_path_factory):
         yield running
 
 
-def client(url: str, deadline: float, offset: int, results: list, failures: list) -> None:
+def client(url: str, offset: int, results: list, failures: list) -> None:
     parts = urlsplit(url)
-    connection = HTTPConnection(parts.hostname, parts.port, timeout=30)  # kept alive across requests
+    connection = HTTPConnection(parts.hostname, parts.port, timeout=60)  # kept alive across requests
     issued = []  # (key, tickets) in this client's order
-    step = offset
-    while time.monotonic() < deadline:
+    for step in range(offset, offset + REQUESTS_PER_CLIENT):
         key, count = WORKLOAD[step % len(WORKLOAD)]
-        step += 1
         reply = call(url, f"/{key}?count={count}", "POST", connection=connection)
         if reply.status != 200:
             failures.append((reply.status, reply.body))
@@ -54,13 +52,11 @@ def client(url: str, deadline: float, offset: int, results: list, failures: list
 def test_32_clients_never_get_a_duplicate_or_a_5xx_and_every_lane_increases(server):
     results: list[list] = []
     failures: list = []
-    deadline = time.monotonic() + SOAK_SECONDS
-    threads = [threading.Thread(target=client, args=(server.url, deadline, n, results, failures))
-               for n in range(CLIENTS)]
+    threads = [threading.Thread(target=client, args=(server.url, n, results, failures)) for n in range(CLIENTS)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(timeout=SOAK_SECONDS + 60)
+        thread.join(timeout=300)
     assert len(results) == CLIENTS, "a client thread died"
     assert failures == []
 
@@ -80,9 +76,8 @@ def test_32_clients_never_get_a_duplicate_or_a_5xx_and_every_lane_increases(serv
 
     total = sum(len(tickets) for tickets in by_key.values())
     duplicates = total - sum(len(set(tickets)) for tickets in by_key.values())
-    print(f"\nsoak: {CLIENTS} clients, {SOAK_SECONDS}s, {requests} requests, {total} tickets, "
-          f"duplicates: {duplicates}")
-    assert requests > CLIENTS * 5, "the soak did too little to prove anything"
+    print(f"\nsoak: {CLIENTS} clients, {requests} requests, {total} tickets, duplicates: {duplicates}")
+    assert requests == CLIENTS * REQUESTS_PER_CLIENT
     assert duplicates == 0
     # eu-west-1 is slot 1: it owns lane 1 of orders and bulk, lanes 4..7 of hot.
     assert {lane_of("orders", t) for t in by_key["orders"]} == {1}
@@ -93,7 +88,7 @@ def test_32_clients_never_get_a_duplicate_or_a_5xx_and_every_lane_increases(serv
         state = call(server.url, f"/_counters/{key}").json()
         for lane in state["lanes"]:
             issued_on_lane = [t for t in by_key[key] if lane_of(key, t) == lane["lane"]]
-            assert lane["last"] == max(issued_on_lane)
+            assert lane["last"] == max(issued_on_lane, default=None)  # a lane no request picked: never used
 
 
 def lane_of(key: str, ticket: int) -> int:

@@ -71,6 +71,16 @@ def two_regions(tmp_path_factory) -> Synthesised:
     return Synthesised({"tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"), ledger)
 
 
+# Public, open to any key and any web page: synthesis says what that risks.
+PUBLIC_CONFIG = {"auth": "NONE", "regions": {"us-east-1": 0}, "corsOrigins": ["*"]}
+
+
+@pytest.fixture(scope="session")
+def public(tmp_path_factory) -> Synthesised:
+    ledger = tmp_path_factory.mktemp("public-ledger") / "tickets.lock.json"
+    return Synthesised({"tickets": PUBLIC_CONFIG}, tmp_path_factory.mktemp("public"), ledger)
+
+
 @pytest.fixture(scope="session")
 def template(deployed_default) -> Template:
     return deployed_default.templates["us-east-1"]
@@ -152,6 +162,10 @@ def test_function_timeout_outlasts_the_worst_dynamodb_wait(template):
     timeout = Capture()
     template.has_resource_properties("AWS::Lambda::Function", {"Timeout": timeout})
     assert timeout.as_number() > timing.WORST_CASE_DYNAMODB_SECONDS
+
+
+def test_log_group_the_audit_trail_is_retained_with_the_tables(template):
+    template.has_resource("AWS::Logs::LogGroup", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
 
 
 def test_log_group_has_explicit_retention(template, two_regions):
@@ -248,10 +262,69 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
             if metric and metric["MetricName"] == "ThrottledRequests":
                 dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
                 throttled.setdefault(dimensions["TableName"]["Ref"], set()).add(dimensions["Operation"])
-    assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem", "TransactWriteItems"},
+    assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem"},
                          "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)
+
+
+def test_the_topic_key_lets_only_this_accounts_cloudwatch_alarms_use_it(two_regions):
+    keys = two_regions.templates["us-east-1"].find_resources("AWS::KMS::Key")
+    assert len(keys) == 1
+    statements = next(iter(keys.values()))["Properties"]["KeyPolicy"]["Statement"]
+    cloudwatch = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
+    assert len(cloudwatch) == 1, statements
+    [grant] = cloudwatch
+    assert sorted(_actions(grant)) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert grant["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:us-east-1:",
+                                                        {"Ref": "AWS::AccountId"}, ":alarm:*"]]}},
+    }
+
+
+def _invoke_policies(template: Template) -> dict:
+    return template.find_resources("AWS::IAM::ManagedPolicy")
+
+
+def test_an_iam_stack_offers_callers_a_policy_with_exactly_the_two_invoke_actions(template):
+    [(policy_id, policy)] = _invoke_policies(template).items()
+    function = Capture()
+    template.has_resource_properties("AWS::Lambda::Url", {"TargetFunctionArn": {"Fn::GetAtt": [function, "Arn"]}})
+    function_arn = {"Fn::GetAtt": [function.as_string(), "Arn"]}
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert sorted(statements, key=lambda s: s["Action"]) == [
+        {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn,
+         "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}}},
+        {"Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": function_arn,
+         "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+    ]
+    assert "Roles" not in policy["Properties"] and "Users" not in policy["Properties"]  # attached by the operator
+    template.has_output("InvokePolicyArn", {"Value": {"Ref": policy_id}})
+
+
+def test_a_public_stack_has_no_invoke_policy(two_regions):
+    for each in two_regions.templates.values():
+        assert _invoke_policies(each) == {}
+        assert "InvokePolicyArn" not in each.to_json().get("Outputs", {})
+
+
+def _warnings(synthesised: Synthesised) -> list[str]:
+    found = []
+    for stack in synthesised.stacks.values():
+        for message in Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("tickets:")):
+            found.append(message.entry.data)
+    return found
+
+
+def test_synthesis_warns_about_a_public_url_open_to_any_page_and_any_key(public):
+    warnings = _warnings(public)
+    assert any("corsOrigins" in w and "*" in w and "auth" in w for w in warnings), warnings
+    assert any("strictKeys" in w and "reservedConcurrency" in w for w in warnings), warnings
+
+
+def test_no_such_warnings_for_iam_auth_or_strict_keys(deployed_default, two_regions):
+    assert _warnings(deployed_default) == [] and _warnings(two_regions) == []
 
 
 def test_alarm_email_adds_an_encrypted_topic_wired_to_every_alarm(two_regions):
@@ -306,6 +379,8 @@ def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
 
 @pytest.mark.parametrize("tickets, field", [
     ({"regions": {"us-east-1": 1}, "regionSlots": 1}, "tickets.regions.us-east-1"),
+    ({"regions": {"us-east-9": 0}}, "tickets.regions.us-east-9"),
+    ({"regions": {"cn-north-1": 0}}, "tickets.regions.cn-north-1"),
     ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
     ({"regions": {"us-east-1": 0}, "counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
     ({"regions": {"us-east-1": 0}, "colour": "blue"}, "tickets.colour"),

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from .client import TicketsClient
+from .client import FUNCTION_TIMEOUT_SECONDS, IN_PROGRESS_RETRY_SECONDS, TicketsClient
 from .errors import TicketsError
 
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -19,8 +19,14 @@ examples:
   TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws python -m tickets_client next orders
 
 A *.lambda-url.<region>.on.aws URL is signed with SigV4 using botocore's credentials
-(environment, ~/.aws, SSO, instance role); other URLs are not, unless --sign.
-Errors print "error: <code>: <message>" on stderr and exit with status 1."""
+(environment, ~/.aws, SSO, instance role); other URLs are not, unless --sign. Callers of an
+AWS_IAM Function URL need lambda:InvokeFunctionUrl and lambda:InvokeFunction on the function.
+
+`next` sends an Idempotency-Key, the same on every retry. Retried: 429, 503 and lost
+connections (--max-attempts), 502 and 504 (for `next` only: it carries the key), and
+409 in_progress for up to %d s of waiting (the function's %d s timeout and a margin).
+Errors print "error: <code>: <message>" on stderr and exit with status 1.""" % (
+    IN_PROGRESS_RETRY_SECONDS, FUNCTION_TIMEOUT_SECONDS)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -32,7 +38,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
     common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
     common.add_argument("--max-attempts", type=int, default=5,
-                        help="attempts per request, retrying 429, 503, 409 in_progress and lost connections (default: 5)")
+                        help="attempts per request for 429, 503, lost connections and (next only) 502 and 504; "
+                             f"409 in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting "
+                             "regardless (default: 5)")
 
     parser = argparse.ArgumentParser(prog="python -m tickets_client", epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -7,6 +7,13 @@
 
 Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
 retry after a lost answer gets the first answer instead of burning tickets.
+
+Retries: 429, 503 and lost connections, up to `max_attempts` attempts; 502 and 504 (the
+function failed or timed out, perhaps after issuing) only for requests that carry an
+Idempotency-Key, whose retry gets that first answer; and 409 `in_progress` (the first attempt
+with this key still holds its lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past
+`max_attempts`: a first attempt that crashed holds the lock until the function's timeout.
+Waits are capped exponential backoff with full jitter, and at least the server's Retry-After.
 """
 
 from __future__ import annotations
@@ -30,6 +37,12 @@ USER_AGENT = "tickets-client/0.1"
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_CAP_SECONDS = 5.0
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
+# The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
+# import the server's code; tests/test_client.py checks the two agree).
+FUNCTION_TIMEOUT_SECONDS = 40
+IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
+IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
+_GATEWAY_ERRORS = (502, 504)
 
 
 class TicketsClient:
@@ -82,33 +95,46 @@ class TicketsClient:
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if idempotent:  # issuing: one key for all attempts, so a retry cannot burn tickets
             headers["Idempotency-Key"] = str(uuid.uuid4())
-        for attempt in range(1, self._max_attempts + 1):
+        attempts, failed_attempts, waited = 0, 0, 0.0
+        while True:
+            attempts += 1
             sent = self._signer.headers(method, self.url + path, headers, b"") if self._signer else headers
             try:
                 status, response_headers, body = self._transport.send(method, target, sent)
             except (OSError, http.client.HTTPException) as err:
                 failure = TicketsError(None, "unreachable", f"no answer from {self.url}: {err or type(err).__name__}")
-                delay = _backoff(attempt)
+                delay = _backoff(attempts)
             else:
                 if status < 300:
                     return _json_object(status, body)
                 failure = _server_error(status, body)
-                if not _retryable(failure):
+                if not _retryable(failure, idempotent):
                     raise failure
-                delay = max(_retry_after(response_headers.get("retry-after")), _backoff(attempt))
-            if attempt == self._max_attempts:
+                delay = max(_retry_after(response_headers.get("retry-after")), _backoff(attempts))
+            if _in_progress(failure):
+                give_up = waited >= IN_PROGRESS_RETRY_SECONDS or attempts >= IN_PROGRESS_MAX_ATTEMPTS
+            else:
+                failed_attempts += 1
+                give_up = failed_attempts >= self._max_attempts
+            if give_up:
                 raise failure
             self._sleep(delay)
-        raise AssertionError("unreachable")  # the loop returns or raises
+            waited += delay
 
 
 def _key_path(key: str | None) -> str:
     return "/" if key is None else "/" + quote(key, safe="")
 
 
-def _retryable(error: TicketsError) -> bool:
-    # 409 in_progress: the first attempt of this Idempotency-Key is still running; its answer follows.
-    return error.status in (429, 503) or (error.status == 409 and error.code == "in_progress")
+def _retryable(error: TicketsError, idempotent: bool) -> bool:
+    # A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get
+    # that answer instead of new tickets.
+    return error.status in (429, 503) or _in_progress(error) or (idempotent and error.status in _GATEWAY_ERRORS)
+
+
+def _in_progress(error: TicketsError) -> bool:
+    """409 in_progress: the first attempt with this Idempotency-Key is still running; its answer follows."""
+    return error.status == 409 and error.code == "in_progress"
 
 
 def _backoff(attempt: int) -> float:

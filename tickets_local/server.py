@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tickets.errors import PayloadTooLarge
+from tickets.errors import PayloadTooLarge, clip
 
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, load_deployment
@@ -88,7 +88,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         response = self._answer()
         self._send(response)
-        log.info("%s %s %d %.1fms", self.command, self.path, response.status,
+        log.info("%s %s %d %.1fms", self.command, clip(self.path), response.status,
                  (time.perf_counter() - started) * 1000)
 
     def _answer(self) -> HttpResponse:
@@ -157,10 +157,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         JSON error format, like every other answer, instead of an HTML page."""
         status = HTTPStatus(code)
         self.close_connection = True
-        self._send(error_response(code, _PROTOCOL_ERROR_CODES.get(code, f"http_{code}"),
-                                  message or status.phrase))
-        log.warning("%s %s %d (%s)", self.command or "-", self.path if self.command else "-", code,
-                    message or status.phrase)
+        message = clip(message or status.phrase)  # http.server's messages quote the request line whole
+        self._send(error_response(code, _PROTOCOL_ERROR_CODES.get(code, f"http_{code}"), message))
+        log.warning("%s %s %d (%s)", self.command or "-", clip(self.path) if self.command else "-", code, message)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # what http.server would log, send_error and _serve already log, one line each

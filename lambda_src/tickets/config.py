@@ -23,7 +23,22 @@ MAX_SHARDS = 100  # /_counters reads all of a key's lanes with one BatchGetItem:
 AUTH_TYPES = ("AWS_IAM", "NONE")
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827,
                       2192, 2557, 2922, 3288, 3653)
-REGION_PATTERN = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
+# The regions the stack can serve: those where AWS publishes the Powertools for AWS Lambda (Python) v3
+# layer it uses (account 017000801446, commercial partition `aws`). From the region matrix of
+# aws-powertools/powertools-lambda-python .github/workflows/reusable_deploy_v3_layer_stack.yml,
+# plus ap-southeast-5, ap-southeast-7 and mx-central-1 (that repository's issues #5383, #6076,
+# #6075, done in 2025); checked November 2026, when ap-southeast-6 (#7355), ap-east-2 and
+# eusc-de-east-1 (#8000) had no layer. The China and GovCloud layers live in other partitions
+# and accounts, which stacks/powertools.py does not use. Add a region here once AWS lists it.
+POWERTOOLS_LAYER_REGIONS = frozenset({
+    "af-south-1", "ap-east-1", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3", "ap-south-1",
+    "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3", "ap-southeast-4", "ap-southeast-5",
+    "ap-southeast-7", "ca-central-1", "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1",
+    "eu-south-1", "eu-south-2", "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1", "me-central-1",
+    "me-south-1", "mx-central-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1", "us-west-2",
+})
+_OTHER_PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov", "us-iso": "an isolated partition",
+                     "eusc-": "aws-eusc"}
 SETTINGS_ENV = "TICKETS_SETTINGS"
 COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
@@ -192,8 +207,7 @@ def parse_config(raw: Any) -> DeploymentConfig:
     owners: dict[int, str] = {}
     for region, slot in regions.items():
         where = f"tickets.regions.{region}"
-        if not REGION_PATTERN.fullmatch(region):
-            raise ConfigError(f"{where}: {region!r} is not an AWS region name such as us-east-1")
+        _require_servable_region(region, where)
         if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
             raise ConfigError(f"{where}: slot must be a whole number from 0 to regionSlots-1 "
                               f"({region_slots - 1}), got {slot!r}")
@@ -271,6 +285,22 @@ def _parse_counter(key: str, raw: Any) -> CounterConfig:
     if maximum < start:
         raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
     return CounterConfig(start=start, stride=stride, max=maximum, shards=shards)
+
+
+def _require_servable_region(region: Any, where: str) -> None:
+    if not isinstance(region, str) or region not in POWERTOOLS_LAYER_REGIONS:
+        partition = next((name for prefix, name in _OTHER_PARTITIONS.items()
+                          if isinstance(region, str) and region.startswith(prefix)), None)
+        if partition is not None:
+            why = (f"it is in the {partition} partition, and the stack uses the Powertools layer that AWS "
+                   "publishes in the commercial partition only")
+        elif isinstance(region, str) and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d+", region):
+            why = ("it is not a region, or the Powertools layer the stack uses is not published there yet "
+                   "(POWERTOOLS_LAYER_REGIONS in lambda_src/tickets/config.py says where it is)")
+        else:
+            why = "it is not a region name such as us-east-1"
+        raise ConfigError(f"{where}: the stack cannot be deployed to {region!r}: {why} "
+                          f"(the stack serves: {', '.join(sorted(POWERTOOLS_LAYER_REGIONS))})")
 
 
 def _require_object(raw: Any, where: str, allowed: set[str]) -> None:

@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 
+ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough to recognise it
+
+
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the
+    log line that carries it, must stay small whatever the caller sent."""
+    return clip(repr(value), limit)
+
+
+def clip(text: str, limit: int = ECHO_CHARS) -> str:
+    """`text` cut to `limit` characters, saying how long it was."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 class TicketsError(Exception):
     status = 500
     code = "internal_error"
@@ -31,6 +45,11 @@ class MethodNotAllowed(TicketsError):
 class Exhausted(TicketsError):
     status = 409
     code = "exhausted"
+
+
+def exhausted(key: str, count: int, maximum: int) -> Exhausted:
+    return Exhausted(f"counter {key!r} cannot issue {count} more ticket(s) without passing its max ({maximum}); "
+                     "raise max in cdk.json, ask for fewer, or use a new key. Nothing was issued.")
 
 
 class ConfigMismatch(TicketsError):

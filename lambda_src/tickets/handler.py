@@ -61,7 +61,8 @@ def next_ticket(key: str) -> Response:
 
 @app.get("/_counters/<key>")
 def counter_state(key: str) -> Response:
-    return _json(200, issuer.state(protocol.decode_path_key(key)))
+    event = app.current_event
+    return _json(200, issuer.state(protocol.state_request(key, event.raw_query_string, event.body)))
 
 
 @app.not_found
@@ -89,7 +90,7 @@ def bug(err: Exception) -> Response:
 def _issue(path_key: str | None) -> Response:
     event = app.current_event
     body = protocol.request_body(event.body, event.is_base64_encoded)
-    request = protocol.ticket_request(path_key, event.query_string_parameters, body, settings.default_key)
+    request = protocol.ticket_request(path_key, event.raw_query_string, body, settings.default_key)
     logger.append_keys(key=request.key, count=request.count)
     idempotency_key = event.headers.get("idempotency-key")
     if idempotency_key is None:

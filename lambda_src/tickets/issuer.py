@@ -1,6 +1,13 @@
 """Issuing tickets: pick a lane of the key, advance it, and say what was issued.
 
 Plain Python: the store is handed in, so this module knows nothing of DynamoDB.
+
+An Issuer lives as long as the function's execution environment, and learns which lanes are
+exhausted: a lane's `last` only increases and its `max` is fixed for the process, so a lane
+that could not fit `count` more tickets never will. Such lanes are skipped, and on the first
+exhausted lane of a request the key's other lanes are read at once (one BatchGetItem), so a
+spent sharded key costs a warm function at most one refused write and one read, once, instead
+of one write per shard on every request.
 """
 
 from __future__ import annotations
@@ -10,16 +17,20 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from .config import CounterConfig, Settings
-from .errors import Exhausted, NotFound, Unavailable
+from .errors import Exhausted, NotFound, Unavailable, exhausted
 from .sequence import Lane, lanes_of
 from .tables import LAST, STEP
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
+# Lanes whose `last` is known to be high. A few integers each; forgotten wholesale past this many,
+# since relearning costs one refused write and one read per key.
+_REMEMBERED_LANES = 100_000
 
 
 class Store(Protocol):
-    def advance(self, lane: Lane, count: int) -> int: ...
+    def advance(self, lane: Lane, count: int) -> int:
+        """The new `last`; raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
 
 
@@ -48,17 +59,26 @@ class Issuer:
         self._settings = settings
         self._store = store
         self._shuffle = shuffle
+        self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
 
     def issue(self, key: str, count: int) -> Issued:
         counter, lanes = self._lanes(key)
         self._shuffle(lanes)
+        candidates = [lane for lane in lanes if self._may_fit(lane, count)]
         failure: Exhausted | Unavailable | None = None
         unavailable = 0
-        for lane in lanes:
+        surveyed = len(lanes) == 1
+        while candidates:
+            lane = candidates.pop(0)
             try:
                 last = self._store.advance(lane, count)
             except Exhausted as err:
+                self._learn(lane, lane.limit(count) + 1)
                 failure = failure if isinstance(failure, Unavailable) else err
+                if not surveyed and candidates:
+                    surveyed = True
+                    self._survey(lanes)
+                    candidates = [other for other in candidates if self._may_fit(other, count)]
                 continue
             except Unavailable as err:
                 failure, unavailable = err, unavailable + 1
@@ -66,8 +86,25 @@ class Issuer:
                     break
                 continue
             return Issued(key=key, tickets=lane.block(last, count), counter=counter)
-        assert failure is not None  # every key has at least one lane
-        raise failure
+        raise failure or exhausted(key, count, counter.max)
+
+    def _may_fit(self, lane: Lane, count: int) -> bool:
+        return self._last_at_least.get(lane.item_key, lane.seed) <= lane.limit(count)
+
+    def _learn(self, lane: Lane, last_at_least: int) -> None:
+        if len(self._last_at_least) >= _REMEMBERED_LANES:
+            self._last_at_least.clear()
+        known = self._last_at_least.get(lane.item_key, last_at_least)
+        self._last_at_least[lane.item_key] = max(known, last_at_least)
+
+    def _survey(self, lanes: list[Lane]) -> None:
+        """Learn every lane's `last` from one read. Items of another step are left to advance,
+        which refuses them with the reason."""
+        items = self._store.read(lanes)
+        for lane in lanes:
+            stored = items.get(lane.item_key)
+            if stored is not None and stored[STEP] == lane.step and stored[LAST] is not None:
+                self._learn(lane, stored[LAST])
 
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)

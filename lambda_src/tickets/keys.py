@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import BadRequest
+from .errors import BadRequest, echo
 
 KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
 KEY_RULE = "1-100 characters from A-Z a-z 0-9 . _ : -, the first one a letter or digit"
@@ -18,7 +18,7 @@ def is_valid_key(key: object) -> bool:
 
 def require_key(key: str) -> str:
     if not is_valid_key(key):
-        raise BadRequest(f"invalid key {key!r}: a key is {KEY_RULE}")
+        raise BadRequest(f"invalid key {echo(key)}: a key is {KEY_RULE}")
     return key
 
 
@@ -33,7 +33,7 @@ def parse_count(raw: object) -> int:
     else:
         count = None
     if count is None or not 1 <= count <= MAX_COUNT:
-        raise BadRequest(f"invalid count {raw!r}: count is a whole number from 1 to {MAX_COUNT}")
+        raise BadRequest(f"invalid count {echo(raw)}: count is a whole number from 1 to {MAX_COUNT}")
     return count
 
 

@@ -8,10 +8,10 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
-from typing import Mapping
-from urllib.parse import unquote
+from typing import Any
+from urllib.parse import parse_qsl, unquote
 
-from .errors import BadRequest, PayloadTooLarge
+from .errors import BadRequest, PayloadTooLarge, echo
 from .keys import MAX_COUNT, parse_count, require_key
 
 QUERY_FIELDS = ("key", "systemKey", "count")
@@ -45,13 +45,9 @@ def decode_path_key(segment: str) -> str:
         raise BadRequest("the key in the path is not valid percent-encoded UTF-8") from None
 
 
-def ticket_request(path_key: str | None, query: Mapping[str, str] | None, body: bytes, default_key: str
-                   ) -> TicketRequest:
+def ticket_request(path_key: str | None, raw_query: str | None, body: bytes, default_key: str) -> TicketRequest:
     """Merge path, query and body into one request; they may repeat each other but not disagree."""
-    query = query or {}
-    unknown = sorted(set(query) - set(QUERY_FIELDS))
-    if unknown:
-        raise BadRequest(f"unknown query parameter {unknown[0][:40]!r}; use key (or systemKey) and count")
+    query = query_parameters(raw_query)
     fields = _body_fields(body)
 
     keys = {source: value for source, value in (
@@ -69,6 +65,34 @@ def ticket_request(path_key: str | None, query: Mapping[str, str] | None, body: 
     return TicketRequest(key=key, count=parsed.pop() if parsed else 1)
 
 
+def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:
+    """The key of GET /_counters/{key}, which reads state only: a query or a body would ask for
+    something it does not do."""
+    if raw_query:
+        raise BadRequest("GET /_counters/{key} takes no query parameters; name the key in the path")
+    if body:
+        raise BadRequest("GET /_counters/{key} takes no body")
+    return decode_path_key(path_key)
+
+
+def query_parameters(raw_query: str | None) -> dict[str, str]:
+    """The query's parameters, each known and given once. Read from the raw query string: in
+    queryStringParameters AWS joins a repeated parameter's values with commas, so `count=2&count=2`
+    would look like the count '2,2'."""
+    try:
+        pairs = parse_qsl(raw_query or "", keep_blank_values=True, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequest("the query string is not valid percent-encoded UTF-8") from None
+    query: dict[str, str] = {}
+    for name, value in pairs:
+        if name not in QUERY_FIELDS:
+            raise BadRequest(f"unknown query parameter {echo(name)}; use key (or systemKey) and count")
+        if name in query:
+            raise BadRequest(f"{name} was repeated in the query string; give it once")
+        query[name] = value
+    return query
+
+
 def request_body(raw: str | None, is_base64: bool) -> bytes:
     if not raw:
         return b""
@@ -83,22 +107,32 @@ def request_body(raw: str | None, is_base64: bool) -> bytes:
     return body
 
 
-def _body_fields(body: bytes) -> dict:
+def _body_fields(body: bytes) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        fields = json.loads(body)
+        fields = json.loads(body, object_pairs_hook=_unique_fields)
     except (ValueError, RecursionError):
         raise BadRequest('the body must be empty or a JSON object such as {"count": 10}') from None
     if not isinstance(fields, dict):
         raise BadRequest('the body must be empty or a JSON object such as {"count": 10}')
     unknown = sorted(set(fields) - set(BODY_FIELDS))
     if unknown:
-        raise BadRequest(f"unknown body field {unknown[0][:40]!r}; use key and count")
+        raise BadRequest(f"unknown body field {echo(unknown[0])}; use key and count")
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")
     if "count" in fields and (isinstance(fields["count"], bool) or not isinstance(fields["count"], int)):
-        raise BadRequest(f"the body's count must be a JSON integer from 1 to {MAX_COUNT}, got {fields['count']!r}")
+        raise BadRequest(f"the body's count must be a JSON integer from 1 to {MAX_COUNT}, got {echo(fields['count'])}")
+    return fields
+
+
+def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose fields are all different: `{"count": 2, "count": 3}` means nothing sure."""
+    fields: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in fields:
+            raise BadRequest(f"the body repeats the field {echo(name)}; give each field once")
+        fields[name] = value
     return fields
 
 

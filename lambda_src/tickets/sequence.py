@@ -24,6 +24,9 @@ class Lane:
     first: int
     step: int
     max: int
+    # The first ticket of the key's shard 0 in this region: with `step` and `shards`, the layout a
+    # sharded key records on its plain item (for one shard it is `first`).
+    key_first: int
 
     @property
     def item_key(self) -> str:
@@ -58,9 +61,11 @@ def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: i
     """The lanes of `key` that one region (slot) owns, one per shard."""
     lane_total = region_slots * counter.shards
     step = counter.stride * lane_total
+    key_first = counter.start + counter.stride * region_slot * counter.shards
     lanes = []
     for shard in range(counter.shards):
         index = region_slot * counter.shards + shard
         lanes.append(Lane(key=key, shard=shard, shards=counter.shards, index=index,
-                          first=counter.start + counter.stride * index, step=step, max=counter.max))
+                          first=counter.start + counter.stride * index, step=step, max=counter.max,
+                          key_first=key_first))
     return lanes

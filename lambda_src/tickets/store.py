@@ -2,16 +2,40 @@
 
 A request is one conditional UpdateItem on its lane's item. The condition refuses a
 changed lane (its step, or its first ticket: start and region slot) and a block that
-would pass max, and ReturnValuesOnConditionCheckFailure says which, so nothing is read
-before a write and a refused request writes nothing.
+would pass max, so nothing is read before a write and a refused request writes nothing.
+Where the endpoint returns the item a condition failed on (ReturnValuesOnConditionCheckFailure),
+that says why; where it does not (dynalite, for one), one consistent read of that item does.
+Only plain UpdateItem and BatchGetItem are used: no transactions, which not every
+DynamoDB-compatible endpoint has.
 
-Two rare cases take one extra write, once per lane item's lifetime:
-- a hand-made item (only `counter` and `last`) is adopted by a compare-and-set that adds
-  its step, after checking in Python that `last` sits on the lane (no condition can
-  compute a modulo);
-- the first write to a shard's item (`key#s`) is a transaction that also records the
-  layout on the plain `key` item, so a key that issued tickets with another shard count
-  (whose lanes are other items) is refused instead of issuing the same numbers again.
+Rare cases take one or two more conditional writes, once per lane item's lifetime:
+- an item without `first` (made by hand, with or without `step`) fails the condition on
+  purpose: `last` is checked in Python (on the lane? within max? no condition can compute
+  a modulo) and the item adopted by a compare-and-set of `step` and `first` on the `last`
+  that was checked; a refused item is left as it was;
+- a shard's item (`key#s`) is created or adopted only after the key's layout (step, shards
+  and the first ticket of shard 0) is recorded on the plain `key` item.
+
+Why those two writes, layout first, cannot repeat a ticket, whatever runs between them
+(docs/design.md has the long form). Tickets are only ever taken from an item by a
+conditional write on that item, which DynamoDB applies one at a time, and every item stays
+on the lane its `first` and `step` name; lanes of one layout never share a ticket. A repeat
+therefore needs items of two layouts in one table, or a shard item and a live plain `key`
+item (an unsharded deployment's lane). The layout write sets only what is absent, on the
+condition that whatever is present equals it and that the plain item has no `last`; an
+unsharded request's write requires the plain item to have no `shards`. So the plain item
+records at most one layout, ever, and never both a layout and a `last`; and since every
+shard item is written only after its own request's layout write succeeded, all shard items
+belong to that one layout and coexist with no unsharded lane. Two requests of the same
+layout both record it (the second write changes nothing) and race to create the shard:
+`attribute_not_exists` lets one win, the other advances the winner's item. A request with
+another shard count, start or slot, or an unsharded one, loses on the plain item, before it
+writes any shard item, or finds the shard item's step or first differs. A crash between the
+two writes leaves a recorded layout and no shard item: nothing issued, and exactly what the
+next request of that layout writes anyway; it refuses only other layouts (for a key that
+never issued a ticket, deleting the plain item lifts that). (An item an operator types in
+whole, `step` and `first` included, is taken as it stands: this argument covers what the
+handler writes.)
 """
 
 from __future__ import annotations
@@ -20,41 +44,43 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
-from .errors import ConfigMismatch, Exhausted, Unavailable
+from .errors import ConfigMismatch, Unavailable, exhausted
 from .sequence import Lane
 from .tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
 
-# The plain `key` item of an unsharded key: a new item passes; an item with our step passes while
-# the block fits; a hand-made item (no step) fails on purpose, to be checked and adopted; an item
-# that records a sharded layout (`shards`) fails.
-_ADVANCE_KEY = ("SET #last = if_not_exists(#last, :seed) + :inc, #step = if_not_exists(#step, :step), "
-                "#first = if_not_exists(#first, :first)")
-_ADVANCE_KEY_IF = ("(attribute_not_exists(#step) OR #step = :step) AND "
-                   "(attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards) AND "
-                   "(attribute_not_exists(#last) OR (attribute_exists(#step) AND #last <= :limit))")
-# A shard's item only ever advances once it exists: creating it must check the key's layout.
+# The plain `key` item of an unsharded key: a new item passes; an item of this lane passes while
+# the block fits. Anything else fails on purpose, to be explained and, if it is a hand-made item on
+# the lane, adopted: an item without `first` or `step`, another lane's item, one recording a
+# sharded layout (`shards`).
+_ADVANCE_KEY = "SET #last = if_not_exists(#last, :seed) + :inc, #step = :step, #first = :first"
+_ADVANCE_KEY_IF = ("attribute_not_exists(#shards) AND ("
+                   "(attribute_not_exists(#last) AND attribute_not_exists(#step) AND attribute_not_exists(#first))"
+                   " OR (#step = :step AND #first = :first AND #last <= :limit))")
+# A shard's item only ever advances once it exists: creating it must record the key's layout first.
 _ADVANCE_SHARD = "SET #last = #last + :inc"
 _ADVANCE_SHARD_IF = "#step = :step AND #first = :first AND #last <= :limit"
 _ADOPT = "SET #step = :step, #first = :first"
-_ADOPT_IF = "#last = :old AND attribute_not_exists(#step)"
+_ADOPT_IF = ("#last = :old AND (attribute_not_exists(#step) OR #step = :step) AND "
+             "(attribute_not_exists(#first) OR #first = :first)")
 _CREATE_SHARD = "SET #last = :last, #step = :step, #first = :first"
 _CREATE_SHARD_IF = "attribute_not_exists(#counter)"
-_RECORD_LAYOUT = "SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards)"
+_RECORD_LAYOUT = ("SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards), "
+                  "#first = if_not_exists(#first, :first)")
 # The plain item holds the layout of a sharded key, and must not be a live single lane.
 _RECORD_LAYOUT_IF = ("(attribute_not_exists(#step) OR #step = :step) AND "
-                     "(attribute_not_exists(#shards) OR #shards = :shards) AND attribute_not_exists(#last)")
+                     "(attribute_not_exists(#shards) OR #shards = :shards) AND "
+                     "(attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#last)")
 _NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
 _LANE_NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST}
-_LAYOUT_NAMES = {"#last": LAST, "#step": STEP, "#shards": SHARDS}
 
 _TRANSIENT_CODES = frozenset({
     "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
     "InternalServerError", "ServiceUnavailable", "LimitExceededException",
-    "TransactionConflictException", "TransactionInProgressException",
 })
 # botocore's bases of every connection failure and timeout it raises (ReadTimeoutError included).
 _TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
 _ATTEMPTS = 3  # the advance, and at most two rounds of adopting or creating raced by another request
+_CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 class CounterStore:
@@ -63,16 +89,15 @@ class CounterStore:
         self._table = table_name
 
     def advance(self, lane: Lane, count: int) -> int:
-        """Reserve `count` tickets on `lane`; returns the new `last` (the highest ticket of the block)."""
+        """Reserve `count` tickets on `lane`; returns the new `last` (the highest ticket of the block).
+        Raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
         if lane.limit(count) < lane.seed:
-            raise _exhausted(lane, count)
+            raise exhausted(lane.key, count, lane.max)
         for _ in range(_ATTEMPTS):
             try:
                 response = self._call("update_item", **self._advance_request(lane, count))
             except ClientError as err:
-                if err.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
-                created = self._settle(lane, count, err.response.get("Item"))
+                created = self._settle(lane, count, self._failed_on(err, lane.item_key))
                 if created is not None:
                     return created
                 continue
@@ -83,19 +108,10 @@ class CounterStore:
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
-        """The stored state of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by item key;
-        an item that does not exist is left out."""
-        request = {self._table: {"Keys": [{COUNTER_KEY: {"S": lane.item_key}} for lane in lanes],
-                                 "ConsistentRead": True}}
-        found: dict[str, dict[str, int | None]] = {}
-        for _ in range(_ATTEMPTS):
-            response = self._call("batch_get_item", RequestItems=request)
-            for item in response.get("Responses", {}).get(self._table, []):
-                found[item[COUNTER_KEY]["S"]] = {LAST: _number(item.get(LAST)), STEP: _number(item.get(STEP))}
-            request = response.get("UnprocessedKeys") or {}
-            if not request:
-                return found
-        raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
+        """The stored `last` and `step` of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by
+        item key; an item that does not exist is left out."""
+        items = self._get([lane.item_key for lane in lanes])
+        return {key: {LAST: _number(item.get(LAST)), STEP: _number(item.get(STEP))} for key, item in items.items()}
 
     def _advance_request(self, lane: Lane, count: int) -> dict[str, Any]:
         values = {":inc": _n(count * lane.step), ":step": _n(lane.step), ":first": _n(lane.first),
@@ -116,69 +132,95 @@ class CounterStore:
         }
 
     def _settle(self, lane: Lane, count: int, item: dict[str, Any] | None) -> int | None:
-        """After a failed condition: refuse, or create/adopt the item. Returns `last` if the
-        creation itself issued the block, None to advance again."""
+        """After a failed condition, `item` as it was (None: it does not exist): refuse, or create or
+        adopt the item. Returns `last` if creating it issued the block, None to advance again.
+        Every refusal is decided before anything is written."""
         if item is None:
-            return self._create_shard(lane, count)  # only shard items fail the condition by not existing
-        step, shards, last = _number(item.get(STEP)), _number(item.get(SHARDS)), _number(item.get(LAST))
-        first = _number(item.get(FIRST))
+            if lane.shards == 1:
+                return None  # deleted since the write failed: the next advance creates it
+            self._record_layout(lane)
+            return self._create_shard(lane, count)
+        step, last, first = _number(item.get(STEP)), _number(item.get(LAST)), _number(item.get(FIRST))
         if STEP in item and step != lane.step or SHARDS in item:  # lane items never record shards
-            raise _changed_layout(lane, step, shards)
+            raise _changed_layout(lane, item)
         if FIRST in item and first != lane.first:
             raise _moved_lane(lane, first)
         if last is None or not lane.accepts_last(last):
             raise _off_lane(lane, last)
         if last > lane.limit(count):
-            raise _exhausted(lane, count)
-        if STEP not in item:
-            self._adopt(lane, last)
-        return None  # adopted, or it changed under us: advance again
+            raise exhausted(lane.key, count, lane.max)
+        if STEP in item and FIRST in item:
+            return None  # this lane's item, changed since the condition failed: advance again
+        if lane.shards > 1:
+            self._record_layout(lane)
+        self._adopt(lane, last)
+        return None  # adopted, by us or by a concurrent request: advance again
 
     def _adopt(self, lane: Lane, last: int) -> None:
-        adopt = {**self._on(lane.item_key), "UpdateExpression": _ADOPT, "ConditionExpression": _ADOPT_IF,
-                 "ExpressionAttributeNames": _LANE_NAMES,
-                 "ExpressionAttributeValues": {":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)}}
-        if lane.shards == 1:
-            try:
-                self._call("update_item", **adopt)
-            except ClientError as err:
-                if err.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
-            return  # adopted, by us or by a concurrent request
-        self._transact(lane, adopt)
+        """Give an item checked to be on the lane its `step` and `first`, if its `last` is still the one checked."""
+        try:
+            self._call("update_item", **self._on(lane.item_key), UpdateExpression=_ADOPT, ConditionExpression=_ADOPT_IF,
+                       ExpressionAttributeNames=_LANE_NAMES,
+                       ExpressionAttributeValues={":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
+        except ClientError as err:
+            if err.response["Error"]["Code"] != _CONDITION_FAILED:
+                raise
+            # `last` moved: adopted and advanced by a concurrent request, or edited; the next advance tells
+
+    def _record_layout(self, lane: Lane) -> None:
+        """Record the sharded key's layout on its plain item, or refuse: another layout is recorded
+        there, or the plain item is an unsharded lane that issued tickets."""
+        try:
+            self._call("update_item", **self._on(lane.key), UpdateExpression=_RECORD_LAYOUT,
+                       ConditionExpression=_RECORD_LAYOUT_IF, ExpressionAttributeNames=_NAMES,
+                       ExpressionAttributeValues={":step": _n(lane.step), ":shards": _n(lane.shards),
+                                                  ":first": _n(lane.key_first)},
+                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        except ClientError as err:
+            item = self._failed_on(err, lane.key) or {}
+            layout = {STEP: lane.step, SHARDS: lane.shards, FIRST: lane.key_first}
+            if LAST in item or any(name in item and _number(item[name]) != value for name, value in layout.items()):
+                raise _changed_layout(lane, item, layout_item=True) from None
+            # Nothing on the item explains the failure: it was edited or deleted since. Never go on
+            # to the shard's item without the layout recorded.
+            raise Unavailable(f"counter {lane.key!r} changed while this request set it up; nothing was issued, "
+                              "retry") from None
 
     def _create_shard(self, lane: Lane, count: int) -> int | None:
         last = lane.seed + count * lane.step
-        create = {**self._on(lane.item_key), "UpdateExpression": _CREATE_SHARD,
-                  "ConditionExpression": _CREATE_SHARD_IF,
-                  "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **_LANE_NAMES},
-                  "ExpressionAttributeValues": {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)}}
-        return last if self._transact(lane, create) else None
-
-    def _transact(self, lane: Lane, lane_update: dict[str, Any]) -> bool:
-        """Apply `lane_update` together with recording the key's layout; False if the lane item
-        changed first (a concurrent request won: advance again)."""
-        record_layout = {**self._on(lane.key), "UpdateExpression": _RECORD_LAYOUT,
-                         "ConditionExpression": _RECORD_LAYOUT_IF, "ExpressionAttributeNames": _LAYOUT_NAMES,
-                         "ExpressionAttributeValues": {":step": _n(lane.step), ":shards": _n(lane.shards)},
-                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}
         try:
-            self._call("transact_write_items", TransactItems=[{"Update": lane_update}, {"Update": record_layout}])
+            self._call("update_item", **self._on(lane.item_key), UpdateExpression=_CREATE_SHARD,
+                       ConditionExpression=_CREATE_SHARD_IF,
+                       ExpressionAttributeNames={"#counter": COUNTER_KEY, **_LANE_NAMES},
+                       ExpressionAttributeValues={":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
         except ClientError as err:
-            if err.response["Error"]["Code"] != "TransactionCanceledException":
+            if err.response["Error"]["Code"] != _CONDITION_FAILED:
                 raise
-            reasons = [reason.get("Code") for reason in err.response.get("CancellationReasons", [])]
-            if len(reasons) == 2 and reasons[1] == "ConditionalCheckFailed":
-                guard = err.response["CancellationReasons"][1].get("Item", {})
-                raise _changed_layout(lane, _number(guard.get(STEP)), _number(guard.get(SHARDS)),
-                                      single_lane_last=_number(guard.get(LAST)))
-            if reasons and reasons[0] == "ConditionalCheckFailed" or "TransactionConflict" in reasons:
-                # Another request created or adopted the lane first, or is recording the same layout
-                # on the key item (two new shards at once): advance again.
-                return False
-            raise Unavailable("the counter table could not apply the write (a conflict or throttling); "
-                              "nothing was issued, retry after the Retry-After delay") from err
-        return True
+            return None  # another request created it first: advance again
+        return last
+
+    def _failed_on(self, err: ClientError, item_key: str) -> dict[str, Any] | None:
+        """The item whose condition failed, as it stands (None: it does not exist). Re-raises any
+        other error. An endpoint that ignores ReturnValuesOnConditionCheckFailure leaves the item
+        out, as DynamoDB does for an item that does not exist: one consistent read tells which."""
+        if err.response["Error"]["Code"] != _CONDITION_FAILED:
+            raise err
+        if "Item" in err.response:
+            return err.response["Item"]
+        return self._get([item_key]).get(item_key)
+
+    def _get(self, item_keys: list[str]) -> dict[str, dict[str, Any]]:
+        """These items as stored, by key, from one consistent BatchGetItem (retried for unprocessed keys)."""
+        request = {self._table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
+        found: dict[str, dict[str, Any]] = {}
+        for _ in range(_ATTEMPTS):
+            response = self._call("batch_get_item", RequestItems=request)
+            for item in response.get("Responses", {}).get(self._table, []):
+                found[item[COUNTER_KEY]["S"]] = item
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                return found
+        raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def _on(self, item_key: str) -> dict[str, Any]:
         return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
@@ -210,22 +252,20 @@ def _number(attribute: dict[str, str] | None) -> int | None:
         return None
 
 
-def _exhausted(lane: Lane, count: int) -> Exhausted:
-    return Exhausted(f"counter {lane.key!r} cannot issue {count} more ticket(s) without passing its "
-                     f"max ({lane.max}); raise max in cdk.json, ask for fewer, or use a new key. "
-                     "Nothing was issued.")
-
-
-def _changed_layout(lane: Lane, step: int | None, shards: int | None, single_lane_last: int | None = None
-                    ) -> ConfigMismatch:
-    if single_lane_last is not None:
-        stored = f"issued tickets up to {single_lane_last} without shards"
+def _changed_layout(lane: Lane, item: dict[str, Any], *, layout_item: bool = False) -> ConfigMismatch:
+    """`item` shows the key's lanes were set up otherwise: it is the lane's own item, or (`layout_item`)
+    the plain key item a sharded key's layout is recorded on."""
+    step, shards, first, last = (_number(item.get(name)) for name in (STEP, SHARDS, FIRST, LAST))
+    if SHARDS in item:
+        stored = f"was set up with {shards} shard(s), step {step}, shard 0 starting at {first}"
+    elif layout_item and LAST in item:
+        stored = f"issued tickets up to {last} without shards"
     else:
-        stored = f"was set up with step {step} and {shards or 1} shard(s)"
+        stored = f"was set up with step {step}"
     return ConfigMismatch(
-        f"counter {lane.key!r} {stored}, but this deployment gives it step {lane.step} (stride x "
-        f"regionSlots x shards) and {lane.shards} shard(s); stride, regionSlots and shards are permanent "
-        "once tickets were issued. Nothing was issued.")
+        f"counter {lane.key!r} {stored}, but this deployment gives it {lane.shards} shard(s), step {lane.step} "
+        f"(stride x regionSlots x shards), shard 0 starting at {lane.key_first}; start, stride, regionSlots, "
+        "slots and shards are permanent once tickets were issued. Nothing was issued.")
 
 
 def _moved_lane(lane: Lane, first: int | None) -> ConfigMismatch:
