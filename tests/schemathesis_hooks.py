@@ -4,7 +4,8 @@ openapi.json states three request rules in words, because JSON Schema describes 
 on its own and cannot relate one to another:
 - the key may be named by the path, the query (`key`, `systemKey`) and the body, which must agree;
 - a query `count` and a body `count` must agree;
-- an Idempotency-Key names one request: the same header with another key or count is 422.
+- an Idempotency-Key names one request: the same header with another key, count or route (a block on
+  /_blocks/{key} is not a list of tickets) is 422.
 Schemathesis draws every parameter independently, so a request it means to be valid breaks these
 rules by chance and is rightly refused (400, 422), which its positive_data_acceptance check would
 report. This hook makes such requests keep the rules, and nothing else: the values stay the ones drawn
@@ -44,5 +45,5 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         # Still drawn, and still repeated whenever the same request is drawn twice (a replay); but
         # never the same header for two different requests.
         count = query.get("count", body.get("count", 1))
-        request = json.dumps([headers[IDEMPOTENCY_HEADER], key, str(count)])
+        request = json.dumps([headers[IDEMPOTENCY_HEADER], case.operation.path, key, str(count)])
         headers[IDEMPOTENCY_HEADER] = hashlib.sha256(request.encode()).hexdigest()

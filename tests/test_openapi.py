@@ -25,7 +25,7 @@ DOCUMENT = json.loads((REPO / "openapi.json").read_text())
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Schemathesis per operation: a few dozen examples, every check, one worker and no randomness (the same
 # requests in the same order on every run).
-EXAMPLES_PER_OPERATION = 30
+EXAMPLES_PER_OPERATION = 25
 
 
 def lookup(reference: str) -> dict[str, Any]:
