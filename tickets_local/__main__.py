@@ -11,13 +11,14 @@ import time
 from tickets.config import ConfigError
 
 from .backend import BackendError
-from .server import LocalServer
+from .server import OPENAPI_PATH, LocalServer
 
 DESCRIPTION = """\
 Serve Tickets locally: the deployed handler (tickets.handler, unchanged) behind a local
 Lambda Function URL (payload format 2.0), with the settings the stack derives from
 cdk.json for one region. No AWS account needed: DynamoDB is moto, in this process,
-unless --endpoint-url names another DynamoDB."""
+unless --endpoint-url names another DynamoDB. The server itself answers
+GET /_local/openapi.json with the API's OpenAPI document (openapi.json)."""
 
 EPILOG = """\
 examples:
@@ -102,6 +103,7 @@ def banner(server: LocalServer) -> str:
         f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
         f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}",
         f"  try:      curl -s {server.url}{deployment.sample_path}",
+        f"  openapi:  {server.url}{OPENAPI_PATH}",
         "Ctrl-C stops it.",
     ])
 

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from tickets.errors import PayloadTooLarge, clip
+from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, load_deployment
@@ -37,6 +37,10 @@ IDLE_KEEP_ALIVE_SECONDS = 30
 _MAX_CHUNK_LINE = 1024
 _PROTOCOL_ERROR_CODES = {400: "bad_request", 408: "timeout", 413: PayloadTooLarge.code,
                          414: PayloadTooLarge.code, 431: PayloadTooLarge.code}
+# The API's OpenAPI document, answered by the server itself: no key starts with `_`, so no counter can
+# shadow the path, and the deployed function (which has no such route) is unaffected.
+OPENAPI_PATH = "/_local/openapi.json"
+OPENAPI_DOCUMENT = Path(__file__).resolve().parent.parent / "openapi.json"
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -96,6 +100,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
+        if self.path.partition("?")[0] == OPENAPI_PATH:
+            return _openapi_document(self.command)
         request = HttpRequest(method=self.command, target=self.path, protocol=self.request_version,
                               headers=list(self.headers.items()), body=body,
                               source_ip=self.client_address[0], server_port=self.server.server_address[1])
@@ -163,6 +169,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # what http.server would log, send_error and _serve already log, one line each
+
+
+def _openapi_document(method: str) -> HttpResponse:
+    if method != "GET":
+        refusal = error_response(405, MethodNotAllowed.code, f"{OPENAPI_PATH} accepts GET")
+        return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
+    try:
+        document = OPENAPI_DOCUMENT.read_bytes()
+    except OSError:
+        return error_response(404, NotFound.code, f"{OPENAPI_DOCUMENT.name} is not beside tickets_local: "
+                                                  "this copy was installed without the repository")
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], document)
 
 
 def _too_large() -> HttpResponse:

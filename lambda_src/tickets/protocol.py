@@ -121,8 +121,8 @@ def _body_fields(body: bytes) -> dict[str, Any]:
         raise BadRequest(f"unknown body field {echo(unknown[0])}; use key and count")
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")
-    if "count" in fields and (isinstance(fields["count"], bool) or not isinstance(fields["count"], int)):
-        raise BadRequest(f"the body's count must be a JSON integer from 1 to {MAX_COUNT}, got {echo(fields['count'])}")
+    if "count" in fields:
+        fields["count"] = _json_integer(fields["count"])
     return fields
 
 
@@ -134,6 +134,15 @@ def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise BadRequest(f"the body repeats the field {echo(name)}; give each field once")
         fields[name] = value
     return fields
+
+
+def _json_integer(value: object) -> int:
+    """JSON has one number type: 3, 3.0 and 3e0 are one integer (as JSON Schema, and so openapi.json, says)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BadRequest(f"the body's count must be a JSON integer from 1 to {MAX_COUNT}, got {echo(value)}")
+    return value
 
 
 def allowed_methods(path: str) -> str | None:

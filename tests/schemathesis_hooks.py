@@ -1,0 +1,49 @@
+"""Schemathesis hooks for tests/test_openapi.py (loaded through SCHEMATHESIS_HOOKS).
+
+openapi.json states three request rules in words, because JSON Schema describes each parameter
+on its own and cannot relate one to another:
+- the key may be named by the path, the query (`key`, `systemKey`) and the body, which must agree;
+- a query `count` and a body `count` must agree;
+- an Idempotency-Key names one request: the same header with another key, count or route (a block on
+  /_blocks/{key} is not a list of tickets) is 422.
+Schemathesis draws every parameter independently, so a request it means to be valid breaks these
+rules by chance and is rightly refused (400, 422), which its positive_data_acceptance check would
+report. This hook makes such requests keep the rules, and nothing else: the values stay the ones drawn
+(the first key named wins), and requests meant to be invalid are sent exactly as drawn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import MutableMapping
+from typing import Any
+
+import schemathesis
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    if case.meta is None or not case.meta.generation.mode.is_positive:
+        return
+    query = case.query if isinstance(case.query, MutableMapping) else {}
+    body = case.body if isinstance(case.body, MutableMapping) else {}
+    named = [(case.path_parameters or {}).get("key"), query.get("key"), query.get("systemKey"), body.get("key")]
+    key = next((name for name in named if isinstance(name, str)), None)
+    if key is not None:
+        for name in ("key", "systemKey"):
+            if name in query:
+                query[name] = key
+        if "key" in body:
+            body["key"] = key
+    if "count" in query and "count" in body:
+        body["count"] = int(query["count"])
+    headers = case.headers if isinstance(case.headers, MutableMapping) else {}  # a CaseInsensitiveDict
+    if IDEMPOTENCY_HEADER in headers:
+        # Still drawn, and still repeated whenever the same request is drawn twice (a replay); but
+        # never the same header for two different requests.
+        count = query.get("count", body.get("count", 1))
+        request = json.dumps([headers[IDEMPOTENCY_HEADER], case.operation.path, key, str(count)])
+        headers[IDEMPOTENCY_HEADER] = hashlib.sha256(request.encode()).hexdigest()
