@@ -170,7 +170,8 @@ def test_a_sharded_key_uses_every_lane_then_is_exhausted(server, table):
     assert {lane: sorted(t) for lane, t in lanes.items()} == {s: [1 + s, 5 + s, 9 + s] for s in range(4)}
     assert all(t == sorted(t) for t in lanes.values())  # each lane increases
     before = [stored(table, key) for key in ("hot", "hot#0", "hot#1", "hot#2", "hot#3")]
-    assert before[0] == {COUNTER_KEY: {"S": "hot"}, "step": {"N": "4"}, "shards": {"N": "4"}, "first": {"N": "1"}}
+    assert before[0] == {COUNTER_KEY: {"S": "hot"}, "step": {"N": "4"}, "shards": {"N": "4"}, "first": {"N": "1"},
+                         "stride": {"N": "1"}}
     assert [refusal(server, "/hot") for _ in range(3)] == [(409, "exhausted")] * 3
     assert [stored(table, key) for key in ("hot", "hot#0", "hot#1", "hot#2", "hot#3")] == before
 

@@ -107,7 +107,8 @@ def test_two_single_lane_regions_are_together_dense(deploy):
     assert sorted(east_tickets + west_tickets) == list(range(1, 21))
 
 
-LAYOUT_ITEM = {"counter": {"S": "hot"}, "shards": {"N": "4"}, "step": {"N": "4"}, "first": {"N": "1"}}
+LAYOUT_ITEM = {"counter": {"S": "hot"}, "shards": {"N": "4"}, "step": {"N": "4"}, "first": {"N": "1"},
+               "stride": {"N": "1"}}
 
 
 def sharded(deploy, **counter):
@@ -197,7 +198,7 @@ def test_item_keys_follow_the_shard_count(deploy, shards):
     else:  # one item per lane, and the plain key's item records the layout (no `last`: it issues nothing)
         assert set(items) == {"hot"} | {f"hot#{s}" for s in range(shards)}
         assert items["hot"] == {"counter": {"S": "hot"}, "step": {"N": str(shards)}, "shards": {"N": str(shards)},
-                                "first": {"N": "1"}}
+                                "first": {"N": "1"}, "stride": {"N": "1"}}
 
 
 @pytest.mark.parametrize("before_shards, after_shards", [(1, 4), (2, 4), (4, 1), (4, 8)])
@@ -380,6 +381,20 @@ def test_a_changed_start_is_refused_on_a_shard_that_never_issued(deploy):
     answer = on_shards(moved, [3])[0]
     assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
     assert moved.items() == before
+
+
+def test_a_stride_traded_for_region_slots_is_refused_on_a_shard_that_never_issued(deploy):
+    """Stride 2 with one slot and stride 1 with two slots give three shards the same step (6) and
+    shard 0 the same first ticket; but old shard 1's lane (3, 9, ...) is new shard 2's. The layout
+    records the stride, so the new shard 2 item is never created."""
+    old = deploy({"regions": {"us-east-1": 0}, "counters": {"hot": {"start": 1, "stride": 2, "shards": 3}}})
+    assert [a.body["ticket"] for a in on_shards(old, [1, 1])] == [3, 9]
+    before = old.items()
+    traded = deploy({"regions": {"us-east-1": 0}, "regionSlots": 2,
+                     "counters": {"hot": {"start": 1, "stride": 1, "shards": 3}}})
+    answer = on_shards(traded, [2])[0]
+    assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
+    assert traded.items() == before
 
 
 # --- an endpoint without ReturnValuesOnConditionCheckFailure (dynalite, simulated on moto) ------

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any, Callable, Iterator
 
 from tickets.sequence import Lane
+from tickets.store import layout_of
 from tickets.tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
 
 from .table import AdminError, CounterTable, Item
@@ -80,7 +81,7 @@ def raise_key(table: CounterTable, key: str, lanes: list[Lane], above: int,
                 [_lane_problem(lane, table.get(lane.item_key)) for lane in lanes] if problem]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
-    if sharded and not _layout_recorded(layout):
+    if sharded and not _layout_recorded(lanes[0], layout):
         # Before any shard item is written, as the service does: a request with another shard count
         # then fails on the plain item instead of issuing numbers these lanes own.
         if not table.record_layout(key, lanes[0]):
@@ -144,16 +145,15 @@ def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
     if LAST in item:
         return (f"{key}: the plain item issued tickets without shards (last {_stored(item, LAST)}), but the config "
                 f"gives {key} {shard_zero.shards} shards; shards are permanent once tickets were issued")
-    expected = {STEP: shard_zero.step, SHARDS: shard_zero.shards, FIRST: shard_zero.first}
-    for name, value in expected.items():
+    for name, value in layout_of(shard_zero).items():
         if name in item and _stored(item, name) != value:
             return (f"{key}: the plain item records {name} {_stored(item, name)}, the config gives {value}; check "
                     "--config and --region, or the config changed after tickets were issued")
     return None
 
 
-def _layout_recorded(item: Item | None) -> bool:
-    return item is not None and all(name in item for name in (STEP, SHARDS, FIRST))
+def _layout_recorded(shard_zero: Lane, item: Item | None) -> bool:
+    return item is not None and all(name in item for name in layout_of(shard_zero))
 
 
 def _stored(item: Item | None, name: str) -> int | None:

@@ -15,6 +15,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from tickets.sequence import Lane
+from tickets.store import layout_update
 from tickets.tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
 
 # Generous retries: an operator's command may wait a little for a throttled table.
@@ -28,12 +29,6 @@ _CREATE_IF = "attribute_not_exists(#counter)"
 _RAISE = "SET #last = :last, #step = :step, #first = :first"
 _RAISE_IF = ("(attribute_not_exists(#last) OR #last < :last) AND (attribute_not_exists(#step) OR #step = :step) "
              "AND (attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards)")
-# A sharded key's layout on its plain item, before any shard item is written: set what is absent if
-# what is present agrees, and only on an item that is no live unsharded lane (no `last`).
-_LAYOUT = ("SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards), "
-           "#first = if_not_exists(#first, :first)")
-_LAYOUT_IF = ("(attribute_not_exists(#step) OR #step = :step) AND (attribute_not_exists(#shards) OR "
-              "#shards = :shards) AND (attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#last)")
 _NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
 
 
@@ -72,10 +67,11 @@ class CounterTable:
                             {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
 
     def record_layout(self, key: str, shard_zero: Lane) -> bool:
-        """Record a sharded key's layout on its plain item; False if that item disagrees."""
-        return self._update(key, _LAYOUT, _LAYOUT_IF, _NAMES,
-                            {":step": _n(shard_zero.step), ":shards": _n(shard_zero.shards),
-                             ":first": _n(shard_zero.first)})
+        """Record a sharded key's layout on its plain item, exactly as the service does; False if that
+        item disagrees."""
+        layout = layout_update(shard_zero)
+        return self._update(key, layout["UpdateExpression"], layout["ConditionExpression"],
+                            layout["ExpressionAttributeNames"], layout["ExpressionAttributeValues"])
 
     def scan(self) -> Iterator[Item]:
         """Every item, page by page, read consistently."""

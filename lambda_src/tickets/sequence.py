@@ -24,9 +24,10 @@ class Lane:
     first: int
     step: int
     max: int
-    # The first ticket of the key's shard 0 in this region: with `step` and `shards`, the layout a
-    # sharded key records on its plain item (for one shard it is `first`).
+    # The first ticket of the key's shard 0 in this region: with `step`, `shards` and `stride`, the
+    # layout a sharded key records on its plain item (for one shard it is `first`).
     key_first: int
+    stride: int
 
     @property
     def item_key(self) -> str:
@@ -67,5 +68,5 @@ def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: i
         index = region_slot * counter.shards + shard
         lanes.append(Lane(key=key, shard=shard, shards=counter.shards, index=index,
                           first=counter.start + counter.stride * index, step=step, max=counter.max,
-                          key_first=key_first))
+                          key_first=key_first, stride=counter.stride))
     return lanes

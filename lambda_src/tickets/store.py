@@ -13,8 +13,9 @@ Rare cases take one or two more conditional writes, once per lane item's lifetim
   purpose: `last` is checked in Python (on the lane? within max? no condition can compute
   a modulo) and the item adopted by a compare-and-set of `step` and `first` on the `last`
   that was checked; a refused item is left as it was;
-- a shard's item (`key#s`) is created or adopted only after the key's layout (step, shards
-  and the first ticket of shard 0) is recorded on the plain `key` item.
+- a shard's item (`key#s`) is created or adopted only after the key's layout (step, shards,
+  stride and the first ticket of shard 0: together they fix every shard's lane) is recorded on
+  the plain `key` item.
 
 Why those two writes, layout first, cannot repeat a ticket, whatever runs between them
 (docs/design.md has the long form). Tickets are only ever taken from an item by a
@@ -46,7 +47,7 @@ from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
 from .errors import ConfigMismatch, Unavailable, exhausted
 from .sequence import Lane
-from .tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
+from .tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP, STRIDE
 
 # The plain `key` item of an unsharded key: a new item passes; an item of this lane passes while
 # the block fits. Anything else fails on purpose, to be explained and, if it is a hand-made item on
@@ -65,12 +66,14 @@ _ADOPT_IF = ("#last = :old AND (attribute_not_exists(#step) OR #step = :step) AN
 _CREATE_SHARD = "SET #last = :last, #step = :step, #first = :first"
 _CREATE_SHARD_IF = "attribute_not_exists(#counter)"
 _RECORD_LAYOUT = ("SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards), "
-                  "#first = if_not_exists(#first, :first)")
+                  "#first = if_not_exists(#first, :first), #stride = if_not_exists(#stride, :stride)")
 # The plain item holds the layout of a sharded key, and must not be a live single lane.
 _RECORD_LAYOUT_IF = ("(attribute_not_exists(#step) OR #step = :step) AND "
                      "(attribute_not_exists(#shards) OR #shards = :shards) AND "
-                     "(attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#last)")
+                     "(attribute_not_exists(#first) OR #first = :first) AND "
+                     "(attribute_not_exists(#stride) OR #stride = :stride) AND attribute_not_exists(#last)")
 _NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
+_LAYOUT_NAMES = {**_NAMES, "#stride": STRIDE}
 _LANE_NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST}
 
 _TRANSIENT_CODES = frozenset({
@@ -171,15 +174,12 @@ class CounterStore:
         """Record the sharded key's layout on its plain item, or refuse: another layout is recorded
         there, or the plain item is an unsharded lane that issued tickets."""
         try:
-            self._call("update_item", **self._on(lane.key), UpdateExpression=_RECORD_LAYOUT,
-                       ConditionExpression=_RECORD_LAYOUT_IF, ExpressionAttributeNames=_NAMES,
-                       ExpressionAttributeValues={":step": _n(lane.step), ":shards": _n(lane.shards),
-                                                  ":first": _n(lane.key_first)},
+            self._call("update_item", **self._on(lane.key), **layout_update(lane),
                        ReturnValuesOnConditionCheckFailure="ALL_OLD")
         except ClientError as err:
             item = self._failed_on(err, lane.key) or {}
-            layout = {STEP: lane.step, SHARDS: lane.shards, FIRST: lane.key_first}
-            if LAST in item or any(name in item and _number(item[name]) != value for name, value in layout.items()):
+            if LAST in item or any(name in item and _number(item[name]) != value
+                                   for name, value in layout_of(lane).items()):
                 raise _changed_layout(lane, item, layout_item=True) from None
             # Nothing on the item explains the failure: it was edited or deleted since. Never go on
             # to the shard's item without the layout recorded.
@@ -239,6 +239,19 @@ class CounterStore:
                               "retry after the Retry-After delay") from err
 
 
+def layout_of(lane: Lane) -> dict[str, int]:
+    """What a sharded key's plain item records: together these fix every shard's lane."""
+    return {STEP: lane.step, SHARDS: lane.shards, FIRST: lane.key_first, STRIDE: lane.stride}
+
+
+def layout_update(lane: Lane) -> dict[str, Any]:
+    """The conditional UpdateItem (less its table and key) that records `lane`'s key's layout on the
+    plain item: the service's and tickets_admin's one way to do it."""
+    return {"UpdateExpression": _RECORD_LAYOUT, "ConditionExpression": _RECORD_LAYOUT_IF,
+            "ExpressionAttributeNames": _LAYOUT_NAMES,
+            "ExpressionAttributeValues": {f":{name}": _n(value) for name, value in layout_of(lane).items()}}
+
+
 def _n(value: int) -> dict[str, str]:
     return {"N": str(value)}
 
@@ -255,17 +268,17 @@ def _number(attribute: dict[str, str] | None) -> int | None:
 def _changed_layout(lane: Lane, item: dict[str, Any], *, layout_item: bool = False) -> ConfigMismatch:
     """`item` shows the key's lanes were set up otherwise: it is the lane's own item, or (`layout_item`)
     the plain key item a sharded key's layout is recorded on."""
-    step, shards, first, last = (_number(item.get(name)) for name in (STEP, SHARDS, FIRST, LAST))
+    step, shards, first, last, stride = (_number(item.get(name)) for name in (STEP, SHARDS, FIRST, LAST, STRIDE))
     if SHARDS in item:
-        stored = f"was set up with {shards} shard(s), step {step}, shard 0 starting at {first}"
+        stored = f"was set up with {shards} shard(s), step {step}, stride {stride}, shard 0 starting at {first}"
     elif layout_item and LAST in item:
         stored = f"issued tickets up to {last} without shards"
     else:
         stored = f"was set up with step {step}"
     return ConfigMismatch(
         f"counter {lane.key!r} {stored}, but this deployment gives it {lane.shards} shard(s), step {lane.step} "
-        f"(stride x regionSlots x shards), shard 0 starting at {lane.key_first}; start, stride, regionSlots, "
-        "slots and shards are permanent once tickets were issued. Nothing was issued.")
+        f"(stride x regionSlots x shards), stride {lane.stride}, shard 0 starting at {lane.key_first}; start, "
+        "stride, regionSlots, slots and shards are permanent once tickets were issued. Nothing was issued.")
 
 
 def _moved_lane(lane: Lane, first: int | None) -> ConfigMismatch:

@@ -7,6 +7,7 @@ LAST = "last"  # the last ticket issued on the lane: the high-water mark an oper
 STEP = "step"  # stride * lanes, fixed when the item is created
 FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item is created
 SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
+STRIDE = "stride"  # a sharded key's stride, recorded with its layout (step alone does not tell stride from slots)
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"
