@@ -120,3 +120,26 @@ def test_counter_lookup_with_and_without_strict_keys():
     assert lenient.counter("anything") == CounterConfig()
     assert strict.counter("anything") is None
     assert strict.counter("main") == CounterConfig()  # the default key is always served
+
+
+def test_max_block_defaults_to_a_million_and_may_be_lowered_per_deployment_and_per_key():
+    assert parse_config(SPEC_CONFIG).max_block == 1_000_000
+    config = parse_config(with_changes(maxBlock=5000, counters={"orders": {"start": 5000, "maxBlock": 100}}))
+    assert config.max_block == 5000
+    assert config.counters["orders"] == CounterConfig(start=5000, max_block=100)
+    env = handler_environment(config, "us-east-1", counter_table="t", idempotency_table="i")
+    settings = Settings.from_json(env[SETTINGS_ENV])
+    assert settings.block_limit(settings.counters["orders"]) == 100
+    assert settings.block_limit(settings.counter("unlisted")) == 5000
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"maxBlock": 0}, "tickets.maxBlock"),
+    ({"maxBlock": 1_000_001}, "tickets.maxBlock"),
+    ({"maxBlock": "1000"}, "tickets.maxBlock"),
+    ({"counters": {"orders": {"maxBlock": 0}}}, "tickets.counters.orders.maxBlock"),
+    ({"maxBlock": 100, "counters": {"orders": {"maxBlock": 101}}}, "tickets.counters.orders.maxBlock"),
+], ids=["zero", "over-a-million", "string", "key-zero", "key-above-deployment"])
+def test_max_block_out_of_range_is_refused_naming_the_field(changes, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        parse_config(with_changes(**changes))

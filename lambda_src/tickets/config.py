@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from .keys import KEY_RULE, is_valid_key
+from .keys import KEY_RULE, MAX_BLOCK, is_valid_key
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -37,9 +37,18 @@ class CounterConfig:
     stride: int = 1
     max: int = MAX_SAFE_INTEGER
     shards: int = 1
+    max_block: int | None = None  # the most tickets one /_blocks request may take; None: the deployment's
 
     def to_json(self) -> dict[str, int]:
-        return {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
+        encoded = {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
+        if self.max_block is not None:
+            encoded["maxBlock"] = self.max_block
+        return encoded
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, int]) -> "CounterConfig":
+        return cls(start=raw["start"], stride=raw["stride"], max=raw["max"], shards=raw["shards"],
+                   max_block=raw.get("maxBlock"))
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class DeploymentConfig:
     log_retention_days: int = 30
     cors_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
+    max_block: int = MAX_BLOCK
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,11 @@ class Settings:
     strict_keys: bool = False
     counters: Mapping[str, CounterConfig] = field(default_factory=dict)
     idempotency_expiry_seconds: int = 3600
+    max_block: int = MAX_BLOCK
+
+    def block_limit(self, counter: CounterConfig) -> int:
+        """The most tickets one range block of this counter may hold."""
+        return counter.max_block if counter.max_block is not None else self.max_block
 
     def counter(self, key: str) -> CounterConfig | None:
         """The key's config; None when strictKeys forbids a key nobody configured."""
@@ -84,6 +99,7 @@ class Settings:
             "strictKeys": self.strict_keys,
             "counters": {key: c.to_json() for key, c in self.counters.items()},
             "idempotencyExpirySeconds": self.idempotency_expiry_seconds,
+            "maxBlock": self.max_block,
         }, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -94,8 +110,9 @@ class Settings:
             region_slots=raw["regionSlots"],
             default_key=raw["defaultKey"],
             strict_keys=raw["strictKeys"],
-            counters={key: CounterConfig(**c) for key, c in raw["counters"].items()},
+            counters={key: CounterConfig.from_json(c) for key, c in raw["counters"].items()},
             idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
+            max_block=raw["maxBlock"],
         )
 
 
@@ -111,6 +128,7 @@ def handler_environment(config: DeploymentConfig, region: str, *, counter_table:
         strict_keys=config.strict_keys,
         counters=config.counters,
         idempotency_expiry_seconds=config.idempotency_expiry_seconds,
+        max_block=config.max_block,
     )
     encoded = settings.to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
@@ -130,9 +148,9 @@ def handler_environment(config: DeploymentConfig, region: str, *, counter_table:
 
 _FIELDS = {
     "defaultKey", "auth", "regions", "regionSlots", "strictKeys", "counters", "reservedConcurrency",
-    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail",
+    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail", "maxBlock",
 }
-_COUNTER_FIELDS = {"start", "stride", "max", "shards"}
+_COUNTER_FIELDS = {"start", "stride", "max", "shards", "maxBlock"}
 
 
 def parse_config(raw: Any) -> DeploymentConfig:
@@ -172,8 +190,9 @@ def parse_config(raw: Any) -> DeploymentConfig:
 
     counters_raw = raw.get("counters", {})
     if not isinstance(counters_raw, dict):
-        raise ConfigError("tickets.counters: must be an object mapping keys to {start, stride, max, shards}")
-    counters = {key: _parse_counter(key, value) for key, value in counters_raw.items()}
+        raise ConfigError("tickets.counters: must be an object mapping keys to {start, stride, max, shards, maxBlock}")
+    max_block = _integer(raw, "maxBlock", MAX_BLOCK, low=1, high=MAX_BLOCK)
+    counters = {key: _parse_counter(key, value, max_block) for key, value in counters_raw.items()}
 
     reserved = raw.get("reservedConcurrency")
     if reserved is not None:
@@ -205,10 +224,11 @@ def parse_config(raw: Any) -> DeploymentConfig:
         log_retention_days=retention,
         cors_origins=tuple(cors),
         alarm_email=alarm_email,
+        max_block=max_block,
     )
 
 
-def _parse_counter(key: str, raw: Any) -> CounterConfig:
+def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConfig:
     where = f"tickets.counters.{key}"
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
@@ -219,7 +239,13 @@ def _parse_counter(key: str, raw: Any) -> CounterConfig:
     shards = _integer(raw, "shards", 1, low=1, high=MAX_SHARDS, where=where)
     if maximum < start:
         raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
-    return CounterConfig(start=start, stride=stride, max=maximum, shards=shards)
+    max_block = None
+    if "maxBlock" in raw:  # lowers tickets.maxBlock for this key, never raises it
+        max_block = _integer(raw, "maxBlock", None, low=1, high=MAX_BLOCK, where=where)
+        if max_block > deployment_max_block:
+            raise ConfigError(f"{where}.maxBlock: must be at most tickets.maxBlock ({deployment_max_block}), "
+                              f"got {max_block}")
+    return CounterConfig(start=start, stride=stride, max=maximum, shards=shards, max_block=max_block)
 
 
 def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
