@@ -18,6 +18,7 @@ from .config import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SETTINGS_ENV, Sett
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
+from .log_format import AuditLine
 from .store import CounterStore
 
 DYNAMODB_CONFIG = Config(
@@ -34,6 +35,8 @@ DYNAMODB_CONFIG = Config(
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
+# The audit trail: one line per issuance, Powertools' JSON line printed without the logging machinery.
+issued_line = AuditLine(logger, "issued")
 app = LambdaFunctionUrlResolver()
 # Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
 # start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
@@ -45,6 +48,7 @@ settings = Settings.from_json(os.environ[SETTINGS_ENV])
 dynamodb = botocore.session.get_session().create_client("dynamodb", config=DYNAMODB_CONFIG)
 issuer = Issuer(settings, CounterStore(dynamodb, os.environ[COUNTER_TABLE_ENV]))
 _idempotent_issue = None
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
 _NEEDS_A_KEY = {"_counters": "GET /_counters/{key}", "_blocks": "GET or POST /_blocks/{key}?count=N"}
 
 
@@ -104,14 +108,16 @@ def _issue(route: str, path_key: str | None) -> Response:
     described = {"key": request.key, "count": request.count}
     if route != protocol.TICKETS_ROUTE:
         described["route"] = route
-    idempotency_key = event.headers.get("idempotency-key")
+    # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
+    headers = event.raw_event.get("headers") or {}
+    idempotency_key = headers.get("idempotency-key")
     if idempotency_key is None:
         issued = _issue_and_record(described)
     else:
         issue = _idempotent_issue or _load_idempotency()
         issued = issue(_caller(event.raw_event), require_idempotency_key(idempotency_key), described,
                        app.lambda_context)
-    if protocol.prefers_text(event.headers.get("accept")):
+    if protocol.prefers_text(headers.get("accept")):
         if route == protocol.BLOCKS_ROUTE:
             text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
         else:
@@ -134,7 +140,7 @@ def _issue_and_record(request: dict) -> dict:
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
-    logger.info("issued", extra={"first_ticket": issued.first, "last_ticket": issued.last})
+    issued_line.emit(first_ticket=issued.first, last_ticket=issued.last)
     return issued.range_json() if blocks else issued.to_json()
 
 
@@ -149,8 +155,7 @@ def _load_idempotency():
 
 
 def _json(status: int, body: dict, extra_headers: dict[str, str] | None = None) -> Response:
-    return Response(status, "application/json", json.dumps(body, separators=(",", ":")),
-                    headers=extra_headers)
+    return Response(status, "application/json", _compact_json(body), headers=extra_headers)
 
 
 def _error(err: TicketsError, extra_headers: dict[str, str] | None = None) -> Response:
@@ -173,10 +178,12 @@ def lambda_handler(event: dict, context: Any) -> dict:
     # The Function URL's request id; set directly, as a JMESPath correlation path costs more per call.
     logger.set_correlation_id(event.get("requestContext", {}).get("requestId"))
     http = event.get("requestContext", {}).get("http", {})
-    normalised = {**event, "rawPath": protocol.normalise_path(event.get("rawPath") or "/"),
-                  "requestContext": {**event.get("requestContext", {}),
-                                     "http": {**http, "path": protocol.normalise_path(http.get("path") or "/")}}}
-    result = app.resolve(normalised, context)
+    raw_path, path = event.get("rawPath") or "/", http.get("path") or "/"
+    if protocol.normalise_path(raw_path) != raw_path or protocol.normalise_path(path) != path:
+        event = {**event, "rawPath": protocol.normalise_path(raw_path),
+                 "requestContext": {**event.get("requestContext", {}),
+                                    "http": {**http, "path": protocol.normalise_path(path)}}}
+    result = app.resolve(event, context)
     # A cached GET would hand one ticket to two callers.
     result.setdefault("headers", {})["Cache-Control"] = "no-store"
     return result

@@ -5,6 +5,7 @@ Plain Python: the store is handed in, so this module knows nothing of DynamoDB.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -16,6 +17,12 @@ from .tables import LAST, STEP
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
+
+
+@functools.lru_cache(maxsize=1024)  # bounded: anyone may name new keys unless strictKeys is on
+def _region_lanes(key: str, counter: CounterConfig, slot: int, slots: int) -> tuple[Lane, ...]:
+    """The lanes of a key in use, made once per warm function: frozen dataclasses are slow to build."""
+    return tuple(lanes_of(key, counter, slot, slots))
 
 
 class Store(Protocol):
@@ -132,4 +139,4 @@ class Issuer:
 
     def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:
         counter = self._counter(key)
-        return counter, lanes_of(key, counter, self._settings.region_slot, self._settings.region_slots)
+        return counter, list(_region_lanes(key, counter, self._settings.region_slot, self._settings.region_slots))
