@@ -114,6 +114,11 @@ class TicketLease:
                 self._next_run()
 
     @property
+    def current_block_size(self) -> int:
+        """The size of the block being handed out (0 before the first and after close)."""
+        return len(self._block)
+
+    @property
     def block_sizes(self) -> dict[int, int]:
         """How many blocks of each size this lease has taken into use."""
         with self._lock:
