@@ -117,11 +117,33 @@ def test_a_refused_first_block_raises():
 
 @pytest.mark.parametrize("arguments", [
     {"block_size": 0}, {"block_size": 1001, "max_block": 1000}, {"max_block": 1_000_001}, {"max_block": 0},
-    {"target_seconds": 0},
+    {"target_seconds": 0}, {"key": None}, {"key": ""},
 ])
 def test_lease_rejects_impossible_settings(arguments):
     with pytest.raises(ValueError):
-        TicketLease(InMemoryBlocks(), "k", **arguments)
+        TicketLease(InMemoryBlocks(), **{"key": "k", **arguments})
+
+
+@pytest.mark.parametrize("lock_free", [True, False], ids=["gil-lock-free", "free-threaded-locking"])
+def test_threads_sharing_a_lease_never_get_one_ticket_twice(monkeypatch, lock_free):
+    import tickets_client.lease as lease_module
+
+    monkeypatch.setattr(lease_module, "_ITERATOR_STEP_IS_ATOMIC", lock_free)
+    lease = TicketLease(InMemoryBlocks(), "k", block_size=64, clock=ManualClock())  # no prefetch: fetched in line
+    handed: list[list[int]] = [[] for _ in range(8)]
+
+    def work(index: int) -> None:
+        for _ in range(5000):
+            handed[index].append(lease.next())
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+    tickets = [ticket for batch in handed for ticket in batch]
+    assert sorted(tickets) == list(range(1, 40_001))  # every ticket once, none skipped while open
+    assert all(batch == sorted(batch) for batch in handed)
 
 
 # --- prefetch -------------------------------------------------------------------------------------

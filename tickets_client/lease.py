@@ -71,6 +71,8 @@ class TicketLease:
     def __init__(self, client: BlockSource, key: str, block_size: int = DEFAULT_BLOCK_SIZE, *,
                  max_block: int = MAX_BLOCK, target_seconds: float = DEFAULT_TARGET_SECONDS,
                  clock: Callable[[], float] = time.monotonic):
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"a lease needs a key (range blocks come from /_blocks/{{key}}), got {key!r}")
         if not 1 <= max_block <= MAX_BLOCK:
             raise ValueError(f"max_block must be 1..{MAX_BLOCK}, got {max_block}")
         if not 1 <= block_size <= max_block:
