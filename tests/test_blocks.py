@@ -117,7 +117,7 @@ def test_the_ticket_route_keeps_its_list_and_its_bound_of_1000(api):
     assert api.get("/orders", query={"count": "2"}).body == {"key": "orders", "ticket": 5000, "tickets": [5000, 5001]}
 
 
-def test_max_block_lowers_the_bound_per_deployment_and_per_key(deploy):
+def test_max_block_lowers_the_bound_per_deployment_and_per_key(deploy, monkeypatch):
     api = deploy({**SPEC_CONFIG, "maxBlock": 500, "counters": {"orders": {"start": 5000, "maxBlock": 100}}})
     answer = api.get("/_blocks/orders", query={"count": "101"})
     assert_error(answer, 400, "bad_request")
@@ -125,7 +125,12 @@ def test_max_block_lowers_the_bound_per_deployment_and_per_key(deploy):
     answer = api.get("/_blocks/invoices", query={"count": "501"})
     assert_error(answer, 400, "bad_request")
     assert "500" in answer.body["message"]
-    assert api.items() == []
+    calls: list = []
+    with monkeypatch.context() as patch:
+        patch.setattr(api.handler.dynamodb, "_make_api_call", lambda *args: calls.append(args))
+        answer = api.post("/_blocks/orders", query={"count": "101"}, headers=once("too-big"))
+    assert_error(answer, 400, "bad_request")
+    assert calls == []  # refused before any DynamoDB call, the idempotency record's included
     assert api.get("/_blocks/orders", query={"count": "100"}).body == block(5000, 5099, 1, 100)
     assert api.get("/_blocks/invoices", query={"count": "500"}).body["count"] == 500
 

@@ -102,6 +102,8 @@ def _issue(route: str, path_key: str | None) -> Response:
     request = protocol.ticket_request(path_key, event.query_string_parameters, body, settings.default_key,
                                       max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT)
     logger.append_keys(key=request.key, count=request.count)
+    if route == protocol.BLOCKS_ROUTE:
+        issuer.check_block(request.key, request.count)  # before any write, the idempotency record's too
     # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
     # records stored before range blocks existed say it; a block names its route, so one header cannot
     # be answered a list on one route and a range on the other.
@@ -134,14 +136,13 @@ def _caller(event: dict) -> str:
 
 def _issue_and_record(request: dict) -> dict:
     key, count = request["key"], request["count"]
-    blocks = request.get("route") == protocol.BLOCKS_ROUTE
-    issued = issuer.issue_block(key, count) if blocks else issuer.issue(key, count)
+    issued = issuer.issue(key, count)
     metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
     issued_line.emit(first_ticket=issued.first, last_ticket=issued.last)
-    return issued.range_json() if blocks else issued.to_json()
+    return issued.range_json() if request.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
 
 
 def _load_idempotency():

@@ -95,13 +95,12 @@ class Issuer:
         assert failure is not None  # every key has at least one lane
         raise failure
 
-    def issue_block(self, key: str, count: int) -> Issued:
-        """`issue` for the range route, whose count the key's (or the deployment's) maxBlock may lower."""
+    def check_block(self, key: str, count: int) -> None:
+        """Refuse a range block larger than the key's (or the deployment's) maxBlock allows."""
         limit = self._settings.block_limit(self._counter(key))
         if count > limit:
             raise BadRequest(f"invalid count {count}: a block of {key!r} holds at most {limit} tickets "
                              "(maxBlock in cdk.json)")
-        return self.issue(key, count)
 
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)
