@@ -1,4 +1,4 @@
-"""`python -m bench`: Tickets measured side by side with the seed-design baseline (SPEC §7).
+"""`python -m bench`: Tickets measured side by side with a bare single-UpdateItem baseline.
 
 See bench/README.md for what is measured and how.
 """

@@ -1,8 +1,8 @@
-"""THE BASELINE, not Tickets: a handler written the way the seed design does it.
+"""THE BASELINE, not Tickets: the bare ticket handler Tickets is measured against.
 
 A boto3 resource, one `update_item` with `if_not_exists`, the key from the Function URL
 path, the ticket returned as JSON. No validation, no routing, no logging, no metrics,
-no tracing: the floor Tickets is measured against (SPEC §7). Never deploy this.
+no tracing: the floor Tickets is measured against. Never deploy this.
 """
 
 import json

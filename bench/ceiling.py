@@ -14,10 +14,10 @@ SHARDS_SHOWN = (1, MAX_SHARDS)
 
 
 def per_key_ceiling(writes_per_ticket: dict[int, float], baseline_writes_per_ticket: float) -> dict:
-    """Tickets/s per key: the seed design (one item, one ticket per write), and Tickets for each
+    """Tickets/s per key: the baseline (one item, one ticket per write), and Tickets for each
     counted block size and for one shard and the most shards a key may have."""
     return {
-        "seed": ITEM_WRITES_PER_S / baseline_writes_per_ticket,
+        "baseline": ITEM_WRITES_PER_S / baseline_writes_per_ticket,
         "tickets": {shards: {count: ITEM_WRITES_PER_S / writes * shards
                              for count, writes in sorted(writes_per_ticket.items())}
                     for shards in SHARDS_SHOWN},

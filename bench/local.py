@@ -3,11 +3,13 @@
 - load: 16 threads, each on its own keep-alive connection, ask one key for single tickets
   for a fixed time; every ticket is collected, so duplicates are counted, not assumed.
 - per request: one thread, one `TicketsClient.next()` (one HTTP request) per ticket.
-- lease: one thread takes tickets from `TicketLease` (blocks of 1000, refilled in the
-  background at half a block) for a fixed time, every ticket checked (consecutive: the
-  lease is the key's only consumer).
-  Two parts explain the figure: the latency of one block request, and the rate at which
-  the lease hands out tickets when blocks cost nothing (a block source in memory).
+- lease: one thread takes tickets from `TicketLease` (range blocks from /_blocks, sized by the
+  lease itself from LEASE_START_BLOCK up, prefetched in the background): a warm-up while the
+  lease grows its blocks, then the sustained rate over LEASE_SECONDS, every ticket checked
+  (consecutive: the lease is the key's only consumer). Reported beside it: the block sizes the
+  lease took and settled on, the tickets it left unused at close, the latency of one request
+  for the largest block, and the rate at which the lease hands out tickets when blocks cost
+  nothing (a block source in memory).
 Runs in a child process (bench.child).
 """
 
@@ -18,24 +20,28 @@ import json
 import statistics
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from .environment import CDK_JSON
 
 LOAD_THREADS = 16
-LEASE_BLOCK = 1000
+LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
+LEASE_WARM_UP_SECONDS = 2.0
+LEASE_SECONDS = 5.0  # the sustained figure: at least 5 s of hand-outs
 _CHUNK = 1000  # tickets taken between two looks at the clock
 
 
-def measure(load_seconds: float = 4.0, per_request_seconds: float = 2.0, lease_seconds: float = 3.0) -> dict:
+def measure(load_seconds: float = 4.0, per_request_seconds: float = 2.0, lease_seconds: float = LEASE_SECONDS,
+            lease_warm_up_seconds: float = LEASE_WARM_UP_SECONDS, handout_ceiling_seconds: float = 2.0) -> dict:
     from tickets_local.server import LocalServer
 
     with LocalServer(config_path=CDK_JSON, port=0) as server:
         figures = _load(server.url, load_seconds)
         figures.update(_per_request(server.url, per_request_seconds))
-        figures.update(_lease(server.url, lease_seconds))
-    figures.update(_lease_handout_ceiling(lease_seconds / 2))
+        figures.update(_lease(server.url, lease_seconds, lease_warm_up_seconds))
+    figures.update(_lease_handout_ceiling(handout_ceiling_seconds))
     return figures
 
 
@@ -97,20 +103,29 @@ def _per_request(url: str, seconds: float) -> dict:
     return {"per_request_tickets_per_s": len(issued) / elapsed}
 
 
-def _lease(url: str, seconds: float) -> dict:
-    from tickets_client.client import TicketsClient
+def _lease(url: str, seconds: float, warm_up_seconds: float) -> dict:
+    from tickets_client.client import MAX_BLOCK, TicketsClient
     from tickets_client.lease import TicketLease
 
     client = TicketsClient(url)
     block_latencies = []
-    for _ in range(5):  # what one block costs, on the lease's own request path
+    for _ in range(5):  # what one block of the most tickets a request may take costs here
         began = time.perf_counter()
-        client.next("bench-block-latency", LEASE_BLOCK)
+        client.block("bench-block-latency", MAX_BLOCK, idempotent=False)
         block_latencies.append(time.perf_counter() - began)
-    tickets_per_s, handed = _drain(TicketLease(client, "bench-lease", block_size=LEASE_BLOCK, refill_at=0.5),
-                                   seconds)
-    return {"lease_tickets_per_s": tickets_per_s, "lease_tickets": handed,
-            "lease_block_request_ms": 1000 * statistics.median(block_latencies)}
+    lease = TicketLease(client, "bench-lease", block_size=LEASE_START_BLOCK)
+    # The lease sizes its blocks itself: the warm-up is where it grows from LEASE_START_BLOCK.
+    warm_up = _drain(lease, warm_up_seconds)
+    sustained = _drain(lease, seconds, warm_up.next_ticket)
+    settled = lease.current_block_size
+    sizes = lease.block_sizes
+    unused = lease.close()
+    return {"lease_tickets_per_s": sustained.per_s, "lease_tickets": sustained.taken,
+            "lease_seconds": round(sustained.seconds, 2),
+            "lease_warm_up_tickets_per_s": warm_up.per_s, "lease_warm_up_seconds": round(warm_up.seconds, 2),
+            "lease_start_block": LEASE_START_BLOCK, "lease_block_size_settled": settled,
+            "lease_block_sizes": dict(sorted(sizes.items())), "lease_unused_at_close": unused,
+            "lease_block_request_ms": 1000 * statistics.median(block_latencies), "lease_block_request_count": MAX_BLOCK}
 
 
 class _InstantBlocks:
@@ -119,8 +134,10 @@ class _InstantBlocks:
     def __init__(self) -> None:
         self._last = 0
 
-    def next(self, key: Any, count: int, *, idempotent: bool = True) -> list[int]:
-        block = list(range(self._last + 1, self._last + count + 1))
+    def block(self, key: Any, count: int, *, idempotent: bool = True) -> Any:
+        from tickets_client.client import Block
+
+        block = Block(self._last + 1, self._last + count, 1, count)
         self._last += count
         return block
 
@@ -128,30 +145,40 @@ class _InstantBlocks:
 def _lease_handout_ceiling(seconds: float) -> dict:
     from tickets_client.lease import TicketLease
 
-    tickets_per_s, _ = _drain(TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_BLOCK, refill_at=0.5),
-                              seconds)
-    return {"lease_handout_ceiling_per_s": tickets_per_s}
+    lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
+    drained = _drain(lease, seconds)
+    lease.close()
+    return {"lease_handout_ceiling_per_s": drained.per_s}
 
 
-def _drain(lease: Any, seconds: float) -> tuple[float, int]:
+@dataclass(frozen=True)
+class _Drained:
+    taken: int
+    seconds: float
+    next_ticket: int
+
+    @property
+    def per_s(self) -> float:
+        return self.taken / self.seconds
+
+
+def _drain(lease: Any, seconds: float, expected_first: int | None = None) -> _Drained:
     """Take tickets from `lease` for `seconds`, in chunks between looks at the clock. One lease on
     a fresh single-lane key is its only consumer, so its tickets must be consecutive: each chunk is
     compared with the range it must equal (at C speed, to keep the check out of the figure)."""
     taken = 0
-    expected_first = None
-    with lease:
-        take = lease.next
-        began = time.perf_counter()
-        deadline = began + seconds
-        while time.perf_counter() < deadline:
-            chunk = [take() for _ in range(_CHUNK)]
-            first = chunk[0] if expected_first is None else expected_first
-            if chunk != list(range(first, first + _CHUNK)):
-                raise AssertionError("the lease skipped, repeated or reordered tickets")
-            expected_first = first + _CHUNK
-            taken += _CHUNK
-        elapsed = time.perf_counter() - began
-    return taken / elapsed, taken
+    take = lease.next
+    began = time.perf_counter()
+    deadline = began + seconds
+    while time.perf_counter() < deadline:
+        chunk = [take() for _ in range(_CHUNK)]
+        first = chunk[0] if expected_first is None else expected_first
+        if chunk != list(range(first, first + _CHUNK)):
+            raise AssertionError("the lease skipped, repeated or reordered tickets")
+        expected_first = first + _CHUNK
+        taken += _CHUNK
+    elapsed = time.perf_counter() - began
+    return _Drained(taken, elapsed, expected_first if expected_first is not None else 1)
 
 
 def _check_increasing(issued: list[int], what: str) -> None:

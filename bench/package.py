@@ -11,7 +11,7 @@ from pathlib import Path
 from .environment import LAMBDA_SRC
 
 BASELINE_SOURCE = Path(__file__).with_name("baseline.py")
-BASELINE_ASSET_NAME = "baseline.py"  # the seed deploys one file; its handler is baseline.lambda_handler
+BASELINE_ASSET_NAME = "baseline.py"  # one file; its handler is baseline.lambda_handler
 
 
 def asset_files(root: Path = LAMBDA_SRC) -> dict[str, Path]:

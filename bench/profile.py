@@ -1,9 +1,13 @@
-"""`python -m bench.profile {cold,warm}`: where the time of a cold start or a warm call goes.
+"""`python -m bench.profile {cold,warm,line}`: where the time of a cold start or a warm call goes.
 
 cold: `python -X importtime` of each handler module in a fresh process, from the asset
 copy the cold-start figure uses; the imports that cost most, cumulative.
 warm: cProfile around warm Tickets calls (DynamoDB stubbed, as in warm.py), self time
 grouped by package, then the costliest functions.
+line: what the per-issuance audit line costs, measured as warm.py measures (rounds of calls,
+side by side, medians, no profiler): Tickets as it is (tickets.log_format.AuditLine), with the
+same line through Powertools' `logger.info`, and with no line (log level WARNING), against the
+baseline.
 """
 
 from __future__ import annotations
@@ -70,6 +74,48 @@ def warm(rows: int, calls: int) -> None:
     print(out.getvalue())
 
 
+def line(rounds: int, calls: int) -> None:
+    import statistics
+
+    from .environment import BASELINE_MODULE, TICKETS_MODULE, fresh_import
+    from .warm import _StubbedHandler
+
+    with environment(handler_env()), contextlib.redirect_stdout(open(os.devnull, "w")) as null:
+        tickets, baseline = fresh_import(TICKETS_MODULE), fresh_import(BASELINE_MODULE)
+        for handler in tickets.logger.handlers:
+            handler.setStream(null)
+        audit_line = tickets.issued_line
+
+        class ThroughLoggerInfo:
+            def emit(self, **fields: object) -> None:
+                tickets.logger.info("issued", extra=fields)
+
+        stubbed = _StubbedHandler(tickets, tickets.dynamodb,
+                                  lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}})
+        variants = {  # name: (handler, log level, audit line)
+            "baseline": (_StubbedHandler(baseline, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}),
+                         None, None),
+            "Tickets, audit line (AuditLine)": (stubbed, "INFO", audit_line),
+            "Tickets, the line through logger.info": (stubbed, "INFO", ThroughLoggerInfo()),
+            "Tickets, no line (WARNING)": (stubbed, "WARNING", audit_line),
+        }
+        durations: dict[str, list[float]] = {name: [] for name in variants}
+        for round_index in range(rounds + 1):  # the first round warms up
+            for name, (handler, level, emitter) in variants.items():
+                if level is not None:
+                    tickets.logger.setLevel(level)
+                    tickets.issued_line = emitter
+                measured = handler.run_round(calls)
+                if round_index:
+                    durations[name].extend(measured)
+        tickets.issued_line = audit_line
+        null.close()
+    medians = {name: 1e6 * statistics.median(measured) for name, measured in durations.items()}
+    print(f"== warm calls, median of {rounds * calls} each, side by side (load average {os.getloadavg()[0]:.1f})")
+    for name, median in medians.items():
+        print(f"{median:7.0f} µs  {median / medians['baseline']:5.2f}x  {name}")
+
+
 def _package(filename: str, function: str) -> str:
     if "site-packages/" in filename:
         return filename.split("site-packages/")[1].split("/")[0]
@@ -84,12 +130,19 @@ def _package(filename: str, function: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.profile",
                                      description="Where the time of a cold start or a warm call of the handler goes.")
-    parser.add_argument("what", choices=("cold", "warm"),
-                        help="cold: import times of both handler modules; warm: cProfile of warm Tickets calls")
+    parser.add_argument("what", choices=("cold", "warm", "line"),
+                        help="cold: import times of both handler modules; warm: cProfile of warm Tickets calls; "
+                             "line: the audit line's cost, side by side")
     parser.add_argument("--rows", type=int, default=25, help="how many lines to show (default: 25)")
     parser.add_argument("--calls", type=int, default=2000, help="warm: calls profiled (default: 2000)")
+    parser.add_argument("--rounds", type=int, default=30, help="line: rounds of 100 calls per variant (default: 30)")
     args = parser.parse_args(argv)
-    cold(args.rows) if args.what == "cold" else warm(args.rows, args.calls)
+    if args.what == "cold":
+        cold(args.rows)
+    elif args.what == "warm":
+        warm(args.rows, args.calls)
+    else:
+        line(args.rounds, 100)
     return 0
 
 

@@ -16,6 +16,7 @@ from .environment import BASELINE_MODULE, COUNTER_TABLE, IDEMPOTENCY_TABLE, TICK
     fresh_import, function_url_event, handler_env, lambda_context
 
 COUNTS = (1, 10, 100, 1000)
+BLOCK_KEY, BLOCK_REQUESTS = "bench-blocks", 3  # range blocks of the most tickets a request may take
 SHARDED_KEY, SHARDS = "bench-sharded", 4  # a sharded counter: still one write per request?
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
 SHARD_ITEM_PREFIX = f"{SHARDED_KEY}#"  # a lane's item; the plain key's item only records the layout
@@ -108,6 +109,7 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
             per_count[count] = steady.writes / len(issued)
             calls[f"tickets count={count}"] = dict(steady.calls)
         sharded = _sharded(handler, client, sharded_requests)
+        blocks = _blocks(handler, client)
         baseline_module = fresh_import(BASELINE_MODULE)
         with CallCounter(baseline_module.table.meta.client) as baseline:
             baseline_issued = _issue(baseline_module.lambda_handler, "/bench-writes-baseline", 1, requests)
@@ -117,6 +119,7 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
         "first_request_writes": first_request,
         "baseline_writes_per_ticket": baseline.writes / len(baseline_issued),
         "sharded": sharded,
+        **blocks,
         "dynamodb_calls": calls,
         "requests_per_count": requests,
     }
@@ -144,3 +147,27 @@ def _sharded(handler: Any, client: Any, requests: int) -> dict:
     return {"shards": SHARDS, "setup_requests": len(issued) - requests, "setup_writes": setup.writes,
             "setup_calls": dict(setup.calls), "tickets": requests, "writes_per_ticket": steady.writes / requests,
             "items_written": len(steady.items_written), "calls": dict(steady.calls)}
+
+
+def _blocks(handler: Any, client: Any) -> dict:
+    """Range blocks of MAX_BLOCK tickets (/_blocks/{key}), after one that creates the key's item:
+    tickets per counted write, each answer checked to continue where the one before ended."""
+    from tickets.keys import MAX_BLOCK
+
+    def block() -> dict:
+        result = handler(function_url_event(f"/_blocks/{BLOCK_KEY}", {"count": str(MAX_BLOCK)}), lambda_context())
+        answer = json.loads(result["body"])
+        if result["statusCode"] != 200 or answer["count"] != MAX_BLOCK or \
+                answer["last"] != answer["first"] + answer["step"] * (MAX_BLOCK - 1):
+            raise AssertionError(f"a block of {MAX_BLOCK} was not issued: {result}")
+        return answer
+
+    after = block()["last"]
+    with CallCounter(client) as counted:
+        for _ in range(BLOCK_REQUESTS):
+            answer = block()
+            if answer["first"] != after + answer["step"]:
+                raise AssertionError(f"{BLOCK_KEY}: a block began at {answer['first']} after {after}")
+            after = answer["last"]
+    return {"block_tickets_per_write": BLOCK_REQUESTS * MAX_BLOCK / counted.writes, "block_count": MAX_BLOCK,
+            "block_calls": dict(counted.calls)}

@@ -6,14 +6,18 @@ No timing here: performance figures come from `make bench`, never from tests.
 from __future__ import annotations
 
 import json
-
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from bench import ceiling, package, writes
+from bench import ceiling, local, package, readme, report, writes
+from bench.__main__ import DURATION
+from tickets_client.lease import TicketLease
 from bench.environment import BASELINE_MODULE, COUNTER_TABLE, POWERTOOLS_AS_DEPLOYED, environment, fresh_import, \
     function_url_event, handler_env, lambda_context
 
@@ -32,6 +36,8 @@ def test_counted_writes_per_ticket_are_one_per_request():
     assert figures["baseline_writes_per_ticket"] == 1.0
     assert figures["sharded"]["writes_per_ticket"] == 1.0  # once its lanes' items exist
     assert figures["sharded"]["tickets"] == 8
+    assert figures["block_tickets_per_write"] == 1_000_000  # a range block of the most a request may take
+    assert figures["block_calls"] == {"UpdateItem": writes.BLOCK_REQUESTS}
 
 
 def test_baseline_handler_issues_increasing_tickets_on_moto():
@@ -52,7 +58,7 @@ def test_baseline_handler_issues_increasing_tickets_on_moto():
 def test_per_key_ceiling_follows_the_counted_writes():
     result = ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, baseline_writes_per_ticket=1.0)
 
-    assert result["seed"] == 1000
+    assert result["baseline"] == 1000
     assert result["tickets"][1] == {1: 1000, 1000: 1_000_000}
     assert result["tickets"][100] == {1: 100_000, 1000: 100_000_000}
 
@@ -63,3 +69,67 @@ def test_package_is_the_asset_cdk_would_zip():
     assert "tickets/handler.py" in files
     assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
     assert 0 < package.measure()["package_bytes"] < sum(path.stat().st_size for path in files.values())
+
+
+def test_the_lease_drain_checks_every_ticket_and_counts_them():
+    drained = local._drain(TicketLease(local._InstantBlocks(), "k"), seconds=0.05)
+    assert drained.taken > 0 and drained.taken % local._CHUNK == 0
+    assert drained.next_ticket == drained.taken + 1  # every ticket from 1 on, consecutive
+
+    class Skipping(local._InstantBlocks):
+        def block(self, key, count, *, idempotent=True):
+            self._last += 1  # leaves a gap before every block
+            return super().block(key, count, idempotent=idempotent)
+
+    with pytest.raises(AssertionError, match="skipped"):
+        local._drain(TicketLease(Skipping(), "k", block_size=10), seconds=0.05)
+
+
+def test_the_readme_table_marks_each_goal_and_names_the_run():
+    table = report.markdown_table(SAMPLE_RESULTS)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 14
+    assert "| ≥ 1,000,000 ✗ **missed** |" in next(row for row in rows if "block lease against" in row)
+    assert "| ≤ 1.50 ✓ |" in next(row for row in rows if "warm call" in row)
+    assert "1,000 x1, 2,000 x1, 1,000,000 x7; settled at 1,000,000; 1,500,000 unused" in table
+    assert table.endswith("One `make bench` run: 131 s on 2 CPUs, Python 3.11.7, load average 0.4 at the start.\n")
+
+
+def test_the_readme_gets_the_new_table_between_its_markers_and_nothing_else_changes():
+    old = f"# T\n\nbefore\n{readme.START}\n| old |\n{readme.END}\nafter\n"
+    new = readme.splice(old, "| new |\n| row |\n")
+    assert new == f"# T\n\nbefore\n{readme.START}\n| new |\n| row |\n{readme.END}\nafter\n"
+    with pytest.raises(ValueError, match="markers"):
+        readme.splice("# no markers\n", "| new |")
+    repo_readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert repo_readme.count(readme.START) == 1 and repo_readme.count(readme.END) == 1
+
+
+def test_the_bench_duration_is_stated_the_same_everywhere():
+    repo = Path(__file__).resolve().parent.parent
+    help_text = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=repo, capture_output=True, text=True,
+                               check=True).stdout
+    assert DURATION in " ".join(help_text.split())
+    for document in ("README.md", "bench/README.md"):
+        assert DURATION in (repo / document).read_text(encoding="utf-8"), document
+
+
+SAMPLE_RESULTS = {
+    "machine": {"python": "3.11.7", "cpus": 2, "load_average_at_start": [0.4, 0.5, 0.6]},
+    "seconds": 131.2,
+    "cold_start_ratio": 1.1, "cold_start_ms": {"tickets": 290, "baseline": 260, "samples": 15},
+    "warm_ratio": 1.45, "warm_ratio_warning_logs": 1.3,
+    "warm_us": {"tickets": 400, "baseline": 276, "tickets_warning_logs": 360, "calls_each": 4000},
+    "writes_per_ticket": {"1": 1.0, "10": 0.1, "100": 0.01, "1000": 0.001},
+    "first_request_writes": {"1": 1, "10": 1, "100": 1, "1000": 1},
+    "sharded": {"shards": 4, "writes_per_ticket": 1.0},
+    "block_tickets_per_write": 1_000_000.0, "block_count": 1_000_000,
+    "per_key_ceiling": ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, 1.0),
+    "lease_tickets_per_s": 900_000.0, "lease_seconds": 5.0, "lease_warm_up_seconds": 2.0,
+    "lease_warm_up_tickets_per_s": 500_000.0, "lease_start_block": 1000, "lease_block_size_settled": 1_000_000,
+    "lease_block_sizes": {"1000": 1, "2000": 1, "1000000": 7}, "lease_unused_at_close": 1_500_000,
+    "lease_handout_ceiling_per_s": 4_000_000.0, "lease_block_request_ms": 60.0,
+    "lease_block_request_count": 1_000_000, "per_request_tickets_per_s": 20.0,
+    "local_threads": 16, "local_rps": 90.0, "local_p99_ms": 300.0, "local_duplicates": 0, "local_failures": 0,
+    "package_bytes": 21_000, "package_files": 13,
+}

@@ -10,8 +10,6 @@ import random
 import re
 import subprocess
 import sys
-import threading
-import time
 import uuid
 from pathlib import Path
 
@@ -20,8 +18,7 @@ import pytest
 from local_support import StubServer, expected_sigv4_signature, json_reply, write_cdk_json
 from tickets import timing
 from tickets_client import client as client_module
-from tickets_client.client import TicketsClient, TicketsError
-from tickets_client.lease import TicketLease
+from tickets_client.client import Block, TicketsClient, TicketsError
 from tickets_client.signing import Signer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,22 +34,6 @@ def local_url(tmp_path_factory):
 
     with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("client"))) as server:
         yield server.url
-
-
-class RecordingClient(TicketsClient):
-    """Remembers every block the lease asked for."""
-
-    def __init__(self, url: str):
-        super().__init__(url)
-        self.blocks: list[list[int]] = []
-        self._blocks_lock = threading.Lock()
-
-    def next(self, key=None, count=1, *, idempotent=True):
-        assert not idempotent, "a lease accepts gaps and sends no Idempotency-Key"
-        block = super().next(key, count, idempotent=idempotent)
-        with self._blocks_lock:
-            self.blocks.append(block)
-        return block
 
 
 def no_sleep(delays: list[float]):
@@ -79,52 +60,19 @@ class TestAgainstTheLocalServer:
             client.state("never-used")
         assert (error.value.status, error.value.code) == (404, "not_found")
 
-    def test_lease_shared_by_eight_threads_hands_out_distinct_tickets(self, local_url):
-        client = RecordingClient(local_url)
-        lease = TicketLease(client, "leased", block_size=100, refill_at=0.5)
-        threads, per_thread = 8, 250
-        handed: list[list[int]] = [[] for _ in range(threads)]
+    def test_block_is_a_range_from_one_request(self, local_url):
+        client = TicketsClient(local_url)
+        assert client.block("blocks", 1_000_000) == Block(first=1, last=1_000_000, step=1, count=1_000_000)
+        assert client.block("blocks", 3, idempotent=False).tickets == range(1_000_001, 1_000_004)
+        assert client.next("blocks") == [1_000_004]
+        with pytest.raises(TicketsError) as error:
+            client.block("blocks", 1_000_001)
+        assert (error.value.status, error.value.code) == (400, "bad_request")
 
-        def take(index: int) -> None:
-            for _ in range(per_thread):
-                handed[index].append(lease.next())
-
-        workers = [threading.Thread(target=take, args=(i,)) for i in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join(timeout=120)
-        lease.close()
-
-        tickets = [t for batch in handed for t in batch]
-        assert len(tickets) == threads * per_thread
-        assert len(set(tickets)) == len(tickets), "a ticket was handed out twice"
-        assert all(batch == sorted(batch) for batch in handed)  # each thread's tickets increase
-        issued = [t for block in client.blocks for t in block]
-        assert len(set(issued)) == len(issued)
-        assert set(tickets) <= set(issued)
-        # 2,000 tickets need 20 blocks; a prefetch started near the end may add one more.
-        assert len(client.blocks) in (20, 21)
-        assert TicketsClient(local_url).state("leased")["last"] == max(issued) == len(issued)
-
-    def test_lease_prefetches_in_the_background(self, local_url):
-        client = RecordingClient(local_url)
-        with TicketLease(client, "prefetched", block_size=10, refill_at=0.3) as lease:
-            assert [lease.next() for _ in range(6)] == [1, 2, 3, 4, 5, 6]
-            assert len(client.blocks) == 1  # 4 of 10 left: above refill_at
-            assert lease.next() == 7  # leaves 3 of 10: the next block is fetched now, in the background
-            deadline = time.monotonic() + 30
-            while len(client.blocks) < 2 and time.monotonic() < deadline:
-                time.sleep(0.01)
-            assert client.blocks[1] == list(range(11, 21))
-            assert [lease.next() for _ in range(4)] == [8, 9, 10, 11]
-
-    def test_closed_lease_refuses(self, local_url):
-        lease = TicketLease(TicketsClient(local_url), "closed", block_size=5)
-        assert lease.next() == 1
-        lease.close()
-        with pytest.raises(RuntimeError, match="closed"):
-            lease.next()
+    def test_cli_block(self, local_url):
+        done = run_cli(["block", "cli-block", "--count", "1000000"], {**os.environ, "TICKETS_URL": local_url})
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == {"first": 1, "last": 1_000_000, "step": 1, "count": 1_000_000}
 
     def test_cli_next_state_and_errors(self, local_url):
         env = {**os.environ, "TICKETS_URL": local_url}
@@ -179,6 +127,19 @@ class TestRetries:
         assert uuid.UUID(first.headers["idempotency-key"]).version == 4
         assert (first.method, first.path) == ("POST", "/orders")
         assert len(delays) == 1 and 2 <= delays[0] <= 2.1
+
+    @pytest.mark.parametrize("answer", [
+        {"key": "k", "ticket": 1},
+        {"key": "k", "first": 1, "last": 9, "step": 1, "count": 9},
+        {"key": "k", "first": 1, "last": 10, "step": 1, "count": "10"},
+        {"key": "k", "first": 1, "last": 10, "step": 0, "count": 10},
+    ], ids=["a-ticket", "other-count", "count-as-text", "step-0"])
+    def test_a_block_answer_that_does_not_add_up_is_a_bad_response(self, answer):
+        with StubServer([json_reply(200, answer)]) as stub:
+            with pytest.raises(TicketsError) as error:
+                TicketsClient(stub.url).block("k", 10)
+        assert error.value.code == "bad_response"
+        assert (stub.requests[0].method, stub.requests[0].path) == ("POST", "/_blocks/k?count=10")
 
     def test_each_logical_request_gets_its_own_idempotency_key(self):
         with StubServer([json_reply(200, {"key": "orders", "ticket": 7})]) as stub:
@@ -346,35 +307,3 @@ class TestSigning:
         with pytest.raises(TicketsError) as error:
             client.next("orders")
         assert error.value.code == "no_credentials"
-
-
-class FlakyClient:
-    """Stands in for TicketsClient: blocks of consecutive tickets, the second fetch fails."""
-
-    def __init__(self):
-        self.calls = 0
-        self.next_ticket = 1
-
-    def next(self, key, count, *, idempotent=True):
-        self.calls += 1
-        if self.calls == 2:
-            raise TicketsError(503, "unavailable", "try later")
-        block = list(range(self.next_ticket, self.next_ticket + count))
-        self.next_ticket += count
-        return block
-
-
-def test_a_failed_prefetch_surfaces_when_its_block_is_needed_then_recovers():
-    client = FlakyClient()
-    lease = TicketLease(client, "k", block_size=4, refill_at=0.5)
-    assert [lease.next() for _ in range(4)] == [1, 2, 3, 4]  # the prefetch ran (and failed) meanwhile
-    with pytest.raises(TicketsError, match="unavailable"):
-        lease.next()
-    assert lease.next() == 5  # fetched afresh
-    lease.close()
-
-
-@pytest.mark.parametrize("arguments", [{"block_size": 0}, {"block_size": 1001}, {"refill_at": 1.5}])
-def test_lease_rejects_impossible_settings(arguments):
-    with pytest.raises(ValueError):
-        TicketLease(FlakyClient(), "k", **arguments)

@@ -227,3 +227,26 @@ def test_a_region_the_stack_cannot_serve_is_refused_naming_the_field_and_why(reg
 @pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-7", "mx-central-1", "il-central-1"])
 def test_commercial_regions_with_the_layer_are_accepted(region):
     assert parse_config(with_changes(regions={region: 0})).regions == {region: 0}
+
+
+def test_max_block_defaults_to_a_million_and_may_be_lowered_per_deployment_and_per_key():
+    assert parse_config(SPEC_CONFIG).max_block == 1_000_000
+    config = parse_config(with_changes(maxBlock=5000, counters={"orders": {"start": 5000, "maxBlock": 100}}))
+    assert config.max_block == 5000
+    assert config.counters["orders"] == CounterConfig(start=5000, max_block=100)
+    env = handler_environment(config, "us-east-1", counter_table="t", idempotency_table="i")
+    settings = Settings.from_json(env[SETTINGS_ENV])
+    assert settings.block_limit(settings.counters["orders"]) == 100
+    assert settings.block_limit(settings.counter("unlisted")) == 5000
+
+
+@pytest.mark.parametrize("changes, field", [
+    ({"maxBlock": 0}, "tickets.maxBlock"),
+    ({"maxBlock": 1_000_001}, "tickets.maxBlock"),
+    ({"maxBlock": "1000"}, "tickets.maxBlock"),
+    ({"counters": {"orders": {"maxBlock": 0}}}, "tickets.counters.orders.maxBlock"),
+    ({"maxBlock": 100, "counters": {"orders": {"maxBlock": 101}}}, "tickets.counters.orders.maxBlock"),
+], ids=["zero", "over-a-million", "string", "key-zero", "key-above-deployment"])
+def test_max_block_out_of_range_is_refused_naming_the_field(changes, field):
+    with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
+        parse_config(with_changes(**changes))

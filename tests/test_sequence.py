@@ -32,8 +32,10 @@ def test_spec_example_two_regions_two_shards():
 
 def test_block_ends_at_last_and_ascends_by_step():
     [lane] = lanes_of("k", CounterConfig(start=3, stride=5), 0, 1)
-    assert lane.block(last=23, count=1) == [23]
-    assert lane.block(last=23, count=3) == [13, 18, 23]
+    assert list(lane.block(last=23, count=1)) == [23]
+    assert list(lane.block(last=23, count=3)) == [13, 18, 23]
+    million = lane.block(last=3 + 5 * 999_999, count=1_000_000)  # a range: nothing is listed
+    assert (million.start, million[-1], million.step, len(million)) == (3, 3 + 5 * 999_999, 5, 1_000_000)
 
 
 def test_limit_is_the_highest_last_that_still_fits_the_block():
@@ -94,7 +96,7 @@ def test_blocks_are_the_lanes_next_tickets(config, issued_before, count):
     for lane in every_lane(counter, region_slots):
         last = lane.seed + issued_before * lane.step  # what UpdateItem stores before this request
         new_last = last + count * lane.step
-        assert lane.block(new_last, count) == [lane.ticket(issued_before + i) for i in range(count)]
+        assert list(lane.block(new_last, count)) == [lane.ticket(issued_before + i) for i in range(count)]
         assert lane.accepts_last(last) and lane.accepts_last(new_last)
         assert not lane.accepts_last(last + 1) or lane.step == 1
 

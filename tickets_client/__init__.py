@@ -1,2 +1,3 @@
-"""Python client for Tickets: `TicketsClient` (SigV4, retries, idempotency keys) and `TicketLease`
-(block leasing with background prefetch). Standard library plus botocore, nothing else."""
+"""Python client for Tickets: `TicketsClient` (SigV4, retries, idempotency keys, range blocks) and
+`TicketLease` (adaptively sized range blocks with background prefetch). Standard library plus
+botocore, nothing else."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -15,6 +16,7 @@ EPILOG = """\
 examples:
   python -m tickets_client next orders                    # {"key": "orders", "ticket": 5000}
   python -m tickets_client next orders --count 3 --text   # three tickets, one a line
+  python -m tickets_client block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
   python -m tickets_client state orders
   TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws python -m tickets_client next orders
 
@@ -51,6 +53,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     issue.add_argument("key", nargs="?", metavar="KEY", help="the counter (default: the deployment's defaultKey)")
     issue.add_argument("--count", type=int, default=1, help="how many tickets, 1..1000, in one request (default: 1)")
     issue.add_argument("--text", action="store_true", help="print the bare tickets, one a line")
+    block = commands.add_parser("block", parents=[common], help="reserve a range block of tickets of a key",
+                                description="Reserve COUNT tickets of KEY in one request and print the block "
+                                            "as JSON: first, last, step and count.")
+    block.add_argument("key", metavar="KEY", help="the counter")
+    block.add_argument("--count", type=int, required=True,
+                       help="how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)")
     state = commands.add_parser("state", parents=[common], help="show a counter's state; issues nothing",
                                 description="Print KEY's state (last ticket, step, config) as JSON.")
     state.add_argument("key", metavar="KEY", help="the counter")
@@ -66,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(map(str, client.next(args.key, args.count))))
         elif args.command == "next":
             print(json.dumps(client.issue(args.key, args.count)))
+        elif args.command == "block":
+            print(json.dumps(dataclasses.asdict(client.block(args.key, args.count))))
         else:
             print(json.dumps(client.state(args.key), indent=2))
     except TicketsError as err:

@@ -3,6 +3,7 @@
     client = TicketsClient("https://abc123.lambda-url.us-east-1.on.aws")   # signs: AWS_IAM
     client.next("orders")            # [5000]
     client.next("orders", count=3)   # [5001, 5002, 5003], one request
+    client.block("orders", 1000000)  # Block(first=5004, last=1005003, step=1, count=1000000), one request
     client.state("orders")           # the counter's state, issues nothing
 
 Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
@@ -25,13 +26,14 @@ import random
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable
 from urllib.parse import quote, urlsplit
 
 from .errors import TicketsError
 from .signing import Signer, function_url_region
 
-__all__ = ["TicketsClient", "TicketsError"]
+__all__ = ["Block", "TicketsClient", "TicketsError"]
 
 USER_AGENT = "tickets-client/0.1"
 BACKOFF_BASE_SECONDS = 0.1
@@ -43,6 +45,21 @@ FUNCTION_TIMEOUT_SECONDS = 40
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
 _GATEWAY_ERRORS = (502, 504)
+MAX_BLOCK = 1_000_000  # the most tickets one /_blocks request may ask for (a deployment may allow fewer)
+
+
+@dataclass(frozen=True)
+class Block:
+    """`count` tickets of one lane: first, first + step, ..., last."""
+
+    first: int
+    last: int
+    step: int
+    count: int
+
+    @property
+    def tickets(self) -> range:
+        return range(self.first, self.last + 1, self.step)
 
 
 class TicketsClient:
@@ -85,6 +102,19 @@ class TicketsClient:
         if not isinstance(answer.get("ticket"), int):
             raise TicketsError(200, "bad_response", f"the server's answer has no ticket: {answer!r:.200}")
         return answer
+
+    def block(self, key: str, count: int, *, idempotent: bool = True) -> Block:
+        """`count` new tickets of `key` as a range (`POST /_blocks/{key}`): one request and one
+        write for up to MAX_BLOCK tickets, and an answer of four numbers whatever the count.
+        `idempotent` as for `next`."""
+        answer = self._request("POST", f"/_blocks{_key_path(key)}?count={count}", idempotent=idempotent)
+        numbers = [answer.get(name) for name in ("first", "last", "step", "count")]
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a block: {answer!r:.200}")
+        block = Block(*numbers)
+        if block.count != count or block.step < 1 or block.last != block.first + block.step * (count - 1):
+            raise TicketsError(200, "bad_response", f"asked for a block of {count} tickets, got {answer!r:.200}")
+        return block
 
     def state(self, key: str) -> dict[str, Any]:
         """The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used."""

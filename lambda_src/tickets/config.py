@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from .keys import KEY_RULE, is_valid_key
+from .keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from .tables import IDEMPOTENCY_TABLE_SUFFIX
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser
@@ -61,9 +61,18 @@ class CounterConfig:
     stride: int = 1
     max: int = MAX_SAFE_INTEGER
     shards: int = 1
+    max_block: int | None = None  # the most tickets one /_blocks request may take; None: the deployment's
 
     def to_json(self) -> dict[str, int]:
-        return {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
+        encoded = {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
+        if self.max_block is not None:
+            encoded["maxBlock"] = self.max_block
+        return encoded
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, int]) -> "CounterConfig":
+        return cls(start=raw["start"], stride=raw["stride"], max=raw["max"], shards=raw["shards"],
+                   max_block=raw.get("maxBlock"))
 
 
 @dataclass(frozen=True)
@@ -80,6 +89,7 @@ class DeploymentConfig:
     log_retention_days: int = 30
     cors_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
+    max_block: int = MAX_BLOCK
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,11 @@ class Settings:
     strict_keys: bool = False
     counters: Mapping[str, CounterConfig] = field(default_factory=dict)
     idempotency_expiry_seconds: int = 3600
+    max_block: int = MAX_BLOCK
+
+    def block_limit(self, counter: CounterConfig) -> int:
+        """The most tickets one range block of this counter may hold."""
+        return counter.max_block if counter.max_block is not None else self.max_block
 
     def counter(self, key: str) -> CounterConfig | None:
         """The key's config; None when strictKeys forbids a key nobody configured."""
@@ -109,6 +124,7 @@ class Settings:
             "strictKeys": self.strict_keys,
             "counters": {key: c.to_json() for key, c in self.counters.items()},
             "idempotencyExpirySeconds": self.idempotency_expiry_seconds,
+            "maxBlock": self.max_block,
         }, separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -119,8 +135,9 @@ class Settings:
             region_slots=raw["regionSlots"],
             default_key=raw["defaultKey"],
             strict_keys=raw["strictKeys"],
-            counters={key: CounterConfig(**c) for key, c in raw["counters"].items()},
+            counters={key: CounterConfig.from_json(c) for key, c in raw["counters"].items()},
             idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
+            max_block=raw["maxBlock"],
         )
 
 
@@ -135,6 +152,7 @@ def region_settings(config: DeploymentConfig, region: str) -> Settings:
         strict_keys=config.strict_keys,
         counters=config.counters,
         idempotency_expiry_seconds=config.idempotency_expiry_seconds,
+        max_block=config.max_block,
     )
 
 
@@ -159,8 +177,9 @@ def handler_environment(config: DeploymentConfig, region: str, *, counter_table:
 
 _FIELDS = {
     "defaultKey", "auth", "regions", "regionSlots", "strictKeys", "counters", "reservedConcurrency",
-    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail", "tableName",
+    "idempotencyExpirySeconds", "logRetentionDays", "corsOrigins", "alarmEmail", "tableName", "maxBlock",
 }
+_COUNTER_FIELDS = {"start", "stride", "max", "shards", "maxBlock"}
 
 
 def load_config_file(path: str | Path) -> DeploymentConfig:
@@ -191,7 +210,6 @@ def pick_region(config: DeploymentConfig, region: str | None, source: str | Path
         raise ConfigError(f"region {region!r} is not in {source} (configured: {', '.join(config.regions)}); "
                           "its slot comes from tickets.regions")
     return region
-_COUNTER_FIELDS = {"start", "stride", "max", "shards"}
 
 
 def parse_config(raw: Any) -> DeploymentConfig:
@@ -230,8 +248,9 @@ def parse_config(raw: Any) -> DeploymentConfig:
 
     counters_raw = raw.get("counters", {})
     if not isinstance(counters_raw, dict):
-        raise ConfigError("tickets.counters: must be an object mapping keys to {start, stride, max, shards}")
-    counters = {key: _parse_counter(key, value) for key, value in counters_raw.items()}
+        raise ConfigError("tickets.counters: must be an object mapping keys to {start, stride, max, shards, maxBlock}")
+    max_block = _integer(raw, "maxBlock", MAX_BLOCK, low=1, high=MAX_BLOCK)
+    counters = {key: _parse_counter(key, value, max_block) for key, value in counters_raw.items()}
 
     reserved = raw.get("reservedConcurrency")
     if reserved is not None:
@@ -270,10 +289,11 @@ def parse_config(raw: Any) -> DeploymentConfig:
         log_retention_days=retention,
         cors_origins=tuple(cors),
         alarm_email=alarm_email,
+        max_block=max_block,
     )
 
 
-def _parse_counter(key: str, raw: Any) -> CounterConfig:
+def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConfig:
     where = f"tickets.counters.{key}"
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
@@ -284,7 +304,13 @@ def _parse_counter(key: str, raw: Any) -> CounterConfig:
     shards = _integer(raw, "shards", 1, low=1, high=MAX_SHARDS, where=where)
     if maximum < start:
         raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
-    return CounterConfig(start=start, stride=stride, max=maximum, shards=shards)
+    max_block = None
+    if "maxBlock" in raw:  # lowers tickets.maxBlock for this key, never raises it
+        max_block = _integer(raw, "maxBlock", None, low=1, high=MAX_BLOCK, where=where)
+        if max_block > deployment_max_block:
+            raise ConfigError(f"{where}.maxBlock: must be at most tickets.maxBlock ({deployment_max_block}), "
+                              f"got {max_block}")
+    return CounterConfig(start=start, stride=stride, max=maximum, shards=shards, max_block=max_block)
 
 
 def _require_servable_region(region: Any, where: str) -> None:

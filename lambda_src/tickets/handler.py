@@ -17,7 +17,8 @@ from . import protocol, timing
 from .config import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SETTINGS_ENV, Settings
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
-from .keys import KEY_RULE, require_idempotency_key
+from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
+from .log_format import AuditLine
 from .store import CounterStore
 
 DYNAMODB_CONFIG = Config(
@@ -34,6 +35,8 @@ DYNAMODB_CONFIG = Config(
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
+# The audit trail: one line per issuance, Powertools' JSON line printed without the logging machinery.
+issued_line = AuditLine(logger, "issued")
 app = LambdaFunctionUrlResolver()
 # Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
 # start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
@@ -45,18 +48,25 @@ settings = Settings.from_json(os.environ[SETTINGS_ENV])
 dynamodb = botocore.session.get_session().create_client("dynamodb", config=DYNAMODB_CONFIG)
 issuer = Issuer(settings, CounterStore(dynamodb, os.environ[COUNTER_TABLE_ENV]))
 _idempotent_issue = None
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
+_NEEDS_A_KEY = {"_counters": "GET /_counters/{key}", "_blocks": "GET or POST /_blocks/{key}?count=N"}
 
 
 @app.route("/", method=["GET", "POST"])
 def next_default_ticket() -> Response:
-    return _issue(path_key=None)
+    return _issue(protocol.TICKETS_ROUTE, path_key=None)
 
 
 @app.route("/<key>", method=["GET", "POST"])
 def next_ticket(key: str) -> Response:
-    if key == "_counters":
-        raise NotFound("/_counters needs a key: GET /_counters/{key}")
-    return _issue(path_key=key)
+    if key in _NEEDS_A_KEY:
+        raise NotFound(f"/{key} needs a key: {_NEEDS_A_KEY[key]}")
+    return _issue(protocol.TICKETS_ROUTE, path_key=key)
+
+
+@app.route("/_blocks/<key>", method=["GET", "POST"])
+def next_block(key: str) -> Response:
+    return _issue(protocol.BLOCKS_ROUTE, path_key=key)
 
 
 @app.get("/_counters/<key>")
@@ -69,7 +79,7 @@ def counter_state(key: str) -> Response:
 def unknown_route(_: Exception) -> Response:
     allowed = protocol.allowed_methods(app.current_event.path)
     if allowed is None:
-        return _error(NotFound("no such path; use /, /{key} or /_counters/{key}"))
+        return _error(NotFound("no such path; use /, /{key}, /_blocks/{key} or /_counters/{key}"))
     if app.current_event.http_method in allowed.split(", "):
         # The router refuses some characters (`"`, a backslash, ...) in a path segment; no key has them.
         return _error(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
@@ -87,21 +97,35 @@ def bug(err: Exception) -> Response:
     return _error(TicketsError("an unexpected error; nothing was handed out. It has been logged"))
 
 
-def _issue(path_key: str | None) -> Response:
+def _issue(route: str, path_key: str | None) -> Response:
     event = app.current_event
     body = protocol.request_body(event.body, event.is_base64_encoded)
-    request = protocol.ticket_request(path_key, event.raw_query_string, body, settings.default_key)
+    request = protocol.ticket_request(path_key, event.raw_query_string, body, settings.default_key,
+                                      max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT)
     logger.append_keys(key=request.key, count=request.count)
-    idempotency_key = event.headers.get("idempotency-key")
+    if route == protocol.BLOCKS_ROUTE:
+        issuer.check_block(request.key, request.count)  # before any write, the idempotency record's too
+    # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
+    # records stored before range blocks existed say it; a block names its route, so one header cannot
+    # be answered a list on one route and a range on the other.
+    described = {"key": request.key, "count": request.count}
+    if route != protocol.TICKETS_ROUTE:
+        described["route"] = route
+    # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
+    headers = event.raw_event.get("headers") or {}
+    idempotency_key = headers.get("idempotency-key")
     if idempotency_key is None:
-        issued = _issue_and_record(request.key, request.count)
+        issued = _issue_and_record(described)
     else:
         issue = _idempotent_issue or _load_idempotency()
-        issued = issue(_caller(event.raw_event), require_idempotency_key(idempotency_key), request.key,
-                       request.count, app.lambda_context)
-    if protocol.prefers_text(event.headers.get("accept")):
-        tickets = issued.get("tickets", [issued["ticket"]])
-        return Response(200, "text/plain; charset=utf-8", protocol.render_text(tickets))
+        issued = issue(_caller(event.raw_event), require_idempotency_key(idempotency_key), described,
+                       app.lambda_context)
+    if protocol.prefers_text(headers.get("accept")):
+        if route == protocol.BLOCKS_ROUTE:
+            text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
+        else:
+            text = protocol.render_text(issued.get("tickets", [issued["ticket"]]))
+        return Response(200, "text/plain; charset=utf-8", text)
     return _json(200, issued)
 
 
@@ -111,14 +135,15 @@ def _caller(event: dict) -> str:
     return iam.get("userArn") or iam.get("callerId") or "anonymous"
 
 
-def _issue_and_record(key: str, count: int) -> dict:
+def _issue_and_record(request: dict) -> dict:
+    key, count = request["key"], request["count"]
     issued = issuer.issue(key, count)
     metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
-    logger.info("issued", extra={"first_ticket": issued.tickets[0], "last_ticket": issued.tickets[-1]})
-    return issued.to_json()
+    issued_line.emit(first_ticket=issued.first, last_ticket=issued.last)
+    return issued.range_json() if request.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
 
 
 def _load_idempotency():
@@ -132,8 +157,7 @@ def _load_idempotency():
 
 
 def _json(status: int, body: dict, extra_headers: dict[str, str] | None = None) -> Response:
-    return Response(status, "application/json", json.dumps(body, separators=(",", ":")),
-                    headers=extra_headers)
+    return Response(status, "application/json", _compact_json(body), headers=extra_headers)
 
 
 def _error(err: TicketsError, extra_headers: dict[str, str] | None = None) -> Response:
@@ -156,10 +180,12 @@ def lambda_handler(event: dict, context: Any) -> dict:
     # The Function URL's request id; set directly, as a JMESPath correlation path costs more per call.
     logger.set_correlation_id(event.get("requestContext", {}).get("requestId"))
     http = event.get("requestContext", {}).get("http", {})
-    normalised = {**event, "rawPath": protocol.normalise_path(event.get("rawPath") or "/"),
-                  "requestContext": {**event.get("requestContext", {}),
-                                     "http": {**http, "path": protocol.normalise_path(http.get("path") or "/")}}}
-    result = app.resolve(normalised, context)
+    raw_path, path = event.get("rawPath") or "/", http.get("path") or "/"
+    if protocol.normalise_path(raw_path) != raw_path or protocol.normalise_path(path) != path:
+        event = {**event, "rawPath": protocol.normalise_path(raw_path),
+                 "requestContext": {**event.get("requestContext", {}),
+                                    "http": {**http, "path": protocol.normalise_path(path)}}}
+    result = app.resolve(event, context)
     # A cached GET would hand one ticket to two callers.
     result.setdefault("headers", {})["Cache-Control"] = "no-store"
     return result

@@ -1,7 +1,7 @@
 """Idempotent retries with Powertools: a repeated Idempotency-Key gets the stored answer.
 
 The record is keyed by the caller and the header (two callers who happen to pick the same
-header value must not get each other's tickets); the request (key, count) is validated
+header value must not get each other's tickets); the request (route, key, count) is validated
 against it, so the same header with a different request is refused rather than answered
 wrongly.
 Imported only when a request carries the header, so plain requests pay nothing for it.
@@ -26,11 +26,11 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .errors import IdempotencyKeyReused, RequestInProgress, Unavailable
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
-Issue = Callable[[str, int], dict]
+Issue = Callable[[dict], dict]  # the request as the handler describes it -> the answer
 
 
 def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int
-               ) -> Callable[[str, str, str, int, Any], dict]:
+               ) -> Callable[[str, str, dict, Any], dict]:
     persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client,
                                            key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL)
     config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="request",
@@ -38,16 +38,16 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
 
     @idempotent_function(data_keyword_argument="call", persistence_store=persistence, config=config)
     def issue_once(call: dict) -> dict:
-        return issue(call["request"]["key"], call["request"]["count"])
+        return issue(call["request"])
 
-    def run(caller: str, idempotency_key: str, key: str, count: int, lambda_context: Any) -> dict:
+    def run(caller: str, idempotency_key: str, request: dict, lambda_context: Any) -> dict:
         config.register_lambda_context(lambda_context)  # so a crashed attempt's lock expires with it
-        call = {"caller": caller, "idempotency_key": idempotency_key, "request": {"key": key, "count": count}}
+        call = {"caller": caller, "idempotency_key": idempotency_key, "request": request}
         try:
             return issue_once(call=call)
         except IdempotencyValidationError:
             raise IdempotencyKeyReused(
-                "this Idempotency-Key was already used for a different request (key or count); "
+                "this Idempotency-Key was already used for a different request (route, key or count); "
                 "use a new Idempotency-Key for a new request") from None
         except IdempotencyAlreadyInProgressError:
             raise RequestInProgress("a request with this Idempotency-Key is still in flight; "

@@ -12,12 +12,13 @@ of one write per shard on every request.
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from .config import CounterConfig, Settings
-from .errors import Exhausted, NotFound, Unavailable, exhausted
+from .errors import BadRequest, Exhausted, NotFound, Unavailable, exhausted
 from .sequence import Lane, lanes_of
 from .tables import LAST, STEP
 
@@ -28,6 +29,12 @@ _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm
 _REMEMBERED_LANES = 100_000
 
 
+@functools.lru_cache(maxsize=1024)  # bounded: anyone may name new keys unless strictKeys is on
+def _region_lanes(key: str, counter: CounterConfig, slot: int, slots: int) -> tuple[Lane, ...]:
+    """The lanes of a key in use, made once per warm function: frozen dataclasses are slow to build."""
+    return tuple(lanes_of(key, counter, slot, slots))
+
+
 class Store(Protocol):
     def advance(self, lane: Lane, count: int) -> int:
         """The new `last`; raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
@@ -36,21 +43,40 @@ class Store(Protocol):
 
 @dataclass(frozen=True)
 class Issued:
+    """`count` tickets of one lane: first, first + step, ..., last. Held as these four numbers, so
+    a block of a million tickets is as cheap to answer as one ticket; only the list route lists it."""
+
     key: str
-    tickets: list[int]
+    first: int
+    last: int
+    step: int
+    count: int
     counter: CounterConfig
+
+    @classmethod
+    def of(cls, key: str, block: range, counter: CounterConfig) -> "Issued":
+        return cls(key=key, first=block.start, last=block[-1], step=block.step, count=len(block), counter=counter)
+
+    @property
+    def tickets(self) -> list[int]:
+        return list(range(self.first, self.last + 1, self.step))
 
     @property
     def near_max(self) -> bool:
         """Past 90% of the range between start and max: time to raise max or plan a new key."""
         span = self.counter.max - self.counter.start
-        return self.tickets[-1] - self.counter.start >= NEAR_MAX_FRACTION * span
+        return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
     def to_json(self) -> dict:
-        body: dict = {"key": self.key, "ticket": self.tickets[0]}
-        if len(self.tickets) > 1:
+        """The answer of /{key}: the first ticket, and the list when there are more."""
+        body: dict = {"key": self.key, "ticket": self.first}
+        if self.count > 1:
             body["tickets"] = self.tickets
         return body
+
+    def range_json(self) -> dict:
+        """The answer of /_blocks/{key}: the block as a range, whatever its size."""
+        return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
 
 
 class Issuer:
@@ -85,7 +111,7 @@ class Issuer:
                 if unavailable >= _UNAVAILABLE_LANES_TRIED:
                     break
                 continue
-            return Issued(key=key, tickets=lane.block(last, count), counter=counter)
+            return Issued.of(key, lane.block(last, count), counter)
         raise failure or exhausted(key, count, counter.max)
 
     def _may_fit(self, lane: Lane, count: int) -> bool:
@@ -105,6 +131,13 @@ class Issuer:
             stored = items.get(lane.item_key)
             if stored is not None and stored[STEP] == lane.step and stored[LAST] is not None:
                 self._learn(lane, stored[LAST])
+
+    def check_block(self, key: str, count: int) -> None:
+        """Refuse a range block larger than the key's (or the deployment's) maxBlock allows."""
+        limit = self._settings.block_limit(self._counter(key))
+        if count > limit:
+            raise BadRequest(f"invalid count {count}: a block of {key!r} holds at most {limit} tickets "
+                             "(maxBlock in cdk.json)")
 
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)
@@ -133,9 +166,13 @@ class Issuer:
             "lanes": rows,
         }
 
-    def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:
+    def _counter(self, key: str) -> CounterConfig:
         counter = self._settings.counter(key)
         if counter is None:
             raise NotFound(f"unknown key {key!r}: strictKeys is on and only the keys in cdk.json "
                            "(and the default key) are served")
-        return counter, lanes_of(key, counter, self._settings.region_slot, self._settings.region_slots)
+        return counter
+
+    def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:
+        counter = self._counter(key)
+        return counter, list(_region_lanes(key, counter, self._settings.region_slot, self._settings.region_slots))

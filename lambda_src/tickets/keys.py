@@ -8,7 +8,8 @@ from .errors import BadRequest, echo
 
 KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
 KEY_RULE = "1-100 characters from A-Z a-z 0-9 . _ : -, the first one a letter or digit"
-MAX_COUNT = 1000
+MAX_COUNT = 1000  # tickets listed in one answer of /{key}
+MAX_BLOCK = 1_000_000  # tickets in one range block of /_blocks/{key}, answered as first, last, step
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"[\x20-\x7e]{1,128}")
 
 
@@ -22,18 +23,18 @@ def require_key(key: str) -> str:
     return key
 
 
-def parse_count(raw: object) -> int:
-    """A count comes as query text or a JSON number; both must be a plain integer 1..MAX_COUNT."""
+def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
+    """A count comes as query text or a JSON number; both must be a plain integer 1..maximum."""
     if isinstance(raw, bool):
         count = None
     elif isinstance(raw, int):
         count = raw
-    elif isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 4:
+    elif isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum)):
         count = int(raw)
     else:
         count = None
-    if count is None or not 1 <= count <= MAX_COUNT:
-        raise BadRequest(f"invalid count {echo(raw)}: count is a whole number from 1 to {MAX_COUNT}")
+    if count is None or not 1 <= count <= maximum:
+        raise BadRequest(f"invalid count {echo(raw)}: count is a whole number from 1 to {maximum}")
     return count
 
 

@@ -14,6 +14,9 @@ from urllib.parse import parse_qsl, unquote
 from .errors import BadRequest, PayloadTooLarge, echo
 from .keys import MAX_COUNT, parse_count, require_key
 
+# The two issuing routes: /{key} answers the tickets as a list, /_blocks/{key} as a range.
+TICKETS_ROUTE = "tickets"
+BLOCKS_ROUTE = "blocks"
 QUERY_FIELDS = ("key", "systemKey", "count")
 BODY_FIELDS = ("key", "count")
 MAX_BODY_BYTES = 1024
@@ -22,6 +25,7 @@ ROUTE_SHAPES = (  # the paths the API serves, for telling 405 from 404
     (re.compile(r"/"), "GET, POST"),
     (re.compile(r"/[^/]+"), "GET, POST"),
     (re.compile(r"/_counters/[^/]+"), "GET"),
+    (re.compile(r"/_blocks/[^/]+"), "GET, POST"),
 )
 
 
@@ -45,10 +49,12 @@ def decode_path_key(segment: str) -> str:
         raise BadRequest("the key in the path is not valid percent-encoded UTF-8") from None
 
 
-def ticket_request(path_key: str | None, raw_query: str | None, body: bytes, default_key: str) -> TicketRequest:
-    """Merge path, query and body into one request; they may repeat each other but not disagree."""
+def ticket_request(path_key: str | None, raw_query: str | None, body: bytes, default_key: str,
+                   max_count: int = MAX_COUNT) -> TicketRequest:
+    """Merge path, query and body into one request; they may repeat each other but not disagree.
+    `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
     query = query_parameters(raw_query)
-    fields = _body_fields(body)
+    fields = _body_fields(body, max_count)
 
     keys = {source: value for source, value in (
         ("path", decode_path_key(path_key) if path_key is not None else None),
@@ -59,7 +65,7 @@ def ticket_request(path_key: str | None, raw_query: str | None, body: bytes, def
     key = require_key(next(iter(keys.values()))) if keys else default_key
 
     counts = [value for value in (query.get("count"), fields.get("count")) if value is not None]
-    parsed = {parse_count(value) for value in counts}
+    parsed = {parse_count(value, max_count) for value in counts}
     if len(parsed) > 1:
         raise BadRequest("the query and the body ask for different counts; give one")
     return TicketRequest(key=key, count=parsed.pop() if parsed else 1)
@@ -107,7 +113,7 @@ def request_body(raw: str | None, is_base64: bool) -> bytes:
     return body
 
 
-def _body_fields(body: bytes) -> dict[str, Any]:
+def _body_fields(body: bytes, max_count: int) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
@@ -122,7 +128,7 @@ def _body_fields(body: bytes) -> dict[str, Any]:
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")
     if "count" in fields:
-        fields["count"] = _json_integer(fields["count"])
+        fields["count"] = _json_integer(fields["count"], max_count)
     return fields
 
 
@@ -136,12 +142,12 @@ def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return fields
 
 
-def _json_integer(value: object) -> int:
+def _json_integer(value: object, max_count: int) -> int:
     """JSON has one number type: 3, 3.0 and 3e0 are one integer (as JSON Schema, and so openapi.json, says)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"the body's count must be a JSON integer from 1 to {MAX_COUNT}, got {echo(value)}")
+        raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo(value)}")
     return value
 
 
@@ -183,3 +189,8 @@ def _quality(ranges: list[tuple[str, float]], kind: str, subtype: str) -> float:
 
 def render_text(tickets: list[int]) -> str:
     return "".join(f"{ticket}\n" for ticket in tickets)
+
+
+def render_block_text(first: int, last: int, step: int) -> str:
+    """A range block for text/plain callers: `first last step` on one line."""
+    return f"{first} {last} {step}\n"

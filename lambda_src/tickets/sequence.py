@@ -49,9 +49,10 @@ class Lane:
         """Whether a stored `last` (perhaps typed in by hand) sits on this lane."""
         return last == self.seed or self.owns(last)
 
-    def block(self, last: int, count: int) -> list[int]:
-        """The `count` tickets that ended at `last`, ascending."""
-        return [last - self.step * (count - 1 - i) for i in range(count)]
+    def block(self, last: int, count: int) -> range:
+        """The `count` tickets that ended at `last`, ascending: a range, so a block of a million
+        tickets costs no more than one of a single ticket until someone lists it."""
+        return range(last - self.step * (count - 1), last + 1, self.step)
 
     def limit(self, count: int) -> int:
         """The highest `last` from which `count` more tickets still fit under max."""
