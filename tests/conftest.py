@@ -51,7 +51,7 @@ if os.environ.get("CI", "").lower() in ("1", "true"):
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
 COUNTER_TABLE = "tickets-test"
 IDEMPOTENCY_TABLE = "tickets-idempotency-test"
-SPEC_CONFIG = {  # SPEC §5's example
+EXAMPLE_CONFIG = {  # the README's example (Configuration)
     "defaultKey": "default",
     "auth": "AWS_IAM",
     "regions": {"us-east-1": 0},
@@ -207,11 +207,11 @@ def aws():
 def deploy(aws, monkeypatch):
     """deploy(config, region) -> Region, with the handler loaded from that cdk.json-style config."""
     def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
-        return Region(monkeypatch, SPEC_CONFIG if config is None else config, region)
+        return Region(monkeypatch, EXAMPLE_CONFIG if config is None else config, region)
     return deploy
 
 
 @pytest.fixture
 def api(deploy) -> Region:
-    """The handler deployed with SPEC §5's example config in us-east-1."""
+    """The handler deployed with the README's example config in us-east-1."""
     return deploy()

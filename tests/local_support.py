@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from conftest import SPEC_CONFIG
+from conftest import EXAMPLE_CONFIG
 
-# cdk.json's `tickets` for the tests: SPEC §5's example (one region, one lane per key, so every key
+# cdk.json's `tickets` for the tests: the README's example (one region, one lane per key, so every key
 # is dense), plus a key of its own for the load test.
-TICKETS_CONFIG = {**SPEC_CONFIG, "counters": {**SPEC_CONFIG["counters"], "load": {"start": 700000}}}
+TICKETS_CONFIG = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "load": {"start": 700000}}}
 
 
 class SerialMotoServer:

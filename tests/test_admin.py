@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from botocore.stub import Stubber
 
-from conftest import COUNTER_TABLE, SPEC_CONFIG
+from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
 from local_support import SerialMotoServer, call, write_cdk_json
 from tickets.config import MAX_TICKET, CounterConfig
 from tickets.sequence import lanes_of
@@ -66,7 +66,7 @@ def item(region, key: str) -> dict | None:
 
 def test_raise_a_single_lane_above_n(api, admin):
     assert tickets_of(api.get("/orders", query={"count": "3"})) == [5000, 5001, 5002]
-    status, out, _ = admin(SPEC_CONFIG, "raise", "orders", "--above", "120000")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "120000")
     assert status == 0
     assert out == ["raising orders above 120000 in us-east-1 (slot 0 of 1), table tickets-test: 1 lane(s)",
                    "orders (lane 0): last 5002 -> last 120000; next ticket 120001"]
@@ -76,7 +76,7 @@ def test_raise_a_single_lane_above_n(api, admin):
 def test_raise_never_lowers_a_lane(api, admin):
     tickets_of(api.get("/orders", query={"count": "3"}))
     before = api.items()
-    status, out, _ = admin(SPEC_CONFIG, "raise", "orders", "--above", "5001")  # 5002 was issued
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "5001")  # 5002 was issued
     assert status == 0
     assert out[1] == "orders (lane 0): already above: last 5002, next ticket 5003"
     assert api.items() == before
@@ -84,9 +84,9 @@ def test_raise_never_lowers_a_lane(api, admin):
 
 
 def test_raise_is_safe_to_repeat(api, admin):
-    admin(SPEC_CONFIG, "raise", "orders", "--above", "9000")
+    admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "9000")
     before = api.items()
-    status, out, _ = admin(SPEC_CONFIG, "raise", "orders", "--above", "9000")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "9000")
     assert status == 0 and out[1] == "orders (lane 0): already above: last 9000, next ticket 9001"
     assert api.items() == before
 
@@ -94,12 +94,12 @@ def test_raise_is_safe_to_repeat(api, admin):
 def test_raise_lands_on_the_lane_of_a_strided_counter(api, admin):
     """invoices: 1, 11, 21, ...; the smallest ticket above 500 is 501, above 505 it is 511."""
     assert tickets_of(api.get("/invoices")) == [1]
-    admin(SPEC_CONFIG, "raise", "invoices", "--above", "505")
+    admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", "505")
     assert tickets_of(api.get("/invoices", query={"count": "2"})) == [511, 521]
 
 
 def test_raise_an_unused_lane_creates_its_item(api, admin):
-    status, out, _ = admin(SPEC_CONFIG, "raise", "fresh", "--above", "41")  # an unconfigured key: defaults
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "fresh", "--above", "41")  # an unconfigured key: defaults
     assert status == 0 and out[1] == "fresh (lane 0): unused -> last 41; next ticket 42"
     assert item(api, "fresh") == {"counter": {"S": "fresh"}, "last": {"N": "41"}, "step": {"N": "1"},
                                   "first": {"N": "1"}}
@@ -107,7 +107,7 @@ def test_raise_an_unused_lane_creates_its_item(api, admin):
 
 
 def test_an_unused_lane_whose_first_ticket_is_above_n_is_left_unwritten(api, admin):
-    status, out, _ = admin(SPEC_CONFIG, "raise", "orders", "--above", "4000")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "4000")
     assert status == 0 and out[1] == "orders (lane 0): already above: unused, next ticket 5000"
     assert api.items() == []
     assert tickets_of(api.get("/orders")) == [5000]
@@ -169,7 +169,7 @@ def test_raise_in_another_region_uses_that_regions_slot(deploy, admin):
 
 def test_a_hand_made_item_is_raised_and_given_its_step_and_first(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "5041"}})  # the console workflow
-    status, out, _ = admin(SPEC_CONFIG, "raise", "orders", "--above", "6000")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
     assert status == 0 and out[1] == "orders (lane 0): last 5041 -> last 6000; next ticket 6001"
     assert item(api, "orders") == {"counter": {"S": "orders"}, "last": {"N": "6000"}, "step": {"N": "1"},
                                    "first": {"N": "5000"}}
@@ -178,7 +178,7 @@ def test_a_hand_made_item_is_raised_and_given_its_step_and_first(api, admin):
 
 def test_a_hand_made_item_off_its_lane_below_the_target_is_put_on_it(api, admin):
     api.put_item({"counter": {"S": "invoices"}, "last": {"N": "105"}})  # invoices: 1, 11, 21, ...
-    status, out, _ = admin(SPEC_CONFIG, "raise", "invoices", "--above", "500")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", "500")
     assert status == 0 and out[1] == "invoices (lane 0): last 105 -> last 491; next ticket 501"
     assert tickets_of(api.get("/invoices")) == [501]
 
@@ -186,7 +186,7 @@ def test_a_hand_made_item_off_its_lane_below_the_target_is_put_on_it(api, admin)
 def test_a_hand_made_item_off_its_lane_above_the_target_is_reported_not_changed(api, admin):
     api.put_item({"counter": {"S": "invoices"}, "last": {"N": "1005"}})
     before = api.items()
-    status, out, _ = admin(SPEC_CONFIG, "raise", "invoices", "--above", "500")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", "500")
     assert status == 1
     assert out[1].startswith("invoices (lane 0): NOT CHANGED: last 1005 is not a ticket of this lane "
                              "(first 1, step 10)")
@@ -196,7 +196,7 @@ def test_a_hand_made_item_off_its_lane_above_the_target_is_reported_not_changed(
 def test_a_hand_made_item_already_above_is_left_for_the_service_to_adopt(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "7000"}})
     before = api.items()
-    status, out, _ = admin(SPEC_CONFIG, "raise", "orders", "--above", "6000")
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
     assert status == 0 and out[1] == "orders (lane 0): already above: last 7000, next ticket 7001"
     assert api.items() == before
     assert tickets_of(api.get("/orders")) == [7001]
@@ -245,7 +245,7 @@ def test_a_lane_the_service_creates_meanwhile_is_raised_all_the_same(api):
 def test_a_lane_with_another_step_is_refused_and_nothing_is_written(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "5004"}, "step": {"N": "2"}, "first": {"N": "5000"}})
     before = api.items()
-    status, out, err = admin(SPEC_CONFIG, "raise", "orders", "--above", "9000")
+    status, out, err = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "9000")
     assert status == 1
     assert err.startswith("error: orders: the item's step is 2, the config's is 1")
     assert "Nothing was written." in err and "Traceback" not in err
@@ -253,10 +253,10 @@ def test_a_lane_with_another_step_is_refused_and_nothing_is_written(api, admin):
 
 
 def test_a_sharded_key_that_issued_without_shards_is_refused(deploy, admin):
-    east = deploy(SPEC_CONFIG, "us-east-1")
+    east = deploy(EXAMPLE_CONFIG, "us-east-1")
     tickets_of(east.get("/orders"))  # orders issued as one lane
     before = east.items()
-    resharded = {**SPEC_CONFIG, "counters": {"orders": {"start": 5000, "shards": 2}}}
+    resharded = {**EXAMPLE_CONFIG, "counters": {"orders": {"start": 5000, "shards": 2}}}
     status, _, err = admin(resharded, "raise", "orders", "--above", "9000")
     assert status == 1
     assert "orders: the plain item issued tickets without shards (last 5000)" in err
@@ -264,7 +264,7 @@ def test_a_sharded_key_that_issued_without_shards_is_refused(deploy, admin):
 
 
 def test_a_target_past_max_is_refused(api, admin):
-    capped = {**SPEC_CONFIG, "counters": {"small": {"start": 1, "max": 100}}}
+    capped = {**EXAMPLE_CONFIG, "counters": {"small": {"start": 1, "max": 100}}}
     status, _, err = admin(capped, "raise", "small", "--above", "100")
     assert status == 1
     assert err.startswith("error: small: the lane's next ticket above 100 would be 101, past the counter's max "
@@ -273,7 +273,7 @@ def test_a_target_past_max_is_refused(api, admin):
 
 
 def test_an_unserved_key_under_strict_keys_is_refused(api, admin):
-    status, _, err = admin({**SPEC_CONFIG, "strictKeys": True}, "raise", "nobody", "--above", "1")
+    status, _, err = admin({**EXAMPLE_CONFIG, "strictKeys": True}, "raise", "nobody", "--above", "1")
     assert status == 1 and "'nobody' is not configured" in err and "strictKeys" in err
 
 
@@ -284,7 +284,7 @@ def test_export_prints_every_item_as_json_lines_sorted_and_exact(api, admin):
     tickets_of(api.get("/invoices"))
     api.put_item({"counter": {"S": "big"}, "last": {"N": str(MAX_TICKET)}})
     api.put_item({"counter": {"S": "odd"}, "last": {"N": "12.5"}})
-    status, out, _ = admin(SPEC_CONFIG, "export")
+    status, out, _ = admin(EXAMPLE_CONFIG, "export")
     assert status == 0
     assert out == [
         '{"counter": "big", "last": 9223372036854775807}',
@@ -315,7 +315,7 @@ def test_export_reads_every_page(api, admin):
 # --- errors ----------------------------------------------------------------------------------------
 
 def test_a_missing_table_says_which_and_where_to_look(aws, admin):
-    status, out, err = admin(SPEC_CONFIG, "export")
+    status, out, err = admin(EXAMPLE_CONFIG, "export")
     assert status == 1 and out == []
     assert err == ("error: no table 'tickets-test' in us-east-1: check --table (default: tableName in cdk.json) "
                    "and --region (default: the first region in cdk.json)\n")
@@ -365,7 +365,7 @@ def test_every_command_has_help_with_examples(args, expected):
 
 # --- against a moto server shared with the local server ---------------------------------------------
 
-RACE_CONFIG = {**SPEC_CONFIG, "counters": {"load": {"start": 700000},
+RACE_CONFIG = {**EXAMPLE_CONFIG, "counters": {"load": {"start": 700000},
                                            "big": {"start": str(MAX_TICKET - 5), "max": str(MAX_TICKET)}}}
 RACE_ABOVE = 705000
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import IDEMPOTENCY_TABLE, SPEC_CONFIG, FakeLambdaContext, function_url_event
+from conftest import IDEMPOTENCY_TABLE, EXAMPLE_CONFIG, FakeLambdaContext, function_url_event
 from test_handler import TEXT, assert_error, item
 from test_idempotency import dynamodb_calls, once  # noqa: F401 (dynamodb_calls is a fixture)
 from tickets.protocol import allowed_methods
@@ -63,7 +63,7 @@ def test_a_million_tickets_take_one_write_and_a_small_answer(api, dynamodb_calls
 
 
 def test_a_sharded_key_gives_a_block_of_one_lane(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"hot": {"start": 1, "stride": 1, "shards": 4}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"hot": {"start": 1, "stride": 1, "shards": 4}}})
     answer = api.get("/_blocks/hot", query={"count": "1000"}).body
     assert answer["step"] == 4 and answer["count"] == 1000
     assert answer["first"] in (1, 2, 3, 4)  # the first block of whichever lane was picked
@@ -118,7 +118,7 @@ def test_the_ticket_route_keeps_its_list_and_its_bound_of_1000(api):
 
 
 def test_max_block_lowers_the_bound_per_deployment_and_per_key(deploy, monkeypatch):
-    api = deploy({**SPEC_CONFIG, "maxBlock": 500, "counters": {"orders": {"start": 5000, "maxBlock": 100}}})
+    api = deploy({**EXAMPLE_CONFIG, "maxBlock": 500, "counters": {"orders": {"start": 5000, "maxBlock": 100}}})
     answer = api.get("/_blocks/orders", query={"count": "101"})
     assert_error(answer, 400, "bad_request")
     assert "100" in answer.body["message"] and "maxBlock" in answer.body["message"]
@@ -136,7 +136,7 @@ def test_max_block_lowers_the_bound_per_deployment_and_per_key(deploy, monkeypat
 
 
 def test_a_block_passing_max_is_exhausted_and_writes_nothing(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"small": {"start": 1, "max": 1000}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"small": {"start": 1, "max": 1000}}})
     assert api.get("/_blocks/small", query={"count": "990"}).body == block(1, 990, 1, 990, key="small")
     before = api.items()
     for count in (11, MILLION):
@@ -148,13 +148,13 @@ def test_a_block_passing_max_is_exhausted_and_writes_nothing(deploy):
 
 
 def test_a_new_counter_whose_first_block_passes_max_writes_nothing(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"tiny": {"start": 10, "max": 20}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"tiny": {"start": 10, "max": 20}}})
     assert_error(api.get("/_blocks/tiny", query={"count": "12"}), 409, "exhausted")
     assert api.items() == []
 
 
 def test_strict_keys_refuse_an_unknown_key_on_the_block_route(deploy):
-    api = deploy({**SPEC_CONFIG, "strictKeys": True})
+    api = deploy({**EXAMPLE_CONFIG, "strictKeys": True})
     assert_error(api.get("/_blocks/unknown", query={"count": "5"}), 404, "not_found")
     assert api.items() == []
 

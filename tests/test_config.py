@@ -1,4 +1,4 @@
-"""The deployment config (SPEC §5): what parses, what is refused and how, and the handler's view."""
+"""The deployment config (README: Configuration): what parses, what is refused and how, and the handler's view."""
 
 from __future__ import annotations
 
@@ -19,17 +19,17 @@ from tickets.config import (
     pick_region,
 )
 
-from conftest import SPEC_CONFIG
+from conftest import EXAMPLE_CONFIG
 
 
 def with_changes(**changes) -> dict:
-    raw = copy.deepcopy(SPEC_CONFIG)
+    raw = copy.deepcopy(EXAMPLE_CONFIG)
     raw.update(changes)
     return raw
 
 
 def test_the_spec_example_parses():
-    config = parse_config(SPEC_CONFIG)
+    config = parse_config(EXAMPLE_CONFIG)
     assert config.regions == {"us-east-1": 0}
     assert (config.default_key, config.auth, config.region_slots, config.strict_keys) == \
         ("default", "AWS_IAM", 1, False)
@@ -100,7 +100,7 @@ def test_an_invalid_config_names_the_field(changes, field):
 
 
 def test_table_name_defaults_to_a_fixed_name():
-    assert parse_config(SPEC_CONFIG).table_name == "tickets-counters"
+    assert parse_config(EXAMPLE_CONFIG).table_name == "tickets-counters"
     assert parse_config(with_changes(tableName="Orders_v2.counters-1")).table_name == "Orders_v2.counters-1"
     assert parse_config(with_changes(tableName="x" * 243)).table_name == "x" * 243
 
@@ -197,7 +197,7 @@ def test_handler_environment_round_trips_through_settings():
 
 def test_handler_environment_refuses_an_unconfigured_region():
     with pytest.raises(ConfigError, match="regions"):
-        handler_environment(parse_config(SPEC_CONFIG), "eu-west-1", counter_table="c", idempotency_table="i")
+        handler_environment(parse_config(EXAMPLE_CONFIG), "eu-west-1", counter_table="c", idempotency_table="i")
 
 
 def test_counter_lookup_with_and_without_strict_keys():
@@ -230,7 +230,7 @@ def test_commercial_regions_with_the_layer_are_accepted(region):
 
 
 def test_max_block_defaults_to_a_million_and_may_be_lowered_per_deployment_and_per_key():
-    assert parse_config(SPEC_CONFIG).max_block == 1_000_000
+    assert parse_config(EXAMPLE_CONFIG).max_block == 1_000_000
     config = parse_config(with_changes(maxBlock=5000, counters={"orders": {"start": 5000, "maxBlock": 100}}))
     assert config.max_block == 5000
     assert config.counters["orders"] == CounterConfig(start=5000, max_block=100)

@@ -1,5 +1,5 @@
-"""The handler on real Function URL 2.0 events under moto: every route and error of SPEC §3,
-the sequences of SPEC §2, and that a refused request leaves the counter table as it was."""
+"""The handler on real Function URL 2.0 events under moto: every route and error of openapi.json,
+the sequences of docs/design.md#lanes, and that a refused request leaves the counter table as it was."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import BROWSER_ACCEPT, SPEC_CONFIG, Answer, FakeLambdaContext, function_url_event
+from conftest import BROWSER_ACCEPT, EXAMPLE_CONFIG, Answer, FakeLambdaContext, function_url_event
 
 TEXT = {"accept": "text/plain"}
 
@@ -197,7 +197,7 @@ def test_a_body_over_the_limit_is_413(api):
 # --- strictKeys ---------------------------------------------------------------------------------
 
 def test_strict_keys(deploy):
-    api = deploy({**SPEC_CONFIG, "strictKeys": True})
+    api = deploy({**EXAMPLE_CONFIG, "strictKeys": True})
     assert_error(api.get("/unknown"), 404, "not_found")
     assert_error(api.get("/", query={"key": "unknown"}), 404, "not_found")
     assert_error(api.get("/_counters/unknown"), 404, "not_found")
@@ -252,7 +252,7 @@ def test_an_item_with_step_but_no_first_is_checked_before_any_write(api, key, ha
 
 
 def test_an_item_with_step_but_no_first_past_max_is_exhausted_untouched(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"small": {"max": 10}}})
     api.put_item(stepped("small", 9, 1))
     assert_error(api.get("/small", query={"count": "2"}), 409, "exhausted")
     assert api.items() == [stepped("small", 9, 1)]
@@ -269,7 +269,7 @@ def test_an_item_with_step_but_no_first_on_the_lane_is_adopted(api, key, last, s
 
 
 def test_a_hand_made_item_past_max_is_exhausted_untouched(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"small": {"max": 10}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"small": {"max": 10}}})
     api.put_item(item("small", 10))
     before = api.items()
     assert_error(api.get("/small"), 409, "exhausted")
@@ -279,7 +279,7 @@ def test_a_hand_made_item_past_max_is_exhausted_untouched(deploy):
 # --- max ----------------------------------------------------------------------------------------
 
 def test_exhaustion_at_max_is_exact(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"small": {"start": 1, "stride": 2, "max": 9}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"small": {"start": 1, "stride": 2, "max": 9}}})
     assert tickets_of(api.get("/small", query={"count": "3"})) == [1, 3, 5]
     before = api.items()
     assert_error(api.get("/small", query={"count": "3"}), 409, "exhausted")  # 7, 9, 11: refused whole
@@ -294,13 +294,13 @@ def test_exhaustion_at_max_is_exact(deploy):
 def test_max_may_be_int64(deploy):
     top = 2**63 - 1
     # Above 2^53-1 as decimal strings: the CDK CLI would round JSON numbers (cdk.json is read in Node).
-    api = deploy({**SPEC_CONFIG, "counters": {"big": {"start": str(top - 2), "max": str(top)}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"big": {"start": str(top - 2), "max": str(top)}}})
     assert tickets_of(api.get("/big", query={"count": "3"})) == [top - 2, top - 1, top]
     assert_error(api.get("/big"), 409, "exhausted")
 
 
 def test_a_new_counter_whose_first_block_passes_max_writes_nothing(deploy):
-    api = deploy({**SPEC_CONFIG, "counters": {"tiny": {"start": 10, "max": 12}}})
+    api = deploy({**EXAMPLE_CONFIG, "counters": {"tiny": {"start": 10, "max": 12}}})
     assert_error(api.get("/tiny", query={"count": "4"}), 409, "exhausted")
     assert api.items() == []
     assert_error(api.get("/_counters/tiny"), 404, "not_found")
@@ -320,10 +320,10 @@ def test_a_new_counter_whose_first_block_passes_max_writes_nothing(deploy):
 ], ids=["stride", "regionSlots", "start-on-another-lane", "start-ahead", "another-slot"])
 def test_a_changed_lane_is_refused_before_any_write(deploy, changed):
     """Every request is refused, carries no ticket, and writes nothing."""
-    first = deploy(SPEC_CONFIG)
+    first = deploy(EXAMPLE_CONFIG)
     assert tickets_of(first.get("/invoices", query={"count": "2"})) == [1, 11]
     before = first.items()
-    second = deploy({**SPEC_CONFIG, **changed})
+    second = deploy({**EXAMPLE_CONFIG, **changed})
     for _ in range(3):
         answer = second.get("/invoices")
         assert_error(answer, 409, "config_mismatch")

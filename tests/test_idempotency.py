@@ -1,4 +1,4 @@
-"""Idempotent retries (SPEC §3): the same Idempotency-Key gets the same answer and burns nothing."""
+"""Idempotent retries (docs/design.md#idempotency): the same Idempotency-Key gets the same answer and burns nothing."""
 
 from __future__ import annotations
 
@@ -135,7 +135,7 @@ def test_an_unavailable_idempotency_table_is_503_and_issues_nothing(api, monkeyp
 def test_after_the_expiry_a_repeat_is_a_new_request(api):
     first = api.post("/orders", headers=once("old"))
     [record] = api.items(IDEMPOTENCY_TABLE)
-    assert int(record["expiration"]["N"]) > time.time() + 3000  # SPEC: an hour by default
+    assert int(record["expiration"]["N"]) > time.time() + 3000  # an hour by default (README: Configuration)
     api.client.update_item(TableName=IDEMPOTENCY_TABLE, Key={"id": record["id"]},
                            UpdateExpression="SET expiration = :past",
                            ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}})

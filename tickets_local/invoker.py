@@ -5,7 +5,7 @@ One at a time is not a simplification but a requirement, twice over:
   relies on it: Powertools keeps the current event on the resolver *class*, and the
   logger's and metrics' state are module-wide;
 - moto is not atomic: concurrent UpdateItems on one item in moto issued duplicate tickets
-  (SPEC §6), where DynamoDB itself never would.
+  (docs/design.md#local-server), where DynamoDB itself never would.
 So every invocation holds one lock, whatever the backend.
 """
 
