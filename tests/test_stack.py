@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -115,7 +116,9 @@ def test_function_runtime_architecture_tracing_and_layer(template):
         "Layers": [Match.string_like_regexp(
             r"^arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:\d+$")],
     })
-    assert POWERTOOLS_VERSION in (ROOT / "requirements-dev.txt").read_text()
+    for requirements in ("requirements-serve.txt", "requirements-dev.txt"):
+        pins = re.findall(r"^aws-lambda-powertools(?:\[\w+\])?==(\S+)$", (ROOT / requirements).read_text(), re.M)
+        assert pins == [POWERTOOLS_VERSION], requirements
 
 
 def test_function_timeout_outlasts_the_worst_dynamodb_wait(template):
