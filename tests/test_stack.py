@@ -20,6 +20,7 @@ from stacks.powertools import POWERTOOLS_VERSION  # noqa: E402
 from stacks.tickets_stack import add_stacks  # noqa: E402
 from tickets import timing  # noqa: E402
 from tickets.config import Settings, parse_config  # noqa: E402
+from tickets.errors import TicketsError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -235,6 +236,98 @@ def test_alarm_email_adds_an_encrypted_topic_wired_to_every_alarm(two_regions):
     topic_id = next(iter(topic))
     for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def _dashboard_body(template: Template) -> dict:
+    """The stack's one dashboard, its body parsed; a reference reads `<Ref Id>`, an attribute `<GetAtt Id.Attr>`."""
+    dashboards = template.find_resources("AWS::CloudWatch::Dashboard")
+    assert len(dashboards) == 1
+    (dashboard,) = dashboards.values()
+    # No fixed name: two stacks, or two deployments in one account, never collide.
+    assert "DashboardName" not in dashboard["Properties"]
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    return json.loads("".join(part if isinstance(part, str) else
+                              f"<Ref {part['Ref']}>" if "Ref" in part else
+                              "<GetAtt {}.{}>".format(*part["Fn::GetAtt"]) for part in parts))
+
+
+def _graphs(body: dict) -> dict[str, list[tuple[str, str, dict, dict]]]:
+    """Each graph's title -> its lines as (namespace, metric, dimensions, options)."""
+    graphs = {}
+    for widget in body["widgets"]:
+        if widget["type"] == "metric":
+            lines = [(line[0], line[1], dict(zip(line[2:-1:2], line[3:-1:2])), line[-1])
+                     for line in widget["properties"]["metrics"]]
+            graphs[widget["properties"]["title"]] = lines
+    return graphs
+
+
+def _the_function(template: Template) -> str:
+    functions = template.find_resources("AWS::Lambda::Function")
+    assert len(functions) == 1
+    return f"<Ref {next(iter(functions))}>"
+
+
+def _every_error_code() -> set[str]:
+    classes, codes = [TicketsError], set()
+    while classes:
+        cls = classes.pop()
+        codes.add(cls.code)
+        classes += cls.__subclasses__()
+    return codes
+
+
+def test_dashboard_graphs_tickets_issued_and_errors_by_every_code(template):
+    graphs = _graphs(_dashboard_body(template))
+    assert [(namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Tickets issued"]] \
+        == [("Tickets", "TicketsIssued", {"service": "tickets"}, "Sum")]
+    errors = graphs["Errors by code"]
+    assert {(namespace, name, options["stat"]) for namespace, name, _, options in errors} == {("Tickets", "Errors", "Sum")}
+    codes = [dims.pop("code") for _, _, dims, _ in errors]
+    assert all(dims == {"service": "tickets"} for _, _, dims, _ in errors)
+    assert len(codes) == len(set(codes))
+    assert set(codes) == _every_error_code() >= {"bad_request", "exhausted", "unavailable", "internal_error"}
+
+
+def test_dashboard_graphs_duration_percentiles_and_concurrency_of_the_function(template, two_regions):
+    function = _the_function(template)
+    graphs = _graphs(_dashboard_body(template))
+    assert sorted((namespace, name, dims, options["stat"])
+                  for namespace, name, dims, options in graphs["Function duration (ms)"]) == [
+        ("AWS/Lambda", "Duration", {"FunctionName": function}, "p50"),
+        ("AWS/Lambda", "Duration", {"FunctionName": function}, "p99")]
+    assert [(namespace, name, dims, options["stat"])
+            for namespace, name, dims, options in graphs["Concurrent executions"]] == [
+        ("AWS/Lambda", "ConcurrentExecutions", {"FunctionName": function}, "Maximum")]
+    # With reserved concurrency the graph marks the cap.
+    capped = _dashboard_body(two_regions.templates["us-east-1"])
+    (concurrency,) = [widget for widget in capped["widgets"]
+                      if widget["properties"].get("title") == "Concurrent executions"]
+    assert [line["value"] for line in concurrency["properties"]["annotations"]["horizontal"]] == [50]
+
+
+def test_dashboard_graphs_throttles_of_every_operation_on_both_tables_and_the_function(template):
+    graphs = _graphs(_dashboard_body(template))
+    throttled = {}
+    for title in ("Counter table throttled requests", "Idempotency table throttled requests"):
+        for namespace, name, dims, options in graphs[title]:
+            assert (namespace, name, options["stat"]) == ("AWS/DynamoDB", "ThrottledRequests", "Sum")
+            throttled.setdefault(dims["TableName"], set()).add(dims["Operation"])
+    # The operations the handler calls (store.py; Powertools idempotency), as the throttle alarms watch them.
+    assert throttled == {"<Ref TicketsTable>": {"UpdateItem", "BatchGetItem", "TransactWriteItems"},
+                         "<Ref TicketsIdempotencyTable>": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
+    assert [(namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Function throttles"]] \
+        == [("AWS/Lambda", "Throttles", {"FunctionName": _the_function(template)}, "Sum")]
+
+
+@pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
+def test_dashboard_shows_the_state_of_every_alarm(request, fixture):
+    for template in request.getfixturevalue(fixture).templates.values():
+        widgets = [widget for widget in _dashboard_body(template)["widgets"] if widget["type"] == "alarm"]
+        assert len(widgets) == 1
+        alarms = template.find_resources("AWS::CloudWatch::Alarm")
+        assert len(alarms) == 6
+        assert sorted(widgets[0]["properties"]["alarms"]) == sorted(f"<GetAtt {alarm}.Arn>" for alarm in alarms)
 
 
 @pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
