@@ -48,16 +48,19 @@ class Synthesised:
                           for region, stack in self.stacks.items()}
 
 
+CDK_CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
 @pytest.fixture(scope="session")
 def deployed_default(tmp_path_factory) -> Synthesised:
     """What `cdk synth` builds from the repository's own cdk.json."""
-    context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    return Synthesised(context, tmp_path_factory.mktemp("default"))
+    return Synthesised(CDK_CONTEXT, tmp_path_factory.mktemp("default"))
 
 
 @pytest.fixture(scope="session")
 def two_regions(tmp_path_factory) -> Synthesised:
-    return Synthesised({"tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"))
+    """Every option set, under the repository's feature flags."""
+    return Synthesised({**CDK_CONTEXT, "tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"))
 
 
 @pytest.fixture(scope="session")
@@ -359,6 +362,19 @@ def test_cfn_lint_finds_no_errors(request, fixture):
     errors = [line for line in result.stdout.splitlines() if ":E" in line]
     assert errors == [], result.stdout + result.stderr
     assert result.returncode in (0, 4, 8, 12), result.stdout + result.stderr  # no error-level (2) findings
+
+
+def test_cdk_json_sets_every_feature_flag_that_differs_from_its_default(deployed_default):
+    """Else every `cdk synth` warns "N feature flags are not configured": cdk.json carries what `cdk init` writes."""
+    manifest = json.loads((deployed_default.outdir / "manifest.json").read_text())
+    (report,) = [artifact["properties"]["flags"] for artifact in manifest["artifacts"].values()
+                 if artifact["type"] == "cdk:feature-flag-report"]
+    assert len(report) > 50
+    unconfigured = [name for name, flag in report.items() if "userValue" not in flag
+                    and flag["recommendedValue"] != flag.get("unconfiguredBehavesLike", {}).get("v2", False)]
+    assert unconfigured == []
+    assert {name: flag["userValue"] for name, flag in report.items() if "userValue" in flag} == {
+        name: flag["recommendedValue"] for name, flag in report.items() if "userValue" in flag}
 
 
 def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
