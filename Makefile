@@ -1,10 +1,17 @@
 # One command each: `make serve` runs Tickets locally, `make test` runs every test.
-# Each target creates .venv and installs what it needs on a fresh machine.
+# Each target creates .venv and installs only the requirement set its job needs, once (a stamp per set):
+#   serve            requirements-serve.txt   the handler, the local server, the client, the admin CLI
+#   synth, deploy    requirements.txt         the CDK app (and the pinned CDK CLI from package.json)
+#   test, bench      requirements-dev.txt     both sets above plus the test, bench and lint tools
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-INSTALLED := $(VENV)/.installed
+PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
+PACKAGE := $(VENV)/.package
+SERVE_DEPS := $(VENV)/.serve
+CDK_DEPS := $(VENV)/.cdk
+DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
 PORT ?= 8000
 REGION ?=
@@ -15,10 +22,24 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: test serve synth deploy bench clean
 
-$(INSTALLED): requirements.txt requirements-dev.txt pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# The repo's own packages, linked: they need nothing beyond what each job's set installs.
+$(PACKAGE): pyproject.toml | $(PY)
+	$(PIP_INSTALL) --no-deps -e .
+	touch $@
+
+$(SERVE_DEPS): requirements-serve.txt $(PACKAGE)
+	$(PIP_INSTALL) -r requirements-serve.txt
+	touch $@
+
+$(CDK_DEPS): requirements.txt $(PACKAGE)
+	$(PIP_INSTALL) -r requirements.txt
+	touch $@
+
+$(DEV_DEPS): requirements-dev.txt requirements-serve.txt requirements.txt $(PACKAGE)
+	$(PIP_INSTALL) -r requirements-dev.txt
 	touch $@
 
 $(CDK): package.json
@@ -26,19 +47,19 @@ $(CDK): package.json
 	touch $@
 
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against.
-test: $(INSTALLED) $(CDK)
+test: $(DEV_DEPS) $(CDK)
 	$(PY) -m pytest
 
-serve: $(INSTALLED)
+serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
 
-synth: $(INSTALLED) $(CDK)
+synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 
-deploy: $(INSTALLED) $(CDK)
+deploy: $(CDK_DEPS) $(CDK)
 	$(CDK) deploy --all
 
-bench: $(INSTALLED)
+bench: $(DEV_DEPS)
 	$(PY) -m bench
 
 clean:

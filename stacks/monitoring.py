@@ -45,6 +45,9 @@ class TicketAlarms(Construct):
                     cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="CounterNearMax",
                                       dimensions_map=SERVICE_DIMENSION, period=PERIOD, statistic="Sum"),
                     "A counter passed 90% of its max; the logs name the key. Raise max or plan a new key.")
+        # Every alarm above by its id, for the dashboard's alarm widget and the metrics they watch.
+        self.alarms: dict[str, cloudwatch.Alarm] = {
+            child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)}
 
     def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
         alarm = metric.create_alarm(

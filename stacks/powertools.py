@@ -1,7 +1,7 @@
 """AWS's public Powertools for AWS Lambda (Python) layer, pinned.
 
-Layer version 36 carries Powertools 3.31.1, the release requirements-dev.txt pins for tests,
-so the code is tested against what it runs with. Bump both together.
+Layer version 36 carries Powertools 3.31.1, the release requirements-serve.txt and requirements-dev.txt
+pin for the local server and the tests, so the code is tested against what it runs with. Bump all together.
 """
 
 POWERTOOLS_LAYER_ACCOUNT = "017000801446"

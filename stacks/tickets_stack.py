@@ -1,4 +1,4 @@
-"""One region's deployment: the service, its alarms and its outputs."""
+"""One region's deployment: the service, its alarms, its dashboard and its outputs."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from constructs import Construct
 
 from tickets.config import DeploymentConfig
 
+from .dashboard import TicketDashboard
 from .monitoring import TicketAlarms
 from .ticket_service import TicketService
 
@@ -17,8 +18,12 @@ class TicketsStack(Stack):
                  **kwargs):
         super().__init__(scope, construct_id, **kwargs)
         service = TicketService(self, "Service", config=config, region=region)
-        TicketAlarms(self, "Alarms", function=service.function, table=service.table,
-                     idempotency_table=service.idempotency_table, alarm_email=config.alarm_email)
+        alarms = TicketAlarms(self, "Alarms", function=service.function, table=service.table,
+                              idempotency_table=service.idempotency_table, alarm_email=config.alarm_email)
+        TicketDashboard(self, "Dashboard", function=service.function,
+                        table_throttles=alarms.alarms["TableThrottles"].metric,
+                        idempotency_table_throttles=alarms.alarms["IdempotencyTableThrottles"].metric,
+                        alarms=list(alarms.alarms.values()), reserved_concurrency=config.reserved_concurrency)
 
         CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
         CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from stacks.ledger import read_ledger, record  # noqa: E402
 from stacks.powertools import POWERTOOLS_VERSION  # noqa: E402
 from tickets import timing  # noqa: E402
 from tickets.config import MAX_TICKET, Settings, parse_config  # noqa: E402
+from tickets.errors import TicketsError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -55,20 +57,22 @@ class Synthesised:
                           for region, stack in self.stacks.items()}
 
 
+CDK_CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
+
+
 @pytest.fixture(scope="session")
 def deployed_default(tmp_path_factory) -> Synthesised:
     """What `cdk synth` builds from the repository's own cdk.json, with a copy of its own ledger."""
-    context = json.loads((ROOT / "cdk.json").read_text())["context"]
     ledger = tmp_path_factory.mktemp("default-ledger") / "tickets.lock.json"
     shutil.copyfile(ROOT / "tickets.lock.json", ledger)
-    return Synthesised(context, tmp_path_factory.mktemp("default"), ledger)
+    return Synthesised(CDK_CONTEXT, tmp_path_factory.mktemp("default"), ledger)
 
 
 @pytest.fixture(scope="session")
 def two_regions(tmp_path_factory) -> Synthesised:
-    """A new deployment: no ledger yet."""
+    """A new deployment (no ledger yet) with every option set, under the repository's feature flags."""
     ledger = tmp_path_factory.mktemp("two-regions-ledger") / "tickets.lock.json"
-    return Synthesised({"tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"), ledger)
+    return Synthesised({**CDK_CONTEXT, "tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"), ledger)
 
 
 # Public, open to any key and any web page: synthesis says what that risks.
@@ -78,7 +82,7 @@ PUBLIC_CONFIG = {"auth": "NONE", "regions": {"us-east-1": 0}, "corsOrigins": ["*
 @pytest.fixture(scope="session")
 def public(tmp_path_factory) -> Synthesised:
     ledger = tmp_path_factory.mktemp("public-ledger") / "tickets.lock.json"
-    return Synthesised({"tickets": PUBLIC_CONFIG}, tmp_path_factory.mktemp("public"), ledger)
+    return Synthesised({**CDK_CONTEXT, "tickets": PUBLIC_CONFIG}, tmp_path_factory.mktemp("public"), ledger)
 
 
 @pytest.fixture(scope="session")
@@ -155,7 +159,9 @@ def test_function_runtime_architecture_tracing_and_layer(template):
         "Layers": [Match.string_like_regexp(
             r"^arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:\d+$")],
     })
-    assert POWERTOOLS_VERSION in (ROOT / "requirements-dev.txt").read_text()
+    for requirements in ("requirements-serve.txt", "requirements-dev.txt"):
+        pins = re.findall(r"^aws-lambda-powertools(?:\[\w+\])?==(\S+)$", (ROOT / requirements).read_text(), re.M)
+        assert pins == [POWERTOOLS_VERSION], requirements
 
 
 def test_function_timeout_outlasts_the_worst_dynamodb_wait(template):
@@ -248,6 +254,18 @@ def test_no_managed_policies(template, two_regions):
             assert "ManagedPolicyArns" not in role["Properties"], role
 
 
+def _alarmed_throttles(template: Template) -> dict[str, set[str]]:
+    """Table logical id -> the operations whose ThrottledRequests the stack's alarms watch."""
+    throttled: dict[str, set[str]] = {}
+    for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+        for query in alarm["Properties"].get("Metrics", []):
+            metric = query.get("MetricStat", {}).get("Metric")
+            if metric and metric["MetricName"] == "ThrottledRequests":
+                dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
+                throttled.setdefault(dimensions["TableName"]["Ref"], set()).add(dimensions["Operation"])
+    return throttled
+
+
 def test_alarms_for_errors_throttles_and_counters_near_max(template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     single = sorted((alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"])
@@ -255,13 +273,7 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
     assert single == sorted([("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"), ("Tickets", "Errors"),
                              ("Tickets", "CounterNearMax")])
     # Throttling: one alarm per table, summing every operation the handler calls on it.
-    throttled = {}
-    for alarm in alarms.values():
-        for query in alarm["Properties"].get("Metrics", []):
-            metric = query.get("MetricStat", {}).get("Metric")
-            if metric and metric["MetricName"] == "ThrottledRequests":
-                dimensions = {d["Name"]: d["Value"] for d in metric["Dimensions"]}
-                throttled.setdefault(dimensions["TableName"]["Ref"], set()).add(dimensions["Operation"])
+    throttled = _alarmed_throttles(template)
     assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem"},
                          "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
     # No topic configured: alarms exist but notify nobody.
@@ -278,8 +290,9 @@ def test_the_topic_key_lets_only_this_accounts_cloudwatch_alarms_use_it(two_regi
     assert sorted(_actions(grant)) == ["kms:Decrypt", "kms:GenerateDataKey*"]
     assert grant["Condition"] == {
         "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-        "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:us-east-1:",
-                                                        {"Ref": "AWS::AccountId"}, ":alarm:*"]]}},
+        # The partition is a literal under the repository's feature flags (enablePartitionLiterals).
+        "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"},
+                                                        ":alarm:*"]]}},
     }
 
 
@@ -337,6 +350,99 @@ def test_alarm_email_adds_an_encrypted_topic_wired_to_every_alarm(two_regions):
         assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}]
 
 
+def _dashboard_body(template: Template) -> dict:
+    """The stack's one dashboard, its body parsed; a reference reads `<Ref Id>`, an attribute `<GetAtt Id.Attr>`."""
+    dashboards = template.find_resources("AWS::CloudWatch::Dashboard")
+    assert len(dashboards) == 1
+    (dashboard,) = dashboards.values()
+    # No fixed name: two stacks, or two deployments in one account, never collide.
+    assert "DashboardName" not in dashboard["Properties"]
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    return json.loads("".join(part if isinstance(part, str) else
+                              f"<Ref {part['Ref']}>" if "Ref" in part else
+                              "<GetAtt {}.{}>".format(*part["Fn::GetAtt"]) for part in parts))
+
+
+def _graphs(body: dict) -> dict[str, list[tuple[str, str, dict, dict]]]:
+    """Each graph's title -> its lines as (namespace, metric, dimensions, options)."""
+    graphs = {}
+    for widget in body["widgets"]:
+        if widget["type"] == "metric":
+            lines = [(line[0], line[1], dict(zip(line[2:-1:2], line[3:-1:2])), line[-1])
+                     for line in widget["properties"]["metrics"]]
+            graphs[widget["properties"]["title"]] = lines
+    return graphs
+
+
+def _the_function(template: Template) -> str:
+    functions = template.find_resources("AWS::Lambda::Function")
+    assert len(functions) == 1
+    return f"<Ref {next(iter(functions))}>"
+
+
+def _every_error_code() -> set[str]:
+    classes, codes = [TicketsError], set()
+    while classes:
+        cls = classes.pop()
+        codes.add(cls.code)
+        classes += cls.__subclasses__()
+    return codes
+
+
+def test_dashboard_graphs_tickets_issued_and_errors_by_every_code(template):
+    graphs = _graphs(_dashboard_body(template))
+    assert [(namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Tickets issued"]] \
+        == [("Tickets", "TicketsIssued", {"service": "tickets"}, "Sum")]
+    errors = graphs["Errors by code"]
+    assert {(namespace, name, options["stat"]) for namespace, name, _, options in errors} == {("Tickets", "Errors", "Sum")}
+    codes = [dims.pop("code") for _, _, dims, _ in errors]
+    assert all(dims == {"service": "tickets"} for _, _, dims, _ in errors)
+    assert len(codes) == len(set(codes))
+    assert set(codes) == _every_error_code() >= {"bad_request", "exhausted", "unavailable", "internal_error"}
+
+
+def test_dashboard_graphs_duration_percentiles_and_concurrency_of_the_function(template, two_regions):
+    function = _the_function(template)
+    graphs = _graphs(_dashboard_body(template))
+    assert sorted((namespace, name, dims, options["stat"])
+                  for namespace, name, dims, options in graphs["Function duration (ms)"]) == [
+        ("AWS/Lambda", "Duration", {"FunctionName": function}, "p50"),
+        ("AWS/Lambda", "Duration", {"FunctionName": function}, "p99")]
+    assert [(namespace, name, dims, options["stat"])
+            for namespace, name, dims, options in graphs["Concurrent executions"]] == [
+        ("AWS/Lambda", "ConcurrentExecutions", {"FunctionName": function}, "Maximum")]
+    # With reserved concurrency the graph marks the cap.
+    capped = _dashboard_body(two_regions.templates["us-east-1"])
+    (concurrency,) = [widget for widget in capped["widgets"]
+                      if widget["properties"].get("title") == "Concurrent executions"]
+    assert [line["value"] for line in concurrency["properties"]["annotations"]["horizontal"]] == [50]
+
+
+def test_dashboard_graphs_throttles_of_every_operation_on_both_tables_and_the_function(template):
+    graphs = _graphs(_dashboard_body(template))
+    throttled = {}
+    for title in ("Counter table throttled requests", "Idempotency table throttled requests"):
+        for namespace, name, dims, options in graphs[title]:
+            assert (namespace, name, options["stat"]) == ("AWS/DynamoDB", "ThrottledRequests", "Sum")
+            throttled.setdefault(dims["TableName"], set()).add(dims["Operation"])
+    # Exactly the operations the throttle alarms watch (the calls the handler makes), one line each.
+    assert throttled == {f"<Ref {table}>": operations for table, operations in _alarmed_throttles(template).items()}
+    assert {"UpdateItem", "BatchGetItem"} <= throttled["<Ref TicketsTable>"]
+    assert {"GetItem", "PutItem", "UpdateItem", "DeleteItem"} <= throttled["<Ref TicketsIdempotencyTable>"]
+    assert [(namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Function throttles"]] \
+        == [("AWS/Lambda", "Throttles", {"FunctionName": _the_function(template)}, "Sum")]
+
+
+@pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
+def test_dashboard_shows_the_state_of_every_alarm(request, fixture):
+    for template in request.getfixturevalue(fixture).templates.values():
+        widgets = [widget for widget in _dashboard_body(template)["widgets"] if widget["type"] == "alarm"]
+        assert len(widgets) == 1
+        alarms = template.find_resources("AWS::CloudWatch::Alarm")
+        assert len(alarms) == 6
+        assert sorted(widgets[0]["properties"]["alarms"]) == sorted(f"<GetAtt {alarm}.Arn>" for alarm in alarms)
+
+
 @pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
 def test_cdk_nag_aws_solutions_has_no_unsuppressed_findings(request, fixture):
     synthesised = request.getfixturevalue(fixture)
@@ -366,6 +472,19 @@ def test_cfn_lint_finds_no_errors(request, fixture):
     errors = [line for line in result.stdout.splitlines() if ":E" in line]
     assert errors == [], result.stdout + result.stderr
     assert result.returncode in (0, 4, 8, 12), result.stdout + result.stderr  # no error-level (2) findings
+
+
+def test_cdk_json_sets_every_feature_flag_that_differs_from_its_default(deployed_default):
+    """Else every `cdk synth` warns "N feature flags are not configured": cdk.json carries what `cdk init` writes."""
+    manifest = json.loads((deployed_default.outdir / "manifest.json").read_text())
+    (report,) = [artifact["properties"]["flags"] for artifact in manifest["artifacts"].values()
+                 if artifact["type"] == "cdk:feature-flag-report"]
+    assert len(report) > 50
+    unconfigured = [name for name, flag in report.items() if "userValue" not in flag
+                    and flag["recommendedValue"] != flag.get("unconfiguredBehavesLike", {}).get("v2", False)]
+    assert unconfigured == []
+    assert {name: flag["userValue"] for name, flag in report.items() if "userValue" in flag} == {
+        name: flag["recommendedValue"] for name, flag in report.items() if "userValue" in flag}
 
 
 def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
