@@ -20,7 +20,7 @@ ENDPOINT_URL ?=
 # jsii (the CDK's bridge to Node) prints an end-of-life banner on Node 20.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: test serve synth deploy bench clean
+.PHONY: test lint serve synth deploy bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,12 @@ $(CDK): package.json
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against.
 test: $(DEV_DEPS) $(CDK)
 	$(PY) -m pytest
+
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the client and the admin CLI.
+lint: $(DEV_DEPS)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy lambda_src/tickets tickets_client tickets_admin
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))

@@ -27,12 +27,17 @@ def synthesize(app: cdk.App, ledger_path: Path) -> dict[str, TicketsStack]:
         return stacks
     write_ledger(ledger_path, ledger)
     if previous is None:
-        print(f"{ledger_path}: no ledger was found, so this is a new deployment: wrote one; commit it with "
-              "cdk.json. If this app was deployed before by a version without a ledger, stop: set tableName "
-              "to the deployed counter table's name first (README: Operations).", file=sys.stderr)
+        print(
+            f"{ledger_path}: no ledger was found, so this is a new deployment: wrote one; commit it with "
+            "cdk.json. If this app was deployed before by a version without a ledger, stop: set tableName "
+            "to the deployed counter table's name first (README: Operations).",
+            file=sys.stderr,
+        )
     else:
-        print(f"{ledger_path}: recorded the new counters, regions or retired slots; commit it with cdk.json.",
-              file=sys.stderr)
+        print(
+            f"{ledger_path}: recorded the new counters, regions or retired slots; commit it with cdk.json.",
+            file=sys.stderr,
+        )
     return stacks
 
 

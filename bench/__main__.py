@@ -31,21 +31,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Measure Tickets against a bare single-UpdateItem baseline (bench/baseline.py): cold start, warm "
-                    "call, DynamoDB writes per ticket and per range block, per-key ceiling, local server load, "
-                    f"client lease throughput and package size. Takes {DURATION}.")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"where table.md (the README's Performance table), results.json and results.png go "
-                             f"(default: {DEFAULT_OUT})")
-    parser.add_argument("--cold-samples", type=int, default=15,
-                        help="fresh processes per handler for the cold start (default: 15)")
+        "call, DynamoDB writes per ticket and per range block, per-key ceiling, local server load, "
+        f"client lease throughput and package size. Takes {DURATION}.",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"where table.md (the README's Performance table), results.json and results.png go "
+        f"(default: {DEFAULT_OUT})",
+    )
+    parser.add_argument(
+        "--cold-samples", type=int, default=15, help="fresh processes per handler for the cold start (default: 15)"
+    )
     args = parser.parse_args(argv)
     if args.cold_samples < 1:
         parser.error("--cold-samples must be at least 1")
 
     began = time.perf_counter()
-    results: dict = {"phase_seconds": {}, "machine": {
-        "python": platform.python_version(), "cpus": os.cpu_count(),
-        "load_average_at_start": [round(load, 2) for load in os.getloadavg()]}}
+    results: dict = {
+        "phase_seconds": {},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+        },
+    }
     _phase("package size", results, package.measure)
     _phase("writes per ticket (moto)", results, lambda: run_in_child("bench.writes"))
     _phase("warm calls (Stubber)", results, lambda: run_in_child("bench.warm", rounds=40, calls=100))

@@ -18,7 +18,8 @@ def per_key_ceiling(writes_per_ticket: dict[int, float], baseline_writes_per_tic
     counted block size and for one shard and the most shards a key may have."""
     return {
         "baseline": ITEM_WRITES_PER_S / baseline_writes_per_ticket,
-        "tickets": {shards: {count: ITEM_WRITES_PER_S / writes * shards
-                             for count, writes in sorted(writes_per_ticket.items())}
-                    for shards in SHARDS_SHOWN},
+        "tickets": {
+            shards: {count: ITEM_WRITES_PER_S / writes * shards for count, writes in sorted(writes_per_ticket.items())}
+            for shards in SHARDS_SHOWN
+        },
     }

@@ -27,10 +27,15 @@ def run_in_child(module: str, **kwargs: Any) -> dict:
     """`module.measure(**kwargs)` in a fresh interpreter, with the handlers' environment."""
     with tempfile.TemporaryDirectory(prefix="tickets-bench-") as directory:
         results = Path(directory) / "results.json"
-        done = subprocess.run([sys.executable, "-m", "bench.child", module, str(results), json.dumps(kwargs)],
-                              env=child_env(handler_env(), [LAMBDA_SRC, REPO]), cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                              timeout=CHILD_TIMEOUT_SECONDS)
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.child", module, str(results), json.dumps(kwargs)],
+            env=child_env(handler_env(), [LAMBDA_SRC, REPO]),
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=CHILD_TIMEOUT_SECONDS,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{module} failed in its child process:\n{done.stderr.strip()}")
         return json.loads(results.read_text())

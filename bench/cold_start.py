@@ -30,8 +30,9 @@ print(repr(elapsed))
 
 
 def time_import(module: str, env: dict[str, str], cwd: Path) -> float:
-    done = subprocess.run([sys.executable, "-c", _CHILD, module], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, module], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
+    )
     if done.returncode != 0:
         raise RuntimeError(f"importing {module} in a fresh process failed:\n{done.stderr.strip()}")
     return float(done.stdout.strip().splitlines()[-1])
@@ -51,7 +52,10 @@ def measure(samples: int = 15) -> dict:
     tickets, baseline = times[TICKETS_HANDLER], times[BASELINE_HANDLER]
     return {
         "cold_start_ratio": statistics.median(tickets) / statistics.median(baseline),
-        "cold_start_ms": {"tickets": 1000 * statistics.median(tickets),
-                          "baseline": 1000 * statistics.median(baseline), "samples": samples},
+        "cold_start_ms": {
+            "tickets": 1000 * statistics.median(tickets),
+            "baseline": 1000 * statistics.median(baseline),
+            "samples": samples,
+        },
         "cold_start_pair_ratios": [t / b for t, b in zip(tickets, baseline)],
     }

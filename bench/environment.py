@@ -15,8 +15,9 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlencode
 
 import tickets
@@ -41,8 +42,11 @@ POWERTOOLS_AS_DEPLOYED = {
 }
 # Credentials that moto and the Stubber accept; nothing here ever reaches AWS.
 FAKE_AWS = {
-    "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION, "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench", "AWS_SESSION_TOKEN": "bench",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_REGION": REGION,
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_SESSION_TOKEN": "bench",
 }
 # Any of these would send the handlers' calls somewhere else than the Stubber or moto expect.
 _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
@@ -53,8 +57,9 @@ def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]
     environment the stack gives cdk.json's first region, with the bench's tables and counters."""
     raw = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
     config = parse_config({**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}})
-    function_env = handler_environment(config, next(iter(config.regions)), counter_table=COUNTER_TABLE,
-                                       idempotency_table=IDEMPOTENCY_TABLE)
+    function_env = handler_environment(
+        config, next(iter(config.regions)), counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE
+    )
     return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
 
 
@@ -62,8 +67,7 @@ def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, s
     """A child process's full environment: ours, minus redirections, plus `variables`, importing
     first from `python_path` (as Lambda imports from /var/task), never writing bytecode there."""
     env = {name: value for name, value in os.environ.items() if name not in _UNSET}
-    return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)),
-            "PYTHONDONTWRITEBYTECODE": "1"}
+    return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 @contextlib.contextmanager
@@ -104,5 +108,7 @@ def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
 def lambda_context() -> Any:
     from tickets_local.invoker import LambdaContext  # the local server's, so there is one fake context
 
-    return LambdaContext(aws_request_id=str(uuid.uuid4()),
-                         invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench")
+    return LambdaContext(
+        aws_request_id=str(uuid.uuid4()),
+        invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench",
+    )

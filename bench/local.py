@@ -33,8 +33,13 @@ LEASE_SECONDS = 5.0  # the sustained figure: at least 5 s of hand-outs
 _CHUNK = 1000  # tickets taken between two looks at the clock
 
 
-def measure(load_seconds: float = 4.0, per_request_seconds: float = 2.0, lease_seconds: float = LEASE_SECONDS,
-            lease_warm_up_seconds: float = LEASE_WARM_UP_SECONDS, handout_ceiling_seconds: float = 2.0) -> dict:
+def measure(
+    load_seconds: float = 4.0,
+    per_request_seconds: float = 2.0,
+    lease_seconds: float = LEASE_SECONDS,
+    lease_warm_up_seconds: float = LEASE_WARM_UP_SECONDS,
+    handout_ceiling_seconds: float = 2.0,
+) -> dict:
     from tickets_local.server import LocalServer
 
     with LocalServer(config_path=CDK_JSON, port=0) as server:
@@ -120,12 +125,19 @@ def _lease(url: str, seconds: float, warm_up_seconds: float) -> dict:
     settled = lease.current_block_size
     sizes = lease.block_sizes
     unused = lease.close()
-    return {"lease_tickets_per_s": sustained.per_s, "lease_tickets": sustained.taken,
-            "lease_seconds": round(sustained.seconds, 2),
-            "lease_warm_up_tickets_per_s": warm_up.per_s, "lease_warm_up_seconds": round(warm_up.seconds, 2),
-            "lease_start_block": LEASE_START_BLOCK, "lease_block_size_settled": settled,
-            "lease_block_sizes": dict(sorted(sizes.items())), "lease_unused_at_close": unused,
-            "lease_block_request_ms": 1000 * statistics.median(block_latencies), "lease_block_request_count": MAX_BLOCK}
+    return {
+        "lease_tickets_per_s": sustained.per_s,
+        "lease_tickets": sustained.taken,
+        "lease_seconds": round(sustained.seconds, 2),
+        "lease_warm_up_tickets_per_s": warm_up.per_s,
+        "lease_warm_up_seconds": round(warm_up.seconds, 2),
+        "lease_start_block": LEASE_START_BLOCK,
+        "lease_block_size_settled": settled,
+        "lease_block_sizes": dict(sorted(sizes.items())),
+        "lease_unused_at_close": unused,
+        "lease_block_request_ms": 1000 * statistics.median(block_latencies),
+        "lease_block_request_count": MAX_BLOCK,
+    }
 
 
 class _InstantBlocks:

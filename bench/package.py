@@ -16,8 +16,11 @@ BASELINE_ASSET_NAME = "baseline.py"  # one file; its handler is baseline.lambda_
 
 def asset_files(root: Path = LAMBDA_SRC) -> dict[str, Path]:
     """Archive name -> file, for every file CDK would put in the asset."""
-    return {path.relative_to(root).as_posix(): path for path in sorted(root.rglob("*"))
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    return {
+        path.relative_to(root).as_posix(): path
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    }
 
 
 def zipped_bytes(files: dict[str, Path]) -> int:

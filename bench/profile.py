@@ -36,10 +36,17 @@ def cold(rows: int) -> None:
     with tempfile.TemporaryDirectory(prefix="tickets-bench-profile-") as directory:
         task_root = build_task_root(Path(directory))
         for module in (BASELINE_HANDLER, TICKETS_HANDLER):
-            done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
-                                  env=child_env(handler_env(), [task_root]), cwd=task_root,
-                                  capture_output=True, text=True, check=True)
-            imports = [(int(m[2]), len(m[3]) // 2, m[4]) for m in map(_IMPORT_LINE.match, done.stderr.splitlines()) if m]
+            done = subprocess.run(
+                [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+                env=child_env(handler_env(), [task_root]),
+                cwd=task_root,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            imports = [
+                (int(m[2]), len(m[3]) // 2, m[4]) for m in map(_IMPORT_LINE.match, done.stderr.splitlines()) if m
+            ]
             print(f"\n== import {module}: the {rows} costliest imports (ms, cumulative; depth)")
             for cumulative_us, depth, name in sorted(imports, reverse=True)[:rows]:
                 print(f"{cumulative_us / 1000:9.1f}  {'  ' * depth}{name}")
@@ -90,11 +97,15 @@ def line(rounds: int, calls: int) -> None:
             def emit(self, **fields: object) -> None:
                 tickets.logger.info("issued", extra=fields)
 
-        stubbed = _StubbedHandler(tickets, tickets.dynamodb,
-                                  lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}})
+        stubbed = _StubbedHandler(
+            tickets, tickets.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
+        )
         variants = {  # name: (handler, log level, audit line)
-            "baseline": (_StubbedHandler(baseline, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}),
-                         None, None),
+            "baseline": (
+                _StubbedHandler(baseline, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}),
+                None,
+                None,
+            ),
             "Tickets, audit line (AuditLine)": (stubbed, "INFO", audit_line),
             "Tickets, the line through logger.info": (stubbed, "INFO", ThroughLoggerInfo()),
             "Tickets, no line (WARNING)": (stubbed, "WARNING", audit_line),
@@ -128,11 +139,15 @@ def _package(filename: str, function: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile",
-                                     description="Where the time of a cold start or a warm call of the handler goes.")
-    parser.add_argument("what", choices=("cold", "warm", "line"),
-                        help="cold: import times of both handler modules; warm: cProfile of warm Tickets calls; "
-                             "line: the audit line's cost, side by side")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.profile", description="Where the time of a cold start or a warm call of the handler goes."
+    )
+    parser.add_argument(
+        "what",
+        choices=("cold", "warm", "line"),
+        help="cold: import times of both handler modules; warm: cProfile of warm Tickets calls; "
+        "line: the audit line's cost, side by side",
+    )
     parser.add_argument("--rows", type=int, default=25, help="how many lines to show (default: 25)")
     parser.add_argument("--calls", type=int, default=2000, help="warm: calls profiled (default: 2000)")
     parser.add_argument("--rounds", type=int, default=30, help="line: rounds of 100 calls per variant (default: 30)")

@@ -25,13 +25,18 @@ def splice(readme: str, table: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.readme", description=__doc__)
-    parser.add_argument("--table", type=Path, default=DEFAULT_OUT / "table.md",
-                        help="the table to put in (default: the last run's, bench/out/table.md)")
+    parser.add_argument(
+        "--table",
+        type=Path,
+        default=DEFAULT_OUT / "table.md",
+        help="the table to put in (default: the last run's, bench/out/table.md)",
+    )
     parser.add_argument("--readme", type=Path, default=REPO / "README.md", help="the README to change")
     args = parser.parse_args(argv)
     try:
-        args.readme.write_text(splice(args.readme.read_text(encoding="utf-8"),
-                                      args.table.read_text(encoding="utf-8")), encoding="utf-8")
+        args.readme.write_text(
+            splice(args.readme.read_text(encoding="utf-8"), args.table.read_text(encoding="utf-8")), encoding="utf-8"
+        )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -43,56 +43,96 @@ def markdown_table(results: dict) -> str:
     writes = results["writes_per_ticket"]
     sizes = results["lease_block_sizes"]
     rows = [
-        ("cold start (import + clients), Tickets / baseline",
-         f"{results['cold_start_ratio']:.2f} ({cold['tickets']:.0f} ms vs {cold['baseline']:.0f} ms, "
-         f"median of {cold['samples']} each)", f"≤ {GOALS['cold_start_ratio']:.2f} {_mark(met['cold_start_ratio'])}"),
-        ("warm call (real event, DynamoDB stubbed, audit line at INFO), Tickets / baseline",
-         f"{results['warm_ratio']:.2f} ({warm['tickets']:.0f} µs vs {warm['baseline']:.0f} µs, "
-         f"median of {warm['calls_each']:,} calls each)", f"≤ {GOALS['warm_ratio']:.2f} {_mark(met['warm_ratio'])}"),
-        ("the same with `POWERTOOLS_LOG_LEVEL=WARNING` (no audit line)",
-         f"{results['warm_ratio_warning_logs']:.2f} ({warm['tickets_warning_logs']:.0f} µs)", "reported"),
-        ("DynamoDB writes per ticket, count = " + " / ".join(map(str, writes)) + " (counted)",
-         " / ".join(f"{value:g}" for value in writes.values())
-         + f" (a counter's first request: {_first_writes(results)}; {sharded['shards']} shards: "
-         f"{sharded['writes_per_ticket']:g} once its lanes exist)",
-         f"{' / '.join(f'{1 / int(count):g}' for count in writes)} {_mark(met['writes_per_ticket'])}"),
-        (f"tickets per DynamoDB write, one range block of {results['block_count']:,} (counted)",
-         f"{results['block_tickets_per_write']:,.0f}",
-         f"≥ {GOALS['block_tickets_per_write']:,} {_mark(met['block_tickets_per_write'])}"),
-        ("per-key ceiling at ~1,000 writes/s per item: baseline (one ticket per write)",
-         f"{ceiling['baseline']:,.0f} tickets/s", "reported"),
+        (
+            "cold start (import + clients), Tickets / baseline",
+            f"{results['cold_start_ratio']:.2f} ({cold['tickets']:.0f} ms vs {cold['baseline']:.0f} ms, "
+            f"median of {cold['samples']} each)",
+            f"≤ {GOALS['cold_start_ratio']:.2f} {_mark(met['cold_start_ratio'])}",
+        ),
+        (
+            "warm call (real event, DynamoDB stubbed, audit line at INFO), Tickets / baseline",
+            f"{results['warm_ratio']:.2f} ({warm['tickets']:.0f} µs vs {warm['baseline']:.0f} µs, "
+            f"median of {warm['calls_each']:,} calls each)",
+            f"≤ {GOALS['warm_ratio']:.2f} {_mark(met['warm_ratio'])}",
+        ),
+        (
+            "the same with `POWERTOOLS_LOG_LEVEL=WARNING` (no audit line)",
+            f"{results['warm_ratio_warning_logs']:.2f} ({warm['tickets_warning_logs']:.0f} µs)",
+            "reported",
+        ),
+        (
+            "DynamoDB writes per ticket, count = " + " / ".join(map(str, writes)) + " (counted)",
+            " / ".join(f"{value:g}" for value in writes.values())
+            + f" (a counter's first request: {_first_writes(results)}; {sharded['shards']} shards: "
+            f"{sharded['writes_per_ticket']:g} once its lanes exist)",
+            f"{' / '.join(f'{1 / int(count):g}' for count in writes)} {_mark(met['writes_per_ticket'])}",
+        ),
+        (
+            f"tickets per DynamoDB write, one range block of {results['block_count']:,} (counted)",
+            f"{results['block_tickets_per_write']:,.0f}",
+            f"≥ {GOALS['block_tickets_per_write']:,} {_mark(met['block_tickets_per_write'])}",
+        ),
+        (
+            "per-key ceiling at ~1,000 writes/s per item: baseline (one ticket per write)",
+            f"{ceiling['baseline']:,.0f} tickets/s",
+            "reported",
+        ),
     ]
     for shards, by_count in ceiling["tickets"].items():
         top = max(by_count, key=int)
-        rows.append((f"per-key ceiling, Tickets, count = {top}, {shards} shard{'s' if int(shards) > 1 else ''}",
-                     f"{by_count[top]:,.0f} tickets/s", "reported"))
+        rows.append(
+            (
+                f"per-key ceiling, Tickets, count = {top}, {shards} shard{'s' if int(shards) > 1 else ''}",
+                f"{by_count[top]:,.0f} tickets/s",
+                "reported",
+            )
+        )
     rows += [
-        (f"block lease against the local server, one process, sustained over {results['lease_seconds']:.0f} s",
-         f"{results['lease_tickets_per_s']:,.0f} tickets/s (the {results['lease_warm_up_seconds']:.0f} s before, "
-         f"while the lease grew its blocks: {results['lease_warm_up_tickets_per_s']:,.0f}/s)",
-         f"≥ {GOALS['lease_tickets_per_s']:,} {_mark(met['lease_tickets_per_s'])}"),
-        ("block sizes the lease took (from `block_size` = "
-         f"{results['lease_start_block']:,}), and left unused at close",
-         ", ".join(f"{int(size):,} x{blocks}" for size, blocks in sizes.items())
-         + f"; settled at {results['lease_block_size_settled']:,}; {results['lease_unused_at_close']:,} unused",
-         "reported"),
-        ("lease hand-out alone (blocks from memory)", f"{results['lease_handout_ceiling_per_s']:,.0f} tickets/s",
-         f"≥ {GOALS['lease_handout_ceiling_per_s']:,} {_mark(met['lease_handout_ceiling_per_s'])}"),
-        (f"one range block of {results['lease_block_request_count']:,} from the local server (moto)",
-         f"{results['lease_block_request_ms']:.0f} ms (one request per ticket instead: "
-         f"{results['per_request_tickets_per_s']:,.0f} tickets/s)", "reported"),
-        (f"local server, {results['local_threads']} clients on one key",
-         f"{results['local_rps']:,.0f} requests/s, p99 {results['local_p99_ms']:.0f} ms, "
-         f"{results['local_duplicates']} duplicates ({results['local_failures']} failed requests)",
-         f"0 duplicates {_mark(met['local_duplicates'])}"),
-        ("zipped Lambda code asset", f"{results['package_bytes'] / 1000:.1f} KB ({results['package_files']} files; "
-         "Powertools comes from AWS's layer)", f"≤ 50 KB {_mark(met['package_bytes'])}"),
+        (
+            f"block lease against the local server, one process, sustained over {results['lease_seconds']:.0f} s",
+            f"{results['lease_tickets_per_s']:,.0f} tickets/s (the {results['lease_warm_up_seconds']:.0f} s before, "
+            f"while the lease grew its blocks: {results['lease_warm_up_tickets_per_s']:,.0f}/s)",
+            f"≥ {GOALS['lease_tickets_per_s']:,} {_mark(met['lease_tickets_per_s'])}",
+        ),
+        (
+            "block sizes the lease took (from `block_size` = "
+            f"{results['lease_start_block']:,}), and left unused at close",
+            ", ".join(f"{int(size):,} x{blocks}" for size, blocks in sizes.items())
+            + f"; settled at {results['lease_block_size_settled']:,}; {results['lease_unused_at_close']:,} unused",
+            "reported",
+        ),
+        (
+            "lease hand-out alone (blocks from memory)",
+            f"{results['lease_handout_ceiling_per_s']:,.0f} tickets/s",
+            f"≥ {GOALS['lease_handout_ceiling_per_s']:,} {_mark(met['lease_handout_ceiling_per_s'])}",
+        ),
+        (
+            f"one range block of {results['lease_block_request_count']:,} from the local server (moto)",
+            f"{results['lease_block_request_ms']:.0f} ms (one request per ticket instead: "
+            f"{results['per_request_tickets_per_s']:,.0f} tickets/s)",
+            "reported",
+        ),
+        (
+            f"local server, {results['local_threads']} clients on one key",
+            f"{results['local_rps']:,.0f} requests/s, p99 {results['local_p99_ms']:.0f} ms, "
+            f"{results['local_duplicates']} duplicates ({results['local_failures']} failed requests)",
+            f"0 duplicates {_mark(met['local_duplicates'])}",
+        ),
+        (
+            "zipped Lambda code asset",
+            f"{results['package_bytes'] / 1000:.1f} KB ({results['package_files']} files; "
+            "Powertools comes from AWS's layer)",
+            f"≤ 50 KB {_mark(met['package_bytes'])}",
+        ),
     ]
     machine = results["machine"]
     lines = ["| figure | measured | goal |", "| --- | --- | --- |"]
     lines += [f"| {' | '.join(row)} |" for row in rows]
-    lines += ["", f"One `make bench` run: {results['seconds']:.0f} s on {machine['cpus']} CPUs, Python "
-              f"{machine['python']}, load average {machine['load_average_at_start'][0]:.1f} at the start."]
+    lines += [
+        "",
+        f"One `make bench` run: {results['seconds']:.0f} s on {machine['cpus']} CPUs, Python "
+        f"{machine['python']}, load average {machine['load_average_at_start'][0]:.1f} at the start.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -117,13 +157,20 @@ def write_chart(results: dict, path: Path) -> None:
     _ceiling(axes[0][1], results)
     _throughput(axes[1][0], results, met)
     _package(axes[1][1], results, met)
-    figure.suptitle("Tickets vs the baseline (one bare UpdateItem), measured side by side in one run (python -m bench)",
-                    fontsize=13, fontweight="bold")
-    figure.text(0.5, 0.01,
-                f"Local server, {results['local_threads']} concurrent clients on one key: "
-                f"{results['local_rps']:,.0f} requests/s, p99 {results['local_p99_ms']:.0f} ms, "
-                f"{results['local_duplicates']} duplicate tickets. Green: goal met; red: goal missed.",
-                ha="center", fontsize=10)
+    figure.suptitle(
+        "Tickets vs the baseline (one bare UpdateItem), measured side by side in one run (python -m bench)",
+        fontsize=13,
+        fontweight="bold",
+    )
+    figure.text(
+        0.5,
+        0.01,
+        f"Local server, {results['local_threads']} concurrent clients on one key: "
+        f"{results['local_rps']:,.0f} requests/s, p99 {results['local_p99_ms']:.0f} ms, "
+        f"{results['local_duplicates']} duplicate tickets. Green: goal met; red: goal missed.",
+        ha="center",
+        fontsize=10,
+    )
     figure.tight_layout(rect=(0, 0.03, 1, 0.96))
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -144,9 +191,14 @@ def _ratios(ax, results: dict, met: dict) -> None:
     ax.axhline(1.0, color="grey", linewidth=1)
     ax.text(1.88, 0.97, "baseline = 1", ha="right", va="top", fontsize=9, color="grey")
     cold, warm = results["cold_start_ms"], results["warm_us"]
-    details = [f"{cold['tickets']:.0f} ms vs {cold['baseline']:.0f} ms", f"{warm['tickets']:.0f} µs vs {warm['baseline']:.0f} µs"]
+    details = [
+        f"{cold['tickets']:.0f} ms vs {cold['baseline']:.0f} ms",
+        f"{warm['tickets']:.0f} µs vs {warm['baseline']:.0f} µs",
+    ]
     for bar, value, detail in zip(bars, values, details):
-        ax.text(bar.get_x() + bar.get_width() / 2, value, f"{value:.2f}x\n{detail}", ha="center", va="bottom", fontsize=9)
+        ax.text(
+            bar.get_x() + bar.get_width() / 2, value, f"{value:.2f}x\n{detail}", ha="center", va="bottom", fontsize=9
+        )
     ax.set_ylim(0, max(values + [1.6]) * 1.3)
     ax.set_xlim(-0.6, 1.9)
     ax.set_ylabel("Tickets time / baseline time (lower is better)")
@@ -158,41 +210,67 @@ def _ceiling(ax, results: dict) -> None:
     counts = [int(count) for count in results["writes_per_ticket"]]
     ax.plot(counts, [ceiling["baseline"]] * len(counts), "o--", color="#7f8c8d", label="baseline (1 write per ticket)")
     for (shards, by_count), marker in zip(ceiling["tickets"].items(), ("s-", "^-")):
-        ax.plot(counts, list(by_count.values()), marker, label=f"Tickets, {shards} shard{'s' if int(shards) > 1 else ''}")
+        ax.plot(
+            counts, list(by_count.values()), marker, label=f"Tickets, {shards} shard{'s' if int(shards) > 1 else ''}"
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(counts, [str(count) for count in counts])
     ax.set_xlabel("tickets per request (count)")
     ax.set_ylabel("tickets/s one key can sustain (log)")
     ax.set_title("Per-key ceiling: baseline vs Tickets")
-    ax.text(0.98, 0.1, "tickets/s = 1,000 writes/s per DynamoDB item\n/ counted writes per ticket x shards",
-            transform=ax.transAxes, ha="right", va="bottom", fontsize=9)
+    ax.text(
+        0.98,
+        0.1,
+        "tickets/s = 1,000 writes/s per DynamoDB item\n/ counted writes per ticket x shards",
+        transform=ax.transAxes,
+        ha="right",
+        va="bottom",
+        fontsize=9,
+    )
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=9)
 
 
 def _throughput(ax, results: dict, met: dict) -> None:
     names = ["one request\nper ticket", "block lease\n(local server)", "block lease alone\n(blocks in memory)"]
-    values = [results["per_request_tickets_per_s"], results["lease_tickets_per_s"],
-              results["lease_handout_ceiling_per_s"]]
+    values = [
+        results["per_request_tickets_per_s"],
+        results["lease_tickets_per_s"],
+        results["lease_handout_ceiling_per_s"],
+    ]
     colours = ["#7f8c8d", _colour(met["lease_tickets_per_s"]), "#95a5a6"]
     bars = ax.bar(names, values, color=colours, width=0.5)
     for bar, value in zip(bars, values):  # inside the bar, half way up the log scale
-        ax.text(bar.get_x() + bar.get_width() / 2, math.sqrt(max(value, 1)), f"{value:,.0f}/s", ha="center",
-                va="center", fontsize=10, color="white", fontweight="bold")
+        ax.text(
+            bar.get_x() + bar.get_width() / 2,
+            math.sqrt(max(value, 1)),
+            f"{value:,.0f}/s",
+            ha="center",
+            va="center",
+            fontsize=10,
+            color="white",
+            fontweight="bold",
+        )
     ax.axhline(GOALS["lease_tickets_per_s"], color="black", linestyle="--")
     ax.text(-0.4, GOALS["lease_tickets_per_s"] * 1.3, "lease goal ≥ 1,000,000/s", fontsize=9)
     ax.set_yscale("log")
     ax.set_ylim(1, GOALS["lease_tickets_per_s"] * 20)
     ax.set_ylabel("tickets/s in one process (log)")
-    ax.set_title(f"Client throughput (a block of {results['lease_block_request_count']:,} costs "
-                 f"{results['lease_block_request_ms']:.0f} ms here)")
+    ax.set_title(
+        f"Client throughput (a block of {results['lease_block_request_count']:,} costs "
+        f"{results['lease_block_request_ms']:.0f} ms here)"
+    )
 
 
 def _package(ax, results: dict, met: dict) -> None:
     values = [results["package_bytes"] / 1000, results["baseline_package_bytes"] / 1000]
-    bars = ax.barh(["Tickets asset\n(lambda_src/)", "baseline\n(one file)"], values,
-                   color=[_colour(met["package_bytes"]), "#7f8c8d"], height=0.5)
+    bars = ax.barh(
+        ["Tickets asset\n(lambda_src/)", "baseline\n(one file)"],
+        values,
+        color=[_colour(met["package_bytes"]), "#7f8c8d"],
+        height=0.5,
+    )
     for bar, value in zip(bars, values):
         ax.text(value, bar.get_y() + bar.get_height() / 2, f" {value:.1f} KB", va="center", fontsize=9)
     ax.axvline(GOALS["package_bytes"] / 1000, color="black", linestyle="--")

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .environment import BASELINE_MODULE, TICKETS_MODULE, fresh_import, function_url_event, lambda_context
 
@@ -39,8 +40,9 @@ class _StubbedHandler:
         expected = []
         for _ in range(calls):
             self._next_last += 1
-            self._stubber.add_response("update_item", {"Attributes": self._attributes(self._next_last)},
-                                       expected_params=None)
+            self._stubber.add_response(
+                "update_item", {"Attributes": self._attributes(self._next_last)}, expected_params=None
+            )
             expected.append(self._next_last)
         return expected
 
@@ -67,10 +69,12 @@ def measure(rounds: int = 8, calls: int = 500) -> dict:
     tickets_module = fresh_import(TICKETS_MODULE)
     baseline_module = fresh_import(BASELINE_MODULE)
     handlers = {
-        "baseline": _StubbedHandler(baseline_module, baseline_module.table.meta.client,
-                                    lambda last: {"last": {"N": str(last)}}),
-        "tickets": _StubbedHandler(tickets_module, tickets_module.dynamodb,
-                                   lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}),
+        "baseline": _StubbedHandler(
+            baseline_module, baseline_module.table.meta.client, lambda last: {"last": {"N": str(last)}}
+        ),
+        "tickets": _StubbedHandler(
+            tickets_module, tickets_module.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
+        ),
     }
     # The same Tickets handler with its log level at WARNING (POWERTOOLS_LOG_LEVEL), which drops the
     # one INFO line per issuance: what that audit line costs, measured in the same rounds.
@@ -89,6 +93,10 @@ def measure(rounds: int = 8, calls: int = 500) -> dict:
     return {
         "warm_ratio": medians["tickets"] / medians["baseline"],
         "warm_ratio_warning_logs": medians["tickets_warning_logs"] / medians["baseline"],
-        "warm_us": {"tickets": medians["tickets"], "baseline": medians["baseline"],
-                    "tickets_warning_logs": medians["tickets_warning_logs"], "calls_each": rounds * calls},
+        "warm_us": {
+            "tickets": medians["tickets"],
+            "baseline": medians["baseline"],
+            "tickets_warning_logs": medians["tickets_warning_logs"],
+            "calls_each": rounds * calls,
+        },
     }

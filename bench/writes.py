@@ -10,10 +10,20 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from .environment import BASELINE_MODULE, COUNTER_TABLE, IDEMPOTENCY_TABLE, TICKETS_MODULE, environment, \
-    fresh_import, function_url_event, handler_env, lambda_context
+from .environment import (
+    BASELINE_MODULE,
+    COUNTER_TABLE,
+    IDEMPOTENCY_TABLE,
+    TICKETS_MODULE,
+    environment,
+    fresh_import,
+    function_url_event,
+    handler_env,
+    lambda_context,
+)
 
 COUNTS = (1, 10, 100, 1000)
 BLOCK_KEY, BLOCK_REQUESTS = "bench-blocks", 3  # range blocks of the most tickets a request may take
@@ -34,7 +44,7 @@ class CallCounter:
         self._events = client.meta.events
         self._id = f"bench-call-counter-{id(self)}"
 
-    def __enter__(self) -> "CallCounter":
+    def __enter__(self) -> CallCounter:
         self._events.register(self._EVENT, self._count, unique_id=self._id)
         return self
 
@@ -137,16 +147,25 @@ def _sharded(handler: Any, client: Any, requests: int) -> dict:
         issued = []
         while len([item for item in setup.items_written if SHARD_ITEM_PREFIX in item]) < SHARDS:
             if len(issued) == _LANE_SETUP_REQUESTS:
-                raise AssertionError(f"{_LANE_SETUP_REQUESTS} requests wrote {len(setup.items_written)} "
-                                     f"of {SHARDED_KEY}'s {SHARDS} lane items")
+                raise AssertionError(
+                    f"{_LANE_SETUP_REQUESTS} requests wrote {len(setup.items_written)} "
+                    f"of {SHARDED_KEY}'s {SHARDS} lane items"
+                )
             issued.append(_issue_one(handler, path))
     with CallCounter(client) as steady:
         issued += [_issue_one(handler, path) for _ in range(requests)]
     if len(set(issued)) != len(issued):
         raise AssertionError(f"{SHARDED_KEY}: {len(issued) - len(set(issued))} duplicate tickets")
-    return {"shards": SHARDS, "setup_requests": len(issued) - requests, "setup_writes": setup.writes,
-            "setup_calls": dict(setup.calls), "tickets": requests, "writes_per_ticket": steady.writes / requests,
-            "items_written": len(steady.items_written), "calls": dict(steady.calls)}
+    return {
+        "shards": SHARDS,
+        "setup_requests": len(issued) - requests,
+        "setup_writes": setup.writes,
+        "setup_calls": dict(setup.calls),
+        "tickets": requests,
+        "writes_per_ticket": steady.writes / requests,
+        "items_written": len(steady.items_written),
+        "calls": dict(steady.calls),
+    }
 
 
 def _blocks(handler: Any, client: Any) -> dict:
@@ -157,8 +176,11 @@ def _blocks(handler: Any, client: Any) -> dict:
     def block() -> dict:
         result = handler(function_url_event(f"/_blocks/{BLOCK_KEY}", {"count": str(MAX_BLOCK)}), lambda_context())
         answer = json.loads(result["body"])
-        if result["statusCode"] != 200 or answer["count"] != MAX_BLOCK or \
-                answer["last"] != answer["first"] + answer["step"] * (MAX_BLOCK - 1):
+        if (
+            result["statusCode"] != 200
+            or answer["count"] != MAX_BLOCK
+            or answer["last"] != answer["first"] + answer["step"] * (MAX_BLOCK - 1)
+        ):
             raise AssertionError(f"a block of {MAX_BLOCK} was not issued: {result}")
         return answer
 
@@ -169,5 +191,8 @@ def _blocks(handler: Any, client: Any) -> dict:
             if answer["first"] != after + answer["step"]:
                 raise AssertionError(f"{BLOCK_KEY}: a block began at {answer['first']} after {after}")
             after = answer["last"]
-    return {"block_tickets_per_write": BLOCK_REQUESTS * MAX_BLOCK / counted.writes, "block_count": MAX_BLOCK,
-            "block_calls": dict(counted.calls)}
+    return {
+        "block_tickets_per_write": BLOCK_REQUESTS * MAX_BLOCK / counted.writes,
+        "block_count": MAX_BLOCK,
+        "block_calls": dict(counted.calls),
+    }

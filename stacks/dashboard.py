@@ -19,26 +19,45 @@ PERIOD = Duration.minutes(1)  # Lambda's and the handler's metrics have one-minu
 
 def error_codes() -> list[str]:
     """Every `code` the handler can put on its Errors metric: one per error class in tickets.errors."""
-    return sorted({member.code for member in vars(errors).values()
-                   if isinstance(member, type) and issubclass(member, errors.TicketsError)})
+    return sorted(
+        {
+            member.code
+            for member in vars(errors).values()
+            if isinstance(member, type) and issubclass(member, errors.TicketsError)
+        }
+    )
 
 
 class TicketDashboard(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, function: lambda_.IFunction,
-                 table_throttles: cloudwatch.IMetric, idempotency_table_throttles: cloudwatch.IMetric,
-                 alarms: Sequence[cloudwatch.IAlarm], reserved_concurrency: int | None):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function: lambda_.IFunction,
+        table_throttles: cloudwatch.IMetric,
+        idempotency_table_throttles: cloudwatch.IMetric,
+        alarms: Sequence[cloudwatch.IAlarm],
+        reserved_concurrency: int | None,
+    ):
         super().__init__(scope, construct_id)
         # No dashboard_name: CloudFormation generates one, so two stacks (or two deployments) never clash.
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
 
         issued = _tickets_metric("TicketsIssued", label="tickets issued")
         refused = [_tickets_metric("Errors", label=code, code=code) for code in error_codes()]
-        duration = [function.metric_duration(statistic=statistic, period=PERIOD, label=f"duration {statistic}")
-                    for statistic in ("p50", "p99")]
-        concurrency = function.metric("ConcurrentExecutions", statistic="Maximum", period=PERIOD,
-                                      label="concurrent executions")
-        cap = ([cloudwatch.HorizontalAnnotation(value=reserved_concurrency, label="reserved concurrency")]
-               if reserved_concurrency else None)
+        duration = [
+            function.metric_duration(statistic=statistic, period=PERIOD, label=f"duration {statistic}")
+            for statistic in ("p50", "p99")
+        ]
+        concurrency = function.metric(
+            "ConcurrentExecutions", statistic="Maximum", period=PERIOD, label="concurrent executions"
+        )
+        cap = (
+            [cloudwatch.HorizontalAnnotation(value=reserved_concurrency, label="reserved concurrency")]
+            if reserved_concurrency
+            else None
+        )
         # One line per operation the handler calls on each table: the very metrics the throttle alarms sum.
         table_throttled = _per_operation(table_throttles)
         idempotency_throttled = _per_operation(idempotency_table_throttles)
@@ -46,25 +65,37 @@ class TicketDashboard(Construct):
 
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Tickets issued", left=[issued], width=12),
-            cloudwatch.GraphWidget(title="Errors by code", left=refused, width=12, stacked=True))
+            cloudwatch.GraphWidget(title="Errors by code", left=refused, width=12, stacked=True),
+        )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Function duration (ms)", left=duration, width=12),
-            cloudwatch.GraphWidget(title="Concurrent executions", left=[concurrency], left_annotations=cap, width=12))
+            cloudwatch.GraphWidget(title="Concurrent executions", left=[concurrency], left_annotations=cap, width=12),
+        )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Counter table throttled requests", left=table_throttled, width=8),
             cloudwatch.GraphWidget(title="Idempotency table throttled requests", left=idempotency_throttled, width=8),
-            cloudwatch.GraphWidget(title="Function throttles", left=[function_throttled], width=8))
+            cloudwatch.GraphWidget(title="Function throttles", left=[function_throttled], width=8),
+        )
         self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
 
 
 def _tickets_metric(name: str, *, label: str, code: str | None = None) -> cloudwatch.Metric:
     dimensions = {**SERVICE_DIMENSION, **({"code": code} if code else {})}
-    return cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name=name, dimensions_map=dimensions,
-                             statistic="Sum", period=PERIOD, label=label)
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map=dimensions,
+        statistic="Sum",
+        period=PERIOD,
+        label=label,
+    )
 
 
 def _per_operation(throttles: cloudwatch.IMetric) -> list[cloudwatch.IMetric]:
     """The alarm's terms as lines of their own: the graph shows which call is throttled, with no metric math."""
     terms = throttles.using_metrics.values() if isinstance(throttles, cloudwatch.MathExpression) else [throttles]
-    return [term.with_(label=term.dimensions["Operation"], period=PERIOD) for term in terms
-            if isinstance(term, cloudwatch.Metric)]
+    return [
+        term.with_(label=term.dimensions["Operation"], period=PERIOD)
+        for term in terms
+        if isinstance(term, cloudwatch.Metric)
+    ]

@@ -14,17 +14,20 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tickets.config import MAX_SAFE_INTEGER, CounterConfig, DeploymentConfig
 
 LEDGER_FILE = "tickets.lock.json"
 LEDGER_ENV = "TICKETS_LEDGER"  # another path, for tests and for apps run from elsewhere
-COMMENT = ("Tickets deployment ledger, kept by cdk synth: the region slots, table name and counter "
-           "settings ever deployed, so a deploy cannot repeat a ticket. Commit it with cdk.json; never "
-           "edit or delete it (README: Operations).")
+COMMENT = (
+    "Tickets deployment ledger, kept by cdk synth: the region slots, table name and counter "
+    "settings ever deployed, so a deploy cannot repeat a ticket. Commit it with cdk.json; never "
+    "edit or delete it (README: Operations)."
+)
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}")
 
@@ -64,18 +67,26 @@ def record(config: DeploymentConfig, previous: Ledger | None) -> Ledger:
     counters = {key: CounterRecord.of(counter) for key, counter in config.counters.items()}
     if previous is None:
         slots = {slot: SlotRecord(region) for region, slot in config.regions.items()}
-        return Ledger(config.region_slots, config.table_name, dict(sorted(slots.items())),
-                      dict(sorted(counters.items())))
+        return Ledger(
+            config.region_slots, config.table_name, dict(sorted(slots.items())), dict(sorted(counters.items()))
+        )
 
-    problems = [*_table_problems(config, previous), *_slot_problems(config, previous),
-                *_counter_problems(config, previous)]
+    problems = [
+        *_table_problems(config, previous),
+        *_slot_problems(config, previous),
+        *_counter_problems(config, previous),
+    ]
     if problems:
         raise LedgerError("\n".join(problems))
 
     slots = {slot: SlotRecord(entry.region, retired=True) for slot, entry in previous.slots.items()}
     slots.update({slot: SlotRecord(region) for region, slot in config.regions.items()})
-    return Ledger(previous.region_slots, previous.table_name, dict(sorted(slots.items())),
-                  dict(sorted({**previous.counters, **counters}.items())))
+    return Ledger(
+        previous.region_slots,
+        previous.table_name,
+        dict(sorted(slots.items())),
+        dict(sorted({**previous.counters, **counters}.items())),
+    )
 
 
 def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
@@ -84,20 +95,25 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         problems.append(
             f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
             "name is a new, empty table, where every counter would start again at its start and repeat every "
-            f"ticket already issued. Keep {previous.table_name!r} (README: Operations).")
+            f"ticket already issued. Keep {previous.table_name!r} (README: Operations)."
+        )
     if config.region_slots != previous.region_slots:
         problems.append(
             f"regionSlots: the ledger records {previous.region_slots}, cdk.json says {config.region_slots}. "
             "Every counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the "
             "new lanes would reissue numbers the old ones issued. Keep regionSlots at "
-            f"{previous.region_slots}; add regions only on its free slots.")
+            f"{previous.region_slots}; add regions only on its free slots."
+        )
     return problems
 
 
 def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
     recorded_slot = {entry.region: slot for slot, entry in previous.slots.items()}
-    free = [str(slot) for slot in range(previous.region_slots)
-            if slot not in previous.slots and slot not in config.regions.values()]
+    free = [
+        str(slot)
+        for slot in range(previous.region_slots)
+        if slot not in previous.slots and slot not in config.regions.values()
+    ]
     instead = f"never-used slots: {', '.join(free)}" if free else "no slot was never used"
     problems = []
     for region, slot in config.regions.items():
@@ -107,7 +123,8 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 f"{where}: the ledger gives {region} slot {recorded_slot[region]}, cdk.json gives slot {slot}. "
                 f"{region}'s table holds the lanes of slot {recorded_slot[region]}: on slot {slot} its new lanes "
                 f"would issue numbers that belong to slot {slot}, and slot {recorded_slot[region]}'s numbers "
-                f"would be left for another region to issue again. Keep {region} on slot {recorded_slot[region]}.")
+                f"would be left for another region to issue again. Keep {region} on slot {recorded_slot[region]}."
+            )
             continue
         owner = previous.slots.get(slot)
         if owner is not None and owner.region != region:
@@ -116,19 +133,20 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 f"{where}: the ledger gives slot {slot} to {owner.region}{retired}, cdk.json gives it to {region}. "
                 f"{owner.region}'s table, retained, holds the tickets issued on slot {slot}; {region} would "
                 f"start with an empty table and issue the same numbers again. Give {region} a slot never used "
-                f"({instead}).")
+                f"({instead})."
+            )
     return problems
 
 
 def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
     why = {
         "start": "every lane's first ticket moves with start, so new lanes would overlap the numbers old "
-                 "lanes issued. To skip ahead, keep start and run `python -m tickets_admin raise {key} "
-                 "--above N` in each region",
+        "lanes issued. To skip ahead, keep start and run `python -m tickets_admin raise {key} "
+        "--above N` in each region",
         "stride": "lanes interleave by stride; with another stride new lanes would overlap the numbers old "
-                  "lanes issued",
+        "lanes issued",
         "shards": "a key's lanes are laid out over its shards (step = stride x regionSlots x shards), so new "
-                  "lanes would reissue numbers the old ones issued",
+        "lanes would reissue numbers the old ones issued",
     }
     problems = []
     for key, recorded in previous.counters.items():
@@ -139,18 +157,21 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 f"{where}: the ledger records {key} (start {recorded.start}, stride {recorded.stride}, shards "
                 f"{recorded.shards}), cdk.json no longer configures it. It would be served with the defaults "
                 f"(start 1, stride 1, shards 1), or, reconfigured later, with settings the ledger could no "
-                f"longer check, repeating its tickets. Keep {key} in cdk.json as recorded (it may stay unused).")
+                f"longer check, repeating its tickets. Keep {key} in cdk.json as recorded (it may stay unused)."
+            )
             continue
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
             if old != new:
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
-                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key.")
+                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key."
+                )
     return problems
 
 
 # --- the file -----------------------------------------------------------------------------------
+
 
 def default_ledger_path() -> Path:
     """Beside cdk.json: the CDK CLI runs the app in the directory that holds cdk.json."""
@@ -168,8 +189,9 @@ def read_ledger(path: Path) -> Ledger | None:
     try:
         return from_text(text)
     except (ValueError, TypeError, KeyError) as err:
-        raise LedgerError(f"{path}: not a Tickets ledger ({err}); restore it from version control "
-                          f"(git checkout -- {path.name})") from None
+        raise LedgerError(
+            f"{path}: not a Tickets ledger ({err}); restore it from version control (git checkout -- {path.name})"
+        ) from None
 
 
 def write_ledger(path: Path, ledger: Ledger) -> None:
@@ -180,23 +202,34 @@ def write_ledger(path: Path, ledger: Ledger) -> None:
 
 def to_text(ledger: Ledger) -> str:
     """Sorted, two-space indented, one counter or slot per line, so a change is a one-line diff."""
+
     def entries(name: str, rows: Mapping[str, Any]) -> str:
         if not rows:
             return f'  "{name}": {{}}'
-        lines = [f'    {json.dumps(key)}: {json.dumps(value, sort_keys=True)}' for key, value in rows.items()]
+        lines = [f"    {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
         return f'  "{name}": {{\n' + ",\n".join(lines) + "\n  }"
 
-    counters = {key: {"start": _exact(c.start), "stride": _exact(c.stride), "shards": c.shards}
-                for key, c in sorted(ledger.counters.items())}
-    slots = {str(slot): {"region": s.region, **({"retired": True} if s.retired else {})}
-             for slot, s in sorted(ledger.slots.items())}
-    return "{\n" + ",\n".join([
-        f'  "//": {json.dumps(COMMENT)}',
-        entries("counters", counters),
-        f'  "regionSlots": {ledger.region_slots}',
-        entries("slots", slots),
-        f'  "tableName": {json.dumps(ledger.table_name)}',
-    ]) + "\n}\n"
+    counters = {
+        key: {"start": _exact(c.start), "stride": _exact(c.stride), "shards": c.shards}
+        for key, c in sorted(ledger.counters.items())
+    }
+    slots = {
+        str(slot): {"region": s.region, **({"retired": True} if s.retired else {})}
+        for slot, s in sorted(ledger.slots.items())
+    }
+    return (
+        "{\n"
+        + ",\n".join(
+            [
+                f'  "//": {json.dumps(COMMENT)}',
+                entries("counters", counters),
+                f'  "regionSlots": {ledger.region_slots}',
+                entries("slots", slots),
+                f'  "tableName": {json.dumps(ledger.table_name)}',
+            ]
+        )
+        + "\n}\n"
+    )
 
 
 def from_text(text: str) -> Ledger:
@@ -216,9 +249,11 @@ def from_text(text: str) -> Ledger:
     counters = {}
     for key, entry in _object(raw["counters"], "counters").items():
         _fields(entry, f"counters.{key}", required={"start", "stride", "shards"}, optional=set())
-        counters[key] = CounterRecord(start=_whole(entry["start"], f"counters.{key}.start", low=0),
-                                      stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
-                                      shards=_whole(entry["shards"], f"counters.{key}.shards", low=1))
+        counters[key] = CounterRecord(
+            start=_whole(entry["start"], f"counters.{key}.start", low=0),
+            stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
+            shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
+        )
     return Ledger(region_slots, raw["tableName"], dict(sorted(slots.items())), dict(sorted(counters.items())))
 
 
@@ -236,8 +271,10 @@ def _object(raw: Any, where: str) -> dict[str, Any]:
 def _fields(raw: Any, where: str, *, required: set[str], optional: set[str]) -> None:
     present = set(_object(raw, where))
     if required - present or present - required - optional:
-        raise ValueError(f"{where}: expected the fields {', '.join(sorted(required | optional))}, "
-                         f"found {', '.join(sorted(present)) or 'none'}")
+        raise ValueError(
+            f"{where}: expected the fields {', '.join(sorted(required | optional))}, "
+            f"found {', '.join(sorted(present)) or 'none'}"
+        )
 
 
 def _whole(raw: Any, where: str, *, low: int) -> int:

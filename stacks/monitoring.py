@@ -19,41 +19,87 @@ PERIOD = Duration.minutes(5)
 
 
 class TicketAlarms(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, function: lambda_.IFunction,
-                 table: dynamodb.Table, idempotency_table: dynamodb.Table, alarm_email: str | None):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        function: lambda_.IFunction,
+        table: dynamodb.Table,
+        idempotency_table: dynamodb.Table,
+        alarm_email: str | None,
+    ):
         super().__init__(scope, construct_id)
         self.topic = _notification_topic(self, alarm_email) if alarm_email else None
 
-        self._alarm("FunctionErrors", function.metric_errors(period=PERIOD, statistic="Sum"),
-                    "The Tickets function crashed or timed out (handled refusals are not errors).")
-        self._alarm("FunctionThrottles", function.metric_throttles(period=PERIOD, statistic="Sum"),
-                    "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.")
+        self._alarm(
+            "FunctionErrors",
+            function.metric_errors(period=PERIOD, statistic="Sum"),
+            "The Tickets function crashed or timed out (handled refusals are not errors).",
+        )
+        self._alarm(
+            "FunctionThrottles",
+            function.metric_throttles(period=PERIOD, statistic="Sum"),
+            "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
+        )
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
-        self._alarm("TableThrottles", table.metric_throttled_requests_for_operations(
-            operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM], period=PERIOD),
-                    "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).")
-        self._alarm("IdempotencyTableThrottles", idempotency_table.metric_throttled_requests_for_operations(
-            operations=[dynamodb.Operation.GET_ITEM, dynamodb.Operation.PUT_ITEM, dynamodb.Operation.UPDATE_ITEM,
-                        dynamodb.Operation.DELETE_ITEM], period=PERIOD),
-                    "DynamoDB throttled the idempotency table: requests with an Idempotency-Key get 503s.")
-        self._alarm("InternalErrors",
-                    cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="Errors",
-                                      dimensions_map={**SERVICE_DIMENSION, "code": "internal_error"},
-                                      period=PERIOD, statistic="Sum"),
-                    "The handler answered 500: a bug or a misconfigured table. See the function's logs.")
-        self._alarm("CounterNearMax",
-                    cloudwatch.Metric(namespace=METRICS_NAMESPACE, metric_name="CounterNearMax",
-                                      dimensions_map=SERVICE_DIMENSION, period=PERIOD, statistic="Sum"),
-                    "A counter passed 90% of its max; the logs name the key. Raise max or plan a new key.")
+        self._alarm(
+            "TableThrottles",
+            table.metric_throttled_requests_for_operations(
+                operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM], period=PERIOD
+            ),
+            "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).",
+        )
+        self._alarm(
+            "IdempotencyTableThrottles",
+            idempotency_table.metric_throttled_requests_for_operations(
+                operations=[
+                    dynamodb.Operation.GET_ITEM,
+                    dynamodb.Operation.PUT_ITEM,
+                    dynamodb.Operation.UPDATE_ITEM,
+                    dynamodb.Operation.DELETE_ITEM,
+                ],
+                period=PERIOD,
+            ),
+            "DynamoDB throttled the idempotency table: requests with an Idempotency-Key get 503s.",
+        )
+        self._alarm(
+            "InternalErrors",
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name="Errors",
+                dimensions_map={**SERVICE_DIMENSION, "code": "internal_error"},
+                period=PERIOD,
+                statistic="Sum",
+            ),
+            "The handler answered 500: a bug or a misconfigured table. See the function's logs.",
+        )
+        self._alarm(
+            "CounterNearMax",
+            cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,
+                metric_name="CounterNearMax",
+                dimensions_map=SERVICE_DIMENSION,
+                period=PERIOD,
+                statistic="Sum",
+            ),
+            "A counter passed 90% of its max; the logs name the key. Raise max or plan a new key.",
+        )
         # Every alarm above by its id, for the dashboard's alarm widget and the metrics they watch.
         self.alarms: dict[str, cloudwatch.Alarm] = {
-            child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)}
+            child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)
+        }
 
     def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
         alarm = metric.create_alarm(
-            self, construct_id, alarm_description=description, threshold=1, evaluation_periods=1,
+            self,
+            construct_id,
+            alarm_description=description,
+            threshold=1,
+            evaluation_periods=1,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING)
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
         return alarm
@@ -64,11 +110,19 @@ def _notification_topic(scope: Construct, email: str) -> sns.Topic:
     key = kms.Key(scope, "TopicKey", enable_key_rotation=True, description="Tickets alarm notifications")
     stack = Stack.of(scope)
     # Only this account's alarms in this region may use the key (no confused deputy).
-    key.add_to_resource_policy(iam.PolicyStatement(
-        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
-        conditions={"StringEquals": {"aws:SourceAccount": stack.account},
-                    "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"}}))
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+            resources=["*"],
+            conditions={
+                "StringEquals": {"aws:SourceAccount": stack.account},
+                "ArnLike": {
+                    "aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
+                },
+            },
+        )
+    )
     topic = sns.Topic(scope, "AlarmTopic", master_key=key, enforce_ssl=True)
     topic.add_subscription(subscriptions.EmailSubscription(email))
     return topic

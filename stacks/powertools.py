@@ -10,5 +10,7 @@ POWERTOOLS_VERSION = "3.31.1"
 
 
 def powertools_layer_arn(region: str, python: str = "python314", architecture: str = "arm64") -> str:
-    return (f"arn:aws:lambda:{region}:{POWERTOOLS_LAYER_ACCOUNT}:layer:"
-            f"AWSLambdaPowertoolsPythonV3-{python}-{architecture}:{POWERTOOLS_LAYER_VERSION}")
+    return (
+        f"arn:aws:lambda:{region}:{POWERTOOLS_LAYER_ACCOUNT}:layer:"
+        f"AWSLambdaPowertoolsPythonV3-{python}-{architecture}:{POWERTOOLS_LAYER_VERSION}"
+    )

@@ -23,16 +23,28 @@ HANDLER = "tickets.handler.lambda_handler"
 COUNTER_TABLE_ID = "TicketsTable"
 IDEMPOTENCY_TABLE_ID = "TicketsIdempotencyTable"
 RETENTION = {
-    1: logs.RetentionDays.ONE_DAY, 3: logs.RetentionDays.THREE_DAYS, 5: logs.RetentionDays.FIVE_DAYS,
-    7: logs.RetentionDays.ONE_WEEK, 14: logs.RetentionDays.TWO_WEEKS, 30: logs.RetentionDays.ONE_MONTH,
-    60: logs.RetentionDays.TWO_MONTHS, 90: logs.RetentionDays.THREE_MONTHS,
-    120: logs.RetentionDays.FOUR_MONTHS, 150: logs.RetentionDays.FIVE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS, 365: logs.RetentionDays.ONE_YEAR,
-    400: logs.RetentionDays.THIRTEEN_MONTHS, 545: logs.RetentionDays.EIGHTEEN_MONTHS,
-    731: logs.RetentionDays.TWO_YEARS, 1096: logs.RetentionDays.THREE_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS, 2192: logs.RetentionDays.SIX_YEARS,
-    2557: logs.RetentionDays.SEVEN_YEARS, 2922: logs.RetentionDays.EIGHT_YEARS,
-    3288: logs.RetentionDays.NINE_YEARS, 3653: logs.RetentionDays.TEN_YEARS,
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    2192: logs.RetentionDays.SIX_YEARS,
+    2557: logs.RetentionDays.SEVEN_YEARS,
+    2922: logs.RetentionDays.EIGHT_YEARS,
+    3288: logs.RetentionDays.NINE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
 }
 
 
@@ -43,25 +55,38 @@ class TicketService(Construct):
         # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
         # instead of starting a new, empty one where every counter would begin again at its start.
         self.table = _table(self, COUNTER_TABLE_ID, tables.COUNTER_KEY, table_name=config.table_name)
-        self.idempotency_table = _table(self, IDEMPOTENCY_TABLE_ID, tables.IDEMPOTENCY_KEY,
-                                        time_to_live_attribute=tables.IDEMPOTENCY_TTL)
+        self.idempotency_table = _table(
+            self, IDEMPOTENCY_TABLE_ID, tables.IDEMPOTENCY_KEY, time_to_live_attribute=tables.IDEMPOTENCY_TTL
+        )
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
-        self.log_group = logs.LogGroup(self, "FunctionLogs", retention=RETENTION[config.log_retention_days],
-                                       removal_policy=RemovalPolicy.RETAIN)
-        role = iam.Role(self, "FunctionRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                        description="Tickets function: its own logs, traces and tables only")
-        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                                               resources=[self.log_group.log_group_arn]))
+        self.log_group = logs.LogGroup(
+            self, "FunctionLogs", retention=RETENTION[config.log_retention_days], removal_policy=RemovalPolicy.RETAIN
+        )
+        role = iam.Role(
+            self,
+            "FunctionRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Tickets function: its own logs, traces and tables only",
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[self.log_group.log_group_arn]
+            )
+        )
 
         self.function = lambda_.Function(
-            self, "Function",
+            self,
+            "Function",
             runtime=lambda_.Runtime.PYTHON_3_14,
             architecture=lambda_.Architecture.ARM_64,
             handler=HANDLER,
             code=lambda_.Code.from_asset(str(LAMBDA_SRC), exclude=["**/__pycache__", "**/*.pyc"]),
-            layers=[lambda_.LayerVersion.from_layer_version_arn(
-                self, "Powertools", powertools_layer_arn(region, python="python314", architecture="arm64"))],
+            layers=[
+                lambda_.LayerVersion.from_layer_version_arn(
+                    self, "Powertools", powertools_layer_arn(region, python="python314", architecture="arm64")
+                )
+            ],
             memory_size=256,
             timeout=Duration.seconds(timing.FUNCTION_TIMEOUT_SECONDS),
             tracing=lambda_.Tracing.ACTIVE,
@@ -69,52 +94,84 @@ class TicketService(Construct):
             role=role,
             reserved_concurrent_executions=config.reserved_concurrency,
             environment={
-                **handler_environment(config, region, counter_table=self.table.table_name,
-                                      idempotency_table=self.idempotency_table.table_name),
+                **handler_environment(
+                    config,
+                    region,
+                    counter_table=self.table.table_name,
+                    idempotency_table=self.idempotency_table.table_name,
+                ),
             },
         )
         # Only the calls the handler makes (store.py, Powertools idempotency), only on these tables.
         self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
-        self.idempotency_table.grant(role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
-                                     "dynamodb:DeleteItem")
+        self.idempotency_table.grant(
+            role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
+        )
 
         cors = None
         if config.cors_origins:
             cors = lambda_.FunctionUrlCorsOptions(
                 allowed_origins=list(config.cors_origins),
                 allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
-                allowed_headers=["content-type", "accept", "idempotency-key", "authorization", "x-amz-date",
-                                 "x-amz-security-token", "x-amz-content-sha256"],
-                max_age=Duration.minutes(10))
+                allowed_headers=[
+                    "content-type",
+                    "accept",
+                    "idempotency-key",
+                    "authorization",
+                    "x-amz-date",
+                    "x-amz-security-token",
+                    "x-amz-content-sha256",
+                ],
+                max_age=Duration.minutes(10),
+            )
         self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors)
         self.invoke_policy = _invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
 
-        NagSuppressions.add_resource_suppressions(role, [{
-            "id": "AwsSolutions-IAM5",
-            "reason": "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level "
-                      "permissions; Lambda's active tracing adds exactly these two actions on '*'.",
-            "appliesTo": ["Resource::*"],
-        }], apply_to_children=True)
+        NagSuppressions.add_resource_suppressions(
+            role,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level "
+                    "permissions; Lambda's active tracing adds exactly these two actions on '*'.",
+                    "appliesTo": ["Resource::*"],
+                }
+            ],
+            apply_to_children=True,
+        )
 
 
 def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
     """What a caller of the AWS_IAM Function URL needs, and nothing else: function URLs created since
     October 2025 require both actions. Attached to callers by the operator (see README)."""
-    return iam.ManagedPolicy(scope, "InvokePolicy", description="Call the Tickets Function URL (SigV4)", statements=[
-        iam.PolicyStatement(actions=["lambda:InvokeFunctionUrl"], resources=[function.function_arn],
-                            conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}),
-        iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[function.function_arn],
-                            conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}}),
-    ])
+    return iam.ManagedPolicy(
+        scope,
+        "InvokePolicy",
+        description="Call the Tickets Function URL (SigV4)",
+        statements=[
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunctionUrl"],
+                resources=[function.function_arn],
+                conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
+            ),
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"],
+                resources=[function.function_arn],
+                conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
+            ),
+        ],
+    )
 
 
 def _table(scope: Construct, logical_id: str, partition_key: str, **options) -> dynamodb.Table:
     table = dynamodb.Table(
-        scope, logical_id,
+        scope,
+        logical_id,
         partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
         billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
         point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True),
+            point_in_time_recovery_enabled=True
+        ),
         deletion_protection=True,
         removal_policy=RemovalPolicy.RETAIN,
         **options,

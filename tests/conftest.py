@@ -17,20 +17,23 @@ import json
 import os
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlencode
 
 # Powertools outside Lambda, and credentials moto accepts: set before anything imports boto3.
-os.environ.update({
-    "POWERTOOLS_TRACE_DISABLED": "true",
-    "POWERTOOLS_LOG_LEVEL": "WARNING",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_SESSION_TOKEN": "testing",
-})
+os.environ.update(
+    {
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+    }
+)
 
 import boto3  # noqa: E402
 import pytest  # noqa: E402
@@ -80,9 +83,14 @@ class Answer:
     body: Any  # the parsed JSON, or the text of a text/plain answer
 
 
-def function_url_event(path: str = "/", method: str = "GET", query: Any = None,
-                       headers: dict[str, str] | None = None, body: str | bytes | None = None,
-                       base64_body: bool = False) -> dict:
+def function_url_event(
+    path: str = "/",
+    method: str = "GET",
+    query: Any = None,
+    headers: dict[str, str] | None = None,
+    body: str | bytes | None = None,
+    base64_body: bool = False,
+) -> dict:
     """A payload 2.0 event as a Function URL sends it. `query` is a dict or a list of pairs
     (pairs may repeat a name: AWS then joins the values with commas, as here); `path` is
     the raw path, still percent-encoded. A bytes body arrives base64-encoded, as AWS sends
@@ -122,9 +130,12 @@ class Region:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, config: dict, region: str):
         self.region = region
         self.config = parse_config(config)
-        self.environment = {**handler_environment(self.config, region, counter_table=COUNTER_TABLE,
-                                                  idempotency_table=IDEMPOTENCY_TABLE),
-                            "AWS_DEFAULT_REGION": region}
+        self.environment = {
+            **handler_environment(
+                self.config, region, counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE
+            ),
+            "AWS_DEFAULT_REGION": region,
+        }
         self.client = dynamodb_client(region)
         self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
         self._monkeypatch = monkeypatch
@@ -147,8 +158,9 @@ class Region:
                 module = importlib.reload(module) if module else importlib.import_module("tickets.handler")
                 Region.loaded = (self.environment, module.dynamodb)
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
-            self._monkeypatch.setattr(module, "issuer", Issuer(module.settings, CounterStore(module.dynamodb,
-                                                                                             COUNTER_TABLE), **picks))
+            self._monkeypatch.setattr(
+                module, "issuer", Issuer(module.settings, CounterStore(module.dynamodb, COUNTER_TABLE), **picks)
+            )
             Region.active = self
         return sys.modules["tickets.handler"]
 
@@ -187,6 +199,7 @@ class Region:
 
         def record(params: dict, model: Any, **_: Any) -> None:
             calls.append((model.name, params.get("TableName")))
+
         events = self.handler.dynamodb.meta.events
         events.register("provide-client-params.dynamodb", record)
         try:
@@ -206,8 +219,10 @@ def aws():
 @pytest.fixture
 def deploy(aws, monkeypatch):
     """deploy(config, region) -> Region, with the handler loaded from that cdk.json-style config."""
+
     def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
         return Region(monkeypatch, EXAMPLE_CONFIG if config is None else config, region)
+
     return deploy
 
 
@@ -215,3 +230,10 @@ def deploy(aws, monkeypatch):
 def api(deploy) -> Region:
     """The handler deployed with the README's example config in us-east-1."""
     return deploy()
+
+
+@pytest.fixture
+def dynamodb_calls(api):
+    """Every (operation, table) the handler's client sends."""
+    with api.dynamodb_calls() as calls:
+        yield calls

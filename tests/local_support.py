@@ -30,9 +30,8 @@ class SerialMotoServer:
     so two clients (the local server and tickets_admin) can write concurrently, as they would on AWS.
     Its state is process-wide (moto's backends): it is reset when the server starts and stops."""
 
-    def __enter__(self) -> "SerialMotoServer":
-        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, \
-            create_backend_app
+    def __enter__(self) -> SerialMotoServer:
+        from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
         from werkzeug.serving import make_server
 
         moto_app = DomainDispatcherApplication(create_backend_app)
@@ -77,8 +76,14 @@ class Reply:
         return json.loads(self.body)
 
 
-def call(url: str, path: str = "/", method: str = "GET", headers: dict[str, str] | None = None,
-         body: bytes | None = None, connection: http.client.HTTPConnection | None = None) -> Reply:
+def call(
+    url: str,
+    path: str = "/",
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+    connection: http.client.HTTPConnection | None = None,
+) -> Reply:
     """One raw HTTP exchange, nothing added but what http.client always sends (Host, Accept-Encoding)."""
     parts = urlsplit(url)
     own = connection is None
@@ -126,7 +131,7 @@ class StubServer:
     requests: list[Recorded] = field(default_factory=list)
     connections: int = 0
 
-    def __enter__(self) -> "StubServer":
+    def __enter__(self) -> StubServer:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -138,8 +143,9 @@ class StubServer:
 
             def _reply(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                stub.requests.append(Recorded(self.command, self.path,
-                                              {k.lower(): v for k, v in self.headers.items()}, body))
+                stub.requests.append(
+                    Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
                 status, headers, payload = stub.replies[min(len(stub.requests), len(stub.replies)) - 1]
                 self.send_response(status)
                 for name, value in headers.items():
@@ -174,8 +180,7 @@ def json_reply(status: int, body: Any, **headers: str) -> tuple[int, dict[str, s
     return status, {"Content-Type": "application/json", **headers}, json.dumps(body).encode()
 
 
-def expected_sigv4_signature(method: str, path: str, headers: dict[str, str], body: bytes,
-                             secret_key: str) -> str:
+def expected_sigv4_signature(method: str, path: str, headers: dict[str, str], body: bytes, secret_key: str) -> str:
     """The signature a SigV4 verifier (AWS) computes for a received request, written out from the
     SigV4 specification, independently of botocore. `headers` are the received ones, lower-cased."""
     authorization = headers["authorization"]
@@ -183,19 +188,24 @@ def expected_sigv4_signature(method: str, path: str, headers: dict[str, str], bo
     _, date, region, service, _ = credential.split("/")
     signed = authorization.split("SignedHeaders=")[1].split(",")[0].split(";")
     raw_path, _, raw_query = path.partition("?")
-    query = sorted((quote(unquote(k), safe="-_.~"), quote(unquote(v), safe="-_.~"))
-                   for k, _, v in (pair.partition("=") for pair in raw_query.split("&") if pair))
-    canonical_request = "\n".join([
-        method,
-        quote(unquote(raw_path), safe="/-_.~"),
-        "&".join(f"{k}={v}" for k, v in query),
-        "".join(f"{name}:{' '.join(headers[name].split())}\n" for name in signed),
-        ";".join(signed),
-        hashlib.sha256(body).hexdigest(),
-    ])
+    query = sorted(
+        (quote(unquote(k), safe="-_.~"), quote(unquote(v), safe="-_.~"))
+        for k, _, v in (pair.partition("=") for pair in raw_query.split("&") if pair)
+    )
+    canonical_request = "\n".join(
+        [
+            method,
+            quote(unquote(raw_path), safe="/-_.~"),
+            "&".join(f"{k}={v}" for k, v in query),
+            "".join(f"{name}:{' '.join(headers[name].split())}\n" for name in signed),
+            ";".join(signed),
+            hashlib.sha256(body).hexdigest(),
+        ]
+    )
     scope = f"{date}/{region}/{service}/aws4_request"
-    string_to_sign = "\n".join(["AWS4-HMAC-SHA256", headers["x-amz-date"], scope,
-                                hashlib.sha256(canonical_request.encode()).hexdigest()])
+    string_to_sign = "\n".join(
+        ["AWS4-HMAC-SHA256", headers["x-amz-date"], scope, hashlib.sha256(canonical_request.encode()).hexdigest()]
+    )
     key = ("AWS4" + secret_key).encode()
     for part in (date, region, service, "aws4_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()

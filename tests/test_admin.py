@@ -42,6 +42,7 @@ def admin(tmp_path):
     returns (exit status, stdout lines, stderr). Only the command's own output is captured (not with
     capsys: the handler, imported during a test, would keep writing its logs to capsys's stream after
     the test closed it)."""
+
     def run(tickets: dict, *args: str) -> tuple[int, list[str], str]:
         config = write_cdk_json(tmp_path, tickets)
         command, rest = args[0], list(args[1:])
@@ -49,6 +50,7 @@ def admin(tmp_path):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             status = main([command, *rest, "--config", str(config), "--table", COUNTER_TABLE])
         return status, out.getvalue().splitlines(), err.getvalue()
+
     return run
 
 
@@ -58,18 +60,20 @@ def tickets_of(answer) -> list[int]:
 
 
 def item(region, key: str) -> dict | None:
-    return region.client.get_item(TableName=COUNTER_TABLE, Key={"counter": {"S": key}},
-                                  ConsistentRead=True).get("Item")
+    return region.client.get_item(TableName=COUNTER_TABLE, Key={"counter": {"S": key}}, ConsistentRead=True).get("Item")
 
 
 # --- raise: one lane ----------------------------------------------------------------------------
+
 
 def test_raise_a_single_lane_above_n(api, admin):
     assert tickets_of(api.get("/orders", query={"count": "3"})) == [5000, 5001, 5002]
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "120000")
     assert status == 0
-    assert out == ["raising orders above 120000 in us-east-1 (slot 0 of 1), table tickets-test: 1 lane(s)",
-                   "orders (lane 0): last 5002 -> last 120000; next ticket 120001"]
+    assert out == [
+        "raising orders above 120000 in us-east-1 (slot 0 of 1), table tickets-test: 1 lane(s)",
+        "orders (lane 0): last 5002 -> last 120000; next ticket 120001",
+    ]
     assert tickets_of(api.get("/orders", query={"count": "2"})) == [120001, 120002]
 
 
@@ -101,8 +105,12 @@ def test_raise_lands_on_the_lane_of_a_strided_counter(api, admin):
 def test_raise_an_unused_lane_creates_its_item(api, admin):
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "fresh", "--above", "41")  # an unconfigured key: defaults
     assert status == 0 and out[1] == "fresh (lane 0): unused -> last 41; next ticket 42"
-    assert item(api, "fresh") == {"counter": {"S": "fresh"}, "last": {"N": "41"}, "step": {"N": "1"},
-                                  "first": {"N": "1"}}
+    assert item(api, "fresh") == {
+        "counter": {"S": "fresh"},
+        "last": {"N": "41"},
+        "step": {"N": "1"},
+        "first": {"N": "1"},
+    }
     assert tickets_of(api.get("/fresh")) == [42]
 
 
@@ -114,6 +122,7 @@ def test_an_unused_lane_whose_first_ticket_is_above_n_is_left_unwritten(api, adm
 
 
 # --- raise: shards and regions -------------------------------------------------------------------
+
 
 def hot_ticket(lane: int, n: int) -> int:
     return 1000 + 3 * (lane + HOT_LANES * n)
@@ -167,12 +176,17 @@ def test_raise_in_another_region_uses_that_regions_slot(deploy, admin):
 
 # --- raise: hand-made items -----------------------------------------------------------------------
 
+
 def test_a_hand_made_item_is_raised_and_given_its_step_and_first(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "5041"}})  # the console workflow
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
     assert status == 0 and out[1] == "orders (lane 0): last 5041 -> last 6000; next ticket 6001"
-    assert item(api, "orders") == {"counter": {"S": "orders"}, "last": {"N": "6000"}, "step": {"N": "1"},
-                                   "first": {"N": "5000"}}
+    assert item(api, "orders") == {
+        "counter": {"S": "orders"},
+        "last": {"N": "6000"},
+        "step": {"N": "1"},
+        "first": {"N": "5000"},
+    }
     assert tickets_of(api.get("/orders")) == [6001]
 
 
@@ -188,8 +202,9 @@ def test_a_hand_made_item_off_its_lane_above_the_target_is_reported_not_changed(
     before = api.items()
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", "500")
     assert status == 1
-    assert out[1].startswith("invoices (lane 0): NOT CHANGED: last 1005 is not a ticket of this lane "
-                             "(first 1, step 10)")
+    assert out[1].startswith(
+        "invoices (lane 0): NOT CHANGED: last 1005 is not a ticket of this lane (first 1, step 10)"
+    )
     assert api.items() == before
 
 
@@ -203,6 +218,7 @@ def test_a_hand_made_item_already_above_is_left_for_the_service_to_adopt(api, ad
 
 
 # --- raise: the service writing between raise's read and its write -------------------------------
+
 
 def orders_lanes():
     return lanes_of("orders", CounterConfig(start=5000), region_slot=0, region_slots=1)
@@ -242,6 +258,7 @@ def test_a_lane_the_service_creates_meanwhile_is_raised_all_the_same(api):
 
 # --- raise: refusals, before any write ------------------------------------------------------------
 
+
 def test_a_lane_with_another_step_is_refused_and_nothing_is_written(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "5004"}, "step": {"N": "2"}, "first": {"N": "5000"}})
     before = api.items()
@@ -267,8 +284,10 @@ def test_a_target_past_max_is_refused(api, admin):
     capped = {**EXAMPLE_CONFIG, "counters": {"small": {"start": 1, "max": 100}}}
     status, _, err = admin(capped, "raise", "small", "--above", "100")
     assert status == 1
-    assert err.startswith("error: small: the lane's next ticket above 100 would be 101, past the counter's max "
-                          "(100); raise max in cdk.json")
+    assert err.startswith(
+        "error: small: the lane's next ticket above 100 would be 101, past the counter's max "
+        "(100); raise max in cdk.json"
+    )
     assert api.items() == []
 
 
@@ -278,6 +297,7 @@ def test_an_unserved_key_under_strict_keys_is_refused(api, admin):
 
 
 # --- export ----------------------------------------------------------------------------------------
+
 
 def test_export_prints_every_item_as_json_lines_sorted_and_exact(api, admin):
     tickets_of(api.get("/orders", query={"count": "3"}))
@@ -314,11 +334,14 @@ def test_export_reads_every_page(api, admin):
 
 # --- errors ----------------------------------------------------------------------------------------
 
+
 def test_a_missing_table_says_which_and_where_to_look(aws, admin):
     status, out, err = admin(EXAMPLE_CONFIG, "export")
     assert status == 1 and out == []
-    assert err == ("error: no table 'tickets-test' in us-east-1: check --table (default: tableName in cdk.json) "
-                   "and --region (default: the first region in cdk.json)\n")
+    assert err == (
+        "error: no table 'tickets-test' in us-east-1: check --table (default: tableName in cdk.json) "
+        "and --region (default: the first region in cdk.json)\n"
+    )
 
 
 def test_a_config_error_is_one_line_and_exit_1(tmp_path, capsys):
@@ -350,14 +373,19 @@ def test_throttling_beyond_the_retries_is_a_clear_error(aws):
 
 # --- --help ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, expected", [
-    ([], ["raise", "export", "examples:", "--endpoint-url http://127.0.0.1:8001"]),
-    (["raise"], ["smallest ticket", "never lowers", "--above N", "--region", "--table", "--config", "examples:"]),
-    (["export"], ["JSON Lines: one JSON", "object per line", "--endpoint-url", "examples:"]),
-])
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ([], ["raise", "export", "examples:", "--endpoint-url http://127.0.0.1:8001"]),
+        (["raise"], ["smallest ticket", "never lowers", "--above N", "--region", "--table", "--config", "examples:"]),
+        (["export"], ["JSON Lines: one JSON", "object per line", "--endpoint-url", "examples:"]),
+    ],
+)
 def test_every_command_has_help_with_examples(args, expected):
-    result = subprocess.run([sys.executable, "-m", "tickets_admin", *args, "--help"], cwd=REPO,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "tickets_admin", *args, "--help"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     for text in expected:
         assert text in result.stdout, (text, result.stdout)
@@ -365,8 +393,10 @@ def test_every_command_has_help_with_examples(args, expected):
 
 # --- against a moto server shared with the local server ---------------------------------------------
 
-RACE_CONFIG = {**EXAMPLE_CONFIG, "counters": {"load": {"start": 700000},
-                                           "big": {"start": str(MAX_TICKET - 5), "max": str(MAX_TICKET)}}}
+RACE_CONFIG = {
+    **EXAMPLE_CONFIG,
+    "counters": {"load": {"start": 700000}, "big": {"start": str(MAX_TICKET - 5), "max": str(MAX_TICKET)}},
+}
 RACE_ABOVE = 705000
 
 
@@ -399,8 +429,9 @@ def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp
         for thread in threads:
             thread.start()
         assert started.wait(60)
-        status = main(["raise", "load", "--above", str(RACE_ABOVE), "--config", str(config),
-                       "--endpoint-url", moto_server.url])
+        status = main(
+            ["raise", "load", "--above", str(RACE_ABOVE), "--config", str(config), "--endpoint-url", moto_server.url]
+        )
         with lock:
             raised_at.append(time.monotonic())
         for thread in threads:
@@ -419,9 +450,23 @@ def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp
         # The same endpoint through `python -m tickets_admin`, as an operator runs it beside `make serve`;
         # and decimal strings in cdk.json reach the local server exactly.
         assert call(server.url, "/big?count=6").json()["tickets"] == list(range(MAX_TICKET - 5, MAX_TICKET + 1))
-        exported = subprocess.run([sys.executable, "-m", "tickets_admin", "export", "--config", str(config),
-                                   "--endpoint-url", moto_server.url], cwd=REPO, capture_output=True, text=True,
-                                  timeout=60, env={**os.environ})
+        exported = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tickets_admin",
+                "export",
+                "--config",
+                str(config),
+                "--endpoint-url",
+                moto_server.url,
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ},
+        )
         assert exported.returncode == 0, exported.stderr
         items = {item["counter"]: item for item in map(json.loads, exported.stdout.splitlines())}
         assert items["load"]["last"] == max(tickets)

@@ -17,9 +17,17 @@ from moto import mock_aws
 
 from bench import ceiling, local, package, readme, report, writes
 from bench.__main__ import DURATION
+from bench.environment import (
+    BASELINE_MODULE,
+    COUNTER_TABLE,
+    POWERTOOLS_AS_DEPLOYED,
+    environment,
+    fresh_import,
+    function_url_event,
+    handler_env,
+    lambda_context,
+)
 from tickets_client.lease import TicketLease
-from bench.environment import BASELINE_MODULE, COUNTER_TABLE, POWERTOOLS_AS_DEPLOYED, environment, fresh_import, \
-    function_url_event, handler_env, lambda_context
 
 
 @pytest.fixture(autouse=True)
@@ -44,14 +52,19 @@ def test_baseline_handler_issues_increasing_tickets_on_moto():
     with environment(handler_env()), mock_aws():
         writes._create_tables()
         baseline = fresh_import(BASELINE_MODULE)
-        answers = [baseline.lambda_handler(function_url_event(path), lambda_context())
-                   for path in ("/orders", "/orders", "/invoices", "/orders")]
+        answers = [
+            baseline.lambda_handler(function_url_event(path), lambda_context())
+            for path in ("/orders", "/orders", "/invoices", "/orders")
+        ]
         item = boto3.client("dynamodb").get_item(TableName=COUNTER_TABLE, Key={"counter": {"S": "orders"}})["Item"]
 
     assert [answer["statusCode"] for answer in answers] == [200] * 4
     assert [json.loads(answer["body"]) for answer in answers] == [
-        {"key": "orders", "ticket": 1}, {"key": "orders", "ticket": 2},
-        {"key": "invoices", "ticket": 1}, {"key": "orders", "ticket": 3}]
+        {"key": "orders", "ticket": 1},
+        {"key": "orders", "ticket": 2},
+        {"key": "invoices", "ticket": 1},
+        {"key": "orders", "ticket": 3},
+    ]
     assert item["last"] == {"N": "3"}
 
 
@@ -107,8 +120,9 @@ def test_the_readme_gets_the_new_table_between_its_markers_and_nothing_else_chan
 
 def test_the_bench_duration_is_stated_the_same_everywhere():
     repo = Path(__file__).resolve().parent.parent
-    help_text = subprocess.run([sys.executable, "-m", "bench", "--help"], cwd=repo, capture_output=True, text=True,
-                               check=True).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
     assert DURATION in " ".join(help_text.split())
     for document in ("README.md", "bench/README.md"):
         assert DURATION in (repo / document).read_text(encoding="utf-8"), document
@@ -117,19 +131,34 @@ def test_the_bench_duration_is_stated_the_same_everywhere():
 SAMPLE_RESULTS = {
     "machine": {"python": "3.11.7", "cpus": 2, "load_average_at_start": [0.4, 0.5, 0.6]},
     "seconds": 131.2,
-    "cold_start_ratio": 1.1, "cold_start_ms": {"tickets": 290, "baseline": 260, "samples": 15},
-    "warm_ratio": 1.45, "warm_ratio_warning_logs": 1.3,
+    "cold_start_ratio": 1.1,
+    "cold_start_ms": {"tickets": 290, "baseline": 260, "samples": 15},
+    "warm_ratio": 1.45,
+    "warm_ratio_warning_logs": 1.3,
     "warm_us": {"tickets": 400, "baseline": 276, "tickets_warning_logs": 360, "calls_each": 4000},
     "writes_per_ticket": {"1": 1.0, "10": 0.1, "100": 0.01, "1000": 0.001},
     "first_request_writes": {"1": 1, "10": 1, "100": 1, "1000": 1},
     "sharded": {"shards": 4, "writes_per_ticket": 1.0},
-    "block_tickets_per_write": 1_000_000.0, "block_count": 1_000_000,
+    "block_tickets_per_write": 1_000_000.0,
+    "block_count": 1_000_000,
     "per_key_ceiling": ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, 1.0),
-    "lease_tickets_per_s": 900_000.0, "lease_seconds": 5.0, "lease_warm_up_seconds": 2.0,
-    "lease_warm_up_tickets_per_s": 500_000.0, "lease_start_block": 1000, "lease_block_size_settled": 1_000_000,
-    "lease_block_sizes": {"1000": 1, "2000": 1, "1000000": 7}, "lease_unused_at_close": 1_500_000,
-    "lease_handout_ceiling_per_s": 4_000_000.0, "lease_block_request_ms": 60.0,
-    "lease_block_request_count": 1_000_000, "per_request_tickets_per_s": 20.0,
-    "local_threads": 16, "local_rps": 90.0, "local_p99_ms": 300.0, "local_duplicates": 0, "local_failures": 0,
-    "package_bytes": 21_000, "package_files": 13,
+    "lease_tickets_per_s": 900_000.0,
+    "lease_seconds": 5.0,
+    "lease_warm_up_seconds": 2.0,
+    "lease_warm_up_tickets_per_s": 500_000.0,
+    "lease_start_block": 1000,
+    "lease_block_size_settled": 1_000_000,
+    "lease_block_sizes": {"1000": 1, "2000": 1, "1000000": 7},
+    "lease_unused_at_close": 1_500_000,
+    "lease_handout_ceiling_per_s": 4_000_000.0,
+    "lease_block_request_ms": 60.0,
+    "lease_block_request_count": 1_000_000,
+    "per_request_tickets_per_s": 20.0,
+    "local_threads": 16,
+    "local_rps": 90.0,
+    "local_p99_ms": 300.0,
+    "local_duplicates": 0,
+    "local_failures": 0,
+    "package_bytes": 21_000,
+    "package_files": 13,
 }

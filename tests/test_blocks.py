@@ -8,10 +8,10 @@ import json
 import sys
 
 import pytest
-
-from conftest import IDEMPOTENCY_TABLE, EXAMPLE_CONFIG, FakeLambdaContext, function_url_event
 from test_handler import TEXT, assert_error, item
-from test_idempotency import dynamodb_calls, once  # noqa: F401 (dynamodb_calls is a fixture)
+from test_idempotency import once
+
+from conftest import EXAMPLE_CONFIG, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
 from tickets.protocol import allowed_methods
 
 MILLION = 1_000_000
@@ -22,6 +22,7 @@ def block(first: int, last: int, step: int, count: int, key: str = "orders") -> 
 
 
 # --- the answer ---------------------------------------------------------------------------------
+
 
 def test_a_block_is_a_range_and_the_counter_continues_after_it(api):
     assert api.get("/_blocks/orders", query={"count": "5"}).body == block(5000, 5004, 1, 5)
@@ -36,12 +37,16 @@ def test_a_block_steps_by_the_lanes_step(api):
     assert api.get("/invoices").body["ticket"] == 51
 
 
-@pytest.mark.parametrize("request_args", [
-    {"method": "POST", "body": '{"count": 5}'},
-    {"method": "POST", "body": b'{"count": 5, "key": "orders"}'},  # base64, as a Function URL sends binary
-    {"query": {"count": "5", "key": "orders"}},
-    {"path": "/_blocks/orders/", "query": {"count": "5"}},
-], ids=["body", "base64-body-with-key", "query-key-agrees", "trailing-slash"])
+@pytest.mark.parametrize(
+    "request_args",
+    [
+        {"method": "POST", "body": '{"count": 5}'},
+        {"method": "POST", "body": b'{"count": 5, "key": "orders"}'},  # base64, as a Function URL sends binary
+        {"query": {"count": "5", "key": "orders"}},
+        {"path": "/_blocks/orders/", "query": {"count": "5"}},
+    ],
+    ids=["body", "base64-body-with-key", "query-key-agrees", "trailing-slash"],
+)
 def test_count_and_key_may_come_as_on_the_ticket_route(api, request_args):
     answer = api.call(**{"path": "/_blocks/orders", **request_args})
     assert answer.body == block(5000, 5004, 1, 5)
@@ -52,8 +57,9 @@ def test_without_a_count_a_block_is_one_ticket(api):
 
 
 def test_a_million_tickets_take_one_write_and_a_small_answer(api, dynamodb_calls):
-    result = api.handler.lambda_handler(function_url_event("/_blocks/orders", query={"count": str(MILLION)}),
-                                        FakeLambdaContext())
+    result = api.handler.lambda_handler(
+        function_url_event("/_blocks/orders", query={"count": str(MILLION)}), FakeLambdaContext()
+    )
     assert result["statusCode"] == 200
     assert json.loads(result["body"]) == block(5000, 5000 + MILLION - 1, 1, MILLION)
     assert len(result["body"]) < 100  # the answer's size does not grow with the count
@@ -176,6 +182,7 @@ def test_other_methods_on_a_block_path_are_405(api, method):
 
 # --- idempotency, metrics, the audit line -------------------------------------------------------
 
+
 def test_a_repeated_idempotency_key_gets_the_same_block_and_burns_none(api):
     first = api.post("/_blocks/orders", query={"count": "5"}, headers=once("block-1"))
     assert first.body == block(5000, 5004, 1, 5)
@@ -186,9 +193,14 @@ def test_a_repeated_idempotency_key_gets_the_same_block_and_burns_none(api):
     assert api.items() == counters
 
 
-@pytest.mark.parametrize("first_path, second_path", [
-    ("/orders", "/_blocks/orders"), ("/_blocks/orders", "/orders"),
-], ids=["list-then-block", "block-then-list"])
+@pytest.mark.parametrize(
+    "first_path, second_path",
+    [
+        ("/orders", "/_blocks/orders"),
+        ("/_blocks/orders", "/orders"),
+    ],
+    ids=["list-then-block", "block-then-list"],
+)
 def test_one_idempotency_key_on_both_issuing_routes_is_422(api, first_path, second_path):
     assert api.post(first_path, query={"count": "5"}, headers=once("k1")).status == 200
     counters, records = api.items(), api.items(IDEMPOTENCY_TABLE)

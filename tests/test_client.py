@@ -22,10 +22,15 @@ from tickets_client.client import Block, TicketsClient, TicketsError
 from tickets_client.signing import Signer
 
 REPO = Path(__file__).resolve().parent.parent
-FAKE_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-                    "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEXAMPLETOKEN"}
-AUTHORIZATION = re.compile(r"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/(\d{8})/us-east-1/lambda/aws4_request, "
-                           r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})")
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+    "AWS_SESSION_TOKEN": "FwoGZXIvYXdzEXAMPLETOKEN",
+}
+AUTHORIZATION = re.compile(
+    r"AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/(\d{8})/us-east-1/lambda/aws4_request, "
+    r"SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})"
+)
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +98,9 @@ class TestAgainstTheLocalServer:
 
 
 def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tickets_client", *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "tickets_client", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_cli_reports_an_unreachable_server_cleanly():
@@ -117,8 +123,12 @@ def test_cli_help_documents_the_options():
 
 class TestRetries:
     def test_503_is_retried_after_retry_after_with_the_same_idempotency_key(self):
-        with StubServer([json_reply(503, {"error": "unavailable", "message": "throttled"}, **{"Retry-After": "2"}),
-                         json_reply(200, {"key": "orders", "ticket": 7})]) as stub:
+        with StubServer(
+            [
+                json_reply(503, {"error": "unavailable", "message": "throttled"}, **{"Retry-After": "2"}),
+                json_reply(200, {"key": "orders", "ticket": 7}),
+            ]
+        ) as stub:
             delays: list[float] = []
             client = TicketsClient(stub.url, sleep=no_sleep(delays))
             assert client.next("orders") == [7]
@@ -128,16 +138,19 @@ class TestRetries:
         assert (first.method, first.path) == ("POST", "/orders")
         assert len(delays) == 1 and 2 <= delays[0] <= 2.1
 
-    @pytest.mark.parametrize("answer", [
-        {"key": "k", "ticket": 1},
-        {"key": "k", "first": 1, "last": 9, "step": 1, "count": 9},
-        {"key": "k", "first": 1, "last": 10, "step": 1, "count": "10"},
-        {"key": "k", "first": 1, "last": 10, "step": 0, "count": 10},
-    ], ids=["a-ticket", "other-count", "count-as-text", "step-0"])
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            {"key": "k", "ticket": 1},
+            {"key": "k", "first": 1, "last": 9, "step": 1, "count": 9},
+            {"key": "k", "first": 1, "last": 10, "step": 1, "count": "10"},
+            {"key": "k", "first": 1, "last": 10, "step": 0, "count": 10},
+        ],
+        ids=["a-ticket", "other-count", "count-as-text", "step-0"],
+    )
     def test_a_block_answer_that_does_not_add_up_is_a_bad_response(self, answer):
-        with StubServer([json_reply(200, answer)]) as stub:
-            with pytest.raises(TicketsError) as error:
-                TicketsClient(stub.url).block("k", 10)
+        with StubServer([json_reply(200, answer)]) as stub, pytest.raises(TicketsError) as error:
+            TicketsClient(stub.url).block("k", 10)
         assert error.value.code == "bad_response"
         assert (stub.requests[0].method, stub.requests[0].path) == ("POST", "/_blocks/k?count=10")
 
@@ -163,13 +176,17 @@ class TestRetries:
                 client.next("orders", count=5)
         assert (error.value.status, error.value.code, error.value.message) == (429, "too_many_requests", "slow down")
         assert len(stub.requests) == 4 and len(delays) == 3
-        assert all(0 <= delay <= 0.1 * 2 ** attempt for attempt, delay in enumerate(delays))
+        assert all(0 <= delay <= 0.1 * 2**attempt for attempt, delay in enumerate(delays))
         assert {r.headers["idempotency-key"] for r in stub.requests} == {stub.requests[0].headers["idempotency-key"]}
         assert stub.requests[0].path == "/orders?count=5"
 
     def test_in_progress_duplicate_is_retried_until_the_first_answer(self):
-        with StubServer([json_reply(409, {"error": "in_progress", "message": "in flight"}),
-                         json_reply(200, {"key": "orders", "ticket": 9})]) as stub:
+        with StubServer(
+            [
+                json_reply(409, {"error": "in_progress", "message": "in flight"}),
+                json_reply(200, {"key": "orders", "ticket": 9}),
+            ]
+        ) as stub:
             assert TicketsClient(stub.url, sleep=no_sleep([])).next("orders") == [9]
 
     def test_in_progress_is_retried_past_max_attempts_for_as_long_as_the_function_may_run(self, monkeypatch):
@@ -188,8 +205,11 @@ class TestRetries:
             with pytest.raises(TicketsError) as error:
                 TicketsClient(stub.url, sleep=no_sleep(delays)).next("orders")
         assert (error.value.status, error.value.code) == (409, "in_progress")
-        assert timing.FUNCTION_TIMEOUT_SECONDS <= sum(delays) <= client_module.IN_PROGRESS_RETRY_SECONDS + \
-            client_module.BACKOFF_CAP_SECONDS
+        assert (
+            timing.FUNCTION_TIMEOUT_SECONDS
+            <= sum(delays)
+            <= client_module.IN_PROGRESS_RETRY_SECONDS + client_module.BACKOFF_CAP_SECONDS
+        )
         assert len(stub.requests) == len(delays) + 1 <= client_module.IN_PROGRESS_MAX_ATTEMPTS
 
     def test_the_client_knows_the_function_timeout(self):
@@ -217,20 +237,24 @@ class TestRetries:
                 assert error.value.status == status
         assert len(stub.requests) == 2  # one each, no retry
 
-    @pytest.mark.parametrize("reply", [json_reply(400, {"error": "bad_request", "message": "bad key"}),
-                                       json_reply(409, {"error": "exhausted", "message": "raise max"}),
-                                       json_reply(500, {"error": "internal_error", "message": "bug"})])
+    @pytest.mark.parametrize(
+        "reply",
+        [
+            json_reply(400, {"error": "bad_request", "message": "bad key"}),
+            json_reply(409, {"error": "exhausted", "message": "raise max"}),
+            json_reply(500, {"error": "internal_error", "message": "bug"}),
+        ],
+    )
     def test_other_errors_are_not_retried(self, reply):
-        with StubServer([reply]) as stub:
-            with pytest.raises(TicketsError) as error:
-                TicketsClient(stub.url, sleep=no_sleep([])).next("orders")
+        with StubServer([reply]) as stub, pytest.raises(TicketsError) as error:
+            TicketsClient(stub.url, sleep=no_sleep([])).next("orders")
         assert len(stub.requests) == 1
         assert (error.value.status, error.value.code) == (reply[0], json.loads(reply[2])["error"])
 
     def test_a_foreign_error_body_still_gives_a_clear_error(self):
-        with StubServer([(403, {"Content-Type": "application/json"}, b'{"Message":"Forbidden"}')]) as stub:
-            with pytest.raises(TicketsError) as error:
-                TicketsClient(stub.url).next("orders")
+        forbidden = (403, {"Content-Type": "application/json"}, b'{"Message":"Forbidden"}')
+        with StubServer([forbidden]) as stub, pytest.raises(TicketsError) as error:
+            TicketsClient(stub.url).next("orders")
         assert (error.value.status, error.value.code, error.value.message) == (403, "http_403", "Forbidden")
 
     def test_connection_refused_is_retried_then_reported(self):
@@ -242,8 +266,10 @@ class TestRetries:
         assert len(delays) == 2
 
     def test_a_dropped_keep_alive_connection_is_reopened(self):
-        with StubServer([json_reply(200, {"key": "k", "ticket": 1}), json_reply(200, {"key": "k", "ticket": 2})],
-                        close_after_reply=True) as stub:
+        with StubServer(
+            [json_reply(200, {"key": "k", "ticket": 1}), json_reply(200, {"key": "k", "ticket": 2})],
+            close_after_reply=True,
+        ) as stub:
             delays: list[float] = []
             client = TicketsClient(stub.url, sleep=no_sleep(delays))
             assert client.next("k") + client.next("k") == [1, 2]
@@ -274,8 +300,9 @@ class TestSigning:
         assert received.headers["x-amz-security-token"] == FAKE_CREDENTIALS["AWS_SESSION_TOKEN"]
         assert {"host", "x-amz-date", "x-amz-security-token", "idempotency-key"} <= set(signed_headers.split(";"))
         secret = FAKE_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]
-        assert signature == expected_sigv4_signature(received.method, received.path, received.headers,
-                                                     received.body, secret)
+        assert signature == expected_sigv4_signature(
+            received.method, received.path, received.headers, received.body, secret
+        )
 
     def test_signer_uses_botocore_with_fixed_credentials(self):
         from botocore.credentials import Credentials

@@ -6,6 +6,7 @@ import copy
 
 import pytest
 
+from conftest import EXAMPLE_CONFIG
 from tickets.config import (
     MAX_SAFE_INTEGER,
     MAX_TICKET,
@@ -19,8 +20,6 @@ from tickets.config import (
     pick_region,
 )
 
-from conftest import EXAMPLE_CONFIG
-
 
 def with_changes(**changes) -> dict:
     raw = copy.deepcopy(EXAMPLE_CONFIG)
@@ -31,8 +30,12 @@ def with_changes(**changes) -> dict:
 def test_the_spec_example_parses():
     config = parse_config(EXAMPLE_CONFIG)
     assert config.regions == {"us-east-1": 0}
-    assert (config.default_key, config.auth, config.region_slots, config.strict_keys) == \
-        ("default", "AWS_IAM", 1, False)
+    assert (config.default_key, config.auth, config.region_slots, config.strict_keys) == (
+        "default",
+        "AWS_IAM",
+        1,
+        False,
+    )
     assert config.counters == {
         "orders": CounterConfig(start=5000),
         "invoices": CounterConfig(start=1, stride=10),
@@ -42,8 +45,7 @@ def test_the_spec_example_parses():
 
 def test_defaults_fill_everything_but_regions():
     config = parse_config({"regions": {"eu-west-1": 0}})
-    assert (config.default_key, config.auth, config.region_slots, config.counters) == \
-        ("default", "AWS_IAM", 1, {})
+    assert (config.default_key, config.auth, config.region_slots, config.counters) == ("default", "AWS_IAM", 1, {})
     assert config.idempotency_expiry_seconds == 3600
 
 
@@ -52,47 +54,50 @@ def test_max_may_be_raised_to_int64():
     assert config.counters["big"].max == 2**63 - 1
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"regions": {"us-east-1": 0, "eu-west-1": 1}}, "tickets.regions.eu-west-1"),  # slot >= regionSlots
-    ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
-    ({"regions": {"us-east-1": -1}}, "tickets.regions.us-east-1"),
-    ({"regions": {"us-east-1": True}}, "tickets.regions.us-east-1"),
-    ({"regions": {"US East": 0}}, "tickets.regions.US East"),
-    ({"regions": {}}, "tickets.regions"),
-    ({"counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
-    ({"counters": {"orders": {"start": 10, "max": 9}}}, "tickets.counters.orders.max"),
-    ({"counters": {"orders": {"max": MAX_TICKET + 1}}}, "tickets.counters.orders.max"),
-    ({"counters": {"orders": {"start": -1}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"shards": 0}}}, "tickets.counters.orders.shards"),
-    ({"counters": {"orders": {"start": True}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"start": 1.5}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"start": "05000"}}}, "tickets.counters.orders.start"),  # decimal strings: canonical
-    ({"counters": {"orders": {"start": "5e3"}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"start": " 5000"}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"start": "-1"}}}, "tickets.counters.orders.start"),
-    ({"counters": {"orders": {"max": str(MAX_TICKET + 1)}}}, "tickets.counters.orders.max"),
-    ({"counters": {"orders": {"shards": "2"}}}, "tickets.counters.orders.shards"),  # small: numbers only
-    ({"tableName": "ab"}, "tickets.tableName"),
-    ({"tableName": "tickets counters"}, "tickets.tableName"),
-    ({"tableName": "x" * 244}, "tickets.tableName"),  # + "-idempotency" would pass DynamoDB's 255
-    ({"tableName": 7}, "tickets.tableName"),
-    ({"counters": {"orders": {"begin": 1}}}, "tickets.counters.orders.begin"),
-    ({"counters": {"orders": 5000}}, "tickets.counters.orders"),
-    ({"counters": {"_orders": {}}}, "tickets.counters._orders"),
-    ({"counters": {"a/b": {}}}, "tickets.counters.a/b"),
-    ({"counters": {"x" * 101: {}}}, "tickets.counters.xxx"),
-    ({"counters": []}, "tickets.counters"),
-    ({"regionSlots": True}, "tickets.regionSlots"),
-    ({"regionSlots": 0}, "tickets.regionSlots"),
-    ({"auth": "aws_iam"}, "tickets.auth"),
-    ({"auth": None}, "tickets.auth"),
-    ({"defaultKey": ".hidden"}, "tickets.defaultKey"),
-    ({"strictKeys": "yes"}, "tickets.strictKeys"),
-    ({"regionslots": 2}, "tickets.regionslots"),  # unknown field (a typo) at the top level
-    ({"idempotencyExpirySeconds": 10}, "tickets.idempotencyExpirySeconds"),
-    ({"reservedConcurrency": 0}, "tickets.reservedConcurrency"),
-    ({"logRetentionDays": 31}, "tickets.logRetentionDays"),
-])
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"regions": {"us-east-1": 0, "eu-west-1": 1}}, "tickets.regions.eu-west-1"),  # slot >= regionSlots
+        ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
+        ({"regions": {"us-east-1": -1}}, "tickets.regions.us-east-1"),
+        ({"regions": {"us-east-1": True}}, "tickets.regions.us-east-1"),
+        ({"regions": {"US East": 0}}, "tickets.regions.US East"),
+        ({"regions": {}}, "tickets.regions"),
+        ({"counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
+        ({"counters": {"orders": {"start": 10, "max": 9}}}, "tickets.counters.orders.max"),
+        ({"counters": {"orders": {"max": MAX_TICKET + 1}}}, "tickets.counters.orders.max"),
+        ({"counters": {"orders": {"start": -1}}}, "tickets.counters.orders.start"),
+        ({"counters": {"orders": {"shards": 0}}}, "tickets.counters.orders.shards"),
+        ({"counters": {"orders": {"start": True}}}, "tickets.counters.orders.start"),
+        ({"counters": {"orders": {"start": 1.5}}}, "tickets.counters.orders.start"),
+        ({"counters": {"orders": {"start": "05000"}}}, "tickets.counters.orders.start"),  # decimal strings: canonical
+        ({"counters": {"orders": {"start": "5e3"}}}, "tickets.counters.orders.start"),
+        ({"counters": {"orders": {"start": " 5000"}}}, "tickets.counters.orders.start"),
+        ({"counters": {"orders": {"start": "-1"}}}, "tickets.counters.orders.start"),
+        ({"counters": {"orders": {"max": str(MAX_TICKET + 1)}}}, "tickets.counters.orders.max"),
+        ({"counters": {"orders": {"shards": "2"}}}, "tickets.counters.orders.shards"),  # small: numbers only
+        ({"tableName": "ab"}, "tickets.tableName"),
+        ({"tableName": "tickets counters"}, "tickets.tableName"),
+        ({"tableName": "x" * 244}, "tickets.tableName"),  # + "-idempotency" would pass DynamoDB's 255
+        ({"tableName": 7}, "tickets.tableName"),
+        ({"counters": {"orders": {"begin": 1}}}, "tickets.counters.orders.begin"),
+        ({"counters": {"orders": 5000}}, "tickets.counters.orders"),
+        ({"counters": {"_orders": {}}}, "tickets.counters._orders"),
+        ({"counters": {"a/b": {}}}, "tickets.counters.a/b"),
+        ({"counters": {"x" * 101: {}}}, "tickets.counters.xxx"),
+        ({"counters": []}, "tickets.counters"),
+        ({"regionSlots": True}, "tickets.regionSlots"),
+        ({"regionSlots": 0}, "tickets.regionSlots"),
+        ({"auth": "aws_iam"}, "tickets.auth"),
+        ({"auth": None}, "tickets.auth"),
+        ({"defaultKey": ".hidden"}, "tickets.defaultKey"),
+        ({"strictKeys": "yes"}, "tickets.strictKeys"),
+        ({"regionslots": 2}, "tickets.regionslots"),  # unknown field (a typo) at the top level
+        ({"idempotencyExpirySeconds": 10}, "tickets.idempotencyExpirySeconds"),
+        ({"reservedConcurrency": 0}, "tickets.reservedConcurrency"),
+        ({"logRetentionDays": 31}, "tickets.logRetentionDays"),
+    ],
+)
 def test_an_invalid_config_names_the_field(changes, field):
     with pytest.raises(ConfigError) as refused:
         parse_config(with_changes(**changes))
@@ -129,36 +134,45 @@ def test_the_largest_safe_json_number_is_accepted():
 
 
 def test_decimal_strings_are_exact_for_start_stride_and_max():
-    config = parse_config(with_changes(counters={"big": {
-        "start": "36028797018963969", "stride": "9007199254740993", "max": "9223372036854775807"}}))
-    assert config.counters["big"] == CounterConfig(start=36028797018963969, stride=9007199254740993,
-                                                   max=MAX_TICKET)
+    config = parse_config(
+        with_changes(
+            counters={"big": {"start": "36028797018963969", "stride": "9007199254740993", "max": "9223372036854775807"}}
+        )
+    )
+    assert config.counters["big"] == CounterConfig(start=36028797018963969, stride=9007199254740993, max=MAX_TICKET)
     assert parse_config(with_changes(counters={"small": {"start": "5000"}})).counters["small"].start == 5000
 
 
 def test_exact_values_reach_the_handler_settings():
     config = parse_config(with_changes(counters={"big": {"start": "36028797018963969", "max": str(MAX_TICKET)}}))
-    settings = Settings.from_json(handler_environment(config, "us-east-1", counter_table="c",
-                                                      idempotency_table="i")[SETTINGS_ENV])
+    settings = Settings.from_json(
+        handler_environment(config, "us-east-1", counter_table="c", idempotency_table="i")[SETTINGS_ENV]
+    )
     assert (settings.counters["big"].start, settings.counters["big"].max) == (36028797018963969, MAX_TICKET)
 
 
 def test_load_config_file_reads_integers_exactly_and_refuses_the_unsafe_ones(tmp_path):
     path = tmp_path / "cdk.json"
-    path.write_text('{"context": {"tickets": {"regions": {"us-east-1": 0}, '
-                    '"counters": {"big": {"start": "36028797018963969", "max": "36028797018963969"}}}}}')
+    path.write_text(
+        '{"context": {"tickets": {"regions": {"us-east-1": 0}, '
+        '"counters": {"big": {"start": "36028797018963969", "max": "36028797018963969"}}}}}'
+    )
     assert load_config_file(path).counters["big"].start == 36028797018963969
-    path.write_text('{"context": {"tickets": {"regions": {"us-east-1": 0}, '
-                    '"counters": {"big": {"start": 36028797018963969}}}}}')
+    path.write_text(
+        '{"context": {"tickets": {"regions": {"us-east-1": 0}, "counters": {"big": {"start": 36028797018963969}}}}}'
+    )
     with pytest.raises(ConfigError, match=r"^.*cdk\.json: tickets\.counters\.big\.start: .*decimal string"):
         load_config_file(path)
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "not found"),
-    ("{", "not valid JSON"),
-    ('{"context": {}}', "tickets: missing"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "not found"),
+        ("{", "not valid JSON"),
+        ('{"context": {}}', "tickets: missing"),
+    ],
+)
 def test_load_config_file_says_what_is_wrong_with_the_file(tmp_path, content, message):
     path = tmp_path / "cdk.json"
     if content is not None:
@@ -182,17 +196,29 @@ def test_a_missing_config_says_where_it_belongs():
 
 
 def test_handler_environment_round_trips_through_settings():
-    config = parse_config(with_changes(
-        regions={"us-east-1": 0, "eu-west-1": 2}, regionSlots=3, strictKeys=True, defaultKey="main",
-        idempotencyExpirySeconds=600, counters={"orders": {"start": 5000, "max": 10**15, "shards": 4}}))
+    config = parse_config(
+        with_changes(
+            regions={"us-east-1": 0, "eu-west-1": 2},
+            regionSlots=3,
+            strictKeys=True,
+            defaultKey="main",
+            idempotencyExpirySeconds=600,
+            counters={"orders": {"start": 5000, "max": 10**15, "shards": 4}},
+        )
+    )
     environment = handler_environment(config, "eu-west-1", counter_table="c", idempotency_table="i")
     assert (environment["TICKETS_TABLE"], environment["TICKETS_IDEMPOTENCY_TABLE"]) == ("c", "i")
     assert environment["POWERTOOLS_SERVICE_NAME"] == "tickets"
     assert environment["POWERTOOLS_METRICS_NAMESPACE"]
     settings = Settings.from_json(environment[SETTINGS_ENV])
-    assert settings == Settings(region_slot=2, region_slots=3, default_key="main", strict_keys=True,
-                                counters={"orders": CounterConfig(start=5000, max=10**15, shards=4)},
-                                idempotency_expiry_seconds=600)
+    assert settings == Settings(
+        region_slot=2,
+        region_slots=3,
+        default_key="main",
+        strict_keys=True,
+        counters={"orders": CounterConfig(start=5000, max=10**15, shards=4)},
+        idempotency_expiry_seconds=600,
+    )
 
 
 def test_handler_environment_refuses_an_unconfigured_region():
@@ -210,12 +236,15 @@ def test_counter_lookup_with_and_without_strict_keys():
     assert strict.counter("main") == CounterConfig()  # the default key is always served
 
 
-@pytest.mark.parametrize("region, reason", [
-    ("us-east-9", "not a region"),
-    ("cn-north-1", "aws-cn"),
-    ("us-gov-west-1", "aws-us-gov"),
-    ("ap-southeast-6", "not published"),
-])
+@pytest.mark.parametrize(
+    "region, reason",
+    [
+        ("us-east-9", "not a region"),
+        ("cn-north-1", "aws-cn"),
+        ("us-gov-west-1", "aws-us-gov"),
+        ("ap-southeast-6", "not published"),
+    ],
+)
 def test_a_region_the_stack_cannot_serve_is_refused_naming_the_field_and_why(region, reason):
     with pytest.raises(ConfigError) as refused:
         parse_config(with_changes(regions={region: 0}))
@@ -240,13 +269,17 @@ def test_max_block_defaults_to_a_million_and_may_be_lowered_per_deployment_and_p
     assert settings.block_limit(settings.counter("unlisted")) == 5000
 
 
-@pytest.mark.parametrize("changes, field", [
-    ({"maxBlock": 0}, "tickets.maxBlock"),
-    ({"maxBlock": 1_000_001}, "tickets.maxBlock"),
-    ({"maxBlock": "1000"}, "tickets.maxBlock"),
-    ({"counters": {"orders": {"maxBlock": 0}}}, "tickets.counters.orders.maxBlock"),
-    ({"maxBlock": 100, "counters": {"orders": {"maxBlock": 101}}}, "tickets.counters.orders.maxBlock"),
-], ids=["zero", "over-a-million", "string", "key-zero", "key-above-deployment"])
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"maxBlock": 0}, "tickets.maxBlock"),
+        ({"maxBlock": 1_000_001}, "tickets.maxBlock"),
+        ({"maxBlock": "1000"}, "tickets.maxBlock"),
+        ({"counters": {"orders": {"maxBlock": 0}}}, "tickets.counters.orders.maxBlock"),
+        ({"maxBlock": 100, "counters": {"orders": {"maxBlock": 101}}}, "tickets.counters.orders.maxBlock"),
+    ],
+    ids=["zero", "over-a-million", "string", "key-zero", "key-above-deployment"],
+)
 def test_max_block_out_of_range_is_refused_naming_the_field(changes, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         parse_config(with_changes(**changes))

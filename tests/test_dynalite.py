@@ -69,12 +69,17 @@ def dynalite():
             pytest.fail(reason + "; CI must run them")
         pytest.skip(reason)
     if not DYNALITE.exists():
-        pytest.fail(f"{DYNALITE.relative_to(REPO)} is missing: run `make test` (it runs npm install), "
-                    "or `npm install --no-package-lock`")
+        pytest.fail(
+            f"{DYNALITE.relative_to(REPO)} is missing: run `make test` (it runs npm install), "
+            "or `npm install --no-package-lock`"
+        )
     for _ in range(START_ATTEMPTS):
         port = _free_port()  # another process may take it before dynalite binds: then try another
-        process = subprocess.Popen([str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         if _serving(process, port):
             break
         process.kill()
@@ -129,18 +134,25 @@ def stored(table, key: str) -> dict | None:
 
 def put(table, item: dict[str, int | str]) -> None:
     client, name = table
-    client.put_item(TableName=name, Item={field: {"S": value} if isinstance(value, str) else {"N": str(value)}
-                                          for field, value in item.items()})
+    client.put_item(
+        TableName=name,
+        Item={field: {"S": value} if isinstance(value, str) else {"N": str(value)} for field, value in item.items()},
+    )
 
 
 def test_dynalite_is_the_hard_case_no_failed_items_and_no_transactions(table):
     client, name = table
     put(table, {COUNTER_KEY: "probe", "last": 1})
     with pytest.raises(ClientError) as failed:
-        client.update_item(TableName=name, Key={COUNTER_KEY: {"S": "probe"}}, UpdateExpression="SET #l = :l",
-                           ConditionExpression="#l = :other", ExpressionAttributeNames={"#l": "last"},
-                           ExpressionAttributeValues={":l": {"N": "2"}, ":other": {"N": "7"}},
-                           ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        client.update_item(
+            TableName=name,
+            Key={COUNTER_KEY: {"S": "probe"}},
+            UpdateExpression="SET #l = :l",
+            ConditionExpression="#l = :other",
+            ExpressionAttributeNames={"#l": "last"},
+            ExpressionAttributeValues={":l": {"N": "2"}, ":other": {"N": "7"}},
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
     assert failed.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
     assert "Item" not in failed.value.response
     with pytest.raises(ClientError) as unknown:
@@ -157,8 +169,12 @@ def test_a_plain_key_issues_its_sequence_and_a_restart_continues_it(dynalite, co
         assert tickets(server, "/orders") == [5004]
         assert tickets(server, "/invoices") == [21]
         assert call(server.url, "/_counters/orders").json()["last"] == 5004
-    assert stored(table, "orders") == {COUNTER_KEY: {"S": "orders"}, "last": {"N": "5004"}, "step": {"N": "1"},
-                                       "first": {"N": "5000"}}
+    assert stored(table, "orders") == {
+        COUNTER_KEY: {"S": "orders"},
+        "last": {"N": "5004"},
+        "step": {"N": "1"},
+        "first": {"N": "5000"},
+    }
 
 
 def test_a_sharded_key_uses_every_lane_then_is_exhausted(server, table):
@@ -170,8 +186,13 @@ def test_a_sharded_key_uses_every_lane_then_is_exhausted(server, table):
     assert {lane: sorted(t) for lane, t in lanes.items()} == {s: [1 + s, 5 + s, 9 + s] for s in range(4)}
     assert all(t == sorted(t) for t in lanes.values())  # each lane increases
     before = [stored(table, key) for key in ("hot", "hot#0", "hot#1", "hot#2", "hot#3")]
-    assert before[0] == {COUNTER_KEY: {"S": "hot"}, "step": {"N": "4"}, "shards": {"N": "4"}, "first": {"N": "1"},
-                         "stride": {"N": "1"}}
+    assert before[0] == {
+        COUNTER_KEY: {"S": "hot"},
+        "step": {"N": "4"},
+        "shards": {"N": "4"},
+        "first": {"N": "1"},
+        "stride": {"N": "1"},
+    }
     assert [refusal(server, "/hot") for _ in range(3)] == [(409, "exhausted")] * 3
     assert [stored(table, key) for key in ("hot", "hot#0", "hot#1", "hot#2", "hot#3")] == before
 
@@ -188,8 +209,10 @@ def test_a_hand_made_item_is_adopted_and_refused_ones_are_left_as_they_were(serv
     put(table, {COUNTER_KEY: "manual", "last": 41})
     assert tickets(server, "/manual?count=2") == [42, 43]
     assert stored(table, "manual")["first"] == {"N": "1"}
-    for hand_made in ({COUNTER_KEY: "offlane", "last": 5, "step": 10},  # invoices-like lanes: 1, 11, 21
-                      {COUNTER_KEY: "below", "last": -7, "step": 1}):
+    for hand_made in (
+        {COUNTER_KEY: "offlane", "last": 5, "step": 10},  # invoices-like lanes: 1, 11, 21
+        {COUNTER_KEY: "below", "last": -7, "step": 1},
+    ):
         put(table, hand_made)
         before = stored(table, hand_made[COUNTER_KEY])
         assert [refusal(server, f"/{hand_made[COUNTER_KEY]}") for _ in range(3)] == [(409, "config_mismatch")] * 3

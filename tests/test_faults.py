@@ -8,16 +8,16 @@ import types
 
 import botocore.endpoint
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.exceptions import (
     ClientError,
-    HTTPClientError,
-    SSLError,
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    HTTPClientError,
     ReadTimeoutError,
+    SSLError,
 )
-from botocore.awsrequest import AWSResponse
 from botocore.stub import Stubber
 from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber as moto_dynamodb
@@ -43,8 +43,10 @@ TRANSIENT = {
     "connection-closed": ConnectionClosedError(endpoint_url=ENDPOINT),
     "http-client": HTTPClientError(error="connection reset"),
     "ssl": SSLError(endpoint_url=ENDPOINT, error="handshake"),
-    "5xx-internal-failure": ClientError({"Error": {"Code": "InternalFailure", "Message": "simulated"},
-                                         "ResponseMetadata": {"HTTPStatusCode": 500}}, "UpdateItem"),
+    "5xx-internal-failure": ClientError(
+        {"Error": {"Code": "InternalFailure", "Message": "simulated"}, "ResponseMetadata": {"HTTPStatusCode": 500}},
+        "UpdateItem",
+    ),
 }
 
 
@@ -62,6 +64,7 @@ def test_a_transient_failure_is_503_with_retry_after_and_no_ticket(api, monkeypa
 
     def fail(**_):
         raise failure
+
     monkeypatch.setattr(api.handler.dynamodb, "update_item", fail)
     assert_unavailable(api.get("/orders", query={"count": "5"}))
     assert_unavailable(api.get("/orders", headers={"accept": "text/plain"}))
@@ -70,15 +73,16 @@ def test_a_transient_failure_is_503_with_retry_after_and_no_ticket(api, monkeypa
 
 def test_throttling_from_a_stubbed_client_is_503(api):
     with Stubber(api.handler.dynamodb) as stub:
-        stub.add_client_error("update_item", service_error_code="ProvisionedThroughputExceededException",
-                              http_status_code=400)
+        stub.add_client_error(
+            "update_item", service_error_code="ProvisionedThroughputExceededException", http_status_code=400
+        )
         assert_unavailable(api.get("/orders"))
         stub.assert_no_pending_responses()
     assert api.items() == []
 
 
 def test_a_missing_table_is_a_500_that_explains_nothing_it_should_not(api):
-    api.handler  # the function exists; then its table is deleted under it
+    assert api.handler.dynamodb is not None  # the function exists; then its table is deleted under it
     api.client.delete_table(TableName=COUNTER_TABLE)
     answer = api.get("/orders")
     assert answer.status == 500
@@ -91,6 +95,7 @@ def test_a_missing_table_is_a_500_that_explains_nothing_it_should_not(api):
 def test_a_bug_is_a_500_json_answer(api, monkeypatch):
     def broken(**_):
         raise KeyError("Attributes")
+
     monkeypatch.setattr(api.handler.dynamodb, "update_item", broken)
     answer = api.get("/orders")
     assert answer.status == 500 and answer.body["error"] == "internal_error"
@@ -104,6 +109,7 @@ def test_a_write_whose_answer_was_lost_leaves_a_gap_never_a_duplicate(api, monke
     def written_then_lost(**request):
         real_update(**request)
         raise ReadTimeoutError(endpoint_url=ENDPOINT)
+
     monkeypatch.setattr(api.handler.dynamodb, "update_item", written_then_lost)
     assert_unavailable(api.get("/orders", query={"count": "3"}))
     burnt_to = int(api.items()[0]["last"]["N"])
@@ -124,6 +130,7 @@ def test_the_sdk_retrying_a_lost_write_burns_a_block_instead_of_repeating_one(ap
             lost.append(moto_dynamodb(event_name=event_name, request=request))  # DynamoDB applies it
             raise ReadTimeoutError(endpoint_url=request.url)
         return None  # later attempts go to moto as usual
+
     api.handler.dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", write_then_time_out)
     delays = []
     monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=delays.append))
@@ -142,9 +149,20 @@ def test_throttling_is_retried_a_bounded_number_of_times_then_503(api, monkeypat
 
     def throttled(request, **_):
         attempts.append(request.url)
-        return AWSResponse(request.url, 400, {}, MockRawResponse(json.dumps({
-            "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
-            "message": "simulated"}).encode()))
+        return AWSResponse(
+            request.url,
+            400,
+            {},
+            MockRawResponse(
+                json.dumps(
+                    {
+                        "__type": "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+                        "message": "simulated",
+                    }
+                ).encode()
+            ),
+        )
+
     delays = []
     monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=delays.append))
     api.handler.dynamodb.meta.events.register_first("before-send.dynamodb.UpdateItem", throttled)
@@ -163,6 +181,8 @@ def test_throttling_is_retried_a_bounded_number_of_times_then_503(api, monkeypat
 def test_the_client_config_is_bounded(api):
     config = api.handler.dynamodb.meta.config
     assert config.retries == {"mode": "standard", "total_max_attempts": timing.DYNAMODB_MAX_ATTEMPTS}
-    assert (config.connect_timeout, config.read_timeout) == \
-        (timing.DYNAMODB_CONNECT_TIMEOUT_SECONDS, timing.DYNAMODB_READ_TIMEOUT_SECONDS)
+    assert (config.connect_timeout, config.read_timeout) == (
+        timing.DYNAMODB_CONNECT_TIMEOUT_SECONDS,
+        timing.DYNAMODB_READ_TIMEOUT_SECONDS,
+    )
     assert config.connect_timeout + config.read_timeout <= 5

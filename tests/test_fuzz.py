@@ -39,50 +39,115 @@ def counters(server: LocalServer) -> list[dict]:
 def test_counters_read_through_the_api_match_the_table(server):
     for key in ("orders", "hot"):
         raw_exchange(server, f"POST /{key}?count=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
-        status, _, body = raw_exchange(server, f"GET /_counters/{key} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+        status, _, body = raw_exchange(
+            server, f"GET /_counters/{key} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode()
+        )
         lanes = {lane["counter"]: lane["last"] for lane in json.loads(body)["lanes"] if lane["last"] is not None}
         stored = {item["counter"]["S"]: int(item["last"]["N"]) for item in counters(server) if "last" in item}
         assert status == 200 and lanes and all(stored[counter] == last for counter, last in lanes.items())
 
 
 segments = st.one_of(
-    st.sampled_from(["", "orders", "invoices", "hot", "default", "_counters", "_counters/orders",
-                     "orders/", "..", "%2e%2e", "orders%2F..", "%00", "%FF", "%252F", "a" * 101,
-                     "-x", "_x", "ord ers", "orders%20", "%F0%9F%8E%9F", "orders;x", "\u00e9"]),
+    st.sampled_from(
+        [
+            "",
+            "orders",
+            "invoices",
+            "hot",
+            "default",
+            "_counters",
+            "_counters/orders",
+            "orders/",
+            "..",
+            "%2e%2e",
+            "orders%2F..",
+            "%00",
+            "%FF",
+            "%252F",
+            "a" * 101,
+            "-x",
+            "_x",
+            "ord ers",
+            "orders%20",
+            "%F0%9F%8E%9F",
+            "orders;x",
+            "\u00e9",
+        ]
+    ),
     st.text(alphabet=st.characters(codec="latin-1", exclude_characters="\r\n #?"), max_size=40),
 )
 query_values = st.one_of(
-    st.sampled_from(["1", "0", "1000", "1001", "-1", "1.5", "1e3", " 1", "01", "", "%FF", "%00",
-                     "2,3", "9" * 400, "orders", "x" * 3000]),
+    st.sampled_from(
+        [
+            "1",
+            "0",
+            "1000",
+            "1001",
+            "-1",
+            "1.5",
+            "1e3",
+            " 1",
+            "01",
+            "",
+            "%FF",
+            "%00",
+            "2,3",
+            "9" * 400,
+            "orders",
+            "x" * 3000,
+        ]
+    ),
     st.text(alphabet=st.characters(codec="latin-1", exclude_characters="\r\n #&"), max_size=30),
 )
-queries = st.lists(st.tuples(st.sampled_from(["count", "key", "systemKey", "Count", "", "x", "count[]"]),
-                             query_values), max_size=4)
+queries = st.lists(
+    st.tuples(st.sampled_from(["count", "key", "systemKey", "Count", "", "x", "count[]"]), query_values), max_size=4
+)
 bodies = st.one_of(
     st.just(b""),
-    st.sampled_from([b'{"count": 2}', b'{"count": 1001}', b'{"key": "orders"}', b'{"key": 5}', b"[]",
-                     b"null", b'{"count": true}', b'{"count": 2.0}', b"{" * 5000, b"\xff\xfe\x00",
-                     b'{"key": "orders", "count": 3, "x": 1}', b"A" * 70_000]),
+    st.sampled_from(
+        [
+            b'{"count": 2}',
+            b'{"count": 1001}',
+            b'{"key": "orders"}',
+            b'{"key": 5}',
+            b"[]",
+            b"null",
+            b'{"count": true}',
+            b'{"count": 2.0}',
+            b"{" * 5000,
+            b"\xff\xfe\x00",
+            b'{"key": "orders", "count": 3, "x": 1}',
+            b"A" * 70_000,
+        ]
+    ),
     st.binary(max_size=2048),
 )
-headers = st.lists(st.tuples(
-    st.sampled_from(["Accept", "Idempotency-Key", "Content-Type", "X-Fuzz", "Cookie", "Content-Encoding"]),
-    st.text(alphabet=st.characters(codec="latin-1", exclude_characters="\r\n\x00"), max_size=200),
-), max_size=3)
+headers = st.lists(
+    st.tuples(
+        st.sampled_from(["Accept", "Idempotency-Key", "Content-Type", "X-Fuzz", "Cookie", "Content-Encoding"]),
+        st.text(alphabet=st.characters(codec="latin-1", exclude_characters="\r\n\x00"), max_size=200),
+    ),
+    max_size=3,
+)
 methods = st.sampled_from(["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "TRACE", "FOO", "get"])
 
 
-@settings(max_examples=FUZZ_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                         HealthCheck.too_slow])
-@given(method=methods, path=st.lists(segments, min_size=1, max_size=3), query=queries, body=bodies,
-       extra_headers=headers)
+@settings(
+    max_examples=FUZZ_EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    method=methods, path=st.lists(segments, min_size=1, max_size=3), query=queries, body=bodies, extra_headers=headers
+)
 def test_hostile_requests_get_a_4xx_json_error_or_a_valid_ticket(server, method, path, query, body, extra_headers):
     before = counters(server)
     target = "/" + "/".join(path)
     if query:
         target += "?" + "&".join(f"{name}={value}" for name, value in query)
-    head = [f"{method} {target} HTTP/1.1", "Host: 127.0.0.1", "Connection: close",
-            f"Content-Length: {len(body)}"] + [f"{name}: {value}" for name, value in extra_headers]
+    head = [f"{method} {target} HTTP/1.1", "Host: 127.0.0.1", "Connection: close", f"Content-Length: {len(body)}"] + [
+        f"{name}: {value}" for name, value in extra_headers
+    ]
     request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
     status, response_headers, payload = raw_exchange(server, request)

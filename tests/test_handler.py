@@ -3,7 +3,6 @@ the sequences of docs/design.md#lanes, and that a refused request leaves the cou
 
 from __future__ import annotations
 
-import base64
 import json
 import sys
 
@@ -40,6 +39,7 @@ def item(counter: str, last: int, step: int | None = None, first: int | None = N
 
 # --- routes -------------------------------------------------------------------------------------
 
+
 def test_get_and_post_root_issue_the_default_key(api):
     assert api.get("/").body == {"key": "default", "ticket": 1}
     assert api.post("/").body == {"key": "default", "ticket": 2}
@@ -53,14 +53,18 @@ def test_get_and_post_a_key(api):
     assert api.get("/invoices").body == {"key": "invoices", "ticket": 11}
 
 
-@pytest.mark.parametrize("request_args", [
-    {"query": {"key": "orders"}},
-    {"query": {"systemKey": "orders"}},
-    {"query": {"key": "orders", "systemKey": "orders"}},
-    {"method": "POST", "body": '{"key": "orders"}'},
-    {"method": "POST", "body": b'{"key": "orders"}'},  # base64, as a Function URL sends binary bodies
-    {"path": "/orders/"},  # a trailing slash is no different
-], ids=["key", "systemKey", "both", "body", "base64-body", "trailing-slash"])
+@pytest.mark.parametrize(
+    "request_args",
+    [
+        {"query": {"key": "orders"}},
+        {"query": {"systemKey": "orders"}},
+        {"query": {"key": "orders", "systemKey": "orders"}},
+        {"method": "POST", "body": '{"key": "orders"}'},
+        {"method": "POST", "body": b'{"key": "orders"}'},  # base64, as a Function URL sends binary bodies
+        {"path": "/orders/"},  # a trailing slash is no different
+    ],
+    ids=["key", "systemKey", "both", "body", "base64-body", "trailing-slash"],
+)
 def test_other_ways_to_name_a_key(api, request_args):
     assert api.get("/orders").body["ticket"] == 5000
     assert api.call(**{"path": "/", **request_args}).body == {"key": "orders", "ticket": 5001}
@@ -107,11 +111,18 @@ def test_other_paths_are_404(api, path):
     assert_error(api.get(path), 404, "not_found")
 
 
-@pytest.mark.parametrize("method, path, allowed", [
-    ("DELETE", "/", "GET, POST"), ("PUT", "/orders", "GET, POST"), ("PATCH", "/orders/", "GET, POST"),
-    ("HEAD", "/", "GET, POST"), ("OPTIONS", "/orders", "GET, POST"), ("POST", "/_counters/orders", "GET"),
-    ("DELETE", "/_counters/orders", "GET"),
-])
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        ("DELETE", "/", "GET, POST"),
+        ("PUT", "/orders", "GET, POST"),
+        ("PATCH", "/orders/", "GET, POST"),
+        ("HEAD", "/", "GET, POST"),
+        ("OPTIONS", "/orders", "GET, POST"),
+        ("POST", "/_counters/orders", "GET"),
+        ("DELETE", "/_counters/orders", "GET"),
+    ],
+)
 def test_wrong_method_is_405_with_allow(api, method, path, allowed):
     answer = api.call(path, method)
     assert_error(answer, 405, "method_not_allowed")
@@ -120,6 +131,7 @@ def test_wrong_method_is_405_with_allow(api, method, path, allowed):
 
 
 # --- rendering ----------------------------------------------------------------------------------
+
 
 def test_text_plain_when_preferred(api):
     answer = api.get("/orders", headers=TEXT)
@@ -196,6 +208,7 @@ def test_a_body_over_the_limit_is_413(api):
 
 # --- strictKeys ---------------------------------------------------------------------------------
 
+
 def test_strict_keys(deploy):
     api = deploy({**EXAMPLE_CONFIG, "strictKeys": True})
     assert_error(api.get("/unknown"), 404, "not_found")
@@ -208,6 +221,7 @@ def test_strict_keys(deploy):
 
 
 # --- items made by hand -------------------------------------------------------------------------
+
 
 def test_a_hand_made_item_is_adopted_and_continues_on_its_lane(api):
     api.put_item(item("invoices", 91))  # the console workflow: only counter and last
@@ -236,11 +250,15 @@ def stepped(counter: str, last: int, step: int) -> dict:
     return {"counter": {"S": counter}, "last": {"N": str(last)}, "step": {"N": str(step)}}
 
 
-@pytest.mark.parametrize("key, hand_made", [
-    ("orders", stepped("orders", 4995, 1)),  # below the lane: orders starts at 5000
-    ("invoices", stepped("invoices", 5, 10)),  # between the lane's tickets 1 and 11
-    ("invoices", stepped("invoices", 21, 5)),  # on the lane, but another step
-], ids=["below-start", "off-the-lane", "other-step"])
+@pytest.mark.parametrize(
+    "key, hand_made",
+    [
+        ("orders", stepped("orders", 4995, 1)),  # below the lane: orders starts at 5000
+        ("invoices", stepped("invoices", 5, 10)),  # between the lane's tickets 1 and 11
+        ("invoices", stepped("invoices", 21, 5)),  # on the lane, but another step
+    ],
+    ids=["below-start", "off-the-lane", "other-step"],
+)
 def test_an_item_with_step_but_no_first_is_checked_before_any_write(api, key, hand_made):
     api.put_item(hand_made)
     before = api.items()
@@ -259,9 +277,14 @@ def test_an_item_with_step_but_no_first_past_max_is_exhausted_untouched(deploy):
     assert tickets_of(api.get("/small")) == [10]  # one more still fits
 
 
-@pytest.mark.parametrize("key, last, step, expected", [
-    ("orders", 4999, 1, [5000, 5001]), ("orders", 5003, 1, [5004, 5005]), ("invoices", 21, 10, [31, 41]),
-])
+@pytest.mark.parametrize(
+    "key, last, step, expected",
+    [
+        ("orders", 4999, 1, [5000, 5001]),
+        ("orders", 5003, 1, [5004, 5005]),
+        ("invoices", 21, 10, [31, 41]),
+    ],
+)
 def test_an_item_with_step_but_no_first_on_the_lane_is_adopted(api, key, last, step, expected):
     api.put_item(stepped(key, last, step))
     assert tickets_of(api.get(f"/{key}", query={"count": "2"})) == expected
@@ -277,6 +300,7 @@ def test_a_hand_made_item_past_max_is_exhausted_untouched(deploy):
 
 
 # --- max ----------------------------------------------------------------------------------------
+
 
 def test_exhaustion_at_max_is_exact(deploy):
     api = deploy({**EXAMPLE_CONFIG, "counters": {"small": {"start": 1, "stride": 2, "max": 9}}})
@@ -309,15 +333,20 @@ def test_a_new_counter_whose_first_block_passes_max_writes_nothing(deploy):
 
 # --- config changes after tickets were issued ---------------------------------------------------
 
-@pytest.mark.parametrize("changed", [
-    {"counters": {"invoices": {"start": 1, "stride": 5}}},
-    {"counters": {"invoices": {"start": 1, "stride": 10, "shards": 1}}, "regionSlots": 2},
-    # the same step, but another first ticket: only the lane's recorded `first` can tell
-    {"counters": {"invoices": {"start": 5, "stride": 10}}},
-    {"counters": {"invoices": {"start": 1001, "stride": 10}}},
-    # slot 1 of 2 with stride 5: the same step (10) as before, but the lane now starts at 16
-    {"regions": {"us-east-1": 1}, "regionSlots": 2, "counters": {"invoices": {"start": 11, "stride": 5}}},
-], ids=["stride", "regionSlots", "start-on-another-lane", "start-ahead", "another-slot"])
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        {"counters": {"invoices": {"start": 1, "stride": 5}}},
+        {"counters": {"invoices": {"start": 1, "stride": 10, "shards": 1}}, "regionSlots": 2},
+        # the same step, but another first ticket: only the lane's recorded `first` can tell
+        {"counters": {"invoices": {"start": 5, "stride": 10}}},
+        {"counters": {"invoices": {"start": 1001, "stride": 10}}},
+        # slot 1 of 2 with stride 5: the same step (10) as before, but the lane now starts at 16
+        {"regions": {"us-east-1": 1}, "regionSlots": 2, "counters": {"invoices": {"start": 11, "stride": 5}}},
+    ],
+    ids=["stride", "regionSlots", "start-on-another-lane", "start-ahead", "another-slot"],
+)
 def test_a_changed_lane_is_refused_before_any_write(deploy, changed):
     """Every request is refused, carries no ticket, and writes nothing."""
     first = deploy(EXAMPLE_CONFIG)
@@ -333,11 +362,21 @@ def test_a_changed_lane_is_refused_before_any_write(deploy, changed):
 
 # --- every answer -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("request_args, status", [
-    ({"path": "/"}, 200), ({"path": "/orders", "headers": TEXT}, 200), ({"path": "/_counters/default"}, 200),
-    ({"path": "/_orders"}, 400), ({"path": "/nowhere/at/all"}, 404), ({"path": "/", "method": "PUT"}, 405),
-    ({"path": "/", "method": "POST", "body": "x" * 3000}, 413), ({"path": "/orders%FF"}, 400),
-], ids=["200", "200-text", "200-state", "400", "404", "405", "413", "400-utf8"])
+
+@pytest.mark.parametrize(
+    "request_args, status",
+    [
+        ({"path": "/"}, 200),
+        ({"path": "/orders", "headers": TEXT}, 200),
+        ({"path": "/_counters/default"}, 200),
+        ({"path": "/_orders"}, 400),
+        ({"path": "/nowhere/at/all"}, 404),
+        ({"path": "/", "method": "PUT"}, 405),
+        ({"path": "/", "method": "POST", "body": "x" * 3000}, 413),
+        ({"path": "/orders%FF"}, 400),
+    ],
+    ids=["200", "200-text", "200-state", "400", "404", "405", "413", "400-utf8"],
+)
 def test_every_answer_says_no_store(api, request_args, status):
     api.get("/")
     answer = api.call(**request_args)
@@ -359,8 +398,11 @@ def test_each_request_logs_one_json_line_with_key_tickets_and_correlation_id(api
     finally:
         for handler, stream in zip(api.handler.logger.handlers, streams):
             handler.setStream(stream)
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()
-             if line.startswith("{") and '"message"' in line]
+    lines = [
+        json.loads(line)
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("{") and '"message"' in line
+    ]
     assert len(lines) == 1, lines
     line = lines[0]
     assert line["message"] == "issued" and line["level"] == "INFO"
@@ -383,10 +425,21 @@ def test_a_body_count_must_be_a_json_integer(api, body):
 
 # --- /_counters takes nothing but the key -------------------------------------------------------
 
-@pytest.mark.parametrize("request_args", [
-    {"query": {"foo": "bar"}}, {"query": {"key": "invoices"}}, {"query": {"key": "orders"}},
-    {"query": {"count": "2"}}, {"query": [("x", "")]}, {"body": "{}"}, {"body": "x"}, {"body": b"\x00"},
-], ids=["unknown", "other-key", "same-key", "count", "blank", "json-body", "text-body", "binary-body"])
+
+@pytest.mark.parametrize(
+    "request_args",
+    [
+        {"query": {"foo": "bar"}},
+        {"query": {"key": "invoices"}},
+        {"query": {"key": "orders"}},
+        {"query": {"count": "2"}},
+        {"query": [("x", "")]},
+        {"body": "{}"},
+        {"body": "x"},
+        {"body": b"\x00"},
+    ],
+    ids=["unknown", "other-key", "same-key", "count", "blank", "json-body", "text-body", "binary-body"],
+)
 def test_counter_state_refuses_any_query_parameter_or_body(api, request_args):
     api.get("/orders")
     before = api.items()
@@ -396,8 +449,16 @@ def test_counter_state_refuses_any_query_parameter_or_body(api, request_args):
 
 # --- duplicate and repeated fields --------------------------------------------------------------
 
-@pytest.mark.parametrize("body", ['{"count": 2, "count": 3}', '{"count": 2, "count": 2}',
-                                  '{"key": "orders", "key": "invoices"}', '{"key": "orders", "count": 1, "key": "orders"}'])
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"count": 2, "count": 3}',
+        '{"count": 2, "count": 2}',
+        '{"key": "orders", "key": "invoices"}',
+        '{"key": "orders", "count": 1, "key": "orders"}',
+    ],
+)
 def test_a_body_that_repeats_a_field_is_400(api, body):
     api.get("/orders")
     before = api.items()

@@ -20,20 +20,14 @@ def throttle(**_):
     raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "x"}}, "op")
 
 
-@pytest.fixture
-def dynamodb_calls(api):
-    """Every (operation, table) the handler's client sends."""
-    with api.dynamodb_calls() as calls:
-        yield calls
-
-
 def test_a_repeat_gets_the_same_tickets_and_burns_none(api):
     first = api.post("/orders", query={"count": "3"}, headers=once("order-run-1"))
     assert first.body == {"key": "orders", "ticket": 5000, "tickets": [5000, 5001, 5002]}
     counters = api.items()
     assert api.post("/orders", query={"count": "3"}, headers=once("order-run-1")).body == first.body
-    assert api.post("/", query={"key": "orders"}, body='{"count": 3}', headers=once("order-run-1")).body == \
-        first.body  # the same request, said another way
+    assert (
+        api.post("/", query={"key": "orders"}, body='{"count": 3}', headers=once("order-run-1")).body == first.body
+    )  # the same request, said another way
     text = api.post("/orders", query={"count": "3"}, headers={**once("order-run-1"), "accept": "text/plain"})
     assert text.body == "5000\n5001\n5002\n"
     assert api.items() == counters
@@ -41,11 +35,15 @@ def test_a_repeat_gets_the_same_tickets_and_burns_none(api):
     assert api.get("/orders").body["ticket"] == 5004
 
 
-@pytest.mark.parametrize("other", [
-    {"path": "/orders", "query": {"count": "2"}},
-    {"path": "/invoices", "query": {"count": "3"}},
-    {"path": "/", "query": {"count": "3"}},
-], ids=["count", "key", "default-key"])
+@pytest.mark.parametrize(
+    "other",
+    [
+        {"path": "/orders", "query": {"count": "2"}},
+        {"path": "/invoices", "query": {"count": "3"}},
+        {"path": "/", "query": {"count": "3"}},
+    ],
+    ids=["count", "key", "default-key"],
+)
 def test_the_same_header_for_another_request_is_422(api, other):
     first = api.post("/orders", query={"count": "3"}, headers=once("k1"))
     assert first.status == 200
@@ -65,6 +63,7 @@ def test_a_duplicate_while_the_first_is_in_flight_is_409(api, monkeypatch):
         if not while_in_flight:  # the client gave up waiting and sent the request again
             while_in_flight.append(api.post("/orders", headers=once("slow")))
         return issue(key, count)
+
     monkeypatch.setattr(api.handler.issuer, "issue", slow_issue)
 
     first = api.post("/orders", headers=once("slow"))
@@ -90,8 +89,9 @@ def test_with_a_header_the_idempotency_table_is_used(api, dynamodb_calls):
     assert len(api.items(IDEMPOTENCY_TABLE)) == 1
 
 
-@pytest.mark.parametrize("value", ["", "x" * 129, "naïve", "tab\there", "\x7f"],
-                         ids=["empty", "129-chars", "non-ascii", "control", "delete"])
+@pytest.mark.parametrize(
+    "value", ["", "x" * 129, "naïve", "tab\there", "\x7f"], ids=["empty", "129-chars", "non-ascii", "control", "delete"]
+)
 def test_an_invalid_header_is_400_and_touches_nothing(api, value):
     api.get("/orders")
     counters = api.items()
@@ -136,9 +136,12 @@ def test_after_the_expiry_a_repeat_is_a_new_request(api):
     first = api.post("/orders", headers=once("old"))
     [record] = api.items(IDEMPOTENCY_TABLE)
     assert int(record["expiration"]["N"]) > time.time() + 3000  # an hour by default (README: Configuration)
-    api.client.update_item(TableName=IDEMPOTENCY_TABLE, Key={"id": record["id"]},
-                           UpdateExpression="SET expiration = :past",
-                           ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}})
+    api.client.update_item(
+        TableName=IDEMPOTENCY_TABLE,
+        Key={"id": record["id"]},
+        UpdateExpression="SET expiration = :past",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
+    )
     assert api.post("/orders", headers=once("old")).body["ticket"] == first.body["ticket"] + 1
 
 
@@ -151,6 +154,7 @@ def test_an_answer_that_could_not_be_recorded_is_a_gap_never_a_duplicate(api, mo
         if request["TableName"] == IDEMPOTENCY_TABLE:
             throttle()
         return real_update(**request)
+
     with monkeypatch.context() as patched:
         patched.setattr(api.handler.dynamodb, "update_item", update_item)
         lost = api.post("/orders", headers=once("unlucky"))
@@ -168,9 +172,12 @@ def test_the_same_header_from_two_callers_gets_two_tickets(api):
     header = {"idempotency-key": "retry-1"}
     mine = api.get("/orders", headers=header)
     theirs = api.handler.lambda_handler(
-        {**function_url_event("/orders", headers=header),
-         "requestContext": {**function_url_event("/orders")["requestContext"], "authorizer": other_caller}},
-        FakeLambdaContext())
+        {
+            **function_url_event("/orders", headers=header),
+            "requestContext": {**function_url_event("/orders")["requestContext"], "authorizer": other_caller},
+        },
+        FakeLambdaContext(),
+    )
     assert mine.status == 200 and theirs["statusCode"] == 200
     assert json.loads(theirs["body"])["ticket"] == mine.body["ticket"] + 1
     assert api.get("/orders", headers=header).body == mine.body  # each caller's repeat is still a repeat

@@ -32,8 +32,13 @@ class InMemoryBlocks:
     """Consecutive blocks from memory. `latency`: seconds each fetch takes on `clock`; `limit`: the
     server's maxBlock (larger blocks are 400); `fail_calls`: calls answered 503."""
 
-    def __init__(self, clock: ManualClock | None = None, latency: float = 0.0, limit: int = 1_000_000,
-                 fail_calls: tuple[int, ...] = ()):
+    def __init__(
+        self,
+        clock: ManualClock | None = None,
+        latency: float = 0.0,
+        limit: int = 1_000_000,
+        fail_calls: tuple[int, ...] = (),
+    ):
         self.clock, self.latency, self.limit, self.fail_calls = clock, latency, limit, fail_calls
         self.asked: list[int] = []
         self.next_ticket = 1
@@ -71,6 +76,7 @@ def wait_for(condition, what: str) -> None:
 
 
 # --- sizing ---------------------------------------------------------------------------------------
+
 
 def test_blocks_double_while_used_up_faster_than_the_target_and_halve_when_they_outlast_twice_it():
     # Fetches take no time on this clock, so nothing is prefetched: each block is sized when the one
@@ -115,10 +121,18 @@ def test_a_refused_first_block_raises():
     assert error.value.status == 400
 
 
-@pytest.mark.parametrize("arguments", [
-    {"block_size": 0}, {"block_size": 1001, "max_block": 1000}, {"max_block": 1_000_001}, {"max_block": 0},
-    {"target_seconds": 0}, {"key": None}, {"key": ""},
-])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"block_size": 0},
+        {"block_size": 1001, "max_block": 1000},
+        {"max_block": 1_000_001},
+        {"max_block": 0},
+        {"target_seconds": 0},
+        {"key": None},
+        {"key": ""},
+    ],
+)
 def test_lease_rejects_impossible_settings(arguments):
     with pytest.raises(ValueError):
         TicketLease(InMemoryBlocks(), **{"key": "k", **arguments})
@@ -147,6 +161,7 @@ def test_threads_sharing_a_lease_never_get_one_ticket_twice(monkeypatch, lock_fr
 
 
 # --- prefetch -------------------------------------------------------------------------------------
+
 
 def test_prefetch_starts_when_the_rest_of_the_block_would_last_less_than_a_few_fetches():
     clock = ManualClock()
@@ -191,8 +206,11 @@ def test_close_counts_what_it_skips_and_a_closed_lease_refuses():
 
 # --- against the local server: threads, and what order a lease promises ---------------------------
 
-SHARDED = {"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2,
-           "counters": {"sharded": {"shards": 2}, "single": {"start": 1}}}
+SHARDED = {
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "counters": {"sharded": {"shards": 2}, "single": {"start": 1}},
+}
 
 
 class RecordingClient(TicketsClient):

@@ -60,12 +60,17 @@ def refusal(previous: Ledger, **changes) -> str:
 
 # --- a new deployment ---------------------------------------------------------------------------
 
+
 def test_no_ledger_is_a_new_deployment_and_everything_is_recorded(deployed):
     assert deployed == Ledger(
-        region_slots=4, table_name="tickets-counters",
+        region_slots=4,
+        table_name="tickets-counters",
         slots={0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1")},
-        counters={"invoices": CounterRecord(start=1, stride=10, shards=1),
-                  "orders": CounterRecord(start=5000, stride=1, shards=2)})
+        counters={
+            "invoices": CounterRecord(start=1, stride=10, shards=1),
+            "orders": CounterRecord(start=5000, stride=1, shards=2),
+        },
+    )
 
 
 def test_the_same_config_again_changes_nothing(deployed):
@@ -73,6 +78,7 @@ def test_the_same_config_again_changes_nothing(deployed):
 
 
 # --- refused ------------------------------------------------------------------------------------
+
 
 def test_a_changed_region_slots_is_refused(deployed):
     message = refusal(deployed, regionSlots=8)
@@ -103,15 +109,17 @@ def test_a_retired_slot_given_to_another_region_is_refused(deployed):
     """The issue's scenario: eu-west-1 issued 2, 4, 6 on slot 1, then left; ap-south-1 must not get slot 1."""
     removed = record(config(regions={"us-east-1": 0}), deployed)
     message = refusal(removed, regions={"us-east-1": 0, "ap-south-1": 1})
-    assert message.startswith("regions.ap-south-1: the ledger gives slot 1 to eu-west-1 (retired), "
-                              "cdk.json gives it to ap-south-1.")
+    assert message.startswith(
+        "regions.ap-south-1: the ledger gives slot 1 to eu-west-1 (retired), cdk.json gives it to ap-south-1."
+    )
     assert "issue the same numbers again" in message and "never-used slots: 2, 3" in message
 
 
 def test_removing_a_region_and_reusing_its_slot_in_one_change_is_refused(deployed):
     message = refusal(deployed, regions={"us-east-1": 0, "ap-south-1": 1})
-    assert message.startswith("regions.ap-south-1: the ledger gives slot 1 to eu-west-1, cdk.json gives it "
-                              "to ap-south-1.")
+    assert message.startswith(
+        "regions.ap-south-1: the ledger gives slot 1 to eu-west-1, cdk.json gives it to ap-south-1."
+    )
 
 
 @pytest.mark.parametrize("name, value, old", [("start", 6000, 5000), ("stride", 3, 1), ("shards", 4, 2)])
@@ -128,14 +136,15 @@ def test_a_changed_start_points_at_tickets_admin_raise(deployed):
 
 def test_a_recorded_counter_removed_is_refused(deployed):
     message = refusal(deployed, counters={"orders": BASE["counters"]["orders"]})
-    assert message.startswith("counters.invoices: the ledger records invoices (start 1, stride 10, shards 1), "
-                              "cdk.json no longer configures it.")
+    assert message.startswith(
+        "counters.invoices: the ledger records invoices (start 1, stride 10, shards 1), "
+        "cdk.json no longer configures it."
+    )
 
 
 def test_a_changed_table_name_is_refused_because_a_new_table_restarts_every_counter(deployed):
     message = refusal(deployed, tableName="tickets-counters-2")
-    assert message.startswith("tableName: the ledger records 'tickets-counters', cdk.json says "
-                              "'tickets-counters-2'.")
+    assert message.startswith("tableName: the ledger records 'tickets-counters', cdk.json says 'tickets-counters-2'.")
     assert "new, empty table" in message and "start again at its start" in message
 
 
@@ -148,11 +157,13 @@ def test_every_refusal_is_listed_at_once(deployed):
 def test_big_values_are_named_exactly(deployed):
     big = record(config(counters=counters(big={"start": "36028797018963969", "max": TOP})), deployed)
     message = refusal(big, counters=counters(big={"start": "36028797018963971", "max": TOP}))
-    assert message.startswith("counters.big.start: the ledger records 36028797018963969, "
-                              "cdk.json says 36028797018963971.")
+    assert message.startswith(
+        "counters.big.start: the ledger records 36028797018963969, cdk.json says 36028797018963971."
+    )
 
 
 # --- accepted and recorded ----------------------------------------------------------------------
+
 
 def test_a_new_counter_is_recorded(deployed):
     ledger = record(config(counters=counters(members={"start": 100})), deployed)
@@ -174,8 +185,9 @@ def test_a_removed_region_retires_its_slot_for_good(deployed):
     removed = record(config(regions={"us-east-1": 0}), deployed)
     assert removed.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1", retired=True)}
     # Still retired after later deploys that do not mention it.
-    assert record(config(regions={"us-east-1": 0, "ap-south-1": 2}), removed).slots[1] == \
-        SlotRecord("eu-west-1", retired=True)
+    assert record(config(regions={"us-east-1": 0, "ap-south-1": 2}), removed).slots[1] == SlotRecord(
+        "eu-west-1", retired=True
+    )
 
 
 def test_a_removed_region_may_come_back_to_its_own_slot(deployed):
@@ -191,27 +203,34 @@ def test_other_settings_are_not_the_ledgers_business(deployed):
 
 # --- the file -----------------------------------------------------------------------------------
 
+
 def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path):
-    ledger = record(config(regions={"us-east-1": 0}, counters=counters(big={"start": "36028797018963969",
-                                                                           "stride": 7, "max": TOP})), deployed)
+    ledger = record(
+        config(
+            regions={"us-east-1": 0}, counters=counters(big={"start": "36028797018963969", "stride": 7, "max": TOP})
+        ),
+        deployed,
+    )
     text = to_text(ledger)
-    assert text == "\n".join([
-        "{",
-        f'  "//": {json.dumps(COMMENT)},',
-        '  "counters": {',
-        '    "big": {"shards": 1, "start": "36028797018963969", "stride": 7},',
-        '    "invoices": {"shards": 1, "start": 1, "stride": 10},',
-        '    "orders": {"shards": 2, "start": 5000, "stride": 1}',
-        "  },",
-        '  "regionSlots": 4,',
-        '  "slots": {',
-        '    "0": {"region": "us-east-1"},',
-        '    "1": {"region": "eu-west-1", "retired": true}',
-        "  },",
-        '  "tableName": "tickets-counters"',
-        "}",
-        "",
-    ])
+    assert text == "\n".join(
+        [
+            "{",
+            f'  "//": {json.dumps(COMMENT)},',
+            '  "counters": {',
+            '    "big": {"shards": 1, "start": "36028797018963969", "stride": 7},',
+            '    "invoices": {"shards": 1, "start": 1, "stride": 10},',
+            '    "orders": {"shards": 2, "start": 5000, "stride": 1}',
+            "  },",
+            '  "regionSlots": 4,',
+            '  "slots": {',
+            '    "0": {"region": "us-east-1"},',
+            '    "1": {"region": "eu-west-1", "retired": true}',
+            "  },",
+            '  "tableName": "tickets-counters"',
+            "}",
+            "",
+        ]
+    )
     assert json.loads(text)["counters"]["big"]["start"] == "36028797018963969"  # exact in any JSON parser
     path = tmp_path / "tickets.lock.json"
     write_ledger(path, ledger)
@@ -234,14 +253,20 @@ def test_no_file_is_no_ledger(tmp_path):
     assert read_ledger(tmp_path / "tickets.lock.json") is None
 
 
-@pytest.mark.parametrize("text", [
-    "{", "[]", '{"regionSlots": 1}',
-    '{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}',
-    '{"regionSlots": 1, "tableName": "t", "slots": {"0": {"region": "x", "retired": false}}, "counters": {}}',
-    '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1, "stride": 0, "shards": 1}}}',
-    '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1.5, "stride": 1, "shards": 1}}}',
-    '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {}, "extra": 1}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        "[]",
+        '{"regionSlots": 1}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {"0": {"region": "x", "retired": false}}, "counters": {}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1, "stride": 0, "shards": 1}}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {}, '
+        '"counters": {"a": {"start": 1.5, "stride": 1, "shards": 1}}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {}, "extra": 1}',
+    ],
+)
 def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
     path = tmp_path / "tickets.lock.json"
     path.write_text(text)
@@ -266,6 +291,7 @@ def test_the_shipped_ledger_is_what_the_shipped_cdk_json_records():
 
 
 # --- through app.py -----------------------------------------------------------------------------
+
 
 @pytest.fixture
 def app_module(monkeypatch):

@@ -11,7 +11,6 @@ import logging
 import os
 import queue
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -62,11 +61,13 @@ class TestRoutes:
         assert reply.headers["cache-control"] == "no-store"
 
     def test_key_in_path_query_and_alias_share_one_sequence(self, server):
-        answers = [call(server.url, "/orders").json(),
-                   call(server.url, "/orders", method="POST").json(),
-                   call(server.url, "/?key=orders").json(),
-                   call(server.url, "/?systemKey=orders", method="POST").json(),
-                   call(server.url, "/orders/").json()]  # a trailing slash is the same path
+        answers = [
+            call(server.url, "/orders").json(),
+            call(server.url, "/orders", method="POST").json(),
+            call(server.url, "/?key=orders").json(),
+            call(server.url, "/?systemKey=orders", method="POST").json(),
+            call(server.url, "/orders/").json(),
+        ]  # a trailing slash is the same path
         first = answers[0]["ticket"]
         assert first >= 5000  # orders starts at 5000 (earlier tests may have used some)
         assert [a["ticket"] for a in answers] == list(range(first, first + 5))
@@ -103,9 +104,10 @@ class TestRoutes:
         assert reply.json()["error"] == "not_found"
         assert reply.headers["cache-control"] == "no-store"
 
-    @pytest.mark.parametrize("method, path, allow", [("DELETE", "/orders", "GET, POST"),
-                                                     ("PUT", "/", "GET, POST"),
-                                                     ("POST", "/_counters/orders", "GET")])
+    @pytest.mark.parametrize(
+        "method, path, allow",
+        [("DELETE", "/orders", "GET, POST"), ("PUT", "/", "GET, POST"), ("POST", "/_counters/orders", "GET")],
+    )
     def test_wrong_methods_are_405_with_allow(self, server, method, path, allow):
         before = snapshot(server, "orders")
         reply = call(server.url, path, method=method)
@@ -123,12 +125,16 @@ class TestRoutes:
         assert status == 400 and headers["cache-control"] == "no-store"
         assert json.loads(body)["error"] == "bad_request"
 
-    @pytest.mark.parametrize("request_line", [
-        b"GET /ord ers" + b"x" * 6000 + b" HTTP/1.1",  # http.server quotes the whole line in its message
-        b"GET /" + b"k" * 6000 + b" HTTP/1.1",
-        b"GET /?key=" + b"k" * 6000 + b" HTTP/1.1",
-        b"GET /_counters/" + b"k" * 6000 + b" HTTP/1.1",
-    ], ids=["malformed", "path", "query", "state"])
+    @pytest.mark.parametrize(
+        "request_line",
+        [
+            b"GET /ord ers" + b"x" * 6000 + b" HTTP/1.1",  # http.server quotes the whole line in its message
+            b"GET /" + b"k" * 6000 + b" HTTP/1.1",
+            b"GET /?key=" + b"k" * 6000 + b" HTTP/1.1",
+            b"GET /_counters/" + b"k" * 6000 + b" HTTP/1.1",
+        ],
+        ids=["malformed", "path", "query", "state"],
+    )
     def test_an_error_and_its_log_line_repeat_little_of_a_huge_request(self, server, request_line, caplog):
         with caplog.at_level(logging.INFO, logger="tickets_local"):
             status, headers, body = raw_exchange(server, request_line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
@@ -136,6 +142,7 @@ class TestRoutes:
 
             def logged() -> list[str]:
                 return [record.getMessage() for record in caplog.records if record.name == "tickets_local"]
+
             while not logged() and time.monotonic() < deadline:
                 time.sleep(0.01)
         assert 400 <= status < 500 and headers["cache-control"] == "no-store"
@@ -145,11 +152,13 @@ class TestRoutes:
 
     def test_chunked_body_is_reassembled(self, server):
         chunks = b'5\r\n{"cou\r\n7\r\nnt": 2}\r\n0\r\n\r\n'
-        status, _, body = raw_exchange(server, b"POST /chunked HTTP/1.1\r\nHost: x\r\n"
-                                               b"Transfer-Encoding: chunked\r\n\r\n" + chunks)
+        status, _, body = raw_exchange(
+            server, b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+        )
         assert (status, json.loads(body)["tickets"]) == (200, [1, 2])
-        status, _, body = raw_exchange(server, b"POST /chunked HTTP/1.1\r\nHost: x\r\n"
-                                               b"Transfer-Encoding: chunked\r\n\r\n-5\r\nxx")
+        status, _, body = raw_exchange(
+            server, b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nxx"
+        )
         assert (status, json.loads(body)["error"]) == (400, "bad_request")
 
     def test_head_sends_length_but_no_body(self, server):
@@ -158,8 +167,9 @@ class TestRoutes:
         assert int(reply.headers["content-length"]) > 0 and reply.body == b""
 
     def test_json_body_arrives_as_text(self, server):
-        reply = call(server.url, "/bodykey", method="POST", body=b'{"count": 2}',
-                     headers={"Content-Type": "application/json"})
+        reply = call(
+            server.url, "/bodykey", method="POST", body=b'{"count": 2}', headers={"Content-Type": "application/json"}
+        )
         assert reply.json() == {"key": "bodykey", "ticket": 1, "tickets": [1, 2]}
 
     def test_binary_body_arrives_base64_encoded(self, server):
@@ -170,11 +180,19 @@ class TestRoutes:
         assert reply.status == 200, reply.body
         assert reply.json()["tickets"] == [1, 2, 3]
 
-    @pytest.mark.parametrize("path, body", [
-        ("/orders?count=0", None), ("/orders?count=1001", None), ("/orders?count=x", None),
-        ("/orders?colour=red", None), ("/orders?key=invoices", None), ("/bad%20key", None),
-        ("/orders", b"\xff\xfe\x00garbage"), ("/orders", b"[1, 2]"),
-    ])
+    @pytest.mark.parametrize(
+        "path, body",
+        [
+            ("/orders?count=0", None),
+            ("/orders?count=1001", None),
+            ("/orders?count=x", None),
+            ("/orders?colour=red", None),
+            ("/orders?key=invoices", None),
+            ("/bad%20key", None),
+            ("/orders", b"\xff\xfe\x00garbage"),
+            ("/orders", b"[1, 2]"),
+        ],
+    )
     def test_bad_request_leaves_the_counter_unchanged(self, server, path, body):
         call(server.url, "/orders")  # so the counter exists and has a state to keep
         before = snapshot(server, "orders")
@@ -183,12 +201,15 @@ class TestRoutes:
         assert reply.json()["error"] == "bad_request"
         assert snapshot(server, "orders") == before
 
-    @pytest.mark.parametrize("path, method, body, message", [
-        ("/orders?count=2&count=2", "GET", None, "count was repeated"),
-        ("/orders", "POST", b'{"count": 2, "count": 3}', "repeats the field 'count'"),
-        ("/_counters/orders?key=invoices", "GET", None, "no query parameters"),
-        ("/_counters/orders", "GET", b"{}", "no body"),
-    ])
+    @pytest.mark.parametrize(
+        "path, method, body, message",
+        [
+            ("/orders?count=2&count=2", "GET", None, "count was repeated"),
+            ("/orders", "POST", b'{"count": 2, "count": 3}', "repeats the field 'count'"),
+            ("/_counters/orders?key=invoices", "GET", None, "no query parameters"),
+            ("/_counters/orders", "GET", b"{}", "no body"),
+        ],
+    )
     def test_repeats_and_state_reads_with_input_are_400(self, server, path, method, body, message):
         call(server.url, "/orders")
         before = snapshot(server, "orders")
@@ -213,6 +234,7 @@ class TestRoutes:
     def test_handler_exception_is_502_like_a_function_url(self, server, monkeypatch):
         def crash(self, event):
             raise RuntimeError("boom")
+
         monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", crash)
         reply = call(server.url, "/orders")
         assert reply.status == 502
@@ -243,15 +265,21 @@ class TestRoutes:
         def spy(self, event):
             events.append(event)
             return original(self, event)
+
         monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", spy)
-        call(server.url, "/orders/?key=orders&count=2&count=2", method="POST", body=b'{"count": 2}',
-             headers={"User-Agent": "probe/1.0", "Cookie": "a=1; b=2", "X-Many": "one",
-                      "Accept": "text/plain"})
+        call(
+            server.url,
+            "/orders/?key=orders&count=2&count=2",
+            method="POST",
+            body=b'{"count": 2}',
+            headers={"User-Agent": "probe/1.0", "Cookie": "a=1; b=2", "X-Many": "one", "Accept": "text/plain"},
+        )
         event = events[0]
 
         expected = {**FIXTURE_EVENT, "cookies": [], "queryStringParameters": {}, "body": ""}
-        expected_context = {k: v for k, v in FIXTURE_EVENT["requestContext"].items()
-                            if k != "authorizer"}  # AWS adds it for AWS_IAM auth only
+        expected_context = {
+            k: v for k, v in FIXTURE_EVENT["requestContext"].items() if k != "authorizer"
+        }  # AWS adds it for AWS_IAM auth only
         assert set(event) == set(expected)
         for name, value in FIXTURE_EVENT.items():
             assert type(event[name]) is type(value), name
@@ -259,8 +287,7 @@ class TestRoutes:
         assert set(event["requestContext"]["http"]) == set(FIXTURE_EVENT["requestContext"]["http"])
         for name, value in expected_context.items():
             assert type(event["requestContext"][name]) is type(value), name
-        assert {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-port", "x-amzn-trace-id"} <= set(
-            event["headers"])
+        assert {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-port", "x-amzn-trace-id"} <= set(event["headers"])
 
         assert event["rawPath"] == "/orders/" and event["requestContext"]["http"]["path"] == "/orders/"
         assert event["rawQueryString"] == "key=orders&count=2&count=2"
@@ -277,8 +304,9 @@ class TestRoutes:
     def test_request_without_query_or_body_omits_them(self, server, monkeypatch):
         events = []
         original = invoker_module.HandlerInvoker.invoke
-        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke",
-                            lambda self, event: events.append(event) or original(self, event))
+        monkeypatch.setattr(
+            invoker_module.HandlerInvoker, "invoke", lambda self, event: events.append(event) or original(self, event)
+        )
         call(server.url, "/orders", headers={"X-Twice": "1"})
         assert "queryStringParameters" not in events[0] and "body" not in events[0]
         assert "cookies" not in events[0] and events[0]["isBase64Encoded"] is False
@@ -313,8 +341,10 @@ class TestRoutes:
         assert failures == []
         assert len(tickets) == threads * per_thread
         duplicates = len(tickets) - len(set(tickets))
-        print(f"\n{len(tickets)} requests from {threads} clients in {elapsed:.1f} s "
-              f"({len(tickets) / elapsed:.0f}/s), duplicates: {duplicates}")
+        print(
+            f"\n{len(tickets)} requests from {threads} clients in {elapsed:.1f} s "
+            f"({len(tickets) / elapsed:.0f}/s), duplicates: {duplicates}"
+        )
         assert duplicates == 0
         assert sorted(tickets) == list(range(start, start + threads * per_thread))
         assert all(result == sorted(result) for result in results)  # each client's tickets increase
@@ -324,8 +354,15 @@ class TestResponseTranslation:
     """What the server answers for each shape of handler result (Lambda's rules)."""
 
     def test_structured_response_with_cookies_and_base64_body(self):
-        response = http_response({"statusCode": 201, "headers": {"X-A": "1"}, "cookies": ["s=1", "t=2"],
-                                  "body": base64.b64encode(b"\x00\xffbin").decode(), "isBase64Encoded": True})
+        response = http_response(
+            {
+                "statusCode": 201,
+                "headers": {"X-A": "1"},
+                "cookies": ["s=1", "t=2"],
+                "body": base64.b64encode(b"\x00\xffbin").decode(),
+                "isBase64Encoded": True,
+            }
+        )
         assert response.status == 201
         assert response.body == b"\x00\xffbin"
         assert response.headers == [("X-A", "1"), ("Set-Cookie", "s=1"), ("Set-Cookie", "t=2")]
@@ -337,8 +374,15 @@ class TestResponseTranslation:
         assert ("Content-Type", "application/json") in response.headers
         assert json.loads(response.body) == result
 
-    @pytest.mark.parametrize("result", [{"statusCode": "200"}, {"statusCode": 99}, {"statusCode": 200, "body": {}},
-                                        {"statusCode": 200, "body": "%%%", "isBase64Encoded": True}])
+    @pytest.mark.parametrize(
+        "result",
+        [
+            {"statusCode": "200"},
+            {"statusCode": 99},
+            {"statusCode": 200, "body": {}},
+            {"statusCode": 200, "body": "%%%", "isBase64Encoded": True},
+        ],
+    )
     def test_malformed_structured_response_is_502(self, result):
         response = http_response(result)
         assert response.status == 502
@@ -359,15 +403,16 @@ class TestConfig:
     def test_tables_are_named_as_the_stack_names_them(self, tmp_path):
         """The counter table is cdk.json's tableName, so tickets_admin's default --table finds it."""
         default = load_deployment(write_cdk_json(tmp_path), None)
-        assert (default.counter_table, default.idempotency_table) == \
-            ("tickets-counters", "tickets-counters-idempotency")
+        assert (default.counter_table, default.idempotency_table) == (
+            "tickets-counters",
+            "tickets-counters-idempotency",
+        )
         named = load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "tableName": "shop.tickets"}), None)
         assert (named.counter_table, named.idempotency_table) == ("shop.tickets", "shop.tickets-idempotency")
 
     def test_invalid_config_names_the_field(self, tmp_path):
         with pytest.raises(ConfigError, match=r"tickets\.counters\.orders\.stride"):
-            load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "counters": {"orders": {"stride": 0}}}),
-                            None)
+            load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "counters": {"orders": {"stride": 0}}}), None)
 
 
 @pytest.mark.slow
@@ -381,9 +426,8 @@ def test_second_region_serves_its_own_lane(tmp_path):
 @pytest.mark.slow
 def test_only_one_server_per_process(tmp_path):
     config = write_cdk_json(tmp_path)
-    with LocalServer(config_path=config):
-        with pytest.raises(RuntimeError, match="already running"):
-            LocalServer(config_path=config).start()
+    with LocalServer(config_path=config), pytest.raises(RuntimeError, match="already running"):
+        LocalServer(config_path=config).start()
 
 
 @pytest.fixture
@@ -424,9 +468,14 @@ def test_endpoint_table_is_reused_and_a_restart_continues(tmp_path, moto_endpoin
 
 
 def _start_cli(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tickets_local", *args], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-m", "tickets_local", *args],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
 
 
 @pytest.mark.slow

@@ -28,11 +28,19 @@ def powertools_logger(**options) -> tuple[Logger, io.StringIO]:
     """A logger of its own (Powertools keeps one per service name in the process), set up as a
     function's is during an invocation."""
     stream = io.StringIO()
-    logger = Logger(service=f"audit-test-{next(_services)}", level="INFO", logger_handler=None, stream=stream,
-                    **options)
-    logger.append_keys(cold_start=False, function_name="tickets", function_memory_size=256,
-                       function_arn="arn:aws:lambda:us-east-1:123456789012:function:tickets",
-                       function_request_id="8f5c-4d21", correlation_id="req-1", key="orders", count=3)
+    logger = Logger(
+        service=f"audit-test-{next(_services)}", level="INFO", logger_handler=None, stream=stream, **options
+    )
+    logger.append_keys(
+        cold_start=False,
+        function_name="tickets",
+        function_memory_size=256,
+        function_arn="arn:aws:lambda:us-east-1:123456789012:function:tickets",
+        function_request_id="8f5c-4d21",
+        correlation_id="req-1",
+        key="orders",
+        count=3,
+    )
     return logger, stream
 
 
@@ -63,8 +71,11 @@ def test_the_audit_line_is_the_line_logger_info_prints(frozen_time, fields):
     assert json.loads(audit)["message"] == "issued"
 
 
-@pytest.mark.parametrize("options", [{"utc": True}, {"use_rfc3339": True}, {"datefmt": "%H:%M:%S"},
-                                     {"xray_trace_id": None}], ids=["utc", "rfc3339", "datefmt", "no-xray"])
+@pytest.mark.parametrize(
+    "options",
+    [{"utc": True}, {"use_rfc3339": True}, {"datefmt": "%H:%M:%S"}, {"xray_trace_id": None}],
+    ids=["utc", "rfc3339", "datefmt", "no-xray"],
+)
 def test_the_same_line_with_other_powertools_options(frozen_time, monkeypatch, options):
     monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
     logger, stream = powertools_logger(**options)

@@ -88,8 +88,12 @@ def test_error_statuses_and_codes_are_errors_py():
         seen.append(cls)
         classes.extend(cls.__subclasses__())
     in_code = {(cls.status, cls.code) for cls in seen}
-    documented = {(int(status), code) for _, _, operation in operations()
-                  for status, response in operation["responses"].items() for code in error_codes(response)}
+    documented = {
+        (int(status), code)
+        for _, _, operation in operations()
+        for status, response in operation["responses"].items()
+        for code in error_codes(response)
+    }
     # 405 belongs to no documented operation: it answers the methods a path does not list.
     documented |= {(405, code) for code in error_codes(DOCUMENT["components"]["responses"]["MethodNotAllowed"])}
     assert documented == in_code
@@ -123,8 +127,9 @@ def test_the_local_server_serves_the_document(server):
 
 
 def test_help_names_the_document_path():
-    result = subprocess.run([sys.executable, "-m", "tickets_local", "--help"], capture_output=True, text=True,
-                            timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "tickets_local", "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
     assert OPENAPI_PATH in result.stdout
 
 
@@ -133,13 +138,33 @@ def test_schemathesis_finds_no_difference_between_the_document_and_the_code(serv
     """Every check schemathesis has (status codes, content types, headers, response schemas, valid requests
     accepted, invalid ones refused, undocumented methods 405 with Allow, ...) over real HTTP. The
     request rules that JSON Schema cannot state are kept by tests/schemathesis_hooks.py."""
-    command = [sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}{OPENAPI_PATH}", "--url", server.url,
-               "--checks", "all", "--max-examples", str(EXAMPLES_PER_OPERATION), "--generation-deterministic",
-               "--workers", "1", "--request-timeout", "10", "--no-color"]
-    environment = {**os.environ, "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
-                   "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run(command, check=False, capture_output=True, text=True, cwd=tmp_path, env=environment,
-                            timeout=300)
+    command = [
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        f"{server.url}{OPENAPI_PATH}",
+        "--url",
+        server.url,
+        "--checks",
+        "all",
+        "--max-examples",
+        str(EXAMPLES_PER_OPERATION),
+        "--generation-deterministic",
+        "--workers",
+        "1",
+        "--request-timeout",
+        "10",
+        "--no-color",
+    ]
+    environment = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
+    }
+    result = subprocess.run(
+        command, check=False, capture_output=True, text=True, cwd=tmp_path, env=environment, timeout=300
+    )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "No issues found" in result.stdout, result.stdout[-3000:]
     operations_tested = sum(1 for _ in operations())

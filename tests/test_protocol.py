@@ -25,25 +25,28 @@ from tickets.protocol import (
 )
 
 
-@pytest.mark.parametrize("accept, text", [
-    (None, False),
-    ("", False),
-    ("*/*", False),
-    (BROWSER_ACCEPT, False),
-    ("application/json", False),
-    ("text/plain", True),
-    ("text/plain; charset=utf-8", True),
-    ("TEXT/PLAIN", True),
-    ("text/*", True),
-    ("text/plain, application/json", False),  # equal preference: JSON
-    ("text/plain, application/json;q=0.5", True),
-    ("application/json;q=0.9, text/plain", True),
-    ("text/plain;q=0.5, application/json", False),
-    ("text/plain;q=0.5, */*;q=0.1", True),
-    ("text/plain;q=0, */*", False),
-    ("text/plain;q=bogus, application/json;q=0.1", False),  # an unreadable q counts as 0
-    ("text/html", False),  # neither is acceptable: JSON, the API's native type
-])
+@pytest.mark.parametrize(
+    "accept, text",
+    [
+        (None, False),
+        ("", False),
+        ("*/*", False),
+        (BROWSER_ACCEPT, False),
+        ("application/json", False),
+        ("text/plain", True),
+        ("text/plain; charset=utf-8", True),
+        ("TEXT/PLAIN", True),
+        ("text/*", True),
+        ("text/plain, application/json", False),  # equal preference: JSON
+        ("text/plain, application/json;q=0.5", True),
+        ("application/json;q=0.9, text/plain", True),
+        ("text/plain;q=0.5, application/json", False),
+        ("text/plain;q=0.5, */*;q=0.1", True),
+        ("text/plain;q=0, */*", False),
+        ("text/plain;q=bogus, application/json;q=0.1", False),  # an unreadable q counts as 0
+        ("text/html", False),  # neither is acceptable: JSON, the API's native type
+    ],
+)
 def test_prefers_text(accept, text):
     assert prefers_text(accept) is text
 
@@ -53,54 +56,66 @@ def test_render_text_is_one_ticket_a_line():
     assert render_text([7, 8, 9]) == "7\n8\n9\n"
 
 
-@pytest.mark.parametrize("path_key, query, body, expected", [
-    (None, None, b"", TicketRequest("default", 1)),
-    (None, "", b"", TicketRequest("default", 1)),
-    ("orders", None, b"", TicketRequest("orders", 1)),
-    (None, "key=orders", b"", TicketRequest("orders", 1)),
-    (None, "systemKey=orders", b"", TicketRequest("orders", 1)),
-    (None, None, b'{"key": "orders", "count": 3}', TicketRequest("orders", 3)),
-    ("orders", "key=orders&systemKey=orders&count=5", b'{"key": "orders", "count": 5}',
-     TicketRequest("orders", 5)),  # repeating the same thing everywhere is fine
-    ("a%3Ab", None, b"", TicketRequest("a:b", 1)),  # the path is still percent-encoded
-    (None, "key=a%3Ab", b"", TicketRequest("a:b", 1)),  # and so is the raw query string
-    (None, "count=1000", b"", TicketRequest("default", 1000)),
-    (None, "count=2&&key=orders", b"", TicketRequest("orders", 2)),  # an empty pair is nothing
-    (None, None, b"  \n", TicketRequest("default", 1)),  # a blank body is no body
-])
+@pytest.mark.parametrize(
+    "path_key, query, body, expected",
+    [
+        (None, None, b"", TicketRequest("default", 1)),
+        (None, "", b"", TicketRequest("default", 1)),
+        ("orders", None, b"", TicketRequest("orders", 1)),
+        (None, "key=orders", b"", TicketRequest("orders", 1)),
+        (None, "systemKey=orders", b"", TicketRequest("orders", 1)),
+        (None, None, b'{"key": "orders", "count": 3}', TicketRequest("orders", 3)),
+        (
+            "orders",
+            "key=orders&systemKey=orders&count=5",
+            b'{"key": "orders", "count": 5}',
+            TicketRequest("orders", 5),
+        ),  # repeating the same thing everywhere is fine
+        ("a%3Ab", None, b"", TicketRequest("a:b", 1)),  # the path is still percent-encoded
+        (None, "key=a%3Ab", b"", TicketRequest("a:b", 1)),  # and so is the raw query string
+        (None, "count=1000", b"", TicketRequest("default", 1000)),
+        (None, "count=2&&key=orders", b"", TicketRequest("orders", 2)),  # an empty pair is nothing
+        (None, None, b"  \n", TicketRequest("default", 1)),  # a blank body is no body
+    ],
+)
 def test_ticket_request_merges_path_query_and_body(path_key, query, body, expected):
     assert ticket_request(path_key, query, body, "default") == expected
 
 
-@pytest.mark.parametrize("path_key, query, body, complaint", [
-    ("orders", "key=invoices", b"", "different keys"),
-    (None, "key=orders&systemKey=invoices", b"", "different keys"),
-    ("orders", None, b'{"key": "invoices"}', "different keys"),
-    (None, "count=2", b'{"count": 3}', "different counts"),
-    (None, "limit=2", b"", "unknown query parameter"),
-    (None, "count", b"", "invalid count ''"),
-    (None, None, b'{"amount": 2}', "unknown body field"),
-    (None, None, b'{"key": 5}', "key must be a string"),
-    (None, None, b"[1, 2]", "JSON object"),
-    (None, None, b"count=2", "JSON object"),
-    (None, None, b"\xff\xfe", "JSON object"),
-    (None, None, b"[" * 100_000, "JSON object"),  # deeper than the parser's recursion limit
-    (None, None, b'{"count": 2, "count": 3}', "repeats the field 'count'"),
-    (None, None, b'{"count": {"a": 1, "a": 1}}', "repeats the field 'a'"),
-    (None, "key=", b"", "invalid key"),
-    (None, "key=a,b", b"", "invalid key"),
-    (None, "key=a&key=b", b"", "key was repeated"),
-    (None, "count=1&count=2", b"", "count was repeated"),
-    (None, "count=2&count=2", b"", "count was repeated"),
-    (None, "systemKey=a&systemKey=a", b"", "systemKey was repeated"),
-    (None, "key=%FF", b"", "UTF-8"),
-])
+@pytest.mark.parametrize(
+    "path_key, query, body, complaint",
+    [
+        ("orders", "key=invoices", b"", "different keys"),
+        (None, "key=orders&systemKey=invoices", b"", "different keys"),
+        ("orders", None, b'{"key": "invoices"}', "different keys"),
+        (None, "count=2", b'{"count": 3}', "different counts"),
+        (None, "limit=2", b"", "unknown query parameter"),
+        (None, "count", b"", "invalid count ''"),
+        (None, None, b'{"amount": 2}', "unknown body field"),
+        (None, None, b'{"key": 5}', "key must be a string"),
+        (None, None, b"[1, 2]", "JSON object"),
+        (None, None, b"count=2", "JSON object"),
+        (None, None, b"\xff\xfe", "JSON object"),
+        (None, None, b"[" * 100_000, "JSON object"),  # deeper than the parser's recursion limit
+        (None, None, b'{"count": 2, "count": 3}', "repeats the field 'count'"),
+        (None, None, b'{"count": {"a": 1, "a": 1}}', "repeats the field 'a'"),
+        (None, "key=", b"", "invalid key"),
+        (None, "key=a,b", b"", "invalid key"),
+        (None, "key=a&key=b", b"", "key was repeated"),
+        (None, "count=1&count=2", b"", "count was repeated"),
+        (None, "count=2&count=2", b"", "count was repeated"),
+        (None, "systemKey=a&systemKey=a", b"", "systemKey was repeated"),
+        (None, "key=%FF", b"", "UTF-8"),
+    ],
+)
 def test_ticket_request_refuses(path_key, query, body, complaint):
     with pytest.raises(BadRequest, match=re.escape(complaint)):
         ticket_request(path_key, query, body, "default")
 
 
-@pytest.mark.parametrize("query, body", [("x=1", None), ("key=orders", None), ("count", None), (None, "{}"), (None, " ")])
+@pytest.mark.parametrize(
+    "query, body", [("x=1", None), ("key=orders", None), ("count", None), (None, "{}"), (None, " ")]
+)
 def test_state_request_takes_nothing_but_the_key(query, body):
     with pytest.raises(BadRequest, match="_counters"):
         state_request("orders", query, body)
@@ -118,17 +133,47 @@ def test_echo_repeats_short_input_whole():
     assert echo("orders") == "'orders'" and echo(7) == "7"
 
 
-@pytest.mark.parametrize("raw, count", [
-    ("1", 1), ("1000", 1000), ("01", 1), (1, 1), (1000, 1000), ("0999", 999),
-])
+@pytest.mark.parametrize(
+    "raw, count",
+    [
+        ("1", 1),
+        ("1000", 1000),
+        ("01", 1),
+        (1, 1),
+        (1000, 1000),
+        ("0999", 999),
+    ],
+)
 def test_parse_count_accepts_whole_numbers_from_1_to_1000(raw, count):
     assert parse_count(raw) == count
 
 
-@pytest.mark.parametrize("raw", [
-    "0", "1001", "-1", "+1", " 1", "1 ", "1.0", "1e3", "abc", "", "١", "²", "99999",
-    0, 1001, -1, 1.0, True, None, [1], 10**30,
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "0",
+        "1001",
+        "-1",
+        "+1",
+        " 1",
+        "1 ",
+        "1.0",
+        "1e3",
+        "abc",
+        "",
+        "١",
+        "²",
+        "99999",
+        0,
+        1001,
+        -1,
+        1.0,
+        True,
+        None,
+        [1],
+        10**30,
+    ],
+)
 def test_parse_count_refuses_everything_else(raw):
     with pytest.raises(BadRequest, match=f"1 to {MAX_COUNT}"):
         parse_count(raw)
@@ -139,18 +184,41 @@ def test_valid_keys(key):
     assert require_key(key) == key
 
 
-@pytest.mark.parametrize("key", [
-    "", "x" * 101, "_orders", ".orders", "-x", ":x", "a/b", "a b", "a#1", "a%2Fb", "é", "a\x00", "a\n",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "",
+        "x" * 101,
+        "_orders",
+        ".orders",
+        "-x",
+        ":x",
+        "a/b",
+        "a b",
+        "a#1",
+        "a%2Fb",
+        "é",
+        "a\x00",
+        "a\n",
+    ],
+)
 def test_invalid_keys(key):
     with pytest.raises(BadRequest, match="invalid key"):
         require_key(key)
 
 
-@pytest.mark.parametrize("segment, complaint", [
-    ("a%2Fb", "invalid key"), ("%252F", "invalid key"), ("%00", "invalid key"), ("..", "invalid key"),
-    ("%FF", "UTF-8"), ("%C3", "UTF-8"), ("a" * 300, "longer than"),
-])
+@pytest.mark.parametrize(
+    "segment, complaint",
+    [
+        ("a%2Fb", "invalid key"),
+        ("%252F", "invalid key"),
+        ("%00", "invalid key"),
+        ("..", "invalid key"),
+        ("%FF", "UTF-8"),
+        ("%C3", "UTF-8"),
+        ("a" * 300, "longer than"),
+    ],
+)
 def test_decode_path_key_refuses_encoded_tricks(segment, complaint):
     with pytest.raises(BadRequest, match=complaint):
         decode_path_key(segment)
@@ -160,16 +228,24 @@ def test_decode_path_key_decodes_once():
     assert decode_path_key("a%2Db") == "a-b"
 
 
-@pytest.mark.parametrize("path, normal", [("/", "/"), ("//", "/"), ("/orders/", "/orders"),
-                                          ("/_counters/x/", "/_counters/x"), ("/orders", "/orders")])
+@pytest.mark.parametrize(
+    "path, normal",
+    [("/", "/"), ("//", "/"), ("/orders/", "/orders"), ("/_counters/x/", "/_counters/x"), ("/orders", "/orders")],
+)
 def test_normalise_path_drops_trailing_slashes(path, normal):
     assert normalise_path(path) == normal
 
 
-@pytest.mark.parametrize("path, methods", [
-    ("/", "GET, POST"), ("/orders", "GET, POST"), ("/_counters/orders", "GET"),
-    ("/a/b", None), ("/_counters/a/b", None),
-])
+@pytest.mark.parametrize(
+    "path, methods",
+    [
+        ("/", "GET, POST"),
+        ("/orders", "GET, POST"),
+        ("/_counters/orders", "GET"),
+        ("/a/b", None),
+        ("/_counters/a/b", None),
+    ],
+)
 def test_allowed_methods(path, methods):
     assert allowed_methods(path) == methods
 
@@ -185,9 +261,12 @@ def test_request_body_plain_and_base64():
 def test_request_body_limits():
     assert len(request_body("x" * MAX_BODY_BYTES, False)) == MAX_BODY_BYTES
     assert len(request_body(base64.b64encode(b"x" * MAX_BODY_BYTES).decode(), True)) == MAX_BODY_BYTES
-    for raw, is_base64 in [("x" * (MAX_BODY_BYTES + 1), False), ("é" * (MAX_BODY_BYTES // 2 + 1), False),
-                           (base64.b64encode(b"x" * (MAX_BODY_BYTES + 1)).decode(), True),
-                           ("x" * 10**6, False)]:
+    for raw, is_base64 in [
+        ("x" * (MAX_BODY_BYTES + 1), False),
+        ("é" * (MAX_BODY_BYTES // 2 + 1), False),
+        (base64.b64encode(b"x" * (MAX_BODY_BYTES + 1)).decode(), True),
+        ("x" * 10**6, False),
+    ]:
         with pytest.raises(PayloadTooLarge):
             request_body(raw, is_base64)
 

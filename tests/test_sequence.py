@@ -61,7 +61,9 @@ def test_accepts_last_takes_the_seed_and_tickets_of_the_lane_only():
 
 configs = st.builds(
     lambda start, stride, shards, slots: (CounterConfig(start=start, stride=stride, shards=shards), slots),
-    start=st.integers(0, MAX_TICKET // 2**20), stride=st.integers(1, 1000), shards=st.integers(1, 8),
+    start=st.integers(0, MAX_TICKET // 2**20),
+    stride=st.integers(1, 1000),
+    shards=st.integers(1, 8),
     slots=st.integers(1, 6),
 )
 
@@ -105,8 +107,7 @@ def test_blocks_are_the_lanes_next_tickets(config, issued_before, count):
 @given(configs, st.integers(0, 10**6), st.integers(1, 1000))
 def test_limit_admits_a_block_exactly_when_its_last_ticket_is_within_max(config, span, count):
     counter, region_slots = config
-    counter = CounterConfig(start=counter.start, stride=counter.stride, shards=counter.shards,
-                            max=counter.start + span)
+    counter = CounterConfig(start=counter.start, stride=counter.stride, shards=counter.shards, max=counter.start + span)
     for lane in every_lane(counter, region_slots):
         boundary = max(0, (counter.max - lane.first) // lane.step - count + 1)  # n where blocks stop fitting
         for issued_before in {0, max(0, boundary - 1), boundary, boundary + 1}:

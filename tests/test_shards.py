@@ -92,8 +92,9 @@ def test_two_regions_of_four_shards_never_meet(deploy):
         slot = region.config.regions[region.region]
         assert state["step"] == STEP and state["config"]["shards"] == 4
         assert state["region"] == {"slot": slot, "slots": 2}
-        assert [(row["counter"], row["lane"], row["first"], row["step"]) for row in state["lanes"]] == \
-            [(f"hot#{shard}", slot * 4 + shard, 1000 + 3 * (slot * 4 + shard), STEP) for shard in range(4)]
+        assert [(row["counter"], row["lane"], row["first"], row["step"]) for row in state["lanes"]] == [
+            (f"hot#{shard}", slot * 4 + shard, 1000 + 3 * (slot * 4 + shard), STEP) for shard in range(4)
+        ]
         assert [row["last"] for row in state["lanes"]] == [by_lane[row["lane"]][-1] for row in state["lanes"]]
         assert state["last"] == max(row["last"] for row in state["lanes"])
 
@@ -107,8 +108,13 @@ def test_two_single_lane_regions_are_together_dense(deploy):
     assert sorted(east_tickets + west_tickets) == list(range(1, 21))
 
 
-LAYOUT_ITEM = {"counter": {"S": "hot"}, "shards": {"N": "4"}, "step": {"N": "4"}, "first": {"N": "1"},
-               "stride": {"N": "1"}}
+LAYOUT_ITEM = {
+    "counter": {"S": "hot"},
+    "shards": {"N": "4"},
+    "step": {"N": "4"},
+    "first": {"N": "1"},
+    "stride": {"N": "1"},
+}
 
 
 def sharded(deploy, **counter):
@@ -123,9 +129,11 @@ def throttle_items(monkeypatch, api, *item_keys: str) -> list[str]:
         item_key = request["Key"]["counter"]["S"]
         tried.append(item_key)
         if item_key in item_keys:
-            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "hot"}},
-                              "UpdateItem")
+            raise ClientError(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "hot"}}, "UpdateItem"
+            )
         return real_update(**request)
+
     monkeypatch.setattr(api.handler.dynamodb, "update_item", update_item)
     return tried
 
@@ -170,9 +178,10 @@ def test_exhausted_shards_pass_the_request_on_until_all_are_spent(deploy):
     singles = sorted(api.get("/hot").body["ticket"] for _ in range(4))  # each lane still has one
     assert singles == [9, 10, 11, 12]
     before = api.items()
-    assert before == [LAYOUT_ITEM] + [{"counter": {"S": f"hot#{s}"}, "last": {"N": str(9 + s)}, "step": {"N": "4"},
-                                       "first": {"N": str(1 + s)}}
-                                      for s in range(4)]
+    assert before == [LAYOUT_ITEM] + [
+        {"counter": {"S": f"hot#{s}"}, "last": {"N": str(9 + s)}, "step": {"N": "4"}, "first": {"N": str(1 + s)}}
+        for s in range(4)
+    ]
     answer = api.get("/hot")
     assert answer.status == 409 and answer.body["error"] == "exhausted"
     assert api.items() == before
@@ -197,8 +206,13 @@ def test_item_keys_follow_the_shard_count(deploy, shards):
         assert set(items) == {"hot"} and "shards" not in items["hot"]
     else:  # one item per lane, and the plain key's item records the layout (no `last`: it issues nothing)
         assert set(items) == {"hot"} | {f"hot#{s}" for s in range(shards)}
-        assert items["hot"] == {"counter": {"S": "hot"}, "step": {"N": str(shards)}, "shards": {"N": str(shards)},
-                                "first": {"N": "1"}, "stride": {"N": "1"}}
+        assert items["hot"] == {
+            "counter": {"S": "hot"},
+            "step": {"N": str(shards)},
+            "shards": {"N": str(shards)},
+            "first": {"N": "1"},
+            "stride": {"N": "1"},
+        }
 
 
 @pytest.mark.parametrize("before_shards, after_shards", [(1, 4), (2, 4), (4, 1), (4, 8)])
@@ -225,6 +239,7 @@ def test_counters_shows_all_hundred_lanes_from_one_read(deploy, monkeypatch):
     def batch_get_item(**request):
         calls.append(len(request["RequestItems"][COUNTER_TABLE]["Keys"]))
         return real_batch_get(**request)
+
     monkeypatch.setattr(api.handler.dynamodb, "batch_get_item", batch_get_item)
     state = api.get("/_counters/hot").body
     assert calls == [100]
@@ -234,17 +249,25 @@ def test_counters_shows_all_hundred_lanes_from_one_read(deploy, monkeypatch):
 
 # --- hand-made shard items -------------------------------------------------------------------
 
+
 def shard_item(shard: int, last: int, **attributes: int) -> dict:
-    return {"counter": {"S": f"hot#{shard}"}, "last": {"N": str(last)},
-            **{name: {"N": str(value)} for name, value in attributes.items()}}
+    return {
+        "counter": {"S": f"hot#{shard}"},
+        "last": {"N": str(last)},
+        **{name: {"N": str(value)} for name, value in attributes.items()},
+    }
 
 
-@pytest.mark.parametrize("hand_made", [
-    shard_item(1, 4),  # shard 1's lane is 2, 6, 10, ...
-    shard_item(1, 4, step=4),
-    shard_item(1, -10, step=4),  # below the lane
-    shard_item(1, 6, step=8),  # another step
-], ids=["no-step", "step-no-first", "below-the-lane", "other-step"])
+@pytest.mark.parametrize(
+    "hand_made",
+    [
+        shard_item(1, 4),  # shard 1's lane is 2, 6, 10, ...
+        shard_item(1, 4, step=4),
+        shard_item(1, -10, step=4),  # below the lane
+        shard_item(1, 6, step=8),  # another step
+    ],
+    ids=["no-step", "step-no-first", "below-the-lane", "other-step"],
+)
 def test_a_hand_made_shard_item_off_its_lane_is_refused_and_nothing_is_written(deploy, hand_made):
     api = sharded(deploy)
     api.put_item(hand_made)
@@ -264,6 +287,7 @@ def test_a_hand_made_shard_item_on_its_lane_is_adopted_after_the_layout_is_recor
 
 # --- the layout, then the shard's item: no transactions -------------------------------------
 
+
 def record_writes(monkeypatch, client) -> list[str]:
     """The item key of every UpdateItem the client sends (TransactWriteItems would fail the test)."""
     written, real_update = [], client.update_item
@@ -274,6 +298,7 @@ def record_writes(monkeypatch, client) -> list[str]:
 
     def no_transactions(**_):
         raise AssertionError("TransactWriteItems: not every DynamoDB-compatible endpoint has it")
+
     monkeypatch.setattr(client, "update_item", update_item)
     monkeypatch.setattr(client, "transact_write_items", no_transactions)
     return written
@@ -287,8 +312,13 @@ def test_a_new_shard_records_the_layout_first_then_creates_its_item(deploy, monk
         assert api.get("/hot").body["ticket"] == 4
         assert api.get("/hot").body["ticket"] == 8
     # The advance fails on the missing item (read to be sure), the layout, the shard's item; then one write.
-    assert [operation for operation, _ in calls] == ["UpdateItem", "BatchGetItem", "UpdateItem", "UpdateItem",
-                                                     "UpdateItem"]
+    assert [operation for operation, _ in calls] == [
+        "UpdateItem",
+        "BatchGetItem",
+        "UpdateItem",
+        "UpdateItem",
+        "UpdateItem",
+    ]
     assert written == ["hot#3", "hot", "hot#3", "hot#3"]
     assert api.items() == [LAYOUT_ITEM, shard_item(3, 8, step=4, first=4)]
 
@@ -302,6 +332,7 @@ def test_a_crash_between_the_layout_and_the_shard_item_is_harmless(deploy, monke
         if "attribute_not_exists(#counter)" in request.get("ConditionExpression", ""):
             raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
         return real_update(**request)
+
     with monkeypatch.context() as crashing:
         crashing.setattr(api.handler.dynamodb, "update_item", lost_before_the_shard_item)
         assert api.get("/hot").status == 503
@@ -342,19 +373,28 @@ def issue_or_refusal(issuer: Issuer, count: int = 1) -> list[int] | str:
         return err.code
 
 
-@pytest.mark.parametrize("other, expected", [
-    ("4 shards", [3]),  # the same layout: it creates shard 2's item first, with ticket 3
-    ("2 shards", "config_mismatch"),
-    ("4 shards, start 2", "config_mismatch"),
-    ("unsharded", "config_mismatch"),
-])
+@pytest.mark.parametrize(
+    "other, expected",
+    [
+        ("4 shards", [3]),  # the same layout: it creates shard 2's item first, with ticket 3
+        ("2 shards", "config_mismatch"),
+        ("4 shards, start 2", "config_mismatch"),
+        ("unsharded", "config_mismatch"),
+    ],
+)
 def test_another_request_between_the_layout_and_the_shard_item_never_repeats_a_ticket(api, other, expected):
     table = COUNTER_TABLE
-    meanwhile = Issuer(SETTINGS[other], CounterStore(api.client, table), shuffle=lambda lanes: lanes.sort(
-        key=lambda lane: lane.shard != 2))
+    meanwhile = Issuer(
+        SETTINGS[other],
+        CounterStore(api.client, table),
+        shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard != 2),
+    )
     interleaved = Interleaved(api.client, lambda: issue_or_refusal(meanwhile))
-    first = Issuer(SETTINGS["4 shards"], CounterStore(interleaved, table),
-                   shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard != 2))
+    first = Issuer(
+        SETTINGS["4 shards"],
+        CounterStore(interleaved, table),
+        shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard != 2),
+    )
     assert first.issue("hot", 2).tickets == ([7, 11] if expected == [3] else [3, 7])
     assert interleaved.ran == [expected]
     # Whoever lost stays refused; the winner's layout goes on.
@@ -390,14 +430,16 @@ def test_a_stride_traded_for_region_slots_is_refused_on_a_shard_that_never_issue
     old = deploy({"regions": {"us-east-1": 0}, "counters": {"hot": {"start": 1, "stride": 2, "shards": 3}}})
     assert [a.body["ticket"] for a in on_shards(old, [1, 1])] == [3, 9]
     before = old.items()
-    traded = deploy({"regions": {"us-east-1": 0}, "regionSlots": 2,
-                     "counters": {"hot": {"start": 1, "stride": 1, "shards": 3}}})
+    traded = deploy(
+        {"regions": {"us-east-1": 0}, "regionSlots": 2, "counters": {"hot": {"start": 1, "stride": 1, "shards": 3}}}
+    )
     answer = on_shards(traded, [2])[0]
     assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
     assert traded.items() == before
 
 
 # --- an endpoint without ReturnValuesOnConditionCheckFailure (dynalite, simulated on moto) ------
+
 
 class WithoutFailedItems:
     """moto as dynalite answers: a failed condition comes back without the item, and there are no
@@ -414,8 +456,7 @@ class WithoutFailedItems:
             raise
 
     def transact_write_items(self, **_):
-        raise ClientError({"Error": {"Code": "UnknownOperationException", "Message": "dynalite"}},
-                          "TransactWriteItems")
+        raise ClientError({"Error": {"Code": "UnknownOperationException", "Message": "dynalite"}}, "TransactWriteItems")
 
     def __getattr__(self, name):
         return getattr(self._client, name)
@@ -427,15 +468,20 @@ def dynalite_like(deploy, monkeypatch):
         api = deploy(config)
         store = CounterStore(WithoutFailedItems(api.handler.dynamodb), COUNTER_TABLE)
         api.pick_lanes(random.Random(1).shuffle)
-        api.handler  # the Issuer is made on activation: swap its store for the wrapped one
+        assert api.handler.issuer is not None  # the Issuer is made on activation: swap its store for the wrapped one
         monkeypatch.setattr(api.handler.issuer, "_store", store)
         return api
+
     return deploy_on
 
 
 def test_without_failed_items_every_refusal_is_still_a_409_and_writes_nothing(dynalite_like):
-    api = dynalite_like({"regions": {"us-east-1": 0},
-                         "counters": {"small": {"max": 3}, "hot": {"shards": 4, "max": 8}, "invoices": {"stride": 10}}})
+    api = dynalite_like(
+        {
+            "regions": {"us-east-1": 0},
+            "counters": {"small": {"max": 3}, "hot": {"shards": 4, "max": 8}, "invoices": {"stride": 10}},
+        }
+    )
     assert [api.get("/small").body.get("ticket") for _ in range(3)] == [1, 2, 3]
     assert sorted(api.get("/hot").body["ticket"] for _ in range(8)) == list(range(1, 9))  # creates every shard
     off_the_lane = {"counter": {"S": "invoices"}, "last": {"N": "5"}, "step": {"N": "10"}}
@@ -451,29 +497,38 @@ def test_without_failed_items_every_refusal_is_still_a_409_and_writes_nothing(dy
 
 # --- a spent sharded key costs a warm function almost nothing ---------------------------------
 
+
 def spent(api, shards: int, maximum: int, room: dict[int, int] | None = None) -> None:
     """The items of `hot` once every lane issued all it may (shard s: `room[s]` tickets short)."""
     counter = CounterConfig(shards=shards, max=maximum)
     lanes = lanes_of("hot", counter, 0, 1)
-    api.put_item({"counter": {"S": "hot"}, "step": {"N": str(lanes[0].step)}, "shards": {"N": str(shards)},
-                  "first": {"N": "1"}})
+    api.put_item(
+        {"counter": {"S": "hot"}, "step": {"N": str(lanes[0].step)}, "shards": {"N": str(shards)}, "first": {"N": "1"}}
+    )
     for lane in lanes:
-        last = lane.first + (maximum - lane.first) // lane.step * lane.step - (room or {}).get(lane.shard, 0) * lane.step
+        last = (
+            lane.first + (maximum - lane.first) // lane.step * lane.step - (room or {}).get(lane.shard, 0) * lane.step
+        )
         api.put_item(shard_item(lane.shard, last, step=lane.step, first=lane.first))
 
 
 def writes_and_reads(calls: list) -> tuple[int, int]:
-    return (sum(1 for operation, _ in calls if operation == "UpdateItem"),
-            sum(1 for operation, _ in calls if operation == "BatchGetItem"))
+    return (
+        sum(1 for operation, _ in calls if operation == "UpdateItem"),
+        sum(1 for operation, _ in calls if operation == "BatchGetItem"),
+    )
 
 
-@pytest.mark.parametrize("shards, maximum, count, cost", [
-    (100, 200, 1, (1, 1)),  # the first refusal learns every lane; the others cost nothing
-    (100, 500, 3, (1, 1)),
-    (7, 50, 1, (1, 1)),
-    (2, 1000, 400, (1, 1)),
-    (100, 200, 3, (0, 0)),  # three never fit a lane of two tickets: refused without asking DynamoDB
-])
+@pytest.mark.parametrize(
+    "shards, maximum, count, cost",
+    [
+        (100, 200, 1, (1, 1)),  # the first refusal learns every lane; the others cost nothing
+        (100, 500, 3, (1, 1)),
+        (7, 50, 1, (1, 1)),
+        (2, 1000, 400, (1, 1)),
+        (100, 200, 3, (0, 0)),  # three never fit a lane of two tickets: refused without asking DynamoDB
+    ],
+)
 def test_refusing_a_spent_sharded_key_costs_at_most_two_writes_on_average(deploy, shards, maximum, count, cost):
     api = sharded(deploy, shards=shards, max=maximum)
     api.pick_lanes(random.Random(shards).shuffle)

@@ -17,7 +17,11 @@ from tickets_local.server import LocalServer
 CLIENTS = 32
 REQUESTS_PER_CLIENT = 20
 WORKLOAD = (  # (key, count): every client cycles through these
-    ("orders", 1), ("hot", 1), ("hot", 7), ("bulk", 25), ("orders", 3),
+    ("orders", 1),
+    ("hot", 1),
+    ("hot", 7),
+    ("bulk", 25),
+    ("orders", 3),
 )
 CONFIG = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},

@@ -38,8 +38,10 @@ FULL_CONFIG = {
     "corsOrigins": ["https://app.example.com"],
     "alarmEmail": "ops@example.com",
     "logRetentionDays": 90,
-    "counters": {"orders": {"start": 5000, "shards": 2},
-                 "big": {"start": str(BIG_START), "max": "9223372036854775807"}},
+    "counters": {
+        "orders": {"start": 5000, "shards": 2},
+        "big": {"start": str(BIG_START), "max": "9223372036854775807"},
+    },
 }
 
 
@@ -53,8 +55,10 @@ class Synthesised:
         self.stacks = synthesize(self.app, ledger_path)
         self.assembly = self.app.synth()  # the assembly synthesize() built, not a second synthesis
         self.outdir = outdir
-        self.templates = {region: Template.from_json(self.assembly.get_stack_by_name(stack.stack_name).template)
-                          for region, stack in self.stacks.items()}
+        self.templates = {
+            region: Template.from_json(self.assembly.get_stack_by_name(stack.stack_name).template)
+            for region, stack in self.stacks.items()
+        }
 
 
 CDK_CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
@@ -92,35 +96,43 @@ def template(deployed_default) -> Template:
 
 def test_one_stack_per_region_pinned_to_its_region(two_regions):
     assert {region: stack.region for region, stack in two_regions.stacks.items()} == {
-        "us-east-1": "us-east-1", "eu-west-1": "eu-west-1"}
+        "us-east-1": "us-east-1",
+        "eu-west-1": "eu-west-1",
+    }
 
 
 def test_counter_table_is_on_demand_protected_and_retained(template):
-    template.has_resource("AWS::DynamoDB::Table", {
-        "DeletionPolicy": "Retain",
-        "UpdateReplacePolicy": "Retain",
-        "Properties": {
-            "KeySchema": [{"AttributeName": "counter", "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": "counter", "AttributeType": "S"}],
-            "BillingMode": "PAY_PER_REQUEST",
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-            "DeletionProtectionEnabled": True,
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {
+                "KeySchema": [{"AttributeName": "counter", "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": "counter", "AttributeType": "S"}],
+                "BillingMode": "PAY_PER_REQUEST",
+                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                "DeletionProtectionEnabled": True,
+            },
         },
-    })
+    )
     # A global table's last-writer-wins replication would duplicate tickets.
     template.resource_count_is("AWS::DynamoDB::GlobalTable", 0)
 
 
 def test_idempotency_table_has_ttl_and_pitr(template):
-    template.has_resource("AWS::DynamoDB::Table", {
-        "DeletionPolicy": "Retain",
-        "Properties": {
-            "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
-            "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
-            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
-            "DeletionProtectionEnabled": True,
+    template.has_resource(
+        "AWS::DynamoDB::Table",
+        {
+            "DeletionPolicy": "Retain",
+            "Properties": {
+                "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                "TimeToLiveSpecification": {"AttributeName": "expiration", "Enabled": True},
+                "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+                "DeletionProtectionEnabled": True,
+            },
         },
-    })
+    )
 
 
 def test_stateful_resources_keep_their_logical_ids(template):
@@ -133,8 +145,10 @@ def test_stateful_resources_keep_their_logical_ids(template):
 def test_the_counter_table_has_the_configured_name_and_the_idempotency_table_a_generated_one(template, two_regions):
     """A fixed name: after `cdk destroy` (which retains the table) a redeploy fails on the existing table
     instead of creating an empty one that would start every counter again."""
-    template.has_resource_properties("AWS::DynamoDB::Table", {
-        "TableName": "tickets-counters", "KeySchema": [{"AttributeName": "counter", "KeyType": "HASH"}]})
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {"TableName": "tickets-counters", "KeySchema": [{"AttributeName": "counter", "KeyType": "HASH"}]},
+    )
     for region in FULL_CONFIG["regions"]:
         tables = two_regions.templates[region].find_resources("AWS::DynamoDB::Table")
         assert tables["TicketsTable"]["Properties"]["TableName"] == "orders-tickets"
@@ -150,15 +164,21 @@ def test_a_new_deployment_writes_its_ledger(two_regions):
 
 
 def test_function_runtime_architecture_tracing_and_layer(template):
-    template.has_resource_properties("AWS::Lambda::Function", {
-        "Runtime": "python3.14",
-        "Architectures": ["arm64"],
-        "Handler": "tickets.handler.lambda_handler",
-        "TracingConfig": {"Mode": "Active"},
-        "Timeout": timing.FUNCTION_TIMEOUT_SECONDS,
-        "Layers": [Match.string_like_regexp(
-            r"^arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:\d+$")],
-    })
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Runtime": "python3.14",
+            "Architectures": ["arm64"],
+            "Handler": "tickets.handler.lambda_handler",
+            "TracingConfig": {"Mode": "Active"},
+            "Timeout": timing.FUNCTION_TIMEOUT_SECONDS,
+            "Layers": [
+                Match.string_like_regexp(
+                    r"^arn:aws:lambda:us-east-1:017000801446:layer:AWSLambdaPowertoolsPythonV3-python314-arm64:\d+$"
+                )
+            ],
+        },
+    )
     for requirements in ("requirements-serve.txt", "requirements-dev.txt"):
         pins = re.findall(r"^aws-lambda-powertools(?:\[\w+\])?==(\S+)$", (ROOT / requirements).read_text(), re.M)
         assert pins == [POWERTOOLS_VERSION], requirements
@@ -185,10 +205,18 @@ def test_log_group_has_explicit_retention(template, two_regions):
 def test_each_region_gets_its_own_slot_in_the_function_settings(two_regions):
     for region, slot in FULL_CONFIG["regions"].items():
         settings = Capture()
-        two_regions.templates[region].has_resource_properties("AWS::Lambda::Function", {
-            "Environment": {"Variables": {"TICKETS_SETTINGS": settings,
-                                          "TICKETS_TABLE": {"Ref": "TicketsTable"},
-                                          "TICKETS_IDEMPOTENCY_TABLE": {"Ref": "TicketsIdempotencyTable"}}}})
+        two_regions.templates[region].has_resource_properties(
+            "AWS::Lambda::Function",
+            {
+                "Environment": {
+                    "Variables": {
+                        "TICKETS_SETTINGS": settings,
+                        "TICKETS_TABLE": {"Ref": "TicketsTable"},
+                        "TICKETS_IDEMPOTENCY_TABLE": {"Ref": "TicketsIdempotencyTable"},
+                    }
+                }
+            },
+        )
         parsed = Settings.from_json(settings.as_string())
         assert (parsed.region_slot, parsed.region_slots, parsed.strict_keys) == (slot, 2, True)
         assert parsed.counters["orders"].shards == 2
@@ -202,23 +230,32 @@ def test_function_url_uses_iam_auth_by_default(template):
 
 def test_function_url_auth_none_only_when_configured_with_cors_and_concurrency_cap(two_regions):
     template = two_regions.templates["us-east-1"]
-    template.has_resource_properties("AWS::Lambda::Url", {
-        "AuthType": "NONE",
-        "Cors": {"AllowOrigins": ["https://app.example.com"], "AllowMethods": Match.array_with(["GET", "POST"])}})
+    template.has_resource_properties(
+        "AWS::Lambda::Url",
+        {
+            "AuthType": "NONE",
+            "Cors": {"AllowOrigins": ["https://app.example.com"], "AllowMethods": Match.array_with(["GET", "POST"])},
+        },
+    )
     template.has_resource_properties("AWS::Lambda::Function", {"ReservedConcurrentExecutions": 50})
-    template.has_resource_properties("AWS::Lambda::Permission", {
-        "Action": "lambda:InvokeFunctionUrl", "Principal": "*", "FunctionUrlAuthType": "NONE"})
+    template.has_resource_properties(
+        "AWS::Lambda::Permission",
+        {"Action": "lambda:InvokeFunctionUrl", "Principal": "*", "FunctionUrlAuthType": "NONE"},
+    )
 
 
 def test_outputs_name_the_url_and_the_table(template):
-    template.has_output("FunctionUrl", {"Value": {"Fn::GetAtt": [Match.string_like_regexp("FunctionUrl"), "FunctionUrl"]}})
+    template.has_output(
+        "FunctionUrl", {"Value": {"Fn::GetAtt": [Match.string_like_regexp("FunctionUrl"), "FunctionUrl"]}}
+    )
     template.has_output("TableName", {"Value": {"Ref": "TicketsTable"}})
 
 
 def _statements(template: Template) -> list[dict]:
     policies = template.find_resources("AWS::IAM::Policy")
-    return [statement for policy in policies.values()
-            for statement in policy["Properties"]["PolicyDocument"]["Statement"]]
+    return [
+        statement for policy in policies.values() for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
 def _actions(statement: dict) -> list[str]:
@@ -237,15 +274,20 @@ def test_dynamodb_grants_are_exact_actions_on_own_tables(template):
         grants[statement["Resource"]["Fn::GetAtt"][0]] = sorted(dynamodb)
     assert grants == {
         "TicketsTable": ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
-        "TicketsIdempotencyTable": ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem",
-                                    "dynamodb:UpdateItem"],
+        "TicketsIdempotencyTable": [
+            "dynamodb:DeleteItem",
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        ],
     }
 
 
 def test_only_xray_is_granted_on_any_resource(template):
     wildcard = [statement for statement in _statements(template) if statement["Resource"] == "*"]
     assert [sorted(_actions(statement)) for statement in wildcard] == [
-        ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]]
+        ["xray:PutTelemetryRecords", "xray:PutTraceSegments"]
+    ]
 
 
 def test_no_managed_policies(template, two_regions):
@@ -268,14 +310,20 @@ def _alarmed_throttles(template: Template) -> dict[str, set[str]]:
 
 def test_alarms_for_errors_throttles_and_counters_near_max(template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
-    single = sorted((alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"])
-                    for alarm in alarms.values() if "MetricName" in alarm["Properties"])
-    assert single == sorted([("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"), ("Tickets", "Errors"),
-                             ("Tickets", "CounterNearMax")])
+    single = sorted(
+        (alarm["Properties"]["Namespace"], alarm["Properties"]["MetricName"])
+        for alarm in alarms.values()
+        if "MetricName" in alarm["Properties"]
+    )
+    assert single == sorted(
+        [("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"), ("Tickets", "Errors"), ("Tickets", "CounterNearMax")]
+    )
     # Throttling: one alarm per table, summing every operation the handler calls on it.
     throttled = _alarmed_throttles(template)
-    assert throttled == {"TicketsTable": {"UpdateItem", "BatchGetItem"},
-                         "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"}}
+    assert throttled == {
+        "TicketsTable": {"UpdateItem", "BatchGetItem"},
+        "TicketsIdempotencyTable": {"GetItem", "PutItem", "UpdateItem", "DeleteItem"},
+    }
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)
 
@@ -291,8 +339,11 @@ def test_the_topic_key_lets_only_this_accounts_cloudwatch_alarms_use_it(two_regi
     assert grant["Condition"] == {
         "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
         # The partition is a literal under the repository's feature flags (enablePartitionLiterals).
-        "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"},
-                                                        ":alarm:*"]]}},
+        "ArnLike": {
+            "aws:SourceArn": {
+                "Fn::Join": ["", ["arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"}, ":alarm:*"]]
+            }
+        },
     }
 
 
@@ -307,10 +358,18 @@ def test_an_iam_stack_offers_callers_a_policy_with_exactly_the_two_invoke_action
     function_arn = {"Fn::GetAtt": [function.as_string(), "Arn"]}
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     assert sorted(statements, key=lambda s: s["Action"]) == [
-        {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn,
-         "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}}},
-        {"Effect": "Allow", "Action": "lambda:InvokeFunctionUrl", "Resource": function_arn,
-         "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}},
+        {
+            "Effect": "Allow",
+            "Action": "lambda:InvokeFunction",
+            "Resource": function_arn,
+            "Condition": {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
+        },
+        {
+            "Effect": "Allow",
+            "Action": "lambda:InvokeFunctionUrl",
+            "Resource": function_arn,
+            "Condition": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
+        },
     ]
     assert "Roles" not in policy["Properties"] and "Users" not in policy["Properties"]  # attached by the operator
     template.has_output("InvokePolicyArn", {"Value": {"Ref": policy_id}})
@@ -358,9 +417,16 @@ def _dashboard_body(template: Template) -> dict:
     # No fixed name: two stacks, or two deployments in one account, never collide.
     assert "DashboardName" not in dashboard["Properties"]
     parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
-    return json.loads("".join(part if isinstance(part, str) else
-                              f"<Ref {part['Ref']}>" if "Ref" in part else
-                              "<GetAtt {}.{}>".format(*part["Fn::GetAtt"]) for part in parts))
+    return json.loads(
+        "".join(
+            part
+            if isinstance(part, str)
+            else f"<Ref {part['Ref']}>"
+            if "Ref" in part
+            else "<GetAtt {}.{}>".format(*part["Fn::GetAtt"])
+            for part in parts
+        )
+    )
 
 
 def _graphs(body: dict) -> dict[str, list[tuple[str, str, dict, dict]]]:
@@ -368,8 +434,10 @@ def _graphs(body: dict) -> dict[str, list[tuple[str, str, dict, dict]]]:
     graphs = {}
     for widget in body["widgets"]:
         if widget["type"] == "metric":
-            lines = [(line[0], line[1], dict(zip(line[2:-1:2], line[3:-1:2])), line[-1])
-                     for line in widget["properties"]["metrics"]]
+            lines = [
+                (line[0], line[1], dict(zip(line[2:-1:2], line[3:-1:2])), line[-1])
+                for line in widget["properties"]["metrics"]
+            ]
             graphs[widget["properties"]["title"]] = lines
     return graphs
 
@@ -391,10 +459,13 @@ def _every_error_code() -> set[str]:
 
 def test_dashboard_graphs_tickets_issued_and_errors_by_every_code(template):
     graphs = _graphs(_dashboard_body(template))
-    assert [(namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Tickets issued"]] \
-        == [("Tickets", "TicketsIssued", {"service": "tickets"}, "Sum")]
+    assert [
+        (namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Tickets issued"]
+    ] == [("Tickets", "TicketsIssued", {"service": "tickets"}, "Sum")]
     errors = graphs["Errors by code"]
-    assert {(namespace, name, options["stat"]) for namespace, name, _, options in errors} == {("Tickets", "Errors", "Sum")}
+    assert {(namespace, name, options["stat"]) for namespace, name, _, options in errors} == {
+        ("Tickets", "Errors", "Sum")
+    }
     codes = [dims.pop("code") for _, _, dims, _ in errors]
     assert all(dims == {"service": "tickets"} for _, _, dims, _ in errors)
     assert len(codes) == len(set(codes))
@@ -404,17 +475,20 @@ def test_dashboard_graphs_tickets_issued_and_errors_by_every_code(template):
 def test_dashboard_graphs_duration_percentiles_and_concurrency_of_the_function(template, two_regions):
     function = _the_function(template)
     graphs = _graphs(_dashboard_body(template))
-    assert sorted((namespace, name, dims, options["stat"])
-                  for namespace, name, dims, options in graphs["Function duration (ms)"]) == [
+    assert sorted(
+        (namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Function duration (ms)"]
+    ) == [
         ("AWS/Lambda", "Duration", {"FunctionName": function}, "p50"),
-        ("AWS/Lambda", "Duration", {"FunctionName": function}, "p99")]
-    assert [(namespace, name, dims, options["stat"])
-            for namespace, name, dims, options in graphs["Concurrent executions"]] == [
-        ("AWS/Lambda", "ConcurrentExecutions", {"FunctionName": function}, "Maximum")]
+        ("AWS/Lambda", "Duration", {"FunctionName": function}, "p99"),
+    ]
+    assert [
+        (namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Concurrent executions"]
+    ] == [("AWS/Lambda", "ConcurrentExecutions", {"FunctionName": function}, "Maximum")]
     # With reserved concurrency the graph marks the cap.
     capped = _dashboard_body(two_regions.templates["us-east-1"])
-    (concurrency,) = [widget for widget in capped["widgets"]
-                      if widget["properties"].get("title") == "Concurrent executions"]
+    (concurrency,) = [
+        widget for widget in capped["widgets"] if widget["properties"].get("title") == "Concurrent executions"
+    ]
     assert [line["value"] for line in concurrency["properties"]["annotations"]["horizontal"]] == [50]
 
 
@@ -429,8 +503,9 @@ def test_dashboard_graphs_throttles_of_every_operation_on_both_tables_and_the_fu
     assert throttled == {f"<Ref {table}>": operations for table, operations in _alarmed_throttles(template).items()}
     assert {"UpdateItem", "BatchGetItem"} <= throttled["<Ref TicketsTable>"]
     assert {"GetItem", "PutItem", "UpdateItem", "DeleteItem"} <= throttled["<Ref TicketsIdempotencyTable>"]
-    assert [(namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Function throttles"]] \
-        == [("AWS/Lambda", "Throttles", {"FunctionName": _the_function(template)}, "Sum")]
+    assert [
+        (namespace, name, dims, options["stat"]) for namespace, name, dims, options in graphs["Function throttles"]
+    ] == [("AWS/Lambda", "Throttles", {"FunctionName": _the_function(template)}, "Sum")]
 
 
 @pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
@@ -467,8 +542,12 @@ def test_cfn_lint_finds_no_errors(request, fixture):
     synthesised = request.getfixturevalue(fixture)
     templates = sorted(str(path) for path in synthesised.outdir.glob("*.template.json"))
     assert len(templates) == len(synthesised.stacks)
-    result = subprocess.run([str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *templates],
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "cfn-lint"), "--format", "parseable", *templates],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     errors = [line for line in result.stdout.splitlines() if ":E" in line]
     assert errors == [], result.stdout + result.stderr
     assert result.returncode in (0, 4, 8, 12), result.stdout + result.stderr  # no error-level (2) findings
@@ -477,14 +556,22 @@ def test_cfn_lint_finds_no_errors(request, fixture):
 def test_cdk_json_sets_every_feature_flag_that_differs_from_its_default(deployed_default):
     """Else every `cdk synth` warns "N feature flags are not configured": cdk.json carries what `cdk init` writes."""
     manifest = json.loads((deployed_default.outdir / "manifest.json").read_text())
-    (report,) = [artifact["properties"]["flags"] for artifact in manifest["artifacts"].values()
-                 if artifact["type"] == "cdk:feature-flag-report"]
+    (report,) = [
+        artifact["properties"]["flags"]
+        for artifact in manifest["artifacts"].values()
+        if artifact["type"] == "cdk:feature-flag-report"
+    ]
     assert len(report) > 50
-    unconfigured = [name for name, flag in report.items() if "userValue" not in flag
-                    and flag["recommendedValue"] != flag.get("unconfiguredBehavesLike", {}).get("v2", False)]
+    unconfigured = [
+        name
+        for name, flag in report.items()
+        if "userValue" not in flag
+        and flag["recommendedValue"] != flag.get("unconfiguredBehavesLike", {}).get("v2", False)
+    ]
     assert unconfigured == []
     assert {name: flag["userValue"] for name, flag in report.items() if "userValue" in flag} == {
-        name: flag["recommendedValue"] for name, flag in report.items() if "userValue" in flag}
+        name: flag["recommendedValue"] for name, flag in report.items() if "userValue" in flag
+    }
 
 
 def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
@@ -496,18 +583,22 @@ def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
     assert all(name.startswith("tickets/") for name in files)
 
 
-@pytest.mark.parametrize("tickets, field", [
-    ({"regions": {"us-east-1": 1}, "regionSlots": 1}, "tickets.regions.us-east-1"),
-    ({"regions": {"us-east-9": 0}}, "tickets.regions.us-east-9"),
-    ({"regions": {"cn-north-1": 0}}, "tickets.regions.cn-north-1"),
-    ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
-    ({"regions": {"us-east-1": 0}, "counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
-    ({"regions": {"us-east-1": 0}, "colour": "blue"}, "tickets.colour"),
-])
+@pytest.mark.parametrize(
+    "tickets, field",
+    [
+        ({"regions": {"us-east-1": 1}, "regionSlots": 1}, "tickets.regions.us-east-1"),
+        ({"regions": {"us-east-9": 0}}, "tickets.regions.us-east-9"),
+        ({"regions": {"cn-north-1": 0}}, "tickets.regions.cn-north-1"),
+        ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
+        ({"regions": {"us-east-1": 0}, "counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
+        ({"regions": {"us-east-1": 0}, "colour": "blue"}, "tickets.colour"),
+    ],
+)
 def test_invalid_config_stops_synthesis_naming_the_field(tickets, field, tmp_path):
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"tickets": tickets}), "CDK_OUTDIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, str(ROOT / "app.py")], capture_output=True, text=True,
-                            env=env, cwd=tmp_path, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "app.py")], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+    )
     assert result.returncode != 0
     assert field in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
@@ -516,8 +607,9 @@ def test_invalid_config_stops_synthesis_naming_the_field(tickets, field, tmp_pat
 
 def _function_settings(template: Template) -> str:
     settings = Capture()
-    template.has_resource_properties("AWS::Lambda::Function",
-                                     {"Environment": {"Variables": {"TICKETS_SETTINGS": settings}}})
+    template.has_resource_properties(
+        "AWS::Lambda::Function", {"Environment": {"Variables": {"TICKETS_SETTINGS": settings}}}
+    )
     return settings.as_string()
 
 
@@ -565,6 +657,8 @@ def test_big_decimal_strings_reach_the_template_and_the_handler_exactly(two_regi
         issued[region] = answer.body["tickets"]
         exhausted = handler.get("/big")
         assert (exhausted.status, exhausted.body["error"]) == (409, "exhausted")
-    assert issued == {"us-east-1": [BIG_START, BIG_START + 2, BIG_START + 4],
-                      "eu-west-1": [BIG_START + 1, BIG_START + 3, BIG_START + 5]}
+    assert issued == {
+        "us-east-1": [BIG_START, BIG_START + 2, BIG_START + 4],
+        "eu-west-1": [BIG_START + 1, BIG_START + 3, BIG_START + 5],
+    }
     assert issued["eu-west-1"][-1] == MAX_TICKET

@@ -65,30 +65,63 @@ examples:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", default="cdk.json", metavar="PATH",
-                        help="the CDK config to take the table, slots and counters from (default: cdk.json)")
-    common.add_argument("--region", default=None,
-                        help="a region from cdk.json's tickets.regions; its slot decides its lanes "
-                             "(default: the first configured region)")
-    common.add_argument("--endpoint-url", default=None, metavar="URL",
-                        help="a DynamoDB-compatible endpoint, e.g. the one given to make serve ENDPOINT_URL= "
-                             "(default: DynamoDB itself)")
-    common.add_argument("--table", default=None, metavar="NAME",
-                        help="the counter table (default: tableName in cdk.json, which the stack and the local "
-                             "server use)")
+    common.add_argument(
+        "--config",
+        default="cdk.json",
+        metavar="PATH",
+        help="the CDK config to take the table, slots and counters from (default: cdk.json)",
+    )
+    common.add_argument(
+        "--region",
+        default=None,
+        help="a region from cdk.json's tickets.regions; its slot decides its lanes "
+        "(default: the first configured region)",
+    )
+    common.add_argument(
+        "--endpoint-url",
+        default=None,
+        metavar="URL",
+        help="a DynamoDB-compatible endpoint, e.g. the one given to make serve ENDPOINT_URL= "
+        "(default: DynamoDB itself)",
+    )
+    common.add_argument(
+        "--table",
+        default=None,
+        metavar="NAME",
+        help="the counter table (default: tableName in cdk.json, which the stack and the local server use)",
+    )
 
-    parser = argparse.ArgumentParser(prog="python -m tickets_admin", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m tickets_admin",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    raise_ = commands.add_parser("raise", parents=[common], description=RAISE_DESCRIPTION, epilog=RAISE_EPILOG,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 help="make every lane of KEY in this region next issue its smallest ticket above N")
+    raise_ = commands.add_parser(
+        "raise",
+        parents=[common],
+        description=RAISE_DESCRIPTION,
+        epilog=RAISE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="make every lane of KEY in this region next issue its smallest ticket above N",
+    )
     raise_.add_argument("key", metavar="KEY", type=_key, help="the counter")
-    raise_.add_argument("--above", required=True, metavar="N", type=_whole_number,
-                        help="every lane's next ticket will be greater than N (a whole number, 0 or more)")
-    commands.add_parser("export", parents=[common], description=EXPORT_DESCRIPTION, epilog=EXPORT_EPILOG,
-                        formatter_class=argparse.RawDescriptionHelpFormatter,
-                        help="print every counter item as JSON, one object per line")
+    raise_.add_argument(
+        "--above",
+        required=True,
+        metavar="N",
+        type=_whole_number,
+        help="every lane's next ticket will be greater than N (a whole number, 0 or more)",
+    )
+    commands.add_parser(
+        "export",
+        parents=[common],
+        description=EXPORT_DESCRIPTION,
+        epilog=EXPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print every counter item as JSON, one object per line",
+    )
     return parser.parse_args(argv)
 
 
@@ -105,11 +138,16 @@ def main(argv: list[str] | None = None) -> int:
         settings = region_settings(config, region)
         counter = settings.counter(args.key)
         if counter is None:
-            raise AdminError(f"{args.key!r} is not configured in {args.config} and strictKeys is on, so the "
-                             "service does not serve it")
+            raise AdminError(
+                f"{args.key!r} is not configured in {args.config} and strictKeys is on, so the "
+                "service does not serve it"
+            )
         lanes = lanes_of(args.key, counter, settings.region_slot, settings.region_slots)
-        print(f"raising {args.key} above {args.above} in {region} (slot {settings.region_slot} of "
-              f"{settings.region_slots}), table {table.table}: {len(lanes)} lane(s)", flush=True)
+        print(
+            f"raising {args.key} above {args.above} in {region} (slot {settings.region_slot} of "
+            f"{settings.region_slots}), table {table.table}: {len(lanes)} lane(s)",
+            flush=True,
+        )
         results = raise_key(table, args.key, lanes, args.above, report=lambda line: print(line, flush=True))
     except (ConfigError, AdminError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -11,9 +11,10 @@ past the counter's max.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from tickets.sequence import Lane
 from tickets.store import layout_of
@@ -54,9 +55,11 @@ class LaneResult:
             return f"{name}: already above: {before}, next ticket {following}"
         if self.outcome is Outcome.MOVED_PAST:
             return f"{name}: moved past the target meanwhile ({before}); left alone"
-        return (f"{name}: NOT CHANGED: last {self.stored} is not a ticket of this lane (first {lane.first}, "
-                f"step {lane.step}) and is not below the target; the service refuses to issue from it until "
-                "the item is fixed by hand")
+        return (
+            f"{name}: NOT CHANGED: last {self.stored} is not a ticket of this lane (first {lane.first}, "
+            f"step {lane.step}) and is not below the target; the service refuses to issue from it until "
+            "the item is fixed by hand"
+        )
 
 
 def next_ticket_above(lane: Lane, above: int) -> int:
@@ -66,27 +69,36 @@ def next_ticket_above(lane: Lane, above: int) -> int:
     return lane.ticket((above - lane.first) // lane.step + 1)
 
 
-def raise_key(table: CounterTable, key: str, lanes: list[Lane], above: int,
-              report: Callable[[str], None] = print) -> list[LaneResult]:
+def raise_key(
+    table: CounterTable, key: str, lanes: list[Lane], above: int, report: Callable[[str], None] = print
+) -> list[LaneResult]:
     """Raise every lane of `key` (this region's `lanes`) so its next ticket is above `above`."""
     targets = {lane.item_key: next_ticket_above(lane, above) for lane in lanes}
     for lane in lanes:
         if targets[lane.item_key] > lane.max:
-            raise AdminError(f"{lane.item_key}: the lane's next ticket above {above} would be "
-                             f"{targets[lane.item_key]}, past the counter's max ({lane.max}); raise max in "
-                             "cdk.json and deploy first. Nothing was written.")
+            raise AdminError(
+                f"{lane.item_key}: the lane's next ticket above {above} would be "
+                f"{targets[lane.item_key]}, past the counter's max ({lane.max}); raise max in "
+                "cdk.json and deploy first. Nothing was written."
+            )
     sharded = lanes[0].shards > 1
     layout = table.get(key) if sharded else None
-    problems = [problem for problem in ([_layout_problem(lanes[0], layout)] if sharded else []) +
-                [_lane_problem(lane, table.get(lane.item_key)) for lane in lanes] if problem]
+    problems = [
+        problem
+        for problem in ([_layout_problem(lanes[0], layout)] if sharded else [])
+        + [_lane_problem(lane, table.get(lane.item_key)) for lane in lanes]
+        if problem
+    ]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
     if sharded and not _layout_recorded(lanes[0], layout):
         # Before any shard item is written, as the service does: a request with another shard count
         # then fails on the plain item instead of issuing numbers these lanes own.
         if not table.record_layout(key, lanes[0]):
-            raise AdminError(_layout_problem(lanes[0], table.get(key)) or f"{key}: its layout changed meanwhile; "
-                             "run the command again. Nothing was written.")
+            raise AdminError(
+                _layout_problem(lanes[0], table.get(key))
+                or f"{key}: its layout changed meanwhile; run the command again. Nothing was written."
+            )
         report(f"{key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
     results = []
     for lane in lanes:
@@ -116,8 +128,10 @@ def _raise_lane(table: CounterTable, lane: Lane, target_last: int) -> LaneResult
         if written:
             return LaneResult(lane, Outcome.RAISED, before, target_last)
         raced = True  # the service wrote first: read again and see where the lane is now
-    raise AdminError(f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
-                     "(it is safe to repeat)")
+    raise AdminError(
+        f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
+        "(it is safe to repeat)"
+    )
 
 
 def _lane_problem(lane: Lane, item: Item | None) -> str | None:
@@ -126,14 +140,20 @@ def _lane_problem(lane: Lane, item: Item | None) -> str | None:
         return None
     step, first = _stored(item, STEP), _stored(item, FIRST)
     if SHARDS in item:
-        return (f"{lane.item_key}: the item records the layout of {_stored(item, SHARDS)} shards, but the config "
-                f"gives {lane.key} {lane.shards} shard(s); shards are permanent once tickets were issued")
+        return (
+            f"{lane.item_key}: the item records the layout of {_stored(item, SHARDS)} shards, but the config "
+            f"gives {lane.key} {lane.shards} shard(s); shards are permanent once tickets were issued"
+        )
     if STEP in item and step != lane.step:
-        return (f"{lane.item_key}: the item's step is {step}, the config's is {lane.step} (stride x regionSlots x "
-                "shards); check --config and --region, or the config changed after tickets were issued")
+        return (
+            f"{lane.item_key}: the item's step is {step}, the config's is {lane.step} (stride x regionSlots x "
+            "shards); check --config and --region, or the config changed after tickets were issued"
+        )
     if FIRST in item and first != lane.first:
-        return (f"{lane.item_key}: the item's first ticket is {first}, the config's is {lane.first} (start and the "
-                "region's slot); check --config and --region, or the config changed after tickets were issued")
+        return (
+            f"{lane.item_key}: the item's first ticket is {first}, the config's is {lane.first} (start and the "
+            "region's slot); check --config and --region, or the config changed after tickets were issued"
+        )
     return None
 
 
@@ -143,12 +163,16 @@ def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
         return None
     key = shard_zero.key
     if LAST in item:
-        return (f"{key}: the plain item issued tickets without shards (last {_stored(item, LAST)}), but the config "
-                f"gives {key} {shard_zero.shards} shards; shards are permanent once tickets were issued")
+        return (
+            f"{key}: the plain item issued tickets without shards (last {_stored(item, LAST)}), but the config "
+            f"gives {key} {shard_zero.shards} shards; shards are permanent once tickets were issued"
+        )
     for name, value in layout_of(shard_zero).items():
         if name in item and _stored(item, name) != value:
-            return (f"{key}: the plain item records {name} {_stored(item, name)}, the config gives {value}; check "
-                    "--config and --region, or the config changed after tickets were issued")
+            return (
+                f"{key}: the plain item records {name} {_stored(item, name)}, the config gives {value}; check "
+                "--config and --region, or the config changed after tickets were issued"
+            )
     return None
 
 

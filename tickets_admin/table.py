@@ -8,7 +8,8 @@ message says what to do.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import botocore.session
 from botocore.config import Config
@@ -27,8 +28,10 @@ _CREATE = "SET #last = :last, #step = :step, #first = :first"
 _CREATE_IF = "attribute_not_exists(#counter)"
 # Raise `last` (never lower it) and record step and first if the item (made by hand) lacks them.
 _RAISE = "SET #last = :last, #step = :step, #first = :first"
-_RAISE_IF = ("(attribute_not_exists(#last) OR #last < :last) AND (attribute_not_exists(#step) OR #step = :step) "
-             "AND (attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards)")
+_RAISE_IF = (
+    "(attribute_not_exists(#last) OR #last < :last) AND (attribute_not_exists(#step) OR #step = :step) "
+    "AND (attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards)"
+)
 _NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
 
 
@@ -48,8 +51,9 @@ class CounterTable:
         if endpoint_url and session.get_credentials() is None:
             # DynamoDB Local, dynalite and moto accept any credentials, but botocore signs nothing without some.
             credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        self._client = session.create_client("dynamodb", region_name=region, endpoint_url=endpoint_url,
-                                             config=CLIENT_CONFIG, **credentials)
+        self._client = session.create_client(
+            "dynamodb", region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
+        )
 
     def get(self, item_key: str) -> Item | None:
         """The item, read consistently, or None if there is none."""
@@ -57,21 +61,36 @@ class CounterTable:
 
     def create_lane(self, lane: Lane, last: int) -> bool:
         """Create the lane's item with `last`; False if an item appeared meanwhile."""
-        return self._update(lane.item_key, _CREATE, _CREATE_IF, {"#counter": COUNTER_KEY, **_lane_names()},
-                            {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
+        return self._update(
+            lane.item_key,
+            _CREATE,
+            _CREATE_IF,
+            {"#counter": COUNTER_KEY, **_lane_names()},
+            {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
+        )
 
     def raise_last(self, lane: Lane, last: int) -> bool:
         """Set the lane item's `last` to `last` if it is lower (and step/first if missing); False if the
         item changed meanwhile: `last` passed it, or it no longer fits the lane."""
-        return self._update(lane.item_key, _RAISE, _RAISE_IF, _NAMES,
-                            {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
+        return self._update(
+            lane.item_key,
+            _RAISE,
+            _RAISE_IF,
+            _NAMES,
+            {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
+        )
 
     def record_layout(self, key: str, shard_zero: Lane) -> bool:
         """Record a sharded key's layout on its plain item, exactly as the service does; False if that
         item disagrees."""
         layout = layout_update(shard_zero)
-        return self._update(key, layout["UpdateExpression"], layout["ConditionExpression"],
-                            layout["ExpressionAttributeNames"], layout["ExpressionAttributeValues"])
+        return self._update(
+            key,
+            layout["UpdateExpression"],
+            layout["ConditionExpression"],
+            layout["ExpressionAttributeNames"],
+            layout["ExpressionAttributeValues"],
+        )
 
     def scan(self) -> Iterator[Item]:
         """Every item, page by page, read consistently."""
@@ -83,12 +102,19 @@ class CounterTable:
                 return
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _update(self, item_key: str, update: str, condition: str, names: dict[str, str],
-                values: dict[str, Any]) -> bool:
+    def _update(
+        self, item_key: str, update: str, condition: str, names: dict[str, str], values: dict[str, Any]
+    ) -> bool:
         try:
-            self._call("update_item", TableName=self.table, Key=_key(item_key), UpdateExpression=update,
-                       ConditionExpression=condition, ExpressionAttributeNames=names,
-                       ExpressionAttributeValues=values)
+            self._call(
+                "update_item",
+                TableName=self.table,
+                Key=_key(item_key),
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
         except ClientError as err:
             if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 return False
@@ -104,8 +130,10 @@ class CounterTable:
                 raise
             raise self._explain(err) from None
         except NoCredentialsError:
-            raise AdminError("no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
-                             "AWS_SECRET_ACCESS_KEY (or sign in with aws sso login)") from None
+            raise AdminError(
+                "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY (or sign in with aws sso login)"
+            ) from None
         except BotoCoreError as err:
             raise AdminError(f"cannot reach the {self._where}: {err}") from None
 
@@ -113,11 +141,15 @@ class CounterTable:
         code = err.response["Error"]["Code"]
         message = err.response["Error"].get("Message", "")
         if code == "ResourceNotFoundException":
-            return AdminError(f"no {self._where}: check --table (default: tableName in cdk.json) and --region "
-                              "(default: the first region in cdk.json)")
+            return AdminError(
+                f"no {self._where}: check --table (default: tableName in cdk.json) and --region "
+                "(default: the first region in cdk.json)"
+            )
         if code in _THROTTLED:
-            return AdminError(f"DynamoDB throttled the {self._where} beyond the retries; what was done is "
-                              "printed above; run the command again (it is safe to repeat)")
+            return AdminError(
+                f"DynamoDB throttled the {self._where} beyond the retries; what was done is "
+                "printed above; run the command again (it is safe to repeat)"
+            )
         return AdminError(f"DynamoDB refused a request to the {self._where}: {code}: {message}")
 
 

@@ -26,41 +26,72 @@ AWS_IAM Function URL need lambda:InvokeFunctionUrl and lambda:InvokeFunction on 
 
 `next` sends an Idempotency-Key, the same on every retry. Retried: 429, 503 and lost
 connections (--max-attempts), 502 and 504 (for `next` only: it carries the key), and
-409 in_progress for up to %d s of waiting (the function's %d s timeout and a margin).
-Errors print "error: <code>: <message>" on stderr and exit with status 1.""" % (
-    IN_PROGRESS_RETRY_SECONDS, FUNCTION_TIMEOUT_SECONDS)
+409 in_progress for up to {retry} s of waiting (the function's {timeout} s timeout and a margin).
+Errors print "error: <code>: <message>" on stderr and exit with status 1.""".replace(
+    "{retry}", str(IN_PROGRESS_RETRY_SECONDS)
+).replace("{timeout}", str(FUNCTION_TIMEOUT_SECONDS))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get("TICKETS_URL", DEFAULT_URL),
-                        help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL}, the local server)")
-    common.add_argument("--sign", action=argparse.BooleanOptionalAction, default=None,
-                        help="sign with SigV4 (default: only *.lambda-url.<region>.on.aws URLs)")
+    common.add_argument(
+        "--url",
+        default=os.environ.get("TICKETS_URL", DEFAULT_URL),
+        help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL}, the local server)",
+    )
+    common.add_argument(
+        "--sign",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="sign with SigV4 (default: only *.lambda-url.<region>.on.aws URLs)",
+    )
     common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
     common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
-    common.add_argument("--max-attempts", type=int, default=5,
-                        help="attempts per request for 429, 503, lost connections and (next only) 502 and 504; "
-                             f"409 in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting "
-                             "regardless (default: 5)")
+    common.add_argument(
+        "--max-attempts",
+        type=int,
+        default=5,
+        help="attempts per request for 429, 503, lost connections and (next only) 502 and 504; "
+        f"409 in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting "
+        "regardless (default: 5)",
+    )
 
-    parser = argparse.ArgumentParser(prog="python -m tickets_client", epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     description="Get unique, increasing tickets from a Tickets server.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tickets_client",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Get unique, increasing tickets from a Tickets server.",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    issue = commands.add_parser("next", parents=[common], help="issue the next ticket(s) of a key",
-                                description="Issue the next ticket(s) of KEY and print the server's JSON.")
+    issue = commands.add_parser(
+        "next",
+        parents=[common],
+        help="issue the next ticket(s) of a key",
+        description="Issue the next ticket(s) of KEY and print the server's JSON.",
+    )
     issue.add_argument("key", nargs="?", metavar="KEY", help="the counter (default: the deployment's defaultKey)")
     issue.add_argument("--count", type=int, default=1, help="how many tickets, 1..1000, in one request (default: 1)")
     issue.add_argument("--text", action="store_true", help="print the bare tickets, one a line")
-    block = commands.add_parser("block", parents=[common], help="reserve a range block of tickets of a key",
-                                description="Reserve COUNT tickets of KEY in one request and print the block "
-                                            "as JSON: first, last, step and count.")
+    block = commands.add_parser(
+        "block",
+        parents=[common],
+        help="reserve a range block of tickets of a key",
+        description="Reserve COUNT tickets of KEY in one request and print the block "
+        "as JSON: first, last, step and count.",
+    )
     block.add_argument("key", metavar="KEY", help="the counter")
-    block.add_argument("--count", type=int, required=True,
-                       help="how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)")
-    state = commands.add_parser("state", parents=[common], help="show a counter's state; issues nothing",
-                                description="Print KEY's state (last ticket, step, config) as JSON.")
+    block.add_argument(
+        "--count",
+        type=int,
+        required=True,
+        help="how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)",
+    )
+    state = commands.add_parser(
+        "state",
+        parents=[common],
+        help="show a counter's state; issues nothing",
+        description="Print KEY's state (last ticket, step, config) as JSON.",
+    )
     state.add_argument("key", metavar="KEY", help="the counter")
     return parser.parse_args(argv)
 
@@ -68,8 +99,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        client = TicketsClient(args.url, sign=args.sign, region=args.region, timeout=args.timeout,
-                               max_attempts=args.max_attempts)
+        client = TicketsClient(
+            args.url, sign=args.sign, region=args.region, timeout=args.timeout, max_attempts=args.max_attempts
+        )
         if args.command == "next" and args.text:
             print("\n".join(map(str, client.next(args.key, args.count))))
         elif args.command == "next":

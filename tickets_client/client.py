@@ -26,8 +26,9 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from .errors import TicketsError
@@ -63,9 +64,16 @@ class Block:
 
 
 class TicketsClient:
-    def __init__(self, url: str, *, sign: bool | None = None, region: str | None = None,
-                 timeout: float = 5, max_attempts: int = 5,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        url: str,
+        *,
+        sign: bool | None = None,
+        region: str | None = None,
+        timeout: float = 5,
+        max_attempts: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -229,8 +237,9 @@ class _Transport:
         self._local.connection = connection
         return self._exchange(connection, method, target, headers)
 
-    def _exchange(self, connection: http.client.HTTPConnection, method: str, target: str,
-                  headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def _exchange(
+        self, connection: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         try:
             connection.request(method, target, body=b"" if method == "POST" else None, headers=headers)
             response = connection.getresponse()

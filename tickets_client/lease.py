@@ -41,8 +41,9 @@ import operator
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, Iterator, Protocol
+from typing import Protocol
 
 from .client import MAX_BLOCK, Block
 from .errors import TicketsError
@@ -68,9 +69,16 @@ class BlockSource(Protocol):
 class TicketLease:
     """Thread-safe: any number of threads may share one lease; no ticket is handed out twice."""
 
-    def __init__(self, client: BlockSource, key: str, block_size: int = DEFAULT_BLOCK_SIZE, *,
-                 max_block: int = MAX_BLOCK, target_seconds: float = DEFAULT_TARGET_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        client: BlockSource,
+        key: str,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        *,
+        max_block: int = MAX_BLOCK,
+        target_seconds: float = DEFAULT_TARGET_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if not isinstance(key, str) or not key:
             raise ValueError(f"a lease needs a key (range blocks come from /_blocks/{{key}}), got {key!r}")
         if not 1 <= max_block <= MAX_BLOCK:
@@ -142,7 +150,7 @@ class TicketLease:
             unused += pending.result()[0].count
         return unused
 
-    def __enter__(self) -> "TicketLease":
+    def __enter__(self) -> TicketLease:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -161,7 +169,7 @@ class TicketLease:
             self._sizes[block.count] += 1
             self._block, self._released, self._began = block.tickets, 0, self._clock()
         self._prefetch_if_due()
-        run = self._block[self._released:self._released + -(-len(self._block) // RUNS_PER_BLOCK)]
+        run = self._block[self._released : self._released + -(-len(self._block) // RUNS_PER_BLOCK)]
         self._released += len(run)
         self._run = iter(run)
 

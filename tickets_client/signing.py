@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .errors import TicketsError
 
@@ -27,7 +28,9 @@ class Signer:
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
         """`headers` plus Authorization, X-Amz-Date and, for temporary credentials, X-Amz-Security-Token."""
-        from botocore.auth import SigV4Auth  # botocore takes a good part of a second to import: only signing clients pay for it
+        from botocore.auth import (
+            SigV4Auth,
+        )  # botocore takes a good part of a second to import: only signing clients pay for it
         from botocore.awsrequest import AWSRequest
 
         request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
@@ -44,7 +47,10 @@ class Signer:
             except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
                 raise TicketsError(None, "no_credentials", str(err)) from None
         if self._credentials is None:
-            raise TicketsError(None, "no_credentials",
-                               "this Function URL needs SigV4 but botocore found no AWS credentials "
-                               "(environment, ~/.aws config and SSO, container or instance role)")
+            raise TicketsError(
+                None,
+                "no_credentials",
+                "this Function URL needs SigV4 but botocore found no AWS credentials "
+                "(environment, ~/.aws config and SSO, container or instance role)",
+            )
         return self._credentials.get_frozen_credentials()  # refreshes temporary credentials in time

@@ -30,24 +30,42 @@ make serve passes PORT=, REGION= and ENDPOINT_URL= to the flags of the same name
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tickets_local", description=DESCRIPTION, epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=8000,
-                        help="port to listen on (default: 8000; 0 picks a free one)")
-    parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default: 127.0.0.1; the server checks no signatures, "
-                             "so think twice before exposing it)")
-    parser.add_argument("--region", default=None,
-                        help="a region from cdk.json's tickets.regions; its slot decides the tickets' lane "
-                             "(default: the first configured region)")
-    parser.add_argument("--endpoint-url", default=None, metavar="URL",
-                        help="a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
-                             "DynamoDB itself); tables are created if missing and reused otherwise, so "
-                             "counters persist across restarts (default: moto in this process)")
-    parser.add_argument("--config", default="cdk.json", metavar="PATH",
-                        help="the CDK config whose context.tickets to serve (default: cdk.json)")
-    parser.add_argument("--verbose", action="store_true",
-                        help="also print the handler's INFO logs (JSON, as in CloudWatch)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tickets_local",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0 picks a free one)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default: 127.0.0.1; the server checks no signatures, "
+        "so think twice before exposing it)",
+    )
+    parser.add_argument(
+        "--region",
+        default=None,
+        help="a region from cdk.json's tickets.regions; its slot decides the tickets' lane "
+        "(default: the first configured region)",
+    )
+    parser.add_argument(
+        "--endpoint-url",
+        default=None,
+        metavar="URL",
+        help="a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
+        "DynamoDB itself); tables are created if missing and reused otherwise, so "
+        "counters persist across restarts (default: moto in this process)",
+    )
+    parser.add_argument(
+        "--config",
+        default="cdk.json",
+        metavar="PATH",
+        help="the CDK config whose context.tickets to serve (default: cdk.json)",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="also print the handler's INFO logs (JSON, as in CloudWatch)"
+    )
     return parser.parse_args(argv)
 
 
@@ -55,11 +73,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _log_to_stderr()
     for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
-        signal.signal(signum, _interrupt)            # a shell may start background jobs ignoring it)
+        signal.signal(signum, _interrupt)  # a shell may start background jobs ignoring it)
     server = None
     try:
-        server = LocalServer(config_path=args.config, region=args.region, endpoint_url=args.endpoint_url,
-                             host=args.host, port=args.port, verbose=args.verbose).start()
+        server = LocalServer(
+            config_path=args.config,
+            region=args.region,
+            endpoint_url=args.endpoint_url,
+            host=args.host,
+            port=args.port,
+            verbose=args.verbose,
+        ).start()
         print(banner(server), flush=True)
         while True:
             time.sleep(3600)  # the server runs in its own thread; a signal ends this sleep
@@ -69,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     except OSError as err:
-        print(f"error: cannot listen on {args.host}:{args.port}: {err.strerror or err}; "
-              "pick another port with --port (make serve PORT=...)", file=sys.stderr)
+        print(
+            f"error: cannot listen on {args.host}:{args.port}: {err.strerror or err}; "
+            "pick another port with --port (make serve PORT=...)",
+            file=sys.stderr,
+        )
         return 1
     finally:
         if server is not None:
@@ -96,16 +123,18 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def banner(server: LocalServer) -> str:
     deployment = server.deployment
-    return "\n".join([
-        "Tickets: the deployed handler behind a local Function URL",
-        f"  url:      {server.url}",
-        f"  backend:  {server.backend.description}",
-        f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
-        f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}",
-        f"  try:      curl -s {server.url}{deployment.sample_path}",
-        f"  openapi:  {server.url}{OPENAPI_PATH}",
-        "Ctrl-C stops it.",
-    ])
+    return "\n".join(
+        [
+            "Tickets: the deployed handler behind a local Function URL",
+            f"  url:      {server.url}",
+            f"  backend:  {server.backend.description}",
+            f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
+            f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}",
+            f"  try:      curl -s {server.url}{deployment.sample_path}",
+            f"  openapi:  {server.url}{OPENAPI_PATH}",
+            "Ctrl-C stops it.",
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -84,8 +84,7 @@ class EndpointBackend:
 
 def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
     """Create the counter and idempotency tables if missing; reuse them if present."""
-    client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url,
-                          config=_SETUP_CONFIG)
+    client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
     where = endpoint_url or "moto"
     try:
         _ensure_table(client, deployment.counter_table, COUNTER_KEY)
@@ -112,8 +111,10 @@ def _ensure_table(client: Any, name: str, partition_key: str) -> None:
     else:
         expected = create_table_arguments(name, partition_key)["KeySchema"]
         if table.get("KeySchema") != expected:
-            raise BackendError(f"table {name} exists with key schema {table.get('KeySchema')}, but the "
-                               f"handler needs {expected}; delete it or point the server elsewhere")
+            raise BackendError(
+                f"table {name} exists with key schema {table.get('KeySchema')}, but the "
+                f"handler needs {expected}; delete it or point the server elsewhere"
+            )
         log.info("reusing table %s", name)
     client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
 
@@ -124,8 +125,11 @@ def _enable_ttl(client: Any, name: str) -> None:
         status = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
         if status.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"):
             return
-        client.update_time_to_live(TableName=name, TimeToLiveSpecification={
-            "Enabled": True, "AttributeName": IDEMPOTENCY_TTL})
+        client.update_time_to_live(
+            TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": IDEMPOTENCY_TTL}
+        )
     except ClientError as err:
-        log.warning("this DynamoDB does not support TTL (%s); idempotency records will not expire, "
-                    "which only costs storage", err.response["Error"]["Code"])
+        log.warning(
+            "this DynamoDB does not support TTL (%s); idempotency records will not expire, which only costs storage",
+            err.response["Error"]["Code"],
+        )

@@ -9,7 +9,6 @@ from pathlib import Path
 from tickets.config import DeploymentConfig, handler_environment, load_config_file, pick_region
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
-
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
 POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
 
@@ -40,8 +39,9 @@ class LocalDeployment:
     def handler_environment(self, *, verbose: bool) -> dict[str, str]:
         """Exactly the stack's environment for this region, plus what running outside Lambda needs."""
         return {
-            **handler_environment(self.config, self.region, counter_table=self.counter_table,
-                                  idempotency_table=self.idempotency_table),
+            **handler_environment(
+                self.config, self.region, counter_table=self.counter_table, idempotency_table=self.idempotency_table
+            ),
             **POWERTOOLS_LOCAL,
             "POWERTOOLS_LOG_LEVEL": "INFO" if verbose else "WARNING",
             "AWS_DEFAULT_REGION": self.region,

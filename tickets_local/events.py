@@ -15,8 +15,9 @@ import json
 import secrets
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import parse_qsl
 
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
@@ -108,8 +109,14 @@ def http_response(result: Any) -> HttpResponse:
     headers = _present(result.get("headers"), {})
     cookies = _present(result.get("cookies"), [])
     body = _present(result.get("body"), "")
-    if (isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599
-            or not isinstance(headers, dict) or not isinstance(cookies, list) or not isinstance(body, str)):
+    if (
+        isinstance(status, bool)
+        or not isinstance(status, int)
+        or not 100 <= status <= 599
+        or not isinstance(headers, dict)
+        or not isinstance(cookies, list)
+        or not isinstance(body, str)
+    ):
         return bad_gateway("the function returned a malformed response")
     if result.get("isBase64Encoded"):
         try:
@@ -142,8 +149,9 @@ def _event_headers(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
     """Lower-cased names, repeated headers comma-joined, cookies split out as AWS does,
     plus the headers the Function URL front end adds."""
     received = [(name.lower(), value) for name, value in request.headers]
-    cookies = [cookie.strip() for name, value in received if name == "cookie"
-               for cookie in value.split(";") if cookie.strip()]
+    cookies = [
+        cookie.strip() for name, value in received if name == "cookie" for cookie in value.split(";") if cookie.strip()
+    ]
     headers = _joined(pair for pair in received if pair[0] != "cookie")
     forwarded = headers.get("x-forwarded-for")
     headers["x-forwarded-for"] = f"{forwarded}, {request.source_ip}" if forwarded else request.source_ip

@@ -15,8 +15,9 @@ import importlib
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from aws_lambda_powertools import Metrics
 
@@ -26,7 +27,6 @@ from .events import ACCOUNT_ID
 
 FUNCTION_NAME = "tickets-local"
 HANDLER_MODULE = "tickets.handler"
-
 
 
 @dataclass
@@ -53,8 +53,7 @@ class HandlerInvoker:
         self._handler: Callable[[dict, Any], Any] = load_handler().lambda_handler
 
     def invoke(self, event: dict) -> Any:
-        context = LambdaContext(aws_request_id=event["requestContext"]["requestId"],
-                                invoked_function_arn=self._arn)
+        context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
         with self._lock:
             try:
                 return self._handler(event, context)

@@ -10,6 +10,7 @@ would keep the old ones.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -24,8 +25,15 @@ from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, load_deployment
-from .events import MAX_REQUEST_BYTES, HttpRequest, HttpResponse, bad_gateway, error_response, \
-    function_url_event, http_response
+from .events import (
+    MAX_REQUEST_BYTES,
+    HttpRequest,
+    HttpResponse,
+    bad_gateway,
+    error_response,
+    function_url_event,
+    http_response,
+)
 from .invoker import HandlerInvoker
 
 log = logging.getLogger("tickets_local")
@@ -35,8 +43,13 @@ log = logging.getLogger("tickets_local")
 LISTEN_BACKLOG = 128
 IDLE_KEEP_ALIVE_SECONDS = 30
 _MAX_CHUNK_LINE = 1024
-_PROTOCOL_ERROR_CODES = {400: "bad_request", 408: "timeout", 413: PayloadTooLarge.code,
-                         414: PayloadTooLarge.code, 431: PayloadTooLarge.code}
+_PROTOCOL_ERROR_CODES = {
+    400: "bad_request",
+    408: "timeout",
+    413: PayloadTooLarge.code,
+    414: PayloadTooLarge.code,
+    431: PayloadTooLarge.code,
+}
 # The API's OpenAPI document, answered by the server itself: no key starts with `_`, so no counter can
 # shadow the path, and the deployed function (which has no such route) is unaffected.
 OPENAPI_PATH = "/_local/openapi.json"
@@ -69,10 +82,8 @@ class _HttpServer(ThreadingHTTPServer):
         with self._connections_lock:
             connections = list(self._connections)
         for connection in connections:
-            try:
+            with contextlib.suppress(OSError):  # already closed by the client
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by the client
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -92,8 +103,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         started = time.perf_counter()
         response = self._answer()
         self._send(response)
-        log.info("%s %s %d %.1fms", self.command, clip(self.path), response.status,
-                 (time.perf_counter() - started) * 1000)
+        log.info(
+            "%s %s %d %.1fms", self.command, clip(self.path), response.status, (time.perf_counter() - started) * 1000
+        )
 
     def _answer(self) -> HttpResponse:
         body = self._read_body()
@@ -102,9 +114,15 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return body
         if self.path.partition("?")[0] == OPENAPI_PATH:
             return _openapi_document(self.command)
-        request = HttpRequest(method=self.command, target=self.path, protocol=self.request_version,
-                              headers=list(self.headers.items()), body=body,
-                              source_ip=self.client_address[0], server_port=self.server.server_address[1])
+        request = HttpRequest(
+            method=self.command,
+            target=self.path,
+            protocol=self.request_version,
+            headers=list(self.headers.items()),
+            body=body,
+            source_ip=self.client_address[0],
+            server_port=self.server.server_address[1],
+        )
         event = function_url_event(request)
         try:
             result = self.server.invoker.invoke(event)
@@ -178,14 +196,18 @@ def _openapi_document(method: str) -> HttpResponse:
     try:
         document = OPENAPI_DOCUMENT.read_bytes()
     except OSError:
-        return error_response(404, NotFound.code, f"{OPENAPI_DOCUMENT.name} is not beside tickets_local: "
-                                                  "this copy was installed without the repository")
+        return error_response(
+            404,
+            NotFound.code,
+            f"{OPENAPI_DOCUMENT.name} is not beside tickets_local: this copy was installed without the repository",
+        )
     return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], document)
 
 
 def _too_large() -> HttpResponse:
-    return error_response(413, PayloadTooLarge.code,
-                          f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit")
+    return error_response(
+        413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
+    )
 
 
 class LocalServer:
@@ -195,12 +217,18 @@ class LocalServer:
     ...     urllib.request.urlopen(server.url + "/orders").read()
     """
 
-    _running: "LocalServer | None" = None
+    _running: LocalServer | None = None
     _running_lock = threading.Lock()
 
-    def __init__(self, config_path: str | Path = "cdk.json", region: str | None = None,
-                 endpoint_url: str | None = None, host: str = "127.0.0.1", port: int = 0,
-                 verbose: bool = False):
+    def __init__(
+        self,
+        config_path: str | Path = "cdk.json",
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        verbose: bool = False,
+    ):
         self.deployment: LocalDeployment = load_deployment(config_path, region)
         self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
         self._address = (host, port)
@@ -216,23 +244,27 @@ class LocalServer:
         host, port = self._http.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "LocalServer":
+    def start(self) -> LocalServer:
         with LocalServer._running_lock:
             if LocalServer._running is not None:
-                raise RuntimeError("a LocalServer is already running in this process; stop it first "
-                                   "(the handler module, moto and the environment are process-wide)")
+                raise RuntimeError(
+                    "a LocalServer is already running in this process; stop it first "
+                    "(the handler module, moto and the environment are process-wide)"
+                )
             LocalServer._running = self
         try:
             self.backend.start()
-            self._set_environment({**self.deployment.handler_environment(verbose=self._verbose),
-                                   **self.backend.environment()})
+            self._set_environment(
+                {**self.deployment.handler_environment(verbose=self._verbose), **self.backend.environment()}
+            )
             ensure_tables(self.deployment, self.backend.endpoint_url)
             self._http = _HttpServer(self._address, HandlerInvoker(self.deployment.region))
         except BaseException:
             self._release()
             raise
-        self._thread = threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="tickets-local", daemon=True)
+        self._thread = threading.Thread(
+            target=self._http.serve_forever, kwargs={"poll_interval": 0.1}, name="tickets-local", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -245,7 +277,7 @@ class LocalServer:
             self._http = None
         self._release()
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough to recognise it
 
 
@@ -48,8 +47,10 @@ class Exhausted(TicketsError):
 
 
 def exhausted(key: str, count: int, maximum: int) -> Exhausted:
-    return Exhausted(f"counter {key!r} cannot issue {count} more ticket(s) without passing its max ({maximum}); "
-                     "raise max in cdk.json, ask for fewer, or use a new key. Nothing was issued.")
+    return Exhausted(
+        f"counter {key!r} cannot issue {count} more ticket(s) without passing its max ({maximum}); "
+        "raise max in cdk.json, ask for fewer, or use a new key. Nothing was issued."
+    )
 
 
 class ConfigMismatch(TicketsError):

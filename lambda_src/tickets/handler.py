@@ -100,8 +100,13 @@ def bug(err: Exception) -> Response:
 def _issue(route: str, path_key: str | None) -> Response:
     event = app.current_event
     body = protocol.request_body(event.body, event.is_base64_encoded)
-    request = protocol.ticket_request(path_key, event.raw_query_string, body, settings.default_key,
-                                      max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT)
+    request = protocol.ticket_request(
+        path_key,
+        event.raw_query_string,
+        body,
+        settings.default_key,
+        max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
+    )
     logger.append_keys(key=request.key, count=request.count)
     if route == protocol.BLOCKS_ROUTE:
         issuer.check_block(request.key, request.count)  # before any write, the idempotency record's too
@@ -118,8 +123,9 @@ def _issue(route: str, path_key: str | None) -> Response:
         issued = _issue_and_record(described)
     else:
         issue = _idempotent_issue or _load_idempotency()
-        issued = issue(_caller(event.raw_event), require_idempotency_key(idempotency_key), described,
-                       app.lambda_context)
+        issued = issue(
+            _caller(event.raw_event), require_idempotency_key(idempotency_key), described, app.lambda_context
+        )
     if protocol.prefers_text(headers.get("accept")):
         if route == protocol.BLOCKS_ROUTE:
             text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
@@ -150,9 +156,12 @@ def _load_idempotency():
     global _idempotent_issue
     from .idempotency import idempotent  # imported on first use: most requests carry no header
 
-    _idempotent_issue = idempotent(_issue_and_record, client=dynamodb,
-                                   table_name=os.environ[IDEMPOTENCY_TABLE_ENV],
-                                   expires_after_seconds=settings.idempotency_expiry_seconds)
+    _idempotent_issue = idempotent(
+        _issue_and_record,
+        client=dynamodb,
+        table_name=os.environ[IDEMPOTENCY_TABLE_ENV],
+        expires_after_seconds=settings.idempotency_expiry_seconds,
+    )
     return _idempotent_issue
 
 
@@ -182,9 +191,14 @@ def lambda_handler(event: dict, context: Any) -> dict:
     http = event.get("requestContext", {}).get("http", {})
     raw_path, path = event.get("rawPath") or "/", http.get("path") or "/"
     if protocol.normalise_path(raw_path) != raw_path or protocol.normalise_path(path) != path:
-        event = {**event, "rawPath": protocol.normalise_path(raw_path),
-                 "requestContext": {**event.get("requestContext", {}),
-                                    "http": {**http, "path": protocol.normalise_path(path)}}}
+        event = {
+            **event,
+            "rawPath": protocol.normalise_path(raw_path),
+            "requestContext": {
+                **event.get("requestContext", {}),
+                "http": {**http, "path": protocol.normalise_path(path)},
+            },
+        }
     result = app.resolve(event, context)
     # A cached GET would hand one ticket to two callers.
     result.setdefault("headers", {})["Cache-Control"] = "no-store"

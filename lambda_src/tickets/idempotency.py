@@ -9,7 +9,8 @@ Imported only when a request carries the header, so plain requests pay nothing f
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -29,12 +30,18 @@ from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 Issue = Callable[[dict], dict]  # the request as the handler describes it -> the answer
 
 
-def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int
-               ) -> Callable[[str, str, dict, Any], dict]:
-    persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=client,
-                                           key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL)
-    config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="request",
-                               raise_on_no_idempotency_key=True, expires_after_seconds=expires_after_seconds)
+def idempotent(
+    issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int
+) -> Callable[[str, str, dict, Any], dict]:
+    persistence = DynamoDBPersistenceLayer(
+        table_name=table_name, boto3_client=client, key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL
+    )
+    config = IdempotencyConfig(
+        event_key_jmespath="[caller, idempotency_key]",
+        payload_validation_jmespath="request",
+        raise_on_no_idempotency_key=True,
+        expires_after_seconds=expires_after_seconds,
+    )
 
     @idempotent_function(data_keyword_argument="call", persistence_store=persistence, config=config)
     def issue_once(call: dict) -> dict:
@@ -48,14 +55,18 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
         except IdempotencyValidationError:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a different request (route, key or count); "
-                "use a new Idempotency-Key for a new request") from None
+                "use a new Idempotency-Key for a new request"
+            ) from None
         except IdempotencyAlreadyInProgressError:
-            raise RequestInProgress("a request with this Idempotency-Key is still in flight; "
-                                    "retry in a moment to get its answer") from None
+            raise RequestInProgress(
+                "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
+            ) from None
         except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as err:
             # If this happened after the tickets were issued, they are a gap: a retry with the same
             # header gets 409 in_progress until the lock expires, then new tickets.
-            raise Unavailable("the idempotency store is unavailable; no ticket was handed out. Retry with "
-                              "the same Idempotency-Key (409 in_progress means: wait and retry)") from err
+            raise Unavailable(
+                "the idempotency store is unavailable; no ticket was handed out. Retry with "
+                "the same Idempotency-Key (409 in_progress means: wait and retry)"
+            ) from err
 
     return run

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from .config import CounterConfig, Settings
 from .errors import BadRequest, Exhausted, NotFound, Unavailable, exhausted
@@ -38,6 +39,7 @@ def _region_lanes(key: str, counter: CounterConfig, slot: int, slots: int) -> tu
 class Store(Protocol):
     def advance(self, lane: Lane, count: int) -> int:
         """The new `last`; raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
+
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
 
 
@@ -54,7 +56,7 @@ class Issued:
     counter: CounterConfig
 
     @classmethod
-    def of(cls, key: str, block: range, counter: CounterConfig) -> "Issued":
+    def of(cls, key: str, block: range, counter: CounterConfig) -> Issued:
         return cls(key=key, first=block.start, last=block[-1], step=block.step, count=len(block), counter=counter)
 
     @property
@@ -80,8 +82,7 @@ class Issued:
 
 
 class Issuer:
-    def __init__(self, settings: Settings, store: Store,
-                 shuffle: Callable[[list[Lane]], None] = random.shuffle):
+    def __init__(self, settings: Settings, store: Store, shuffle: Callable[[list[Lane]], None] = random.shuffle):
         self._settings = settings
         self._store = store
         self._shuffle = shuffle
@@ -136,8 +137,9 @@ class Issuer:
         """Refuse a range block larger than the key's (or the deployment's) maxBlock allows."""
         limit = self._settings.block_limit(self._counter(key))
         if count > limit:
-            raise BadRequest(f"invalid count {count}: a block of {key!r} holds at most {limit} tickets "
-                             "(maxBlock in cdk.json)")
+            raise BadRequest(
+                f"invalid count {count}: a block of {key!r} holds at most {limit} tickets (maxBlock in cdk.json)"
+            )
 
     def state(self, key: str) -> dict:
         counter, lanes = self._lanes(key)
@@ -148,11 +150,15 @@ class Issuer:
             if stored[STEP] is not None or stored[LAST] is not None:
                 stored_steps.append(stored[STEP])
             last = stored[LAST]
-            rows.append({
-                "counter": lane.item_key, "lane": lane.index, "first": lane.first,
-                "step": stored[STEP] if stored[STEP] is not None else lane.step,
-                "last": last if last is not None and last != lane.seed else None,
-            })
+            rows.append(
+                {
+                    "counter": lane.item_key,
+                    "lane": lane.index,
+                    "first": lane.first,
+                    "step": stored[STEP] if stored[STEP] is not None else lane.step,
+                    "last": last if last is not None and last != lane.seed else None,
+                }
+            )
         if not stored_steps:
             raise NotFound(f"counter {key!r} has not issued a ticket in this region yet")
         issued = [row["last"] for row in rows if row["last"] is not None]
@@ -169,8 +175,9 @@ class Issuer:
     def _counter(self, key: str) -> CounterConfig:
         counter = self._settings.counter(key)
         if counter is None:
-            raise NotFound(f"unknown key {key!r}: strictKeys is on and only the keys in cdk.json "
-                           "(and the default key) are served")
+            raise NotFound(
+                f"unknown key {key!r}: strictKeys is on and only the keys in cdk.json (and the default key) are served"
+            )
         return counter
 
     def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:

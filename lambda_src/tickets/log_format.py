@@ -111,8 +111,9 @@ class AuditLine:
         builds a JSONEncoder per line: here one encoder, made once) and its time format."""
         if type(formatter) is not LambdaPowertoolsFormatter:
             raise TypeError(f"AuditLine prints what LambdaPowertoolsFormatter prints, not {type(formatter)}")
-        self._encode = json.JSONEncoder(default=formatter.json_default, separators=(",", ":"),
-                                        indent=formatter.json_indent, ensure_ascii=False).encode
+        self._encode = json.JSONEncoder(
+            default=formatter.json_default, separators=(",", ":"), indent=formatter.json_indent, ensure_ascii=False
+        ).encode
         self._plain_time = formatter.datefmt is None and not formatter.use_rfc3339_iso8601
         self._converter = formatter.converter
         self._second = -1

@@ -49,17 +49,24 @@ def decode_path_key(segment: str) -> str:
         raise BadRequest("the key in the path is not valid percent-encoded UTF-8") from None
 
 
-def ticket_request(path_key: str | None, raw_query: str | None, body: bytes, default_key: str,
-                   max_count: int = MAX_COUNT) -> TicketRequest:
+def ticket_request(
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
+) -> TicketRequest:
     """Merge path, query and body into one request; they may repeat each other but not disagree.
     `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
     query = query_parameters(raw_query)
     fields = _body_fields(body, max_count)
 
-    keys = {source: value for source, value in (
-        ("path", decode_path_key(path_key) if path_key is not None else None),
-        ("key", query.get("key")), ("systemKey", query.get("systemKey")), ("body", fields.get("key")),
-    ) if value is not None}
+    keys = {
+        source: value
+        for source, value in (
+            ("path", decode_path_key(path_key) if path_key is not None else None),
+            ("key", query.get("key")),
+            ("systemKey", query.get("systemKey")),
+            ("body", fields.get("key")),
+        )
+        if value is not None
+    }
     if len(set(map(str, keys.values()))) > 1:
         raise BadRequest(f"the request names different keys ({', '.join(sorted(keys))}); name one")
     key = require_key(next(iter(keys.values()))) if keys else default_key

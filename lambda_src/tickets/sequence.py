@@ -67,7 +67,17 @@ def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: i
     lanes = []
     for shard in range(counter.shards):
         index = region_slot * counter.shards + shard
-        lanes.append(Lane(key=key, shard=shard, shards=counter.shards, index=index,
-                          first=counter.start + counter.stride * index, step=step, max=counter.max,
-                          key_first=key_first, stride=counter.stride))
+        lanes.append(
+            Lane(
+                key=key,
+                shard=shard,
+                shards=counter.shards,
+                index=index,
+                first=counter.start + counter.stride * index,
+                step=step,
+                max=counter.max,
+                key_first=key_first,
+                stride=counter.stride,
+            )
+        )
     return lanes

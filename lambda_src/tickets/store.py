@@ -54,32 +54,46 @@ from .tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP, STRIDE
 # the lane, adopted: an item without `first` or `step`, another lane's item, one recording a
 # sharded layout (`shards`).
 _ADVANCE_KEY = "SET #last = if_not_exists(#last, :seed) + :inc, #step = :step, #first = :first"
-_ADVANCE_KEY_IF = ("attribute_not_exists(#shards) AND ("
-                   "(attribute_not_exists(#last) AND attribute_not_exists(#step) AND attribute_not_exists(#first))"
-                   " OR (#step = :step AND #first = :first AND #last <= :limit))")
+_ADVANCE_KEY_IF = (
+    "attribute_not_exists(#shards) AND ("
+    "(attribute_not_exists(#last) AND attribute_not_exists(#step) AND attribute_not_exists(#first))"
+    " OR (#step = :step AND #first = :first AND #last <= :limit))"
+)
 # A shard's item only ever advances once it exists: creating it must record the key's layout first.
 _ADVANCE_SHARD = "SET #last = #last + :inc"
 _ADVANCE_SHARD_IF = "#step = :step AND #first = :first AND #last <= :limit"
 _ADOPT = "SET #step = :step, #first = :first"
-_ADOPT_IF = ("#last = :old AND (attribute_not_exists(#step) OR #step = :step) AND "
-             "(attribute_not_exists(#first) OR #first = :first)")
+_ADOPT_IF = (
+    "#last = :old AND (attribute_not_exists(#step) OR #step = :step) AND "
+    "(attribute_not_exists(#first) OR #first = :first)"
+)
 _CREATE_SHARD = "SET #last = :last, #step = :step, #first = :first"
 _CREATE_SHARD_IF = "attribute_not_exists(#counter)"
-_RECORD_LAYOUT = ("SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards), "
-                  "#first = if_not_exists(#first, :first), #stride = if_not_exists(#stride, :stride)")
+_RECORD_LAYOUT = (
+    "SET #step = if_not_exists(#step, :step), #shards = if_not_exists(#shards, :shards), "
+    "#first = if_not_exists(#first, :first), #stride = if_not_exists(#stride, :stride)"
+)
 # The plain item holds the layout of a sharded key, and must not be a live single lane.
-_RECORD_LAYOUT_IF = ("(attribute_not_exists(#step) OR #step = :step) AND "
-                     "(attribute_not_exists(#shards) OR #shards = :shards) AND "
-                     "(attribute_not_exists(#first) OR #first = :first) AND "
-                     "(attribute_not_exists(#stride) OR #stride = :stride) AND attribute_not_exists(#last)")
+_RECORD_LAYOUT_IF = (
+    "(attribute_not_exists(#step) OR #step = :step) AND "
+    "(attribute_not_exists(#shards) OR #shards = :shards) AND "
+    "(attribute_not_exists(#first) OR #first = :first) AND "
+    "(attribute_not_exists(#stride) OR #stride = :stride) AND attribute_not_exists(#last)"
+)
 _NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
 _LAYOUT_NAMES = {**_NAMES, "#stride": STRIDE}
 _LANE_NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST}
 
-_TRANSIENT_CODES = frozenset({
-    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-    "InternalServerError", "ServiceUnavailable", "LimitExceededException",
-})
+_TRANSIENT_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "LimitExceededException",
+    }
+)
 # botocore's bases of every connection failure and timeout it raises (ReadTimeoutError included).
 _TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
 _ATTEMPTS = 3  # the advance, and at most two rounds of adopting or creating raced by another request
@@ -117,8 +131,12 @@ class CounterStore:
         return {key: {LAST: _number(item.get(LAST)), STEP: _number(item.get(STEP))} for key, item in items.items()}
 
     def _advance_request(self, lane: Lane, count: int) -> dict[str, Any]:
-        values = {":inc": _n(count * lane.step), ":step": _n(lane.step), ":first": _n(lane.first),
-                  ":limit": _n(lane.limit(count))}
+        values = {
+            ":inc": _n(count * lane.step),
+            ":step": _n(lane.step),
+            ":first": _n(lane.first),
+            ":limit": _n(lane.limit(count)),
+        }
         if lane.shards == 1:
             update, condition, names = _ADVANCE_KEY, _ADVANCE_KEY_IF, _NAMES
             values[":seed"] = _n(lane.seed)
@@ -162,9 +180,14 @@ class CounterStore:
     def _adopt(self, lane: Lane, last: int) -> None:
         """Give an item checked to be on the lane its `step` and `first`, if its `last` is still the one checked."""
         try:
-            self._call("update_item", **self._on(lane.item_key), UpdateExpression=_ADOPT, ConditionExpression=_ADOPT_IF,
-                       ExpressionAttributeNames=_LANE_NAMES,
-                       ExpressionAttributeValues={":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
+            self._call(
+                "update_item",
+                **self._on(lane.item_key),
+                UpdateExpression=_ADOPT,
+                ConditionExpression=_ADOPT_IF,
+                ExpressionAttributeNames=_LANE_NAMES,
+                ExpressionAttributeValues={":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
+            )
         except ClientError as err:
             if err.response["Error"]["Code"] != _CONDITION_FAILED:
                 raise
@@ -174,25 +197,35 @@ class CounterStore:
         """Record the sharded key's layout on its plain item, or refuse: another layout is recorded
         there, or the plain item is an unsharded lane that issued tickets."""
         try:
-            self._call("update_item", **self._on(lane.key), **layout_update(lane),
-                       ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            self._call(
+                "update_item",
+                **self._on(lane.key),
+                **layout_update(lane),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
         except ClientError as err:
             item = self._failed_on(err, lane.key) or {}
-            if LAST in item or any(name in item and _number(item[name]) != value
-                                   for name, value in layout_of(lane).items()):
+            if LAST in item or any(
+                name in item and _number(item[name]) != value for name, value in layout_of(lane).items()
+            ):
                 raise _changed_layout(lane, item, layout_item=True) from None
             # Nothing on the item explains the failure: it was edited or deleted since. Never go on
             # to the shard's item without the layout recorded.
-            raise Unavailable(f"counter {lane.key!r} changed while this request set it up; nothing was issued, "
-                              "retry") from None
+            raise Unavailable(
+                f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
+            ) from None
 
     def _create_shard(self, lane: Lane, count: int) -> int | None:
         last = lane.seed + count * lane.step
         try:
-            self._call("update_item", **self._on(lane.item_key), UpdateExpression=_CREATE_SHARD,
-                       ConditionExpression=_CREATE_SHARD_IF,
-                       ExpressionAttributeNames={"#counter": COUNTER_KEY, **_LANE_NAMES},
-                       ExpressionAttributeValues={":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)})
+            self._call(
+                "update_item",
+                **self._on(lane.item_key),
+                UpdateExpression=_CREATE_SHARD,
+                ConditionExpression=_CREATE_SHARD_IF,
+                ExpressionAttributeNames={"#counter": COUNTER_KEY, **_LANE_NAMES},
+                ExpressionAttributeValues={":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
+            )
         except ClientError as err:
             if err.response["Error"]["Code"] != _CONDITION_FAILED:
                 raise
@@ -231,12 +264,15 @@ class CounterStore:
         except ClientError as err:
             status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
             if err.response["Error"]["Code"] in _TRANSIENT_CODES or status >= 500:
-                raise Unavailable("the counter table is throttled or unavailable; nothing was issued, "
-                                  "retry after the Retry-After delay") from err
+                raise Unavailable(
+                    "the counter table is throttled or unavailable; nothing was issued, "
+                    "retry after the Retry-After delay"
+                ) from err
             raise
         except _TRANSIENT_ERRORS as err:
-            raise Unavailable("the counter table did not answer in time; no ticket was handed out, "
-                              "retry after the Retry-After delay") from err
+            raise Unavailable(
+                "the counter table did not answer in time; no ticket was handed out, retry after the Retry-After delay"
+            ) from err
 
 
 def layout_of(lane: Lane) -> dict[str, int]:
@@ -247,9 +283,12 @@ def layout_of(lane: Lane) -> dict[str, int]:
 def layout_update(lane: Lane) -> dict[str, Any]:
     """The conditional UpdateItem (less its table and key) that records `lane`'s key's layout on the
     plain item: the service's and tickets_admin's one way to do it."""
-    return {"UpdateExpression": _RECORD_LAYOUT, "ConditionExpression": _RECORD_LAYOUT_IF,
-            "ExpressionAttributeNames": _LAYOUT_NAMES,
-            "ExpressionAttributeValues": {f":{name}": _n(value) for name, value in layout_of(lane).items()}}
+    return {
+        "UpdateExpression": _RECORD_LAYOUT,
+        "ConditionExpression": _RECORD_LAYOUT_IF,
+        "ExpressionAttributeNames": _LAYOUT_NAMES,
+        "ExpressionAttributeValues": {f":{name}": _n(value) for name, value in layout_of(lane).items()},
+    }
 
 
 def _n(value: int) -> dict[str, str]:
@@ -278,7 +317,8 @@ def _changed_layout(lane: Lane, item: dict[str, Any], *, layout_item: bool = Fal
     return ConfigMismatch(
         f"counter {lane.key!r} {stored}, but this deployment gives it {lane.shards} shard(s), step {lane.step} "
         f"(stride x regionSlots x shards), stride {lane.stride}, shard 0 starting at {lane.key_first}; start, "
-        "stride, regionSlots, slots and shards are permanent once tickets were issued. Nothing was issued.")
+        "stride, regionSlots, slots and shards are permanent once tickets were issued. Nothing was issued."
+    )
 
 
 def _moved_lane(lane: Lane, first: int | None) -> ConfigMismatch:
@@ -286,11 +326,13 @@ def _moved_lane(lane: Lane, first: int | None) -> ConfigMismatch:
         f"counter {lane.item_key!r} was created as a lane starting at {first}, but this deployment "
         f"starts it at {lane.first} (start or the region's slot changed); start and slots are permanent "
         "once tickets were issued (to skip ahead, raise the item's last by a multiple of its step). "
-        "Nothing was issued.")
+        "Nothing was issued."
+    )
 
 
 def _off_lane(lane: Lane, last: int | None) -> ConfigMismatch:
     return ConfigMismatch(
         f"counter {lane.item_key!r} holds last={last!r}, which is not a ticket of this lane "
         f"(first {lane.first}, step {lane.step}); fix the item or the counter's config. "
-        "Nothing was handed out.")
+        "Nothing was handed out."
+    )
