@@ -85,9 +85,11 @@ class TicketsClient:
         if sign is None:
             sign = url_region is not None
         region = region or url_region
-        if sign and region is None:
-            raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
-        self._signer = Signer(region) if sign else None
+        self._signer: Signer | None = None
+        if sign:
+            if region is None:
+                raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
+            self._signer = Signer(region)
         self._transport = _Transport(parts.scheme, parts.hostname, parts.port, timeout)
         self._max_attempts = max_attempts
         self._sleep = sleep
@@ -101,7 +103,8 @@ class TicketsClient:
         `idempotent=False` sends no Idempotency-Key: a retry after a lost answer then burns that
         block (a gap), and the server saves its idempotency writes."""
         answer = self.issue(key, count, idempotent=idempotent)
-        return answer.get("tickets", [answer["ticket"]])
+        tickets: list[int] = answer.get("tickets", [answer["ticket"]])
+        return tickets
 
     def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
         """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}."""
@@ -116,8 +119,9 @@ class TicketsClient:
         write for up to MAX_BLOCK tickets, and an answer of four numbers whatever the count.
         `idempotent` as for `next`."""
         answer = self._request("POST", f"/_blocks{_key_path(key)}?count={count}", idempotent=idempotent)
-        numbers = [answer.get(name) for name in ("first", "last", "step", "count")]
-        if not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        fields = [answer.get(name) for name in ("first", "last", "step", "count")]
+        numbers = [n for n in fields if isinstance(n, int) and not isinstance(n, bool)]
+        if len(numbers) != len(fields):
             raise TicketsError(200, "bad_response", f"the server's answer is not a block: {answer!r:.200}")
         block = Block(*numbers)
         if block.count != count or block.step < 1 or block.last != block.first + block.step * (count - 1):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import botocore.session
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -20,6 +21,13 @@ from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import AuditLine
 from .store import CounterStore
+
+if TYPE_CHECKING:
+    from .idempotency import IdempotentIssue
+
+_LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
+_Error = TypeVar("_Error", bound=Exception)
+_ErrorResponder = Callable[[_Error], Response[str]]
 
 DYNAMODB_CONFIG = Config(
     # botocore's `max_attempts` counts retries only (3 would make 4 calls); `total_max_attempts` counts all.
@@ -47,36 +55,36 @@ settings = Settings.from_json(os.environ[SETTINGS_ENV])
 # A botocore client is all boto3 would build, without importing boto3 (~40 ms of cold start).
 dynamodb = botocore.session.get_session().create_client("dynamodb", config=DYNAMODB_CONFIG)
 issuer = Issuer(settings, CounterStore(dynamodb, os.environ[COUNTER_TABLE_ENV]))
-_idempotent_issue = None
+_idempotent_issue: IdempotentIssue | None = None
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
 _NEEDS_A_KEY = {"_counters": "GET /_counters/{key}", "_blocks": "GET or POST /_blocks/{key}?count=N"}
 
 
 @app.route("/", method=["GET", "POST"])
-def next_default_ticket() -> Response:
+def next_default_ticket() -> Response[str]:
     return _issue(protocol.TICKETS_ROUTE, path_key=None)
 
 
 @app.route("/<key>", method=["GET", "POST"])
-def next_ticket(key: str) -> Response:
+def next_ticket(key: str) -> Response[str]:
     if key in _NEEDS_A_KEY:
         raise NotFound(f"/{key} needs a key: {_NEEDS_A_KEY[key]}")
     return _issue(protocol.TICKETS_ROUTE, path_key=key)
 
 
 @app.route("/_blocks/<key>", method=["GET", "POST"])
-def next_block(key: str) -> Response:
+def next_block(key: str) -> Response[str]:
     return _issue(protocol.BLOCKS_ROUTE, path_key=key)
 
 
 @app.get("/_counters/<key>")
-def counter_state(key: str) -> Response:
+def counter_state(key: str) -> Response[str]:
     event = app.current_event
     return _json(200, issuer.state(protocol.state_request(key, event.raw_query_string, event.body)))
 
 
 @app.not_found
-def unknown_route(_: Exception) -> Response:
+def unknown_route(_: Exception) -> Response[str]:
     allowed = protocol.allowed_methods(app.current_event.path)
     if allowed is None:
         return _error(NotFound("no such path; use /, /{key}, /_blocks/{key} or /_counters/{key}"))
@@ -86,20 +94,27 @@ def unknown_route(_: Exception) -> Response:
     return _error(MethodNotAllowed(f"this path accepts {allowed}"), extra_headers={"Allow": allowed})
 
 
-@app.exception_handler(TicketsError)
-def refused(err: TicketsError) -> Response:
+def _exception_handler(exc_class: type[_Error]) -> Callable[[_ErrorResponder[_Error]], _ErrorResponder[_Error]]:
+    """`app.exception_handler`, typed: Powertools leaves its return type unannotated (it registers the
+    function and returns it unchanged)."""
+    register: Callable[[_ErrorResponder[_Error]], _ErrorResponder[_Error]] = app.exception_handler(exc_class)
+    return register
+
+
+@_exception_handler(TicketsError)
+def refused(err: TicketsError) -> Response[str]:
     return _error(err)
 
 
-@app.exception_handler(Exception)
-def bug(err: Exception) -> Response:
+@_exception_handler(Exception)
+def bug(err: Exception) -> Response[str]:
     logger.exception("unhandled error")
     return _error(TicketsError("an unexpected error; nothing was handed out. It has been logged"))
 
 
-def _issue(route: str, path_key: str | None) -> Response:
+def _issue(route: str, path_key: str | None) -> Response[str]:
     event = app.current_event
-    body = protocol.request_body(event.body, event.is_base64_encoded)
+    body = protocol.request_body(event.body, bool(event.is_base64_encoded))  # no isBase64Encoded: plain text
     request = protocol.ticket_request(
         path_key,
         event.raw_query_string,
@@ -135,13 +150,14 @@ def _issue(route: str, path_key: str | None) -> Response:
     return _json(200, issued)
 
 
-def _caller(event: dict) -> str:
+def _caller(event: dict[str, Any]) -> str:
     """Who signed the request (AWS_IAM auth); with auth NONE everyone is the same anonymous caller."""
     iam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam") or {}
-    return iam.get("userArn") or iam.get("callerId") or "anonymous"
+    caller: str = iam.get("userArn") or iam.get("callerId") or "anonymous"
+    return caller
 
 
-def _issue_and_record(request: dict) -> dict:
+def _issue_and_record(request: dict[str, Any]) -> dict[str, Any]:
     key, count = request["key"], request["count"]
     issued = issuer.issue(key, count)
     metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
@@ -152,7 +168,7 @@ def _issue_and_record(request: dict) -> dict:
     return issued.range_json() if request.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
 
 
-def _load_idempotency():
+def _load_idempotency() -> IdempotentIssue:
     global _idempotent_issue
     from .idempotency import idempotent  # imported on first use: most requests carry no header
 
@@ -165,11 +181,11 @@ def _load_idempotency():
     return _idempotent_issue
 
 
-def _json(status: int, body: dict, extra_headers: dict[str, str] | None = None) -> Response:
+def _json(status: int, body: dict[str, Any], extra_headers: dict[str, str] | None = None) -> Response[str]:
     return Response(status, "application/json", _compact_json(body), headers=extra_headers)
 
 
-def _error(err: TicketsError, extra_headers: dict[str, str] | None = None) -> Response:
+def _error(err: TicketsError, extra_headers: dict[str, str] | None = None) -> Response[str]:
     # `code` is one of a handful of fixed strings, so the dimension stays bounded.
     metrics.add_dimension(name="code", value=err.code)
     metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
@@ -178,14 +194,14 @@ def _error(err: TicketsError, extra_headers: dict[str, str] | None = None) -> Re
     return _json(err.status, {"error": err.code, "message": err.message}, {**err.headers, **(extra_headers or {})})
 
 
-def _traced(handler):
+def _traced(handler: _LambdaHandler) -> _LambdaHandler:
     return tracer.capture_lambda_handler(handler) if tracer is not None else handler
 
 
 @logger.inject_lambda_context(clear_state=True)
 @_traced
 @metrics.log_metrics
-def lambda_handler(event: dict, context: Any) -> dict:
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     # The Function URL's request id; set directly, as a JMESPath correlation path costs more per call.
     logger.set_correlation_id(event.get("requestContext", {}).get("requestId"))
     http = event.get("requestContext", {}).get("http", {})

@@ -10,7 +10,7 @@ Imported only when a request carries the header, so plain requests pay nothing f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -27,12 +27,17 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .errors import IdempotencyKeyReused, RequestInProgress, Unavailable
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
-Issue = Callable[[dict], dict]  # the request as the handler describes it -> the answer
+Issue = Callable[[dict[str, Any]], dict[str, Any]]  # the request as the handler describes it -> the answer
+IdempotentIssue = Callable[[str, str, dict[str, Any], Any], dict[str, Any]]  # (caller, header, request, context)
 
 
-def idempotent(
-    issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int
-) -> Callable[[str, str, dict, Any], dict]:
+class _Recorded(Protocol):
+    """`issue_once` as idempotent_function wraps it: the data must come as the keyword it names."""
+
+    def __call__(self, *, call: dict[str, Any]) -> dict[str, Any]: ...
+
+
+def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int) -> IdempotentIssue:
     persistence = DynamoDBPersistenceLayer(
         table_name=table_name, boto3_client=client, key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL
     )
@@ -43,11 +48,16 @@ def idempotent(
         expires_after_seconds=expires_after_seconds,
     )
 
-    @idempotent_function(data_keyword_argument="call", persistence_store=persistence, config=config)
-    def issue_once(call: dict) -> dict:
+    # idempotent_function is typed to return Any; this is what its decorator makes of issue_once.
+    record_once: Callable[[Issue], _Recorded] = idempotent_function(
+        data_keyword_argument="call", persistence_store=persistence, config=config
+    )
+
+    @record_once
+    def issue_once(call: dict[str, Any]) -> dict[str, Any]:
         return issue(call["request"])
 
-    def run(caller: str, idempotency_key: str, request: dict, lambda_context: Any) -> dict:
+    def run(caller: str, idempotency_key: str, request: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
         config.register_lambda_context(lambda_context)  # so a crashed attempt's lock expires with it
         call = {"caller": caller, "idempotency_key": idempotency_key, "request": request}
         try:

@@ -16,7 +16,7 @@ import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypedDict
 
 from .config import CounterConfig, Settings
 from .errors import BadRequest, Exhausted, NotFound, Unavailable, exhausted
@@ -41,6 +41,16 @@ class Store(Protocol):
         """The new `last`; raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
+
+
+class LaneState(TypedDict):
+    """One lane in the answer of /_counters/{key}."""
+
+    counter: str  # the lane's item key
+    lane: int
+    first: int
+    step: int
+    last: int | None  # None: the lane has issued nothing
 
 
 @dataclass(frozen=True)
@@ -69,14 +79,14 @@ class Issued:
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The answer of /{key}: the first ticket, and the list when there are more."""
-        body: dict = {"key": self.key, "ticket": self.first}
+        body: dict[str, Any] = {"key": self.key, "ticket": self.first}
         if self.count > 1:
             body["tickets"] = self.tickets
         return body
 
-    def range_json(self) -> dict:
+    def range_json(self) -> dict[str, Any]:
         """The answer of /_blocks/{key}: the block as a range, whatever its size."""
         return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
 
@@ -130,8 +140,8 @@ class Issuer:
         items = self._store.read(lanes)
         for lane in lanes:
             stored = items.get(lane.item_key)
-            if stored is not None and stored[STEP] == lane.step and stored[LAST] is not None:
-                self._learn(lane, stored[LAST])
+            if stored is not None and stored[STEP] == lane.step and (last := stored[LAST]) is not None:
+                self._learn(lane, last)
 
     def check_block(self, key: str, count: int) -> None:
         """Refuse a range block larger than the key's (or the deployment's) maxBlock allows."""
@@ -141,21 +151,22 @@ class Issuer:
                 f"invalid count {count}: a block of {key!r} holds at most {limit} tickets (maxBlock in cdk.json)"
             )
 
-    def state(self, key: str) -> dict:
+    def state(self, key: str) -> dict[str, Any]:
         counter, lanes = self._lanes(key)
-        rows, stored_steps = [], []
+        rows: list[LaneState] = []
+        stored_steps: list[int | None] = []
         items = self._store.read(lanes)
         for lane in lanes:  # every lane of this region, the unused ones with last null
             stored = items.get(lane.item_key, {LAST: None, STEP: None})
-            if stored[STEP] is not None or stored[LAST] is not None:
-                stored_steps.append(stored[STEP])
-            last = stored[LAST]
+            step, last = stored[STEP], stored[LAST]
+            if step is not None or last is not None:
+                stored_steps.append(step)
             rows.append(
                 {
                     "counter": lane.item_key,
                     "lane": lane.index,
                     "first": lane.first,
-                    "step": stored[STEP] if stored[STEP] is not None else lane.step,
+                    "step": step if step is not None else lane.step,
                     "last": last if last is not None and last != lane.seed else None,
                 }
             )

@@ -64,9 +64,9 @@ class AuditLine:
         if not self._std.isEnabledFor(logging.INFO):
             return
         logger, handler = self._logger, self._std.handlers[0]  # Powertools' registered handler
-        formatter = handler.formatter
-        if formatter is not self._formatter:
-            self._adopt(formatter)
+        formatter = self._formatter
+        if formatter is None or handler.formatter is not formatter:
+            formatter = self._adopt(handler.formatter)
         caller = sys._getframe(1)
         line = dict(formatter.log_format)
         for key in _RESERVED.intersection(line):
@@ -106,7 +106,7 @@ class AuditLine:
         finally:
             handler.release()
 
-    def _adopt(self, formatter: logging.Formatter | None) -> None:
+    def _adopt(self, formatter: logging.Formatter | None) -> LambdaPowertoolsFormatter:
         """Take over the formatter's settings: its serializer (json.dumps with these options, which
         builds a JSONEncoder per line: here one encoder, made once) and its time format."""
         if type(formatter) is not LambdaPowertoolsFormatter:
@@ -118,6 +118,7 @@ class AuditLine:
         self._converter = formatter.converter
         self._second = -1
         self._formatter = formatter
+        return formatter
 
     def _timestamp(self, nanoseconds: int) -> str:
         """Powertools' default timestamp, `2024-05-03 10:20:19,650+0000`, with strftime once a second."""

@@ -239,7 +239,8 @@ class CounterStore:
         if err.response["Error"]["Code"] != _CONDITION_FAILED:
             raise err
         if "Item" in err.response:
-            return err.response["Item"]
+            item: dict[str, Any] = err.response["Item"]
+            return item
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, dict[str, Any]]:
@@ -260,7 +261,8 @@ class CounterStore:
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
         try:
-            return getattr(self._client, operation)(**request)
+            response: dict[str, Any] = getattr(self._client, operation)(**request)
+            return response
         except ClientError as err:
             status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
             if err.response["Error"]["Code"] in _TRANSIENT_CODES or status >= 500:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
 LAST = "last"  # the last ticket issued on the lane: the high-water mark an operator reads
 STEP = "step"  # stride * lanes, fixed when the item is created
@@ -16,7 +18,7 @@ IDEMPOTENCY_TTL = "expiration"
 IDEMPOTENCY_TABLE_SUFFIX = "-idempotency"
 
 
-def create_table_arguments(table_name: str, partition_key: str) -> dict:
+def create_table_arguments(table_name: str, partition_key: str) -> dict[str, Any]:
     """Arguments for DynamoDB CreateTable, matching the table the stack defines."""
     return {
         "TableName": table_name,
