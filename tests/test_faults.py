@@ -186,3 +186,50 @@ def test_the_client_config_is_bounded(api):
         timing.DYNAMODB_READ_TIMEOUT_SECONDS,
     )
     assert config.connect_timeout + config.read_timeout <= 5
+
+
+class EndlessRaces:
+    """A counter table where shard 0 is throttled and, on shard 1, every conditional write loses to
+    another request: the item, hand-made and on its lane when the write fails, changes before the
+    next one. Records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def update_item(self, **request):
+        self.calls.append(request["Key"]["counter"]["S"])
+        if request["Key"]["counter"]["S"] == "hot#0":
+            raise client_error("ProvisionedThroughputExceededException")
+        if "shards" in request.get("ExpressionAttributeNames", {}).values() and "#stride" in request.get(
+            "ExpressionAttributeNames", {}
+        ):
+            return {}  # the layout on the plain item: recorded
+        failed = client_error("ConditionalCheckFailedException")
+        failed.response["Item"] = {"counter": {"S": "hot#1"}, "last": {"N": "2"}}  # on shard 1's lane (2, 4, ...)
+        raise failed
+
+
+def test_a_request_that_meets_endless_races_ends_in_a_503_within_its_budget_of_calls():
+    """timing.py's function timeout holds only if a request makes a bounded number of calls."""
+    from tickets.config import CounterConfig, Settings
+    from tickets.errors import Unavailable
+    from tickets.issuer import Issuer
+    from tickets.store import CounterStore
+
+    table = EndlessRaces()
+    issuer = Issuer(
+        Settings(counters={"hot": CounterConfig(shards=2)}),
+        CounterStore(table, COUNTER_TABLE),
+        shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard),
+    )
+    for _ in range(3):  # each request gets the whole budget again
+        table.calls.clear()
+        with pytest.raises(Unavailable):
+            issuer.issue("hot", 1)
+        assert len(table.calls) == timing.STORE_CALLS_PER_REQUEST
+        assert table.calls[0] == "hot#0" and set(table.calls[1:]) <= {"hot", "hot#1"}
+
+
+def test_the_function_timeout_covers_every_call_a_request_may_make():
+    assert timing.DYNAMODB_CALLS_PER_REQUEST == timing.IDEMPOTENCY_CALLS_PER_REQUEST + timing.STORE_CALLS_PER_REQUEST
+    assert timing.FUNCTION_TIMEOUT_SECONDS > timing.DYNAMODB_CALLS_PER_REQUEST * timing.WORST_CASE_CALL_SECONDS

@@ -42,6 +42,9 @@ class Store(Protocol):
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
 
+    def new_request(self) -> None:
+        """A new request begins: it gets the store's whole budget of calls."""
+
 
 class LaneState(TypedDict):
     """One lane in the answer of /_counters/{key}."""
@@ -99,6 +102,7 @@ class Issuer:
         self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
 
     def issue(self, key: str, count: int) -> Issued:
+        self._store.new_request()
         counter, lanes = self._lanes(key)
         self._shuffle(lanes)
         candidates = [lane for lane in lanes if self._may_fit(lane, count)]
@@ -152,6 +156,7 @@ class Issuer:
             )
 
     def state(self, key: str) -> dict[str, Any]:
+        self._store.new_request()
         counter, lanes = self._lanes(key)
         rows: list[LaneState] = []
         stored_steps: list[int | None] = []
