@@ -45,22 +45,12 @@ class TicketAlarms(Construct):
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
         self._alarm(
             "TableThrottles",
-            table.metric_throttled_requests_for_operations(
-                operations=[dynamodb.Operation.UPDATE_ITEM, dynamodb.Operation.BATCH_GET_ITEM], period=PERIOD
-            ),
+            _throttled_requests(table, ["UpdateItem", "BatchGetItem"]),
             "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).",
         )
         self._alarm(
             "IdempotencyTableThrottles",
-            idempotency_table.metric_throttled_requests_for_operations(
-                operations=[
-                    dynamodb.Operation.GET_ITEM,
-                    dynamodb.Operation.PUT_ITEM,
-                    dynamodb.Operation.UPDATE_ITEM,
-                    dynamodb.Operation.DELETE_ITEM,
-                ],
-                period=PERIOD,
-            ),
+            _throttled_requests(idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"]),
             "DynamoDB throttled the idempotency table: requests with an Idempotency-Key get 503s.",
         )
         self._alarm(
@@ -103,6 +93,22 @@ class TicketAlarms(Construct):
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
         return alarm
+
+
+def _throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:
+    """Throttled requests of these operations, summed. DynamoDB publishes ThrottledRequests only for an
+    operation that was throttled, and `a + b` has no value where either series has none (CDK's
+    metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
+    terms = {
+        operation.lower(): table.metric_throttled_requests_for_operation(operation, period=PERIOD, statistic="Sum")
+        for operation in operations
+    }
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"FILL({term}, 0)" for term in terms),
+        using_metrics=terms,
+        period=PERIOD,
+        label="throttled requests",
+    )
 
 
 def _notification_topic(scope: Construct, email: str) -> sns.Topic:

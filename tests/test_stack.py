@@ -308,6 +308,22 @@ def _alarmed_throttles(template: Template) -> dict[str, set[str]]:
     return throttled
 
 
+def test_a_throttle_alarm_counts_any_one_throttled_operation(template):
+    """DynamoDB publishes ThrottledRequests only for operations that were throttled; a plain `a + b`
+    of two sparse series has no value where one is missing, so each term is filled with 0."""
+    for alarm in template.find_resources("AWS::CloudWatch::Alarm").values():
+        queries = alarm["Properties"].get("Metrics", [])
+        terms = [
+            q["Id"]
+            for q in queries
+            if q.get("MetricStat", {}).get("Metric", {}).get("MetricName") == "ThrottledRequests"
+        ]
+        if not terms:
+            continue
+        [expression] = [q["Expression"] for q in queries if "Expression" in q]
+        assert expression == " + ".join(f"FILL({term}, 0)" for term in terms), expression
+
+
 def test_alarms_for_errors_throttles_and_counters_near_max(template):
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     single = sorted(
