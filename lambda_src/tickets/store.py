@@ -186,20 +186,15 @@ class CounterStore:
         return None  # adopted, by us or by a concurrent request: advance again
 
     def _adopt(self, lane: Lane, last: int) -> None:
-        """Give an item checked to be on the lane its `step` and `first`, if its `last` is still the one checked."""
-        try:
-            self._call(
-                "update_item",
-                **self._on(lane.item_key),
-                UpdateExpression=_ADOPT,
-                ConditionExpression=_ADOPT_IF,
-                ExpressionAttributeNames=_LANE_NAMES,
-                ExpressionAttributeValues={":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
-            )
-        except ClientError as err:
-            if err.response["Error"]["Code"] != _CONDITION_FAILED:
-                raise
-            # `last` moved: adopted and advanced by a concurrent request, or edited; the next advance tells
+        """Give an item checked to be on the lane its `step` and `first`, if its `last` is still the one checked.
+        If `last` moved (adopted and advanced by a concurrent request, or edited), the next advance tells."""
+        self._write_if(
+            lane.item_key,
+            UpdateExpression=_ADOPT,
+            ConditionExpression=_ADOPT_IF,
+            ExpressionAttributeNames=_LANE_NAMES,
+            ExpressionAttributeValues={":old": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
+        )
 
     def _record_layout(self, lane: Lane) -> None:
         """Record the sharded key's layout on its plain item, or refuse: another layout is recorded
@@ -224,21 +219,26 @@ class CounterStore:
             ) from None
 
     def _create_shard(self, lane: Lane, count: int) -> int | None:
+        """Create the shard's item with this block; None if another request created it first (advance again)."""
         last = lane.seed + count * lane.step
+        created = self._write_if(
+            lane.item_key,
+            UpdateExpression=_CREATE_SHARD,
+            ConditionExpression=_CREATE_SHARD_IF,
+            ExpressionAttributeNames={"#counter": COUNTER_KEY, **_LANE_NAMES},
+            ExpressionAttributeValues={":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
+        )
+        return last if created else None
+
+    def _write_if(self, item_key: str, **request: Any) -> bool:
+        """One conditional UpdateItem on `item_key`; False if its condition failed (nothing was written)."""
         try:
-            self._call(
-                "update_item",
-                **self._on(lane.item_key),
-                UpdateExpression=_CREATE_SHARD,
-                ConditionExpression=_CREATE_SHARD_IF,
-                ExpressionAttributeNames={"#counter": COUNTER_KEY, **_LANE_NAMES},
-                ExpressionAttributeValues={":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
-            )
+            self._call("update_item", **self._on(item_key), **request)
         except ClientError as err:
             if err.response["Error"]["Code"] != _CONDITION_FAILED:
                 raise
-            return None  # another request created it first: advance again
-        return last
+            return False
+        return True
 
     def _failed_on(self, err: ClientError, item_key: str) -> dict[str, Any] | None:
         """The item whose condition failed, as it stands (None: it does not exist). Re-raises any
