@@ -116,9 +116,9 @@ def test_cli_help_documents_the_options():
     for option in ("--count", "--url", "--text", "--sign", "--region", "TICKETS_URL", "--max-attempts"):
         assert option in result.stdout
     words = " ".join(result.stdout.split())  # argparse wraps the help text
-    assert "502 and 504" in words and "in_progress is retried for up to 81 s" in words
+    assert "502 and 504" in words and "in_progress is retried for up to 108 s" in words
     overview = " ".join(run_cli(["--help"], dict(os.environ)).stdout.split())
-    assert "lambda:InvokeFunctionUrl and lambda:InvokeFunction" in overview and "76 s timeout" in overview
+    assert "lambda:InvokeFunctionUrl and lambda:InvokeFunction" in overview and "103 s timeout" in overview
 
 
 class TestRetries:

@@ -14,10 +14,10 @@ WORST_CASE_CALL_SECONDS = (
 # Powertools' idempotency: the lock, then the answer saved (or the lock deleted, or the record read).
 IDEMPOTENCY_CALLS_PER_REQUEST = 2
 # The counter store's calls for one request, which store.py enforces (503 rather than one more call).
-# The longest legitimate path: a throttled shard (1), then a stand-in shard whose hand-made item is
-# adopted on an endpoint that returns no item with a failed condition: advance, read, layout, adopt,
-# advance (5).
-STORE_CALLS_PER_REQUEST = 6
+# The longest path no other request interferes with, on an endpoint that returns no item with a
+# failed condition: a throttled shard (1); an exhausted one, read to learn why (2), then every lane
+# surveyed (1); a hand-made item adopted: advance, read, layout, adopt, advance (5).
+STORE_CALLS_PER_REQUEST = 9
 DYNAMODB_CALLS_PER_REQUEST = IDEMPOTENCY_CALLS_PER_REQUEST + STORE_CALLS_PER_REQUEST
 
 WORST_CASE_DYNAMODB_SECONDS = DYNAMODB_CALLS_PER_REQUEST * WORST_CASE_CALL_SECONDS
