@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib
 import json
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import tickets
-from tickets.config import handler_environment, parse_config
+from tickets.config import DeploymentConfig, handler_environment, parse_config, region_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO / "cdk.json"
@@ -32,7 +30,6 @@ EVENT_FIXTURE = REPO / "tests" / "fixtures" / "function_url_event.json"
 REGION = "us-east-1"
 COUNTER_TABLE = "tickets-bench"
 IDEMPOTENCY_TABLE = "tickets-bench-idempotency"
-TICKETS_MODULE = "tickets.handler"
 BASELINE_MODULE = "bench.baseline"
 
 POWERTOOLS_AS_DEPLOYED = {
@@ -55,12 +52,26 @@ _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_L
 def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
     """The variables both handlers get (to be laid over the current environment): the function
     environment the stack gives cdk.json's first region, with the bench's tables and counters."""
-    raw = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
-    config = parse_config({**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}})
+    config = _config(extra_counters)
     function_env = handler_environment(
         config, next(iter(config.regions)), counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE
     )
     return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
+
+
+def tickets_app(extra_counters: dict[str, dict] | None = None) -> Any:
+    """Tickets as its function runs it (tickets.app.create_app), with the settings handler_env gives
+    the function, on the bench's tables. Powertools reads its settings (handler_env's) on import."""
+    from tickets.app import create_app, dynamodb_client
+
+    config = _config(extra_counters)
+    settings = region_settings(config, next(iter(config.regions)))
+    return create_app(settings, dynamodb_client(), COUNTER_TABLE, IDEMPOTENCY_TABLE)
+
+
+def _config(extra_counters: dict[str, dict] | None) -> DeploymentConfig:
+    raw = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
+    return parse_config({**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}})
 
 
 def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
@@ -82,13 +93,6 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-
-
-def fresh_import(module_name: str) -> Any:
-    """Import a handler module with the current environment: both build their clients at import
-    time, so one imported earlier is re-imported."""
-    module = sys.modules.get(module_name)
-    return importlib.reload(module) if module is not None else importlib.import_module(module_name)
 
 
 _EVENT_TEMPLATE = json.loads(EVENT_FIXTURE.read_text(encoding="utf-8"))

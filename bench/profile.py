@@ -53,12 +53,14 @@ def cold(rows: int) -> None:
 
 
 def warm(rows: int, calls: int) -> None:
-    from .environment import TICKETS_MODULE, fresh_import, function_url_event, lambda_context
+    from .environment import function_url_event, lambda_context, tickets_app
     from .warm import KEY, _StubbedHandler
 
     with environment(handler_env()), contextlib.redirect_stdout(open(os.devnull, "w")) as null:
-        module = fresh_import(TICKETS_MODULE)
-        handler = _StubbedHandler(module, module.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}})
+        app = tickets_app()
+        handler = _StubbedHandler(
+            app.lambda_handler, app.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
+        )
         handler.run_round(100)  # warm up
         handler.queue(calls)
         invocations = [(function_url_event(f"/{KEY}"), lambda_context()) for _ in range(calls)]
@@ -82,13 +84,16 @@ def warm(rows: int, calls: int) -> None:
 
 
 def line(rounds: int, calls: int) -> None:
+    import importlib
     import statistics
 
-    from .environment import BASELINE_MODULE, TICKETS_MODULE, fresh_import
+    from .environment import BASELINE_MODULE, tickets_app
     from .warm import _StubbedHandler
 
     with environment(handler_env()), contextlib.redirect_stdout(open(os.devnull, "w")) as null:
-        tickets, baseline = fresh_import(TICKETS_MODULE), fresh_import(BASELINE_MODULE)
+        app, baseline = tickets_app(), importlib.import_module(BASELINE_MODULE)
+        import tickets.app as tickets  # its module-level logger and audit line, swapped below
+
         for handler in tickets.logger.handlers:
             handler.setStream(null)
         audit_line = tickets.issued_line
@@ -98,11 +103,13 @@ def line(rounds: int, calls: int) -> None:
                 tickets.logger.info("issued", extra=fields)
 
         stubbed = _StubbedHandler(
-            tickets, tickets.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
+            app.lambda_handler, app.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
         )
         variants = {  # name: (handler, log level, audit line)
             "baseline": (
-                _StubbedHandler(baseline, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}),
+                _StubbedHandler(
+                    baseline.lambda_handler, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}
+                ),
                 None,
                 None,
             ),

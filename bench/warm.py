@@ -10,25 +10,26 @@ Runs in a child process (bench.child), whose stdout goes to the null device.
 
 from __future__ import annotations
 
+import importlib
 import json
 import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
-from .environment import BASELINE_MODULE, TICKETS_MODULE, fresh_import, function_url_event, lambda_context
+from .environment import BASELINE_MODULE, function_url_event, lambda_context, tickets_app
 
 KEY = "orders"  # configured in cdk.json (start 5000), so Tickets takes its configured-counter path
 _WARM_UP_ROUNDS = 1
 
 
 class _StubbedHandler:
-    """A handler module whose DynamoDB client answers from a queue of canned UpdateItem responses."""
+    """A handler whose DynamoDB client answers from a queue of canned UpdateItem responses."""
 
-    def __init__(self, module: Any, client: Any, attributes: Callable[[int], dict]):
+    def __init__(self, handler: Callable[[dict, Any], dict], client: Any, attributes: Callable[[int], dict]):
         from botocore.stub import Stubber
 
-        self.handler = module.lambda_handler
+        self.handler = handler
         self._stubber = Stubber(client)
         self._stubber.activate()
         self._attributes = attributes
@@ -66,14 +67,16 @@ class _StubbedHandler:
 
 def measure(rounds: int = 8, calls: int = 500) -> dict:
     """Run in a child process (bench.child): both handlers in one interpreter."""
-    tickets_module = fresh_import(TICKETS_MODULE)
-    baseline_module = fresh_import(BASELINE_MODULE)
+    from tickets.app import logger
+
+    tickets = tickets_app()
+    baseline_module = importlib.import_module(BASELINE_MODULE)
     handlers = {
         "baseline": _StubbedHandler(
-            baseline_module, baseline_module.table.meta.client, lambda last: {"last": {"N": str(last)}}
+            baseline_module.lambda_handler, baseline_module.table.meta.client, lambda last: {"last": {"N": str(last)}}
         ),
         "tickets": _StubbedHandler(
-            tickets_module, tickets_module.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
+            tickets.lambda_handler, tickets.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
         ),
     }
     # The same Tickets handler with its log level at WARNING (POWERTOOLS_LOG_LEVEL), which drops the
@@ -84,11 +87,11 @@ def measure(rounds: int = 8, calls: int = 500) -> dict:
         for name in durations:
             handler = handlers.get(name, handlers["tickets"])
             if name in quiet:
-                tickets_module.logger.setLevel(quiet[name])
+                logger.setLevel(quiet[name])
             measured = handler.run_round(calls)
             if round_index >= _WARM_UP_ROUNDS:
                 durations[name].extend(measured)
-    tickets_module.logger.setLevel("INFO")
+    logger.setLevel("INFO")
     medians = {name: 1e6 * statistics.median(measured) for name, measured in durations.items()}
     return {
         "warm_ratio": medians["tickets"] / medians["baseline"],

@@ -8,6 +8,7 @@ increasing from one request to the next.
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections import Counter
 from collections.abc import Iterable
@@ -17,12 +18,11 @@ from .environment import (
     BASELINE_MODULE,
     COUNTER_TABLE,
     IDEMPOTENCY_TABLE,
-    TICKETS_MODULE,
     environment,
-    fresh_import,
     function_url_event,
     handler_env,
     lambda_context,
+    tickets_app,
 )
 
 COUNTS = (1, 10, 100, 1000)
@@ -104,7 +104,7 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
 
     with environment(handler_env({SHARDED_KEY: {"shards": SHARDS}})), mock_aws():
         _create_tables()
-        tickets = fresh_import(TICKETS_MODULE)
+        tickets = tickets_app({SHARDED_KEY: {"shards": SHARDS}})
         handler, client = tickets.lambda_handler, tickets.dynamodb
         per_count: dict[int, float] = {}
         first_request: dict[int, int] = {}
@@ -120,7 +120,7 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
             calls[f"tickets count={count}"] = dict(steady.calls)
         sharded = _sharded(handler, client, sharded_requests)
         blocks = _blocks(handler, client)
-        baseline_module = fresh_import(BASELINE_MODULE)
+        baseline_module = importlib.import_module(BASELINE_MODULE)
         with CallCounter(baseline_module.table.meta.client) as baseline:
             baseline_issued = _issue(baseline_module.lambda_handler, "/bench-writes-baseline", 1, requests)
         calls["baseline"] = dict(baseline.calls)

@@ -1,7 +1,7 @@
 """Shared fixtures: the real handler, called with Function URL 2.0 events, on moto's DynamoDB.
 
-`deploy(config, region)` gives a `Region`: the handler module loaded with that region's
-environment (exactly what the stack gives the function) and its own tables in moto.
+`deploy(config, region)` gives a `Region`: the app built by `create_app` with that region's
+settings (exactly what the stack gives the function) and its own tables in moto.
 `Region.call(...)` builds an event from `fixtures/function_url_event.json` and returns
 the status, headers and parsed body.
 """
@@ -12,10 +12,8 @@ import base64
 import contextlib
 import copy
 import functools
-import importlib
 import json
 import os
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -40,9 +38,21 @@ import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from tickets.config import handler_environment, parse_config  # noqa: E402
-from tickets.issuer import Issuer  # noqa: E402
-from tickets.store import CounterStore  # noqa: E402
+from tickets.config import handler_environment, parse_config, region_settings  # noqa: E402
+
+# The Powertools settings the stack gives the function (service name, metrics namespace): read when
+# tickets.app is imported, so set first.
+os.environ.update(
+    {
+        name: value
+        for name, value in handler_environment(
+            parse_config({"regions": {"us-east-1": 0}}), "us-east-1", counter_table="", idempotency_table=""
+        ).items()
+        if name.startswith("POWERTOOLS_")
+    }
+)
+
+from tickets.app import App, create_app, dynamodb_client  # noqa: E402
 from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402
 
 # CI runs the property tests on a fixed set of examples, the same on every run; a developer's run
@@ -116,60 +126,48 @@ def function_url_event(
 
 
 @functools.cache
-def dynamodb_client(region: str):
+def test_client(region: str):
     """The tests' own client: clients are slow to make, and moto intercepts one made once."""
     return boto3.client("dynamodb", region_name=region)
 
 
+@functools.cache
+def function_client(region: str):
+    """The function's client, made as the Lambda makes it (tickets.app.dynamodb_client), once per region."""
+    return dynamodb_client(region_name=region)
+
+
 class Region:
-    """One region's deployment: its handler environment and its tables in moto."""
+    """One region's deployment: its app, built by create_app as the function builds it, and its tables in moto."""
 
-    active: Region | None = None  # whose environment the function has now
-    loaded: tuple[dict, Any] | None = None  # (environment, client) tickets.handler was last imported with
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, config: dict, region: str):
+    def __init__(self, config: dict, region: str):
         self.region = region
         self.config = parse_config(config)
-        self.environment = {
-            **handler_environment(
-                self.config, region, counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE
-            ),
-            "AWS_DEFAULT_REGION": region,
-        }
-        self.client = dynamodb_client(region)
+        self.settings = region_settings(self.config, region)  # what the stack puts in the function's environment
+        self.client = test_client(region)
         self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
-        self._monkeypatch = monkeypatch
+        self._app: App | None = None
         existing = self.client.list_tables()["TableNames"]
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
             if table not in existing:
                 self.client.create_table(**create_table_arguments(table, key))
 
     @property
-    def handler(self):
-        """tickets.handler as this region's function runs it: like a warm Lambda, the module is
-        imported again only when its environment changes (or someone else re-imported it). Its
-        Issuer is new for each test, as in a new execution environment: an Issuer remembers
-        exhausted lanes, and each test has new tables."""
-        if Region.active is not self:
-            for name, value in self.environment.items():
-                self._monkeypatch.setenv(name, value)
-            module = sys.modules.get("tickets.handler")
-            if module is None or Region.loaded != (self.environment, module.dynamodb):
-                module = importlib.reload(module) if module else importlib.import_module("tickets.handler")
-                Region.loaded = (self.environment, module.dynamodb)
+    def handler(self) -> App:
+        """The function as this region runs it, built on first use: like a new execution environment,
+        each Region (so each test) has its own Issuer, which remembers exhausted lanes."""
+        if self._app is None:
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
-            self._monkeypatch.setattr(
-                module, "issuer", Issuer(module.settings, CounterStore(module.dynamodb, COUNTER_TABLE), **picks)
+            self._app = create_app(
+                self.settings, function_client(self.region), COUNTER_TABLE, IDEMPOTENCY_TABLE, **picks
             )
-            Region.active = self
-        return sys.modules["tickets.handler"]
+        return self._app
 
     def pick_lanes(self, shuffle: Any) -> None:
         """Order the lanes each request tries with `shuffle` (in place) instead of at random; from the
         next call on, with a fresh Issuer."""
         self.shuffle = shuffle
-        if Region.active is self:
-            Region.active = None
+        self._app = None
 
     def call(self, path: str = "/", method: str = "GET", **event_args: Any) -> Answer:
         result = self.handler.lambda_handler(function_url_event(path, method, **event_args), FakeLambdaContext())
@@ -213,15 +211,14 @@ def aws():
     """moto's in-memory AWS for the duration of one test."""
     with mock_aws():
         yield
-    Region.active = None
 
 
 @pytest.fixture
-def deploy(aws, monkeypatch):
-    """deploy(config, region) -> Region, with the handler loaded from that cdk.json-style config."""
+def deploy(aws):
+    """deploy(config, region) -> Region, with the app built from that cdk.json-style config."""
 
     def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
-        return Region(monkeypatch, EXAMPLE_CONFIG if config is None else config, region)
+        return Region(EXAMPLE_CONFIG if config is None else config, region)
 
     return deploy
 

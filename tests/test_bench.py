@@ -5,6 +5,7 @@ No timing here: performance figures come from `make bench`, never from tests.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -22,7 +23,6 @@ from bench.environment import (
     COUNTER_TABLE,
     POWERTOOLS_AS_DEPLOYED,
     environment,
-    fresh_import,
     function_url_event,
     handler_env,
     lambda_context,
@@ -51,7 +51,7 @@ def test_counted_writes_per_ticket_are_one_per_request():
 def test_baseline_handler_issues_increasing_tickets_on_moto():
     with environment(handler_env()), mock_aws():
         writes._create_tables()
-        baseline = fresh_import(BASELINE_MODULE)
+        baseline = importlib.import_module(BASELINE_MODULE)
         answers = [
             baseline.lambda_handler(function_url_event(path), lambda_context())
             for path in ("/orders", "/orders", "/invoices", "/orders")

@@ -12,6 +12,7 @@ from test_handler import TEXT, assert_error, item
 from test_idempotency import once
 
 from conftest import EXAMPLE_CONFIG, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
+from tickets.app import logger as app_logger
 from tickets.protocol import allowed_methods
 
 MILLION = 1_000_000
@@ -211,14 +212,14 @@ def test_one_idempotency_key_on_both_issuing_routes_is_422(api, first_path, seco
 
 def handler_output(api, capsys, event: dict) -> tuple[dict, list[dict]]:
     """The handler's answer and every JSON line it printed (log lines and EMF metrics), at INFO."""
-    api.handler.logger.setLevel("INFO")
+    app_logger.setLevel("INFO")
     # The module may have been imported under another test's capture: write to this test's stdout.
-    streams = [handler.setStream(sys.stdout) for handler in api.handler.logger.handlers]
+    streams = [handler.setStream(sys.stdout) for handler in app_logger.handlers]
     capsys.readouterr()
     try:
         result = api.handler.lambda_handler(event, FakeLambdaContext())
     finally:
-        for handler, stream in zip(api.handler.logger.handlers, streams):
+        for handler, stream in zip(app_logger.handlers, streams):
             handler.setStream(stream)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     return result, lines

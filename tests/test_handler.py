@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from conftest import BROWSER_ACCEPT, EXAMPLE_CONFIG, Answer, FakeLambdaContext, function_url_event
+from tickets.app import logger as app_logger
 
 TEXT = {"accept": "text/plain"}
 
@@ -388,15 +389,15 @@ def test_every_answer_says_no_store(api, request_args, status):
 
 
 def test_each_request_logs_one_json_line_with_key_tickets_and_correlation_id(api, capsys):
-    api.handler.logger.setLevel("INFO")
+    app_logger.setLevel("INFO")
     # The module may have been imported under another test's capture: write to this test's stdout.
-    streams = [handler.setStream(sys.stdout) for handler in api.handler.logger.handlers]
+    streams = [handler.setStream(sys.stdout) for handler in app_logger.handlers]
     capsys.readouterr()
     event = function_url_event("/orders", query={"count": "3"})
     try:
         answer = json.loads(api.handler.lambda_handler(event, FakeLambdaContext())["body"])
     finally:
-        for handler, stream in zip(api.handler.logger.handlers, streams):
+        for handler, stream in zip(app_logger.handlers, streams):
             handler.setStream(stream)
     lines = [
         json.loads(line)
@@ -509,10 +510,10 @@ def log_lines(api):
     import io
 
     stream = io.StringIO()
-    api.handler.logger.setLevel("INFO")
-    previous = [handler.setStream(stream) for handler in api.handler.logger.handlers]
+    app_logger.setLevel("INFO")
+    previous = [handler.setStream(stream) for handler in app_logger.handlers]
     yield lambda: [line for line in stream.getvalue().splitlines() if line.startswith("{")]
-    for handler, old in zip(api.handler.logger.handlers, previous):
+    for handler, old in zip(app_logger.handlers, previous):
         handler.setStream(old)
 
 

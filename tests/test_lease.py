@@ -5,7 +5,6 @@ the local server runs over real HTTP."""
 from __future__ import annotations
 
 import itertools
-import sys
 import threading
 
 import pytest
@@ -286,7 +285,7 @@ def test_with_one_lane_per_region_a_lease_ascends_across_blocks(server):
 def test_on_a_sharded_key_a_lease_ascends_within_each_block_but_not_across_blocks(server, monkeypatch):
     """Which shard serves a block is the server's random pick; here the pick is fixed (lane 1, then
     lane 0, then lane 1, ...), so what the lease promises can be shown without depending on a draw."""
-    issuer = sys.modules["tickets.handler"].issuer
+    issuer = server.app.issuer
     turn = itertools.count()
     monkeypatch.setattr(issuer, "_shuffle", lambda lanes: lanes.reverse() if next(turn) % 2 == 0 else None)
     client = RecordingClient(server.url)

@@ -424,10 +424,17 @@ def test_second_region_serves_its_own_lane(tmp_path):
 
 
 @pytest.mark.slow
-def test_only_one_server_per_process(tmp_path):
-    config = write_cdk_json(tmp_path)
-    with LocalServer(config_path=config), pytest.raises(RuntimeError, match="already running"):
-        LocalServer(config_path=config).start()
+def test_two_servers_in_one_process_serve_their_own_configs_at_once(tmp_path):
+    """Each server builds its own app (tickets.app.create_app): two regions of one deployment, on the
+    same moto, each on its own lane, started and used together."""
+    tickets = {**TICKETS_CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    config = write_cdk_json(tmp_path, tickets)
+    with LocalServer(config_path=config, region="us-east-1") as east, LocalServer(config_path=config) as first:
+        with LocalServer(config_path=config, region="eu-west-1") as west:
+            assert call(east.url, "/orders?count=2").json()["tickets"] == [5000, 5002]
+            assert call(west.url, "/orders?count=2").json()["tickets"] == [5001, 5003]
+            assert call(first.url, "/orders").json()["ticket"] == 5004  # the first region's lane, as east's
+        assert call(east.url, "/orders").json()["ticket"] == 5006  # west stopped; east goes on
 
 
 @pytest.fixture

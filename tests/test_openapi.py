@@ -64,8 +64,10 @@ def test_the_document_is_valid_openapi():
 
 def test_paths_and_methods_are_the_handlers_routes(api):
     """Both ways: every route the resolver registered is documented, and nothing else is."""
-    app = api.handler.app
-    routes = {(route.openapi_path, route.method.lower()) for route in app._static_routes + app._dynamic_routes}
+    resolver = api.handler.resolver
+    routes = {
+        (route.openapi_path, route.method.lower()) for route in resolver._static_routes + resolver._dynamic_routes
+    }
     documented = {(path, method) for path, method, _ in operations()}
     assert routes and documented == routes
 

@@ -8,7 +8,6 @@ every run tries the same lanes."""
 from __future__ import annotations
 
 import random
-import types
 from collections import defaultdict
 from typing import Any
 
@@ -16,7 +15,6 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from conftest import COUNTER_TABLE
-from tickets import timing
 from tickets.config import CounterConfig, Settings
 from tickets.errors import ConfigMismatch
 from tickets.issuer import Issuer
@@ -580,37 +578,3 @@ def test_a_cold_function_pays_one_write_and_one_read_to_learn(deploy):
         with api.dynamodb_calls() as calls:
             assert api.get("/hot").body["error"] == "exhausted"
         assert writes_and_reads(calls) == (1, 1)
-
-
-class ThrottledShardZero(WithoutFailedItems):
-    """dynalite's answers (no item with a failed condition), and shard 0 throttled."""
-
-    def update_item(self, **request):
-        if request["Key"]["counter"]["S"] == "hot#0":
-            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "hot"}}, "x")
-        return super().update_item(**request)
-
-
-def test_the_longest_path_without_races_fits_the_budget_of_calls(api):
-    """A throttled shard, an exhausted one (read to learn why, then every lane surveyed), then a hand-made
-    item adopted after recording the layout: each step legitimate, together the most calls a request
-    makes when no other request interferes (timing.STORE_CALLS_PER_REQUEST)."""
-    api.put_item(shard_item(1, 18, step=4, first=2))  # shard 1's lane 2, 6, ..., 18: full at max 20
-    api.put_item(shard_item(2, 7))  # hand-made, on shard 2's lane 3, 7, 11, ...
-    client = ThrottledShardZero(api.client)
-    calls = []
-    real_call = CounterStore._call
-
-    def counted(store, operation, **request):
-        calls.append(operation)
-        return real_call(store, operation, **request)
-
-    store = CounterStore(client, COUNTER_TABLE)
-    store._call = types.MethodType(counted, store)
-    issuer = Issuer(
-        Settings(counters={"hot": CounterConfig(start=1, shards=4, max=20)}),
-        store,
-        shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard),
-    )
-    assert issuer.issue("hot", 1).tickets == [11]
-    assert len(calls) == timing.STORE_CALLS_PER_REQUEST

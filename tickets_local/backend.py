@@ -39,7 +39,9 @@ class MotoBackend:
     the server therefore runs one invocation at a time.
     """
 
-    description = "moto in-process (embedded DynamoDB; counters last until the server stops)"
+    description = (
+        "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"
+    )
     endpoint_url = None
 
     def __init__(self) -> None:

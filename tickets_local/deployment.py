@@ -1,12 +1,19 @@
 """What one local deployment is: cdk.json's `tickets` config, one of its regions, and the
-handler environment the stack would give that region's function."""
+settings the stack would give that region's function."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from tickets.config import DeploymentConfig, handler_environment, load_config_file, pick_region
+from tickets.config import (
+    DeploymentConfig,
+    Settings,
+    handler_environment,
+    load_config_file,
+    pick_region,
+    region_settings,
+)
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
@@ -36,16 +43,20 @@ class LocalDeployment:
         """A path worth curling: the first configured counter, else the default key."""
         return "/" + next(iter(self.config.counters), "")
 
-    def handler_environment(self, *, verbose: bool) -> dict[str, str]:
-        """Exactly the stack's environment for this region, plus what running outside Lambda needs."""
+    @property
+    def settings(self) -> Settings:
+        """Exactly the settings the stack gives this region's function."""
+        return region_settings(self.config, self.region)
+
+    def powertools_environment(self, *, verbose: bool) -> dict[str, str]:
+        """The stack's Powertools settings for the function, plus what running outside Lambda needs."""
+        function_environment = handler_environment(
+            self.config, self.region, counter_table=self.counter_table, idempotency_table=self.idempotency_table
+        )
         return {
-            **handler_environment(
-                self.config, self.region, counter_table=self.counter_table, idempotency_table=self.idempotency_table
-            ),
+            **{name: value for name, value in function_environment.items() if name.startswith("POWERTOOLS_")},
             **POWERTOOLS_LOCAL,
             "POWERTOOLS_LOG_LEVEL": "INFO" if verbose else "WARNING",
-            "AWS_DEFAULT_REGION": self.region,
-            "AWS_REGION": self.region,
         }
 
 

@@ -1,18 +1,17 @@
-"""Runs the deployed handler, `tickets.handler.lambda_handler`, unchanged, one invocation at a time.
+"""Runs a Tickets app's `lambda_handler` (built by `tickets.app.create_app`, as the deployed
+function builds it), one invocation at a time in this process, whichever server receives it.
 
 One at a time is not a simplification but a requirement, twice over:
-- a Lambda execution environment never runs two invocations at once, and the handler
-  relies on it: Powertools keeps the current event on the resolver *class*, and the
-  logger's and metrics' state are module-wide;
-- moto is not atomic: concurrent UpdateItems on one item in moto issued duplicate tickets
-  (docs/design.md#local-server), where DynamoDB itself never would.
-So every invocation holds one lock, whatever the backend.
+- a Lambda execution environment never runs two invocations at once, and the handler relies
+  on it: Powertools keeps the current event on the resolver *class*, and the logger's and
+  metrics' state are process-wide;
+- moto is process-wide and not atomic: concurrent UpdateItems on one item in moto issued
+  duplicate tickets (docs/design.md#local-server), where DynamoDB itself never would.
+So every invocation of every server in the process holds one lock, whatever the backend.
 """
 
 from __future__ import annotations
 
-import importlib
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from tickets import timing
 from .events import ACCOUNT_ID
 
 FUNCTION_NAME = "tickets-local"
-HANDLER_MODULE = "tickets.handler"
+_ONE_INVOCATION_AT_A_TIME = threading.Lock()
 
 
 @dataclass
@@ -47,14 +46,13 @@ class LambdaContext:
 
 
 class HandlerInvoker:
-    def __init__(self, region: str):
+    def __init__(self, region: str, handler: Callable[[dict, Any], Any]):
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
-        self._lock = threading.Lock()
-        self._handler: Callable[[dict, Any], Any] = load_handler().lambda_handler
+        self._handler = handler
 
     def invoke(self, event: dict) -> Any:
         context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
-        with self._lock:
+        with _ONE_INVOCATION_AT_A_TIME:
             try:
                 return self._handler(event, context)
             finally:
@@ -62,10 +60,3 @@ class HandlerInvoker:
                 # which then grows until it prints itself at 100 values; clearing it here does
                 # what the flush does in Lambda. (All Metrics instances share one set.)
                 Metrics().clear_metrics()
-
-
-def load_handler() -> Any:
-    """Import tickets.handler with the current environment, re-importing it if it was loaded
-    before: it reads its settings and builds its DynamoDB client at import time."""
-    module = sys.modules.get(HANDLER_MODULE)
-    return importlib.reload(module) if module is not None else importlib.import_module(HANDLER_MODULE)

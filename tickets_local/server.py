@@ -1,11 +1,10 @@
 """The local Function URL: an HTTP server in front of the deployed handler.
 
 `LocalServer` is the Python API (tests, the benchmark); `python -m tickets_local` wraps
-it in a command. One LocalServer may run per process at a time: the handler module,
-moto and the process environment are all process-wide. Starting a LocalServer
-(re)imports `tickets.handler` with its own settings, so sequential servers with
-different configs work, but a module that imported the handler's globals directly
-would keep the old ones.
+it in a command. Each LocalServer builds its own app with `tickets.app.create_app`, from
+its config's settings and its own DynamoDB client, so several may run in one process, with
+different configs; their invocations take turns (invoker.py says why). The Powertools
+settings (POWERTOOLS_*) are process-wide: the first server started decides them.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 
@@ -35,6 +34,9 @@ from .events import (
     http_response,
 )
 from .invoker import HandlerInvoker
+
+if TYPE_CHECKING:
+    from tickets.app import App
 
 log = logging.getLogger("tickets_local")
 
@@ -217,9 +219,6 @@ class LocalServer:
     ...     urllib.request.urlopen(server.url + "/orders").read()
     """
 
-    _running: LocalServer | None = None
-    _running_lock = threading.Lock()
-
     def __init__(
         self,
         config_path: str | Path = "cdk.json",
@@ -234,6 +233,7 @@ class LocalServer:
         self._address = (host, port)
         self._verbose = verbose
         self._saved_environment: dict[str, str | None] = {}
+        self.app: App | None = None  # built by start()
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -245,20 +245,20 @@ class LocalServer:
         return f"http://{host}:{port}"
 
     def start(self) -> LocalServer:
-        with LocalServer._running_lock:
-            if LocalServer._running is not None:
-                raise RuntimeError(
-                    "a LocalServer is already running in this process; stop it first "
-                    "(the handler module, moto and the environment are process-wide)"
-                )
-            LocalServer._running = self
         try:
             self.backend.start()
             self._set_environment(
-                {**self.deployment.handler_environment(verbose=self._verbose), **self.backend.environment()}
+                {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
+            # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
+            from tickets.app import create_app, dynamodb_client
+
             ensure_tables(self.deployment, self.backend.endpoint_url)
-            self._http = _HttpServer(self._address, HandlerInvoker(self.deployment.region))
+            client = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
+            self.app = create_app(
+                self.deployment.settings, client, self.deployment.counter_table, self.deployment.idempotency_table
+            )
+            self._http = _HttpServer(self._address, HandlerInvoker(self.deployment.region, self.app.lambda_handler))
         except BaseException:
             self._release()
             raise
@@ -292,7 +292,7 @@ class LocalServer:
                 os.environ[name] = value
 
     def _release(self) -> None:
-        """Undo start(): the backend, the environment, the one-server-per-process claim."""
+        """Undo start(): the backend, the environment."""
         self.backend.stop()
         for name, value in self._saved_environment.items():
             if value is None:
@@ -300,6 +300,3 @@ class LocalServer:
             else:
                 os.environ[name] = value
         self._saved_environment.clear()
-        with LocalServer._running_lock:
-            if LocalServer._running is self:
-                LocalServer._running = None

@@ -3,7 +3,8 @@
 The record is keyed by the caller and the header (two callers who happen to pick the same
 header value must not get each other's tickets); the request (route, key, count) is validated
 against it, so the same header with a different request is refused rather than answered
-wrongly.
+wrongly. The caller is the signing principal, an assumed role without its session name: a
+client's credentials refreshed by a new AssumeRole (a new session name) are the same caller.
 Imported only when a request carries the header, so plain requests pay nothing for it.
 """
 
@@ -28,7 +29,8 @@ from .errors import IdempotencyKeyReused, RequestInProgress, Unavailable
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[dict[str, Any]], dict[str, Any]]  # the request as the handler describes it -> the answer
-IdempotentIssue = Callable[[str, str, dict[str, Any], Any], dict[str, Any]]  # (caller, header, request, context)
+# (the Function URL event, the header, the request, what says the request's remaining time) -> the answer
+IdempotentIssue = Callable[[dict[str, Any], str, dict[str, Any], Any], dict[str, Any]]
 
 
 class _Recorded(Protocol):
@@ -57,9 +59,9 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
     def issue_once(call: dict[str, Any]) -> dict[str, Any]:
         return issue(call["request"])
 
-    def run(caller: str, idempotency_key: str, request: dict[str, Any], lambda_context: Any) -> dict[str, Any]:
-        config.register_lambda_context(lambda_context)  # so a crashed attempt's lock expires with it
-        call = {"caller": caller, "idempotency_key": idempotency_key, "request": request}
+    def run(event: dict[str, Any], idempotency_key: str, request: dict[str, Any], deadline: Any) -> dict[str, Any]:
+        config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
+        call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": request}
         try:
             return issue_once(call=call)
         except IdempotencyValidationError:
@@ -67,11 +69,14 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
                 "this Idempotency-Key was already used for a different request (route, key or count); "
                 "use a new Idempotency-Key for a new request"
             ) from None
-        except IdempotencyAlreadyInProgressError:
+        except (IdempotencyAlreadyInProgressError, IdempotencyInconsistentStateError):
+            # Inconsistent: each time this request found another's lock, that lock was gone (or
+            # expired) by the time it read it; that request ended without an answer to keep (a
+            # refusal, a failure), and a retry now starts anew.
             raise RequestInProgress(
                 "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
             ) from None
-        except (IdempotencyPersistenceLayerError, IdempotencyInconsistentStateError) as err:
+        except IdempotencyPersistenceLayerError as err:
             # If this happened after the tickets were issued, they are a gap: a retry with the same
             # header gets 409 in_progress until the lock expires, then new tickets.
             raise Unavailable(
@@ -80,3 +85,16 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
             ) from err
 
     return run
+
+
+def caller(event: dict[str, Any]) -> str:
+    """Who signed the request (AWS_IAM auth); with auth NONE everyone is the same anonymous caller.
+    An assumed role's ARN ends in the session name, which every AssumeRole may change (botocore's
+    refreshing credentials pick a new one): the role, not the session, is the caller."""
+    iam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam") or {}
+    principal: str = iam.get("userArn") or iam.get("callerId") or "anonymous"
+    if ":assumed-role/" in principal:
+        return principal.rsplit("/", 1)[0]  # arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION
+    if principal.startswith("AROA"):
+        return principal.split(":", 1)[0]  # a role's unique id, then :SESSION
+    return principal

@@ -42,9 +42,6 @@ class Store(Protocol):
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
 
-    def new_request(self) -> None:
-        """A new request begins: it gets the store's whole budget of calls."""
-
 
 class LaneState(TypedDict):
     """One lane in the answer of /_counters/{key}."""
@@ -102,7 +99,6 @@ class Issuer:
         self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
 
     def issue(self, key: str, count: int) -> Issued:
-        self._store.new_request()
         counter, lanes = self._lanes(key)
         self._shuffle(lanes)
         candidates = [lane for lane in lanes if self._may_fit(lane, count)]
@@ -156,7 +152,6 @@ class Issuer:
             )
 
     def state(self, key: str) -> dict[str, Any]:
-        self._store.new_request()
         counter, lanes = self._lanes(key)
         rows: list[LaneState] = []
         stored_steps: list[int | None] = []

@@ -45,7 +45,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
-from . import timing
 from .errors import ConfigMismatch, Unavailable, exhausted
 from .sequence import Lane
 from .tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP, STRIDE
@@ -102,16 +101,9 @@ _CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 class CounterStore:
-    def __init__(self, client: Any, table_name: str, calls_per_request: int = timing.STORE_CALLS_PER_REQUEST):
+    def __init__(self, client: Any, table_name: str):
         self._client = client
         self._table = table_name
-        self._calls_per_request = calls_per_request
-        self._calls_left = calls_per_request
-
-    def new_request(self) -> None:
-        """Give the next request its budget of calls: however many races or refusals it meets, it ends
-        (in a 503 at worst) before the function's timeout, which timing.py derives from this budget."""
-        self._calls_left = self._calls_per_request
 
     def advance(self, lane: Lane, count: int) -> int:
         """Reserve `count` tickets on `lane`; returns the new `last` (the highest ticket of the block).
@@ -268,12 +260,6 @@ class CounterStore:
         return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        if self._calls_left <= 0:
-            raise Unavailable(
-                "this request met more concurrent set-up or refusals on the counter table than its time "
-                "allows; nothing was issued, retry after the Retry-After delay"
-            )
-        self._calls_left -= 1
         try:
             response: dict[str, Any] = getattr(self._client, operation)(**request)
             return response

@@ -1,24 +1,75 @@
-"""How long a request may wait on DynamoDB, so a slow table ends in a 503, never a Lambda timeout.
+"""How long a request may take: a deadline per request, so a slow table ends in a 503, never a
+Lambda timeout (docs/design.md#failures has the reasoning behind each number).
 
-The handler's botocore config and the stack's function timeout both come from here.
+The app's botocore config and the stack's function timeout both come from here.
 """
 
-DYNAMODB_MAX_ATTEMPTS = 3  # botocore "standard" retries: the first call and two retries
-DYNAMODB_CONNECT_TIMEOUT_SECONDS = 1
-DYNAMODB_READ_TIMEOUT_SECONDS = 1
-_STANDARD_MODE_BACKOFF_SECONDS = 1 + 2  # at most 2**attempt seconds (jittered) between attempts
-WORST_CASE_CALL_SECONDS = (
-    DYNAMODB_MAX_ATTEMPTS * (DYNAMODB_CONNECT_TIMEOUT_SECONDS + DYNAMODB_READ_TIMEOUT_SECONDS)
-    + _STANDARD_MODE_BACKOFF_SECONDS
-)
-# Powertools' idempotency: the lock, then the answer saved (or the lock deleted, or the record read).
-IDEMPOTENCY_CALLS_PER_REQUEST = 2
-# The counter store's calls for one request, which store.py enforces (503 rather than one more call).
-# The longest path no other request interferes with, on an endpoint that returns no item with a
-# failed condition: a throttled shard (1); an exhausted one, read to learn why (2), then every lane
-# surveyed (1); a hand-made item adopted: advance, read, layout, adopt, advance (5).
-STORE_CALLS_PER_REQUEST = 9
-DYNAMODB_CALLS_PER_REQUEST = IDEMPOTENCY_CALLS_PER_REQUEST + STORE_CALLS_PER_REQUEST
+from __future__ import annotations
 
-WORST_CASE_DYNAMODB_SECONDS = DYNAMODB_CALLS_PER_REQUEST * WORST_CASE_CALL_SECONDS
-FUNCTION_TIMEOUT_SECONDS = WORST_CASE_DYNAMODB_SECONDS + 4  # + cold start and our own work
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .errors import Unavailable
+
+# One attempt per DynamoDB call: the caller's client is the one layer that retries (with jittered
+# backoff and the 503's Retry-After), so a request's worst case is known and no retry of a lost
+# write lands on the request's own idempotency lock.
+DYNAMODB_MAX_ATTEMPTS = 1
+DYNAMODB_CONNECT_TIMEOUT_SECONDS = 0.5
+DYNAMODB_READ_TIMEOUT_SECONDS = 1.0
+WORST_CASE_CALL_SECONDS = DYNAMODB_CONNECT_TIMEOUT_SECONDS + DYNAMODB_READ_TIMEOUT_SECONDS
+# What a request may spend: three worst-case calls (an idempotent request's lock, its write and its
+# saved answer) and some room; a request on a healthy table takes milliseconds, whatever it meets.
+REQUEST_BUDGET_SECONDS = 5.0
+# Kept back from the function's remaining time for rendering the answer and Powertools' flush.
+RENDER_MARGIN_SECONDS = 0.25
+# Twice the budget: the deadline, never the timeout, ends a request; this only bounds a hung one.
+FUNCTION_TIMEOUT_SECONDS = 10
+
+
+class Deadline:
+    """When the current request must be answered by: at most REQUEST_BUDGET_SECONDS after it began,
+    and RENDER_MARGIN_SECONDS before the function's own time runs out. `start` it per request."""
+
+    def __init__(self) -> None:
+        self._at = time.monotonic()  # nothing may start before the first request starts it
+
+    def start(self, lambda_remaining_millis: int) -> None:
+        """A request begins, with this much of the function's time left (Lambda's context says)."""
+        allowed = min(REQUEST_BUDGET_SECONDS, lambda_remaining_millis / 1000 - RENDER_MARGIN_SECONDS)
+        self._at = time.monotonic() + allowed
+
+    def remaining_seconds(self) -> float:
+        return self._at - time.monotonic()
+
+    def get_remaining_time_in_millis(self) -> int:
+        """The request's time left, as a Lambda context says it: Powertools' idempotency reads this to
+        let a crashed attempt's lock expire at its deadline."""
+        return max(0, int(self.remaining_seconds() * 1000))
+
+    def require_time_for_a_call(self) -> None:
+        """Refuse to start a DynamoDB call that might not finish before the deadline."""
+        if self.remaining_seconds() < WORST_CASE_CALL_SECONDS:
+            raise Unavailable(
+                "this request ran out of time waiting on DynamoDB; nothing was handed out, "
+                "retry after the Retry-After delay"
+            )
+
+
+class DeadlineBoundClient:
+    """A DynamoDB client whose every call starts only while it can still finish before the deadline:
+    the counter store and Powertools' idempotency both call DynamoDB through it."""
+
+    def __init__(self, client: Any, deadline: Deadline):
+        self._client = client
+        self._deadline = deadline
+
+    def __getattr__(self, operation: str) -> Callable[..., Any]:
+        call: Callable[..., Any] = getattr(self._client, operation)
+
+        def before_the_deadline(**request: Any) -> Any:
+            self._deadline.require_time_for_a_call()
+            return call(**request)
+
+        return before_the_deadline

@@ -1,0 +1,231 @@
+"""The service as one deployment runs it: routes, rendering and error mapping around an Issuer.
+
+`create_app` is the one way to build it. The Lambda module (handler.py) calls it once at import,
+from the environment the stack sets; the tests, the local server and the bench call it directly,
+each with its own settings and DynamoDB client, as many times as they like.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import botocore.session
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
+from aws_lambda_powertools.metrics import MetricUnit
+from botocore.config import Config
+
+from . import protocol, timing
+from .config import Settings
+from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
+from .issuer import Issuer
+from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
+from .log_format import AuditLine
+from .sequence import Lane
+from .store import CounterStore
+
+if TYPE_CHECKING:
+    from .idempotency import IdempotentIssue
+
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
+
+DYNAMODB_CONFIG = Config(
+    # botocore's `max_attempts` counts retries only; `total_max_attempts` counts all (timing.py: one).
+    retries={"mode": "standard", "total_max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
+    connect_timeout=timing.DYNAMODB_CONNECT_TIMEOUT_SECONDS,
+    read_timeout=timing.DYNAMODB_READ_TIMEOUT_SECONDS,
+    # store.py builds every request from validated input, and DynamoDB validates again; botocore's
+    # own check of each request against the model cost ~100 us a call (bench/README.md).
+    parameter_validation=False,
+)
+
+# Lambda's own Invocations metric counts requests; a refusal or a state read adds no metric of ours.
+warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
+logger = Logger()
+metrics = Metrics()
+# The audit trail: one line per issuance, Powertools' JSON line printed without the logging machinery.
+issued_line = AuditLine(logger, "issued")
+# Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
+# start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
+TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
+tracer = Tracer() if TRACING else None
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
+_NEEDS_A_KEY = {"_counters": "GET /_counters/{key}", "_blocks": "GET or POST /_blocks/{key}?count=N"}
+
+
+def dynamodb_client(**where: Any) -> Any:
+    """A DynamoDB client with timing.py's timeouts and attempts. botocore's, without boto3 (~40 ms of
+    cold start). `where`: create_client's region_name, endpoint_url or credentials, if not the
+    environment's."""
+    return botocore.session.get_session().create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
+
+
+@dataclass(frozen=True)
+class App:
+    settings: Settings
+    dynamodb: Any  # the client as given; every call goes through the request's deadline
+    issuer: Issuer
+    resolver: LambdaFunctionUrlResolver
+    lambda_handler: LambdaHandler
+
+
+def create_app(
+    settings: Settings,
+    dynamodb: Any,
+    counter_table: str,
+    idempotency_table: str,
+    *,
+    shuffle: Callable[[list[Lane]], None] = random.shuffle,
+) -> App:
+    """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
+    at random, unless a test pins them."""
+    deadline = timing.Deadline()
+    client = timing.DeadlineBoundClient(dynamodb, deadline)
+    issuer = Issuer(settings, CounterStore(client, counter_table), shuffle)
+    resolver = LambdaFunctionUrlResolver()
+    idempotent_issue: IdempotentIssue | None = None
+
+    @resolver.route("/", method=["GET", "POST"])
+    def next_default_ticket() -> Response[str]:
+        return issue(protocol.TICKETS_ROUTE, path_key=None)
+
+    @resolver.route("/<key>", method=["GET", "POST"])
+    def next_ticket(key: str) -> Response[str]:
+        if key in _NEEDS_A_KEY:
+            raise NotFound(f"/{key} needs a key: {_NEEDS_A_KEY[key]}")
+        return issue(protocol.TICKETS_ROUTE, path_key=key)
+
+    @resolver.route("/_blocks/<key>", method=["GET", "POST"])
+    def next_block(key: str) -> Response[str]:
+        return issue(protocol.BLOCKS_ROUTE, path_key=key)
+
+    @resolver.get("/_counters/<key>")
+    def counter_state(key: str) -> Response[str]:
+        event = resolver.current_event
+        return _json(200, issuer.state(protocol.state_request(key, event.raw_query_string, event.body)))
+
+    @resolver.not_found
+    def unknown_route(_: Exception) -> Response[str]:
+        event = resolver.current_event
+        allowed = protocol.allowed_methods(event.path)
+        if allowed is None:
+            return _error(NotFound("no such path; use /, /{key}, /_blocks/{key} or /_counters/{key}"))
+        if event.http_method in allowed.split(", "):
+            # The router refuses some characters (`"`, a backslash, ...) in a path segment; no key has them.
+            return _error(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
+        return _error(MethodNotAllowed(f"this path accepts {allowed}", headers={"Allow": allowed}))
+
+    def refused(err: Exception) -> Response[str]:
+        if not isinstance(err, TicketsError):
+            logger.exception("unhandled error")
+            err = TicketsError("an unexpected error; nothing was handed out. It has been logged")
+        return _error(err)
+
+    resolver.exception_handler(Exception)(refused)
+
+    def issue(route: str, path_key: str | None) -> Response[str]:
+        event = resolver.current_event
+        body = protocol.request_body(event.body, bool(event.is_base64_encoded))  # no isBase64Encoded: plain text
+        request = protocol.ticket_request(
+            path_key,
+            event.raw_query_string,
+            body,
+            settings.default_key,
+            max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
+        )
+        logger.append_keys(key=request.key, count=request.count)
+        if route == protocol.BLOCKS_ROUTE:
+            issuer.check_block(request.key, request.count)  # before any write, the idempotency record's too
+        # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
+        # records stored before range blocks existed say it; a block names its route, so one header cannot
+        # be answered a list on one route and a range on the other.
+        described = {"key": request.key, "count": request.count}
+        if route != protocol.TICKETS_ROUTE:
+            described["route"] = route
+        # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
+        headers = event.raw_event.get("headers") or {}
+        idempotency_key = headers.get("idempotency-key")
+        if idempotency_key is None:
+            issued = issue_and_record(described)
+        else:
+            once = idempotent_issue or load_idempotency()
+            issued = once(event.raw_event, require_idempotency_key(idempotency_key), described, deadline)
+        if protocol.prefers_text(headers.get("accept")):
+            if route == protocol.BLOCKS_ROUTE:
+                text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
+            else:
+                text = protocol.render_text(issued.get("tickets", [issued["ticket"]]))
+            return Response(200, "text/plain; charset=utf-8", text)
+        return _json(200, issued)
+
+    def issue_and_record(request: dict[str, Any]) -> dict[str, Any]:
+        key, count = request["key"], request["count"]
+        issued = issuer.issue(key, count)
+        metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
+        if issued.near_max:
+            metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
+            logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+        issued_line.emit(first_ticket=issued.first, last_ticket=issued.last)
+        return issued.range_json() if request.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
+
+    def load_idempotency() -> IdempotentIssue:
+        nonlocal idempotent_issue
+        from .idempotency import idempotent  # imported on first use: most requests carry no header
+
+        idempotent_issue = idempotent(
+            issue_and_record,
+            client=client,
+            table_name=idempotency_table,
+            expires_after_seconds=settings.idempotency_expiry_seconds,
+        )
+        return idempotent_issue
+
+    @logger.inject_lambda_context(clear_state=True)
+    @_traced
+    @metrics.log_metrics
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        deadline.start(context.get_remaining_time_in_millis())
+        # The Function URL's request id; set directly, as a JMESPath correlation path costs more per call.
+        logger.set_correlation_id(event.get("requestContext", {}).get("requestId"))
+        result = resolver.resolve(_normalised(event), context)
+        # A cached GET would hand one ticket to two callers.
+        result.setdefault("headers", {})["Cache-Control"] = "no-store"
+        return result
+
+    return App(settings, dynamodb, issuer, resolver, lambda_handler)
+
+
+def _normalised(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its paths normalised (protocol.normalise_path): routes never see a trailing slash."""
+    http = event.get("requestContext", {}).get("http", {})
+    raw_path, path = event.get("rawPath") or "/", http.get("path") or "/"
+    if protocol.normalise_path(raw_path) == raw_path and protocol.normalise_path(path) == path:
+        return event
+    return {
+        **event,
+        "rawPath": protocol.normalise_path(raw_path),
+        "requestContext": {**event.get("requestContext", {}), "http": {**http, "path": protocol.normalise_path(path)}},
+    }
+
+
+def _json(status: int, body: dict[str, Any], extra_headers: dict[str, str] | None = None) -> Response[str]:
+    return Response(status, "application/json", _compact_json(body), headers=extra_headers)
+
+
+def _error(err: TicketsError) -> Response[str]:
+    # `code` is one of a handful of fixed strings, so the dimension stays bounded.
+    metrics.add_dimension(name="code", value=err.code)
+    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
+    log = logger.warning if err.status >= 500 else logger.info
+    log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
+    return _json(err.status, {"error": err.code, "message": err.message}, err.headers)
+
+
+def _traced(handler: LambdaHandler) -> LambdaHandler:
+    return tracer.capture_lambda_handler(handler) if tracer is not None else handler
