@@ -7,9 +7,11 @@ import json
 import time
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
+from moto.core.models import botocore_stubber as moto_dynamodb
 
 from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
+from tickets import timing
 
 
 def once(key: str) -> dict:
@@ -181,3 +183,101 @@ def test_the_same_header_from_two_callers_gets_two_tickets(api):
     assert mine.status == 200 and theirs["statusCode"] == 200
     assert json.loads(theirs["body"])["ticket"] == mine.body["ticket"] + 1
     assert api.get("/orders", headers=header).body == mine.body  # each caller's repeat is still a repeat
+
+
+def signed_by(user_arn: str, caller_id: str) -> dict:
+    """A Function URL event's requestContext, signed by `user_arn` (AWS_IAM auth)."""
+    context = copy.deepcopy(EVENT_TEMPLATE["requestContext"])
+    context["authorizer"]["iam"].update(userArn=user_arn, callerId=caller_id, userId=caller_id)
+    return context
+
+
+def test_a_new_session_of_the_same_role_is_the_same_caller(api):
+    """Refreshed AssumeRole credentials carry a new session name (botocore names each session
+    anew): a retry across the refresh must still get the first answer, not new tickets."""
+    role = "arn:aws:sts::123456789012:assumed-role/orders-service"
+    header = {"idempotency-key": "across-a-refresh"}
+
+    def call_as(session: str, role_arn: str = role, role_id: str = "AROAEXAMPLE") -> dict:
+        event = {
+            **function_url_event("/orders", headers=header),
+            "requestContext": signed_by(f"{role_arn}/{session}", f"{role_id}:{session}"),
+        }
+        result = api.handler.lambda_handler(event, FakeLambdaContext())
+        assert result["statusCode"] == 200, result
+        return json.loads(result["body"])
+
+    first = call_as("botocore-session-1795348800")
+    assert call_as("botocore-session-1795352400") == first  # the same role, a later session
+    other_role = "arn:aws:sts::123456789012:assumed-role/billing-service"
+    assert call_as("botocore-session-1795348800", other_role, "AROAOTHER")["ticket"] == first["ticket"] + 1
+
+
+def test_copies_that_find_a_refused_copys_lock_gone_get_409_in_progress_then_the_refusal(deploy, monkeypatch):
+    """Concurrent copies of a request for a spent key (seen on dynalite): each copy's lock write fails
+    on another copy's lock, which that copy's refusal deletes before this one reads it. Powertools
+    calls that an inconsistent state; it is a request in flight a moment ago, never a 503."""
+    api = deploy({"regions": {"us-east-1": 0}, "counters": {"small": {"max": 2}}})
+    api.get("/small", query={"count": "2"})
+    real_put = api.handler.dynamodb.put_item
+
+    def another_copys_lock(**request):
+        if request["TableName"] != IDEMPOTENCY_TABLE:
+            return real_put(**request)
+        # dynalite's answer: the condition failed, without the item it failed on
+        raise ClientError({"Error": {"Code": "ConditionalCheckFailedException", "Message": "held"}}, "PutItem")
+
+    with monkeypatch.context() as racing:
+        racing.setattr(api.handler.dynamodb, "put_item", another_copys_lock)
+        copy_answer = api.post("/small", headers=once("spent"))
+    assert (copy_answer.status, copy_answer.body["error"]) == (409, "in_progress")
+    retried = api.post("/small", headers=once("spent"))  # the client retries in_progress
+    assert (retried.status, retried.body["error"]) == (409, "exhausted")
+    assert api.items(IDEMPOTENCY_TABLE) == []
+
+
+def test_a_lost_answer_to_the_lock_write_is_a_503_and_the_lock_ends_at_the_deadline(api):
+    """The lock is written but its answer lost. botocore does not retry it (a retry would fail on
+    the request's own lock and answer 409 in_progress); the lock expires at the request's deadline,
+    seconds away, not at the end of the function's time (FakeLambdaContext: 10 s)."""
+    lost = []
+
+    def write_then_time_out(request, event_name, **_):
+        if not lost:
+            lost.append(moto_dynamodb(event_name=event_name, request=request))  # DynamoDB applies it
+            raise ReadTimeoutError(endpoint_url=request.url)
+        return None
+
+    events = api.handler.dynamodb.meta.events
+    events.register_first("before-send.dynamodb.PutItem", write_then_time_out)
+    started_millis = time.time() * 1000
+    try:
+        answer = api.post("/orders", headers=once("lost-lock"))
+    finally:
+        events.unregister("before-send.dynamodb.PutItem", write_then_time_out)
+    assert (answer.status, answer.body["error"]) == (503, "unavailable") and len(lost) == 1
+    assert api.items() == []  # nothing issued
+    [lock] = api.items(IDEMPOTENCY_TABLE)
+    expires_in = int(lock["in_progress_expiration"]["N"]) - started_millis
+    assert 0 < expires_in <= timing.REQUEST_BUDGET_SECONDS * 1000 + 50
+    assert api.post("/orders", headers=once("lost-lock")).body["error"] == "in_progress"  # until then
+
+
+def test_the_lock_of_a_lost_attempt_blocks_its_key_only_until_the_deadline(api):
+    """With 2 s of the function left, the deadline is 1.75 s away: after it, the retry is served."""
+    real_put = api.handler.dynamodb.put_item
+
+    def lost_answer(**request):
+        real_put(**request)
+        raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+
+    context = FakeLambdaContext()
+    context.get_remaining_time_in_millis = lambda: 2_000  # type: ignore[method-assign]
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(api.handler.dynamodb, "put_item", lost_answer)
+        result = api.handler.lambda_handler(function_url_event("/orders", headers=once("short")), context)
+    assert result["statusCode"] == 503
+    [lock] = api.items(IDEMPOTENCY_TABLE)
+    assert api.post("/orders", headers=once("short")).body["error"] == "in_progress"
+    time.sleep(max(0.0, int(lock["in_progress_expiration"]["N"]) / 1000 - time.time()) + 0.05)
+    assert api.post("/orders", headers=once("short")).body == {"key": "orders", "ticket": 5000}
