@@ -42,12 +42,9 @@ def answer(result: dict) -> tuple[int, dict, dict]:
     return result["statusCode"], result.get("headers") or {}, json.loads(result["body"])
 
 
-def test_a_slow_table_ends_in_a_503_before_the_request_budget(deploy, monkeypatch):
-    """Each call answers just inside its timeouts (1.4 s). The first request of a sharded key, with an
-    Idempotency-Key, needs the lock, the advance, the read that tells why it failed (no item yet), the
-    layout, the shard's creation and the saved answer: after three calls too little time is left for a
-    fourth, so it answers 503 at 4.2 s of its 5 s."""
-    api = deploy(SHARDED)
+def on_a_slow_table(api, monkeypatch, event: dict, remaining_millis: int) -> tuple[int, dict, dict, list, float]:
+    """One request to `api`, each of whose DynamoDB calls takes 1.4 s of timing.py's clock (just inside
+    the timeouts) and then answers: (status, headers, body, the calls made, the seconds it took)."""
     clock, calls = Clock(), []
     monkeypatch.setattr(timing, "time", clock)
 
@@ -58,44 +55,33 @@ def test_a_slow_table_ends_in_a_503_before_the_request_budget(deploy, monkeypatc
     events = api.handler.dynamodb.meta.events
     events.register_first("before-call.dynamodb", take_time)
     try:
-        started = clock.now
-        status, headers, body = answer(
-            api.handler.lambda_handler(
-                function_url_event("/hot", headers={"idempotency-key": "slow"}), Context(remaining_millis=10_000)
-            )
-        )
+        result = api.handler.lambda_handler(event, Context(remaining_millis=remaining_millis))
     finally:
         events.unregister("before-call.dynamodb", take_time)
+    return (*answer(result), calls, clock.now - 1000.0)
+
+
+def test_a_slow_table_ends_in_a_503_before_the_request_budget(deploy, monkeypatch):
+    """The first request of a sharded key, with an Idempotency-Key, needs the lock, the advance, the
+    read that tells why it failed (no item yet), the layout, the shard's creation and the saved answer:
+    after three 1.4 s calls too little time is left for a fourth, so it answers 503 at 4.2 s of its 5 s."""
+    event = function_url_event("/hot", headers={"idempotency-key": "slow"})
+    status, headers, body, calls, took = on_a_slow_table(deploy(SHARDED), monkeypatch, event, 10_000)
     assert (status, body["error"]) == (503, "unavailable") and int(headers["Retry-After"]) >= 1
     assert calls == ["PutItem", "UpdateItem", "BatchGetItem"]
-    assert clock.now - started == pytest.approx(4.2)
-    assert clock.now - started + timing.WORST_CASE_CALL_SECONDS > timing.REQUEST_BUDGET_SECONDS  # no room left
-    assert clock.now - started <= timing.REQUEST_BUDGET_SECONDS
+    assert took == pytest.approx(4.2) and took <= timing.REQUEST_BUDGET_SECONDS
+    assert took + timing.WORST_CASE_CALL_SECONDS > timing.REQUEST_BUDGET_SECONDS  # no room for a fourth
 
 
 def test_the_functions_remaining_time_caps_the_deadline(deploy, monkeypatch):
     """With 3 s of the function left, the deadline is 2.75 s away: after one 1.4 s call no other
     starts, and the 503 comes well before Lambda would time the function out."""
-    api = deploy(SHARDED)
-    clock, calls = Clock(), []
-    monkeypatch.setattr(timing, "time", clock)
-
-    def take_time(model, **_):
-        calls.append(model.name)
-        clock.now += 1.4
-
-    events = api.handler.dynamodb.meta.events
-    events.register_first("before-call.dynamodb", take_time)
-    try:
-        started = clock.now
-        status, headers, body = answer(
-            api.handler.lambda_handler(function_url_event("/hot"), Context(remaining_millis=3_000))
-        )
-    finally:
-        events.unregister("before-call.dynamodb", take_time)
+    status, headers, body, calls, took = on_a_slow_table(
+        deploy(SHARDED), monkeypatch, function_url_event("/hot"), 3_000
+    )
     assert (status, body["error"], headers["Retry-After"]) == (503, "unavailable", "1")
-    assert calls == ["UpdateItem"] and clock.now - started == pytest.approx(1.4)
-    assert clock.now - started < 3.0 - timing.RENDER_MARGIN_SECONDS
+    assert calls == ["UpdateItem"] and took == pytest.approx(1.4)
+    assert took < 3.0 - timing.RENDER_MARGIN_SECONDS
 
 
 class RacingTable:
