@@ -14,7 +14,7 @@ from .backend import BackendError
 from .server import OPENAPI_PATH, LocalServer
 
 DESCRIPTION = """\
-Serve Tickets locally: the deployed handler (tickets.handler, unchanged) behind a local
+Serve Tickets locally: the deployed handler (tickets.app, as tickets.handler builds it) behind a local
 Lambda Function URL (payload format 2.0), with the settings the stack derives from
 cdk.json for one region. No AWS account needed: DynamoDB is moto, in this process,
 unless --endpoint-url names another DynamoDB. The server itself answers

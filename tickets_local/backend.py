@@ -22,8 +22,8 @@ from .deployment import LocalDeployment
 
 log = logging.getLogger("tickets_local")
 
-# The handler's boto3 client (built inside tickets.handler, unchanged) finds a custom
-# endpoint through botocore's service-specific endpoint variable.
+# botocore's service-specific endpoint variable: a client made without an endpoint (the server's, on
+# moto) would follow it past moto.
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
 _SETUP_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
 
@@ -71,7 +71,7 @@ class EndpointBackend:
         self.description = f"DynamoDB at {endpoint_url} (counters persist there across restarts)"
 
     def environment(self) -> dict[str, str | None]:
-        env: dict[str, str | None] = {ENDPOINT_ENV: self.endpoint_url}
+        env: dict[str, str | None] = {}  # the server gives its client endpoint_url itself
         if botocore.session.Session().get_credentials() is None:
             # DynamoDB Local and moto accept any credentials but botocore refuses to sign without some.
             env.update(AWS_ACCESS_KEY_ID="local", AWS_SECRET_ACCESS_KEY="local")
