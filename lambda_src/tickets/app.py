@@ -68,7 +68,8 @@ def dynamodb_client(**where: Any) -> Any:
 
 @dataclass(frozen=True)
 class App:
-    settings: Settings
+    """One deployment's function: Lambda calls `lambda_handler`; tests and the bench reach the rest."""
+
     dynamodb: Any  # the client as given; every call goes through the request's deadline
     issuer: Issuer
     resolver: LambdaFunctionUrlResolver
@@ -198,7 +199,7 @@ def create_app(
         result.setdefault("headers", {})["Cache-Control"] = "no-store"
         return result
 
-    return App(settings, dynamodb, issuer, resolver, lambda_handler)
+    return App(dynamodb, issuer, resolver, lambda_handler)
 
 
 def _normalised(event: dict[str, Any]) -> dict[str, Any]:
