@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         type=Path,
         default=DEFAULT_OUT,
-        help=f"where table.md (bench/README.md's table), results.json and results.png go "
-        f"(default: {DEFAULT_OUT})",
+        help=f"where table.md (bench/README.md's table), results.json and results.png go (default: {DEFAULT_OUT})",
     )
     parser.add_argument(
         "--cold-samples", type=int, default=15, help="fresh processes per handler for the cold start (default: 15)"

@@ -114,7 +114,7 @@ def test_the_bench_report_gets_the_new_table_between_its_markers_and_nothing_els
     assert new == f"# T\n\nbefore\n{readme.START}\n| new |\n| row |\n{readme.END}\nafter\n"
     with pytest.raises(ValueError, match="markers"):
         readme.splice("# no markers\n", "| new |")
-    assert readme.REPORT == Path(__file__).resolve().parent.parent / "bench" / "README.md"
+    assert Path(__file__).resolve().parent.parent / "bench" / "README.md" == readme.REPORT
     report_text = readme.REPORT.read_text(encoding="utf-8")
     assert report_text.count(readme.START) == 1 and report_text.count(readme.END) == 1
 
