@@ -30,7 +30,7 @@ def synthesize(app: cdk.App, ledger_path: Path) -> dict[str, TicketsStack]:
         print(
             f"{ledger_path}: no ledger was found, so this is a new deployment: wrote one; commit it with "
             "cdk.json. If this app was deployed before by a version without a ledger, stop: set tableName "
-            "to the deployed counter table's name first (README: Operations).",
+            "to the deployed counter table's name first (docs/operations.md: Upgrading).",
             file=sys.stderr,
         )
     else:

@@ -26,7 +26,7 @@ LEDGER_ENV = "TICKETS_LEDGER"  # another path, for tests and for apps run from e
 COMMENT = (
     "Tickets deployment ledger, kept by cdk synth: the region slots, table name and counter "
     "settings ever deployed, so a deploy cannot repeat a ticket. Commit it with cdk.json; never "
-    "edit or delete it (README: Operations)."
+    "edit or delete it (docs/operations.md)."
 )
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}")
@@ -95,7 +95,7 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         problems.append(
             f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
             "name is a new, empty table, where every counter would start again at its start and repeat every "
-            f"ticket already issued. Keep {previous.table_name!r} (README: Operations)."
+            f"ticket already issued. Keep {previous.table_name!r} (docs/operations.md)."
         )
     if config.region_slots != previous.region_slots:
         problems.append(
