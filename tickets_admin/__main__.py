@@ -32,9 +32,10 @@ Errors print "error: <what to do>" on stderr and exit with status 1."""
 RAISE_DESCRIPTION = """\
 Make every lane of KEY in this region (one per shard) next issue its smallest ticket
 greater than N. For a point-in-time restore (which rewinds `last`: raise above the
-highest ticket issued before the incident, e.g. from the function's logs) and for a
-move from another counter (point callers at Tickets first, then raise above the old
-counter's last value).
+highest ticket issued before the incident, e.g. from an export of the old table) and
+for a move from another counter: raise above its current value plus a margin before
+pointing callers at Tickets, then again above its final value once it has stopped
+(docs/operations.md, Day 2).
 
 It never lowers a lane: a lane already past N is left alone ("already above"), and so
 is one the service moves past N while this runs. An unused lane gets its item; a
