@@ -41,6 +41,7 @@ FULL_CONFIG = {
         "orders": {"start": 5000, "shards": 2},
         "big": {"start": str(BIG_START), "max": "9223372036854775807"},
     },
+    "compat": {"path": "counter"},
 }
 
 
@@ -691,3 +692,14 @@ def test_big_decimal_strings_reach_the_template_and_the_handler_exactly(two_regi
         "eu-west-1": [BIG_START + 1, BIG_START + 3, BIG_START + 5],
     }
     assert issued["eu-west-1"][-1] == MAX_TICKET
+
+
+def test_the_compatibility_route_reaches_the_deployed_function(two_regions, deploy):
+    """cdk.json's compat -> app.py -> the template's TICKETS_SETTINGS -> the handler answers the bare number."""
+    settings = _function_settings(two_regions.templates["us-east-1"])
+    assert Settings.from_json(settings).compat_path == "counter"
+    handler = deploy(FULL_CONFIG, "us-east-1")
+    handler.environment["TICKETS_SETTINGS"] = settings
+    answer = handler.get("/counter", query={"systemKey": "big"})  # one lane per region: a certain first ticket
+    assert (answer.status, answer.headers["Content-Type"]) == (200, "text/plain; charset=utf-8")
+    assert answer.body == str(BIG_START)

@@ -72,6 +72,14 @@ def next_ticket(key: str) -> Response[str]:
     return _issue(protocol.TICKETS_ROUTE, path_key=key)
 
 
+if settings.compat_path is not None:
+
+    @app.route(f"/{settings.compat_path}", method=["GET", "POST"])
+    def compat_ticket() -> Response[str]:
+        """The compatibility route (config `compat`): what / issues, answered as the bare number."""
+        return Response(200, "text/plain; charset=utf-8", protocol.render_bare(_issued(protocol.TICKETS_ROUTE, None)))
+
+
 @app.route("/_blocks/<key>", method=["GET", "POST"])
 def next_block(key: str) -> Response[str]:
     return _issue(protocol.BLOCKS_ROUTE, path_key=key)
@@ -113,6 +121,18 @@ def bug(err: Exception) -> Response[str]:
 
 
 def _issue(route: str, path_key: str | None) -> Response[str]:
+    issued = _issued(route, path_key)
+    if protocol.prefers_text(_headers().get("accept")):
+        if route == protocol.BLOCKS_ROUTE:
+            text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
+        else:
+            text = protocol.render_text(protocol.tickets_of(issued))
+        return Response(200, "text/plain; charset=utf-8", text)
+    return _json(200, issued)
+
+
+def _issued(route: str, path_key: str | None) -> dict[str, Any]:
+    """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
     event = app.current_event
     body = protocol.request_body(event.body, bool(event.is_base64_encoded))  # no isBase64Encoded: plain text
     request = protocol.ticket_request(
@@ -131,23 +151,17 @@ def _issue(route: str, path_key: str | None) -> Response[str]:
     described = {"key": request.key, "count": request.count}
     if route != protocol.TICKETS_ROUTE:
         described["route"] = route
-    # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
-    headers = event.raw_event.get("headers") or {}
-    idempotency_key = headers.get("idempotency-key")
+    idempotency_key = _headers().get("idempotency-key")
     if idempotency_key is None:
-        issued = _issue_and_record(described)
-    else:
-        issue = _idempotent_issue or _load_idempotency()
-        issued = issue(
-            _caller(event.raw_event), require_idempotency_key(idempotency_key), described, app.lambda_context
-        )
-    if protocol.prefers_text(headers.get("accept")):
-        if route == protocol.BLOCKS_ROUTE:
-            text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
-        else:
-            text = protocol.render_text(issued.get("tickets", [issued["ticket"]]))
-        return Response(200, "text/plain; charset=utf-8", text)
-    return _json(200, issued)
+        return _issue_and_record(described)
+    issue = _idempotent_issue or _load_idempotency()
+    return issue(_caller(event.raw_event), require_idempotency_key(idempotency_key), described, app.lambda_context)
+
+
+def _headers() -> dict[str, str]:
+    # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
+    headers: dict[str, str] = app.current_event.raw_event.get("headers") or {}
+    return headers
 
 
 def _caller(event: dict[str, Any]) -> str:
