@@ -20,7 +20,7 @@ ENDPOINT_URL ?=
 # jsii (the CDK's bridge to Node) prints an end-of-life banner on Node 20.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: test lint serve synth deploy bench clean
+.PHONY: test lint serve init synth deploy bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,14 +50,18 @@ $(CDK): package.json
 test: $(DEV_DEPS) $(CDK)
 	$(PY) -m pytest
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the client and the admin CLI.
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the client, the admin CLI and the ledger.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_client tickets_admin
+	$(VENV)/bin/mypy lambda_src/tickets tickets_client tickets_admin tickets_deploy
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
+
+# A new deployment's ledger (tickets.lock.json) for the current cdk.json; never replaces one.
+init: $(SERVE_DEPS)
+	$(PY) -m tickets_deploy init
 
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The CDK app: one Tickets stack per region configured in cdk.json's `tickets` context, checked
-against and recorded in the deployment ledger (tickets.lock.json beside cdk.json)."""
+against and recorded in the deployment ledger (tickets.lock.json beside cdk.json and this file)."""
 
 from __future__ import annotations
 
@@ -10,45 +10,49 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
-from stacks.ledger import LedgerError, default_ledger_path, read_ledger, record, write_ledger
 from stacks.tickets_stack import TicketsStack, add_stacks
 from tickets.config import ConfigError, parse_config
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, new_accounts, read_ledger, record, write_ledger
+
+LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
-def synthesize(app: cdk.App, ledger_path: Path) -> dict[str, TicketsStack]:
+def synthesize(app: cdk.App, ledger_path: Path, account: str | None = None) -> dict[str, TicketsStack]:
     """Check the config against the ledger, synthesise, then record the config in the ledger; returns
     the stacks by region. Nothing is written unless synthesis succeeded, and the ledger only when it changed."""
     config = parse_config(app.node.try_get_context("tickets"))
     previous = read_ledger(ledger_path)
-    ledger = record(config, previous)
-    stacks = add_stacks(app, config, account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
+    ledger = record(config, previous, account)
+    stacks = add_stacks(app, config, account=account)
     app.synth()
     if ledger == previous:
         return stacks
     write_ledger(ledger_path, ledger)
-    if previous is None:
+    print(
+        f"{ledger_path}: recorded the new counters, regions, accounts or retired slots; commit it with cdk.json.",
+        file=sys.stderr,
+    )
+    for region, new_account in new_accounts(previous, ledger):
         print(
-            f"{ledger_path}: no ledger was found, so this is a new deployment: wrote one; commit it with "
-            "cdk.json. If this app was deployed before by a version without a ledger, stop: set tableName "
-            "to the deployed counter table's name first (README: Operations).",
-            file=sys.stderr,
-        )
-    else:
-        print(
-            f"{ledger_path}: recorded the new counters, regions or retired slots; commit it with cdk.json.",
+            f"{region}: account {new_account} is new to the ledger, so its tables start empty and every counter "
+            "starts at its start there. That is right for a deployment of its own (staging beside production). "
+            "If it replaces a deployment in another account, run `python -m tickets_admin export` against the "
+            "old tables and `python -m tickets_admin raise KEY --above N` here for every key before callers "
+            "switch (docs/operations.md#moving-to-another-account).",
             file=sys.stderr,
         )
     return stacks
 
 
-def main(app: cdk.App | None = None, ledger_path: Path | None = None) -> None:
-    path = ledger_path or default_ledger_path()
+def main(app: cdk.App | None = None, ledger_path: Path = LEDGER_PATH) -> None:
     try:
-        synthesize(app or cdk.App(), path)
+        synthesize(app or cdk.App(), ledger_path, account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
     except ConfigError as err:
         sys.exit(f"cdk.json: invalid tickets config: {err}")
     except LedgerError as err:
-        sys.exit(f"cdk.json: refused by the deployment ledger {path} (nothing was synthesised or written):\n{err}")
+        sys.exit(
+            f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was synthesised or written):\n{err}"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """`python -m bench` (or `make bench`): every figure, one run, ratios side by side.
 
-Prints the README's Performance table and writes it to table.md, with results.json and
+Prints the table of bench/README.md and writes it to table.md, with results.json and
 results.png, in --out.
 """
 
@@ -17,7 +17,7 @@ from . import ceiling, cold_start, package, report
 from .child import run_in_child
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
-DURATION = "about a minute on 2 cores"  # as measured; README.md and bench/README.md say the same
+DURATION = "about a minute on 2 cores"  # as measured; bench/README.md says the same
 
 
 def _phase(name: str, results: dict, measure) -> None:
@@ -38,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out",
         type=Path,
         default=DEFAULT_OUT,
-        help=f"where table.md (the README's Performance table), results.json and results.png go "
-        f"(default: {DEFAULT_OUT})",
+        help=f"where table.md (bench/README.md's table), results.json and results.png go (default: {DEFAULT_OUT})",
     )
     parser.add_argument(
         "--cold-samples", type=int, default=15, help="fresh processes per handler for the cold start (default: 15)"

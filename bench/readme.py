@@ -1,5 +1,5 @@
 """`python -m bench.readme`: put the table of the last `make bench` run (bench/out/table.md) into
-README.md's Performance section, between its two markers, and change nothing else."""
+bench/README.md, between its two markers, and change nothing else."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .environment import REPO
 
 START = "<!-- bench table: `python -m bench.readme` puts bench/out/table.md here -->"
 END = "<!-- end of bench table -->"
+REPORT = REPO / "bench" / "README.md"  # the one place the table lives
 
 
 def splice(readme: str, table: str) -> str:
@@ -19,7 +20,7 @@ def splice(readme: str, table: str) -> str:
     before, start, rest = readme.partition(START)
     _, end, after = rest.partition(END)
     if not start or not end:
-        raise ValueError(f"README.md has no {START!r} ... {END!r} markers")
+        raise ValueError(f"the report has no {START!r} ... {END!r} markers")
     return f"{before}{START}\n{table.strip()}\n{END}{after}"
 
 
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_OUT / "table.md",
         help="the table to put in (default: the last run's, bench/out/table.md)",
     )
-    parser.add_argument("--readme", type=Path, default=REPO / "README.md", help="the README to change")
+    parser.add_argument("--readme", type=Path, default=REPORT, help="the report to change (default: bench/README.md)")
     args = parser.parse_args(argv)
     try:
         args.readme.write_text(

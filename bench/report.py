@@ -35,7 +35,7 @@ def _mark(met: bool) -> str:
 
 
 def markdown_table(results: dict) -> str:
-    """The README's Performance table (bench/out/table.md): every figure of one run, its goal, and a
+    """bench/README.md's table (bench/out/table.md): every figure of one run, its goal, and a
     closing line saying which run it was."""
     met = goals_met(results)
     cold, warm = results["cold_start_ms"], results["warm_us"]

@@ -46,7 +46,7 @@ class TicketAlarms(Construct):
         self._alarm(
             "TableThrottles",
             _throttled_requests(table, ["UpdateItem", "BatchGetItem"]),
-            "DynamoDB throttled the counter table: a hot key needs shards or blocks (see README).",
+            "DynamoDB throttled the counter table: a hot key needs shards or blocks (docs/operations.md: Hot keys).",
         )
         self._alarm(
             "IdempotencyTableThrottles",

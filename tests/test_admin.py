@@ -391,6 +391,17 @@ def test_every_command_has_help_with_examples(args, expected):
         assert text in result.stdout, (text, result.stdout)
 
 
+def test_raise_help_gives_the_safe_order_for_a_move_from_another_counter():
+    # Raising only after callers moved lets Tickets issue low numbers, which the old counter issued too.
+    result = subprocess.run(
+        [sys.executable, "-m", "tickets_admin", "raise", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    help_text = " ".join(result.stdout.split())
+    assert "plus a margin before pointing callers at Tickets" in help_text, help_text
+    assert "again above its final value once it has stopped" in help_text, help_text
+    assert "docs/operations.md" in help_text, help_text
+
+
 # --- against a moto server shared with the local server ---------------------------------------------
 
 RACE_CONFIG = {

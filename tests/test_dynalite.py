@@ -10,6 +10,8 @@ so the others cannot pass by accident on an endpoint that behaves like DynamoDB.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import socket
@@ -23,6 +25,7 @@ from botocore.exceptions import ClientError
 
 from local_support import call, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
+from tickets_admin.__main__ import main as admin_main
 from tickets_local.deployment import load_deployment
 from tickets_local.server import LocalServer
 
@@ -39,6 +42,7 @@ CONFIG = {
         "small": {"max": 3},
         "hot": {"shards": 4, "max": 12},  # four lanes of three tickets: twelve requests must use all four
     },
+    "compat": {"path": "counter"},  # the compatibility route, after `tickets_admin migrate`
 }
 
 
@@ -234,3 +238,47 @@ def test_idempotency_keys_work_on_dynalite(server):
     reused = call(server.url, "/idem?count=3", method="POST", headers=headers)
     assert (reused.status, reused.json()["error"]) == (422, "idempotency_key_reused")
     assert tickets(server, "/idem") == [first[-1] + 1]  # the repeat burned nothing
+
+
+def test_migrate_an_old_counter_table_then_call_the_compatibility_route(dynalite, config_path, server):
+    """The old API Gateway counter pattern's table (systemKey -> counter) on dynalite, migrated with a
+    margin by `tickets_admin migrate`, twice; then the old callers' request, at the local server."""
+    client = boto3.client("dynamodb", endpoint_url=dynalite, region_name="us-east-1")
+    client.create_table(
+        TableName="legacy-counters",
+        KeySchema=[{"AttributeName": "systemKey", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "systemKey", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    client.get_waiter("table_exists").wait(TableName="legacy-counters", WaiterConfig={"Delay": 0.1, "MaxAttempts": 100})
+    for key, value in (("legacy-a", "41"), ("legacy-b", "7000"), ("bad key", "3")):
+        client.put_item(TableName="legacy-counters", Item={"systemKey": {"S": key}, "counter": {"N": value}})
+    command = ["migrate", "--from-table", "legacy-counters", "--key-attribute", "systemKey"]
+    command += ["--value-attribute", "counter", "--margin", "100", "--endpoint-url", dynalite]
+    command += ["--config", str(config_path)]
+
+    def migrate() -> tuple[int, list[str]]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = admin_main(command)
+        return status, out.getvalue().splitlines()
+
+    status, out = migrate()
+    assert status == 1  # the item named "bad key" is skipped, and listed
+    assert out[1:] == [
+        "legacy-a: raised above 141 (old value 41 + margin 100): legacy-a (lane 0): unused -> last 141; "
+        "next ticket 142",
+        "legacy-b: raised above 7100 (old value 7000 + margin 100): legacy-b (lane 0): unused -> last 7100; "
+        "next ticket 7101",
+        'skipped systemKey {"S": "bad key"}: not a valid key (a string of 1-100 characters from A-Z a-z 0-9 . _ : '
+        "-, the first one a letter or digit)",
+        "2 key(s): 2 raised, 0 already above, 0 not migrated; 1 item(s) skipped",
+    ]
+    status, out = migrate()
+    assert out[-1] == "2 key(s): 0 raised, 2 already above, 0 not migrated; 1 item(s) skipped"
+
+    answers = [call(server.url, "/counter?systemKey=legacy-a") for _ in range(3)]
+    assert [(reply.status, reply.headers["content-type"], reply.body) for reply in answers] == [
+        (200, "text/plain; charset=utf-8", str(ticket).encode()) for ticket in (142, 143, 144)
+    ]
+    assert call(server.url, "/counter?systemKey=legacy-b").body == b"7101"

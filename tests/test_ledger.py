@@ -13,28 +13,31 @@ from pathlib import Path
 
 import pytest
 
-from stacks.ledger import (
+from tickets.config import load_config_file, parse_config
+from tickets_deploy.ledger import (
     COMMENT,
-    LEDGER_ENV,
+    UNCONFIGURED,
     CounterRecord,
     Ledger,
     LedgerError,
     SlotRecord,
-    default_ledger_path,
     from_text,
+    init_ledger,
+    ledger_path_beside,
+    new_accounts,
     read_ledger,
     record,
     to_text,
     write_ledger,
 )
-from tickets.config import parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
 TOP = str(2**63 - 1)
-BASE = {
+BASE = {  # strict, so new counters may take any layout; the rollout rule's tests serve unconfigured keys
     "regions": {"us-east-1": 0, "eu-west-1": 1},
     "regionSlots": 4,
+    "strictKeys": True,
     "counters": {"orders": {"start": 5000, "shards": 2}, "invoices": {"start": 1, "stride": 10}},
 }
 
@@ -70,7 +73,21 @@ def test_no_ledger_is_a_new_deployment_and_everything_is_recorded(deployed):
             "invoices": CounterRecord(start=1, stride=10, shards=1),
             "orders": CounterRecord(start=5000, stride=1, shards=2),
         },
+        unconfigured_keys_served=False,  # strictKeys is true
+        default_keys_served=frozenset({"default"}),  # not configured, so served unconfigured
     )
+
+
+def test_a_new_deployment_records_whether_it_serves_unconfigured_keys():
+    assert record(config(strictKeys=False), None).unconfigured_keys_served
+    configured_default = record(config(defaultKey="orders"), None)
+    assert (configured_default.unconfigured_keys_served, configured_default.default_keys_served) == (False, set())
+
+
+@pytest.fixture
+def loose() -> Ledger:
+    """The shipped example's kind of deployment: strictKeys false, so any key is served unconfigured."""
+    return record(config(strictKeys=False), None)
 
 
 def test_the_same_config_again_changes_nothing(deployed):
@@ -201,15 +218,86 @@ def test_other_settings_are_not_the_ledgers_business(deployed):
     assert ledger == deployed
 
 
+# --- the rollout rule (docs/design.md#the-rollout-rule) ----------------------------------------
+
+
+def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_unconfigured_keys_are_served(loose):
+    """Two regions, strictKeys false: one region still on the old config serves foo unconfigured
+    (2, 4, ...) while the other serves it from 1000 on: 1000 to 1008 twice, as the issue observed."""
+    message = refusal(loose, strictKeys=False, counters=counters(foo={"start": 1000}))
+    assert message.startswith("counters.foo: a new counter with start 1000, stride 1, shards 1, but a recorded ")
+    assert "served keys nobody configured (strictKeys false)" in message
+    assert "`python -m tickets_admin raise foo --above N`" in message
+    assert "strictKeys true from `make init` on" in message
+
+
+@pytest.mark.parametrize("layout", [{"shards": 4}, {"stride": 10}, {"start": 2}])
+def test_any_other_layout_for_a_new_counter_is_refused_while_unconfigured_keys_are_served(loose, layout):
+    assert refusal(loose, counters=counters(bar=layout)).startswith("counters.bar: a new counter")
+
+
+def test_a_new_counter_with_the_unconfigured_layout_is_accepted_with_its_own_max(loose):
+    ledger = record(config(counters=counters(foo={"start": 1, "max": 500, "maxBlock": 10})), loose)
+    assert ledger.counters["foo"] == UNCONFIGURED
+
+
+def test_turning_strict_keys_on_later_does_not_unlock_the_layout(loose):
+    """A region may still run the version that served unconfigured keys."""
+    strict = record(config(), loose)
+    assert strict.unconfigured_keys_served
+    assert refusal(strict, counters=counters(foo={"start": 1000})).startswith("counters.foo:")
+
+
+def test_strict_keys_from_the_start_lets_a_new_counter_choose_its_layout(deployed):
+    ledger = record(config(counters=counters(foo={"start": 1000, "shards": 3})), deployed)
+    assert ledger.counters["foo"] == CounterRecord(start=1000, stride=1, shards=3)
+
+
+def test_the_default_key_is_served_unconfigured_even_with_strict_keys(deployed):
+    message = refusal(deployed, counters=counters(default={"start": 1000}))
+    assert "default was the defaultKey of a recorded version that did not configure it" in message
+    # A key that became the default only once configured was never served unconfigured.
+    moved = record(config(defaultKey="orders"), deployed)
+    assert moved.default_keys_served == {"default"}
+    assert record(config(defaultKey="orders", counters=counters(members={"start": 7})), moved)
+
+
+def test_switching_strict_keys_off_locks_the_layout_from_then_on(deployed):
+    loose = record(config(strictKeys=False), deployed)
+    assert loose.unconfigured_keys_served
+    assert refusal(loose, counters=counters(foo={"stride": 3})).startswith("counters.foo:")
+
+
+# --- accounts -----------------------------------------------------------------------------------
+
+
+def test_accounts_are_recorded_per_region_and_a_new_one_is_reported(deployed):
+    production = record(config(), deployed, "111111111111")
+    assert production.slots[0].accounts == ("111111111111",) and production.slots[1].accounts == ("111111111111",)
+    assert new_accounts(deployed, production) == [("us-east-1", "111111111111"), ("eu-west-1", "111111111111")]
+    staging = record(config(regions={"us-east-1": 0}), production, "222222222222")
+    assert staging.slots[0].accounts == ("111111111111", "222222222222")
+    assert staging.slots[1] == SlotRecord("eu-west-1", retired=True, accounts=("111111111111",))
+    assert new_accounts(production, staging) == [("us-east-1", "222222222222")]
+    assert new_accounts(staging, record(config(regions={"us-east-1": 0}), staging, "222222222222")) == []
+
+
+def test_an_unknown_account_records_nothing(deployed):
+    assert record(config(), deployed, None) == deployed
+
+
 # --- the file -----------------------------------------------------------------------------------
 
 
 def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path):
     ledger = record(
         config(
-            regions={"us-east-1": 0}, counters=counters(big={"start": "36028797018963969", "stride": 7, "max": TOP})
+            regions={"us-east-1": 0},
+            strictKeys=True,
+            counters=counters(big={"start": "36028797018963969", "stride": 7, "max": TOP}),
         ),
-        deployed,
+        record(config(), deployed, "222222222222"),
+        "111111111111",
     )
     text = to_text(ledger)
     assert text == "\n".join(
@@ -221,12 +309,14 @@ def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path)
             '    "invoices": {"shards": 1, "start": 1, "stride": 10},',
             '    "orders": {"shards": 2, "start": 5000, "stride": 1}',
             "  },",
+            '  "defaultKeysServed": ["default"],',
             '  "regionSlots": 4,',
             '  "slots": {',
-            '    "0": {"region": "us-east-1"},',
-            '    "1": {"region": "eu-west-1", "retired": true}',
+            '    "0": {"accounts": ["111111111111", "222222222222"], "region": "us-east-1"},',
+            '    "1": {"accounts": ["222222222222"], "region": "eu-west-1", "retired": true}',
             "  },",
-            '  "tableName": "tickets-counters"',
+            '  "tableName": "tickets-counters",',
+            '  "unconfiguredKeysServed": false',
             "}",
             "",
         ]
@@ -249,8 +339,24 @@ def test_an_empty_counters_object_stays_on_one_line():
     assert '  "counters": {},\n' in to_text(record(parse_config({"regions": {"us-east-1": 0}}), None))
 
 
-def test_no_file_is_no_ledger(tmp_path):
-    assert read_ledger(tmp_path / "tickets.lock.json") is None
+def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
+    with pytest.raises(LedgerError) as refused:
+        read_ledger(tmp_path / "tickets.lock.json")
+    assert "run `make init`" in str(refused.value)
+    assert "git checkout -- tickets.lock.json" in str(refused.value)
+
+
+def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
+    """It cannot say whether unconfigured keys were ever served, so it is read as if they were."""
+    old = (
+        '{"regionSlots": 1, "tableName": "ttt", "slots": {"0": {"region": "us-east-1"}}, '
+        '"counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}}}'
+    )
+    ledger = from_text(old)
+    assert ledger.unconfigured_keys_served and ledger.served_unconfigured("anything")
+    strict = {"regions": {"us-east-1": 0}, "strictKeys": True, "tableName": "ttt"}
+    with pytest.raises(LedgerError, match="counters.foo: a new counter"):
+        record(parse_config({**strict, "counters": {"orders": {"start": 5000}, "foo": {"start": 9}}}), ledger)
 
 
 @pytest.mark.parametrize(
@@ -274,28 +380,20 @@ def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
         read_ledger(path)
 
 
-def test_the_ledger_path_is_beside_cdk_json_unless_overridden(monkeypatch, tmp_path):
-    monkeypatch.delenv(LEDGER_ENV, raising=False)
-    assert default_ledger_path() == Path("tickets.lock.json")  # relative: the CDK CLI runs the app beside cdk.json
-    monkeypatch.setenv(LEDGER_ENV, str(tmp_path / "other.json"))
-    assert default_ledger_path() == tmp_path / "other.json"
+def test_the_ledger_is_found_beside_cdk_json_and_app_py_wherever_the_command_runs(monkeypatch, tmp_path):
+    import app
 
-
-def test_the_shipped_ledger_is_what_the_shipped_cdk_json_records():
-    """Read-only: synthesising the shipped config records nothing new, so the file stays byte-identical."""
-    shipped = (ROOT / "tickets.lock.json").read_text()
-    previous = from_text(shipped)
-    config = parse_config(json.loads((ROOT / "cdk.json").read_text())["context"]["tickets"])
-    assert record(config, previous) == previous
-    assert to_text(record(config, None)) == shipped
+    monkeypatch.chdir(tmp_path)  # synthesis run from another directory still finds the repository's ledger
+    assert app.LEDGER_PATH == ROOT / "tickets.lock.json"
+    assert ledger_path_beside(Path("cdk.json")) == tmp_path / "tickets.lock.json"
+    assert ledger_path_beside(ROOT / "cdk.json") == app.LEDGER_PATH
 
 
 # --- through app.py -----------------------------------------------------------------------------
 
 
 @pytest.fixture
-def app_module(monkeypatch):
-    monkeypatch.delenv(LEDGER_ENV, raising=False)
+def app_module():
     os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     import app
 
@@ -309,15 +407,21 @@ def _cdk_app(tickets: dict, outdir: Path):
 
 
 @pytest.mark.slow
-def test_app_records_a_new_deployment_then_refuses_a_change_writing_nothing(app_module, tmp_path, capsys):
+def test_app_without_a_ledger_stops_naming_make_init_then_records_then_refuses(app_module, tmp_path, capsys):
     ledger_path = tmp_path / "tickets.lock.json"
     tickets = {"regions": {"us-east-1": 0}, "regionSlots": 1, "counters": {"orders": {"start": 5000}}}
 
+    # A deleted ledger, or one looked for in the wrong place, is not taken for a new deployment.
+    with pytest.raises(SystemExit) as stopped:
+        app_module.main(_cdk_app(tickets, tmp_path / "none"), ledger_path)
+    assert "no ledger" in str(stopped.value.code) and "make init" in str(stopped.value.code)
+    assert not list((tmp_path / "none").glob("*.template.json")) and not ledger_path.exists()
+
+    init_ledger(ledger_path, parse_config(tickets))
     app_module.main(_cdk_app(tickets, tmp_path / "first"), ledger_path)
     assert list((tmp_path / "first").glob("*.template.json"))
     written = ledger_path.read_text()
     assert read_ledger(ledger_path) == record(parse_config(tickets), None)
-    assert "new deployment" in capsys.readouterr().err
 
     # The issue's first scenario: a second region by growing regionSlots.
     grown = {**tickets, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
@@ -328,6 +432,21 @@ def test_app_records_a_new_deployment_then_refuses_a_change_writing_nothing(app_
     assert "regionSlots: the ledger records 1, cdk.json says 2." in str(refused.value.code)
     assert not list((tmp_path / "second").glob("*.template.json"))
     assert ledger_path.read_text() == written
+
+
+@pytest.mark.slow
+def test_app_records_the_account_and_says_a_new_accounts_tables_start_empty(app_module, tmp_path, capsys):
+    ledger_path = tmp_path / "tickets.lock.json"
+    tickets = {"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}
+    init_ledger(ledger_path, parse_config(tickets))
+    app_module.synthesize(_cdk_app(tickets, tmp_path / "production"), ledger_path, account="111111111111")
+    assert read_ledger(ledger_path).slots[0].accounts == ("111111111111",)
+    said = capsys.readouterr().err
+    assert "us-east-1: account 111111111111 is new to the ledger, so its tables start empty" in said
+    assert "tickets_admin export" in said and "tickets_admin raise KEY --above N" in said
+
+    app_module.synthesize(_cdk_app(tickets, tmp_path / "again"), ledger_path, account="111111111111")
+    assert capsys.readouterr().err == ""  # nothing new: nothing written, nothing said
 
 
 def test_app_refuses_a_changed_counter_before_synthesising(app_module, tmp_path):
@@ -346,10 +465,44 @@ def test_app_refuses_a_changed_counter_before_synthesising(app_module, tmp_path)
 def test_app_refuses_an_unsafe_json_number_as_cdk_passes_it(app_module, tmp_path):
     """The CDK CLI passes context through Node; so does App(context=...): the number arrives rounded."""
     ledger_path = tmp_path / "tickets.lock.json"
+    init_ledger(ledger_path, parse_config({"regions": {"us-east-1": 0}}))
+    before = ledger_path.read_bytes()
     tickets = {"regions": {"us-east-1": 0}, "counters": {"big": {"start": 36028797018963969}}}
     with pytest.raises(SystemExit) as refused:
         app_module.main(_cdk_app(tickets, tmp_path / "out"), ledger_path)
     message = str(refused.value.code)
     assert "tickets.counters.big.start" in message and "decimal string" in message
     assert "36028797018963970" in message  # what Node made of it
-    assert not ledger_path.exists()
+    assert ledger_path.read_bytes() == before
+
+
+# --- make init ----------------------------------------------------------------------------------
+
+
+def _cdk_json(directory: Path, tickets: dict) -> Path:
+    path = directory / "cdk.json"
+    path.write_text(json.dumps({"app": "python3 app.py", "context": {"tickets": tickets}}))
+    return path
+
+
+def test_init_writes_the_ledger_beside_cdk_json_once(tmp_path, capsys):
+    from tickets_deploy.__main__ import main
+
+    cdk_json = _cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "strictKeys": True})
+    assert main(["init", "--config", str(cdk_json)]) == 0
+    written = (tmp_path / "tickets.lock.json").read_bytes()
+    assert read_ledger(tmp_path / "tickets.lock.json") == record(load_config_file(cdk_json), None)
+    assert "strictKeys is on, so counters added later may have any layout" in capsys.readouterr().out
+
+    assert main(["init", "--config", str(cdk_json)]) == 2
+    assert "a ledger exists already; it is never replaced" in capsys.readouterr().err
+    assert (tmp_path / "tickets.lock.json").read_bytes() == written
+
+
+def test_init_refuses_an_invalid_config_and_writes_nothing(tmp_path, capsys):
+    from tickets_deploy.__main__ import main
+
+    cdk_json = _cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "regionSlots": 0})
+    assert main(["init", "--config", str(cdk_json)]) == 2
+    assert "tickets.regionSlots" in capsys.readouterr().err
+    assert not (tmp_path / "tickets.lock.json").exists()

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from local_support import call, write_cdk_json
+from conftest import EXAMPLE_CONFIG
+from local_support import TICKETS_CONFIG, call, write_cdk_json
 from tickets import errors, protocol
 from tickets_local.__main__ import banner
 from tickets_local.server import OPENAPI_DOCUMENT, OPENAPI_PATH, LocalServer
@@ -26,6 +27,10 @@ METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Schemathesis per operation: a few dozen examples, every check, one worker and no randomness (the same
 # requests in the same order on every run).
 EXAMPLES_PER_OPERATION = 25
+# The document shows the compatibility route at the path of the config's example, `counter`.
+COMPAT_PATH = "/counter"
+COMPAT_CONFIG = {**EXAMPLE_CONFIG, "compat": {"path": COMPAT_PATH.lstrip("/")}}
+SERVED_CONFIG = {**TICKETS_CONFIG, "compat": COMPAT_CONFIG["compat"]}
 
 
 def lookup(reference: str) -> dict[str, Any]:
@@ -62,14 +67,17 @@ def test_the_document_is_valid_openapi():
     assert DOCUMENT["openapi"].startswith("3.1.")
 
 
-def test_paths_and_methods_are_the_handlers_routes(api):
-    """Both ways: every route the resolver registered is documented, and nothing else is."""
-    resolver = api.handler.resolver
-    routes = {
-        (route.openapi_path, route.method.lower()) for route in resolver._static_routes + resolver._dynamic_routes
-    }
+def resolver_routes(region) -> set[tuple[str, str]]:
+    resolver = region.handler.resolver
+    return {(route.openapi_path, route.method.lower()) for route in resolver._static_routes + resolver._dynamic_routes}
+
+
+def test_paths_and_methods_are_the_handlers_routes(deploy):
+    """Both ways: every route the resolver registered is documented, and nothing else is; the
+    compatibility route (documented at its example path) only when the config turns it on."""
     documented = {(path, method) for path, method, _ in operations()}
-    assert routes and documented == routes
+    assert documented == resolver_routes(deploy(COMPAT_CONFIG))
+    assert documented - {(COMPAT_PATH, "get"), (COMPAT_PATH, "post")} == resolver_routes(deploy(EXAMPLE_CONFIG))
 
 
 def test_paths_take_the_methods_the_router_tells_apart_from_404():
@@ -112,7 +120,7 @@ def test_every_answer_of_ours_says_no_store_and_503_says_when_to_retry():
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[LocalServer]:
-    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("openapi"))) as running:
+    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("openapi"), SERVED_CONFIG)) as running:
         yield running
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +17,11 @@ from aws_cdk import App  # noqa: E402
 from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
 
 from app import synthesize  # noqa: E402
-from stacks.ledger import read_ledger, record  # noqa: E402
 from stacks.powertools import POWERTOOLS_VERSION  # noqa: E402
 from tickets import timing  # noqa: E402
 from tickets.config import MAX_TICKET, Settings, parse_config  # noqa: E402
 from tickets.errors import TicketsError  # noqa: E402
+from tickets_deploy.ledger import init_ledger, read_ledger, record  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -42,16 +41,19 @@ FULL_CONFIG = {
         "orders": {"start": 5000, "shards": 2},
         "big": {"start": str(BIG_START), "max": "9223372036854775807"},
     },
+    "compat": {"path": "counter"},
 }
 
 
 class Synthesised:
     """app.py's synthesis: the config read back from the app's context (which, as with the CDK CLI,
-    has passed through Node), checked against and recorded in a ledger at `ledger_path`."""
+    has passed through Node), checked against and recorded in a ledger at `ledger_path`, which `make init`
+    wrote for the same config."""
 
     def __init__(self, context: dict, outdir: Path, ledger_path: Path):
         self.app = App(context=context, outdir=str(outdir))
         self.ledger_path = ledger_path
+        self.initial_ledger = init_ledger(ledger_path, parse_config(self.app.node.try_get_context("tickets")))
         self.stacks = synthesize(self.app, ledger_path)
         self.assembly = self.app.synth()  # the assembly synthesize() built, not a second synthesis
         self.outdir = outdir
@@ -66,15 +68,14 @@ CDK_CONTEXT = json.loads((ROOT / "cdk.json").read_text())["context"]
 
 @pytest.fixture(scope="session")
 def deployed_default(tmp_path_factory) -> Synthesised:
-    """What `cdk synth` builds from the repository's own cdk.json, with a copy of its own ledger."""
+    """What `cdk synth` builds from the repository's own cdk.json, after `make init`."""
     ledger = tmp_path_factory.mktemp("default-ledger") / "tickets.lock.json"
-    shutil.copyfile(ROOT / "tickets.lock.json", ledger)
     return Synthesised(CDK_CONTEXT, tmp_path_factory.mktemp("default"), ledger)
 
 
 @pytest.fixture(scope="session")
 def two_regions(tmp_path_factory) -> Synthesised:
-    """A new deployment (no ledger yet) with every option set, under the repository's feature flags."""
+    """A new deployment with every option set, under the repository's feature flags."""
     ledger = tmp_path_factory.mktemp("two-regions-ledger") / "tickets.lock.json"
     return Synthesised({**CDK_CONTEXT, "tickets": FULL_CONFIG}, tmp_path_factory.mktemp("two-regions"), ledger)
 
@@ -155,12 +156,13 @@ def test_the_counter_table_has_the_configured_name_and_the_idempotency_table_a_g
         assert "TableName" not in tables["TicketsIdempotencyTable"]["Properties"]
 
 
-def test_synthesising_the_shipped_config_leaves_its_ledger_byte_identical(deployed_default):
-    assert deployed_default.ledger_path.read_bytes() == (ROOT / "tickets.lock.json").read_bytes()
+def test_synthesis_right_after_init_leaves_the_ledger_as_init_wrote_it(deployed_default, two_regions):
+    for synthesised in (deployed_default, two_regions):
+        assert read_ledger(synthesised.ledger_path) == synthesised.initial_ledger
 
 
-def test_a_new_deployment_writes_its_ledger(two_regions):
-    assert read_ledger(two_regions.ledger_path) == record(parse_config(FULL_CONFIG), None)
+def test_init_records_the_config_as_a_new_deployment(two_regions):
+    assert two_regions.initial_ledger == record(parse_config(FULL_CONFIG), None)
 
 
 def test_function_runtime_architecture_tracing_and_layer(template):
@@ -342,6 +344,18 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
     }
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)
+
+
+def test_the_cost_of_the_alarms_in_docs_operations_counts_every_alarm_and_metric(template):
+    """CloudWatch bills an alarm per metric it watches: a metric-math alarm pays for each term."""
+    alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
+    metrics = sum(
+        1 if "MetricName" in alarm["Properties"] else sum("MetricStat" in q for q in alarm["Properties"]["Metrics"])
+        for alarm in alarms
+    )
+    cost = " ".join((ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    assert f"the alarms, {len(alarms)} alarms on {metrics} metrics" in cost
+    assert f"so {metrics} × $0.10 = ${metrics * 0.10:.2f}" in cost
 
 
 def test_the_topic_key_lets_only_this_accounts_cloudwatch_alarms_use_it(two_regions):
@@ -678,3 +692,14 @@ def test_big_decimal_strings_reach_the_template_and_the_handler_exactly(two_regi
         "eu-west-1": [BIG_START + 1, BIG_START + 3, BIG_START + 5],
     }
     assert issued["eu-west-1"][-1] == MAX_TICKET
+
+
+def test_the_compatibility_route_reaches_the_deployed_function(two_regions, deploy):
+    """cdk.json's compat -> app.py -> the template's TICKETS_SETTINGS -> the handler answers the bare number."""
+    settings = _function_settings(two_regions.templates["us-east-1"])
+    assert Settings.from_json(settings).compat_path == "counter"
+    handler = deploy(FULL_CONFIG, "us-east-1")
+    handler.environment["TICKETS_SETTINGS"] = settings
+    answer = handler.get("/counter", query={"systemKey": "big"})  # one lane per region: a certain first ticket
+    assert (answer.status, answer.headers["Content-Type"]) == (200, "text/plain; charset=utf-8")
+    assert answer.body == str(BIG_START)

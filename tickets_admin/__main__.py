@@ -1,4 +1,5 @@
-"""`python -m tickets_admin`: raise a counter above a number, or export every counter item."""
+"""`python -m tickets_admin`: raise a counter above a number, export every counter item, or migrate an
+old counter table's values."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from tickets.config import ConfigError, load_config_file, pick_region, region_se
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
 
+from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
 from .operations import export_items, raise_key
 from .table import AdminError, CounterTable
 
@@ -24,6 +26,8 @@ examples:
   python -m tickets_admin raise orders --above 120000 --region eu-west-1
   python -m tickets_admin export > counters.jsonl
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
+  python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
+      --margin 100000
 
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role);
 with --endpoint-url and none set, dummy ones, which local endpoints accept.
@@ -32,9 +36,10 @@ Errors print "error: <what to do>" on stderr and exit with status 1."""
 RAISE_DESCRIPTION = """\
 Make every lane of KEY in this region (one per shard) next issue its smallest ticket
 greater than N. For a point-in-time restore (which rewinds `last`: raise above the
-highest ticket issued before the incident, e.g. from the function's logs) and for a
-move from another counter (point callers at Tickets first, then raise above the old
-counter's last value).
+highest ticket issued before the incident, e.g. from an export of the old table) and
+for a move from another counter: raise above its current value plus a margin before
+pointing callers at Tickets, then again above its final value once it has stopped
+(docs/operations.md, Day 2).
 
 It never lowers a lane: a lane already past N is left alone ("already above"), and so
 is one the service moves past N while this runs. An unused lane gets its item; a
@@ -97,6 +102,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.set_defaults(dry_run=False)  # only migrate has --dry-run
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     raise_ = commands.add_parser(
         "raise",
@@ -122,6 +128,40 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         help="print every counter item as JSON, one object per line",
     )
+    migrate_ = commands.add_parser(
+        "migrate",
+        parents=[common],
+        description=MIGRATE_DESCRIPTION,
+        epilog=MIGRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="raise each counter of an old counter table's items above its old value (plus a margin)",
+    )
+    migrate_.add_argument(
+        "--from-table", required=True, metavar="NAME", help="the old counter table, in the same region and endpoint"
+    )
+    migrate_.add_argument(
+        "--key-attribute",
+        required=True,
+        metavar="A",
+        help="the old table's attribute that names each counter (a string), e.g. systemKey",
+    )
+    migrate_.add_argument(
+        "--value-attribute",
+        required=True,
+        metavar="V",
+        help="the old table's attribute that holds each counter's last value (a number), e.g. counter",
+    )
+    migrate_.add_argument(
+        "--margin",
+        default=0,
+        metavar="M",
+        type=_whole_number,
+        help="raise each counter above its old value plus M (a whole number; default 0): what the old "
+        "callers may still take before they are switched to Tickets",
+    )
+    migrate_.add_argument(
+        "--dry-run", action="store_true", help="read both tables and print what it would do; write nothing"
+    )
     return parser.parse_args(argv)
 
 
@@ -130,12 +170,26 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config_file(args.config)
         region = pick_region(config, args.region, args.config)
-        table = CounterTable(args.table or config.table_name, region, args.endpoint_url)
+        table_class = DryRunTable if args.dry_run else CounterTable
+        table = table_class(args.table or config.table_name, region, args.endpoint_url)
         if args.command == "export":
             for line in export_items(table):
                 print(line)
             return 0
         settings = region_settings(config, region)
+        if args.command == "migrate":
+            old_table = CounterTable(args.from_table, region, args.endpoint_url, named_by="--from-table")
+            print(
+                f"migrating table {args.from_table} ({args.key_attribute} -> {args.value_attribute}) into table "
+                f"{table.table} in {region} (slot {settings.region_slot} of {settings.region_slots}), margin "
+                f"{args.margin}" + (": dry run, nothing is written" if args.dry_run else ""),
+                flush=True,
+            )
+            old = read_old_counters(old_table.scan(), args.key_attribute, args.value_attribute)
+            migrated = migrate(
+                table, settings, old, args.margin, dry_run=args.dry_run, report=lambda line: print(line, flush=True)
+            )
+            return 0 if migrated else 1
         counter = settings.counter(args.key)
         if counter is None:
             raise AdminError(

@@ -43,8 +43,16 @@ Item = dict[str, Any]  # an item as DynamoDB's JSON: {"counter": {"S": "orders"}
 
 
 class CounterTable:
-    def __init__(self, table: str, region: str, endpoint_url: str | None = None):
+    def __init__(
+        self,
+        table: str,
+        region: str,
+        endpoint_url: str | None = None,
+        *,
+        named_by: str = "--table (default: tableName in cdk.json)",  # what sets `table`, for the errors
+    ):
         self.table = table
+        self._named_by = named_by
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
         session = botocore.session.get_session()
         credentials: dict[str, str] = {}
@@ -142,8 +150,7 @@ class CounterTable:
         message = err.response["Error"].get("Message", "")
         if code == "ResourceNotFoundException":
             return AdminError(
-                f"no {self._where}: check --table (default: tableName in cdk.json) and --region "
-                "(default: the first region in cdk.json)"
+                f"no {self._where}: check {self._named_by} and --region (default: the first region in cdk.json)"
             )
         if code in _THROTTLED:
             return AdminError(

@@ -102,6 +102,14 @@ def create_app(
             raise NotFound(f"/{key} needs a key: {_NEEDS_A_KEY[key]}")
         return issue(protocol.TICKETS_ROUTE, path_key=key)
 
+    if settings.compat_path is not None:
+
+        @resolver.route(f"/{settings.compat_path}", method=["GET", "POST"])
+        def compat_ticket() -> Response[str]:
+            """The compatibility route (config `compat`): what / issues, answered as the bare number."""
+            bare = protocol.render_bare(issued_for(protocol.TICKETS_ROUTE, path_key=None))
+            return Response(200, "text/plain; charset=utf-8", bare)
+
     @resolver.route("/_blocks/<key>", method=["GET", "POST"])
     def next_block(key: str) -> Response[str]:
         return issue(protocol.BLOCKS_ROUTE, path_key=key)
@@ -131,6 +139,17 @@ def create_app(
     resolver.exception_handler(Exception)(refused)
 
     def issue(route: str, path_key: str | None) -> Response[str]:
+        issued = issued_for(route, path_key)
+        if protocol.prefers_text(headers().get("accept")):
+            if route == protocol.BLOCKS_ROUTE:
+                text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
+            else:
+                text = protocol.render_text(protocol.tickets_of(issued))
+            return Response(200, "text/plain; charset=utf-8", text)
+        return _json(200, issued)
+
+    def issued_for(route: str, path_key: str | None) -> dict[str, Any]:
+        """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
         event = resolver.current_event
         body = protocol.request_body(event.body, bool(event.is_base64_encoded))  # no isBase64Encoded: plain text
         request = protocol.ticket_request(
@@ -149,21 +168,16 @@ def create_app(
         described = {"key": request.key, "count": request.count}
         if route != protocol.TICKETS_ROUTE:
             described["route"] = route
-        # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
-        headers = event.raw_event.get("headers") or {}
-        idempotency_key = headers.get("idempotency-key")
+        idempotency_key = headers().get("idempotency-key")
         if idempotency_key is None:
-            issued = issue_and_record(described)
-        else:
-            once = idempotent_issue or load_idempotency()
-            issued = once(event.raw_event, require_idempotency_key(idempotency_key), described, deadline)
-        if protocol.prefers_text(headers.get("accept")):
-            if route == protocol.BLOCKS_ROUTE:
-                text = protocol.render_block_text(issued["first"], issued["last"], issued["step"])
-            else:
-                text = protocol.render_text(issued.get("tickets", [issued["ticket"]]))
-            return Response(200, "text/plain; charset=utf-8", text)
-        return _json(200, issued)
+            return issue_and_record(described)
+        once = idempotent_issue or load_idempotency()
+        return once(event.raw_event, require_idempotency_key(idempotency_key), described, deadline)
+
+    def headers() -> dict[str, str]:
+        # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
+        raw: dict[str, str] = resolver.current_event.raw_event.get("headers") or {}
+        return raw
 
     def issue_and_record(request: dict[str, Any]) -> dict[str, Any]:
         key, count = request["key"], request["count"]

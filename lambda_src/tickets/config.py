@@ -146,6 +146,7 @@ class DeploymentConfig:
     cors_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
     max_block: int = MAX_BLOCK
+    compat_path: str | None = None  # config `compat.path`: the compatibility route's path segment; None: off
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class Settings:
     counters: Mapping[str, CounterConfig] = field(default_factory=dict)
     idempotency_expiry_seconds: int = 3600
     max_block: int = MAX_BLOCK
+    compat_path: str | None = None
 
     def block_limit(self, counter: CounterConfig) -> int:
         """The most tickets one range block of this counter may hold."""
@@ -182,6 +184,7 @@ class Settings:
                 "counters": {key: c.to_json() for key, c in self.counters.items()},
                 "idempotencyExpirySeconds": self.idempotency_expiry_seconds,
                 "maxBlock": self.max_block,
+                "compatPath": self.compat_path,
             },
             separators=(",", ":"),
             sort_keys=True,
@@ -198,6 +201,7 @@ class Settings:
             counters={key: CounterConfig.from_json(c) for key, c in raw["counters"].items()},
             idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
             max_block=raw["maxBlock"],
+            compat_path=raw["compatPath"],
         )
 
 
@@ -213,6 +217,7 @@ def region_settings(config: DeploymentConfig, region: str) -> Settings:
         counters=config.counters,
         idempotency_expiry_seconds=config.idempotency_expiry_seconds,
         max_block=config.max_block,
+        compat_path=config.compat_path,
     )
 
 
@@ -252,6 +257,7 @@ _FIELDS = {
     "alarmEmail",
     "tableName",
     "maxBlock",
+    "compat",
 }
 _COUNTER_FIELDS = {"start", "stride", "max", "shards", "maxBlock"}
 
@@ -371,7 +377,30 @@ def parse_config(raw: Any) -> DeploymentConfig:
         cors_origins=tuple(cors),
         alarm_email=alarm_email,
         max_block=max_block,
+        compat_path=_compat_path(raw.get("compat"), default_key, counters),
     )
+
+
+def _compat_path(raw: Any, default_key: str, counters: Mapping[str, CounterConfig]) -> str | None:
+    """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
+    bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
+    The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
+    of ours (those start with `_`), and it may not hide the path of a key the config names."""
+    if raw is None:
+        return None
+    _require_object(raw, "tickets.compat", {"path"})
+    path = raw.get("path")
+    if not is_valid_key(path):
+        raise ConfigError(
+            f"tickets.compat.path: must be one path segment of {KEY_RULE} (without slashes), "
+            f'e.g. "counter", got {path!r}'
+        )
+    if path == default_key or path in counters:
+        raise ConfigError(
+            f"tickets.compat.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
+            "would stop reaching it: choose another path"
+        )
+    return path
 
 
 def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConfig:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypeGuard
 
 from .errors import BadRequest, echo
 
@@ -13,7 +14,7 @@ MAX_BLOCK = 1_000_000  # tickets in one range block of /_blocks/{key}, answered 
 IDEMPOTENCY_KEY_PATTERN = re.compile(r"[\x20-\x7e]{1,128}")
 
 
-def is_valid_key(key: object) -> bool:
+def is_valid_key(key: object) -> TypeGuard[str]:
     return isinstance(key, str) and KEY_PATTERN.fullmatch(key) is not None
 
 

@@ -194,6 +194,18 @@ def _quality(ranges: list[tuple[str, float]], kind: str, subtype: str) -> float:
     return best_quality
 
 
+def tickets_of(issued: dict[str, Any]) -> list[int]:
+    """The tickets of an answer of /{key} (its JSON form lists them only when there are several)."""
+    tickets: list[int] = issued.get("tickets", [issued["ticket"]])
+    return tickets
+
+
+def render_bare(issued: dict[str, Any]) -> str:
+    """The compatibility route's answer, as the API Gateway counter pattern gives it: the bare number,
+    with no newline (a caller may parse the whole body as one integer); several tickets one a line."""
+    return "\n".join(map(str, tickets_of(issued)))
+
+
 def render_text(tickets: list[int]) -> str:
     return "".join(f"{ticket}\n" for ticket in tickets)
 

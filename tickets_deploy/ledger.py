@@ -1,8 +1,13 @@
 """The deployment ledger, tickets.lock.json: every setting that decides which numbers a lane owns, as
-ever synthesised, so that a later deploy cannot hand out a number again (docs/design.md).
+ever synthesised, so that no rollout of accepted configs can hand out a number twice
+(docs/design.md#the-rollout-rule).
 
 A fresh table cannot know what another region, an earlier slot owner or a deleted stack issued, and
 the CDK cannot ask AWS at synthesis; the ledger, committed beside cdk.json, remembers it instead.
+Rollouts are not atomic: regions update one at a time, a failed stack rolls back, a region may stay on
+any earlier version. So the ledger also remembers which keys any recorded version served with the
+layout of an unconfigured key, and a newly configured counter among them must keep that layout.
+
 `record` compares a parsed config with the previous ledger and returns the next one, or refuses with
 a LedgerError that names each field, its old and new value, why it would repeat tickets and what to
 do instead. Plain Python (no aws_cdk), so it is tested without synthesising anything; reading and
@@ -15,21 +20,22 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tickets.config import MAX_SAFE_INTEGER, CounterConfig, DeploymentConfig
 
 LEDGER_FILE = "tickets.lock.json"
-LEDGER_ENV = "TICKETS_LEDGER"  # another path, for tests and for apps run from elsewhere
 COMMENT = (
-    "Tickets deployment ledger, kept by cdk synth: the region slots, table name and counter "
-    "settings ever deployed, so a deploy cannot repeat a ticket. Commit it with cdk.json; never "
-    "edit or delete it (README: Operations)."
+    "Tickets deployment ledger, kept by cdk synth: the region slots, table name, counter settings and "
+    "accounts ever deployed, and which keys were ever served unconfigured, so that no rollout can repeat "
+    "a ticket. Commit it with cdk.json; never edit or delete it (docs/operations.md)."
 )
+INIT_COMMAND = "make init"
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 _DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}")
+_ACCOUNT = re.compile(r"[0-9]{12}")
 
 
 class LedgerError(ValueError):
@@ -40,6 +46,7 @@ class LedgerError(ValueError):
 class SlotRecord:
     region: str
     retired: bool = False  # the region was removed: its retained table holds this slot's tickets
+    accounts: tuple[str, ...] = ()  # every AWS account this region was synthesised for, sorted
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,13 @@ class CounterRecord:
     def of(cls, counter: CounterConfig) -> CounterRecord:
         return cls(start=counter.start, stride=counter.stride, shards=counter.shards)
 
+    def describe(self) -> str:
+        return f"start {self.start}, stride {self.stride}, shards {self.shards}"
+
+
+# The layout the handler gives a key that cdk.json does not configure (docs/design.md#the-rollout-rule).
+UNCONFIGURED = CounterRecord.of(CounterConfig())
+
 
 @dataclass(frozen=True)
 class Ledger:
@@ -59,34 +73,60 @@ class Ledger:
     table_name: str
     slots: Mapping[int, SlotRecord] = field(default_factory=dict)
     counters: Mapping[str, CounterRecord] = field(default_factory=dict)
+    # Whether any recorded version served keys nobody configured (strictKeys false), and which default
+    # keys a recorded version served unconfigured (the default key is served even with strictKeys).
+    # A version may run in some region long after a newer one was recorded, so both only ever grow.
+    unconfigured_keys_served: bool = True
+    default_keys_served: frozenset[str] = frozenset()
+
+    def served_unconfigured(self, key: str) -> bool:
+        """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""
+        return self.unconfigured_keys_served or key in self.default_keys_served
 
 
-def record(config: DeploymentConfig, previous: Ledger | None) -> Ledger:
-    """The ledger after deploying `config`; LedgerError listing every change that could repeat a ticket.
-    No previous ledger means a new deployment: everything is recorded as it stands."""
-    counters = {key: CounterRecord.of(counter) for key, counter in config.counters.items()}
+def record(config: DeploymentConfig, previous: Ledger | None, account: str | None = None) -> Ledger:
+    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change
+    that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
+    stands."""
     if previous is None:
-        slots = {slot: SlotRecord(region) for region, slot in config.regions.items()}
-        return Ledger(
-            config.region_slots, config.table_name, dict(sorted(slots.items())), dict(sorted(counters.items()))
-        )
+        previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False)
+    else:
+        problems = [
+            *_table_problems(config, previous),
+            *_slot_problems(config, previous),
+            *_counter_problems(config, previous),
+        ]
+        if problems:
+            raise LedgerError("\n".join(problems))
 
-    problems = [
-        *_table_problems(config, previous),
-        *_slot_problems(config, previous),
-        *_counter_problems(config, previous),
-    ]
-    if problems:
-        raise LedgerError("\n".join(problems))
-
-    slots = {slot: SlotRecord(entry.region, retired=True) for slot, entry in previous.slots.items()}
-    slots.update({slot: SlotRecord(region) for region, slot in config.regions.items()})
+    slots = {slot: replace(entry, retired=True) for slot, entry in previous.slots.items()}
+    for region, slot in config.regions.items():
+        accounts = set(slots[slot].accounts) if slot in slots else set()
+        if account is not None:
+            accounts.add(account)
+        slots[slot] = SlotRecord(region, accounts=tuple(sorted(accounts)))
+    counters = {**previous.counters, **{key: CounterRecord.of(c) for key, c in config.counters.items()}}
+    default_keys = set(previous.default_keys_served)
+    if config.default_key not in config.counters:
+        default_keys.add(config.default_key)
     return Ledger(
         previous.region_slots,
         previous.table_name,
         dict(sorted(slots.items())),
-        dict(sorted({**previous.counters, **counters}.items())),
+        dict(sorted(counters.items())),
+        unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
+        default_keys_served=frozenset(default_keys),
     )
+
+
+def new_accounts(previous: Ledger, ledger: Ledger) -> list[tuple[str, str]]:
+    """(region, account) pairs that `ledger` records and `previous` did not: tables that start empty."""
+    return [
+        (entry.region, account)
+        for slot, entry in ledger.slots.items()
+        for account in entry.accounts
+        if slot not in previous.slots or account not in previous.slots[slot].accounts
+    ]
 
 
 def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
@@ -95,14 +135,14 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         problems.append(
             f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
             "name is a new, empty table, where every counter would start again at its start and repeat every "
-            f"ticket already issued. Keep {previous.table_name!r} (README: Operations)."
+            f"ticket already issued. Keep {previous.table_name!r} (docs/operations.md)."
         )
     if config.region_slots != previous.region_slots:
         problems.append(
             f"regionSlots: the ledger records {previous.region_slots}, cdk.json says {config.region_slots}. "
             "Every counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the "
             "new lanes would reissue numbers the old ones issued. Keep regionSlots at "
-            f"{previous.region_slots}; add regions only on its free slots."
+            f"{previous.region_slots}; add regions only on its free slots (docs/operations.md#adding-a-region)."
         )
     return problems
 
@@ -154,10 +194,10 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         counter = config.counters.get(key)
         if counter is None:
             problems.append(
-                f"{where}: the ledger records {key} (start {recorded.start}, stride {recorded.stride}, shards "
-                f"{recorded.shards}), cdk.json no longer configures it. It would be served with the defaults "
-                f"(start 1, stride 1, shards 1), or, reconfigured later, with settings the ledger could no "
-                f"longer check, repeating its tickets. Keep {key} in cdk.json as recorded (it may stay unused)."
+                f"{where}: the ledger records {key} ({recorded.describe()}), cdk.json no longer configures it. "
+                f"It would be served with the unconfigured layout ({UNCONFIGURED.describe()}), or, reconfigured "
+                f"later, with settings the ledger could no longer check, repeating its tickets. Keep {key} in "
+                "cdk.json as recorded (it may stay unused)."
             )
             continue
         for name in ("start", "stride", "shards"):
@@ -167,23 +207,47 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
                     f"{why[name].format(key=key)}; for a different numbering, add a new counter key."
                 )
+    for key, counter in config.counters.items():
+        layout = CounterRecord.of(counter)
+        if key in previous.counters or layout == UNCONFIGURED or not previous.served_unconfigured(key):
+            continue
+        if key in previous.default_keys_served and not previous.unconfigured_keys_served:
+            served = f"{key} was the defaultKey of a recorded version that did not configure it"
+        else:
+            served = "a recorded version served keys nobody configured (strictKeys false)"
+        problems.append(
+            f"counters.{key}: a new counter with {layout.describe()}, but {served}, with the unconfigured layout "
+            f"({UNCONFIGURED.describe()}). Regions update one at a time and a failed stack rolls back, so a "
+            f"region still on that version can issue {key} with the unconfigured layout while another issues it "
+            f"with the new one: the two sets of lanes overlap and repeat tickets, and the tickets already issued "
+            f"would make {key} refuse the new layout for good. Configure {key} with start, stride and shards as "
+            "unconfigured keys have them (max and maxBlock may differ); to begin above N, run `python -m "
+            f"tickets_admin raise {key} --above N` in each region once the config is deployed. Another layout "
+            "is possible only for keys no version ever served unconfigured: strictKeys true from `make init` "
+            "on, with keys other than the defaultKey (docs/design.md#the-rollout-rule)."
+        )
     return problems
 
 
 # --- the file -----------------------------------------------------------------------------------
 
 
-def default_ledger_path() -> Path:
-    """Beside cdk.json: the CDK CLI runs the app in the directory that holds cdk.json."""
-    return Path(os.environ.get(LEDGER_ENV) or LEDGER_FILE)
+def ledger_path_beside(config_file: Path) -> Path:
+    """Beside cdk.json (and app.py), wherever the command that reads it runs from."""
+    return config_file.resolve().parent / LEDGER_FILE
 
 
-def read_ledger(path: Path) -> Ledger | None:
-    """The ledger at `path`, or None if there is none (a new deployment)."""
+def read_ledger(path: Path) -> Ledger:
+    """The ledger at `path`; a LedgerError naming `make init` if there is none, for a missing ledger is a
+    deleted one as often as a new deployment, and treating it as new would start every counter again."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return None
+        raise LedgerError(
+            f"{path}: no ledger. If this is a new deployment, run `{INIT_COMMAND}` to write one for the current "
+            f"cdk.json, and commit it. If this app was deployed before, restore the ledger from version control "
+            f"(git checkout -- {path.name}) instead: a new ledger forgets what was issued (docs/operations.md)."
+        ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise LedgerError(f"{path}: cannot read it ({err})") from None
     try:
@@ -192,6 +256,18 @@ def read_ledger(path: Path) -> Ledger | None:
         raise LedgerError(
             f"{path}: not a Tickets ledger ({err}); restore it from version control (git checkout -- {path.name})"
         ) from None
+
+
+def init_ledger(path: Path, config: DeploymentConfig, account: str | None = None) -> Ledger:
+    """Write the first ledger for `config`; LedgerError if one exists (it is never replaced)."""
+    if path.exists():
+        raise LedgerError(
+            f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued). "
+            "Synthesis checks cdk.json against it."
+        )
+    ledger = record(config, None, account)
+    write_ledger(path, ledger)
+    return ledger
 
 
 def write_ledger(path: Path, ledger: Ledger) -> None:
@@ -214,7 +290,11 @@ def to_text(ledger: Ledger) -> str:
         for key, c in sorted(ledger.counters.items())
     }
     slots = {
-        str(slot): {"region": s.region, **({"retired": True} if s.retired else {})}
+        str(slot): {
+            "region": s.region,
+            **({"retired": True} if s.retired else {}),
+            **({"accounts": list(s.accounts)} if s.accounts else {}),
+        }
         for slot, s in sorted(ledger.slots.items())
     }
     return (
@@ -223,9 +303,11 @@ def to_text(ledger: Ledger) -> str:
             [
                 f'  "//": {json.dumps(COMMENT)}',
                 entries("counters", counters),
+                f'  "defaultKeysServed": {json.dumps(sorted(ledger.default_keys_served))}',
                 f'  "regionSlots": {ledger.region_slots}',
                 entries("slots", slots),
                 f'  "tableName": {json.dumps(ledger.table_name)}',
+                f'  "unconfiguredKeysServed": {json.dumps(ledger.unconfigured_keys_served)}',
             ]
         )
         + "\n}\n"
@@ -233,8 +315,15 @@ def to_text(ledger: Ledger) -> str:
 
 
 def from_text(text: str) -> Ledger:
+    """A ledger from its file. One written before the rollout rule lacks unconfiguredKeysServed and
+    defaultKeysServed: it is read as if every key could have been served unconfigured, the safe side."""
     raw = json.loads(text)
-    _fields(raw, "the ledger", required={"regionSlots", "tableName", "slots", "counters"}, optional={"//"})
+    _fields(
+        raw,
+        "the ledger",
+        required={"regionSlots", "tableName", "slots", "counters"},
+        optional={"//", "unconfiguredKeysServed", "defaultKeysServed"},
+    )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
         raise ValueError("tableName: not a string")
@@ -242,10 +331,13 @@ def from_text(text: str) -> Ledger:
     for name, entry in _object(raw["slots"], "slots").items():
         if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
             raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
-        _fields(entry, f"slots.{name}", required={"region"}, optional={"retired"})
+        _fields(entry, f"slots.{name}", required={"region"}, optional={"retired", "accounts"})
         if not isinstance(entry["region"], str) or entry.get("retired", True) is not True:
             raise ValueError(f"slots.{name}: region must be a name and retired, if present, true")
-        slots[int(name)] = SlotRecord(entry["region"], retired="retired" in entry)
+        accounts = entry.get("accounts", [])
+        if not isinstance(accounts, list) or not all(isinstance(a, str) and _ACCOUNT.fullmatch(a) for a in accounts):
+            raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
+        slots[int(name)] = SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
     counters = {}
     for key, entry in _object(raw["counters"], "counters").items():
         _fields(entry, f"counters.{key}", required={"start", "stride", "shards"}, optional=set())
@@ -254,7 +346,20 @@ def from_text(text: str) -> Ledger:
             stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
             shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
         )
-    return Ledger(region_slots, raw["tableName"], dict(sorted(slots.items())), dict(sorted(counters.items())))
+    served = raw.get("unconfiguredKeysServed", True)
+    if not isinstance(served, bool):
+        raise ValueError("unconfiguredKeysServed: must be true or false")
+    default_keys = raw.get("defaultKeysServed", [])
+    if not isinstance(default_keys, list) or not all(isinstance(key, str) for key in default_keys):
+        raise ValueError("defaultKeysServed: must be a list of keys")
+    return Ledger(
+        region_slots,
+        raw["tableName"],
+        dict(sorted(slots.items())),
+        dict(sorted(counters.items())),
+        unconfigured_keys_served=served,
+        default_keys_served=frozenset(default_keys),
+    )
 
 
 def _exact(value: int) -> int | str:

@@ -1,0 +1,242 @@
+"""`python -m tickets_admin migrate` on moto: an old API Gateway counter table (partition key `systemKey`, a
+string; value `counter`, a number) carried over under the real handler: raised above old value +
+margin, already above, dry run, safe to repeat, skipped items listed, refusals, errors, --help.
+(On dynalite: tests/test_dynalite.py; the whole move with the compatibility route: tests/test_compat.py.)"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
+from local_support import write_cdk_json
+from tickets_admin.__main__ import main
+from tickets_admin.migrate import read_old_counters
+
+REPO = Path(__file__).resolve().parent.parent
+OLD_TABLE = "old-counters"
+SHARDED = {"regions": {"us-east-1": 0}, "counters": {"hot": {"shards": 4}}}
+
+
+def create_old_table(client, values: dict[str, int]) -> None:
+    """The old pattern's table: one item per counter, `systemKey` -> `counter`."""
+    client.create_table(
+        TableName=OLD_TABLE,
+        KeySchema=[{"AttributeName": "systemKey", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "systemKey", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for key, value in values.items():
+        client.put_item(TableName=OLD_TABLE, Item={"systemKey": {"S": key}, "counter": {"N": str(value)}})
+
+
+@pytest.fixture
+def migrate(tmp_path):
+    """migrate(tickets, *args) runs `python -m tickets_admin migrate` in-process on moto; (status, stdout
+    lines, stderr)."""
+
+    def run(tickets: dict, *args: str) -> tuple[int, list[str], str]:
+        config = write_cdk_json(tmp_path, tickets)
+        command = ["migrate", "--from-table", OLD_TABLE, "--key-attribute", "systemKey"]
+        command += ["--value-attribute", "counter", "--config", str(config), "--table", COUNTER_TABLE, *args]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(command)
+        return status, out.getvalue().splitlines(), err.getvalue()
+
+    return run
+
+
+def tickets_of(answer) -> list[int]:
+    assert answer.status == 200, answer.body
+    return answer.body.get("tickets", [answer.body["ticket"]])
+
+
+def test_each_key_is_raised_above_its_old_value_plus_the_margin(api, migrate):
+    assert tickets_of(api.get("/orders")) == [5000]
+    create_old_table(api.client, {"orders": 7000, "invoices": 1234, "fresh": 41})
+    status, out, err = migrate(EXAMPLE_CONFIG, "--margin", "100")
+    assert (status, err) == (0, "")
+    assert out == [
+        "migrating table old-counters (systemKey -> counter) into table tickets-test in us-east-1 (slot 0 of 1), "
+        "margin 100",
+        "fresh: raised above 141 (old value 41 + margin 100): fresh (lane 0): unused -> last 141; next ticket 142",
+        # invoices: 1, 11, 21, ...: the smallest above 1334 is 1341
+        "invoices: raised above 1334 (old value 1234 + margin 100): invoices (lane 0): unused -> last 1331; "
+        "next ticket 1341",
+        "orders: raised above 7100 (old value 7000 + margin 100): orders (lane 0): last 5000 -> last 7100; "
+        "next ticket 7101",
+        "3 key(s): 3 raised, 0 already above, 0 not migrated; 0 item(s) skipped",
+    ]
+    assert tickets_of(api.get("/orders")) == [7101]
+    assert tickets_of(api.get("/invoices")) == [1341]
+    assert tickets_of(api.get("/fresh")) == [142]
+
+
+def test_a_second_run_raises_nothing(api, migrate):
+    create_old_table(api.client, {"orders": 7000, "fresh": 41})
+    assert migrate(EXAMPLE_CONFIG, "--margin", "100")[0] == 0
+    before = api.items()
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--margin", "100")
+    assert status == 0
+    assert out[1:] == [
+        "fresh: already above 141 (old value 41 + margin 100): fresh (lane 0): already above: last 141, "
+        "next ticket 142",
+        "orders: already above 7100 (old value 7000 + margin 100): orders (lane 0): already above: last 7100, "
+        "next ticket 7101",
+        "2 key(s): 0 raised, 2 already above, 0 not migrated; 0 item(s) skipped",
+    ]
+    assert api.items() == before
+
+
+def test_a_counter_already_above_is_left_alone(api, migrate):
+    tickets_of(api.get("/orders", query={"count": "5"}))  # up to 5004
+    create_old_table(api.client, {"orders": 10})
+    before = api.items()
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--margin", "1000")
+    assert status == 0
+    assert out[1] == (
+        "orders: already above 1010 (old value 10 + margin 1000): orders (lane 0): already above: last 5004, "
+        "next ticket 5005"
+    )
+    assert api.items() == before
+
+
+def test_a_dry_run_says_what_it_would_do_and_writes_nothing(api, migrate):
+    tickets_of(api.get("/orders"))
+    create_old_table(api.client, {"orders": 7000, "fresh": 41})
+    before = api.items()
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--margin", "100", "--dry-run")
+    assert status == 0
+    assert out == [
+        "migrating table old-counters (systemKey -> counter) into table tickets-test in us-east-1 (slot 0 of 1), "
+        "margin 100: dry run, nothing is written",
+        "fresh: would raise above 141 (old value 41 + margin 100): fresh (lane 0): unused -> last 141; next ticket 142",
+        "orders: would raise above 7100 (old value 7000 + margin 100): orders (lane 0): last 5000 -> last 7100; "
+        "next ticket 7101",
+        "2 key(s): 2 would raise, 0 already above, 0 not migrated; 0 item(s) skipped; dry run: nothing was written",
+    ]
+    assert api.items() == before
+
+
+def test_every_lane_of_a_sharded_key_is_raised(deploy, migrate):
+    region = deploy(SHARDED)
+    create_old_table(region.client, {"hot": 500})
+    status, out, _ = migrate(SHARDED)
+    assert status == 0
+    assert out[1].startswith("hot: raised above 500 (old value 500 + margin 0): hot: recorded the layout")
+    for shard in range(4):  # lane l issues 1 + l, 5 + l, ...: the smallest above 500 is 501 + l
+        assert f"hot#{shard} (lane {shard}): unused -> last {497 + shard}; next ticket {501 + shard}" in out[1]
+    issued = [ticket for _ in range(8) for ticket in tickets_of(region.get("/hot"))]
+    assert min(issued) > 500 and len(set(issued)) == 8
+
+
+def test_items_that_name_no_key_or_no_whole_number_are_listed_and_the_rest_migrated(api, migrate):
+    create_old_table(api.client, {"orders": 7000})
+    for item in (
+        {"systemKey": {"S": "has space"}, "counter": {"N": "3"}},
+        {"systemKey": {"S": "_private"}, "counter": {"N": "3"}},
+        {"systemKey": {"S": "no-value"}},
+        {"systemKey": {"S": "fraction"}, "counter": {"N": "12.5"}},
+        {"systemKey": {"S": "negative"}, "counter": {"N": "-4"}},
+        {"systemKey": {"S": "text"}, "counter": {"S": "12"}},
+    ):
+        api.client.put_item(TableName=OLD_TABLE, Item=item)
+    status, out, _ = migrate(EXAMPLE_CONFIG)
+    assert status == 1
+    assert out[1].startswith("orders: raised above 7000")
+    assert sorted(out[2:-1]) == [
+        'skipped systemKey {"S": "_private"}: not a valid key (a string of 1-100 characters from A-Z a-z 0-9 . _ : -, '
+        "the first one a letter or digit)",
+        'skipped systemKey {"S": "fraction"}: its counter is {"N": "12.5"}, not a whole number (0 or more)',
+        'skipped systemKey {"S": "has space"}: not a valid key (a string of 1-100 characters from A-Z a-z 0-9 . _ : '
+        "-, the first one a letter or digit)",
+        'skipped systemKey {"S": "negative"}: its counter is {"N": "-4"}, not a whole number (0 or more)',
+        'skipped systemKey {"S": "no-value"}: its counter is missing, not a whole number (0 or more)',
+        'skipped systemKey {"S": "text"}: its counter is {"S": "12"}, not a whole number (0 or more)',
+    ]
+    assert out[-1] == "1 key(s): 1 raised, 0 already above, 0 not migrated; 6 item(s) skipped"
+    assert tickets_of(api.get("/orders")) == [7001]
+
+
+def test_reading_the_old_items():
+    """A key named twice takes the larger value; a key that is no string, or a missing key attribute, is
+    skipped; numbers are read exactly, however DynamoDB writes them."""
+    old = read_old_counters(
+        [
+            {"name": {"S": "a"}, "v": {"N": "5"}},
+            {"name": {"S": "a"}, "v": {"N": "9"}},
+            {"name": {"S": "a"}, "v": {"N": "7"}},
+            {"name": {"S": "big"}, "v": {"N": "36028797018963969"}},
+            {"name": {"S": "exp"}, "v": {"N": "1E+3"}},
+            {"name": {"N": "12"}, "v": {"N": "1"}},
+            {"id": {"S": "x"}, "v": {"N": "1"}},
+        ],
+        "name",
+        "v",
+    )
+    assert old.values == {"a": 9, "big": 36028797018963969, "exp": 1000}
+    assert old.skipped[0].startswith('skipped name {"N": "12"}: not a valid key')
+    assert old.skipped[1].startswith('skipped an item without name: {"id": {"S": "x"}, "v": {"N": "1"}}: not a valid')
+
+
+def test_a_key_the_service_does_not_serve_or_past_max_is_not_migrated_and_the_rest_is(deploy, migrate):
+    config = {**EXAMPLE_CONFIG, "strictKeys": True, "counters": {"small": {"max": 100}, "orders": {}}}
+    region = deploy(config)
+    create_old_table(region.client, {"small": 100, "stranger": 5, "orders": 10})
+    status, out, _ = migrate(config)
+    assert status == 1
+    assert out[1:] == [
+        "orders: raised above 10 (old value 10 + margin 0): orders (lane 0): unused -> last 10; next ticket 11",
+        "small: NOT MIGRATED: not raised above 100 (old value 100 + margin 0): small: the lane's next ticket "
+        "above 100 would be 101, past the counter's max (100); raise max in cdk.json and deploy first. "
+        "Nothing was written.",
+        "stranger: NOT MIGRATED: strictKeys is on and cdk.json does not configure 'stranger'",
+        "3 key(s): 1 raised, 0 already above, 2 not migrated; 0 item(s) skipped",
+    ]
+    assert tickets_of(region.get("/orders")) == [11]
+
+
+def test_a_missing_old_table_names_the_option(api, migrate):
+    status, out, err = migrate(EXAMPLE_CONFIG)
+    assert status == 1 and len(out) == 1
+    assert err == (
+        "error: no table 'old-counters' in us-east-1: check --from-table and --region "
+        "(default: the first region in cdk.json)\n"
+    )
+
+
+def test_help_says_what_it_prints_the_exit_status_and_the_safe_order():
+    result = subprocess.run(
+        [sys.executable, "-m", "tickets_admin", "migrate", "--help"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    for text in (
+        "--from-table NAME",
+        "--key-attribute A",
+        "--value-attribute V",
+        "--margin M",
+        "--dry-run",
+        "--region",
+        "--endpoint-url",
+        "--table",
+        "--config",
+        "already above",
+        "would raise",
+        "skipped",
+        "NOT MIGRATED",
+        "Exit status 0",
+        "safe to repeat",
+        "migrate again",
+        "examples:",
+    ):
+        assert text in result.stdout, (text, result.stdout)

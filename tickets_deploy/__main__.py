@@ -1,0 +1,46 @@
+"""python -m tickets_deploy init: start a deployment's ledger (what `make init` runs)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tickets.config import ConfigError, load_config_file
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger, ledger_path_beside
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tickets_deploy",
+        description=f"Start a deployment: write its ledger ({LEDGER_FILE}, beside cdk.json) for the current "
+        "cdk.json. Run once, before the first deploy, then commit the ledger with cdk.json; synthesis refuses "
+        "to run without it and keeps it from then on. It never replaces a ledger that exists.",
+    )
+    parser.add_argument("command", choices=["init"], help="init: write the first ledger")
+    parser.add_argument(
+        "--config", type=Path, default=ROOT / "cdk.json", help="the cdk.json to read (default: the project's own)"
+    )
+    args = parser.parse_args(argv)
+    path = ledger_path_beside(args.config)
+    try:
+        ledger = init_ledger(path, load_config_file(args.config))
+    except (ConfigError, LedgerError) as err:
+        print(f"init: {err}", file=sys.stderr)
+        return 2
+    served = (
+        "keys nobody configured are served (strictKeys false), so a counter added later must keep their layout"
+        if ledger.unconfigured_keys_served
+        else "strictKeys is on, so counters added later may have any layout"
+    )
+    print(
+        f"{path}: wrote the ledger for regionSlots {ledger.region_slots}, {len(ledger.slots)} region(s) and "
+        f"{len(ledger.counters)} counter(s); {served} (docs/design.md#the-rollout-rule). Commit it with cdk.json."
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
