@@ -20,7 +20,6 @@ import json
 import os
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
@@ -49,16 +48,13 @@ class Rollouts(RuleBasedStateMachine):
         self.slot: dict[str, int] = {}  # region -> its slot (the ledger never lets it change)
         self.issued: dict[str, dict[int, str]] = {}  # key -> ticket -> the region that issued it
         self.handlers: dict[tuple[str, int], Region] = {}
-        self.monkeypatch = pytest.MonkeyPatch()
         self.aws = mock_aws()
         self.aws.start()
         self.scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"rollouts-{os.getpid()}-{id(self)}"
         self.scratch.mkdir(parents=True, exist_ok=True)
 
     def teardown(self) -> None:
-        self.monkeypatch.undo()
         self.aws.stop()
-        Region.active = None
         for path in self.scratch.iterdir():
             path.unlink()
         self.scratch.rmdir()
@@ -138,7 +134,7 @@ class Rollouts(RuleBasedStateMachine):
     def handler(self, region: str) -> Region:
         version = self.deployed[region]
         if (region, version) not in self.handlers:
-            self.handlers[region, version] = Region(self.monkeypatch, self.versions[version], region)
+            self.handlers[region, version] = Region(self.versions[version], region)
         return self.handlers[region, version]
 
     @rule(

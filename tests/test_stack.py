@@ -699,7 +699,7 @@ def test_the_compatibility_route_reaches_the_deployed_function(two_regions, depl
     settings = _function_settings(two_regions.templates["us-east-1"])
     assert Settings.from_json(settings).compat_path == "counter"
     handler = deploy(FULL_CONFIG, "us-east-1")
-    handler.environment["TICKETS_SETTINGS"] = settings
+    handler.settings = Settings.from_json(settings)
     answer = handler.get("/counter", query={"systemKey": "big"})  # one lane per region: a certain first ticket
     assert (answer.status, answer.headers["Content-Type"]) == (200, "text/plain; charset=utf-8")
     assert answer.body == str(BIG_START)
