@@ -12,7 +12,7 @@ import aws_cdk as cdk
 
 from stacks.ledger import LedgerError, default_ledger_path, read_ledger, record, write_ledger
 from stacks.tickets_stack import TicketsStack, add_stacks
-from tickets.config import ConfigError, parse_config
+from tickets_deploy.config import ConfigError, parse_config
 
 
 def synthesize(app: cdk.App, ledger_path: Path) -> dict[str, TicketsStack]:

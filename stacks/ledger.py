@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickets.config import MAX_SAFE_INTEGER, CounterConfig, DeploymentConfig
+from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
+from tickets_deploy.config import DeploymentConfig
 
 LEDGER_FILE = "tickets.lock.json"
 LEDGER_ENV = "TICKETS_LEDGER"  # another path, for tests and for apps run from elsewhere

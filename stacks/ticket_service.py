@@ -13,7 +13,7 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from tickets import tables, timing
-from tickets.config import DeploymentConfig, handler_environment
+from tickets_deploy.config import DeploymentConfig, handler_environment
 
 from .powertools import powertools_layer_arn
 
@@ -22,30 +22,6 @@ HANDLER = "tickets.handler.lambda_handler"
 # Stateful resources keep these logical ids forever: a new id would replace (and orphan) the table.
 COUNTER_TABLE_ID = "TicketsTable"
 IDEMPOTENCY_TABLE_ID = "TicketsIdempotencyTable"
-RETENTION = {
-    1: logs.RetentionDays.ONE_DAY,
-    3: logs.RetentionDays.THREE_DAYS,
-    5: logs.RetentionDays.FIVE_DAYS,
-    7: logs.RetentionDays.ONE_WEEK,
-    14: logs.RetentionDays.TWO_WEEKS,
-    30: logs.RetentionDays.ONE_MONTH,
-    60: logs.RetentionDays.TWO_MONTHS,
-    90: logs.RetentionDays.THREE_MONTHS,
-    120: logs.RetentionDays.FOUR_MONTHS,
-    150: logs.RetentionDays.FIVE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-    400: logs.RetentionDays.THIRTEEN_MONTHS,
-    545: logs.RetentionDays.EIGHTEEN_MONTHS,
-    731: logs.RetentionDays.TWO_YEARS,
-    1096: logs.RetentionDays.THREE_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS,
-    2192: logs.RetentionDays.SIX_YEARS,
-    2557: logs.RetentionDays.SEVEN_YEARS,
-    2922: logs.RetentionDays.EIGHT_YEARS,
-    3288: logs.RetentionDays.NINE_YEARS,
-    3653: logs.RetentionDays.TEN_YEARS,
-}
 
 
 class TicketService(Construct):
@@ -60,9 +36,10 @@ class TicketService(Construct):
         )
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
-        self.log_group = logs.LogGroup(
-            self, "FunctionLogs", retention=RETENTION[config.log_retention_days], removal_policy=RemovalPolicy.RETAIN
-        )
+        self.log_group = logs.LogGroup(self, "FunctionLogs", removal_policy=RemovalPolicy.RETAIN)
+        # In days, as parse_config checked it against CloudWatch's periods (tickets_deploy.config.LOG_RETENTION_DAYS):
+        # set on the resource itself so that list is the only one.
+        self.log_group.node.default_child.retention_in_days = config.log_retention_days
         role = iam.Role(
             self,
             "FunctionRole",

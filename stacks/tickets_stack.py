@@ -6,7 +6,7 @@ from aws_cdk import Annotations, App, Aspects, CfnOutput, Environment, Stack
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from tickets.config import DeploymentConfig
+from tickets_deploy.config import DeploymentConfig
 
 from .dashboard import TicketDashboard
 from .monitoring import TicketAlarms

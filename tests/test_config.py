@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLE_CONFIG
-from tickets.config import (
-    MAX_SAFE_INTEGER,
+from tickets.settings import MAX_SAFE_INTEGER, SETTINGS_ENV, CounterConfig, Settings
+from tickets_deploy.config import (
+    LOG_RETENTION_DAYS,
     MAX_TICKET,
-    SETTINGS_ENV,
     ConfigError,
-    CounterConfig,
-    Settings,
     handler_environment,
     load_config_file,
     parse_config,
     pick_region,
 )
+
+# cfn-lint's copy of CloudFormation's resource schemas: which resource types each region has, and their properties.
+CFN_SCHEMAS = Path(importlib.util.find_spec("cfnlint").origin).parent / "data" / "schemas"
+
+
+def cloudformation_schema(resource_type: str, region: str = "us-east-1") -> dict:
+    digest = json.loads((CFN_SCHEMAS / "providers" / f"{region}.json").read_text())[resource_type]
+    return json.loads((CFN_SCHEMAS / "resources" / f"{digest}.json").read_text())
 
 
 def with_changes(**changes) -> dict:
@@ -283,3 +292,10 @@ def test_max_block_defaults_to_a_million_and_may_be_lowered_per_deployment_and_p
 def test_max_block_out_of_range_is_refused_naming_the_field(changes, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         parse_config(with_changes(**changes))
+
+
+def test_log_retention_accepts_exactly_cloudformations_periods():
+    """The one list parse_config checks and the stack writes into RetentionInDays as it stands."""
+    allowed = cloudformation_schema("AWS::Logs::LogGroup")["properties"]["RetentionInDays"]["enum"]
+    assert list(LOG_RETENTION_DAYS) == allowed
+    assert parse_config(with_changes(logRetentionDays=3653)).log_retention_days == 3653

@@ -27,7 +27,7 @@ from stacks.ledger import (
     to_text,
     write_ledger,
 )
-from tickets.config import parse_config
+from tickets_deploy.config import parse_config
 
 ROOT = Path(__file__).resolve().parent.parent
 

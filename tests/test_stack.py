@@ -21,8 +21,10 @@ from app import synthesize  # noqa: E402
 from stacks.ledger import read_ledger, record  # noqa: E402
 from stacks.powertools import POWERTOOLS_VERSION  # noqa: E402
 from tickets import timing  # noqa: E402
-from tickets.config import MAX_TICKET, Settings, parse_config  # noqa: E402
 from tickets.errors import TicketsError  # noqa: E402
+from tickets.settings import Settings  # noqa: E402
+from tickets_deploy.config import MAX_TICKET, parse_config  # noqa: E402
+from tickets_deploy.regions import SERVED_REGIONS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -597,6 +599,10 @@ def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
     assert "tickets/handler.py" in files
     assert not any("__pycache__" in name or name.endswith(".pyc") for name in files)
     assert all(name.startswith("tickets/") for name in files)
+    # The deploy side stays out of the function: no cdk.json parsing, no region list.
+    shipped = "\n".join((assets[0] / name).read_text() for name in files if name.endswith(".py"))
+    assert "def parse_config" not in shipped and "from tickets_deploy" not in shipped
+    assert not any(region in shipped for region in SERVED_REGIONS)
 
 
 @pytest.mark.parametrize(
