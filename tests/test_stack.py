@@ -346,6 +346,16 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
     template.resource_count_is("AWS::SNS::Topic", 0)
 
 
+# The conditions that let only this account's alarms in us-east-1 use the alarm topic and its key.
+OWN_ALARMS_IN_US_EAST_1 = {
+    "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+    # The partition is a literal under the repository's feature flags (enablePartitionLiterals).
+    "ArnLike": {
+        "aws:SourceArn": {"Fn::Join": ["", ["arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"}, ":alarm:*"]]}
+    },
+}
+
+
 def test_the_topic_key_lets_only_this_accounts_cloudwatch_alarms_use_it(two_regions):
     keys = two_regions.templates["us-east-1"].find_resources("AWS::KMS::Key")
     assert len(keys) == 1
@@ -354,15 +364,40 @@ def test_the_topic_key_lets_only_this_accounts_cloudwatch_alarms_use_it(two_regi
     assert len(cloudwatch) == 1, statements
     [grant] = cloudwatch
     assert sorted(_actions(grant)) == ["kms:Decrypt", "kms:GenerateDataKey*"]
-    assert grant["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-        # The partition is a literal under the repository's feature flags (enablePartitionLiterals).
-        "ArnLike": {
-            "aws:SourceArn": {
-                "Fn::Join": ["", ["arn:aws:cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"}, ":alarm:*"]]
+    assert grant["Condition"] == OWN_ALARMS_IN_US_EAST_1
+
+
+def test_the_alarm_topic_lets_only_this_accounts_cloudwatch_alarms_publish(two_regions):
+    """A topic policy replaces SNS's default one: without this grant no alarm e-mail would ever be sent."""
+    template = two_regions.templates["us-east-1"]
+    topic = Capture()
+    template.has_resource_properties("AWS::SNS::TopicPolicy", {"Topics": [topic]})
+    assert topic.as_object() == {"Ref": next(iter(template.find_resources("AWS::SNS::Topic")))}
+    statements = Capture()
+    template.has_resource_properties(
+        "AWS::SNS::TopicPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                "Action": "sns:Publish",
+                                "Resource": topic.as_object(),
+                                "Condition": OWN_ALARMS_IN_US_EAST_1,
+                            }
+                        )
+                    ]
+                ),
             }
         },
-    }
+    )
+    template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": statements}})
+    allowed = [statement for statement in statements.as_array() if statement["Effect"] == "Allow"]
+    assert len(allowed) == 1, allowed  # CloudWatch's publish, nothing else
+    assert any(statement["Effect"] == "Deny" for statement in statements.as_array())  # enforce_ssl's Deny stays
 
 
 def _invoke_policies(template: Template) -> dict:
