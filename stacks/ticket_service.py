@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import CfnDynamicReference, CfnDynamicReferenceService, Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -15,10 +15,12 @@ from constructs import Construct
 from tickets import tables, timing
 from tickets_deploy.config import DeploymentConfig, handler_environment
 
-from .powertools import powertools_layer_arn
+from .powertools import layer_parameter, powertools_version
 
 LAMBDA_SRC = Path(__file__).resolve().parent.parent / "lambda_src"
 HANDLER = "tickets.handler.lambda_handler"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
 # Stateful resources keep these logical ids forever: a new id would replace (and orphan) the table.
 COUNTER_TABLE_ID = "TicketsTable"
 IDEMPOTENCY_TABLE_ID = "TicketsIdempotencyTable"
@@ -55,15 +57,11 @@ class TicketService(Construct):
         self.function = lambda_.Function(
             self,
             "Function",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(str(LAMBDA_SRC), exclude=["**/__pycache__", "**/*.pyc"]),
-            layers=[
-                lambda_.LayerVersion.from_layer_version_arn(
-                    self, "Powertools", powertools_layer_arn(region, python="python314", architecture="arm64")
-                )
-            ],
+            layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", _powertools_layer_arn())],
             memory_size=256,
             timeout=Duration.seconds(timing.FUNCTION_TIMEOUT_SECONDS),
             tracing=lambda_.Tracing.ACTIVE,
@@ -116,6 +114,13 @@ class TicketService(Construct):
             ],
             apply_to_children=True,
         )
+
+
+def _powertools_layer_arn() -> str:
+    """The layer of the Powertools release requirements-serve.txt pins, for this runtime and architecture: a
+    dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
+    parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name, powertools_version())
+    return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 
 
 def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:

@@ -20,6 +20,7 @@ from tickets_deploy.config import (
     parse_config,
     pick_region,
 )
+from tickets_deploy.regions import NO_FUNCTION_URLS, SERVED_REGIONS, refusal
 
 # cfn-lint's copy of CloudFormation's resource schemas: which resource types each region has, and their properties.
 CFN_SCHEMAS = Path(importlib.util.find_spec("cfnlint").origin).parent / "data" / "schemas"
@@ -249,21 +250,41 @@ def test_counter_lookup_with_and_without_strict_keys():
     "region, reason",
     [
         ("us-east-9", "not a region"),
-        ("cn-north-1", "aws-cn"),
-        ("us-gov-west-1", "aws-us-gov"),
-        ("ap-southeast-6", "not published"),
+        ("cn-north-1", "aws-cn partition, and this stack supports the commercial partition (aws) only"),
+        ("us-gov-west-1", "aws-us-gov partition, and this stack supports the commercial partition (aws) only"),
+        ("ap-south-2", "Function URLs"),
+        ("eu-south-2", "Function URLs"),
+        ("mx-central-1", "Function URLs"),
+        ("me-south-1", "Powertools' public layer parameters"),
+        ("Europe", "not a region name"),
     ],
 )
 def test_a_region_the_stack_cannot_serve_is_refused_naming_the_field_and_why(region, reason):
     with pytest.raises(ConfigError) as refused:
         parse_config(with_changes(regions={region: 0}))
     message = str(refused.value)
-    assert message.startswith(f"tickets.regions.{region}"), message
-    assert reason in message and "Powertools" in message
+    assert message.startswith(f"tickets.regions.{region}: the stack cannot be deployed"), message
+    assert reason in message
 
 
-@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-7", "mx-central-1", "il-central-1"])
-def test_commercial_regions_with_the_layer_are_accepted(region):
+def test_every_region_without_function_urls_is_refused():
+    for region in NO_FUNCTION_URLS:
+        assert refusal(region) is not None and "Function URLs" in refusal(region)
+
+
+def test_every_served_region_has_function_urls_in_cloudformation():
+    """cfn-lint's copy of each region's CloudFormation schemas; tests/test_stack.py also lints a synthesised
+    stack in every served region."""
+    lacking = [
+        region
+        for region in sorted(SERVED_REGIONS)
+        if "AWS::Lambda::Url" not in json.loads((CFN_SCHEMAS / "providers" / f"{region}.json").read_text())
+    ]
+    assert lacking == []
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-3", "sa-east-1", "af-south-1"])
+def test_commercial_regions_with_function_urls_and_the_layer_are_accepted(region):
     assert parse_config(with_changes(regions={region: 0})).regions == {region: 0}
 
 
