@@ -101,6 +101,8 @@ class TicketService(Construct):
             )
         self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors)
         self.invoke_policy = _invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
+        for caller in config.callers:
+            _admit_caller(self.function, caller)
 
         NagSuppressions.add_resource_suppressions(
             role,
@@ -142,6 +144,22 @@ def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.Managed
                 conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
             ),
         ],
+    )
+
+
+def _admit_caller(function: lambda_.Function, caller: str) -> None:
+    """The function's side of a call from another account (docs/callers.md): both actions a caller of the
+    AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
+    principal = iam.AccountPrincipal(caller) if caller.isdigit() else iam.ArnPrincipal(caller)
+    name = caller.replace("/", "%")  # a construct id has no "/"; IAM names have no "%"
+    function.add_permission(
+        f"InvokeUrl {name}",
+        principal=principal,
+        action="lambda:InvokeFunctionUrl",
+        function_url_auth_type=lambda_.FunctionUrlAuthType.AWS_IAM,
+    )
+    function.add_permission(
+        f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
     )
 
 

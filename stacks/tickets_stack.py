@@ -50,6 +50,12 @@ class TicketsStack(Stack):
                 value=service.invoke_policy.managed_policy_arn,
                 description="Attach to a caller's role or user: lambda:InvokeFunctionUrl and lambda:InvokeFunction",
             )
+            CfnOutput(
+                self,
+                "FunctionArn",
+                value=service.function.function_arn,
+                description="The Resource of a caller's own policy in another account (docs/callers.md)",
+            )
         _warn_about_public_access(self, config)
 
 

@@ -320,3 +320,29 @@ def test_log_retention_accepts_exactly_cloudformations_periods():
     allowed = cloudformation_schema("AWS::Logs::LogGroup")["properties"]["RetentionInDays"]["enum"]
     assert list(LOG_RETENTION_DAYS) == allowed
     assert parse_config(with_changes(logRetentionDays=3653)).log_retention_days == 3653
+
+
+def test_callers_are_account_ids_and_role_arns():
+    callers = ["111122223333", "arn:aws:iam::444455556666:role/orders/TicketsCaller"]
+    assert parse_config(with_changes(callers=callers)).callers == tuple(callers)
+    assert parse_config(EXAMPLE_CONFIG).callers == ()
+
+
+@pytest.mark.parametrize(
+    "changes, field, says",
+    [
+        ({"callers": "111122223333"}, "tickets.callers", "must be a list"),
+        ({"callers": ["11112222333"]}, "tickets.callers[0]", "12-digit account id"),
+        ({"callers": [111122223333]}, "tickets.callers[0]", "12-digit account id"),
+        ({"callers": ["111122223333", "arn:aws:iam::444455556666:user/bob"]}, "tickets.callers[1]", "role ARN"),
+        ({"callers": ["arn:aws-cn:iam::444455556666:role/orders"]}, "tickets.callers[0]", "role ARN"),
+        ({"callers": ["111122223333", "111122223333"]}, "tickets.callers[1]", "listed twice"),
+        ({"callers": ["111122223333"], "auth": "NONE"}, "tickets.callers", "needs auth AWS_IAM"),
+    ],
+    ids=["not-a-list", "11-digits", "a-number", "a-user", "other-partition", "twice", "auth-none"],
+)
+def test_a_bad_caller_is_refused_naming_the_entry(changes, field, says):
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(**changes))
+    assert str(refused.value).startswith(f"{field}: "), refused.value
+    assert says in str(refused.value)

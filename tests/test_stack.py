@@ -91,6 +91,7 @@ EVERY_REGION_CONFIG = {
     "regions": {region: slot for slot, region in enumerate(sorted(SERVED_REGIONS))},
     "regionSlots": len(SERVED_REGIONS),
     "alarmEmail": "ops@example.com",
+    "callers": ["111122223333", "arn:aws:iam::444455556666:role/orders/TicketsCaller"],
 }
 
 
@@ -460,6 +461,36 @@ def test_an_iam_stack_offers_callers_a_policy_with_exactly_the_two_invoke_action
     ]
     assert "Roles" not in policy["Properties"] and "Users" not in policy["Properties"]  # attached by the operator
     template.has_output("InvokePolicyArn", {"Value": {"Ref": policy_id}})
+
+
+def test_each_caller_gets_both_invoke_permissions_only_through_the_url(every_region):
+    template = every_region.templates["us-east-1"]
+    function = Capture()
+    template.has_resource_properties("AWS::Lambda::Url", {"TargetFunctionArn": {"Fn::GetAtt": [function, "Arn"]}})
+    function_arn = {"Fn::GetAtt": [function.as_string(), "Arn"]}
+    permissions = [resource["Properties"] for resource in template.find_resources("AWS::Lambda::Permission").values()]
+    expected = []
+    for principal in EVERY_REGION_CONFIG["callers"]:
+        expected += [
+            {
+                "Action": "lambda:InvokeFunctionUrl",
+                "FunctionName": function_arn,
+                "Principal": principal,
+                "FunctionUrlAuthType": "AWS_IAM",
+            },
+            {
+                "Action": "lambda:InvokeFunction",
+                "FunctionName": function_arn,
+                "Principal": principal,
+                "InvokedViaFunctionUrl": True,
+            },
+        ]
+    assert sorted(permissions, key=json.dumps) == sorted(expected, key=json.dumps)
+    template.has_output("FunctionArn", {"Value": function_arn})
+
+
+def test_without_callers_the_function_admits_no_one_by_resource_policy(template):
+    template.resource_count_is("AWS::Lambda::Permission", 0)
 
 
 def test_a_public_stack_has_no_invoke_policy(two_regions):

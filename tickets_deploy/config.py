@@ -63,6 +63,9 @@ TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABL
 # start, stride and max may be written as decimal strings: the CDK CLI reads cdk.json in Node, whose
 # numbers are doubles, so a JSON number above MAX_SAFE_INTEGER reaches app.py already rounded.
 DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
+# `callers`: another account, by its id, or one of its IAM roles (commercial partition; IAM's name characters).
+ACCOUNT_ID_PATTERN = re.compile(r"[0-9]{12}")
+ROLE_ARN_PATTERN = re.compile(r"arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
 
 
 class ConfigError(ValueError):
@@ -84,6 +87,7 @@ class DeploymentConfig:
     cors_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
     max_block: int = MAX_BLOCK
+    callers: tuple[str, ...] = ()  # account ids and role ARNs the function's resource policy admits
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
@@ -137,6 +141,7 @@ _FIELDS = {
     "alarmEmail",
     "tableName",
     "maxBlock",
+    "callers",
 }
 _COUNTER_FIELDS = {"start", "stride", "max", "shards", "maxBlock"}
 
@@ -258,7 +263,32 @@ def parse_config(raw: Any) -> DeploymentConfig:
         cors_origins=tuple(cors),
         alarm_email=alarm_email,
         max_block=max_block,
+        callers=_parse_callers(raw.get("callers", []), auth),
     )
+
+
+def _parse_callers(raw: Any, auth: str) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(
+            'tickets.callers: must be a list of account ids and role ARNs, e.g. ["111122223333", '
+            f'"arn:aws:iam::444455556666:role/orders"], got {raw!r}'
+        )
+    for index, caller in enumerate(raw):
+        where = f"tickets.callers[{index}]"
+        if not isinstance(caller, str) or not (
+            ACCOUNT_ID_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)
+        ):
+            raise ConfigError(
+                f'{where}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
+                f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'
+            )
+        if caller in raw[:index]:
+            raise ConfigError(f"{where}: {caller!r} is listed twice")
+    if raw and auth != "AWS_IAM":
+        raise ConfigError(
+            f"tickets.callers: needs auth AWS_IAM (it grants IAM permissions); with auth {auth} anyone may call"
+        )
+    return tuple(raw)
 
 
 def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConfig:
