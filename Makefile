@@ -50,11 +50,11 @@ $(CDK): package.json
 test: $(DEV_DEPS) $(CDK)
 	$(PY) -m pytest
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the client, the admin CLI and the ledger.
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the client and the admin CLI.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_client tickets_admin tickets_deploy
+	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_client tickets_admin
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))

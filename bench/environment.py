@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import tickets
-from tickets.config import handler_environment, parse_config
+from tickets_deploy.config import handler_environment, parse_config
 
 REPO = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO / "cdk.json"

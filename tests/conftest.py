@@ -40,10 +40,10 @@ import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from tickets.config import handler_environment, parse_config  # noqa: E402
 from tickets.issuer import Issuer  # noqa: E402
 from tickets.store import CounterStore  # noqa: E402
 from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402
+from tickets_deploy.config import handler_environment, parse_config  # noqa: E402
 
 # CI runs the property tests on a fixed set of examples, the same on every run; a developer's run
 # draws new ones (and replays any failure from .hypothesis/).

@@ -20,11 +20,12 @@ from botocore.stub import Stubber
 
 from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
 from local_support import SerialMotoServer, call, write_cdk_json
-from tickets.config import MAX_TICKET, CounterConfig
 from tickets.sequence import lanes_of
+from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
 from tickets_admin.operations import Outcome, raise_key
 from tickets_admin.table import AdminError, CounterTable
+from tickets_deploy.config import MAX_TICKET
 from tickets_local.server import LocalServer
 
 REPO = Path(__file__).resolve().parent.parent

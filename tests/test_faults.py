@@ -211,9 +211,9 @@ class EndlessRaces:
 
 def test_a_request_that_meets_endless_races_ends_in_a_503_within_its_budget_of_calls():
     """timing.py's function timeout holds only if a request makes a bounded number of calls."""
-    from tickets.config import CounterConfig, Settings
     from tickets.errors import Unavailable
     from tickets.issuer import Issuer
+    from tickets.settings import CounterConfig, Settings
     from tickets.store import CounterStore
 
     table = EndlessRaces()

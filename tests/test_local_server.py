@@ -21,8 +21,8 @@ import boto3
 import pytest
 
 from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
-from tickets.config import ConfigError
 from tickets.tables import COUNTER_KEY, create_table_arguments
+from tickets_deploy.config import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local.deployment import load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response

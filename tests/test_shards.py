@@ -17,10 +17,10 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from conftest import COUNTER_TABLE
 from tickets import timing
-from tickets.config import CounterConfig, Settings
 from tickets.errors import ConfigMismatch
 from tickets.issuer import Issuer
 from tickets.sequence import lanes_of
+from tickets.settings import CounterConfig, Settings
 from tickets.store import CounterStore
 
 TWO_REGIONS = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tickets.config import ConfigError, load_config_file, pick_region, region_settings
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
+from tickets_deploy.config import ConfigError, load_config_file, pick_region, region_settings
 
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
 from .operations import export_items, raise_key

@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-from tickets.config import Settings
 from tickets.errors import clip
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import Lane, lanes_of
+from tickets.settings import Settings
 
 from .operations import LaneResult, Outcome, raise_key
 from .table import AdminError, CounterTable, Item

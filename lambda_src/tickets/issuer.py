@@ -18,9 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
-from .config import CounterConfig, Settings
 from .errors import BadRequest, Exhausted, NotFound, Unavailable, exhausted
 from .sequence import Lane, lanes_of
+from .settings import CounterConfig, Settings
 from .tables import LAST, STEP
 
 NEAR_MAX_FRACTION = 0.9
