@@ -233,10 +233,21 @@ def test_a_hand_made_item_already_above_is_made_a_lane_where_it_stands(api, admi
     assert tickets_of(api.get("/orders")) == [7001]
 
 
-def test_an_item_with_only_its_key_is_made_a_lane(api, admin):
-    api.put_item({"counter": {"S": "orders"}})
+@pytest.mark.parametrize(
+    "unwritten, before",
+    [
+        ({"counter": {"S": "orders"}}, "unused"),  # nothing but the key
+        ({"counter": {"S": "orders"}, "last": {"N": "5500"}, "first": {"N": "5000"}}, "last 5500"),  # no step
+        ({"counter": {"S": "orders"}, "step": {"N": "1"}}, "unused"),  # a step and nothing else
+    ],
+    ids=["key-only", "first-no-step", "step-only"],
+)
+def test_every_item_the_service_refuses_as_not_written_by_code_is_made_a_lane(api, admin, unwritten, before):
+    api.put_item(unwritten)
+    assert api.get("/orders").body["error"] == "config_mismatch"
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
-    assert status == 0 and out[1].endswith("-> last 6000, now a lane (first 5000, step 1); next ticket 6001")
+    assert status == 0
+    assert out[1] == f"orders (lane 0): {before} -> last 6000, now a lane (first 5000, step 1); next ticket 6001"
     assert tickets_of(api.get("/orders")) == [6001]
 
 
