@@ -251,6 +251,17 @@ def test_every_item_the_service_refuses_as_not_written_by_code_is_made_a_lane(ap
     assert tickets_of(api.get("/orders")) == [6001]
 
 
+def test_a_lane_item_edited_off_its_lane_is_refused_naming_raise_which_puts_it_back(api, admin):
+    api.put_item({"counter": {"S": "invoices"}, "last": {"N": "95"}, "step": {"N": "10"}, "first": {"N": "1"}})
+    refusal = api.get("/invoices")  # the advance writes (no condition sees a modulo), then refuses
+    assert refusal.status == 409 and refusal.body["error"] == "config_mismatch" and "ticket" not in refusal.body
+    command = refusal.body["message"].split("`")[1]
+    assert command == "python -m tickets_admin raise invoices --above 105"
+    status, out, _ = admin(EXAMPLE_CONFIG, *command.split()[3:])
+    assert status == 0 and out[1].endswith("-> last 101, now a lane (first 1, step 10); next ticket 111")
+    assert tickets_of(api.get("/invoices")) == [111]
+
+
 def test_a_last_that_is_not_a_whole_number_is_reported_not_changed(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "12.5"}})
     before = api.items()
