@@ -198,7 +198,8 @@ def parse_config(raw: Any) -> DeploymentConfig:
             raise ConfigError(f"{where}: {why_not}")
         if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
             raise ConfigError(
-                f"{where}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}"
+                f"{where}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
+                "regionSlots is permanent once a key issued tickets, so give the region a free slot"
             )
         if slot in owners:
             raise ConfigError(
