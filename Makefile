@@ -25,9 +25,10 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# The repo's own packages, linked: they need nothing beyond what each job's set installs.
-$(PACKAGE): pyproject.toml | $(PY)
-	$(PIP_INSTALL) --no-deps -e .
+# The repo's own packages, linked: the server's and the Python client (clients/python, a package of
+# its own). They need nothing beyond what each job's set installs.
+$(PACKAGE): pyproject.toml clients/python/pyproject.toml | $(PY)
+	$(PIP_INSTALL) --no-deps -e . -e ./clients/python
 	touch $@
 
 $(SERVE_DEPS): requirements-serve.txt $(PACKAGE)
@@ -50,11 +51,11 @@ $(CDK): package.json
 test: $(DEV_DEPS) $(CDK)
 	$(PY) -m pytest
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the client and the admin CLI.
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the Python client and the admin CLI.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_client tickets_admin
+	$(VENV)/bin/mypy lambda_src/tickets clients/python/tickets_client tickets_admin
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
