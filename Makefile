@@ -3,6 +3,7 @@
 #   serve            requirements-serve.txt   the handler, the local server, the client, the admin CLI
 #   synth, deploy    requirements.txt         the CDK app (and the pinned CDK CLI from package.json)
 #   test, bench      requirements-dev.txt     both sets above plus the test, bench and lint tools
+# `make test` also installs and tests the TypeScript client (clients/typescript, npm).
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,6 +14,8 @@ SERVE_DEPS := $(VENV)/.serve
 CDK_DEPS := $(VENV)/.cdk
 DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
+TS_CLIENT := clients/typescript
+TS_DEPS := $(TS_CLIENT)/node_modules/.installed
 PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
@@ -47,9 +50,16 @@ $(CDK): package.json
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against.
-test: $(DEV_DEPS) $(CDK)
+# npm install in clients/typescript also builds the client (its `prepare` script runs tsc).
+$(TS_DEPS): $(TS_CLIENT)/package.json
+	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
+	touch $@
+
+# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The
+# TypeScript client's tests (node's test runner) start a local server from this .venv.
+test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
 	$(PY) -m pytest
+	cd $(TS_CLIENT) && npm test
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the Python client and the admin CLI.
 lint: $(DEV_DEPS)
@@ -70,4 +80,4 @@ bench: $(DEV_DEPS)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out bench/out .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist
