@@ -92,7 +92,7 @@ def test_the_python_client_installs_into_a_clean_venv_and_works_outside_the_repo
     assert run(python, "-c", "import importlib.util as u; print(u.find_spec('tickets'))").stdout.strip() == "None"
 
     command = run(env_dir / "bin" / "tickets-client", "--help").stdout
-    assert command.startswith("usage: tickets-client ") and "lambda:InvokeFunctionUrl" in command
+    assert command.startswith("usage: tickets-client ") and "  tickets-client next orders " in command
     module = run(python, "-m", "tickets_client", "next", "--help").stdout
     assert module.startswith("usage: python -m tickets_client next ") and "--count" in module
 

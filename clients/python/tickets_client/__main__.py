@@ -16,12 +16,12 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 MODULE_PROG = "python -m tickets_client"
 COMMAND_PROG = "tickets-client"  # the console script of clients/python/pyproject.toml
 EPILOG = """\
-examples (`tickets-client` is the same command, where pip installed the client):
-  python -m tickets_client next orders                    # {"key": "orders", "ticket": 5000}
-  python -m tickets_client next orders --count 3 --text   # three tickets, one a line
-  python -m tickets_client block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
-  python -m tickets_client state orders
-  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws python -m tickets_client next orders
+examples:
+  %(prog)s next orders                    # {"key": "orders", "ticket": 5000}
+  %(prog)s next orders --count 3 --text   # three tickets, one a line
+  %(prog)s block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
+  %(prog)s state orders
+  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s next orders
 
 A *.lambda-url.<region>.on.aws URL is signed with SigV4 using botocore's credentials
 (environment, ~/.aws, SSO, instance role); other URLs are not, unless --sign. Callers of an
