@@ -56,10 +56,10 @@ $(TS_DEPS): $(TS_CLIENT)/package.json
 	touch $@
 
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The
-# TypeScript client's tests (node's test runner) start a local server from this .venv.
+# TypeScript client's tests (node's test runner) start a local server from this .venv; they run even
+# when pytest failed, and make test fails if either did.
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
-	$(PY) -m pytest
-	cd $(TS_CLIENT) && npm test
+	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the Python client and the admin CLI.
 lint: $(DEV_DEPS)
