@@ -3,6 +3,7 @@
 #   serve            requirements-serve.txt   the handler, the local server, the client, the admin CLI
 #   synth, deploy    requirements.txt         the CDK app (and the pinned CDK CLI from package.json)
 #   test, bench      requirements-dev.txt     both sets above plus the test, bench and lint tools
+# `make test` also installs and tests the TypeScript client (clients/typescript, npm).
 
 PYTHON ?= python3
 VENV := .venv
@@ -13,6 +14,8 @@ SERVE_DEPS := $(VENV)/.serve
 CDK_DEPS := $(VENV)/.cdk
 DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
+TS_CLIENT := clients/typescript
+TS_DEPS := $(TS_CLIENT)/node_modules/.installed
 PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
@@ -25,9 +28,10 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# The repo's own packages, linked: they need nothing beyond what each job's set installs.
-$(PACKAGE): pyproject.toml | $(PY)
-	$(PIP_INSTALL) --no-deps -e .
+# The repo's own packages, linked: the server's and the Python client (clients/python, a package of
+# its own). They need nothing beyond what each job's set installs.
+$(PACKAGE): pyproject.toml clients/python/pyproject.toml | $(PY)
+	$(PIP_INSTALL) --no-deps -e . -e ./clients/python
 	touch $@
 
 $(SERVE_DEPS): requirements-serve.txt $(PACKAGE)
@@ -46,15 +50,23 @@ $(CDK): package.json
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against.
-test: $(DEV_DEPS) $(CDK)
-	$(PY) -m pytest
+# npm install in clients/typescript also builds the client (its `prepare` script runs tsc).
+$(TS_DEPS): $(TS_CLIENT)/package.json
+	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
+	touch $@
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the client, the admin CLI and the ledger.
+# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The
+# TypeScript client's tests (node's test runner) start a local server from this .venv; they run even
+# when pytest failed, and make test fails if either did.
+test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
+	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
+
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger),
+# the Python client and the admin CLI.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_client tickets_admin tickets_deploy
+	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy clients/python/tickets_client tickets_admin
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
@@ -73,4 +85,4 @@ bench: $(DEV_DEPS)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out bench/out .pytest_cache .hypothesis
+	rm -rf $(VENV) node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

@@ -11,7 +11,7 @@ from pathlib import Path
 import aws_cdk as cdk
 
 from stacks.tickets_stack import TicketsStack, add_stacks
-from tickets.config import ConfigError, parse_config
+from tickets_deploy.config import ConfigError, parse_config
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, new_accounts, read_ledger, record, write_ledger
 
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import tickets
-from tickets.config import DeploymentConfig, handler_environment, parse_config, region_settings
+from tickets_deploy.config import DeploymentConfig, handler_environment, parse_config, region_settings
 
 REPO = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO / "cdk.json"

@@ -114,21 +114,23 @@ def _throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwa
 def _notification_topic(scope: Construct, email: str) -> sns.Topic:
     # CloudWatch cannot publish to a topic under the AWS-managed SNS key, so the topic gets its own.
     key = kms.Key(scope, "TopicKey", enable_key_rotation=True, description="Tickets alarm notifications")
-    stack = Stack.of(scope)
-    # Only this account's alarms in this region may use the key (no confused deputy).
-    key.add_to_resource_policy(
-        iam.PolicyStatement(
-            principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-            actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-            resources=["*"],
-            conditions={
-                "StringEquals": {"aws:SourceAccount": stack.account},
-                "ArnLike": {
-                    "aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"
-                },
-            },
-        )
-    )
+    key.add_to_resource_policy(_for_own_alarms(scope, ["kms:Decrypt", "kms:GenerateDataKey*"], "*"))
     topic = sns.Topic(scope, "AlarmTopic", master_key=key, enforce_ssl=True)
+    # The topic's policy (enforce_ssl writes one) replaces SNS's default policy, so it must let CloudWatch publish.
+    topic.add_to_resource_policy(_for_own_alarms(scope, ["sns:Publish"], topic.topic_arn))
     topic.add_subscription(subscriptions.EmailSubscription(email))
     return topic
+
+
+def _for_own_alarms(scope: Construct, allowed: list[str], resource: str) -> iam.PolicyStatement:
+    """Allow CloudWatch these actions for this account's alarms in this region only (no confused deputy)."""
+    stack = Stack.of(scope)
+    return iam.PolicyStatement(
+        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+        actions=allowed,
+        resources=[resource],
+        conditions={
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"},
+        },
+    )

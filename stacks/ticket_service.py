@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import CfnDynamicReference, CfnDynamicReferenceService, Duration, RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -13,39 +13,17 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 from tickets import tables, timing
-from tickets.config import DeploymentConfig, handler_environment
+from tickets_deploy.config import DeploymentConfig, handler_environment
 
-from .powertools import powertools_layer_arn
+from .powertools import layer_parameter, powertools_version
 
 LAMBDA_SRC = Path(__file__).resolve().parent.parent / "lambda_src"
 HANDLER = "tickets.handler.lambda_handler"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
 # Stateful resources keep these logical ids forever: a new id would replace (and orphan) the table.
 COUNTER_TABLE_ID = "TicketsTable"
 IDEMPOTENCY_TABLE_ID = "TicketsIdempotencyTable"
-RETENTION = {
-    1: logs.RetentionDays.ONE_DAY,
-    3: logs.RetentionDays.THREE_DAYS,
-    5: logs.RetentionDays.FIVE_DAYS,
-    7: logs.RetentionDays.ONE_WEEK,
-    14: logs.RetentionDays.TWO_WEEKS,
-    30: logs.RetentionDays.ONE_MONTH,
-    60: logs.RetentionDays.TWO_MONTHS,
-    90: logs.RetentionDays.THREE_MONTHS,
-    120: logs.RetentionDays.FOUR_MONTHS,
-    150: logs.RetentionDays.FIVE_MONTHS,
-    180: logs.RetentionDays.SIX_MONTHS,
-    365: logs.RetentionDays.ONE_YEAR,
-    400: logs.RetentionDays.THIRTEEN_MONTHS,
-    545: logs.RetentionDays.EIGHTEEN_MONTHS,
-    731: logs.RetentionDays.TWO_YEARS,
-    1096: logs.RetentionDays.THREE_YEARS,
-    1827: logs.RetentionDays.FIVE_YEARS,
-    2192: logs.RetentionDays.SIX_YEARS,
-    2557: logs.RetentionDays.SEVEN_YEARS,
-    2922: logs.RetentionDays.EIGHT_YEARS,
-    3288: logs.RetentionDays.NINE_YEARS,
-    3653: logs.RetentionDays.TEN_YEARS,
-}
 
 
 class TicketService(Construct):
@@ -60,9 +38,10 @@ class TicketService(Construct):
         )
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
-        self.log_group = logs.LogGroup(
-            self, "FunctionLogs", retention=RETENTION[config.log_retention_days], removal_policy=RemovalPolicy.RETAIN
-        )
+        self.log_group = logs.LogGroup(self, "FunctionLogs", removal_policy=RemovalPolicy.RETAIN)
+        # In days, as parse_config checked it against CloudWatch's periods (tickets_deploy.config.LOG_RETENTION_DAYS):
+        # set on the resource itself so that list is the only one.
+        self.log_group.node.default_child.retention_in_days = config.log_retention_days
         role = iam.Role(
             self,
             "FunctionRole",
@@ -78,15 +57,11 @@ class TicketService(Construct):
         self.function = lambda_.Function(
             self,
             "Function",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(str(LAMBDA_SRC), exclude=["**/__pycache__", "**/*.pyc"]),
-            layers=[
-                lambda_.LayerVersion.from_layer_version_arn(
-                    self, "Powertools", powertools_layer_arn(region, python="python314", architecture="arm64")
-                )
-            ],
+            layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", _powertools_layer_arn())],
             memory_size=256,
             timeout=Duration.seconds(timing.FUNCTION_TIMEOUT_SECONDS),
             tracing=lambda_.Tracing.ACTIVE,
@@ -126,6 +101,8 @@ class TicketService(Construct):
             )
         self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors)
         self.invoke_policy = _invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
+        for caller in config.callers:
+            _admit_caller(self.function, caller)
 
         NagSuppressions.add_resource_suppressions(
             role,
@@ -139,6 +116,13 @@ class TicketService(Construct):
             ],
             apply_to_children=True,
         )
+
+
+def _powertools_layer_arn() -> str:
+    """The layer of the Powertools release requirements-serve.txt pins, for this runtime and architecture: a
+    dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
+    parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name, powertools_version())
+    return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 
 
 def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
@@ -160,6 +144,22 @@ def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.Managed
                 conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
             ),
         ],
+    )
+
+
+def _admit_caller(function: lambda_.Function, caller: str) -> None:
+    """The function's side of a call from another account (docs/callers.md): both actions a caller of the
+    AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
+    principal = iam.AccountPrincipal(caller) if caller.isdigit() else iam.ArnPrincipal(caller)
+    name = caller.replace("/", "%")  # a construct id has no "/"; IAM names have no "%"
+    function.add_permission(
+        f"InvokeUrl {name}",
+        principal=principal,
+        action="lambda:InvokeFunctionUrl",
+        function_url_auth_type=lambda_.FunctionUrlAuthType.AWS_IAM,
+    )
+    function.add_permission(
+        f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
     )
 
 

@@ -6,7 +6,7 @@ from aws_cdk import Annotations, App, Aspects, CfnOutput, Environment, Stack
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
-from tickets.config import DeploymentConfig
+from tickets_deploy.config import DeploymentConfig
 
 from .dashboard import TicketDashboard
 from .monitoring import TicketAlarms
@@ -49,6 +49,12 @@ class TicketsStack(Stack):
                 "InvokePolicyArn",
                 value=service.invoke_policy.managed_policy_arn,
                 description="Attach to a caller's role or user: lambda:InvokeFunctionUrl and lambda:InvokeFunction",
+            )
+            CfnOutput(
+                self,
+                "FunctionArn",
+                value=service.function.function_arn,
+                description="The Resource of a caller's own policy in another account (docs/callers.md)",
             )
         _warn_about_public_access(self, config)
 

@@ -38,7 +38,7 @@ import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from tickets.config import handler_environment, parse_config, region_settings  # noqa: E402
+from tickets_deploy.config import handler_environment, parse_config, region_settings  # noqa: E402
 
 # The Powertools settings the stack gives the function (service name, metrics namespace): read when
 # tickets.app is imported, so set first.

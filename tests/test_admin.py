@@ -20,11 +20,12 @@ from botocore.stub import Stubber
 
 from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
 from local_support import SerialMotoServer, call, write_cdk_json
-from tickets.config import MAX_TICKET, CounterConfig
 from tickets.sequence import lanes_of
+from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
 from tickets_admin.operations import Outcome, raise_key
 from tickets_admin.table import AdminError, CounterTable
+from tickets_deploy.config import MAX_TICKET
 from tickets_local.server import LocalServer
 
 REPO = Path(__file__).resolve().parent.parent
@@ -174,13 +175,14 @@ def test_raise_in_another_region_uses_that_regions_slot(deploy, admin):
     assert tickets_of(west.get("/orders")) == [9001]
 
 
-# --- raise: hand-made items -----------------------------------------------------------------------
+# --- raise: items the service did not write (typed by hand, left by 0.1.0) --------------------------
 
 
 def test_a_hand_made_item_is_raised_and_given_its_step_and_first(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "5041"}})  # the console workflow
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
-    assert status == 0 and out[1] == "orders (lane 0): last 5041 -> last 6000; next ticket 6001"
+    assert status == 0
+    assert out[1] == "orders (lane 0): last 5041 -> last 6000, now a lane (first 5000, step 1); next ticket 6001"
     assert item(api, "orders") == {
         "counter": {"S": "orders"},
         "last": {"N": "6000"},
@@ -190,31 +192,106 @@ def test_a_hand_made_item_is_raised_and_given_its_step_and_first(api, admin):
     assert tickets_of(api.get("/orders")) == [6001]
 
 
-def test_a_hand_made_item_off_its_lane_below_the_target_is_put_on_it(api, admin):
-    api.put_item({"counter": {"S": "invoices"}, "last": {"N": "105"}})  # invoices: 1, 11, 21, ...
-    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", "500")
-    assert status == 0 and out[1] == "invoices (lane 0): last 105 -> last 491; next ticket 501"
-    assert tickets_of(api.get("/invoices")) == [501]
-
-
-def test_a_hand_made_item_off_its_lane_above_the_target_is_reported_not_changed(api, admin):
-    api.put_item({"counter": {"S": "invoices"}, "last": {"N": "1005"}})
-    before = api.items()
-    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", "500")
-    assert status == 1
-    assert out[1].startswith(
-        "invoices (lane 0): NOT CHANGED: last 1005 is not a ticket of this lane (first 1, step 10)"
+def test_refused_then_raised_above_n_then_issued_above_n(api, admin):
+    """The service refuses an item it did not write, naming the command; that command makes it a lane."""
+    unwritten = {"counter": {"S": "invoices"}, "last": {"N": "91"}, "step": {"N": "10"}}  # as 0.1.0 left it
+    api.put_item(unwritten)
+    refusal = api.get("/invoices")
+    assert refusal.status == 409 and refusal.body["error"] == "config_mismatch"
+    assert api.items() == [unwritten]
+    command = refusal.body["message"].split("`")[1]
+    assert command == "python -m tickets_admin raise invoices --above 91"
+    status, out, _ = admin(EXAMPLE_CONFIG, *command.split()[3:])
+    assert (
+        status == 0
+        and out[1] == "invoices (lane 0): last 91 -> last 91, now a lane (first 1, step 10); next ticket 101"
     )
-    assert api.items() == before
+    assert tickets_of(api.get("/invoices", query={"count": "2"})) == [101, 111]
 
 
-def test_a_hand_made_item_already_above_is_left_for_the_service_to_adopt(api, admin):
+@pytest.mark.parametrize(
+    "last, above, line",
+    [
+        (105, 500, "invoices (lane 0): last 105 -> last 491, now a lane (first 1, step 10); next ticket 501"),
+        # above N and above its own last, which may be off the lane: whatever it issued is at most 1005
+        (1005, 500, "invoices (lane 0): last 1005 -> last 1001, now a lane (first 1, step 10); next ticket 1011"),
+        (-19, 0, "invoices (lane 0): last -19 -> last -9, now a lane (first 1, step 10); next ticket 1"),
+    ],
+)
+def test_a_hand_made_item_off_its_lane_is_put_on_it_above_n_and_its_own_last(api, admin, last, above, line):
+    api.put_item({"counter": {"S": "invoices"}, "last": {"N": str(last)}})  # invoices: 1, 11, 21, ...
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "invoices", "--above", str(above))
+    assert status == 0 and out[1] == line
+    next_ticket = int(line.rsplit(" ", 1)[1])
+    assert tickets_of(api.get("/invoices")) == [next_ticket]
+
+
+def test_a_hand_made_item_already_above_is_made_a_lane_where_it_stands(api, admin):
     api.put_item({"counter": {"S": "orders"}, "last": {"N": "7000"}})
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
+    assert status == 0
+    assert out[1] == "orders (lane 0): last 7000 -> last 7000, now a lane (first 5000, step 1); next ticket 7001"
+    assert tickets_of(api.get("/orders")) == [7001]
+
+
+@pytest.mark.parametrize(
+    "unwritten, before",
+    [
+        ({"counter": {"S": "orders"}}, "unused"),  # nothing but the key
+        ({"counter": {"S": "orders"}, "last": {"N": "5500"}, "first": {"N": "5000"}}, "last 5500"),  # no step
+        ({"counter": {"S": "orders"}, "step": {"N": "1"}}, "unused"),  # a step and nothing else
+    ],
+    ids=["key-only", "first-no-step", "step-only"],
+)
+def test_every_item_the_service_refuses_as_not_written_by_code_is_made_a_lane(api, admin, unwritten, before):
+    api.put_item(unwritten)
+    assert api.get("/orders").body["error"] == "config_mismatch"
+    status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
+    assert status == 0
+    assert out[1] == f"orders (lane 0): {before} -> last 6000, now a lane (first 5000, step 1); next ticket 6001"
+    assert tickets_of(api.get("/orders")) == [6001]
+
+
+def test_a_lane_item_edited_off_its_lane_is_refused_naming_raise_which_puts_it_back(api, admin):
+    api.put_item({"counter": {"S": "invoices"}, "last": {"N": "95"}, "step": {"N": "10"}, "first": {"N": "1"}})
+    refusal = api.get("/invoices")  # the advance writes (no condition sees a modulo), then refuses
+    assert refusal.status == 409 and refusal.body["error"] == "config_mismatch" and "ticket" not in refusal.body
+    command = refusal.body["message"].split("`")[1]
+    assert command == "python -m tickets_admin raise invoices --above 105"
+    status, out, _ = admin(EXAMPLE_CONFIG, *command.split()[3:])
+    assert status == 0 and out[1].endswith("-> last 101, now a lane (first 1, step 10); next ticket 111")
+    assert tickets_of(api.get("/invoices")) == [111]
+
+
+def test_a_last_that_is_not_a_whole_number_is_reported_not_changed(api, admin):
+    api.put_item({"counter": {"S": "orders"}, "last": {"N": "12.5"}})
     before = api.items()
     status, out, _ = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "6000")
-    assert status == 0 and out[1] == "orders (lane 0): already above: last 7000, next ticket 7001"
+    assert status == 1
+    assert out[1].startswith('orders (lane 0): NOT CHANGED: last {"N": "12.5"} is not a whole number')
     assert api.items() == before
-    assert tickets_of(api.get("/orders")) == [7001]
+
+
+def test_a_0_1_0_sharded_key_is_refused_then_raised_and_issues_above_n(deploy, admin):
+    """A layout without first or stride and shard items without first, as 0.1.0 wrote them: the service
+    refuses (completing the layout from today's config could repeat tickets); raise completes it from
+    the config the operator names and puts every shard of the region above N."""
+    config = {"regions": {"us-east-1": 0}, "counters": {"hot": {"start": 1, "shards": 4}}}
+    api = deploy(config)
+    legacy = [
+        {"counter": {"S": "hot"}, "shards": {"N": "4"}, "step": {"N": "4"}},
+        {"counter": {"S": "hot#0"}, "last": {"N": "9"}, "step": {"N": "4"}},  # issued 1, 5, 9
+        {"counter": {"S": "hot#2"}, "last": {"N": "15"}, "step": {"N": "4"}},  # issued 3, 7, 11, 15
+    ]
+    for unwritten in legacy:
+        api.put_item(unwritten)
+    refusals = [api.get("/hot") for _ in range(4)]
+    assert {answer.body["error"] for answer in refusals} == {"config_mismatch"}
+    assert api.items() == legacy
+    status, out, _ = admin(config, "raise", "hot", "--above", "15")
+    assert status == 0 and out[1] == "hot: recorded the layout (step 4, 4 shards)"
+    issued = [t for _ in range(8) for t in tickets_of(api.get("/hot"))]
+    assert len(set(issued)) == 8 and min(issued) > 15
 
 
 # --- raise: the service writing between raise's read and its write -------------------------------
@@ -227,14 +304,15 @@ def orders_lanes():
 def test_a_lane_the_service_moves_past_the_target_meanwhile_is_left_alone(api):
     tickets_of(api.get("/orders"))
     table, lines = CounterTable(COUNTER_TABLE, "us-east-1"), []
-    write = table.raise_last
+    write = table.write
 
-    def service_first(lane, last):
+    def service_first(item_key, request):
         for _ in range(5):
             tickets_of(api.get("/orders", query={"count": "1000"}))  # last: 5000 -> 10000, past the target
-        return write(lane, last)
+        table.write = write
+        return write(item_key, request)
 
-    table.raise_last = service_first
+    table.write = service_first
     results = raise_key(table, "orders", orders_lanes(), 9000, report=lines.append)
     assert [result.outcome for result in results] == [Outcome.MOVED_PAST]
     assert lines == ["orders (lane 0): moved past the target meanwhile (last 10000); left alone"]
@@ -243,13 +321,14 @@ def test_a_lane_the_service_moves_past_the_target_meanwhile_is_left_alone(api):
 
 def test_a_lane_the_service_creates_meanwhile_is_raised_all_the_same(api):
     table, lines = CounterTable(COUNTER_TABLE, "us-east-1"), []
-    create = table.create_lane
+    write = table.write
 
-    def service_first(lane, last):
+    def service_first(item_key, request):
         tickets_of(api.get("/orders", query={"count": "3"}))  # the service creates the item first
-        return create(lane, last)
+        table.write = write
+        return write(item_key, request)
 
-    table.create_lane = service_first
+    table.write = service_first
     results = raise_key(table, "orders", orders_lanes(), 9000, report=lines.append)
     assert [result.outcome for result in results] == [Outcome.RAISED]
     assert lines == ["orders (lane 0): last 5002 -> last 9000; next ticket 9001"]
@@ -264,7 +343,7 @@ def test_a_lane_with_another_step_is_refused_and_nothing_is_written(api, admin):
     before = api.items()
     status, out, err = admin(EXAMPLE_CONFIG, "raise", "orders", "--above", "9000")
     assert status == 1
-    assert err.startswith("error: orders: the item's step is 2, the config's is 1")
+    assert err.startswith("error: 'orders' has step 2, but the config gives it step 1")
     assert "Nothing was written." in err and "Traceback" not in err
     assert api.items() == before
 
@@ -276,7 +355,7 @@ def test_a_sharded_key_that_issued_without_shards_is_refused(deploy, admin):
     resharded = {**EXAMPLE_CONFIG, "counters": {"orders": {"start": 5000, "shards": 2}}}
     status, _, err = admin(resharded, "raise", "orders", "--above", "9000")
     assert status == 1
-    assert "orders: the plain item issued tickets without shards (last 5000)" in err
+    assert "'orders' issued tickets up to 5000 without shards, but the config gives it 2 shards" in err
     assert east.items() == before
 
 

@@ -13,8 +13,9 @@ import pytest
 
 from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
 from local_support import call, write_cdk_json
-from tickets.config import ConfigError, Settings, handler_environment, parse_config
+from tickets.settings import Settings
 from tickets_admin.__main__ import main as admin_main
+from tickets_deploy.config import ConfigError, handler_environment, parse_config
 from tickets_local.server import LocalServer
 
 COMPAT_CONFIG = {**EXAMPLE_CONFIG, "compat": {"path": "counter"}}

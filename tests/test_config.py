@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 import copy
+import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 
 from conftest import EXAMPLE_CONFIG
-from tickets.config import (
-    MAX_SAFE_INTEGER,
+from tickets.settings import MAX_SAFE_INTEGER, SETTINGS_ENV, CounterConfig, Settings
+from tickets_deploy.config import (
+    LOG_RETENTION_DAYS,
     MAX_TICKET,
-    SETTINGS_ENV,
     ConfigError,
-    CounterConfig,
-    Settings,
     handler_environment,
     load_config_file,
     parse_config,
     pick_region,
 )
+from tickets_deploy.regions import NO_FUNCTION_URLS, SERVED_REGIONS, refusal
+
+# cfn-lint's copy of CloudFormation's resource schemas: which resource types each region has, and their properties.
+CFN_SCHEMAS = Path(importlib.util.find_spec("cfnlint").origin).parent / "data" / "schemas"
+
+
+def cloudformation_schema(resource_type: str, region: str = "us-east-1") -> dict:
+    digest = json.loads((CFN_SCHEMAS / "providers" / f"{region}.json").read_text())[resource_type]
+    return json.loads((CFN_SCHEMAS / "resources" / f"{digest}.json").read_text())
 
 
 def with_changes(**changes) -> dict:
@@ -52,6 +62,12 @@ def test_defaults_fill_everything_but_regions():
 def test_max_may_be_raised_to_int64():
     config = parse_config(with_changes(counters={"big": {"max": str(MAX_TICKET)}}))
     assert config.counters["big"].max == 2**63 - 1
+
+
+def test_a_slot_out_of_range_says_region_slots_is_permanent():
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(regions={"us-east-1": 0, "eu-west-1": 1}))
+    assert "regionSlots-1 (0), got 1" in str(refused.value) and "regionSlots is permanent" in str(refused.value)
 
 
 @pytest.mark.parametrize(
@@ -240,21 +256,41 @@ def test_counter_lookup_with_and_without_strict_keys():
     "region, reason",
     [
         ("us-east-9", "not a region"),
-        ("cn-north-1", "aws-cn"),
-        ("us-gov-west-1", "aws-us-gov"),
-        ("ap-southeast-6", "not published"),
+        ("cn-north-1", "aws-cn partition, and this stack supports the commercial partition (aws) only"),
+        ("us-gov-west-1", "aws-us-gov partition, and this stack supports the commercial partition (aws) only"),
+        ("ap-south-2", "Function URLs"),
+        ("eu-south-2", "Function URLs"),
+        ("mx-central-1", "Function URLs"),
+        ("me-south-1", "Powertools' public layer parameters"),
+        ("Europe", "not a region name"),
     ],
 )
 def test_a_region_the_stack_cannot_serve_is_refused_naming_the_field_and_why(region, reason):
     with pytest.raises(ConfigError) as refused:
         parse_config(with_changes(regions={region: 0}))
     message = str(refused.value)
-    assert message.startswith(f"tickets.regions.{region}"), message
-    assert reason in message and "Powertools" in message
+    assert message.startswith(f"tickets.regions.{region}: the stack cannot be deployed"), message
+    assert reason in message
 
 
-@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-7", "mx-central-1", "il-central-1"])
-def test_commercial_regions_with_the_layer_are_accepted(region):
+def test_every_region_without_function_urls_is_refused():
+    for region in NO_FUNCTION_URLS:
+        assert refusal(region) is not None and "Function URLs" in refusal(region)
+
+
+def test_every_served_region_has_function_urls_in_cloudformation():
+    """cfn-lint's copy of each region's CloudFormation schemas; tests/test_stack.py also lints a synthesised
+    stack in every served region."""
+    lacking = [
+        region
+        for region in sorted(SERVED_REGIONS)
+        if "AWS::Lambda::Url" not in json.loads((CFN_SCHEMAS / "providers" / f"{region}.json").read_text())
+    ]
+    assert lacking == []
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1", "ap-southeast-3", "sa-east-1", "af-south-1"])
+def test_commercial_regions_with_function_urls_and_the_layer_are_accepted(region):
     assert parse_config(with_changes(regions={region: 0})).regions == {region: 0}
 
 
@@ -283,3 +319,36 @@ def test_max_block_defaults_to_a_million_and_may_be_lowered_per_deployment_and_p
 def test_max_block_out_of_range_is_refused_naming_the_field(changes, field):
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         parse_config(with_changes(**changes))
+
+
+def test_log_retention_accepts_exactly_cloudformations_periods():
+    """The one list parse_config checks and the stack writes into RetentionInDays as it stands."""
+    allowed = cloudformation_schema("AWS::Logs::LogGroup")["properties"]["RetentionInDays"]["enum"]
+    assert list(LOG_RETENTION_DAYS) == allowed
+    assert parse_config(with_changes(logRetentionDays=3653)).log_retention_days == 3653
+
+
+def test_callers_are_account_ids_and_role_arns():
+    callers = ["111122223333", "arn:aws:iam::444455556666:role/orders/TicketsCaller"]
+    assert parse_config(with_changes(callers=callers)).callers == tuple(callers)
+    assert parse_config(EXAMPLE_CONFIG).callers == ()
+
+
+@pytest.mark.parametrize(
+    "changes, field, says",
+    [
+        ({"callers": "111122223333"}, "tickets.callers", "must be a list"),
+        ({"callers": ["11112222333"]}, "tickets.callers[0]", "12-digit account id"),
+        ({"callers": [111122223333]}, "tickets.callers[0]", "12-digit account id"),
+        ({"callers": ["111122223333", "arn:aws:iam::444455556666:user/bob"]}, "tickets.callers[1]", "role ARN"),
+        ({"callers": ["arn:aws-cn:iam::444455556666:role/orders"]}, "tickets.callers[0]", "role ARN"),
+        ({"callers": ["111122223333", "111122223333"]}, "tickets.callers[1]", "listed twice"),
+        ({"callers": ["111122223333"], "auth": "NONE"}, "tickets.callers", "needs auth AWS_IAM"),
+    ],
+    ids=["not-a-list", "11-digits", "a-number", "a-user", "other-partition", "twice", "auth-none"],
+)
+def test_a_bad_caller_is_refused_naming_the_entry(changes, field, says):
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(**changes))
+    assert str(refused.value).startswith(f"{field}: "), refused.value
+    assert says in str(refused.value)

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 from conftest import COUNTER_TABLE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_client, function_url_event
 from tickets import timing
 from tickets.app import create_app, dynamodb_client
-from tickets.config import CounterConfig, Settings
+from tickets.settings import CounterConfig, Settings
 
 SHARDED = {"regions": {"us-east-1": 0}, "counters": {"hot": {"start": 1, "shards": 4, "max": 20}}}
 

@@ -209,18 +209,22 @@ def test_max_3_gives_1_2_3_then_exhausted(server, table):
     assert stored(table, "small") == before
 
 
-def test_a_hand_made_item_is_adopted_and_refused_ones_are_left_as_they_were(server, table):
-    put(table, {COUNTER_KEY: "manual", "last": 41})
-    assert tickets(server, "/manual?count=2") == [42, 43]
-    assert stored(table, "manual")["first"] == {"N": "1"}
-    for hand_made in (
+def test_an_item_code_did_not_write_is_refused_untouched_until_tickets_admin_raises_it(
+    server, table, dynalite, config_path
+):
+    for unwritten in (
+        {COUNTER_KEY: "manual", "last": 41},  # on the lane: typed in by hand
         {COUNTER_KEY: "offlane", "last": 5, "step": 10},  # invoices-like lanes: 1, 11, 21
         {COUNTER_KEY: "below", "last": -7, "step": 1},
     ):
-        put(table, hand_made)
-        before = stored(table, hand_made[COUNTER_KEY])
-        assert [refusal(server, f"/{hand_made[COUNTER_KEY]}") for _ in range(3)] == [(409, "config_mismatch")] * 3
-        assert stored(table, hand_made[COUNTER_KEY]) == before
+        put(table, unwritten)
+        before = stored(table, unwritten[COUNTER_KEY])
+        assert [refusal(server, f"/{unwritten[COUNTER_KEY]}") for _ in range(3)] == [(409, "config_mismatch")] * 3
+        assert stored(table, unwritten[COUNTER_KEY]) == before
+    raise_manual = ["raise", "manual", "--above", "41", "--config", str(config_path), "--table", table[1]]
+    assert admin_main([*raise_manual, "--endpoint-url", dynalite]) == 0
+    assert tickets(server, "/manual?count=2") == [42, 43]
+    assert stored(table, "manual")["first"] == {"N": "1"}
 
 
 def test_a_changed_shard_count_is_refused_before_any_write(dynalite, tmp_path, table):

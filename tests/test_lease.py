@@ -113,11 +113,38 @@ def test_the_servers_max_block_stops_the_growth_at_the_largest_block_it_gave():
     assert handed == list(range(1, 701))
 
 
-def test_a_refused_first_block_raises():
-    lease = TicketLease(InMemoryBlocks(limit=50), "k", block_size=100)
+def test_after_a_deploy_lowers_max_block_the_lease_shrinks_to_what_the_server_accepts_and_goes_on():
+    clock = ManualClock()
+    source = InMemoryBlocks()
+    lease = TicketLease(source, "k", block_size=1000, clock=clock)
+    handed = take(lease, sum(1000 * 2**n for n in range(8)), clock, 1e-7)  # grows 1,000 .. 128,000
+    assert source.asked[-1] == 128_000
+    source.limit = 20_000  # the deploy: maxBlock 20,000
+    del source.asked[:]
+    handed += take(lease, 3 * 16_000, clock, 1e-7)
+    assert source.asked == [256_000, 128_000, 64_000, 32_000, 16_000, 16_000, 16_000]  # halved until accepted
+    assert handed == list(range(1, len(handed) + 1))
+
+
+def test_a_max_block_below_block_size_shrinks_the_first_block():
+    source = InMemoryBlocks(limit=50)
+    lease = TicketLease(source, "k", block_size=100, clock=ManualClock())
+    assert take(lease, 60) == list(range(1, 61))
+    assert source.asked == [100, 50, 50]
+
+
+def test_a_block_refused_at_every_size_raises_the_servers_error():
+    """A 400 that is not about the size (here every block is refused) ends, after halving down to 1,
+    in that 400: the lease does not get stuck at a smaller size for it."""
+    source = InMemoryBlocks(limit=0)
+    lease = TicketLease(source, "k", block_size=100, clock=ManualClock())
     with pytest.raises(TicketsError) as error:
         lease.next()
     assert error.value.status == 400
+    assert source.asked == [100, 50, 25, 12, 6, 3, 1]
+    source.limit = 1_000_000
+    assert lease.next() == 1
+    assert source.asked[-1] == 100
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tickets.config import load_config_file, parse_config
+from tickets_deploy.config import load_config_file, parse_config
 from tickets_deploy.ledger import (
     COMMENT,
     UNCONFIGURED,

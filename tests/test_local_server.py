@@ -21,8 +21,8 @@ import boto3
 import pytest
 
 from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
-from tickets.config import ConfigError
 from tickets.tables import COUNTER_KEY, create_table_arguments
+from tickets_deploy.config import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local.deployment import load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
@@ -455,8 +455,9 @@ def test_endpoint_table_is_reused_and_a_restart_continues(tmp_path, moto_endpoin
     table = load_deployment(config, None).counter_table
     dynamodb = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
     dynamodb.create_table(**create_table_arguments(table, COUNTER_KEY))
-    # An operator's hand-made item (docs/design.md#adopting-a-hand-made-item): only the key and the last ticket issued.
-    dynamodb.put_item(TableName=table, Item={COUNTER_KEY: {"S": "orders"}, "last": {"N": "5041"}})
+    # A lane item as the service writes it (docs/design.md#items).
+    lane = {COUNTER_KEY: {"S": "orders"}, "last": {"N": "5041"}, "step": {"N": "1"}, "first": {"N": "5000"}}
+    dynamodb.put_item(TableName=table, Item=lane)
     created = dynamodb.describe_table(TableName=table)["Table"]["CreationDateTime"]
 
     with LocalServer(config_path=config, endpoint_url=moto_endpoint) as server:

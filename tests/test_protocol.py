@@ -126,7 +126,14 @@ def test_state_request_takes_nothing_but_the_key(query, body):
 def test_echo_keeps_a_message_short_and_says_how_long_the_input_was(value):
     echoed = echo(value)
     assert len(echoed) < ECHO_CHARS + 40
-    assert echoed.startswith(repr(value)[:ECHO_CHARS]) and f"({len(repr(value))} characters)" in echoed
+    length = len(value) if isinstance(value, str) else len(repr(value))  # a string's own length: no quotes
+    assert echoed.startswith(repr(value)[:ECHO_CHARS]) and f"({length} characters)" in echoed
+
+
+def test_a_101_character_key_is_reported_as_101_characters():
+    with pytest.raises(BadRequest) as refused:
+        require_key("k" * 101)
+    assert "(101 characters)" in refused.value.message and "103" not in refused.value.message
 
 
 def test_echo_repeats_short_input_whole():

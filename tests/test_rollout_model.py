@@ -26,8 +26,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from moto import mock_aws
 
 from conftest import COUNTER_TABLE, Region
-from tickets.config import ConfigError, parse_config
 from tickets_admin.__main__ import main as tickets_admin
+from tickets_deploy.config import ConfigError, parse_config
 from tickets_deploy.ledger import UNCONFIGURED, CounterRecord, Ledger, LedgerError, record
 
 REGION_SLOTS = 3

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tickets.config import MAX_TICKET, CounterConfig
 from tickets.sequence import lanes_of
+from tickets.settings import CounterConfig
+from tickets_deploy.config import MAX_TICKET
 
 
 def every_lane(counter: CounterConfig, region_slots: int):

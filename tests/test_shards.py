@@ -15,10 +15,10 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from conftest import COUNTER_TABLE
-from tickets.config import CounterConfig, Settings
-from tickets.errors import ConfigMismatch
+from tickets.errors import ConfigMismatch, Unavailable
 from tickets.issuer import Issuer
 from tickets.sequence import lanes_of
+from tickets.settings import CounterConfig, Settings
 from tickets.store import CounterStore
 
 TWO_REGIONS = {
@@ -27,6 +27,7 @@ TWO_REGIONS = {
     "counters": {"hot": {"start": 1000, "stride": 3, "shards": 4}},
 }
 LANES = 2 * 4
+CREATES_AN_ITEM = "attribute_not_exists(#counter)"  # the condition of creating a shard's item, and only that
 STEP = 3 * LANES
 
 
@@ -247,7 +248,7 @@ def test_counters_shows_all_hundred_lanes_from_one_read(deploy, monkeypatch):
     assert {lane["last"] for lane in state["lanes"] if lane["last"] is not None} == issued
 
 
-# --- hand-made shard items -------------------------------------------------------------------
+# --- items code did not write: refused, never completed from the running config ------------------
 
 
 def shard_item(shard: int, last: int, **attributes: int) -> dict:
@@ -259,30 +260,42 @@ def shard_item(shard: int, last: int, **attributes: int) -> dict:
 
 
 @pytest.mark.parametrize(
-    "hand_made",
+    "unwritten",
     [
-        shard_item(1, 4),  # shard 1's lane is 2, 6, 10, ...
-        shard_item(1, 4, step=4),
+        shard_item(1, 6),  # on shard 1's lane 2, 6, 10, ..., but no step or first
+        shard_item(1, 6, step=4),
+        shard_item(1, 4),  # off the lane
         shard_item(1, -10, step=4),  # below the lane
         shard_item(1, 6, step=8),  # another step
     ],
-    ids=["no-step", "step-no-first", "below-the-lane", "other-step"],
+    ids=["no-step", "step-no-first", "off-the-lane", "below-the-lane", "other-step"],
 )
-def test_a_hand_made_shard_item_off_its_lane_is_refused_and_nothing_is_written(deploy, hand_made):
+def test_a_shard_item_code_did_not_write_is_refused_and_nothing_is_written(deploy, unwritten):
     api = sharded(deploy)
-    api.put_item(hand_made)
+    api.put_item(unwritten)
     for answer in on_shards(api, [1, 1, 1]):
         assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
         assert "ticket" not in answer.body
-    assert api.items() == [hand_made]  # not even the key's layout
+    assert api.items() == [unwritten]  # not even the key's layout
 
 
-@pytest.mark.parametrize("hand_made", [shard_item(1, 6), shard_item(1, 6, step=4)], ids=["no-step", "step-no-first"])
-def test_a_hand_made_shard_item_on_its_lane_is_adopted_after_the_layout_is_recorded(deploy, hand_made):
-    api = sharded(deploy)
-    api.put_item(hand_made)
-    assert [answer.body["ticket"] for answer in on_shards(api, [1, 1])] == [10, 14]
-    assert api.items() == [LAYOUT_ITEM, shard_item(1, 14, step=4, first=2)]
+# A sharded key's plain item as version 0.1.0 wrote it: step and shards, no first and no stride.
+LAYOUT_0_1_0 = {"counter": {"S": "hot"}, "shards": {"N": "4"}, "step": {"N": "4"}}
+
+
+@pytest.mark.parametrize("start", [1, 2], ids=["same-start", "start-changed"])
+def test_a_layout_without_first_or_stride_is_refused_not_completed_from_the_config(deploy, start):
+    """Shard 0 issued 1, 5, 9 under 0.1.0 with start 1. Completed from a config with start 2, the
+    layout would let shard 3 be created on 5, 9, 13, ...: tickets issued already."""
+    api = sharded(deploy, start=start)
+    legacy = [LAYOUT_0_1_0, shard_item(0, 9, step=4)]
+    for item in legacy:
+        api.put_item(item)
+    for answer in on_shards(api, [3, 2, 1]):
+        assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
+        assert "lacks first and stride" in answer.body["message"]
+        assert "`python -m tickets_admin raise hot --above N`" in answer.body["message"]
+    assert api.items() == legacy
 
 
 # --- the layout, then the shard's item: no transactions -------------------------------------
@@ -329,7 +342,7 @@ def test_a_crash_between_the_layout_and_the_shard_item_is_harmless(deploy, monke
     real_update = api.handler.dynamodb.update_item
 
     def lost_before_the_shard_item(**request):
-        if "attribute_not_exists(#counter)" in request.get("ConditionExpression", ""):
+        if request.get("ConditionExpression") == CREATES_AN_ITEM:
             raise ReadTimeoutError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
         return real_update(**request)
 
@@ -358,7 +371,7 @@ class Interleaved:
         self._client, self._meanwhile, self.ran = client, meanwhile, []
 
     def update_item(self, **request):
-        if "attribute_not_exists(#counter)" in request.get("ConditionExpression", "") and not self.ran:
+        if request.get("ConditionExpression") == CREATES_AN_ITEM and not self.ran:
             self.ran.append(self._meanwhile())
         return self._client.update_item(**request)
 
@@ -491,8 +504,11 @@ def test_without_failed_items_every_refusal_is_still_a_409_and_writes_nothing(dy
         answer = api.get(f"/{key}")
         assert answer.status == 409 and answer.body["error"] == code, answer
     assert api.items() == before
-    api.put_item({"counter": {"S": "invoices"}, "last": {"N": "21"}})
-    assert api.get("/invoices").body["ticket"] == 31  # a hand-made item on the lane is adopted
+    api.put_item({"counter": {"S": "invoices"}, "last": {"N": "21"}})  # on the lane, typed in by hand
+    before = api.items()
+    answer = api.get("/invoices")
+    assert answer.status == 409 and "`python -m tickets_admin raise invoices --above 21`" in answer.body["message"]
+    assert api.items() == before
 
 
 # --- a spent sharded key costs a warm function almost nothing ---------------------------------
@@ -578,3 +594,57 @@ def test_a_cold_function_pays_one_write_and_one_read_to_learn(deploy):
         with api.dynamodb_calls() as calls:
             assert api.get("/hot").body["error"] == "exhausted"
         assert writes_and_reads(calls) == (1, 1)
+
+
+# --- throttled reads -------------------------------------------------------------------------------
+
+
+class ThrottledReads:
+    """The counter table, but BatchGetItem answers throttled `throttled` times, then leaves every key
+    unprocessed `unprocessed` times, before it answers."""
+
+    def __init__(self, client, throttled: int = 0, unprocessed: int = 0):
+        self._client, self.throttled, self.unprocessed, self.reads = client, throttled, unprocessed, 0
+
+    def batch_get_item(self, RequestItems):
+        self.reads += 1
+        if self.throttled:
+            self.throttled -= 1
+            raise ClientError({"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "x"}}, "x")
+        if self.unprocessed:
+            self.unprocessed -= 1
+            return {"Responses": {}, "UnprocessedKeys": RequestItems}
+        return self._client.batch_get_item(RequestItems=RequestItems)
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+
+def test_a_throttled_survey_still_issues_from_a_shard_with_room(api):
+    """Shard 0 is full; the survey that follows is throttled; shard 1 has room and must be used."""
+    api.put_item(shard_item(0, 17, step=4, first=1))  # shard 0's lane 1, 5, ..., 17: full at max 20
+    client = ThrottledReads(api.client, throttled=1)
+    issuer = Issuer(
+        Settings(counters={"hot": CounterConfig(start=1, shards=4, max=20)}),
+        CounterStore(client, COUNTER_TABLE),
+        shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard),
+    )
+    assert issuer.issue("hot", 1).tickets == [2]  # shard 1's first ticket
+    assert client.reads == 2  # the survey, throttled, then the read that finds shard 1's item absent
+
+
+def test_unprocessed_keys_are_asked_for_again_after_a_bounded_jittered_pause(api):
+    api.put_item(shard_item(1, 6, step=4, first=2))
+    lanes = lanes_of("hot", CounterConfig(start=1, shards=4), 0, 1)
+    pauses: list[float] = []
+    client = ThrottledReads(api.client, unprocessed=2)
+    store = CounterStore(client, COUNTER_TABLE, sleep=pauses.append, jitter=lambda: 0.5)
+    assert store.read(lanes) == {"hot#1": {"last": 6, "step": 4}}
+    assert client.reads == 3 and pauses == [0.025, 0.05]  # half of 0.05 s, then half of 0.1 s
+
+    pauses.clear()
+    client.unprocessed = 3  # never answered within the attempts: 503, with no pause after the last
+    store = CounterStore(client, COUNTER_TABLE, sleep=pauses.append, jitter=lambda: 1.0)
+    with pytest.raises(Unavailable):
+        store.read(lanes)
+    assert pauses == [0.05, 0.1]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tickets.config import ConfigError, load_config_file, pick_region, region_settings
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
+from tickets_deploy.config import ConfigError, load_config_file, pick_region, region_settings
 
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
 from .operations import export_items, raise_key
@@ -42,12 +42,14 @@ pointing callers at Tickets, then again above its final value once it has stoppe
 (docs/operations.md, Day 2).
 
 It never lowers a lane: a lane already past N is left alone ("already above"), and so
-is one the service moves past N while this runs. An unused lane gets its item; a
-hand-made item (only counter and last) gets its step and first. Before writing
-anything it refuses a lane whose stored step, first ticket or shard layout disagrees
-with cdk.json, and an N whose next ticket would pass max. It prints one line per lane:
-last before -> after, and the lane's next ticket. Exit status 1 if a lane needs a fix
-by hand (a stored last that is not a ticket of its lane)."""
+is one the service moves past N while this runs. An unused lane gets its item. An item
+the service refuses because it did not write it (no step or first: typed in by hand, or
+left by version 0.1.0), or whose last is off its lane, is made a lane whose next ticket
+is above both N and its own last; a sharded key's layout missing first or stride is
+completed from cdk.json. Before writing anything it refuses a lane whose stored step,
+first ticket or shard layout disagrees with cdk.json, and an N whose next ticket would
+pass max. It prints one line per lane: last before -> after, and the lane's next
+ticket. Exit status 1 if a lane needs a fix by hand (a last that is not a whole number)."""
 
 RAISE_EPILOG = """\
 examples:

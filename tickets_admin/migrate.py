@@ -13,14 +13,16 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from tickets.config import Settings
 from tickets.errors import clip
 from tickets.keys import KEY_RULE, is_valid_key
-from tickets.sequence import Lane, lanes_of
+from tickets.lane_item import Item
+from tickets.sequence import lanes_of
+from tickets.settings import Settings
 
 from .operations import LaneResult, Outcome, raise_key
-from .table import AdminError, CounterTable, Item
+from .table import AdminError, CounterTable
 
 MIGRATE_DESCRIPTION = (
     """\
@@ -110,13 +112,7 @@ class DryRunTable(CounterTable):
     """The counter table, read for real, with every write answered "done" and not sent: `raise_key`
     then decides and reports exactly what it would write."""
 
-    def create_lane(self, lane: Lane, last: int) -> bool:
-        return True
-
-    def raise_last(self, lane: Lane, last: int) -> bool:
-        return True
-
-    def record_layout(self, key: str, shard_zero: Lane) -> bool:
+    def write(self, item_key: str, request: dict[str, Any]) -> bool:
         return True
 
 

@@ -3,9 +3,12 @@
 `raise_key(KEY, above=N)` makes every lane of KEY in one region next issue its smallest ticket
 above N, for a restore that rewound `last` or a move from another counter. It never lowers a
 lane: each write is conditional on `last` being lower than the new value, so a lane the service
-moved past the target meanwhile is left alone and reported. It refuses, before writing anything,
-a lane whose stored step, first ticket or shard layout disagrees with the config, and a target
-past the counter's max.
+moved past the target meanwhile is left alone and reported. An item the service did not write (no
+`step` or `first`: typed in by hand, or left by version 0.1.0), or whose `last` is off its lane, is
+made a lane whose next ticket is above both N and its own `last`, by a compare-and-set on that
+`last`; a sharded key's incomplete layout is completed from the config. It refuses, before writing
+anything, a lane whose stored step, first ticket or shard layout disagrees with the config, and a
+target past the counter's max.
 """
 
 from __future__ import annotations
@@ -16,17 +19,19 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from tickets import lane_item
+from tickets.lane_item import LANE, LAST, Item, contradiction, layout_contradiction, layout_of, missing, number
 from tickets.sequence import Lane
-from tickets.store import layout_of
-from tickets.tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
+from tickets.tables import COUNTER_KEY
 
-from .table import AdminError, CounterTable, Item
+from .table import AdminError, CounterTable
 
 _ATTEMPTS = 5  # reads and conditional writes per lane before giving up on a lane that keeps changing
 
 
 class Outcome(Enum):
     RAISED = "raised"
+    MADE_LANE = "made a lane"
     ALREADY_ABOVE = "already above"
     MOVED_PAST = "moved past the target meanwhile"
     OFF_LANE = "not changed"
@@ -38,7 +43,7 @@ class LaneResult:
     outcome: Outcome
     before: int | None  # the stored `last`; None: the lane has issued nothing
     after: int | None
-    stored: str | None = None  # the stored `last` as written, when it is not a ticket of the lane
+    stored: str | None = None  # the stored `last` as written, when it is not a whole number
 
     @property
     def needs_attention(self) -> bool:
@@ -50,15 +55,20 @@ class LaneResult:
         if self.outcome is Outcome.RAISED:
             assert self.after is not None
             return f"{name}: {before} -> last {self.after}; next ticket {self.after + lane.step}"
+        if self.outcome is Outcome.MADE_LANE:
+            assert self.after is not None
+            return (
+                f"{name}: {before} -> last {self.after}, now a lane (first {lane.first}, step {lane.step}); "
+                f"next ticket {self.after + lane.step}"
+            )
         if self.outcome is Outcome.ALREADY_ABOVE:
             following = lane.first if self.before is None else self.before + lane.step
             return f"{name}: already above: {before}, next ticket {following}"
         if self.outcome is Outcome.MOVED_PAST:
             return f"{name}: moved past the target meanwhile ({before}); left alone"
         return (
-            f"{name}: NOT CHANGED: last {self.stored} is not a ticket of this lane (first {lane.first}, "
-            f"step {lane.step}) and is not below the target; the service refuses to issue from it until "
-            "the item is fixed by hand"
+            f"{name}: NOT CHANGED: last {self.stored} is not a whole number; the service refuses to issue "
+            "from it until the item is fixed by hand"
         )
 
 
@@ -91,10 +101,10 @@ def raise_key(
     ]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
-    if sharded and not _layout_recorded(lanes[0], layout):
+    if sharded and (layout is None or missing(layout, layout_of(lanes[0]))):
         # Before any shard item is written, as the service does: a request with another shard count
         # then fails on the plain item instead of issuing numbers these lanes own.
-        if not table.record_layout(key, lanes[0]):
+        if not table.write(key, lane_item.complete_layout(lanes[0])):
             raise AdminError(
                 _layout_problem(lanes[0], table.get(key))
                 or f"{key}: its layout changed meanwhile; run the command again. Nothing was written."
@@ -102,31 +112,38 @@ def raise_key(
         report(f"{key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
     results = []
     for lane in lanes:
-        result = _raise_lane(table, lane, targets[lane.item_key] - lane.step)
+        result = _raise_lane(table, lane, above)
         report(result.describe())
         results.append(result)
     return results
 
 
-def _raise_lane(table: CounterTable, lane: Lane, target_last: int) -> LaneResult:
+def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
+    target_last = next_ticket_above(lane, above) - lane.step
     raced = False
     for _ in range(_ATTEMPTS):
         item = table.get(lane.item_key)
         problem = _lane_problem(lane, item)
         if problem:
             raise AdminError(f"{problem}\nThe lanes listed above were done; this one and the rest were not.")
-        before = _stored(item, LAST)
-        if item is not None and LAST in item and before is None:
+        before = number(item, LAST)
+        if item is None:
+            if target_last <= lane.seed:
+                return LaneResult(lane, Outcome.ALREADY_ABOVE, None, None)  # its first ticket is above the target
+            outcome, after, request = Outcome.RAISED, target_last, lane_item.create(lane, target_last)
+        elif LAST in item and before is None:
             return LaneResult(lane, Outcome.OFF_LANE, None, None, stored=json.dumps(item[LAST]))
-        if before is not None and before >= target_last:
-            if not lane.accepts_last(before):
-                return LaneResult(lane, Outcome.OFF_LANE, before, before, stored=str(before))
+        elif missing(item, LANE) or (before is not None and not lane.accepts_last(before)):
+            # Not a lane yet, or off it: whatever it issued is at most its `last`, so go above that too.
+            floor = above if before is None else max(above, before)
+            after = next_ticket_above(lane, floor) - lane.step
+            outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
+        elif before is not None and before >= target_last:
             return LaneResult(lane, Outcome.MOVED_PAST if raced else Outcome.ALREADY_ABOVE, before, before)
-        if before is None and target_last <= lane.seed:
-            return LaneResult(lane, Outcome.ALREADY_ABOVE, None, None)  # its first ticket is above the target
-        written = table.create_lane(lane, target_last) if item is None else table.raise_last(lane, target_last)
-        if written:
-            return LaneResult(lane, Outcome.RAISED, before, target_last)
+        else:
+            outcome, after, request = Outcome.RAISED, target_last, lane_item.raise_last(lane, target_last)
+        if table.write(lane.item_key, request):
+            return LaneResult(lane, outcome, before, after)
         raced = True  # the service wrote first: read again and see where the lane is now
     raise AdminError(
         f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
@@ -134,61 +151,19 @@ def _raise_lane(table: CounterTable, lane: Lane, target_last: int) -> LaneResult
     )
 
 
+_CHECK_CONFIG = "check --config and --region, or the config changed after tickets were issued"
+
+
 def _lane_problem(lane: Lane, item: Item | None) -> str | None:
     """Why this stored lane item is not the configured lane, or None."""
-    if item is None:
-        return None
-    step, first = _stored(item, STEP), _stored(item, FIRST)
-    if SHARDS in item:
-        return (
-            f"{lane.item_key}: the item records the layout of {_stored(item, SHARDS)} shards, but the config "
-            f"gives {lane.key} {lane.shards} shard(s); shards are permanent once tickets were issued"
-        )
-    if STEP in item and step != lane.step:
-        return (
-            f"{lane.item_key}: the item's step is {step}, the config's is {lane.step} (stride x regionSlots x "
-            "shards); check --config and --region, or the config changed after tickets were issued"
-        )
-    if FIRST in item and first != lane.first:
-        return (
-            f"{lane.item_key}: the item's first ticket is {first}, the config's is {lane.first} (start and the "
-            "region's slot); check --config and --region, or the config changed after tickets were issued"
-        )
-    return None
+    changed = contradiction(lane, item) if item is not None else None
+    return f"{changed}; {_CHECK_CONFIG}" if changed else None
 
 
 def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
     """Why a sharded key's plain item contradicts the configured layout, or None."""
-    if item is None:
-        return None
-    key = shard_zero.key
-    if LAST in item:
-        return (
-            f"{key}: the plain item issued tickets without shards (last {_stored(item, LAST)}), but the config "
-            f"gives {key} {shard_zero.shards} shards; shards are permanent once tickets were issued"
-        )
-    for name, value in layout_of(shard_zero).items():
-        if name in item and _stored(item, name) != value:
-            return (
-                f"{key}: the plain item records {name} {_stored(item, name)}, the config gives {value}; check "
-                "--config and --region, or the config changed after tickets were issued"
-            )
-    return None
-
-
-def _layout_recorded(shard_zero: Lane, item: Item | None) -> bool:
-    return item is not None and all(name in item for name in layout_of(shard_zero))
-
-
-def _stored(item: Item | None, name: str) -> int | None:
-    """A whole-number attribute, or None if it is missing or not a whole number (a hand-typed 12.5)."""
-    value = (item or {}).get(name)
-    if not value or "N" not in value:
-        return None
-    try:
-        return int(value["N"])
-    except ValueError:
-        return None
+    changed = layout_contradiction(shard_zero, item) if item is not None else None
+    return f"{changed}; {_CHECK_CONFIG}" if changed else None
 
 
 def export_items(table: CounterTable) -> Iterator[str]:
@@ -205,8 +180,8 @@ def _plain(item: Item) -> dict[str, Any]:
     for name, value in item.items():
         if "S" in value:
             plain[name] = value["S"]
-        elif "N" in value and _stored(item, name) is not None:
-            plain[name] = _stored(item, name)
+        elif "N" in value and number(item, name) is not None:
+            plain[name] = number(item, name)
         else:
             plain[name] = value
     return plain

@@ -15,31 +15,16 @@ import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from tickets.sequence import Lane
-from tickets.store import layout_update
-from tickets.tables import COUNTER_KEY, FIRST, LAST, SHARDS, STEP
+from tickets.lane_item import Item
+from tickets.tables import COUNTER_KEY
 
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
 _THROTTLED = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
-# A lane item: created with the lane's step and first, never over an existing item.
-_CREATE = "SET #last = :last, #step = :step, #first = :first"
-_CREATE_IF = "attribute_not_exists(#counter)"
-# Raise `last` (never lower it) and record step and first if the item (made by hand) lacks them.
-_RAISE = "SET #last = :last, #step = :step, #first = :first"
-_RAISE_IF = (
-    "(attribute_not_exists(#last) OR #last < :last) AND (attribute_not_exists(#step) OR #step = :step) "
-    "AND (attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards)"
-)
-_NAMES = {"#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS}
-
 
 class AdminError(RuntimeError):
     """Something the operator must fix or retry; the message says what."""
-
-
-Item = dict[str, Any]  # an item as DynamoDB's JSON: {"counter": {"S": "orders"}, "last": {"N": "5003"}, ...}
 
 
 class CounterTable:
@@ -67,38 +52,14 @@ class CounterTable:
         """The item, read consistently, or None if there is none."""
         return self._call("get_item", TableName=self.table, Key=_key(item_key), ConsistentRead=True).get("Item")
 
-    def create_lane(self, lane: Lane, last: int) -> bool:
-        """Create the lane's item with `last`; False if an item appeared meanwhile."""
-        return self._update(
-            lane.item_key,
-            _CREATE,
-            _CREATE_IF,
-            {"#counter": COUNTER_KEY, **_lane_names()},
-            {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
-        )
-
-    def raise_last(self, lane: Lane, last: int) -> bool:
-        """Set the lane item's `last` to `last` if it is lower (and step/first if missing); False if the
-        item changed meanwhile: `last` passed it, or it no longer fits the lane."""
-        return self._update(
-            lane.item_key,
-            _RAISE,
-            _RAISE_IF,
-            _NAMES,
-            {":last": _n(last), ":step": _n(lane.step), ":first": _n(lane.first)},
-        )
-
-    def record_layout(self, key: str, shard_zero: Lane) -> bool:
-        """Record a sharded key's layout on its plain item, exactly as the service does; False if that
-        item disagrees."""
-        layout = layout_update(shard_zero)
-        return self._update(
-            key,
-            layout["UpdateExpression"],
-            layout["ConditionExpression"],
-            layout["ExpressionAttributeNames"],
-            layout["ExpressionAttributeValues"],
-        )
+    def write(self, item_key: str, request: dict[str, Any]) -> bool:
+        """One conditional UpdateItem on `item_key` (`request` from tickets.lane_item); False if its
+        condition failed: the item changed meanwhile, and nothing was written."""
+        try:
+            self._call("update_item", TableName=self.table, Key=_key(item_key), **request)
+        except ClientError:  # _call lets only a failed condition through
+            return False
+        return True
 
     def scan(self) -> Iterator[Item]:
         """Every item, page by page, read consistently."""
@@ -109,25 +70,6 @@ class CounterTable:
             if "LastEvaluatedKey" not in page:
                 return
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-    def _update(
-        self, item_key: str, update: str, condition: str, names: dict[str, str], values: dict[str, Any]
-    ) -> bool:
-        try:
-            self._call(
-                "update_item",
-                TableName=self.table,
-                Key=_key(item_key),
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as err:
-            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                return False
-            raise self._explain(err) from None
-        return True
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
         try:
@@ -162,11 +104,3 @@ class CounterTable:
 
 def _key(item_key: str) -> dict[str, dict[str, str]]:
     return {COUNTER_KEY: {"S": item_key}}
-
-
-def _lane_names() -> dict[str, str]:
-    return {name: attribute for name, attribute in _NAMES.items() if name != "#shards"}
-
-
-def _n(value: int) -> dict[str, str]:
-    return {"N": str(value)}

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tickets.config import ConfigError, load_config_file
+from tickets_deploy.config import ConfigError, load_config_file
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger, ledger_path_beside
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tickets.config import MAX_SAFE_INTEGER, CounterConfig, DeploymentConfig
+from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
+from tickets_deploy.config import MAX_TICKET, DeploymentConfig, exact_integer
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
@@ -34,7 +35,6 @@ COMMENT = (
 )
 INIT_COMMAND = "make init"
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
-_DECIMAL = re.compile(r"0|[1-9][0-9]{0,19}")
 _ACCOUNT = re.compile(r"[0-9]{12}")
 
 
@@ -383,8 +383,6 @@ def _fields(raw: Any, where: str, *, required: set[str], optional: set[str]) -> 
 
 
 def _whole(raw: Any, where: str, *, low: int) -> int:
-    if isinstance(raw, str) and _DECIMAL.fullmatch(raw):
-        raw = int(raw)
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < low:
-        raise ValueError(f"{where}: not a whole number >= {low}")
-    return raw
+    """The ledger writes numbers as cdk.json does (decimal strings above 2^53-1), so it reads them by the
+    same rule."""
+    return exact_integer(raw, low=low, high=MAX_TICKET, where=where)

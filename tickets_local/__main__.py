@@ -8,7 +8,7 @@ import signal
 import sys
 import time
 
-from tickets.config import ConfigError
+from tickets_deploy.config import ConfigError
 
 from .backend import BackendError
 from .server import OPENAPI_PATH, LocalServer

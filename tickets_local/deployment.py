@@ -6,15 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tickets.config import (
-    DeploymentConfig,
-    Settings,
-    handler_environment,
-    load_config_file,
-    pick_region,
-    region_settings,
-)
+from tickets.settings import Settings
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
+from tickets_deploy.config import DeploymentConfig, handler_environment, load_config_file, pick_region, region_settings
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
 POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}

@@ -56,7 +56,7 @@ class HandlerInvoker:
             try:
                 return self._handler(event, context)
             finally:
-                # With POWERTOOLS_METRICS_DISABLED, Powertools 3.31's flush keeps the metric set,
+                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (still in 3.37) keeps the metric set,
                 # which then grows until it prints itself at 100 values; clearing it here does
                 # what the flush does in Lambda. (All Metrics instances share one set.)
                 Metrics().clear_metrics()

@@ -22,12 +22,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
 from . import protocol, timing
-from .config import Settings
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import AuditLine
 from .sequence import Lane
+from .settings import Settings
 from .store import CounterStore
 
 if TYPE_CHECKING:

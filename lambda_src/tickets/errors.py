@@ -7,13 +7,14 @@ ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
     """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the
-    log line that carries it, must stay small whatever the caller sent."""
-    return clip(repr(value), limit)
+    log line that carries it, must stay small whatever the caller sent. A string's length is its
+    own, not its repr's (no quotes, no escapes)."""
+    return clip(repr(value), limit, length=len(value) if isinstance(value, str) else None)
 
 
-def clip(text: str, limit: int = ECHO_CHARS) -> str:
-    """`text` cut to `limit` characters, saying how long it was."""
-    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+def clip(text: str, limit: int = ECHO_CHARS, *, length: int | None = None) -> str:
+    """`text` cut to `limit` characters, saying how long it was (or `length`, that of what it quotes)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text) if length is None else length} characters)"
 
 
 class TicketsError(Exception):
@@ -46,10 +47,11 @@ class Exhausted(TicketsError):
     code = "exhausted"
 
 
-def exhausted(key: str, count: int, maximum: int) -> Exhausted:
+def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
     return Exhausted(
-        f"counter {key!r} cannot issue {count} more ticket(s) without passing its max ({maximum}); "
-        "raise max in cdk.json, ask for fewer, or use a new key. Nothing was issued."
+        f"counter {key!r} cannot issue {count} more ticket(s) without passing its max ({maximum}): a lane's "
+        f"tickets are {step} apart (step: stride x regionSlots x shards); raise max in cdk.json, ask for fewer, "
+        "or use a new key. Nothing was issued."
     )
 
 

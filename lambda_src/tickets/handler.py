@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from .app import create_app, dynamodb_client
-from .config import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SETTINGS_ENV, Settings
+from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SETTINGS_ENV, Settings
 
 app = create_app(
     Settings.from_json(os.environ[SETTINGS_ENV]),

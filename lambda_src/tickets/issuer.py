@@ -18,10 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
-from .config import CounterConfig, Settings
 from .errors import BadRequest, Exhausted, NotFound, Unavailable, exhausted
+from .lane_item import LAST, STEP
 from .sequence import Lane, lanes_of
-from .tables import LAST, STEP
+from .settings import CounterConfig, Settings
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
@@ -123,7 +123,7 @@ class Issuer:
                     break
                 continue
             return Issued.of(key, lane.block(last, count), counter)
-        raise failure or exhausted(key, count, counter.max)
+        raise failure or exhausted(key, count, counter.max, lanes[0].step)
 
     def _may_fit(self, lane: Lane, count: int) -> bool:
         return self._last_at_least.get(lane.item_key, lane.seed) <= lane.limit(count)
@@ -136,8 +136,12 @@ class Issuer:
 
     def _survey(self, lanes: list[Lane]) -> None:
         """Learn every lane's `last` from one read. Items of another step are left to advance,
-        which refuses them with the reason."""
-        items = self._store.read(lanes)
+        which refuses them with the reason. A throttled read teaches nothing: the lanes are then
+        tried one by one, as if unsurveyed."""
+        try:
+            items = self._store.read(lanes)
+        except Unavailable:
+            return
         for lane in lanes:
             stored = items.get(lane.item_key)
             if stored is not None and stored[STEP] == lane.step and (last := stored[LAST]) is not None:
@@ -176,7 +180,7 @@ class Issuer:
         return {
             "key": key,
             "last": max(issued) if issued else None,
-            # As stored (after a config change it is not the configured one); a hand-made item has none yet.
+            # As stored (after a config change it is not the configured one); an item code did not write may have none.
             "step": next((step for step in stored_steps if step is not None), lanes[0].step),
             "config": counter.to_json(),
             "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import CounterConfig
+from .settings import CounterConfig
 
 SHARD_SEPARATOR = "#"  # not allowed in keys, so `key#3` never names another counter
 

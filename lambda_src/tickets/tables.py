@@ -1,15 +1,11 @@
-"""The shape of the two DynamoDB tables, in one place for the stack and the local server."""
+"""The shape of the two DynamoDB tables, in one place for the stack and the local server (what a
+counter item holds: lane_item.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
-LAST = "last"  # the last ticket issued on the lane: the high-water mark an operator reads
-STEP = "step"  # stride * lanes, fixed when the item is created
-FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item is created
-SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
-STRIDE = "stride"  # a sharded key's stride, recorded with its layout (step alone does not tell stride from slots)
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"

@@ -1,8 +1,8 @@
-"""The deployment config (cdk.json context `tickets`) and the handler's view of it.
+"""cdk.json's `tickets` config: what an operator may write, and each region's handler environment.
 
-`parse_config` validates what an operator wrote; `handler_environment` turns it into
-the environment of one region's function. The stack and the local server both call
-`handler_environment`, so the deployed and the local handler see the same settings;
+`parse_config` validates what an operator wrote; `handler_environment` turns it into the environment
+of one region's function (tickets.settings is what the function reads back). The stack and the local
+server both call `handler_environment`, so the deployed and the local handler see the same settings;
 `load_config_file` reads cdk.json for the local server and tickets_admin.
 """
 
@@ -15,13 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .keys import KEY_RULE, MAX_BLOCK, is_valid_key
-from .tables import IDEMPOTENCY_TABLE_SUFFIX
+from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
+from tickets.settings import (
+    COUNTER_TABLE_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    MAX_SAFE_INTEGER,
+    SETTINGS_ENV,
+    CounterConfig,
+    Settings,
+)
+from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
-MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser
+from .regions import refusal
+
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
 MAX_SHARDS = 100  # /_counters reads all of a key's lanes with one BatchGetItem: at most 100 keys
 AUTH_TYPES = ("AWS_IAM", "NONE")
+# CloudWatch Logs' retention periods (AWS::Logs::LogGroup RetentionInDays), in days.
 LOG_RETENTION_DAYS = (
     1,
     3,
@@ -46,53 +56,6 @@ LOG_RETENTION_DAYS = (
     3288,
     3653,
 )
-# The regions the stack can serve: those where AWS publishes the Powertools for AWS Lambda (Python) v3
-# layer it uses (account 017000801446, commercial partition `aws`). From the region matrix of
-# aws-powertools/powertools-lambda-python .github/workflows/reusable_deploy_v3_layer_stack.yml,
-# plus ap-southeast-5, ap-southeast-7 and mx-central-1 (that repository's issues #5383, #6076,
-# #6075, done in 2025); checked November 2026, when ap-southeast-6 (#7355), ap-east-2 and
-# eusc-de-east-1 (#8000) had no layer. The China and GovCloud layers live in other partitions
-# and accounts, which stacks/powertools.py does not use. Add a region here once AWS lists it.
-POWERTOOLS_LAYER_REGIONS = frozenset(
-    {
-        "af-south-1",
-        "ap-east-1",
-        "ap-northeast-1",
-        "ap-northeast-2",
-        "ap-northeast-3",
-        "ap-south-1",
-        "ap-south-2",
-        "ap-southeast-1",
-        "ap-southeast-2",
-        "ap-southeast-3",
-        "ap-southeast-4",
-        "ap-southeast-5",
-        "ap-southeast-7",
-        "ca-central-1",
-        "ca-west-1",
-        "eu-central-1",
-        "eu-central-2",
-        "eu-north-1",
-        "eu-south-1",
-        "eu-south-2",
-        "eu-west-1",
-        "eu-west-2",
-        "eu-west-3",
-        "il-central-1",
-        "me-central-1",
-        "me-south-1",
-        "mx-central-1",
-        "sa-east-1",
-        "us-east-1",
-        "us-east-2",
-        "us-west-1",
-        "us-west-2",
-    }
-)
-_OTHER_PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov", "us-iso": "an isolated partition", "eusc-": "aws-eusc"}
-SETTINGS_ENV = "TICKETS_SETTINGS"
-COUNTER_TABLE_ENV = "TICKETS_TABLE"
-IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
 DEFAULT_TABLE_NAME = "tickets-counters"
 # DynamoDB's rule is 3-255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX, which must fit too.
@@ -100,35 +63,13 @@ TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABL
 # start, stride and max may be written as decimal strings: the CDK CLI reads cdk.json in Node, whose
 # numbers are doubles, so a JSON number above MAX_SAFE_INTEGER reaches app.py already rounded.
 DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
+# `callers`: another account, by its id, or one of its IAM roles (commercial partition; IAM's name characters).
+ACCOUNT_ID_PATTERN = re.compile(r"[0-9]{12}")
+ROLE_ARN_PATTERN = re.compile(r"arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
 
 
 class ConfigError(ValueError):
     """An invalid deployment config; the message names the field and the rule."""
-
-
-@dataclass(frozen=True)
-class CounterConfig:
-    start: int = 1
-    stride: int = 1
-    max: int = MAX_SAFE_INTEGER
-    shards: int = 1
-    max_block: int | None = None  # the most tickets one /_blocks request may take; None: the deployment's
-
-    def to_json(self) -> dict[str, int]:
-        encoded = {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
-        if self.max_block is not None:
-            encoded["maxBlock"] = self.max_block
-        return encoded
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, int]) -> CounterConfig:
-        return cls(
-            start=raw["start"],
-            stride=raw["stride"],
-            max=raw["max"],
-            shards=raw["shards"],
-            max_block=raw.get("maxBlock"),
-        )
 
 
 @dataclass(frozen=True)
@@ -146,63 +87,8 @@ class DeploymentConfig:
     cors_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
     max_block: int = MAX_BLOCK
+    callers: tuple[str, ...] = ()  # account ids and role ARNs the function's resource policy admits
     compat_path: str | None = None  # config `compat.path`: the compatibility route's path segment; None: off
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What one region's handler needs to know, carried in its environment."""
-
-    region_slot: int = 0
-    region_slots: int = 1
-    default_key: str = "default"
-    strict_keys: bool = False
-    counters: Mapping[str, CounterConfig] = field(default_factory=dict)
-    idempotency_expiry_seconds: int = 3600
-    max_block: int = MAX_BLOCK
-    compat_path: str | None = None
-
-    def block_limit(self, counter: CounterConfig) -> int:
-        """The most tickets one range block of this counter may hold."""
-        return counter.max_block if counter.max_block is not None else self.max_block
-
-    def counter(self, key: str) -> CounterConfig | None:
-        """The key's config; None when strictKeys forbids a key nobody configured."""
-        if key in self.counters:
-            return self.counters[key]
-        if self.strict_keys and key != self.default_key:
-            return None
-        return CounterConfig()
-
-    def to_json(self) -> str:
-        return json.dumps(
-            {
-                "regionSlot": self.region_slot,
-                "regionSlots": self.region_slots,
-                "defaultKey": self.default_key,
-                "strictKeys": self.strict_keys,
-                "counters": {key: c.to_json() for key, c in self.counters.items()},
-                "idempotencyExpirySeconds": self.idempotency_expiry_seconds,
-                "maxBlock": self.max_block,
-                "compatPath": self.compat_path,
-            },
-            separators=(",", ":"),
-            sort_keys=True,
-        )
-
-    @classmethod
-    def from_json(cls, text: str) -> Settings:
-        raw = json.loads(text)
-        return cls(
-            region_slot=raw["regionSlot"],
-            region_slots=raw["regionSlots"],
-            default_key=raw["defaultKey"],
-            strict_keys=raw["strictKeys"],
-            counters={key: CounterConfig.from_json(c) for key, c in raw["counters"].items()},
-            idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
-            max_block=raw["maxBlock"],
-            compat_path=raw["compatPath"],
-        )
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
@@ -257,6 +143,7 @@ _FIELDS = {
     "alarmEmail",
     "tableName",
     "maxBlock",
+    "callers",
     "compat",
 }
 _COUNTER_FIELDS = {"start", "stride", "max", "shards", "maxBlock"}
@@ -306,10 +193,13 @@ def parse_config(raw: Any) -> DeploymentConfig:
     owners: dict[int, str] = {}
     for region, slot in regions.items():
         where = f"tickets.regions.{region}"
-        _require_servable_region(region, where)
+        why_not = refusal(region)
+        if why_not is not None:
+            raise ConfigError(f"{where}: {why_not}")
         if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
             raise ConfigError(
-                f"{where}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}"
+                f"{where}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
+                "regionSlots is permanent once a key issued tickets, so give the region a free slot"
             )
         if slot in owners:
             raise ConfigError(
@@ -377,8 +267,33 @@ def parse_config(raw: Any) -> DeploymentConfig:
         cors_origins=tuple(cors),
         alarm_email=alarm_email,
         max_block=max_block,
+        callers=_parse_callers(raw.get("callers", []), auth),
         compat_path=_compat_path(raw.get("compat"), default_key, counters),
     )
+
+
+def _parse_callers(raw: Any, auth: str) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(
+            'tickets.callers: must be a list of account ids and role ARNs, e.g. ["111122223333", '
+            f'"arn:aws:iam::444455556666:role/orders"], got {raw!r}'
+        )
+    for index, caller in enumerate(raw):
+        where = f"tickets.callers[{index}]"
+        if not isinstance(caller, str) or not (
+            ACCOUNT_ID_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)
+        ):
+            raise ConfigError(
+                f'{where}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
+                f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'
+            )
+        if caller in raw[:index]:
+            raise ConfigError(f"{where}: {caller!r} is listed twice")
+    if raw and auth != "AWS_IAM":
+        raise ConfigError(
+            f"tickets.callers: needs auth AWS_IAM (it grants IAM permissions); with auth {auth} anyone may call"
+        )
+    return tuple(raw)
 
 
 def _compat_path(raw: Any, default_key: str, counters: Mapping[str, CounterConfig]) -> str | None:
@@ -408,9 +323,9 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConf
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
     _require_object(raw, where, _COUNTER_FIELDS)
-    start = _exact_integer(raw, "start", 1, low=0, high=MAX_TICKET, where=where)
-    stride = _exact_integer(raw, "stride", 1, low=1, high=MAX_TICKET, where=where)
-    maximum = _exact_integer(raw, "max", MAX_SAFE_INTEGER, low=0, high=MAX_TICKET, where=where)
+    start = exact_integer(raw.get("start", 1), low=0, high=MAX_TICKET, where=f"{where}.start")
+    stride = exact_integer(raw.get("stride", 1), low=1, high=MAX_TICKET, where=f"{where}.stride")
+    maximum = exact_integer(raw.get("max", MAX_SAFE_INTEGER), low=0, high=MAX_TICKET, where=f"{where}.max")
     shards = _integer(raw, "shards", 1, low=1, high=MAX_SHARDS, where=where)
     if maximum < start:
         raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
@@ -422,34 +337,6 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConf
                 f"{where}.maxBlock: must be at most tickets.maxBlock ({deployment_max_block}), got {max_block}"
             )
     return CounterConfig(start=start, stride=stride, max=maximum, shards=shards, max_block=max_block)
-
-
-def _require_servable_region(region: Any, where: str) -> None:
-    if not isinstance(region, str) or region not in POWERTOOLS_LAYER_REGIONS:
-        partition = next(
-            (
-                name
-                for prefix, name in _OTHER_PARTITIONS.items()
-                if isinstance(region, str) and region.startswith(prefix)
-            ),
-            None,
-        )
-        if partition is not None:
-            why = (
-                f"it is in the {partition} partition, and the stack uses the Powertools layer that AWS "
-                "publishes in the commercial partition only"
-            )
-        elif isinstance(region, str) and re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d+", region):
-            why = (
-                "it is not a region, or the Powertools layer the stack uses is not published there yet "
-                "(POWERTOOLS_LAYER_REGIONS in lambda_src/tickets/config.py says where it is)"
-            )
-        else:
-            why = "it is not a region name such as us-east-1"
-        raise ConfigError(
-            f"{where}: the stack cannot be deployed to {region!r}: {why} "
-            f"(the stack serves: {', '.join(sorted(POWERTOOLS_LAYER_REGIONS))})"
-        )
 
 
 def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
@@ -469,25 +356,26 @@ def _integer(
     return value
 
 
-def _exact_integer(raw: Mapping[str, Any], name: str, default: int, *, low: int, high: int, where: str) -> int:
-    """A whole number written as a JSON number up to MAX_SAFE_INTEGER, or as a decimal string."""
-    value = raw.get(name, default)
+def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
+    """A whole number from low to high, written as a JSON number up to MAX_SAFE_INTEGER or as a decimal
+    string (any size); ConfigError naming `where` otherwise. cdk.json and the deployment ledger both use it."""
     if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
         value = int(value)
     elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
+        name = where.rpartition(".")[2]
         raise ConfigError(
-            f"{where}.{name}: a JSON number above 2^53-1 ({MAX_SAFE_INTEGER}) is not exact: the CDK CLI reads "
+            f"{where}: a JSON number above 2^53-1 ({MAX_SAFE_INTEGER}) is not exact: the CDK CLI reads "
             f"cdk.json in Node, which rounds it (this one arrived as {value}); write the value you meant as a "
             f'decimal string, in quotes: "{name}": "<digits>"'
         )
     elif isinstance(value, float):
         raise ConfigError(
-            f"{where}.{name}: must be a whole number from {low} to {high} written without fraction or exponent "
+            f"{where}: must be a whole number from {low} to {high} written without fraction or exponent "
             f'(a value above 2^53-1 as a decimal string in quotes, e.g. "36028797018963969"), got {value!r}'
         )
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(
-            f"{where}.{name}: must be a whole number from {low} to {high} (as a JSON number "
+            f"{where}: must be a whole number from {low} to {high} (as a JSON number "
             f"up to {MAX_SAFE_INTEGER}, or a decimal string), got {value!r}"
         )
     return value

@@ -1,4 +1,5 @@
-"""`python -m tickets_client`: get tickets or a counter's state from the command line."""
+"""`python -m tickets_client`, or the command `tickets-client` that pip installs: get tickets or a
+counter's state from the command line."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from .client import FUNCTION_TIMEOUT_SECONDS, IN_PROGRESS_RETRY_SECONDS, Tickets
 from .errors import TicketsError
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+MODULE_PROG = "python -m tickets_client"
+COMMAND_PROG = "tickets-client"  # the console script of clients/python/pyproject.toml
 EPILOG = """\
 examples:
-  python -m tickets_client next orders                    # {"key": "orders", "ticket": 5000}
-  python -m tickets_client next orders --count 3 --text   # three tickets, one a line
-  python -m tickets_client block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
-  python -m tickets_client state orders
-  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws python -m tickets_client next orders
+  %(prog)s next orders                    # {"key": "orders", "ticket": 5000}
+  %(prog)s next orders --count 3 --text   # three tickets, one a line
+  %(prog)s block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
+  %(prog)s state orders
+  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s next orders
 
 A *.lambda-url.<region>.on.aws URL is signed with SigV4 using botocore's credentials
 (environment, ~/.aws, SSO, instance role); other URLs are not, unless --sign. Callers of an
@@ -32,7 +35,7 @@ Errors print "error: <code>: <message>" on stderr and exit with status 1.""".rep
 ).replace("{timeout}", str(FUNCTION_TIMEOUT_SECONDS))
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--url",
@@ -57,7 +60,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
 
     parser = argparse.ArgumentParser(
-        prog="python -m tickets_client",
+        prog=prog,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Get unique, increasing tickets from a Tickets server.",
@@ -96,8 +99,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = MODULE_PROG) -> int:
+    args = parse_args(argv, prog)
     try:
         client = TicketsClient(
             args.url, sign=args.sign, region=args.region, timeout=args.timeout, max_attempts=args.max_attempts
@@ -119,6 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 0
+
+
+def command() -> int:
+    """The `tickets-client` console script."""
+    return main(prog=COMMAND_PROG)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ looks at the rate at which tickets are being taken: if a block of the current si
 faster than `target_seconds`, the next block is twice as big; if it would last more than twice
 `target_seconds`, half as big (never below `block_size`); in between, the same size. (The band
 of 1x-2x keeps a steady rate from flipping between two sizes.) Blocks never exceed `max_block`
-(at most 1,000,000, the protocol's limit); a deployment may allow less (`maxBlock`): when the
-server refuses a block larger than one it already gave, the lease stays at the largest size it
-was given.
+(at most 1,000,000, the protocol's limit). A deployment may allow less (`maxBlock`), and a deploy
+may lower it under a running lease: when the server refuses a block with 400, the lease halves the
+size until a block is accepted (below `block_size` too, down to 1) and never asks for more than that
+size again. A 400 at every size down to 1 is not about the size: it is raised, and the lease's sizes
+stay as they were.
 
 Prefetch. The next block is fetched in the background once the tickets left in the current
 block, at the observed rate, would last less than a few (PREFETCH_LATENCIES) of the slowest
@@ -106,8 +108,8 @@ class TicketLease:
         self._pending: Future[tuple[Block, float]] | None = None
         self._prefetcher: ThreadPoolExecutor | None = None
         self._closed = False
-        # Written by the one fetch in flight only (fetches never overlap): what the server accepts.
-        self._largest_accepted = 0
+        # Written by the one fetch in flight only (fetches never overlap): the largest size the server
+        # accepted after refusing a larger one.
         self._ceiling = max_block
 
     def next(self) -> int:
@@ -190,7 +192,7 @@ class TicketLease:
 
     def _next_size(self) -> int:
         """Leaf's rule: double while a block lasts less than the target, halve when it lasts more
-        than twice the target, within block_size..max_block (and what the server accepts)."""
+        than twice the target, within block_size..max_block, and never above what the server accepts."""
         size = len(self._block) or self.block_size
         if self._rate is not None:
             lasts = size / self._rate
@@ -198,21 +200,24 @@ class TicketLease:
                 size *= 2
             elif lasts > 2 * self.target_seconds:
                 size //= 2
-        return max(self.block_size, min(size, self._ceiling))
+        return min(max(self.block_size, size), self._ceiling)
 
     def _fetch(self, size: int) -> tuple[Block, float]:
         """A block of `size` tickets and how long it took. No Idempotency-Key: a lease skips unused
         tickets anyway, so a block burned by a retry after a lost answer is one more gap, while the
         key would cost the server two more DynamoDB writes per block."""
+        refused = False
         while True:
             began = self._clock()
             try:
                 block = self._client.block(self.key, size, idempotent=False)
             except TicketsError as err:
-                if err.status == 400 and self.block_size <= self._largest_accepted < size:
-                    # The server gave blocks of _largest_accepted, but not this many: its maxBlock.
-                    self._ceiling = size = self._largest_accepted
+                # The server's maxBlock (perhaps lowered since the last block) is a 400 whose limit is
+                # stated only in prose: halve until a block is accepted.
+                if err.status == 400 and size > 1:
+                    size, refused = size // 2, True
                     continue
                 raise
-            self._largest_accepted = max(self._largest_accepted, size)
+            if refused:
+                self._ceiling = size
             return block, self._clock() - began

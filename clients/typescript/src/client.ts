@@ -1,0 +1,287 @@
+/**
+ * A client for a Tickets Function URL (or the local server), the Python client's (clients/python)
+ * twin: the same requests, retries, idempotency keys and errors.
+ *
+ *     const client = new TicketsClient("https://abc123.lambda-url.us-east-1.on.aws"); // signs: AWS_IAM
+ *     await client.next("orders");            // [5000]
+ *     await client.next("orders", 3);         // [5001, 5002, 5003], one request
+ *     await client.block("orders", 1000000);  // Block { first: 5004, last: 1005003, step: 1, count: 1000000 }
+ *     await client.state("orders");           // the counter's state, issues nothing
+ *
+ * Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a retry
+ * after a lost answer gets the first answer instead of burning tickets.
+ *
+ * Retries: 429, 503 and lost connections, up to `maxAttempts` attempts; 502 and 504 (the function
+ * failed or timed out, perhaps after issuing) only for requests that carry an Idempotency-Key, whose
+ * retry gets that first answer; and 409 `in_progress` (the first attempt with this key still holds its
+ * lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past `maxAttempts`: a first attempt that
+ * crashed holds the lock until the function's timeout. Waits are capped exponential backoff with full
+ * jitter, and at least the server's Retry-After.
+ */
+import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+
+import { TicketsError } from "./errors.js";
+import { type CredentialSource, Signer, functionUrlRegion } from "./signing.js";
+
+export const USER_AGENT = "tickets-client-ts/0.1";
+export const BACKOFF_BASE_SECONDS = 0.1;
+export const BACKOFF_CAP_SECONDS = 5.0;
+export const MAX_RETRY_AFTER_SECONDS = 30.0; // a Retry-After beyond this is honoured only this far
+// The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
+// read the server's code; tests/test_typescript_client.py checks the two agree).
+export const FUNCTION_TIMEOUT_SECONDS = 10;
+export const IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5; // past the lock's expiry, with a margin
+export const IN_PROGRESS_MAX_ATTEMPTS = 60; // a bound on attempts too, whatever the jitter draws
+export const MAX_BLOCK = 1_000_000; // the most tickets one /_blocks request may ask for (a deployment may allow fewer)
+const GATEWAY_ERRORS = new Set([502, 504]);
+
+/** `count` tickets of one lane: first, first + step, ..., last. */
+export class Block {
+  constructor(
+    readonly first: number,
+    readonly last: number,
+    readonly step: number,
+    readonly count: number,
+  ) {}
+
+  /** The i-th ticket of the block (0-based). */
+  ticket(index: number): number {
+    return this.first + this.step * index;
+  }
+
+  *tickets(): IterableIterator<number> {
+    for (let index = 0; index < this.count; index++) yield this.ticket(index);
+  }
+}
+
+export interface ClientOptions {
+  /** Sign with SigV4; default: only *.lambda-url.<region>.on.aws URLs. */
+  sign?: boolean;
+  /** Region for signing; default: the one in the Function URL. */
+  region?: string;
+  /** Credentials for signing; default: the AWS SDK's chain (environment, ~/.aws, SSO, container or instance role). */
+  credentials?: CredentialSource;
+  /** Seconds per attempt (default 5). */
+  timeoutSeconds?: number;
+  /** Attempts per request for 429, 503, lost connections and (with an Idempotency-Key) 502 and 504 (default 5). */
+  maxAttempts?: number;
+  /** How the client waits between attempts (tests pass one that records instead). */
+  sleep?: (seconds: number) => Promise<void>;
+  /** The fetch to send with (default: Node's global fetch), e.g. one that goes through a proxy. */
+  fetch?: typeof fetch;
+}
+
+export interface RequestOptions {
+  /**
+   * Send an Idempotency-Key (default true). false sends none: a retry after a lost answer then burns
+   * that block (a gap), and the server saves its idempotency writes.
+   */
+  idempotent?: boolean;
+}
+
+type Answer = Record<string, unknown>;
+
+export class TicketsClient {
+  readonly url: string;
+  private readonly base: URL;
+  private readonly signer: Signer | null;
+  private readonly timeoutSeconds: number;
+  private readonly maxAttempts: number;
+  private readonly sleep: (seconds: number) => Promise<void>;
+  private readonly fetch: typeof fetch;
+
+  constructor(url: string, options: ClientOptions = {}) {
+    let base: URL;
+    try {
+      base = new URL(url);
+    } catch {
+      throw new TypeError(`not an http(s) URL: ${JSON.stringify(url)}`);
+    }
+    if ((base.protocol !== "http:" && base.protocol !== "https:") || !base.hostname) {
+      throw new TypeError(`not an http(s) URL: ${JSON.stringify(url)}`);
+    }
+    const maxAttempts = options.maxAttempts ?? 5;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError("maxAttempts must be at least 1");
+    this.url = url.replace(/\/+$/, "");
+    this.base = base;
+    const urlRegion = functionUrlRegion(base.hostname);
+    const region = options.region ?? urlRegion;
+    this.signer = null;
+    if (options.sign ?? urlRegion !== null) {
+      if (region === null) {
+        throw new TypeError(`signing needs a region; pass region (the URL ${JSON.stringify(url)} does not name one)`);
+      }
+      this.signer = new Signer(region, options.credentials);
+    }
+    this.timeoutSeconds = options.timeoutSeconds ?? 5;
+    this.maxAttempts = maxAttempts;
+    this.sleep = options.sleep ?? ((seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000)));
+    this.fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  get signing(): boolean {
+    return this.signer !== null;
+  }
+
+  /** `count` new tickets of `key` (the deployment's default key when undefined), ascending. */
+  async next(key?: string, count = 1, options: RequestOptions = {}): Promise<number[]> {
+    const answer = await this.issue(key, count, options);
+    return Array.isArray(answer.tickets) ? (answer.tickets as number[]) : [answer.ticket as number];
+  }
+
+  /** The server's whole answer, e.g. {key: "orders", ticket: 5000}. */
+  async issue(key?: string, count = 1, options: RequestOptions = {}): Promise<Answer> {
+    const query = count !== 1 ? `?count=${count}` : "";
+    const answer = await this.request("POST", keyPath(key) + query, options.idempotent ?? true);
+    const tickets = Array.isArray(answer.tickets) ? answer.tickets : [answer.ticket];
+    if (!tickets.every(isTicket)) {
+      throw new TicketsError(200, "bad_response", `the server's answer has no ticket: ${show(answer)}`);
+    }
+    return answer;
+  }
+
+  /**
+   * `count` new tickets of `key` as a range (`POST /_blocks/{key}`): one request and one write for up
+   * to MAX_BLOCK tickets, and an answer of four numbers whatever the count.
+   */
+  async block(key: string, count: number, options: RequestOptions = {}): Promise<Block> {
+    const answer = await this.request("POST", `/_blocks${keyPath(key)}?count=${count}`, options.idempotent ?? true);
+    const numbers = [answer.first, answer.last, answer.step, answer.count];
+    if (!numbers.every(isTicket)) {
+      throw new TicketsError(200, "bad_response", `the server's answer is not a block: ${show(answer)}`);
+    }
+    const block = new Block(...(numbers as [number, number, number, number]));
+    if (block.count !== count || block.step < 1 || block.last !== block.ticket(count - 1)) {
+      throw new TicketsError(200, "bad_response", `asked for a block of ${count} tickets, got ${show(answer)}`);
+    }
+    return block;
+  }
+
+  /** The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used. */
+  async state(key: string): Promise<Answer> {
+    return this.request("GET", "/_counters" + keyPath(key), false);
+  }
+
+  private async request(method: string, path: string, idempotent: boolean): Promise<Answer> {
+    const target = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
+    const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
+    if (idempotent) headers["idempotency-key"] = randomUUID(); // one key for all attempts: a retry cannot burn tickets
+    const body = method === "POST" ? "" : undefined;
+    let attempts = 0;
+    let failedAttempts = 0;
+    let waited = 0;
+    for (;;) {
+      attempts++;
+      const sent = this.signer ? await this.signer.headers(method, target, headers, body ?? "") : headers;
+      let failure: TicketsError;
+      let delay: number;
+      try {
+        const response = await this.fetch(target, {
+          method,
+          headers: sent,
+          ...(body !== undefined ? { body } : {}),
+          signal: AbortSignal.timeout(this.timeoutSeconds * 1000),
+        });
+        const text = await response.text();
+        if (response.status < 300) return jsonObject(response.status, text);
+        failure = serverError(response.status, text);
+        if (!retryable(failure, idempotent)) throw failure;
+        delay = Math.max(retryAfter(response.headers.get("retry-after")), backoff(attempts));
+      } catch (err) {
+        if (err instanceof TicketsError) throw err;
+        failure = new TicketsError(null, "unreachable", `no answer from ${this.url}: ${describe(err)}`);
+        delay = backoff(attempts);
+      }
+      let giveUp: boolean;
+      if (inProgress(failure)) {
+        giveUp = waited >= IN_PROGRESS_RETRY_SECONDS || attempts >= IN_PROGRESS_MAX_ATTEMPTS;
+      } else {
+        failedAttempts++;
+        giveUp = failedAttempts >= this.maxAttempts;
+      }
+      if (giveUp) throw failure;
+      await this.sleep(delay);
+      waited += delay;
+    }
+  }
+}
+
+function keyPath(key: string | undefined): string {
+  return key === undefined ? "/" : "/" + encodeURIComponent(key);
+}
+
+/** A whole number a JS number holds exactly: a larger ticket would arrive rounded, so it is refused. */
+function isTicket(value: unknown): value is number {
+  return Number.isSafeInteger(value);
+}
+
+function retryable(error: TicketsError, idempotent: boolean): boolean {
+  // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that
+  // answer instead of new tickets.
+  const status = error.status ?? 0;
+  return status === 429 || status === 503 || inProgress(error) || (idempotent && GATEWAY_ERRORS.has(status));
+}
+
+/** 409 in_progress: the first attempt with this Idempotency-Key is still running; its answer follows. */
+function inProgress(error: TicketsError): boolean {
+  return error.status === 409 && error.code === "in_progress";
+}
+
+/** Capped exponential backoff with full jitter: spread retries so callers don't stampede. */
+export function backoff(attempt: number): number {
+  return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
+}
+
+/** Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 when absent or unreadable. */
+export function retryAfter(value: string | null): number {
+  if (!value) return 0;
+  let seconds = Number(value);
+  if (Number.isNaN(seconds)) {
+    const date = Date.parse(value);
+    if (Number.isNaN(date)) return 0;
+    seconds = (date - Date.now()) / 1000;
+  }
+  return Math.min(Math.max(seconds, 0), MAX_RETRY_AFTER_SECONDS);
+}
+
+function jsonObject(status: number, text: string): Answer {
+  const answer = parseJson(text);
+  if (answer === null || typeof answer !== "object" || Array.isArray(answer)) {
+    throw new TicketsError(status, "bad_response", `expected a JSON object, got ${JSON.stringify(text.slice(0, 200))}`);
+  }
+  return answer as Answer;
+}
+
+/**
+ * The server's {error, message}; for other bodies (a proxy's page, AWS's own 403 {"Message":
+ * "Forbidden"}), a code made from the status and what text there is.
+ */
+function serverError(status: number, text: string): TicketsError {
+  const answer = parseJson(text);
+  const fields = answer !== null && typeof answer === "object" ? (answer as Answer) : {};
+  if (typeof fields.error === "string") {
+    return new TicketsError(status, fields.error, String(fields.message ?? ""));
+  }
+  const message = fields.Message ?? fields.message ?? (text.trim().slice(0, 200) || STATUS_CODES[status] || "");
+  return new TicketsError(status, `http_${status}`, String(message));
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function show(answer: Answer): string {
+  return JSON.stringify(answer).slice(0, 200);
+}
+
+/** fetch's errors hide the reason (ECONNREFUSED, a timeout) in `cause`. */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? `: ${err.cause.message}` : "";
+  return `${err.message || err.name}${cause}`;
+}

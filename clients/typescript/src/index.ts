@@ -1,0 +1,14 @@
+/** Tickets' TypeScript client: `TicketsClient` (SigV4, retries, idempotency keys, range blocks) and
+ * `TicketLease` (adaptively sized range blocks with background prefetch). See docs/client.md. */
+export {
+  Block,
+  type ClientOptions,
+  FUNCTION_TIMEOUT_SECONDS,
+  IN_PROGRESS_RETRY_SECONDS,
+  MAX_BLOCK,
+  type RequestOptions,
+  TicketsClient,
+} from "./client.js";
+export { TicketsError } from "./errors.js";
+export { type BlockSource, type LeaseOptions, TicketLease } from "./lease.js";
+export { type AwsCredentials, type CredentialSource, functionUrlRegion } from "./signing.js";

@@ -1,0 +1,225 @@
+/**
+ * Block leasing: one request buys a range block of tickets, handed out one by one in-process; the
+ * Python client's TicketLease (clients/python/tickets_client/lease.py), with the same sizing.
+ *
+ *     const lease = new TicketLease(new TicketsClient(url), "orders");
+ *     const orderId = await lease.next(); // no network on almost every call
+ *
+ * Sizing. The first block holds `blockSize` tickets. Whenever the lease asks for a block, it looks at
+ * the rate at which tickets are being taken: if a block of the current size is used up faster than
+ * `targetSeconds`, the next block is twice as big; if it would last more than twice `targetSeconds`,
+ * half as big (never below `blockSize`); in between, the same size. Blocks never exceed `maxBlock`
+ * (at most 1,000,000, the protocol's limit). A deployment may allow less (its maxBlock), and a deploy
+ * may lower it under a running lease: when the server refuses a block with 400, the lease halves the
+ * size until a block is accepted (below `blockSize` too, down to 1) and never asks for more than that
+ * size again. A 400 at every size down to 1 is not about the size: it is raised.
+ *
+ * Prefetch. The next block is fetched in the background once the tickets left in the current block,
+ * at the observed rate, would last less than PREFETCH_LATENCIES of the slowest recent fetch times.
+ *
+ * The trade. Tickets of a lease that are never handed out are skipped, not reused: closing a lease,
+ * or a process stopping, leaves at most the rest of the current block and the prefetched one unused.
+ * `close()` says how many. Tickets are unique, always; a lease ascends across blocks only on a key
+ * with one lane in its region (see docs/client.md).
+ */
+import { Block, MAX_BLOCK, type RequestOptions } from "./client.js";
+import { TicketsError } from "./errors.js";
+
+export const DEFAULT_BLOCK_SIZE = 1000;
+export const DEFAULT_TARGET_SECONDS = 1.0;
+// Prefetch when the current block would last less than this many of the slowest recent fetches.
+export const PREFETCH_LATENCIES = 3;
+const LATENCIES_KEPT = 4;
+// A block is handed out in this many runs; between two runs the lease looks at the clock, measures the
+// rate and decides whether to prefetch (without waiting). Within a run, `next()` only counts.
+export const RUNS_PER_BLOCK = 16;
+
+export interface BlockSource {
+  block(key: string, count: number, options?: RequestOptions): Promise<Block>;
+}
+
+export interface LeaseOptions {
+  blockSize?: number;
+  maxBlock?: number;
+  targetSeconds?: number;
+  /** Seconds on a monotonic clock (tests pass a manual one). */
+  clock?: () => number;
+}
+
+interface Fetched {
+  block: Block;
+  latency: number;
+}
+
+/** Any number of concurrent callers may share one lease; no ticket is handed out twice. */
+export class TicketLease {
+  readonly blockSize: number;
+  readonly maxBlock: number;
+  readonly targetSeconds: number;
+  private readonly clock: () => number;
+  private block = new Block(0, -1, 1, 0); // none yet
+  private handed = 0; // tickets of the block handed out
+  private released = 0; // tickets of the block released in runs (handed <= released <= count)
+  private began = 0;
+  private rate: number | null = null; // tickets per second, as last measured
+  private readonly latencies: number[] = [];
+  private readonly sizes = new Map<number, number>();
+  private pending: Promise<Fetched> | null = null;
+  private switching: Promise<void> | null = null; // the one move to the next block, which callers share
+  private closed = false;
+  // The largest size the server accepted after refusing a larger one (fetches never overlap).
+  private ceiling: number;
+
+  constructor(
+    private readonly client: BlockSource,
+    readonly key: string,
+    options: LeaseOptions = {},
+  ) {
+    const maxBlock = options.maxBlock ?? MAX_BLOCK;
+    const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
+    const targetSeconds = options.targetSeconds ?? DEFAULT_TARGET_SECONDS;
+    if (typeof key !== "string" || !key) {
+      throw new TypeError(`a lease needs a key (range blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
+    }
+    if (!Number.isInteger(maxBlock) || maxBlock < 1 || maxBlock > MAX_BLOCK) {
+      throw new RangeError(`maxBlock must be 1..${MAX_BLOCK}, got ${maxBlock}`);
+    }
+    if (!Number.isInteger(blockSize) || blockSize < 1 || blockSize > maxBlock) {
+      throw new RangeError(`blockSize must be 1..maxBlock (${maxBlock}), got ${blockSize}`);
+    }
+    if (!(targetSeconds > 0)) throw new RangeError(`targetSeconds must be more than 0, got ${targetSeconds}`);
+    this.blockSize = blockSize;
+    this.maxBlock = maxBlock;
+    this.targetSeconds = targetSeconds;
+    this.ceiling = maxBlock;
+    this.clock = options.clock ?? (() => performance.now() / 1000);
+  }
+
+  /**
+   * The next ticket. Waits for the network only when the current block is used up and the next one
+   * has not arrived; a failed prefetch rejects here, with its TicketsError, and the next call tries again.
+   */
+  async next(): Promise<number> {
+    for (;;) {
+      if (this.handed < this.block.count) {
+        if (this.handed === this.released) this.releaseRun();
+        return this.block.ticket(this.handed++);
+      }
+      if (this.closed) throw new Error("this TicketLease is closed");
+      this.switching ??= this.nextBlock().finally(() => {
+        this.switching = null;
+      });
+      await this.switching;
+    }
+  }
+
+  /** The size of the block being handed out (0 before the first and after close). */
+  get currentBlockSize(): number {
+    return this.block.count;
+  }
+
+  /** How many blocks of each size this lease has taken into use. */
+  get blockSizes(): Map<number, number> {
+    return new Map(this.sizes);
+  }
+
+  /**
+   * Stop prefetching, waiting for a fetch in flight. Resolves to how many tickets are left unused: the
+   * rest of the current block and the prefetched one, which are skipped.
+   */
+  async close(): Promise<number> {
+    this.closed = true;
+    await this.switching?.catch(() => {}); // a move to the next block under way lands first, and is counted
+    let unused = this.block.count - this.handed;
+    this.block = new Block(0, -1, 1, 0);
+    this.handed = this.released = 0;
+    const pending = this.pending;
+    this.pending = null;
+    if (pending !== null) {
+      try {
+        unused += (await pending).block.count;
+      } catch {
+        // a failed prefetch left nothing unused
+      }
+    }
+    return unused;
+  }
+
+  /** The current run is used up, not the block: release its next run. */
+  private releaseRun(): void {
+    this.measureRate();
+    this.prefetchIfDue();
+    this.released = Math.min(this.block.count, this.released + Math.ceil(this.block.count / RUNS_PER_BLOCK));
+  }
+
+  /** The block is used up: take the prefetched one, else fetch one now. */
+  private async nextBlock(): Promise<void> {
+    this.measureRate();
+    const pending = this.pending;
+    this.pending = null;
+    const { block, latency } = await (pending ?? this.fetch(this.nextSize()));
+    this.latencies.push(latency);
+    if (this.latencies.length > LATENCIES_KEPT) this.latencies.shift();
+    this.sizes.set(block.count, (this.sizes.get(block.count) ?? 0) + 1);
+    this.block = block;
+    this.handed = this.released = 0;
+    this.began = this.clock();
+  }
+
+  /** Every ticket released so far from the current block has been handed out: the rate. */
+  private measureRate(): void {
+    const elapsed = this.clock() - this.began;
+    if (this.released && elapsed > 0) this.rate = this.released / elapsed;
+  }
+
+  private prefetchIfDue(): void {
+    if (this.pending !== null || this.rate === null) return;
+    const secondsLeft = (this.block.count - this.released) / this.rate;
+    if (secondsLeft < PREFETCH_LATENCIES * Math.max(0, ...this.latencies)) {
+      const pending = this.fetch(this.nextSize());
+      pending.catch(() => {}); // its failure is raised by the next() that needs the block, not as unhandled
+      this.pending = pending;
+    }
+  }
+
+  /**
+   * Leaf's rule: double while a block lasts less than the target, halve when it lasts more than twice
+   * the target, within blockSize..maxBlock, and never above what the server accepts.
+   */
+  private nextSize(): number {
+    let size = this.block.count || this.blockSize;
+    if (this.rate !== null) {
+      const lasts = size / this.rate;
+      if (lasts < this.targetSeconds) size *= 2;
+      else if (lasts > 2 * this.targetSeconds) size = Math.floor(size / 2);
+    }
+    return Math.min(Math.max(this.blockSize, size), this.ceiling);
+  }
+
+  /**
+   * A block of `size` tickets and how long it took. No Idempotency-Key: a lease skips unused tickets
+   * anyway, so a block burned by a retry after a lost answer is one more gap, while the key would cost
+   * the server two more DynamoDB writes per block.
+   */
+  private async fetch(size: number): Promise<Fetched> {
+    let refused = false;
+    for (;;) {
+      const began = this.clock();
+      let block: Block;
+      try {
+        block = await this.client.block(this.key, size, { idempotent: false });
+      } catch (err) {
+        // The server's maxBlock (perhaps lowered since the last block) is a 400 whose limit is stated
+        // only in prose: halve until a block is accepted.
+        if (err instanceof TicketsError && err.status === 400 && size > 1) {
+          size = Math.floor(size / 2);
+          refused = true;
+          continue;
+        }
+        throw err;
+      }
+      if (refused) this.ceiling = size;
+      return { block, latency: this.clock() - began };
+    }
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * SigV4 for Function URLs with AWS_IAM auth: the AWS SDK's own signer (@smithy/signature-v4 with
+ * @aws-crypto/sha256-js) and credential chain (@aws-sdk/credential-provider-node), service `lambda`.
+ */
+import { Sha256 } from "@aws-crypto/sha256-js";
+import { defaultProvider } from "@aws-sdk/credential-provider-node";
+import { SignatureV4 } from "@smithy/signature-v4";
+
+import { TicketsError } from "./errors.js";
+
+// https://<url-id>.lambda-url.<region>.on.aws: only these need (and accept) a signature.
+const FUNCTION_URL_HOST = /^[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws$/;
+export const SERVICE = "lambda";
+
+/** The region of a Function URL host, or null for any other host (the local server, a proxy). */
+export function functionUrlRegion(host: string): string | null {
+  return FUNCTION_URL_HOST.exec(host.toLowerCase())?.[1] ?? null;
+}
+
+export interface AwsCredentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+/** Credentials, or a function that finds them (refreshing temporary ones), like the SDK's providers. */
+export type CredentialSource = AwsCredentials | (() => Promise<AwsCredentials>);
+
+/** Signs each attempt afresh (a signature is valid for 5 minutes; retries may outlast it). */
+export class Signer {
+  private readonly credentials: () => Promise<AwsCredentials>;
+
+  /** `credentials`: default, the SDK's chain (environment, ~/.aws config and SSO, container or instance role). */
+  constructor(
+    readonly region: string,
+    credentials?: CredentialSource,
+  ) {
+    const source = credentials ?? defaultProvider();
+    this.credentials = typeof source === "function" ? source : async () => source;
+  }
+
+  /** `headers` plus authorization, x-amz-date and, for temporary credentials, x-amz-security-token. */
+  async headers(method: string, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
+    let credentials: AwsCredentials;
+    try {
+      credentials = await this.credentials();
+    } catch (err) {
+      throw new TicketsError(
+        null,
+        "no_credentials",
+        "this Function URL needs SigV4 but the AWS SDK's credential chain found no credentials " +
+          `(environment, ~/.aws config and SSO, container or instance role): ${(err as Error).message}`,
+      );
+    }
+    const signer = new SignatureV4({ service: SERVICE, region: this.region, credentials, sha256: Sha256, applyChecksum: false });
+    const signed = await signer.sign({
+      method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: { ...headers, host: url.host },
+      body,
+    });
+    const { host: _host, ...sent } = signed.headers; // fetch sends Host itself, from the URL: the signed value
+    return sent;
+  }
+}

@@ -1,0 +1,174 @@
+"""What a lane item is, in one place for the service (store.py) and tickets_admin: its attributes,
+how they are read, how a stored item compares with the configured lane, and every conditional
+write on one (UpdateItem arguments, less the table and the key). docs/design.md#items and
+docs/design.md#conditions explain each.
+
+Only code writes lanes. The service and tickets_admin write `step` and `first` with every lane item,
+and the whole layout (`step`, `shards`, `first`, `stride`) on a sharded key's plain item; the
+service's writes go ahead only on an item that is absent or records exactly the configured lane or
+layout. An item missing any of them (typed in by hand, or left by version 0.1.0) is refused, never
+completed from whatever config runs now; `tickets_admin raise` (`put_on_lane`, `complete_layout`)
+makes it a lane, at the operator's word.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .sequence import Lane
+from .tables import COUNTER_KEY
+
+LAST = "last"  # the last ticket issued on the lane: the high-water mark an operator reads
+STEP = "step"  # stride * lanes, fixed when the item is created
+FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item is created
+SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
+STRIDE = "stride"  # a sharded key's stride, recorded with its layout (step alone does not tell stride from slots)
+LANE = (STEP, FIRST)  # what code writes with every lane item's `last`
+RAISE_COMMAND = "python -m tickets_admin raise"
+
+Item = dict[str, Any]  # as DynamoDB's JSON: {"counter": {"S": "orders"}, "last": {"N": "5003"}, ...}
+
+_ON_LANE = "#step = :step AND #first = :first AND #last <= :limit"
+# The plain item of an unsharded key: created, or advanced while it is this lane and the block fits.
+_ADVANCE_KEY = "SET #last = if_not_exists(#last, :seed) + :inc, #step = :step, #first = :first"
+_ADVANCE_KEY_IF = f"attribute_not_exists(#counter) OR (attribute_not_exists(#shards) AND {_ON_LANE})"
+# A shard's item only advances once it exists: creating it must record the key's layout first.
+_ADVANCE_SHARD = "SET #last = #last + :inc"
+_CREATE = "SET #last = :last, #step = :step, #first = :first"
+_CREATE_IF = "attribute_not_exists(#counter)"
+_RAISE = "SET #last = :last"
+_RAISE_IF = "#step = :step AND #first = :first AND #last < :last"
+# An item code did not write (no step or first, or a `last` off the lane), if it is still as read.
+_PUT_ON_LANE_IF = (
+    "{stored} AND (attribute_not_exists(#step) OR #step = :step) AND "
+    "(attribute_not_exists(#first) OR #first = :first) AND attribute_not_exists(#shards)"
+)
+_LAYOUT = "SET #step = :step, #shards = :shards, #first = :first, #stride = :stride"
+_LAYOUT_IF = (
+    "attribute_not_exists(#counter) OR (#step = :step AND #shards = :shards AND #first = :first AND #stride = :stride)"
+)
+# tickets_admin only: what is present must agree, what is absent is set from the operator's config.
+_COMPLETE_LAYOUT_IF = (
+    "(attribute_not_exists(#step) OR #step = :step) AND (attribute_not_exists(#shards) OR #shards = :shards) AND "
+    "(attribute_not_exists(#first) OR #first = :first) AND (attribute_not_exists(#stride) OR #stride = :stride) "
+    "AND attribute_not_exists(#last)"
+)
+_NAMES = {"#counter": COUNTER_KEY, "#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS, "#stride": STRIDE}
+
+
+def number(item: Item | None, name: str) -> int | None:
+    """A whole-number attribute, or None if it is missing or not a whole number (a hand-typed 12.5)."""
+    value = (item or {}).get(name)
+    if not value or "N" not in value:
+        return None
+    try:
+        return int(value["N"])
+    except ValueError:
+        return None
+
+
+def layout_of(lane: Lane) -> dict[str, int]:
+    """What a sharded key's plain item records: together these fix every shard's lane."""
+    return {STEP: lane.step, SHARDS: lane.shards, FIRST: lane.key_first, STRIDE: lane.stride}
+
+
+def missing(item: Item, names: tuple[str, ...] | dict[str, int]) -> list[str]:
+    """The attributes of `names` that code writes and `item` lacks: an item code did not write."""
+    return [name for name in names if name not in item]
+
+
+def contradiction(lane: Lane, item: Item) -> str | None:
+    """How a stored lane item contradicts the configured `lane` (None: it does not): it records a
+    sharded layout, another step or another first ticket."""
+    if SHARDS in item:
+        return (
+            f"{lane.item_key!r} records a layout of {number(item, SHARDS)} shard(s), but the config gives "
+            f"{lane.key!r} {lane.shards} shard(s)"
+        )
+    if STEP in item and number(item, STEP) != lane.step:
+        return (
+            f"{lane.item_key!r} has step {number(item, STEP)}, but the config gives it step {lane.step} "
+            "(stride x regionSlots x shards)"
+        )
+    if FIRST in item and number(item, FIRST) != lane.first:
+        return (
+            f"{lane.item_key!r} starts at {number(item, FIRST)}, but the config starts it at {lane.first} "
+            "(start and the region's slot)"
+        )
+    return None
+
+
+def layout_contradiction(shard_zero: Lane, item: Item) -> str | None:
+    """How a sharded key's plain item contradicts the configured layout (None: it does not)."""
+    key = shard_zero.key
+    if LAST in item:
+        return (
+            f"{key!r} issued tickets up to {number(item, LAST)} without shards, but the config gives it "
+            f"{shard_zero.shards} shards"
+        )
+    for name, value in layout_of(shard_zero).items():
+        if name in item and number(item, name) != value:
+            return f"{key!r} records {name} {number(item, name)}, but the config gives {value}"
+    return None
+
+
+def advance(lane: Lane, count: int) -> dict[str, Any]:
+    """Take the next `count` tickets of the lane's item, if it is this lane and they fit under max
+    (an unsharded key's item is created if absent; a shard's must exist)."""
+    values = {":inc": _n(count * lane.step), ":limit": _n(lane.limit(count)), **_lane_values(lane)}
+    if lane.shards == 1:
+        return _request(_ADVANCE_KEY, _ADVANCE_KEY_IF, {**values, ":seed": _n(lane.seed)})
+    return _request(_ADVANCE_SHARD, _ON_LANE, values)
+
+
+def create(lane: Lane, last: int) -> dict[str, Any]:
+    """Create the lane's item with `last`, never over an existing item."""
+    return _request(_CREATE, _CREATE_IF, {":last": _n(last), **_lane_values(lane)})
+
+
+def record_layout(shard_zero: Lane) -> dict[str, Any]:
+    """Record a sharded key's layout on its plain item, unless another or an incomplete one is there."""
+    return _layout(shard_zero, _LAYOUT_IF)
+
+
+def complete_layout(shard_zero: Lane) -> dict[str, Any]:
+    """tickets_admin's layout write: sets what the plain item lacks, if what it has agrees."""
+    return _layout(shard_zero, _COMPLETE_LAYOUT_IF)
+
+
+def raise_last(lane: Lane, last: int) -> dict[str, Any]:
+    """Raise a lane item's `last` to `last`, never lowering it."""
+    return _request(_RAISE, _RAISE_IF, {":last": _n(last), **_lane_values(lane)})
+
+
+def put_on_lane(lane: Lane, old: int | None, last: int) -> dict[str, Any]:
+    """Make an item whose `last` is `old` (None: it has none) that code did not write, or whose `last`
+    is off its lane, the lane's item with `last`, if it has not changed since it was read."""
+    values = {":last": _n(last), **_lane_values(lane)}
+    if old is None:
+        return _request(_CREATE, _PUT_ON_LANE_IF.format(stored="attribute_not_exists(#last)"), values)
+    return _request(_CREATE, _PUT_ON_LANE_IF.format(stored="#last = :old"), {**values, ":old": _n(old)})
+
+
+def _layout(shard_zero: Lane, condition: str) -> dict[str, Any]:
+    values = {f":{name}": _n(value) for name, value in layout_of(shard_zero).items()}
+    return _request(_LAYOUT, condition, values)
+
+
+def _lane_values(lane: Lane) -> dict[str, Any]:
+    return {":step": _n(lane.step), ":first": _n(lane.first)}
+
+
+def _request(update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The arguments, naming only the attributes the expressions use (DynamoDB refuses unused names)."""
+    expressions = update + condition
+    return {
+        "UpdateExpression": update,
+        "ConditionExpression": condition,
+        "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in expressions},
+        "ExpressionAttributeValues": values,
+    }
+
+
+def _n(value: int) -> dict[str, str]:
+    return {"N": str(value)}
