@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import random
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -61,9 +62,11 @@ class Rollouts(RuleBasedStateMachine):
 
     # --- config histories, through the real ledger ------------------------------------------------
 
-    @initialize(strict=st.booleans(), orders=st.sampled_from(LAYOUTS))
-    def make_init(self, strict: bool, orders: dict) -> None:
-        """`make init`, then the first deploy to two regions; a third may be added later."""
+    @initialize(strict=st.booleans(), orders=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32 - 1))
+    def make_init(self, strict: bool, orders: dict, seed: int) -> None:
+        """`make init`, then the first deploy to two regions; a third may be added later. The functions
+        pick lanes from a generator seeded by the example, so a history replays exactly."""
+        self.lane_picks = random.Random(seed)
         first = {"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": REGION_SLOTS, "strictKeys": strict}
         first["counters"] = {"orders": dict(orders)}
         self.ledger = record(parse_config(first), None)
@@ -135,6 +138,7 @@ class Rollouts(RuleBasedStateMachine):
         version = self.deployed[region]
         if (region, version) not in self.handlers:
             self.handlers[region, version] = Region(self.versions[version], region)
+            self.handlers[region, version].pick_lanes(self.lane_picks.shuffle)
         return self.handlers[region, version]
 
     @rule(
