@@ -76,7 +76,7 @@ class IdempotencyKeyReused(TicketsError):
 
 
 class Unavailable(TicketsError):
-    """Throttling or a storage fault that outlived the SDK's retries: no ticket was handed out."""
+    """Throttling, a storage fault, or no time left before the request's deadline: no ticket was handed out."""
 
     status = 503
     code = "unavailable"
