@@ -13,7 +13,8 @@ Retries: 429, 503 and lost connections, up to `max_attempts` attempts; 502 and 5
 function failed or timed out, perhaps after issuing) only for requests that carry an
 Idempotency-Key, whose retry gets that first answer; and 409 `in_progress` (the first attempt
 with this key still holds its lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past
-`max_attempts`: a first attempt that crashed holds the lock until the function's timeout.
+`max_attempts`: a first attempt that crashed holds the lock until its request's deadline, before the
+function's timeout.
 Waits are capped exponential backoff with full jitter, and at least the server's Retry-After.
 """
 
