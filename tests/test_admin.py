@@ -493,8 +493,10 @@ RACE_ABOVE = 705000
 @pytest.mark.slow
 def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp_path):
     """Four clients issue over HTTP while raise runs: no ticket twice, every request that began after
-    raise returned gets a ticket above N, and the tickets above N are exactly the lane's, from the
-    smallest one above N, without a gap (nothing was lost: every answer arrived)."""
+    raise returned gets a ticket above N, and the tickets are the lane's, below N from its first and
+    above N from its smallest one above N, with no gap but those a 503 can explain: under load a write
+    may outlast its timeout after it was applied, and its ticket is then never seen (a gap, as
+    docs/design.md#failures says; the client retries)."""
     config = write_cdk_json(tmp_path, RACE_CONFIG)
     with SerialMotoServer() as moto_server, LocalServer(config_path=config, endpoint_url=moto_server.url) as server:
         issued: list[tuple[float, int]] = []  # (when the request began, the ticket)
@@ -502,11 +504,17 @@ def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp
         lock = threading.Lock()
         started = threading.Event()
 
+        unavailable: list[int] = []  # one entry per 503 answer
+
         def client() -> None:
             after_raise = 0
             while after_raise < 10:
                 began = time.monotonic()
                 reply = call(server.url, "/load")
+                if reply.status == 503:
+                    with lock:
+                        unavailable.append(1)
+                    continue
                 assert reply.status == 200, reply.body
                 with lock:
                     issued.append((began, reply.json()["ticket"]))
@@ -531,11 +539,12 @@ def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp
         tickets = [ticket for _, ticket in issued]
         assert not [t for t, n in Counter(tickets).items() if n > 1], "a ticket was issued twice"
         assert all(ticket > RACE_ABOVE for began, ticket in issued if began > raised_at[0])
-        below = sorted(t for t in tickets if t <= RACE_ABOVE)
-        above = sorted(t for t in tickets if t > RACE_ABOVE)
-        assert below == list(range(700000, 700000 + len(below)))
-        assert above == list(range(RACE_ABOVE + 1, RACE_ABOVE + 1 + len(above)))
-        assert len(above) >= 40
+        below = {t for t in tickets if t <= RACE_ABOVE}
+        above = {t for t in tickets if t > RACE_ABOVE}
+        assert min(below) >= 700000 and len(above) >= 40
+        lost = set(range(700000, max(below) + 1)) - below
+        lost |= set(range(RACE_ABOVE + 1, max(above) + 1)) - above
+        assert len(lost) <= len(unavailable), f"tickets {sorted(lost)} were lost, with {len(unavailable)} 503s"
 
         # The same endpoint through `python -m tickets_admin`, as an operator runs it beside `make serve`;
         # and decimal strings in cdk.json reach the local server exactly.
