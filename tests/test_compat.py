@@ -98,15 +98,27 @@ def test_the_answer_is_text_whatever_accept_says(compat, accept):
 
 
 def test_the_route_takes_what_the_root_takes(compat):
-    """key= is systemKey's other name, no key is the defaultKey, POST works like GET, count asks for
-    several (one a line), a trailing slash is the same path."""
+    """key= is systemKey's other name, POST works like GET, count asks for several (one a line), a
+    trailing slash is the same path."""
     assert bare(compat.get("/counter", query={"key": "orders"})) == 5000
-    assert bare(compat.get("/counter")) == 1  # defaultKey `default`
     assert bare(compat.post("/counter", query={"systemKey": "orders"})) == 5001
     assert bare(compat.post("/counter", body='{"key": "orders"}')) == 5002
     assert bare(compat.get("/counter/", query={"systemKey": "orders"})) == 5003
     several = compat.get("/counter", query={"systemKey": "orders", "count": "3"})
     assert (several.status, several.body) == (200, "5004\n5005\n5006")
+
+
+def test_without_a_key_the_route_is_refused_not_served_from_the_default_key(deploy):
+    """Before compat, GET /counter issued the key `counter`; had the route fallen back to the
+    defaultKey, callers of that one URL would have got a second counter's numbers, repeating theirs."""
+    before = deploy({"regions": {"us-east-1": 0}})
+    assert [before.get("/counter").body["ticket"] for _ in range(3)] == [1, 2, 3]
+    after = deploy({"regions": {"us-east-1": 0}, "compat": {"path": "counter"}})
+    refused = after.get("/counter")
+    assert (refused.status, refused.body["error"]) == (400, "bad_request")
+    assert "?systemKey=KEY" in refused.body["message"]
+    assert after.get("/_counters/default").status == 404  # nothing was issued
+    assert bare(after.get("/counter", query={"systemKey": "counter"})) == 4  # the same counter continues
 
 
 def test_the_key_named_like_the_path_is_still_reachable(compat):

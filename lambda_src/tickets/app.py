@@ -106,8 +106,10 @@ def create_app(
 
         @resolver.route(f"/{settings.compat_path}", method=["GET", "POST"])
         def compat_ticket() -> Response[str]:
-            """The compatibility route (config `compat`): what / issues, answered as the bare number."""
-            bare = protocol.render_bare(issued_for(protocol.TICKETS_ROUTE, path_key=None))
+            """The compatibility route (config `compat`): the named key's tickets, answered as the bare
+            number. It has no default key: the same URL without ?systemKey= issued the key named like
+            the path before compat was configured, and must not issue another counter's numbers now."""
+            bare = protocol.render_bare(issued_for(protocol.TICKETS_ROUTE, path_key=None, default_key=None))
             return Response(200, "text/plain; charset=utf-8", bare)
 
     @resolver.route("/_blocks/<key>", method=["GET", "POST"])
@@ -148,7 +150,7 @@ def create_app(
             return Response(200, "text/plain; charset=utf-8", text)
         return _json(200, issued)
 
-    def issued_for(route: str, path_key: str | None) -> dict[str, Any]:
+    def issued_for(route: str, path_key: str | None, default_key: str | None = settings.default_key) -> dict[str, Any]:
         """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
         event = resolver.current_event
         body = protocol.request_body(event.body, bool(event.is_base64_encoded))  # no isBase64Encoded: plain text
@@ -156,7 +158,7 @@ def create_app(
             path_key,
             event.raw_query_string,
             body,
-            settings.default_key,
+            default_key,
             max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
         )
         logger.append_keys(key=request.key, count=request.count)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -50,10 +51,11 @@ def decode_path_key(segment: str) -> str:
 
 
 def ticket_request(
-    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str | None, max_count: int = MAX_COUNT
 ) -> TicketRequest:
     """Merge path, query and body into one request; they may repeat each other but not disagree.
-    `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
+    `default_key` None: the route has no default, the request must name its key. `max_count` is the
+    route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
     query = query_parameters(raw_query)
     fields = _body_fields(body, max_count)
 
@@ -69,7 +71,12 @@ def ticket_request(
     }
     if len(set(map(str, keys.values()))) > 1:
         raise BadRequest(f"the request names different keys ({', '.join(sorted(keys))}); name one")
-    key = require_key(next(iter(keys.values()))) if keys else default_key
+    if keys:
+        key = require_key(next(iter(keys.values())))
+    elif default_key is None:
+        raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
+    else:
+        key = default_key
 
     counts = [value for value in (query.get("count"), fields.get("count")) if value is not None]
     parsed = {parse_count(value, max_count) for value in counts}
@@ -168,8 +175,11 @@ def allowed_methods(path: str) -> str | None:
 
 def prefers_text(accept: str | None) -> bool:
     """True when the caller ranks text/plain above JSON (a browser's */* ranks them equal: JSON)."""
-    if not accept:
-        return False
+    return accept is not None and accept != "" and _ranks_text_first(accept)
+
+
+@functools.lru_cache(maxsize=64)  # a caller sends the same Accept header on every request
+def _ranks_text_first(accept: str) -> bool:
     ranges = []
     for part in accept.split(",")[:32]:
         media, _, params = part.strip().partition(";")
