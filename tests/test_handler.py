@@ -277,7 +277,7 @@ def test_an_item_of_another_config_is_refused_before_any_write(api, key, changed
     assert api.items() == [changed]
 
 
-def test_a_changed_start_points_to_reverting_or_a_new_key_raised_above(deploy):
+def test_a_changed_start_points_to_the_ledgers_config_or_a_new_key_raised_above(deploy):
     old = deploy({**EXAMPLE_CONFIG, "counters": {"orders": {"start": 5000}}})
     assert tickets_of(old.get("/orders")) == [5000]
     moved = deploy({**EXAMPLE_CONFIG, "counters": {"orders": {"start": 7000}}})
@@ -285,7 +285,8 @@ def test_a_changed_start_points_to_reverting_or_a_new_key_raised_above(deploy):
     assert_error(answer, 409, "config_mismatch")
     message = answer.body["message"]
     assert "'orders' starts at 5000, but the config starts it at 7000" in message
-    assert "revert the config" in message and "python -m tickets_admin raise NEWKEY --above N" in message
+    assert "deploy the config the deployment ledger (tickets.lock.json) records" in message
+    assert "python -m tickets_admin raise NEWKEY --above N" in message
     assert "by hand" not in message and "edit" not in message
 
 

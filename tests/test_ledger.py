@@ -342,8 +342,30 @@ def test_an_empty_counters_object_stays_on_one_line():
 def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
     with pytest.raises(LedgerError) as refused:
         read_ledger(tmp_path / "tickets.lock.json")
-    assert "run `make init`" in str(refused.value)
+    assert "Only for a new deployment: `make init` writes one" in str(refused.value)
     assert "git checkout -- tickets.lock.json" in str(refused.value)
+
+
+def test_the_way_back_for_a_ledger_an_upgrade_deleted_restores_it(tmp_path):
+    """The command the refusal names, run in a checkout where a commit deleted the ledger."""
+    import re
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    ledger = to_text(record(config(), None))
+    (tmp_path / "tickets.lock.json").write_text(ledger)
+    git("init", "-q")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "deployed")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "rm", "-q", "tickets.lock.json")
+    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "upgrade")
+    with pytest.raises(LedgerError) as refused:
+        read_ledger(tmp_path / "tickets.lock.json")
+    command = re.search(r"`(git show [^`]+)`", str(refused.value)).group(1)
+    subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True)
+    assert (tmp_path / "tickets.lock.json").read_text() == ledger
 
 
 def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
@@ -381,12 +403,21 @@ def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
 
 
 def test_the_ledger_is_found_beside_cdk_json_and_app_py_wherever_the_command_runs(monkeypatch, tmp_path):
-    import app
+    """app.py imported in a process started in another directory still names the repository's ledger."""
+    import subprocess
+    import sys
 
-    monkeypatch.chdir(tmp_path)  # synthesis run from another directory still finds the repository's ledger
-    assert app.LEDGER_PATH == ROOT / "tickets.lock.json"
+    found = subprocess.run(
+        [sys.executable, "-c", "import app; print(app.LEDGER_PATH)"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert Path(found.stdout.strip()) == ROOT / "tickets.lock.json"
+    monkeypatch.chdir(tmp_path)
     assert ledger_path_beside(Path("cdk.json")) == tmp_path / "tickets.lock.json"
-    assert ledger_path_beside(ROOT / "cdk.json") == app.LEDGER_PATH
 
 
 # --- through app.py -----------------------------------------------------------------------------

@@ -244,9 +244,12 @@ def read_ledger(path: Path) -> Ledger:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise LedgerError(
-            f"{path}: no ledger. If this is a new deployment, run `{INIT_COMMAND}` to write one for the current "
-            f"cdk.json, and commit it. If this app was deployed before, restore the ledger from version control "
-            f"(git checkout -- {path.name}) instead: a new ledger forgets what was issued (docs/operations.md)."
+            f"{path}: no ledger. If this app was deployed before, restore its ledger from version control, "
+            f"never write a new one (a new ledger forgets what was issued): `git checkout -- {path.name}`, or, "
+            f"if a commit deleted it (an upgrade from a version that shipped an example ledger), `git show "
+            f"$(git rev-list -n 1 HEAD -- {path.name})^:{path.name} > {path.name}` (docs/operations.md"
+            f"#upgrading-from-a-version-that-shipped-a-ledger). Only for a new deployment: `{INIT_COMMAND}` writes "
+            "one for the current cdk.json; commit it."
         ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise LedgerError(f"{path}: cannot read it ({err})") from None

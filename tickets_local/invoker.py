@@ -51,8 +51,10 @@ class HandlerInvoker:
         self._handler = handler
 
     def invoke(self, event: dict) -> Any:
-        context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
         with _ONE_INVOCATION_AT_A_TIME:
+            # The function's clock starts when it runs, as in Lambda: time spent queued for the lock is
+            # not the invocation's (it would eat into the request's deadline and end in 503s).
+            context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
             try:
                 return self._handler(event, context)
             finally:

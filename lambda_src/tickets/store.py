@@ -198,8 +198,9 @@ class CounterStore:
 
 _PERMANENT = (
     "start, stride, regionSlots, the region's slot and shards are permanent once a key issued tickets: "
-    "revert the config to what it was, or move callers to a new key and continue it above this one's "
-    f"highest ticket with `{RAISE_COMMAND} NEWKEY --above N`. Nothing was issued."
+    "deploy the config the deployment ledger (tickets.lock.json) records, or move callers to a new key "
+    f"and continue it above this one's highest ticket with `{RAISE_COMMAND} NEWKEY --above N`. Nothing "
+    "was issued."
 )
 
 

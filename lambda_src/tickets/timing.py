@@ -68,11 +68,8 @@ class DeadlineBoundClient:
     def __getattr__(self, operation: str) -> Callable[..., Any]:
         call: Callable[..., Any] = getattr(self._client, operation)
 
-        deadline = self._deadline
-
         def before_the_deadline(**request: Any) -> Any:
-            deadline.require_time_for_a_call()
+            self._deadline.require_time_for_a_call()
             return call(**request)
 
-        setattr(self, operation, before_the_deadline)  # made once per operation, not once per call
         return before_the_deadline
