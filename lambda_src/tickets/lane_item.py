@@ -13,6 +13,7 @@ makes it a lane, at the operator's word.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from .sequence import Lane
@@ -117,7 +118,8 @@ def advance(lane: Lane, count: int) -> dict[str, Any]:
     (an unsharded key's item is created if absent; a shard's must exist)."""
     values = {":inc": _n(count * lane.step), ":limit": _n(lane.limit(count)), **_lane_values(lane)}
     if lane.shards == 1:
-        return _request(_ADVANCE_KEY, _ADVANCE_KEY_IF, {**values, ":seed": _n(lane.seed)})
+        values[":seed"] = _n(lane.seed)
+        return _request(_ADVANCE_KEY, _ADVANCE_KEY_IF, values)
     return _request(_ADVANCE_SHARD, _ON_LANE, values)
 
 
@@ -160,14 +162,18 @@ def _lane_values(lane: Lane) -> dict[str, Any]:
 
 
 def _request(update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
-    """The arguments, naming only the attributes the expressions use (DynamoDB refuses unused names)."""
-    expressions = update + condition
     return {
         "UpdateExpression": update,
         "ConditionExpression": condition,
-        "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in expressions},
+        "ExpressionAttributeNames": dict(_names(update, condition)),
         "ExpressionAttributeValues": values,
     }
+
+
+@functools.cache  # a handful of expression pairs; advancing a lane asks for one on every request
+def _names(update: str, condition: str) -> tuple[tuple[str, str], ...]:
+    """Only the attribute names the expressions use: DynamoDB refuses unused ones."""
+    return tuple((name, value) for name, value in _NAMES.items() if name in update + condition)
 
 
 def _n(value: int) -> dict[str, str]:
