@@ -5,7 +5,8 @@ on its own and cannot relate one to another:
 - the key may be named by the path, the query (`key`, `systemKey`) and the body, which must agree;
 - a query `count` and a body `count` must agree;
 - an Idempotency-Key names one request: the same header with another key, count or route (a block on
-  /_blocks/{key} is not a list of tickets) is 422.
+  /_blocks/{key} is not a list of tickets) is 422;
+- the compatibility route /counter needs a key (`systemKey`, `key` or the body's), any of them.
 Schemathesis draws every parameter independently, so a request it means to be valid breaks these
 rules by chance and is rightly refused (400, 422), which its positive_data_acceptance check would
 report. This hook makes such requests keep the rules, and nothing else: the values stay the ones drawn
@@ -22,6 +23,7 @@ from typing import Any
 import schemathesis
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+COMPAT_PATH = "/counter"  # as openapi.json shows the compatibility route
 
 
 @schemathesis.hook
@@ -32,6 +34,9 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     body = case.body if isinstance(case.body, MutableMapping) else {}
     named = [(case.path_parameters or {}).get("key"), query.get("key"), query.get("systemKey"), body.get("key")]
     key = next((name for name in named if isinstance(name, str)), None)
+    if key is None and case.operation.path == COMPAT_PATH:
+        key = query["systemKey"] = "compat"  # none was drawn: name one, as the route requires
+        case.query = query
     if key is not None:
         for name in ("key", "systemKey"):
             if name in query:
