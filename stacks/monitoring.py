@@ -13,8 +13,9 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-METRICS_NAMESPACE = "Tickets"  # handler_environment sets POWERTOOLS_METRICS_NAMESPACE to this
-SERVICE_DIMENSION = {"service": "tickets"}  # Powertools adds the service name to every metric
+from tickets_deploy.config import METRICS_NAMESPACE, SERVICE_NAME
+
+SERVICE_DIMENSION = {"service": SERVICE_NAME}  # Powertools adds the service name to every metric
 PERIOD = Duration.minutes(5)
 
 

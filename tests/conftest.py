@@ -38,19 +38,11 @@ import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from tickets_deploy.config import handler_environment, parse_config, region_settings  # noqa: E402
+from tickets_deploy.config import POWERTOOLS_ENVIRONMENT, parse_config, region_settings  # noqa: E402
 
 # The Powertools settings the stack gives the function (service name, metrics namespace): read when
 # tickets.app is imported, so set first.
-os.environ.update(
-    {
-        name: value
-        for name, value in handler_environment(
-            parse_config({"regions": {"us-east-1": 0}}), "us-east-1", counter_table="", idempotency_table=""
-        ).items()
-        if name.startswith("POWERTOOLS_")
-    }
-)
+os.environ.update(POWERTOOLS_ENVIRONMENT)
 
 from tickets.app import App, create_app, dynamodb_client  # noqa: E402
 from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402

@@ -107,6 +107,12 @@ def region_settings(config: DeploymentConfig, region: str) -> Settings:
     )
 
 
+# Powertools reads these when the function's code is imported; the alarms and dashboard use the same names.
+SERVICE_NAME = "tickets"
+METRICS_NAMESPACE = "Tickets"
+POWERTOOLS_ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE}
+
+
 def handler_environment(
     config: DeploymentConfig, region: str, *, counter_table: str, idempotency_table: str
 ) -> dict[str, str]:
@@ -122,8 +128,7 @@ def handler_environment(
         SETTINGS_ENV: encoded,
         COUNTER_TABLE_ENV: counter_table,
         IDEMPOTENCY_TABLE_ENV: idempotency_table,
-        "POWERTOOLS_SERVICE_NAME": "tickets",
-        "POWERTOOLS_METRICS_NAMESPACE": "Tickets",
+        **POWERTOOLS_ENVIRONMENT,
     }
 
 
