@@ -261,14 +261,14 @@ def read_ledger(path: Path) -> Ledger:
         ) from None
 
 
-def init_ledger(path: Path, config: DeploymentConfig, account: str | None = None) -> Ledger:
+def init_ledger(path: Path, config: DeploymentConfig) -> Ledger:
     """Write the first ledger for `config`; LedgerError if one exists (it is never replaced)."""
     if path.exists():
         raise LedgerError(
             f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued). "
             "Synthesis checks cdk.json against it."
         )
-    ledger = record(config, None, account)
+    ledger = record(config, None)  # no account yet: the first synthesis records it
     write_ledger(path, ledger)
     return ledger
 
