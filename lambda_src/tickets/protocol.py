@@ -7,7 +7,6 @@ import base64
 import binascii
 import functools
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -22,18 +21,13 @@ QUERY_FIELDS = ("key", "systemKey", "count")
 BODY_FIELDS = ("key", "count")
 MAX_BODY_BYTES = 1024
 MAX_PATH_CHARS = 256
-ROUTE_SHAPES = (  # the paths the API serves, for telling 405 from 404
-    (re.compile(r"/"), "GET, POST"),
-    (re.compile(r"/[^/]+"), "GET, POST"),
-    (re.compile(r"/_counters/[^/]+"), "GET"),
-    (re.compile(r"/_blocks/[^/]+"), "GET, POST"),
-)
 
 
 @dataclass(frozen=True)
 class TicketRequest:
     key: str
     count: int
+    named: bool = True  # False: no key was named, `key` is the route's default
 
 
 def normalise_path(path: str) -> str:
@@ -82,17 +76,22 @@ def ticket_request(
     parsed = {parse_count(value, max_count) for value in counts}
     if len(parsed) > 1:
         raise BadRequest("the query and the body ask for different counts; give one")
-    return TicketRequest(key=key, count=parsed.pop() if parsed else 1)
+    return TicketRequest(key=key, count=parsed.pop() if parsed else 1, named=bool(keys))
 
 
 def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:
     """The key of GET /_counters/{key}, which reads state only: a query or a body would ask for
     something it does not do."""
-    if raw_query:
-        raise BadRequest("GET /_counters/{key} takes no query parameters; name the key in the path")
-    if body:
-        raise BadRequest("GET /_counters/{key} takes no body")
+    no_query_nor_body("GET /_counters/{key}", raw_query, body, hint="; name the key in the path")
     return decode_path_key(path_key)
+
+
+def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint: str = "") -> None:
+    """A read-only route's request: a query or a body would ask for something it does not do."""
+    if raw_query:
+        raise BadRequest(f"{route} takes no query parameters{hint}")
+    if body:
+        raise BadRequest(f"{route} takes no body")
 
 
 def query_parameters(raw_query: str | None) -> dict[str, str]:
@@ -163,14 +162,6 @@ def _json_integer(value: object, max_count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo(value)}")
     return value
-
-
-def allowed_methods(path: str) -> str | None:
-    """The methods a known path accepts, or None for a path the API does not serve."""
-    for shape, methods in ROUTE_SHAPES:
-        if shape.fullmatch(path):
-            return methods
-    return None
 
 
 def prefers_text(accept: str | None) -> bool:
