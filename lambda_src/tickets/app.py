@@ -191,9 +191,9 @@ def create_app(
             path_key,
             event.raw_query_string,
             body,
-            # Without a key, the compatibility route's URL means what it meant before compat was configured
-            # (the key named like the path), so a retry from then replays; a new request is refused below.
-            settings.compat_path if compat else settings.default_key,
+            # Without a key, the compatibility route's URL means what it meant before compat was configured,
+            # the key named like its path: a retry from then replays; a new request is refused below.
+            event.path.lstrip("/") if compat else settings.default_key,
             max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
         )
         logger.append_keys(key=request.key, count=request.count)

@@ -45,11 +45,12 @@ def decode_path_key(segment: str) -> str:
 
 
 def ticket_request(
-    path_key: str | None, raw_query: str | None, body: bytes, default_key: str | None, max_count: int = MAX_COUNT
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
 ) -> TicketRequest:
     """Merge path, query and body into one request; they may repeat each other but not disagree.
-    `default_key` None: the route has no default, the request must name its key. `max_count` is the
-    route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
+    `default_key`: the key of a request that names none (`named` False says so: a route that needs a
+    key refuses it). `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a
+    range block."""
     query = query_parameters(raw_query)
     fields = _body_fields(body, max_count)
 
@@ -65,12 +66,7 @@ def ticket_request(
     }
     if len(set(map(str, keys.values()))) > 1:
         raise BadRequest(f"the request names different keys ({', '.join(sorted(keys))}); name one")
-    if keys:
-        key = require_key(next(iter(keys.values())))
-    elif default_key is None:
-        raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
-    else:
-        key = default_key
+    key = require_key(next(iter(keys.values()))) if keys else default_key
 
     counts = [value for value in (query.get("count"), fields.get("count")) if value is not None]
     parsed = {parse_count(value, max_count) for value in counts}
