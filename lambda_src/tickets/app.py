@@ -115,7 +115,8 @@ def create_app(
     def compat_ticket() -> Response[str]:
         """The compatibility route (config `compat`): the named key's tickets, answered as the bare
         number. It has no default key: the same URL without ?systemKey= issued the key named like
-        the path before compat was configured, and must not issue another counter's numbers now."""
+        the path before compat was configured, and must not issue another counter's numbers now (it
+        stands for that key only to replay a retry of such a request: issued_for)."""
         bare = protocol.render_bare(issued_for(protocol.TICKETS_ROUTE, path_key=None, compat=True))
         return Response(200, "text/plain; charset=utf-8", bare)
 
