@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,12 @@ def test_404_texts_come_from_the_table():
     assert not_found_message("/a/b", COMPAT) == (
         "no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}, /_health or /v1.counter"
     )
+
+
+def test_the_readmes_api_table_lists_every_route():
+    """A new route is documented where users look first: a row of the README's API table."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    table = readme[readme.index("## HTTP API") : readme.index("| limit | value |")]
+    for route in ROUTES:
+        row = "".join(f"`{method}` or " for method in route.methods[:-1]) + f"`{route.methods[-1]} {route.path}"
+        assert f"| {row}" in table, row
