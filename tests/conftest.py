@@ -45,7 +45,12 @@ from tickets_deploy.config import POWERTOOLS_ENVIRONMENT, parse_config, region_s
 os.environ.update(POWERTOOLS_ENVIRONMENT)
 
 from tickets.app import App, create_app, dynamodb_client  # noqa: E402
-from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments  # noqa: E402
+from tickets.tables import (  # noqa: E402
+    COUNTER_KEY,
+    IDEMPOTENCY_KEY,
+    create_series_table_arguments,
+    create_table_arguments,
+)
 
 # CI runs the property tests on a fixed set of examples, the same on every run; a developer's run
 # draws new ones (and replays any failure from .hypothesis/).
@@ -56,6 +61,7 @@ if os.environ.get("CI", "").lower() in ("1", "true"):
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
 COUNTER_TABLE = "tickets-test"
 IDEMPOTENCY_TABLE = "tickets-idempotency-test"
+SERIES_TABLE = "tickets-test-series"
 EXAMPLE_CONFIG = {  # the README's example (Configuration)
     "defaultKey": "default",
     "auth": "AWS_IAM",
@@ -143,6 +149,8 @@ class Region:
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
             if table not in existing:
                 self.client.create_table(**create_table_arguments(table, key))
+        if SERIES_TABLE not in existing:
+            self.client.create_table(**create_series_table_arguments(SERIES_TABLE))
 
     @property
     def handler(self) -> App:
@@ -151,7 +159,15 @@ class Region:
         if self._app is None:
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
             client = function_client(self.region)
-            self._app = create_app(self.settings, client, COUNTER_TABLE, IDEMPOTENCY_TABLE, region=self.region, **picks)
+            self._app = create_app(
+                self.settings,
+                client,
+                COUNTER_TABLE,
+                IDEMPOTENCY_TABLE,
+                region=self.region,
+                series_table=SERIES_TABLE,
+                **picks,
+            )
         return self._app
 
     def pick_lanes(self, shuffle: Any) -> None:

@@ -7,6 +7,7 @@ each with its own settings and DynamoDB client, as many times as they like.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import random
@@ -18,15 +19,19 @@ from typing import TYPE_CHECKING, Any
 import botocore.session
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.config import Config
 
 from . import __version__, protocol, routes, timing
+from .caller import caller
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import AuditLine
 from .sequence import Lane
+from .series import requests as series_requests
+from .series.config import SeriesConfig
+from .series.store import IssueRequest, SeriesStore
 from .settings import Settings
 from .store import CounterStore
 
@@ -51,6 +56,7 @@ logger = Logger()
 metrics = Metrics()
 # The audit trail: one line per issuance, Powertools' JSON line printed without the logging machinery.
 issued_line = AuditLine(logger, "issued")
+series_line = AuditLine(logger, "series_issued")
 # Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
 # start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
 TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
@@ -83,14 +89,20 @@ def create_app(
     *,
     shuffle: Callable[[list[Lane]], None] = random.shuffle,
     region: str | None = None,
+    series_table: str | None = None,
+    clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
 ) -> App:
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
     at random, unless a test pins them. `region`: the one GET /_health names; by default the
-    function's, AWS_REGION (which Lambda sets)."""
+    function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
+    the settings configure series. `clock`: what says which period a new series number falls in."""
+    if settings.series and series_table is None:
+        raise ValueError("these settings configure series: create_app needs their table (series_table)")
     serving_region = region or os.environ.get("AWS_REGION")
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     issuer = Issuer(settings, CounterStore(client, counter_table), shuffle)
+    journal = SeriesStore(client, series_table or "")
     resolver = LambdaFunctionUrlResolver()
     idempotent_issue: IdempotentIssue | None = None
 
@@ -144,6 +156,66 @@ def create_app(
                 "slots": settings.region_slots,
             },
         )
+
+    @handles
+    def issue_series_number(key: str) -> Response[str]:
+        """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
+        event = resolver.current_event
+        config = series_of(key)
+        protocol.no_query_nor_body(f"POST /_series/{key}", event.raw_query_string, None)
+        ref = series_requests.issue_request(event.body, bool(event.is_base64_encoded))
+        idempotency_key = headers().get("idempotency-key")
+        if idempotency_key is None:
+            raise BadRequest(
+                "a series number needs an Idempotency-Key header (a new one per document, reused on retries): "
+                "without one a lost answer would leave a number nobody holds"
+            )
+        series = config.series_name(clock(), settings.region_slot, settings.region_slots)
+        request = IssueRequest(
+            key,
+            config,
+            series,
+            caller(event.raw_event),
+            require_idempotency_key(idempotency_key),
+            ref,
+            deadline.remaining_seconds(),
+        )
+        issued = journal.issue(request)
+        if not issued.replayed:
+            series_metric("SeriesIssued", issued.entry.key, issued.entry.series)
+            series_line.emit(series=issued.entry.series, ticket=issued.entry.ticket)
+        return _json(200, issued.entry.answer())
+
+    @handles
+    def void_series_number(key: str) -> Response[str]:
+        """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
+        event = resolver.current_event
+        series_of(key)
+        protocol.no_query_nor_body(f"POST /_series/{key}/void", event.raw_query_string, None)
+        void = series_requests.void_request(event.body, bool(event.is_base64_encoded))
+        entry = journal.void(key, void.series, void.ticket, caller(event.raw_event), void.reason)
+        series_metric("SeriesVoided", key, void.series)
+        return _json(200, entry.to_json())
+
+    @handles
+    def series_journal(key: str) -> Response[str]:
+        """A page of the journal, in number order; `next` is the `after` of the following page."""
+        event = resolver.current_event
+        config = series_of(key)
+        protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, event.body)
+        asked = series_requests.journal_request(event.raw_query_string)
+        after = config.start - 1 if asked.after is None else asked.after
+        entries = journal.page(key, asked.series, after, asked.limit)
+        following = entries[-1].ticket if len(entries) == asked.limit else None
+        body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
+        return _json(200, body)
+
+    def series_of(key: str) -> SeriesConfig:
+        config = settings.series.get(key)
+        if config is None:
+            configured = ", ".join(sorted(settings.series)) or "none"
+            raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/series.md")
+        return config
 
     for route in served_routes:
         resolver.route(route.rule, method=list(route.methods))(handlers[route.handler])
@@ -270,6 +342,13 @@ def _normalised(event: dict[str, Any]) -> dict[str, Any]:
         "rawPath": protocol.normalise_path(raw_path),
         "requestContext": {**event.get("requestContext", {}), "http": {**http, "path": protocol.normalise_path(path)}},
     }
+
+
+def series_metric(name: str, key: str, series: str) -> None:
+    """A count of one series' numbers, by key and series: its own metric line, so the dimensions
+    stay off the request's other metrics (their number stays bounded: series are configured)."""
+    with single_metric(name=name, unit=MetricUnit.Count, value=1, default_dimensions={"key": key}) as metric:
+        metric.add_dimension(name="series", value=series)
 
 
 def _json(status: int, body: dict[str, Any], extra_headers: dict[str, str] | None = None) -> Response[str]:

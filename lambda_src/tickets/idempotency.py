@@ -25,6 +25,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyValidationError,
 )
 
+from .caller import caller
 from .errors import IdempotencyKeyReused, RequestInProgress, Unavailable
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
@@ -90,16 +91,3 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
             ) from err
 
     return run
-
-
-def caller(event: dict[str, Any]) -> str:
-    """Who signed the request (AWS_IAM auth); with auth NONE everyone is the same anonymous caller.
-    An assumed role's ARN ends in the session name, which every AssumeRole may change (botocore's
-    refreshing credentials pick a new one): the role, not the session, is the caller."""
-    iam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam") or {}
-    principal: str = iam.get("userArn") or iam.get("callerId") or "anonymous"
-    if ":assumed-role/" in principal:
-        return principal.rsplit("/", 1)[0]  # arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION
-    if principal.startswith("AROA"):
-        return principal.split(":", 1)[0]  # a role's unique id, then :SESSION
-    return principal

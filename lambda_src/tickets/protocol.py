@@ -94,14 +94,19 @@ def query_parameters(raw_query: str | None) -> dict[str, str]:
     """The query's parameters, each known and given once. Read from the raw query string: in
     queryStringParameters AWS joins a repeated parameter's values with commas, so `count=2&count=2`
     would look like the count '2,2'."""
+    return query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
+
+
+def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], described: str | None = None) -> dict[str, str]:
+    """The query's parameters, each one of `fields` and given once."""
     try:
         pairs = parse_qsl(raw_query or "", keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
         raise BadRequest("the query string is not valid percent-encoded UTF-8") from None
     query: dict[str, str] = {}
     for name, value in pairs:
-        if name not in QUERY_FIELDS:
-            raise BadRequest(f"unknown query parameter {echo(name)}; use key (or systemKey) and count")
+        if name not in fields:
+            raise BadRequest(f"unknown query parameter {echo(name)}; use {described or ', '.join(fields)}")
         if name in query:
             raise BadRequest(f"{name} was repeated in the query string; give it once")
         query[name] = value

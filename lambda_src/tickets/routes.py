@@ -58,6 +58,9 @@ ROUTES = (
     Route("/_blocks/{key}", ("GET", "POST"), "reserve_block", "Reserve a range block of a key's tickets"),
     Route("/_counters/{key}", ("GET",), "counter_state", "A counter's state in this region; issues nothing"),
     Route("/_health", ("GET",), "health", "The function's version, region and slot; issues nothing"),
+    Route("/_series/{key}", ("POST",), "issue_series_number", "The next number of a series, with its journal entry"),
+    Route("/_series/{key}/void", ("POST",), "void_series_number", "Void a series number (recorded, never undone)"),
+    Route("/_series/{key}/journal", ("GET",), "series_journal", "A page of a series' journal, in order"),
 )
 
 

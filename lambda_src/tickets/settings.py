@@ -11,10 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .keys import MAX_BLOCK
+from .series.config import SeriesConfig
 
 SETTINGS_ENV = "TICKETS_SETTINGS"
 COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
+SERIES_TABLE_ENV = "TICKETS_SERIES_TABLE"  # set only when series are configured
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser: a counter's default max
 
 
@@ -55,6 +57,7 @@ class Settings:
     idempotency_expiry_seconds: int = 3600
     max_block: int = MAX_BLOCK
     compat_path: str | None = None  # the compatibility route's path segment; None: off
+    series: Mapping[str, SeriesConfig] = field(default_factory=dict)  # config `series`, by key
 
     def block_limit(self, counter: CounterConfig) -> int:
         """The most tickets one range block of this counter may hold."""
@@ -69,8 +72,11 @@ class Settings:
         return CounterConfig()
 
     def to_json(self) -> str:
+        # `series` only when configured: the settings of a deployment without series stay as they were.
+        series = {"series": {key: s.to_json() for key, s in self.series.items()}} if self.series else {}
         return json.dumps(
             {
+                **series,
                 "regionSlot": self.region_slot,
                 "regionSlots": self.region_slots,
                 "defaultKey": self.default_key,
@@ -96,4 +102,5 @@ class Settings:
             idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
             max_block=raw["maxBlock"],
             compat_path=raw["compatPath"],
+            series={key: SeriesConfig.from_json(s) for key, s in raw.get("series", {}).items()},
         )

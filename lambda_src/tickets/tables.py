@@ -22,3 +22,27 @@ def create_table_arguments(table_name: str, partition_key: str) -> dict[str, Any
         "AttributeDefinitions": [{"AttributeName": partition_key, "AttributeType": "S"}],
         "BillingMode": "PAY_PER_REQUEST",
     }
+
+
+# The series table (tickets/series/store.py): a partition key and a numeric sort key, since a journal
+# is read in order. It exists only when series are configured; the stack names it the counter
+# table's name with this suffix, as the local server does.
+SERIES_PARTITION_KEY = "pk"
+SERIES_SORT_KEY = "n"
+SERIES_TABLE_SUFFIX = "-series"
+
+
+def create_series_table_arguments(table_name: str) -> dict[str, Any]:
+    """Arguments for DynamoDB CreateTable of the series table, matching the stack's."""
+    return {
+        "TableName": table_name,
+        "KeySchema": [
+            {"AttributeName": SERIES_PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SERIES_SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "AttributeDefinitions": [
+            {"AttributeName": SERIES_PARTITION_KEY, "AttributeType": "S"},
+            {"AttributeName": SERIES_SORT_KEY, "AttributeType": "N"},
+        ],
+        "BillingMode": "PAY_PER_REQUEST",
+    }

@@ -1,0 +1,210 @@
+"""A series' configuration, the series name of an instant, and the `id` format.
+
+Plain Python: the deploy side (tickets_deploy.config) parses cdk.json's `tickets.series` with
+`parse_series`, the function reads it back from its settings with `SeriesConfig.from_json`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser (settings.MAX_SAFE_INTEGER, without the import cycle)
+PERIODS = ("yearly",)
+NO_PERIOD_NAME = "all"  # the series name of a series without periods
+MAX_YEAR_DIGITS = 4  # years up to 9999: a yearly series name is YYYY, or YYYY-YY when it starts after January
+MAX_OFFSET_MINUTES = 14 * 60  # UTC-14:00 .. UTC+14:00, the widest offsets in use
+MAX_FORMAT_LENGTH = 200
+MAX_WIDTH = 20
+OFFSET_PATTERN = re.compile(r"([+-])([01][0-9]):([0-5][0-9])")
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+_NUMBER_PLACEHOLDER = re.compile(r"n(?::0([1-9][0-9]?))?")
+PLACEHOLDERS = "{series}, {key}, {n} and {n:0W} (the number, zero-padded to W digits)"
+FIELDS = ("start", "period", "periodStartMonth", "utcOffset", "format", "formatMaxLength", "max")
+
+
+class SeriesConfigError(ValueError):
+    """A series config that cannot be served; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class SeriesConfig:
+    start: int = 1
+    period: str | None = None  # None: the numbering never restarts; "yearly": at each period's first instant
+    period_start_month: int = 1
+    utc_offset_minutes: int = 0  # the offset in force at a period's first instant
+    format: str | None = None  # the answer's `id`; None: no id
+    format_max_length: int | None = None
+    max: int = MAX_SAFE_INTEGER  # the highest number; with formatMaxLength, the highest whose id fits
+
+    def series_name(self, instant: datetime.datetime, region_slot: int, region_slots: int) -> str:
+        """The series a number issued at `instant` (aware) belongs to: the period's name, and the
+        region's slot when several regions issue (each region's numbers are a series of their own)."""
+        name = NO_PERIOD_NAME if self.period is None else self._period_name(instant)
+        return name if region_slots == 1 else f"{name}-r{region_slot}"
+
+    def _period_name(self, instant: datetime.datetime) -> str:
+        local = instant.astimezone(datetime.UTC) + datetime.timedelta(minutes=self.utc_offset_minutes)
+        year = local.year if local.month >= self.period_start_month else local.year - 1
+        return str(year) if self.period_start_month == 1 else f"{year}-{(year + 1) % 100:02d}"
+
+    def render_id(self, key: str, series: str, number: int) -> str | None:
+        if self.format is None:
+            return None
+        return _render(self.format, key, series, number)
+
+    def to_json(self) -> dict[str, Any]:
+        encoded: dict[str, Any] = {"start": self.start, "periodStartMonth": self.period_start_month, "max": self.max}
+        encoded["utcOffset"] = format_offset(self.utc_offset_minutes)
+        for name, value in (
+            ("period", self.period),
+            ("format", self.format),
+            ("formatMaxLength", self.format_max_length),
+        ):
+            if value is not None:
+                encoded[name] = value
+        return encoded
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> SeriesConfig:
+        return cls(
+            start=raw["start"],
+            period=raw.get("period"),
+            period_start_month=raw["periodStartMonth"],
+            utc_offset_minutes=parse_offset(raw["utcOffset"], "utcOffset"),
+            format=raw.get("format"),
+            format_max_length=raw.get("formatMaxLength"),
+            max=raw["max"],
+        )
+
+
+def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:
+    """cdk.json's `tickets.series.KEY`, checked: every refusal names the field and what to write."""
+    if not isinstance(raw, dict):
+        raise SeriesConfigError(f"{where} must be an object")
+    unknown = sorted(set(raw) - set(FIELDS))
+    if unknown:
+        raise SeriesConfigError(f"{where} has unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
+    start = _whole(raw.get("start", 1), f"{where}.start", low=0, high=MAX_SAFE_INTEGER)
+    period = raw.get("period")
+    if period is not None and period not in PERIODS:
+        raise SeriesConfigError(f'{where}.period must be left out (no restart) or "yearly", not {period!r}')
+    month = _whole(raw.get("periodStartMonth", 1), f"{where}.periodStartMonth", low=1, high=12)
+    offset = parse_offset(raw.get("utcOffset", "+00:00"), f"{where}.utcOffset")
+    if period is None and ("periodStartMonth" in raw or "utcOffset" in raw):
+        raise SeriesConfigError(f'{where}: periodStartMonth and utcOffset need period "yearly"')
+    text = raw.get("format")
+    if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= MAX_FORMAT_LENGTH):
+        raise SeriesConfigError(f"{where}.format must be a string of 1-{MAX_FORMAT_LENGTH} characters")
+    length = raw.get("formatMaxLength")
+    if length is not None:
+        if text is None:
+            raise SeriesConfigError(f"{where}.formatMaxLength needs a format")
+        length = _whole(length, f"{where}.formatMaxLength", low=1, high=MAX_FORMAT_LENGTH)
+    explicit_max = (
+        _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
+    )
+    config = SeriesConfig(start, period, month, offset, text, length, explicit_max)
+    if text is None:
+        return config
+    placeholders = check_format(text, f"{where}.format")
+    if "series" not in placeholders and (period is not None or region_slots > 1):
+        reason = "the numbering restarts each period" if period is not None else "each region numbers from start"
+        raise SeriesConfigError(
+            f"{where}.format {text!r} lacks {{series}}: {reason}, so the plain number repeats and the id "
+            "would not identify the invoice. Add {series} to the format"
+        )
+    if length is None:
+        return config
+    longest_series = longest_series_name(config, region_slots)
+    if "max" in raw:
+        longest = longest_id_length(text, key, longest_series, explicit_max)
+        if longest > length:
+            raise SeriesConfigError(
+                f"{where}: the longest id ({longest} characters, number {explicit_max} in a series named like "
+                f"{'x' * longest_series}) passes formatMaxLength {length}; lower max or shorten the format"
+            )
+        return config
+    fitting = largest_fitting_number(text, key, longest_series, length)
+    if fitting < start:
+        raise SeriesConfigError(
+            f"{where}: no id fits in formatMaxLength {length} (the number {start} already takes "
+            f"{longest_id_length(text, key, longest_series, start)} characters); shorten the format or raise it"
+        )
+    return SeriesConfig(start, period, month, offset, text, length, min(fitting, MAX_SAFE_INTEGER))
+
+
+def check_format(text: str, where: str) -> set[str]:
+    """The placeholders the format uses; refuses unknown ones and stray braces."""
+    used: set[str] = set()
+    for name in _PLACEHOLDER.findall(text):
+        if name in ("series", "key"):
+            used.add(name)
+        elif _NUMBER_PLACEHOLDER.fullmatch(name):
+            used.add("n")
+        else:
+            raise SeriesConfigError(f"{where} has an unknown placeholder {{{name}}}; use {PLACEHOLDERS}")
+    if "{" in _PLACEHOLDER.sub("", text) or "}" in _PLACEHOLDER.sub("", text):
+        raise SeriesConfigError(f"{where} has a stray brace; placeholders are {PLACEHOLDERS}")
+    if "n" not in used:
+        raise SeriesConfigError(f"{where} lacks the number: add {{n}} or {{n:0W}}")
+    return used
+
+
+def longest_series_name(config: SeriesConfig, region_slots: int) -> int:
+    if config.period is None:
+        name = len(NO_PERIOD_NAME)
+    else:
+        name = MAX_YEAR_DIGITS if config.period_start_month == 1 else MAX_YEAR_DIGITS + 3  # YYYY-YY
+    return name if region_slots == 1 else name + len(f"-r{region_slots - 1}")
+
+
+def longest_id_length(text: str, key: str, series_length: int, number: int) -> int:
+    return len(_render(text, key, "x" * series_length, number))
+
+
+def largest_fitting_number(text: str, key: str, series_length: int, length: int) -> int:
+    """The largest number whose id, in the longest series name, has at most `length` characters
+    (-1: none fits). Every number of d digits has an id of the same length, so try d = 1, 2, ..."""
+    fitting = -1
+    for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1):
+        if longest_id_length(text, key, series_length, 10**digits - 1) > length:
+            break
+        fitting = 10**digits - 1
+    return fitting
+
+
+def _render(text: str, key: str, series: str, number: int) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name == "series":
+            return series
+        if name == "key":
+            return key
+        width = _NUMBER_PLACEHOLDER.fullmatch(name)
+        assert width is not None  # check_format refused any other placeholder
+        return str(number).zfill(int(width.group(1) or 0))
+
+    return _PLACEHOLDER.sub(value, text)
+
+
+def parse_offset(raw: Any, where: str) -> int:
+    match = OFFSET_PATTERN.fullmatch(raw) if isinstance(raw, str) else None
+    minutes = (int(match.group(2)) * 60 + int(match.group(3))) * (-1 if match.group(1) == "-" else 1) if match else None
+    if minutes is None or abs(minutes) > MAX_OFFSET_MINUTES:
+        raise SeriesConfigError(f'{where} must be an offset from -14:00 to +14:00 such as "+05:30", not {raw!r}')
+    return minutes
+
+
+def format_offset(minutes: int) -> str:
+    sign = "-" if minutes < 0 else "+"
+    return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+
+def _whole(value: Any, where: str, *, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SeriesConfigError(f"{where} must be a whole number from {low} to {high}, not {value!r}")
+    return value

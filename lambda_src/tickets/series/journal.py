@@ -1,0 +1,119 @@
+"""A journal entry: the one record of a series number (who took it, when, for what, and its void).
+
+The series table holds three kinds of item, told apart by their partition key (docs/design.md#series):
+- the head of a series, `head#KEY#SERIES` (sort key 0): `last`, the high-water mark. Every number from
+  the series' start to `last` has an entry; at most the number `last + 1` has one too.
+- an entry, `entry#KEY#SERIES` with the number as its sort key: the journal, read in order by Query.
+- a request, `request#KEY#CALLER#IDEMPOTENCY-KEY` (sort key 0): what one Idempotency-Key asked for,
+  the number it claims, and its in-flight lock. Kept as long as the journal: a retry always gets its entry.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Any
+
+from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
+
+Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
+MAX_REF_CHARS = 128
+MAX_REASON_CHARS = 500
+
+
+def head_key(key: str, series: str) -> Item:
+    return {SERIES_PARTITION_KEY: {"S": f"head#{key}#{series}"}, SERIES_SORT_KEY: {"N": "0"}}
+
+
+def entries_partition(key: str, series: str) -> str:
+    return f"entry#{key}#{series}"
+
+
+def entry_key(key: str, series: str, number: int) -> Item:
+    return {SERIES_PARTITION_KEY: {"S": entries_partition(key, series)}, SERIES_SORT_KEY: {"N": str(number)}}
+
+
+def request_key(key: str, caller: str, idempotency_key: str) -> Item:
+    # No key and no IAM caller holds `#`; the Idempotency-Key, which may, comes last.
+    return {SERIES_PARTITION_KEY: {"S": f"request#{key}#{caller}#{idempotency_key}"}, SERIES_SORT_KEY: {"N": "0"}}
+
+
+def iso_time(epoch_millis: int) -> str:
+    moment = datetime.datetime.fromtimestamp(epoch_millis / 1000, datetime.UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class Void:
+    by: str
+    at: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    series: str
+    ticket: int
+    time: str
+    caller: str
+    idempotency_key: str
+    ref: str | None = None
+    id: str | None = None
+    void: Void | None = None
+
+    def answer(self) -> dict[str, Any]:
+        """What POST /_series/{key} answers."""
+        answer: dict[str, Any] = {"key": self.key, "series": self.series, "ticket": self.ticket}
+        if self.id is not None:
+            answer["id"] = self.id
+        return answer
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as the journal route and `tickets_admin journal` give it."""
+        encoded: dict[str, Any] = {
+            **self.answer(),
+            "time": self.time,
+            "caller": self.caller,
+            "idempotencyKey": self.idempotency_key,
+            "ref": self.ref,
+            "voided": None,
+        }
+        if self.void is not None:
+            encoded["voided"] = {"by": self.void.by, "at": self.void.at, "reason": self.void.reason}
+        return encoded
+
+    def to_item(self) -> Item:
+        item: Item = {
+            **entry_key(self.key, self.series, self.ticket),
+            "key": {"S": self.key},
+            "series": {"S": self.series},
+            "time": {"S": self.time},
+            "caller": {"S": self.caller},
+            "idempotencyKey": {"S": self.idempotency_key},
+        }
+        for name, value in (("ref", self.ref), ("id", self.id)):
+            if value is not None:
+                item[name] = {"S": value}
+        return item
+
+    @classmethod
+    def from_item(cls, item: Item) -> Entry:
+        def text(name: str) -> str | None:
+            value = item.get(name)
+            return None if value is None else str(value["S"])
+
+        void = None
+        if "voidedBy" in item:
+            void = Void(item["voidedBy"]["S"], item["voidedAt"]["S"], item["voidReason"]["S"])
+        return cls(
+            key=item["key"]["S"],
+            series=item["series"]["S"],
+            ticket=int(item[SERIES_SORT_KEY]["N"]),
+            time=item["time"]["S"],
+            caller=item["caller"]["S"],
+            idempotency_key=item["idempotencyKey"]["S"],
+            ref=text("ref"),
+            id=text("id"),
+            void=void,
+        )

@@ -1,0 +1,107 @@
+"""What a series route's request may say: its body or query, checked before anything is read or written."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BadRequest, PayloadTooLarge, echo
+from ..protocol import query_parameters_of
+from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
+
+MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
+DEFAULT_PAGE = 100
+MAX_PAGE = 500  # entries of one journal page: well under a Query's 1 MB and a Function URL's 6 MB answer
+
+
+@dataclass(frozen=True)
+class VoidRequest:
+    series: str
+    ticket: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class JournalRequest:
+    series: str
+    after: int | None  # None: from the series' first number
+    limit: int
+
+
+def issue_request(body: str | None, is_base64: bool) -> str | None:
+    """The `ref` of POST /_series/{key}: the document the number is for, or None."""
+    fields = _fields(body, is_base64, ("ref",), '{"ref": "order 1043"}')
+    ref = fields.get("ref")
+    if ref is not None and (not isinstance(ref, str) or not 1 <= len(ref) <= MAX_REF_CHARS):
+        raise BadRequest(f"the body's ref must be a string of 1-{MAX_REF_CHARS} characters, got {echo(ref)}")
+    return ref
+
+
+def void_request(body: str | None, is_base64: bool) -> VoidRequest:
+    example = '{"series": "2026", "ticket": 1043, "reason": "issued twice by mistake"}'
+    fields = _fields(body, is_base64, ("series", "ticket", "reason"), example)
+    missing = [name for name in ("series", "ticket", "reason") if name not in fields]
+    if missing:
+        raise BadRequest(f"the body lacks {', '.join(missing)}: send {example}")
+    reason = fields["reason"]
+    if not isinstance(reason, str) or not 1 <= len(reason) <= MAX_REASON_CHARS:
+        raise BadRequest(f"reason must be a string of 1-{MAX_REASON_CHARS} characters, got {echo(reason)}")
+    return VoidRequest(_series(fields["series"]), _number(fields["ticket"], "ticket"), reason)
+
+
+def journal_request(raw_query: str | None) -> JournalRequest:
+    query = query_parameters_of(raw_query, ("series", "after", "limit"))
+    if "series" not in query:
+        raise BadRequest("the journal needs ?series=NAME (a series name, as POST /_series/{key} answers it)")
+    after = _number(query["after"], "after") if "after" in query else None
+    limit = _number(query["limit"], "limit") if "limit" in query else DEFAULT_PAGE
+    if not 1 <= limit <= MAX_PAGE:
+        raise BadRequest(f"limit must be from 1 to {MAX_PAGE}")
+    return JournalRequest(_series(query["series"]), after, limit)
+
+
+def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
+    if not body:
+        return {}
+    if len(body) > MAX_BODY_BYTES * 2:
+        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
+    try:
+        raw = base64.b64decode(body, validate=True) if is_base64 else body.encode("utf-8", "surrogatepass")
+        fields = json.loads(raw, object_pairs_hook=_unique) if raw.strip() else {}
+    except (binascii.Error, ValueError, RecursionError):
+        raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
+    if not isinstance(fields, dict):
+        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
+    return fields
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in fields:
+            raise BadRequest(f"the body repeats the field {echo(name)}; give each field once")
+        fields[name] = value
+    return fields
+
+
+def _series(value: Any) -> str:
+    # A series name is a period's name (2026, 2026-27), `all`, either with -rSLOT: short, no `#`.
+    if not isinstance(value, str) or not 1 <= len(value) <= 32 or "#" in value:
+        raise BadRequest(f"invalid series {echo(value)}: a series name is as POST /_series/{{key}} answers it")
+    return value
+
+
+def _number(value: Any, name: str) -> int:
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 16:
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**53:
+        return value
+    raise BadRequest(f"{name} must be a whole number, got {echo(value)}")

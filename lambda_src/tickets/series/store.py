@@ -1,0 +1,350 @@
+"""The one place that talks to the series table: issue a number with its journal entry, void one,
+page a journal. Plain GetItem, PutItem, UpdateItem and Query, no transactions (dynalite has none).
+
+Why no number is ever left without an entry (docs/design.md#series has every crash window):
+- a number is taken by a conditional PutItem of its entry (attribute_not_exists), so an entry is the
+  number and no number is taken twice;
+- a request claims `last + 1` only, `last` being the head's high-water mark, and the mark only moves
+  onto a number whose entry exists (after this request's PutItem, or after finding it taken);
+so the entries are always the numbers start..E, without a hole, with last <= E <= last + 1. A request
+that dies anywhere leaves at worst an entry at last + 1, which the next request of the series finds
+(its PutItem fails) and moves the mark onto.
+
+The request item records the number a request claims before the entry's PutItem, so a retry with the
+same Idempotency-Key finds that entry and answers it, whenever the first attempt stopped; until the
+request's lock expires (after its deadline, when no call of it can still land) a retry that finds no
+entry yet is told 409 in_progress.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
+from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
+from .config import SeriesConfig
+from .journal import Entry, Item, Void, entries_partition, entry_key, head_key, iso_time, request_key
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+_TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
+# How many numbers one request tries before it gives up (each taken by a concurrent request meanwhile);
+# the request's deadline usually ends it first.
+CLAIM_ATTEMPTS = 8
+# A request's lock outlasts its deadline by this much: every call of the request started before its
+# deadline (timing.DeadlineBoundClient) and ends within timing.WORST_CASE_CALL_SECONDS, so once the lock
+# expires nothing of the request can still land and a retry may take its place.
+LOCK_MARGIN_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class IssueRequest:
+    key: str
+    config: SeriesConfig
+    series: str  # the series a new number goes to (a retry keeps its first attempt's)
+    caller: str
+    idempotency_key: str
+    ref: str | None
+    lock_seconds: float  # the request's remaining time; the lock lasts this plus LOCK_MARGIN_SECONDS
+
+
+@dataclass(frozen=True)
+class Issued:
+    entry: Entry
+    replayed: bool  # a retry answered with its first attempt's entry
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A request item as stored: what a retry is checked against and resumes from."""
+
+    series: str
+    ref: str | None
+    owner: str
+    locked_until: int
+    claim: int | None
+
+    @classmethod
+    def from_item(cls, item: Item) -> _Request:
+        return cls(
+            series=item["series"]["S"],
+            ref=item["ref"]["S"] if "ref" in item else None,
+            owner=item["owner"]["S"],
+            locked_until=int(item["lockedUntil"]["N"]),
+            claim=int(item["claim"]["N"]) if "claim" in item else None,
+        )
+
+
+class SeriesStore:
+    def __init__(
+        self,
+        client: Any,
+        table_name: str,
+        *,
+        now_millis: Callable[[], int] = lambda: int(time.time() * 1000),
+        token: Callable[[], str] = lambda: uuid.uuid4().hex,
+    ):
+        self._client = client
+        self._table = table_name
+        self._now = now_millis
+        self._token = token
+
+    def issue(self, request: IssueRequest) -> Issued:
+        """One number of the series and its entry; the same entry for every retry of the request.
+        Uncontended: GetItem (head), PutItem (request), PutItem (entry), UpdateItem (head)."""
+        owner = self._token()
+        try:
+            number = self._next(request, request.series)
+        except Exhausted:
+            stored = self._stored_request(request)  # replays first: a retry still gets its number
+            if stored is None:
+                raise
+            replay = self._resume(request, stored, owner)
+            if replay is None:
+                self._release(request, owner)
+                raise
+            return Issued(replay, replayed=True)
+        stored = self._create_request(request, owner, number)
+        series = request.series
+        if stored is not None:  # a retry: answer its entry, wait for it, or take the expired attempt's place
+            replay = self._resume(request, stored, owner)
+            if replay is not None:
+                return Issued(replay, replayed=True)
+            series = stored.series
+            number = self._next(request, series, owner)
+            self._claim(request, owner, number)
+        for _ in range(CLAIM_ATTEMPTS):
+            entry = Entry(
+                key=request.key,
+                series=series,
+                ticket=number,
+                time=iso_time(self._now()),
+                caller=request.caller,
+                idempotency_key=request.idempotency_key,
+                ref=request.ref,
+                id=request.config.render_id(request.key, series, number),
+            )
+            taken = not self._put_entry(entry)
+            self._raise_mark(request.key, series, number)  # onto our entry, or onto the one found there
+            if not taken:
+                return Issued(entry, replayed=False)
+            number = self._next(request, series, owner)
+            self._claim(request, owner, number)
+        raise Unavailable(
+            f"series {request.key!r} is busy (each number this request tried was taken meanwhile); "
+            "nothing was issued to it, retry with the same Idempotency-Key"
+        )
+
+    def void(self, key: str, series: str, number: int, caller: str, reason: str) -> Entry:
+        """Record the void on the entry; a void is never undone, so a repeated void answers the first."""
+        void = Void(caller, iso_time(self._now()), reason)
+        try:
+            response = self._call(
+                "update_item",
+                TableName=self._table,
+                Key=entry_key(key, series, number),
+                UpdateExpression="SET voidedBy = :by, voidedAt = :at, voidReason = :reason",
+                ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(voidedBy)",
+                ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
+                ExpressionAttributeValues={":by": {"S": void.by}, ":at": {"S": void.at}, ":reason": {"S": reason}},
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            _require_condition_failure(err)
+            entry = self.entry(key, series, number)
+            if entry is None:
+                raise NotFound(f"series {key!r} has no number {number} in series {series!r}: nothing to void") from None
+            return entry  # voided before: the first void stands
+        return Entry.from_item(response["Attributes"])
+
+    def entry(self, key: str, series: str, number: int) -> Entry | None:
+        response = self._call(
+            "get_item", TableName=self._table, Key=entry_key(key, series, number), ConsistentRead=True
+        )
+        return Entry.from_item(response["Item"]) if "Item" in response else None
+
+    def page(self, key: str, series: str, after: int, limit: int) -> list[Entry]:
+        """Up to `limit` entries of the series with numbers above `after`, in order (one Query)."""
+        response = self._call(
+            "query",
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND #n > :after",
+            ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY, "#n": SERIES_SORT_KEY},
+            ExpressionAttributeValues={":pk": {"S": entries_partition(key, series)}, ":after": {"N": str(after)}},
+            Limit=limit,
+            ConsistentRead=True,
+        )
+        return [Entry.from_item(item) for item in response.get("Items", [])]
+
+    def mark(self, key: str, series: str) -> int | None:
+        """The head's high-water mark; None before the series' first number."""
+        response = self._call("get_item", TableName=self._table, Key=head_key(key, series), ConsistentRead=True)
+        item = response.get("Item")
+        return int(item["last"]["N"]) if item and "last" in item else None
+
+    def _next(self, request: IssueRequest, series: str, owner: str | None = None) -> int:
+        """The number to claim: one above the mark. Refuses past max, releasing the request's lock."""
+        mark = self.mark(request.key, series)
+        number = request.config.start if mark is None else mark + 1
+        if number > request.config.max:
+            if owner is not None:
+                self._release(request, owner)
+            raise Exhausted(
+                f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; "
+                "nothing was issued"
+            )
+        return number
+
+    def _create_request(self, request: IssueRequest, owner: str, number: int) -> _Request | None:
+        """Record the request and the number it claims; None if new, else the stored request."""
+        item: Item = {
+            **request_key(request.key, request.caller, request.idempotency_key),
+            "series": {"S": request.series},
+            "owner": {"S": owner},
+            "lockedUntil": {"N": str(self._lock_until(request))},
+            "claim": {"N": str(number)},
+        }
+        if request.ref is not None:
+            item["ref"] = {"S": request.ref}
+        try:
+            self._call(
+                "put_item",
+                TableName=self._table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
+            )
+        except ClientError as err:
+            _require_condition_failure(err)
+            stored = self._stored_request(request)
+            if stored is None:  # deleted meanwhile by a refused attempt: the next retry starts anew
+                raise RequestInProgress(_IN_PROGRESS) from None
+            return stored
+        return None
+
+    def _stored_request(self, request: IssueRequest) -> _Request | None:
+        key = request_key(request.key, request.caller, request.idempotency_key)
+        item = self._call("get_item", TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        return None if item is None else _Request.from_item(item)
+
+    def _resume(self, request: IssueRequest, stored: _Request, owner: str) -> Entry | None:
+        """A retry: its first attempt's entry if it exists; else, once that attempt's lock expired,
+        take its place (None: go on and claim a number). 409 while the attempt may still be running."""
+        if stored.ref != request.ref:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was already used for a series number with another ref; "
+                "use a new Idempotency-Key for a new document"
+            )
+        if stored.claim is not None:
+            entry = self.entry(request.key, stored.series, stored.claim)
+            if entry is not None and (entry.caller, entry.idempotency_key) == (request.caller, request.idempotency_key):
+                self._raise_mark(request.key, stored.series, stored.claim)  # the first attempt may have stopped short
+                return entry
+        if stored.locked_until > self._now():
+            raise RequestInProgress(_IN_PROGRESS)
+        self._update_request(
+            request,
+            stored.owner,
+            "SET #owner = :owner, lockedUntil = :until",
+            {":owner": {"S": owner}, ":until": {"N": str(self._lock_until(request))}},
+        )
+        return None
+
+    def _claim(self, request: IssueRequest, owner: str, number: int) -> None:
+        """Record on the request the number it is about to claim (only while it holds the lock)."""
+        self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
+
+    def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> None:
+        try:
+            self._call(
+                "update_item",
+                TableName=self._table,
+                Key=request_key(request.key, request.caller, request.idempotency_key),
+                UpdateExpression=update,
+                ConditionExpression="#owner = :held",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={**values, ":held": {"S": owner}},
+            )
+        except ClientError as err:
+            _require_condition_failure(err)
+            raise RequestInProgress(_IN_PROGRESS) from None  # another attempt of the request holds it now
+
+    def _release(self, request: IssueRequest, owner: str) -> None:
+        """A refused request leaves nothing: its request item goes, so a retry is judged anew."""
+        try:
+            self._call(
+                "delete_item",
+                TableName=self._table,
+                Key=request_key(request.key, request.caller, request.idempotency_key),
+                ConditionExpression="#owner = :held",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":held": {"S": owner}},
+            )
+        except ClientError as err:
+            _require_condition_failure(err)
+
+    def _put_entry(self, entry: Entry) -> bool:
+        """Take the number: True if this entry is now the number's, False if another entry has it."""
+        try:
+            self._call(
+                "put_item",
+                TableName=self._table,
+                Item=entry.to_item(),
+                ConditionExpression="attribute_not_exists(#pk)",
+                ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
+            )
+        except ClientError as err:
+            _require_condition_failure(err)
+            return False
+        return True
+
+    def _raise_mark(self, key: str, series: str, number: int) -> None:
+        """Move the head's mark up onto `number`, whose entry exists; never down."""
+        try:
+            self._call(
+                "update_item",
+                TableName=self._table,
+                Key=head_key(key, series),
+                UpdateExpression="SET #last = :n, #key = :key, series = :series",
+                ConditionExpression="attribute_not_exists(#last) OR #last < :n",
+                ExpressionAttributeNames={"#last": "last", "#key": "key"},
+                ExpressionAttributeValues={":n": {"N": str(number)}, ":key": {"S": key}, ":series": {"S": series}},
+            )
+        except ClientError as err:
+            _require_condition_failure(err)  # the mark is at or past it already
+
+    def _lock_until(self, request: IssueRequest) -> int:
+        return self._now() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
+
+    def _call(self, operation: str, **call: Any) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = getattr(self._client, operation)(**call)
+            return response
+        except ClientError as err:
+            if err.response["Error"]["Code"] == _CONDITION_FAILED:
+                raise
+            raise Unavailable(
+                "the series table is throttled or unavailable; retry with the same Idempotency-Key after "
+                "the Retry-After delay: a number already taken is answered again, never lost"
+            ) from err
+        except _TRANSIENT_ERRORS as err:
+            raise Unavailable(
+                "the series table did not answer in time; retry with the same Idempotency-Key after the "
+                "Retry-After delay: a number already taken is answered again, never lost"
+            ) from err
+
+
+_IN_PROGRESS = (
+    "a request with this Idempotency-Key is still in flight; retry in a moment with the same Idempotency-Key "
+    "to get its number"
+)
+
+
+def _require_condition_failure(err: ClientError) -> None:
+    if err.response["Error"]["Code"] != _CONDITION_FAILED:
+        raise err

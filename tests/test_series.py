@@ -1,0 +1,146 @@
+"""Series through the real handler on moto: issuing, retries, voids, the journal, and the refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+
+import pytest
+
+from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, SERIES_TABLE, Region, function_client
+from tickets.app import create_app
+from tickets.caller import caller
+from tickets.series.config import SeriesConfig, parse_series
+
+# The issue's example: an Indian fiscal-year invoice series (April to March, IST).
+INVOICES = {
+    "start": 1,
+    "period": "yearly",
+    "periodStartMonth": 4,
+    "utcOffset": "+05:30",
+    "format": "INV/{series}/{n}",
+    "formatMaxLength": 16,
+}
+CONFIG = {"regions": {"us-east-1": 0}, "counters": {"orders": {}}}
+CALLER = caller(EVENT_TEMPLATE)  # the signer of every test request: an assumed role, without its session
+NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
+
+
+class Clock:
+    def __init__(self, now: datetime.datetime):
+        self.now = now
+
+    def __call__(self) -> datetime.datetime:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(NOW)
+
+
+@pytest.fixture
+def series_api(deploy, clock) -> Region:
+    region = deploy(CONFIG)
+    series = {"invoices": parse_series("invoices", INVOICES, region_slots=1, where="tickets.series.invoices")}
+    region.settings = dataclasses.replace(region.settings, series=series)
+    region._app = create_app(
+        region.settings,
+        function_client(region.region),
+        COUNTER_TABLE,
+        IDEMPOTENCY_TABLE,
+        region=region.region,
+        series_table=SERIES_TABLE,
+        clock=clock,
+    )
+    return region
+
+
+def issue(api: Region, idempotency_key: str, ref: str | None = None, key: str = "invoices"):
+    body = None if ref is None else json.dumps({"ref": ref})
+    return api.post(f"/_series/{key}", headers={"Idempotency-Key": idempotency_key}, body=body)
+
+
+def test_numbers_are_dense_and_carry_their_id(series_api):
+    answers = [issue(series_api, f"k{i}", ref=f"order {i}") for i in range(3)]
+    assert [a.status for a in answers] == [200, 200, 200]
+    assert [a.body for a in answers] == [
+        {"key": "invoices", "series": "2026-27", "ticket": n, "id": f"INV/2026-27/{n}"} for n in (1, 2, 3)
+    ]
+
+
+def test_a_retry_gets_its_first_number(series_api):
+    first = issue(series_api, "k1", ref="order 1")
+    issue(series_api, "k2")
+    again = issue(series_api, "k1", ref="order 1")
+    assert again.status == 200 and again.body == first.body
+
+
+def test_a_retry_with_another_ref_is_refused(series_api):
+    issue(series_api, "k1", ref="order 1")
+    answer = issue(series_api, "k1", ref="order 2")
+    assert answer.status == 422 and answer.body["error"] == "idempotency_key_reused"
+
+
+def test_the_period_restarts_numbering_at_its_first_instant(series_api, clock):
+    clock.now = datetime.datetime(2027, 3, 31, 18, 29, 59, tzinfo=datetime.UTC)  # 23:59:59 IST
+    assert issue(series_api, "a").body["series"] == "2026-27"
+    clock.now = datetime.datetime(2027, 3, 31, 18, 30, tzinfo=datetime.UTC)  # 1 April 00:00 IST
+    assert issue(series_api, "b").body == {"key": "invoices", "series": "2027-28", "ticket": 1, "id": "INV/2027-28/1"}
+
+
+def test_refusals(series_api):
+    assert series_api.post("/_series/invoices").status == 400  # no Idempotency-Key
+    assert series_api.get("/_series/invoices").status == 405
+    assert series_api.get("/_series/invoices").headers["Allow"] == "POST"
+    unknown = issue(series_api, "k", key="orders")  # a counter is not a series
+    assert unknown.status == 404 and "not a configured series" in unknown.body["message"]
+    long_ref = issue(series_api, "k", ref="x" * 129)
+    assert long_ref.status == 400
+    assert series_api.items(SERIES_TABLE) == []  # nothing written by a refusal
+
+
+def test_voids_are_recorded_once_and_never_undone(series_api):
+    issue(series_api, "k1", ref="order 1")
+    void = {"series": "2026-27", "ticket": 1, "reason": "customer cancelled"}
+    first = series_api.post("/_series/invoices/void", body=json.dumps(void))
+    assert first.status == 200
+    assert first.body["voided"]["reason"] == "customer cancelled" and first.body["voided"]["by"] == CALLER
+    again = series_api.post("/_series/invoices/void", body=json.dumps({**void, "reason": "another reason"}))
+    assert again.status == 200 and again.body["voided"] == first.body["voided"]
+    never = series_api.post("/_series/invoices/void", body=json.dumps({**void, "ticket": 2}))
+    assert never.status == 404
+    no_reason = series_api.post("/_series/invoices/void", body=json.dumps({**void, "reason": ""}))
+    assert no_reason.status == 400
+
+
+def test_the_journal_pages_in_order(series_api):
+    for i in range(5):
+        issue(series_api, f"k{i}", ref=f"order {i}")
+    first = series_api.get("/_series/invoices/journal", query={"series": "2026-27", "limit": "2"})
+    assert first.status == 200
+    assert [e["ticket"] for e in first.body["entries"]] == [1, 2] and first.body["next"] == 2
+    rest = series_api.get("/_series/invoices/journal", query={"series": "2026-27", "after": "2", "limit": "10"})
+    assert [e["ticket"] for e in rest.body["entries"]] == [3, 4, 5] and rest.body["next"] is None
+    entry = rest.body["entries"][0]
+    assert entry["idempotencyKey"] == "k2" and entry["ref"] == "order 2" and entry["caller"] == CALLER
+    assert series_api.get("/_series/invoices/journal").status == 400  # no series named
+
+
+def test_series_config_refusals():
+    def refused(raw: dict, slots: int = 1) -> str:
+        with pytest.raises(ValueError) as err:
+            parse_series("invoices", raw, region_slots=slots, where="tickets.series.invoices")
+        return str(err.value)
+
+    assert "unknown placeholder {year}" in refused({"format": "INV/{year}/{n}"})
+    assert "lacks {series}" in refused({"period": "yearly", "format": "INV/{n}"})
+    assert "lacks {series}" in refused({"format": "INV/{n}"}, slots=2)
+    assert "passes formatMaxLength 16" in refused({**INVOICES, "max": 99999})
+    assert "no id fits" in refused({**INVOICES, "format": "INVOICE-NUMBER/{series}/{n}"})
+    assert "utcOffset" in refused({**INVOICES, "utcOffset": "+5:30"})
+    assert "periodStartMonth" in refused({**INVOICES, "periodStartMonth": 13})
+    # The example's longest id: INV/2026-27/9999, 16 characters: its max is derived from the format.
+    assert parse_series("invoices", INVOICES, region_slots=1, where="w").max == 9999
+    assert parse_series("i", {"format": "{n:06}"}, region_slots=1, where="w") == SeriesConfig(format="{n:06}")
