@@ -130,7 +130,7 @@ class SeriesStore:
                 id=request.config.render_id(request.key, series, number),
             )
             taken = not self._put_entry(entry)
-            self._raise_mark(request.key, series, number)  # onto our entry, or onto the one found there
+            self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
             if not taken:
                 return Issued(entry, replayed=False)
             number = self._next(request, series, owner)
@@ -243,7 +243,7 @@ class SeriesStore:
         if stored.claim is not None:
             entry = self.entry(request.key, stored.series, stored.claim)
             if entry is not None and (entry.caller, entry.idempotency_key) == (request.caller, request.idempotency_key):
-                self._raise_mark(request.key, stored.series, stored.claim)  # the first attempt may have stopped short
+                self._raise_mark(request, stored.series, stored.claim)  # the first attempt may have stopped short
                 return entry
         if stored.locked_until > self._now():
             raise RequestInProgress(_IN_PROGRESS)
@@ -303,17 +303,23 @@ class SeriesStore:
             return False
         return True
 
-    def _raise_mark(self, key: str, series: str, number: int) -> None:
-        """Move the head's mark up onto `number`, whose entry exists; never down."""
+    def _raise_mark(self, request: IssueRequest, series: str, number: int) -> None:
+        """Move the head's mark up onto `number`, whose entry exists; never down. The head also says
+        the series' key, name and first number, for the audit (tickets_admin audit)."""
         try:
             self._call(
                 "update_item",
                 TableName=self._table,
-                Key=head_key(key, series),
-                UpdateExpression="SET #last = :n, #key = :key, series = :series",
+                Key=head_key(request.key, series),
+                UpdateExpression="SET #last = :n, #key = :key, series = :series, #start = :start",
                 ConditionExpression="attribute_not_exists(#last) OR #last < :n",
-                ExpressionAttributeNames={"#last": "last", "#key": "key"},
-                ExpressionAttributeValues={":n": {"N": str(number)}, ":key": {"S": key}, ":series": {"S": series}},
+                ExpressionAttributeNames={"#last": "last", "#key": "key", "#start": "start"},
+                ExpressionAttributeValues={
+                    ":n": {"N": str(number)},
+                    ":key": {"S": request.key},
+                    ":series": {"S": series},
+                    ":start": {"N": str(request.config.start)},
+                },
             )
         except ClientError as err:
             _require_condition_failure(err)  # the mark is at or past it already

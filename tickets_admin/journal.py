@@ -1,0 +1,171 @@
+"""A series' journal read from its table: export it (`tickets_admin journal`) and audit it
+(`tickets_admin audit`). The audit is the check tests/test_series_model.py runs after every step.
+
+Read with the function's own store (tickets.series.store), so what is audited is what the service
+wrote and reads: heads by a Scan of the series table, entries by Query in number order.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickets.series.journal import Entry
+from tickets.series.store import SeriesStore
+from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
+
+PAGE = 500  # entries per Query while exporting or auditing
+CSV_COLUMNS = (
+    "key",
+    "series",
+    "ticket",
+    "id",
+    "time",
+    "caller",
+    "idempotencyKey",
+    "ref",
+    "voidedBy",
+    "voidedAt",
+    "voidReason",
+)
+
+
+@dataclass(frozen=True)
+class Head:
+    key: str
+    series: str
+    start: int
+    last: int  # the high-water mark: every number from start to last has an entry
+
+
+@dataclass
+class SeriesAudit:
+    """One series checked from its first number to its last."""
+
+    key: str
+    series: str
+    start: int
+    mark: int
+    last: int | None = None  # the highest number with an entry (mark, or mark + 1 while one is being issued)
+    issued: int = 0
+    voided: int = 0
+    unaccounted: list[int] = field(default_factory=list)  # numbers without an entry
+    twice: list[int] = field(default_factory=list)  # numbers recorded by more than one entry
+
+    @property
+    def clean(self) -> bool:
+        return not self.unaccounted and not self.twice
+
+    def lines(self) -> list[str]:
+        span = "no numbers" if self.last is None else f"numbers {self.start}..{self.last}"
+        lines = [f"{self.key} {self.series}: {span}: {self.issued} issued, {self.voided} voided"]
+        if self.unaccounted:
+            lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
+        if self.twice:
+            lines.append(f"  RECORDED TWICE: {_numbers(self.twice)}")
+        return lines
+
+
+def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
+    """Every number from the head's start to the highest of its mark and its entries must have exactly
+    one entry. `entries` in any order (a table's, or an export's)."""
+    result = SeriesAudit(head.key, head.series, head.start, head.last)
+    counts: Counter[int] = Counter()
+    for entry in entries:
+        counts[entry.ticket] += 1
+        result.voided += entry.void is not None
+    top = max([head.last, *counts])
+    result.last = top if top >= head.start else None
+    result.unaccounted = [n for n in range(head.start, top + 1) if n not in counts]
+    result.twice = sorted(n for n, count in counts.items() if count > 1)
+    result.issued = len(counts)
+    return result
+
+
+class SeriesTable:
+    """A series table through a botocore DynamoDB client."""
+
+    def __init__(self, client: Any, table_name: str):
+        self._client = client
+        self._table = table_name
+        self._store = SeriesStore(client, table_name)
+
+    def heads(self, key: str, series: str | None = None) -> list[Head]:
+        """The key's series (or the one named), sorted by name, from a consistent Scan. A series whose
+        first request stopped before its head was written has one entry and no head: its head is made
+        up from that entry (no head: the mark is below the start, so at most the start has an entry)."""
+        heads: dict[str, Head] = {}
+        first_entries: dict[str, int] = {}
+        for page in self._client.get_paginator("scan").paginate(
+            TableName=self._table,
+            ConsistentRead=True,
+            FilterExpression="begins_with(#pk, :heads) OR begins_with(#pk, :entries)",
+            ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
+            ExpressionAttributeValues={":heads": {"S": f"head#{key}#"}, ":entries": {"S": f"entry#{key}#"}},
+        ):
+            for item in page.get("Items", []):
+                kind, _, named = item[SERIES_PARTITION_KEY]["S"].partition("#")
+                name = named[len(key) + 1 :]
+                if series is not None and name != series:
+                    continue
+                if kind == "head":
+                    heads[name] = Head(key, name, int(item["start"]["N"]), int(item["last"]["N"]))
+                else:
+                    number = int(item[SERIES_SORT_KEY]["N"])
+                    first_entries[name] = min(number, first_entries.get(name, number))
+        for name, first in first_entries.items():
+            heads.setdefault(name, Head(key, name, first, first - 1))
+        return sorted(heads.values(), key=lambda head: head.series)
+
+    def entries(self, head: Head) -> Iterator[Entry]:
+        """Every entry of the series in number order, page by page (the journal route's Query)."""
+        after = head.start - 1
+        while True:
+            page = self._store.page(head.key, head.series, after, PAGE)
+            yield from page
+            if len(page) < PAGE:
+                return
+            after = page[-1].ticket
+
+    def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:
+        return [audit(head, self.entries(head)) for head in self.heads(key, series)]
+
+
+def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
+    for entry in entries:
+        yield json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
+
+
+def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="")
+    writer.writerow(CSV_COLUMNS)
+    yield _take(buffer)
+    for entry in entries:
+        encoded = entry.to_json()
+        voided = encoded.pop("voided") or {}
+        row = {
+            **encoded,
+            "voidedBy": voided.get("by"),
+            "voidedAt": voided.get("at"),
+            "voidReason": voided.get("reason"),
+        }
+        writer.writerow(["" if row.get(column) is None else row[column] for column in CSV_COLUMNS])
+        yield _take(buffer)
+
+
+def _take(buffer: io.StringIO) -> str:
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text
+
+
+def _numbers(numbers: list[int], shown: int = 50) -> str:
+    listed = ", ".join(str(n) for n in numbers[:shown])
+    return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
