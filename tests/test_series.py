@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
+import io
 import json
 
 import pytest
 
 from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, SERIES_TABLE, Region, function_client
+from local_support import write_cdk_json
 from tickets.app import create_app
 from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series
+from tickets.series.journal import Entry, entry_key
+from tickets_admin.__main__ import main as admin_main
+from tickets_admin.journal import Head, audit
 
 # The issue's example: an Indian fiscal-year invoice series (April to March, IST).
 INVOICES = {
@@ -144,3 +150,65 @@ def test_series_config_refusals():
     # The example's longest id: INV/2026-27/9999, 16 characters: its max is derived from the format.
     assert parse_series("invoices", INVOICES, region_slots=1, where="w").max == 9999
     assert parse_series("i", {"format": "{n:06}"}, region_slots=1, where="w") == SeriesConfig(format="{n:06}")
+
+
+@pytest.fixture
+def admin(tmp_path):
+    """Run `python -m tickets_admin COMMAND ...` on the tests' tables: (status, stdout lines, stderr).
+    Only the command's own output (not capsys: the handler's metrics lines go to stdout too)."""
+
+    def run(*args: str) -> tuple[int, list[str], str]:
+        config = write_cdk_json(tmp_path, CONFIG)
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = admin_main([*args, "--config", str(config), "--table", COUNTER_TABLE])
+        return status, out.getvalue().splitlines(), err.getvalue()
+
+    return run
+
+
+def test_admin_journal_and_audit(series_api, admin):
+    for i in range(3):
+        issue(series_api, f"k{i}", ref=f"order {i}")
+    series_api.post("/_series/invoices/void", body=json.dumps({"series": "2026-27", "ticket": 2, "reason": "typo"}))
+
+    status, lines, _ = admin("journal", "invoices")
+    assert status == 0
+    entries = [json.loads(line) for line in lines]
+    assert [(e["ticket"], e["id"], e["ref"]) for e in entries] == [
+        (n, f"INV/2026-27/{n}", f"order {n - 1}") for n in (1, 2, 3)
+    ]
+    assert entries[1]["voided"]["reason"] == "typo" and entries[0]["voided"] is None
+
+    status, lines, _ = admin("journal", "invoices", "--series", "2026-27", "--format", "csv")
+    assert status == 0 and lines[0].startswith("key,series,ticket,id,time") and len(lines) == 4
+    assert lines[2].endswith(f",{CALLER},{entries[1]['voided']['at']},typo")
+
+    status, lines, _ = admin("audit", "invoices")
+    assert status == 0
+    assert lines == ["invoices 2026-27: numbers 1..3: 3 issued, 1 voided", "audit: clean (1 series, 0 with problems)"]
+
+
+def test_admin_audit_names_a_number_without_an_entry(series_api, admin):
+    for i in range(4):
+        issue(series_api, f"k{i}")
+    # What the service never does: an entry deleted by hand (a restore that lost it, a stray script).
+    series_api.client.delete_item(TableName=SERIES_TABLE, Key=entry_key("invoices", "2026-27", 2))
+    status, lines, _ = admin("audit", "invoices", "--series", "2026-27")
+    assert status == 1
+    assert lines == [
+        "invoices 2026-27: numbers 1..4: 3 issued, 0 voided",
+        "  UNACCOUNTED (no journal entry): 2",
+        "audit: FAILED (1 series, 1 with problems)",
+    ]
+    status, _, err = admin("audit", "invoices", "--series", "1999")
+    assert status == 1 and "no series '1999' of 'invoices'" in err
+
+
+def test_audit_names_a_number_recorded_twice() -> None:
+    """An export read back (or a table edited by hand) with two entries of one number."""
+    head = Head("invoices", "2026", start=1, last=3)
+    entry = Entry("invoices", "2026", 1, "2026-01-01T00:00:00.000Z", CALLER, "k1")
+    entries = [entry, dataclasses.replace(entry, ticket=2), dataclasses.replace(entry, ticket=2, idempotency_key="k")]
+    result = audit(head, entries)
+    assert not result.clean and result.twice == [2] and result.unaccounted == [3]

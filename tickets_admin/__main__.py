@@ -1,5 +1,5 @@
 """`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
-or migrate an old counter table's values."""
+migrate an old counter table's values, or export and audit a series' journal."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
 from tickets_deploy.config import ConfigError, load_config_file, pick_region, region_settings
 
+from .journal import SERIES_COMMANDS, add_series_commands, run_series_command
 from .listing import counters, table_lines
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
 from .operations import export_items, raise_key
@@ -170,6 +171,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--dry-run", action="store_true", help="read both tables and print what it would do; write nothing"
     )
     _add_list_command(commands, common)
+    add_series_commands(commands, common)
     return parser.parse_args(argv)
 
 
@@ -178,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config_file(args.config)
         region = pick_region(config, args.region, args.config)
+        if args.command in SERIES_COMMANDS:
+            return run_series_command(args, config, region)
         table_class = DryRunTable if args.dry_run else CounterTable
         table = table_class(args.table or config.table_name, region, args.endpoint_url)
         if args.command == "export":

@@ -23,6 +23,12 @@ CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "sta
 _THROTTLED = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 
+_NO_CREDENTIALS = (
+    "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY (or sign in with aws sso login)"
+)
+
+
 class AdminError(RuntimeError):
     """Something the operator must fix or retry; the message says what."""
 
@@ -47,6 +53,19 @@ class CounterTable:
         self._client = session.create_client(
             "dynamodb", region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
         )
+
+    @property
+    def client(self) -> Any:
+        """The botocore client, for the series commands (tickets_admin/journal.py reads through the service's store)."""
+        return self._client
+
+    def explain(self, err: ClientError | BotoCoreError) -> AdminError:
+        """An AdminError saying what to do about a failed call on this table."""
+        if isinstance(err, NoCredentialsError):
+            return AdminError(_NO_CREDENTIALS)
+        if isinstance(err, BotoCoreError):
+            return AdminError(f"cannot reach the {self._where}: {err}")
+        return self._explain(err)
 
     def get(self, item_key: str) -> Item | None:
         """The item, read consistently, or None if there is none."""
@@ -80,10 +99,7 @@ class CounterTable:
                 raise
             raise self._explain(err) from None
         except NoCredentialsError:
-            raise AdminError(
-                "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY (or sign in with aws sso login)"
-            ) from None
+            raise AdminError(_NO_CREDENTIALS) from None
         except BotoCoreError as err:
             raise AdminError(f"cannot reach the {self._where}: {err}") from None
 
