@@ -15,10 +15,10 @@ import pytest
 from openapi_spec_validator import validate
 
 from conftest import EXAMPLE_CONFIG
-from local_support import TICKETS_CONFIG, call, write_cdk_json
+from local_support import TICKETS_CONFIG, call
 from tickets import errors, protocol
-from tickets_local.__main__ import banner
-from tickets_local.server import OPENAPI_DOCUMENT, OPENAPI_PATH, LocalServer
+from tickets_local.server import OPENAPI_DOCUMENT, OPENAPI_PATH
+from tickets_local.testing import LocalTickets
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -119,9 +119,10 @@ def test_every_answer_of_ours_says_no_store_and_503_says_when_to_retry():
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[LocalServer]:
-    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("openapi"), SERVED_CONFIG)) as running:
-        yield running
+def server(tickets_servers) -> LocalTickets:
+    running = tickets_servers(SERVED_CONFIG)
+    running.reset()
+    return running
 
 
 @pytest.mark.slow
@@ -133,7 +134,7 @@ def test_the_local_server_serves_the_document(server):
     refused = call(server.url, OPENAPI_PATH, method="POST")
     assert (refused.status, refused.headers["allow"], refused.json()["error"]) == (405, "GET", "method_not_allowed")
     assert call(server.url, "/_local").status == 400  # the rest of /_local is the handler's: not a key
-    assert f"{server.url}{OPENAPI_PATH}" in banner(server)
+    assert f"{server.url}{OPENAPI_PATH}" in server.banner  # what the command printed when it started
 
 
 def test_help_names_the_document_path():
