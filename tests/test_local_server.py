@@ -11,6 +11,7 @@ import logging
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.config import ConfigError
 from tickets_local import invoker as invoker_module
+from tickets_local import server as server_module
 from tickets_local.deployment import load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
 from tickets_local.server import LocalServer
@@ -249,6 +251,35 @@ class TestRoutes:
         connection.close()
         assert tickets == [1, 2, 3]
         assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets)  # never reopened
+
+    def test_answers_leave_at_once_in_one_write_with_nagle_off(self, server, monkeypatch):
+        """Nagle's algorithm holds a response's second write until the client ACKs the first, and clients
+        delay their ACKs (~40 ms): every keep-alive request after the first stalled. So each answer is
+        one write, and the accepted socket has TCP_NODELAY (for any answer written otherwise)."""
+        writes: list[bytes] = []
+        original_setup = server_module._RequestHandler.setup
+
+        def recording_setup(handler) -> None:
+            original_setup(handler)
+            sent = handler.wfile.write
+
+            def write(data: bytes) -> int:
+                writes.append(bytes(data))
+                return sent(data)
+
+            handler.wfile.write = write
+
+        monkeypatch.setattr(server_module._RequestHandler, "setup", recording_setup)
+        connection = http.client.HTTPConnection("127.0.0.1", int(server.url.rsplit(":", 1)[1]), timeout=10)
+        replies = [call(server.url, path, connection=connection) for path in ("/nagle", "/nagle", "/_counters/nagle")]
+        this_client = connection.sock.getsockname()
+        accepted = [sock for sock in list(server._http._connections) if sock.getpeername() == this_client]
+        assert len(accepted) == 1
+        assert accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        connection.close()
+        assert [reply.status for reply in replies] == [200, 200, 200]
+        assert len(writes) == 3  # one per response: status line, headers and body together
+        assert all(write.endswith(reply.body) for write, reply in zip(writes, replies))
 
     def test_idempotency_key_replays_the_answer(self, server):
         headers = {"Idempotency-Key": "local-test-1"}
