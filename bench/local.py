@@ -10,6 +10,13 @@
   lease took and settled on, the tickets it left unused at close, the latency of one request
   for the largest block, and the rate at which the lease hands out tickets when blocks cost
   nothing (a block source in memory).
+- keep-alive: one `TicketsClient` (one keep-alive connection), `next()` one ticket at a time: the
+  latency of each call, p50 and p99, as a test calling the local server sees it; then the same
+  without an Idempotency-Key.
+- user suite: what a test suite pays with the test kit's server (tickets_local.testing.LocalTickets,
+  a process of its own): its start-up, until it listens; USER_SUITE_TESTS single-ticket "tests"
+  through one shared client, each on a key of its own whose first ticket it checks; then one
+  reset() of what the suite and the keep-alive calls left.
 Runs in a child process (bench.child).
 """
 
@@ -65,6 +72,9 @@ def measure_test_kit(keep_alive_requests: int = KEEP_ALIVE_REQUESTS, user_suite_
         started = time.perf_counter() - began
         figures = _user_suite(server.url, user_suite_tests, started)
         figures.update(_keep_alive(server.url, keep_alive_requests))
+        began = time.perf_counter()  # the tables now hold the suite's counters and idempotency records
+        server.reset()
+        figures["user_suite_reset_ms"] = 1000 * (time.perf_counter() - began)
     return figures
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 
-from .backend import EndpointBackend, MotoBackend, empty_tables, ensure_tables
+from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
 from .events import (
     MAX_REQUEST_BYTES,
@@ -271,6 +271,7 @@ class LocalServer:
         self._verbose = verbose
         self._allow_reset = allow_reset
         self._invoker: HandlerInvoker | None = None
+        self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
         self._saved_environment: dict[str, str | None] = {}
         self.app: App | None = None  # built by start()
         self._http: _HttpServer | None = None
@@ -311,7 +312,7 @@ class LocalServer:
         invoker = self._invoker
 
         def empty_and_rebuild() -> None:
-            empty_tables(self.deployment, self.backend.endpoint_url)
+            self.backend.empty(self.deployment)
             self.app = self._build_app()
             invoker.handler = self.app.lambda_handler
 
@@ -321,9 +322,10 @@ class LocalServer:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
         from tickets.app import create_app, dynamodb_client
 
-        client = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
+        if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
+            self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
         return create_app(
-            self.deployment.settings, client, self.deployment.counter_table, self.deployment.idempotency_table
+            self.deployment.settings, self._dynamodb, self.deployment.counter_table, self.deployment.idempotency_table
         )
 
     def stop(self) -> None:
@@ -351,6 +353,7 @@ class LocalServer:
 
     def _release(self) -> None:
         """Undo start(): the backend, the environment."""
+        self._dynamodb = None
         self.backend.stop()
         for name, value in self._saved_environment.items():
             if value is None:
