@@ -8,6 +8,7 @@ import logging
 import signal
 import sys
 import time
+from typing import Any
 
 from tickets_deploy.config import ConfigError
 
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _config_json(text: str | None) -> object:
+def _config_json(text: str | None) -> Any:
     if text is None:
         return None
     try:

@@ -19,6 +19,7 @@ library until a fixture is used.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,7 @@ def tickets_config() -> dict[str, Any]:
     """cdk.json's `tickets` object for `tickets_server`; override it to serve your own config."""
     from tickets_local.testing import DEFAULT_CONFIG
 
-    return json.loads(json.dumps(DEFAULT_CONFIG))  # a copy a test may change without changing the default
+    return copy.deepcopy(DEFAULT_CONFIG)  # a copy a test may change without changing the default
 
 
 @pytest.fixture(scope="session")
