@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import selectors
+import site
 import subprocess
 import sys
 import tempfile
@@ -179,14 +180,16 @@ class LocalTickets:
 
 def _child_environment() -> dict[str, str]:
     """This process's environment, with the directories this process imports Tickets from first on the
-    child's path (pytest's rootdir insertion, for one, is not inherited)."""
+    child's path (a PYTHONPATH set in code, or pytest's rootdir insertion, is not inherited); an installed
+    copy, in site-packages, the child finds by itself."""
     environment = dict(os.environ)
+    installed = {str(Path(path).resolve()) for path in (*site.getsitepackages(), site.getusersitepackages())}
     roots = []
     for package in ("tickets_local", "tickets"):
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin is not None:
             root = str(Path(spec.origin).resolve().parent.parent)
-            if root not in roots:
+            if root not in roots and root not in installed:
                 roots.append(root)
     inherited = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = os.pathsep.join([*roots, *([inherited] if inherited else [])])
