@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import boto3
 import pytest
 from moto import mock_aws
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # shop.py, the code under test
-
-from shop import place_order  # noqa: E402
+from shop import place_order
 
 # The environment before any fixture ran (modules are imported at collection, before the session's
 # first fixture): the server must change nothing in it. pytest itself sets PYTEST_CURRENT_TEST.
