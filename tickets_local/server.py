@@ -10,6 +10,7 @@ settings (POWERTOOLS_*) are process-wide: the first server started decides them.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -22,7 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
+from tickets_admin.listing import counters, scan
 
+from . import openapi
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
 from .events import (
@@ -53,10 +56,10 @@ _PROTOCOL_ERROR_CODES = {
     414: PayloadTooLarge.code,
     431: PayloadTooLarge.code,
 }
-# The API's OpenAPI document, answered by the server itself: no key starts with `_`, so no counter can
-# shadow the path, and the deployed function (which has no such route) is unaffected.
-OPENAPI_PATH = "/_local/openapi.json"
-OPENAPI_DOCUMENT = Path(__file__).resolve().parent.parent / "openapi.json"
+# Paths the server answers itself, before the function: no key starts with `_`, so no counter can shadow
+# them, and the deployed function (which has no such routes) answers them 404.
+OPENAPI_PATH = "/_local/openapi.json"  # the API's OpenAPI document, for this server's config
+COUNTERS_PATH = "/_local/counters"  # every counter item of the server's table
 # Empties this server's tables and rebuilds its app (tickets_local.testing's reset()); answered only by a
 # server started with allow_reset (`--allow-reset`): on a persistent endpoint it erases every counter.
 RESET_PATH = "/_local/reset"
@@ -67,8 +70,15 @@ class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], invoker: HandlerInvoker, reset: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        invoker: HandlerInvoker,
+        local_routes: dict[str, Callable[[], bytes]],
+        reset: Callable[[], None] | None = None,
+    ):
         self.invoker = invoker
+        self.local_routes = local_routes  # path -> the JSON it answers to GET
         self.reset = reset  # None: the reset route is refused
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -123,8 +133,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
-        if self.path.partition("?")[0] == OPENAPI_PATH:
-            return _openapi_document(self.command)
+        local = self.server.local_routes.get(self.path.partition("?")[0])
+        if local is not None:
+            return _local_answer(self.command, local)
         if self.path.partition("?")[0] == RESET_PATH:
             return _reset(self.command, self.server.reset)
         request = HttpRequest(
@@ -204,19 +215,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         pass  # what http.server would log, send_error and _serve already log, one line each
 
 
-def _openapi_document(method: str) -> HttpResponse:
+def _local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
     if method != "GET":
-        refusal = error_response(405, MethodNotAllowed.code, f"{OPENAPI_PATH} accepts GET")
+        refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
         return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
-    try:
-        document = OPENAPI_DOCUMENT.read_bytes()
-    except OSError:
-        return error_response(
-            404,
-            NotFound.code,
-            f"{OPENAPI_DOCUMENT.name} is not beside tickets_local: this copy was installed without the repository",
-        )
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], document)
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
 
 
 def _answer_without_delay(connection: socket.socket) -> None:
@@ -292,8 +295,10 @@ class LocalServer:
             )
             ensure_tables(self.deployment, self.backend.endpoint_url)
             self.app = self._build_app()
-            self._invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
-            self._http = _HttpServer(self._address, self._invoker, self.reset if self._allow_reset else None)
+            self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
+            document = openapi.render(self.deployment.settings)  # the document of this config
+            local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
+            self._http = _HttpServer(self._address, invoker, local_routes, self.reset if self._allow_reset else None)
         except BaseException:
             self._release()
             raise
@@ -316,7 +321,7 @@ class LocalServer:
             self.app = self._build_app()
             invoker.handler = self.app.lambda_handler
 
-        invoker.alone(empty_and_rebuild)
+        invoker.between_invocations(empty_and_rebuild)
 
     def _build_app(self) -> App:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
@@ -325,8 +330,21 @@ class LocalServer:
         if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
             self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
         return create_app(
-            self.deployment.settings, self._dynamodb, self.deployment.counter_table, self.deployment.idempotency_table
+            self.deployment.settings,
+            self._dynamodb,
+            self.deployment.counter_table,
+            self.deployment.idempotency_table,
+            region=self.deployment.region,
         )
+
+    def _counters(self, invoker: HandlerInvoker) -> bytes:
+        """Every counter item of the table, as GET /_local/counters answers: read through the function's
+        client, between invocations (moto is not safe to share: invoker.py)."""
+        if self.app is None:
+            raise RuntimeError("the server is not running; call start() first")
+        app, table = self.app, self.deployment.counter_table
+        listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
+        return json.dumps({"counters": listed}, separators=(",", ":")).encode()
 
     def stop(self) -> None:
         if self._http is not None:
