@@ -142,3 +142,12 @@ def test_reset_is_off_unless_the_server_allows_it(tmp_path):
         wrong = call(server.url, RESET_PATH)
         assert (wrong.status, wrong.headers["allow"]) == (405, "POST")
         assert call(server.url, RESET_PATH, method="POST").json() == {"reset": True}
+
+
+@pytest.mark.slow
+def test_a_reset_that_fails_is_a_json_500_and_the_server_goes_on(tmp_path, monkeypatch):
+    with LocalServer(config=CONFIG, allow_reset=True) as server:
+        monkeypatch.setattr(server.backend, "empty", lambda deployment: 1 / 0)
+        failed = call(server.url, RESET_PATH, method="POST")
+        assert (failed.status, failed.json()["error"]) == (500, "reset_failed")
+        assert TicketsClient(server.url).next("orders") == [5000]

@@ -237,7 +237,11 @@ def _reset(method: str, reset: Callable[[], None] | None) -> HttpResponse:
     if method != "POST":
         refusal = error_response(405, MethodNotAllowed.code, f"{RESET_PATH} accepts POST")
         return HttpResponse(405, [*refusal.headers, ("Allow", "POST")], refusal.body)
-    reset()
+    try:
+        reset()
+    except Exception:
+        log.exception("the reset failed")
+        return error_response(500, "reset_failed", "the reset failed; see the server's log")
     return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], b'{"reset":true}')
 
 
