@@ -1,4 +1,4 @@
-"""pytest fixtures for testing your code against Tickets, without AWS (`pip install "tickets[testing]"`).
+"""pytest fixtures for testing your code against Tickets, without AWS (the package's `testing` extra; docs/testing.md).
 
 Registered through the `pytest11` entry point: installing the package is all it takes.
 

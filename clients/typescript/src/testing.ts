@@ -6,7 +6,7 @@
  *     await tickets.reset();                                 // every counter gone: "orders" starts at 5000 again
  *     await tickets.stop();
  *
- * Prerequisite: a Python (3.11+) with Tickets installed (`pip install "tickets[testing]"`): the helper runs
+ * Prerequisite: a Python (3.11+) with Tickets installed with its `testing` extra: the helper runs
  * `python -m tickets_local`, as the Python test kit does (docs/testing.md). Nothing of it runs in your
  * process; if your process ends without stop(), the server ends with it (it stops when its stdin closes). */
 import { type ChildProcess, spawn } from "node:child_process";
