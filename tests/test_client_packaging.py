@@ -22,6 +22,7 @@ import tickets_client
 REPO = Path(__file__).resolve().parent.parent
 PYTHON_CLIENT = REPO / "clients" / "python"
 TYPESCRIPT_CLIENT = REPO / "clients" / "typescript"
+TYPESCRIPT_VERSION = json.loads((TYPESCRIPT_CLIENT / "package.json").read_text())["version"]
 NPM = shutil.which("npm")
 
 
@@ -134,7 +135,7 @@ def test_a_path_dependency_on_the_typescript_client_installs_from_a_fresh_clone(
     "left_behind",
     [
         "clients/typescript/package-lock.json",  # npm install in clients/typescript (docs/client.md)
-        f"clients/typescript/tickets-client-{json.loads((TYPESCRIPT_CLIENT / 'package.json').read_text())['version']}.tgz",
+        f"clients/typescript/tickets-client-{TYPESCRIPT_VERSION}.tgz",  # npm pack there
         "clients/typescript/node_modules/typescript/package.json",
         "clients/typescript/dist/src/index.js",
         f"clients/python/dist/tickets_client-{tickets.__version__}.tar.gz",  # python -m build clients/python
