@@ -165,7 +165,7 @@ class TestRetries:
     def test_a_request_without_idempotency_sends_no_key_and_state_reads_never_do(self):
         with StubServer([json_reply(200, {"key": "orders", "ticket": 7})]) as stub:
             client = TicketsClient(stub.url)
-            client.next("orders", count=5, idempotent=False)
+            client.next("orders", idempotent=False)
             client.state("orders")
         assert [("idempotency-key" in r.headers) for r in stub.requests] == [False, False]
 
