@@ -23,7 +23,7 @@ GET /_local/openapi.json with the API's OpenAPI document (openapi.json)."""
 EPILOG = """\
 examples:
   python -m tickets_local                       # http://127.0.0.1:8000, moto in-process
-  python -m tickets_local --port 9000 --region eu-west-1
+  python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
 
 make serve passes PORT=, REGION= and ENDPOINT_URL= to the flags of the same names."""
