@@ -64,7 +64,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the CDK config whose context.tickets to serve (default: cdk.json)",
     )
     parser.add_argument(
-        "--verbose", action="store_true", help="also print the handler's INFO logs (JSON, as in CloudWatch)"
+        "--verbose",
+        action="store_true",
+        help="also print the handler's INFO logs and its EMF metrics lines, which carry the audit of each "
+        "issuance (JSON, as in CloudWatch)",
     )
     return parser.parse_args(argv)
 
