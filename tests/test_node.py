@@ -38,7 +38,9 @@ def test_no_end_of_life_banner_is_silenced():
     tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout
     for name in tracked.split():
         path = REPO / name
-        if path.is_file() and path.suffix in {"", ".py", ".ts", ".mjs", ".json", ".md", ".cfg", ".toml"}:
+        if path == Path(__file__) or path.suffix not in {"", ".py", ".ts", ".mjs", ".json", ".md", ".cfg", ".toml"}:
+            continue
+        if path.is_file():
             assert "JSII_SILENCE_WARNING" not in path.read_text(errors="replace"), name
 
 
