@@ -25,7 +25,7 @@ class TicketsStack(Stack):
             idempotency_table=service.idempotency_table,
             alarm_email=config.alarm_email,
         )
-        TicketDashboard(
+        dashboard = TicketDashboard(
             self,
             "Dashboard",
             function=service.function,
@@ -37,6 +37,12 @@ class TicketsStack(Stack):
 
         CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
         CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")
+        CfnOutput(
+            self,
+            "DashboardName",
+            value=dashboard.dashboard.dashboard_name,
+            description="The CloudWatch dashboard (its name is generated)",
+        )
         CfnOutput(
             self,
             "RegionSlot",

@@ -40,7 +40,7 @@ def test_the_client_is_released_with_the_server_and_its_metadata_reads_the_versi
     assert tickets_client.__version__ == tickets.__version__
     project = tomllib.loads((PYTHON_CLIENT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tickets_client.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tickets_client.version.__version__"}
 
 
 @pytest.mark.parametrize("client", [PYTHON_CLIENT, TYPESCRIPT_CLIENT], ids=["python", "typescript"])

@@ -287,6 +287,11 @@ def test_outputs_name_the_url_and_the_table(template):
     template.has_output("TableName", {"Value": {"Ref": "TicketsTable"}})
 
 
+def test_the_dashboards_generated_name_is_an_output(template):
+    [dashboard] = template.find_resources("AWS::CloudWatch::Dashboard")
+    template.has_output("DashboardName", {"Value": {"Ref": dashboard}})
+
+
 def _statements(template: Template) -> list[dict]:
     policies = template.find_resources("AWS::IAM::Policy")
     return [

@@ -1,15 +1,18 @@
-"""`python -m tickets_admin`: raise a counter above a number, export every counter item, or migrate an
-old counter table's values."""
+"""`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
+or migrate an old counter table's values."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
+import tickets
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
 from tickets_deploy.config import ConfigError, load_config_file, pick_region, region_settings
 
+from .listing import counters, table_lines
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
 from .operations import export_items, raise_key
 from .table import AdminError, CounterTable
@@ -24,6 +27,7 @@ EPILOG = """\
 examples:
   python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
   python -m tickets_admin raise orders --above 120000 --region eu-west-1
+  python -m tickets_admin list
   python -m tickets_admin export > counters.jsonl
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
@@ -105,6 +109,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(dry_run=False)  # only migrate has --dry-run
+    _add_version(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     raise_ = commands.add_parser(
         "raise",
@@ -164,6 +169,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     migrate_.add_argument(
         "--dry-run", action="store_true", help="read both tables and print what it would do; write nothing"
     )
+    _add_list_command(commands, common)
     return parser.parse_args(argv)
 
 
@@ -178,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             for line in export_items(table):
                 print(line)
             return 0
+        if args.command == "list":
+            return _list(table)
         settings = region_settings(config, region)
         if args.command == "migrate":
             old_table = CounterTable(args.from_table, region, args.endpoint_url, named_by="--from-table")
@@ -209,6 +217,42 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 1 if any(result.needs_attention for result in results) else 0
+
+
+LIST_DESCRIPTION = """\
+Print the counters of this region's table, one a line: the key, how many lanes its items
+hold in this region (one per shard), the highest ticket they issued (`last`, - if none)
+and the step stored on them. Read from the table with a consistent, paginated Scan and
+the operator's credentials (the function itself may not scan), so it lists every key
+that was used, configured or not. `export` prints the items themselves."""
+
+LIST_EPILOG = """\
+examples:
+  python -m tickets_admin list
+  python -m tickets_admin list --region eu-west-1
+  python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
+  (make serve on its in-process moto: curl http://127.0.0.1:8000/_local/counters)"""
+
+
+def _add_list_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    commands.add_parser(
+        "list",
+        parents=[common],
+        description=LIST_DESCRIPTION,
+        epilog=LIST_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print the counters of this region's table: key, lanes, last, step",
+    )
+
+
+def _list(table: CounterTable) -> int:
+    for line in table_lines(counters(table.scan())):
+        print(line)
+    return 0
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
 
 
 def _key(text: str) -> str:

@@ -8,9 +8,6 @@ botocore, nothing else.
 from .client import Block, TicketsClient
 from .errors import TicketsError
 from .lease import TicketLease
+from .version import __version__
 
 __all__ = ["Block", "TicketLease", "TicketsClient", "TicketsError", "__version__"]
-
-# The client's release, the server's (tickets.__version__; tests/test_client_packaging.py checks they
-# agree): clients/python/pyproject.toml reads it from here.
-__version__ = "0.2.0"
