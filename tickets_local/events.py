@@ -93,12 +93,13 @@ def function_url_event(request: HttpRequest, *, now: float | None = None) -> dic
 
 
 def _as_text(body: bytes, content_type: str | None) -> str | None:
-    """The body as Function URLs pass it, by its Content-Type: as text for text types (`text/*`) and
-    JSON (`application/json`, `application/*+json`); base64 for everything else, a body without a type,
-    `application/x-www-form-urlencoded` and `application/octet-stream` included. None: base64. A text
-    type's body that is not UTF-8 cannot be a JSON string either: it too goes as base64."""
+    """The body as Function URLs pass it, by its Content-Type (AWS's rule: a body is base64-encoded
+    unless its type is `text/*` or `application/json`): as text for those two; base64 for everything
+    else, a body without a type, `application/x-www-form-urlencoded` and `application/octet-stream`
+    included. None: base64. A text type's body that is not UTF-8 cannot be a JSON string either: it
+    too goes as base64."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    is_text = media_type.startswith("text/") or media_type == "application/json" or media_type.endswith("+json")
+    is_text = media_type.startswith("text/") or media_type == "application/json"
     if not is_text:
         return None
     try:
