@@ -317,7 +317,13 @@ class TestRoutes:
             "/orders/?key=orders&count=2&count=2",
             method="POST",
             body=b'{"count": 2}',
-            headers={"User-Agent": "probe/1.0", "Cookie": "a=1; b=2", "X-Many": "one", "Accept": "text/plain"},
+            headers={
+                "User-Agent": "probe/1.0",
+                "Cookie": "a=1; b=2",
+                "X-Many": "one",
+                "Accept": "text/plain",
+                "Content-Type": "application/json",
+            },
         )
         event = events[0]
 

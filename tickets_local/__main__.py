@@ -28,7 +28,7 @@ counters of its table (key, lanes, last, step)."""
 EPILOG = """\
 examples:
   python -m tickets_local                       # http://127.0.0.1:8000, moto in-process
-  python -m tickets_local --port 9000 --region eu-west-1
+  python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
 
 make serve passes PORT=, REGION= and ENDPOINT_URL= to the flags of the same names."""
@@ -75,7 +75,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="cdk.json's `tickets` object itself, as JSON, in place of --config (tickets_local.testing passes it)",
     )
     parser.add_argument(
-        "--verbose", action="store_true", help="also print the handler's INFO logs (JSON, as in CloudWatch)"
+        "--verbose",
+        action="store_true",
+        help="also print the handler's INFO logs and its EMF metrics lines, which carry the audit of each "
+        "issuance (JSON, as in CloudWatch)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
     add_testing_arguments(parser)

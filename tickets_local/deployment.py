@@ -60,6 +60,8 @@ class LocalDeployment:
             **{name: value for name, value in function_environment.items() if name.startswith("POWERTOOLS_")},
             **POWERTOOLS_LOCAL,
             "POWERTOOLS_LOG_LEVEL": "INFO" if verbose else "WARNING",
+            # --verbose prints what CloudWatch would get, the EMF metrics line (with the audit fields) too.
+            "POWERTOOLS_METRICS_DISABLED": "false" if verbose else "true",
         }
 
 

@@ -25,7 +25,7 @@ from . import __version__, protocol, routes, timing
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
-from .log_format import AuditLine
+from .log_format import record_issuance
 from .sequence import Lane
 from .settings import Settings
 from .store import CounterStore
@@ -49,8 +49,6 @@ DYNAMODB_CONFIG = Config(
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
-# The audit trail: one line per issuance, Powertools' JSON line printed without the logging machinery.
-issued_line = AuditLine(logger, "issued")
 # Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
 # start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
 TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
@@ -230,7 +228,14 @@ def create_app(
         if issued.near_max:
             metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
             logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
-        issued_line.emit(first_ticket=issued.first, last_ticket=issued.last)
+        record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
+            metrics,
+            key=key,
+            count=count,
+            first_ticket=issued.first,
+            last_ticket=issued.last,
+            correlation_id=logger.get_correlation_id(),
+        )
         return issued.range_json() if request.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
 
     def load_idempotency() -> IdempotentIssue:
