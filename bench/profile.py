@@ -4,10 +4,10 @@ cold: `python -X importtime` of each handler module in a fresh process, from the
 copy the cold-start figure uses; the imports that cost most, cumulative.
 warm: cProfile around warm Tickets calls (DynamoDB stubbed, as in warm.py), self time
 grouped by package, then the costliest functions.
-line: what the per-issuance audit line costs, measured as warm.py measures (rounds of calls,
-side by side, medians, no profiler): Tickets as it is (tickets.log_format.AuditLine), with the
-same line through Powertools' `logger.info`, and with no line (log level WARNING), against the
-baseline.
+line: what the per-issuance audit record costs, measured as warm.py measures (rounds of calls,
+side by side, medians, no profiler): Tickets as it is (the audit fields in the request's EMF
+metrics line, tickets.log_format.record_issuance), with the audit as a line of its own through
+Powertools' `logger.info`, and with no audit at all, against the baseline.
 """
 
 from __future__ import annotations
@@ -92,41 +92,41 @@ def line(rounds: int, calls: int) -> None:
 
     with environment(handler_env()), contextlib.redirect_stdout(open(os.devnull, "w")) as null:
         app, baseline = tickets_app(), importlib.import_module(BASELINE_MODULE)
-        import tickets.app as tickets  # its module-level logger and audit line, swapped below
+        import tickets.app as tickets  # its module-level logger and audit record, swapped below
 
         for handler in tickets.logger.handlers:
             handler.setStream(null)
-        audit_line = tickets.issued_line
+        in_metrics_line = tickets.record_issuance
 
-        class ThroughLoggerInfo:
-            def emit(self, **fields: object) -> None:
-                tickets.logger.info("issued", extra=fields)
+        def through_logger_info(metrics: object, **fields: object) -> None:
+            tickets.logger.info("issued", extra=fields)
+
+        def no_audit(metrics: object, **fields: object) -> None:
+            pass
 
         stubbed = _StubbedHandler(
             app.lambda_handler, app.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
         )
-        variants = {  # name: (handler, log level, audit line)
+        variants = {  # name: (handler, audit record)
             "baseline": (
                 _StubbedHandler(
                     baseline.lambda_handler, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}
                 ),
                 None,
-                None,
             ),
-            "Tickets, audit line (AuditLine)": (stubbed, "INFO", audit_line),
-            "Tickets, the line through logger.info": (stubbed, "INFO", ThroughLoggerInfo()),
-            "Tickets, no line (WARNING)": (stubbed, "WARNING", audit_line),
+            "Tickets, audit fields in the metrics line": (stubbed, in_metrics_line),
+            "Tickets, the audit as a logger.info line": (stubbed, through_logger_info),
+            "Tickets, no audit": (stubbed, no_audit),
         }
         durations: dict[str, list[float]] = {name: [] for name in variants}
         for round_index in range(rounds + 1):  # the first round warms up
-            for name, (handler, level, emitter) in variants.items():
-                if level is not None:
-                    tickets.logger.setLevel(level)
-                    tickets.issued_line = emitter
+            for name, (handler, record) in variants.items():
+                if record is not None:
+                    tickets.record_issuance = record
                 measured = handler.run_round(calls)
                 if round_index:
                     durations[name].extend(measured)
-        tickets.issued_line = audit_line
+        tickets.record_issuance = in_metrics_line
         null.close()
     medians = {name: 1e6 * statistics.median(measured) for name, measured in durations.items()}
     print(f"== warm calls, median of {rounds * calls} each, side by side (load average {os.getloadavg()[0]:.1f})")
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         "what",
         choices=("cold", "warm", "line"),
         help="cold: import times of both handler modules; warm: cProfile of warm Tickets calls; "
-        "line: the audit line's cost, side by side",
+        "line: the audit record's cost, side by side",
     )
     parser.add_argument("--rows", type=int, default=25, help="how many lines to show (default: 25)")
     parser.add_argument("--calls", type=int, default=2000, help="warm: calls profiled (default: 2000)")

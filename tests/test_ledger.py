@@ -410,7 +410,7 @@ def test_the_ledger_is_found_beside_cdk_json_and_app_py_wherever_the_command_run
     found = subprocess.run(
         [sys.executable, "-c", "import app; print(app.LEDGER_PATH)"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
         check=True,
@@ -425,7 +425,6 @@ def test_the_ledger_is_found_beside_cdk_json_and_app_py_wherever_the_command_run
 
 @pytest.fixture
 def app_module():
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     import app
 
     return app

@@ -1,124 +1,118 @@
-"""The audit line (tickets.log_format.AuditLine) prints what Powertools' `logger.info` prints,
-character for character: same fields, same order, same values, same JSON."""
+"""The audit record of an issuance (tickets.log_format): the real handler, on real Function URL events,
+prints ONE JSON line per issuing request, Powertools' EMF metrics line, and that line carries the
+audit fields docs/operations.md's runbook queries read, exactly (tickets above 2^53 too), whatever the
+log level."""
 
 from __future__ import annotations
 
-import decimal
-import io
-import itertools
 import json
-import time
+import re
+import sys
+from pathlib import Path
 
 import pytest
-from aws_lambda_powertools import Logger
 
-from tickets.log_format import AuditLine
+import tickets.app
+from conftest import EXAMPLE_CONFIG, FakeLambdaContext, function_url_event
+from tickets.log_format import AUDIT_FIELDS
 
-NOW_NS = 1_700_000_000_123_456_789
-_services = itertools.count()
+REPO = Path(__file__).resolve().parent.parent
+REQUEST_ID = "5d24d88b-audit-test"
+BIG = 2**62 + 1  # above 2^53: a float would round it
+BIG_COUNTER = {"start": str(BIG), "max": str(2**63 - 1)}  # decimal strings: cdk.json's exact form
+CONFIG = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "big": BIG_COUNTER}}
 
 
 @pytest.fixture
-def frozen_time(monkeypatch):
-    monkeypatch.setattr(time, "time_ns", lambda: NOW_NS)
-    monkeypatch.setattr(time, "time", lambda: NOW_NS / 1e9)
+def printed(monkeypatch, capsys):
+    """The lines the function prints during the call given, parsed: Powertools' logger writes to the
+    stream it was made with, so it is pointed at the captured stdout, at INFO (the deployed level)."""
+    logger = tickets.app.logger
+    for handler in logger.handlers:
+        monkeypatch.setattr(handler, "stream", sys.stdout)
+    level = logger.log_level
+    logger.setLevel("INFO")
+
+    def lines_of(call):
+        capsys.readouterr()
+        answer = call()
+        return answer, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+    yield lines_of
+    logger.setLevel(level)
 
 
-def powertools_logger(**options) -> tuple[Logger, io.StringIO]:
-    """A logger of its own (Powertools keeps one per service name in the process), set up as a
-    function's is during an invocation."""
-    stream = io.StringIO()
-    logger = Logger(
-        service=f"audit-test-{next(_services)}", level="INFO", logger_handler=None, stream=stream, **options
-    )
-    logger.append_keys(
-        cold_start=False,
-        function_name="tickets",
-        function_memory_size=256,
-        function_arn="arn:aws:lambda:us-east-1:123456789012:function:tickets",
-        function_request_id="8f5c-4d21",
-        correlation_id="req-1",
-        key="orders",
-        count=3,
-    )
-    return logger, stream
+def post(api, path: str, **event_args) -> dict:
+    """The function's answer to a POST whose Function URL request id is REQUEST_ID."""
+    event = function_url_event(path, "POST", **event_args)
+    event["requestContext"]["requestId"] = REQUEST_ID
+    return api.handler.lambda_handler(event, FakeLambdaContext())
 
 
-def both_lines(logger: Logger, stream: io.StringIO, **fields) -> tuple[str, str]:
-    audit = AuditLine(logger, "issued")
-    lines = []
-    for emit in (lambda: audit.emit(**fields), lambda: logger.info("issued", extra=fields)):  # one line: one location
-        stream.seek(0)
-        stream.truncate()
-        emit()
-        lines.append(stream.getvalue())
-    return lines[0], lines[1]
-
-
-FIELDS = {
-    "tickets": {"first_ticket": 5000, "last_ticket": 5002},
-    "none-dropped": {"first_ticket": 5000, "last_ticket": None},
-    "not-json-types": {"first_ticket": decimal.Decimal("5000"), "when": object()},
-    "unicode": {"first_ticket": 1, "note": "ünïcødé ✓"},
-    "named-like-powertools-keys": {"key": "invoices", "xray_trace_id": "mine", "stack_trace": "x"},
-}
-
-
-@pytest.mark.parametrize("fields", FIELDS.values(), ids=FIELDS.keys())
-def test_the_audit_line_is_the_line_logger_info_prints(frozen_time, fields):
-    audit, info = both_lines(*powertools_logger(), **fields)
-    assert audit == info
-    assert json.loads(audit)["message"] == "issued"
+def audit_of(line: dict) -> dict:
+    return {name: line[name] for name in AUDIT_FIELDS if name in line}
 
 
 @pytest.mark.parametrize(
-    "options",
-    [{"utc": True}, {"use_rfc3339": True}, {"datefmt": "%H:%M:%S"}, {"xray_trace_id": None}],
-    ids=["utc", "rfc3339", "datefmt", "no-xray"],
+    "path, query, audit",
+    [
+        ("/orders", None, {"key": "orders", "count": 1, "first_ticket": 5000, "last_ticket": 5000}),
+        ("/orders", {"count": "3"}, {"key": "orders", "count": 3, "first_ticket": 5000, "last_ticket": 5002}),
+        ("/invoices", {"count": "3"}, {"key": "invoices", "count": 3, "first_ticket": 1, "last_ticket": 21}),
+        (
+            "/_blocks/orders",
+            {"count": "1000"},
+            {"key": "orders", "count": 1000, "first_ticket": 5000, "last_ticket": 5999},
+        ),
+        ("/big", {"count": "2"}, {"key": "big", "count": 2, "first_ticket": BIG, "last_ticket": BIG + 1}),
+    ],
+    ids=["one", "list", "stride", "range-block", "above-2^53"],
 )
-def test_the_same_line_with_other_powertools_options(frozen_time, monkeypatch, options):
-    monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
-    logger, stream = powertools_logger(**options)
-    audit, info = both_lines(logger, stream, first_ticket=1, last_ticket=2)
-    assert audit == info
+def test_an_issuance_prints_one_line_the_metrics_line_with_its_audit_fields(deploy, printed, path, query, audit):
+    api = deploy(CONFIG)
+    answer, lines = printed(lambda: post(api, path, query=query))
+    assert answer["statusCode"] == 200
+    assert len(lines) == 1, lines  # one line per request: no separate audit line
+    [line] = lines
+    metrics = line["_aws"]["CloudWatchMetrics"][0]
+    assert metrics["Namespace"] == "Tickets" and {"Name": "TicketsIssued", "Unit": "Count"} in metrics["Metrics"]
+    assert line["TicketsIssued"] == [float(audit["count"])]
+    assert audit_of(line) == {**audit, "correlation_id": REQUEST_ID}
 
 
-def test_the_x_ray_trace_id_is_logged_as_powertools_logs_it(frozen_time, monkeypatch):
-    monkeypatch.setenv("_X_AMZN_TRACE_ID", "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1")
-    audit, info = both_lines(*powertools_logger(), first_ticket=1)
-    assert audit == info
-    assert json.loads(audit)["xray_trace_id"] == "1-5759e988-bd862e3fe1be46a994272793"
+def test_a_replayed_idempotent_answer_and_a_refusal_carry_no_issuance(deploy, printed):
+    api = deploy(CONFIG)
+    headers = {"idempotency-key": "audit-1"}
+    _, first = printed(lambda: api.post("/orders", headers=headers))
+    assert [audit_of(line)["first_ticket"] for line in first] == [5000]
+    answer, replay = printed(lambda: api.post("/orders", headers=headers))
+    assert answer.body["ticket"] == 5000
+    assert not [line for line in replay if "first_ticket" in line]  # nothing new issued
+    refused, lines = printed(lambda: api.post("/orders", query={"count": "0"}))
+    assert refused.status == 400
+    assert lines and not [line for line in lines if "first_ticket" in line]
 
 
-def test_keys_the_shortcut_does_not_fill_go_through_logging(frozen_time):
-    logger, stream = powertools_logger()
-    logger.append_keys(process_id="%(process)d")  # not a reserved name: a plain value
-    logger.append_keys(thread="%(thread)d")  # a reserved name: a template only logging can fill
-    audit, info = both_lines(logger, stream, first_ticket=1)
-    assert audit == info
-    assert json.loads(audit)["process_id"] == "%(process)d"
-    logger.thread_safe_append_keys(tenant="t-1")
-    audit, info = both_lines(logger, stream, first_ticket=1)
-    assert audit == info and json.loads(audit)["tenant"] == "t-1"
+def test_the_log_level_does_not_turn_the_audit_off(deploy, printed):
+    api = deploy(CONFIG)
+    tickets.app.logger.setLevel("ERROR")
+    _, lines = printed(lambda: api.post("/orders"))
+    tickets.app.logger.setLevel("INFO")
+    assert [audit_of(line)["first_ticket"] for line in lines] == [5000]
 
 
-@pytest.mark.parametrize("name", ["message", "asctime", "process", "lineno"])
-def test_a_field_named_like_a_record_attribute_is_refused_as_logging_refuses_it(name):
-    logger, stream = powertools_logger()
-    with pytest.raises(KeyError, match=name):
-        logger.info("issued", extra={name: 1})
-    with pytest.raises(KeyError, match=name):
-        AuditLine(logger, "issued").emit(**{name: 1})
-    assert stream.getvalue() == ""
-
-
-def test_nothing_is_printed_when_info_is_off():
-    logger, stream = powertools_logger()
-    logger.setLevel("WARNING")
-    AuditLine(logger, "issued").emit(first_ticket=1)
-    assert stream.getvalue() == ""
-
-
-def test_a_message_that_looks_like_json_is_refused():
-    with pytest.raises(ValueError):
-        AuditLine(powertools_logger()[0], '{"issued": 1}')
+def test_the_runbooks_queries_read_fields_the_line_carries(deploy, printed):
+    """Every field docs/operations.md's Logs Insights queries filter or aggregate on is one the
+    audit line carries (Logs Insights' own fields start with @)."""
+    operations = " ".join((REPO / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    queries = [query for query in re.findall(r"`([^`]*\| *(?:stats|fields)[^`]*)`", operations)]
+    assert len(queries) >= 2, queries
+    words = {
+        word
+        for query in queries
+        for word in re.findall(r"(?<![@\"\w])([a-z_]+)(?![\w(\"])", re.sub(r'"[^"]*"', '""', query))
+    }
+    fields = words - {"filter", "and", "or", "not", "stats", "fields", "by", "sort", "desc", "asc", "limit"}
+    _, [line] = printed(lambda: deploy(CONFIG).post("/orders"))
+    assert fields and fields <= set(audit_of(line)), (fields, line)
+    assert "ispresent(last_ticket)" in operations  # what tells an issuance's line from other lines

@@ -12,9 +12,6 @@ from pathlib import Path
 
 import cfnlint.api
 import pytest
-
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
 from aws_cdk import App  # noqa: E402
 from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
 

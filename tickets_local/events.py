@@ -84,15 +84,28 @@ def function_url_event(request: HttpRequest, *, now: float | None = None) -> dic
         "timeEpoch": int(now * 1000),
     }
     if request.body:
-        try:
-            event["body"] = request.body.decode("utf-8")
-            event["isBase64Encoded"] = False
-        except UnicodeDecodeError:
-            event["body"] = base64.b64encode(request.body).decode("ascii")
-            event["isBase64Encoded"] = True
+        text = _as_text(request.body, headers.get("content-type"))
+        event["body"] = text if text is not None else base64.b64encode(request.body).decode("ascii")
+        event["isBase64Encoded"] = text is None
     else:
         event["isBase64Encoded"] = False
     return event
+
+
+def _as_text(body: bytes, content_type: str | None) -> str | None:
+    """The body as Function URLs pass it, by its Content-Type (AWS's rule: a body is base64-encoded
+    unless its type is `text/*` or `application/json`): as text for those two; base64 for everything
+    else, a body without a type, `application/x-www-form-urlencoded` and `application/octet-stream`
+    included. None: base64. A text type's body that is not UTF-8 cannot be a JSON string either: it
+    too goes as base64."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    is_text = media_type.startswith("text/") or media_type == "application/json"
+    if not is_text:
+        return None
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def http_response(result: Any) -> HttpResponse:

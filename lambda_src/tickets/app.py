@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import botocore.session
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Response
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
 from . import __version__, protocol, routes, timing
@@ -27,7 +27,7 @@ from .caller import caller
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
-from .log_format import AuditLine
+from .log_format import record_issuance
 from .sequence import Lane
 from .series import requests as series_requests
 from .series.config import SeriesConfig
@@ -54,9 +54,6 @@ DYNAMODB_CONFIG = Config(
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
-# The audit trail: one line per issuance, Powertools' JSON line printed without the logging machinery.
-issued_line = AuditLine(logger, "issued")
-series_line = AuditLine(logger, "series_issued")
 # Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
 # start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
 TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
@@ -183,7 +180,8 @@ def create_app(
         issued = journal.issue(request)
         if not issued.replayed:
             series_metric("SeriesIssued", issued.entry.key, issued.entry.series)
-            series_line.emit(series=issued.entry.series, ticket=issued.entry.ticket)
+            metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
+            metrics.add_metadata("correlation_id", event.request_context.request_id)
         return _json(200, issued.entry.answer())
 
     @handles
@@ -302,7 +300,14 @@ def create_app(
         if issued.near_max:
             metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
             logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
-        issued_line.emit(first_ticket=issued.first, last_ticket=issued.last)
+        record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
+            metrics,
+            key=key,
+            count=count,
+            first_ticket=issued.first,
+            last_ticket=issued.last,
+            correlation_id=logger.get_correlation_id(),
+        )
         return issued.range_json() if request.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
 
     def load_idempotency() -> IdempotentIssue:
@@ -345,10 +350,12 @@ def _normalised(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def series_metric(name: str, key: str, series: str) -> None:
-    """A count of one series' numbers, by key and series: its own metric line, so the dimensions
-    stay off the request's other metrics (their number stays bounded: series are configured)."""
-    with single_metric(name=name, unit=MetricUnit.Count, value=1, default_dimensions={"key": key}) as metric:
-        metric.add_dimension(name="series", value=series)
+    """A count of one series' numbers, by key and series, in the request's metrics line (an invocation
+    serves one request, and Powertools clears the dimensions after each line). Series are configured
+    and periods few, so the dimensions stay bounded."""
+    metrics.add_dimension(name="key", value=key)
+    metrics.add_dimension(name="series", value=series)
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
 
 
 def _json(status: int, body: dict[str, Any], extra_headers: dict[str, str] | None = None) -> Response[str]:

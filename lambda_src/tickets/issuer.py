@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
 
-from .errors import BadRequest, Exhausted, NotFound, Unavailable, exhausted
+from .errors import BadRequest, Exhausted, NotFound, Unavailable, echo, exhausted
+from .keys import echo_count
 from .lane_item import LAST, STEP
 from .sequence import Lane, lanes_of
 from .settings import CounterConfig, Settings
@@ -152,7 +153,8 @@ class Issuer:
         limit = self._settings.block_limit(self._counter(key))
         if count > limit:
             raise BadRequest(
-                f"invalid count {count}: a block of {key!r} holds at most {limit} tickets (maxBlock in cdk.json)"
+                f"invalid count {echo_count(count)}: a block of {echo(key)} holds at most {limit} tickets"
+                " (maxBlock in cdk.json)"
             )
 
     def state(self, key: str) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import TypeGuard
 
@@ -35,8 +36,14 @@ def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
     else:
         count = None
     if count is None or not 1 <= count <= maximum:
-        raise BadRequest(f"invalid count {echo(raw)}: count is a whole number from 1 to {maximum}")
+        raise BadRequest(f"invalid count {echo_count(raw)}: count is a whole number from 1 to {maximum}")
     return count
+
+
+def echo_count(raw: object) -> str:
+    """A count as error messages quote it, whether it came as query text or as a JSON value: its text,
+    quoted (`invalid count '0'`, `invalid count 'true'`, `invalid count '101'`)."""
+    return echo(raw if isinstance(raw, str) else json.dumps(raw, default=str))
 
 
 def require_idempotency_key(value: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from .errors import BadRequest, PayloadTooLarge, echo
-from .keys import MAX_COUNT, parse_count, require_key
+from .keys import MAX_COUNT, echo_count, parse_count, require_key
 
 # The two issuing routes: /{key} answers the tickets as a list, /_blocks/{key} as a range.
 TICKETS_ROUTE = "tickets"
@@ -161,7 +161,7 @@ def _json_integer(value: object, max_count: int) -> int:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo(value)}")
+        raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo_count(value)}")
     return value
 
 

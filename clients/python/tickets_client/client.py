@@ -16,20 +16,25 @@ with this key still holds its lock) for up to IN_PROGRESS_RETRY_SECONDS of waiti
 `max_attempts`: a first attempt that crashed holds the lock until its request's deadline, before the
 function's timeout.
 Waits are capped exponential backoff with full jitter, and at least the server's Retry-After.
+
+docs/client.md states the rules both clients share (Retry-After, what counts as an attempt, which
+answers are refused); clients/conformance.json holds the cases both clients' tests run.
 """
 
 from __future__ import annotations
 
-import email.utils
+import datetime
 import http.client
 import json
 import random
+import re
+import select
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 from urllib.parse import quote, urlsplit
 
 from .errors import TicketsError
@@ -41,6 +46,7 @@ USER_AGENT = "tickets-client/0.1"
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_CAP_SECONDS = 5.0
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
+MAX_SAFE_INTEGER = 2**53 - 1  # the largest ticket both clients hold exactly (a JS number beyond it rounds)
 # The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
 # import the server's code; tests/test_client.py checks the two agree).
 FUNCTION_TIMEOUT_SECONDS = 10
@@ -103,16 +109,13 @@ class TicketsClient:
         """`count` new tickets of `key` (the deployment's default key when None), ascending.
         `idempotent=False` sends no Idempotency-Key: a retry after a lost answer then burns that
         block (a gap), and the server saves its idempotency writes."""
-        answer = self.issue(key, count, idempotent=idempotent)
-        tickets: list[int] = answer.get("tickets", [answer["ticket"]])
-        return tickets
+        return _tickets(self.issue(key, count, idempotent=idempotent), count)
 
     def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
-        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}."""
+        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, once its tickets check out."""
         query = f"?count={count}" if count != 1 else ""
         answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
-        if not isinstance(answer.get("ticket"), int):
-            raise TicketsError(200, "bad_response", f"the server's answer has no ticket: {answer!r:.200}")
+        _tickets(answer, count)
         return answer
 
     def block(self, key: str, count: int, *, idempotent: bool = True) -> Block:
@@ -121,7 +124,7 @@ class TicketsClient:
         `idempotent` as for `next`."""
         answer = self._request("POST", f"/_blocks{_key_path(key)}?count={count}", idempotent=idempotent)
         fields = [answer.get(name) for name in ("first", "last", "step", "count")]
-        numbers = [n for n in fields if isinstance(n, int) and not isinstance(n, bool)]
+        numbers = [n for n in fields if _is_ticket(n)]
         if len(numbers) != len(fields):
             raise TicketsError(200, "bad_response", f"the server's answer is not a block: {answer!r:.200}")
         block = Block(*numbers)
@@ -153,7 +156,7 @@ class TicketsClient:
                 failure = _server_error(status, body)
                 if not _retryable(failure, idempotent):
                     raise failure
-                delay = max(_retry_after(response_headers.get("retry-after")), _backoff(attempts))
+                delay = max(_retry_after(response_headers.get("retry-after")) or 0.0, _backoff(attempts))
             if _in_progress(failure):
                 give_up = waited >= IN_PROGRESS_RETRY_SECONDS or attempts >= IN_PROGRESS_MAX_ATTEMPTS
             else:
@@ -163,6 +166,28 @@ class TicketsClient:
                 raise failure
             self._sleep(delay)
             waited += delay
+
+
+def _is_ticket(value: object) -> TypeGuard[int]:
+    """A whole number both clients hold exactly (JSON's true is no ticket, though Python's bool is an int)."""
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
+
+
+def _tickets(answer: dict[str, Any], count: int) -> list[int]:
+    """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
+    tickets = answer.get("tickets", [answer.get("ticket")])
+    if not (
+        isinstance(tickets, list)
+        and len(tickets) == count
+        and all(_is_ticket(ticket) for ticket in tickets)
+        and answer.get("ticket") == tickets[0]
+        and _is_ticket(answer.get("ticket"))
+    ):
+        raise TicketsError(200, "bad_response", f"asked for {count} tickets, got {answer!r:.200}")
+    steps = {later - earlier for earlier, later in zip(tickets, tickets[1:])}
+    if len(steps) > 1 or min(steps, default=1) < 1:
+        raise TicketsError(200, "bad_response", f"the tickets are not ascending by one step: {answer!r:.200}")
+    return tickets
 
 
 def _key_path(key: str | None) -> str:
@@ -185,18 +210,57 @@ def _backoff(attempt: int) -> float:
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
 
 
-def _retry_after(value: str | None) -> float:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 when absent or unreadable."""
-    if not value:
-        return 0.0
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH = "(" + "|".join(_MONTHS) + ")"
+_TIME = "([0-9]{2}):([0-9]{2}):([0-9]{2})"
+# RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
+_IMF_FIXDATE = re.compile(rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{{2}}) {_MONTH} ([0-9]{{4}}) {_TIME} GMT")
+_RFC850_DATE = re.compile(
+    rf"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), ([0-9]{{2}})-{_MONTH}-([0-9]{{2}}) {_TIME} GMT"
+)
+_ASCTIME_DATE = re.compile(rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} ([0-9 ][0-9]) {_TIME} ([0-9]{{4}})")
+
+
+def _retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
+    only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a date in the past is 0. None when absent
+    or anything else (`1.5`, `-1`, `0x10`, `nan`, `inf`, a date in another form): the backoff decides."""
+    value = (value or "").strip(" \t")
+    if re.fullmatch("[0-9]+", value):
+        return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap
+    date = _http_date(value, datetime.datetime.now(datetime.UTC) if now is None else _utc(now))
+    if date is None:
+        return None
+    now_seconds = time.time() if now is None else now
+    return min(max(date.timestamp() - now_seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def _utc(seconds: float) -> datetime.datetime:
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+
+
+def _http_date(value: str, now: datetime.datetime) -> datetime.datetime | None:
+    if match := _IMF_FIXDATE.fullmatch(value):
+        day, month, year, hour, minute, second = match.groups()
+    elif match := _RFC850_DATE.fullmatch(value):
+        day, month, short_year, hour, minute, second = match.groups()
+        # A two-digit year more than 50 years ahead is the most recent past year with those digits.
+        full_year = now.year // 100 * 100 + int(short_year)
+        if full_year > now.year + 50:
+            full_year -= 100
+        elif full_year + 100 <= now.year + 50:
+            full_year += 100
+        year = str(full_year)
+    elif match := _ASCTIME_DATE.fullmatch(value):
+        month, day, hour, minute, second, year = match.groups()
+    else:
+        return None
     try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-        except (TypeError, ValueError):
-            return 0.0
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+        return datetime.datetime(
+            int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second), tzinfo=datetime.UTC
+        )
+    except ValueError:  # 31 Feb, 25:00
+        return None
 
 
 def _json_object(status: int, body: bytes) -> dict[str, Any]:
@@ -233,13 +297,13 @@ class _Transport:
 
     def send(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            try:
-                return self._exchange(connection, method, target, headers)
-            except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected):
-                pass  # the server closed the idle connection: resend once on a new one (Idempotency-Key)
-        connection = self._connection_class(self._host, self._port, timeout=self._timeout)
-        self._local.connection = connection
+        if connection is not None and _closed_by_server(connection):
+            connection.close()  # the server closed it while idle: not a failed attempt, a new connection
+            connection = None
+        if connection is None:
+            connection = self._connection_class(self._host, self._port, timeout=self._timeout)
+            self._local.connection = connection
+        # A connection dropped during the exchange raises: the caller counts a failed attempt.
         return self._exchange(connection, method, target, headers)
 
     def _exchange(
@@ -257,3 +321,13 @@ class _Transport:
             connection.close()
             self._local.connection = None
         return response.status, {name.lower(): value for name, value in response.getheaders()}, body
+
+
+def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
+    """An idle keep-alive connection the server has closed (or sent something on unasked) reads as
+    ready: reusing it would fail the request, so the client opens a new one first (as undici does)."""
+    sock = connection.sock
+    if sock is None:
+        return False
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)

@@ -17,6 +17,9 @@
  * lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past `maxAttempts`: a first attempt that
  * crashed holds the lock until its request's deadline, before the function's timeout. Waits are capped exponential backoff with full
  * jitter, and at least the server's Retry-After.
+ *
+ * docs/client.md states the rules both clients share (Retry-After, what counts as an attempt, which
+ * answers are refused); clients/conformance.json holds the cases both clients' tests run.
  */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
@@ -126,18 +129,14 @@ export class TicketsClient {
 
   /** `count` new tickets of `key` (the deployment's default key when undefined), ascending. */
   async next(key?: string, count = 1, options: RequestOptions = {}): Promise<number[]> {
-    const answer = await this.issue(key, count, options);
-    return Array.isArray(answer.tickets) ? (answer.tickets as number[]) : [answer.ticket as number];
+    return checkedTickets(await this.issue(key, count, options), count);
   }
 
-  /** The server's whole answer, e.g. {key: "orders", ticket: 5000}. */
+  /** The server's whole answer, e.g. {key: "orders", ticket: 5000}, once its tickets check out. */
   async issue(key?: string, count = 1, options: RequestOptions = {}): Promise<Answer> {
     const query = count !== 1 ? `?count=${count}` : "";
     const answer = await this.request("POST", keyPath(key) + query, options.idempotent ?? true);
-    const tickets = Array.isArray(answer.tickets) ? answer.tickets : [answer.ticket];
-    if (!tickets.every(isTicket)) {
-      throw new TicketsError(200, "bad_response", `the server's answer has no ticket: ${show(answer)}`);
-    }
+    checkedTickets(answer, count);
     return answer;
   }
 
@@ -148,7 +147,7 @@ export class TicketsClient {
   async block(key: string, count: number, options: RequestOptions = {}): Promise<Block> {
     const answer = await this.request("POST", `/_blocks${keyPath(key)}?count=${count}`, options.idempotent ?? true);
     const numbers = [answer.first, answer.last, answer.step, answer.count];
-    if (!numbers.every(isTicket)) {
+    if (!(["first", "last", "step", "count"] as const).every((name) => isTicket(answer, name))) {
       throw new TicketsError(200, "bad_response", `the server's answer is not a block: ${show(answer)}`);
     }
     const block = new Block(...(numbers as [number, number, number, number]));
@@ -187,7 +186,7 @@ export class TicketsClient {
         if (response.status < 300) return jsonObject(response.status, text);
         failure = serverError(response.status, text);
         if (!retryable(failure, idempotent)) throw failure;
-        delay = Math.max(retryAfter(response.headers.get("retry-after")), backoff(attempts));
+        delay = Math.max(retryAfter(response.headers.get("retry-after")) ?? 0, backoff(attempts));
       } catch (err) {
         if (err instanceof TicketsError) throw err;
         failure = new TicketsError(null, "unreachable", `no answer from ${this.url}: ${describe(err)}`);
@@ -211,9 +210,32 @@ function keyPath(key: string | undefined): string {
   return key === undefined ? "/" : "/" + encodeURIComponent(key);
 }
 
-/** A whole number a JS number holds exactly: a larger ticket would arrive rounded, so it is refused. */
-function isTicket(value: unknown): value is number {
-  return Number.isSafeInteger(value);
+/**
+ * A whole number a JS number holds exactly, written as an integer: a larger ticket would arrive rounded,
+ * and 7.0 or 7e0 is no integer answer (JSON.parse cannot tell them from 7: `jsonObject` notes them).
+ */
+function isTicket(holder: object, key: string | number): boolean {
+  const value = (holder as Record<string, unknown>)[key];
+  return Number.isSafeInteger(value) && !notWrittenAsIntegers.get(holder)?.has(String(key));
+}
+
+/** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
+function checkedTickets(answer: Answer, count: number): number[] {
+  const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
+  if (
+    !Array.isArray(tickets) ||
+    tickets.length !== count ||
+    !tickets.every((_, index) => isTicket(tickets, index)) ||
+    !isTicket(answer, "ticket") ||
+    answer.ticket !== tickets[0]
+  ) {
+    throw new TicketsError(200, "bad_response", `asked for ${count} tickets, got ${show(answer)}`);
+  }
+  const steps = new Set(tickets.slice(1).map((ticket: number, index) => ticket - (tickets[index] as number)));
+  if (steps.size > 1 || Math.min(...steps, 1) < 1) {
+    throw new TicketsError(200, "bad_response", `the tickets are not ascending by one step: ${show(answer)}`);
+  }
+  return tickets as number[];
 }
 
 function retryable(error: TicketsError, idempotent: boolean): boolean {
@@ -233,24 +255,86 @@ export function backoff(attempt: number): number {
   return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
 }
 
-/** Seconds from a Retry-After header (delta-seconds or an HTTP date); 0 when absent or unreadable. */
-export function retryAfter(value: string | null): number {
-  if (!value) return 0;
-  let seconds = Number(value);
-  if (Number.isNaN(seconds)) {
-    const date = Date.parse(value);
-    if (Number.isNaN(date)) return 0;
-    seconds = (date - Date.now()) / 1000;
+const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const MONTH = `(${MONTHS.join("|")})`;
+const TIME = "([0-9]{2}):([0-9]{2}):([0-9]{2})";
+// RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
+const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) ${MONTH} ([0-9]{4}) ${TIME} GMT$`);
+const RFC850_DATE = new RegExp(
+  `^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), ([0-9]{2})-${MONTH}-([0-9]{2}) ${TIME} GMT$`,
+);
+const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} ([0-9 ][0-9]) ${TIME} ([0-9]{4})$`);
+
+/**
+ * Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
+ * only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a date in the past is 0. null when absent or
+ * anything else (`1.5`, `-1`, `0x10`, `nan`, `inf`, a date in another form): the backoff decides.
+ */
+export function retryAfter(header: string | null, nowMs: number = Date.now()): number | null {
+  const value = (header ?? "").replace(/^[ \t]+|[ \t]+$/g, "");
+  if (/^[0-9]+$/.test(value)) return Math.min(Number(value), MAX_RETRY_AFTER_SECONDS);
+  const date = httpDate(value, new Date(nowMs).getUTCFullYear());
+  if (date === null) return null;
+  return Math.min(Math.max((date - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
+}
+
+/** Milliseconds since the epoch of an HTTP-date, or null. */
+function httpDate(value: string, thisYear: number): number | null {
+  let fields: (string | undefined)[];
+  let match: RegExpExecArray | null;
+  if ((match = IMF_FIXDATE.exec(value))) {
+    const [, day, month, year, hour, minute, second] = match;
+    fields = [year, month, day, hour, minute, second];
+  } else if ((match = RFC850_DATE.exec(value))) {
+    const [, day, month, shortYear, hour, minute, second] = match;
+    // A two-digit year more than 50 years ahead is the most recent past year with those digits.
+    let year = Math.floor(thisYear / 100) * 100 + Number(shortYear);
+    if (year > thisYear + 50) year -= 100;
+    else if (year + 100 <= thisYear + 50) year += 100;
+    fields = [String(year), month, day, hour, minute, second];
+  } else if ((match = ASCTIME_DATE.exec(value))) {
+    const [, month, day, hour, minute, second, year] = match;
+    fields = [year, month, day, hour, minute, second];
+  } else {
+    return null;
   }
-  return Math.min(Math.max(seconds, 0), MAX_RETRY_AFTER_SECONDS);
+  const [year, month, day, hour, minute, second] = fields.map((field, index) =>
+    index === 1 ? MONTHS.indexOf(field as string) : Number(field),
+  ) as [number, number, number, number, number, number];
+  const date = new Date(Date.UTC(year, month, day, hour, minute, second));
+  // Date.UTC rolls 31 Feb over into March, and 25:00 into the next day: such a date is no date.
+  const exact =
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month &&
+    date.getUTCDate() === day &&
+    date.getUTCHours() === hour &&
+    date.getUTCMinutes() === minute &&
+    date.getUTCSeconds() === second;
+  return exact ? date.getTime() : null;
 }
 
 function jsonObject(status: number, text: string): Answer {
-  const answer = parseJson(text);
+  const answer = parseJson(text, true);
   if (answer === null || typeof answer !== "object" || Array.isArray(answer)) {
     throw new TicketsError(status, "bad_response", `expected a JSON object, got ${JSON.stringify(text.slice(0, 200))}`);
   }
   return answer as Answer;
+}
+
+/** For each object or array of a parsed answer, the keys of its numbers written with a fraction or an exponent. */
+const notWrittenAsIntegers = new WeakMap<object, Set<string>>();
+const INTEGER_LITERAL = /^-?(0|[1-9][0-9]*)$/;
+
+/** JSON.parse's reviver sees each number's source text (Node 22 and later; older ones pass none). */
+type Reviver = (this: object, key: string, value: unknown, context?: { source?: string }) => unknown;
+
+function noteNonIntegers(this: object, key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value === "number" && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) {
+    const keys = notWrittenAsIntegers.get(this) ?? new Set<string>();
+    keys.add(key);
+    notWrittenAsIntegers.set(this, keys);
+  }
+  return value;
 }
 
 /**
@@ -267,9 +351,10 @@ function serverError(status: number, text: string): TicketsError {
   return new TicketsError(status, `http_${status}`, String(message));
 }
 
-function parseJson(text: string): unknown {
+function parseJson(text: string, noting = false): unknown {
   try {
-    return JSON.parse(text);
+    const parse = JSON.parse as (text: string, reviver?: Reviver) => unknown;
+    return noting ? parse(text, noteNonIntegers) : parse(text);
   } catch {
     return null;
   }

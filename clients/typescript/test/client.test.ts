@@ -104,7 +104,7 @@ describe("retries", () => {
     const client = new TicketsClient(server.url);
     await client.next("orders");
     await client.next("orders");
-    await client.next("orders", 5, { idempotent: false });
+    await client.next("orders", 1, { idempotent: false });
     await client.block("orders", 1, { idempotent: false }).catch(() => undefined); // a ticket, not a block
     await client.state("orders");
     const keys = server.requests.map((r) => r.headers["idempotency-key"]);

@@ -97,13 +97,13 @@ describe("signing", () => {
 
   test("explicit credentials sign without a session token; unsigned requests carry no authorization", async () => {
     const credentials = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" };
-    await new TicketsClient(FUNCTION_URL, { fetch: toStub, credentials }).next("orders");
+    await new TicketsClient(FUNCTION_URL, { fetch: toStub, credentials }).next("orders", 2);
     const signed = stub.requests.at(-1) as Recorded;
     assert.equal(signed.headers["x-amz-security-token"], undefined);
     assert.match(signed.headers.authorization ?? "", AUTHORIZATION);
     assert.equal(signed.headers.authorization?.split("Signature=")[1], expectedSignature(signed, new URL(FUNCTION_URL).host, "secret"));
 
-    await new TicketsClient(stub.url).next("orders");
+    await new TicketsClient(stub.url).next("orders", 2);
     assert.equal((stub.requests.at(-1) as Recorded).headers.authorization, undefined);
   });
 
