@@ -16,7 +16,15 @@ import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, WaiterError
 
-from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, IDEMPOTENCY_TTL, create_table_arguments
+from tickets.tables import (
+    COUNTER_KEY,
+    IDEMPOTENCY_KEY,
+    IDEMPOTENCY_TTL,
+    SERIES_PARTITION_KEY,
+    SERIES_SORT_KEY,
+    create_series_table_arguments,
+    create_table_arguments,
+)
 
 from .deployment import LocalDeployment
 
@@ -66,8 +74,9 @@ class MotoBackend:
     def empty(self, deployment: LocalDeployment) -> None:
         """The tables, empty: made anew, which in moto costs a few calls however many items they held."""
         client = boto3.client("dynamodb", region_name=deployment.region, config=_SETUP_CONFIG)
-        for table in (deployment.counter_table, deployment.idempotency_table):
-            client.delete_table(TableName=table)
+        for table in (deployment.counter_table, deployment.idempotency_table, deployment.series_table):
+            if table is not None:
+                client.delete_table(TableName=table)
         ensure_tables(deployment, None)
 
 
@@ -97,33 +106,37 @@ class EndpointBackend:
 
 
 def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Create the counter and idempotency tables if missing; reuse them if present."""
+    """Create the counter and idempotency tables (and the series table, when series are configured) if
+    missing; reuse them if present."""
     client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
     where = endpoint_url or "moto"
     try:
-        _ensure_table(client, deployment.counter_table, COUNTER_KEY)
-        _ensure_table(client, deployment.idempotency_table, IDEMPOTENCY_KEY)
+        _ensure_table(client, create_table_arguments(deployment.counter_table, COUNTER_KEY))
+        _ensure_table(client, create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY))
         _enable_ttl(client, deployment.idempotency_table)
+        if deployment.series_table is not None:
+            _ensure_table(client, create_series_table_arguments(deployment.series_table))
     except (BotoCoreError, ClientError) as err:
         raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
     except WaiterError:
         raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
 
 
-def _ensure_table(client: Any, name: str, partition_key: str) -> None:
+def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
+    name = arguments["TableName"]
     try:
         table = client.describe_table(TableName=name)["Table"]
     except ClientError as err:
         if err.response["Error"]["Code"] != "ResourceNotFoundException":
             raise
         try:
-            client.create_table(**create_table_arguments(name, partition_key))
+            client.create_table(**arguments)
             log.info("created table %s", name)
         except ClientError as create_err:
             if create_err.response["Error"]["Code"] != "ResourceInUseException":
                 raise  # ResourceInUse: another server created it a moment ago, which is fine
     else:
-        expected = create_table_arguments(name, partition_key)["KeySchema"]
+        expected = arguments["KeySchema"]
         if table.get("KeySchema") != expected:
             raise BackendError(
                 f"table {name} exists with key schema {table.get('KeySchema')}, but the "
@@ -150,11 +163,15 @@ def _enable_ttl(client: Any, name: str) -> None:
 
 
 def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Delete every item of the counter and idempotency tables (the tables stay)."""
+    """Delete every item of the counter, idempotency and series tables (the tables stay)."""
     client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
-    for table, key in ((deployment.counter_table, COUNTER_KEY), (deployment.idempotency_table, IDEMPOTENCY_KEY)):
+    tables = [(deployment.counter_table, [COUNTER_KEY]), (deployment.idempotency_table, [IDEMPOTENCY_KEY])]
+    if deployment.series_table is not None:
+        tables.append((deployment.series_table, [SERIES_PARTITION_KEY, SERIES_SORT_KEY]))
+    for table, keys in tables:
+        names = {f"#k{index}": key for index, key in enumerate(keys)}
         for page in client.get_paginator("scan").paginate(
-            TableName=table, ProjectionExpression="#k", ExpressionAttributeNames={"#k": key}, ConsistentRead=True
+            TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names, ConsistentRead=True
         ):
             items = page["Items"]
             for first in range(0, len(items), _BATCH_WRITE_LIMIT):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tickets.settings import Settings
-from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
+from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX, SERIES_TABLE_SUFFIX
 from tickets_deploy.config import (
     ConfigError,
     DeploymentConfig,
@@ -40,6 +40,11 @@ class LocalDeployment:
     @property
     def idempotency_table(self) -> str:
         return f"{self.counter_table}{IDEMPOTENCY_TABLE_SUFFIX}"
+
+    @property
+    def series_table(self) -> str | None:
+        """The stack's name for the series table; None when no series is configured (no table)."""
+        return f"{self.counter_table}{SERIES_TABLE_SUFFIX}" if self.settings.series else None
 
     @property
     def sample_path(self) -> str:

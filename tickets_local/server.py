@@ -339,6 +339,7 @@ class LocalServer:
             self.deployment.counter_table,
             self.deployment.idempotency_table,
             region=self.deployment.region,
+            series_table=self.deployment.series_table,
         )
 
     def _counters(self, invoker: HandlerInvoker) -> bytes:
