@@ -5,9 +5,9 @@ botocore, nothing else.
     from tickets_client import TicketsClient, TicketLease, TicketsError, Block
 """
 
-from .client import Block, TicketsClient
+from .client import Block, SeriesNumber, TicketsClient
 from .errors import TicketsError
 from .lease import TicketLease
 from .version import __version__
 
-__all__ = ["Block", "TicketLease", "TicketsClient", "TicketsError", "__version__"]
+__all__ = ["Block", "SeriesNumber", "TicketLease", "TicketsClient", "TicketsError", "__version__"]

@@ -5,6 +5,9 @@
     client.next("orders", count=3)   # [5001, 5002, 5003], one request
     client.block("orders", 1000000)  # Block(first=5004, last=1005003, step=1, count=1000000), one request
     client.state("orders")           # the counter's state, issues nothing
+    client.series("invoices", ref="order 88412")   # SeriesNumber(key, series="2026-27", ticket=1043, id=...)
+    client.void("invoices", "2026-27", 1043, "order cancelled")
+    for entry in client.journal("invoices", "2026-27"): ...
 
 Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
 retry after a lost answer gets the first answer instead of burning tickets.
@@ -32,15 +35,15 @@ import select
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import TicketsError
 from .signing import Signer, function_url_region
 
-__all__ = ["Block", "TicketsClient", "TicketsError"]
+__all__ = ["Block", "SeriesNumber", "TicketsClient", "TicketsError"]
 
 USER_AGENT = "tickets-client/0.1"
 BACKOFF_BASE_SECONDS = 0.1
@@ -68,6 +71,19 @@ class Block:
     @property
     def tickets(self) -> range:
         return range(self.first, self.last + 1, self.step)
+
+
+@dataclass(frozen=True)
+class SeriesNumber:
+    """One number of a series (docs/series.md): `id` is the number in the series' format, if it has one."""
+
+    key: str
+    series: str
+    ticket: int
+    id: str | None
+
+
+JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
 class TicketsClient:
@@ -136,24 +152,74 @@ class TicketsClient:
         """The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used."""
         return self._request("GET", "/_counters" + _key_path(key))
 
-    def _request(self, method: str, path: str, *, idempotent: bool = False) -> dict[str, Any]:
+    def series(self, key: str, ref: str | None = None, *, idempotency_key: str | None = None) -> SeriesNumber:
+        """The next number of the series `key` (`POST /_series/{key}`), journaled with `ref` (the document
+        it numbers, up to 128 characters). Always sends an Idempotency-Key, the same on every retry, so
+        a lost answer never costs a number; pass your own (stored with the document) to get the same
+        number back after your process restarts."""
+        body = b"" if ref is None else json.dumps({"ref": ref}).encode()
+        answer = self._request(
+            "POST", f"/_series{_key_path(key)}", idempotent=True, idempotency_key=idempotency_key, body=body
+        )
+        number, series, named = answer.get("ticket"), answer.get("series"), answer.get("id")
+        if not _is_ticket(number) or not isinstance(series, str) or not isinstance(named, (str, type(None))):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a series number: {answer!r:.200}")
+        return SeriesNumber(str(answer.get("key", key)), series, number, named)
+
+    def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
+        """Void a number (`POST /_series/{key}/void`): the journal entry, with who voided it, when and why.
+        Safe to retry: a number is voided once, and voiding again answers the first void."""
+        body = json.dumps({"series": series, "ticket": ticket, "reason": reason}).encode()
+        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
+
+    def journal(
+        self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE
+    ) -> Iterator[dict[str, Any]]:
+        """Every journal entry of the series with a number above `after`, in order, a page of `limit` at a time."""
+        while True:
+            query = {"series": series, "limit": str(limit), **({} if after is None else {"after": str(after)})}
+            page = self._request("GET", f"/_series{_key_path(key)}/journal?{urlencode(query)}", repeatable=True)
+            entries = page.get("entries")
+            if not isinstance(entries, list):
+                raise TicketsError(200, "bad_response", f"the server's answer is not a journal page: {page!r:.200}")
+            yield from entries
+            after = page.get("next")
+            if after is None:
+                return
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool = False,
+        idempotency_key: str | None = None,
+        body: bytes = b"",
+        repeatable: bool = False,
+    ) -> dict[str, Any]:
+        """`idempotent`: send an Idempotency-Key (`idempotency_key`, or a new UUID), one for all attempts,
+        so a retry cannot burn tickets; it, or `repeatable` (a request the server answers alike however
+        often it comes), lets a 502 or 504 be retried."""
         target = self._base_path + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
-        if idempotent:  # issuing: one key for all attempts, so a retry cannot burn tickets
-            headers["Idempotency-Key"] = str(uuid.uuid4())
+        if body:
+            headers["Content-Type"] = "application/json"
+        if idempotent:
+            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
+        idempotent = idempotent or repeatable
         attempts, failed_attempts, waited = 0, 0, 0.0
         while True:
             attempts += 1
-            sent = self._signer.headers(method, self.url + path, headers, b"") if self._signer else headers
+            sent = self._signer.headers(method, self.url + path, headers, body) if self._signer else headers
             try:
-                status, response_headers, body = self._transport.send(method, target, sent)
+                status, response_headers, body_read = self._transport.send(method, target, sent, body)
             except (OSError, http.client.HTTPException) as err:
                 failure = TicketsError(None, "unreachable", f"no answer from {self.url}: {err or type(err).__name__}")
                 delay = _backoff(attempts)
             else:
                 if status < 300:
-                    return _json_object(status, body)
-                failure = _server_error(status, body)
+                    return _json_object(status, body_read)
+                failure = _server_error(status, body_read)
                 if not _retryable(failure, idempotent):
                     raise failure
                 delay = max(_retry_after(response_headers.get("retry-after")) or 0.0, _backoff(attempts))
@@ -295,7 +361,9 @@ class _Transport:
         self._host, self._port, self._timeout = host, port, timeout
         self._local = threading.local()
 
-    def send(self, method: str, target: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    def send(
+        self, method: str, target: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
         connection = getattr(self._local, "connection", None)
         if connection is not None and _closed_by_server(connection):
             connection.close()  # the server closed it while idle: not a failed attempt, a new connection
@@ -304,13 +372,13 @@ class _Transport:
             connection = self._connection_class(self._host, self._port, timeout=self._timeout)
             self._local.connection = connection
         # A connection dropped during the exchange raises: the caller counts a failed attempt.
-        return self._exchange(connection, method, target, headers)
+        return self._exchange(connection, method, target, headers, body)
 
     def _exchange(
-        self, connection: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str]
+        self, connection: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
         try:
-            connection.request(method, target, body=b"" if method == "POST" else None, headers=headers)
+            connection.request(method, target, body=body if method == "POST" else None, headers=headers)
             response = connection.getresponse()
             body = response.read()
         except BaseException:

@@ -85,6 +85,33 @@ export interface RequestOptions {
 
 type Answer = Record<string, unknown>;
 
+/** One number of a series (docs/series.md): `id` is the number in the series' format, if it has one. */
+export interface SeriesNumber {
+  key: string;
+  series: string;
+  ticket: number;
+  id: string | null;
+}
+
+export interface SeriesOptions {
+  /** The document this number is for (up to 128 characters), kept in the journal. */
+  ref?: string;
+  /**
+   * The Idempotency-Key (default: a new UUID, the same for all attempts). Store your own with the
+   * document to get the same number back after your process restarts.
+   */
+  idempotencyKey?: string;
+}
+
+export const JOURNAL_PAGE = 100; // entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
+
+interface Sent {
+  idempotent: boolean; // send an Idempotency-Key
+  idempotencyKey?: string;
+  body?: string;
+  repeatable?: boolean; // answered alike however often it comes: a 502 or 504 may be retried
+}
+
 export class TicketsClient {
   readonly url: string;
   private readonly base: URL;
@@ -162,11 +189,53 @@ export class TicketsClient {
     return this.request("GET", "/_counters" + keyPath(key), false);
   }
 
-  private async request(method: string, path: string, idempotent: boolean): Promise<Answer> {
+  /**
+   * The next number of the series `key` (`POST /_series/{key}`), journaled with `ref`. Always sends an
+   * Idempotency-Key, the same on every retry, so a lost answer never costs a number.
+   */
+  async series(key: string, options: SeriesOptions = {}): Promise<SeriesNumber> {
+    const body = options.ref === undefined ? "" : JSON.stringify({ ref: options.ref });
+    const answer = await this.request("POST", `/_series${keyPath(key)}`, {
+      idempotent: true,
+      body,
+      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+    });
+    const id = answer.id ?? null;
+    if (!isTicket(answer, "ticket") || typeof answer.series !== "string" || (id !== null && typeof id !== "string")) {
+      throw new TicketsError(200, "bad_response", `the server's answer is not a series number: ${show(answer)}`);
+    }
+    return { key: typeof answer.key === "string" ? answer.key : key, series: answer.series, ticket: answer.ticket as number, id };
+  }
+
+  /** Void a number (`POST /_series/{key}/void`); safe to retry: voiding again answers the first void. */
+  async void(key: string, series: string, ticket: number, reason: string): Promise<Answer> {
+    const body = JSON.stringify({ series, ticket, reason });
+    return this.request("POST", `/_series${keyPath(key)}/void`, { idempotent: false, repeatable: true, body });
+  }
+
+  /** Every journal entry of the series above `after`, in order, fetched a page of `limit` at a time. */
+  async *journal(key: string, series: string, after?: number, limit = JOURNAL_PAGE): AsyncGenerator<Answer> {
+    let from = after;
+    for (;;) {
+      const query = new URLSearchParams({ series, limit: String(limit), ...(from !== undefined ? { after: String(from) } : {}) });
+      const page = await this.request("GET", `/_series${keyPath(key)}/journal?${query}`, { idempotent: false, repeatable: true });
+      if (!Array.isArray(page.entries)) {
+        throw new TicketsError(200, "bad_response", `the server's answer is not a journal page: ${show(page)}`);
+      }
+      yield* page.entries as Answer[];
+      if (typeof page.next !== "number") return;
+      from = page.next;
+    }
+  }
+
+  private async request(method: string, path: string, how: boolean | Sent): Promise<Answer> {
+    const sending: Sent = typeof how === "boolean" ? { idempotent: how } : how;
+    const idempotent = sending.idempotent || sending.repeatable === true;
     const target = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
-    if (idempotent) headers["idempotency-key"] = randomUUID(); // one key for all attempts: a retry cannot burn tickets
-    const body = method === "POST" ? "" : undefined;
+    if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
+    if (sending.body) headers["content-type"] = "application/json";
+    const body = method === "POST" ? (sending.body ?? "") : undefined;
     let attempts = 0;
     let failedAttempts = 0;
     let waited = 0;

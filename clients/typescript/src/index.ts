@@ -6,7 +6,10 @@ export {
   FUNCTION_TIMEOUT_SECONDS,
   IN_PROGRESS_RETRY_SECONDS,
   MAX_BLOCK,
+  JOURNAL_PAGE,
   type RequestOptions,
+  type SeriesNumber,
+  type SeriesOptions,
   TicketsClient,
 } from "./client.js";
 export { TicketsError } from "./errors.js";
