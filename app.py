@@ -12,7 +12,14 @@ import aws_cdk as cdk
 
 from stacks.tickets_stack import TicketsStack, add_stacks
 from tickets_deploy.config import ConfigError, parse_config
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, new_accounts, read_ledger, record, write_ledger
+from tickets_deploy.ledger import (
+    LEDGER_FILE,
+    LedgerError,
+    new_accounts,
+    read_ledger_file,
+    record_services,
+    write_ledger_file,
+)
 
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
@@ -21,15 +28,15 @@ def synthesize(app: cdk.App, ledger_path: Path, account: str | None = None) -> d
     """Check the config against the ledger, synthesise, then record the config in the ledger; returns
     the stacks by region. Nothing is written unless synthesis succeeded, and the ledger only when it changed."""
     config = parse_config(app.node.try_get_context("tickets"))
-    previous = read_ledger(ledger_path)
-    ledger = record(config, previous, account)
-    stacks = add_stacks(app, config, account=account)
+    previous = read_ledger_file(ledger_path)
+    ledger = record_services(previous, {config.table_name: config}, account)
+    stacks = add_stacks(app, config, account=account, ledger_version=ledger.version)
     app.synth()
-    if ledger == previous:
+    if ledger is previous:
         return stacks
-    write_ledger(ledger_path, ledger)
+    write_ledger_file(ledger_path, ledger)
     print(
-        f"{ledger_path}: recorded the new counters, regions, accounts or retired slots; commit it with cdk.json.",
+        f"{ledger_path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
         file=sys.stderr,
     )
     for region, new_account in new_accounts(previous, ledger):

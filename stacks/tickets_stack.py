@@ -7,6 +7,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from tickets_deploy.config import DeploymentConfig
+from tickets_deploy.ledger import LEDGER_VERSION_OUTPUT
 
 from .dashboard import TicketDashboard
 from .monitoring import TicketAlarms
@@ -14,7 +15,16 @@ from .ticket_service import TicketService
 
 
 class TicketsStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str, **kwargs):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DeploymentConfig,
+        region: str,
+        ledger_version: str | None = None,
+        **kwargs,
+    ):
         super().__init__(scope, construct_id, **kwargs)
         service = TicketService(self, "Service", config=config, region=region)
         alarms = TicketAlarms(
@@ -56,6 +66,15 @@ class TicketsStack(Stack):
                 value=service.function.function_arn,
                 description="The Resource of a caller's own policy in another account (docs/callers.md)",
             )
+        if ledger_version is not None:
+            # make deploy reads it back (DescribeStacks) before deploying another version here
+            # (tickets_deploy/predeploy.py, docs/operations.md#working-as-a-team).
+            CfnOutput(
+                self,
+                LEDGER_VERSION_OUTPUT,
+                value=ledger_version,
+                description="The version of tickets.lock.json this stack was synthesised with",
+            )
         _warn_about_public_access(self, config)
 
 
@@ -77,7 +96,9 @@ def _warn_about_public_access(stack: Stack, config: DeploymentConfig) -> None:
         )
 
 
-def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -> dict[str, TicketsStack]:
+def add_stacks(
+    app: App, config: DeploymentConfig, account: str | None = None, ledger_version: str | None = None
+) -> dict[str, TicketsStack]:
     """One stack per configured region, each pinned to its region, all checked by cdk-nag."""
     stacks = {
         region: TicketsStack(
@@ -85,6 +106,7 @@ def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -
             f"Tickets-{region}",
             config=config,
             region=region,
+            ledger_version=ledger_version,
             env=Environment(account=account, region=region),
             description=f"Tickets ticket server, {region} (slot {slot})",
         )
