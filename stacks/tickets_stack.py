@@ -1,48 +1,60 @@
-"""One region's deployment: the service, its alarms, its dashboard and its outputs."""
+"""The reference app's stack: one region's deployment of the cdk.json config through the construct library
+(tickets_cdk): the service, its alarms, its dashboard and its outputs, checked by cdk-nag."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Annotations, App, Aspects, CfnOutput, Environment, Stack
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, NagSuppressions
 from constructs import Construct
 
-from tickets_deploy.config import DeploymentConfig
-from tickets_deploy.ledger import LEDGER_VERSION_OUTPUT
+from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
+from tickets_deploy.config import FIELDS, SERVICE_NAME, DeploymentConfig
 
-from .dashboard import TicketDashboard
-from .monitoring import TicketAlarms
-from .ticket_service import TicketService
+# The logical ids the reference app's tables had before it used the library: kept, so a deployed stack's
+# tables are never replaced (the library's default derives them from the construct's id).
+LEGACY_TABLE_LOGICAL_IDS = ("TicketsTable", "TicketsIdempotencyTable")
+
+
+def service_props(config: DeploymentConfig, region: str) -> dict[str, Any]:
+    """cdk.json's config as the construct's props for `region` (the fields the construct takes)."""
+    props: dict[str, Any] = {}
+    for field in FIELDS:
+        if field.owner != "TicketService":
+            continue
+        value = getattr(config, field.attribute)
+        if field.name == "regions":
+            value = value[region]
+        elif field.name == "compat":
+            value = None if value is None else {"path": value}
+        props[field.prop] = value
+    return props
 
 
 class TicketsStack(Stack):
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: DeploymentConfig,
-        region: str,
-        ledger_version: str | None = None,
-        **kwargs,
-    ):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str, **kwargs: Any):
         super().__init__(scope, construct_id, **kwargs)
-        service = TicketService(self, "Service", config=config, region=region)
-        alarms = TicketAlarms(
+        service = TicketService(
             self,
-            "Alarms",
-            function=service.function,
-            table=service.table,
-            idempotency_table=service.idempotency_table,
-            alarm_email=config.alarm_email,
+            "Service",
+            **service_props(config, region),
+            service_name=SERVICE_NAME,
+            table_logical_ids=LEGACY_TABLE_LOGICAL_IDS,
         )
-        TicketDashboard(
-            self,
-            "Dashboard",
-            function=service.function,
-            table_throttles=alarms.alarms["TableThrottles"].metric,
-            idempotency_table_throttles=alarms.alarms["IdempotencyTableThrottles"].metric,
-            alarms=list(alarms.alarms.values()),
-            reserved_concurrency=config.reserved_concurrency,
+        alarms = TicketAlarms(self, "Alarms", service=service, alarm_email=config.alarm_email)
+        TicketDashboard(self, "Dashboard", service=service, alarms=alarms)
+        NagSuppressions.add_resource_suppressions(
+            service.role,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level "
+                    "permissions; Lambda's active tracing adds exactly these two actions on '*'.",
+                    "appliesTo": ["Resource::*"],
+                }
+            ],
+            apply_to_children=True,
         )
 
         CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
@@ -66,15 +78,6 @@ class TicketsStack(Stack):
                 value=service.function.function_arn,
                 description="The Resource of a caller's own policy in another account (docs/callers.md)",
             )
-        if ledger_version is not None:
-            # make deploy reads it back (DescribeStacks) before deploying another version here
-            # (tickets_deploy/predeploy.py, docs/operations.md#working-as-a-team).
-            CfnOutput(
-                self,
-                LEDGER_VERSION_OUTPUT,
-                value=ledger_version,
-                description="The version of tickets.lock.json this stack was synthesised with",
-            )
         _warn_about_public_access(self, config)
 
 
@@ -96,9 +99,7 @@ def _warn_about_public_access(stack: Stack, config: DeploymentConfig) -> None:
         )
 
 
-def add_stacks(
-    app: App, config: DeploymentConfig, account: str | None = None, ledger_version: str | None = None
-) -> dict[str, TicketsStack]:
+def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -> dict[str, TicketsStack]:
     """One stack per configured region, each pinned to its region, all checked by cdk-nag."""
     stacks = {
         region: TicketsStack(
@@ -106,7 +107,6 @@ def add_stacks(
             f"Tickets-{region}",
             config=config,
             region=region,
-            ledger_version=ledger_version,
             env=Environment(account=account, region=region),
             description=f"Tickets ticket server, {region} (slot {slot})",
         )

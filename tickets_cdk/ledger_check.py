@@ -31,6 +31,7 @@ from constructs import Construct, IValidation
 from tickets_deploy.config import DeploymentConfig, to_raw
 from tickets_deploy.ledger import (
     LEDGER_FILE,
+    LEDGER_VERSION_OUTPUT,
     LedgerError,
     LedgerFile,
     ledger_path_beside,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from .service import TicketService
 
 CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root
-VERSION_OUTPUT = "TicketsLedgerVersion"  # the output every stack with a service carries
+VERSION_OUTPUT = LEDGER_VERSION_OUTPUT  # the output every stack with a service carries
 LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # context naming the ledger explicitly (cdk synth -c tickets:ledgerPath=…)
 DECLARE_ENV = "TICKETS_CDK_DECLARE"  # set by `python -m tickets_cdk init`: the file to declare the services in
 INIT_COMMAND = "python -m tickets_cdk init"
@@ -238,8 +239,7 @@ def _by_account(
 
 def _say_what_was_recorded(path: Path, previous: LedgerFile, ledger: LedgerFile) -> None:
     print(
-        f"{path}: recorded the new counters, regions, accounts or retired slots ({ledger.versions[-1].change}); "
-        "commit it with cdk.json.",
+        f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
         file=sys.stderr,
     )
     for region, new_account in new_accounts(previous, ledger):
