@@ -71,9 +71,10 @@ lint: $(DEV_DEPS)
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
 
-# A new deployment's ledger (tickets.lock.json) for the current cdk.json; never replaces one.
-init: $(SERVE_DEPS)
-	$(PY) -m tickets_deploy init
+# A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
+# app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
+init: $(CDK_DEPS)
+	$(PY) -m tickets_cdk init
 
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet

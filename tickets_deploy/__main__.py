@@ -1,4 +1,6 @@
-"""python -m tickets_deploy init: start a deployment's ledger (what `make init` runs)."""
+"""python -m tickets_deploy init: the reference app's first ledger, from its cdk.json alone (no CDK needed). Any
+CDK app, the reference app included (`make init`), can use `python -m tickets_cdk init`, which runs the app to learn
+what it declares."""
 
 from __future__ import annotations
 
@@ -8,8 +10,6 @@ from pathlib import Path
 
 from tickets_deploy.config import ConfigError, load_config_file
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger, ledger_path_beside
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["init"], help="init: write the first ledger")
     parser.add_argument(
-        "--config", type=Path, default=ROOT / "cdk.json", help="the cdk.json to read (default: the project's own)"
+        "--config", type=Path, default=Path("cdk.json"), help="the cdk.json to read (default: the one here)"
     )
     args = parser.parse_args(argv)
     path = ledger_path_beside(args.config)

@@ -55,7 +55,8 @@ _PROTOCOL_ERROR_CODES = {
 # The API's OpenAPI document, answered by the server itself: no key starts with `_`, so no counter can
 # shadow the path, and the deployed function (which has no such route) is unaffected.
 OPENAPI_PATH = "/_local/openapi.json"
-OPENAPI_DOCUMENT = Path(__file__).resolve().parent.parent / "openapi.json"
+# Package data (in the repository, a link to the top-level openapi.json), so an installed copy serves it too.
+OPENAPI_DOCUMENT = Path(__file__).resolve().parent / "openapi.json"
 
 
 class _HttpServer(ThreadingHTTPServer):
