@@ -100,8 +100,10 @@ class TicketsLedgerCheck(Construct):
                 ledger = record_services(ledger, group, account)
         except LedgerError as err:
             self.problem = str(err)
+            if self.ledger_path is not None and not self.ledger_path.exists():
+                self.problem += f" In an app of your own, `{INIT_COMMAND}` in the directory of its cdk.json writes it."
             where = self.ledger_path or LEDGER_FILE
-            return [f"refused by the deployment ledger {where} (nothing was synthesised or written):\n{err}"]
+            return [f"refused by the deployment ledger {where} (nothing was synthesised or written):\n{self.problem}"]
         self.version = ledger.version
         if ledger is not previous:
             write_ledger_file(path, ledger)

@@ -1,0 +1,102 @@
+"""Tickets as a user gets it: the repository's wheel, built and installed (not editable) into a clean virtual
+environment, `.venv-examples/` at the repository's root (git-ignored), shared by every test that runs
+something as a user would (examples/cdk-app here, the test kit's user suite).
+
+    python = installed_python()                        # the wheel and its dependencies, pinned
+    python = installed_python(extras=["local"], requirements=["pytest==9.2.0"])
+
+The wheel's dependencies are installed at the versions requirements*.txt pin (as constraints), from pip's
+cache when it has them. The environment is kept between runs and brought up to date only when the wheel's
+contents or the requested extras and requirements change (a stamp file records what is installed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import venv
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = REPO / ".venv-examples"
+STAMP = VENV / ".installed.json"
+CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
+INSTALL_TIMEOUT_SECONDS = 900
+
+
+def build_wheel(destination: Path) -> Path:
+    """`pip wheel --no-deps .`: the wheel a user would install (setuptools from the index, isolated)."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", str(REPO)],
+        cwd=destination,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    (wheel,) = destination.glob("*.whl")
+    return wheel
+
+
+def wheel_digest(wheel: Path) -> str:
+    """A hash of the wheel's file names and contents (not its timestamps)."""
+    digest = hashlib.sha256()
+    with zipfile.ZipFile(wheel) as archive:
+        for name in sorted(archive.namelist()):
+            digest.update(name.encode() + b"\0" + archive.read(name) + b"\0")
+    return digest.hexdigest()
+
+
+def environment() -> dict[str, str]:
+    """The environment to run the installed packages in: nothing of the repository's on the path."""
+    return {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "VIRTUAL_ENV")}
+
+
+def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = ()) -> Path:
+    """The python of .venv-examples/, with the current wheel (and these extras of it, and these further
+        requirement specs) installed; the wheel is built each time, and installed only when its contents changed or
+    the call asks for more than is installed (extras and requirements of earlier calls are kept)."""
+    with tempfile.TemporaryDirectory(prefix="tickets-wheel-") as scratch:
+        wheel = build_wheel(Path(scratch))
+        digest = wheel_digest(wheel)
+        python = VENV / "bin" / "python"
+        stamp = json.loads(STAMP.read_text()) if python.exists() and STAMP.exists() else {}
+        if stamp.get("wheel") == digest:  # what earlier calls installed stays: extras accumulate
+            if set(extras) <= set(stamp["extras"]) and set(requirements) <= set(stamp["requirements"]):
+                return python
+            extras = sorted({*extras, *stamp["extras"]})
+            requirements = sorted({*requirements, *stamp["requirements"]})
+        wanted = {"wheel": digest, "extras": sorted(extras), "requirements": sorted(requirements)}
+        if not python.exists():
+            shutil.rmtree(VENV, ignore_errors=True)
+            # No pip of its own (ensurepip is slow on a busy machine): this pip installs into it (--python).
+            venv.create(VENV, with_pip=False)
+        STAMP.unlink(missing_ok=True)
+        pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+        constraints = [argument for path in CONSTRAINTS for argument in ("--constraint", str(path))]
+        target = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
+        # The wheel itself again even when its version is unchanged; its dependencies only if missing.
+        subprocess.run(
+            [*pip, "install", "--quiet", "--no-compile", "--force-reinstall", "--no-deps", str(wheel)],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_SECONDS,
+        )
+        done = subprocess.run(
+            [*pip, "install", "--quiet", "--no-compile", *constraints, target, *requirements],
+            capture_output=True,
+            text=True,
+            timeout=INSTALL_TIMEOUT_SECONDS,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"installing {target} into {VENV} failed:\n{done.stderr[-3000:]}")
+        STAMP.write_text(json.dumps(wanted))
+    return python
