@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,10 +158,11 @@ class Field:
     setting: bool = False
     owner: str = "TicketService"
     prop_doc: str = ""  # how the prop differs from the cdk.json field, when it does
+    needs: tuple[str, ...] = ()  # the attributes of the fields its rule reads, parsed before it
 
-    def readme_row(self, prefix: str = "") -> str:
+    def readme_row(self, prefix: str = "", prop_prefix: str = "") -> str:
         permanent = " **Permanent**" if self.permanent else ""
-        prop = f"`{self.prop}`" if self.owner == "TicketService" else f"`{self.owner}(…, {self.prop}=…)`"
+        prop = f"`{prop_prefix}{self.prop}`" if self.owner == "TicketService" else f"`{self.owner}(…, {self.prop}=…)`"
         if self.prop_doc:
             prop += f" ({self.prop_doc})"
         return f"| `{prefix}{self.name}` | {prop} | {self.default_doc} | {self.doc}{permanent} |"
@@ -267,19 +268,8 @@ def _compat(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
     return _compat_path(value, parsed["default_key"], parsed["counters"], where)
 
 
-# In the order they are parsed (a field's rule may read the ones before it) and listed in the README.
+# In the README's order; a field's rule may read the fields it `needs`, which are parsed before it.
 FIELDS: tuple[Field, ...] = (
-    Field(
-        "regionSlots",
-        "region_slots",
-        "region_slots",
-        1,
-        "`1`",
-        "how many slots there are (room to add regions later).",
-        _region_slots,
-        permanent=True,
-        setting=True,
-    ),
     Field(
         "regions",
         "region_slot",
@@ -292,6 +282,18 @@ FIELDS: tuple[Field, ...] = (
         _regions,
         permanent=True,
         prop_doc="default `0`: the slot of the stack's region",
+        needs=("region_slots",),
+    ),
+    Field(
+        "regionSlots",
+        "region_slots",
+        "region_slots",
+        1,
+        "`1`",
+        "how many slots there are (room to add regions later).",
+        _region_slots,
+        permanent=True,
+        setting=True,
     ),
     Field(
         "tableName",
@@ -299,8 +301,8 @@ FIELDS: tuple[Field, ...] = (
         "table_name",
         DEFAULT_TABLE_NAME,
         f'`"{DEFAULT_TABLE_NAME}"`',
-        "the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); it names the service in the "
-        "ledger. A deployment from before this field: see "
+        "the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
+        "by it. A deployment from before this field: "
         "[Upgrading](docs/operations.md#upgrading-a-deployment-made-before-the-fixed-table-name).",
         _table_name,
         permanent=True,
@@ -337,25 +339,16 @@ FIELDS: tuple[Field, ...] = (
         setting=True,
     ),
     Field(
-        "maxBlock",
-        "max_block",
-        "max_block",
-        MAX_BLOCK,
-        "`1000000`",
-        "the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
-        _max_block,
-        setting=True,
-    ),
-    Field(
         "counters",
         "counters",
         "counters",
         {},
         "`{}`",
-        "key → its settings (below); keys not listed use the defaults.",
+        "key → its settings (the `counters.K` rows); keys not listed use the defaults.",
         _counters,
         setting=True,
-        prop_doc="each counter's fields as below, snake_case",
+        prop_doc="each counter's fields in snake_case",
+        needs=("max_block",),
     ),
     Field(
         "reservedConcurrency",
@@ -405,6 +398,16 @@ FIELDS: tuple[Field, ...] = (
         owner="TicketAlarms",
     ),
     Field(
+        "maxBlock",
+        "max_block",
+        "max_block",
+        MAX_BLOCK,
+        "`1000000`",
+        "the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
+        _max_block,
+        setting=True,
+    ),
+    Field(
         "callers",
         "callers",
         "callers",
@@ -413,6 +416,7 @@ FIELDS: tuple[Field, ...] = (
         "other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL: the stack grants both "
         "invoke actions to each ([docs/callers.md](docs/callers.md)).",
         _callers,
+        needs=("auth",),
     ),
     Field(
         "compat",
@@ -424,8 +428,21 @@ FIELDS: tuple[Field, ...] = (
         "counter ([moving from it](docs/migrating.md)).",
         _compat,
         setting=True,
+        needs=("default_key", "counters"),
     ),
 )
+
+
+def _parse_fields(
+    fields: Sequence[Field], value_of: Callable[[Field], Any], where_of: Callable[[Field], str], parsed: dict[str, Any]
+) -> dict[str, Any]:
+    """Each field's value (value_of) by its rule, a field after the ones it needs; `parsed` gathers them."""
+    pending = list(fields)
+    while pending:
+        each = next(field for field in pending if all(need in parsed for need in field.needs))
+        pending.remove(each)
+        parsed[each.attribute] = each.parse(value_of(each), parsed, where_of(each))
+    return parsed
 
 
 def _counter_start(value: Any, parsed: Mapping[str, Any], where: str) -> int:
@@ -461,7 +478,14 @@ def _counter_max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int
 # One counter's fields (`counters.K.<name>`), in the order they are parsed.
 COUNTER_FIELDS: tuple[Field, ...] = (
     Field(
-        "start", "start", "start", 1, "`1`", "the first ticket of key K (0 or more).", _counter_start, permanent=True
+        "start",
+        "start",
+        "start",
+        1,
+        "`1`",
+        "the first ticket of key K (0 or more); keys not in `counters` use the defaults.",
+        _counter_start,
+        permanent=True,
     ),
     Field(
         "stride",
@@ -481,6 +505,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "`2^53-1`",
         "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
         _counter_max,
+        needs=("start",),
     ),
     Field(
         "shards",
@@ -507,10 +532,11 @@ COUNTER_FIELDS: tuple[Field, ...] = (
 def readme_table() -> str:
     """The README's table of fields (tests/test_config.py holds README.md to it)."""
     rows = ["| field | prop | default | meaning |", "| --- | --- | --- | --- |"]
-    for each in FIELDS:
-        rows.append(each.readme_row())
-        if each.name == "counters":
-            rows += [counter.readme_row("counters.K.") for counter in COUNTER_FIELDS]
+    for each in FIELDS:  # `counters` itself is the rows of its fields, counters.K.<name>
+        if each.name != "counters":
+            rows.append(each.readme_row())
+            continue
+        rows += [counter.readme_row("counters.K.", prop_prefix="counters[K].") for counter in COUNTER_FIELDS]
     return "\n".join(rows)
 
 
@@ -551,27 +577,26 @@ def parse_config(raw: Any) -> DeploymentConfig:
     if raw is None:
         raise ConfigError('tickets: missing; add a "tickets" object to the context in cdk.json')
     _require_object(raw, "tickets", {each.name for each in FIELDS})
-    parsed: dict[str, Any] = {}
-    for each in FIELDS:
-        parsed[each.attribute] = each.parse(raw.get(each.name, each.default), parsed, f"tickets.{each.name}")
+    parsed = _parse_fields(
+        FIELDS, lambda each: raw.get(each.name, each.default), lambda each: f"tickets.{each.name}", {}
+    )
     return DeploymentConfig(**parsed)
 
 
 def parse_props(props: Mapping[str, Any], region: str, label: str) -> DeploymentConfig:
     """The construct's keyword props (FIELDS' `prop` names; None: the field's default) for the stack's
     `region`, checked by the same rules as cdk.json; ConfigError messages start with `label` and name the prop."""
-    parsed: dict[str, Any] = {}
+
+    def value_of(each: Field) -> Any:
+        value = props.get(each.prop) if each.owner == "TicketService" else None
+        if each.name == "regions":
+            return {region: 0 if value is None else value}
+        if each.name == "counters" and isinstance(value, Mapping):
+            return {key: _counter_from_props(counter) for key, counter in value.items()}
+        return each.default if value is None else value
+
     try:
-        for each in FIELDS:
-            if each.owner != "TicketService":
-                parsed[each.attribute] = each.default
-                continue
-            value = props.get(each.prop)
-            if each.name == "regions":
-                value = {region: 0 if value is None else value}
-            elif each.name == "counters" and isinstance(value, Mapping):
-                value = {key: _counter_from_props(counter) for key, counter in value.items()}
-            parsed[each.attribute] = each.parse(each.default if value is None else value, parsed, each.prop)
+        parsed = _parse_fields(FIELDS, value_of, lambda each: each.prop, {})
     except ConfigError as err:
         raise ConfigError(f"{label}: {err}") from None
     return DeploymentConfig(**parsed)
@@ -659,9 +684,12 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) ->
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
     _require_object(raw, where, {each.name for each in COUNTER_FIELDS})
-    parsed: dict[str, Any] = {"deployment_max_block": deployment_max_block}
-    for each in COUNTER_FIELDS:
-        parsed[each.attribute] = each.parse(raw.get(each.name, each.default), parsed, f"{where}.{each.name}")
+    parsed = _parse_fields(
+        COUNTER_FIELDS,
+        lambda each: raw.get(each.name, each.default),
+        lambda each: f"{where}.{each.name}",
+        {"deployment_max_block": deployment_max_block},
+    )
     del parsed["deployment_max_block"]
     return CounterConfig(**parsed)
 
