@@ -69,7 +69,7 @@ def test_the_props_take_the_fields_values_and_defaults():
         region_slots=3,
         region_slot=2,
         strict_keys=True,
-        counters={"orders": {"start": 5000, "max_block": 10}, "big": {"max": str(2**63 - 1)}},
+        counters={"orders": {"start": 5000, "max_block": 10}, "big": {"max": 2**63 - 1}},  # exact in Python
         callers=["111122223333"],
     )
     assert service.region == "eu-west-1" and service.region_slot == 2
@@ -412,3 +412,11 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
         read_ledger_file(missing / "tickets.lock.json").services
         == read_ledger_file(EXAMPLE / "tickets.lock.json").services
     )
+
+
+def test_docs_cdk_md_shows_the_example_app_as_it_is():
+    """docs/cdk.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
+    guide = (ROOT / "docs" / "cdk.md").read_text(encoding="utf-8")
+    start = guide.index("```python\nimport aws_cdk as cdk") + len("```python\n")
+    shown = guide[start : guide.index("```", start)]
+    assert shown in (EXAMPLE / "app.py").read_text(encoding="utf-8")

@@ -603,13 +603,23 @@ def parse_props(props: Mapping[str, Any], region: str, label: str) -> Deployment
 
 
 def _counter_from_props(counter: Any) -> Any:
-    """A counter given as snake_case props (or a CounterConfig) in cdk.json's shape, for the same rules."""
+    """A counter given as snake_case props (or a CounterConfig) in cdk.json's shape, for the same rules. A
+    Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on as
+    the decimal string cdk.json would need."""
     if isinstance(counter, CounterConfig):
         counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
     if not isinstance(counter, Mapping):
         return counter
     names = {each.prop: each.name for each in COUNTER_FIELDS}
-    return {names.get(name, name): value for name, value in counter.items() if value is not None}
+    return {
+        names.get(name, name): str(value) if _is_big_int(value) else value
+        for name, value in counter.items()
+        if value is not None
+    }
+
+
+def _is_big_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER
 
 
 def to_raw(config: DeploymentConfig) -> dict[str, Any]:

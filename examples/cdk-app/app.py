@@ -38,9 +38,8 @@ checkout = lambda_.Function(
 )
 orders.grant_issue(checkout)
 invoices.grant_issue(checkout)
-TicketDashboard(
-    shop, "InvoicesDashboard", service=invoices, alarms=TicketAlarms(shop, "InvoicesAlarms", service=invoices)
-)
+invoice_alarms = TicketAlarms(shop, "InvoicesAlarms", service=invoices, alarm_email="ops@shop.example")
+TicketDashboard(shop, "InvoicesDashboard", service=invoices, alarms=invoice_alarms)
 
 shop_us = cdk.Stack(app, "ShopUs", env=cdk.Environment(region="us-east-1"))
 TicketService(shop_us, "Orders", region_slot=1, **ORDER_NUMBERS)
