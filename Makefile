@@ -61,12 +61,12 @@ $(TS_DEPS): $(TS_CLIENT)/package.json
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
 	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger),
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,
 # the Python client and the admin CLI.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy clients/python/tickets_client tickets_admin
+	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))

@@ -216,6 +216,46 @@ def test_one_service_in_two_regions_is_one_ledger_entry_and_must_agree_on_its_nu
         _shop_app(tmp_path / "differ", us_counters={"orders": {"start": 1}}).synth()
 
 
+@pytest.mark.slow
+def test_staging_and_production_in_one_app_are_one_service_with_both_accounts_recorded(tmp_path):
+    """The same service in one region, in two accounts (one stack each): its tables are two deployments
+    of one numbering, and the ledger records both accounts on the region's slot."""
+    ledger = tmp_path / "tickets.lock.json"
+    config = {"tableName": "shop-orders", "regions": {"eu-west-1": 0}, "counters": {"orders": {"start": 5000}}}
+    write_ledger_file(ledger, record_services(None, {"shop-orders": parse_config(config)}))
+    app = App(outdir=str(tmp_path / "out"), context={LEDGER_PATH_CONTEXT: str(ledger)})
+    for name, account in (("Staging", "111111111111"), ("Production", "222222222222")):
+        stack = Stack(app, name, env=Environment(account=account, region="eu-west-1"))
+        TicketService(stack, "Orders", table_name="shop-orders", counters={"orders": {"start": 5000}})
+    app.synth()
+    (slot,) = read_ledger_file(ledger).services["shop-orders"].slots.values()
+    assert (slot.region, slot.accounts, slot.retired) == ("eu-west-1", ("111111111111", "222222222222"), False)
+
+
+@pytest.mark.slow
+def test_make_init_writes_for_the_reference_app_what_its_cdk_json_declares(tmp_path, capsys):
+    """`make init` runs `python -m tickets_cdk init`, which runs app.py (cdk.json's context, no ledger read):
+    the same first ledger as reading cdk.json directly (python -m tickets_deploy init)."""
+    import sys
+
+    from tickets_cdk.__main__ import main
+    from tickets_deploy.__main__ import main as deploy_main
+
+    for name in ("library", "direct"):
+        (tmp_path / name).mkdir()
+        shutil.copy(ROOT / "cdk.json", tmp_path / name / "cdk.json")
+    app = f"{sys.executable} {ROOT / 'app.py'}"
+    own_ledger = ROOT / "tickets.lock.json"
+    before = own_ledger.read_bytes() if own_ledger.exists() else None
+    assert main(["init", "--dir", str(tmp_path / "library"), "--app", app]) == 0
+    assert "tickets-counters: regionSlots 1, regions us-east-1 (slot 0), 2 counter(s)" in capsys.readouterr().out
+    assert deploy_main(["init", "--config", str(tmp_path / "direct" / "cdk.json")]) == 0
+    library = read_ledger_file(tmp_path / "library" / "tickets.lock.json")
+    assert library.services == read_ledger_file(tmp_path / "direct" / "tickets.lock.json").services
+    assert library.versions[0].change == "python -m tickets_cdk init"
+    assert (own_ledger.read_bytes() if own_ledger.exists() else None) == before  # app.py's own: not touched
+
+
 # --- a user's app, from the wheel ---------------------------------------------------------------
 
 

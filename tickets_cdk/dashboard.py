@@ -77,7 +77,7 @@ def _per_operation(throttles: cloudwatch.IMetric) -> list[cloudwatch.IMetric]:
     """The alarm's terms as lines of their own: the graph shows which call is throttled, with no metric math."""
     terms = throttles.using_metrics.values() if isinstance(throttles, cloudwatch.MathExpression) else [throttles]
     return [
-        term.with_(label=term.dimensions["Operation"], period=PERIOD)
+        term.with_(label=(term.dimensions or {})["Operation"], period=PERIOD)
         for term in terms
         if isinstance(term, cloudwatch.Metric)
     ]

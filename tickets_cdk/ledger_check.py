@@ -22,7 +22,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jsii
 from aws_cdk import CfnOutput, IStringProducer, Lazy, Stack, Token
@@ -75,7 +75,7 @@ class TicketsLedgerCheck(Construct):
         root = scope.node.root
         found = root.node.try_find_child(CHECK_ID)
         if found is None:
-            return cls(root)
+            return cls(cast(Construct, root))
         if not isinstance(found, TicketsLedgerCheck):
             raise ValueError(f"{CHECK_ID}: the app's root has a construct of that id that is not Tickets' ledger check")
         return found

@@ -69,7 +69,9 @@ class TicketAlarms(Construct):
             child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)
         }
 
-    def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
+    def _alarm(
+        self, construct_id: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, description: str
+    ) -> cloudwatch.Alarm:
         alarm = metric.create_alarm(
             self,
             construct_id,
