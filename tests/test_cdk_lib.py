@@ -317,6 +317,20 @@ def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_p
         check=True,
     ).stdout.split()
     assert Path(where[0]).is_relative_to(user_python.parent.parent) and where[1] == tickets.__version__
+    # What the local server reads ships inside its package: the API document, as the repository has it.
+    served = subprocess.run(
+        [
+            str(user_python),
+            "-c",
+            "import importlib.resources as r, sys; "
+            "sys.stdout.buffer.write(r.files('tickets_local').joinpath('openapi.json').read_bytes())",
+        ],
+        env=environment(),
+        cwd=tmp_path,
+        capture_output=True,
+        check=True,
+    ).stdout
+    assert served == (ROOT / "openapi.json").read_bytes()
     assert (app_dir / "tickets.lock.json").read_bytes() == ledger_before  # nothing new to record
 
     templates = _templates(app_dir)
