@@ -474,3 +474,23 @@ def test_docs_cdk_md_shows_the_example_app_as_it_is():
     start = guide.index("```python\nimport aws_cdk as cdk") + len("```python\n")
     shown = guide[start : guide.index("```", start)]
     assert shown in (EXAMPLE / "app.py").read_text(encoding="utf-8")
+
+
+def test_the_ledger_is_found_beside_the_app_s_cdk_json_wherever_synthesis_runs_from(tmp_path, monkeypatch):
+    import sys
+
+    from tickets_cdk.ledger_check import find_ledger
+
+    app_dir, elsewhere = tmp_path / "shop" / "infra", tmp_path / "other"
+    app_dir.mkdir(parents=True)
+    elsewhere.mkdir()
+    (tmp_path / "shop" / "cdk.json").write_text("{}")
+    (elsewhere / "cdk.json").write_text("{}")  # another app's: not the one whose script runs
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", str(app_dir / "app.py"), raising=False)
+    assert find_ledger(App()) == tmp_path / "shop" / "tickets.lock.json"
+    # No script of the app's (python -c, or a test runner's entry point): the working directory's.
+    monkeypatch.setattr(sys.modules["__main__"], "__file__", str(Path(sys.prefix) / "bin" / "pytest"), raising=False)
+    assert find_ledger(App()) == elsewhere / "tickets.lock.json"
+    named = tmp_path / "named.json"
+    assert find_ledger(App(context={LEDGER_PATH_CONTEXT: str(named)})) == named

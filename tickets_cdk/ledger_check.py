@@ -202,23 +202,32 @@ def register(service: TicketService, table_ids: tuple[str, str]) -> None:
 
 
 def find_ledger(scope: Construct) -> Path:
-    """The ledger beside the app's cdk.json: context tickets:ledgerPath if set; else cdk.json in the working
-    directory (the CDK CLI runs the app there); else beside the app's script or above it."""
+    """The ledger beside the app's cdk.json: the context tickets:ledgerPath if set; else beside the cdk.json
+    in or above the app script's directory (wherever synthesis runs from); else in or above the working
+    directory (the CDK CLI runs the app where cdk.json is; `python -c`, or a test runner installed in a
+    virtual environment, has no script of the app's)."""
     explicit = scope.node.try_get_context(LEDGER_PATH_CONTEXT)
     if explicit:
         return Path(str(explicit)).resolve()
-    cwd = Path.cwd()
-    if (cwd / "cdk.json").is_file():
-        return ledger_path_beside(cwd / "cdk.json")
     script = getattr(sys.modules.get("__main__"), "__file__", None)
-    if script:
-        for directory in Path(script).resolve().parents:
+    starts = []
+    if script and not _installed(Path(script).resolve()):
+        starts.append(Path(script).resolve().parent)
+    starts.append(Path.cwd())
+    for start in starts:
+        for directory in (start, *start.parents):
             if (directory / "cdk.json").is_file():
                 return ledger_path_beside(directory / "cdk.json")
     raise LedgerError(
-        f"no cdk.json in {cwd}{f' or above {script}' if script else ''}: the ledger ({LEDGER_FILE}) lives beside "
-        f"the app's cdk.json. Synthesise from the app's directory, or name it: cdk synth -c {LEDGER_PATH_CONTEXT}=PATH"
+        f"no cdk.json in or above {' or '.join(str(start) for start in starts)}: the ledger ({LEDGER_FILE}) lives "
+        "beside the app's cdk.json. Synthesise from the app's directory, or name it: "
+        f"cdk synth -c {LEDGER_PATH_CONTEXT}=PATH"
     )
+
+
+def _installed(path: Path) -> bool:
+    """Is `path` part of a Python installation (a tool's entry point such as pytest), not an app?"""
+    return any(path.is_relative_to(Path(prefix).resolve()) for prefix in {sys.prefix, sys.base_prefix})
 
 
 def _by_account(
