@@ -1,4 +1,5 @@
-"""python -m tickets_deploy init: start a deployment's ledger (what `make init` runs)."""
+"""python -m tickets_deploy init: start a deployment's ledger (what `make init` runs).
+python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts (predeploy.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["predeploy"]:
+        from tickets_deploy import predeploy
+
+        return predeploy.main(arguments[1:])
+    return init(arguments)
+
+
+def init(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy",
         description=f"Start a deployment: write its ledger ({LEDGER_FILE}, beside cdk.json) for the current "
