@@ -18,6 +18,7 @@ from tickets_deploy.ledger import (
     new_accounts,
     read_ledger_file,
     record_services,
+    refusal,
     write_ledger_file,
 )
 
@@ -57,9 +58,7 @@ def main(app: cdk.App | None = None, ledger_path: Path = LEDGER_PATH) -> None:
     except ConfigError as err:
         sys.exit(f"cdk.json: invalid tickets config: {err}")
     except LedgerError as err:
-        sys.exit(
-            f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was synthesised or written):\n{err}"
-        )
+        sys.exit(refusal(ledger_path, err, "synthesised or written"))
 
 
 if __name__ == "__main__":

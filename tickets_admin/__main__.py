@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
-from tickets_deploy.config import ConfigError, load_config_file, pick_region, region_settings
+from tickets_deploy.config import ConfigError, DeploymentConfig, load_config_file, pick_region, region_settings
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, check_config_file, ledger_path_beside
 
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
 from .operations import export_items, raise_key
@@ -17,7 +19,9 @@ from .table import AdminError, CounterTable
 DESCRIPTION = """\
 Operate on a Tickets deployment's counter table, in one region. The table's name, the
 region's slot and each counter's start, stride, max and shards come from cdk.json, as
-the stack and the local server take them. Every write is conditional: it is safe to run
+the stack and the local server take them. raise and migrate first check cdk.json against
+the deployment ledger beside it (tickets.lock.json), as synthesis does, and refuse, with
+synthesis's message, a config it refuses. Every write is conditional: it is safe to run
 while the service issues tickets, and safe to repeat."""
 
 EPILOG = """\
@@ -178,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             for line in export_items(table):
                 print(line)
             return 0
+        _check_ledger(Path(args.config), config, args.endpoint_url)
         settings = region_settings(config, region)
         if args.command == "migrate":
             old_table = CounterTable(args.from_table, region, args.endpoint_url, named_by="--from-table")
@@ -205,10 +210,24 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         results = raise_key(table, args.key, lanes, args.above, report=lambda line: print(line, flush=True))
-    except (ConfigError, AdminError) as err:
+    except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 1 if any(result.needs_attention for result in results) else 0
+
+
+def _check_ledger(config_file: Path, config: DeploymentConfig, endpoint_url: str | None) -> None:
+    """raise and migrate write lanes with cdk.json's layouts: the ledger beside it must accept that
+    config, as synthesis would, or a layout no version deployed could be written into a deployed table
+    (which then refuses the key). Only a local endpoint may go without a ledger (make serve before make init)."""
+    if endpoint_url is not None and not ledger_path_beside(config_file).exists():
+        print(
+            f"note: no {LEDGER_FILE} beside {config_file}: the layouts are taken from it unchecked "
+            "(allowed only with --endpoint-url)",
+            file=sys.stderr,
+        )
+        return
+    check_config_file(config_file, config)
 
 
 def _key(text: str) -> str:
