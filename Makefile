@@ -79,8 +79,13 @@ init: $(CDK_DEPS)
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 
-deploy: $(CDK_DEPS) $(CDK)
-	$(CDK) deploy --all
+# Synthesise once, check that assembly against what each region runs (its ledger version, the Powertools
+# layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from the serve set), then deploy exactly it.
+deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
+	rm -rf cdk.out
+	$(CDK) synth --quiet --output cdk.out
+	$(PY) -m tickets_deploy predeploy --assembly cdk.out
+	$(CDK) deploy --all --app cdk.out
 
 bench: $(DEV_DEPS)
 	$(PY) -m bench

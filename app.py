@@ -14,12 +14,12 @@ import aws_cdk as cdk
 from stacks.tickets_stack import TicketsStack, add_stacks
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT, TicketsLedgerCheck
 from tickets_deploy.config import ConfigError, parse_config
-from tickets_deploy.ledger import LEDGER_FILE
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, refusal
 
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
-class LedgerRefusal(Exception):
+class LedgerRefusal(LedgerError):
     """The ledger refused the app; nothing was synthesised or written."""
 
 
@@ -46,10 +46,8 @@ def main(app: cdk.App | None = None, ledger_path: Path = LEDGER_PATH) -> None:
         synthesize(app or cdk.App(), ledger_path, account=os.environ.get("CDK_DEFAULT_ACCOUNT"))
     except ConfigError as err:
         sys.exit(f"cdk.json: invalid tickets config: {err}")
-    except LedgerRefusal as err:
-        sys.exit(
-            f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was synthesised or written):\n{err}"
-        )
+    except LedgerError as err:
+        sys.exit(refusal(ledger_path, err, "synthesised or written"))
 
 
 if __name__ == "__main__":

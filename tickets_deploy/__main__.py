@@ -1,6 +1,7 @@
-"""python -m tickets_deploy init: the reference app's first ledger, from its cdk.json alone (no CDK needed). Any
-CDK app, the reference app included (`make init`), can use `python -m tickets_cdk init`, which runs the app to learn
-what it declares."""
+"""python -m tickets_deploy init: the reference app's first ledger, from its cdk.json alone (no CDK needed); any
+CDK app, the reference app included (`make init`), can use `python -m tickets_cdk init`, which runs the app to
+learn what it declares.
+python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts (predeploy.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,15 @@ from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger, ledger_
 
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["predeploy"]:
+        from tickets_deploy import predeploy
+
+        return predeploy.main(arguments[1:])
+    return init(arguments)
+
+
+def init(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy",
         description=f"Start a deployment: write its ledger ({LEDGER_FILE}, beside cdk.json) for the current "

@@ -446,6 +446,24 @@ _MERGE_WAY_OUT = (
 )
 
 
+def refusal(ledger_path: Path, err: LedgerError, nothing: str) -> str:
+    """How synthesis and tickets_admin say that the ledger refuses cdk.json (`nothing` was done)."""
+    return f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was {nothing}):\n{err}"
+
+
+def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile:
+    """The ledger beside `config_file`, which must accept `config` as synthesis would: a command that
+    writes lanes with a config's layouts (tickets_admin raise, migrate) refuses one the ledger refuses,
+    with synthesis's message. LedgerError (from refusal) otherwise."""
+    path = ledger_path_beside(config_file)
+    try:
+        ledger = read_ledger_file(path)
+        record_services(ledger, {config.table_name: config})
+    except LedgerError as err:
+        raise LedgerError(refusal(path, err, "written")) from None
+    return ledger
+
+
 def read_ledger(path: Path) -> Ledger:
     """The one service's ledger of a file that records exactly one (today's app: one table name)."""
     services = read_ledger_file(path).services
