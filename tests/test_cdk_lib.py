@@ -232,6 +232,37 @@ def test_staging_and_production_in_one_app_are_one_service_with_both_accounts_re
     assert (slot.region, slot.accounts, slot.retired) == ("eu-west-1", ("111111111111", "222222222222"), False)
 
 
+class _Refuses:
+    def validate(self):
+        return ["this construct refuses"]
+
+
+@pytest.mark.slow
+def test_the_ledger_is_written_only_when_the_whole_app_synthesises(tmp_path):
+    """A change the ledger accepts (a new counter) is recorded only if nothing else in the app stops synthesis."""
+    import jsii
+    from constructs import Construct, IValidation
+
+    ledger = tmp_path / "tickets.lock.json"
+    write_ledger_file(
+        ledger,
+        record_services(None, {"shop-orders": parse_config({"tableName": "shop-orders", "regions": {"eu-west-1": 0}})}),
+    )
+    before = ledger.read_bytes()
+    app = App(outdir=str(tmp_path / "out"), context={LEDGER_PATH_CONTEXT: str(ledger)})
+    stack = _stack(app=app)
+    TicketService(stack, "Orders", table_name="shop-orders", counters={"orders": {"start": 1}})
+    Construct(stack, "Other").node.add_validation(jsii.implements(IValidation)(_Refuses)())
+    with pytest.raises(Exception, match="this construct refuses"):
+        app.synth()
+    assert ledger.read_bytes() == before
+
+    app = App(outdir=str(tmp_path / "out2"), context={LEDGER_PATH_CONTEXT: str(ledger)})
+    TicketService(_stack(app=app), "Orders", table_name="shop-orders", counters={"orders": {"start": 1}})
+    app.synth()
+    assert set(read_ledger_file(ledger).services["shop-orders"].counters) == {"orders"}
+
+
 @pytest.mark.slow
 def test_make_init_writes_for_the_reference_app_what_its_cdk_json_declares(tmp_path, capsys):
     """`make init` runs `python -m tickets_cdk init`, which runs app.py (cdk.json's context, no ledger read):

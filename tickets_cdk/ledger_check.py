@@ -5,10 +5,10 @@ The ledger is per app: the first TicketService adds one `TicketsLedgerCheck` con
 which every later one registers with. Its validation runs in the CDK's validation phase (before any
 template is written): it gathers every service of every stack, by table name (one service deployed in
 several regions, one stack each, shares a name and an entry, with a slot per region), checks them with
-tickets_deploy.ledger.record_services (the rollout rule included) and writes the ledger only when that
-succeeds and something changed. A refusal, or no ledger at all, stops synthesis with the reason. Each
-stack with a service outputs `TicketsLedgerVersion`, the ledger version it was synthesised with (a Lazy
-value, resolved after the validation recorded it).
+tickets_deploy.ledger.record_services (the rollout rule included). A refusal, or no ledger at all, stops
+synthesis with the reason. Each stack with a service outputs `TicketsLedgerVersion`, the ledger version it
+was synthesised with: a Lazy value, resolved as synthesis writes the templates, after the whole app passed
+validation; only then, and only if something changed, is the ledger written.
 
 `python -m tickets_cdk init` runs the app with DECLARE_ENV naming a file: the check then writes what the
 app declares there (cdk.json's shape, by table name) instead of reading the ledger.
@@ -68,6 +68,7 @@ class TicketsLedgerCheck(Construct):
         self.version: str | None = None  # the ledger version the app was synthesised with, once checked
         self.ledger_path: Path | None = None
         self.problem: str | None = None  # why the ledger refused the app, once it did
+        self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # recorded, not yet written
         self.node.add_validation(_Validation(self))
 
     @classmethod
@@ -105,10 +106,18 @@ class TicketsLedgerCheck(Construct):
             where = self.ledger_path or LEDGER_FILE
             return [f"refused by the deployment ledger {where} (nothing was synthesised or written):\n{self.problem}"]
         self.version = ledger.version
-        if ledger is not previous:
+        # Written once the whole app passed validation, when synthesis writes the templates (the first
+        # TicketsLedgerVersion output it resolves): a refusal anywhere in the app leaves the ledger as it was.
+        self.unwritten = (path, previous, ledger) if ledger is not previous else None
+        return []
+
+    def write_recorded(self) -> None:
+        """Write what validation recorded, once; say what is new."""
+        if self.unwritten is not None:
+            path, previous, ledger = self.unwritten
+            self.unwritten = None
             write_ledger_file(path, ledger)
             _say_what_was_recorded(path, previous, ledger)
-        return []
 
     def declared(self) -> dict[str, DeploymentConfig]:
         """Every service of the app, by table name, its regions gathered from its stacks; ValueError when
@@ -157,6 +166,7 @@ class _LedgerVersion:
         self.check = check
 
     def produce(self, context: Any) -> str:
+        self.check.write_recorded()
         return self.check.version or "unrecorded"
 
 
