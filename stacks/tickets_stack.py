@@ -43,7 +43,7 @@ class TicketsStack(Stack):
             table_logical_ids=LEGACY_TABLE_LOGICAL_IDS,
         )
         alarms = TicketAlarms(self, "Alarms", service=service, alarm_email=config.alarm_email)
-        TicketDashboard(self, "Dashboard", service=service, alarms=alarms)
+        dashboard = TicketDashboard(self, "Dashboard", service=service, alarms=alarms)
         NagSuppressions.add_resource_suppressions(
             service.role,
             [
@@ -59,6 +59,12 @@ class TicketsStack(Stack):
 
         CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
         CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")
+        CfnOutput(
+            self,
+            "DashboardName",
+            value=dashboard.dashboard.dashboard_name,
+            description="The CloudWatch dashboard (its name is generated)",
+        )
         CfnOutput(
             self,
             "RegionSlot",

@@ -150,9 +150,8 @@ class Region:
         each Region (so each test) has its own Issuer, which remembers exhausted lanes."""
         if self._app is None:
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
-            self._app = create_app(
-                self.settings, function_client(self.region), COUNTER_TABLE, IDEMPOTENCY_TABLE, **picks
-            )
+            client = function_client(self.region)
+            self._app = create_app(self.settings, client, COUNTER_TABLE, IDEMPOTENCY_TABLE, region=self.region, **picks)
         return self._app
 
     def pick_lanes(self, shuffle: Any) -> None:

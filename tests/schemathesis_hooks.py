@@ -6,7 +6,8 @@ on its own and cannot relate one to another:
 - a query `count` and a body `count` must agree;
 - an Idempotency-Key names one request: the same header with another key, count or route (a block on
   /_blocks/{key} is not a list of tickets) is 422;
-- the compatibility route /counter needs a key (`systemKey`, `key` or the body's), any of them.
+- the compatibility route (tag `compat`, at the configured path) needs a key (`systemKey`, `key` or the
+  body's), any of them.
 Schemathesis draws every parameter independently, so a request it means to be valid breaks these
 rules by chance and is rightly refused (400, 422), which its positive_data_acceptance check would
 report. This hook makes such requests keep the rules, and nothing else: the values stay the ones drawn
@@ -23,7 +24,7 @@ from typing import Any
 import schemathesis
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-COMPAT_PATH = "/counter"  # as openapi.json shows the compatibility route
+COMPAT_TAG = "compat"  # the compatibility route's tag, whatever its configured path
 
 
 @schemathesis.hook
@@ -34,7 +35,7 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
     body = case.body if isinstance(case.body, MutableMapping) else {}
     named = [(case.path_parameters or {}).get("key"), query.get("key"), query.get("systemKey"), body.get("key")]
     key = next((name for name in named if isinstance(name, str)), None)
-    if key is None and case.operation.path == COMPAT_PATH:
+    if key is None and COMPAT_TAG in (case.operation.tags or []):
         key = query["systemKey"] = "compat"  # none was drawn: name one, as the route requires
         case.query = query
     if key is not None:

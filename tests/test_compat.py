@@ -179,6 +179,19 @@ def test_another_configured_path(deploy):
     assert region.get("/counter").body == {"key": "counter", "ticket": 1}
 
 
+def test_the_path_is_literal_not_a_pattern(deploy):
+    """Powertools compiles a route into a regular expression, where `.` matches any character: the path
+    `v1.counter` once also took /v1-counter (a configured counter, then unreachable by its path)."""
+    counters = {**EXAMPLE_CONFIG["counters"], "v1-counter": {"start": 70}}
+    region = deploy({**EXAMPLE_CONFIG, "counters": counters, "compat": {"path": "v1.counter"}})
+    assert bare(region.get("/v1.counter", query={"systemKey": "orders"})) == 5000
+    assert region.get("/v1-counter").body == {"key": "v1-counter", "ticket": 70}
+    assert region.get("/v1_counter").body == {"key": "v1_counter", "ticket": 1}
+    refused = region.get("/v1-counter", query={"systemKey": "orders"})  # not the compat route: two keys named
+    assert (refused.status, refused.body["error"]) == (400, "bad_request")
+    assert region.get("/_counters/orders").body["last"] == 5000
+
+
 @pytest.mark.slow
 def test_the_local_server_serves_the_route_when_cdk_json_configures_it(tmp_path):
     with LocalServer(config_path=write_cdk_json(tmp_path, COMPAT_CONFIG)) as server:

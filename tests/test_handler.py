@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import tickets
 from conftest import BROWSER_ACCEPT, EXAMPLE_CONFIG, Answer, FakeLambdaContext, function_url_event
 from tickets.app import logger as app_logger
 
@@ -112,6 +113,41 @@ def test_other_paths_are_404(api, path):
     assert_error(api.get(path), 404, "not_found")
 
 
+@pytest.mark.parametrize("path", ["/_health/", "/_x", "/_local", "/_series", "/_orders", "/_"])
+def test_unknown_paths_under_the_reserved_prefix_are_404_and_issue_nothing(api, path):
+    """`_` starts no key: an unknown /_x is a path of ours that does not exist, never a key (README: 404)."""
+    answer = api.get(path)
+    if path == "/_health/":  # a trailing slash is ignored
+        assert answer.status == 200
+        return
+    assert_error(answer, 404, "not_found")
+    assert answer.body["message"].startswith("no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}")
+    assert_error(api.post(path), 404, "not_found")
+    assert api.items() == []
+
+
+@pytest.mark.parametrize("path, needs", [("/_counters", "GET /_counters/{key}"), ("/_blocks", "GET or POST")])
+def test_a_route_without_its_key_says_which_route_needs_it(api, path, needs):
+    answer = api.get(path)
+    assert_error(answer, 404, "not_found")
+    assert answer.body["message"].startswith(f"{path} needs a key: {needs}")
+
+
+def test_health_answers_version_region_and_slot_and_touches_nothing(deploy):
+    region = deploy({**EXAMPLE_CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}, "eu-west-1")
+    with region.dynamodb_calls() as calls:
+        answer = region.get("/_health")
+    assert (answer.status, answer.headers["Content-Type"], answer.headers["Cache-Control"]) == (
+        200,
+        "application/json",
+        "no-store",
+    )
+    assert answer.body == {"status": "ok", "version": tickets.__version__, "region": "eu-west-1", "slot": 1, "slots": 2}
+    assert calls == []  # no DynamoDB call: a probe costs nothing and burns no number
+    assert region.items() == []
+    assert_error(region.get("/_health", query={"verbose": "1"}), 400, "bad_request")
+
+
 @pytest.mark.parametrize(
     "method, path, allowed",
     [
@@ -122,6 +158,8 @@ def test_other_paths_are_404(api, path):
         ("OPTIONS", "/orders", "GET, POST"),
         ("POST", "/_counters/orders", "GET"),
         ("DELETE", "/_counters/orders", "GET"),
+        ("POST", "/_health", "GET"),
+        ("PUT", "/_blocks/orders", "GET, POST"),
     ],
 )
 def test_wrong_method_is_405_with_allow(api, method, path, allowed):
@@ -149,7 +187,7 @@ def test_a_browser_gets_json(api):
 
 
 def test_errors_stay_json_for_text_callers(api):
-    assert_error(api.get("/_orders", headers=TEXT), 400, "bad_request")
+    assert_error(api.get("/bad%20key", headers=TEXT), 400, "bad_request")
 
 
 # --- invalid input: 400, and nothing written ----------------------------------------------------
@@ -160,7 +198,7 @@ INVALID = {
     "query-key-too-long": {"query": {"key": "k" * 101}},
     "space": {"path": "/bad%20key"},
     "hash": {"path": "/a%231"},
-    "leading-underscore": {"path": "/_orders"},
+    "encoded-leading-underscore": {"path": "/%5Forders"},
     "leading-dot": {"path": "/.orders"},
     "query-leading-underscore": {"query": {"systemKey": "_orders"}},
     "encoded-slash": {"path": "/orders%2F..%2Finvoices"},
@@ -372,7 +410,7 @@ def test_a_changed_lane_is_refused_before_any_write(deploy, changed):
         ({"path": "/"}, 200),
         ({"path": "/orders", "headers": TEXT}, 200),
         ({"path": "/_counters/default"}, 200),
-        ({"path": "/_orders"}, 400),
+        ({"path": "/bad%20key"}, 400),
         ({"path": "/nowhere/at/all"}, 404),
         ({"path": "/", "method": "PUT"}, 405),
         ({"path": "/", "method": "POST", "body": "x" * 3000}, 413),

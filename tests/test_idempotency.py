@@ -284,3 +284,75 @@ def test_the_lock_of_a_lost_attempt_blocks_its_key_only_until_the_deadline(api):
     assert int(lock["in_progress_expiration"]["N"]) - started_millis <= 2_000 - 250 + 50
     time.sleep(max(0.0, int(lock["in_progress_expiration"]["N"]) / 1000 - time.time()) + 0.05)
     assert api.post("/orders", headers=once("short")).body == {"key": "orders", "ticket": 5000}
+
+
+# --- replays first: a stored answer whatever the config now says ------------------------------------
+
+
+def replayed(before, after, path: str, header: str, **request) -> tuple:
+    """The first answer under one config and the retry's under the next (a deploy between them), with
+    the counter table as the retry found and left it."""
+    first = before.get(path, headers=once(header), **request)
+    assert first.status == 200, first.body
+    counters = after.items()
+    retry = after.get(path, headers=once(header), **request)
+    assert after.items() == counters  # the retry issued nothing
+    return first, retry
+
+
+def test_a_block_replays_after_max_block_was_lowered(deploy):
+    """A block of 800 issued under maxBlock 1000, retried after maxBlock became 500: its 800 tickets."""
+    config = {"regions": {"us-east-1": 0}, "maxBlock": 1000}
+    first, retry = replayed(
+        deploy(config), deploy({**config, "maxBlock": 500}), "/_blocks/orders", "b-800", query={"count": "800"}
+    )
+    assert (retry.status, retry.body) == (200, first.body) and first.body["count"] == 800
+    # Without the header, or with a new one, the new bound holds.
+    assert deploy({**config, "maxBlock": 500}).get("/_blocks/orders", query={"count": "800"}).status == 400
+
+
+def test_a_block_replays_after_a_key_lowered_its_max_block(deploy):
+    config = {"regions": {"us-east-1": 0}, "counters": {"orders": {"maxBlock": 1000}}}
+    lowered = {**config, "counters": {"orders": {"maxBlock": 10}}}
+    first, retry = replayed(deploy(config), deploy(lowered), "/_blocks/orders", "b-k", query={"count": "800"})
+    assert (retry.status, retry.body) == (200, first.body)
+
+
+@pytest.mark.parametrize("path", ["/_blocks/free", "/free"])
+def test_a_request_replays_after_strict_keys_was_turned_on(deploy, path):
+    config = {"regions": {"us-east-1": 0}, "counters": {"orders": {}}}
+    first, retry = replayed(deploy(config), deploy({**config, "strictKeys": True}), path, "strict-" + path)
+    assert (retry.status, retry.body) == (200, first.body)
+    new = deploy({**config, "strictKeys": True}).get(path, headers=once("another"))
+    assert new.status == 404  # a new request meets strictKeys
+
+
+def test_a_request_replays_after_max_was_lowered_below_its_tickets(deploy):
+    config = {"regions": {"us-east-1": 0}, "counters": {"orders": {"max": 100}}}
+    lowered = {**config, "counters": {"orders": {"max": 2}}}
+    first, retry = replayed(deploy(config), deploy(lowered), "/orders", "m-3", query={"count": "3"})
+    assert first.body == {"key": "orders", "ticket": 1, "tickets": [1, 2, 3]}
+    assert (retry.status, retry.body) == (200, first.body)
+
+
+def test_a_request_to_counter_replays_after_compat_took_the_path(deploy):
+    """Before compat, GET /counter issued the key `counter`; after compat took the path, the same URL is
+    the compatibility route, which refuses a new request without ?systemKey=, but a retry of the old one
+    gets its ticket (as the route renders it: the bare number)."""
+    config = {"regions": {"us-east-1": 0}}
+    before, after = deploy(config), deploy({**config, "compat": {"path": "counter"}})
+    first, retry = replayed(before, after, "/counter", "c-on")
+    assert first.body == {"key": "counter", "ticket": 1}
+    assert (retry.status, retry.body) == (200, "1")
+    records = after.items(IDEMPOTENCY_TABLE)
+    new = after.get("/counter", headers=once("c-new"))
+    assert (new.status, new.body["error"]) == (400, "bad_request")
+    assert after.items(IDEMPOTENCY_TABLE) == records  # the refusal leaves no record behind
+
+
+def test_a_compat_request_replays_after_compat_was_turned_off(deploy):
+    """The compatibility route's request for the key named like its path reads the same without compat."""
+    config = {"regions": {"us-east-1": 0}}
+    before, after = deploy({**config, "compat": {"path": "counter"}}), deploy(config)
+    first, retry = replayed(before, after, "/counter", "c-off", query={"systemKey": "counter"})
+    assert (first.body, retry.status, retry.body) == ("1", 200, {"key": "counter", "ticket": 1})

@@ -1,10 +1,13 @@
-"""openapi.json: a valid OpenAPI document, with exactly the handler's routes and error codes, served by the
-local server, and true of the running code by schemathesis (`st run`, every check) over real HTTP."""
+"""The OpenAPI document (tickets_local/openapi.py): valid, generated from the route table for each config
+(openapi.json is the default config's), with exactly the handler's routes and error codes, served by the
+local server for its config, and true of the running code by schemathesis (`st run`, every check) over real
+HTTP, without and with the compatibility route."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,38 +19,40 @@ from openapi_spec_validator import validate
 
 from conftest import EXAMPLE_CONFIG
 from local_support import TICKETS_CONFIG, call, write_cdk_json
-from tickets import errors, protocol
+from tickets import __version__, errors, routes
+from tickets.settings import Settings
+from tickets_local import openapi
 from tickets_local.__main__ import banner
-from tickets_local.server import OPENAPI_DOCUMENT, OPENAPI_PATH, LocalServer
+from tickets_local.server import OPENAPI_PATH, LocalServer
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
-DOCUMENT = json.loads((REPO / "openapi.json").read_text())
+DOCUMENT = json.loads((REPO / "openapi.json").read_text())  # the default config's
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-# Schemathesis per operation: a few dozen examples, every check, one worker and no randomness (the same
-# requests in the same order on every run).
-EXAMPLES_PER_OPERATION = 25
-# The document shows the compatibility route at the path of the config's example, `counter`.
-COMPAT_PATH = "/counter"
-COMPAT_CONFIG = {**EXAMPLE_CONFIG, "compat": {"path": COMPAT_PATH.lstrip("/")}}
-SERVED_CONFIG = {**TICKETS_CONFIG, "compat": COMPAT_CONFIG["compat"]}
+# Schemathesis per operation: a few dozen examples (fewer while iterating: TICKETS_SCHEMATHESIS_EXAMPLES=5),
+# every check, one worker and no randomness (the same requests in the same order on every run).
+EXAMPLES_PER_OPERATION = int(os.environ.get("TICKETS_SCHEMATHESIS_EXAMPLES", "25"))
+# A compatibility path with a regular expression's metacharacter: it must be served (and documented) literally.
+COMPAT = {"path": "v1.counter"}
+COMPAT_DOCUMENT = openapi.document(Settings(compat_path=COMPAT["path"]))
+DOCUMENTS = {"default": (EXAMPLE_CONFIG, DOCUMENT), "compat": ({**EXAMPLE_CONFIG, "compat": COMPAT}, COMPAT_DOCUMENT)}
 
 
-def lookup(reference: str) -> dict[str, Any]:
-    node: Any = DOCUMENT
+def lookup(reference: str, document: dict[str, Any] = DOCUMENT) -> dict[str, Any]:
+    node: Any = document
     for part in reference.removeprefix("#/").split("/"):
         node = node[part]
     return node
 
 
-def dereference(node: dict[str, Any]) -> dict[str, Any]:
+def dereference(node: dict[str, Any], document: dict[str, Any] = DOCUMENT) -> dict[str, Any]:
     while "$ref" in node:
-        node = lookup(node["$ref"])
+        node = lookup(node["$ref"], document)
     return node
 
 
-def operations() -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for path, item in DOCUMENT["paths"].items():
+def operations(document: dict[str, Any] = DOCUMENT) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    for path, item in document["paths"].items():
         for method, operation in item.items():
             if method in METHODS:
                 yield path, method, operation
@@ -62,33 +67,52 @@ def error_codes(response: dict[str, Any]) -> set[str]:
     return {code for part in parts for code in part.get("properties", {}).get("error", {}).get("enum", [])}
 
 
-def test_the_document_is_valid_openapi():
-    validate(DOCUMENT)
-    assert DOCUMENT["openapi"].startswith("3.1.")
+@pytest.mark.parametrize("document", [DOCUMENT, COMPAT_DOCUMENT], ids=DOCUMENTS)
+def test_the_documents_are_valid_openapi(document):
+    validate(document)
+    assert document["openapi"].startswith("3.1.")
+    assert document["info"]["version"] == __version__
 
 
-def resolver_routes(region) -> set[tuple[str, str]]:
+def test_openapi_json_is_the_default_configs_document():
+    """The repository's openapi.json is generated, never edited: python -m tickets_local.openapi > openapi.json."""
+    assert (REPO / "openapi.json").read_bytes() == openapi.render(Settings()), (
+        "openapi.json is out of date: python -m tickets_local.openapi > openapi.json"
+    )
+
+
+def test_the_compat_route_is_documented_only_when_configured_at_its_literal_path():
+    assert set(COMPAT_DOCUMENT["paths"]) - set(DOCUMENT["paths"]) == {"/v1.counter"}
+    assert set(DOCUMENT["paths"]) <= set(COMPAT_DOCUMENT["paths"])
+    assert {operation["operationId"] for _, _, operation in operations(COMPAT_DOCUMENT)} - {
+        operation["operationId"] for _, _, operation in operations()
+    } == {"compatTicket", "compatTicketPost"}
+    assert "`compat`" in DOCUMENT["info"]["description"]  # how compat adds a route
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_paths_and_methods_are_the_handlers_routes(deploy, name):
+    """Both ways, for the default and a compat config: the resolver registered exactly the route table's
+    rules; every documented path and method reaches a handler; any other method on it is 405 with the
+    documented methods in Allow."""
+    config, document = DOCUMENTS[name]
+    region = deploy(config)
+    served = routes.served(region.settings)
     resolver = region.handler.resolver
-    return {(route.openapi_path, route.method.lower()) for route in resolver._static_routes + resolver._dynamic_routes}
-
-
-def test_paths_and_methods_are_the_handlers_routes(deploy):
-    """Both ways: every route the resolver registered is documented, and nothing else is; the
-    compatibility route (documented at its example path) only when the config turns it on."""
-    documented = {(path, method) for path, method, _ in operations()}
-    assert documented == resolver_routes(deploy(COMPAT_CONFIG))
-    assert documented - {(COMPAT_PATH, "get"), (COMPAT_PATH, "post")} == resolver_routes(deploy(EXAMPLE_CONFIG))
-
-
-def test_paths_take_the_methods_the_router_tells_apart_from_404():
-    """protocol.ROUTE_SHAPES decides 404 against 405 (and the Allow header): it must agree with the paths."""
-    for path, item in DOCUMENT["paths"].items():
+    registered = {(route.path, route.method) for route in resolver._static_routes + resolver._dynamic_routes}
+    assert registered == {(route.rule, method) for route in served for method in route.methods}
+    assert list(document["paths"]) == [route.path for route in served]
+    for path, item in document["paths"].items():
         sample = path.replace("{key}", "orders")
-        allowed = protocol.allowed_methods(sample)
-        assert allowed is not None, path
-        assert set(allowed.split(", ")) == {method.upper() for method in item if method in METHODS}, path
-    allow = dereference(DOCUMENT["components"]["responses"]["MethodNotAllowed"])["headers"]["Allow"]
-    assert set(dereference(allow)["schema"]["enum"]) == {methods for _, methods in protocol.ROUTE_SHAPES}
+        documented = {method.upper() for method in item if method in METHODS}
+        for method in ("GET", "POST", "PUT", "DELETE", "PATCH"):
+            answer = region.call(sample, method, query={"key": "orders"} if "compat" in path else None)
+            if method in documented:
+                assert answer.status not in (404, 405), (path, method, answer)
+            else:
+                assert (answer.status, set(answer.headers["Allow"].split(", "))) == (405, documented), (path, method)
+    allow = dereference(document["components"]["responses"]["MethodNotAllowed"], document)["headers"]["Allow"]
+    assert set(dereference(allow, document)["schema"]["enum"]) == {route.allow for route in served}
 
 
 def test_error_statuses_and_codes_are_errors_py():
@@ -100,7 +124,7 @@ def test_error_statuses_and_codes_are_errors_py():
     in_code = {(cls.status, cls.code) for cls in seen}
     documented = {
         (int(status), code)
-        for _, _, operation in operations()
+        for _, _, operation in operations(COMPAT_DOCUMENT)
         for status, response in operation["responses"].items()
         for code in error_codes(response)
     }
@@ -110,7 +134,7 @@ def test_error_statuses_and_codes_are_errors_py():
 
 
 def test_every_answer_of_ours_says_no_store_and_503_says_when_to_retry():
-    for path, method, operation in operations():
+    for path, method, operation in operations(COMPAT_DOCUMENT):
         for status, response in operation["responses"].items():
             headers = dereference(response).get("headers", {})
             ours = status == "200" or error_codes(response)
@@ -118,22 +142,41 @@ def test_every_answer_of_ours_says_no_store_and_503_says_when_to_retry():
             assert (status == "503") == ("Retry-After" in headers), (path, method, status)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory) -> Iterator[LocalServer]:
-    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("openapi"), SERVED_CONFIG)) as running:
+@pytest.fixture(scope="module", params=list(DOCUMENTS))
+def server(request, tmp_path_factory) -> Iterator[LocalServer]:
+    """The local server on the tests' config, without and with the compatibility route."""
+    config = TICKETS_CONFIG if request.param == "default" else {**TICKETS_CONFIG, "compat": COMPAT}
+    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("openapi"), config)) as running:
         yield running
 
 
 @pytest.mark.slow
-def test_the_local_server_serves_the_document(server):
+def test_the_local_server_serves_the_document_of_its_config(server):
     reply = call(server.url, OPENAPI_PATH)
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
-    assert reply.body == OPENAPI_DOCUMENT.read_bytes()
+    compat = server.deployment.settings.compat_path is not None
+    assert json.loads(reply.body) == (COMPAT_DOCUMENT if compat else DOCUMENT)
     refused = call(server.url, OPENAPI_PATH, method="POST")
     assert (refused.status, refused.headers["allow"], refused.json()["error"]) == (405, "GET", "method_not_allowed")
-    assert call(server.url, "/_local").status == 400  # the rest of /_local is the handler's: not a key
+    assert call(server.url, "/_local").status == 404  # the rest of /_local is the function's: a reserved path
     assert f"{server.url}{OPENAPI_PATH}" in banner(server)
+
+
+def test_the_document_needs_nothing_outside_the_packages(tmp_path):
+    """An installed tickets_local (from a wheel) has no openapi.json beside it: copied alone with the Lambda
+    package, away from the repository, it still builds the document, from its own package data."""
+    site = tmp_path / "site"
+    for package in (REPO / "lambda_src" / "tickets", REPO / "tickets_local"):
+        shutil.copytree(package, site / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+    script = (
+        "import sys, tickets.settings as s, tickets_local.openapi as o; sys.stdout.buffer.write(o.render(s.Settings()))"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(site)}
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60, check=True, cwd=tmp_path, env=environment
+    )
+    assert result.stdout == (REPO / "openapi.json").read_bytes()
 
 
 def test_help_names_the_document_path():
@@ -177,5 +220,6 @@ def test_schemathesis_finds_no_difference_between_the_document_and_the_code(serv
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "No issues found" in result.stdout, result.stdout[-3000:]
-    operations_tested = sum(1 for _ in operations())
+    document = COMPAT_DOCUMENT if server.deployment.settings.compat_path is not None else DOCUMENT
+    operations_tested = sum(1 for _ in operations(document))
     assert f"Tested: {operations_tested}" in result.stdout, result.stdout[-3000:]

@@ -14,7 +14,6 @@ from tickets.keys import MAX_COUNT, parse_count, require_idempotency_key, requir
 from tickets.protocol import (
     MAX_BODY_BYTES,
     TicketRequest,
-    allowed_methods,
     decode_path_key,
     normalise_path,
     prefers_text,
@@ -59,8 +58,8 @@ def test_render_text_is_one_ticket_a_line():
 @pytest.mark.parametrize(
     "path_key, query, body, expected",
     [
-        (None, None, b"", TicketRequest("default", 1)),
-        (None, "", b"", TicketRequest("default", 1)),
+        (None, None, b"", TicketRequest("default", 1, named=False)),
+        (None, "", b"", TicketRequest("default", 1, named=False)),
         ("orders", None, b"", TicketRequest("orders", 1)),
         (None, "key=orders", b"", TicketRequest("orders", 1)),
         (None, "systemKey=orders", b"", TicketRequest("orders", 1)),
@@ -73,9 +72,9 @@ def test_render_text_is_one_ticket_a_line():
         ),  # repeating the same thing everywhere is fine
         ("a%3Ab", None, b"", TicketRequest("a:b", 1)),  # the path is still percent-encoded
         (None, "key=a%3Ab", b"", TicketRequest("a:b", 1)),  # and so is the raw query string
-        (None, "count=1000", b"", TicketRequest("default", 1000)),
+        (None, "count=1000", b"", TicketRequest("default", 1000, named=False)),
         (None, "count=2&&key=orders", b"", TicketRequest("orders", 2)),  # an empty pair is nothing
-        (None, None, b"  \n", TicketRequest("default", 1)),  # a blank body is no body
+        (None, None, b"  \n", TicketRequest("default", 1, named=False)),  # a blank body is no body
     ],
 )
 def test_ticket_request_merges_path_query_and_body(path_key, query, body, expected):
@@ -241,20 +240,6 @@ def test_decode_path_key_decodes_once():
 )
 def test_normalise_path_drops_trailing_slashes(path, normal):
     assert normalise_path(path) == normal
-
-
-@pytest.mark.parametrize(
-    "path, methods",
-    [
-        ("/", "GET, POST"),
-        ("/orders", "GET, POST"),
-        ("/_counters/orders", "GET"),
-        ("/a/b", None),
-        ("/_counters/a/b", None),
-    ],
-)
-def test_allowed_methods(path, methods):
-    assert allowed_methods(path) == methods
 
 
 def test_request_body_plain_and_base64():

@@ -192,9 +192,10 @@ DEPLOYED_LOGICAL_IDS = {
 }
 
 
-def test_every_resource_keeps_its_logical_id_and_the_one_addition_is_the_ledger_version_output(template):
+def test_every_resource_keeps_its_logical_id_and_the_outputs_add_the_ledger_version_and_the_dashboard(template):
     assert set(template.to_json()["Resources"]) == DEPLOYED_LOGICAL_IDS
     assert set(template.to_json()["Outputs"]) == {
+        "DashboardName",
         "FunctionArn",
         "FunctionUrl",
         "InvokePolicyArn",
@@ -322,6 +323,11 @@ def test_outputs_name_the_url_and_the_table(template):
         "FunctionUrl", {"Value": {"Fn::GetAtt": [Match.string_like_regexp("FunctionUrl"), "FunctionUrl"]}}
     )
     template.has_output("TableName", {"Value": {"Ref": "TicketsTable"}})
+
+
+def test_the_dashboards_generated_name_is_an_output(template):
+    [dashboard] = template.find_resources("AWS::CloudWatch::Dashboard")
+    template.has_output("DashboardName", {"Value": {"Ref": dashboard}})
 
 
 def _statements(template: Template) -> list[dict]:

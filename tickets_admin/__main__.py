@@ -1,17 +1,20 @@
-"""`python -m tickets_admin`: raise a counter above a number, export every counter item, or migrate an
-old counter table's values."""
+"""`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
+or migrate an old counter table's values."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
+import tickets
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
 from tickets_deploy.config import ConfigError, DeploymentConfig, load_config_file, pick_region, region_settings
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, check_config_file, ledger_path_beside
 
+from .listing import counters, table_lines
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, Source, migrate, read_old_counters, verify
 from .operations import export_items, raise_key
 from .table import AdminError, CounterTable
@@ -28,6 +31,7 @@ EPILOG = """\
 examples:
   python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
   python -m tickets_admin raise orders --above 120000 --region eu-west-1
+  python -m tickets_admin list
   python -m tickets_admin export > counters.jsonl
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
@@ -111,6 +115,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.set_defaults(dry_run=False)  # only migrate has --dry-run
+    _add_version(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     raise_ = commands.add_parser(
         "raise",
@@ -185,6 +190,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "and exit 1 naming every key the old callers took past it (the numbers issued twice) and every key new "
         "in the old table since the first run",
     )
+    _add_list_command(commands, common)
     return parser.parse_args(argv)
 
 
@@ -199,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
             for line in export_items(table):
                 print(line)
             return 0
+        if args.command == "list":
+            return _list(table)
         _check_ledger(Path(args.config), config, args.endpoint_url)
         settings = region_settings(config, region)
         if args.command == "migrate":
@@ -266,6 +274,42 @@ def _check_ledger(config_file: Path, config: DeploymentConfig, endpoint_url: str
         )
         return
     check_config_file(config_file, config)
+
+
+LIST_DESCRIPTION = """\
+Print the counters of this region's table, one a line: the key, how many lanes its items
+hold in this region (one per shard), the highest ticket they issued (`last`, - if none)
+and the step stored on them. Read from the table with a consistent, paginated Scan and
+the operator's credentials (the function itself may not scan), so it lists every key
+that was used, configured or not. `export` prints the items themselves."""
+
+LIST_EPILOG = """\
+examples:
+  python -m tickets_admin list
+  python -m tickets_admin list --region eu-west-1
+  python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
+  (make serve on its in-process moto: curl http://127.0.0.1:8000/_local/counters)"""
+
+
+def _add_list_command(commands: Any, common: argparse.ArgumentParser) -> None:
+    commands.add_parser(
+        "list",
+        parents=[common],
+        description=LIST_DESCRIPTION,
+        epilog=LIST_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        help="print the counters of this region's table: key, lanes, last, step",
+    )
+
+
+def _list(table: CounterTable) -> int:
+    for line in table_lines(counters(table.scan())):
+        print(line)
+    return 0
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
 
 
 def _key(text: str) -> str:

@@ -425,7 +425,8 @@ FIELDS: tuple[Field, ...] = (
         None,
         "off",
         '`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number, like the API Gateway '
-        "counter ([moving from it](docs/migrating.md)).",
+        "counter; the path is literal and hides the key `counter` from `/counter` "
+        "([moving from it](docs/migrating.md)).",
         _compat,
         setting=True,
         needs=("default_key", "counters"),
@@ -673,7 +674,9 @@ def _compat_path(
     """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
     bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
     The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
-    of ours (those start with `_`), and it may not hide the path of a key the config names."""
+    of ours (those start with `_`), and it may not hide the path of a key the config names. It is
+    served literally (tickets.routes). With strictKeys false it hides the unconfigured key of its name
+    from /path, which stays reachable as /?key=path (docs/migrating.md)."""
     if raw is None:
         return None
     _require_object(raw, where, {"path"})

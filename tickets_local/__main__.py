@@ -8,17 +8,20 @@ import signal
 import sys
 import time
 
+import tickets
 from tickets_deploy.config import ConfigError
 
 from .backend import BackendError
-from .server import OPENAPI_PATH, LocalServer
+from .server import COUNTERS_PATH, OPENAPI_PATH, LocalServer
 
 DESCRIPTION = """\
 Serve Tickets locally: the deployed handler (tickets.app, as tickets.handler builds it) behind a local
 Lambda Function URL (payload format 2.0), with the settings the stack derives from
 cdk.json for one region. No AWS account needed: DynamoDB is moto, in this process,
 unless --endpoint-url names another DynamoDB. The server itself answers
-GET /_local/openapi.json with the API's OpenAPI document (openapi.json)."""
+GET /_local/openapi.json with the API's OpenAPI document for this config (with the
+compatibility route when cdk.json sets compat) and GET /_local/counters with the
+counters of its table (key, lanes, last, step)."""
 
 EPILOG = """\
 examples:
@@ -66,6 +69,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--verbose", action="store_true", help="also print the handler's INFO logs (JSON, as in CloudWatch)"
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
     return parser.parse_args(argv)
 
 
@@ -132,6 +136,7 @@ def banner(server: LocalServer) -> str:
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}",
             f"  try:      curl -s {server.url}{deployment.sample_path}",
             f"  openapi:  {server.url}{OPENAPI_PATH}",
+            f"  counters: {server.url}{COUNTERS_PATH}",
             "Ctrl-C stops it.",
         ]
     )

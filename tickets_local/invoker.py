@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Metrics
 
@@ -26,6 +26,7 @@ from .events import ACCOUNT_ID
 
 FUNCTION_NAME = "tickets-local"
 _ONE_INVOCATION_AT_A_TIME = threading.Lock()
+T = TypeVar("T")
 
 
 @dataclass
@@ -49,6 +50,11 @@ class HandlerInvoker:
     def __init__(self, region: str, handler: Callable[[dict, Any], Any]):
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
         self._handler = handler
+
+    def between_invocations(self, call: Callable[[], T]) -> T:
+        """Run `call` (a read of the server's own tables) while no invocation runs: moto is not safe to share."""
+        with _ONE_INVOCATION_AT_A_TIME:
+            return call()
 
     def invoke(self, event: dict) -> Any:
         with _ONE_INVOCATION_AT_A_TIME:

@@ -10,18 +10,22 @@ settings (POWERTOOLS_*) are process-wide: the first server started decides them.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
+from tickets.errors import MethodNotAllowed, PayloadTooLarge, clip
+from tickets_admin.listing import counters, scan
 
+from . import openapi
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, load_deployment
 from .events import (
@@ -52,11 +56,10 @@ _PROTOCOL_ERROR_CODES = {
     414: PayloadTooLarge.code,
     431: PayloadTooLarge.code,
 }
-# The API's OpenAPI document, answered by the server itself: no key starts with `_`, so no counter can
-# shadow the path, and the deployed function (which has no such route) is unaffected.
-OPENAPI_PATH = "/_local/openapi.json"
-# Package data (in the repository, a link to the top-level openapi.json), so an installed copy serves it too.
-OPENAPI_DOCUMENT = Path(__file__).resolve().parent / "openapi.json"
+# Paths the server answers itself, before the function: no key starts with `_`, so no counter can shadow
+# them, and the deployed function (which has no such routes) answers them 404.
+OPENAPI_PATH = "/_local/openapi.json"  # the API's OpenAPI document, for this server's config
+COUNTERS_PATH = "/_local/counters"  # every counter item of the server's table
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -64,8 +67,9 @@ class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], invoker: HandlerInvoker):
+    def __init__(self, address: tuple[str, int], invoker: HandlerInvoker, local_routes: dict[str, Callable[[], bytes]]):
         self.invoker = invoker
+        self.local_routes = local_routes  # path -> the JSON it answers to GET
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, _RequestHandler)
@@ -115,8 +119,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
-        if self.path.partition("?")[0] == OPENAPI_PATH:
-            return _openapi_document(self.command)
+        local = self.server.local_routes.get(self.path.partition("?")[0])
+        if local is not None:
+            return _local_answer(self.command, local)
         request = HttpRequest(
             method=self.command,
             target=self.path,
@@ -192,19 +197,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         pass  # what http.server would log, send_error and _serve already log, one line each
 
 
-def _openapi_document(method: str) -> HttpResponse:
+def _local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
     if method != "GET":
-        refusal = error_response(405, MethodNotAllowed.code, f"{OPENAPI_PATH} accepts GET")
+        refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
         return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
-    try:
-        document = OPENAPI_DOCUMENT.read_bytes()
-    except OSError:
-        return error_response(
-            404,
-            NotFound.code,
-            f"{OPENAPI_DOCUMENT.name} is not beside tickets_local: this copy was installed without the repository",
-        )
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], document)
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
 
 
 def _too_large() -> HttpResponse:
@@ -257,9 +254,16 @@ class LocalServer:
             ensure_tables(self.deployment, self.backend.endpoint_url)
             client = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
             self.app = create_app(
-                self.deployment.settings, client, self.deployment.counter_table, self.deployment.idempotency_table
+                self.deployment.settings,
+                client,
+                self.deployment.counter_table,
+                self.deployment.idempotency_table,
+                region=self.deployment.region,
             )
-            self._http = _HttpServer(self._address, HandlerInvoker(self.deployment.region, self.app.lambda_handler))
+            invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
+            document = openapi.render(self.deployment.settings)  # the document of this config
+            local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
+            self._http = _HttpServer(self._address, invoker, local_routes)
         except BaseException:
             self._release()
             raise
@@ -268,6 +272,15 @@ class LocalServer:
         )
         self._thread.start()
         return self
+
+    def _counters(self, invoker: HandlerInvoker) -> bytes:
+        """Every counter item of the table, as GET /_local/counters answers: read through the function's
+        client, between invocations (moto is not safe to share: invoker.py)."""
+        if self.app is None:
+            raise RuntimeError("the server is not running; call start() first")
+        app, table = self.app, self.deployment.counter_table
+        listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
+        return json.dumps({"counters": listed}, separators=(",", ":")).encode()
 
     def stop(self) -> None:
         if self._http is not None:

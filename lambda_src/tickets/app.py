@@ -21,7 +21,7 @@ from aws_lambda_powertools.event_handler import LambdaFunctionUrlResolver, Respo
 from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
-from . import protocol, timing
+from . import __version__, protocol, routes, timing
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
@@ -56,7 +56,6 @@ issued_line = AuditLine(logger, "issued")
 TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
 tracer = Tracer() if TRACING else None
 _compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
-_NEEDS_A_KEY = {"_counters": "GET /_counters/{key}", "_blocks": "GET or POST /_blocks/{key}?count=N"}
 
 
 def dynamodb_client(**where: Any) -> Any:
@@ -83,54 +82,84 @@ def create_app(
     idempotency_table: str,
     *,
     shuffle: Callable[[list[Lane]], None] = random.shuffle,
+    region: str | None = None,
 ) -> App:
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
-    at random, unless a test pins them."""
+    at random, unless a test pins them. `region`: the one GET /_health names; by default the
+    function's, AWS_REGION (which Lambda sets)."""
+    serving_region = region or os.environ.get("AWS_REGION")
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     issuer = Issuer(settings, CounterStore(client, counter_table), shuffle)
     resolver = LambdaFunctionUrlResolver()
     idempotent_issue: IdempotentIssue | None = None
 
-    @resolver.route("/", method=["GET", "POST"])
+    served_routes = routes.served(settings)
+    handlers: dict[str, Callable[..., Response[str]]] = {}
+
+    def handles(route_handler: Callable[..., Response[str]]) -> Callable[..., Response[str]]:
+        handlers[route_handler.__name__] = route_handler
+        return route_handler
+
+    @handles
     def next_default_ticket() -> Response[str]:
         return issue(protocol.TICKETS_ROUTE, path_key=None)
 
-    @resolver.route("/<key>", method=["GET", "POST"])
+    @handles
     def next_ticket(key: str) -> Response[str]:
-        if key in _NEEDS_A_KEY:
-            raise NotFound(f"/{key} needs a key: {_NEEDS_A_KEY[key]}")
+        if key.startswith(routes.RESERVED_PREFIX):  # never a key: a path of ours, with another method, or none
+            return unrouted()
         return issue(protocol.TICKETS_ROUTE, path_key=key)
 
-    if settings.compat_path is not None:
+    @handles
+    def compat_ticket() -> Response[str]:
+        """The compatibility route (config `compat`): the named key's tickets, answered as the bare
+        number. It has no default key: the same URL without ?systemKey= issued the key named like
+        the path before compat was configured, and must not issue another counter's numbers now (it
+        stands for that key only to replay a retry of such a request: issued_for)."""
+        bare = protocol.render_bare(issued_for(protocol.TICKETS_ROUTE, path_key=None, compat=True))
+        return Response(200, "text/plain; charset=utf-8", bare)
 
-        @resolver.route(f"/{settings.compat_path}", method=["GET", "POST"])
-        def compat_ticket() -> Response[str]:
-            """The compatibility route (config `compat`): the named key's tickets, answered as the bare
-            number. It has no default key: the same URL without ?systemKey= issued the key named like
-            the path before compat was configured, and must not issue another counter's numbers now."""
-            bare = protocol.render_bare(issued_for(protocol.TICKETS_ROUTE, path_key=None, default_key=None))
-            return Response(200, "text/plain; charset=utf-8", bare)
-
-    @resolver.route("/_blocks/<key>", method=["GET", "POST"])
-    def next_block(key: str) -> Response[str]:
+    @handles
+    def reserve_block(key: str) -> Response[str]:
         return issue(protocol.BLOCKS_ROUTE, path_key=key)
 
-    @resolver.get("/_counters/<key>")
+    @handles
     def counter_state(key: str) -> Response[str]:
         event = resolver.current_event
         return _json(200, issuer.state(protocol.state_request(key, event.raw_query_string, event.body)))
 
-    @resolver.not_found
-    def unknown_route(_: Exception) -> Response[str]:
+    @handles
+    def health() -> Response[str]:
+        """Issues nothing and calls nothing: what runs here, for probes and for operators."""
         event = resolver.current_event
-        allowed = protocol.allowed_methods(event.path)
-        if allowed is None:
-            return _error(NotFound("no such path; use /, /{key}, /_blocks/{key} or /_counters/{key}"))
-        if event.http_method in allowed.split(", "):
+        protocol.no_query_nor_body("GET /_health", event.raw_query_string, event.body)
+        return _json(
+            200,
+            {
+                "status": "ok",
+                "version": __version__,
+                "region": serving_region,
+                "slot": settings.region_slot,
+                "slots": settings.region_slots,
+            },
+        )
+
+    for route in served_routes:
+        resolver.route(route.rule, method=list(route.methods))(handlers[route.handler])
+
+    def unrouted() -> Response[str]:
+        """A path no route serves (404, naming the paths), or a route's path with another method (405)."""
+        event = resolver.current_event
+        route = routes.route_of(event.path, served_routes)
+        if route is None:
+            return _error(NotFound(routes.not_found_message(event.path, served_routes)))
+        if event.http_method in route.methods:
             # The router refuses some characters (`"`, a backslash, ...) in a path segment; no key has them.
             return _error(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
-        return _error(MethodNotAllowed(f"this path accepts {allowed}", headers={"Allow": allowed}))
+        return _error(MethodNotAllowed(f"this path accepts {route.allow}", headers={"Allow": route.allow}))
+
+    resolver.not_found(lambda _: unrouted())
 
     def refused(err: Exception) -> Response[str]:
         if not isinstance(err, TicketsError):
@@ -150,31 +179,44 @@ def create_app(
             return Response(200, "text/plain; charset=utf-8", text)
         return _json(200, issued)
 
-    def issued_for(route: str, path_key: str | None, default_key: str | None = settings.default_key) -> dict[str, Any]:
-        """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
+    def issued_for(route: str, path_key: str | None, *, compat: bool = False) -> dict[str, Any]:
+        """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer.
+
+        Replays first: before an Idempotency-Key's stored answer is looked up, only what makes the
+        request readable is checked (its key, count, query and body). Whatever depends on the config
+        (maxBlock, strictKeys, max, compat's need for a key) is checked in `checked_issue`, which a
+        replay never reaches, so a retry after a deploy still gets the tickets it was issued."""
         event = resolver.current_event
         body = protocol.request_body(event.body, bool(event.is_base64_encoded))  # no isBase64Encoded: plain text
         request = protocol.ticket_request(
             path_key,
             event.raw_query_string,
             body,
-            default_key,
+            # Without a key, the compatibility route's URL means what it meant before compat was configured,
+            # the key named like its path: a retry from then replays; a new request is refused below.
+            event.path.lstrip("/") if compat else settings.default_key,
             max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
         )
         logger.append_keys(key=request.key, count=request.count)
-        if route == protocol.BLOCKS_ROUTE:
-            issuer.check_block(request.key, request.count)  # before any write, the idempotency record's too
         # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
         # records stored before range blocks existed say it; a block names its route, so one header cannot
         # be answered a list on one route and a range on the other.
         described = {"key": request.key, "count": request.count}
         if route != protocol.TICKETS_ROUTE:
             described["route"] = route
+
+        def checked_issue() -> dict[str, Any]:
+            if compat and not request.named:
+                raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
+            if route == protocol.BLOCKS_ROUTE:
+                issuer.check_block(request.key, request.count)  # before any write to the counter table
+            return issue_and_record(described)
+
         idempotency_key = headers().get("idempotency-key")
         if idempotency_key is None:
-            return issue_and_record(described)
+            return checked_issue()
         once = idempotent_issue or load_idempotency()
-        return once(event.raw_event, require_idempotency_key(idempotency_key), described, deadline)
+        return once(event.raw_event, require_idempotency_key(idempotency_key), described, deadline, checked_issue)
 
     def headers() -> dict[str, str]:
         # A Function URL lower-cases header names; event.headers would build a case-insensitive copy.
@@ -196,7 +238,6 @@ def create_app(
         from .idempotency import idempotent  # imported on first use: most requests carry no header
 
         idempotent_issue = idempotent(
-            issue_and_record,
             client=client,
             table_name=idempotency_table,
             expires_after_seconds=settings.idempotency_expiry_seconds,

@@ -28,18 +28,21 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .errors import IdempotencyKeyReused, RequestInProgress, Unavailable
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
-Issue = Callable[[dict[str, Any]], dict[str, Any]]  # the request as the handler describes it -> the answer
-# (the Function URL event, the header, the request, what says the request's remaining time) -> the answer
-IdempotentIssue = Callable[[dict[str, Any], str, dict[str, Any], Any], dict[str, Any]]
+Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
+# (the Function URL event, the header, the request as the handler describes it, what says the request's
+# remaining time, the issue to run unless the header has a stored answer) -> the answer
+IdempotentIssue = Callable[[dict[str, Any], str, dict[str, Any], Any, Issue], dict[str, Any]]
 
 
 class _Recorded(Protocol):
     """`issue_once` as idempotent_function wraps it: the data must come as the keyword it names."""
 
-    def __call__(self, *, call: dict[str, Any]) -> dict[str, Any]: ...
+    def __call__(self, *, call: dict[str, Any], issue: Issue) -> dict[str, Any]: ...
 
 
-def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seconds: int) -> IdempotentIssue:
+def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> IdempotentIssue:
+    """Run an issue once per (caller, header): a stored answer is looked up before the issue runs, so
+    whatever the issue checks (the config's limits) never stands between a retry and its answer."""
     persistence = DynamoDBPersistenceLayer(
         table_name=table_name, boto3_client=client, key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL
     )
@@ -51,19 +54,21 @@ def idempotent(issue: Issue, *, client: Any, table_name: str, expires_after_seco
     )
 
     # idempotent_function is typed to return Any; this is what its decorator makes of issue_once.
-    record_once: Callable[[Issue], _Recorded] = idempotent_function(
+    record_once: Callable[[Callable[..., dict[str, Any]]], _Recorded] = idempotent_function(
         data_keyword_argument="call", persistence_store=persistence, config=config
     )
 
     @record_once
-    def issue_once(call: dict[str, Any]) -> dict[str, Any]:
-        return issue(call["request"])
+    def issue_once(call: dict[str, Any], issue: Issue) -> dict[str, Any]:
+        return issue()
 
-    def run(event: dict[str, Any], idempotency_key: str, request: dict[str, Any], deadline: Any) -> dict[str, Any]:
+    def run(
+        event: dict[str, Any], idempotency_key: str, request: dict[str, Any], deadline: Any, issue: Issue
+    ) -> dict[str, Any]:
         config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
         call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": request}
         try:
-            return issue_once(call=call)
+            return issue_once(call=call, issue=issue)
         except IdempotencyValidationError:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a different request (route, key or count); "

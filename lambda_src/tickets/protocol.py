@@ -7,7 +7,6 @@ import base64
 import binascii
 import functools
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -22,18 +21,13 @@ QUERY_FIELDS = ("key", "systemKey", "count")
 BODY_FIELDS = ("key", "count")
 MAX_BODY_BYTES = 1024
 MAX_PATH_CHARS = 256
-ROUTE_SHAPES = (  # the paths the API serves, for telling 405 from 404
-    (re.compile(r"/"), "GET, POST"),
-    (re.compile(r"/[^/]+"), "GET, POST"),
-    (re.compile(r"/_counters/[^/]+"), "GET"),
-    (re.compile(r"/_blocks/[^/]+"), "GET, POST"),
-)
 
 
 @dataclass(frozen=True)
 class TicketRequest:
     key: str
     count: int
+    named: bool = True  # False: no key was named, `key` is the route's default
 
 
 def normalise_path(path: str) -> str:
@@ -51,11 +45,12 @@ def decode_path_key(segment: str) -> str:
 
 
 def ticket_request(
-    path_key: str | None, raw_query: str | None, body: bytes, default_key: str | None, max_count: int = MAX_COUNT
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
 ) -> TicketRequest:
     """Merge path, query and body into one request; they may repeat each other but not disagree.
-    `default_key` None: the route has no default, the request must name its key. `max_count` is the
-    route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
+    `default_key`: the key of a request that names none (`named` False says so: a route that needs a
+    key refuses it). `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a
+    range block."""
     query = query_parameters(raw_query)
     fields = _body_fields(body, max_count)
 
@@ -71,28 +66,28 @@ def ticket_request(
     }
     if len(set(map(str, keys.values()))) > 1:
         raise BadRequest(f"the request names different keys ({', '.join(sorted(keys))}); name one")
-    if keys:
-        key = require_key(next(iter(keys.values())))
-    elif default_key is None:
-        raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
-    else:
-        key = default_key
+    key = require_key(next(iter(keys.values()))) if keys else default_key
 
     counts = [value for value in (query.get("count"), fields.get("count")) if value is not None]
     parsed = {parse_count(value, max_count) for value in counts}
     if len(parsed) > 1:
         raise BadRequest("the query and the body ask for different counts; give one")
-    return TicketRequest(key=key, count=parsed.pop() if parsed else 1)
+    return TicketRequest(key=key, count=parsed.pop() if parsed else 1, named=bool(keys))
 
 
 def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:
     """The key of GET /_counters/{key}, which reads state only: a query or a body would ask for
     something it does not do."""
-    if raw_query:
-        raise BadRequest("GET /_counters/{key} takes no query parameters; name the key in the path")
-    if body:
-        raise BadRequest("GET /_counters/{key} takes no body")
+    no_query_nor_body("GET /_counters/{key}", raw_query, body, hint="; name the key in the path")
     return decode_path_key(path_key)
+
+
+def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint: str = "") -> None:
+    """A read-only route's request: a query or a body would ask for something it does not do."""
+    if raw_query:
+        raise BadRequest(f"{route} takes no query parameters{hint}")
+    if body:
+        raise BadRequest(f"{route} takes no body")
 
 
 def query_parameters(raw_query: str | None) -> dict[str, str]:
@@ -163,14 +158,6 @@ def _json_integer(value: object, max_count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo(value)}")
     return value
-
-
-def allowed_methods(path: str) -> str | None:
-    """The methods a known path accepts, or None for a path the API does not serve."""
-    for shape, methods in ROUTE_SHAPES:
-        if shape.fullmatch(path):
-            return methods
-    return None
 
 
 def prefers_text(accept: str | None) -> bool:

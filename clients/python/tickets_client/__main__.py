@@ -11,6 +11,7 @@ import sys
 
 from .client import FUNCTION_TIMEOUT_SECONDS, IN_PROGRESS_RETRY_SECONDS, TicketsClient
 from .errors import TicketsError
+from .version import __version__
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 MODULE_PROG = "python -m tickets_client"
@@ -65,6 +66,7 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Get unique, increasing tickets from a Tickets server.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     issue = commands.add_parser(
         "next",
