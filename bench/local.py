@@ -10,6 +10,13 @@
   lease took and settled on, the tickets it left unused at close, the latency of one request
   for the largest block, and the rate at which the lease hands out tickets when blocks cost
   nothing (a block source in memory).
+- keep-alive: one `TicketsClient` (one keep-alive connection), `next()` one ticket at a time: the
+  latency of each call, p50 and p99, as a test calling the local server sees it; then the same
+  without an Idempotency-Key.
+- user suite: what a test suite pays with the test kit's server (tickets_local.testing.LocalTickets,
+  a process of its own): its start-up, until it listens; USER_SUITE_TESTS single-ticket "tests"
+  through one shared client, each on a key of its own whose first ticket it checks; then one
+  reset() of what the suite and the keep-alive calls left.
 Runs in a child process (bench.child).
 """
 
@@ -31,6 +38,8 @@ LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
 LEASE_WARM_UP_SECONDS = 2.0
 LEASE_SECONDS = 5.0  # the sustained figure: at least 5 s of hand-outs
 _CHUNK = 1000  # tickets taken between two looks at the clock
+KEEP_ALIVE_REQUESTS = 500
+USER_SUITE_TESTS = 200
 
 
 def measure(
@@ -39,6 +48,8 @@ def measure(
     lease_seconds: float = LEASE_SECONDS,
     lease_warm_up_seconds: float = LEASE_WARM_UP_SECONDS,
     handout_ceiling_seconds: float = 2.0,
+    keep_alive_requests: int = KEEP_ALIVE_REQUESTS,
+    user_suite_tests: int = USER_SUITE_TESTS,
 ) -> dict:
     from tickets_local.server import LocalServer
 
@@ -47,7 +58,72 @@ def measure(
         figures.update(_per_request(server.url, per_request_seconds))
         figures.update(_lease(server.url, lease_seconds, lease_warm_up_seconds))
     figures.update(_lease_handout_ceiling(handout_ceiling_seconds))
+    figures.update(measure_test_kit(keep_alive_requests, user_suite_tests))
     return figures
+
+
+def measure_test_kit(keep_alive_requests: int = KEEP_ALIVE_REQUESTS, user_suite_tests: int = USER_SUITE_TESTS) -> dict:
+    """The local server as a test suite runs it: in a process of its own (LocalTickets), from cdk.json's config."""
+    from tickets_local.testing import LocalTickets
+
+    config = json.loads(CDK_JSON.read_text())["context"]["tickets"]
+    began = time.perf_counter()
+    with LocalTickets(config) as server:
+        started = time.perf_counter() - began
+        figures = _user_suite(server.url, user_suite_tests, started)
+        figures.update(_keep_alive(server.url, keep_alive_requests))
+        began = time.perf_counter()  # the tables now hold the suite's counters and idempotency records
+        server.reset()
+        figures["user_suite_reset_ms"] = 1000 * (time.perf_counter() - began)
+    return figures
+
+
+def _keep_alive(url: str, requests: int) -> dict:
+    from tickets_client.client import TicketsClient
+
+    client = TicketsClient(url)
+    client.next("bench-keep-alive")  # the connection opens here, and the key's item is created
+    latencies = []
+    for _ in range(requests):
+        began = time.perf_counter()
+        client.next("bench-keep-alive")
+        latencies.append(time.perf_counter() - began)
+    # The same without an Idempotency-Key: the server then skips the idempotency record's two writes.
+    unkeyed = []
+    for _ in range(requests):
+        began = time.perf_counter()
+        client.next("bench-keep-alive", idempotent=False)
+        unkeyed.append(time.perf_counter() - began)
+    return {
+        "keep_alive_requests": requests,
+        "keep_alive_p50_ms": 1000 * _percentile(latencies, 0.50),
+        "keep_alive_p99_ms": 1000 * _percentile(latencies, 0.99),
+        "keep_alive_unkeyed_p50_ms": 1000 * _percentile(unkeyed, 0.50),
+    }
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _user_suite(url: str, tests: int, start_seconds: float) -> dict:
+    """`tests` single-ticket tests through one client, as a suite shares the plugin's tickets_client."""
+    from tickets_client.client import TicketsClient
+
+    client = TicketsClient(url)
+    began = time.perf_counter()
+    for test in range(tests):
+        key = f"bench-suite-test-{test}"  # a key per test: its first ticket is known
+        if client.next(key) != [1]:
+            raise AssertionError(f"{key}: the first ticket of a new key is not 1")
+    elapsed = time.perf_counter() - began
+    return {
+        "user_suite_start_s": start_seconds,
+        "user_suite_tests": tests,
+        "user_suite_s": elapsed,
+        "user_suite_tests_per_s": tests / elapsed,
+    }
 
 
 def _load(url: str, seconds: float) -> dict:

@@ -12,6 +12,7 @@ import base64
 import contextlib
 import copy
 import functools
+import importlib
 import json
 import os
 import uuid
@@ -64,6 +65,7 @@ EXAMPLE_CONFIG = {  # the README's example (Configuration)
     "strictKeys": False,
     "counters": {"orders": {"start": 5000}, "invoices": {"start": 1, "stride": 10}},
 }
+PLUGIN_ENTRY_POINT = "tickets"  # pyproject.toml: [project.entry-points.pytest11]
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 
 
@@ -195,6 +197,13 @@ class Region:
             yield calls
         finally:
             events.unregister("provide-client-params.dynamodb", record)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests use the package's pytest plugin (tickets_local.pytest_plugin: tickets_servers and the rest).
+    An install registers it under its entry point's name; a checkout run from source, here."""
+    if not config.pluginmanager.has_plugin(PLUGIN_ENTRY_POINT):
+        config.pluginmanager.register(importlib.import_module("tickets_local.pytest_plugin"), PLUGIN_ENTRY_POINT)
 
 
 @pytest.fixture

@@ -3,21 +3,33 @@ server, and an independent SigV4 check."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import http.client
 import json
+import os
+import shutil
 import socket
+import subprocess
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
+import pytest
+
 from conftest import EXAMPLE_CONFIG
 from tickets_deploy.config import ConfigError, parse_config
 from tickets_deploy.ledger import INIT_COMMAND, ledger_path_beside, record_services, write_ledger_file
+
+REPO = Path(__file__).resolve().parent.parent
+DYNALITE = REPO / "node_modules" / ".bin" / "dynalite"
+DYNALITE_START_ATTEMPTS = 5
 
 # cdk.json's `tickets` for the tests: the README's example (one region, one lane per key, so every key
 # is dense), plus a key of its own for the load test.
@@ -221,3 +233,57 @@ def expected_sigv4_signature(method: str, path: str, headers: dict[str, str], bo
     for part in (date, region, service, "aws4_request"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()
     return hmac.new(key, string_to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+@contextlib.contextmanager
+def running_dynalite() -> Iterator[str]:
+    """A dynalite (npm, installed by `make test`) on a free loopback port: its endpoint URL. Skips
+    where Node is missing, except in CI, which must run these tests."""
+    if shutil.which("node") is None:
+        reason = "node is not installed: the dynalite tests need Node.js (dynalite is an npm package)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason + "; CI must run them")
+        pytest.skip(reason)
+    if not DYNALITE.exists():
+        pytest.fail(
+            f"{DYNALITE.relative_to(REPO)} is missing: run `make test` (it runs npm install), "
+            "or `npm install --no-package-lock`"
+        )
+    for _ in range(DYNALITE_START_ATTEMPTS):
+        port = _free_port()  # another process may take it before dynalite binds: then try another
+        process = subprocess.Popen(
+            [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        if _serving(process, port):
+            break
+        process.kill()
+        process.wait(timeout=10)
+    else:
+        pytest.fail(
+            f"dynalite did not start in {DYNALITE_START_ATTEMPTS} attempts: {process.stderr.read().decode()[-500:]}"
+        )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _serving(process: subprocess.Popen, port: int, seconds: float = 15) -> bool:
+    """True once dynalite accepts connections; False if it exited (the port was taken meanwhile)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False

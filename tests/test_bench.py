@@ -98,12 +98,30 @@ def test_the_lease_drain_checks_every_ticket_and_counts_them():
         local._drain(TicketLease(Skipping(), "k", block_size=10), seconds=0.05)
 
 
+@pytest.mark.slow
+def test_the_user_suite_figure_checks_each_tests_ticket(tickets_servers):
+    one_lane = tickets_servers({"regions": {"us-east-1": 0}})
+    one_lane.reset()
+    figures = local._user_suite(one_lane.url, tests=5, start_seconds=0.5)
+    assert (figures["user_suite_tests"], figures["user_suite_start_s"]) == (5, 0.5)
+    assert figures["user_suite_tests_per_s"] == 5 / figures["user_suite_s"]
+    second_slot = tickets_servers({"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}, region="eu-west-1")
+    second_slot.reset()
+    with pytest.raises(AssertionError, match="first ticket"):  # a new key's first ticket here is 2
+        local._user_suite(second_slot.url, tests=1, start_seconds=0.5)
+
+
 def test_the_readme_table_marks_each_goal_and_names_the_run():
     table = report.markdown_table(SAMPLE_RESULTS)
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == 14
+    assert len(rows) == 16
     assert "| ≥ 1,000,000 ✗ **missed** |" in next(row for row in rows if "block lease against" in row)
     assert "| ≤ 1.50 ✓ |" in next(row for row in rows if "warm call" in row)
+    keep_alive = next(row for row in rows if "keep-alive connection" in row)
+    assert "p50 7.5 ms, p99 16.0 ms (without an Idempotency-Key: p50 3.3 ms) | p50 ≤ 3 ms ✗ **missed** |" in keep_alive
+    assert (
+        "111 tests/s (1.80 s, after a start-up of 0.50 s; then a reset: 60 ms) | ≥ 200 tests/s ✗ **missed** |" in table
+    )
     assert "1,000 x1, 2,000 x1, 1,000,000 x7; settled at 1,000,000; 1,500,000 unused" in table
     assert table.endswith("One `make bench` run: 131 s on 2 CPUs, Python 3.11.7, load average 0.4 at the start.\n")
 
@@ -161,4 +179,13 @@ SAMPLE_RESULTS = {
     "local_failures": 0,
     "package_bytes": 21_000,
     "package_files": 13,
+    "keep_alive_requests": 500,
+    "keep_alive_p50_ms": 7.5,
+    "keep_alive_p99_ms": 16.0,
+    "keep_alive_unkeyed_p50_ms": 3.3,
+    "user_suite_tests": 200,
+    "user_suite_s": 1.8,
+    "user_suite_start_s": 0.5,
+    "user_suite_tests_per_s": 111.0,
+    "user_suite_reset_ms": 60.0,
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from local_support import StubServer, expected_sigv4_signature, json_reply, write_cdk_json
+from local_support import TICKETS_CONFIG, StubServer, expected_sigv4_signature, json_reply
 from tickets import timing
 from tickets_client import client as client_module
 from tickets_client.client import Block, TicketsClient, TicketsError
@@ -34,11 +34,10 @@ AUTHORIZATION = re.compile(
 
 
 @pytest.fixture(scope="module")
-def local_url(tmp_path_factory):
-    from tickets_local.server import LocalServer
-
-    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("client"))) as server:
-        yield server.url
+def local_url(tickets_servers):
+    server = tickets_servers(TICKETS_CONFIG)
+    server.reset()
+    return server.url
 
 
 def no_sleep(delays: list[float]):

@@ -12,26 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
-import shutil
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from local_support import call, write_cdk_json
+from local_support import call, running_dynalite, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_admin.__main__ import main as admin_main
 from tickets_local.deployment import load_deployment
 from tickets_local.server import LocalServer
+from tickets_local.testing import LocalTickets
 
-REPO = Path(__file__).resolve().parent.parent
-DYNALITE = REPO / "node_modules" / ".bin" / "dynalite"
-START_ATTEMPTS = 5
 pytestmark = pytest.mark.slow
 
 CONFIG = {
@@ -46,55 +39,11 @@ CONFIG = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _serving(process: subprocess.Popen, port: int, seconds: float = 15) -> bool:
-    """True once dynalite accepts connections; False if it exited (the port was taken meanwhile)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
 @pytest.fixture(scope="module")
 def dynalite():
     """A dynalite on a free loopback port, stopped after the module's tests."""
-    if shutil.which("node") is None:
-        reason = "node is not installed: the dynalite tests need Node.js (dynalite is an npm package)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason + "; CI must run them")
-        pytest.skip(reason)
-    if not DYNALITE.exists():
-        pytest.fail(
-            f"{DYNALITE.relative_to(REPO)} is missing: run `make test` (it runs npm install), "
-            "or `npm install --no-package-lock`"
-        )
-    for _ in range(START_ATTEMPTS):
-        port = _free_port()  # another process may take it before dynalite binds: then try another
-        process = subprocess.Popen(
-            [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        if _serving(process, port):
-            break
-        process.kill()
-        process.wait(timeout=10)
-    else:
-        pytest.fail(f"dynalite did not start in {START_ATTEMPTS} attempts: {process.stderr.read().decode()[-500:]}")
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with running_dynalite() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture(scope="module")
@@ -112,10 +61,18 @@ def table(dynalite, config_path):
     return client, name
 
 
-@pytest.fixture
-def server(dynalite, config_path, table):
-    with LocalServer(config_path=config_path, endpoint_url=dynalite) as running:
+@pytest.fixture(scope="module")
+def shared_server(dynalite, table):
+    """One local server (a process of its own) on the module's dynalite."""
+    with LocalTickets(CONFIG, endpoint_url=dynalite) as running:
         yield running
+
+
+@pytest.fixture
+def server(shared_server):
+    """The shared server, with the counters of earlier tests gone and its handler rebuilt, as a fresh one."""
+    shared_server.reset()
+    return shared_server
 
 
 def tickets(server, path: str, method: str = "GET", headers: dict[str, str] | None = None) -> list[int]:

@@ -256,10 +256,18 @@ class RecordingClient(TicketsClient):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tickets_servers):
+    running = tickets_servers(SHARDED)
+    running.reset()
+    return running
+
+
+@pytest.fixture
+def in_process_server(tmp_path):
+    """For the one test that reaches into the app (to fix the server's lane pick): the server in this process."""
     from tickets_local.server import LocalServer
 
-    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("lease"), SHARDED)) as running:
+    with LocalServer(config_path=write_cdk_json(tmp_path, SHARDED)) as running:
         yield running
 
 
@@ -309,13 +317,13 @@ def test_with_one_lane_per_region_a_lease_ascends_across_blocks(server):
 
 
 @pytest.mark.slow
-def test_on_a_sharded_key_a_lease_ascends_within_each_block_but_not_across_blocks(server, monkeypatch):
+def test_on_a_sharded_key_a_lease_ascends_within_each_block_but_not_across_blocks(in_process_server, monkeypatch):
     """Which shard serves a block is the server's random pick; here the pick is fixed (lane 1, then
     lane 0, then lane 1, ...), so what the lease promises can be shown without depending on a draw."""
-    issuer = server.app.issuer
+    issuer = in_process_server.app.issuer
     turn = itertools.count()
     monkeypatch.setattr(issuer, "_shuffle", lambda lanes: lanes.reverse() if next(turn) % 2 == 0 else None)
-    client = RecordingClient(server.url)
+    client = RecordingClient(in_process_server.url)
     with TicketLease(client, "sharded", block_size=10) as lease:
         handed = take(lease, 10 + 20 + 40)
     first, second, third = client.blocks[:3]

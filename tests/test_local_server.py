@@ -11,6 +11,7 @@ import logging
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +25,7 @@ from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.config import ConfigError
 from tickets_local import invoker as invoker_module
+from tickets_local import server as server_module
 from tickets_local.deployment import load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
 from tickets_local.server import LocalServer
@@ -33,9 +35,18 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="class")
-def server(tmp_path_factory):
-    config = write_cdk_json(tmp_path_factory.mktemp("local"))
-    with LocalServer(config_path=config) as running:
+def server(tickets_servers):
+    """The test kit's server (a process of its own), its counters emptied for this class."""
+    running = tickets_servers(TICKETS_CONFIG)
+    running.reset()
+    return running
+
+
+@pytest.fixture(scope="class")
+def in_process_server(tmp_path_factory):
+    """The server in this process, for the tests that reach into it (a patched invoker or handler, its log
+    records, its sockets)."""
+    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("local"))) as running:
         yield running
 
 
@@ -135,9 +146,11 @@ class TestRoutes:
         ],
         ids=["malformed", "path", "query", "state"],
     )
-    def test_an_error_and_its_log_line_repeat_little_of_a_huge_request(self, server, request_line, caplog):
+    def test_an_error_and_its_log_line_repeat_little_of_a_huge_request(self, in_process_server, request_line, caplog):
         with caplog.at_level(logging.INFO, logger="tickets_local"):
-            status, headers, body = raw_exchange(server, request_line + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+            status, headers, body = raw_exchange(
+                in_process_server, request_line + b"\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
             deadline = time.monotonic() + 10  # the server logs just after it answers
 
             def logged() -> list[str]:
@@ -218,10 +231,10 @@ class TestRoutes:
         assert message in reply.json()["message"]
         assert snapshot(server, "orders") == before
 
-    def test_request_over_lambda_payload_limit_is_413_without_invoking(self, server, monkeypatch):
+    def test_request_over_lambda_payload_limit_is_413_without_invoking(self, in_process_server, monkeypatch):
         invoked = []
         monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", lambda self, event: invoked.append(event))
-        connection = http.client.HTTPConnection("127.0.0.1", int(server.url.rsplit(":", 1)[1]), timeout=10)
+        connection = http.client.HTTPConnection("127.0.0.1", int(in_process_server.url.rsplit(":", 1)[1]), timeout=10)
         connection.putrequest("POST", "/orders")
         connection.putheader("Content-Length", str(MAX_REQUEST_BYTES + 1))
         connection.endheaders(b"{}")  # the rest is never sent: the server must not wait for it
@@ -231,12 +244,12 @@ class TestRoutes:
         assert invoked == []
         connection.close()
 
-    def test_handler_exception_is_502_like_a_function_url(self, server, monkeypatch):
+    def test_handler_exception_is_502_like_a_function_url(self, in_process_server, monkeypatch):
         def crash(self, event):
             raise RuntimeError("boom")
 
         monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", crash)
-        reply = call(server.url, "/orders")
+        reply = call(in_process_server.url, "/orders")
         assert reply.status == 502
         assert reply.json()["error"] == "bad_gateway"
 
@@ -250,6 +263,38 @@ class TestRoutes:
         assert tickets == [1, 2, 3]
         assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets)  # never reopened
 
+    def test_answers_leave_at_once_in_one_write_with_nagle_off(self, in_process_server, monkeypatch):
+        """Nagle's algorithm holds a response's second write until the client ACKs the first, and clients
+        delay their ACKs (~40 ms): every keep-alive request after the first stalled. So each answer is
+        one write, and the accepted socket has TCP_NODELAY (for any answer written otherwise)."""
+        writes: list[bytes] = []
+        original_setup = server_module._RequestHandler.setup
+
+        def recording_setup(handler) -> None:
+            original_setup(handler)
+            sent = handler.wfile.write
+
+            def write(data: bytes) -> int:
+                writes.append(bytes(data))
+                return sent(data)
+
+            handler.wfile.write = write
+
+        monkeypatch.setattr(server_module._RequestHandler, "setup", recording_setup)
+        connection = http.client.HTTPConnection("127.0.0.1", int(in_process_server.url.rsplit(":", 1)[1]), timeout=10)
+        replies = [
+            call(in_process_server.url, path, connection=connection)
+            for path in ("/nagle", "/nagle", "/_counters/nagle")
+        ]
+        this_client = connection.sock.getsockname()
+        accepted = [sock for sock in list(in_process_server._http._connections) if sock.getpeername() == this_client]
+        assert len(accepted) == 1
+        assert accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        connection.close()
+        assert [reply.status for reply in replies] == [200, 200, 200]
+        assert len(writes) == 3  # one per response: status line, headers and body together
+        assert all(write.endswith(reply.body) for write, reply in zip(writes, replies))
+
     def test_idempotency_key_replays_the_answer(self, server):
         headers = {"Idempotency-Key": "local-test-1"}
         first = call(server.url, "/idem?count=2", method="POST", headers=headers)
@@ -258,7 +303,7 @@ class TestRoutes:
         assert first.json() == again.json()
         assert state(server, "idem")["last"] == 2
 
-    def test_event_has_the_shape_of_a_function_url_event(self, server, monkeypatch):
+    def test_event_has_the_shape_of_a_function_url_event(self, in_process_server, monkeypatch):
         events = []
         original = invoker_module.HandlerInvoker.invoke
 
@@ -268,7 +313,7 @@ class TestRoutes:
 
         monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", spy)
         call(
-            server.url,
+            in_process_server.url,
             "/orders/?key=orders&count=2&count=2",
             method="POST",
             body=b'{"count": 2}',
@@ -301,13 +346,13 @@ class TestRoutes:
         assert time.strptime(event["requestContext"]["time"], "%d/%b/%Y:%H:%M:%S +0000")
         assert abs(event["requestContext"]["timeEpoch"] / 1000 - time.time()) < 60
 
-    def test_request_without_query_or_body_omits_them(self, server, monkeypatch):
+    def test_request_without_query_or_body_omits_them(self, in_process_server, monkeypatch):
         events = []
         original = invoker_module.HandlerInvoker.invoke
         monkeypatch.setattr(
             invoker_module.HandlerInvoker, "invoke", lambda self, event: events.append(event) or original(self, event)
         )
-        call(server.url, "/orders", headers={"X-Twice": "1"})
+        call(in_process_server.url, "/orders", headers={"X-Twice": "1"})
         assert "queryStringParameters" not in events[0] and "body" not in events[0]
         assert "cookies" not in events[0] and events[0]["isBase64Encoded"] is False
 

@@ -18,12 +18,12 @@ import pytest
 from openapi_spec_validator import validate
 
 from conftest import EXAMPLE_CONFIG
-from local_support import TICKETS_CONFIG, call, write_cdk_json
+from local_support import TICKETS_CONFIG, call
 from tickets import __version__, errors, routes
 from tickets.settings import Settings
 from tickets_local import openapi
-from tickets_local.__main__ import banner
-from tickets_local.server import OPENAPI_PATH, LocalServer
+from tickets_local.server import OPENAPI_PATH
+from tickets_local.testing import LocalTickets
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
@@ -143,11 +143,13 @@ def test_every_answer_of_ours_says_no_store_and_503_says_when_to_retry():
 
 
 @pytest.fixture(scope="module", params=list(DOCUMENTS))
-def server(request, tmp_path_factory) -> Iterator[LocalServer]:
-    """The local server on the tests' config, without and with the compatibility route."""
+def server(request, tickets_servers) -> LocalTickets:
+    """The test kit's local server (a process of its own) on the tests' config, without and with the
+    compatibility route."""
     config = TICKETS_CONFIG if request.param == "default" else {**TICKETS_CONFIG, "compat": COMPAT}
-    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("openapi"), config)) as running:
-        yield running
+    running = tickets_servers(config)
+    running.reset()
+    return running
 
 
 @pytest.mark.slow
@@ -155,12 +157,12 @@ def test_the_local_server_serves_the_document_of_its_config(server):
     reply = call(server.url, OPENAPI_PATH)
     assert reply.status == 200
     assert reply.headers["content-type"] == "application/json"
-    compat = server.deployment.settings.compat_path is not None
+    compat = "compat" in server.config
     assert json.loads(reply.body) == (COMPAT_DOCUMENT if compat else DOCUMENT)
     refused = call(server.url, OPENAPI_PATH, method="POST")
     assert (refused.status, refused.headers["allow"], refused.json()["error"]) == (405, "GET", "method_not_allowed")
     assert call(server.url, "/_local").status == 404  # the rest of /_local is the function's: a reserved path
-    assert f"{server.url}{OPENAPI_PATH}" in banner(server)
+    assert f"{server.url}{OPENAPI_PATH}" in server.banner  # what the command printed when it started
 
 
 def test_the_document_needs_nothing_outside_the_packages(tmp_path):
@@ -220,6 +222,6 @@ def test_schemathesis_finds_no_difference_between_the_document_and_the_code(serv
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     assert "No issues found" in result.stdout, result.stdout[-3000:]
-    document = COMPAT_DOCUMENT if server.deployment.settings.compat_path is not None else DOCUMENT
+    document = COMPAT_DOCUMENT if "compat" in server.config else DOCUMENT
     operations_tested = sum(1 for _ in operations(document))
     assert f"Tested: {operations_tested}" in result.stdout, result.stdout[-3000:]

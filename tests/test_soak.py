@@ -11,8 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from local_support import call, write_cdk_json
-from tickets_local.server import LocalServer
+from local_support import call
 
 CLIENTS = 32
 REQUESTS_PER_CLIENT = 20
@@ -31,10 +30,10 @@ CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    config = write_cdk_json(tmp_path_factory.mktemp("soak"), CONFIG)
-    with LocalServer(config_path=config, region="eu-west-1", port=0) as running:
-        yield running
+def server(tickets_servers):
+    running = tickets_servers(CONFIG, region="eu-west-1")
+    running.reset()  # the module's own counters, whatever ran on this server before
+    return running
 
 
 def client(url: str, offset: int, results: list, failures: list) -> None:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
 import time
+from typing import Any
 
 import tickets
 from tickets_deploy.config import ConfigError
 
 from .backend import BackendError
-from .server import COUNTERS_PATH, OPENAPI_PATH, LocalServer
+from .server import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH, LocalServer
 
 DESCRIPTION = """\
 Serve Tickets locally: the deployed handler (tickets.app, as tickets.handler builds it) behind a local
@@ -67,10 +69,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="the CDK config whose context.tickets to serve (default: cdk.json)",
     )
     parser.add_argument(
+        "--config-json",
+        default=None,
+        metavar="JSON",
+        help="cdk.json's `tickets` object itself, as JSON, in place of --config (tickets_local.testing passes it)",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="also print the handler's INFO logs (JSON, as in CloudWatch)"
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
+    add_testing_arguments(parser)
     return parser.parse_args(argv)
+
+
+def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
+    """What a program that starts the server for its tests needs (tickets_local.testing, the Node helper)."""
+    parser.add_argument(
+        "--allow-reset",
+        action="store_true",
+        help=f"answer POST {RESET_PATH}: empty the counter and idempotency tables and rebuild the handler's state "
+        "(off by default: on a persistent endpoint it erases every counter)",
+    )
+    parser.add_argument(
+        "--exit-with-stdin",
+        action="store_true",
+        help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,10 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             host=args.host,
             port=args.port,
             verbose=args.verbose,
+            allow_reset=args.allow_reset,
+            config=_config_json(args.config_json),
         ).start()
         print(banner(server), flush=True)
-        while True:
-            time.sleep(3600)  # the server runs in its own thread; a signal ends this sleep
+        _wait(args.exit_with_stdin)
     except KeyboardInterrupt:
         pass
     except (ConfigError, BackendError) as err:
@@ -108,6 +133,25 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     print("stopped", flush=True)
     return 0
+
+
+def _config_json(text: str | None) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"--config-json: not valid JSON ({err})") from None
+
+
+def _wait(until_stdin_closes: bool) -> None:
+    """The server runs in its own thread; a signal (KeyboardInterrupt) or the end of stdin ends this wait."""
+    if until_stdin_closes:
+        while sys.stdin.buffer.read(4096):
+            pass  # whatever comes is ignored: only its end counts
+        return
+    while True:
+        time.sleep(3600)
 
 
 def _log_to_stderr() -> None:

@@ -25,6 +25,7 @@ log = logging.getLogger("tickets_local")
 # botocore's service-specific endpoint variable: a client made without an endpoint (the server's, on
 # moto) would follow it past moto.
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_DYNAMODB"
+_BATCH_WRITE_LIMIT = 25  # DynamoDB's BatchWriteItem limit
 _SETUP_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
 
 
@@ -62,6 +63,13 @@ class MotoBackend:
             self._mock.stop()
             self._mock = None
 
+    def empty(self, deployment: LocalDeployment) -> None:
+        """The tables, empty: made anew, which in moto costs a few calls however many items they held."""
+        client = boto3.client("dynamodb", region_name=deployment.region, config=_SETUP_CONFIG)
+        for table in (deployment.counter_table, deployment.idempotency_table):
+            client.delete_table(TableName=table)
+        ensure_tables(deployment, None)
+
 
 class EndpointBackend:
     """A DynamoDB-compatible endpoint reached over HTTP."""
@@ -82,6 +90,10 @@ class EndpointBackend:
 
     def stop(self) -> None:
         pass
+
+    def empty(self, deployment: LocalDeployment) -> None:
+        """The tables, emptied item by item: a table deleted on a real endpoint takes a while to go."""
+        empty_tables(deployment, self.endpoint_url)
 
 
 def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
@@ -135,3 +147,22 @@ def _enable_ttl(client: Any, name: str) -> None:
             "this DynamoDB does not support TTL (%s); idempotency records will not expire, which only costs storage",
             err.response["Error"]["Code"],
         )
+
+
+def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
+    """Delete every item of the counter and idempotency tables (the tables stay)."""
+    client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
+    for table, key in ((deployment.counter_table, COUNTER_KEY), (deployment.idempotency_table, IDEMPOTENCY_KEY)):
+        for page in client.get_paginator("scan").paginate(
+            TableName=table, ProjectionExpression="#k", ExpressionAttributeNames={"#k": key}, ConsistentRead=True
+        ):
+            items = page["Items"]
+            for first in range(0, len(items), _BATCH_WRITE_LIMIT):
+                _delete_all(client, table, items[first : first + _BATCH_WRITE_LIMIT])
+
+
+def _delete_all(client: Any, table: str, keys: list[dict[str, Any]]) -> None:
+    requests = [{"DeleteRequest": {"Key": key}} for key in keys]
+    while requests:  # a batch may leave some unprocessed (throttling); send those again
+        answer = client.batch_write_item(RequestItems={table: requests})
+        requests = answer.get("UnprocessedItems", {}).get(table, [])

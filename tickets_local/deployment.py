@@ -5,10 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tickets.settings import Settings
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
-from tickets_deploy.config import DeploymentConfig, handler_environment, load_config_file, pick_region, region_settings
+from tickets_deploy.config import (
+    ConfigError,
+    DeploymentConfig,
+    handler_environment,
+    load_config_file,
+    parse_config,
+    pick_region,
+    region_settings,
+)
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
 POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -58,3 +67,12 @@ def load_deployment(config_path: str | Path, region: str | None) -> LocalDeploym
     """Read cdk.json and pick the region; ConfigError with a message a user can act on."""
     config = load_config_file(config_path)
     return LocalDeployment(config, pick_region(config, region, config_path))
+
+
+def deployment_from_config(tickets: Any, region: str | None, source: str = "the config") -> LocalDeployment:
+    """The same from cdk.json's `tickets` object itself (a dict, as tickets_local.testing passes it)."""
+    try:
+        config = parse_config(tickets)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+    return LocalDeployment(config, pick_region(config, region, source))

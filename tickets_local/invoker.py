@@ -49,10 +49,11 @@ class LambdaContext:
 class HandlerInvoker:
     def __init__(self, region: str, handler: Callable[[dict, Any], Any]):
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
-        self._handler = handler
+        self.handler = handler  # replaced, between invocations, by LocalServer.reset
 
     def between_invocations(self, call: Callable[[], T]) -> T:
-        """Run `call` (a read of the server's own tables) while no invocation runs: moto is not safe to share."""
+        """Run `call` (a read of the server's own tables, a reset) while no invocation runs: moto is not
+        safe to share, and a reset replaces the handler."""
         with _ONE_INVOCATION_AT_A_TIME:
             return call()
 
@@ -62,7 +63,7 @@ class HandlerInvoker:
             # not the invocation's (it would eat into the request's deadline and end in 503s).
             context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
             try:
-                return self._handler(event, context)
+                return self.handler(event, context)
             finally:
                 # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (still in 3.37) keeps the metric set,
                 # which then grows until it prints itself at 100 values; clearing it here does

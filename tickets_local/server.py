@@ -16,18 +16,18 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickets.errors import MethodNotAllowed, PayloadTooLarge, clip
+from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
 from . import openapi
 from .backend import EndpointBackend, MotoBackend, ensure_tables
-from .deployment import LocalDeployment, load_deployment
+from .deployment import LocalDeployment, deployment_from_config, load_deployment
 from .events import (
     MAX_REQUEST_BYTES,
     HttpRequest,
@@ -60,6 +60,9 @@ _PROTOCOL_ERROR_CODES = {
 # them, and the deployed function (which has no such routes) answers them 404.
 OPENAPI_PATH = "/_local/openapi.json"  # the API's OpenAPI document, for this server's config
 COUNTERS_PATH = "/_local/counters"  # every counter item of the server's table
+# Empties this server's tables and rebuilds its app (tickets_local.testing's reset()); answered only by a
+# server started with allow_reset (`--allow-reset`): on a persistent endpoint it erases every counter.
+RESET_PATH = "/_local/reset"
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -67,9 +70,16 @@ class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], invoker: HandlerInvoker, local_routes: dict[str, Callable[[], bytes]]):
+    def __init__(
+        self,
+        address: tuple[str, int],
+        invoker: HandlerInvoker,
+        local_routes: dict[str, Callable[[], bytes]],
+        reset: Callable[[], None] | None = None,
+    ):
         self.invoker = invoker
         self.local_routes = local_routes  # path -> the JSON it answers to GET
+        self.reset = reset  # None: the reset route is refused
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, _RequestHandler)
@@ -99,6 +109,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
     server_version = "tickets-local"
     timeout = IDLE_KEEP_ALIVE_SECONDS
 
+    def setup(self) -> None:
+        super().setup()
+        _answer_without_delay(self.connection)
+
     def __getattr__(self, name: str) -> Any:
         # Every method goes to the function, as a Function URL sends it: the handler decides
         # what is allowed (405 with Allow), not http.server (whose answer would be an HTML 501).
@@ -122,6 +136,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         local = self.server.local_routes.get(self.path.partition("?")[0])
         if local is not None:
             return _local_answer(self.command, local)
+        if self.path.partition("?")[0] == RESET_PATH:
+            return _reset(self.command, self.server.reset)
         request = HttpRequest(
             method=self.command,
             target=self.path,
@@ -180,9 +196,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(response.body)))
         if self.close_connection:
             self.send_header("Connection", "close")
-        self.end_headers()
+        # Headers and body in one write (http.server's end_headers would write the headers alone).
+        self._headers_buffer.append(b"\r\n")
         if self.command != "HEAD":
-            self.wfile.write(response.body)
+            self._headers_buffer.append(response.body)
+        self.flush_headers()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a malformed request line, oversized headers): in the API's
@@ -202,6 +220,29 @@ def _local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
         refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
         return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
     return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
+
+
+def _answer_without_delay(connection: socket.socket) -> None:
+    """Turn Nagle's algorithm off on an accepted connection. With it on, a response written in more
+    than one piece waits for the client's delayed ACK (~40 ms) on every keep-alive request after the
+    first; _send writes once, and this covers any answer written otherwise."""
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _reset(method: str, reset: Callable[[], None] | None) -> HttpResponse:
+    if reset is None:
+        return error_response(
+            404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
+        )
+    if method != "POST":
+        refusal = error_response(405, MethodNotAllowed.code, f"{RESET_PATH} accepts POST")
+        return HttpResponse(405, [*refusal.headers, ("Allow", "POST")], refusal.body)
+    try:
+        reset()
+    except Exception:
+        log.exception("the reset failed")
+        return error_response(500, "reset_failed", "the reset failed; see the server's log")
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], b'{"reset":true}')
 
 
 def _too_large() -> HttpResponse:
@@ -225,11 +266,19 @@ class LocalServer:
         host: str = "127.0.0.1",
         port: int = 0,
         verbose: bool = False,
+        allow_reset: bool = False,
+        config: Mapping[str, Any] | None = None,
     ):
-        self.deployment: LocalDeployment = load_deployment(config_path, region)
+        """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`."""
+        self.deployment: LocalDeployment = (
+            load_deployment(config_path, region) if config is None else deployment_from_config(config, region)
+        )
         self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
         self._address = (host, port)
         self._verbose = verbose
+        self._allow_reset = allow_reset
+        self._invoker: HandlerInvoker | None = None
+        self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
         self._saved_environment: dict[str, str | None] = {}
         self.app: App | None = None  # built by start()
         self._http: _HttpServer | None = None
@@ -248,22 +297,12 @@ class LocalServer:
             self._set_environment(
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
-            # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
-            from tickets.app import create_app, dynamodb_client
-
             ensure_tables(self.deployment, self.backend.endpoint_url)
-            client = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
-            self.app = create_app(
-                self.deployment.settings,
-                client,
-                self.deployment.counter_table,
-                self.deployment.idempotency_table,
-                region=self.deployment.region,
-            )
-            invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
+            self.app = self._build_app()
+            self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
-            self._http = _HttpServer(self._address, invoker, local_routes)
+            self._http = _HttpServer(self._address, invoker, local_routes, self.reset if self._allow_reset else None)
         except BaseException:
             self._release()
             raise
@@ -272,6 +311,35 @@ class LocalServer:
         )
         self._thread.start()
         return self
+
+    def reset(self) -> None:
+        """Every counter and idempotency record gone from this server's tables, and its app built anew
+        (as a new execution environment would be: the Issuer remembers exhausted lanes), between two
+        invocations. On an endpoint, the tables there are emptied, whoever else uses them."""
+        if self._invoker is None:
+            raise RuntimeError("the server is not running; call start() first")
+        invoker = self._invoker
+
+        def empty_and_rebuild() -> None:
+            self.backend.empty(self.deployment)
+            self.app = self._build_app()
+            invoker.handler = self.app.lambda_handler
+
+        invoker.between_invocations(empty_and_rebuild)
+
+    def _build_app(self) -> App:
+        # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
+        from tickets.app import create_app, dynamodb_client
+
+        if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
+            self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
+        return create_app(
+            self.deployment.settings,
+            self._dynamodb,
+            self.deployment.counter_table,
+            self.deployment.idempotency_table,
+            region=self.deployment.region,
+        )
 
     def _counters(self, invoker: HandlerInvoker) -> bytes:
         """Every counter item of the table, as GET /_local/counters answers: read through the function's
@@ -307,6 +375,7 @@ class LocalServer:
 
     def _release(self) -> None:
         """Undo start(): the backend, the environment."""
+        self._dynamodb = None
         self.backend.stop()
         for name, value in self._saved_environment.items():
             if value is None:

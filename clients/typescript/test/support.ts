@@ -1,12 +1,11 @@
 /** What the tests share: the local server (started here unless TICKETS_URL names one), scripted stub
  * servers on 127.0.0.1 that record what came, and a manual clock. */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+
+import { startLocalTickets } from "../src/testing.js";
 
 // The repository's root: this file runs as clients/typescript/dist/test/support.js.
 export const REPO = resolve(fileURLToPath(import.meta.url), "../../../../..");
@@ -29,61 +28,15 @@ export interface LocalServer {
   stop(): Promise<void>;
 }
 
-/** The server named by TICKETS_URL, or `python -m tickets_local --port 0` from the repo's .venv
- * (TICKETS_PYTHON overrides the interpreter), stopped by stop(). */
+/** The server named by TICKETS_URL, or one started by the package's own test helper
+ * (`tickets-client/testing`) with LOCAL_CONFIG, on the repo's .venv (TICKETS_PYTHON overrides the
+ * interpreter), stopped by stop(). */
 export async function localServer(): Promise<LocalServer> {
   const named = process.env.TICKETS_URL;
   if (named) return { url: named, ownConfig: false, stop: async () => {} };
-  const directory = mkdtempSync(join(tmpdir(), "tickets-ts-"));
-  const config = join(directory, "cdk.json");
-  writeFileSync(config, JSON.stringify({ app: "unused", context: { tickets: LOCAL_CONFIG } }));
   const python = process.env.TICKETS_PYTHON ?? join(REPO, ".venv", "bin", "python");
-  const child = spawn(python, ["-m", "tickets_local", "--port", "0", "--config", config], {
-    cwd: REPO,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const stop = async (): Promise<void> => {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((done) => child.once("exit", done));
-      child.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(directory, { recursive: true, force: true });
-  };
-  try {
-    return { url: await announcedUrl(child, python), ownConfig: true, stop };
-  } catch (err) {
-    await stop();
-    throw err;
-  }
-}
-
-/** The server prints a banner with `url: http://127.0.0.1:PORT` once it listens. */
-function announcedUrl(child: ChildProcess, python: string): Promise<string> {
-  return new Promise((found, failed) => {
-    let stdout = "";
-    let stderr = "";
-    const timer = setTimeout(() => failed(new Error(`the local server did not start in 60 s:\n${stderr}`)), 60_000);
-    child.stdout?.on("data", (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const match = /^\s*url:\s+(http:\/\/\S+)$/m.exec(stdout);
-      if (match) {
-        clearTimeout(timer);
-        found(match[1] as string);
-      }
-    });
-    child.stderr?.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      failed(new Error(`cannot run ${python} (run make test, or set TICKETS_PYTHON or TICKETS_URL): ${err.message}`));
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      failed(new Error(`the local server exited (${code}) before it listened:\n${stderr}`));
-    });
-  });
+  const tickets = await startLocalTickets({ config: LOCAL_CONFIG, python });
+  return { url: tickets.url, ownConfig: true, stop: () => tickets.stop() };
 }
 
 export interface Recorded {

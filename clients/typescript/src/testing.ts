@@ -1,0 +1,132 @@
+/** Tickets for your tests (`tickets-client/testing`): the real handler behind a local Function URL, on an
+ * embedded DynamoDB, in a process of its own.
+ *
+ *     const tickets = await startLocalTickets({ config: { regions: { "us-east-1": 0 }, counters: { orders: { start: 5000 } } } });
+ *     await new TicketsClient(tickets.url).next("orders");   // [5000]
+ *     await tickets.reset();                                 // every counter gone: "orders" starts at 5000 again
+ *     await tickets.stop();
+ *
+ * Prerequisite: a Python (3.11+) with Tickets installed with its `testing` extra: the helper runs
+ * `python -m tickets_local`, as the Python test kit does (docs/testing.md). Nothing of it runs in your
+ * process; if your process ends without stop(), the server ends with it (it stops when its stdin closes). */
+import { type ChildProcess, spawn } from "node:child_process";
+import { request } from "node:http";
+
+/** cdk.json's `tickets` when none is given: one region, one lane per key (tickets 1, 2, 3...), any key. */
+export const DEFAULT_CONFIG: Readonly<Record<string, unknown>> = Object.freeze({
+  regions: { "us-east-1": 0 },
+  regionSlots: 1,
+  strictKeys: false,
+});
+const RESET_PATH = "/_local/reset"; // tickets_local.server.RESET_PATH
+const BANNER_END = "Ctrl-C stops it.";
+const START_TIMEOUT_SECONDS = 60; // importing moto on a loaded machine; a start normally takes under a second
+const STOP_TIMEOUT_SECONDS = 10;
+const LOG_TAIL_CHARS = 4000;
+
+export interface LocalTicketsOptions {
+  /** cdk.json's `tickets` object (same fields, same validation); DEFAULT_CONFIG when absent. */
+  config?: Record<string, unknown>;
+  /** The Python to run the server with: default TICKETS_PYTHON, else `python3`. */
+  python?: string;
+  /** One of the config's regions (default: the first): its slot decides the tickets' lane. */
+  region?: string;
+  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local); default: moto inside the server's process. */
+  endpointUrl?: string;
+}
+
+export interface LocalTickets {
+  /** The local Function URL, e.g. http://127.0.0.1:41234 (no signing: pass it to TicketsClient as is). */
+  readonly url: string;
+  /** What the server printed when it started: url, backend, region and slot, tables. */
+  readonly banner: string;
+  /** Every counter and idempotency record gone, and the handler's cached state with them. */
+  reset(): Promise<void>;
+  /** Stop the server and wait for it to exit. */
+  stop(): Promise<void>;
+}
+
+export async function startLocalTickets(options: LocalTicketsOptions = {}): Promise<LocalTickets> {
+  const python = options.python ?? process.env.TICKETS_PYTHON ?? "python3";
+  const args = ["-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"];
+  args.push("--config-json", JSON.stringify(options.config ?? DEFAULT_CONFIG));
+  if (options.region) args.push("--region", options.region);
+  if (options.endpointUrl) args.push("--endpoint-url", options.endpointUrl);
+  const child = spawn(python, args, { stdio: ["pipe", "pipe", "pipe"] });
+  let log = ""; // the server's stderr, its end kept: one line per request, and why it failed
+  child.stderr?.on("data", (chunk: Buffer) => {
+    log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
+  });
+  const stop = (): Promise<void> => stopChild(child);
+  let banner: string;
+  try {
+    banner = await announced(child, python, () => log);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const url = /^\s*url:\s+(http:\/\/\S+)$/m.exec(banner)?.[1] as string;
+  return {
+    url,
+    banner,
+    reset: async () => {
+      const status = await post(url + RESET_PATH);
+      if (status !== 200) throw new Error(`the local server did not reset (HTTP ${status}):\n${log}`);
+    },
+    stop,
+  };
+}
+
+/** The banner, once the server printed all of it (it then listens). */
+function announced(child: ChildProcess, python: string, log: () => string): Promise<string> {
+  return new Promise((found, failed) => {
+    let stdout = "";
+    const timer = setTimeout(
+      () => failed(new Error(`the local server did not start in ${START_TIMEOUT_SECONDS} s:\n${log()}`)),
+      START_TIMEOUT_SECONDS * 1000,
+    );
+    const onData = (chunk: Buffer): void => {
+      stdout += chunk.toString();
+      if (stdout.includes(BANNER_END)) {
+        clearTimeout(timer);
+        child.stdout?.off("data", onData);
+        child.stdout?.resume(); // what follows ("stopped") is not waited for
+        found(stdout);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      failed(
+        new Error(
+          `cannot run ${python} (set TICKETS_PYTHON, or pass python, to a Python with Tickets installed): ${err.message}`,
+        ),
+      );
+    });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      // The exit may come before the last of stderr: read it once the streams have closed.
+      setImmediate(() => failed(new Error(`the local server exited (${code}) before it listened:\n${log()}`)));
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((done) => child.once("exit", () => done()));
+  child.stdin?.end(); // --exit-with-stdin: the server stops cleanly
+  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function post(url: string): Promise<number> {
+  return new Promise((answered, failed) => {
+    const sent = request(url, { method: "POST", headers: { "content-length": "0" } }, (response) => {
+      response.resume();
+      response.on("end", () => answered(response.statusCode ?? 0));
+    });
+    sent.on("error", failed);
+    sent.end();
+  });
+}

@@ -1,0 +1,62 @@
+/** The test helper (`tickets-client/testing`): the local server in a process of its own, reset between
+ * tests, stopped cleanly; and the package exports it under that name. */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { TicketsClient, TicketsError } from "../src/index.js";
+import { DEFAULT_CONFIG, type LocalTickets, startLocalTickets } from "../src/testing.js";
+import { REPO } from "./support.js";
+
+const PYTHON = process.env.TICKETS_PYTHON ?? `${REPO}/.venv/bin/python`;
+
+describe("startLocalTickets", () => {
+  let tickets: LocalTickets;
+  before(async () => {
+    tickets = await startLocalTickets({
+      python: PYTHON,
+      config: { regions: { "us-east-1": 0, "eu-west-1": 1 }, regionSlots: 2, counters: { orders: { start: 5000 } } },
+      region: "eu-west-1",
+    });
+  });
+  after(async () => tickets.stop());
+
+  test("serves the given config and region", async () => {
+    assert.match(tickets.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.match(tickets.banner, /eu-west-1 \(slot 1 of 2\)/);
+    const client = new TicketsClient(tickets.url);
+    await tickets.reset();
+    assert.deepEqual(await client.next("orders", 2), [5001, 5003]); // slot 1's lane of two
+  });
+
+  test("reset() starts every counter again", async () => {
+    const client = new TicketsClient(tickets.url);
+    await client.next("orders", 3);
+    await client.next("a-key");
+    await tickets.reset();
+    assert.deepEqual(await client.next("orders"), [5001]);
+    assert.deepEqual(await client.next("a-key"), [2]);
+  });
+});
+
+test("stop() ends the server: its URL no longer answers", async () => {
+  const tickets = await startLocalTickets({ python: PYTHON });
+  const client = new TicketsClient(tickets.url, { maxAttempts: 1 });
+  assert.deepEqual(await client.next("k"), [1]); // DEFAULT_CONFIG: one lane, from 1
+  await tickets.stop();
+  await assert.rejects(client.next("k"), (err: unknown) => err instanceof TicketsError && err.code === "unreachable");
+  await tickets.stop(); // a second stop does nothing
+});
+
+test("a bad config fails the start with the server's message", async () => {
+  await assert.rejects(
+    startLocalTickets({ python: PYTHON, config: { regions: { "us-east-1": 0 }, counters: { orders: { start: "x" } } } }),
+    /exited \(1\) before it listened:[\s\S]*tickets\.counters\.orders\.start/,
+  );
+});
+
+test("the package exports the helper as tickets-client/testing", async () => {
+  const name = "tickets-client/testing"; // resolved at run time through package.json's "exports"
+  const exported = (await import(name)) as { startLocalTickets: unknown; DEFAULT_CONFIG: unknown };
+  assert.equal(exported.startLocalTickets, startLocalTickets);
+  assert.deepEqual(exported.DEFAULT_CONFIG, DEFAULT_CONFIG);
+});

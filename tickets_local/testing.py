@@ -1,0 +1,196 @@
+"""Tickets for your tests: the local server in a process of its own, from a config given as a dict.
+
+    with LocalTickets({"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}) as tickets:
+        TicketsClient(tickets.url).next("orders")   # [5000]
+        tickets.reset()                             # every counter gone: the next "orders" is 5000 again
+
+The server (`python -m tickets_local`, the same interpreter) runs the real handler on its own embedded
+DynamoDB (moto, in its process) or on `endpoint_url`. Nothing of it runs in the caller's process:
+botocore is not patched, the environment is not changed, and a `mock_aws` of the caller's own sees
+none of its tables. The pytest plugin (tickets_local.pytest_plugin) is built on this class.
+
+Imports the standard library only: the pytest plugin imports this module in every session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import selectors
+import site
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+# The `tickets` config when a test names none: one region, one lane per key (so every key's tickets are
+# dense: 1, 2, 3...), and any key accepted.
+DEFAULT_CONFIG: dict[str, Any] = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": False}
+START_TIMEOUT_SECONDS = 60  # importing moto on a loaded machine; a start normally takes under a second
+RESET_PATH = "/_local/reset"  # tickets_local.server.RESET_PATH (not imported: that module imports botocore)
+_BANNER_END = "Ctrl-C stops it."
+_LOG_TAIL_CHARS = 4000
+
+
+class LocalTicketsError(RuntimeError):
+    """The local server did not start, or did not answer; the message carries its log's end."""
+
+
+class LocalTickets:
+    """The real handler behind a local Function URL, in a child process: start(), url, reset(), stop()."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | None = None,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        python: str | None = None,
+        verbose: bool = False,
+    ):
+        """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
+        None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
+        endpoint (default: moto inside the server's process, gone when it stops); `python` the
+        interpreter to run it with (default: this one)."""
+        self.config = dict(DEFAULT_CONFIG if config is None else config)
+        self.region = region
+        self.endpoint_url = endpoint_url
+        self.python = python or sys.executable
+        self.verbose = verbose
+        self.banner = ""  # what the server printed when it started (url, backend, region, tables)
+        self._url: str | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        if self._url is None:
+            raise RuntimeError("the local server is not running; call start() first")
+        return self._url
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self) -> LocalTickets:
+        if self._process is not None:
+            raise RuntimeError("the local server is already running")
+        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
+        command += ["--config-json", json.dumps(self.config)]
+        if self.region:
+            command += ["--region", self.region]
+        if self.endpoint_url:
+            command += ["--endpoint-url", self.endpoint_url]
+        if self.verbose:
+            command.append("--verbose")
+        # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
+        self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
+        self._process = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,  # closed by stop(), or by the system when this process ends
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=_child_environment(),
+        )
+        try:
+            self.banner = self._read_banner()
+        except BaseException:
+            self.stop()
+            raise
+        self._url = next(line.split()[1] for line in self.banner.splitlines() if line.strip().startswith("url:"))
+        return self
+
+    def reset(self) -> None:
+        """Every counter and idempotency record gone, and the handler's cached state with it (a new
+        execution environment): the next ticket of every key is its first again. On an endpoint, the
+        tables there are emptied, whoever else uses them."""
+        request = urllib.request.Request(self.url + RESET_PATH, method="POST", data=b"")
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                answer.read()
+        except (urllib.error.URLError, OSError) as err:
+            raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
+
+    def stop(self) -> None:
+        self.ask_to_stop()
+        process, self._process, self._url = self._process, None, None
+        if process is not None:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def ask_to_stop(self) -> None:
+        """Tell the server to stop (close its stdin: --exit-with-stdin) without waiting: stop() waits.
+        Several servers stop in the time of one when each is asked before any is waited for."""
+        if self._process is not None and self._process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self._process.stdin.close()
+
+    def log_tail(self) -> str:
+        """The end of the server's log (stderr): what it said before a failure."""
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        return self._log.read().decode(errors="replace")[-_LOG_TAIL_CHARS:]
+
+    def __enter__(self) -> LocalTickets:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _read_banner(self) -> str:
+        assert self._process is not None and self._process.stdout is not None
+        stdout = self._process.stdout
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        printed = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while _BANNER_END.encode() not in printed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LocalTicketsError(
+                        f"the local server did not start within {START_TIMEOUT_SECONDS} s:\n{self.log_tail()}"
+                    )
+                if not selector.select(timeout=left):
+                    continue
+                chunk = os.read(stdout.fileno(), 65536)
+                if not chunk:
+                    self._process.wait()
+                    raise LocalTicketsError(
+                        f"the local server exited ({self._process.returncode}) before it listened:\n{self.log_tail()}"
+                    )
+                printed += chunk
+        return printed.decode()
+
+
+def _child_environment() -> dict[str, str]:
+    """This process's environment, with the directories this process imports Tickets from first on the
+    child's path (a PYTHONPATH set in code, or pytest's rootdir insertion, is not inherited); an installed
+    copy, in site-packages, the child finds by itself."""
+    environment = dict(os.environ)
+    installed = {str(Path(path).resolve()) for path in (*site.getsitepackages(), site.getusersitepackages())}
+    roots = []
+    for package in ("tickets_local", "tickets"):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin is not None:
+            root = str(Path(spec.origin).resolve().parent.parent)
+            if root not in roots and root not in installed:
+                roots.append(root)
+    inherited = environment.get("PYTHONPATH")
+    environment["PYTHONPATH"] = os.pathsep.join([*roots, *([inherited] if inherited else [])])
+    return environment
