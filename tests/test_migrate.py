@@ -288,7 +288,7 @@ def test_the_first_run_records_each_keys_target_where_export_and_the_service_do_
             main(["export", "--config", str(write_cdk_json(tmp_path, EXAMPLE_CONFIG)), "--table", COUNTER_TABLE]) == 0
         )
     assert [json.loads(line)["counter"] for line in out.getvalue().splitlines()] == ["legacy"]
-    assert api.get("/_migration").status == 400  # no key starts with "_": the service never reads a record
+    assert api.get("/_migration").status == 404  # the _ prefix is reserved: the service never reads a record
     # A second run with another margin keeps the first target: it is what Tickets' lanes were raised above.
     assert migrate(EXAMPLE_CONFIG, "--margin", "5000")[0] == 0
     assert records(api)["_migration#legacy"] == {"target": "110", "oldValue": "10", "margin": "100"}
