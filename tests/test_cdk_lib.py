@@ -329,6 +329,16 @@ def test_the_wheel_installs_only_tickets_names_and_everything_it_reads(tmp_path)
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"tickets", "tickets_cdk", "tickets_deploy", "tickets_local", "tickets_admin"}
     assert "tickets_local/openapi_parts.json" in names and "tickets/handler.py" in names
+    # Exactly the packages' files in this checkout: nothing stale, nothing left out.
+    tracked = subprocess.run(
+        ["git", "ls-files", "lambda_src/tickets", *sorted(top_level - {"tickets"})],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    shipped = {name.removeprefix("lambda_src/") for name in tracked if Path(name).suffix in (".py", ".json")}
+    assert {name for name in names if not name.split("/")[0].endswith(".dist-info")} == shipped
     assert wheel.name.startswith("tickets_cdk-" + tickets.__version__)
 
 
