@@ -75,25 +75,31 @@ $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
 	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger),
+# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,
 # the Python client and the admin CLI.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy clients/python/tickets_client tickets_admin
+	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
 
-# A new deployment's ledger (tickets.lock.json) for the current cdk.json; never replaces one.
-init: $(SERVE_DEPS)
-	$(PY) -m tickets_deploy init
+# A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
+# app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
+init: $(CDK_DEPS)
+	$(PY) -m tickets_cdk init
 
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 
-deploy: $(CDK_DEPS) $(CDK)
-	$(CDK) deploy --all
+# Synthesise once, check that assembly against what each region runs (its ledger version, the Powertools
+# layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from the serve set), then deploy exactly it.
+deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
+	rm -rf cdk.out
+	$(CDK) synth --quiet --output cdk.out
+	$(PY) -m tickets_deploy predeploy --assembly cdk.out
+	$(CDK) deploy --all --app cdk.out
 
 bench: $(DEV_DEPS)
 	$(PY) -m bench

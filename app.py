@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The CDK app: one Tickets stack per region configured in cdk.json's `tickets` context, checked
-against and recorded in the deployment ledger (tickets.lock.json beside cdk.json and this file)."""
+"""The reference CDK app, a user of the construct library (tickets_cdk): one `Tickets-<region>` stack per
+region configured in cdk.json's `tickets` context. The library checks the app against, and records it in,
+the deployment ledger (tickets.lock.json beside cdk.json and this file) when it synthesises."""
 
 from __future__ import annotations
 
@@ -11,36 +12,32 @@ from pathlib import Path
 import aws_cdk as cdk
 
 from stacks.tickets_stack import TicketsStack, add_stacks
+from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT, TicketsLedgerCheck
 from tickets_deploy.config import ConfigError, parse_config
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, new_accounts, read_ledger, record, write_ledger
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, refusal
 
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
-def synthesize(app: cdk.App, ledger_path: Path, account: str | None = None) -> dict[str, TicketsStack]:
-    """Check the config against the ledger, synthesise, then record the config in the ledger; returns
-    the stacks by region. Nothing is written unless synthesis succeeded, and the ledger only when it changed."""
+class LedgerRefusal(LedgerError):
+    """The ledger refused the app; nothing was synthesised or written."""
+
+
+def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
+    """Build the stacks from cdk.json's config and synthesise them; the library's ledger check (at
+    `ledger_path`) runs first and writes the ledger only when it changed. Returns the stacks by region;
+    LedgerRefusal if the ledger refused."""
+    if app.node.try_get_context(LEDGER_PATH_CONTEXT) is None:
+        app.node.set_context(LEDGER_PATH_CONTEXT, str(ledger_path))
     config = parse_config(app.node.try_get_context("tickets"))
-    previous = read_ledger(ledger_path)
-    ledger = record(config, previous, account)
     stacks = add_stacks(app, config, account=account)
-    app.synth()
-    if ledger == previous:
-        return stacks
-    write_ledger(ledger_path, ledger)
-    print(
-        f"{ledger_path}: recorded the new counters, regions, accounts or retired slots; commit it with cdk.json.",
-        file=sys.stderr,
-    )
-    for region, new_account in new_accounts(previous, ledger):
-        print(
-            f"{region}: account {new_account} is new to the ledger, so its tables start empty and every counter "
-            "starts at its start there. That is right for a deployment of its own (staging beside production). "
-            "If it replaces a deployment in another account, run `python -m tickets_admin export` against the "
-            "old tables and `python -m tickets_admin raise KEY --above N` here for every key before callers "
-            "switch (docs/operations.md#moving-to-another-account).",
-            file=sys.stderr,
-        )
+    try:
+        app.synth()
+    except Exception:
+        check = TicketsLedgerCheck.of(app)
+        if check.problem is not None:
+            raise LedgerRefusal(check.problem) from None
+        raise
     return stacks
 
 
@@ -50,9 +47,7 @@ def main(app: cdk.App | None = None, ledger_path: Path = LEDGER_PATH) -> None:
     except ConfigError as err:
         sys.exit(f"cdk.json: invalid tickets config: {err}")
     except LedgerError as err:
-        sys.exit(
-            f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was synthesised or written):\n{err}"
-        )
+        sys.exit(refusal(ledger_path, err, "synthesised or written"))
 
 
 if __name__ == "__main__":

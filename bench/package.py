@@ -1,5 +1,5 @@
-"""The Lambda code asset as CDK builds it: lambda_src/ minus `__pycache__` and `*.pyc`
-(stacks/ticket_service.py's exclude list), zipped with deflate."""
+"""The Lambda code asset as the construct builds it (tickets_cdk.asset: the `tickets` package minus
+`__pycache__` and `*.pyc`), zipped with deflate."""
 
 from __future__ import annotations
 
@@ -8,19 +8,10 @@ import shutil
 import zipfile
 from pathlib import Path
 
-from .environment import LAMBDA_SRC
+from tickets_cdk.asset import asset_files
 
 BASELINE_SOURCE = Path(__file__).with_name("baseline.py")
 BASELINE_ASSET_NAME = "baseline.py"  # one file; its handler is baseline.lambda_handler
-
-
-def asset_files(root: Path = LAMBDA_SRC) -> dict[str, Path]:
-    """Archive name -> file, for every file CDK would put in the asset."""
-    return {
-        path.relative_to(root).as_posix(): path
-        for path in sorted(root.rglob("*"))
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
-    }
 
 
 def zipped_bytes(files: dict[str, Path]) -> int:

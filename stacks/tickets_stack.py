@@ -1,38 +1,60 @@
-"""One region's deployment: the service, its alarms, its dashboard and its outputs."""
+"""The reference app's stack: one region's deployment of the cdk.json config through the construct library
+(tickets_cdk): the service, its alarms, its dashboard and its outputs, checked by cdk-nag."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Annotations, App, Aspects, CfnOutput, Environment, Stack
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, NagSuppressions
 from constructs import Construct
 
-from tickets_deploy.config import DeploymentConfig
+from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
+from tickets_deploy.config import FIELDS, SERVICE_NAME, DeploymentConfig
 
-from .dashboard import TicketDashboard
-from .monitoring import TicketAlarms
-from .ticket_service import TicketService
+# The logical ids the reference app's tables had before it used the library: kept, so a deployed stack's
+# tables are never replaced (the library's default derives them from the construct's id).
+LEGACY_TABLE_LOGICAL_IDS = ("TicketsTable", "TicketsIdempotencyTable")
+
+
+def service_props(config: DeploymentConfig, region: str) -> dict[str, Any]:
+    """cdk.json's config as the construct's props for `region` (the fields the construct takes)."""
+    props: dict[str, Any] = {}
+    for field in FIELDS:
+        if field.owner != "TicketService":
+            continue
+        value = getattr(config, field.attribute)
+        if field.name == "regions":
+            value = value[region]
+        elif field.name == "compat":
+            value = None if value is None else {"path": value}
+        props[field.prop] = value
+    return props
 
 
 class TicketsStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str, **kwargs):
+    def __init__(self, scope: Construct, construct_id: str, *, config: DeploymentConfig, region: str, **kwargs: Any):
         super().__init__(scope, construct_id, **kwargs)
-        service = TicketService(self, "Service", config=config, region=region)
-        alarms = TicketAlarms(
+        service = TicketService(
             self,
-            "Alarms",
-            function=service.function,
-            table=service.table,
-            idempotency_table=service.idempotency_table,
-            alarm_email=config.alarm_email,
+            "Service",
+            **service_props(config, region),
+            service_name=SERVICE_NAME,
+            table_logical_ids=LEGACY_TABLE_LOGICAL_IDS,
         )
-        dashboard = TicketDashboard(
-            self,
-            "Dashboard",
-            function=service.function,
-            table_throttles=alarms.alarms["TableThrottles"].metric,
-            idempotency_table_throttles=alarms.alarms["IdempotencyTableThrottles"].metric,
-            alarms=list(alarms.alarms.values()),
-            reserved_concurrency=config.reserved_concurrency,
+        alarms = TicketAlarms(self, "Alarms", service=service, alarm_email=config.alarm_email)
+        dashboard = TicketDashboard(self, "Dashboard", service=service, alarms=alarms)
+        NagSuppressions.add_resource_suppressions(
+            service.role,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level "
+                    "permissions; Lambda's active tracing adds exactly these two actions on '*'.",
+                    "appliesTo": ["Resource::*"],
+                }
+            ],
+            apply_to_children=True,
         )
 
         CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")

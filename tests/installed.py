@@ -32,7 +32,9 @@ INSTALL_TIMEOUT_SECONDS = 900
 
 
 def build_wheel(destination: Path) -> Path:
-    """`pip wheel --no-deps .`: the wheel a user would install (setuptools from the index, isolated)."""
+    """`pip wheel --no-deps .`: the wheel a user would install (setuptools from the index, isolated). setuptools
+    stages the packages in build/ and never empties it: a file removed since the last build would ship."""
+    shutil.rmtree(REPO / "build", ignore_errors=True)
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", str(REPO)],
         cwd=destination,

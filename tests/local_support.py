@@ -24,6 +24,8 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 
 from conftest import EXAMPLE_CONFIG
+from tickets_deploy.config import ConfigError, parse_config
+from tickets_deploy.ledger import INIT_COMMAND, ledger_path_beside, record_services, write_ledger_file
 
 REPO = Path(__file__).resolve().parent.parent
 DYNALITE = REPO / "node_modules" / ".bin" / "dynalite"
@@ -73,8 +75,17 @@ class SerialMotoServer:
 
 
 def write_cdk_json(directory: Path, tickets: dict[str, Any] = TICKETS_CONFIG) -> Path:
+    """cdk.json, and beside it a ledger that records just this config, as `make init` would write it
+    (tickets_admin checks cdk.json against it); none for an invalid config."""
     path = directory / "cdk.json"
     path.write_text(json.dumps({"app": "unused", "context": {"tickets": tickets}}))
+    ledger_path = ledger_path_beside(path)
+    try:
+        config = parse_config(tickets)
+    except ConfigError:
+        ledger_path.unlink(missing_ok=True)
+        return path
+    write_ledger_file(ledger_path, record_services(None, {config.table_name: config}, None, INIT_COMMAND))
     return path
 
 

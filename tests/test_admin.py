@@ -375,6 +375,76 @@ def test_an_unserved_key_under_strict_keys_is_refused(api, admin):
     assert status == 1 and "'nobody' is not configured" in err and "strictKeys" in err
 
 
+# --- raise and migrate honour the ledger -----------------------------------------------------------
+
+
+def _working_copy(tmp_path: Path, deployed: dict, changed: dict) -> Path:
+    """The ledger as synthesis left it for `deployed`; beside it a cdk.json changed to `changed`."""
+    config = write_cdk_json(tmp_path, deployed)
+    config.write_text(json.dumps({"app": "unused", "context": {"tickets": changed}}))
+    return config
+
+
+def test_hole_4_raise_refuses_a_working_copy_the_ledger_refuses_with_synthesiss_message(api, tmp_path):
+    """Hole 4: strictKeys false is deployed, foo was served unconfigured; a working copy configures foo
+    with its own start, which the ledger refuses. raise used to write foo's lane on that layout, and the
+    deployed version answered 409 config_mismatch for foo from then on."""
+    from tickets_deploy.config import parse_config
+    from tickets_deploy.ledger import LedgerError, read_ledger_file, record_services
+
+    assert tickets_of(api.get("/foo", query={"count": "2"})) == [1, 2]
+    changed = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "foo": {"start": 1000}}}
+    config = _working_copy(tmp_path, EXAMPLE_CONFIG, changed)
+    before = api.items()
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["raise", "foo", "--above", "5000", "--config", str(config), "--table", COUNTER_TABLE])
+    assert status == 1 and out.getvalue() == ""
+    with pytest.raises(LedgerError) as synthesis:
+        record_services(read_ledger_file(tmp_path / "tickets.lock.json"), {"tickets-counters": parse_config(changed)})
+    assert err.getvalue() == (
+        f"error: cdk.json: refused by the deployment ledger {tmp_path / 'tickets.lock.json'} (nothing was "
+        f"written):\n{synthesis.value}\n"
+    )
+    assert "counters.foo: a new counter with start 1000" in err.getvalue()
+    assert api.items() == before
+    assert tickets_of(api.get("/foo")) == [3]  # the deployed version still serves foo
+
+
+def test_migrate_refuses_a_working_copy_the_ledger_refuses(api, tmp_path):
+    changed = {**EXAMPLE_CONFIG, "regionSlots": 2}
+    config = _working_copy(tmp_path, EXAMPLE_CONFIG, changed)
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = main(
+            [
+                "migrate",
+                "--from-table",
+                "old",
+                "--key-attribute",
+                "k",
+                "--value-attribute",
+                "v",
+                "--config",
+                str(config),
+            ]
+        )
+    assert status == 1 and "regionSlots: the ledger records 1, cdk.json says 2." in err.getvalue()
+
+
+def test_raise_without_a_ledger_is_refused_except_on_a_local_endpoint(api, tmp_path):
+    config = write_cdk_json(tmp_path, EXAMPLE_CONFIG)
+    (tmp_path / "tickets.lock.json").unlink()
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = main(["raise", "orders", "--above", "9", "--config", str(config), "--table", COUNTER_TABLE])
+    assert status == 1 and "no ledger" in err.getvalue() and "make init" in err.getvalue()
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        main(["raise", "orders", "--above", "9", "--config", str(config), "--endpoint-url", "http://127.0.0.1:9"])
+    assert "note: no tickets.lock.json beside" in err.getvalue() and "no ledger" not in err.getvalue()
+
+
 # --- export ----------------------------------------------------------------------------------------
 
 

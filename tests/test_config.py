@@ -352,3 +352,48 @@ def test_a_bad_caller_is_refused_naming_the_entry(changes, field, says):
         parse_config(with_changes(**changes))
     assert str(refused.value).startswith(f"{field}: "), refused.value
     assert says in str(refused.value)
+
+
+# --- one definition of each field (tickets_deploy.config.FIELDS) ---------------------------------
+
+
+def test_readme_s_configuration_table_is_the_fields_definitions():
+    """README.md's table is rendered from FIELDS: a field's name, prop, default or doc line changes in one place."""
+    from tickets_deploy.config import readme_table
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index("| field | prop | default | meaning |")
+    table = readme[start : readme.index("\n\n", start)]
+    assert table == readme_table()
+
+
+def test_every_field_is_a_config_attribute_with_its_default_and_the_settings_carry_those_marked():
+    from dataclasses import MISSING, fields
+
+    from tickets_deploy.config import COUNTER_FIELDS, FIELDS, DeploymentConfig
+
+    attributes = {each.name: each for each in fields(DeploymentConfig)}
+    assert set(attributes) == {each.attribute for each in FIELDS}
+    for each in FIELDS:
+        declared = attributes[each.attribute]
+        default = declared.default_factory() if declared.default_factory is not MISSING else declared.default
+        if each.name != "regions":  # required in cdk.json; the construct's region_slot defaults to 0
+            assert default == each.default or (default, each.default) == ((), ()), each.name
+    assert {each.attribute for each in COUNTER_FIELDS} == {each.name for each in fields(CounterConfig)}
+    settings = {each.name for each in fields(Settings)} - {"region_slot"}
+    assert settings == {each.attribute for each in FIELDS if each.setting}
+
+
+def test_a_config_round_trips_through_cdk_json_s_shape_exactly():
+    from tickets_deploy.config import to_raw
+
+    config = parse_config(
+        with_changes(
+            counters={"big": {"start": str(MAX_TICKET - 5), "max": str(MAX_TICKET), "maxBlock": 3}},
+            callers=["111122223333"],
+            compat={"path": "counter"},
+            corsOrigins=["https://app.example.com"],
+            reservedConcurrency=5,
+        )
+    )
+    assert parse_config(json.loads(json.dumps(to_raw(config)))) == config

@@ -106,9 +106,9 @@ def test_operations_names_the_one_place_the_powertools_release_is_pinned():
     text = " ".join((REPO / "docs" / "operations.md").read_text(encoding="utf-8").split())
     stated = re.search(r"Powertools layer \(the release is pinned once, in `([^`]+)`", text)
     assert stated, "docs/operations.md no longer says where the Powertools release is pinned"
-    pins = [
+    defined = [
         path.relative_to(REPO).as_posix()
-        for path in sorted(REPO.glob("requirements*.txt"))
-        if re.search(r"^aws-lambda-powertools(\[[a-z,]+\])?==", path.read_text(), re.M)
+        for path in sorted(REPO.glob("tickets_*/*.py"))
+        if re.search(r"^POWERTOOLS_VERSION = ", path.read_text(), re.M)
     ]
-    assert pins == [stated.group(1)]
+    assert defined == [stated.group(1)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -20,15 +21,20 @@ from tickets_deploy.ledger import (
     CounterRecord,
     Ledger,
     LedgerError,
+    LedgerFile,
     SlotRecord,
+    Version,
     from_text,
     init_ledger,
     ledger_path_beside,
     new_accounts,
     read_ledger,
+    read_ledger_file,
     record,
+    record_services,
     to_text,
-    write_ledger,
+    version_id,
+    write_ledger_file,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -289,54 +295,74 @@ def test_an_unknown_account_records_nothing(deployed):
 # --- the file -----------------------------------------------------------------------------------
 
 
+def one_service(ledger: Ledger, change: str = "make init") -> LedgerFile:
+    """A file holding `ledger` alone, as its first version."""
+    services = {ledger.table_name: ledger}
+    return LedgerFile(services, (Version(version_id(None, services), None, change),))
+
+
 def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path):
-    ledger = record(
-        config(
-            regions={"us-east-1": 0},
-            strictKeys=True,
-            counters=counters(big={"start": "36028797018963969", "stride": 7, "max": TOP}),
-        ),
-        record(config(), deployed, "222222222222"),
+    first = record_services(None, {"tickets-counters": config()}, "222222222222", "make init")
+    ledger = record_services(
+        first,
+        {
+            "tickets-counters": config(
+                regions={"us-east-1": 0},
+                strictKeys=True,
+                counters=counters(big={"start": "36028797018963969", "stride": 7, "max": TOP}),
+            )
+        },
         "111111111111",
     )
+    root, child = first.version, ledger.version
+    assert child == version_id(root, ledger.services) and root == version_id(None, first.services)
     text = to_text(ledger)
     assert text == "\n".join(
         [
             "{",
             f'  "//": {json.dumps(COMMENT)},',
-            '  "counters": {',
-            '    "big": {"shards": 1, "start": "36028797018963969", "stride": 7},',
-            '    "invoices": {"shards": 1, "start": 1, "stride": 10},',
-            '    "orders": {"shards": 2, "start": 5000, "stride": 1}',
+            '  "services": {',
+            '    "tickets-counters": {',
+            '      "counters": {',
+            '        "big": {"shards": 1, "start": "36028797018963969", "stride": 7},',
+            '        "invoices": {"shards": 1, "start": 1, "stride": 10},',
+            '        "orders": {"shards": 2, "start": 5000, "stride": 1}',
+            "      },",
+            '      "defaultKeysServed": ["default"],',
+            '      "regionSlots": 4,',
+            '      "slots": {',
+            '        "0": {"accounts": ["111111111111", "222222222222"], "region": "us-east-1"},',
+            '        "1": {"accounts": ["222222222222"], "region": "eu-west-1", "retired": true}',
+            "      },",
+            '      "unconfiguredKeysServed": false',
+            "    }",
             "  },",
-            '  "defaultKeysServed": ["default"],',
-            '  "regionSlots": 4,',
-            '  "slots": {',
-            '    "0": {"accounts": ["111111111111", "222222222222"], "region": "us-east-1"},',
-            '    "1": {"accounts": ["222222222222"], "region": "eu-west-1", "retired": true}',
-            "  },",
-            '  "tableName": "tickets-counters",',
-            '  "unconfiguredKeysServed": false',
+            '  "versions": [',
+            f'    {{"id": "{root}", "parent": null, "change": "make init"}},',
+            f'    {{"id": "{child}", "parent": "{root}", "change": "tickets-counters: counters big added; '
+            'us-east-1 account 111111111111; eu-west-1 retired from slot 1"}',
+            "  ]",
             "}",
             "",
         ]
     )
-    assert json.loads(text)["counters"]["big"]["start"] == "36028797018963969"  # exact in any JSON parser
+    assert json.loads(text)["services"]["tickets-counters"]["counters"]["big"]["start"] == "36028797018963969"
     path = tmp_path / "tickets.lock.json"
-    write_ledger(path, ledger)
+    write_ledger_file(path, ledger)
     assert path.read_text() == text
-    assert read_ledger(path) == ledger
+    assert read_ledger_file(path) == ledger
+    assert read_ledger(path) == ledger.services["tickets-counters"]
     assert [p.name for p in tmp_path.iterdir()] == ["tickets.lock.json"]  # no temporary file left
 
 
 def test_slots_sort_as_numbers():
     regions = {"us-west-2": 10, "us-east-2": 2, "us-east-1": 1}
     ledger = record(parse_config({"regions": regions, "regionSlots": 11}), None)
-    assert list(json.loads(to_text(ledger))["slots"]) == ["1", "2", "10"]
+    assert list(json.loads(to_text(one_service(ledger)))["services"]["tickets-counters"]["slots"]) == ["1", "2", "10"]
 
 
 def test_an_empty_counters_object_stays_on_one_line():
-    assert '  "counters": {},\n' in to_text(record(parse_config({"regions": {"us-east-1": 0}}), None))
+    assert '      "counters": {},\n' in to_text(one_service(record(parse_config({"regions": {"us-east-1": 0}}), None)))
 
 
 def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
@@ -348,13 +374,12 @@ def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
 
 def test_the_way_back_for_a_ledger_an_upgrade_deleted_restores_it(tmp_path):
     """The command the refusal names, run in a checkout where a commit deleted the ledger."""
-    import re
     import subprocess
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
 
-    ledger = to_text(record(config(), None))
+    ledger = to_text(one_service(record(config(), None)))
     (tmp_path / "tickets.lock.json").write_text(ledger)
     git("init", "-q")
     git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", ".")
@@ -374,7 +399,7 @@ def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
         '{"regionSlots": 1, "tableName": "ttt", "slots": {"0": {"region": "us-east-1"}}, '
         '"counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}}}'
     )
-    ledger = from_text(old)
+    ledger = from_text(old).services["ttt"]
     assert ledger.unconfigured_keys_served and ledger.served_unconfigured("anything")
     strict = {"regions": {"us-east-1": 0}, "strictKeys": True, "tableName": "ttt"}
     with pytest.raises(LedgerError, match="counters.foo: a new counter"):
@@ -420,6 +445,157 @@ def test_the_ledger_is_found_beside_cdk_json_and_app_py_wherever_the_command_run
     assert ledger_path_beside(Path("cdk.json")) == tmp_path / "tickets.lock.json"
 
 
+# --- versions: one line of history --------------------------------------------------------------
+
+MAIN = {"regions": {"us-east-1": 0}, "strictKeys": True, "counters": {"orders": {"start": 5000}}}
+PR_A = {**MAIN, "strictKeys": False}  # hole 1: one pull request serves unconfigured keys ...
+PR_B = {**MAIN, "counters": {**MAIN["counters"], "foo": {"start": 1000}}}  # ... another adds a counter
+MERGED = {**PR_A, "counters": PR_B["counters"]}
+
+
+def on(tickets: dict, previous: LedgerFile | None = None, change: str | None = None) -> LedgerFile:
+    return record_services(previous, {"tickets-counters": parse_config(tickets)}, None, change)
+
+
+@pytest.fixture
+def main_file() -> LedgerFile:
+    return on(MAIN, None, "make init")
+
+
+def test_each_change_appends_a_version_naming_its_parent_and_nothing_new_returns_the_same_file(main_file):
+    assert main_file.versions == (Version(main_file.version, None, "make init"),)
+    assert on(MAIN, main_file) is main_file
+    grown = on(PR_B, main_file)
+    assert [v.parent for v in grown.versions] == [None, main_file.version]
+    assert grown.versions[-1].change == "tickets-counters: counters foo added"
+    assert grown.is_ancestor(main_file.version, grown.version) and grown.is_ancestor(grown.version, grown.version)
+    assert not grown.is_ancestor(grown.version, main_file.version)
+    assert not grown.is_ancestor("0123456789abcdef", grown.version)
+
+
+def test_a_state_reached_again_is_a_new_version():
+    """A region removed and brought back to its slot returns to the same services, not the same version."""
+    both = {**MAIN, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    first = on(both)
+    removed = on({**both, "regions": {"us-east-1": 0}}, first)
+    back = on(both, removed)
+    assert back.services == first.services and back.version != first.version
+    assert len({v.id for v in back.versions}) == 3
+
+
+def _merge(tmp_path: Path, base: str, ours: str, theirs: str) -> tuple[str, bool]:
+    """git's own three-way line merge of three texts: (the result, whether it conflicted)."""
+    import subprocess
+
+    paths = []
+    for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
+        paths.append(tmp_path / name)
+        paths[-1].write_text(text)
+    merged = subprocess.run(["git", "merge-file", "-p", *map(str, paths)], capture_output=True, text=True)
+    return merged.stdout, merged.returncode != 0
+
+
+def test_hole_1_two_pull_requests_merged_by_git_are_refused_and_the_way_out_refuses_b_after_a(main_file, tmp_path):
+    """Hole 1: each pull request synthesises alone; the merge must not pass as if checked in sequence."""
+    a, b = on(PR_A, main_file), on(PR_B, main_file)
+    merged, conflicted = _merge(tmp_path, to_text(main_file), to_text(a), to_text(b))
+    assert conflicted  # both appended a version after the same one
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(merged)
+    with pytest.raises(LedgerError, match=r"git conflict markers.*git checkout --ours -- tickets\.lock\.json"):
+        read_ledger_file(path)
+
+    # Resolved by keeping both sides' lines: two children of one parent.
+    both = re.sub(r"<<<<<<< .*\n(.*)\n=======\n(.*)\n>>>>>>> .*\n", r"\1,\n\2\n", merged)
+    both_versions = json.loads(both)["versions"]
+    assert [v["parent"] for v in both_versions] == [None, main_file.version, main_file.version]
+    path.write_text(both)
+    with pytest.raises(LedgerError) as refused:
+        read_ledger_file(path)
+    assert f"{a.version} (tickets-counters: unconfigured keys served (strictKeys false)) and {b.version}" in str(
+        refused.value
+    )
+    assert f"are two children of {main_file.version}" in str(refused.value)
+    assert "Re-record one change on top of the other" in str(refused.value)
+
+    # Resolved by taking one side's versions while the services merged line by line: they hash to neither.
+    one_side = json.loads(both)
+    one_side["versions"] = one_side["versions"][:2]
+    path.write_text(json.dumps(one_side))
+    with pytest.raises(LedgerError, match=rf"hash to [0-9a-f]{{16}}, not to its last version {a.version}"):
+        read_ledger_file(path)
+
+    # The way out: A's ledger restored, the merged cdk.json synthesised on top of it: B after A is refused.
+    with pytest.raises(LedgerError, match=r"tickets-counters: counters\.foo: a new counter with start 1000"):
+        on(MERGED, a)
+
+
+def test_a_hand_edited_ledger_is_refused(main_file, tmp_path):
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(to_text(main_file).replace('"start": 5000', '"start": 6000'))
+    with pytest.raises(LedgerError, match="edited by hand or merged line by line"):
+        read_ledger_file(path)
+
+
+def test_a_history_cut_at_its_start_is_refused(main_file, tmp_path):
+    grown = on(PR_B, main_file)
+    cut = LedgerFile(grown.services, grown.versions[1:])
+    path = tmp_path / "tickets.lock.json"
+    write_ledger_file(path, cut)
+    with pytest.raises(LedgerError, match="names a parent .* its history was cut"):
+        read_ledger_file(path)
+
+
+def test_a_format_1_ledger_is_one_root_version_and_is_written_back_in_format_2(tmp_path):
+    old = {
+        "regionSlots": 1,
+        "tableName": "tickets-counters",
+        "slots": {"0": {"region": "us-east-1"}},
+        "counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}},
+        "unconfiguredKeysServed": False,
+        "defaultKeysServed": ["default"],
+    }
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(json.dumps(old))
+    previous = read_ledger_file(path)
+    assert previous.versions == (Version(version_id(None, previous.services), None, previous.versions[0].change),)
+    assert on(MAIN, previous) is previous  # nothing changed: nothing to write, the same version
+    grown = on(PR_B, previous)
+    write_ledger_file(path, grown)
+    assert read_ledger_file(path) == grown and grown.versions[-1].parent == previous.version
+    assert "services" in json.loads(path.read_text())
+
+
+def test_services_are_recorded_apart_and_kept_when_not_declared(main_file):
+    other = {"regions": {"eu-west-1": 0}, "tableName": "other-counters", "counters": {"x": {"start": 1}}}
+    both = record_services(main_file, {"other-counters": parse_config(other)})
+    assert set(both.services) == {"tickets-counters", "other-counters"}
+    assert both.services["tickets-counters"] == main_file.services["tickets-counters"]
+    with pytest.raises(LedgerError) as refused:
+        record_services(
+            both,
+            {
+                "tickets-counters": parse_config({**MAIN, "regionSlots": 2}),
+                "other-counters": parse_config({**other, "counters": {"x": {"start": 2}}}),
+            },
+        )
+    lines = str(refused.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["other-counters", "tickets-counters"]
+    assert "counters.x.start: the ledger records 1, cdk.json says 2." in lines[0]
+    assert "regionSlots: the ledger records 1, cdk.json says 2." in lines[1]
+
+
+def test_a_renamed_table_is_refused_as_a_new_empty_table(main_file):
+    with pytest.raises(LedgerError, match=r"renamed: tableName: the ledger records 'tickets-counters' in us-east-1"):
+        record_services(main_file, {"renamed": parse_config({**MAIN, "tableName": "renamed"})})
+
+
+def test_new_accounts_across_services(main_file):
+    other = {"regions": {"eu-west-1": 0}, "tableName": "other-counters"}
+    both = record_services(main_file, {"other-counters": parse_config(other)}, "111111111111")
+    assert new_accounts(main_file, both) == [("eu-west-1", "111111111111")]
+
+
 # --- through app.py -----------------------------------------------------------------------------
 
 
@@ -449,8 +625,12 @@ def test_app_without_a_ledger_stops_naming_make_init_then_records_then_refuses(a
 
     init_ledger(ledger_path, parse_config(tickets))
     app_module.main(_cdk_app(tickets, tmp_path / "first"), ledger_path)
-    assert list((tmp_path / "first").glob("*.template.json"))
+    (template,) = (tmp_path / "first").glob("*.template.json")
     written = ledger_path.read_text()
+    # The stack records the version it was synthesised with, for make deploy to compare (predeploy.py).
+    assert json.loads(template.read_text())["Outputs"]["TicketsLedgerVersion"]["Value"] == (
+        read_ledger_file(ledger_path).version
+    )
     assert read_ledger(ledger_path) == record(parse_config(tickets), None)
 
     # The issue's first scenario: a second region by growing regionSlots.
@@ -482,7 +662,7 @@ def test_app_records_the_account_and_says_a_new_accounts_tables_start_empty(app_
 def test_app_refuses_a_changed_counter_before_synthesising(app_module, tmp_path):
     ledger_path = tmp_path / "tickets.lock.json"
     tickets = {"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}
-    write_ledger(ledger_path, record(parse_config(tickets), None))
+    write_ledger_file(ledger_path, one_service(record(parse_config(tickets), None)))
     before = ledger_path.read_bytes()
     changed = {**tickets, "counters": {"orders": {"start": 1}}}
     with pytest.raises(SystemExit) as refused:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +52,26 @@ def migrate(tmp_path):
         return status, out.getvalue().splitlines(), err.getvalue()
 
     return run
+
+
+def counter_items(region) -> list[dict]:
+    return [item for item in region.items() if not item["counter"]["S"].startswith("_")]
+
+
+def records(region) -> dict[str, dict[str, str]]:
+    """The records migrate keeps in the Tickets table, by item name, without their time."""
+    return {
+        item["counter"]["S"]: {
+            name: value.get("N", value.get("S")) for name, value in item.items() if name not in ("counter", "at")
+        }
+        for item in region.items()
+        if item["counter"]["S"].startswith("_")
+    }
+
+
+def old_callers_take(client, key: str, until: int) -> None:
+    """The old pattern's callers, still on the old table: its counter goes on to `until`."""
+    client.put_item(TableName=OLD_TABLE, Item={"systemKey": {"S": key}, "counter": {"N": str(until)}})
 
 
 def tickets_of(answer) -> list[int]:
@@ -104,7 +126,8 @@ def test_a_counter_already_above_is_left_alone(api, migrate):
         "orders: already above 1010 (old value 10 + margin 1000): orders (lane 0): already above: last 5004, "
         "next ticket 5005"
     )
-    assert api.items() == before
+    assert counter_items(api) == before
+    assert records(api)["_migration#orders"] == {"target": "1010", "oldValue": "10", "margin": "1000"}
 
 
 def test_a_dry_run_says_what_it_would_do_and_writes_nothing(api, migrate):
@@ -206,8 +229,8 @@ def test_a_missing_old_table_names_the_option(api, migrate):
     status, out, err = migrate(EXAMPLE_CONFIG)
     assert status == 1 and len(out) == 1
     assert err == (
-        "error: no table 'old-counters' in us-east-1: check --from-table and --region "
-        "(default: the first region in cdk.json)\n"
+        "error: no table 'old-counters' in us-east-1: check --from-table and --from-region "
+        "(default: --region, the first region in cdk.json)\n"
     )
 
 
@@ -226,6 +249,11 @@ def test_help_says_what_it_prints_the_exit_status_and_the_safe_order():
         "--value-attribute V",
         "--margin M",
         "--dry-run",
+        "--verify",
+        "--from-region REGION",
+        "_migration#KEY",
+        "OVERLAP",
+        "migrate --verify",
         "--region",
         "--endpoint-url",
         "--table",
@@ -240,3 +268,126 @@ def test_help_says_what_it_prints_the_exit_status_and_the_safe_order():
         "examples:",
     ):
         assert text in result.stdout, (text, result.stdout)
+
+
+# --- what the first run recorded, checked by later runs and --verify ------------------------------
+
+
+def test_the_first_run_records_each_keys_target_where_export_and_the_service_do_not_see_a_counter(
+    api, migrate, tmp_path
+):
+    create_old_table(api.client, {"legacy": 10})
+    assert migrate(EXAMPLE_CONFIG, "--margin", "100")[0] == 0
+    assert records(api) == {
+        "_migration": {"fromTable": OLD_TABLE, "fromRegion": "us-east-1"},
+        "_migration#legacy": {"target": "110", "oldValue": "10", "margin": "100"},
+    }
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert (
+            main(["export", "--config", str(write_cdk_json(tmp_path, EXAMPLE_CONFIG)), "--table", COUNTER_TABLE]) == 0
+        )
+    assert [json.loads(line)["counter"] for line in out.getvalue().splitlines()] == ["legacy"]
+    assert api.get("/_migration").status == 404  # the _ prefix is reserved: the service never reads a record
+    # A second run with another margin keeps the first target: it is what Tickets' lanes were raised above.
+    assert migrate(EXAMPLE_CONFIG, "--margin", "5000")[0] == 0
+    assert records(api)["_migration#legacy"] == {"target": "110", "oldValue": "10", "margin": "100"}
+
+
+def test_hole_2_old_callers_past_the_target_are_named_with_the_numbers_issued_twice(api, migrate):
+    """Hole 2: a margin too small. Old callers and Tickets both issued 111 .. 149; the second run used to
+    say "already above" and exit 0."""
+    create_old_table(api.client, {"legacy": 10})
+    assert migrate(EXAMPLE_CONFIG, "--margin", "100")[0] == 0  # Tickets' next legacy ticket is 111
+    assert tickets_of(api.get("/legacy", query={"count": "39"})) == list(range(111, 150))
+    old_callers_take(api.client, "legacy", 149)
+
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--verify")
+    assert status == 1
+    assert out[0] == (
+        "verifying table old-counters (systemKey -> counter) against table tickets-test in us-east-1 (slot 0 of 1)"
+    )
+    assert re.fullmatch(
+        r"legacy: OVERLAP: the old callers took 111 \.\. 149, above the target 110 \(old value 10 \+ margin 100, "
+        r"recorded \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\); Tickets has issued 39 of those numbers in us-east-1 "
+        r"\(111 \.\. 149\): each twice",
+        out[1],
+    ), out[1]
+    assert out[-1] == (
+        "1 key(s): 0 within their target, 1 overlapping it, 0 new since the first run, 0 not served; "
+        "0 item(s) skipped; nothing was written"
+    )
+
+    # A second plain run says so too (exit 1), and raises legacy above the old value + margin.
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--margin", "100")
+    assert status == 1
+    assert out[1].startswith("legacy: OVERLAP: the old callers took 111 .. 149, above the target 110")
+    assert out[2].startswith("legacy: raised above 249 (old value 149 + margin 100)")
+    assert (
+        out[-1]
+        == "1 key(s): 1 raised, 0 already above, 0 not migrated, 1 past their recorded target; 0 item(s) skipped"
+    )
+    assert tickets_of(api.get("/legacy")) == [250]
+
+
+def test_verify_within_the_target_exits_0_and_writes_nothing(api, migrate):
+    create_old_table(api.client, {"orders": 7000, "legacy": 10})
+    assert migrate(EXAMPLE_CONFIG, "--margin", "100")[0] == 0
+    old_callers_take(api.client, "legacy", 110)  # exactly the target: no number twice
+    before = api.items()
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--verify")
+    assert status == 0
+    assert out[1].startswith("legacy: within its target: the old counter is at 110, the target 110 (old value 10")
+    assert out[2].startswith("orders: within its target: the old counter is at 7000, the target 7100")
+    assert api.items() == before
+
+
+def test_keys_new_in_the_old_table_since_the_first_run_are_reported_then_raised(api, migrate):
+    """Hole 2's second half: with strictKeys false, Tickets serves a key the old callers created after the
+    first run from 1; --verify names it and the numbers both gave, a later run raises it."""
+    create_old_table(api.client, {"orders": 7000})
+    assert migrate(EXAMPLE_CONFIG, "--margin", "100")[0] == 0
+    old_callers_take(api.client, "newkey", 5)
+    assert tickets_of(api.get("/newkey", query={"count": "3"})) == [1, 2, 3]
+
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--verify")
+    assert status == 1
+    assert re.fullmatch(
+        r"newkey: NEW in the old table since the first run \(\S+\), at 5, never migrated: Tickets has issued 3 of "
+        r"the numbers up to it in us-east-1 \(1 \.\. 3\): each twice\. Run migrate \(without --verify\) to raise it",
+        out[1],
+    ), out[1]
+
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--margin", "100")
+    assert status == 0
+    assert re.match(r"newkey \(new in the old table since the first run, \S+\): raised above 105 ", out[1]), out[1]
+    assert migrate(EXAMPLE_CONFIG, "--verify")[0] == 0
+    assert tickets_of(api.get("/newkey")) == [106]
+
+
+def test_verify_before_any_run_says_to_migrate_first(api, migrate):
+    create_old_table(api.client, {"orders": 7000})
+    status, out, _ = migrate(EXAMPLE_CONFIG, "--verify")
+    assert status == 1
+    assert out[1] == "no migrate run is recorded in table tickets-test: run migrate (without --verify) first"
+
+
+def test_hole_3_a_second_region_reads_the_old_table_in_its_own_region(deploy, migrate):
+    """Hole 3: an API Gateway counter lives in one region; each Tickets region is migrated from it."""
+    config = {**EXAMPLE_CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    first, second = deploy(config, "us-east-1"), deploy(config, "eu-west-1")
+    create_old_table(first.client, {"orders": 7000})
+    assert migrate(config, "--margin", "100")[0] == 0
+
+    status, _, err = migrate(config, "--margin", "100", "--region", "eu-west-1")  # the old way
+    assert status == 1 and "no table 'old-counters' in eu-west-1: check --from-table and --from-region" in err
+
+    status, out, _ = migrate(config, "--margin", "100", "--region", "eu-west-1", "--from-region", "us-east-1")
+    assert status == 0
+    assert out[0].startswith(
+        "migrating table old-counters in us-east-1 (systemKey -> counter) into table "
+        "tickets-test in eu-west-1 (slot 1 of 2)"
+    )
+    assert tickets_of(second.get("/orders")) == [7101]  # orders in eu-west-1: 5001, 5003, ...: 7101 is next
+    assert records(second)["_migration"] == {"fromTable": OLD_TABLE, "fromRegion": "us-east-1"}
+    assert migrate(config, "--verify", "--region", "eu-west-1", "--from-region", "us-east-1")[0] == 0

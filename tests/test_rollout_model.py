@@ -19,6 +19,7 @@ import io
 import json
 import os
 import random
+import shutil
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
@@ -29,7 +30,15 @@ from moto import mock_aws
 from conftest import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_deploy.config import ConfigError, parse_config
-from tickets_deploy.ledger import UNCONFIGURED, CounterRecord, Ledger, LedgerError, record
+from tickets_deploy.ledger import (
+    UNCONFIGURED,
+    CounterRecord,
+    Ledger,
+    LedgerError,
+    LedgerFile,
+    record_services,
+    write_ledger_file,
+)
 
 REGION_SLOTS = 3
 REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")
@@ -45,6 +54,7 @@ class Rollouts(RuleBasedStateMachine):
         super().__init__()
         self.versions: list[dict] = []  # every config the ledger accepted, oldest first
         self.ledger: Ledger | None = None
+        self.files: list[LedgerFile] = []  # the ledger file as each accepted version left it
         self.deployed: dict[str, int] = {}  # region -> the version its stack runs now
         self.slot: dict[str, int] = {}  # region -> its slot (the ledger never lets it change)
         self.issued: dict[str, dict[int, str]] = {}  # key -> ticket -> the region that issued it
@@ -56,9 +66,7 @@ class Rollouts(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.aws.stop()
-        for path in self.scratch.iterdir():
-            path.unlink()
-        self.scratch.rmdir()
+        shutil.rmtree(self.scratch)
 
     # --- config histories, through the real ledger ------------------------------------------------
 
@@ -69,19 +77,25 @@ class Rollouts(RuleBasedStateMachine):
         self.lane_picks = random.Random(seed)
         first = {"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": REGION_SLOTS, "strictKeys": strict}
         first["counters"] = {"orders": dict(orders)}
-        self.ledger = record(parse_config(first), None)
-        self.versions.append(first)
+        self.record(first, None)
         for region, slot in first["regions"].items():
             self.deployed[region], self.slot[region] = 0, slot
+
+    def record(self, raw: dict, previous: LedgerFile | None) -> None:
+        """Synthesis: the real ledger checks and records `raw`, or raises (nothing recorded)."""
+        config = parse_config(raw)
+        file = record_services(previous, {config.table_name: config})
+        self.files.append(file)
+        self.ledger = file.services[config.table_name]
+        self.versions.append(raw)
 
     def propose(self, change) -> None:
         raw = json.loads(json.dumps(self.versions[-1]))
         change(raw)
         try:
-            self.ledger = record(parse_config(raw), self.ledger)
+            self.record(raw, self.files[-1])
         except (ConfigError, LedgerError):
             return  # refused: nothing recorded, nothing to deploy
-        self.versions.append(raw)
 
     @rule(key=st.sampled_from(KEYS), layout=st.sampled_from(LAYOUTS))
     def configure_counter(self, key: str, layout: dict) -> None:
@@ -168,10 +182,15 @@ class Rollouts(RuleBasedStateMachine):
 
     @rule(data=st.data(), key=st.sampled_from(KEYS), above=st.integers(0, 2500))
     def raise_key(self, data: st.DataObject, key: str, above: int) -> None:
-        """`python -m tickets_admin raise`, run against one region with the config it runs now."""
+        """`python -m tickets_admin raise`, run against one region from a checkout of the version it runs
+        now (its cdk.json and the ledger beside it, which tickets_admin checks it against)."""
         region = data.draw(st.sampled_from(sorted(self.deployed)))
-        cdk_json = self.scratch / f"v{self.deployed[region]}.json"
-        cdk_json.write_text(json.dumps({"context": {"tickets": self.versions[self.deployed[region]]}}))
+        version = self.deployed[region]
+        checkout = self.scratch / f"v{version}"
+        checkout.mkdir(exist_ok=True)
+        cdk_json = checkout / "cdk.json"
+        cdk_json.write_text(json.dumps({"context": {"tickets": self.versions[version]}}))
+        write_ledger_file(checkout / "tickets.lock.json", self.files[version])
         argv = ["raise", key, "--above", str(above), "--config", str(cdk_json), "--region", region]
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             tickets_admin([*argv, "--table", COUNTER_TABLE])  # a refusal (exit 1) writes nothing

@@ -19,6 +19,7 @@ from app import synthesize  # noqa: E402
 from tickets import timing  # noqa: E402
 from tickets.errors import TicketsError  # noqa: E402
 from tickets.settings import Settings  # noqa: E402
+from tickets_cdk.powertools import POWERTOOLS_VERSION  # noqa: E402
 from tickets_deploy.config import MAX_TICKET, parse_config  # noqa: E402
 from tickets_deploy.ledger import init_ledger, read_ledger, record  # noqa: E402
 from tickets_deploy.regions import SERVED_REGIONS  # noqa: E402
@@ -167,6 +168,40 @@ def test_stateful_resources_keep_their_logical_ids(template):
     assert tables["TicketsTable"]["Properties"]["KeySchema"][0]["AttributeName"] == "counter"
 
 
+# Every resource of the shipped cdk.json's stack as the reference app built it before it used tickets_cdk
+# (commit d8367c4): a changed logical id would make CloudFormation replace that resource in a deployed stack.
+DEPLOYED_LOGICAL_IDS = {
+    "AlarmsCounterNearMaxDA0CA39D",
+    "AlarmsFunctionErrors8A553A4B",
+    "AlarmsFunctionThrottles9E6847CC",
+    "AlarmsIdempotencyTableThrottles349FD2BE",
+    "AlarmsInternalErrorsC3E178E5",
+    "AlarmsTableThrottlesE2AC0C12",
+    "Dashboard7A714131",
+    "ServiceFunction243F2A49",
+    "ServiceFunctionFunctionUrl3E1F0936",
+    "ServiceFunctionLogs04192AE0",
+    "ServiceFunctionRoleDefaultPolicy9CD28641",
+    "ServiceFunctionRoleFA71FED3",
+    "ServiceInvokePolicy61346A23",
+    "TicketsIdempotencyTable",
+    "TicketsTable",
+}
+
+
+def test_every_resource_keeps_its_logical_id_and_the_outputs_add_the_ledger_version_and_the_dashboard(template):
+    assert set(template.to_json()["Resources"]) == DEPLOYED_LOGICAL_IDS
+    assert set(template.to_json()["Outputs"]) == {
+        "DashboardName",
+        "FunctionArn",
+        "FunctionUrl",
+        "InvokePolicyArn",
+        "RegionSlot",
+        "TableName",
+        "TicketsLedgerVersion",
+    }
+
+
 def test_the_counter_table_has_the_configured_name_and_the_idempotency_table_a_generated_one(template, two_regions):
     """A fixed name: after `cdk destroy` (which retains the table) a redeploy fails on the existing table
     instead of creating an empty one that would start every counter again."""
@@ -208,7 +243,7 @@ def _powertools_pin() -> str:
 
 
 def test_requirements_serve_pins_the_one_powertools_release_the_tests_run_with():
-    assert importlib.metadata.version("aws-lambda-powertools") == _powertools_pin()
+    assert importlib.metadata.version("aws-lambda-powertools") == _powertools_pin() == POWERTOOLS_VERSION
     dev = (ROOT / "requirements-dev.txt").read_text()
     assert re.findall(r"^aws-lambda-powertools\S*$", dev, re.M) == ["aws-lambda-powertools[tracer]"]  # no 2nd pin
 

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from installed import INSTALL_TIMEOUT_SECONDS, REPO, environment, installed_python
 
 USER_TESTS = REPO / "examples" / "user-tests"

@@ -5,23 +5,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 import tickets
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
-from tickets_deploy.config import ConfigError, load_config_file, pick_region, region_settings
+from tickets_deploy.config import ConfigError, DeploymentConfig, load_config_file, pick_region, region_settings
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, check_config_file, ledger_path_beside
 
 from .journal import SERIES_COMMANDS, add_series_commands, run_series_command
 from .listing import counters, table_lines
-from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, migrate, read_old_counters
+from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, Source, migrate, read_old_counters, verify
 from .operations import export_items, raise_key
 from .table import AdminError, CounterTable
 
 DESCRIPTION = """\
 Operate on a Tickets deployment's counter table, in one region. The table's name, the
 region's slot and each counter's start, stride, max and shards come from cdk.json, as
-the stack and the local server take them. Every write is conditional: it is safe to run
+the stack and the local server take them. raise and migrate first check cdk.json against
+the deployment ledger beside it (tickets.lock.json), as synthesis does, and refuse, with
+synthesis's message, a config it refuses. Every write is conditional: it is safe to run
 while the service issues tickets, and safe to repeat."""
 
 EPILOG = """\
@@ -67,7 +71,9 @@ object per line, sorted by `counter`, e.g.
   {"counter": "orders", "first": 5000, "last": 5003, "step": 1}
 Whole numbers are printed exactly, however large (a parser that reads JSON numbers as
 doubles rounds those above 2^53-1); any other attribute value keeps DynamoDB's typed
-form, e.g. {"N": "12.5"}. Read with a consistent, paginated Scan."""
+form, e.g. {"N": "12.5"}. Read with a consistent, paginated Scan. The records `migrate`
+keeps in the table (items named "_migration...": no key starts with "_") are not
+counters and are not printed."""
 
 EXPORT_EPILOG = """\
 examples:
@@ -145,7 +151,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="raise each counter of an old counter table's items above its old value (plus a margin)",
     )
     migrate_.add_argument(
-        "--from-table", required=True, metavar="NAME", help="the old counter table, in the same region and endpoint"
+        "--from-table", required=True, metavar="NAME", help="the old counter table (at the same endpoint)"
+    )
+    migrate_.add_argument(
+        "--from-region",
+        default=None,
+        metavar="REGION",
+        help="the old counter table's region (default: --region, the Tickets region raised): an API Gateway "
+        "counter lives in one region, and every Tickets region is migrated from it",
     )
     migrate_.add_argument(
         "--key-attribute",
@@ -167,8 +180,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="raise each counter above its old value plus M (a whole number; default 0): what the old "
         "callers may still take before they are switched to Tickets",
     )
-    migrate_.add_argument(
+    mode = migrate_.add_mutually_exclusive_group()
+    mode.add_argument(
         "--dry-run", action="store_true", help="read both tables and print what it would do; write nothing"
+    )
+    mode.add_argument(
+        "--verify",
+        action="store_true",
+        help="write nothing: compare each old counter's current value with the target the first run recorded, "
+        "and exit 1 naming every key the old callers took past it (the numbers issued twice) and every key new "
+        "in the old table since the first run",
     )
     _add_list_command(commands, common)
     add_series_commands(commands, common)
@@ -190,18 +211,40 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "list":
             return _list(table)
+        _check_ledger(Path(args.config), config, args.endpoint_url)
         settings = region_settings(config, region)
         if args.command == "migrate":
-            old_table = CounterTable(args.from_table, region, args.endpoint_url, named_by="--from-table")
+            from_region = args.from_region or region
+            old_table = CounterTable(
+                args.from_table,
+                from_region,
+                args.endpoint_url,
+                named_by="--from-table",
+                region_named_by="--from-region (default: --region, the first region in cdk.json)",
+            )
             print(
-                f"migrating table {args.from_table} ({args.key_attribute} -> {args.value_attribute}) into table "
-                f"{table.table} in {region} (slot {settings.region_slot} of {settings.region_slots}), margin "
-                f"{args.margin}" + (": dry run, nothing is written" if args.dry_run else ""),
+                f"{'verifying' if args.verify else 'migrating'} table {args.from_table}"
+                + (f" in {from_region}" if from_region != region else "")
+                + f" ({args.key_attribute} -> {args.value_attribute}) "
+                f"{'against' if args.verify else 'into'} table {table.table} in {region} (slot "
+                f"{settings.region_slot} of {settings.region_slots})"
+                + ("" if args.verify else f", margin {args.margin}")
+                + (": dry run, nothing is written" if args.dry_run else ""),
                 flush=True,
             )
             old = read_old_counters(old_table.scan(), args.key_attribute, args.value_attribute)
+            report = lambda line: print(line, flush=True)  # noqa: E731
+            if args.verify:
+                return 0 if verify(table, settings, old, region=region, report=report) else 1
             migrated = migrate(
-                table, settings, old, args.margin, dry_run=args.dry_run, report=lambda line: print(line, flush=True)
+                table,
+                settings,
+                old,
+                args.margin,
+                source=Source(args.from_table, from_region),
+                region=region,
+                dry_run=args.dry_run,
+                report=report,
             )
             return 0 if migrated else 1
         counter = settings.counter(args.key)
@@ -217,10 +260,24 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         results = raise_key(table, args.key, lanes, args.above, report=lambda line: print(line, flush=True))
-    except (ConfigError, AdminError) as err:
+    except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 1 if any(result.needs_attention for result in results) else 0
+
+
+def _check_ledger(config_file: Path, config: DeploymentConfig, endpoint_url: str | None) -> None:
+    """raise and migrate write lanes with cdk.json's layouts: the ledger beside it must accept that
+    config, as synthesis would, or a layout no version deployed could be written into a deployed table
+    (which then refuses the key). Only a local endpoint may go without a ledger (make serve before make init)."""
+    if endpoint_url is not None and not ledger_path_beside(config_file).exists():
+        print(
+            f"note: no {LEDGER_FILE} beside {config_file}: the layouts are taken from it unchecked "
+            "(allowed only with --endpoint-url)",
+            file=sys.stderr,
+        )
+        return
+    check_config_file(config_file, config)
 
 
 LIST_DESCRIPTION = """\

@@ -22,7 +22,7 @@ from typing import Any
 from tickets import lane_item
 from tickets.lane_item import LANE, LAST, Item, contradiction, layout_contradiction, layout_of, missing, number
 from tickets.sequence import Lane
-from tickets.tables import COUNTER_KEY
+from tickets.tables import COUNTER_KEY, is_counter_item
 
 from .table import AdminError, CounterTable
 
@@ -167,8 +167,12 @@ def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
 
 
 def export_items(table: CounterTable) -> Iterator[str]:
-    """Every item of the table as one JSON object a line, in the order of its `counter`."""
-    items = sorted((_plain(item) for item in table.scan()), key=lambda item: str(item.get(COUNTER_KEY)))
+    """Every counter item of the table as one JSON object a line, in the order of its `counter`; not the
+    records tickets_admin keeps beside them (tables.is_counter_item: `migrate`'s targets)."""
+    items = sorted(
+        (_plain(item) for item in table.scan() if is_counter_item(item.get(COUNTER_KEY, {}).get("S", ""))),
+        key=lambda item: str(item.get(COUNTER_KEY)),
+    )
     for item in items:
         yield json.dumps(item, sort_keys=True)
 

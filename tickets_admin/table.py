@@ -41,9 +41,11 @@ class CounterTable:
         endpoint_url: str | None = None,
         *,
         named_by: str = "--table (default: tableName in cdk.json)",  # what sets `table`, for the errors
+        region_named_by: str = "--region (default: the first region in cdk.json)",  # and what sets `region`
     ):
         self.table = table
         self._named_by = named_by
+        self._region_named_by = region_named_by
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
         session = botocore.session.get_session()
         credentials: dict[str, str] = {}
@@ -107,9 +109,7 @@ class CounterTable:
         code = err.response["Error"]["Code"]
         message = err.response["Error"].get("Message", "")
         if code == "ResourceNotFoundException":
-            return AdminError(
-                f"no {self._where}: check {self._named_by} and --region (default: the first region in cdk.json)"
-            )
+            return AdminError(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
         if code in _THROTTLED:
             return AdminError(
                 f"DynamoDB throttled the {self._where} beyond the retries; what was done is "

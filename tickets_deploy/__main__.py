@@ -1,4 +1,7 @@
-"""python -m tickets_deploy init: start a deployment's ledger (what `make init` runs)."""
+"""python -m tickets_deploy init: the reference app's first ledger, from its cdk.json alone (no CDK needed); any
+CDK app, the reference app included (`make init`), can use `python -m tickets_cdk init`, which runs the app to
+learn what it declares.
+python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts (predeploy.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +12,17 @@ from pathlib import Path
 from tickets_deploy.config import ConfigError, load_config_file
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger, ledger_path_beside
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["predeploy"]:
+        from tickets_deploy import predeploy
+
+        return predeploy.main(arguments[1:])
+    return init(arguments)
+
+
+def init(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy",
         description=f"Start a deployment: write its ledger ({LEDGER_FILE}, beside cdk.json) for the current "
@@ -21,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["init"], help="init: write the first ledger")
     parser.add_argument(
-        "--config", type=Path, default=ROOT / "cdk.json", help="the cdk.json to read (default: the project's own)"
+        "--config", type=Path, default=Path("cdk.json"), help="the cdk.json to read (default: the one here)"
     )
     args = parser.parse_args(argv)
     path = ledger_path_beside(args.config)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,8 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class DeploymentConfig:
+    """A parsed `tickets` config (FIELDS defines each attribute, its default and its rule)."""
+
     regions: Mapping[str, int]
     table_name: str = DEFAULT_TABLE_NAME
     default_key: str = "default"
@@ -92,19 +94,11 @@ class DeploymentConfig:
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
-    """What the function of `region` knows of the deployment."""
+    """What the function of `region` knows of the deployment: its slot and every field marked `setting`."""
     if region not in config.regions:
         raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
-    return Settings(
-        region_slot=config.regions[region],
-        region_slots=config.region_slots,
-        default_key=config.default_key,
-        strict_keys=config.strict_keys,
-        counters=config.counters,
-        idempotency_expiry_seconds=config.idempotency_expiry_seconds,
-        max_block=config.max_block,
-        compat_path=config.compat_path,
-    )
+    carried = {each.attribute: getattr(config, each.attribute) for each in FIELDS if each.setting}
+    return Settings(region_slot=config.regions[region], **carried)
 
 
 # Powertools reads these when the function's code is imported; the alarms and dashboard use the same names.
@@ -114,9 +108,15 @@ POWERTOOLS_ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, "POWERTOOLS_M
 
 
 def handler_environment(
-    config: DeploymentConfig, region: str, *, counter_table: str, idempotency_table: str
+    config: DeploymentConfig,
+    region: str,
+    *,
+    counter_table: str,
+    idempotency_table: str,
+    service_name: str = SERVICE_NAME,
 ) -> dict[str, str]:
-    """The function's environment for `region`, with the names of the tables it is to use."""
+    """The function's environment for `region`, with the names of the tables it is to use and the service
+    name its metrics and logs carry (the metrics' `service` dimension: one per deployed service)."""
     encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(
@@ -129,29 +129,416 @@ def handler_environment(
         COUNTER_TABLE_ENV: counter_table,
         IDEMPOTENCY_TABLE_ENV: idempotency_table,
         **POWERTOOLS_ENVIRONMENT,
+        "POWERTOOLS_SERVICE_NAME": service_name,
     }
 
 
-# --- parsing -------------------------------------------------------------------------------------
+# --- the fields ----------------------------------------------------------------------------------
 
-_FIELDS = {
-    "defaultKey",
-    "auth",
-    "regions",
-    "regionSlots",
-    "strictKeys",
-    "counters",
-    "reservedConcurrency",
-    "idempotencyExpirySeconds",
-    "logRetentionDays",
-    "corsOrigins",
-    "alarmEmail",
-    "tableName",
-    "maxBlock",
-    "callers",
-    "compat",
-}
-_COUNTER_FIELDS = {"start", "stride", "max", "shards", "maxBlock"}
+# A field's parser: (the value as written, or the field's default when absent; the fields parsed before it,
+# by attribute; where it was written, for messages) -> the parsed value, or ConfigError naming `where`.
+Parser = Callable[[Any, Mapping[str, Any], str], Any]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting, defined once: cdk.json's `tickets` object (`name`), the construct's keyword prop
+    (`prop`, on `owner`), the parsed DeploymentConfig (`attribute`), whether the function's settings
+    carry it (`setting`), its default, its rule (`parse`) and the README's row (`default_doc`, `doc`,
+    `permanent`)."""
+
+    name: str
+    prop: str
+    attribute: str
+    default: Any
+    default_doc: str
+    doc: str
+    parse: Parser
+    permanent: bool = False
+    setting: bool = False
+    owner: str = "TicketService"
+    prop_doc: str = ""  # how the prop differs from the cdk.json field, when it does
+    needs: tuple[str, ...] = ()  # the attributes of the fields its rule reads, parsed before it
+
+    def readme_row(self, prefix: str = "", prop_prefix: str = "") -> str:
+        permanent = " **Permanent**" if self.permanent else ""
+        prop = f"`{prop_prefix}{self.prop}`" if self.owner == "TicketService" else f"`{self.owner}(…, {self.prop}=…)`"
+        if self.prop_doc:
+            prop += f" ({self.prop_doc})"
+        return f"| `{prefix}{self.name}` | {prop} | {self.default_doc} | {self.doc}{permanent} |"
+
+
+def _region_slots(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=1000)
+
+
+def _regions(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int]:
+    region_slots = parsed["region_slots"]
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f'{where}: must map at least one region name to its slot, e.g. {{"us-east-1": 0}}')
+    owners: dict[int, str] = {}
+    for region, slot in value.items():
+        at = f"{where}.{region}"
+        why_not = refusal(region)
+        if why_not is not None:
+            raise ConfigError(f"{at}: {why_not}")
+        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
+            raise ConfigError(
+                f"{at}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
+                "regionSlots is permanent once a key issued tickets, so give the region a free slot"
+            )
+        if slot in owners:
+            raise ConfigError(
+                f"{at}: slot {slot} is already used by {owners[slot]}; "
+                "two regions sharing a slot would issue the same tickets"
+            )
+        owners[slot] = region
+    return dict(value)
+
+
+def _table_name(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if not isinstance(value, str) or not TABLE_NAME_PATTERN.fullmatch(value):
+        raise ConfigError(
+            f"{where}: must be a DynamoDB table name, 3-243 characters from "
+            f"A-Z a-z 0-9 _ . - (the local server appends {IDEMPOTENCY_TABLE_SUFFIX!r} for its "
+            f"idempotency table), got {value!r}"
+        )
+    return value
+
+
+def _default_key(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if not is_valid_key(value):
+        raise ConfigError(f"{where}: {value!r} is not a valid key ({KEY_RULE})")
+    return str(value)
+
+
+def _auth(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if value not in AUTH_TYPES:
+        raise ConfigError(f"{where}: must be one of {', '.join(AUTH_TYPES)}, got {value!r}")
+    return str(value)
+
+
+def _strict_keys(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: must be true or false, got {value!r}")
+    return value
+
+
+def _max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=MAX_BLOCK)
+
+
+def _counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock}}")
+    return {key: _parse_counter(key, counter, parsed["max_block"], f"{where}.{key}") for key, counter in value.items()}
+
+
+def _reserved_concurrency(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
+    return None if value is None else _whole_number(value, where, low=1, high=10000)
+
+
+def _idempotency_expiry(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=60, high=7 * 86400)
+
+
+def _log_retention(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    if value not in LOG_RETENTION_DAYS or isinstance(value, bool):
+        raise ConfigError(f"{where}: must be one of CloudWatch's retention periods {LOG_RETENTION_DAYS}, got {value!r}")
+    return int(value)
+
+
+def _cors_origins(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(o, str) and o for o in value):
+        raise ConfigError(f'{where}: must be a list of origins such as "https://app.example.com"')
+    return tuple(value)
+
+
+def _alarm_email(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or "@" not in value):
+        raise ConfigError(f"{where}: must be an e-mail address, got {value!r}")
+    return value
+
+
+def _callers(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
+
+
+def _compat(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+    return _compat_path(value, parsed["default_key"], parsed["counters"], where)
+
+
+# In the README's order; a field's rule may read the fields it `needs`, which are parsed before it.
+FIELDS: tuple[Field, ...] = (
+    Field(
+        "regions",
+        "region_slot",
+        "regions",
+        None,
+        "(required)",
+        "region name → slot `0..regionSlots-1`; one stack per region, each slot used once. A removed region's "
+        "slot is never given to another. Only regions with Lambda Function URLs and Powertools' public layer "
+        "parameters (`SERVED_REGIONS` in `tickets_deploy/regions.py`); others are refused with the reason.",
+        _regions,
+        permanent=True,
+        prop_doc="default `0`: the slot of the stack's region",
+        needs=("region_slots",),
+    ),
+    Field(
+        "regionSlots",
+        "region_slots",
+        "region_slots",
+        1,
+        "`1`",
+        "how many slots there are (room to add regions later).",
+        _region_slots,
+        permanent=True,
+        setting=True,
+    ),
+    Field(
+        "tableName",
+        "table_name",
+        "table_name",
+        DEFAULT_TABLE_NAME,
+        f'`"{DEFAULT_TABLE_NAME}"`',
+        "the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
+        "by it. A deployment from before this field: "
+        "[Upgrading](docs/operations.md#upgrading-a-deployment-made-before-the-fixed-table-name).",
+        _table_name,
+        permanent=True,
+    ),
+    Field(
+        "defaultKey",
+        "default_key",
+        "default_key",
+        "default",
+        '`"default"`',
+        "the key of `GET /`.",
+        _default_key,
+        setting=True,
+    ),
+    Field(
+        "auth",
+        "auth",
+        "auth",
+        "AWS_IAM",
+        '`"AWS_IAM"`',
+        "Function URL auth: `AWS_IAM` (SigV4) or `NONE` (public).",
+        _auth,
+    ),
+    Field(
+        "strictKeys",
+        "strict_keys",
+        "strict_keys",
+        False,
+        "`false`",
+        "`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404. While "
+        "unconfigured keys are served, a counter added later keeps their layout "
+        "([why](docs/operations.md#rollouts-are-not-atomic)).",
+        _strict_keys,
+        setting=True,
+    ),
+    Field(
+        "counters",
+        "counters",
+        "counters",
+        {},
+        "`{}`",
+        "key → its settings (the `counters.K` rows); keys not listed use the defaults.",
+        _counters,
+        setting=True,
+        prop_doc="each counter's fields in snake_case",
+        needs=("max_block",),
+    ),
+    Field(
+        "reservedConcurrency",
+        "reserved_concurrency",
+        "reserved_concurrency",
+        None,
+        "none",
+        "caps the function's concurrency (cost and abuse; set it with `auth: NONE`).",
+        _reserved_concurrency,
+    ),
+    Field(
+        "idempotencyExpirySeconds",
+        "idempotency_expiry_seconds",
+        "idempotency_expiry_seconds",
+        3600,
+        "`3600`",
+        "how long an `Idempotency-Key` is remembered (60 s .. 7 days).",
+        _idempotency_expiry,
+        setting=True,
+    ),
+    Field(
+        "logRetentionDays",
+        "log_retention_days",
+        "log_retention_days",
+        30,
+        "`30`",
+        "the function's log retention (one of CloudWatch's periods).",
+        _log_retention,
+    ),
+    Field(
+        "corsOrigins",
+        "cors_origins",
+        "cors_origins",
+        (),
+        "`[]`",
+        "origins allowed by the Function URL's CORS; none means no CORS at all.",
+        _cors_origins,
+    ),
+    Field(
+        "alarmEmail",
+        "alarm_email",
+        "alarm_email",
+        None,
+        "none",
+        "an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
+        _alarm_email,
+        owner="TicketAlarms",
+    ),
+    Field(
+        "maxBlock",
+        "max_block",
+        "max_block",
+        MAX_BLOCK,
+        "`1000000`",
+        "the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
+        _max_block,
+        setting=True,
+    ),
+    Field(
+        "callers",
+        "callers",
+        "callers",
+        (),
+        "`[]`",
+        "other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL: the stack grants both "
+        "invoke actions to each ([docs/callers.md](docs/callers.md)).",
+        _callers,
+        needs=("auth",),
+    ),
+    Field(
+        "compat",
+        "compat",
+        "compat_path",
+        None,
+        "off",
+        '`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number, like the API Gateway '
+        "counter; the path is literal and hides the key `counter` from `/counter` "
+        "([moving from it](docs/migrating.md)).",
+        _compat,
+        setting=True,
+        needs=("default_key", "counters"),
+    ),
+)
+
+
+def _parse_fields(
+    fields: Sequence[Field], value_of: Callable[[Field], Any], where_of: Callable[[Field], str], parsed: dict[str, Any]
+) -> dict[str, Any]:
+    """Each field's value (value_of) by its rule, a field after the ones it needs; `parsed` gathers them."""
+    pending = list(fields)
+    while pending:
+        each = next(field for field in pending if all(need in parsed for need in field.needs))
+        pending.remove(each)
+        parsed[each.attribute] = each.parse(value_of(each), parsed, where_of(each))
+    return parsed
+
+
+def _counter_start(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return exact_integer(value, low=0, high=MAX_TICKET, where=where)
+
+
+def _counter_stride(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return exact_integer(value, low=1, high=MAX_TICKET, where=where)
+
+
+def _counter_max(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    maximum = exact_integer(value, low=0, high=MAX_TICKET, where=where)
+    if maximum < parsed["start"]:
+        raise ConfigError(f"{where}: must be >= start ({parsed['start']}), got {maximum}")
+    return maximum
+
+
+def _counter_shards(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=MAX_SHARDS)
+
+
+def _counter_max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
+    if value is None:  # the deployment's maxBlock
+        return None
+    max_block = _whole_number(value, where, low=1, high=MAX_BLOCK)
+    if max_block > parsed["deployment_max_block"]:  # lowers tickets.maxBlock for this key, never raises it
+        raise ConfigError(
+            f"{where}: must be at most tickets.maxBlock ({parsed['deployment_max_block']}), got {max_block}"
+        )
+    return max_block
+
+
+# One counter's fields (`counters.K.<name>`), in the order they are parsed.
+COUNTER_FIELDS: tuple[Field, ...] = (
+    Field(
+        "start",
+        "start",
+        "start",
+        1,
+        "`1`",
+        "the first ticket of key K (0 or more); keys not in `counters` use the defaults.",
+        _counter_start,
+        permanent=True,
+    ),
+    Field(
+        "stride",
+        "stride",
+        "stride",
+        1,
+        "`1`",
+        "the distance between consecutive tickets of one lane (1 or more).",
+        _counter_stride,
+        permanent=True,
+    ),
+    Field(
+        "max",
+        "max",
+        "max",
+        MAX_SAFE_INTEGER,
+        "`2^53-1`",
+        "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
+        _counter_max,
+        needs=("start",),
+    ),
+    Field(
+        "shards",
+        "shards",
+        "shards",
+        1,
+        "`1`",
+        "items the key's writes are spread over (1..100), for hot keys.",
+        _counter_shards,
+        permanent=True,
+    ),
+    Field(
+        "maxBlock",
+        "max_block",
+        "max_block",
+        None,
+        "`maxBlock`",
+        "the same as `maxBlock`, for key K; at most `maxBlock`.",
+        _counter_max_block,
+    ),
+)
+
+
+def readme_table() -> str:
+    """The README's table of fields (tests/test_config.py holds README.md to it)."""
+    rows = ["| field | prop | default | meaning |", "| --- | --- | --- | --- |"]
+    for each in FIELDS:  # `counters` itself is the rows of its fields, counters.K.<name>
+        if each.name != "counters":
+            rows.append(each.readme_row())
+            continue
+        rows += [counter.readme_row("counters.K.", prop_prefix="counters[K].") for counter in COUNTER_FIELDS]
+    return "\n".join(rows)
 
 
 def load_config_file(path: str | Path) -> DeploymentConfig:
@@ -187,121 +574,103 @@ def pick_region(config: DeploymentConfig, region: str | None, source: str | Path
 
 
 def parse_config(raw: Any) -> DeploymentConfig:
+    """cdk.json's `tickets` object, checked field by field (FIELDS)."""
     if raw is None:
         raise ConfigError('tickets: missing; add a "tickets" object to the context in cdk.json')
-    _require_object(raw, "tickets", _FIELDS)
-
-    region_slots = _integer(raw, "regionSlots", 1, low=1, high=1000)
-    regions = raw.get("regions")
-    if not isinstance(regions, dict) or not regions:
-        raise ConfigError('tickets.regions: must map at least one region name to its slot, e.g. {"us-east-1": 0}')
-    owners: dict[int, str] = {}
-    for region, slot in regions.items():
-        where = f"tickets.regions.{region}"
-        why_not = refusal(region)
-        if why_not is not None:
-            raise ConfigError(f"{where}: {why_not}")
-        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
-            raise ConfigError(
-                f"{where}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
-                "regionSlots is permanent once a key issued tickets, so give the region a free slot"
-            )
-        if slot in owners:
-            raise ConfigError(
-                f"{where}: slot {slot} is already used by {owners[slot]}; "
-                "two regions sharing a slot would issue the same tickets"
-            )
-        owners[slot] = region
-
-    default_key = raw.get("defaultKey", "default")
-    if not is_valid_key(default_key):
-        raise ConfigError(f"tickets.defaultKey: {default_key!r} is not a valid key ({KEY_RULE})")
-
-    auth = raw.get("auth", "AWS_IAM")
-    if auth not in AUTH_TYPES:
-        raise ConfigError(f"tickets.auth: must be one of {', '.join(AUTH_TYPES)}, got {auth!r}")
-
-    strict_keys = raw.get("strictKeys", False)
-    if not isinstance(strict_keys, bool):
-        raise ConfigError(f"tickets.strictKeys: must be true or false, got {strict_keys!r}")
-
-    counters_raw = raw.get("counters", {})
-    if not isinstance(counters_raw, dict):
-        raise ConfigError("tickets.counters: must be an object mapping keys to {start, stride, max, shards, maxBlock}")
-    max_block = _integer(raw, "maxBlock", MAX_BLOCK, low=1, high=MAX_BLOCK)
-    counters = {key: _parse_counter(key, value, max_block) for key, value in counters_raw.items()}
-
-    reserved = raw.get("reservedConcurrency")
-    if reserved is not None:
-        reserved = _integer(raw, "reservedConcurrency", None, low=1, high=10000)
-
-    retention = raw.get("logRetentionDays", 30)
-    if retention not in LOG_RETENTION_DAYS or isinstance(retention, bool):
-        raise ConfigError(
-            f"tickets.logRetentionDays: must be one of CloudWatch's retention periods "
-            f"{LOG_RETENTION_DAYS}, got {retention!r}"
-        )
-
-    cors = raw.get("corsOrigins", [])
-    if not isinstance(cors, list) or not all(isinstance(o, str) and o for o in cors):
-        raise ConfigError('tickets.corsOrigins: must be a list of origins such as "https://app.example.com"')
-
-    table_name = raw.get("tableName", DEFAULT_TABLE_NAME)
-    if not isinstance(table_name, str) or not TABLE_NAME_PATTERN.fullmatch(table_name):
-        raise ConfigError(
-            f"tickets.tableName: must be a DynamoDB table name, 3-243 characters from "
-            f"A-Z a-z 0-9 _ . - (the local server appends {IDEMPOTENCY_TABLE_SUFFIX!r} for its "
-            f"idempotency table), got {table_name!r}"
-        )
-
-    alarm_email = raw.get("alarmEmail")
-    if alarm_email is not None and (not isinstance(alarm_email, str) or "@" not in alarm_email):
-        raise ConfigError(f"tickets.alarmEmail: must be an e-mail address, got {alarm_email!r}")
-
-    return DeploymentConfig(
-        regions=dict(regions),
-        table_name=table_name,
-        default_key=default_key,
-        auth=auth,
-        region_slots=region_slots,
-        strict_keys=strict_keys,
-        counters=counters,
-        reserved_concurrency=reserved,
-        idempotency_expiry_seconds=_integer(raw, "idempotencyExpirySeconds", 3600, low=60, high=7 * 86400),
-        log_retention_days=retention,
-        cors_origins=tuple(cors),
-        alarm_email=alarm_email,
-        max_block=max_block,
-        callers=_parse_callers(raw.get("callers", []), auth),
-        compat_path=_compat_path(raw.get("compat"), default_key, counters),
+    _require_object(raw, "tickets", {each.name for each in FIELDS})
+    parsed = _parse_fields(
+        FIELDS, lambda each: raw.get(each.name, each.default), lambda each: f"tickets.{each.name}", {}
     )
+    return DeploymentConfig(**parsed)
 
 
-def _parse_callers(raw: Any, auth: str) -> tuple[str, ...]:
+def parse_props(props: Mapping[str, Any], region: str, label: str) -> DeploymentConfig:
+    """The construct's keyword props (FIELDS' `prop` names; None: the field's default) for the stack's
+    `region`, checked by the same rules as cdk.json; ConfigError messages start with `label` and name the prop."""
+
+    def value_of(each: Field) -> Any:
+        value = props.get(each.prop) if each.owner == "TicketService" else None
+        if each.name == "regions":
+            return {region: 0 if value is None else value}
+        if each.name == "counters" and isinstance(value, Mapping):
+            return {key: _counter_from_props(counter) for key, counter in value.items()}
+        return each.default if value is None else value
+
+    try:
+        parsed = _parse_fields(FIELDS, value_of, lambda each: each.prop, {})
+    except ConfigError as err:
+        raise ConfigError(f"{label}: {err}") from None
+    return DeploymentConfig(**parsed)
+
+
+def _counter_from_props(counter: Any) -> Any:
+    """A counter given as snake_case props (or a CounterConfig) in cdk.json's shape, for the same rules. A
+    Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on as
+    the decimal string cdk.json would need."""
+    if isinstance(counter, CounterConfig):
+        counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
+    if not isinstance(counter, Mapping):
+        return counter
+    names = {each.prop: each.name for each in COUNTER_FIELDS}
+    return {
+        names.get(name, name): str(value) if _is_big_int(value) else value
+        for name, value in counter.items()
+        if value is not None
+    }
+
+
+def _is_big_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER
+
+
+def to_raw(config: DeploymentConfig) -> dict[str, Any]:
+    """`config` as cdk.json's `tickets` object (parse_config(to_raw(c)) == c): big numbers as decimal strings."""
+    raw: dict[str, Any] = {}
+    for each in FIELDS:
+        value = getattr(config, each.attribute)
+        if value is None:
+            continue
+        if each.name == "counters":
+            value = {
+                key: {
+                    name: (str(number) if isinstance(number, int) and number > MAX_SAFE_INTEGER else number)
+                    for name, number in counter.to_json().items()
+                }
+                for key, counter in value.items()
+            }
+        elif each.name == "compat":
+            value = {"path": value}
+        elif isinstance(value, tuple):
+            value = list(value)
+        raw[each.name] = value
+    return raw
+
+
+def _parse_callers(raw: Any, auth: str, where: str = "tickets.callers") -> tuple[str, ...]:
     if not isinstance(raw, list):
         raise ConfigError(
-            'tickets.callers: must be a list of account ids and role ARNs, e.g. ["111122223333", '
+            f'{where}: must be a list of account ids and role ARNs, e.g. ["111122223333", '
             f'"arn:aws:iam::444455556666:role/orders"], got {raw!r}'
         )
     for index, caller in enumerate(raw):
-        where = f"tickets.callers[{index}]"
+        at = f"{where}[{index}]"
         if not isinstance(caller, str) or not (
             ACCOUNT_ID_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)
         ):
             raise ConfigError(
-                f'{where}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
+                f'{at}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
                 f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'
             )
         if caller in raw[:index]:
-            raise ConfigError(f"{where}: {caller!r} is listed twice")
+            raise ConfigError(f"{at}: {caller!r} is listed twice")
     if raw and auth != "AWS_IAM":
-        raise ConfigError(
-            f"tickets.callers: needs auth AWS_IAM (it grants IAM permissions); with auth {auth} anyone may call"
-        )
+        raise ConfigError(f"{where}: needs auth AWS_IAM (it grants IAM permissions); with auth {auth} anyone may call")
     return tuple(raw)
 
 
-def _compat_path(raw: Any, default_key: str, counters: Mapping[str, CounterConfig]) -> str | None:
+def _compat_path(
+    raw: Any, default_key: str, counters: Mapping[str, CounterConfig], where: str = "tickets.compat"
+) -> str | None:
     """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
     bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
     The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
@@ -310,40 +679,32 @@ def _compat_path(raw: Any, default_key: str, counters: Mapping[str, CounterConfi
     from /path, which stays reachable as /?key=path (docs/migrating.md)."""
     if raw is None:
         return None
-    _require_object(raw, "tickets.compat", {"path"})
+    _require_object(raw, where, {"path"})
     path = raw.get("path")
     if not is_valid_key(path):
         raise ConfigError(
-            f"tickets.compat.path: must be one path segment of {KEY_RULE} (without slashes), "
-            f'e.g. "counter", got {path!r}'
+            f'{where}.path: must be one path segment of {KEY_RULE} (without slashes), e.g. "counter", got {path!r}'
         )
     if path == default_key or path in counters:
         raise ConfigError(
-            f"tickets.compat.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
+            f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
             "would stop reaching it: choose another path"
         )
-    return path
+    return str(path)
 
 
-def _parse_counter(key: str, raw: Any, deployment_max_block: int) -> CounterConfig:
-    where = f"tickets.counters.{key}"
+def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) -> CounterConfig:
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
-    _require_object(raw, where, _COUNTER_FIELDS)
-    start = exact_integer(raw.get("start", 1), low=0, high=MAX_TICKET, where=f"{where}.start")
-    stride = exact_integer(raw.get("stride", 1), low=1, high=MAX_TICKET, where=f"{where}.stride")
-    maximum = exact_integer(raw.get("max", MAX_SAFE_INTEGER), low=0, high=MAX_TICKET, where=f"{where}.max")
-    shards = _integer(raw, "shards", 1, low=1, high=MAX_SHARDS, where=where)
-    if maximum < start:
-        raise ConfigError(f"{where}.max: must be >= start ({start}), got {maximum}")
-    max_block = None
-    if "maxBlock" in raw:  # lowers tickets.maxBlock for this key, never raises it
-        max_block = _integer(raw, "maxBlock", None, low=1, high=MAX_BLOCK, where=where)
-        if max_block > deployment_max_block:
-            raise ConfigError(
-                f"{where}.maxBlock: must be at most tickets.maxBlock ({deployment_max_block}), got {max_block}"
-            )
-    return CounterConfig(start=start, stride=stride, max=maximum, shards=shards, max_block=max_block)
+    _require_object(raw, where, {each.name for each in COUNTER_FIELDS})
+    parsed = _parse_fields(
+        COUNTER_FIELDS,
+        lambda each: raw.get(each.name, each.default),
+        lambda each: f"{where}.{each.name}",
+        {"deployment_max_block": deployment_max_block},
+    )
+    del parsed["deployment_max_block"]
+    return CounterConfig(**parsed)
 
 
 def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
@@ -354,12 +715,9 @@ def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
         raise ConfigError(f"{where}.{unknown[0]}: unknown field (known: {', '.join(sorted(allowed))})")
 
 
-def _integer(
-    raw: Mapping[str, Any], name: str, default: int | None, *, low: int, high: int, where: str = "tickets"
-) -> int:
-    value = raw.get(name, default)
+def _whole_number(value: Any, where: str, *, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(f"{where}.{name}: must be a whole number from {low} to {high}, got {value!r}")
+        raise ConfigError(f"{where}: must be a whole number from {low} to {high}, got {value!r}")
     return value
 
 

@@ -16,6 +16,7 @@ writing the file are the thin functions at the end.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -29,11 +30,14 @@ from tickets_deploy.config import MAX_TICKET, DeploymentConfig, exact_integer
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
-    "Tickets deployment ledger, kept by cdk synth: the region slots, table name, counter settings and "
-    "accounts ever deployed, and which keys were ever served unconfigured, so that no rollout can repeat "
-    "a ticket. Commit it with cdk.json; never edit or delete it (docs/operations.md)."
+    "Tickets deployment ledger, kept by cdk synth: per counter table, the region slots, counter settings and "
+    "accounts ever deployed, and which keys were ever served unconfigured; and its versions, one line, each "
+    "naming its parent, which deployed stacks record so that no rollout can repeat a ticket. Commit it with "
+    "cdk.json; never edit, merge or delete it (docs/operations.md)."
 )
 INIT_COMMAND = "make init"
+# The stack output naming the ledger version a stack was synthesised with (tickets_deploy/predeploy.py).
+LEDGER_VERSION_OUTPUT = "TicketsLedgerVersion"
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 _ACCOUNT = re.compile(r"[0-9]{12}")
 
@@ -117,16 +121,6 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
         unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
         default_keys_served=frozenset(default_keys),
     )
-
-
-def new_accounts(previous: Ledger, ledger: Ledger) -> list[tuple[str, str]]:
-    """(region, account) pairs that `ledger` records and `previous` did not: tables that start empty."""
-    return [
-        (entry.region, account)
-        for slot, entry in ledger.slots.items()
-        for account in entry.accounts
-        if slot not in previous.slots or account not in previous.slots[slot].accounts
-    ]
 
 
 def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
@@ -229,6 +223,183 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
     return problems
 
 
+# --- versions: the ledger's history, one line -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded state of the file: `id` hashes `parent` and the services as recorded (version_id)."""
+
+    id: str
+    parent: str | None
+    change: str  # what the change recorded, for the reader of the file and of a refusal
+
+
+@dataclass(frozen=True)
+class LedgerFile:
+    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest
+    first. Deployed stacks record the version they were synthesised with (TicketsLedgerVersion), and a
+    deploy is refused unless each region's deployed version is an ancestor of it (tickets_deploy.predeploy)."""
+
+    services: Mapping[str, Ledger]
+    versions: tuple[Version, ...]
+
+    @property
+    def version(self) -> str | None:
+        """The id of the state the file holds (its last version)."""
+        return self.versions[-1].id if self.versions else None
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Is `older` `newer` itself or a version before it in this file's history?"""
+        ids = [version.id for version in self.versions]
+        return older in ids and newer in ids and ids.index(older) <= ids.index(newer)
+
+
+VERSION_DIGITS = 16
+
+
+def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
+    """The first 16 hex digits of sha256 over the canonical JSON of the parent and the services; the
+    parent is part of it, so a state reached again later is a new version."""
+    canonical = json.dumps(
+        {"parent": parent, "services": {name: _service_fields(s) for name, s in sorted(services.items())}},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:VERSION_DIGITS]
+
+
+def record_services(
+    previous: LedgerFile | None,
+    configs: Mapping[str, DeploymentConfig],
+    account: str | None = None,
+    change: str | None = None,
+) -> LedgerFile:
+    """The ledger file after deploying every service of `configs` (by table name) to `account`; each is
+    checked against its own recorded ledger with `record`, so the rollout rule holds per service. Services
+    the app no longer declares are kept as recorded. Returns `previous` itself when nothing changed, else
+    a file with one more version (`change` describes it; by default a summary of what was recorded).
+    LedgerError lists every problem, each prefixed by its service's table name."""
+    recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
+    services = dict(recorded)
+    problems: list[str] = []
+    for name, config in sorted(configs.items()):
+        if config.table_name != name:
+            raise ValueError(f"configs: {name!r} names a config whose tableName is {config.table_name!r}")
+        try:
+            services[name] = record(config, recorded.get(name), account)
+        except LedgerError as err:
+            problems.extend(f"{name}: {line}" for line in str(err).splitlines())
+            continue
+        if name not in recorded:
+            problems.extend(f"{name}: {line}" for line in _renamed_table_problems(config, recorded, configs))
+    if problems:
+        raise LedgerError("\n".join(problems))
+    services = dict(sorted(services.items()))
+    if previous is not None and services == dict(previous.services):
+        return previous
+    parent = previous.version if previous is not None else None
+    versions = previous.versions if previous is not None else ()
+    described = change if change is not None else describe_change(recorded, services)
+    return LedgerFile(services, (*versions, Version(version_id(parent, services), parent, described)))
+
+
+def _renamed_table_problems(
+    config: DeploymentConfig, recorded: Mapping[str, Ledger], configs: Mapping[str, DeploymentConfig]
+) -> list[str]:
+    """A service new to the ledger where a recorded one the app no longer declares served the same
+    region: most likely tableName changed, and a new table restarts every counter."""
+    problems = []
+    for name, ledger in recorded.items():
+        if name in configs:
+            continue
+        shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
+        if shared:
+            problems.append(
+                f"tableName: the ledger records {name!r} in {', '.join(shared)}, which cdk.json no longer "
+                f"declares, and cdk.json says {config.table_name!r}. A new name is a new, empty table, where every "
+                f"counter would start again at its start and repeat every ticket already issued. Keep {name!r} "
+                "(docs/operations.md)."
+            )
+    return problems
+
+
+def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
+    """What a new version recorded, in a line: e.g. `tickets-counters: counters foo added`."""
+    parts = []
+    for name, ledger in services.items():
+        old = previous.get(name)
+        if old is None:
+            parts.append(f"{name}: recorded")
+            continue
+        if old == ledger:
+            continue
+        said = []
+        added = [key for key in ledger.counters if key not in old.counters]
+        if added:
+            said.append(f"counters {', '.join(added)} added")
+        for slot, entry in ledger.slots.items():
+            before = old.slots.get(slot)
+            if before is None or before.retired and not entry.retired:
+                said.append(f"{entry.region} on slot {slot}")
+            elif entry.retired and not before.retired:
+                said.append(f"{entry.region} retired from slot {slot}")
+            elif entry.accounts != before.accounts:
+                said.append(f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(before.accounts)))}")
+        if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
+            said.append("unconfigured keys served (strictKeys false)")
+        served = sorted(ledger.default_keys_served - old.default_keys_served)
+        if served:
+            said.append(f"default key {', '.join(served)} served unconfigured")
+        parts.append(f"{name}: {'; '.join(said)}")
+    return "; ".join(parts) or "no change"
+
+
+def check_lineage(ledger: LedgerFile, where: str) -> None:
+    """LedgerError unless the history is a single line whose last version is the recorded services: two
+    children of one parent (a merge kept both branches' versions) or services that do not hash to the
+    last version (a hand edit, or git merging two branches' ledgers line by line) mean that two changes
+    were each checked alone but never one after the other."""
+    way_out = (
+        "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
+        f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
+        "change is checked after it; if the ledger refuses it, that change could repeat tickets "
+        "(docs/operations.md#working-as-a-team)."
+    )
+    if not ledger.versions:
+        raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
+    first = ledger.versions[0]
+    if first.parent is not None:
+        raise LedgerError(
+            f"{where}: versions: the first version {first.id} names a parent ({first.parent}): its history was "
+            f"cut. Restore the ledger from version control (git log -- {LEDGER_FILE})."
+        )
+    seen: dict[str, Version] = {}
+    for before, version in zip(ledger.versions, ledger.versions[1:], strict=False):
+        seen[before.id] = before
+        if version.parent == before.id:
+            continue
+        if version.parent in seen:
+            sibling = ledger.versions[[v.id for v in ledger.versions].index(version.parent) + 1]
+            raise LedgerError(
+                f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
+                f"children of {version.parent}: two branches recorded a change each and a merge kept both, so "
+                f"neither was checked after the other. {way_out}"
+            )
+        raise LedgerError(
+            f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
+            f"({before.id}): the history is not a single line. {way_out}"
+        )
+    last = ledger.versions[-1]
+    actual = version_id(last.parent, ledger.services)
+    if actual != last.id:
+        raise LedgerError(
+            f"{where}: its services hash to {actual}, not to its last version {last.id} ({last.change}): the "
+            "file was edited by hand or merged line by line from two branches' ledgers, and the merged "
+            f"services were never checked as one change after the other. {way_out}"
+        )
+
+
 # --- the file -----------------------------------------------------------------------------------
 
 
@@ -237,9 +408,10 @@ def ledger_path_beside(config_file: Path) -> Path:
     return config_file.resolve().parent / LEDGER_FILE
 
 
-def read_ledger(path: Path) -> Ledger:
-    """The ledger at `path`; a LedgerError naming `make init` if there is none, for a missing ledger is a
-    deleted one as often as a new deployment, and treating it as new would start every counter again."""
+def read_ledger_file(path: Path) -> LedgerFile:
+    """The ledger file at `path`, its lineage checked (check_lineage); a LedgerError naming `make init` if
+    there is none, for a missing ledger is a deleted one as often as a new deployment, and treating it as
+    new would start every counter again."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -254,78 +426,193 @@ def read_ledger(path: Path) -> Ledger:
     except (OSError, UnicodeDecodeError) as err:
         raise LedgerError(f"{path}: cannot read it ({err})") from None
     try:
-        return from_text(text)
+        ledger = from_text(text)
     except (ValueError, TypeError, KeyError) as err:
+        if "<<<<<<<" in text:
+            raise LedgerError(
+                f"{path}: not a Tickets ledger (it holds git conflict markers). A ledger is never merged line by "
+                f"line: {_MERGE_WAY_OUT}"
+            ) from None
         raise LedgerError(
             f"{path}: not a Tickets ledger ({err}); restore it from version control (git checkout -- {path.name})"
         ) from None
+    check_lineage(ledger, str(path))
+    return ledger
 
 
-def init_ledger(path: Path, config: DeploymentConfig) -> Ledger:
-    """Write the first ledger for `config`; LedgerError if one exists (it is never replaced)."""
+_MERGE_WAY_OUT = (
+    f"take one side's ledger (`git checkout --ours -- {LEDGER_FILE}` or --theirs), keep the merged cdk.json and "
+    "synthesise again, so the other side's change is checked after it (docs/operations.md#working-as-a-team)"
+)
+
+
+def refusal(ledger_path: Path, err: LedgerError, nothing: str) -> str:
+    """How synthesis and tickets_admin say that the ledger refuses cdk.json (`nothing` was done)."""
+    return f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was {nothing}):\n{err}"
+
+
+def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile:
+    """The ledger beside `config_file`, which must accept `config` as synthesis would: a command that
+    writes lanes with a config's layouts (tickets_admin raise, migrate) refuses one the ledger refuses,
+    with synthesis's message. LedgerError (from refusal) otherwise."""
+    path = ledger_path_beside(config_file)
+    try:
+        ledger = read_ledger_file(path)
+        record_services(ledger, {config.table_name: config})
+    except LedgerError as err:
+        raise LedgerError(refusal(path, err, "written")) from None
+    return ledger
+
+
+def read_ledger(path: Path) -> Ledger:
+    """The one service's ledger of a file that records exactly one (today's app: one table name)."""
+    services = read_ledger_file(path).services
+    if len(services) != 1:
+        raise LedgerError(f"{path}: records {len(services)} services ({', '.join(services)}), not one")
+    return next(iter(services.values()))
+
+
+def init_ledger_file(path: Path, configs: Mapping[str, DeploymentConfig]) -> LedgerFile:
+    """Write the first ledger for `configs` (by table name); LedgerError if one exists (never replaced)."""
     if path.exists():
         raise LedgerError(
             f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued). "
             "Synthesis checks cdk.json against it."
         )
-    ledger = record(config, None)  # no account yet: the first synthesis records it
-    write_ledger(path, ledger)
+    ledger = record_services(None, configs, None, INIT_COMMAND)  # no account yet: the first synthesis records it
+    write_ledger_file(path, ledger)
     return ledger
 
 
-def write_ledger(path: Path, ledger: Ledger) -> None:
+def init_ledger(path: Path, config: DeploymentConfig) -> Ledger:
+    """init_ledger_file for one service; returns its ledger."""
+    return init_ledger_file(path, {config.table_name: config}).services[config.table_name]
+
+
+def write_ledger_file(path: Path, ledger: LedgerFile) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(to_text(ledger), encoding="utf-8")
     os.replace(temporary, path)  # a ledger is never left half written
 
 
-def to_text(ledger: Ledger) -> str:
-    """Sorted, two-space indented, one counter or slot per line, so a change is a one-line diff."""
+def new_accounts(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFile) -> list[tuple[str, str]]:
+    """(region, account) pairs that `ledger` records and `previous` did not: tables that start empty.
+    Per service (Ledger) or across the services of a file (LedgerFile)."""
+    if isinstance(ledger, LedgerFile):
+        before = previous.services if isinstance(previous, LedgerFile) else {}
+        return [pair for name, service in ledger.services.items() for pair in new_accounts(before.get(name), service)]
+    old_slots = previous.slots if isinstance(previous, Ledger) else {}
+    return [
+        (entry.region, account)
+        for slot, entry in ledger.slots.items()
+        for account in entry.accounts
+        if slot not in old_slots or account not in old_slots[slot].accounts
+    ]
 
-    def entries(name: str, rows: Mapping[str, Any]) -> str:
+
+def _service_fields(ledger: Ledger) -> dict[str, Any]:
+    """One service as the file writes it (and as its version id hashes it)."""
+    return {
+        "counters": {
+            key: {"shards": c.shards, "start": _exact(c.start), "stride": _exact(c.stride)}
+            for key, c in sorted(ledger.counters.items())
+        },
+        "defaultKeysServed": sorted(ledger.default_keys_served),
+        "regionSlots": ledger.region_slots,
+        "slots": {
+            str(slot): {
+                **({"accounts": list(s.accounts)} if s.accounts else {}),
+                "region": s.region,
+                **({"retired": True} if s.retired else {}),
+            }
+            for slot, s in sorted(ledger.slots.items())
+        },
+        "unconfiguredKeysServed": ledger.unconfigured_keys_served,
+    }
+
+
+def to_text(ledger: LedgerFile) -> str:
+    """Sorted, two-space indented, one counter, slot or version per line, so a change is a small diff."""
+
+    def block(name: str, rows: Mapping[str, Any], indent: str) -> str:
         if not rows:
-            return f'  "{name}": {{}}'
-        lines = [f"    {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
-        return f'  "{name}": {{\n' + ",\n".join(lines) + "\n  }"
+            return f'{indent}"{name}": {{}}'
+        lines = [f"{indent}  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
+        return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
 
-    counters = {
-        key: {"start": _exact(c.start), "stride": _exact(c.stride), "shards": c.shards}
-        for key, c in sorted(ledger.counters.items())
-    }
-    slots = {
-        str(slot): {
-            "region": s.region,
-            **({"retired": True} if s.retired else {}),
-            **({"accounts": list(s.accounts)} if s.accounts else {}),
-        }
-        for slot, s in sorted(ledger.slots.items())
-    }
+    def service(name: str, ledger: Ledger) -> str:
+        fields = _service_fields(ledger)
+        inner = "      "
+        return (
+            f"    {json.dumps(name)}: {{\n"
+            + ",\n".join(
+                [
+                    block("counters", fields["counters"], inner),
+                    f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
+                    f'{inner}"regionSlots": {fields["regionSlots"]}',
+                    block("slots", fields["slots"], inner),
+                    f'{inner}"unconfiguredKeysServed": {json.dumps(fields["unconfiguredKeysServed"])}',
+                ]
+            )
+            + "\n    }"
+        )
+
+    services = ",\n".join(service(name, s) for name, s in sorted(ledger.services.items()))
+    versions = ",\n".join(
+        f"    {json.dumps({'id': v.id, 'parent': v.parent, 'change': v.change})}" for v in ledger.versions
+    )
     return (
         "{\n"
-        + ",\n".join(
-            [
-                f'  "//": {json.dumps(COMMENT)}',
-                entries("counters", counters),
-                f'  "defaultKeysServed": {json.dumps(sorted(ledger.default_keys_served))}',
-                f'  "regionSlots": {ledger.region_slots}',
-                entries("slots", slots),
-                f'  "tableName": {json.dumps(ledger.table_name)}',
-                f'  "unconfiguredKeysServed": {json.dumps(ledger.unconfigured_keys_served)}',
-            ]
-        )
-        + "\n}\n"
+        f'  "//": {json.dumps(COMMENT)},\n'
+        + (f'  "services": {{\n{services}\n  }},\n' if services else '  "services": {},\n')
+        + f'  "versions": [\n{versions}\n  ]\n'
+        + "}\n"
     )
 
 
-def from_text(text: str) -> Ledger:
-    """A ledger from its file. One written before the rollout rule lacks unconfiguredKeysServed and
-    defaultKeysServed: it is read as if every key could have been served unconfigured, the safe side."""
+def from_text(text: str) -> LedgerFile:
+    """A ledger file from its text, lineage not checked (check_lineage). A format-1 ledger (one service:
+    top-level tableName, regionSlots, slots, counters) is read as that service with one root version."""
     raw = json.loads(text)
+    if isinstance(raw, dict) and "tableName" in raw:
+        service = _service_from(raw, "the ledger", format_1=True)
+        services = {service.table_name: service}
+        return LedgerFile(services, (Version(version_id(None, services), None, FORMAT_1_CHANGE),))
+    _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
+    services = {
+        name: _service_from({**_object(entry, f"services.{name}"), "tableName": name}, f"services.{name}")
+        for name, entry in sorted(_object(raw["services"], "services").items())
+    }
+    if not isinstance(raw["versions"], list):
+        raise ValueError("versions: not a list")
+    versions = []
+    for index, entry in enumerate(raw["versions"]):
+        _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
+        if not isinstance(entry["id"], str) or not _VERSION.fullmatch(entry["id"]):
+            raise ValueError(f"versions[{index}].id: not {VERSION_DIGITS} hex digits")
+        if entry["parent"] is not None and not (
+            isinstance(entry["parent"], str) and _VERSION.fullmatch(entry["parent"])
+        ):
+            raise ValueError(f"versions[{index}].parent: not null or {VERSION_DIGITS} hex digits")
+        if not isinstance(entry["change"], str):
+            raise ValueError(f"versions[{index}].change: not a string")
+        versions.append(Version(entry["id"], entry["parent"], entry["change"]))
+    return LedgerFile(services, tuple(versions))
+
+
+FORMAT_1_CHANGE = "recorded before the ledger had versions (format 1)"
+_VERSION = re.compile(f"[0-9a-f]{{{VERSION_DIGITS}}}")
+
+
+def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
+    """One service. A format-1 ledger written before the rollout rule lacks unconfiguredKeysServed and
+    defaultKeysServed: it is read as if every key could have been served unconfigured, the safe side."""
+    flags = {"unconfiguredKeysServed", "defaultKeysServed"}
     _fields(
         raw,
-        "the ledger",
-        required={"regionSlots", "tableName", "slots", "counters"},
-        optional={"//", "unconfiguredKeysServed", "defaultKeysServed"},
+        where,
+        required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
+        optional=({"//"} | flags) if format_1 else set(),
     )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):

@@ -6,7 +6,7 @@ A region must have both pieces the stack is made of:
   also has no AWS::Lambda::Url in mx-central-1. tests/test_stack.py synthesises every served region
   and runs cfn-lint on each template for its own region.
 - the public SSM parameter /aws/service/powertools/python/... that Powertools for AWS Lambda
-  (Python) writes for each release, from which the stack resolves its layer (stacks/powertools.py).
+  (Python) writes for each release, from which the stack resolves its layer (tickets_cdk/powertools.py).
   Powertools writes them in the regions of its update_ssm.yml workflow (checked November 2026 at
   aws-powertools/powertools-lambda-python commit 18efff7), commercial partition only.
 Add a region here once both hold there.

@@ -6,6 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
+# Items that are not counters: their `counter` starts with "_", which no key (a letter or digit first:
+# keys.KEY_PATTERN) and so no key#shard can. The service never addresses them; tickets_admin's export
+# skips them. `tickets_admin migrate` records its targets there (tickets_admin/migrate.py).
+RESERVED_ITEM_PREFIX = "_"
+
+
+def is_counter_item(name: str) -> bool:
+    """Is the item named `name` a counter's (a key's or a shard's), not a record such as a migration's?"""
+    return not name.startswith(RESERVED_ITEM_PREFIX)
+
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"

@@ -2,36 +2,36 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from tickets_deploy.config import METRICS_NAMESPACE, SERVICE_NAME
+from tickets_deploy.config import FIELDS, ConfigError
 
-SERVICE_DIMENSION = {"service": SERVICE_NAME}  # Powertools adds the service name to every metric
-PERIOD = Duration.minutes(5)
+from .service import METRIC_PERIOD, TicketService
+
+PERIOD = METRIC_PERIOD
+_ALARM_EMAIL = next(each for each in FIELDS if each.prop == "alarm_email")
 
 
 class TicketAlarms(Construct):
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        function: lambda_.IFunction,
-        table: dynamodb.Table,
-        idempotency_table: dynamodb.Table,
-        alarm_email: str | None,
-    ):
+    """The alarms of one TicketService (opt-in): crashes, throttles, 500s and counters near their max.
+    `alarm_email` (cdk.json's alarmEmail) subscribes an address to an encrypted topic every alarm notifies;
+    `alarms` holds each alarm by its id."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, service: TicketService, alarm_email: str | None = None):
         super().__init__(scope, construct_id)
+        try:
+            alarm_email = _ALARM_EMAIL.parse(alarm_email, {}, "alarm_email")
+        except ConfigError as err:
+            raise ValueError(f"TicketAlarms {self.node.path}: {err}") from None
         self.topic = _notification_topic(self, alarm_email) if alarm_email else None
+        function = service.function
 
         self._alarm(
             "FunctionErrors",
@@ -46,34 +46,22 @@ class TicketAlarms(Construct):
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
         self._alarm(
             "TableThrottles",
-            _throttled_requests(table, ["UpdateItem", "BatchGetItem"]),
+            service.metric_table_throttles(),
             "DynamoDB throttled the counter table: a hot key needs shards or blocks (docs/operations.md: Hot keys).",
         )
         self._alarm(
             "IdempotencyTableThrottles",
-            _throttled_requests(idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"]),
+            service.metric_idempotency_table_throttles(),
             "DynamoDB throttled the idempotency table: requests with an Idempotency-Key get 503s.",
         )
         self._alarm(
             "InternalErrors",
-            cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name="Errors",
-                dimensions_map={**SERVICE_DIMENSION, "code": "internal_error"},
-                period=PERIOD,
-                statistic="Sum",
-            ),
+            service.metric_errors("internal_error"),
             "The handler answered 500: a bug or a misconfigured table. See the function's logs.",
         )
         self._alarm(
             "CounterNearMax",
-            cloudwatch.Metric(
-                namespace=METRICS_NAMESPACE,
-                metric_name="CounterNearMax",
-                dimensions_map=SERVICE_DIMENSION,
-                period=PERIOD,
-                statistic="Sum",
-            ),
+            service.metric_counter_near_max(),
             "A counter passed 90% of its max; the logs name the key. Raise max or plan a new key.",
         )
         # Every alarm above by its id, for the dashboard's alarm widget and the metrics they watch.
@@ -81,7 +69,9 @@ class TicketAlarms(Construct):
             child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)
         }
 
-    def _alarm(self, construct_id: str, metric: cloudwatch.IMetric, description: str) -> cloudwatch.Alarm:
+    def _alarm(
+        self, construct_id: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, description: str
+    ) -> cloudwatch.Alarm:
         alarm = metric.create_alarm(
             self,
             construct_id,
@@ -94,22 +84,6 @@ class TicketAlarms(Construct):
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
         return alarm
-
-
-def _throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:
-    """Throttled requests of these operations, summed. DynamoDB publishes ThrottledRequests only for an
-    operation that was throttled, and `a + b` has no value where either series has none (CDK's
-    metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
-    terms = {
-        operation.lower(): table.metric_throttled_requests_for_operation(operation, period=PERIOD, statistic="Sum")
-        for operation in operations
-    }
-    return cloudwatch.MathExpression(
-        expression=" + ".join(f"FILL({term}, 0)" for term in terms),
-        using_metrics=terms,
-        period=PERIOD,
-        label="throttled requests",
-    )
 
 
 def _notification_topic(scope: Construct, email: str) -> sns.Topic:

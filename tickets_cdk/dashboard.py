@@ -7,45 +7,38 @@ from collections.abc import Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from tickets import errors
-
-from .monitoring import METRICS_NAMESPACE, SERVICE_DIMENSION
+from .monitoring import TicketAlarms
+from .service import TicketService, error_codes
 
 PERIOD = Duration.minutes(1)  # Lambda's and the handler's metrics have one-minute resolution
 
 
-def error_codes() -> list[str]:
-    """Every `code` the handler can put on its Errors metric: one per error class in tickets.errors."""
-    return sorted(
-        {
-            member.code
-            for member in vars(errors).values()
-            if isinstance(member, type) and issubclass(member, errors.TicketsError)
-        }
-    )
-
-
 class TicketDashboard(Construct):
+    """A CloudWatch dashboard of one TicketService (opt-in): what it hands out and refuses, how fast, where
+    it is throttled, how busy it is, and the state of `alarms` (a TicketAlarms, or any alarms)."""
+
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        function: lambda_.IFunction,
-        table_throttles: cloudwatch.IMetric,
-        idempotency_table_throttles: cloudwatch.IMetric,
-        alarms: Sequence[cloudwatch.IAlarm],
-        reserved_concurrency: int | None,
+        service: TicketService,
+        alarms: TicketAlarms | Sequence[cloudwatch.IAlarm] = (),
     ):
         super().__init__(scope, construct_id)
+        function = service.function
+        reserved_concurrency = service.config.reserved_concurrency
+        table_throttles = service.metric_table_throttles()
+        idempotency_table_throttles = service.metric_idempotency_table_throttles()
+        if isinstance(alarms, TicketAlarms):
+            alarms = list(alarms.alarms.values())
         # No dashboard_name: CloudFormation generates one, so two stacks (or two deployments) never clash.
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
 
-        issued = _tickets_metric("TicketsIssued", label="tickets issued")
-        refused = [_tickets_metric("Errors", label=code, code=code) for code in error_codes()]
+        issued = service.metric_tickets_issued(period=PERIOD, label="tickets issued")
+        refused = [service.metric_errors(code, period=PERIOD, label=code) for code in error_codes()]
         duration = [
             function.metric_duration(statistic=statistic, period=PERIOD, label=f"duration {statistic}")
             for statistic in ("p50", "p99")
@@ -76,26 +69,15 @@ class TicketDashboard(Construct):
             cloudwatch.GraphWidget(title="Idempotency table throttled requests", left=idempotency_throttled, width=8),
             cloudwatch.GraphWidget(title="Function throttles", left=[function_throttled], width=8),
         )
-        self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
-
-
-def _tickets_metric(name: str, *, label: str, code: str | None = None) -> cloudwatch.Metric:
-    dimensions = {**SERVICE_DIMENSION, **({"code": code} if code else {})}
-    return cloudwatch.Metric(
-        namespace=METRICS_NAMESPACE,
-        metric_name=name,
-        dimensions_map=dimensions,
-        statistic="Sum",
-        period=PERIOD,
-        label=label,
-    )
+        if alarms:
+            self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
 
 
 def _per_operation(throttles: cloudwatch.IMetric) -> list[cloudwatch.IMetric]:
     """The alarm's terms as lines of their own: the graph shows which call is throttled, with no metric math."""
     terms = throttles.using_metrics.values() if isinstance(throttles, cloudwatch.MathExpression) else [throttles]
     return [
-        term.with_(label=term.dimensions["Operation"], period=PERIOD)
+        term.with_(label=(term.dimensions or {})["Operation"], period=PERIOD)
         for term in terms
         if isinstance(term, cloudwatch.Metric)
     ]

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""A user's CDK app with Tickets in it (docs/cdk.md): a shop with two ticket services in its main stack,
+order numbers and invoice numbers, the order numbers also served from a second region, and the shop's own
+checkout function granted to call both. It uses only the installed library (`pip install tickets-cdk`)."""
+
+import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
+
+from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
+
+# One service deployed in two regions shares its table name and settings; each region has its own slot.
+ORDER_NUMBERS = {
+    "table_name": "shop-order-numbers",
+    "region_slots": 2,
+    "strict_keys": True,
+    "counters": {"orders": {"start": 5000}},
+}
+
+app = cdk.App()
+
+shop = cdk.Stack(app, "Shop", env=cdk.Environment(region="eu-west-1"))
+orders = TicketService(shop, "Orders", region_slot=0, **ORDER_NUMBERS)
+invoices = TicketService(
+    shop,
+    "Invoices",
+    table_name="shop-invoice-numbers",
+    strict_keys=True,
+    counters={"invoices-2026": {"start": 1}, "credit-notes": {"start": 1, "max_block": 10}},
+    log_retention_days=365,
+)
+checkout = lambda_.Function(
+    shop,
+    "Checkout",
+    runtime=lambda_.Runtime.PYTHON_3_13,
+    handler="index.handler",
+    code=lambda_.Code.from_inline("def handler(event, context):\n    return {}\n"),
+    environment={"ORDER_NUMBERS_URL": orders.url.url, "INVOICE_NUMBERS_URL": invoices.url.url},
+)
+orders.grant_issue(checkout)
+invoices.grant_issue(checkout)
+invoice_alarms = TicketAlarms(shop, "InvoicesAlarms", service=invoices, alarm_email="ops@shop.example")
+TicketDashboard(shop, "InvoicesDashboard", service=invoices, alarms=invoice_alarms)
+
+shop_us = cdk.Stack(app, "ShopUs", env=cdk.Environment(region="us-east-1"))
+TicketService(shop_us, "Orders", region_slot=1, **ORDER_NUMBERS)
+
+app.synth()

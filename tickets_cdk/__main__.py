@@ -1,0 +1,117 @@
+"""python -m tickets_cdk init: start the deployment ledger of the CDK app in this directory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from tickets import __version__
+from tickets_deploy.config import ConfigError, DeploymentConfig, parse_config
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, record_services, write_ledger_file
+
+from .ledger_check import DECLARE_ENV, INIT_COMMAND, LEDGER_PATH_CONTEXT
+
+APP_TIMEOUT_SECONDS = 600
+
+
+class InitError(Exception):
+    """Why no ledger was written; the message says what to do."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tickets_cdk",
+        description=f"Start a deployment: run the CDK app of the cdk.json in DIR once (its `app` command, with "
+        f"its context) to learn which TicketService it declares, then write their first ledger ({LEDGER_FILE}, "
+        "beside cdk.json). Run once, before the first deploy, and commit the ledger with cdk.json; synthesis "
+        "refuses to run without it and keeps it from then on. It never replaces a ledger that exists.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("command", choices=["init"], help="init: write the first ledger")
+    parser.add_argument(
+        "--dir", type=Path, default=Path.cwd(), help="the app's directory, with its cdk.json (default: here)"
+    )
+    parser.add_argument("--app", help="the command that runs the app (default: cdk.json's `app`)")
+    args = parser.parse_args(argv)
+    try:
+        path, configs = init(args.dir, args.app)
+    except (InitError, ConfigError, LedgerError) as err:
+        print(f"init: {err}", file=sys.stderr)
+        return 2
+    for name, config in configs.items():
+        served = "unconfigured keys served" if not config.strict_keys else "strictKeys on"
+        regions = ", ".join(f"{region} (slot {slot})" for region, slot in config.regions.items())
+        print(
+            f"{name}: regionSlots {config.region_slots}, regions {regions}, {len(config.counters)} counter(s), {served}"
+        )
+    print(f"{path}: wrote the ledger of {len(configs)} service(s). Commit it with cdk.json.")
+    return 0
+
+
+def init(directory: Path, app_command: str | None = None) -> tuple[Path, dict[str, DeploymentConfig]]:
+    """Run the app in `directory` to learn its services, then write their first ledger; returns its path
+    and the services' configs by table name."""
+    cdk_json = directory.resolve() / "cdk.json"
+    try:
+        document = json.loads(cdk_json.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InitError(
+            f"{cdk_json}: not found; run init in the directory of the app's cdk.json (or pass --dir)"
+        ) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InitError(f"{cdk_json}: cannot read it ({err})") from None
+    context = dict(document.get("context") or {})
+    local_context = cdk_json.with_name("cdk.context.json")  # what the CLI adds to cdk.json's context
+    if local_context.is_file():
+        context = {**context, **json.loads(local_context.read_text(encoding="utf-8"))}
+    explicit = context.get(LEDGER_PATH_CONTEXT)
+    path = (cdk_json.parent / explicit).resolve() if explicit else ledger_path_beside(cdk_json)
+    if path.exists():
+        raise InitError(
+            f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued). "
+            "Synthesis checks the app against it."
+        )
+    command = app_command or document.get("app")
+    if not command:
+        raise InitError(f'{cdk_json}: no "app" command to run (or pass --app "python3 app.py")')
+    with tempfile.TemporaryDirectory(prefix="tickets-init-") as scratch:
+        declared = Path(scratch) / "declared.json"
+        environment = {
+            **os.environ,
+            DECLARE_ENV: str(declared),
+            "CDK_CONTEXT_JSON": json.dumps(context),
+            "CDK_OUTDIR": str(Path(scratch) / "cdk.out"),
+        }
+        try:
+            ran = subprocess.run(
+                command,
+                shell=True,  # as the CDK CLI runs it
+                cwd=cdk_json.parent,
+                env=environment,
+                capture_output=True,
+                text=True,
+                timeout=APP_TIMEOUT_SECONDS,
+            )
+        except subprocess.TimeoutExpired:
+            raise InitError(f"the app ({command}) ran for over {APP_TIMEOUT_SECONDS} s; nothing was written") from None
+        if ran.returncode != 0 or not declared.exists():
+            said = (ran.stderr.strip() or ran.stdout.strip())[-3000:]
+            why = f"exited with {ran.returncode}" if ran.returncode else "declared no TicketService"
+            raise InitError(f"the app ({command}) {why}; nothing was written:\n{said}")
+        raw = json.loads(declared.read_text(encoding="utf-8"))
+    if not raw:
+        raise InitError(f"the app ({command}) declares no TicketService; nothing was written")
+    configs = {name: parse_config(config) for name, config in raw.items()}
+    write_ledger_file(
+        path, record_services(None, configs, None, INIT_COMMAND)
+    )  # the first synthesis records the account
+    return path, configs
+
+
+if __name__ == "__main__":
+    sys.exit(main())

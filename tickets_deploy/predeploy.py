@@ -1,0 +1,238 @@
+"""`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS after synthesis and before
+CloudFormation starts (docs/operations.md#before-cloudformation-starts).
+
+It reads the cloud assembly `cdk deploy` is about to deploy (cdk.out: manifest.json and each stack's
+template) and, with the caller's credentials, in each stack's region:
+
+- the ledger version the stack runs: `cdk deploy` may go ahead only if it is an ancestor of (or equal
+  to) the version being deployed, in this checkout's ledger (tickets.lock.json). A stack deployed from
+  another branch, or from a main this checkout has not pulled, runs a version this history does not
+  have: deploying over it could hand out the numbers its lanes hand out (docs/design.md#teams).
+  A stack that does not exist yet is a first deploy;
+- every SSM parameter the templates resolve (`{{resolve:ssm:NAME}}`), above all the Powertools layer's
+  public parameter, which a Powertools release once shipped without (their issue #7689): CloudFormation
+  would fail midway, region after region.
+
+Every problem is listed, then the command exits 1 and nothing is deployed. Plain botocore, one client
+per service and region; tests inject the client factory and stub it with botocore's Stubber.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tickets_deploy.ledger import LEDGER_FILE, LEDGER_VERSION_OUTPUT, LedgerError, LedgerFile, read_ledger_file
+
+ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client
+STACK_ARTIFACT = "aws:cloudformation:stack"
+NESTED_ASSEMBLY = "cdk:cloud-assembly"
+POWERTOOLS_PARAMETERS = "/aws/service/powertools/"
+# {{resolve:ssm:NAME}} or {{resolve:ssm:NAME:VERSION}} (CloudFormation's dynamic reference).
+_SSM_REFERENCE = re.compile(r"\{\{resolve:ssm:([A-Za-z0-9_./-]+)(?::[0-9]+)?\}\}")
+
+
+@dataclass(frozen=True)
+class AssemblyStack:
+    """One stack of the cloud assembly: where it goes and what its template says."""
+
+    name: str
+    region: str
+    ledger_version: str | None  # its TicketsLedgerVersion output; None: not a Tickets stack
+    ssm_parameters: tuple[str, ...]
+
+
+class PredeployError(Exception):
+    """The cloud assembly or the ledger cannot be read: nothing was checked."""
+
+
+def read_assembly(directory: Path) -> list[AssemblyStack]:
+    """Every stack `cdk deploy --all --app DIRECTORY` deploys, nested assemblies (stages) included."""
+    manifest_path = directory / "manifest.json"
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PredeployError(f"{manifest_path}: no cloud assembly; synthesise first (cdk synth)") from None
+    except (OSError, ValueError) as err:
+        raise PredeployError(f"{manifest_path}: cannot read it ({err}); synthesise again (cdk synth)") from None
+    stacks = []
+    for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
+        properties = artifact.get("properties", {})
+        if artifact.get("type") == NESTED_ASSEMBLY:
+            stacks.extend(read_assembly(directory / properties["directoryName"]))
+            continue
+        if artifact.get("type") != STACK_ARTIFACT:
+            continue
+        environment = artifact.get("environment", "")
+        region = environment.rsplit("/", 1)[-1]
+        if not environment.startswith("aws://") or region.startswith("unknown"):
+            raise PredeployError(f"{artifact_id}: its environment {environment!r} names no region")
+        template_text = (directory / properties["templateFile"]).read_text(encoding="utf-8")
+        output = json.loads(template_text).get("Outputs", {}).get(LEDGER_VERSION_OUTPUT)
+        stacks.append(
+            AssemblyStack(
+                name=properties.get("stackName", artifact_id),
+                region=region,
+                ledger_version=output["Value"] if output is not None else None,
+                ssm_parameters=tuple(sorted(set(_SSM_REFERENCE.findall(template_text)))),
+            )
+        )
+    return stacks
+
+
+def check(
+    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None] = print
+) -> list[str]:
+    """Every problem that must stop the deploy (empty: go ahead); `report` gets a line per finding."""
+    problems: list[str] = []
+    for stack in stacks:
+        if stack.ledger_version is not None:
+            problems.extend(_version_problems(stack, ledger, client, report))
+    for region, name in sorted({(stack.region, name) for stack in stacks for name in stack.ssm_parameters}):
+        problems.extend(_parameter_problems(region, name, client, report))
+    return problems
+
+
+def _version_problems(
+    stack: AssemblyStack, ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
+) -> Iterator[str]:
+    deploying = stack.ledger_version
+    assert deploying is not None
+    where = f"{stack.region}: stack {stack.name}"
+    if deploying not in {version.id for version in ledger.versions}:
+        yield (
+            f"{where}: cdk.out was synthesised with ledger version {deploying}, which this checkout's "
+            f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
+        )
+        return
+    try:
+        answer = client("cloudformation", stack.region).describe_stacks(StackName=stack.name)
+    except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
+        if _error_code(err) == "ValidationError" and "does not exist" in str(err):
+            report(f"{where}: not deployed yet; a first deploy of ledger version {deploying}")
+            return
+        permission = _permission("cloudformation:DescribeStacks")
+        yield f"{where}: cannot read the deployed stack ({_describe(err)}); {permission}"
+        return
+    deployed_stack = answer["Stacks"][0]
+    status = deployed_stack.get("StackStatus", "")
+    if status.endswith("_IN_PROGRESS"):
+        yield (
+            f"{where}: {status}: another deploy is under way. Wait for it to end, then run make deploy again "
+            "(the check must see what that deploy leaves)."
+        )
+        return
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in deployed_stack.get("Outputs", [])}
+    deployed = outputs.get(LEDGER_VERSION_OUTPUT)
+    if deployed is None:
+        report(
+            f"{where}: deployed without a recorded ledger version (by a Tickets release before versions, "
+            f"or never completed: {status}); deploying version {deploying}"
+        )
+        return
+    if ledger.is_ancestor(deployed, deploying):
+        same = "the version deployed" if deployed == deploying else f"a descendant of the deployed {deployed}"
+        report(f"{where}: deploying ledger version {deploying}, {same}")
+        return
+    if deployed in {version.id for version in ledger.versions}:
+        why = (
+            f"{deployed} is newer than {deploying} in this checkout's history: pull main and synthesise again; "
+            "a region is never taken back to an older version by a deploy from an old checkout"
+        )
+    else:
+        why = (
+            f"{deployed} is not in this checkout's history: it was recorded on another branch (or a main this "
+            "checkout has not pulled) and deployed from there, so neither change was checked after the other, "
+            "and the two versions' lanes may overlap. Deploy from main only. Pull main; if the branch that "
+            "deployed it is not merged yet, merge it, taking one side's ledger and synthesising the other "
+            "side's cdk.json change on top (docs/operations.md#working-as-a-team)"
+        )
+    yield (
+        f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being "
+        f"deployed: {why}."
+    )
+
+
+def _parameter_problems(region: str, name: str, client: ClientFactory, report: Callable[[str], None]) -> Iterator[str]:
+    try:
+        client("ssm", region).get_parameter(Name=name)
+    except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
+        if _error_code(err) == "ParameterNotFound":
+            if name.startswith(POWERTOOLS_PARAMETERS):
+                yield (
+                    f"{region}: SSM parameter {name} does not exist: Powertools has not published this layer "
+                    "release in this region (it happened once: their issue #7689), and CloudFormation would fail "
+                    "on it. Pin the previous Powertools release (POWERTOOLS_VERSION in tickets_cdk/powertools.py, and "
+                    "aws-lambda-powertools==X.Y.Z in requirements-serve.txt), run the tests, and deploy again "
+                    "(docs/operations.md#before-cloudformation-starts)."
+                )
+            else:
+                yield f"{region}: SSM parameter {name}, which a template resolves, does not exist: create it first."
+            return
+        yield f"{region}: cannot read SSM parameter {name} ({_describe(err)}); {_permission('ssm:GetParameter')}"
+        return
+    report(f"{region}: SSM parameter {name} exists")
+
+
+def _error_code(err: Exception) -> str | None:
+    response = getattr(err, "response", None)
+    return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+
+
+def _describe(err: Exception) -> str:
+    return f"{_error_code(err) or type(err).__name__}: {err}"
+
+
+def _permission(action: str) -> str:
+    return (
+        f"make deploy needs {action} with the credentials it deploys with (botocore's usual chain: "
+        "environment, ~/.aws, SSO, instance role)"
+    )
+
+
+def botocore_clients() -> ClientFactory:
+    """A botocore client per (service, region), with the caller's credentials, made once."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    clients: dict[tuple[str, str], Any] = {}
+
+    def client(service: str, region: str) -> Any:
+        if (service, region) not in clients:
+            clients[service, region] = session.create_client(service, region_name=region)
+        return clients[service, region]
+
+    return client
+
+
+def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tickets_deploy predeploy",
+        description="Before CloudFormation starts (make deploy runs it between synthesis and cdk deploy): "
+        "stop unless each stack's deployed ledger version is an ancestor of the one in the cloud assembly, and "
+        "unless every SSM parameter the templates resolve (the Powertools layer) exists in its region. Reads "
+        "AWS with the caller's credentials; writes nothing. Exit status 1 lists every problem.",
+    )
+    parser.add_argument("--assembly", type=Path, default=Path("cdk.out"), help="the cloud assembly (default: cdk.out)")
+    parser.add_argument(
+        "--ledger", type=Path, default=Path(LEDGER_FILE), help=f"the ledger (default: {LEDGER_FILE} here)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        stacks = read_assembly(args.assembly)
+        ledger = read_ledger_file(args.ledger)
+    except (PredeployError, LedgerError) as err:
+        print(f"predeploy: {err}", file=sys.stderr)
+        return 1
+    problems = check(stacks, ledger, client or botocore_clients())
+    if problems:
+        print("predeploy: nothing was deployed:", *problems, sep="\n", file=sys.stderr)
+        return 1
+    print(f"predeploy: {len(stacks)} stack(s) checked; cdk deploy may go ahead")
+    return 0
