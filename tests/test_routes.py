@@ -55,6 +55,9 @@ def test_rules_are_powertools_rules():
         "/_blocks/{key}": "/_blocks/<key>",
         "/_counters/{key}": "/_counters/<key>",
         "/_health": "/_health",
+        "/_series/{key}": "/_series/<key>",
+        "/_series/{key}/void": "/_series/<key>/void",
+        "/_series/{key}/journal": "/_series/<key>/journal",
     }
     assert all(route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES)
 
@@ -62,8 +65,10 @@ def test_rules_are_powertools_rules():
 def test_404_texts_come_from_the_table():
     assert not_found_message("/_counters", ROUTES) == "/_counters needs a key: GET /_counters/{key}"
     assert not_found_message("/_blocks", ROUTES) == "/_blocks needs a key: GET or POST /_blocks/{key}"
+    assert not_found_message("/_series", ROUTES) == "/_series needs a key: POST /_series/{key}"
     assert not_found_message("/a/b", COMPAT) == (
-        "no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}, /_health or /v1.counter"
+        "no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}, /_health, /_series/{key}, "
+        "/_series/{key}/void, /_series/{key}/journal or /v1.counter"
     )
 
 

@@ -16,8 +16,10 @@ from tickets.app import create_app
 from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series
 from tickets.series.journal import Entry, entry_key
+from tickets.settings import SERIES_TABLE_ENV
 from tickets_admin.__main__ import main as admin_main
 from tickets_admin.journal import Head, audit
+from tickets_deploy.config import ConfigError, handler_environment, parse_config, region_settings, to_raw
 
 # The issue's example: an Indian fiscal-year invoice series (April to March, IST).
 INVOICES = {
@@ -28,7 +30,7 @@ INVOICES = {
     "format": "INV/{series}/{n}",
     "formatMaxLength": 16,
 }
-CONFIG = {"regions": {"us-east-1": 0}, "counters": {"orders": {}}}
+CONFIG = {"regions": {"us-east-1": 0}, "counters": {"orders": {}}, "series": {"invoices": INVOICES}}
 CALLER = caller(EVENT_TEMPLATE)  # the signer of every test request: an assumed role, without its session
 NOW = datetime.datetime(2026, 11, 24, 12, 0, tzinfo=datetime.UTC)
 
@@ -48,9 +50,8 @@ def clock() -> Clock:
 
 @pytest.fixture
 def series_api(deploy, clock) -> Region:
+    """The handler deployed with CONFIG (a counter and the invoice series), its clock pinned."""
     region = deploy(CONFIG)
-    series = {"invoices": parse_series("invoices", INVOICES, region_slots=1, where="tickets.series.invoices")}
-    region.settings = dataclasses.replace(region.settings, series=series)
     region._app = create_app(
         region.settings,
         function_client(region.region),
@@ -212,3 +213,33 @@ def test_audit_names_a_number_recorded_twice() -> None:
     entries = [entry, dataclasses.replace(entry, ticket=2), dataclasses.replace(entry, ticket=2, idempotency_key="k")]
     result = audit(head, entries)
     assert not result.clean and result.twice == [2] and result.unaccounted == [3]
+
+
+def test_the_config_field_carries_every_series_to_the_function():
+    config = parse_config(CONFIG)
+    assert region_settings(config, "us-east-1").series == {"invoices": config.series["invoices"]}
+    assert parse_config(to_raw(config)) == config  # every field written back, the derived max too
+    assert to_raw(config)["series"]["invoices"]["max"] == 9999
+    environment = handler_environment(
+        config, "us-east-1", counter_table="t", idempotency_table="t-i", series_table="t-series"
+    )
+    assert environment[SERIES_TABLE_ENV] == "t-series"
+    plain = parse_config({"regions": {"us-east-1": 0}})
+    assert SERIES_TABLE_ENV not in handler_environment(plain, "us-east-1", counter_table="t", idempotency_table="i")
+
+
+@pytest.mark.parametrize(
+    "series, message",
+    [
+        ({"orders": {}}, "'orders' is a counter"),
+        ({"default": {}}, "'default' is a counter"),
+        ({"invoices": {"format": "INV-{n}", "period": "yearly"}}, "lacks {series}"),
+        ({"invoices": {**INVOICES, "format": "INV/{series}/{number}"}}, "unknown placeholder {number}"),
+        ({"invoices": {**INVOICES, "max": 100000}}, "passes formatMaxLength 16"),
+        ({"invoices": {"colour": "red"}}, "unknown field(s) colour"),
+    ],
+)
+def test_synthesis_refuses(series, message):
+    with pytest.raises(ConfigError) as err:
+        parse_config({**CONFIG, "series": series})
+    assert message in str(err.value) and "tickets.series" in str(err.value)

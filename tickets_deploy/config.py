@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
+from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import (
     COUNTER_TABLE_ENV,
     IDEMPOTENCY_TABLE_ENV,
     MAX_SAFE_INTEGER,
+    SERIES_TABLE_ENV,
     SETTINGS_ENV,
     CounterConfig,
     Settings,
@@ -91,6 +93,7 @@ class DeploymentConfig:
     max_block: int = MAX_BLOCK
     callers: tuple[str, ...] = ()  # account ids and role ARNs the function's resource policy admits
     compat_path: str | None = None  # config `compat.path`: the compatibility route's path segment; None: off
+    series: Mapping[str, SeriesConfig] = field(default_factory=dict)  # config `series`: journaled series by key
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
@@ -114,9 +117,13 @@ def handler_environment(
     counter_table: str,
     idempotency_table: str,
     service_name: str = SERVICE_NAME,
+    series_table: str | None = None,
 ) -> dict[str, str]:
-    """The function's environment for `region`, with the names of the tables it is to use and the service
-    name its metrics and logs carry (the metrics' `service` dimension: one per deployed service)."""
+    """The function's environment for `region`, with the names of the tables it is to use (the series
+    table's when series are configured) and the service name its metrics and logs carry (the metrics'
+    `service` dimension: one per deployed service)."""
+    if config.series and series_table is None:
+        raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
     encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(
@@ -128,6 +135,7 @@ def handler_environment(
         SETTINGS_ENV: encoded,
         COUNTER_TABLE_ENV: counter_table,
         IDEMPOTENCY_TABLE_ENV: idempotency_table,
+        **({SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
         **POWERTOOLS_ENVIRONMENT,
         "POWERTOOLS_SERVICE_NAME": service_name,
     }
@@ -232,6 +240,28 @@ def _counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, Co
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock}}")
     return {key: _parse_counter(key, counter, parsed["max_block"], f"{where}.{key}") for key, counter in value.items()}
+
+
+def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be an object mapping names to series (docs/series.md)")
+    counters = {*parsed["counters"], parsed["default_key"]}
+    series = {}
+    for key, raw in value.items():
+        if not is_valid_key(key):
+            raise ConfigError(f"{where}: invalid name {key!r}; a series name is {KEY_RULE}")
+        if key in counters:
+            raise ConfigError(
+                f"{where}.{key}: {key!r} is a counter (counters or defaultKey); a series never shares a name with "
+                "a counter: name the series differently"
+            )
+        if isinstance(raw, SeriesConfig):  # the construct's prop, as the function's settings carry it
+            raw = raw.to_json()
+        try:
+            series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
+        except SeriesConfigError as err:
+            raise ConfigError(str(err)) from None
+    return series
 
 
 def _reserved_concurrency(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
@@ -349,6 +379,22 @@ FIELDS: tuple[Field, ...] = (
         setting=True,
         prop_doc="each counter's fields in snake_case",
         needs=("max_block",),
+    ),
+    Field(
+        "series",
+        "series",
+        "series",
+        {},
+        "`{}`",
+        "name → a journaled series (`start`, `period`, `periodStartMonth`, `utcOffset`, `format`, "
+        "`formatMaxLength`, `max`): dense numbers, each with one journal entry, for invoices "
+        "([docs/series.md](docs/series.md)). Never removed, never changed, never a counter's name; adds the "
+        "series table `<tableName>-series`.",
+        _series,
+        permanent=True,
+        setting=True,
+        prop_doc="each series as cdk.json writes it, or a SeriesConfig",
+        needs=("counters", "default_key", "region_slots"),
     ),
     Field(
         "reservedConcurrency",
@@ -640,6 +686,8 @@ def to_raw(config: DeploymentConfig) -> dict[str, Any]:
             }
         elif each.name == "compat":
             value = {"path": value}
+        elif each.name == "series":
+            value = {key: series.to_json() for key, series in value.items()}
         elif isinstance(value, tuple):
             value = list(value)
         raw[each.name] = value

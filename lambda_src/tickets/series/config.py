@@ -57,15 +57,19 @@ class SeriesConfig:
         return _render(self.format, key, series, number)
 
     def to_json(self) -> dict[str, Any]:
-        encoded: dict[str, Any] = {"start": self.start, "periodStartMonth": self.period_start_month, "max": self.max}
-        encoded["utcOffset"] = format_offset(self.utc_offset_minutes)
-        for name, value in (
-            ("period", self.period),
-            ("format", self.format),
-            ("formatMaxLength", self.format_max_length),
-        ):
-            if value is not None:
-                encoded[name] = value
+        """cdk.json's shape, every field written (max as derived): what the settings carry and the ledger
+        records; parse_series reads it back unchanged."""
+        encoded: dict[str, Any] = {"start": self.start, "max": self.max}
+        if self.period is not None:
+            encoded.update(
+                period=self.period,
+                periodStartMonth=self.period_start_month,
+                utcOffset=format_offset(self.utc_offset_minutes),
+            )
+        if self.format is not None:
+            encoded["format"] = self.format
+        if self.format_max_length is not None:
+            encoded["formatMaxLength"] = self.format_max_length
         return encoded
 
     @classmethod
@@ -73,8 +77,8 @@ class SeriesConfig:
         return cls(
             start=raw["start"],
             period=raw.get("period"),
-            period_start_month=raw["periodStartMonth"],
-            utc_offset_minutes=parse_offset(raw["utcOffset"], "utcOffset"),
+            period_start_month=raw.get("periodStartMonth", 1),
+            utc_offset_minutes=parse_offset(raw.get("utcOffset", "+00:00"), "utcOffset"),
             format=raw.get("format"),
             format_max_length=raw.get("formatMaxLength"),
             max=raw["max"],
