@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from tickets.series.config import SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
 from tickets_deploy.config import MAX_TICKET, DeploymentConfig, exact_integer
 
@@ -82,6 +83,9 @@ class Ledger:
     # A version may run in some region long after a newer one was recorded, so both only ever grow.
     unconfigured_keys_served: bool = True
     default_keys_served: frozenset[str] = frozenset()
+    # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
+    # series is permanent, field by field, and never removed (docs/series.md).
+    series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def served_unconfigured(self, key: str) -> bool:
         """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""
@@ -99,6 +103,7 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
             *_table_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
+            *_series_problems(config, previous),
         ]
         if problems:
             raise LedgerError("\n".join(problems))
@@ -113,6 +118,7 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
     default_keys = set(previous.default_keys_served)
     if config.default_key not in config.counters:
         default_keys.add(config.default_key)
+    series = {**previous.series, **{key: s.to_json() for key, s in config.series.items()}}
     return Ledger(
         previous.region_slots,
         previous.table_name,
@@ -120,7 +126,37 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
         dict(sorted(counters.items())),
         unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
         default_keys_served=frozenset(default_keys),
+        series=dict(sorted(series.items())),
     )
+
+
+def _series_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+    """A recorded series must stay in cdk.json with every field as recorded: its journal and its numbers
+    were made with them (another start, period or format would repeat or reshape numbers already issued)."""
+    problems = []
+    for key, recorded in previous.series.items():
+        where = f"series.{key}"
+        series = config.series.get(key)
+        if series is None:
+            problems.append(
+                f"{where}: the ledger records the series {key} ({_fields_text(recorded)}), cdk.json no longer "
+                f"configures it. A series is never removed: its journal must stay reachable and its numbers are "
+                f"never issued again under another setting. Keep {key} in cdk.json as recorded (it may stay unused)."
+            )
+            continue
+        now = series.to_json()
+        for name in sorted(set(recorded) | set(now)):
+            if recorded.get(name) != now.get(name):
+                problems.append(
+                    f"{where}.{name}: the ledger records {recorded.get(name)!r}, cdk.json says {now.get(name)!r}. "
+                    "Every field of a series is permanent: its numbers and ids were issued under the recorded "
+                    f"ones. Keep {key} as recorded; for another numbering, add a series under a new name."
+                )
+    return problems
+
+
+def _fields_text(fields: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name} {value!r}" for name, value in sorted(fields.items()))
 
 
 def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
@@ -338,6 +374,9 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
         added = [key for key in ledger.counters if key not in old.counters]
         if added:
             said.append(f"counters {', '.join(added)} added")
+        added_series = [key for key in ledger.series if key not in old.series]
+        if added_series:
+            said.append(f"series {', '.join(added_series)} added")
         for slot, entry in ledger.slots.items():
             before = old.slots.get(slot)
             if before is None or before.retired and not entry.retired:
@@ -528,6 +567,8 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
             for slot, s in sorted(ledger.slots.items())
         },
         "unconfiguredKeysServed": ledger.unconfigured_keys_served,
+        # Only where a series was ever recorded: the services of older ledgers hash as they always did.
+        **({"series": {key: dict(fields) for key, fields in sorted(ledger.series.items())}} if ledger.series else {}),
     }
 
 
@@ -550,6 +591,7 @@ def to_text(ledger: LedgerFile) -> str:
                     block("counters", fields["counters"], inner),
                     f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
                     f'{inner}"regionSlots": {fields["regionSlots"]}',
+                    *([block("series", fields["series"], inner)] if "series" in fields else []),
                     block("slots", fields["slots"], inner),
                     f'{inner}"unconfiguredKeysServed": {json.dumps(fields["unconfiguredKeysServed"])}',
                 ]
@@ -612,7 +654,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         raw,
         where,
         required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else set(),
+        optional=({"//"} | flags) if format_1 else {"series"},
     )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
@@ -636,6 +678,15 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
             stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
             shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
         )
+    series = {}
+    for key, entry in _object(raw.get("series", {}), "series").items():
+        try:  # recorded as the config wrote it: it must read back as a series, unchanged
+            parsed = parse_series(key, entry, region_slots=region_slots, where=f"series.{key}")
+        except SeriesConfigError as err:
+            raise ValueError(str(err)) from None
+        if parsed.to_json() != entry:
+            raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
+        series[key] = entry
     served = raw.get("unconfiguredKeysServed", True)
     if not isinstance(served, bool):
         raise ValueError("unconfiguredKeysServed: must be true or false")
@@ -649,6 +700,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         dict(sorted(counters.items())),
         unconfigured_keys_served=served,
         default_keys_served=frozenset(default_keys),
+        series=dict(sorted(series.items())),
     )
 
 
