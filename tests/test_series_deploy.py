@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from tickets.settings import SERIES_TABLE_ENV, SETTINGS_ENV
+from tickets_cdk.service import SERIES_ACTIONS
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerError, from_text, record_services, to_text
 
@@ -53,3 +57,69 @@ def test_a_damaged_series_record_is_refused():
     )
     with pytest.raises(ValueError, match="utcOffset"):
         from_text(text)
+
+
+# --- the stack (one synthesis of the reference app, as tests/test_stack.py synthesises) ----------------
+
+SERIES_CONFIG = {
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "series": {"invoices": INVOICES},
+}
+
+
+@pytest.fixture(scope="module")
+def series_stack(tmp_path_factory):
+    from test_stack import CDK_CONTEXT, Synthesised
+
+    ledger = tmp_path_factory.mktemp("series-ledger") / "tickets.lock.json"
+    synthesised = Synthesised(
+        {**CDK_CONTEXT, "tickets": SERIES_CONFIG},
+        tmp_path_factory.mktemp("series"),
+        ledger,
+        template_regions={"us-east-1"},
+    )
+    return synthesised.template_json("us-east-1")
+
+
+@pytest.mark.slow
+def test_the_series_table_is_stateful_and_named(series_stack):
+    table = series_stack["Resources"]["ServiceSeriesTable"]
+    assert table["Type"] == "AWS::DynamoDB::Table"
+    assert (table["DeletionPolicy"], table["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    properties = table["Properties"]
+    assert properties["TableName"] == "tickets-counters-series"
+    assert properties["KeySchema"] == [
+        {"AttributeName": "pk", "KeyType": "HASH"},
+        {"AttributeName": "n", "KeyType": "RANGE"},
+    ]
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["DeletionProtectionEnabled"] is True
+    assert "TimeToLiveSpecification" not in properties  # a journal is kept for good
+
+
+@pytest.mark.slow
+def test_the_function_may_make_only_the_journals_calls_on_the_series_table(series_stack):
+    resources = series_stack["Resources"]
+    statements = [
+        statement
+        for resource in resources.values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    on_series = [s for s in statements if "ServiceSeriesTable" in json.dumps(s["Resource"])]
+    assert len(on_series) == 1
+    assert sorted(on_series[0]["Action"]) == sorted(SERIES_ACTIONS)
+    assert "dynamodb:Scan" not in json.dumps(statements)
+    [function] = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    environment = function["Properties"]["Environment"]["Variables"]
+    assert environment[SERIES_TABLE_ENV] == {"Ref": "ServiceSeriesTable"}
+    assert json.loads(environment[SETTINGS_ENV])["series"]["invoices"]["format"] == "INV/{series}/{n}"
+
+
+@pytest.mark.slow
+def test_the_dashboard_graphs_issued_and_voided_per_series(series_stack):
+    [dashboard] = [r for r in series_stack["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    body = json.dumps(dashboard["Properties"]["DashboardBody"]).replace("\\", "")  # unescaped, to read
+    for metric in ("SeriesIssued", "SeriesVoided"):
+        assert "SEARCH('{Tickets,key,series,service} MetricName=\"" + metric + '" service="tickets"' in body

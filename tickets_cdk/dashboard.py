@@ -69,6 +69,19 @@ class TicketDashboard(Construct):
             cloudwatch.GraphWidget(title="Idempotency table throttled requests", left=idempotency_throttled, width=8),
             cloudwatch.GraphWidget(title="Function throttles", left=[function_throttled], width=8),
         )
+        if service.series_table is not None:
+            self.dashboard.add_widgets(
+                cloudwatch.GraphWidget(
+                    title="Series numbers issued, by key and series",
+                    left=[service.metric_series("SeriesIssued", period=PERIOD)],
+                    width=12,
+                ),
+                cloudwatch.GraphWidget(
+                    title="Series numbers voided, by key and series",
+                    left=[service.metric_series("SeriesVoided", period=PERIOD)],
+                    width=12,
+                ),
+            )
         if alarms:
             self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
 

@@ -40,6 +40,15 @@ from .powertools import layer_parameter
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
+# Every call tickets/series/store.py makes on the series table, and no other (no Scan, no BatchWriteItem):
+# DeleteItem only removes a refused request's own request item.
+SERIES_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:Query",
+)
 # The props that are fields of cdk.json's `tickets` object (tickets_deploy.config.FIELDS).
 FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService")
 
@@ -57,8 +66,12 @@ class TicketService(Construct):
     - `table_logical_ids`: the CloudFormation logical ids of the counter and idempotency tables (default:
       the construct's id followed by `Table` and `IdempotencyTable`). They never change once deployed: a new
       id replaces the table;
-    - `removal_policy`: of both tables and the function's log group (default RETAIN; a destroyed table
+    - `removal_policy`: of the tables and the function's log group (default RETAIN; a destroyed table
       starts every counter again at its start, so anything else is for throwaway stacks).
+
+    With `series` configured (docs/series.md) it also creates the series table, `<table_name>-series`
+    (logical id: the construct's id followed by `SeriesTable`), with the same protection, and grants the
+    function only the calls the journal makes on it (tickets/series/store.py).
 
     The stack must name its region (env=Environment(region=...)): whether Function URLs exist there and
     which slot is this region's are decided at synthesis. Synthesis of the app checks every TicketService
@@ -84,6 +97,7 @@ class TicketService(Construct):
         reserved_concurrency: int | None = None,
         callers: Sequence[str] | None = None,
         compat: Mapping[str, str] | None = None,
+        series: Mapping[str, Any] | None = None,
         service_name: str | None = None,
         table_logical_ids: tuple[str, str] | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
@@ -122,6 +136,18 @@ class TicketService(Construct):
         self.idempotency_table = _table(
             self, table_ids[1], tables.IDEMPOTENCY_KEY, removal_policy, time_to_live_attribute=tables.IDEMPOTENCY_TTL
         )
+        # Only when series are configured (a deployment without them has no such table). A fixed name for
+        # the same reason as the counter table's; a journal is kept for good: no TTL.
+        self.series_table: dynamodb.Table | None = None
+        if config.series:
+            self.series_table = _table(
+                self,
+                f"{prefix}SeriesTable",
+                tables.SERIES_PARTITION_KEY,
+                removal_policy,
+                table_name=f"{config.table_name}{tables.SERIES_TABLE_SUFFIX}",
+                sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+            )
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
         self.log_group = logs.LogGroup(self, "FunctionLogs", removal_policy=removal_policy)
@@ -161,6 +187,7 @@ class TicketService(Construct):
                 counter_table=self.table.table_name,
                 idempotency_table=self.idempotency_table.table_name,
                 service_name=self.service_name,
+                series_table=self.series_table.table_name if self.series_table is not None else None,
             ),
         )
         # Only the calls the handler makes (store.py, Powertools idempotency), only on these tables.
@@ -168,6 +195,8 @@ class TicketService(Construct):
         self.idempotency_table.grant(
             role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )
+        if self.series_table is not None:
+            self.series_table.grant(role, *SERIES_ACTIONS)
 
         cors = None
         if config.cors_origins:
@@ -237,6 +266,15 @@ class TicketService(Construct):
     def metric_counter_near_max(self, **options: Any) -> cloudwatch.Metric:
         """Blocks issued past 90% of a counter's max; the function's logs name the key."""
         return self.metric("CounterNearMax", **options)
+
+    def metric_series(self, metric_name: str = "SeriesIssued", **options: Any) -> cloudwatch.MathExpression:
+        """`SeriesIssued` or `SeriesVoided`, one line per key and series (series names follow the periods, so
+        a SEARCH finds them rather than a list fixed at synthesis)."""
+        search = (
+            f'SEARCH(\'{{{METRICS_NAMESPACE},key,series,service}} MetricName="{metric_name}" '
+            f"service=\"{self.service_name}\"', 'Sum', {int(options.pop('period', METRIC_PERIOD).to_seconds())})"
+        )
+        return cloudwatch.MathExpression(expression=search, using_metrics={}, label="", **options)
 
     def metric_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the counter table, over every operation the handler calls on it."""
@@ -314,6 +352,7 @@ def _admit_caller(function: lambda_.Function, caller: str) -> None:
 def _table(
     scope: Construct, logical_id: str, partition_key: str, removal_policy: RemovalPolicy, **options: Any
 ) -> dynamodb.Table:
+    """A table with point-in-time recovery, deletion protection (unless DESTROY) and this logical id."""
     table = dynamodb.Table(
         scope,
         logical_id,
