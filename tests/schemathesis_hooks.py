@@ -7,7 +7,9 @@ on its own and cannot relate one to another:
 - an Idempotency-Key names one request: the same header with another key, count or route (a block on
   /_blocks/{key} is not a list of tickets) is 422;
 - the compatibility route (tag `compat`, at the configured path) needs a key (`systemKey`, `key` or the
-  body's), any of them.
+  body's), any of them;
+- a series route (tag `series`) serves only the configured series (local_support.SERIES_KEY), and a
+  void names a number the series issued (the hook takes one).
 Schemathesis draws every parameter independently, so a request it means to be valid breaks these
 rules by chance and is rightly refused (400, 422), which its positive_data_acceptance check would
 report. This hook makes such requests keep the rules, and nothing else: the values stay the ones drawn
@@ -20,11 +22,14 @@ import hashlib
 import json
 from collections.abc import MutableMapping
 from typing import Any
+from urllib.parse import unquote
 
 import schemathesis
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 COMPAT_TAG = "compat"  # the compatibility route's tag, whatever its configured path
+SERIES_TAG = "series"
+SERIES_KEY = "vat-invoices"  # the series of local_support.TICKETS_CONFIG (not imported: this runs in schemathesis)
 
 
 @schemathesis.hook
@@ -33,7 +38,12 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         return
     query = case.query if isinstance(case.query, MutableMapping) else {}
     body = case.body if isinstance(case.body, MutableMapping) else {}
-    named = [(case.path_parameters or {}).get("key"), query.get("key"), query.get("systemKey"), body.get("key")]
+    path_key = (case.path_parameters or {}).get("key")
+    if isinstance(path_key, str):
+        # A stateful step's link copies the key from the previous request's path, still percent-encoded
+        # ("70E9%3A"), and sends it as it is; the server reads "70E9:". No key holds a "%" (keys.KEY_PATTERN).
+        path_key = unquote(path_key)
+    named = [path_key, query.get("key"), query.get("systemKey"), body.get("key")]
     key = next((name for name in named if isinstance(name, str)), None)
     if key is None and COMPAT_TAG in (case.operation.tags or []):
         key = query["systemKey"] = "compat"  # none was drawn: name one, as the route requires
@@ -46,10 +56,32 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
             body["key"] = key
     if "count" in query and "count" in body:
         body["count"] = int(query["count"])
+    if SERIES_TAG in (case.operation.tags or []):
+        case.path_parameters = {**(case.path_parameters or {}), "key": SERIES_KEY}
+        key = SERIES_KEY
+        if case.operation.path.endswith("/void"):
+            _void_an_issued_number(context, case, body)
     headers = case.headers if isinstance(case.headers, MutableMapping) else {}  # a CaseInsensitiveDict
     if IDEMPOTENCY_HEADER in headers:
         # Still drawn, and still repeated whenever the same request is drawn twice (a replay); but
         # never the same header for two different requests.
         count = query.get("count", body.get("count", 1))
-        request = json.dumps([headers[IDEMPOTENCY_HEADER], case.operation.path, key, str(count)])
+        request = json.dumps([headers[IDEMPOTENCY_HEADER], case.operation.path, key, str(count), body.get("ref")])
         headers[IDEMPOTENCY_HEADER] = hashlib.sha256(request.encode()).hexdigest()
+
+
+def _void_an_issued_number(context: Any, case: Any, body: MutableMapping[str, Any]) -> None:
+    """A void names a number the series issued: take one (a real POST /_series/{key}) and name it."""
+    import urllib.request
+
+    base = case.operation.base_url or ""
+    issued = urllib.request.Request(
+        f"{base}/_series/{SERIES_KEY}",
+        method="POST",
+        headers={
+            IDEMPOTENCY_HEADER: hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+        },
+    )
+    with urllib.request.urlopen(issued, timeout=10) as answer:
+        number = json.loads(answer.read())
+    body["series"], body["ticket"] = number["series"], number["ticket"]

@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from moto import mock_aws
-from test_dynalite import dynalite  # noqa: F401  (the fixture: a dynalite process for this module)
 
+from local_support import running_dynalite
 from tickets.errors import TicketsError, Unavailable
 from tickets.series.config import SeriesConfig
 from tickets.series.journal import Entry
@@ -40,6 +40,14 @@ from tickets.series.store import IssueRequest, SeriesStore
 from tickets.tables import create_series_table_arguments
 from tickets.timing import REQUEST_BUDGET_SECONDS, WORST_CASE_CALL_SECONDS
 from tickets_admin.journal import SeriesTable
+
+
+@pytest.fixture(scope="module")
+def dynalite():
+    """A dynalite process of this module's own (local_support.running_dynalite)."""
+    with running_dynalite() as endpoint:
+        yield endpoint
+
 
 EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "60"))
 KEY = "invoices"
@@ -311,7 +319,7 @@ def test_series_model_on_moto() -> None:
 
 
 @pytest.mark.slow
-def test_series_model_on_dynalite(dynalite) -> None:  # noqa: F811
+def test_series_model_on_dynalite(dynalite) -> None:
     client = boto3.client("dynamodb", endpoint_url=dynalite, region_name="us-east-1")
     _run(client, max(EXAMPLES // 3, 5))
 

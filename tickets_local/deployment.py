@@ -59,7 +59,11 @@ class LocalDeployment:
     def powertools_environment(self, *, verbose: bool) -> dict[str, str]:
         """The stack's Powertools settings for the function, plus what running outside Lambda needs."""
         function_environment = handler_environment(
-            self.config, self.region, counter_table=self.counter_table, idempotency_table=self.idempotency_table
+            self.config,
+            self.region,
+            counter_table=self.counter_table,
+            idempotency_table=self.idempotency_table,
+            series_table=self.series_table,
         )
         return {
             **{name: value for name, value in function_environment.items() if name.startswith("POWERTOOLS_")},
