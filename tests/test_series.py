@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, SERIES_TABLE, Region, function_client
-from local_support import write_cdk_json
+from local_support import SERIES_KEY, TICKETS_CONFIG, StubServer, json_reply, write_cdk_json
 from tickets.app import create_app
 from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series
@@ -19,6 +19,7 @@ from tickets.series.journal import Entry, entry_key
 from tickets.settings import SERIES_TABLE_ENV
 from tickets_admin.__main__ import main as admin_main
 from tickets_admin.journal import Head, audit
+from tickets_client import SeriesNumber, TicketsClient, TicketsError
 from tickets_deploy.config import ConfigError, handler_environment, parse_config, region_settings, to_raw
 
 # The issue's example: an Indian fiscal-year invoice series (April to March, IST).
@@ -243,3 +244,41 @@ def test_synthesis_refuses(series, message):
     with pytest.raises(ConfigError) as err:
         parse_config({**CONFIG, "series": series})
     assert message in str(err.value) and "tickets.series" in str(err.value)
+
+
+# --- the Python client ---------------------------------------------------------------------------
+
+
+def test_the_python_client_issues_voids_and_pages_the_journal(tickets_servers):
+    server = tickets_servers(TICKETS_CONFIG)
+    server.reset()
+    client = TicketsClient(server.url)
+    first = client.series(SERIES_KEY, ref="order 1")
+    assert first == SeriesNumber(SERIES_KEY, "all", 1, "V-all-00001")
+    kept = client.series(SERIES_KEY, ref="order 2", idempotency_key="document-2")
+    assert client.series(SERIES_KEY, ref="order 2", idempotency_key="document-2") == kept  # the same number
+    client.series(SERIES_KEY)
+    voided = client.void(SERIES_KEY, "all", 2, "order 2 cancelled")
+    assert voided["voided"]["reason"] == "order 2 cancelled"
+    entries = list(client.journal(SERIES_KEY, "all", limit=2))  # two pages, then the last
+    assert [(e["ticket"], e["ref"], e["idempotencyKey"] == "document-2") for e in entries] == [
+        (1, "order 1", False),
+        (2, "order 2", True),
+        (3, None, False),
+    ]
+    with pytest.raises(TicketsError) as refused:
+        client.void(SERIES_KEY, "all", 99, "never issued")
+    assert refused.value.status == 404
+
+
+def test_the_python_client_sends_one_idempotency_key_for_every_attempt():
+    answer = {"key": "invoices", "series": "2026", "ticket": 4, "id": "INV/2026/4"}
+    with StubServer(
+        [json_reply(503, {"error": "unavailable", "message": "try again"}), json_reply(200, answer)]
+    ) as stub:
+        number = TicketsClient(stub.url, sleep=lambda _: None).series("invoices", ref="order 9")
+    assert number == SeriesNumber("invoices", "2026", 4, "INV/2026/4")
+    first, retry = stub.requests
+    assert first.headers["idempotency-key"] == retry.headers["idempotency-key"]
+    assert json.loads(first.body) == {"ref": "order 9"} and first.headers["content-type"] == "application/json"
+    assert (first.method, first.path) == ("POST", "/_series/invoices")
