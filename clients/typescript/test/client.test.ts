@@ -75,6 +75,39 @@ describe("against the local server", () => {
   });
 });
 
+describe("series against the local server", () => {
+  let server: LocalServer;
+  let client: TicketsClient;
+  before(async () => {
+    server = await localServer();
+    client = new TicketsClient(server.url);
+  });
+  after(async () => server.stop());
+
+  test("a number per call, the same for a reused Idempotency-Key, voids and the journal in pages", async (t) => {
+    if (!server.ownConfig) return t.skip("TICKETS_URL names a server whose config may have no series");
+    const first = await client.series("ts-invoices", { ref: "order 1" });
+    assert.deepEqual(first, { key: "ts-invoices", series: "all", ticket: 1, id: "T-001" });
+    const kept = await client.series("ts-invoices", { ref: "order 2", idempotencyKey: "document-2" });
+    assert.deepEqual(await client.series("ts-invoices", { ref: "order 2", idempotencyKey: "document-2" }), kept);
+    await client.series("ts-invoices");
+    const voided = await client.void("ts-invoices", "all", 2, "cancelled");
+    assert.equal((voided.voided as { reason: string }).reason, "cancelled");
+    const entries = [];
+    for await (const entry of client.journal("ts-invoices", "all", undefined, 2)) entries.push(entry);
+    assert.deepEqual(
+      entries.map((e) => [e.ticket, e.ref]),
+      [
+        [1, "order 1"],
+        [2, "order 2"],
+        [3, null],
+      ],
+    );
+    const never = await refusal(client.void("ts-invoices", "all", 99, "never issued"));
+    assert.equal(never.status, 404);
+  });
+});
+
 describe("retries", () => {
   const stubs: StubServer[] = [];
   async function stub(...replies: ReturnType<typeof jsonReply>[]): Promise<StubServer> {
@@ -83,6 +116,20 @@ describe("retries", () => {
     return started;
   }
   after(async () => Promise.all(stubs.map((s) => s.stop())));
+
+  test("a series number's retry sends the same Idempotency-Key, its body JSON", async () => {
+    const server = await stub(
+      jsonReply(503, { error: "unavailable", message: "throttled" }),
+      jsonReply(200, { key: "invoices", series: "2026", ticket: 4, id: "INV/2026/4" }),
+    );
+    const number = await new TicketsClient(server.url, { sleep: recordingSleep([]) }).series("invoices", { ref: "o9" });
+    assert.deepEqual(number, { key: "invoices", series: "2026", ticket: 4, id: "INV/2026/4" });
+    const [first, second] = server.requests;
+    assert.match(first?.headers["idempotency-key"] ?? "", UUID_V4);
+    assert.equal(first?.headers["idempotency-key"], second?.headers["idempotency-key"]);
+    assert.equal(first?.headers["content-type"], "application/json");
+    assert.deepEqual([first?.method, first?.path], ["POST", "/_series/invoices"]);
+  });
 
   test("503 is retried after Retry-After with the same Idempotency-Key", async () => {
     const server = await stub(
