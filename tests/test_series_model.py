@@ -128,9 +128,15 @@ class SeriesModel(RuleBasedStateMachine):
         self.refs: dict[str, str] = {}  # Idempotency-Key -> the ref its requests carry
         self.answers: dict[str, list[Entry]] = {}  # Idempotency-Key -> every answer it got
         self.issued_numbers: list[tuple[str, int]] = []
+        # Two warm functions: each remembers the marks it saw (SeriesStore's `marks`), so a request may
+        # claim from a stale mark, as a function does whose neighbour issued meanwhile.
+        self.functions: tuple[dict[tuple[str, str], int], ...] = ({}, {})
 
-    def store(self, client: Any) -> SeriesStore:
-        return SeriesStore(client, self.table, now_millis=self.clock, token=lambda: f"t{next(self.tokens)}")
+    def store(self, client: Any, function: int = 0) -> SeriesStore:
+        marks = self.functions[function]
+        return SeriesStore(
+            client, self.table, now_millis=self.clock, token=lambda: f"t{next(self.tokens)}", marks=marks
+        )
 
     def start(self, idempotency_key: str | None, work: Callable[[Any], Any]) -> Request:
         deadline = self.clock() + int((REQUEST_BUDGET_SECONDS - WORST_CASE_CALL_SECONDS) * 1000)
@@ -170,13 +176,13 @@ class SeriesModel(RuleBasedStateMachine):
         request._go.release()
         self.wait(request)
 
-    def issue(self, idempotency_key: str, series: str) -> Request:
+    def issue(self, idempotency_key: str, series: str, function: int = 0) -> Request:
         ref = self.refs[idempotency_key]
         lock = REQUEST_BUDGET_SECONDS
 
         def work(client: Any) -> Entry:
             request = IssueRequest(KEY, CONFIG, series, CALLER, idempotency_key, ref, lock)
-            return self.store(client).issue(request).entry
+            return self.store(client, function).issue(request).entry
 
         return self.start(idempotency_key, work)
 
@@ -184,16 +190,16 @@ class SeriesModel(RuleBasedStateMachine):
     def empty(self) -> None:
         pass
 
-    @rule(series=st.sampled_from(SERIES_NAMES))
-    def new_request(self, series: str) -> None:
+    @rule(series=st.sampled_from(SERIES_NAMES), function=st.sampled_from([0, 1]))
+    def new_request(self, series: str, function: int) -> None:
         idempotency_key = f"k{len(self.refs)}"
         self.refs[idempotency_key] = f"order {len(self.refs)}"
-        self.issue(idempotency_key, series)
+        self.issue(idempotency_key, series, function)
 
     @precondition(lambda self: self.refs)
-    @rule(data=st.data(), series=st.sampled_from(SERIES_NAMES))
-    def retry(self, data: st.DataObject, series: str) -> None:
-        self.issue(data.draw(st.sampled_from(sorted(self.refs))), series)
+    @rule(data=st.data(), series=st.sampled_from(SERIES_NAMES), function=st.sampled_from([0, 1]))
+    def retry(self, data: st.DataObject, series: str, function: int) -> None:
+        self.issue(data.draw(st.sampled_from(sorted(self.refs))), series, function)
 
     @precondition(lambda self: self.live)
     @rule(data=st.data(), command=st.sampled_from(["call", "call", "call", "crash_before", "crash_after"]))
@@ -274,33 +280,39 @@ def _walk(model: SeriesModel, request: Request, commands: list[str]) -> None:
         model.command(request, command)
 
 
-def _calls_of_one_number() -> list[str | None]:
+def _calls_of_one_number() -> tuple[list[str | None], list[str | None]]:
+    """The calls of a series' first number, and of the next one from the same (warm) function."""
     model = SeriesModel()
-    model.refs["k-first"] = "order"
-    request = model.issue("k-first", SERIES_NAMES[0])
-    calls = []
-    while not request.done:
-        calls.append(request.pending)
-        model.command(request, "call")
+    calls: tuple[list[str | None], list[str | None]] = ([], [])
+    for idempotency_key, recorded in zip(("k-first", "k-second"), calls, strict=True):
+        model.refs[idempotency_key] = "order"
+        request = model.issue(idempotency_key, SERIES_NAMES[0])
+        while not request.done:
+            recorded.append(request.pending)
+            model.command(request, "call")
     model.teardown()
     return calls
 
 
 @pytest.mark.parametrize("lose_answer", [False, True], ids=["crash before the call", "answer lost"])
-def test_every_crash_window_of_one_number(lose_answer: bool) -> None:
+@pytest.mark.parametrize("warm", [False, True], ids=["cold function", "warm function"])
+def test_every_crash_window_of_one_number(lose_answer: bool, warm: bool) -> None:
     """The function stops before (or right after) each DynamoDB call of a number, with a number already
-    issued and another request waiting behind it; the next request and the retry leave the journal clean,
-    the retry with the number its first attempt took if it took one."""
+    issued and another request coming behind it (from a function whose mark is stale when the stopped one
+    was cold); the next request and the retry leave the journal clean, the retry with the number its
+    first attempt took if it took one."""
     with mock_aws():
         SeriesModel.client = boto3.client("dynamodb", region_name="us-east-1")
-        calls = _calls_of_one_number()
+        calls, warm_calls = _calls_of_one_number()
         assert calls == ["get_item", "put_item", "put_item", "update_item"]  # docs/design.md#series: four calls
-        for window in range(len(calls)):
+        assert warm_calls == ["put_item", "put_item", "update_item"]  # three: the function knows the mark
+        walked = warm_calls if warm else calls
+        for window in range(len(walked)):
             model = SeriesModel()
             for idempotency_key in ("k0", "k1", "k2"):
                 model.refs[idempotency_key] = f"order {idempotency_key}"
-            _walk(model, model.issue("k0", "2026"), ["call"] * 4)  # number 1
-            first = model.issue("k1", "2026")
+            _walk(model, model.issue("k0", "2026"), ["call"] * 4)  # number 1, from function 0
+            first = model.issue("k1", "2026", function=0 if warm else 1)
             _walk(model, first, ["call"] * window + ["crash_after" if lose_answer else "crash_before"])
             model.every_number_has_exactly_one_entry()
             other = model.issue("k2", "2026")
@@ -309,7 +321,8 @@ def test_every_crash_window_of_one_number(lose_answer: bool) -> None:
             assert isinstance(other.outcome, Entry), other.outcome
             model.every_number_has_exactly_one_entry()
             model.teardown()  # the retry after the lock expired: k1 gets a number, the one it took if any
-            took_its_number = window >= (2 if lose_answer else 3)  # its entry's PutItem (calls[2]) happened
+            entry_put = walked.index("put_item") + 1  # the request item's put, then the entry's
+            took_its_number = window >= (entry_put if lose_answer else entry_put + 1)
             assert [a.ticket for a in model.answers["k1"]] == ([2] if took_its_number else [3])
 
 

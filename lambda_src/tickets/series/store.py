@@ -88,11 +88,16 @@ class SeriesStore:
         *,
         now_millis: Callable[[], int] = lambda: int(time.time() * 1000),
         token: Callable[[], str] = lambda: uuid.uuid4().hex,
+        marks: dict[tuple[str, str], int] | None = None,
     ):
+        """`marks`: what this process knows of each series' mark (the store's own by default): a mark the
+        head held, with its entry written, so a warm function claims the next number without reading
+        the head (docs/design.md#series)."""
         self._client = client
         self._table = table_name
         self._now = now_millis
         self._token = token
+        self._marks = {} if marks is None else marks
 
     def issue(self, request: IssueRequest) -> Issued:
         """One number of the series and its entry; the same entry for every retry of the request.
@@ -132,8 +137,9 @@ class SeriesStore:
             taken = not self._put_entry(entry)
             self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
             if not taken:
+                self._marks[(request.key, series)] = number
                 return Issued(entry, replayed=False)
-            number = self._next(request, series, owner)
+            number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
             self._claim(request, owner, number)
         raise Unavailable(
             f"series {request.key!r} is busy (each number this request tried was taken meanwhile); "
@@ -187,9 +193,16 @@ class SeriesStore:
         item = response.get("Item")
         return int(item["last"]["N"]) if item and "last" in item else None
 
-    def _next(self, request: IssueRequest, series: str, owner: str | None = None) -> int:
-        """The number to claim: one above the mark. Refuses past max, releasing the request's lock."""
-        mark = self.mark(request.key, series)
+    def _next(self, request: IssueRequest, series: str, owner: str | None = None, *, fresh: bool = False) -> int:
+        """The number to claim: one above the mark, as this process last knew it unless `fresh` (then,
+        or if it knows none, read from the head). Any mark the head once held will do: every number up to
+        it has its entry, and a stale one only costs a failed PutItem. Refuses past max (the mark never
+        falls back), releasing the request's lock."""
+        mark = None if fresh else self._marks.get((request.key, series))
+        if mark is None:
+            mark = self.mark(request.key, series)
+            if mark is not None:
+                self._marks[(request.key, series)] = mark
         number = request.config.start if mark is None else mark + 1
         if number > request.config.max:
             if owner is not None:

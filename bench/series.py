@@ -1,0 +1,79 @@
+"""Series numbers per second against the local server, beside plain tickets (docs/series.md).
+
+One client (`TicketsClient`, one keep-alive connection) asks, for SECONDS each, in turn:
+- plain tickets: `next()` without an Idempotency-Key (one conditional UpdateItem a ticket);
+- tickets with an Idempotency-Key (the client's default: three writes a ticket);
+- series numbers: `series()` (always with an Idempotency-Key: four calls a number, docs/design.md#series).
+Every series number is checked afterwards: the audit (tickets_admin.journal) must be clean.
+
+    python -m bench.series                          # the local server on its embedded moto
+    python -m bench.series --endpoint-url URL       # on a DynamoDB-compatible endpoint (dynalite)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+SECONDS = 5.0
+CONFIG = {
+    "regions": {"us-east-1": 0},
+    "tableName": "bench-series",
+    "counters": {"orders": {}},
+    "series": {"invoices": {"start": 1, "format": "INV-{n:07}"}},
+}
+
+
+def measure(endpoint_url: str | None = None, seconds: float = SECONDS) -> dict[str, Any]:
+    from tickets_client import TicketsClient
+    from tickets_local.server import LocalServer
+
+    with LocalServer(config=CONFIG, endpoint_url=endpoint_url) as server:
+        client = TicketsClient(server.url)
+        rates = {
+            "plain tickets (no Idempotency-Key)": _rate(lambda: client.next("orders", idempotent=False), seconds),
+            "tickets with an Idempotency-Key": _rate(lambda: client.next("orders"), seconds),
+            "series numbers": _rate(lambda: client.series("invoices", ref="bench"), seconds),
+        }
+        audit = _audit(server)
+    plain = rates["plain tickets (no Idempotency-Key)"]
+    return {
+        "backend": endpoint_url or "moto (embedded)",
+        "per_second": {name: round(rate, 1) for name, rate in rates.items()},
+        "series_over_plain": round(rates["series numbers"] / plain, 2),
+        "audit": audit,
+    }
+
+
+def _rate(call: Any, seconds: float) -> float:
+    for _ in range(20):  # warm: first calls build clients, tables' items
+        call()
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        call()
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+def _audit(server: Any) -> list[str]:
+    from tickets_admin.journal import SeriesTable
+
+    audits = SeriesTable(server.app.dynamodb, server.deployment.series_table).audit("invoices")
+    lines = [line for result in audits for line in result.lines()]
+    if not all(result.clean for result in audits):
+        raise SystemExit("the audit found numbers unaccounted or recorded twice:\n" + "\n".join(lines))
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.series", description=__doc__.splitlines()[0])
+    parser.add_argument("--endpoint-url", default=None)
+    parser.add_argument("--seconds", type=float, default=SECONDS)
+    args = parser.parse_args()
+    print(json.dumps(measure(args.endpoint_url, args.seconds), indent=2))
+
+
+if __name__ == "__main__":
+    main()
