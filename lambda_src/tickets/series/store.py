@@ -101,7 +101,8 @@ class SeriesStore:
 
     def issue(self, request: IssueRequest) -> Issued:
         """One number of the series and its entry; the same entry for every retry of the request.
-        Uncontended: GetItem (head), PutItem (request), PutItem (entry), UpdateItem (head)."""
+        Uncontended: GetItem (head; skipped when this process knows the mark), PutItem (request),
+        PutItem (entry), UpdateItem (head)."""
         owner = self._token()
         try:
             number = self._next(request, request.series)
