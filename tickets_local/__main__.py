@@ -180,7 +180,8 @@ def banner(server: LocalServer) -> str:
             f"  url:      {server.url}",
             f"  backend:  {server.backend.description}",
             f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
-            f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}",
+            f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
+            + (f", {deployment.series_table}" if deployment.series_table else ""),
             f"  try:      curl -s {server.url}{deployment.sample_path}",
             f"  openapi:  {server.url}{OPENAPI_PATH}",
             f"  counters: {server.url}{COUNTERS_PATH}",
