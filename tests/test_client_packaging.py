@@ -33,7 +33,14 @@ def test_the_public_names_import_from_the_package_root():
 
     assert (Block, TicketLease) == (ClientBlock, LeaseClass)
     assert issubclass(TicketsError, Exception) and callable(TicketsClient)
-    assert set(tickets_client.__all__) == {"Block", "TicketLease", "TicketsClient", "TicketsError", "__version__"}
+    assert set(tickets_client.__all__) == {
+        "Block",
+        "SeriesNumber",
+        "TicketLease",
+        "TicketsClient",
+        "TicketsError",
+        "__version__",
+    }
 
 
 def test_the_client_is_released_with_the_server_and_its_metadata_reads_the_version():

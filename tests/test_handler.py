@@ -113,7 +113,7 @@ def test_other_paths_are_404(api, path):
     assert_error(api.get(path), 404, "not_found")
 
 
-@pytest.mark.parametrize("path", ["/_health/", "/_x", "/_local", "/_series", "/_orders", "/_"])
+@pytest.mark.parametrize("path", ["/_health/", "/_x", "/_local", "/_journal", "/_orders", "/_"])
 def test_unknown_paths_under_the_reserved_prefix_are_404_and_issue_nothing(api, path):
     """`_` starts no key: an unknown /_x is a path of ours that does not exist, never a key (README: 404)."""
     answer = api.get(path)
@@ -126,7 +126,10 @@ def test_unknown_paths_under_the_reserved_prefix_are_404_and_issue_nothing(api, 
     assert api.items() == []
 
 
-@pytest.mark.parametrize("path, needs", [("/_counters", "GET /_counters/{key}"), ("/_blocks", "GET or POST")])
+@pytest.mark.parametrize(
+    "path, needs",
+    [("/_counters", "GET /_counters/{key}"), ("/_blocks", "GET or POST"), ("/_series", "POST /_series/{key}")],
+)
 def test_a_route_without_its_key_says_which_route_needs_it(api, path, needs):
     answer = api.get(path)
     assert_error(answer, 404, "not_found")
