@@ -64,6 +64,7 @@ KEYS = ("orders", "foo")  # orders is configured from make init on; a branch may
 # Layouts foo may be given; {} is the unconfigured layout. (The rollout model covers the default key,
 # strides, regions and refused changes on one line of versions; this model, what branches add.)
 LAYOUTS = ({}, {"start": 1000}, {"shards": 2})
+EDITS = (("strictKeys", True), ("strictKeys", False), *(("foo", layout) for layout in LAYOUTS))
 EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "25"))
 TODAY = os.environ.get("TICKETS_TEAM_MODEL") == "today"
 TABLE = "tickets-counters"
@@ -189,7 +190,18 @@ class TeamModel(RuleBasedStateMachine):
 
     # --- a team's work -------------------------------------------------------------------------------
 
-    @initialize(strict=st.booleans(), orders=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32 - 1))
+    @initialize(
+        strict=st.booleans(),
+        orders=st.sampled_from(LAYOUTS),
+        seed=st.integers(0, 2**32 - 1),
+        pull_requests=st.lists(st.sampled_from(EDITS), min_size=2, max_size=2),
+    )
+    def start(self, strict: bool, orders: dict, seed: int, pull_requests: list[tuple[str, Any]]) -> None:
+        """A team's usual state: main deployed to both regions, and a pull request open on a and on b."""
+        self.make_init(strict, orders, seed)
+        for branch, edit in zip(BRANCHES[1:], pull_requests, strict=True):
+            self.edit_config(branch, edit)
+
     def make_init(self, strict: bool, orders: dict, seed: int) -> None:
         """`make init` on main, committed, then deployed to both regions."""
         self.lane_picks = random.Random(seed)
@@ -227,11 +239,18 @@ class TeamModel(RuleBasedStateMachine):
             return
         self.commit(branch, (head.id,), cdk_json, ledger)
 
-    @rule(branch=st.sampled_from(BRANCHES), layout=st.sampled_from(LAYOUTS))
+    @rule(branch=st.sampled_from(BRANCHES), edit=st.sampled_from(EDITS))
+    def edit_config(self, branch: str, edit: tuple[str, Any]) -> None:
+        """One change to cdk.json on a branch: strictKeys, or foo configured with a layout."""
+        setting, value = edit
+        if setting == "strictKeys":
+            self.change(branch, lambda tickets: tickets.update(strictKeys=value))
+        else:
+            self.configure_foo(branch, value)
+
     def configure_foo(self, branch: str, layout: dict) -> None:
         self.change(branch, lambda tickets: tickets["counters"].update(foo=dict(layout)))
 
-    @rule(branch=st.sampled_from(BRANCHES), strict=st.booleans())
     def set_strict_keys(self, branch: str, strict: bool) -> None:
         self.change(branch, lambda tickets: tickets.update(strictKeys=strict))
 
@@ -326,11 +345,15 @@ class TeamModel(RuleBasedStateMachine):
         return self.handlers[region, commit_id]
 
     @rule(
-        region=st.sampled_from(REGIONS),
         key=st.sampled_from(KEYS),
         route=st.sampled_from(["ticket", "block"]),
         count=st.one_of(st.integers(1, 5), st.integers(400, 1000)),  # enough to reach a start of 1000
     )
+    def traffic(self, key: str, route: str, count: int) -> None:
+        """Callers in every region take tickets of one key."""
+        for region in REGIONS:
+            self.issue(region, key, route, count)
+
     def issue(self, region: str, key: str, route: str, count: int) -> None:
         handler = self.handler(region)
         before = handler.items()
