@@ -87,7 +87,7 @@ serve: $(SERVE_DEPS)
 
 # A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
 # app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
-init: $(CDK_DEPS)
+init: $(CDK_DEPS) $(NODE)
 	$(PY) -m tickets_cdk init
 
 synth: $(CDK_DEPS) $(CDK)

@@ -386,20 +386,22 @@ def _working_copy(tmp_path: Path, deployed: dict, changed: dict) -> Path:
 
 
 def test_hole_4_raise_refuses_a_working_copy_the_ledger_refuses_with_synthesiss_message(api, tmp_path):
-    """Hole 4: strictKeys false is deployed, foo was served unconfigured; a working copy configures foo
+    """Hole 4: strictKeys false is deployed, so foo is served unconfigured; a working copy configures foo
     with its own start, which the ledger refuses. raise used to write foo's lane on that layout, and the
     deployed version answered 409 config_mismatch for foo from then on."""
-    from tickets_deploy.config import parse_config
-    from tickets_deploy.ledger import LedgerError, read_ledger_file, record_services
-
-    assert tickets_of(api.get("/foo", query={"count": "2"})) == [1, 2]
     changed = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "foo": {"start": 1000}}}
     config = _working_copy(tmp_path, EXAMPLE_CONFIG, changed)
     before = api.items()
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(["raise", "foo", "--above", "5000", "--config", str(config), "--table", COUNTER_TABLE])
+    assert api.items() == before
+    assert tickets_of(api.get("/foo", query={"count": "2"})) == [1, 2]  # the deployed version serves foo
     assert status == 1 and out.getvalue() == ""
+
+    from tickets_deploy.config import parse_config
+    from tickets_deploy.ledger import LedgerError, read_ledger_file, record_services
+
     with pytest.raises(LedgerError) as synthesis:
         record_services(read_ledger_file(tmp_path / "tickets.lock.json"), {"tickets-counters": parse_config(changed)})
     assert err.getvalue() == (
@@ -407,8 +409,6 @@ def test_hole_4_raise_refuses_a_working_copy_the_ledger_refuses_with_synthesiss_
         f"written):\n{synthesis.value}\n"
     )
     assert "counters.foo: a new counter with start 1000" in err.getvalue()
-    assert api.items() == before
-    assert tickets_of(api.get("/foo")) == [3]  # the deployed version still serves foo
 
 
 def test_migrate_refuses_a_working_copy_the_ledger_refuses(api, tmp_path):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import inspect
 import io
 import json
-import os
 import shutil
 import subprocess
 import zipfile
@@ -15,21 +14,18 @@ from pathlib import Path
 
 import cfnlint.api
 import pytest
+from aws_cdk import App, Environment, Stack
+from aws_cdk import aws_iam as iam
 
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
-
-from aws_cdk import App, Environment, Stack  # noqa: E402
-from aws_cdk import aws_iam as iam  # noqa: E402
-
-import tickets  # noqa: E402
-import tickets_cdk  # noqa: E402
-from installed import build_wheel, environment, installed_python  # noqa: E402
-from tickets_cdk import TicketService  # noqa: E402
-from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT  # noqa: E402
-from tickets_cdk.powertools import POWERTOOLS_VERSION  # noqa: E402
-from tickets_cdk.service import FIELD_PROPS  # noqa: E402
-from tickets_deploy.config import FIELDS, parse_config  # noqa: E402
-from tickets_deploy.ledger import read_ledger_file, record_services, write_ledger_file  # noqa: E402
+import tickets
+import tickets_cdk
+from installed import build_wheel, environment, installed_python
+from tickets_cdk import TicketService
+from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
+from tickets_cdk.powertools import POWERTOOLS_VERSION
+from tickets_cdk.service import FIELD_PROPS
+from tickets_deploy.config import FIELDS, parse_config
+from tickets_deploy.ledger import read_ledger_file, record_services, write_ledger_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "cdk-app"
@@ -306,7 +302,6 @@ def _synth(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
     env = {
         **environment(),
         "CDK_OUTDIR": str(app_dir / "cdk.out"),
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
     }
     return subprocess.run([str(python), "app.py"], cwd=app_dir, env=env, capture_output=True, text=True, timeout=300)
 

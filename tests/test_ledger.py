@@ -672,6 +672,23 @@ def test_app_refuses_a_changed_counter_before_synthesising(app_module, tmp_path)
     assert not list((tmp_path / "out").glob("*.template.json"))
 
 
+def test_app_refuses_a_forked_ledger_before_synthesising(app_module, tmp_path):
+    """Two branches' versions kept by a merge: synthesis stops with the way out and writes nothing."""
+    main = on(MAIN, None, "make init")
+    a, b = on(PR_A, main), on(PR_B, main)
+    forked = LedgerFile(b.services, (*a.versions, b.versions[-1]))
+    ledger_path = tmp_path / "tickets.lock.json"
+    write_ledger_file(ledger_path, forked)
+    before = ledger_path.read_bytes()
+    with pytest.raises(SystemExit) as refused:
+        app_module.main(_cdk_app(MERGED, tmp_path / "out"), ledger_path)
+    message = str(refused.value.code)
+    assert "refused by the deployment ledger" in message and f"are two children of {main.version}" in message
+    assert "Re-record one change on top of the other" in message
+    assert ledger_path.read_bytes() == before
+    assert not list((tmp_path / "out").glob("*.template.json"))
+
+
 def test_app_refuses_an_unsafe_json_number_as_cdk_passes_it(app_module, tmp_path):
     """The CDK CLI passes context through Node; so does App(context=...): the number arrives rounded."""
     ledger_path = tmp_path / "tickets.lock.json"

@@ -50,6 +50,17 @@ def test_list_prints_each_counter_its_lanes_last_and_step(deploy, tmp_path):
     ]
 
 
+def test_list_leaves_out_the_records_tickets_admin_keeps_beside_the_counters(deploy, tmp_path):
+    """`migrate` records its targets in the counter table under `_migration...`: no key starts with `_`,
+    and a listing of counters names none of them."""
+    region = deploy(EXAMPLE_CONFIG)
+    region.get("/orders")
+    region.put_item({"counter": {"S": "_migration"}, "from": {"S": "old-counters"}})
+    region.put_item({"counter": {"S": "_migration#orders"}, "target": {"N": "9000"}})
+    status, lines = admin_list(tmp_path, EXAMPLE_CONFIG)
+    assert (status, lines) == (0, ["key     lanes  last  step", "orders  1      5000  1"])
+
+
 def test_list_of_an_empty_table_is_the_header(deploy, tmp_path):
     deploy(EXAMPLE_CONFIG)
     assert admin_list(tmp_path, EXAMPLE_CONFIG) == (0, ["key  lanes  last  step"])

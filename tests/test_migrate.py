@@ -302,6 +302,8 @@ def test_hole_2_old_callers_past_the_target_are_named_with_the_numbers_issued_tw
     assert tickets_of(api.get("/legacy", query={"count": "39"})) == list(range(111, 150))
     old_callers_take(api.client, "legacy", 149)
 
+    # --verify names the key and the numbers issued twice, and writes nothing.
+    before = api.items()
     status, out, _ = migrate(EXAMPLE_CONFIG, "--verify")
     assert status == 1
     assert out[0] == (
@@ -317,15 +319,20 @@ def test_hole_2_old_callers_past_the_target_are_named_with_the_numbers_issued_tw
         "1 key(s): 0 within their target, 1 overlapping it, 0 new since the first run, 0 not served; "
         "0 item(s) skipped; nothing was written"
     )
+    assert api.items() == before
 
-    # A second plain run says so too (exit 1), and raises legacy above the old value + margin.
+
+def test_hole_2_a_second_run_names_the_overlap_it_used_to_call_already_above(api, migrate):
+    create_old_table(api.client, {"legacy": 10})
+    assert migrate(EXAMPLE_CONFIG, "--margin", "100")[0] == 0
+    assert tickets_of(api.get("/legacy", query={"count": "39"})) == list(range(111, 150))
+    old_callers_take(api.client, "legacy", 149)
     status, out, _ = migrate(EXAMPLE_CONFIG, "--margin", "100")
+    assert out[1].startswith("legacy: OVERLAP: the old callers took 111 .. 149, above the target 110"), out
     assert status == 1
-    assert out[1].startswith("legacy: OVERLAP: the old callers took 111 .. 149, above the target 110")
     assert out[2].startswith("legacy: raised above 249 (old value 149 + margin 100)")
-    assert (
-        out[-1]
-        == "1 key(s): 1 raised, 0 already above, 0 not migrated, 1 past their recorded target; 0 item(s) skipped"
+    assert out[-1] == (
+        "1 key(s): 1 raised, 0 already above, 0 not migrated, 1 past their recorded target; 0 item(s) skipped"
     )
     assert tickets_of(api.get("/legacy")) == [250]
 

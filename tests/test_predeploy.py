@@ -274,9 +274,6 @@ def test_the_module_command_runs_it(tmp_path):
 @pytest.mark.slow
 def test_the_synthesised_assembly_names_each_stacks_region_version_and_layer_parameter(tmp_path):
     """The real app's cloud assembly, as make deploy hands it to the check."""
-    import os
-
-    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
     from aws_cdk import App
 
     import app

@@ -60,9 +60,11 @@ from tickets_deploy.ledger import (
 REGION_SLOTS = 2  # as in the issue: two regions, so a start of 1000 moves a lane onto the other region's
 REGIONS = ("us-east-1", "eu-west-1")
 BRANCHES = ("main", "a", "b")
-KEYS = ("default", "orders", "foo")
-NEW_KEYS = ("default", "foo")  # keys a change may configure (orders is configured from make init on)
-LAYOUTS = ({}, {"start": 1000}, {"shards": 2}, {"stride": 3})
+KEYS = ("orders", "foo")  # orders is configured from make init on; a branch may configure foo
+# Layouts foo may be given; {} is the unconfigured layout. (The rollout model covers the default key,
+# strides, regions and refused changes on one line of versions; this model, what branches add.)
+LAYOUTS = ({}, {"start": 1000}, {"shards": 2})
+EDITS = (("strictKeys", True), ("strictKeys", False), *(("foo", layout) for layout in LAYOUTS))
 EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "25"))
 TODAY = os.environ.get("TICKETS_TEAM_MODEL") == "today"
 TABLE = "tickets-counters"
@@ -188,7 +190,18 @@ class TeamModel(RuleBasedStateMachine):
 
     # --- a team's work -------------------------------------------------------------------------------
 
-    @initialize(strict=st.booleans(), orders=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32 - 1))
+    @initialize(
+        strict=st.booleans(),
+        orders=st.sampled_from(LAYOUTS),
+        seed=st.integers(0, 2**32 - 1),
+        pull_requests=st.lists(st.sampled_from(EDITS), min_size=2, max_size=2),
+    )
+    def start(self, strict: bool, orders: dict, seed: int, pull_requests: list[tuple[str, Any]]) -> None:
+        """A team's usual state: main deployed to both regions, and a pull request open on a and on b."""
+        self.make_init(strict, orders, seed)
+        for branch, edit in zip(BRANCHES[1:], pull_requests, strict=True):
+            self.edit_config(branch, edit)
+
     def make_init(self, strict: bool, orders: dict, seed: int) -> None:
         """`make init` on main, committed, then deployed to both regions."""
         self.lane_picks = random.Random(seed)
@@ -226,17 +239,20 @@ class TeamModel(RuleBasedStateMachine):
             return
         self.commit(branch, (head.id,), cdk_json, ledger)
 
-    @rule(branch=st.sampled_from(BRANCHES), key=st.sampled_from(NEW_KEYS), layout=st.sampled_from(LAYOUTS))
-    def configure_counter(self, branch: str, key: str, layout: dict) -> None:
-        self.change(branch, lambda tickets: tickets["counters"].update({key: dict(layout)}))
+    @rule(branch=st.sampled_from(BRANCHES), edit=st.sampled_from(EDITS))
+    def edit_config(self, branch: str, edit: tuple[str, Any]) -> None:
+        """One change to cdk.json on a branch: strictKeys, or foo configured with a layout."""
+        setting, value = edit
+        if setting == "strictKeys":
+            self.change(branch, lambda tickets: tickets.update(strictKeys=value))
+        else:
+            self.configure_foo(branch, value)
 
-    @rule(branch=st.sampled_from(BRANCHES), strict=st.booleans())
+    def configure_foo(self, branch: str, layout: dict) -> None:
+        self.change(branch, lambda tickets: tickets["counters"].update(foo=dict(layout)))
+
     def set_strict_keys(self, branch: str, strict: bool) -> None:
         self.change(branch, lambda tickets: tickets.update(strictKeys=strict))
-
-    @rule(branch=st.sampled_from(BRANCHES), key=st.sampled_from(NEW_KEYS))
-    def set_default_key(self, branch: str, key: str) -> None:
-        self.change(branch, lambda tickets: tickets.update(defaultKey=key))
 
     def merge_base(self, one: int, other: int) -> int:
         def ancestors(commit_id: int) -> set[int]:
@@ -329,11 +345,15 @@ class TeamModel(RuleBasedStateMachine):
         return self.handlers[region, commit_id]
 
     @rule(
-        region=st.sampled_from(REGIONS),
         key=st.sampled_from(KEYS),
         route=st.sampled_from(["ticket", "block"]),
         count=st.one_of(st.integers(1, 5), st.integers(400, 1000)),  # enough to reach a start of 1000
     )
+    def traffic(self, key: str, route: str, count: int) -> None:
+        """Callers in every region take tickets of one key."""
+        for region in REGIONS:
+            self.issue(region, key, route, count)
+
     def issue(self, region: str, key: str, route: str, count: int) -> None:
         handler = self.handler(region)
         before = handler.items()
@@ -387,7 +407,7 @@ class TeamModel(RuleBasedStateMachine):
 
 TeamModel.TestCase.settings = settings(
     max_examples=EXAMPLES,
-    stateful_step_count=30,
+    stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
@@ -404,7 +424,7 @@ def hole_1(model: TeamModel) -> None:
     model.start_branch("a")
     model.set_strict_keys("a", False)
     model.start_branch("b")
-    model.configure_counter("b", "foo", {"start": 1000})
+    model.configure_foo("b", {"start": 1000})
     assert len(model.commits) == 3, "each pull request synthesises on its own branch"
     model.deploy("a", [True, True])
     model.merge("main", "a", "ours", None)

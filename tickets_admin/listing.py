@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tickets.lane_item import LAST, STEP, Item, number
-from tickets.tables import COUNTER_KEY
+from tickets.tables import COUNTER_KEY, is_counter_item
 
 SHARD_SEPARATOR = "#"  # a sharded key's lanes are the items `key#0`, `key#1`, ...
 COLUMNS = ("key", "lanes", "last", "step")
@@ -16,10 +16,13 @@ COLUMNS = ("key", "lanes", "last", "step")
 
 def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
     """Per key, sorted: how many lanes this table holds (an item with a `last`), the highest `last` among
-    them (null if none issued), and the step stored on its items (null on an item code did not write)."""
+    them (null if none issued), and the step stored on its items (null on an item code did not write).
+    The records tickets_admin keeps beside the counters (`migrate`'s targets) are not counters: left out."""
     grouped: dict[str, list[Item]] = {}
     for item in items:
         item_key = item[COUNTER_KEY]["S"]
+        if not is_counter_item(item_key):
+            continue
         grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
     listed = []
     for key, key_items in sorted(grouped.items()):
