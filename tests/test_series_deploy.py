@@ -69,17 +69,34 @@ SERIES_CONFIG = {
 
 
 @pytest.fixture(scope="module")
-def series_stack(tmp_path_factory):
+def series_synthesis(tmp_path_factory):
     from test_stack import CDK_CONTEXT, Synthesised
 
     ledger = tmp_path_factory.mktemp("series-ledger") / "tickets.lock.json"
-    synthesised = Synthesised(
+    return Synthesised(
         {**CDK_CONTEXT, "tickets": SERIES_CONFIG},
         tmp_path_factory.mktemp("series"),
         ledger,
         template_regions={"us-east-1"},
     )
-    return synthesised.template_json("us-east-1")
+
+
+@pytest.fixture(scope="module")
+def series_stack(series_synthesis):
+    return series_synthesis.template_json("us-east-1")
+
+
+@pytest.mark.slow
+def test_cfn_lint_and_cdk_nag_find_nothing_in_a_stack_with_series(series_synthesis):
+    import cfnlint.api
+    from aws_cdk.assertions import Annotations, Match
+
+    for region, stack in series_synthesis.stacks.items():
+        matches = cfnlint.api.lint(json.dumps(series_synthesis.template_json(region)), regions=[region])
+        assert [str(match) for match in matches if match.rule.id.startswith("E")] == []
+        annotations = Annotations.from_stack(stack)
+        assert annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+        assert annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")) == []
 
 
 @pytest.mark.slow
