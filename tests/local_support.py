@@ -9,6 +9,7 @@ import hmac
 import http.client
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -241,9 +242,10 @@ def expected_sigv4_signature(method: str, path: str, headers: dict[str, str], bo
 
 
 @contextlib.contextmanager
-def running_dynalite() -> Iterator[str]:
+def running_dynalite(path: Path | None = None) -> Iterator[str]:
     """A dynalite (npm, installed by `make test`) on a free loopback port: its endpoint URL. Skips
-    where Node is missing, except in CI, which must run these tests."""
+    where Node is missing, except in CI, which must run these tests. `path`: keep the tables in that
+    directory (LevelDB), so a dynalite started again on it has them; by default, in memory."""
     if shutil.which("node") is None:
         reason = "node is not installed: the dynalite tests need Node.js (dynalite is an npm package)"
         if os.environ.get("CI") == "true":
@@ -257,11 +259,12 @@ def running_dynalite() -> Iterator[str]:
     for _ in range(DYNALITE_START_ATTEMPTS):
         port = _free_port()  # another process may take it before dynalite binds: then try another
         process = subprocess.Popen(
-            [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"],
-            stdout=subprocess.DEVNULL,
+            [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"]
+            + ([] if path is None else ["--path", str(path)]),
+            stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        if _serving(process, port):
+        if _listening(process) and _serving(process, port):
             break
         process.kill()
         process.wait(timeout=10)
@@ -280,6 +283,25 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def _listening(process: subprocess.Popen, seconds: float = 15) -> bool:
+    """True once this dynalite says it listens ("Dynalite listening at: ..."); False if it exited first
+    (the port was taken meanwhile). A connection alone could reach another process on the port: one
+    another test run on this machine started there a moment before."""
+    assert process.stdout is not None
+    deadline = time.monotonic() + seconds
+    line = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([process.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(process.stdout.fileno(), 4096)
+            if not chunk:
+                return False  # exited
+            line += chunk
+            if b"listening at" in line:
+                return True
+    return False
 
 
 def _serving(process: subprocess.Popen, port: int, seconds: float = 15) -> bool:
