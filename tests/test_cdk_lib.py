@@ -168,16 +168,14 @@ def test_init_refuses_without_cdk_json_or_over_an_existing_ledger(tmp_path, caps
 # --- the app-level ledger check, in process -----------------------------------------------------
 
 
-def _shop_app(tmp_path: Path, us_counters: dict | None = None) -> App:
+def _shop_app(tmp_path: Path, us_counters: dict | None = None, us_series: dict | None = None) -> App:
     app = App(outdir=str(tmp_path / "out"), context={LEDGER_PATH_CONTEXT: str(tmp_path / "tickets.lock.json")})
     orders = {"table_name": "shop-orders", "region_slots": 2, "counters": {"orders": {"start": 5000}}}
     TicketService(_stack(app=app), "Orders", region_slot=0, **orders)
-    TicketService(
-        _stack(app=app, name="Us", region="us-east-1"),
-        "Orders",
-        region_slot=1,
-        **{**orders, **({"counters": us_counters} if us_counters is not None else {})},
-    )
+    us_props = {**({"counters": us_counters} if us_counters is not None else {})}
+    if us_series is not None:
+        us_props["series"] = us_series
+    TicketService(_stack(app=app, name="Us", region="us-east-1"), "Orders", region_slot=1, **{**orders, **us_props})
     return app
 
 
@@ -210,6 +208,9 @@ def test_one_service_in_two_regions_is_one_ledger_entry_and_must_agree_on_its_nu
 
     with pytest.raises(Exception, match=r"share the table name 'shop-orders'.*their counters differ"):
         _shop_app(tmp_path / "differ", us_counters={"orders": {"start": 1}}).synth()
+    # Series are recorded per service too: a second region's series may not differ unseen.
+    with pytest.raises(Exception, match=r"share the table name 'shop-orders'.*their series differ"):
+        _shop_app(tmp_path / "series", us_series={"inv": {"format": "INV/{series}/{n}"}}).synth()
 
 
 @pytest.mark.slow

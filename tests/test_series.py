@@ -282,3 +282,43 @@ def test_the_python_client_sends_one_idempotency_key_for_every_attempt():
     assert first.headers["idempotency-key"] == retry.headers["idempotency-key"]
     assert json.loads(first.body) == {"ref": "order 9"} and first.headers["content-type"] == "application/json"
     assert (first.method, first.path) == ("POST", "/_series/invoices")
+
+
+@pytest.mark.slow
+def test_a_journal_past_a_querys_megabyte_is_read_whole(series_api, admin):
+    """DynamoDB ends a Query at 1 MB whatever its Limit: 500 voided entries with long reasons and refs pass it. The
+    journal route's page, `tickets_admin journal` and the audit follow on and miss no entry."""
+    reason = "订单取消" * 125  # 500 characters, 1,500 bytes
+    for n in range(1, 601):
+        void = {"voidedBy": {"S": CALLER}, "voidedAt": {"S": "2026-11-24T12:00:00.000Z"}, "voidReason": {"S": reason}}
+        idempotency_key = f"k{n}".ljust(128, "-")
+        entry = Entry("invoices", "2026-27", n, "2026-11-24T12:00:00.000Z", CALLER, idempotency_key, "订" * 128)
+        series_api.client.put_item(TableName=SERIES_TABLE, Item={**entry.to_item(), **void})
+    page = series_api.get("/_series/invoices/journal", query={"series": "2026-27", "limit": "500"})
+    assert [e["ticket"] for e in page.body["entries"]] == list(range(1, 501)) and page.body["next"] == 500
+    status, lines, _ = admin("journal", "invoices")
+    assert status == 0 and [json.loads(line)["ticket"] for line in lines] == list(range(1, 601))
+    status, lines, _ = admin("audit", "invoices")
+    assert (status, lines[0]) == (0, "invoices 2026-27: numbers 1..600: 600 issued, 600 voided")
+
+
+def test_a_later_config_never_moves_the_series_start_the_audit_reads(series_api, admin, deploy, clock):
+    """The head records the series' first number as its first request wrote it: a function on another
+    config (a region left on an older version, a rollback) cannot make the audit start above numbers
+    that exist."""
+    for i in range(5):
+        issue(series_api, f"k{i}")
+    moved = {**CONFIG, "series": {"invoices": {**INVOICES, "start": 1000}}}
+    later = deploy(moved)
+    later._app = create_app(
+        later.settings,
+        function_client(later.region),
+        COUNTER_TABLE,
+        IDEMPOTENCY_TABLE,
+        region=later.region,
+        series_table=SERIES_TABLE,
+        clock=clock,
+    )
+    assert issue(later, "k-later").status == 200
+    status, lines, _ = admin("audit", "invoices")
+    assert (status, lines[0]) == (0, "invoices 2026-27: numbers 1..6: 6 issued, 0 voided")

@@ -15,7 +15,7 @@ import json
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -127,7 +127,13 @@ class SeriesTable:
                     number = int(item[SERIES_SORT_KEY]["N"])
                     first_entries[name] = min(number, first_entries.get(name, number))
         for name, first in first_entries.items():
-            heads.setdefault(name, Head(key, name, first, first - 1))
+            # From the lowest of the head's start and the first entry: an entry below the recorded start is
+            # audited too, never skipped.
+            head = heads.get(name)
+            if head is None:
+                heads[name] = Head(key, name, first, first - 1)
+            else:
+                heads[name] = replace(head, start=min(head.start, first))
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:

@@ -130,7 +130,7 @@ class TicketsLedgerCheck(Construct):
                 configs[name], first[name] = config, entry.service
                 continue
             merged = configs[name]
-            for field in ("region_slots", "strict_keys", "default_key", "counters"):
+            for field in ("region_slots", "strict_keys", "default_key", "counters", "series"):
                 if getattr(merged, field) != getattr(config, field):
                     raise ValueError(
                         f"{entry.service.node.path} and {first[name].node.path} share the table name {name!r}, "

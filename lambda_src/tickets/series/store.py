@@ -176,17 +176,24 @@ class SeriesStore:
         return Entry.from_item(response["Item"]) if "Item" in response else None
 
     def page(self, key: str, series: str, after: int, limit: int) -> list[Entry]:
-        """Up to `limit` entries of the series with numbers above `after`, in order (one Query)."""
-        response = self._call(
-            "query",
-            TableName=self._table,
-            KeyConditionExpression="#pk = :pk AND #n > :after",
-            ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY, "#n": SERIES_SORT_KEY},
-            ExpressionAttributeValues={":pk": {"S": entries_partition(key, series)}, ":after": {"N": str(after)}},
-            Limit=limit,
-            ConsistentRead=True,
-        )
-        return [Entry.from_item(item) for item in response.get("Items", [])]
+        """Up to `limit` entries of the series with numbers above `after`, in order. DynamoDB ends a Query
+        at 1 MB whatever its Limit (500 voided entries with long reasons pass it), so a short answer with a
+        LastEvaluatedKey is followed on: fewer than `limit` entries means the journal ends there."""
+        entries: list[Entry] = []
+        query: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND #n > :after",
+            "ExpressionAttributeNames": {"#pk": SERIES_PARTITION_KEY, "#n": SERIES_SORT_KEY},
+            "ExpressionAttributeValues": {":pk": {"S": entries_partition(key, series)}, ":after": {"N": str(after)}},
+            "ConsistentRead": True,
+        }
+        while len(entries) < limit:
+            response = self._call("query", **query, Limit=limit - len(entries))
+            entries += [Entry.from_item(item) for item in response.get("Items", [])]
+            if "LastEvaluatedKey" not in response:
+                break
+            query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return entries
 
     def mark(self, key: str, series: str) -> int | None:
         """The head's high-water mark; None before the series' first number."""
@@ -319,13 +326,16 @@ class SeriesStore:
 
     def _raise_mark(self, request: IssueRequest, series: str, number: int) -> None:
         """Move the head's mark up onto `number`, whose entry exists; never down. The head also says
-        the series' key, name and first number, for the audit (tickets_admin audit)."""
+        the series' key, name and first number, for the audit (tickets_admin audit): the first number as
+        the series' first request wrote it, never rewritten from a later config."""
         try:
             self._call(
                 "update_item",
                 TableName=self._table,
                 Key=head_key(request.key, series),
-                UpdateExpression="SET #last = :n, #key = :key, series = :series, #start = :start",
+                UpdateExpression=(
+                    "SET #last = :n, #key = :key, series = :series, #start = if_not_exists(#start, :start)"
+                ),
                 ConditionExpression="attribute_not_exists(#last) OR #last < :n",
                 ExpressionAttributeNames={"#last": "last", "#key": "key", "#start": "start"},
                 ExpressionAttributeValues={
