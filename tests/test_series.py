@@ -15,7 +15,7 @@ from local_support import SERIES_KEY, TICKETS_CONFIG, StubServer, json_reply, wr
 from tickets.app import create_app
 from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series
-from tickets.series.journal import Entry, entry_key
+from tickets.series.journal import Entry, entry_key, request_key
 from tickets.settings import SERIES_TABLE_ENV
 from tickets_admin.__main__ import main as admin_main
 from tickets_admin.journal import Head, audit
@@ -322,3 +322,11 @@ def test_a_later_config_never_moves_the_series_start_the_audit_reads(series_api,
     assert issue(later, "k-later").status == 200
     status, lines, _ = admin("audit", "invoices")
     assert (status, lines[0]) == (0, "invoices 2026-27: numbers 1..6: 6 issued, 0 voided")
+
+
+def test_two_callers_idempotency_keys_never_name_one_request():
+    """An IAM user's path may hold `#`, and so may an Idempotency-Key: `a` sending `b/alice#K` and the
+    user `a#b/alice` sending `K` are two requests, each with its own record."""
+    first = request_key("invoices", "arn:aws:iam::111122223333:user/a", "b/alice#K")
+    second = request_key("invoices", "arn:aws:iam::111122223333:user/a#b/alice", "K")
+    assert first != second

@@ -34,8 +34,10 @@ def entry_key(key: str, series: str, number: int) -> Item:
 
 
 def request_key(key: str, caller: str, idempotency_key: str) -> Item:
-    # No key and no IAM caller holds `#`; the Idempotency-Key, which may, comes last.
-    return {SERIES_PARTITION_KEY: {"S": f"request#{key}#{caller}#{idempotency_key}"}, SERIES_SORT_KEY: {"N": "0"}}
+    # No key holds `#`, but an IAM user's path may, and so may an Idempotency-Key: the caller goes in with
+    # its length, so no two (caller, Idempotency-Key) pairs ever name one request item.
+    named = f"request#{key}#{len(caller)}:{caller}#{idempotency_key}"
+    return {SERIES_PARTITION_KEY: {"S": named}, SERIES_SORT_KEY: {"N": "0"}}
 
 
 def iso_time(epoch_millis: int) -> str:
