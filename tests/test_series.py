@@ -330,3 +330,13 @@ def test_two_callers_idempotency_keys_never_name_one_request():
     first = request_key("invoices", "arn:aws:iam::111122223333:user/a", "b/alice#K")
     second = request_key("invoices", "arn:aws:iam::111122223333:user/a#b/alice", "K")
     assert first != second
+
+
+def test_a_repeated_void_is_not_counted_again(series_api, capsys):
+    """SeriesVoided counts numbers voided, not void requests: a repeat answers the first void only."""
+    issue(series_api, "k1")
+    void = json.dumps({"series": "2026-27", "ticket": 1, "reason": "customer cancelled"})
+    capsys.readouterr()
+    assert [series_api.post("/_series/invoices/void", body=void).status for _ in range(2)] == [200, 200]
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    assert [line.get("SeriesVoided") for line in lines] == [[1.0]]

@@ -191,8 +191,9 @@ def create_app(
         series_of(key)
         protocol.no_query_nor_body(f"POST /_series/{key}/void", event.raw_query_string, None)
         void = series_requests.void_request(event.body, bool(event.is_base64_encoded))
-        entry = journal.void(key, void.series, void.ticket, caller(event.raw_event), void.reason)
-        series_metric("SeriesVoided", key, void.series)
+        entry, voided_now = journal.void(key, void.series, void.ticket, caller(event.raw_event), void.reason)
+        if voided_now:  # a repeated void answers the first and is not counted again
+            series_metric("SeriesVoided", key, void.series)
         return _json(200, entry.to_json())
 
     @handles

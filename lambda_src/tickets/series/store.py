@@ -147,8 +147,9 @@ class SeriesStore:
             "nothing was issued to it, retry with the same Idempotency-Key"
         )
 
-    def void(self, key: str, series: str, number: int, caller: str, reason: str) -> Entry:
-        """Record the void on the entry; a void is never undone, so a repeated void answers the first."""
+    def void(self, key: str, series: str, number: int, caller: str, reason: str) -> tuple[Entry, bool]:
+        """Record the void on the entry; a void is never undone, so a repeated void answers the first.
+        Returns the entry and whether this call voided it (False: voided before)."""
         void = Void(caller, iso_time(self._now()), reason)
         try:
             response = self._call(
@@ -166,8 +167,8 @@ class SeriesStore:
             entry = self.entry(key, series, number)
             if entry is None:
                 raise NotFound(f"series {key!r} has no number {number} in series {series!r}: nothing to void") from None
-            return entry  # voided before: the first void stands
-        return Entry.from_item(response["Attributes"])
+            return entry, False  # voided before: the first void stands
+        return Entry.from_item(response["Attributes"]), True
 
     def entry(self, key: str, series: str, number: int) -> Entry | None:
         response = self._call(
