@@ -49,10 +49,8 @@ def clock() -> Clock:
     return Clock(NOW)
 
 
-@pytest.fixture
-def series_api(deploy, clock) -> Region:
-    """The handler deployed with CONFIG (a counter and the invoice series), its clock pinned."""
-    region = deploy(CONFIG)
+def with_series(region: Region, clock: Clock) -> Region:
+    """`region`'s handler with the series table and its clock pinned."""
     region._app = create_app(
         region.settings,
         function_client(region.region),
@@ -63,6 +61,12 @@ def series_api(deploy, clock) -> Region:
         clock=clock,
     )
     return region
+
+
+@pytest.fixture
+def series_api(deploy, clock) -> Region:
+    """The handler deployed with CONFIG (a counter and the invoice series), its clock pinned."""
+    return with_series(deploy(CONFIG), clock)
 
 
 def issue(api: Region, idempotency_key: str, ref: str | None = None, key: str = "invoices"):
@@ -309,16 +313,7 @@ def test_a_later_config_never_moves_the_series_start_the_audit_reads(series_api,
     for i in range(5):
         issue(series_api, f"k{i}")
     moved = {**CONFIG, "series": {"invoices": {**INVOICES, "start": 1000}}}
-    later = deploy(moved)
-    later._app = create_app(
-        later.settings,
-        function_client(later.region),
-        COUNTER_TABLE,
-        IDEMPOTENCY_TABLE,
-        region=later.region,
-        series_table=SERIES_TABLE,
-        clock=clock,
-    )
+    later = with_series(deploy(moved), clock)
     assert issue(later, "k-later").status == 200
     status, lines, _ = admin("audit", "invoices")
     assert (status, lines[0]) == (0, "invoices 2026-27: numbers 1..6: 6 issued, 0 voided")

@@ -131,7 +131,7 @@ def _body_fields(body: bytes, max_count: int) -> dict[str, Any]:
     if not body.strip():
         return {}
     try:
-        fields = json.loads(body, object_pairs_hook=_unique_fields)
+        fields = json.loads(body, object_pairs_hook=unique_fields)
     except (ValueError, RecursionError):
         raise BadRequest('the body must be empty or a JSON object such as {"count": 10}') from None
     if not isinstance(fields, dict):
@@ -146,7 +146,7 @@ def _body_fields(body: bytes, max_count: int) -> dict[str, Any]:
     return fields
 
 
-def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """A JSON object whose fields are all different: `{"count": 2, "count": 3}` means nothing sure."""
     fields: dict[str, Any] = {}
     for name, value in pairs:

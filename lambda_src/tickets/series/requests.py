@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadRequest, PayloadTooLarge, echo
-from ..protocol import query_parameters_of
+from ..protocol import query_parameters_of, unique_fields
 from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
@@ -70,7 +70,7 @@ def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example
         raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
     try:
         raw = base64.b64decode(body, validate=True) if is_base64 else body.encode("utf-8", "surrogatepass")
-        fields = json.loads(raw, object_pairs_hook=_unique) if raw.strip() else {}
+        fields = json.loads(raw, object_pairs_hook=unique_fields) if raw.strip() else {}
     except (binascii.Error, ValueError, RecursionError):
         raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
     if len(raw) > MAX_BODY_BYTES:
@@ -80,15 +80,6 @@ def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example
     unknown = sorted(set(fields) - set(allowed))
     if unknown:
         raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
-    return fields
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    fields: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in fields:
-            raise BadRequest(f"the body repeats the field {echo(name)}; give each field once")
-        fields[name] = value
     return fields
 
 
