@@ -18,6 +18,7 @@ import pytest
 
 import tickets
 import tickets_client
+import tickets_client.client
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON_CLIENT = REPO / "clients" / "python"
@@ -45,6 +46,11 @@ def test_the_public_names_import_from_the_package_root():
 
 def test_the_client_is_released_with_the_server_and_its_metadata_reads_the_version():
     assert tickets_client.__version__ == tickets.__version__
+    assert tickets.__version__ == TYPESCRIPT_VERSION  # the TypeScript client is released with them
+    source = (TYPESCRIPT_CLIENT / "src" / "client.ts").read_text()
+    user_agents = re.findall(r'USER_AGENT = "tickets-client-ts/([^"]+)"', source)
+    assert user_agents == [TYPESCRIPT_VERSION]
+    assert f"tickets-client/{tickets.__version__}" == tickets_client.client.USER_AGENT
     project = tomllib.loads((PYTHON_CLIENT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "tickets_client.version.__version__"}

@@ -42,10 +42,11 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import TicketsError
 from .signing import Signer, function_url_region
+from .version import __version__
 
 __all__ = ["Block", "SeriesNumber", "TicketsClient", "TicketsError"]
 
-USER_AGENT = "tickets-client/0.1"
+USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_CAP_SECONDS = 5.0
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
