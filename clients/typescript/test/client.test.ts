@@ -73,38 +73,30 @@ describe("against the local server", () => {
     const bigBlock = await refusal(client.block("orders", 1_000_001));
     assert.deepEqual([bigBlock.status, bigBlock.code], [400, "bad_request"]);
   });
-});
 
-describe("series against the local server", () => {
-  let server: LocalServer;
-  let client: TicketsClient;
-  before(async () => {
-    server = await localServer();
-    client = new TicketsClient(server.url);
-  });
-  after(async () => server.stop());
-
-  test("a number per call, the same for a reused Idempotency-Key, voids and the journal in pages", async (t) => {
-    if (!server.ownConfig) return t.skip("TICKETS_URL names a server whose config may have no series");
-    const first = await client.series("ts-invoices", { ref: "order 1" });
-    assert.deepEqual(first, { key: "ts-invoices", series: "all", ticket: 1, id: "T-001" });
-    const kept = await client.series("ts-invoices", { ref: "order 2", idempotencyKey: "document-2" });
-    assert.deepEqual(await client.series("ts-invoices", { ref: "order 2", idempotencyKey: "document-2" }), kept);
-    await client.series("ts-invoices");
-    const voided = await client.void("ts-invoices", "all", 2, "cancelled");
-    assert.equal((voided.voided as { reason: string }).reason, "cancelled");
-    const entries = [];
-    for await (const entry of client.journal("ts-invoices", "all", undefined, 2)) entries.push(entry);
-    assert.deepEqual(
-      entries.map((e) => [e.ticket, e.ref]),
-      [
-        [1, "order 1"],
-        [2, "order 2"],
-        [3, null],
-      ],
-    );
-    const never = await refusal(client.void("ts-invoices", "all", 99, "never issued"));
-    assert.equal(never.status, 404);
+  describe("series", () => {
+    test("a number per call, the same for a reused Idempotency-Key, voids and the journal in pages", async (t) => {
+      if (!server.ownConfig) return t.skip("TICKETS_URL names a server whose config may have no series");
+      const first = await client.series("ts-invoices", { ref: "order 1" });
+      assert.deepEqual(first, { key: "ts-invoices", series: "all", ticket: 1, id: "T-001" });
+      const kept = await client.series("ts-invoices", { ref: "order 2", idempotencyKey: "document-2" });
+      assert.deepEqual(await client.series("ts-invoices", { ref: "order 2", idempotencyKey: "document-2" }), kept);
+      await client.series("ts-invoices");
+      const voided = await client.void("ts-invoices", "all", 2, "cancelled");
+      assert.equal((voided.voided as { reason: string }).reason, "cancelled");
+      const entries = [];
+      for await (const entry of client.journal("ts-invoices", "all", undefined, 2)) entries.push(entry);
+      assert.deepEqual(
+        entries.map((e) => [e.ticket, e.ref]),
+        [
+          [1, "order 1"],
+          [2, "order 2"],
+          [3, null],
+        ],
+      );
+      const never = await refusal(client.void("ts-invoices", "all", 99, "never issued"));
+      assert.equal(never.status, 404);
+    });
   });
 });
 
