@@ -191,16 +191,31 @@ class StubServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http = LoopbackHttp(Handler)
+        return self
+
+    @property
+    def url(self) -> str:
+        return self._http.url
+
+    def __exit__(self, *exc: Any) -> None:
+        self._http.stop()
+
+
+class LoopbackHttp:
+    """A handler class served on 127.0.0.1 (a free port) from a daemon thread, until stop(): the stub
+    servers' common part."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        return self
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __exit__(self, *exc: Any) -> None:
+    def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
 

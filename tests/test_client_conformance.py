@@ -6,13 +6,13 @@ before each retry. Also the Retry-After rules of docs/client.md, unit by unit.""
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from local_support import LoopbackHttp
 from tickets_client import Block, TicketsClient, TicketsError
 from tickets_client import client as client_module
 
@@ -59,20 +59,18 @@ class ScriptedServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._handler = Handler
 
     def __enter__(self) -> ScriptedServer:
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._http = LoopbackHttp(self._handler)
         return self
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self._http.url
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self._http.stop()
 
 
 def run_case(case: dict[str, Any]) -> tuple[Any, int, list[float]]:
