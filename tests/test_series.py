@@ -7,6 +7,9 @@ import dataclasses
 import datetime
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -335,3 +338,17 @@ def test_a_repeated_void_is_not_counted_again(series_api, capsys):
     assert [series_api.post("/_series/invoices/void", body=void).status for _ in range(2)] == [200, 200]
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
     assert [line.get("SeriesVoided") for line in lines] == [[1.0]]
+
+
+def test_a_function_without_series_never_loads_the_journals_code():
+    """Most functions serve no series: the journal's modules stay out of their cold start."""
+    script = (
+        "import sys\n"
+        "from tickets.app import create_app\n"
+        "from tickets.settings import Settings\n"
+        "create_app(Settings(), None, 'counters', 'idempotency', region='us-east-1')\n"
+        "print(sorted(name for name in sys.modules if name.startswith('tickets.series.')))\n"
+    )
+    environment = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "true"}
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
+    assert loaded.stdout.strip() == "['tickets.series.config']"

@@ -29,14 +29,13 @@ from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
 from .sequence import Lane
-from .series import requests as series_requests
 from .series.config import SeriesConfig
-from .series.store import IssueRequest, SeriesStore
 from .settings import Settings
 from .store import CounterStore
 
 if TYPE_CHECKING:
     from .idempotency import IdempotentIssue
+    from .series.store import SeriesStore
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
 
@@ -99,7 +98,9 @@ def create_app(
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     issuer = Issuer(settings, CounterStore(client, counter_table), shuffle)
-    journal = SeriesStore(client, series_table or "")
+    # The journal's code is loaded only where series are configured: most functions serve none, and its
+    # modules would only add to their cold start.
+    journal = _series_store(client, series_table) if settings.series and series_table else None
     resolver = LambdaFunctionUrlResolver()
     idempotent_issue: IdempotentIssue | None = None
 
@@ -158,7 +159,10 @@ def create_app(
     def issue_series_number(key: str) -> Response[str]:
         """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
         event = resolver.current_event
-        config = series_of(key)
+        config, journal = series_of(key)
+        from .series import requests as series_requests
+        from .series.store import IssueRequest
+
         protocol.no_query_nor_body(f"POST /_series/{key}", event.raw_query_string, None)
         ref = series_requests.issue_request(event.body, bool(event.is_base64_encoded))
         idempotency_key = headers().get("idempotency-key")
@@ -188,7 +192,9 @@ def create_app(
     def void_series_number(key: str) -> Response[str]:
         """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
         event = resolver.current_event
-        series_of(key)
+        _, journal = series_of(key)
+        from .series import requests as series_requests
+
         protocol.no_query_nor_body(f"POST /_series/{key}/void", event.raw_query_string, None)
         void = series_requests.void_request(event.body, bool(event.is_base64_encoded))
         entry, voided_now = journal.void(key, void.series, void.ticket, caller(event.raw_event), void.reason)
@@ -200,7 +206,9 @@ def create_app(
     def series_journal(key: str) -> Response[str]:
         """A page of the journal, in number order; `next` is the `after` of the following page."""
         event = resolver.current_event
-        config = series_of(key)
+        config, journal = series_of(key)
+        from .series import requests as series_requests
+
         protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, event.body)
         asked = series_requests.journal_request(event.raw_query_string)
         after = config.start - 1 if asked.after is None else asked.after
@@ -209,12 +217,13 @@ def create_app(
         body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
         return _json(200, body)
 
-    def series_of(key: str) -> SeriesConfig:
+    def series_of(key: str) -> tuple[SeriesConfig, SeriesStore]:
+        """The configured series `key` and the journal's store; 404 for a key that is not a series."""
         config = settings.series.get(key)
-        if config is None:
+        if config is None or journal is None:
             configured = ", ".join(sorted(settings.series)) or "none"
             raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/series.md")
-        return config
+        return config, journal
 
     for route in served_routes:
         resolver.route(route.rule, method=list(route.methods))(handlers[route.handler])
@@ -335,6 +344,12 @@ def create_app(
         return result
 
     return App(dynamodb, issuer, resolver, lambda_handler)
+
+
+def _series_store(client: Any, table: str) -> SeriesStore:
+    from .series.store import SeriesStore
+
+    return SeriesStore(client, table)
 
 
 def _normalised(event: dict[str, Any]) -> dict[str, Any]:
