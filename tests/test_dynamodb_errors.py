@@ -10,9 +10,9 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
+from test_series import CONFIG, NOW, Clock, with_series
 
 from conftest import COUNTER_TABLE
-from test_series import CONFIG, NOW, Clock, with_series
 from tickets.dynamodb_errors import Failure, classify, classify_code
 from tickets_admin.table import AdminError, CounterTable
 
@@ -32,7 +32,12 @@ CODES = {
     "ConditionalCheckFailedException": (400, Failure.CONDITION_FAILED),
 }
 # What the function answers for each meaning, on every route that calls DynamoDB.
-STATUS = {Failure.UNAVAILABLE: 503, Failure.ACCESS_DENIED: 500, Failure.MISSING_TABLE: 500, Failure.INVALID_REQUEST: 500}
+STATUS = {
+    Failure.UNAVAILABLE: 503,
+    Failure.ACCESS_DENIED: 500,
+    Failure.MISSING_TABLE: 500,
+    Failure.INVALID_REQUEST: 500,
+}
 ANSWERED = {code: meaning for code, meaning in CODES.items() if meaning[1] is not Failure.CONDITION_FAILED}
 
 
@@ -102,7 +107,9 @@ def test_the_series_store_answers_each_code_by_its_meaning(deploy, monkeypatch, 
 
 
 ADMIN_SAYS = {
-    Failure.UNAVAILABLE: "DynamoDB throttled the table 'tickets-test' in us-east-1 beyond the retries, or was unavailable",
+    Failure.UNAVAILABLE: (
+        "DynamoDB throttled the table 'tickets-test' in us-east-1 beyond the retries, or was unavailable"
+    ),
     Failure.ACCESS_DENIED: "DynamoDB denied a request to the table 'tickets-test' in us-east-1",
     Failure.MISSING_TABLE: "no table 'tickets-test' in us-east-1",
     Failure.INVALID_REQUEST: "DynamoDB refused a request to the table 'tickets-test' in us-east-1: ValidationException",
