@@ -1,10 +1,5 @@
-"""The service as one deployment runs it: the route table's dispatch (dispatch.py) around the
-services its feature modules' handlers are given (services.py).
-
-`create_app` is the one way to build it. The Lambda module (handler.py) calls it once at import,
-from the environment the stack sets; the tests, the local server and the bench call it directly,
-each with its own settings and DynamoDB client, as many times as they like.
-"""
+"""`create_app`, the one way to build the function (handler.py, the tests, the local server and the
+bench): its services and the dispatch by the route table (docs/design.md)."""
 
 from __future__ import annotations
 
@@ -22,16 +17,15 @@ from botocore.config import Config
 from . import routes, timing
 from .dispatch import Dispatcher, RouteCheck
 from .issuer import Issuer
-from .observability import logger, metrics
 from .sequence import Lane
-from .services import Services
+from .services import Services, logger, metrics
 from .settings import Settings
 from .store import CounterStore
 
 if TYPE_CHECKING:
     from .series.store import SeriesStore
 
-__all__ = ["App", "DYNAMODB_CONFIG", "LambdaHandler", "create_app", "dynamodb_client", "logger", "metrics"]
+__all__ = ["App", "create_app", "dynamodb_client", "logger", "metrics"]
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
 

@@ -1,6 +1,4 @@
-"""The counters feature: tickets of a key (a list), range blocks, the compatibility route's bare
-number, and a counter's state. Handlers of the route table (routes.py): each takes the services and
-the request, and the path's parameters as keywords."""
+"""The counter routes: tickets, range blocks, the compatibility route, a counter's state."""
 
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ from . import protocol
 from .errors import BadRequest
 from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
-from .services import Services
-from .web import Request, Response, json_response, text_response
+from .services import Request, Response, Services, json_response, text_response
 
 
 def next_default_ticket(services: Services, request: Request) -> Response:

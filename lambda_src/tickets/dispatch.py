@@ -1,10 +1,5 @@
-"""From a Function URL event to its answer, by the route table (routes.py): which handler, or which
-404, 405 or 400; and every exception as the API's JSON error.
-
-The order is the one Powertools' resolver kept, so every answer is as it was: literal paths first,
-then the table's parameterised paths in order, each with its methods; a path none takes is answered
-by `unrouted`.
-"""
+"""An event's answer by the route table (docs/design.md#routes): its handler, or 404, 405 or 400;
+every exception as the API's JSON error."""
 
 from __future__ import annotations
 
@@ -14,25 +9,19 @@ from typing import Any
 from . import protocol
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
-from .observability import count_error, logger
 from .routes import Route, not_found_message, route_of
-from .services import Services
-from .web import Request, Response, json_response
+from .services import Request, Response, Services, count_error, json_response, logger
 
-# The check a route runs before its handler: (services, request, route, path parameters); raises a
-# TicketsError to refuse. None today; access rules (who may do what to which key) go here.
+# Run before every handler with (services, request, route, path parameters); a TicketsError refuses.
 RouteCheck = Callable[[Services, Request, Route, dict[str, str]], None]
 
 
 class Dispatcher:
-    """One deployment's routes (routes.served) and the services their handlers are given. `check`:
-    what runs before every handler, given the route (its `operation`) and its path parameters."""
-
     def __init__(self, routes: tuple[Route, ...], services: Services, check: RouteCheck | None = None):
         self.routes = routes
         self.services = services
         self.check = check
-        # The resolver's order: literal paths before parameterised ones, each in the table's order.
+        # Powertools' order, so answers are as they were: literal paths first, then the table's order.
         self._ordered = tuple(sorted(routes, key=lambda route: bool(route.parameters)))
 
     def answer(self, event: dict[str, Any]) -> Response:
@@ -40,7 +29,7 @@ class Dispatcher:
             normalised = _normalised(event)
             request = Request(normalised, _method(normalised), normalised.get("rawPath") or "/")
             return self._routed(request)
-        except Exception as err:  # every failure is an answer in the API's format
+        except Exception as err:
             return refused(err)
 
     def _routed(self, request: Request) -> Response:
@@ -57,7 +46,6 @@ class Dispatcher:
         return self.unrouted(request)
 
     def unrouted(self, request: Request) -> Response:
-        """A path no route serves (404, naming the paths), or a route's path with another method (405)."""
         route = route_of(request.path, self.routes)
         if route is None:
             return error_response(NotFound(not_found_message(request.path, self.routes)))
@@ -68,7 +56,7 @@ class Dispatcher:
 
 
 def _normalised(event: dict[str, Any]) -> dict[str, Any]:
-    """The event with its paths normalised (protocol.normalise_path): routes never see a trailing slash."""
+    """No trailing slash in its paths (protocol.normalise_path)."""
     http = event.get("requestContext", {}).get("http", {})
     raw_path, path = event.get("rawPath") or "/", http.get("path") or "/"
     if protocol.normalise_path(raw_path) == raw_path and protocol.normalise_path(path) == path:

@@ -1,17 +1,7 @@
-"""What a failed DynamoDB call means, decided once for every caller: the counter store (store.py),
-the series store (series/store.py) and the operator's commands (tickets_admin).
-
-- `CONDITION_FAILED`: the request's condition was false; the caller's own logic decides.
-- `UNAVAILABLE`: throttling, a service fault (any 5xx) or no answer in time (a connection error or
-  timeout). Nothing was written that the caller cannot see again: the function answers 503
-  `unavailable` with Retry-After; a command says to run it again.
-- `MISSING_TABLE`, `ACCESS_DENIED`, `INVALID_REQUEST`: a misconfiguration (the table is not there, the
-  role may not use it, a request DynamoDB refuses). Retrying does not help: the function lets the
-  error through to its 500 `internal_error` (logged with the error, counted by the InternalErrors
-  alarm; docs/operations.md), and a command names what to check.
-
-Only botocore's exception shape is read: `ClientError.response["Error"]["Code"]` and the HTTP status.
-"""
+"""What a failed DynamoDB call means, decided once for the counter store, the series store and
+tickets_admin (docs/design.md#failures): throttling, a 5xx or no answer is UNAVAILABLE (503 with
+Retry-After); a missing table, a denied role or a refused request is a misconfiguration, raised as it
+came (the function's 500 `internal_error`, which the InternalErrors alarm watches)."""
 
 from __future__ import annotations
 
@@ -39,13 +29,12 @@ THROTTLING_CODES = frozenset(
 SERVICE_FAULT_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
 ACCESS_DENIED_CODES = frozenset({"AccessDeniedException", "AccessDenied", "UnrecognizedClientException"})
 MISSING_TABLE_CODE = "ResourceNotFoundException"
-# botocore's bases of every connection failure and timeout it raises (ReadTimeoutError included).
+# botocore's bases of every connection failure and timeout (ReadTimeoutError included).
 NO_ANSWER_ERRORS = (ConnectionError, HTTPClientError)
 
 
 def classify(err: Exception) -> Failure | None:
-    """The meaning of `err` raised by a DynamoDB call; None for an exception that is not DynamoDB's
-    answer (a bug: the caller lets it through)."""
+    """None: not DynamoDB's answer (a bug)."""
     if isinstance(err, NO_ANSWER_ERRORS):
         return Failure.UNAVAILABLE
     if not isinstance(err, ClientError):
@@ -54,7 +43,6 @@ def classify(err: Exception) -> Failure | None:
 
 
 def classify_code(code: str, status: int = 400) -> Failure:
-    """The meaning of an error code (and the HTTP status it came with)."""
     if code == CONDITION_FAILED_CODE:
         return Failure.CONDITION_FAILED
     if code in THROTTLING_CODES or code in SERVICE_FAULT_CODES or status >= 500:
@@ -72,17 +60,13 @@ def error_code(err: ClientError) -> str:
 
 
 @dataclass(frozen=True)
-class UnavailableMessages:
-    """What a store's 503 says: when DynamoDB answered with throttling or a fault, and when it did not answer."""
-
+class UnavailableMessages:  # a store's 503s
     throttled: str
     no_answer: str
 
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
-    """One DynamoDB call; `UNAVAILABLE` raised as a 503 (errors.Unavailable) with the store's message.
-    Every other failure is raised as it came: a failed condition for the caller to read, a
-    misconfiguration to end as the function's 500."""
+    """One call; UNAVAILABLE raised as errors.Unavailable, anything else as it came."""
     try:
         response: dict[str, Any] = getattr(client, operation)(**request)
         return response

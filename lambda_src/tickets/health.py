@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from . import __version__, protocol
-from .services import Services
-from .web import Request, Response, json_response
+from .services import Request, Response, Services, json_response
 
 
 def health(services: Services, request: Request) -> Response:

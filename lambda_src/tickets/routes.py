@@ -1,15 +1,6 @@
-"""The route table: every path the function serves, its methods, the handler that serves it and the
-operation it performs.
-
-One table drives the dispatch (dispatch.py), the `Allow` header and the 404 and 405 texts (here), and
-the paths of the served API document (tickets_local/openapi.py). A route is added by an entry here,
-its handler in its feature's module (counters.py, health.py, series/handlers.py) and its
-documentation (tickets_local/openapi_parts.json, the README).
-
-Paths are literal except for `{name}` segments. A segment that starts with `_` is never a key
-(keys.KEY_PATTERN), so the `_` prefix is reserved for the service's own routes: an unknown `/_x` is
-404, never a key.
-"""
+"""The route table: each path, its methods, handler and operation; it drives the dispatch, `Allow`,
+the 404 and 405 texts and the API document's paths (docs/design.md#routes). `{name}` is a parameter;
+no key starts with `_` (keys.KEY_PATTERN): the prefix is the service's own routes'."""
 
 from __future__ import annotations
 
@@ -21,14 +12,12 @@ from typing import Literal
 
 from . import counters, health
 from .series import handlers as series
+from .services import Response
 from .settings import Settings
-from .web import Response
 
 RESERVED_PREFIX = "_"
-# A handler: (services, request, **path parameters) -> the answer. The feature modules hold them.
 Handler = Callable[..., Response]
-# What a route does, for a check that depends on it (who may do what to which key): it runs in
-# dispatch.py before the handler, so before an idempotent replay and before any DynamoDB call.
+# What a route does, for dispatch.RouteCheck (before any replay and any DynamoDB call).
 Operation = Literal["issue", "series", "void", "read", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 

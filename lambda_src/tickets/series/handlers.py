@@ -1,8 +1,5 @@
-"""The series feature's handlers (docs/series.md): issue a number, void one, read the journal.
-
-This module is imported with the route table at every cold start; the journal's own code (its
-store and request parsing) is imported inside the handlers, so a function whose settings configure
-no series never loads it (app.py builds the store only where series are configured)."""
+"""The series routes (docs/series.md). The journal's code is imported inside them: a function that
+serves no series never loads it."""
 
 from __future__ import annotations
 
@@ -12,9 +9,7 @@ from .. import protocol
 from ..caller import caller
 from ..errors import BadRequest, NotFound
 from ..keys import require_idempotency_key
-from ..observability import series_metric
-from ..services import Services
-from ..web import Request, Response, json_response
+from ..services import Request, Response, Services, json_response, series_metric
 from .config import SeriesConfig
 
 if TYPE_CHECKING:
