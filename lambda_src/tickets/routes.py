@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from . import counters, health
-from .series import handlers as series
+from . import series_routes as series
 from .services import Response
 from .settings import Settings
 

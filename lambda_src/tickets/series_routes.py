@@ -1,26 +1,26 @@
-"""The series routes (docs/series.md). The journal's code is imported inside them: a function that
-serves no series never loads it."""
+"""The series routes (docs/series.md). Outside the series package, and the journal's code imported
+inside them: a function that serves no series loads only series/config.py."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import protocol
-from ..caller import caller
-from ..errors import BadRequest, NotFound
-from ..keys import require_idempotency_key
-from ..services import Request, Response, Services, json_response, series_metric
-from .config import SeriesConfig
+from . import protocol
+from .caller import caller
+from .errors import BadRequest, NotFound
+from .keys import require_idempotency_key
+from .series.config import SeriesConfig
+from .services import Request, Response, Services, json_response, series_metric
 
 if TYPE_CHECKING:
-    from .store import SeriesStore
+    from .series.store import SeriesStore
 
 
 def issue_series_number(services: Services, request: Request, key: str) -> Response:
     """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
     config, journal = _series_of(services, key)
-    from . import requests as series_requests
-    from .store import IssueRequest
+    from .series import requests as series_requests
+    from .series.store import IssueRequest
 
     protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
     ref = series_requests.issue_request(request.body, request.is_base64_encoded)
@@ -52,7 +52,7 @@ def issue_series_number(services: Services, request: Request, key: str) -> Respo
 def void_series_number(services: Services, request: Request, key: str) -> Response:
     """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
     _, journal = _series_of(services, key)
-    from . import requests as series_requests
+    from .series import requests as series_requests
 
     protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
@@ -65,7 +65,7 @@ def void_series_number(services: Services, request: Request, key: str) -> Respon
 def series_journal(services: Services, request: Request, key: str) -> Response:
     """A page of the journal, in number order; `next` is the `after` of the following page."""
     config, journal = _series_of(services, key)
-    from . import requests as series_requests
+    from .series import requests as series_requests
 
     protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
     asked = series_requests.journal_request(request.raw_query_string)
