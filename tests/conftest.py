@@ -8,9 +8,7 @@ the status, headers and parsed body.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import copy
 import functools
 import importlib
 import json
@@ -20,7 +18,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 # Powertools outside Lambda, and credentials moto accepts: set before anything imports boto3.
 os.environ.update(
@@ -52,6 +49,7 @@ from tickets.tables import (  # noqa: E402
     create_series_table_arguments,
     create_table_arguments,
 )
+from tickets_local.events import event_from  # noqa: E402
 
 # CI runs the property tests on a fixed set of examples, the same on every run; a developer's run
 # draws new ones (and replays any failure from .hypothesis/).
@@ -101,28 +99,9 @@ def function_url_event(
     body: str | bytes | None = None,
     base64_body: bool = False,
 ) -> dict:
-    """A payload 2.0 event as a Function URL sends it. `query` is a dict or a list of pairs
-    (pairs may repeat a name: AWS then joins the values with commas, as here); `path` is
-    the raw path, still percent-encoded. A bytes body arrives base64-encoded, as AWS sends
-    binary; `base64_body=True` marks a str body as base64 as it stands (even if it is not)."""
-    pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
-    event = copy.deepcopy(EVENT_TEMPLATE)
-    event["rawPath"] = path
-    event["requestContext"]["http"]["method"] = method
-    event["requestContext"]["http"]["path"] = path
-    event["requestContext"]["requestId"] = str(uuid.uuid4())
-    event["rawQueryString"] = urlencode(pairs)
-    if pairs:
-        joined: dict[str, str] = {}
-        for name, value in pairs:
-            joined[name] = f"{joined[name]},{value}" if name in joined else value
-        event["queryStringParameters"] = joined
-    event["headers"].update({name.lower(): value for name, value in (headers or {}).items()})
-    if isinstance(body, bytes):
-        body, base64_body = base64.b64encode(body).decode("ascii"), True
-    if body is not None:
-        event["body"], event["isBase64Encoded"] = body, base64_body
-    return event
+    """A payload 2.0 event as a Function URL sends it, from fixtures/function_url_event.json: the
+    local server's and the bench's builder (tickets_local.events.event_from), which says the rest."""
+    return event_from(EVENT_TEMPLATE, path, method, query, headers, body, base64_body)
 
 
 @functools.cache

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 
+from tickets import counters
 from tickets.routes import ROUTES, compat_route, not_found_message, route_of, served
 from tickets.settings import Settings
 
@@ -34,30 +34,48 @@ def test_the_route_of_a_path_and_its_allow(path, allow):
 
 
 def test_a_literal_path_matches_only_itself():
-    """Powertools compiles a rule into a regular expression: `v1.counter` must be escaped, or it would
+    """The dispatch compiles a path into a regular expression: `v1.counter` must be escaped, or it would
     also match /v1-counter and take that key's requests."""
-    assert route_of("/v1.counter", COMPAT).handler == "compat_ticket"
+    assert route_of("/v1.counter", COMPAT).handler is counters.compat_ticket
     for other in ("/v1-counter", "/v1_counter", "/v1xcounter"):
-        assert route_of(other, COMPAT).handler == "next_ticket", other
-    rule = compat_route("v1.counter").rule
-    assert re.fullmatch(rule, "/v1.counter") and not re.fullmatch(rule, "/v1-counter")
+        assert route_of(other, COMPAT).handler is counters.next_ticket, other
+    compat = compat_route("v1.counter")
+    assert compat.arguments("/v1.counter") == {} and compat.arguments("/v1-counter") is None
 
 
 def test_the_compat_route_only_when_configured():
     assert [route.handler for route in served(Settings())] == [route.handler for route in ROUTES]
-    assert [route.path for route in COMPAT if route.handler == "compat_ticket"] == ["/v1.counter"]
+    assert [route.path for route in COMPAT if route.handler is counters.compat_ticket] == ["/v1.counter"]
 
 
-def test_rules_are_powertools_rules():
-    assert {route.path: route.rule for route in ROUTES} == {
-        "/": "/",
-        "/{key}": "/<key>",
-        "/_blocks/{key}": "/_blocks/<key>",
-        "/_counters/{key}": "/_counters/<key>",
-        "/_health": "/_health",
-        "/_series/{key}": "/_series/<key>",
-        "/_series/{key}/void": "/_series/<key>/void",
-        "/_series/{key}/journal": "/_series/<key>/journal",
+def test_the_dispatch_reads_path_parameters_as_the_resolver_did():
+    """A parameter is one segment of the characters Powertools' resolver took (a `_` prefix included:
+    the handler decides, but never in the first segment, the service's own), never `/`, `"` or a
+    backslash; `$` lets one trailing newline through, as it did."""
+    by_path = {route.path: route for route in ROUTES}
+    assert by_path["/"].arguments("/") == {} and by_path["/"].arguments("/a") is None
+    assert by_path["/{key}"].arguments("/orders") == {"key": "orders"}
+    assert by_path["/{key}"].arguments("/_x") is None
+    assert by_path["/{key}"].arguments("/a%2Fb:c@d") == {"key": "a%2Fb:c@d"}
+    assert by_path["/{key}"].arguments("/a/b") is None
+    assert by_path["/{key}"].arguments('/a"b') is None and by_path["/{key}"].arguments("/a\\b") is None
+    assert by_path["/{key}"].arguments("/orders\n") == {"key": "orders"}
+    assert by_path["/_series/{key}/journal"].arguments("/_series/inv/journal") == {"key": "inv"}
+    assert by_path["/_series/{key}/journal"].arguments("/_series/inv/void") is None
+    assert by_path["/_counters/{key}"].arguments("/_counters/_x") == {"key": "_x"}
+
+
+def test_each_route_names_its_operation():
+    """What a check before the handler (dispatch.RouteCheck) decides by."""
+    assert {route.path: route.operation for route in ROUTES} == {
+        "/": "issue",
+        "/{key}": "issue",
+        "/_blocks/{key}": "issue",
+        "/_counters/{key}": "read",
+        "/_health": "none",
+        "/_series/{key}": "series",
+        "/_series/{key}/void": "void",
+        "/_series/{key}/journal": "read",
     }
     assert all(route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES)
 

@@ -1,6 +1,7 @@
 """HTTP request -> Lambda Function URL event (payload format 2.0) -> HTTP response.
 
-Pure functions, no sockets: the server feeds them what it read off the wire. The event
+Pure functions, no sockets: the server feeds them what it read off the wire; `event_from` builds an
+event from a recorded one for the tests and the bench (one builder for all three). The event
 has the shape AWS sends (see tests/fixtures/function_url_event.json), so the handler
 cannot tell the local server from a Function URL, except that there is no
 `requestContext.authorizer`: AWS adds it only for AWS_IAM auth, which the local server
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import json
 import secrets
 import time
@@ -18,7 +20,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
 # Lambda's limit for a synchronous invocation's request payload; AWS answers 413 past it.
@@ -89,6 +91,37 @@ def function_url_event(request: HttpRequest, *, now: float | None = None) -> dic
         event["isBase64Encoded"] = text is None
     else:
         event["isBase64Encoded"] = False
+    return event
+
+
+def event_from(
+    template: dict[str, Any],
+    path: str = "/",
+    method: str = "GET",
+    query: Any = None,
+    headers: dict[str, str] | None = None,
+    body: str | bytes | None = None,
+    base64_body: bool = False,
+) -> dict[str, Any]:
+    """A Function URL event like `template` (a recorded one: its caller, host and headers), aimed at
+    `path` (raw, still percent-encoded) with `method`, a new request id, and these parts. `query` is a
+    dict or a list of pairs (pairs may repeat a name: AWS then joins the values with commas, as here).
+    A bytes body arrives base64-encoded, as AWS sends binary; `base64_body=True` marks a str body as
+    base64 as it stands (even if it is not). The template is not changed."""
+    pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
+    event = copy.deepcopy(template)
+    event["rawPath"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["requestId"] = str(uuid.uuid4())
+    event["rawQueryString"] = urlencode(pairs)
+    if pairs:
+        event["queryStringParameters"] = _joined(pairs)
+    event["headers"].update({name.lower(): value for name, value in (headers or {}).items()})
+    if isinstance(body, bytes):
+        body, base64_body = base64.b64encode(body).decode("ascii"), True
+    if body is not None:
+        event["body"], event["isBase64Encoded"] = body, base64_body
     return event
 
 

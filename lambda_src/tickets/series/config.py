@@ -85,14 +85,8 @@ class SeriesConfig:
         )
 
 
-def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:
-    """cdk.json's `tickets.series.KEY`, checked: every refusal names the field and what to write."""
-    if not isinstance(raw, dict):
-        raise SeriesConfigError(f"{where} must be an object")
-    unknown = sorted(set(raw) - set(FIELDS))
-    if unknown:
-        raise SeriesConfigError(f"{where} has unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
-    start = _whole(raw.get("start", 1), f"{where}.start", low=0, high=MAX_SAFE_INTEGER)
+def _period_fields(raw: dict[str, Any], where: str) -> tuple[str | None, int, int]:
+    """`period`, `periodStartMonth` and `utcOffset`, checked together."""
     period = raw.get("period")
     if period is not None and period not in PERIODS:
         raise SeriesConfigError(f'{where}.period must be left out (no restart) or "yearly", not {period!r}')
@@ -100,6 +94,11 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
     offset = parse_offset(raw.get("utcOffset", "+00:00"), f"{where}.utcOffset")
     if period is None and ("periodStartMonth" in raw or "utcOffset" in raw):
         raise SeriesConfigError(f'{where}: periodStartMonth and utcOffset need period "yearly"')
+    return period, month, offset
+
+
+def _format_fields(raw: dict[str, Any], where: str) -> tuple[str | None, int | None]:
+    """`format` and `formatMaxLength`, checked together."""
     text = raw.get("format")
     if text is not None and (not isinstance(text, str) or not 1 <= len(text) <= MAX_FORMAT_LENGTH):
         raise SeriesConfigError(f"{where}.format must be a string of 1-{MAX_FORMAT_LENGTH} characters")
@@ -108,6 +107,19 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
         if text is None:
             raise SeriesConfigError(f"{where}.formatMaxLength needs a format")
         length = _whole(length, f"{where}.formatMaxLength", low=1, high=MAX_FORMAT_LENGTH)
+    return text, length
+
+
+def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:
+    """cdk.json's `tickets.series.KEY`, checked: every refusal names the field and what to write."""
+    if not isinstance(raw, dict):
+        raise SeriesConfigError(f"{where} must be an object")
+    unknown = sorted(set(raw) - set(FIELDS))
+    if unknown:
+        raise SeriesConfigError(f"{where} has unknown field(s) {', '.join(unknown)}; allowed: {', '.join(FIELDS)}")
+    start = _whole(raw.get("start", 1), f"{where}.start", low=0, high=MAX_SAFE_INTEGER)
+    period, month, offset = _period_fields(raw, where)
+    text, length = _format_fields(raw, where)
     explicit_max = (
         _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
     )

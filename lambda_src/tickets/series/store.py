@@ -24,15 +24,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+from botocore.exceptions import ClientError
 
+from .. import dynamodb_errors
 from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 from .journal import Entry, Item, Void, entries_partition, entry_key, head_key, iso_time, request_key
 
-_CONDITION_FAILED = "ConditionalCheckFailedException"
-_TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
+_UNAVAILABLE = dynamodb_errors.UnavailableMessages(
+    throttled="the series table is throttled or unavailable; retry with the same Idempotency-Key after "
+    "the Retry-After delay: a number already taken is answered again, never lost",
+    no_answer="the series table did not answer in time; retry with the same Idempotency-Key after the "
+    "Retry-After delay: a number already taken is answered again, never lost",
+)
 # How many numbers one request tries before it gives up (each taken by a concurrent request meanwhile);
 # the request's deadline usually ends it first.
 CLAIM_ATTEMPTS = 8
@@ -353,21 +358,9 @@ class SeriesStore:
         return self._now() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
 
     def _call(self, operation: str, **call: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**call)
-            return response
-        except ClientError as err:
-            if err.response["Error"]["Code"] == _CONDITION_FAILED:
-                raise
-            raise Unavailable(
-                "the series table is throttled or unavailable; retry with the same Idempotency-Key after "
-                "the Retry-After delay: a number already taken is answered again, never lost"
-            ) from err
-        except _TRANSIENT_ERRORS as err:
-            raise Unavailable(
-                "the series table did not answer in time; retry with the same Idempotency-Key after the "
-                "Retry-After delay: a number already taken is answered again, never lost"
-            ) from err
+        """The call; throttling and faults as a 503, a failed condition and a misconfiguration (a 500) raised
+        as they came (dynamodb_errors: the counter store's answers, code for code)."""
+        return dynamodb_errors.call(self._client, operation, call, _UNAVAILABLE)
 
 
 _IN_PROGRESS = (
@@ -377,5 +370,5 @@ _IN_PROGRESS = (
 
 
 def _require_condition_failure(err: ClientError) -> None:
-    if err.response["Error"]["Code"] != _CONDITION_FAILED:
+    if not dynamodb_errors.is_condition_failure(err):
         raise err
