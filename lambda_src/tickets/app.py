@@ -208,12 +208,12 @@ def create_app(
         event = resolver.current_event
         config, journal = series_of(key)
         from .series import requests as series_requests
+        from .series.journal import journal_page
 
         protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, event.body)
         asked = series_requests.journal_request(event.raw_query_string)
         after = config.start - 1 if asked.after is None else asked.after
-        entries = journal.page(key, asked.series, after, asked.limit)
-        following = entries[-1].ticket if len(entries) == asked.limit else None
+        entries, following = journal_page(journal.entries_after(key, asked.series, after, asked.limit), asked.limit)
         body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
         return _json(200, body)
 
