@@ -13,7 +13,7 @@ from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
 DEFAULT_PAGE = 100
-MAX_PAGE = 500  # entries of one journal page: within a Function URL's 6 MB answer (store.page reads on past 1 MB)
+MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
 
 
 @dataclass(frozen=True)
