@@ -12,8 +12,9 @@ that dies anywhere leaves at worst an entry at last + 1, which the next request 
 
 The request item records the number a request claims before the entry's PutItem, so a retry with the
 same Idempotency-Key finds that entry and answers it, whenever the first attempt stopped; until the
-request's lock expires (after its deadline, when no call of it can still land) a retry that finds no
-entry yet is told 409 in_progress.
+request's lock expires (after its deadline) a retry that finds no entry yet is told 409 in_progress.
+After that, a retry takes the lock and first tries the number claimed when it took it: the one number
+an attempt paused mid-call may still put an entry for, late (`_resume`).
 """
 
 from __future__ import annotations
