@@ -11,15 +11,27 @@ import os
 import subprocess
 import sys
 
+import boto3
 import pytest
 
-from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, SERIES_TABLE, Region, function_client
-from local_support import SERIES_KEY, TICKETS_CONFIG, StubServer, json_reply, write_cdk_json
+from conftest import (
+    COUNTER_TABLE,
+    EVENT_TEMPLATE,
+    IDEMPOTENCY_TABLE,
+    SERIES_TABLE,
+    FakeLambdaContext,
+    Region,
+    function_client,
+    function_url_event,
+)
+from local_support import SERIES_KEY, TICKETS_CONFIG, StubServer, json_reply, running_dynalite, write_cdk_json
+from tickets import timing
 from tickets.app import create_app
 from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series
 from tickets.series.journal import Entry, entry_key, request_key
 from tickets.settings import SERIES_TABLE_ENV
+from tickets.tables import create_series_table_arguments
 from tickets_admin.__main__ import main as admin_main
 from tickets_admin.journal import Head, audit
 from tickets_client import SeriesNumber, TicketsClient, TicketsError
@@ -64,6 +76,13 @@ def with_series(region: Region, clock: Clock) -> Region:
         clock=clock,
     )
     return region
+
+
+@pytest.fixture
+def moto_budget(monkeypatch) -> None:
+    """A request budget for reading megabytes from moto, which takes seconds (more on a loaded machine)
+    where DynamoDB takes milliseconds: for tests of size, not of time."""
+    monkeypatch.setattr(timing, "REQUEST_BUDGET_SECONDS", 60.0)
 
 
 @pytest.fixture
@@ -291,8 +310,39 @@ def test_the_python_client_sends_one_idempotency_key_for_every_attempt():
     assert (first.method, first.path) == ("POST", "/_series/invoices")
 
 
+def test_a_retry_in_another_region_gets_another_number(deploy, clock):
+    """docs/series.md: each region has its own series table, so one Idempotency-Key sent to two regions
+    takes a number in each (in each region's own series)."""
+    config = {**CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    east, west = (with_series(deploy(config, region), clock) for region in ("us-east-1", "eu-west-1"))
+    first, retry = (issue(api, "order-88412", ref="order 88412") for api in (east, west))
+    assert (first.status, retry.status) == (200, 200)
+    assert (first.body["series"], first.body["ticket"]) == ("2026-27-r0", 1)
+    assert (retry.body["series"], retry.body["ticket"]) == ("2026-27-r1", 1)
+    assert issue(east, "order-88412", ref="order 88412").body == first.body  # a retry in the same region
+
+
+def test_audit_names_an_idempotency_key_holding_two_numbers(series_api, admin) -> None:
+    """What a late write could once make (docs/design.md#series): one caller's Idempotency-Key with two
+    entries. Every number has its entry, yet the audit fails naming the key; another caller's same key
+    is another request."""
+    for i in range(3):
+        issue(series_api, f"k{i}", ref=f"order {i}")
+    second = Entry("invoices", "2026-27", 4, "2026-11-24T12:00:00.000Z", CALLER, "k1", "order 1")
+    series_api.client.put_item(TableName=SERIES_TABLE, Item=second.to_item())
+    other = Entry("invoices", "2026-27", 5, "2026-11-24T12:00:00.000Z", "arn:aws:iam::123456789012:user/b", "k1")
+    series_api.client.put_item(TableName=SERIES_TABLE, Item=other.to_item())
+    status, lines, _ = admin("audit", "invoices")
+    assert status == 1
+    assert lines == [
+        "invoices 2026-27: numbers 1..5: 5 issued, 0 voided",
+        f"  ONE IDEMPOTENCY-KEY, 2 NUMBERS: 'k1' of {CALLER}: 2, 4",
+        "audit: FAILED (1 series, 1 with problems)",
+    ]
+
+
 @pytest.mark.slow
-def test_a_journal_past_a_querys_megabyte_is_read_whole(series_api, admin):
+def test_a_journal_past_a_querys_megabyte_is_read_whole(series_api, admin, moto_budget):
     """DynamoDB ends a Query at 1 MB whatever its Limit: 500 voided entries with long reasons and refs pass it. The
     journal route's page, `tickets_admin journal` and the audit follow on and miss no entry."""
     reason = "订单取消" * 125  # 500 characters, 1,500 bytes
@@ -352,3 +402,109 @@ def test_a_function_without_series_never_loads_the_journals_code():
     environment = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "true"}
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=environment, check=True)
     assert loaded.stdout.strip() == "['tickets.series.config']"
+
+
+def test_text_that_is_not_unicode_is_refused(series_api, deploy):
+    """A lone surrogate is valid JSON (`"\\ud800"`) but no text: stored, no export could write it as UTF-8.
+    Every text field of every body is refused with 400 and nothing is written; a surrogate pair is a
+    character, accepted."""
+    refusals = [
+        issue(series_api, "k1", ref="\ud800"),
+        issue(series_api, "k2", ref="order \udfff 1"),
+        series_api.post("/_series/invoices", headers={"Idempotency-Key": "k3"}, body='{"\\ud800": 1}'),
+    ]
+    issue(series_api, "k4", ref="order 4")
+    items = series_api.items(SERIES_TABLE)
+    void = {"series": "2026-27", "ticket": 1, "reason": "\udfff"}
+    refusals.append(series_api.post("/_series/invoices/void", body=json.dumps(void)))
+    refusals.append(series_api.post("/_series/invoices/void", body=json.dumps({**void, "series": "2026\ud800"})))
+    refusals.append(series_api.post("/orders", body='{"key": "orders", "\\udfff": 1}'))
+    assert [answer.status for answer in refusals] == [400] * 6, [answer.body for answer in refusals]
+    assert all("not valid Unicode" in answer.body["message"] for answer in refusals)
+    assert series_api.items(SERIES_TABLE) == items  # nothing written by a refusal
+    emoji = issue(series_api, "k5", ref="order \U0001f600")  # sent as its escaped surrogate pair
+    assert emoji.status == 200
+    page = series_api.get("/_series/invoices/journal", query={"series": "2026-27"})
+    assert page.body["entries"][-1]["ref"] == "order \U0001f600"
+
+
+def strict_admin(tmp_path, endpoint: str, *args: str) -> tuple[int, bytes, str]:
+    """`python -m tickets_admin ...` writing to a UTF-8 stdout that fails on what UTF-8 cannot carry, as a
+    real terminal or pipe does (a StringIO would take anything)."""
+    config = write_cdk_json(tmp_path, CONFIG)
+    out, err = io.BytesIO(), io.StringIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+        status = admin_main([*args, "--config", str(config), "--table", COUNTER_TABLE, "--endpoint-url", endpoint])
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.slow
+def test_admin_commands_write_out_surrogates_stored_before(tmp_path):
+    """What 0.2.0 accepted and stored (on dynalite; moto's put fails on it): a ref and a void reason with
+    lone surrogates. The journal writes them out (JSON escapes in jsonl, which read back as stored;
+    backslash escapes in csv), and the audit runs."""
+    with running_dynalite() as endpoint:
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_table(**create_series_table_arguments(SERIES_TABLE))
+        void = {"voidedBy": {"S": CALLER}, "voidedAt": {"S": "2026-11-24T12:00:01.000Z"}, "voidReason": {"S": "\udfff"}}
+        for n, ref in ((1, "order 1"), (2, "order \ud800 2")):
+            entry = Entry("invoices", "2026-27", n, "2026-11-24T12:00:00.000Z", CALLER, f"k{n}", ref)
+            client.put_item(TableName=SERIES_TABLE, Item={**entry.to_item(), **(void if n == 2 else {})})
+
+        status, out, err = strict_admin(tmp_path, endpoint, "journal", "invoices")
+        assert (status, err) == (0, "")
+        lines = out.decode("utf-8").splitlines()
+        stored = json.loads(lines[1])
+        assert stored["ref"] == "order \ud800 2" and stored["voided"]["reason"] == "\udfff"
+        assert '"order \\ud800 2"' in lines[1]
+
+        status, out, err = strict_admin(tmp_path, endpoint, "journal", "invoices", "--format", "csv")
+        assert (status, err) == (0, "")
+        row = out.decode("utf-8").splitlines()[2]
+        assert ",order \\ud800 2," in row and row.endswith(",\\udfff")
+
+        status, out, err = strict_admin(tmp_path, endpoint, "audit", "invoices")
+        assert (status, err) == (0, "") and b"audit: clean" in out
+
+
+LAMBDA_RESPONSE_BYTES = 6 * 1024 * 1024  # a Lambda function's response payload limit (synchronous invocation)
+
+
+@pytest.mark.slow
+def test_a_journal_page_of_the_largest_entries_fits_a_lambda_response(deploy, clock, moto_budget):
+    """The largest entries the service accepts: a 100-character key, a 200-character format, the longest
+    Idempotency-Key, caller, ref and void reason, in the characters that escape longest. A limit=500 page
+    stops before Lambda's 6 MB, however the runtime escapes the body again, and says where the next starts."""
+    key = "k" * 100
+    format_text = "{key}" + '"' * (200 - len("{key}{n}")) + "{n}"  # 200 characters, each quote escaped twice
+    api = with_series(deploy({**CONFIG, "series": {key: {"format": format_text}}}), clock)
+    config = api.settings.series[key]
+    caller_arn = "arn:aws:iam::123456789012:user/" + '"' * 512 + "/" + "u" * 64  # IAM allows " in a path
+    widest = "\U0001f600"  # 4 bytes of UTF-8, 12 as JSON's \\ud83d\\ude00, 14 escaped again
+    void = {"voidedBy": {"S": caller_arn}, "voidedAt": {"S": "2026-11-24T12:00:00.000Z"}}
+    for n in range(1, 601):
+        idempotency_key = f"{n}".ljust(128, '"')
+        entry = Entry(key, "all", n, "2026-11-24T12:00:00.000Z", caller_arn, idempotency_key, widest * 128)
+        entry = dataclasses.replace(entry, id=config.render_id(key, "all", n))
+        item = {**entry.to_item(), **void, "voidReason": {"S": widest * 500}}
+        api.client.put_item(TableName=SERIES_TABLE, Item=item)
+    tickets: list[int] = []
+    lengths: list[int] = []
+    after = None
+    while True:
+        query = {"series": "all", "limit": "500", **({} if after is None else {"after": str(after)})}
+        event = function_url_event(f"/_series/{key}/journal", "GET", query=query)
+        result = api.handler.lambda_handler(event, FakeLambdaContext())
+        for escaped in (True, False):  # the runtime may escape non-ASCII in its answer or not
+            size = len(json.dumps(result, ensure_ascii=escaped).encode("utf-8"))
+            assert size <= LAMBDA_RESPONSE_BYTES, f"page {len(lengths) + 1}: {size} bytes"
+        page = json.loads(result["body"])
+        tickets += [entry["ticket"] for entry in page["entries"]]
+        lengths.append(len(page["entries"]))
+        after = page["next"]
+        if after is None:
+            break
+        assert after == tickets[-1]
+    assert tickets == list(range(1, 601))
+    assert 1 <= lengths[0] < 500 and len(lengths) == 2, lengths  # 500 of these entries do not fit one page

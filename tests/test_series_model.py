@@ -5,7 +5,8 @@ Each request runs in its own thread, gated before every DynamoDB call: the machi
 time make its next call (moto and dynalite each serialise calls anyway; the gate decides the order), so
 requests interleave call by call. A crash stops a request between two calls, never to resume: before its
 next call, or after it (the call happened, its answer was lost). Time passes: a request past its deadline
-makes no more calls (as timing.DeadlineBoundClient refuses them), and its lock expires after.
+makes no more calls (as timing.DeadlineBoundClient refuses them), and its lock expires after; but a call
+that passed that check and then paused (a stalled call) lands whenever it resumes, past any lock.
 After every step the audit (tickets_admin.journal, what `tickets_admin audit` runs) must be clean and:
 - every Idempotency-Key holds at most one entry (no number spent on a retried request);
 - every answer of a key is that entry, the same for all its answers.
@@ -36,7 +37,7 @@ from local_support import running_dynalite
 from tickets.errors import TicketsError, Unavailable
 from tickets.series.config import SeriesConfig
 from tickets.series.journal import Entry
-from tickets.series.store import IssueRequest, SeriesStore
+from tickets.series.store import LOCK_MARGIN_SECONDS, IssueRequest, SeriesStore
 from tickets.tables import create_series_table_arguments
 from tickets.timing import REQUEST_BUDGET_SECONDS, WORST_CASE_CALL_SECONDS
 from tickets_admin.journal import SeriesTable
@@ -102,7 +103,9 @@ class GatedClient:
             request.pending = None
             if request._command == "crash_before":
                 raise Crashed
-            if self._clock() > request.deadline_millis:  # timing.DeadlineBoundClient's refusal
+            # timing.DeadlineBoundClient's refusal; a stalled call passed that check before it paused
+            # (SIGSTOP, a laptop asleep, a starved CPU) and lands whenever it resumes, past any lock.
+            if self._clock() > request.deadline_millis and request._command != "call_stalled":
                 raise Unavailable("out of time")
             try:
                 return call(**arguments)
@@ -202,9 +205,13 @@ class SeriesModel(RuleBasedStateMachine):
         self.issue(data.draw(st.sampled_from(sorted(self.refs))), series, function)
 
     @precondition(lambda self: self.live)
-    @rule(data=st.data(), command=st.sampled_from(["call", "call", "call", "crash_before", "crash_after"]))
+    @rule(
+        data=st.data(),
+        command=st.sampled_from(["call", "call", "call", "crash_before", "crash_after", "call_stalled"]),
+    )
     def advance(self, data: st.DataObject, command: str) -> None:
-        """A paused request makes its next call, or stops there (before the call, or after it: its answer lost)."""
+        """A paused request makes its next call, or stops there (before the call, or after it: its answer lost),
+        or makes it whatever the time (it was checked before a pause: the call lands late)."""
         self.command(data.draw(st.sampled_from(self.live)), command)
 
     @precondition(lambda self: self.issued_numbers)
@@ -362,3 +369,40 @@ def test_a_retry_while_the_first_attempt_runs_waits_for_it() -> None:
             assert getattr(retry.outcome, "code", None) == expected, (window, retry.outcome)
             assert [a.ticket for a in model.answers["k0"]] == [1] * len(model.answers["k0"])
             model.teardown()
+
+
+def _stalled_first_attempt(client: Any) -> None:
+    """The review's history: the first attempt is paused before its entry's put until its lock expired; the
+    retry takes over and gets as far as its own put; then the first attempt's put lands. The key must still
+    hold one entry, and the retry answer it."""
+    SeriesModel.client = client
+    model = SeriesModel()
+    model.refs["k0"] = "order 0"
+    first = model.issue("k0", "2026")
+    _walk(model, first, ["call", "call"])  # the head's read, the request item's put
+    assert first.pending == "put_item"  # its entry's put: paused (SIGSTOP) after its deadline check
+    model.clock.millis += int((REQUEST_BUDGET_SECONDS + LOCK_MARGIN_SECONDS) * 1000) + 1  # past lockedUntil
+    retry = model.issue("k0", "2026")
+    calls = []
+    while not ("put_item" in calls and retry.pending == "put_item"):  # after its request's put: its entry's
+        calls.append(retry.pending)
+        model.command(retry, "call")
+        assert not retry.done, retry.outcome
+    model.command(first, "call_stalled")  # the first attempt resumes: its put lands now
+    while not retry.done:
+        model.command(retry, "call")
+    while not first.done:
+        model.command(first, "call")
+    model.every_number_has_exactly_one_entry()
+    assert isinstance(retry.outcome, Entry) and retry.outcome.ticket == 1  # the first attempt's entry
+    assert isinstance(first.outcome, Unavailable)  # out of time once it resumed: its next call refused
+    model.teardown()
+
+
+def test_a_first_attempt_stalled_past_its_lock_takes_no_second_number_on_moto() -> None:
+    with mock_aws():
+        _stalled_first_attempt(boto3.client("dynamodb", region_name="us-east-1"))
+
+
+def test_a_first_attempt_stalled_past_its_lock_takes_no_second_number_on_dynalite(dynalite) -> None:
+    _stalled_first_attempt(boto3.client("dynamodb", endpoint_url=dynalite, region_name="us-east-1"))

@@ -12,6 +12,7 @@ import csv
 import io
 import itertools
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -28,6 +29,7 @@ from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_S
 from .table import AdminError, CounterTable
 
 PAGE = 500  # entries per Query while exporting or auditing
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 CSV_COLUMNS = (
     "key",
     "series",
@@ -64,10 +66,12 @@ class SeriesAudit:
     voided: int = 0
     unaccounted: list[int] = field(default_factory=list)  # numbers without an entry
     twice: list[int] = field(default_factory=list)  # numbers recorded by more than one entry
+    # (caller, Idempotency-Key) -> its numbers, for each request that holds more than one entry
+    reused: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
-        return not self.unaccounted and not self.twice
+        return not self.unaccounted and not self.twice and not self.reused
 
     def lines(self) -> list[str]:
         span = "no numbers" if self.last is None else f"numbers {self.start}..{self.last}"
@@ -76,17 +80,25 @@ class SeriesAudit:
             lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
         if self.twice:
             lines.append(f"  RECORDED TWICE: {_numbers(self.twice)}")
+        for (caller, idempotency_key), numbers in sorted(self.reused.items()):
+            lines.append(
+                f"  ONE IDEMPOTENCY-KEY, {len(numbers)} NUMBERS: {idempotency_key!r} of {caller}: {_numbers(numbers)}"
+            )
         return lines
 
 
 def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
     """Every number from the head's start to the highest of its mark and its entries must have exactly
-    one entry. `entries` in any order (a table's, or an export's)."""
+    one entry, and every request (caller and Idempotency-Key) at most one. `entries` in any order (a
+    table's, or an export's)."""
     result = SeriesAudit(head.key, head.series, head.start, head.last)
     counts: Counter[int] = Counter()
+    requests: dict[tuple[str, str], list[int]] = {}
     for entry in entries:
         counts[entry.ticket] += 1
         result.voided += entry.void is not None
+        requests.setdefault((entry.caller, entry.idempotency_key), []).append(entry.ticket)
+    result.reused = {request: sorted(numbers) for request, numbers in requests.items() if len(numbers) > 1}
     top = max([head.last, *counts])
     result.last = top if top >= head.start else None
     result.unaccounted = [n for n in range(head.start, top + 1) if n not in counts]
@@ -151,8 +163,11 @@ class SeriesTable:
 
 
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
+    """One JSON object per entry, UTF-8 unescaped; a lone surrogate (stored before the service refused
+    them, docs/series.md#text-that-is-not-unicode) as its JSON escape, which reads back as stored."""
     for entry in entries:
-        yield json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
+        text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
+        yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
@@ -173,11 +188,17 @@ def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
         yield _take(buffer)
 
 
+def printable(text: str) -> str:
+    """`text` as UTF-8 can carry it: a lone surrogate becomes `\\udXXX` (Python's backslashreplace), so
+    printing never fails on what is stored (docs/series.md#text-that-is-not-unicode)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _take(buffer: io.StringIO) -> str:
     text = buffer.getvalue()
     buffer.seek(0)
     buffer.truncate()
-    return text
+    return printable(text)
 
 
 def _numbers(numbers: list[int], shown: int = 50) -> str:
@@ -195,9 +216,10 @@ with consistent Query pages, as GET /_series/KEY/journal reads it."""
 
 AUDIT_DESCRIPTION = """\
 Check every series of KEY (or the one --series names) from its first number to its last: each
-number must have exactly one journal entry. Prints per series the numbers it spans, how many
-were issued and how many voided; exits 1 naming every number that is unaccounted (no entry) or
-recorded twice. A number being issued while this runs may show as the series' last number."""
+number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
+one. Prints per series the numbers it spans, how many were issued and how many voided; exits 1
+naming every number that is unaccounted (no entry) or recorded twice, and every Idempotency-Key
+that holds more than one number. A number being issued while this runs may show as the series' last number."""
 
 SERIES_EPILOG = """\
 examples:
@@ -252,7 +274,7 @@ def run_series_command(args: argparse.Namespace, config: Any, region: str) -> in
         raise table.explain(err) from None
     for result in audits:
         for line in result.lines():
-            print(line)
+            print(printable(line))
     failed = [result for result in audits if not result.clean]
     print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
     return 1 if failed else 0

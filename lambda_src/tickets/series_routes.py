@@ -66,12 +66,12 @@ def series_journal(services: Services, request: Request, key: str) -> Response:
     """A page of the journal, in number order; `next` is the `after` of the following page."""
     config, journal = _series_of(services, key)
     from .series import requests as series_requests
+    from .series.journal import journal_page
 
     protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
     asked = series_requests.journal_request(request.raw_query_string)
     after = config.start - 1 if asked.after is None else asked.after
-    entries = journal.page(key, asked.series, after, asked.limit)
-    following = entries[-1].ticket if len(entries) == asked.limit else None
+    entries, following = journal_page(journal.entries_after(key, asked.series, after, asked.limit), asked.limit)
     body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
     return json_response(200, body)
 
