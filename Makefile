@@ -64,9 +64,10 @@ $(CDK): package.json $(NODE)
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-# npm install in clients/typescript also builds the client (its `prepare` script runs tsc).
+# The TypeScript client's dependencies, then its build (dist/, tsc from its devDependencies): the package
+# has no install script, so it is built before it is packed or linked (docs/releasing.md).
 $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
-	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
+	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npm run build
 	touch $@
 
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The

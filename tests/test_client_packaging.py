@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -98,14 +99,87 @@ def npm(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProc
     return done
 
 
+def built_typescript_client() -> Path:
+    """clients/typescript with dist/ built (tsc from its devDependencies, as the Makefile builds it)."""
+    npm("run", "build", cwd=TYPESCRIPT_CLIENT)
+    return TYPESCRIPT_CLIENT
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> Path:
+    """The npm tarball as a release packs it: built first, then `npm pack` (no script runs)."""
+    destination = tmp_path_factory.mktemp("npm-pack")
+    output = npm("pack", "--json", "--pack-destination", str(destination), cwd=built_typescript_client()).stdout
+    [packed] = json.loads(output)
+    return destination / packed["filename"]
+
+
+def packed_files(tarball: Path) -> dict[str, bytes]:
+    with tarfile.open(tarball) as archive:
+        return {
+            member.name.removeprefix("package/"): archive.extractfile(member).read()  # type: ignore[union-attr]
+            for member in archive.getmembers()
+            if member.isfile()
+        }
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(NPM is None, reason="npm is not installed")
-def test_the_npm_tarball_holds_the_license_readme_and_the_build():
-    output = npm("pack", "--dry-run", "--json", cwd=TYPESCRIPT_CLIENT).stdout  # `prepare` builds dist/ first
-    packed = json.loads(output[re.search(r"^\[", output, re.MULTILINE).start() :])  # after the script's banner
-    files = {entry["path"] for entry in packed[0]["files"]}
-    assert {"LICENSE", "README.md", "package.json", "dist/src/index.js", "dist/src/index.d.ts"} <= files
+def test_the_npm_tarball_holds_the_license_readme_and_the_build_and_no_scripts(tarball):
+    files = packed_files(tarball)
+    assert {"LICENSE", "README.md", "package.json", "dist/src/index.js", "dist/src/index.d.ts"} <= set(files)
+    assert {"dist/src/testing.js", "dist/src/testing.d.ts"} <= set(files)
     assert not {path for path in files if path.startswith(("src/", "test/", "dist/test/", "scripts/"))}
+    manifest = json.loads(files["package.json"])
+    # No lifecycle script a consumer's npm would run or warn about (prepare, install, postinstall...).
+    assert set(manifest["scripts"]) == {"build", "test"}, manifest["scripts"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NPM is None, reason="npm is not installed")
+def test_publint_finds_nothing_in_the_tarball(tarball):
+    linted = subprocess.run(
+        [NPM, "exec", "--no", "--", "publint", "run", str(tarball), "--strict"],
+        cwd=TYPESCRIPT_CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert linted.returncode == 0, linted.stdout + linted.stderr
+    assert "All good!" in linted.stdout, linted.stdout
+
+
+# What @arethetypeswrong/cli may report, and why: the package is ESM only (its README says so), so a
+# CommonJS `require` of it resolves to ESM; Node 22.12 and later load it with require(esm).
+ANSWERED_ATTW_PROBLEMS = {"CJSResolvesToESM"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NPM is None, reason="npm is not installed")
+def test_arethetypeswrong_resolves_both_entry_points_under_every_module_resolution(tarball):
+    checked = subprocess.run(
+        [NPM, "exec", "--no", "--", "attw", str(tarball), "--format", "json"],
+        cwd=TYPESCRIPT_CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    report = json.loads(checked.stdout)
+    resolutions = report["analysis"]["entrypoints"]
+    assert set(resolutions) == {".", "./testing"}
+    for entry in resolutions.values():  # node10 (typesVersions), node16 (CJS and ESM), bundler
+        for kind, resolved in entry["resolutions"].items():
+            assert resolved["resolution"]["fileName"].endswith(".d.ts"), (kind, resolved)
+    problems = {problem["kind"] for problem in report["analysis"]["problems"]}
+    assert problems <= ANSWERED_ATTW_PROBLEMS, report["analysis"]["problems"]
+    answered = subprocess.run(
+        [NPM, "exec", "--no", "--", "attw", str(tarball), "--ignore-rules", "cjs-resolves-to-esm"],
+        cwd=TYPESCRIPT_CLIENT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert answered.returncode == 0, answered.stdout + answered.stderr
 
 
 def tracked_files(directory: Path) -> list[str]:
@@ -122,14 +196,16 @@ def tracked_files(directory: Path) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.skipif(NPM is None, reason="npm is not installed")
 def test_a_path_dependency_on_the_typescript_client_installs_from_a_fresh_clone(tmp_path):
-    """`npm install /path/to/clients/typescript` from a clone with no node_modules and no dist/: npm
-    installs neither the dev dependencies (tsc) nor a linked directory's own dependencies, and the
-    package's `prepare` script sees to both. The clone is the repository's files, copied."""
+    """`npm install /path/to/clients/typescript` from a clone with no node_modules and no dist/, as
+    docs/client.md says: build it first (`npm install && npm run build` in the clone; the package has no
+    install script to do it), then install it by path. The clone is the repository's files, copied."""
     clone = tmp_path / "clone"
     for name in tracked_files(TYPESCRIPT_CLIENT):
         (clone / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(TYPESCRIPT_CLIENT / name, clone / name)
     assert not (clone / "node_modules").exists() and not (clone / "dist").exists()
+    npm("install", cwd=clone)
+    npm("run", "build", cwd=clone)
     project = tmp_path / "project"
     project.mkdir()
     (project / "package.json").write_text(json.dumps({"name": "user", "version": "1.0.0", "type": "module"}))

@@ -26,7 +26,8 @@ def pinned(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def python() -> Path:
-    python = installed_python(extras=["testing"], requirements=[pinned("pytest")])
+    ordering = [pinned("pytest-random-order"), pinned("pytest-xdist")]  # both inert unless asked
+    python = installed_python(extras=["testing"], requirements=[pinned("pytest"), *ordering])
     # The client is a distribution of its own: installed (not editable) from this checkout, every time, by
     # this interpreter's pip (the environment has none of its own).
     subprocess.run(
@@ -60,3 +61,25 @@ def test_the_user_style_suite_passes_from_the_wheel(python, suite):
     result = run(python, "-m", "pytest", "-q", suite)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert " passed" in result.stdout and "skipped" not in result.stdout, result.stdout[-2000:]
+
+
+# The whole folder as one session: default/, a module's and a test's own config, and configured/'s
+# conftest.py, shuffled across modules and folders; then on two workers (each its own servers).
+@pytest.mark.parametrize(
+    "order",
+    [
+        ["--random-order-bucket=global", "--random-order-seed=1"],
+        ["--random-order-bucket=global", "--random-order-seed=2"],
+        ["--random-order-bucket=global", "--random-order-seed=3"],
+        ["--random-order-bucket=global", "--random-order-seed=4", "-n", "2"],
+    ],
+    ids=["seed-1", "seed-2", "seed-3", "seed-4-on-2-workers"],
+)
+def test_every_config_gets_its_own_server_in_any_order(python, order):
+    result = run(python, "-m", "pytest", "-q", *order)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    collected = run(python, "-m", "pytest", "-q", "--collect-only").stdout
+    total = int(collected.strip().splitlines()[-1].split()[0])  # "17 tests collected in 0.05s"
+    assert f"{total} passed" in result.stdout, result.stdout[-2000:]
+    if "-n" in order:
+        assert "bringing up nodes" in result.stdout, result.stdout[-2000:]
