@@ -9,12 +9,14 @@ message says what to do.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from tickets.errors import TicketsError
 from tickets.lane_item import Item
 from tickets.tables import COUNTER_KEY
 
@@ -68,6 +70,20 @@ class CounterTable:
         if isinstance(err, BotoCoreError):
             return AdminError(f"cannot reach the {self._where}: {err}")
         return self._explain(err)
+
+    @contextmanager
+    def dynamodb_errors(self) -> Iterator[None]:
+        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError)
+        as an AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
+        try:
+            yield
+        except TicketsError as err:
+            cause = err.__cause__
+            if isinstance(cause, (ClientError, BotoCoreError)):
+                raise self.explain(cause) from None
+            raise AdminError(err.message) from None
+        except (ClientError, BotoCoreError) as err:
+            raise self.explain(err) from None
 
     def get(self, item_key: str) -> Item | None:
         """The item, read consistently, or None if there is none."""
