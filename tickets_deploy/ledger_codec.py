@@ -150,34 +150,11 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
         raise ValueError("tableName: not a string")
-    slots = {}
-    for name, entry in _object(raw["slots"], "slots").items():
-        if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
-            raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
-        _fields(entry, f"slots.{name}", required={"region"}, optional={"retired", "accounts"})
-        if not isinstance(entry["region"], str) or entry.get("retired", True) is not True:
-            raise ValueError(f"slots.{name}: region must be a name and retired, if present, true")
-        accounts = entry.get("accounts", [])
-        if not isinstance(accounts, list) or not all(isinstance(a, str) and _ACCOUNT.fullmatch(a) for a in accounts):
-            raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
-        slots[int(name)] = SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
-    counters = {}
-    for key, entry in _object(raw["counters"], "counters").items():
-        _fields(entry, f"counters.{key}", required={"start", "stride", "shards"}, optional=set())
-        counters[key] = CounterRecord(
-            start=_whole(entry["start"], f"counters.{key}.start", low=0),
-            stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
-            shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
-        )
-    series = {}
-    for key, entry in _object(raw.get("series", {}), "series").items():
-        try:  # recorded as the config wrote it: it must read back as a series, unchanged
-            parsed = parse_series(key, entry, region_slots=region_slots, where=f"series.{key}")
-        except SeriesConfigError as err:
-            raise ValueError(str(err)) from None
-        if parsed.to_json() != entry:
-            raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
-        series[key] = entry
+    slots = {int(name): _slot_from(name, entry, region_slots) for name, entry in _object(raw["slots"], "slots").items()}
+    counters = {key: _counter_from(key, entry) for key, entry in _object(raw["counters"], "counters").items()}
+    series = {
+        key: _series_from(key, entry, region_slots) for key, entry in _object(raw.get("series", {}), "series").items()
+    }
     served = raw.get("unconfiguredKeysServed", True)
     if not isinstance(served, bool):
         raise ValueError("unconfiguredKeysServed: must be true or false")
@@ -193,6 +170,39 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
     )
+
+
+def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
+    if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
+        raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
+    _fields(entry, f"slots.{name}", required={"region"}, optional={"retired", "accounts"})
+    if not isinstance(entry["region"], str) or entry.get("retired", True) is not True:
+        raise ValueError(f"slots.{name}: region must be a name and retired, if present, true")
+    accounts = entry.get("accounts", [])
+    if not isinstance(accounts, list) or not all(isinstance(a, str) and _ACCOUNT.fullmatch(a) for a in accounts):
+        raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
+    return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
+
+
+def _counter_from(key: str, entry: Any) -> CounterRecord:
+    _fields(entry, f"counters.{key}", required={"start", "stride", "shards"}, optional=set())
+    return CounterRecord(
+        start=_whole(entry["start"], f"counters.{key}.start", low=0),
+        stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
+        shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
+    )
+
+
+def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
+    """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
+    never written, so an option added later reads an older record as its default)."""
+    try:
+        parsed = parse_series(key, entry, region_slots=region_slots, where=f"series.{key}")
+    except SeriesConfigError as err:
+        raise ValueError(str(err)) from None
+    if parsed.to_json() != entry:
+        raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
+    return dict(entry)
 
 
 def _exact(value: int) -> int | str:

@@ -77,28 +77,43 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
             continue
         if old == ledger:
             continue
-        said = []
-        added = [key for key in ledger.counters if key not in old.counters]
-        if added:
-            said.append(f"counters {', '.join(added)} added")
-        added_series = [key for key in ledger.series if key not in old.series]
-        if added_series:
-            said.append(f"series {', '.join(added_series)} added")
-        for slot, entry in ledger.slots.items():
-            before = old.slots.get(slot)
-            if before is None or before.retired and not entry.retired:
-                said.append(f"{entry.region} on slot {slot}")
-            elif entry.retired and not before.retired:
-                said.append(f"{entry.region} retired from slot {slot}")
-            elif entry.accounts != before.accounts:
-                said.append(f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(before.accounts)))}")
-        if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
-            said.append("unconfigured keys served (strictKeys false)")
-        served = sorted(ledger.default_keys_served - old.default_keys_served)
-        if served:
-            said.append(f"default key {', '.join(served)} served unconfigured")
+        said = [*_added(old, ledger), *_slot_changes(old, ledger), *_served_changes(old, ledger)]
         parts.append(f"{name}: {'; '.join(said)}")
     return "; ".join(parts) or "no change"
+
+
+def _added(old: Ledger, ledger: Ledger) -> list[str]:
+    said = []
+    added = [key for key in ledger.counters if key not in old.counters]
+    if added:
+        said.append(f"counters {', '.join(added)} added")
+    added_series = [key for key in ledger.series if key not in old.series]
+    if added_series:
+        said.append(f"series {', '.join(added_series)} added")
+    return said
+
+
+def _slot_changes(old: Ledger, ledger: Ledger) -> list[str]:
+    said = []
+    for slot, entry in ledger.slots.items():
+        before = old.slots.get(slot)
+        if before is None or before.retired and not entry.retired:
+            said.append(f"{entry.region} on slot {slot}")
+        elif entry.retired and not before.retired:
+            said.append(f"{entry.region} retired from slot {slot}")
+        elif entry.accounts != before.accounts:
+            said.append(f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(before.accounts)))}")
+    return said
+
+
+def _served_changes(old: Ledger, ledger: Ledger) -> list[str]:
+    said = []
+    if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
+        said.append("unconfigured keys served (strictKeys false)")
+    served = sorted(ledger.default_keys_served - old.default_keys_served)
+    if served:
+        said.append(f"default key {', '.join(served)} served unconfigured")
+    return said
 
 
 def check_lineage(ledger: LedgerFile, where: str) -> None:

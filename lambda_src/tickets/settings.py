@@ -131,4 +131,7 @@ def _camel(name: str) -> str:
 
 def _default(name: str) -> Any:
     declared = Settings.__dataclass_fields__[name]
-    return declared.default_factory() if declared.default is MISSING else declared.default  # type: ignore[misc]
+    if declared.default is MISSING:
+        assert declared.default_factory is not MISSING  # every attribute of Settings has a default
+        return declared.default_factory()
+    return declared.default
