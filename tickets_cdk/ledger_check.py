@@ -38,7 +38,7 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
-from tickets_deploy.services import DeclaredService, by_account, declared, refuse_clash
+from tickets_deploy.services import DeclaredService, as_props, by_account, declared, refuse_clash
 
 CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root
 VERSION_OUTPUT = LEDGER_VERSION_OUTPUT  # the output every stack with a service carries
@@ -57,6 +57,7 @@ class TicketsLedgerCheck(Construct):
         self.problem: str | None = None  # why the ledger refused the app, once it did
         self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # recorded, not yet written
         self.node.add_validation(_Validation(self))
+        _say_refusals_once(self)
 
     @classmethod
     def of(cls, scope: Construct) -> TicketsLedgerCheck:
@@ -88,6 +89,8 @@ class TicketsLedgerCheck(Construct):
                 ledger = record_services(ledger, group, account)
         except LedgerError as err:
             self.problem = str(err)
+            if self.node.try_get_context("tickets") is None:  # declared with props, not from cdk.json's tickets
+                self.problem = as_props(self.problem, self.registered)
             where = self.ledger_path or LEDGER_FILE
             return [f"refused by the deployment ledger {where} (nothing was synthesised or written):\n{self.problem}"]
         self.version = ledger.version
@@ -171,6 +174,21 @@ def find_ledger(scope: Construct) -> Path:
 def _installed(path: Path) -> bool:
     """Is `path` part of a Python installation (a tool's entry point such as pytest), not an app?"""
     return any(path.is_relative_to(Path(prefix).resolve()) for prefix in {sys.prefix, sys.base_prefix})
+
+
+def _say_refusals_once(check: TicketsLedgerCheck) -> None:
+    """When the ledger refused the app, `app.synth()` raises the CDK's validation error through jsii, whose
+    traceback (twice the message, 40 lines of kernel frames) buries the refusal: an app that does not catch
+    it (`python app.py`, `cdk synth`) prints the validation errors once, without a traceback, and exits 1."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:
+        if check.problem is None or CHECK_ID not in str(error):
+            previous(kind, error, trace)
+            return
+        print(str(error).replace("ValidationFailedWithErrors: ", "", 1), file=sys.stderr)
+
+    sys.excepthook = hook
 
 
 def _say_what_was_recorded(path: Path, previous: LedgerFile, ledger: LedgerFile) -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tickets_deploy.config import DeploymentConfig
 
-from .ledger_codec import FORMAT_1_CHANGE, from_text, to_text, version_id
+from .ledger_codec import FORMAT_1_CHANGE, _exact, from_text, to_text, version_id
 from .ledger_history import check_lineage, describe_change, record_services
 from .ledger_model import (
     COMMENT,
@@ -54,6 +54,7 @@ __all__ = [
     "LedgerFile",
     "SlotRecord",
     "Version",
+    "_exact",  # tests/test_team_model.py writes ledgers as the codec does
     "check_config_file",
     "check_lineage",
     "describe_change",

@@ -5,10 +5,16 @@ region, which regions each account holds) are tested without the CDK."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from .schema import FIELDS, DeploymentConfig
+from tickets.series.config import SERIES_OPTIONS
+
+from .schema import COUNTER_FIELDS, FIELDS, DeploymentConfig
+
+SERIES_PROPS = {option.name: option.prop for option in SERIES_OPTIONS}
+COUNTER_PROPS = {each.name: each.prop for each in COUNTER_FIELDS}
 
 # The settings one service has in every region (one numbering): the schema's fields marked `one_numbering`.
 ONE_NUMBERING = tuple(each.attribute for each in FIELDS if each.one_numbering)
@@ -116,3 +122,42 @@ def by_account(
         regions[entry.region] = entry.region_slot
         group[name] = replace(configs[name], regions=regions)
     return dict(sorted(grouped.items(), key=lambda item: item[0] or ""))
+
+
+_FIELD_PATH = re.compile(r"(?P<field>[A-Za-z]+)(?:\.(?P<key>[^.:\s]+)(?:\.(?P<name>[A-Za-z]+))?)?: ")
+_SAID = (("cdk.json says", "the app says"), ("cdk.json gives", "the app gives"), ("in cdk.json", "in the app"))
+
+
+def as_props(problems: str, registered: Sequence[DeclaredService]) -> str:
+    """The ledger's refusal (each line `TABLE: FIELD: ...`, in cdk.json's terms) for an app that declared its
+    services with props rather than cdk.json: each line names the constructs of that table and the prop."""
+    paths: dict[str, list[str]] = {}
+    for entry in registered:
+        paths.setdefault(entry.config.table_name, []).append(entry.path)
+    lines = []
+    for line in problems.splitlines():
+        table, _, rest = line.partition(": ")
+        field = _FIELD_PATH.match(rest)
+        if table not in paths or field is None:
+            lines.append(line)
+            continue
+        for old, new in _SAID:
+            rest = rest.replace(old, new)
+        where = f"TicketService {', '.join(paths[table])}"
+        lines.append(f"{where}, prop {_prop(field)}: {rest[field.end() :].replace('cdk.json', 'the app')}")
+    return "\n".join(lines)
+
+
+def _prop(field: re.Match[str]) -> str:
+    """cdk.json's field path (`counters.orders.start`) as the construct's prop (`counters['orders'].start`)."""
+    props = {each.name: each.prop for each in FIELDS}
+    name, key, inner = field.group("field"), field.group("key"), field.group("name")
+    if name == "regions":
+        return "region_slot"
+    if key is None:
+        return props.get(name, name)
+    if name == "series":
+        inner = SERIES_PROPS.get(inner, inner) if inner else None
+    elif name == "counters":
+        inner = COUNTER_PROPS.get(inner, inner) if inner else None
+    return f"{props.get(name, name)}[{key!r}]" + (f".{inner}" if inner else "")
