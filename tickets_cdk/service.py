@@ -3,8 +3,10 @@ the function and its URL; grants, metrics and the ledger check come with it."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
+import typing
 from typing import Any, Unpack
 
 from aws_cdk import (
@@ -274,6 +276,21 @@ class TicketService(Construct):
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the idempotency table, over every operation Powertools calls on it."""
         return _throttled_requests(self.idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"])
+
+
+def _signature_with_props() -> inspect.Signature:
+    """TicketService's signature as help() and inspect show it: each prop of TicketServiceProps a keyword
+    (default None: its field's default), as the type checker sees them through Unpack."""
+    signature = inspect.signature(TicketService.__init__)
+    own = [each for each in signature.parameters.values() if each.kind is not inspect.Parameter.VAR_KEYWORD]
+    hints = typing.get_type_hints(TicketServiceProps)
+    props = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hints[name]) for name in hints
+    ]
+    return signature.replace(parameters=[*own, *props])
+
+
+TicketService.__init__.__dict__["__signature__"] = _signature_with_props()  # help() and inspect read it
 
 
 def error_codes() -> list[str]:
