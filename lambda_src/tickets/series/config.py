@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser (settings.MAX_SAFE_INTEGER, without the import cycle)
@@ -153,8 +153,13 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
         _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
     )
     config = SeriesConfig(start, period, month, offset, text, length, explicit_max)
-    if text is None:
-        return config
+    return config if text is None else _fitted(config, key, region_slots, "max" in raw, where)
+
+
+def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: bool, where: str) -> SeriesConfig:
+    """A series with a format: its placeholders checked, and with formatMaxLength, its max the largest number
+    whose id fits (or, with an explicit max, that max's id checked to fit)."""
+    text, period, start, length = config.format or "", config.period, config.start, config.format_max_length
     placeholders = check_format(text, f"{where}.format")
     if "series" not in placeholders and (period is not None or region_slots > 1):
         reason = "the numbering restarts each period" if period is not None else "each region numbers from start"
@@ -165,11 +170,11 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
     if length is None:
         return config
     longest_series = longest_series_name(config, region_slots)
-    if "max" in raw:
-        longest = longest_id_length(text, key, longest_series, explicit_max)
+    if explicit_max:
+        longest = longest_id_length(text, key, longest_series, config.max)
         if longest > length:
             raise SeriesConfigError(
-                f"{where}: the longest id ({longest} characters, number {explicit_max} in a series named like "
+                f"{where}: the longest id ({longest} characters, number {config.max} in a series named like "
                 f"{'x' * longest_series}) passes formatMaxLength {length}; lower max or shorten the format"
             )
         return config
@@ -179,7 +184,7 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
             f"{where}: no id fits in formatMaxLength {length} (the number {start} already takes "
             f"{longest_id_length(text, key, longest_series, start)} characters); shorten the format or raise it"
         )
-    return SeriesConfig(start, period, month, offset, text, length, min(fitting, MAX_SAFE_INTEGER))
+    return replace(config, max=min(fitting, MAX_SAFE_INTEGER))
 
 
 def check_format(text: str, where: str) -> set[str]:
