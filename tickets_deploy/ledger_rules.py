@@ -168,7 +168,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             f"would make {key} refuse the new layout for good. Configure {key} with start, stride and shards as "
             "unconfigured keys have them (max and maxBlock may differ); to begin above N, run `python -m "
             f"tickets_admin raise {key} --above N` in each region once the config is deployed. Another layout "
-            "is possible only for keys no version ever served unconfigured: strictKeys true from `make init` "
-            "on, with keys other than the defaultKey (docs/design.md#the-rollout-rule)."
+            "is possible only for keys no version ever served unconfigured: strictKeys true from the first ledger "
+            "on (`python -m tickets_cdk init`), with keys other than the defaultKey (docs/design.md#the-rollout-rule)."
         )
     return problems
