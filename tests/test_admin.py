@@ -438,7 +438,7 @@ def test_raise_without_a_ledger_is_refused_except_on_a_local_endpoint(api, tmp_p
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         status = main(["raise", "orders", "--above", "9", "--config", str(config), "--table", COUNTER_TABLE])
-    assert status == 1 and "no ledger" in err.getvalue() and "make init" in err.getvalue()
+    assert status == 1 and "no ledger" in err.getvalue() and "python -m tickets_cdk init" in err.getvalue()
     err = io.StringIO()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         main(["raise", "orders", "--above", "9", "--config", str(config), "--endpoint-url", "http://127.0.0.1:9"])

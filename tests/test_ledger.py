@@ -234,7 +234,7 @@ def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_un
     assert message.startswith("counters.foo: a new counter with start 1000, stride 1, shards 1, but a recorded ")
     assert "served keys nobody configured (strictKeys false)" in message
     assert "`python -m tickets_admin raise foo --above N`" in message
-    assert "strictKeys true from `make init` on" in message
+    assert "strictKeys true from the first ledger on (`python -m tickets_cdk init`)" in message
 
 
 @pytest.mark.parametrize("layout", [{"shards": 4}, {"stride": 10}, {"start": 2}])
@@ -368,7 +368,9 @@ def test_an_empty_counters_object_stays_on_one_line():
 def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
     with pytest.raises(LedgerError) as refused:
         read_ledger(tmp_path / "tickets.lock.json")
-    assert "Only for a new deployment: `make init` writes one" in str(refused.value)
+    assert "For a new deployment, `python -m tickets_cdk init` in the directory of cdk.json writes one" in str(
+        refused.value
+    )
     assert "git checkout -- tickets.lock.json" in str(refused.value)
 
 
@@ -620,7 +622,7 @@ def test_app_without_a_ledger_stops_naming_make_init_then_records_then_refuses(a
     # A deleted ledger, or one looked for in the wrong place, is not taken for a new deployment.
     with pytest.raises(SystemExit) as stopped:
         app_module.main(_cdk_app(tickets, tmp_path / "none"), ledger_path)
-    assert "no ledger" in str(stopped.value.code) and "make init" in str(stopped.value.code)
+    assert "no ledger" in str(stopped.value.code) and "python -m tickets_cdk init" in str(stopped.value.code)
     assert not list((tmp_path / "none").glob("*.template.json")) and not ledger_path.exists()
 
     init_ledger(ledger_path, parse_config(tickets))

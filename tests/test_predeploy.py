@@ -218,8 +218,8 @@ def test_a_deploy_in_progress_or_denied_access_stops_it(tmp_path, aws, capsys, h
     assert status == 1
     assert "us-east-1: stack Tickets-us-east-1: UPDATE_IN_PROGRESS: another deploy is under way" in said
     assert "eu-west-1: stack Tickets-eu-west-1: cannot read the deployed stack (AccessDenied" in said
-    assert "make deploy needs cloudformation:DescribeStacks" in said
-    assert "make deploy needs ssm:GetParameter" in said
+    assert "the deploy check (python -m tickets_deploy predeploy) needs cloudformation:DescribeStacks" in said
+    assert "the deploy check (python -m tickets_deploy predeploy) needs ssm:GetParameter" in said
 
 
 def test_a_stack_deployed_before_versions_is_deployed_over(tmp_path, aws, capsys, history):

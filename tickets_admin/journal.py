@@ -19,14 +19,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from tickets.errors import TicketsError
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
 from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
 
-from .table import AdminError, CounterTable
+from .registry import Command, Context
+from .table import CounterTable
 
 PAGE = 500  # entries per Query while exporting or auditing
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -206,8 +204,6 @@ def _numbers(numbers: list[int], shown: int = 50) -> str:
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
 
 
-SERIES_COMMANDS = ("journal", "audit")
-
 JOURNAL_DESCRIPTION = """\
 Print the journal of the series KEY (every series of it, or the one --series names), in number
 order: one entry per number, with its series, time, caller, Idempotency-Key, ref and void.
@@ -229,52 +225,76 @@ examples:
   python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
 
 
-def add_series_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    for name, description, help_text in (
-        ("journal", JOURNAL_DESCRIPTION, "print a series' journal (JSON Lines or CSV)"),
-        ("audit", AUDIT_DESCRIPTION, "check that every number of a series has exactly one journal entry"),
-    ):
-        command = commands.add_parser(
-            name,
-            parents=[common],
-            description=description,
-            epilog=SERIES_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-            help=help_text,
-        )
-        command.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
-        command.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
-        if name == "journal":
-            command.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
+def _series_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
+    parser.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
 
 
-def run_series_command(args: argparse.Namespace, config: Any, region: str) -> int:
-    """`journal` or `audit`; an error prints what to do and exits 1."""
-    series_table = f"{args.table or config.table_name}{SERIES_TABLE_SUFFIX}"
-    table = CounterTable(series_table, region, args.endpoint_url, named_by="--table (the series table is NAME-series)")
-    journal = SeriesTable(table.client, series_table)
-    try:
+def _journal_arguments(parser: argparse.ArgumentParser) -> None:
+    _series_arguments(parser)
+    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
+
+
+def _series_table(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable]:
+    name = f"{context.table_name}{SERIES_TABLE_SUFFIX}"
+    table = CounterTable(
+        name, context.region, context.endpoint_url, named_by="--table (the series table is NAME-series)"
+    )
+    return table, SeriesTable(table.client, name)
+
+
+def _heads(args: argparse.Namespace, table: CounterTable, journal: SeriesTable) -> list[Head]:
+    """KEY's series (or the one --series names); says so on stderr when there are none."""
+    with table.dynamodb_errors():
         heads = journal.heads(args.key, args.series)
-        if not heads:
-            named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
-            print(f"no {named} in table {series_table}", file=sys.stderr)
-            return 1 if args.series else 0
-        if args.command == "journal":
-            entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
-            for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
-                print(line)
-            return 0
+    if not heads:
+        named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
+        print(f"no {named} in table {table.table}", file=sys.stderr)
+    return heads
+
+
+def _journal(args: argparse.Namespace, context: Context) -> int:
+    table, journal = _series_table(args, context)
+    heads = _heads(args, table, journal)
+    if not heads:
+        return 1 if args.series else 0
+    with table.dynamodb_errors():
+        entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
+        for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
+            print(line)
+    return 0
+
+
+def _audit(args: argparse.Namespace, context: Context) -> int:
+    table, journal = _series_table(args, context)
+    heads = _heads(args, table, journal)
+    if not heads:
+        return 1 if args.series else 0
+    with table.dynamodb_errors():
         audits = [audit(head, journal.entries(head)) for head in heads]
-    except TicketsError as err:
-        cause = err.__cause__
-        raise (
-            table.explain(cause) if isinstance(cause, (ClientError, BotoCoreError)) else AdminError(err.message)
-        ) from None
-    except (ClientError, BotoCoreError) as err:
-        raise table.explain(err) from None
     for result in audits:
         for line in result.lines():
             print(printable(line))
     failed = [result for result in audits if not result.clean]
     print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
     return 1 if failed else 0
+
+
+COMMANDS = (
+    Command(
+        "journal",
+        "print a series' journal (JSON Lines or CSV)",
+        JOURNAL_DESCRIPTION,
+        SERIES_EPILOG,
+        _journal,
+        _journal_arguments,
+    ),
+    Command(
+        "audit",
+        "check that every number of a series has exactly one journal entry",
+        AUDIT_DESCRIPTION,
+        SERIES_EPILOG,
+        _audit,
+        _series_arguments,
+    ),
+)

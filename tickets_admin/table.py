@@ -9,6 +9,7 @@ message says what to do.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import botocore.session
@@ -16,6 +17,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from tickets.dynamodb_errors import Failure, classify, error_code, is_condition_failure
+from tickets.errors import TicketsError
 from tickets.lane_item import Item
 from tickets.tables import COUNTER_KEY
 
@@ -69,6 +71,20 @@ class CounterTable:
             return AdminError(f"cannot reach the {self._where}: {err}")
         return self._explain(err)
 
+    @contextmanager
+    def dynamodb_errors(self) -> Iterator[None]:
+        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError)
+        as an AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
+        try:
+            yield
+        except TicketsError as err:
+            cause = err.__cause__
+            if isinstance(cause, (ClientError, BotoCoreError)):
+                raise self.explain(cause) from None
+            raise AdminError(err.message) from None
+        except (ClientError, BotoCoreError) as err:
+            raise self.explain(err) from None
+
     def get(self, item_key: str) -> Item | None:
         """The item, read consistently, or None if there is none."""
         return self._call("get_item", TableName=self.table, Key=_key(item_key), ConsistentRead=True).get("Item")
@@ -99,11 +115,9 @@ class CounterTable:
         except ClientError as err:
             if is_condition_failure(err):
                 raise
-            raise self._explain(err) from None
-        except NoCredentialsError:
-            raise AdminError(_NO_CREDENTIALS) from None
+            raise self.explain(err) from None
         except BotoCoreError as err:
-            raise AdminError(f"cannot reach the {self._where}: {err}") from None
+            raise self.explain(err) from None
 
     def _explain(self, err: ClientError) -> AdminError:
         """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""

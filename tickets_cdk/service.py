@@ -3,9 +3,11 @@ the function and its URL; grants, metrics and the ledger check come with it."""
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+import typing
+from typing import Any, Unpack
 
 from aws_cdk import (
     CfnDynamicReference,
@@ -32,10 +34,12 @@ from tickets_deploy.config import (
     parse_props,
 )
 from tickets_deploy.regions import refusal
+from tickets_deploy.services import DeclaredService
 
 from . import ledger_check
 from .asset import HANDLER, asset_directory
 from .powertools import layer_parameter
+from .props import TicketServiceProps
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
@@ -83,24 +87,10 @@ class TicketService(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        counters: Mapping[str, Mapping[str, Any]] | None = None,
-        table_name: str | None = None,
-        region_slot: int | None = None,
-        region_slots: int | None = None,
-        strict_keys: bool | None = None,
-        auth: str | None = None,
-        default_key: str | None = None,
-        max_block: int | None = None,
-        idempotency_expiry_seconds: int | None = None,
-        log_retention_days: int | None = None,
-        cors_origins: Sequence[str] | None = None,
-        reserved_concurrency: int | None = None,
-        callers: Sequence[str] | None = None,
-        compat: Mapping[str, str] | None = None,
-        series: Mapping[str, Any] | None = None,
         service_name: str | None = None,
         table_logical_ids: tuple[str, str] | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        **props: Unpack[TicketServiceProps],
     ):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -115,7 +105,6 @@ class TicketService(Construct):
         why_not = refusal(stack.region)
         if why_not is not None:
             raise ValueError(f"{label}: the stack's region: {why_not}")
-        props = {name: value for name, value in locals().items() if name in FIELD_PROPS}
         try:
             config = parse_props(props, stack.region, label)
         except ConfigError as err:
@@ -128,7 +117,11 @@ class TicketService(Construct):
         self.service_name: str = service_name or config.table_name
         prefix = _id_part(construct_id, label)
         table_ids = table_logical_ids or (f"{prefix}Table", f"{prefix}IdempotencyTable")
-        ledger_check.register(self, table_ids)
+        account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
+        declared = DeclaredService(
+            self.node.path, config, stack.region, account, self.service_name, stack.node.path, table_ids
+        )
+        ledger_check.register(self, declared)
 
         # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
         # instead of starting a new, empty one where every counter would begin again at its start.
@@ -283,6 +276,21 @@ class TicketService(Construct):
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the idempotency table, over every operation Powertools calls on it."""
         return _throttled_requests(self.idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"])
+
+
+def _signature_with_props() -> inspect.Signature:
+    """TicketService's signature as help() and inspect show it: each prop of TicketServiceProps a keyword
+    (default None: its field's default), as the type checker sees them through Unpack."""
+    signature = inspect.signature(TicketService.__init__)
+    own = [each for each in signature.parameters.values() if each.kind is not inspect.Parameter.VAR_KEYWORD]
+    hints = typing.get_type_hints(TicketServiceProps)
+    props = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hints[name]) for name in hints
+    ]
+    return signature.replace(parameters=[*own, *props])
+
+
+TicketService.__init__.__dict__["__signature__"] = _signature_with_props()  # help() and inspect read it
 
 
 def error_codes() -> list[str]:
