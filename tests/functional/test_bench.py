@@ -132,13 +132,13 @@ def test_the_bench_report_gets_the_new_table_between_its_markers_and_nothing_els
     assert new == f"# T\n\nbefore\n{readme.START}\n| new |\n| row |\n{readme.END}\nafter\n"
     with pytest.raises(ValueError, match="markers"):
         readme.splice("# no markers\n", "| new |")
-    assert Path(__file__).resolve().parent.parent / "bench" / "README.md" == readme.REPORT
+    assert Path(__file__).resolve().parents[2] / "bench" / "README.md" == readme.REPORT
     report_text = readme.REPORT.read_text(encoding="utf-8")
     assert report_text.count(readme.START) == 1 and report_text.count(readme.END) == 1
 
 
 def test_the_bench_duration_is_stated_the_same_in_help_and_the_report():
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     help_text = subprocess.run(
         [sys.executable, "-m", "bench", "--help"], cwd=repo, capture_output=True, text=True, check=True
     ).stdout

@@ -11,7 +11,8 @@ import pytest
 from test_handler import TEXT, assert_error, item
 from test_idempotency import once
 
-from conftest import EXAMPLE_CONFIG, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
+from common import EXAMPLE_CONFIG
+from moto_deployment import IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
 from tickets.app import logger as app_logger
 from tickets.routes import ROUTES, route_of
 

@@ -22,7 +22,7 @@ from tickets_client import client as client_module
 from tickets_client.client import Block, TicketsClient, TicketsError
 from tickets_client.signing import Signer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "AKIDEXAMPLE",
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",

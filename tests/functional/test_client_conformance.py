@@ -16,7 +16,7 @@ from local_support import LoopbackHttp
 from tickets_client import Block, TicketsClient, TicketsError
 from tickets_client import client as client_module
 
-CASES = json.loads((Path(__file__).resolve().parent.parent / "clients" / "conformance.json").read_text())["cases"]
+CASES = json.loads((Path(__file__).resolve().parents[2] / "clients" / "conformance.json").read_text())["cases"]
 WARM_UP_PATH = "/_counters/warm-up"  # the runner's request before each case, not one of the case's
 
 

@@ -11,8 +11,9 @@ import re
 
 import pytest
 
-from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from local_support import call, write_cdk_json
+from moto_deployment import COUNTER_TABLE
 from tickets.settings import Settings
 from tickets_admin.__main__ import main as admin_main
 from tickets_deploy.config import ConfigError, handler_environment, parse_config

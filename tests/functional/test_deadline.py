@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import COUNTER_TABLE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_client, function_url_event
+from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_client, function_url_event
 from tickets import timing
 from tickets.app import create_app, dynamodb_client
 from tickets.settings import CounterConfig, Settings

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 
 SMALL_BLOCKS = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "small": {"maxBlock": 100}}}
 

@@ -22,7 +22,7 @@ from botocore.stub import Stubber
 from moto.core.botocore_stubber import MockRawResponse
 from moto.core.models import botocore_stubber as moto_dynamodb
 
-from conftest import COUNTER_TABLE
+from moto_deployment import COUNTER_TABLE
 from tickets import timing
 
 ENDPOINT = "https://dynamodb.us-east-1.amazonaws.com"

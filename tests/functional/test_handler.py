@@ -9,7 +9,8 @@ import sys
 import pytest
 
 import tickets
-from conftest import BROWSER_ACCEPT, EXAMPLE_CONFIG, Answer, FakeLambdaContext, function_url_event
+from common import BROWSER_ACCEPT, EXAMPLE_CONFIG
+from moto_deployment import Answer, FakeLambdaContext, function_url_event
 from tickets.app import logger as app_logger
 
 TEXT = {"accept": "text/plain"}
@@ -443,7 +444,7 @@ def test_each_request_logs_one_json_line_with_key_tickets_and_correlation_id(api
         for handler, stream in zip(app_logger.handlers, streams):
             handler.setStream(stream)
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(lines) == 1, lines  # the metrics line, which carries the audit (tests/test_log_format.py)
+    assert len(lines) == 1, lines  # the metrics line, which carries the audit (tests/functional/test_log_format.py)
     line = lines[0]
     assert line["TicketsIssued"] == [3.0]
     assert (line["key"], line["count"]) == ("orders", 3)

@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from moto.core.models import botocore_stubber as moto_dynamodb
 
-from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
+from moto_deployment import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
 from tickets import timing
 
 

@@ -12,8 +12,9 @@ import sys
 import pytest
 
 import tickets
-from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from local_support import call, write_cdk_json
+from moto_deployment import COUNTER_TABLE
 from tickets_admin.__main__ import main as admin_main
 from tickets_local.server import COUNTERS_PATH, LocalServer
 

@@ -30,8 +30,8 @@ from tickets_local.deployment import load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
 from tickets_local.server import LocalServer
 
-FIXTURE_EVENT = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
-REPO = Path(__file__).resolve().parent.parent
+FIXTURE_EVENT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "function_url_event.json").read_text())
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="class")

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 import tickets.app
-from conftest import EXAMPLE_CONFIG, FakeLambdaContext, function_url_event
+from common import EXAMPLE_CONFIG
+from moto_deployment import FakeLambdaContext, function_url_event
 from tickets.log_format import AUDIT_FIELDS
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 REQUEST_ID = "5d24d88b-audit-test"
 BIG = 2**62 + 1  # above 2^53: a float would round it
 BIG_COUNTER = {"start": str(BIG), "max": str(2**63 - 1)}  # decimal strings: cdk.json's exact form

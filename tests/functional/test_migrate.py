@@ -1,7 +1,8 @@
 """`python -m tickets_admin migrate` on moto: an old API Gateway counter table (partition key `systemKey`, a
 string; value `counter`, a number) carried over under the real handler: raised above old value +
 margin, already above, dry run, safe to repeat, skipped items listed, refusals, errors, --help.
-(On dynalite: tests/test_dynalite.py; the whole move with the compatibility route: tests/test_compat.py.)"""
+(On dynalite: tests/functional/test_dynalite.py; the whole move with the compatibility route:
+tests/functional/test_compat.py.)"""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import COUNTER_TABLE, EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from local_support import write_cdk_json
+from moto_deployment import COUNTER_TABLE
 from tickets_admin.__main__ import main
 from tickets_admin.migrate import read_old_counters
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 OLD_TABLE = "old-counters"
 SHARDED = {"regions": {"us-east-1": 0}, "counters": {"hot": {"shards": 4}}}
 

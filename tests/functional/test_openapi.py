@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from openapi_spec_validator import validate
 
-from conftest import EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from local_support import TICKETS_CONFIG, call
 from tickets import __version__, errors, routes
 from tickets.settings import Settings
@@ -25,7 +25,7 @@ from tickets_local import openapi
 from tickets_local.server import OPENAPI_PATH
 from tickets_local.testing import LocalTickets
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]  # the helper modules (schemathesis_hooks.py)
 REPO = TESTS.parent
 DOCUMENT = json.loads((REPO / "openapi.json").read_text())  # the default config's
 METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PLUGIN_ENTRY_POINT
+from common import PLUGIN_ENTRY_POINT
 from local_support import call
 from tickets_client.client import TicketsClient, TicketsError
 from tickets_local.server import RESET_PATH, LocalServer
 from tickets_local.testing import DEFAULT_CONFIG, LocalTickets, LocalTicketsError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 USER_TESTS = REPO / "examples" / "user-tests"
 CONFIG = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},

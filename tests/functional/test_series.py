@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from conftest import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, SERIES_TABLE, Region, function_client
 from local_support import SERIES_KEY, TICKETS_CONFIG, StubServer, json_reply, write_cdk_json
+from moto_deployment import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, SERIES_TABLE, Region, function_client
 from tickets.app import create_app
 from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series

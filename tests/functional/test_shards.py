@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from conftest import COUNTER_TABLE
+from moto_deployment import COUNTER_TABLE
 from tickets.errors import ConfigMismatch, Unavailable
 from tickets.issuer import Issuer
 from tickets.sequence import lanes_of
@@ -456,7 +456,7 @@ def test_a_stride_traded_for_region_slots_is_refused_on_a_shard_that_never_issue
 
 class WithoutFailedItems:
     """moto as dynalite answers: a failed condition comes back without the item, and there are no
-    transactions. (tests/test_dynalite.py runs against dynalite itself, where node is installed.)"""
+    transactions. (tests/functional/test_dynalite.py runs against dynalite itself, where node is installed.)"""
 
     def __init__(self, client):
         self._client = client

@@ -9,7 +9,7 @@ handler on moto (one table per region), and runs `tickets_admin raise` now and t
 no ticket of a key was issued twice across all regions, every ticket lies on the lane its key's
 recorded layout gives the region that issued it, and no request was refused for a changed layout.
 
-`TICKETS_MODEL_EXAMPLES=500 pytest tests/test_rollout_model.py` runs more histories than `make test`'s.
+`TICKETS_MODEL_EXAMPLES=500 pytest tests/models/test_rollout_model.py` runs more histories than `make test`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from moto import mock_aws
 
-from conftest import COUNTER_TABLE, Region
+from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_deploy.config import ConfigError, parse_config
 from tickets_deploy.ledger import (

@@ -12,7 +12,7 @@ After every step the audit (tickets_admin.journal, what `tickets_admin audit` ru
 At the end every live request is run to its end, every unanswered key retried after the locks expire,
 and each must get a number: then every entry is the number of exactly one key, which answered it.
 
-`TICKETS_MODEL_EXAMPLES=500 pytest tests/test_series_model.py` runs more histories than `make test`'s.
+`TICKETS_MODEL_EXAMPLES=500 pytest tests/models/test_series_model.py` runs more histories than `make test`'s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The rollout rule for a team, proven on whole histories (docs/design.md#teams).
 
-A stateful model, the rollout model's sibling (tests/test_rollout_model.py): hypothesis generates what a
+A stateful model, the rollout model's sibling (tests/models/test_rollout_model.py): hypothesis generates what a
 team does with one repository. Branches start from main; a change to cdk.json is committed on a branch
 only once synthesis accepted it (the real ledger, read from and written to the file's text); branches
 merge with git's own three-way line merge (`git merge-file`) of cdk.json and tickets.lock.json, each
@@ -16,7 +16,7 @@ no table.
 
 TICKETS_TEAM_MODEL=today runs the same model on today's ledger (one service per file, no versions, no
 lineage check, no pre-deploy check): it finds hole 1 of issue 21 (two pull requests merged by git).
-`TICKETS_MODEL_EXAMPLES=200 pytest tests/test_team_model.py` runs more histories than `make test`'s.
+`TICKETS_MODEL_EXAMPLES=200 pytest tests/models/test_team_model.py` runs more histories than `make test`'s.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from moto import mock_aws
 
-from conftest import COUNTER_TABLE, Region
+from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_deploy import predeploy
 from tickets_deploy.config import ConfigError, parse_config

@@ -20,7 +20,7 @@ import tickets
 import tickets_client
 import tickets_client.client
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PYTHON_CLIENT = REPO / "clients" / "python"
 TYPESCRIPT_CLIENT = REPO / "clients" / "typescript"
 TYPESCRIPT_VERSION = json.loads((TYPESCRIPT_CLIENT / "package.json").read_text())["version"]

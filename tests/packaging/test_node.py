@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MAKEFILE = (REPO / "Makefile").read_text()
 LTS_MAJORS = {22, 24}  # the Node releases in (active or maintenance) long-term support
 

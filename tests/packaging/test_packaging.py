@@ -17,7 +17,7 @@ from packaging.requirements import Requirement
 
 from local_support import write_cdk_json
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "clients" / "python"
 
 

@@ -27,7 +27,7 @@ from tickets_cdk.service import FIELD_PROPS
 from tickets_deploy.config import FIELDS, parse_config
 from tickets_deploy.ledger import read_ledger_file, record_services, write_ledger_file
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cdk-app"
 
 

@@ -59,7 +59,7 @@ def test_a_damaged_series_record_is_refused():
         from_text(text)
 
 
-# --- the stack (one synthesis of the reference app, as tests/test_stack.py synthesises) ----------------
+# --- the stack (one synthesis of the reference app, as tests/synth/test_stack.py synthesises) ----------------
 
 SERIES_CONFIG = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},

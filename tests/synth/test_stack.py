@@ -24,7 +24,7 @@ from tickets_deploy.config import MAX_TICKET, parse_config  # noqa: E402
 from tickets_deploy.ledger import init_ledger, read_ledger, record  # noqa: E402
 from tickets_deploy.regions import SERVED_REGIONS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 
 BIG_START = 2**63 - 1 - 5  # the last six tickets an int64 holds, written as a decimal string in cdk.json

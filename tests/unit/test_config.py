@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from tickets.settings import MAX_SAFE_INTEGER, SETTINGS_ENV, CounterConfig, Settings
 from tickets_deploy.config import (
     LOG_RETENTION_DAYS,
@@ -279,7 +279,7 @@ def test_every_region_without_function_urls_is_refused():
 
 
 def test_every_served_region_has_function_urls_in_cloudformation():
-    """cfn-lint's copy of each region's CloudFormation schemas; tests/test_stack.py also lints a synthesised
+    """cfn-lint's copy of each region's CloudFormation schemas; tests/synth/test_stack.py also lints a synthesised
     stack in every served region."""
     lacking = [
         region
@@ -361,7 +361,7 @@ def test_readme_s_configuration_table_is_the_fields_definitions():
     """README.md's table is rendered from FIELDS: a field's name, prop, default or doc line changes in one place."""
     from tickets_deploy.config import readme_table
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     start = readme.index("| field | prop | default | meaning |")
     table = readme[start : readme.index("\n\n", start)]
     assert table == readme_table()

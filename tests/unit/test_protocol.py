@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import BROWSER_ACCEPT
+from common import BROWSER_ACCEPT
 from tickets.errors import ECHO_CHARS, BadRequest, PayloadTooLarge, echo
 from tickets.keys import MAX_COUNT, parse_count, require_idempotency_key, require_key
 from tickets.protocol import (

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tickets_client import client, lease
 
-TYPESCRIPT_SOURCES = Path(__file__).resolve().parent.parent / "clients" / "typescript" / "src"
+TYPESCRIPT_SOURCES = Path(__file__).resolve().parents[2] / "clients" / "typescript" / "src"
 # `export const NAME = 1_000;` (a number written out; constants computed from others are left to those)
 NUMBER_CONSTANT = re.compile(r"^export const ([A-Z][A-Z0-9_]*) = ([0-9][0-9_.]*);", re.MULTILINE)
 
