@@ -1,6 +1,7 @@
 """The deployment ledger (tickets.lock.json): every change that could repeat a ticket is refused,
 naming the field, the old and the new value; every safe change is recorded. Unit tests on the pure
-`record`, the file format, and app.py's entry point on a temporary directory.
+`record` and the file format. With git: tests/functional/test_ledger_git.py; through app.py's entry
+point: tests/synth/test_ledger_app.py.
 
 No test reads or writes the repository's own ledger, except one that reads it to check it is what
 the shipped cdk.json produces."""
@@ -8,12 +9,11 @@ the shipped cdk.json produces."""
 from __future__ import annotations
 
 import json
-import os
-import re
 from pathlib import Path
 
 import pytest
 
+from ledger_examples import BASE, MAIN, PR_B, config, on, one_service
 from tickets_deploy.config import load_config_file, parse_config
 from tickets_deploy.ledger import (
     COMMENT,
@@ -25,8 +25,6 @@ from tickets_deploy.ledger import (
     SlotRecord,
     Version,
     from_text,
-    init_ledger,
-    ledger_path_beside,
     new_accounts,
     read_ledger,
     read_ledger_file,
@@ -37,19 +35,9 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 TOP = str(2**63 - 1)
-BASE = {  # strict, so new counters may take any layout; the rollout rule's tests serve unconfigured keys
-    "regions": {"us-east-1": 0, "eu-west-1": 1},
-    "regionSlots": 4,
-    "strictKeys": True,
-    "counters": {"orders": {"start": 5000, "shards": 2}, "invoices": {"start": 1, "stride": 10}},
-}
-
-
-def config(**changes):
-    return parse_config({**BASE, **changes})
 
 
 def counters(**changes):
@@ -295,12 +283,6 @@ def test_an_unknown_account_records_nothing(deployed):
 # --- the file -----------------------------------------------------------------------------------
 
 
-def one_service(ledger: Ledger, change: str = "make init") -> LedgerFile:
-    """A file holding `ledger` alone, as its first version."""
-    services = {ledger.table_name: ledger}
-    return LedgerFile(services, (Version(version_id(None, services), None, change),))
-
-
 def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path):
     first = record_services(None, {"tickets-counters": config()}, "222222222222", "make init")
     ledger = record_services(
@@ -372,27 +354,6 @@ def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
     assert "git checkout -- tickets.lock.json" in str(refused.value)
 
 
-def test_the_way_back_for_a_ledger_an_upgrade_deleted_restores_it(tmp_path):
-    """The command the refusal names, run in a checkout where a commit deleted the ledger."""
-    import subprocess
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
-
-    ledger = to_text(one_service(record(config(), None)))
-    (tmp_path / "tickets.lock.json").write_text(ledger)
-    git("init", "-q")
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "add", ".")
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "deployed")
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "rm", "-q", "tickets.lock.json")
-    git("-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "upgrade")
-    with pytest.raises(LedgerError) as refused:
-        read_ledger(tmp_path / "tickets.lock.json")
-    command = re.search(r"`(git show [^`]+)`", str(refused.value)).group(1)
-    subprocess.run(["bash", "-c", command], cwd=tmp_path, check=True)
-    assert (tmp_path / "tickets.lock.json").read_text() == ledger
-
-
 def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
     """It cannot say whether unconfigured keys were ever served, so it is read as if they were."""
     old = (
@@ -427,34 +388,7 @@ def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
         read_ledger(path)
 
 
-def test_the_ledger_is_found_beside_cdk_json_and_app_py_wherever_the_command_runs(monkeypatch, tmp_path):
-    """app.py imported in a process started in another directory still names the repository's ledger."""
-    import subprocess
-    import sys
-
-    found = subprocess.run(
-        [sys.executable, "-c", "import app; print(app.LEDGER_PATH)"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert Path(found.stdout.strip()) == ROOT / "tickets.lock.json"
-    monkeypatch.chdir(tmp_path)
-    assert ledger_path_beside(Path("cdk.json")) == tmp_path / "tickets.lock.json"
-
-
 # --- versions: one line of history --------------------------------------------------------------
-
-MAIN = {"regions": {"us-east-1": 0}, "strictKeys": True, "counters": {"orders": {"start": 5000}}}
-PR_A = {**MAIN, "strictKeys": False}  # hole 1: one pull request serves unconfigured keys ...
-PR_B = {**MAIN, "counters": {**MAIN["counters"], "foo": {"start": 1000}}}  # ... another adds a counter
-MERGED = {**PR_A, "counters": PR_B["counters"]}
-
-
-def on(tickets: dict, previous: LedgerFile | None = None, change: str | None = None) -> LedgerFile:
-    return record_services(previous, {"tickets-counters": parse_config(tickets)}, None, change)
 
 
 @pytest.fixture
@@ -481,53 +415,6 @@ def test_a_state_reached_again_is_a_new_version():
     back = on(both, removed)
     assert back.services == first.services and back.version != first.version
     assert len({v.id for v in back.versions}) == 3
-
-
-def _merge(tmp_path: Path, base: str, ours: str, theirs: str) -> tuple[str, bool]:
-    """git's own three-way line merge of three texts: (the result, whether it conflicted)."""
-    import subprocess
-
-    paths = []
-    for name, text in (("ours", ours), ("base", base), ("theirs", theirs)):
-        paths.append(tmp_path / name)
-        paths[-1].write_text(text)
-    merged = subprocess.run(["git", "merge-file", "-p", *map(str, paths)], capture_output=True, text=True)
-    return merged.stdout, merged.returncode != 0
-
-
-def test_hole_1_two_pull_requests_merged_by_git_are_refused_and_the_way_out_refuses_b_after_a(main_file, tmp_path):
-    """Hole 1: each pull request synthesises alone; the merge must not pass as if checked in sequence."""
-    a, b = on(PR_A, main_file), on(PR_B, main_file)
-    merged, conflicted = _merge(tmp_path, to_text(main_file), to_text(a), to_text(b))
-    assert conflicted  # both appended a version after the same one
-    path = tmp_path / "tickets.lock.json"
-    path.write_text(merged)
-    with pytest.raises(LedgerError, match=r"git conflict markers.*git checkout --ours -- tickets\.lock\.json"):
-        read_ledger_file(path)
-
-    # Resolved by keeping both sides' lines: two children of one parent.
-    both = re.sub(r"<<<<<<< .*\n(.*)\n=======\n(.*)\n>>>>>>> .*\n", r"\1,\n\2\n", merged)
-    both_versions = json.loads(both)["versions"]
-    assert [v["parent"] for v in both_versions] == [None, main_file.version, main_file.version]
-    path.write_text(both)
-    with pytest.raises(LedgerError) as refused:
-        read_ledger_file(path)
-    assert f"{a.version} (tickets-counters: unconfigured keys served (strictKeys false)) and {b.version}" in str(
-        refused.value
-    )
-    assert f"are two children of {main_file.version}" in str(refused.value)
-    assert "Re-record one change on top of the other" in str(refused.value)
-
-    # Resolved by taking one side's versions while the services merged line by line: they hash to neither.
-    one_side = json.loads(both)
-    one_side["versions"] = one_side["versions"][:2]
-    path.write_text(json.dumps(one_side))
-    with pytest.raises(LedgerError, match=rf"hash to [0-9a-f]{{16}}, not to its last version {a.version}"):
-        read_ledger_file(path)
-
-    # The way out: A's ledger restored, the merged cdk.json synthesised on top of it: B after A is refused.
-    with pytest.raises(LedgerError, match=r"tickets-counters: counters\.foo: a new counter with start 1000"):
-        on(MERGED, a)
 
 
 def test_a_hand_edited_ledger_is_refused(main_file, tmp_path):
@@ -594,113 +481,6 @@ def test_new_accounts_across_services(main_file):
     other = {"regions": {"eu-west-1": 0}, "tableName": "other-counters"}
     both = record_services(main_file, {"other-counters": parse_config(other)}, "111111111111")
     assert new_accounts(main_file, both) == [("eu-west-1", "111111111111")]
-
-
-# --- through app.py -----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def app_module():
-    import app
-
-    return app
-
-
-def _cdk_app(tickets: dict, outdir: Path):
-    from aws_cdk import App
-
-    return App(context={"tickets": tickets}, outdir=str(outdir))
-
-
-@pytest.mark.slow
-def test_app_without_a_ledger_stops_naming_make_init_then_records_then_refuses(app_module, tmp_path, capsys):
-    ledger_path = tmp_path / "tickets.lock.json"
-    tickets = {"regions": {"us-east-1": 0}, "regionSlots": 1, "counters": {"orders": {"start": 5000}}}
-
-    # A deleted ledger, or one looked for in the wrong place, is not taken for a new deployment.
-    with pytest.raises(SystemExit) as stopped:
-        app_module.main(_cdk_app(tickets, tmp_path / "none"), ledger_path)
-    assert "no ledger" in str(stopped.value.code) and "make init" in str(stopped.value.code)
-    assert not list((tmp_path / "none").glob("*.template.json")) and not ledger_path.exists()
-
-    init_ledger(ledger_path, parse_config(tickets))
-    app_module.main(_cdk_app(tickets, tmp_path / "first"), ledger_path)
-    (template,) = (tmp_path / "first").glob("*.template.json")
-    written = ledger_path.read_text()
-    # The stack records the version it was synthesised with, for make deploy to compare (predeploy.py).
-    assert json.loads(template.read_text())["Outputs"]["TicketsLedgerVersion"]["Value"] == (
-        read_ledger_file(ledger_path).version
-    )
-    assert read_ledger(ledger_path) == record(parse_config(tickets), None)
-
-    # The issue's first scenario: a second region by growing regionSlots.
-    grown = {**tickets, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
-    with pytest.raises(SystemExit) as refused:
-        app_module.main(_cdk_app(grown, tmp_path / "second"), ledger_path)
-    assert refused.value.code != 0
-    assert "refused by the deployment ledger" in str(refused.value.code)
-    assert "regionSlots: the ledger records 1, cdk.json says 2." in str(refused.value.code)
-    assert not list((tmp_path / "second").glob("*.template.json"))
-    assert ledger_path.read_text() == written
-
-
-@pytest.mark.slow
-def test_app_records_the_account_and_says_a_new_accounts_tables_start_empty(app_module, tmp_path, capsys):
-    ledger_path = tmp_path / "tickets.lock.json"
-    tickets = {"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}
-    init_ledger(ledger_path, parse_config(tickets))
-    app_module.synthesize(_cdk_app(tickets, tmp_path / "production"), ledger_path, account="111111111111")
-    assert read_ledger(ledger_path).slots[0].accounts == ("111111111111",)
-    said = capsys.readouterr().err
-    assert "us-east-1: account 111111111111 is new to the ledger, so its tables start empty" in said
-    assert "tickets_admin export" in said and "tickets_admin raise KEY --above N" in said
-
-    app_module.synthesize(_cdk_app(tickets, tmp_path / "again"), ledger_path, account="111111111111")
-    assert capsys.readouterr().err == ""  # nothing new: nothing written, nothing said
-
-
-def test_app_refuses_a_changed_counter_before_synthesising(app_module, tmp_path):
-    ledger_path = tmp_path / "tickets.lock.json"
-    tickets = {"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}
-    write_ledger_file(ledger_path, one_service(record(parse_config(tickets), None)))
-    before = ledger_path.read_bytes()
-    changed = {**tickets, "counters": {"orders": {"start": 1}}}
-    with pytest.raises(SystemExit) as refused:
-        app_module.main(_cdk_app(changed, tmp_path / "out"), ledger_path)
-    assert "counters.orders.start: the ledger records 5000, cdk.json says 1." in str(refused.value.code)
-    assert ledger_path.read_bytes() == before
-    assert not list((tmp_path / "out").glob("*.template.json"))
-
-
-def test_app_refuses_a_forked_ledger_before_synthesising(app_module, tmp_path):
-    """Two branches' versions kept by a merge: synthesis stops with the way out and writes nothing."""
-    main = on(MAIN, None, "make init")
-    a, b = on(PR_A, main), on(PR_B, main)
-    forked = LedgerFile(b.services, (*a.versions, b.versions[-1]))
-    ledger_path = tmp_path / "tickets.lock.json"
-    write_ledger_file(ledger_path, forked)
-    before = ledger_path.read_bytes()
-    with pytest.raises(SystemExit) as refused:
-        app_module.main(_cdk_app(MERGED, tmp_path / "out"), ledger_path)
-    message = str(refused.value.code)
-    assert "refused by the deployment ledger" in message and f"are two children of {main.version}" in message
-    assert "Re-record one change on top of the other" in message
-    assert ledger_path.read_bytes() == before
-    assert not list((tmp_path / "out").glob("*.template.json"))
-
-
-def test_app_refuses_an_unsafe_json_number_as_cdk_passes_it(app_module, tmp_path):
-    """The CDK CLI passes context through Node; so does App(context=...): the number arrives rounded."""
-    ledger_path = tmp_path / "tickets.lock.json"
-    init_ledger(ledger_path, parse_config({"regions": {"us-east-1": 0}}))
-    before = ledger_path.read_bytes()
-    tickets = {"regions": {"us-east-1": 0}, "counters": {"big": {"start": 36028797018963969}}}
-    with pytest.raises(SystemExit) as refused:
-        app_module.main(_cdk_app(tickets, tmp_path / "out"), ledger_path)
-    message = str(refused.value.code)
-    assert "tickets.counters.big.start" in message and "decimal string" in message
-    assert "36028797018963970" in message  # what Node made of it
-    assert ledger_path.read_bytes() == before
 
 
 # --- make init ----------------------------------------------------------------------------------
