@@ -3,8 +3,8 @@ fixtures (tests/functional/conftest.py) and the stateful models (tests/models) b
 
 `Region(config, region)` is one region's deployment: the app built by `create_app` with that region's
 settings (exactly what the stack gives the function) and its own tables in moto (the caller holds
-`mock_aws` open). `Region.call(...)` builds an event from `fixtures/function_url_event.json` and returns
-the status, headers and parsed body.
+`mock_aws` open; the fixture `deploy` does). `Region.call(...)` builds an event from
+`fixtures/function_url_event.json` and returns the status, headers and parsed body.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 import boto3
+import pytest
+from moto import mock_aws
 
+from common import EXAMPLE_CONFIG
 from tickets.app import App, create_app, dynamodb_client
 from tickets.tables import (
     COUNTER_KEY,
@@ -176,3 +179,37 @@ class Region:
             yield calls
         finally:
             events.unregister("provide-client-params.dynamodb", record)
+
+
+# The fixtures of the tiers that run the handler (tests/functional, and tests/synth on the settings it
+# synthesised): each tier's conftest.py imports them.
+
+
+@pytest.fixture
+def aws():
+    """moto's in-memory AWS for the duration of one test."""
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def deploy(aws):
+    """deploy(config, region) -> Region, with the app built from that cdk.json-style config."""
+
+    def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
+        return Region(EXAMPLE_CONFIG if config is None else config, region)
+
+    return deploy
+
+
+@pytest.fixture
+def api(deploy) -> Region:
+    """The handler deployed with the README's example config in us-east-1."""
+    return deploy()
+
+
+@pytest.fixture
+def dynamodb_calls(api):
+    """Every (operation, table) the handler's client sends."""
+    with api.dynamodb_calls() as calls:
+        yield calls
