@@ -1,4 +1,4 @@
-"""Schemathesis hooks for tests/test_openapi.py (loaded through SCHEMATHESIS_HOOKS).
+"""Schemathesis hooks for tests/functional/test_openapi.py (loaded through SCHEMATHESIS_HOOKS).
 
 openapi.json states three request rules in words, because JSON Schema describes each parameter
 on its own and cannot relate one to another:

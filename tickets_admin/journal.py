@@ -1,5 +1,5 @@
 """A series' journal read from its table: export it (`tickets_admin journal`) and audit it
-(`tickets_admin audit`). The audit is the check tests/test_series_model.py runs after every step.
+(`tickets_admin audit`). The audit is the check tests/models/test_series_model.py runs after every step.
 
 Read with the function's own store (tickets.series.store), so what is audited is what the service
 wrote and reads: heads by a Scan of the series table, entries by Query in number order.

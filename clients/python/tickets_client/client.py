@@ -52,7 +52,7 @@ BACKOFF_CAP_SECONDS = 5.0
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
 MAX_SAFE_INTEGER = 2**53 - 1  # the largest ticket both clients hold exactly (a JS number beyond it rounds)
 # The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
-# import the server's code; tests/test_client.py checks the two agree).
+# import the server's code; tests/functional/test_client.py checks the two agree).
 FUNCTION_TIMEOUT_SECONDS = 10
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
