@@ -100,17 +100,21 @@ def function_url_event(
     headers: dict[str, str] | None = None,
     body: str | bytes | None = None,
     base64_body: bool = False,
+    iam: dict[str, Any] | None = None,
 ) -> dict:
     """A payload 2.0 event as a Function URL sends it. `query` is a dict or a list of pairs
     (pairs may repeat a name: AWS then joins the values with commas, as here); `path` is
     the raw path, still percent-encoded. A bytes body arrives base64-encoded, as AWS sends
-    binary; `base64_body=True` marks a str body as base64 as it stands (even if it is not)."""
+    binary; `base64_body=True` marks a str body as base64 as it stands (even if it is not). `iam`: the
+    signer as the URL's IAM authorizer describes it (requestContext.authorizer.iam), if not the template's."""
     pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
     event = copy.deepcopy(EVENT_TEMPLATE)
     event["rawPath"] = path
     event["requestContext"]["http"]["method"] = method
     event["requestContext"]["http"]["path"] = path
     event["requestContext"]["requestId"] = str(uuid.uuid4())
+    if iam is not None:
+        event["requestContext"]["authorizer"]["iam"] = iam
     event["rawQueryString"] = urlencode(pairs)
     if pairs:
         joined: dict[str, str] = {}
@@ -161,6 +165,7 @@ class Region:
         if self._app is None:
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
             client = function_client(self.region)
+            rules = self.config.access  # the access rules, as the function reads them from the stack's parameters
             self._app = create_app(
                 self.settings,
                 client,
@@ -168,6 +173,7 @@ class Region:
                 IDEMPOTENCY_TABLE,
                 region=self.region,
                 series_table=SERIES_TABLE,
+                access=None if rules is None else (lambda: rules),
                 **picks,
             )
         return self._app

@@ -18,6 +18,7 @@ from aws_cdk import (
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -33,7 +34,8 @@ from tickets_deploy.config import (
 )
 from tickets_deploy.regions import refusal
 
-from . import ledger_check
+from . import ledger_check, suppressions
+from .access_rules import AccessRulesStore, grantee_principal
 from .asset import HANDLER, asset_directory
 from .powertools import layer_parameter
 
@@ -67,7 +69,13 @@ class TicketService(Construct):
       the construct's id followed by `Table` and `IdempotencyTable`). They never change once deployed: a new
       id replaces the table;
     - `removal_policy`: of the tables and the function's log group (default RETAIN; a destroyed table
-      starts every counter again at its start, so anything else is for throwaway stacks).
+      starts every counter again at its start, so anything else is for throwaway stacks);
+    - `encryption_key`: a customer-managed KMS key that encrypts every table and the function's log group
+      (default: none, AWS-owned keys). A key created in this stack gets the key policy CloudWatch Logs needs;
+      an imported key must already allow it (docs/cdk.md#encryption).
+
+    With `access` (the cdk.json field, or `{}`) the function enforces access rules, and the grants
+    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`) add to them (docs/callers.md#access-rules).
 
     With `series` configured (docs/series.md) it also creates the series table, `<table_name>-series`
     (logical id: the construct's id followed by `SeriesTable`), with the same protection, and grants the
@@ -98,6 +106,8 @@ class TicketService(Construct):
         callers: Sequence[str] | None = None,
         compat: Mapping[str, str] | None = None,
         series: Mapping[str, Any] | None = None,
+        access: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
+        encryption_key: kms.IKey | None = None,
         service_name: str | None = None,
         table_logical_ids: tuple[str, str] | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
@@ -132,9 +142,18 @@ class TicketService(Construct):
 
         # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
         # instead of starting a new, empty one where every counter would begin again at its start.
-        self.table = _table(self, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name)
+        encrypted = _encryption(encryption_key)
+        self.encryption_key = encryption_key
+        self.table = _table(
+            self, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted
+        )
         self.idempotency_table = _table(
-            self, table_ids[1], tables.IDEMPOTENCY_KEY, removal_policy, time_to_live_attribute=tables.IDEMPOTENCY_TTL
+            self,
+            table_ids[1],
+            tables.IDEMPOTENCY_KEY,
+            removal_policy,
+            time_to_live_attribute=tables.IDEMPOTENCY_TTL,
+            **encrypted,
         )
         # Only when series are configured (a deployment without them has no such table). A fixed name for
         # the same reason as the counter table's; a journal is kept for good: no TTL.
@@ -147,10 +166,15 @@ class TicketService(Construct):
                 removal_policy,
                 table_name=f"{config.table_name}{tables.SERIES_TABLE_SUFFIX}",
                 sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+                **encrypted,
             )
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
-        self.log_group = logs.LogGroup(self, "FunctionLogs", removal_policy=removal_policy)
+        self.log_group = logs.LogGroup(
+            self, "FunctionLogs", removal_policy=removal_policy, encryption_key=encryption_key
+        )
+        if encryption_key is not None:
+            _allow_logs(encryption_key, stack)
         # In days, as the config checked it against CloudWatch's periods (tickets_deploy.config.LOG_RETENTION_DAYS):
         # set on the resource itself so that list is the only one.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
@@ -197,6 +221,12 @@ class TicketService(Construct):
         )
         if self.series_table is not None:
             self.series_table.grant(role, *SERIES_ACTIONS)
+        if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
+            encryption_key.grant_encrypt_decrypt(role)
+        suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
+        self.access_rules: AccessRulesStore | None = None
+        if config.access is not None:
+            self.access_rules = AccessRulesStore(self, "Access", self.function, config.access)
 
         cors = None
         if config.cors_origins:
@@ -221,13 +251,39 @@ class TicketService(Construct):
 
     # --- grants -------------------------------------------------------------------------------------
 
-    def grant_issue(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs,
-        each only through the URL (docs/callers.md)."""
+    def grant_issue(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` take tickets of `keys` (`/{key}`, `/?key=`, `/_blocks/{key}`, the compat route)."""
+        return self._grant(grantee, "issue", keys)
+
+    def grant_series(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` take numbers of the series `keys` (`POST /_series/{key}`)."""
+        return self._grant(grantee, "series", keys)
+
+    def grant_void(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` void numbers of the series `keys` (`POST /_series/{key}/void`)."""
+        return self._grant(grantee, "void", keys)
+
+    def grant_read(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` read the state of `keys` (`GET /_counters/{key}`) and their journals."""
+        return self._grant(grantee, "read", keys)
+
+    def _grant(self, grantee: iam.IGrantable, operation: str, keys: Sequence[str] | None) -> iam.Grant:
+        """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs, each only
+        through the URL (docs/callers.md); with access rules, also a rule letting it do `operation` on `keys`
+        (None: every key, written `*`)."""
+        label = f"TicketService {self.node.path}: grant_{operation}"
         if self.config.auth != "AWS_IAM":
             raise ValueError(
-                f"TicketService {self.node.path}: grant_issue needs auth AWS_IAM; with auth {self.config.auth} "
-                "the URL is public and there is nothing to grant"
+                f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public and there is nothing to grant"
+            )
+        if isinstance(keys, str):
+            raise ValueError(f"{label}: keys must be a list of key patterns, got the string {keys!r}")
+        if self.access_rules is not None:
+            self.access_rules.add(grantee_principal(grantee, label), operation, ["*"] if keys is None else keys)
+        elif keys is not None:
+            raise ValueError(
+                f"{label}: keys={list(keys)!r} would limit nothing: this service has no access rules, so every "
+                "invoker may do everything. Give the service `access` (`{}` for grants only) to enforce them"
             )
         url = iam.Grant.add_to_principal(
             grantee=grantee,
@@ -346,6 +402,33 @@ def _admit_caller(function: lambda_.Function, caller: str) -> None:
     )
     function.add_permission(
         f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
+    )
+
+
+def _encryption(key: kms.IKey | None) -> dict[str, Any]:
+    """A table's encryption options: the customer-managed key, or DynamoDB's default (an AWS-owned key)."""
+    if key is None:
+        return {}
+    return {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": key}
+
+
+def _allow_logs(key: kms.IKey, stack: Stack) -> None:
+    """CloudWatch Logs encrypts a log group with a customer-managed key only if the key policy lets the
+    service use it, for this account's log groups in this region (AWS's "Encrypt log data" guide). An
+    imported key has no policy the stack can change: its owner adds this statement."""
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            resources=["*"],  # in a key policy, "*" is this key
+            conditions={
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": (
+                        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
+                    )
+                }
+            },
+        )
     )
 
 

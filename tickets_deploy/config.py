@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tickets.access import AccessRuleError, Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import (
@@ -28,6 +29,7 @@ from tickets.settings import (
 )
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
+from .access import parse_access
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -94,6 +96,7 @@ class DeploymentConfig:
     callers: tuple[str, ...] = ()  # account ids and role ARNs the function's resource policy admits
     compat_path: str | None = None  # config `compat.path`: the compatibility route's path segment; None: off
     series: Mapping[str, SeriesConfig] = field(default_factory=dict)  # config `series`: journaled series by key
+    access: Rules | None = None  # config `access` (tickets_deploy/access.py); None: every invoker may do everything
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
@@ -294,6 +297,13 @@ def _callers(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ..
     return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
 
 
+def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+    try:
+        return parse_access(value, parsed["auth"], where)
+    except AccessRuleError as err:
+        raise ConfigError(str(err)) from None
+
+
 def _compat(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
     return _compat_path(value, parsed["default_key"], parsed["counters"], where)
 
@@ -476,6 +486,17 @@ FIELDS: tuple[Field, ...] = (
         _compat,
         setting=True,
         needs=("default_key", "counters"),
+    ),
+    Field(
+        "access",
+        "access",
+        "access",
+        None,
+        "none: every invoker may do everything",
+        "principal -> operation (`issue`, `series`, `void`, `read`) -> key patterns; what no rule allows is refused "
+        "(403) ([docs/callers.md](docs/callers.md#access-rules)). Needs auth `AWS_IAM`; not permanent.",
+        _access,
+        needs=("auth",),
     ),
 )
 
@@ -686,6 +707,8 @@ def to_raw(config: DeploymentConfig) -> dict[str, Any]:
             }
         elif each.name == "compat":
             value = {"path": value}
+        elif each.name == "access":
+            value = value.to_json()
         elif each.name == "series":
             value = {key: series.to_json() for key, series in value.items()}
         elif isinstance(value, tuple):

@@ -23,8 +23,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
 from . import __version__, protocol, routes, timing
+from .access import Identity, Rules
 from .caller import caller
-from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
+from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError, forbidden
 from .issuer import Issuer
 from .keys import KEY_RULE, MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
@@ -87,11 +88,14 @@ def create_app(
     region: str | None = None,
     series_table: str | None = None,
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    access: Callable[[], Rules] | None = None,
 ) -> App:
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
     at random, unless a test pins them. `region`: the one GET /_health names; by default the
     function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
-    the settings configure series. `clock`: what says which period a new series number falls in."""
+    the settings configure series. `clock`: what says which period a new series number falls in.
+    `access`: the deployment's access rules (docs/callers.md#access-rules), or an Unavailable error when
+    they cannot be read; None: every invoker may do everything."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
     serving_region = region or os.environ.get("AWS_REGION")
@@ -137,6 +141,7 @@ def create_app(
     @handles
     def counter_state(key: str) -> Response[str]:
         event = resolver.current_event
+        authorize(key)
         return _json(200, issuer.state(protocol.state_request(key, event.raw_query_string, event.body)))
 
     @handles
@@ -159,6 +164,7 @@ def create_app(
     def issue_series_number(key: str) -> Response[str]:
         """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
         event = resolver.current_event
+        authorize(key)
         config, journal = series_of(key)
         from .series import requests as series_requests
         from .series.store import IssueRequest
@@ -192,6 +198,7 @@ def create_app(
     def void_series_number(key: str) -> Response[str]:
         """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
         event = resolver.current_event
+        authorize(key)
         _, journal = series_of(key)
         from .series import requests as series_requests
 
@@ -206,6 +213,7 @@ def create_app(
     def series_journal(key: str) -> Response[str]:
         """A page of the journal, in number order; `next` is the `after` of the following page."""
         event = resolver.current_event
+        authorize(key)
         config, journal = series_of(key)
         from .series import requests as series_requests
 
@@ -216,6 +224,20 @@ def create_app(
         following = entries[-1].ticket if len(entries) == asked.limit else None
         body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
         return _json(200, body)
+
+    def authorize(key: str) -> None:
+        """403 unless the access rules let this caller do this route's operation on `key`: called before
+        any replay and any DynamoDB call, so a refused request changes and reveals nothing."""
+        if access is None:
+            return
+        event = resolver.current_event
+        route = routes.route_of(event.path, served_routes)
+        if route is None or route.operation is None:
+            raise TicketsError(f"no access operation for {event.path}")  # a handler of ours asked: a bug
+        identity = Identity.of(event.raw_event)
+        if not access().allows(identity, route.operation, key):
+            metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
+            raise forbidden(identity.describe(), route.operation, key)
 
     def series_of(key: str) -> tuple[SeriesConfig, SeriesStore]:
         """The configured series `key` and the journal's store; 404 for a key that is not a series."""
@@ -278,6 +300,7 @@ def create_app(
             max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
         )
         logger.append_keys(key=request.key, count=request.count)
+        authorize(request.key)
         # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
         # records stored before range blocks existed say it; a block names its route, so one header cannot
         # be answered a list on one route and a range on the other.

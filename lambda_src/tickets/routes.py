@@ -27,6 +27,8 @@ class Route:
     methods: tuple[str, ...]
     handler: str  # the name of its function in app.py's create_app
     summary: str
+    # What a request of this route does, as access rules name it (tickets.access.OPERATIONS); None: anyone.
+    operation: str | None = "issue"
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -56,11 +58,13 @@ ROUTES = (
     Route("/", ("GET", "POST"), "next_default_ticket", "Next ticket(s) of the default key, or of the key named"),
     Route("/{key}", ("GET", "POST"), "next_ticket", "Next ticket(s) of a key"),
     Route("/_blocks/{key}", ("GET", "POST"), "reserve_block", "Reserve a range block of a key's tickets"),
-    Route("/_counters/{key}", ("GET",), "counter_state", "A counter's state in this region; issues nothing"),
-    Route("/_health", ("GET",), "health", "The function's version, region and slot; issues nothing"),
-    Route("/_series/{key}", ("POST",), "issue_series_number", "The next number of a series, with its journal entry"),
-    Route("/_series/{key}/void", ("POST",), "void_series_number", "Void a series number (recorded, never undone)"),
-    Route("/_series/{key}/journal", ("GET",), "series_journal", "A page of a series' journal, in order"),
+    Route("/_counters/{key}", ("GET",), "counter_state", "A counter's state in this region; issues nothing", "read"),
+    Route("/_health", ("GET",), "health", "The function's version, region and slot; issues nothing", None),
+    Route(
+        "/_series/{key}", ("POST",), "issue_series_number", "The next number of a series, with its journal entry", "series"
+    ),
+    Route("/_series/{key}/void", ("POST",), "void_series_number", "Void a series number (recorded, never undone)", "void"),
+    Route("/_series/{key}/journal", ("GET",), "series_journal", "A page of a series' journal, in order", "read"),
 )
 
 

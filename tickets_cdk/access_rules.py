@@ -1,0 +1,123 @@
+"""Where a TicketService keeps its access rules: SSM parameters the function reads at cold start.
+
+The rules may name principals CloudFormation resolves only at deploy (a granted role's ARN), and 50 of
+them do not fit in the function's environment beside its settings, so the construct writes them to SSM
+String parameters (standard tier: at most RULES_PARAMETER_BYTES each, whole principals per parameter) and
+gives the function their names and the rules' digest (tickets/access_store.py reads them). Parameters are
+added as grants make the rules grow; their values are computed at synthesis, once every grant is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+
+from aws_cdk import Lazy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tickets.access import IAM_ARN_PATTERN, OPERATIONS, Rules, check_patterns, parse_rules
+from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
+
+# What a principal CloudFormation resolves at deploy is counted as: the longest role ARN (a 512-character
+# path and a 64-character name), so a parameter never overflows whatever the ARN turns out to be.
+TOKEN_PRINCIPAL_BYTES = len("arn:aws-us-gov:iam::111122223333:role/") + 512 + 64
+
+
+class AccessRulesStore(Construct):
+    """The rules, grown by `add`, stored in as many parameters as they need (at most MAX_RULES_PARAMETERS)."""
+
+    def __init__(self, scope: Construct, construct_id: str, function: lambda_.Function, rules: Rules):
+        super().__init__(scope, construct_id)
+        self._function = function
+        self._rules: dict[str, dict[str, list[str]]] = {}
+        self._parameters: list[ssm.StringParameter] = []
+        for grant in rules.grants:
+            for operation, patterns in grant.operations.items():
+                self.add(grant.principal, operation, patterns)
+        if not self._parameters:
+            self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
+        function.add_environment(ACCESS_PARAMETERS_ENV, Lazy.string(produce=self._names))
+        function.add_environment(ACCESS_DIGEST_ENV, Lazy.string(produce=self._digest))
+
+    def add(self, principal: str, operation: str, patterns: Iterable[str]) -> None:
+        """Let `principal` (an ARN token, or a principal as access rules write it) do `operation` on `patterns`."""
+        if operation not in OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
+        keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")
+        if not Token.is_unresolved(principal):
+            parse_rules({principal: {operation: list(keys)}}, "access")  # the principal's own rule
+        known = self._rules.setdefault(principal, {}).setdefault(operation, [])
+        known.extend(key for key in keys if key not in known)
+        while len(self._chunks()) > len(self._parameters):
+            self._add_parameter()
+
+    def _add_parameter(self) -> None:
+        index = len(self._parameters)
+        if index == MAX_RULES_PARAMETERS:
+            raise ValueError(
+                f"access: the rules need more than {MAX_RULES_PARAMETERS} parameters of {RULES_PARAMETER_BYTES} bytes; "
+                "give a principal fewer patterns (a prefix `orders-*` for many keys), or one account or "
+                "organization id for many roles"
+            )
+        parameter = ssm.StringParameter(
+            self,
+            f"Rules{index}",
+            description="Tickets access rules (docs/callers.md#access-rules); part of the rules, written by the stack",
+            string_value=Lazy.string(produce=lambda: self._value(index)),
+            tier=ssm.ParameterTier.STANDARD,
+        )
+        parameter.grant_read(self._function)
+        self._parameters.append(parameter)
+
+    def _entries(self) -> list[tuple[str, str]]:
+        """(principal, its `"principal":{...}` JSON text), in the order the rules were given."""
+        return [
+            (principal, json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True))
+            for principal, operations in self._rules.items()
+        ]
+
+    def _chunks(self) -> list[list[str]]:
+        """The principals of each parameter: whole principals, greedily, each parameter within its limit."""
+        chunks: list[list[str]] = [[]]
+        size = 2  # the braces
+        for principal, entry in self._entries():
+            length = len(entry.encode()) + 1
+            if Token.is_unresolved(principal):
+                length += TOKEN_PRINCIPAL_BYTES - len(principal)
+            if chunks[-1] and size + length > RULES_PARAMETER_BYTES:
+                chunks.append([])
+                size = 2
+            chunks[-1].append(principal)
+            size += length
+        return chunks if chunks[-1] else []
+
+    def _value(self, index: int) -> str:
+        chunks = self._chunks()
+        wanted = set(chunks[index]) if index < len(chunks) else set()
+        return "{" + ",".join(entry for principal, entry in self._entries() if principal in wanted) + "}"
+
+    def _names(self) -> str:
+        return ",".join(parameter.parameter_name for parameter in self._parameters)
+
+    def _digest(self) -> str:
+        """Of the rules as CloudFormation will resolve them: a new rule, a new digest, new execution environments."""
+        resolved = Stack.of(self).resolve([self._value(index) for index in range(len(self._parameters))])
+        return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def grantee_principal(grantee: iam.IGrantable, label: str) -> str:
+    """The principal access rules name `grantee` by: a role's or a user's ARN (possibly a deploy-time token)."""
+    principal = grantee.grant_principal
+    arn = getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
+    if arn is None and isinstance(principal, iam.ArnPrincipal) and IAM_ARN_PATTERN.fullmatch(principal.arn):
+        arn = principal.arn
+    if not isinstance(arn, str):
+        raise ValueError(
+            f"{label}: the grantee {principal} has no role or user ARN for the access rules to name; grant to an "
+            "IAM role or user, or write the principal (an account or organization id) in `access` itself"
+        )
+    return arn
