@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from aws_cdk import Lazy, Stack, Token
+import jsii
+from aws_cdk import IResolveContext, IStringProducer, Lazy, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
@@ -22,9 +24,12 @@ from constructs import Construct
 from tickets.access import IAM_ARN_PATTERN, OPERATIONS, Rules, check_patterns, parse_rules
 from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
 
-# What a principal CloudFormation resolves at deploy is counted as: the longest role ARN (a 512-character
-# path and a 64-character name), so a parameter never overflows whatever the ARN turns out to be.
-TOKEN_PRINCIPAL_BYTES = len("arn:aws-us-gov:iam::111122223333:role/") + 512 + 64
+# The longest an ARN CloudFormation resolves at deploy can be: its prefix, a path (IAM allows 512 characters)
+# and a name (64). A role or user made in the app is counted by its own path and name when they are known
+# (grantee_principal), so a parameter never overflows whatever the ARN turns out to be.
+ARN_PREFIX_BYTES = len("arn:aws-us-gov:iam::111122223333:role/")
+MAX_PATH_BYTES, MAX_NAME_BYTES = 512, 64
+TOKEN_PRINCIPAL_BYTES = ARN_PREFIX_BYTES + MAX_PATH_BYTES + MAX_NAME_BYTES
 
 
 class AccessRulesStore(Construct):
@@ -34,21 +39,25 @@ class AccessRulesStore(Construct):
         super().__init__(scope, construct_id)
         self._function = function
         self._rules: dict[str, dict[str, list[str]]] = {}
+        self._longest: dict[str, int] = {}  # a deploy-time principal's longest possible ARN, in bytes
         self._parameters: list[ssm.StringParameter] = []
         for grant in rules.grants:
             for operation, patterns in grant.operations.items():
                 self.add(grant.principal, operation, patterns)
         if not self._parameters:
             self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
-        function.add_environment(ACCESS_PARAMETERS_ENV, Lazy.string(produce=self._names))
-        function.add_environment(ACCESS_DIGEST_ENV, Lazy.string(produce=self._digest))
+        function.add_environment(ACCESS_PARAMETERS_ENV, _lazy(self._names))
+        function.add_environment(ACCESS_DIGEST_ENV, _lazy(self._digest))
 
-    def add(self, principal: str, operation: str, patterns: Iterable[str]) -> None:
-        """Let `principal` (an ARN token, or a principal as access rules write it) do `operation` on `patterns`."""
+    def add(self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES) -> None:
+        """Let `principal` (an ARN token at most `longest` bytes once resolved, or a principal as access rules
+        write it) do `operation` on `patterns`."""
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
         keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")
-        if not Token.is_unresolved(principal):
+        if Token.is_unresolved(principal):
+            self._longest[principal] = longest
+        else:
             parse_rules({principal: {operation: list(keys)}}, "access")  # the principal's own rule
         known = self._rules.setdefault(principal, {}).setdefault(operation, [])
         known.extend(key for key in keys if key not in known)
@@ -67,7 +76,7 @@ class AccessRulesStore(Construct):
             self,
             f"Rules{index}",
             description="Tickets access rules (docs/callers.md#access-rules); part of the rules, written by the stack",
-            string_value=Lazy.string(produce=lambda: self._value(index)),
+            string_value=_lazy(lambda: self._value(index)),
             tier=ssm.ParameterTier.STANDARD,
         )
         parameter.grant_read(self._function)
@@ -86,8 +95,8 @@ class AccessRulesStore(Construct):
         size = 2  # the braces
         for principal, entry in self._entries():
             length = len(entry.encode()) + 1
-            if Token.is_unresolved(principal):
-                length += TOKEN_PRINCIPAL_BYTES - len(principal)
+            if principal in self._longest:
+                length += self._longest[principal] - len(principal)
             if chunks[-1] and size + length > RULES_PARAMETER_BYTES:
                 chunks.append([])
                 size = 2
@@ -109,8 +118,24 @@ class AccessRulesStore(Construct):
         return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def grantee_principal(grantee: iam.IGrantable, label: str) -> str:
-    """The principal access rules name `grantee` by: a role's or a user's ARN (possibly a deploy-time token)."""
+@jsii.implements(IStringProducer)
+class _Produced:
+    """A string computed at synthesis, once every grant is known (Lazy.string's producer)."""
+
+    def __init__(self, produce: Callable[[], str]):
+        self._produce = produce
+
+    def produce(self, context: IResolveContext) -> Any:
+        return self._produce()
+
+
+def _lazy(produce: Callable[[], str]) -> str:
+    return Lazy.uncached_string(_Produced(produce))  # the cached Lazy.string calls a Python producer without a context
+
+
+def grantee_principal(grantee: iam.IGrantable, label: str) -> tuple[str, int]:
+    """The principal access rules name `grantee` by, a role's or a user's ARN (possibly a deploy-time token),
+    and the longest that ARN can be once resolved."""
     principal = grantee.grant_principal
     arn = getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
     if arn is None and isinstance(principal, iam.ArnPrincipal) and IAM_ARN_PATTERN.fullmatch(principal.arn):
@@ -120,4 +145,16 @@ def grantee_principal(grantee: iam.IGrantable, label: str) -> str:
             f"{label}: the grantee {principal} has no role or user ARN for the access rules to name; grant to an "
             "IAM role or user, or write the principal (an account or organization id) in `access` itself"
         )
-    return arn
+    return arn, _longest_arn(principal)
+
+
+def _longest_arn(principal: iam.IPrincipal) -> int:
+    """A role or user made in this app: its path and name where the app fixes them (else IAM's longest)."""
+    resource = principal.node.default_child if isinstance(principal, (iam.Role, iam.User)) else None
+    if not isinstance(resource, (iam.CfnRole, iam.CfnUser)):
+        return TOKEN_PRINCIPAL_BYTES
+    path = resource.path
+    name = resource.role_name if isinstance(resource, iam.CfnRole) else resource.user_name
+    path_bytes = len(path) if isinstance(path, str) and not Token.is_unresolved(path) else (1 if path is None else MAX_PATH_BYTES)
+    name_bytes = len(name) if isinstance(name, str) and not Token.is_unresolved(name) else MAX_NAME_BYTES
+    return ARN_PREFIX_BYTES + path_bytes + name_bytes

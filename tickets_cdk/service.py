@@ -279,7 +279,8 @@ class TicketService(Construct):
         if isinstance(keys, str):
             raise ValueError(f"{label}: keys must be a list of key patterns, got the string {keys!r}")
         if self.access_rules is not None:
-            self.access_rules.add(grantee_principal(grantee, label), operation, ["*"] if keys is None else keys)
+            principal, longest = grantee_principal(grantee, label)
+            self.access_rules.add(principal, operation, ["*"] if keys is None else keys, longest)
         elif keys is not None:
             raise ValueError(
                 f"{label}: keys={list(keys)!r} would limit nothing: this service has no access rules, so every "
