@@ -18,6 +18,9 @@ DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
 TS_CLIENT := clients/typescript
 TS_DEPS := $(TS_CLIENT)/node_modules/.installed
+# checkov pins boto3, botocore and packaging below the project's: it has a virtual environment of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV := $(CHECKOV_VENV)/.installed
 PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
@@ -69,10 +72,15 @@ $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
 	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
+$(CHECKOV): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The
 # TypeScript client's tests (node's test runner) start a local server from this .venv; they run even
 # when pytest failed, and make test fails if either did.
-test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
+test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,

@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from .environment import child_env, handler_env
-from .ssm_stub import RULES_PRINCIPALS, ssm_stub
 from .package import BASELINE_ASSET_NAME, build_task_root
+from .ssm_stub import RULES_PRINCIPALS, ssm_stub
 
 TICKETS_HANDLER = "tickets.handler"
 WITH_RULES = "tickets.handler, with access rules"

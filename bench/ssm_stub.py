@@ -37,7 +37,9 @@ class _Handler(BaseHTTPRequestHandler):
         names = asked.get("Names", [])
         body = json.dumps(
             {
-                "Parameters": [{"Name": n, "Value": self.values[n], "Type": "String"} for n in names if n in self.values],
+                "Parameters": [
+                    {"Name": n, "Value": self.values[n], "Type": "String"} for n in names if n in self.values
+                ],
                 "InvalidParameters": [n for n in names if n not in self.values],
             }
         ).encode()

@@ -237,8 +237,9 @@ PRINCIPAL_VALUES = st.one_of(
 PATTERN_VALUES = st.sampled_from(["*", "orders", "orders-*", "orders*", "o*", "refunds", "default"])
 RULES = st.dictionaries(
     PRINCIPAL_VALUES,
-    st.dictionaries(st.sampled_from(["issue", "read"]), st.lists(PATTERN_VALUES, min_size=1, max_size=3, unique=True),
-                    min_size=1),
+    st.dictionaries(
+        st.sampled_from(["issue", "read"]), st.lists(PATTERN_VALUES, min_size=1, max_size=3, unique=True), min_size=1
+    ),
     max_size=4,
 )
 CALLERS = st.one_of(
@@ -289,8 +290,9 @@ def test_a_function_that_cannot_read_its_rules_refuses_with_503_and_tries_again_
     ssm = FakeSsm({"p0": json.dumps({"*": {"issue": ["*"]}})}, failures=1)
     stored = StoredRules(ssm, ["p0"], clock=lambda: now[0])
     api = deploy({"regions": {"us-east-1": 0}})
-    api._app = create_app(api.settings, function_client("us-east-1"), "tickets-test", "tickets-idempotency-test",
-                          access=stored)
+    api._app = create_app(
+        api.settings, function_client("us-east-1"), "tickets-test", "tickets-idempotency-test", access=stored
+    )
     with api.dynamodb_calls() as calls:
         answer = api.get("/orders", iam=role_session("a"))
     assert answer.status == 503 and answer.body["error"] == "unavailable"

@@ -13,13 +13,13 @@ import pytest
 from aws_cdk import App, Environment, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk.assertions import Match, Template
+from aws_cdk.assertions import Template
 
 from tickets.access import parse_rules
 from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
 from tickets_cdk import TicketService
-from tickets_deploy.config import parse_config
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerFile, init_ledger, record, to_text
 
 # 50 literal principals (one role per service of a large organisation), as cdk.json would list them.
@@ -105,8 +105,8 @@ def test_grants_give_both_invoke_actions_through_the_url_and_add_the_grantee_s_r
         policies = [
             resource["Properties"]
             for resource in synthesised.template.find_resources("AWS::IAM::Policy").values()
-            if {"Ref": _logical_id(synthesised, grantee)} in resource["Properties"].get("Roles", [])
-            + resource["Properties"].get("Users", [])
+            if {"Ref": _logical_id(synthesised, grantee)}
+            in resource["Properties"].get("Roles", []) + resource["Properties"].get("Users", [])
         ]
         statements = [s for policy in policies for s in policy["PolicyDocument"]["Statement"]]
         assert {(s["Action"], json.dumps(s["Condition"], sort_keys=True)) for s in statements} == {

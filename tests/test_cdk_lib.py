@@ -43,7 +43,7 @@ def test_every_field_of_cdk_json_is_a_keyword_prop_defaulting_to_the_field_s_def
     keywords = {name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert set(FIELD_PROPS) == {each.prop for each in FIELDS if each.owner == "TicketService"}
     assert set(FIELD_PROPS) <= keywords
-    assert keywords - set(FIELD_PROPS) == {"service_name", "table_logical_ids", "removal_policy"}
+    assert keywords - set(FIELD_PROPS) == {"service_name", "table_logical_ids", "removal_policy", "encryption_key"}
     # None stands for the field's default, which FIELDS alone defines.
     assert all(parameters[name].default is None for name in FIELD_PROPS)
 

@@ -49,7 +49,9 @@ class AccessRulesStore(Construct):
         function.add_environment(ACCESS_PARAMETERS_ENV, _lazy(self._names))
         function.add_environment(ACCESS_DIGEST_ENV, _lazy(self._digest))
 
-    def add(self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES) -> None:
+    def add(
+        self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
+    ) -> None:
         """Let `principal` (an ARN token at most `longest` bytes once resolved, or a principal as access rules
         write it) do `operation` on `patterns`."""
         if operation not in OPERATIONS:
@@ -155,6 +157,10 @@ def _longest_arn(principal: iam.IPrincipal) -> int:
         return TOKEN_PRINCIPAL_BYTES
     path = resource.path
     name = resource.role_name if isinstance(resource, iam.CfnRole) else resource.user_name
-    path_bytes = len(path) if isinstance(path, str) and not Token.is_unresolved(path) else (1 if path is None else MAX_PATH_BYTES)
+    path_bytes = (
+        len(path)
+        if isinstance(path, str) and not Token.is_unresolved(path)
+        else (1 if path is None else MAX_PATH_BYTES)
+    )
     name_bytes = len(name) if isinstance(name, str) and not Token.is_unresolved(name) else MAX_NAME_BYTES
     return ARN_PREFIX_BYTES + path_bytes + name_bytes

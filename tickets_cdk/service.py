@@ -274,7 +274,8 @@ class TicketService(Construct):
         label = f"TicketService {self.node.path}: grant_{operation}"
         if self.config.auth != "AWS_IAM":
             raise ValueError(
-                f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public and there is nothing to grant"
+                f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public and there is nothing "
+                "to grant"
             )
         if isinstance(keys, str):
             raise ValueError(f"{label}: keys must be a list of key patterns, got the string {keys!r}")

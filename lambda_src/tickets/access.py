@@ -29,7 +29,9 @@ ORGANIZATION_PATTERN = re.compile(r"o-[a-z0-9]{10,32}")  # AWS Organizations' id
 _PARTITION = r"aws(?:-cn|-us-gov|-iso|-iso-b)?"
 _IAM_NAME = r"[A-Za-z0-9+=,.@_-]{1,64}"
 # A role's or a user's ARN, with or without a path: group 1 the account, group 2 role/user, group 3 the name.
-IAM_ARN_PATTERN = re.compile(rf"arn:{_PARTITION}:iam::([0-9]{{12}}):(role|user)/(?:[A-Za-z0-9+=,.@_/-]{{0,510}}/)?({_IAM_NAME})")
+IAM_ARN_PATTERN = re.compile(
+    rf"arn:{_PARTITION}:iam::([0-9]{{12}}):(role|user)/(?:[A-Za-z0-9+=,.@_/-]{{0,510}}/)?({_IAM_NAME})"
+)
 # The caller a Function URL event names for a role session: no path, and the session's name last.
 ASSUMED_ROLE_PATTERN = re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):assumed-role/({_IAM_NAME})/[^/]+")
 # A key pattern: a key, or the start of one (possibly empty) followed by `*`.
@@ -156,13 +158,15 @@ def check_principal(principal: Any, where: str) -> None:
 def _parse_operations(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(raw, Mapping) or not raw:
         raise AccessRuleError(
-            f'{where}: must name at least one operation ({", ".join(OPERATIONS)}) with its key patterns, '
+            f"{where}: must name at least one operation ({', '.join(OPERATIONS)}) with its key patterns, "
             f'e.g. {{"issue": ["orders-*"]}}, got {raw!r}'
         )
     operations = {}
     for operation, patterns in raw.items():
         if operation not in OPERATIONS:
-            raise AccessRuleError(f"{where}: unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
+            raise AccessRuleError(
+                f"{where}: unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}"
+            )
         operations[operation] = check_patterns(patterns, f"{where}.{operation}")
     return operations
 
@@ -170,7 +174,7 @@ def _parse_operations(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
 def check_patterns(raw: Any, where: str) -> tuple[str, ...]:
     """A non-empty list of key patterns (PATTERN_RULE), none twice."""
     if not isinstance(raw, (list, tuple)) or not raw:
-        raise AccessRuleError(f'{where}: must be a non-empty list of key patterns ({PATTERN_RULE}), got {raw!r}')
+        raise AccessRuleError(f"{where}: must be a non-empty list of key patterns ({PATTERN_RULE}), got {raw!r}")
     for index, pattern in enumerate(raw):
         if not isinstance(pattern, str) or not (KEY_PATTERN.fullmatch(pattern) or _PREFIX_PATTERN.fullmatch(pattern)):
             raise AccessRuleError(f"{where}[{index}]: {pattern!r} is not {PATTERN_RULE}")

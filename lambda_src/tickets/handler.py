@@ -3,6 +3,7 @@ environment the stack gives the function."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from .access_store import ACCESS_PARAMETERS_ENV, StoredRules, ssm_client
@@ -17,10 +18,8 @@ def _access_rules() -> StoredRules | None:
     if not names:
         return None
     rules = StoredRules(ssm_client(), names.split(","))
-    try:
+    with contextlib.suppress(Unavailable):  # then each request answers 503 and tries again (access_store.py)
         rules()
-    except Unavailable:  # each request answers 503 and tries again (access_store.py)
-        pass
     return rules
 
 

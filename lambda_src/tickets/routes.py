@@ -61,9 +61,15 @@ ROUTES = (
     Route("/_counters/{key}", ("GET",), "counter_state", "A counter's state in this region; issues nothing", "read"),
     Route("/_health", ("GET",), "health", "The function's version, region and slot; issues nothing", None),
     Route(
-        "/_series/{key}", ("POST",), "issue_series_number", "The next number of a series, with its journal entry", "series"
+        "/_series/{key}",
+        ("POST",),
+        "issue_series_number",
+        "The next number of a series, with its journal entry",
+        "series",
     ),
-    Route("/_series/{key}/void", ("POST",), "void_series_number", "Void a series number (recorded, never undone)", "void"),
+    Route(
+        "/_series/{key}/void", ("POST",), "void_series_number", "Void a series number (recorded, never undone)", "void"
+    ),
     Route("/_series/{key}/journal", ("GET",), "series_journal", "A page of a series' journal, in order", "read"),
 )
 
