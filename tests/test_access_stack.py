@@ -15,10 +15,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
-from tickets.access import parse_rules
 from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
+from tickets_deploy.access import parse_rules
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerFile, init_ledger, record, to_text
 

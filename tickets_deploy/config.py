@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickets.access import AccessRuleError, Rules
+from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import (
@@ -29,7 +29,7 @@ from tickets.settings import (
 )
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
-from .access import parse_access
+from .access import AccessRuleError, parse_access
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64

@@ -21,13 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
-from tickets.access import (
-    ACCOUNT_PATTERN,
-    ASSUMED_ROLE_PATTERN,
-    IAM_ARN_PATTERN,
-    ORGANIZATION_PATTERN,
-    PRINCIPAL_RULE,
-)
+from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN
+from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIPAL_RULE
 
 # A caller the local server plays (started with --play-callers), named by a test's client (tickets_client's
 # `play_caller` option sends it); the deployed function never reads it: it decides from requestContext only.

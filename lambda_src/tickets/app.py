@@ -226,8 +226,7 @@ def create_app(
         return _json(200, body)
 
     def authorize(key: str) -> None:
-        """403 unless the access rules let this caller do this route's operation on `key`: called before
-        any replay and any DynamoDB call, so a refused request changes and reveals nothing."""
+        """403 unless a rule allows it: before any replay and any DynamoDB call."""
         if access is None:
             return
         event = resolver.current_event

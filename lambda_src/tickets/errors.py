@@ -33,17 +33,15 @@ class BadRequest(TicketsError):
 
 
 class Forbidden(TicketsError):
-    """The deployment's access rules allow this caller no such operation on this key (docs/callers.md)."""
-
     status = 403
     code = "forbidden"
 
 
 def forbidden(caller: str, operation: str, key: str) -> Forbidden:
-    # Names what was asked, and who asked: never another principal's rules.
+    # What was asked, and who asked: never another principal's rules.
     return Forbidden(
         f"{caller} may not {operation} key {echo(key)}: no access rule of this deployment allows it. "
-        "Nothing was done; ask the service's owner for a rule (docs/callers.md#access-rules)"
+        "Nothing was done; ask for a rule (docs/callers.md#access-rules)"
     )
 
 

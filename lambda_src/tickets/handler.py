@@ -13,7 +13,7 @@ from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SERIES_TABLE_ENV
 
 
 def _access_rules() -> StoredRules | None:
-    """The stored access rules, read now (at cold start) when the stack configured any; None without."""
+    """The stored rules, read now (cold start); None without."""
     names = os.environ.get(ACCESS_PARAMETERS_ENV)
     if not names:
         return None

@@ -27,7 +27,7 @@ class Route:
     methods: tuple[str, ...]
     handler: str  # the name of its function in app.py's create_app
     summary: str
-    # What a request of this route does, as access rules name it (tickets.access.OPERATIONS); None: anyone.
+    # Its access rules' operation (access.OPERATIONS); None: no rule needed.
     operation: str | None = "issue"
 
     @property
