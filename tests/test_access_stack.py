@@ -14,8 +14,17 @@ from aws_cdk import App, Environment, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
+from test_access import FakeSsm, role_session, user
 
-from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
+from conftest import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, function_client
+from tickets.access_store import (
+    ACCESS_DIGEST_ENV,
+    ACCESS_PARAMETERS_ENV,
+    MAX_RULES_PARAMETERS,
+    RULES_PARAMETER_BYTES,
+    StoredRules,
+)
+from tickets.app import create_app
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
 from tickets_deploy.access import parse_rules
@@ -36,7 +45,7 @@ class Synthesised:
             stack,
             "Invoices",
             series={"invoices": {"start": 1, "period": "yearly", "format": "INV-{series}-{n}"}},
-            access={"o-a1b2c3d4e5": {"read": ["*"]}, **MANY},
+            access={"o-a1b2c3d4e5": {"read": ["*"]}, "444455556666": {"issue": ["partner-*"]}, **MANY},
             encryption_key=self.key,
             removal_policy=RemovalPolicy.DESTROY,
         )
@@ -124,7 +133,7 @@ def test_grants_give_both_invoke_actions_through_the_url_and_add_the_grantee_s_r
     assert rules[billing] == {"read": ["invoices"], "series": ["invoices"]}
     assert rules[auditor] == {"void": ["*"]}
     assert rules["o-a1b2c3d4e5"] == {"read": ["*"]}
-    assert len(rules) == 1 + len(MANY) + 3 + GRANTED_ROLES
+    assert len(rules) == 2 + len(MANY) + 3 + GRANTED_ROLES
     parse_rules(rules, "access")  # what the function will read is valid rules
 
 
@@ -246,3 +255,55 @@ def test_rules_are_not_permanent_the_ledger_never_refuses_a_change_of_them():
     assert record(after, ledger) == ledger  # nothing of the rules is recorded, nothing refused
     assert record(parse_config({"regions": {"eu-west-1": 0}}), ledger) == ledger
     assert "111122223333" not in to_text(LedgerFile(services={"tickets": ledger}, versions=()))
+
+
+def test_the_synthesised_rules_decide_real_requests_as_written(synthesised, deploy):
+    """The stack's parameters, as CloudFormation resolves them, read by the function as it reads SSM: requests
+    from role sessions, a user, another account and an organization answer as the rules say, and a refusal
+    writes nothing."""
+    arns = _role_arns(synthesised)
+    values = {logical_id: _resolved(value, arns) for logical_id, value in _rules_parameters(synthesised)}
+    region = deploy({"regions": {"us-east-1": 0}, "series": {"invoices": {"start": 1, "period": "yearly"}}})
+    region._app = create_app(
+        region.settings,
+        function_client("us-east-1"),
+        COUNTER_TABLE,
+        IDEMPOTENCY_TABLE,
+        series_table=SERIES_TABLE,
+        access=StoredRules(FakeSsm(values), list(values)),
+    )
+    orders, billing, auditor = (
+        arns[_logical_id(synthesised, grantee)]
+        for grantee in (synthesised.orders, synthesised.billing, synthesised.auditor)
+    )
+    orders_session = role_session(orders.rsplit("/", 1)[1])
+    billing_session = role_session(billing.rsplit("/", 1)[1])
+    someone = role_session("someone")
+    expected = [
+        ("GET", "/orders-eu", orders_session, 200),
+        ("GET", "/invoices", orders_session, 403),
+        ("POST", "/_series/invoices", billing_session, 200),
+        ("GET", "/_series/invoices/journal?series=2026", billing_session, 200),
+        ("GET", "/svc07-x", role_session("service-07"), 200),  # a literal rule's role, its path not in the ARN
+        ("GET", "/svc07-x", role_session("service-08"), 403),
+        ("GET", "/partner-1", role_session("any", account="444455556666"), 200),
+        ("GET", "/orders", role_session("any", account="444455556666"), 403),
+        ("GET", "/_counters/partner-1", role_session("any", account="555566667777", org="o-a1b2c3d4e5"), 200),
+        ("GET", "/partner-1", role_session("any", account="555566667777", org="o-a1b2c3d4e5"), 403),
+        ("GET", "/_counters/orders", someone, 403),
+    ]
+    for method, path, iam_context, status in expected:
+        headers = {"Idempotency-Key": f"k-{path}-{status}"} if method == "POST" else None
+        before = (region.items(), region.items(SERIES_TABLE))
+        path, _, series = path.partition("?series=")
+        query = {"series": series} if series else None
+        answer = region.call(path, method, iam=iam_context, headers=headers, query=query)
+        assert answer.status == status, (method, path, iam_context["userArn"], answer)
+        if status == 403:
+            assert (region.items(), region.items(SERIES_TABLE)) == before
+    voided = region.post(
+        "/_series/invoices/void",
+        body=json.dumps({"series": "2026", "ticket": 1, "reason": "typo"}),
+        iam=user(auditor),
+    )
+    assert voided.status != 403, voided
