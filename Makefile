@@ -18,6 +18,9 @@ DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
 TS_CLIENT := clients/typescript
 TS_DEPS := $(TS_CLIENT)/node_modules/.installed
+# checkov pins boto3, botocore and packaging below the project's: it has a virtual environment of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV := $(CHECKOV_VENV)/.installed
 PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
@@ -70,13 +73,18 @@ $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
 	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npm run build
 	touch $@
 
+$(CHECKOV): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
 # The tests come in tiers, a folder each (tests/*/, CONTRIBUTING.md): `make test-unit` runs the fast one
 # alone (pure modules: no moto, no CDK, no subprocess; its conftest fails a run that imports one of them);
 # `make test-functional`, `test-models`, `test-synth` and `test-packaging` each run one of the others.
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
 
-test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS)
+test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
 # `make test` runs every tier, two pytest processes at a time (the machine's two cores), each printing its
@@ -85,14 +93,14 @@ test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_D
 # the built wheel into .venv-examples, so they share one process). npm install (package.json) also brings
 # dynalite, the second DynamoDB the tests run against. The TypeScript client's tests (node's test runner)
 # start a local server from this .venv; they run even when pytest failed, and make test fails if either did.
-test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
+test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(MAKE) --no-print-directory --keep-going --jobs=2 --output-sync=target test-unit test-handler-tiers test-build-tiers; \
 	pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
 
 test-handler-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS)
 	$(PY) -m pytest tests/functional tests/models
 
-test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS)
+test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/synth tests/packaging
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,

@@ -67,10 +67,16 @@ def function_url_event(
     headers: dict[str, str] | None = None,
     body: str | bytes | None = None,
     base64_body: bool = False,
+    iam: dict[str, Any] | None = None,
 ) -> dict:
     """A payload 2.0 event as a Function URL sends it, from fixtures/function_url_event.json: the
-    local server's and the bench's builder (tickets_local.events.event_from), which says the rest."""
-    return event_from(EVENT_TEMPLATE, path, method, query, headers, body, base64_body)
+    local server's and the bench's builder (tickets_local.events.event_from), which says the rest.
+    `iam`: the signer as the URL's IAM authorizer describes it (requestContext.authorizer.iam), if not
+    the template's."""
+    event = event_from(EVENT_TEMPLATE, path, method, query, headers, body, base64_body)
+    if iam is not None:
+        event["requestContext"]["authorizer"]["iam"] = iam
+    return event
 
 
 @functools.cache
@@ -109,6 +115,7 @@ class Region:
         if self._app is None:
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
             client = function_client(self.region)
+            rules = self.config.access  # the access rules, as the function reads them from the stack's parameters
             self._app = create_app(
                 self.settings,
                 client,
@@ -116,6 +123,7 @@ class Region:
                 IDEMPOTENCY_TABLE,
                 region=self.region,
                 series_table=SERIES_TABLE,
+                access=None if rules is None else (lambda: rules),
                 **picks,
             )
         return self._app

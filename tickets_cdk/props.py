@@ -30,3 +30,4 @@ class TicketServiceProps(TypedDict, total=False):
     callers: Sequence[str] | None
     compat: Mapping[str, str] | None
     series: Mapping[str, Mapping[str, Any] | SeriesConfig] | None  # options snake_case (utc_offset) or camelCase
+    access: Mapping[str, Mapping[str, Sequence[str]]] | None  # principal -> operation -> key patterns

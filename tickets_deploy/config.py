@@ -190,6 +190,8 @@ def to_raw(config: DeploymentConfig) -> dict[str, Any]:
             value = {"path": value}
         elif each.name == "series":
             value = {key: series.to_json() for key, series in value.items()}
+        elif each.name == "access":
+            value = value.to_json()
         elif isinstance(value, tuple):
             value = list(value)
         raw[each.name] = value

@@ -13,10 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
 
+from .access import AccessRuleError, parse_access
 from .rules import (
     DEFAULT_TABLE_NAME,
     ConfigError,
@@ -64,6 +66,7 @@ class DeploymentConfig:
     callers: tuple[str, ...] = ()  # account ids and role ARNs the function's resource policy admits
     compat_path: str | None = None  # config `compat.path`: the compatibility route's path segment; None: off
     series: Mapping[str, SeriesConfig] = field(default_factory=dict)  # config `series`: journaled series by key
+    access: Rules | None = None  # config `access` (tickets_deploy/access.py); None: every invoker may do everything
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,13 @@ class Field:
         if self.prop_doc:
             prop += f" ({self.prop_doc})"
         return f"| `{prefix}{self.name}` | {prop} | {self.default_doc} | {self.doc}{permanent} |"
+
+
+def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+    try:
+        return parse_access(value, parsed["auth"], where)
+    except AccessRuleError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
@@ -307,6 +317,17 @@ FIELDS: tuple[Field, ...] = (
         _compat,
         setting=True,
         needs=("default_key", "counters"),
+    ),
+    Field(
+        "access",
+        "access",
+        "access",
+        None,
+        "none: every invoker may do everything",
+        "principal -> operation (`issue`, `series`, `void`, `read`) -> key patterns; what no rule allows is refused "
+        "(403) ([docs/callers.md](docs/callers.md#access-rules)). Needs auth `AWS_IAM`; not permanent.",
+        _access,
+        needs=("auth",),
     ),
 )
 

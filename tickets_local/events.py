@@ -5,7 +5,8 @@ event from a recorded one for the tests and the bench (one builder for all three
 has the shape AWS sends (see tests/fixtures/function_url_event.json), so the handler
 cannot tell the local server from a Function URL, except that there is no
 `requestContext.authorizer`: AWS adds it only for AWS_IAM auth, which the local server
-does not check.
+does not check. A server started with --play-callers adds it for a request that names the
+caller to play (PLAY_CALLER_HEADER), so a team can test its access rules' 403s.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN
+from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIPAL_RULE
+
+# A caller the local server plays (started with --play-callers), named by a test's client (tickets_client's
+# `play_caller` option sends it); the deployed function never reads it: it decides from requestContext only.
+PLAY_CALLER_HEADER = "x-tickets-play-caller"
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
 # Lambda's limit for a synchronous invocation's request payload; AWS answers 413 past it.
 MAX_REQUEST_BYTES = 6 * 1024 * 1024
@@ -48,10 +55,45 @@ class HttpResponse:
     body: bytes
 
 
-def function_url_event(request: HttpRequest, *, now: float | None = None) -> dict[str, Any]:
+class PlayedCallerError(ValueError):
+    """A request names a caller to play that the server may not, or cannot, play."""
+
+
+def played_caller(principal: str) -> dict[str, Any]:
+    """What a Function URL's IAM authorizer would say of a request signed by `principal`: a role ARN (as one of
+    its sessions), an assumed-role session ARN, a user ARN, an account id, or an organization id (a caller
+    in that organization, of account ACCOUNT_ID)."""
+    identity = {"accountId": ACCOUNT_ID, "userArn": None, "principalOrgId": None}
+    arn = IAM_ARN_PATTERN.fullmatch(principal)
+    session = ASSUMED_ROLE_PATTERN.fullmatch(principal)
+    if arn is not None:
+        account, kind, name = arn.groups()
+        partition = principal.split(":")[1]
+        user_arn = principal if kind == "user" else f"arn:{partition}:sts::{account}:assumed-role/{name}/local"
+        identity.update(accountId=account, userArn=user_arn)
+    elif session is not None:
+        identity.update(accountId=session.group(1), userArn=principal)
+    elif ACCOUNT_PATTERN.fullmatch(principal):
+        identity.update(accountId=principal)
+    elif ORGANIZATION_PATTERN.fullmatch(principal):
+        identity.update(principalOrgId=principal)
+    else:
+        raise PlayedCallerError(f"{PLAY_CALLER_HEADER}: cannot play {principal[:200]!r}: it must be {PRINCIPAL_RULE}")
+    return {**identity, "callerId": "AIDALOCALPLAYEDCALLER", "accessKey": "ASIALOCAL", "cognitoIdentity": None}
+
+
+def function_url_event(request: HttpRequest, *, now: float | None = None, play_callers: bool = False) -> dict[str, Any]:
+    """The event for `request`. `play_callers`: a request's PLAY_CALLER_HEADER names its signer (PlayedCallerError
+    when it cannot be played); without, such a request is refused (PlayedCallerError), never silently unsigned."""
     now = time.time() if now is None else now
     raw_path, _, raw_query = request.target.partition("?")
     headers, cookies = _event_headers(request)
+    played = headers.pop(PLAY_CALLER_HEADER, None)
+    if played is not None and not play_callers:
+        raise PlayedCallerError(
+            f"{PLAY_CALLER_HEADER}: this server plays no callers; start it with --play-callers "
+            "(tickets_local.testing.LocalTickets(play_callers=True))"
+        )
     host = headers.get("host", f"127.0.0.1:{request.server_port}")
     domain_prefix = host.split(".", 1)[0]  # AWS: the URL id, the host's first label
     user_agent = headers.get("user-agent", "")
@@ -85,6 +127,8 @@ def function_url_event(request: HttpRequest, *, now: float | None = None) -> dic
         "time": _clf_time(now),
         "timeEpoch": int(now * 1000),
     }
+    if played is not None:
+        event["requestContext"]["authorizer"] = {"iam": played_caller(played)}
     if request.body:
         text = _as_text(request.body, headers.get("content-type"))
         event["body"] = text if text is not None else base64.b64encode(request.body).decode("ascii")

@@ -15,7 +15,7 @@ from aws_lambda_powertools import Tracer
 from botocore.config import Config
 
 from . import routes, timing
-from .dispatch import Dispatcher, RouteCheck
+from .dispatch import Dispatcher
 from .issuer import Issuer
 from .sequence import Lane
 from .services import Services, logger, metrics
@@ -23,6 +23,7 @@ from .settings import Settings
 from .store import CounterStore
 
 if TYPE_CHECKING:
+    from .access import Rules
     from .series.store import SeriesStore
 
 __all__ = ["App", "create_app", "dynamodb_client", "logger", "metrics"]
@@ -72,13 +73,14 @@ def create_app(
     region: str | None = None,
     series_table: str | None = None,
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
-    check: RouteCheck | None = None,
+    access: Callable[[], Rules] | None = None,
 ) -> App:
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
     at random, unless a test pins them. `region`: the one GET /_health names; by default the
     function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
     the settings configure series. `clock`: what says which period a new series number falls in.
-    `check`: what runs before every route's handler (dispatch.RouteCheck)."""
+    `access`: the deployment's access rules (docs/callers.md#access-rules), or an Unavailable error when
+    they cannot be read; None: every invoker may do everything."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
     deadline = timing.Deadline()
@@ -95,8 +97,9 @@ def create_app(
         journal=_series_store(client, series_table) if settings.series and series_table else None,
         region=region or os.environ.get("AWS_REGION"),
         clock=clock,
+        access=access,
     )
-    dispatcher = Dispatcher(routes.served(settings), services, check)
+    dispatcher = Dispatcher(routes.served(settings), services)
 
     @logger.inject_lambda_context(clear_state=True)
     @_traced

@@ -35,6 +35,7 @@ def compat_ticket(services: Services, request: Request) -> Response:
 
 
 def counter_state(services: Services, request: Request, key: str) -> Response:
+    services.authorize(request, key)
     asked = protocol.state_request(key, request.raw_query_string, request.body)
     return json_response(200, services.issuer.state(asked))
 
@@ -68,6 +69,7 @@ def _issued_for(
         max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
     )
     services.logger.append_keys(key=asked.key, count=asked.count)
+    services.authorize(request, asked.key)
     # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
     # records stored before range blocks existed say it; a block names its route, so one header cannot
     # be answered a list on one route and a range on the other.

@@ -3,7 +3,7 @@ every exception as the API's JSON error."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from . import protocol
@@ -12,15 +12,11 @@ from .keys import KEY_RULE
 from .routes import Route, not_found_message, route_of
 from .services import Request, Response, Services, count_error, json_response, logger
 
-# Run before every handler with (services, request, route, path parameters); a TicketsError refuses.
-RouteCheck = Callable[[Services, Request, Route, dict[str, str]], None]
-
 
 class Dispatcher:
-    def __init__(self, routes: tuple[Route, ...], services: Services, check: RouteCheck | None = None):
+    def __init__(self, routes: tuple[Route, ...], services: Services):
         self.routes = routes
         self.services = services
-        self.check = check
         # Powertools' order, so answers are as they were: literal paths first, then the table's order.
         self._ordered = tuple(sorted(routes, key=lambda route: bool(route.parameters)))
 
@@ -40,9 +36,8 @@ class Dispatcher:
             arguments = route.arguments(request.path)
             if arguments is None:
                 continue
-            if self.check is not None:
-                self.check(self.services, request, route, arguments)
-            return route.handler(self.services, request, **arguments)
+            # The handler reads its operation from the request (Services.authorize): the table declares it.
+            return route.handler(self.services, replace(request, operation=route.operation), **arguments)
         return self.unrouted(request)
 
     def unrouted(self, request: Request) -> Response:

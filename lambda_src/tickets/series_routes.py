@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 def issue_series_number(services: Services, request: Request, key: str) -> Response:
     """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
+    services.authorize(request, key)
     config, journal = _series_of(services, key)
     from .series import requests as series_requests
     from .series.store import IssueRequest
@@ -51,6 +52,7 @@ def issue_series_number(services: Services, request: Request, key: str) -> Respo
 
 def void_series_number(services: Services, request: Request, key: str) -> Response:
     """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
+    services.authorize(request, key)
     _, journal = _series_of(services, key)
     from .series import requests as series_requests
 
@@ -64,6 +66,7 @@ def void_series_number(services: Services, request: Request, key: str) -> Respon
 
 def series_journal(services: Services, request: Request, key: str) -> Response:
     """A page of the journal, in number order; `next` is the `after` of the following page."""
+    services.authorize(request, key)
     config, journal = _series_of(services, key)
     from .series import requests as series_requests
     from .series.journal import journal_page

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from .errors import TicketsError
+from .access import Identity
+from .errors import TicketsError, forbidden
 from .issuer import Issuer
 from .settings import Settings
 from .timing import Deadline
 
 if TYPE_CHECKING:
+    from .access import Rules
     from .idempotency import IdempotentIssue
     from .series.store import SeriesStore
 
@@ -34,6 +36,7 @@ class Request:
     event: dict[str, Any]  # with its path normalised
     method: str
     path: str
+    operation: str = "none"  # its route's (routes.Route.operation), set by the dispatch
 
     @property
     def raw_query_string(self) -> str | None:
@@ -124,7 +127,19 @@ class Services:
     clock: Callable[[], datetime.datetime]
     metrics: Metrics = field(default_factory=lambda: metrics)  # the request's one EMF line
     logger: Logger = field(default_factory=lambda: logger)
+    # The deployment's access rules (docs/callers.md#access-rules); None: every invoker may do everything.
+    access: Callable[[], Rules] | None = None
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
+
+    def authorize(self, request: Request, key: str) -> None:
+        """403 unless a rule lets this caller do the route's operation on `key`. Each handler calls it as soon
+        as it knows the key, so before any idempotent replay and any DynamoDB call."""
+        if self.access is None:
+            return
+        identity = Identity.of(request.event)
+        if not self.access().allows(identity, request.operation, key):
+            self.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
+            raise forbidden(identity.describe(), request.operation, key)
 
     def idempotent_issue(self) -> IdempotentIssue:
         """Powertools' idempotency around an issue, imported on first use: most requests carry no header."""

@@ -19,6 +19,7 @@ from aws_cdk import aws_iam as iam
 
 import tickets
 import tickets_cdk
+from bench.report import GOALS
 from installed import build_wheel, environment, installed_python
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
@@ -43,7 +44,7 @@ def test_every_field_of_cdk_json_is_a_keyword_prop_defaulting_to_the_field_s_def
     keywords = {name for name, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     assert set(FIELD_PROPS) == {each.prop for each in FIELDS if each.owner == "TicketService"}
     assert set(FIELD_PROPS) <= keywords
-    assert keywords - set(FIELD_PROPS) == {"service_name", "table_logical_ids", "removal_policy"}
+    assert keywords - set(FIELD_PROPS) == {"service_name", "table_logical_ids", "removal_policy", "encryption_key"}
     # None stands for the field's default, which FIELDS alone defines.
     assert all(parameters[name].default is None for name in FIELD_PROPS)
 
@@ -435,7 +436,7 @@ def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_p
         "ShopUs": version,
     }
 
-    # The code asset: the tickets package only, zipped well under 50 KB.
+    # The code asset: the tickets package only, zipped within the bench's goal (bench/report.py).
     (asset,) = [path for path in (app_dir / "cdk.out").glob("asset.*") if path.is_dir()]
     files = sorted(path for path in asset.rglob("*") if path.is_file())
     assert files and all(path.relative_to(asset).parts[0] == "tickets" for path in files)
@@ -444,7 +445,7 @@ def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_p
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for path in files:
             archive.write(path, path.relative_to(asset).as_posix())
-    assert len(buffer.getvalue()) <= 50_000
+    assert len(buffer.getvalue()) <= GOALS["package_bytes"]
 
     # cfn-lint, each template against its own region's schemas.
     errors = {

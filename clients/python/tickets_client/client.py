@@ -84,6 +84,8 @@ class SeriesNumber:
     id: str | None
 
 
+# tickets_local's name for the caller a local server plays (tickets_local/events.py, which a test holds to this).
+PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
@@ -97,7 +99,11 @@ class TicketsClient:
         timeout: float = 5,
         max_attempts: int = 5,
         sleep: Callable[[float], None] = time.sleep,
+        play_caller: str | None = None,
     ):
+        """`play_caller`: for a local server started with --play-callers only, the principal (a role, session or
+        user ARN, an account or organization id) it takes as each request's signer, so a test sees the 403s
+        the deployment's access rules give that caller. A deployed function ignores it."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -117,6 +123,7 @@ class TicketsClient:
         self._transport = _Transport(parts.scheme, parts.hostname, parts.port, timeout)
         self._max_attempts = max_attempts
         self._sleep = sleep
+        self._played = {PLAY_CALLER_HEADER: play_caller} if play_caller is not None else {}
 
     @property
     def signing(self) -> bool:
@@ -202,7 +209,7 @@ class TicketsClient:
         so a retry cannot burn tickets; it, or `repeatable` (a request the server answers alike however
         often it comes), lets a 502 or 504 be retried."""
         target = self._base_path + path
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
         if body:
             headers["Content-Type"] = "application/json"
         if idempotent:
