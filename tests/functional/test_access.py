@@ -18,6 +18,7 @@ from botocore.stub import Stubber
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from access_support import ACCOUNT, FakeSsm, role_session, user
 from moto_deployment import Region, function_client
 from tickets.access import Identity, Rules
 from tickets.access_store import StoredRules
@@ -25,36 +26,10 @@ from tickets.app import create_app
 from tickets.errors import Unavailable
 from tickets_deploy.access import AccessRuleError, parse_rules
 
-ACCOUNT = "111122223333"
 OTHER_ACCOUNT = "444455556666"
 ORG = "o-a1b2c3d4e5"
 INVOICES = {"start": 1, "period": "yearly", "format": "INV-{series}-{n}"}
 SERIES_KEYS = ("orders", "orders-eu", "refunds")
-
-
-def role_session(name: str, account: str = ACCOUNT, session: str = "backend", org: str | None = None) -> dict:
-    """What the URL's IAM authorizer says of a role session: the assumed-role ARN has no role path."""
-    return {
-        "accessKey": "ASIAEXAMPLE",
-        "accountId": account,
-        "callerId": f"AROAEXAMPLE{name.upper()[:6]}:{session}",
-        "cognitoIdentity": None,
-        "principalOrgId": org,
-        "userArn": f"arn:aws:sts::{account}:assumed-role/{name}/{session}",
-        "userId": f"AROAEXAMPLE{name.upper()[:6]}:{session}",
-    }
-
-
-def user(arn: str, account: str = ACCOUNT) -> dict:
-    return {
-        "accessKey": "AKIAEXAMPLE",
-        "accountId": account,
-        "callerId": "AIDAEXAMPLE",
-        "cognitoIdentity": None,
-        "principalOrgId": None,
-        "userArn": arn,
-        "userId": "AIDAEXAMPLE",
-    }
 
 
 # principal kind -> (the rule's principal, a caller it names, a caller it does not name)
@@ -260,21 +235,6 @@ def test_the_function_decides_as_the_reference_matcher(deploy, rules, iam, opera
 
 
 # --- the rules as the stack stores them -----------------------------------------------------------------------
-
-
-class FakeSsm:
-    def __init__(self, values: dict[str, str], failures: int = 0):
-        self.values, self.failures, self.calls = values, failures, 0
-
-    def get_parameters(self, Names: list[str]) -> dict:  # noqa: N803 - botocore's keyword
-        self.calls += 1
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("ssm unreachable")
-        return {
-            "Parameters": [{"Name": name, "Value": self.values[name]} for name in Names if name in self.values],
-            "InvalidParameters": [name for name in Names if name not in self.values],
-        }
 
 
 def test_stored_rules_are_merged_from_every_parameter_and_read_once():

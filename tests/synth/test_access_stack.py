@@ -14,8 +14,8 @@ from aws_cdk import App, Environment, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
-from test_access import FakeSsm, role_session, user
 
+from access_support import FakeSsm, role_session, user
 from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, function_client
 from tickets.access_store import (
     ACCESS_DIGEST_ENV,
