@@ -35,7 +35,7 @@ NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: test test-unit test-functional test-models test-synth test-packaging test-handler-tiers test-build-tiers lint serve init synth deploy bench clean
+.PHONY: test test-unit test-functional test-models test-synth test-packaging test-handler-tiers test-build-tiers lint serve init synth deploy bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -128,6 +128,10 @@ deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
 	$(CDK) synth --quiet --output cdk.out
 	$(PY) -m tickets_deploy predeploy --assembly cdk.out
 	$(CDK) deploy --all --app cdk.out
+
+# A release's version, written everywhere it is (tools/set_version.py; docs/releasing.md).
+version: $(PY)
+	$(PY) tools/set_version.py $(VERSION)
 
 bench: $(DEV_DEPS)
 	$(PY) -m bench
