@@ -334,7 +334,7 @@ def test_the_wheel_installs_only_tickets_names_and_everything_it_reads(tmp_path)
         text=True,
         check=True,
     ).stdout.split()
-    shipped = {name.removeprefix("lambda_src/") for name in tracked if Path(name).suffix in (".py", ".json")}
+    shipped = {name.removeprefix("lambda_src/") for name in tracked if Path(name).suffix in (".py", ".json", ".typed")}
     assert {name for name in names if not name.split("/")[0].endswith(".dist-info")} == shipped
     assert wheel.name.startswith("tickets_cdk-" + tickets.__version__)
 
