@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,7 @@ def test_no_ledger_is_a_new_deployment_and_everything_is_recorded(deployed):
         },
         unconfigured_keys_served=False,  # strictKeys is true
         default_keys_served=frozenset({"default"}),  # not configured, so served unconfigured
+        deployed={"strictKeys": True},  # the non-permanent settings, at their defaults left out
     )
 
 
@@ -199,9 +201,9 @@ def test_a_new_region_on_a_never_used_slot_is_recorded(deployed):
     assert ledger.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1"), 3: SlotRecord("ap-south-1")}
 
 
-def test_a_changed_max_is_accepted_and_not_recorded(deployed):
+def test_a_changed_max_is_accepted_and_recorded_as_deployed(deployed):
     ledger = record(config(counters=counters(orders={"start": 5000, "shards": 2, "max": TOP})), deployed)
-    assert ledger == deployed
+    assert ledger == replace(deployed, deployed={"strictKeys": True, "counters": {"orders": {"max": TOP}}})
 
 
 def test_a_removed_region_retires_its_slot_for_good(deployed):
@@ -220,8 +222,17 @@ def test_a_removed_region_may_come_back_to_its_own_slot(deployed):
 
 
 def test_other_settings_are_not_the_ledgers_business(deployed):
-    ledger = record(config(auth="NONE", strictKeys=True, defaultKey="orders", reservedConcurrency=5), deployed)
+    ledger = record(config(auth="NONE", strictKeys=True, reservedConcurrency=5, logRetentionDays=365), deployed)
     assert ledger == deployed
+
+
+def test_what_tickets_admin_needs_is_recorded_as_deployed_never_refused(deployed):
+    changed = record(config(defaultKey="orders", maxBlock=10, compat={"path": "counter"}), deployed)
+    assert changed == replace(
+        deployed,
+        deployed={"strictKeys": True, "defaultKey": "orders", "maxBlock": 10, "compat": {"path": "counter"}},
+    )
+    assert record(config(strictKeys=False), deployed).deployed == {}  # every one at its default
 
 
 # --- the rollout rule (docs/design.md#the-rollout-rule) ----------------------------------------
@@ -329,6 +340,7 @@ def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path)
             '        "orders": {"shards": 2, "start": 5000, "stride": 1}',
             "      },",
             '      "defaultKeysServed": ["default"],',
+            '      "deployed": {"counters": {"big": {"max": "9223372036854775807"}}, "strictKeys": true},',
             '      "regionSlots": 4,',
             '      "slots": {',
             '        "0": {"accounts": ["111111111111", "222222222222"], "region": "us-east-1"},',
@@ -340,7 +352,8 @@ def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path)
             '  "versions": [',
             f'    {{"id": "{root}", "parent": null, "change": "make init"}},',
             f'    {{"id": "{child}", "parent": "{root}", "change": "tickets-counters: counters big added; '
-            'us-east-1 account 111111111111; eu-west-1 retired from slot 1"}',
+            'us-east-1 account 111111111111; eu-west-1 retired from slot 1; deployed counters.big.max '
+            '9223372036854775807"}',
             "  ]",
             "}",
             "",
@@ -514,7 +527,8 @@ def test_hole_1_two_pull_requests_merged_by_git_are_refused_and_the_way_out_refu
     path.write_text(both)
     with pytest.raises(LedgerError) as refused:
         read_ledger_file(path)
-    assert f"{a.version} (tickets-counters: unconfigured keys served (strictKeys false)) and {b.version}" in str(
+    changed = "unconfigured keys served (strictKeys false); deployed strictKeys default"
+    assert f"{a.version} (tickets-counters: {changed}) and {b.version}" in str(
         refused.value
     )
     assert f"are two children of {main_file.version}" in str(refused.value)

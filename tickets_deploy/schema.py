@@ -87,6 +87,10 @@ class Field:
     needs: tuple[str, ...] = ()  # the attributes of the fields its rule reads, parsed before it
     # The same in every region of one service (one numbering): constructs sharing a table name must agree.
     one_numbering: bool = False
+    # Not permanent, but the ledger records its deployed value (in the service's `deployed` object, left out
+    # at its default), so that tickets_admin builds a service's config from the ledger alone
+    # (tickets_deploy/ledger_config.py). Permanent fields are recorded anyway (their values are checked).
+    recorded: bool = False
 
     def readme_row(self, prefix: str = "", prop_prefix: str = "") -> str:
         permanent = " **Permanent**" if self.permanent else ""
@@ -174,6 +178,7 @@ FIELDS: tuple[Field, ...] = (
         _default_key,
         setting=True,
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "auth",
@@ -196,6 +201,7 @@ FIELDS: tuple[Field, ...] = (
         _strict_keys,
         setting=True,
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "counters",
@@ -209,6 +215,7 @@ FIELDS: tuple[Field, ...] = (
         prop_doc="each counter's fields in snake_case",
         needs=("max_block",),
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "series",
@@ -283,6 +290,7 @@ FIELDS: tuple[Field, ...] = (
         "the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
         _max_block,
         setting=True,
+        recorded=True,
     ),
     Field(
         "callers",
@@ -307,6 +315,7 @@ FIELDS: tuple[Field, ...] = (
         _compat,
         setting=True,
         needs=("default_key", "counters"),
+        recorded=True,
     ),
 )
 
@@ -354,6 +363,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
         _counter_max,
         needs=("start",),
+        recorded=True,
     ),
     Field(
         "shards",
@@ -373,6 +383,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "`maxBlock`",
         "the same as `maxBlock`, for key K; at most `maxBlock`.",
         _counter_max_block,
+        recorded=True,
     ),
 )
 
