@@ -661,7 +661,10 @@ def shop(aws, tmp_path, monkeypatch):
     construct has none), and its two services' counter tables in moto."""
     (tmp_path / "tickets.lock.json").write_bytes((EXAMPLE_APP / "tickets.lock.json").read_bytes())
     monkeypatch.chdir(tmp_path)
-    for region, tables in (("eu-west-1", ("shop-order-numbers", "shop-invoice-numbers")), ("us-east-1", ("shop-order-numbers",))):
+    for region, tables in (
+        ("eu-west-1", ("shop-order-numbers", "shop-invoice-numbers")),
+        ("us-east-1", ("shop-order-numbers",)),
+    ):
         for table in tables:
             moto_client(region).create_table(**create_table_arguments(table, COUNTER_KEY))
     return tmp_path

@@ -352,7 +352,7 @@ def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path)
             '  "versions": [',
             f'    {{"id": "{root}", "parent": null, "change": "make init"}},',
             f'    {{"id": "{child}", "parent": "{root}", "change": "tickets-counters: counters big added; '
-            'us-east-1 account 111111111111; eu-west-1 retired from slot 1; deployed counters.big.max '
+            "us-east-1 account 111111111111; eu-west-1 retired from slot 1; deployed counters.big.max "
             '9223372036854775807"}',
             "  ]",
             "}",
@@ -528,9 +528,7 @@ def test_hole_1_two_pull_requests_merged_by_git_are_refused_and_the_way_out_refu
     with pytest.raises(LedgerError) as refused:
         read_ledger_file(path)
     changed = "unconfigured keys served (strictKeys false); deployed strictKeys default"
-    assert f"{a.version} (tickets-counters: {changed}) and {b.version}" in str(
-        refused.value
-    )
+    assert f"{a.version} (tickets-counters: {changed}) and {b.version}" in str(refused.value)
     assert f"are two children of {main_file.version}" in str(refused.value)
     assert "Re-record one change on top of the other" in str(refused.value)
 

@@ -10,8 +10,8 @@ import typing
 import pytest
 
 from tickets.series.config import SeriesConfig
-from tickets_cdk.props import TicketServiceProps
 from tickets.settings import CounterConfig
+from tickets_cdk.props import TicketServiceProps
 from tickets_deploy.config import COUNTER_FIELDS, FIELDS, ConfigError, DeploymentConfig, parse_config, parse_props
 from tickets_deploy.ledger import CounterRecord
 from tickets_deploy.services import ONE_NUMBERING, DeclaredService, as_props, declared, refuse_clash

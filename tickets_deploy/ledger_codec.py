@@ -85,7 +85,11 @@ def to_text(ledger: LedgerFile) -> str:
                 [
                     block("counters", fields["counters"], inner),
                     f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
-                    *([f'{inner}"deployed": {json.dumps(fields["deployed"], sort_keys=True)}'] if "deployed" in fields else []),
+                    *(
+                        [f'{inner}"deployed": {json.dumps(fields["deployed"], sort_keys=True)}']
+                        if "deployed" in fields
+                        else []
+                    ),
                     f'{inner}"regionSlots": {fields["regionSlots"]}',
                     *([block("series", fields["series"], inner)] if "series" in fields else []),
                     block("slots", fields["slots"], inner),

@@ -132,7 +132,11 @@ def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
     if ledger.deployed is None or old.deployed == ledger.deployed:
         return []
     before, now = _flat(old.deployed or {}), _flat(ledger.deployed)
-    changed = [f"{name} {now.get(name, 'default')}" for name in sorted(set(before) | set(now)) if before.get(name) != now.get(name)]
+    changed = [
+        f"{name} {now.get(name, 'default')}"
+        for name in sorted(set(before) | set(now))
+        if before.get(name) != now.get(name)
+    ]
     return [f"deployed {', '.join(changed)}" if changed else "deployed settings recorded"]
 
 
