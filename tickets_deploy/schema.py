@@ -3,8 +3,10 @@ its name in cdk.json, the construct's prop, the parsed attribute, whether the fu
 it, its default, its rule and its README row. The parsers of cdk.json and of the construct's props, the
 function's environment, `to_raw` and the README's table are derived from these entries.
 
-Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig,
-and, with `setting=True`, on tickets.settings.Settings (whose encoding is derived from its attributes).
+Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig
+(tests/test_schema.py holds the two together), and, with `setting=True`, on tickets.settings.Settings (whose
+encoding is derived from its attributes). With `recorded=True` the ledger keeps its deployed value (left out
+at its default) and tickets_admin --service reads it back: nothing in the ledger's code changes.
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from .rules import (
     _regions,
     _require_object,
     _reserved_concurrency,
-    _strict_keys,
     _table_name,
+    boolean,
 )
 
 
@@ -198,7 +200,7 @@ FIELDS: tuple[Field, ...] = (
         "`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404. While "
         "unconfigured keys are served, a counter added later keeps their layout "
         "([why](docs/operations.md#rollouts-are-not-atomic)).",
-        _strict_keys,
+        boolean,
         setting=True,
         one_numbering=True,
         recorded=True,
