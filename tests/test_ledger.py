@@ -25,6 +25,7 @@ from tickets_deploy.ledger import (
     LedgerFile,
     SlotRecord,
     Version,
+    config_from_ledger,
     from_text,
     init_ledger,
     ledger_path_beside,
@@ -747,3 +748,55 @@ def test_init_refuses_an_invalid_config_and_writes_nothing(tmp_path, capsys):
     assert main(["init", "--config", str(cdk_json)]) == 2
     assert "tickets.regionSlots" in capsys.readouterr().err
     assert not (tmp_path / "tickets.lock.json").exists()
+
+
+# --- the deployed settings (tickets_deploy/ledger_config.py) ------------------------------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "ledgers"
+
+
+def test_an_older_ledger_gets_its_deployed_settings_as_one_version_only_when_synthesis_upgrades_it():
+    old = read_ledger_file(FIXTURES / "format-2-two-services.json")
+    assert all(service.deployed is None for service in old.services.values())
+    configs = {
+        "shop-invoice-numbers": parse_config(
+            {
+                "tableName": "shop-invoice-numbers",
+                "regions": {"eu-west-1": 0},
+                "strictKeys": True,
+                "counters": {"credit-notes": {"maxBlock": 10}, "invoices-2026": {}},
+            }
+        ),
+        "shop-order-numbers": parse_config(
+            {
+                "tableName": "shop-order-numbers",
+                "regions": {"eu-west-1": 0, "us-east-1": 1},
+                "regionSlots": 2,
+                "strictKeys": True,
+                "counters": {"orders": {"start": 5000}},
+            }
+        ),
+    }
+    assert record_services(old, configs) is old  # a check leaves it byte for byte as it was
+    upgraded = record_services(old, configs, upgrade=True)
+    assert upgraded.versions[:-1] == old.versions
+    assert upgraded.versions[-1].change == (
+        "shop-invoice-numbers: deployed counters.credit-notes.maxBlock 10, strictKeys true; "
+        "shop-order-numbers: deployed strictKeys true"
+    )
+    assert to_text(upgraded) == (ROOT / "examples" / "cdk-app" / "tickets.lock.json").read_text()
+    for name, config in configs.items():  # what tickets_admin --service operates with
+        assert config_from_ledger(upgraded.services[name], "ledger") == config
+    assert record_services(upgraded, configs, upgrade=True) is upgraded
+
+
+def test_the_config_built_from_the_ledger_is_the_deployed_one_in_every_recorded_field(deployed):
+    changed = config(
+        defaultKey="orders",
+        maxBlock=50,
+        compat={"path": "counter"},
+        counters=counters(orders={"start": 5000, "shards": 2, "max": TOP, "maxBlock": 7}),
+    )
+    assert config_from_ledger(record(changed, deployed), "ledger") == changed
+    with pytest.raises(LedgerError, match="written before it recorded the deployed settings.*--config"):
+        config_from_ledger(replace(deployed, deployed=None), "ledger")

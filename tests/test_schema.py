@@ -12,7 +12,7 @@ import pytest
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets_cdk.props import TicketServiceProps
-from tickets_deploy.config import COUNTER_FIELDS, FIELDS, ConfigError, DeploymentConfig, parse_config, parse_props
+from tickets_deploy.config import COUNTER_FIELDS, FIELDS, ConfigError, parse_config, parse_props
 from tickets_deploy.ledger import CounterRecord
 from tickets_deploy.services import ONE_NUMBERING, DeclaredService, as_props, declared, refuse_clash
 
@@ -91,23 +91,6 @@ def test_a_refusal_of_an_app_built_with_props_names_the_constructs_and_the_prop(
         "eu-west-1.",
         "other: tableName: the ledger records 'x', cdk.json says 'y'.",  # no construct of that table: as it was
     ]
-
-
-def test_deployment_config_has_an_attribute_per_field_and_its_default() -> None:
-    """DeploymentConfig stays a dataclass (mypy reads its attributes), held here to FIELDS so it cannot drift:
-    every field has its attribute with the field's default, and nothing else is an attribute."""
-    attributes = {each.name: each for each in dataclasses.fields(DeploymentConfig)}
-    assert sorted(attributes) == sorted(each.attribute for each in FIELDS)
-    for each in FIELDS:
-        attribute = attributes[each.attribute]
-        if attribute.default is not dataclasses.MISSING:
-            default = attribute.default
-        elif attribute.default_factory is not dataclasses.MISSING:
-            default = attribute.default_factory()
-        else:
-            assert each.default is None and each.name == "regions"  # the one required field
-            continue
-        assert default == each.default, each.name
 
 
 def test_the_ledgers_counter_record_is_the_permanent_counter_fields() -> None:

@@ -42,7 +42,7 @@ LAYOUT_FIELDS = tuple(each for each in COUNTER_FIELDS if each.permanent)
 
 @dataclass(frozen=True)
 class CounterRecord:
-    """A counter's layout: its permanent COUNTER_FIELDS (tests/test_schema.py holds these attributes to them)."""
+    """A counter's layout: its permanent COUNTER_FIELDS (tests/test_schema.py holds the two together)."""
 
     start: int
     stride: int

@@ -4,7 +4,7 @@ it, its default, its rule and its README row. The parsers of cdk.json and of the
 function's environment, `to_raw` and the README's table are derived from these entries.
 
 Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig
-(tests/test_schema.py holds the two together), and, with `setting=True`, on tickets.settings.Settings (whose
+(tests/test_config.py holds the two together), and, with `setting=True`, on tickets.settings.Settings (whose
 encoding is derived from its attributes). With `recorded=True` the ledger keeps its deployed value (left out
 at its default) and tickets_admin --service reads it back: nothing in the ledger's code changes.
 """
