@@ -3,8 +3,10 @@ its name in cdk.json, the construct's prop, the parsed attribute, whether the fu
 it, its default, its rule and its README row. The parsers of cdk.json and of the construct's props, the
 function's environment, `to_raw` and the README's table are derived from these entries.
 
-Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig,
-and, with `setting=True`, on tickets.settings.Settings (whose encoding is derived from its attributes).
+Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig
+(tests/test_config.py holds the two together), and, with `setting=True`, on tickets.settings.Settings (whose
+encoding is derived from its attributes). With `recorded=True` the ledger keeps its deployed value (left out
+at its default) and tickets_admin --service reads it back: nothing in the ledger's code changes.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ from .rules import (
     _regions,
     _require_object,
     _reserved_concurrency,
-    _strict_keys,
     _table_name,
+    boolean,
 )
 
 
@@ -90,6 +92,10 @@ class Field:
     needs: tuple[str, ...] = ()  # the attributes of the fields its rule reads, parsed before it
     # The same in every region of one service (one numbering): constructs sharing a table name must agree.
     one_numbering: bool = False
+    # Not permanent, but the ledger records its deployed value (in the service's `deployed` object, left out
+    # at its default), so that tickets_admin builds a service's config from the ledger alone
+    # (tickets_deploy/ledger_config.py). Permanent fields are recorded anyway (their values are checked).
+    recorded: bool = False
 
     def readme_row(self, prefix: str = "", prop_prefix: str = "") -> str:
         permanent = " **Permanent**" if self.permanent else ""
@@ -184,6 +190,7 @@ FIELDS: tuple[Field, ...] = (
         _default_key,
         setting=True,
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "auth",
@@ -203,9 +210,10 @@ FIELDS: tuple[Field, ...] = (
         "`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404. While "
         "unconfigured keys are served, a counter added later keeps their layout "
         "([why](docs/operations.md#rollouts-are-not-atomic)).",
-        _strict_keys,
+        boolean,
         setting=True,
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "counters",
@@ -219,6 +227,7 @@ FIELDS: tuple[Field, ...] = (
         prop_doc="each counter's fields in snake_case",
         needs=("max_block",),
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "series",
@@ -293,6 +302,7 @@ FIELDS: tuple[Field, ...] = (
         "the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
         _max_block,
         setting=True,
+        recorded=True,
     ),
     Field(
         "callers",
@@ -317,6 +327,7 @@ FIELDS: tuple[Field, ...] = (
         _compat,
         setting=True,
         needs=("default_key", "counters"),
+        recorded=True,
     ),
     Field(
         "access",
@@ -375,6 +386,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
         _counter_max,
         needs=("start",),
+        recorded=True,
     ),
     Field(
         "shards",
@@ -394,6 +406,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "`maxBlock`",
         "the same as `maxBlock`, for key K; at most `maxBlock`.",
         _counter_max_block,
+        recorded=True,
     ),
 )
 
