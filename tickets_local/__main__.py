@@ -14,7 +14,8 @@ import tickets
 from tickets_deploy.config import ConfigError
 
 from .backend import BackendError
-from .server import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH, LocalServer
+from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
+from .server import LocalServer
 
 DESCRIPTION = """\
 Serve Tickets locally: the deployed handler (tickets.app, as tickets.handler builds it) behind a local

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tickets.access import Rules
-from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
+from tickets.errors import PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
 from . import openapi
@@ -40,6 +40,8 @@ from .events import (
     http_response,
 )
 from .invoker import HandlerInvoker
+from .local_answers import local_answer, reset_answer, too_large
+from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
 if TYPE_CHECKING:
     from tickets.app import App
@@ -58,13 +60,6 @@ _PROTOCOL_ERROR_CODES = {
     414: PayloadTooLarge.code,
     431: PayloadTooLarge.code,
 }
-# Paths the server answers itself, before the function: no key starts with `_`, so no counter can shadow
-# them, and the deployed function (which has no such routes) answers them 404.
-OPENAPI_PATH = "/_local/openapi.json"  # the API's OpenAPI document, for this server's config
-COUNTERS_PATH = "/_local/counters"  # every counter item of the server's table
-# Empties this server's tables and rebuilds its app (tickets_local.testing's reset()); answered only by a
-# server started with allow_reset (`--allow-reset`): on a persistent endpoint it erases every counter.
-RESET_PATH = "/_local/reset"
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -139,9 +134,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return body
         local = self.server.local_routes.get(self.path.partition("?")[0])
         if local is not None:
-            return _local_answer(self.command, local)
+            return local_answer(self.command, local)
         if self.path.partition("?")[0] == RESET_PATH:
-            return _reset(self.command, self.server.reset)
+            return reset_answer(self.command, self.server.reset)
         request = HttpRequest(
             method=self.command,
             target=self.path,
@@ -172,7 +167,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if length < 0:
             return error_response(400, "bad_request", "the Content-Length header is not a number")
         if length > MAX_REQUEST_BYTES:
-            return _too_large()
+            return too_large()
         return self.rfile.read(length)
 
     def _read_chunked(self) -> bytes | HttpResponse:
@@ -190,7 +185,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                     pass  # trailers carry nothing the event has a place for
                 return bytes(body)
             if len(body) + size > MAX_REQUEST_BYTES:
-                return _too_large()
+                return too_large()
             body += self.rfile.read(size)
             self.rfile.readline(_MAX_CHUNK_LINE)
 
@@ -222,40 +217,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         pass  # what http.server would log, send_error and _serve already log, one line each
 
 
-def _local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
-    if method != "GET":
-        refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
-        return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
-
-
 def _answer_without_delay(connection: socket.socket) -> None:
     """Turn Nagle's algorithm off on an accepted connection. With it on, a response written in more
     than one piece waits for the client's delayed ACK (~40 ms) on every keep-alive request after the
     first; _send writes once, and this covers any answer written otherwise."""
     connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
-def _reset(method: str, reset: Callable[[], None] | None) -> HttpResponse:
-    if reset is None:
-        return error_response(
-            404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
-        )
-    if method != "POST":
-        refusal = error_response(405, MethodNotAllowed.code, f"{RESET_PATH} accepts POST")
-        return HttpResponse(405, [*refusal.headers, ("Allow", "POST")], refusal.body)
-    try:
-        reset()
-    except Exception:
-        log.exception("the reset failed")
-        return error_response(500, "reset_failed", "the reset failed; see the server's log")
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], b'{"reset":true}')
-
-
-def _too_large() -> HttpResponse:
-    return error_response(
-        413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
-    )
 
 
 class LocalServer:

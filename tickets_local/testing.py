@@ -30,11 +30,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from .local_paths import RESET_PATH
+
 # The `tickets` config when a test names none: one region, one lane per key (so every key's tickets are
 # dense: 1, 2, 3...), and any key accepted.
 DEFAULT_CONFIG: dict[str, Any] = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": False}
 START_TIMEOUT_SECONDS = 60  # importing moto on a loaded machine; a start normally takes under a second
-RESET_PATH = "/_local/reset"  # tickets_local.server.RESET_PATH (not imported: that module imports botocore)
 _BANNER_END = "Ctrl-C stops it."
 _LOG_TAIL_CHARS = 4000
 

@@ -21,7 +21,7 @@ def issue_series_number(services: Services, request: Request, key: str) -> Respo
     services.authorize(request, key)
     config, journal = _series_of(services, key)
     from .series import requests as series_requests
-    from .series.store import IssueRequest
+    from .series.journal import IssueRequest
 
     protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
     ref = series_requests.issue_request(request.body, request.is_base64_encoded)

@@ -14,7 +14,7 @@ import pytest
 
 from local_support import LoopbackHttp
 from tickets_client import Block, TicketsClient, TicketsError
-from tickets_client import client as client_module
+from tickets_client.retry_after import retry_after
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "clients" / "conformance.json").read_text())["cases"]
 WARM_UP_PATH = "/_counters/warm-up"  # the runner's request before each case, not one of the case's
@@ -129,15 +129,15 @@ NOW = 4_133_980_799.0 - 3600  # an hour before Fri, 31 Dec 2100 23:59:59 GMT
     ],
 )
 def test_retry_after_delay_seconds_and_dates(value, seconds):
-    assert client_module._retry_after(value, now=NOW) == seconds
+    assert retry_after(value, now=NOW) == seconds
 
 
 def test_retry_after_dates_are_counted_from_now():
-    assert client_module._retry_after("Fri, 31 Dec 2100 23:59:59 GMT", now=4_133_980_799.0 - 12) == 12.0
-    assert client_module._retry_after("Friday, 31-Dec-00 23:59:59 GMT", now=4_133_980_799.0 - 12) == 12.0
-    assert client_module._retry_after("Fri Dec 31 23:59:59 2100", now=4_133_980_799.0 - 12) == 12.0
+    assert retry_after("Fri, 31 Dec 2100 23:59:59 GMT", now=4_133_980_799.0 - 12) == 12.0
+    assert retry_after("Friday, 31-Dec-00 23:59:59 GMT", now=4_133_980_799.0 - 12) == 12.0
+    assert retry_after("Fri Dec 31 23:59:59 2100", now=4_133_980_799.0 - 12) == 12.0
 
 
 @pytest.mark.parametrize("value", ["", None, "nan", "inf", "-inf", "0x10", "+5", "1.5", "1e1", "٣", "5 s", "soon"])
 def test_retry_after_values_outside_rfc_9110_are_ignored(value):
-    assert client_module._retry_after(value) is None
+    assert retry_after(value) is None

@@ -36,8 +36,8 @@ from moto import mock_aws
 from local_support import running_dynalite
 from tickets.errors import TicketsError, Unavailable
 from tickets.series.config import SeriesConfig
-from tickets.series.journal import Entry
-from tickets.series.store import LOCK_MARGIN_SECONDS, IssueRequest, SeriesStore
+from tickets.series.journal import Entry, IssueRequest
+from tickets.series.store import LOCK_MARGIN_SECONDS, SeriesStore
 from tickets.tables import create_series_table_arguments
 from tickets.timing import REQUEST_BUDGET_SECONDS, WORST_CASE_CALL_SECONDS
 from tickets_admin.journal import SeriesTable

@@ -26,11 +26,9 @@ answers are refused); clients/conformance.json holds the cases both clients' tes
 
 from __future__ import annotations
 
-import datetime
 import http.client
 import json
 import random
-import re
 import select
 import threading
 import time
@@ -41,6 +39,7 @@ from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import TicketsError
+from .retry_after import retry_after
 from .signing import Signer, function_url_region
 from .version import __version__
 
@@ -49,7 +48,6 @@ __all__ = ["Block", "SeriesNumber", "TicketsClient", "TicketsError"]
 USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_CAP_SECONDS = 5.0
-MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
 MAX_SAFE_INTEGER = 2**53 - 1  # the largest ticket both clients hold exactly (a JS number beyond it rounds)
 # The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
 # import the server's code; tests/functional/test_client.py checks the two agree).
@@ -230,7 +228,7 @@ class TicketsClient:
                 failure = _server_error(status, body_read)
                 if not _retryable(failure, idempotent):
                     raise failure
-                delay = max(_retry_after(response_headers.get("retry-after")) or 0.0, _backoff(attempts))
+                delay = max(retry_after(response_headers.get("retry-after")) or 0.0, _backoff(attempts))
             if _in_progress(failure):
                 give_up = waited >= IN_PROGRESS_RETRY_SECONDS or attempts >= IN_PROGRESS_MAX_ATTEMPTS
             else:
@@ -292,59 +290,6 @@ def _in_progress(error: TicketsError) -> bool:
 def _backoff(attempt: int) -> float:
     """Capped exponential backoff with full jitter: spread retries so callers don't stampede."""
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
-
-
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTH = "(" + "|".join(_MONTHS) + ")"
-_TIME = "([0-9]{2}):([0-9]{2}):([0-9]{2})"
-# RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
-_IMF_FIXDATE = re.compile(rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{{2}}) {_MONTH} ([0-9]{{4}}) {_TIME} GMT")
-_RFC850_DATE = re.compile(
-    rf"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), ([0-9]{{2}})-{_MONTH}-([0-9]{{2}}) {_TIME} GMT"
-)
-_ASCTIME_DATE = re.compile(rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} ([0-9 ][0-9]) {_TIME} ([0-9]{{4}})")
-
-
-def _retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
-    only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a date in the past is 0. None when absent
-    or anything else (`1.5`, `-1`, `0x10`, `nan`, `inf`, a date in another form): the backoff decides."""
-    value = (value or "").strip(" \t")
-    if re.fullmatch("[0-9]+", value):
-        return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap
-    date = _http_date(value, datetime.datetime.now(datetime.UTC) if now is None else _utc(now))
-    if date is None:
-        return None
-    now_seconds = time.time() if now is None else now
-    return min(max(date.timestamp() - now_seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
-
-
-def _utc(seconds: float) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-
-
-def _http_date(value: str, now: datetime.datetime) -> datetime.datetime | None:
-    if match := _IMF_FIXDATE.fullmatch(value):
-        day, month, year, hour, minute, second = match.groups()
-    elif match := _RFC850_DATE.fullmatch(value):
-        day, month, short_year, hour, minute, second = match.groups()
-        # A two-digit year more than 50 years ahead is the most recent past year with those digits.
-        full_year = now.year // 100 * 100 + int(short_year)
-        if full_year > now.year + 50:
-            full_year -= 100
-        elif full_year + 100 <= now.year + 50:
-            full_year += 100
-        year = str(full_year)
-    elif match := _ASCTIME_DATE.fullmatch(value):
-        month, day, hour, minute, second, year = match.groups()
-    else:
-        return None
-    try:
-        return datetime.datetime(
-            int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second), tzinfo=datetime.UTC
-        )
-    except ValueError:  # 31 Feb, 25:00
-        return None
 
 
 def _json_object(status: int, body: bytes) -> dict[str, Any]:

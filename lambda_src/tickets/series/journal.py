@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
+from .config import SeriesConfig
 
 Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
 MAX_REF_CHARS = 128
@@ -141,3 +142,41 @@ def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int
         if len(page) == limit:
             return page, entry.ticket
     return page, None
+
+
+@dataclass(frozen=True)
+class IssueRequest:
+    key: str
+    config: SeriesConfig
+    series: str  # the series a new number goes to (a retry keeps its first attempt's)
+    caller: str
+    idempotency_key: str
+    ref: str | None
+    lock_seconds: float  # the request's remaining time; the lock lasts this plus the store's LOCK_MARGIN_SECONDS
+
+
+@dataclass(frozen=True)
+class Issued:
+    entry: Entry
+    replayed: bool  # a retry answered with its first attempt's entry
+
+
+@dataclass(frozen=True)
+class RequestItem:
+    """A request item as stored: what a retry is checked against and resumes from."""
+
+    series: str
+    ref: str | None
+    owner: str
+    locked_until: int
+    claim: int | None
+
+    @classmethod
+    def from_item(cls, item: Item) -> RequestItem:
+        return cls(
+            series=item["series"]["S"],
+            ref=item["ref"]["S"] if "ref" in item else None,
+            owner=item["owner"]["S"],
+            locked_until=int(item["lockedUntil"]["N"]),
+            claim=int(item["claim"]["N"]) if "claim" in item else None,
+        )

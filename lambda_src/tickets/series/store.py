@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -30,8 +29,19 @@ from botocore.exceptions import ClientError
 from .. import dynamodb_errors
 from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
-from .config import SeriesConfig
-from .journal import Entry, Item, Void, entries_partition, entry_key, head_key, iso_time, request_key
+from .journal import (
+    Entry,
+    Issued,
+    IssueRequest,
+    Item,
+    RequestItem,
+    Void,
+    entries_partition,
+    entry_key,
+    head_key,
+    iso_time,
+    request_key,
+)
 
 _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
     throttled="the series table is throttled or unavailable; retry with the same Idempotency-Key after "
@@ -46,44 +56,6 @@ CLAIM_ATTEMPTS = 8
 # deadline (timing.DeadlineBoundClient) and ends within timing.WORST_CASE_CALL_SECONDS, so once the lock
 # expires nothing of the request can still land and a retry may take its place.
 LOCK_MARGIN_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class IssueRequest:
-    key: str
-    config: SeriesConfig
-    series: str  # the series a new number goes to (a retry keeps its first attempt's)
-    caller: str
-    idempotency_key: str
-    ref: str | None
-    lock_seconds: float  # the request's remaining time; the lock lasts this plus LOCK_MARGIN_SECONDS
-
-
-@dataclass(frozen=True)
-class Issued:
-    entry: Entry
-    replayed: bool  # a retry answered with its first attempt's entry
-
-
-@dataclass(frozen=True)
-class _Request:
-    """A request item as stored: what a retry is checked against and resumes from."""
-
-    series: str
-    ref: str | None
-    owner: str
-    locked_until: int
-    claim: int | None
-
-    @classmethod
-    def from_item(cls, item: Item) -> _Request:
-        return cls(
-            series=item["series"]["S"],
-            ref=item["ref"]["S"] if "ref" in item else None,
-            owner=item["owner"]["S"],
-            locked_until=int(item["lockedUntil"]["N"]),
-            claim=int(item["claim"]["N"]) if "claim" in item else None,
-        )
 
 
 class SeriesStore:
@@ -242,7 +214,7 @@ class SeriesStore:
             )
         return number
 
-    def _create_request(self, request: IssueRequest, owner: str, number: int) -> _Request | None:
+    def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
         """Record the request and the number it claims; None if new, else the stored request."""
         item: Item = {
             **request_key(request.key, request.caller, request.idempotency_key),
@@ -269,12 +241,12 @@ class SeriesStore:
             return stored
         return None
 
-    def _stored_request(self, request: IssueRequest) -> _Request | None:
+    def _stored_request(self, request: IssueRequest) -> RequestItem | None:
         key = request_key(request.key, request.caller, request.idempotency_key)
         item = self._call("get_item", TableName=self._table, Key=key, ConsistentRead=True).get("Item")
-        return None if item is None else _Request.from_item(item)
+        return None if item is None else RequestItem.from_item(item)
 
-    def _resume(self, request: IssueRequest, stored: _Request, owner: str) -> Entry | int | None:
+    def _resume(self, request: IssueRequest, stored: RequestItem, owner: str) -> Entry | int | None:
         """A retry: its first attempt's entry if it exists; else, once that attempt's lock expired,
         take its place and return the number the request claimed as the lock passed (None: no claim).
         409 while the attempt may still be running.
@@ -301,7 +273,7 @@ class SeriesStore:
             "SET #owner = :owner, lockedUntil = :until",
             {":owner": {"S": owner}, ":until": {"N": str(self._lock_until(request))}},
         )
-        return _Request.from_item(before).claim
+        return RequestItem.from_item(before).claim
 
     def _own_entry(self, request: IssueRequest, series: str, number: int) -> Entry | None:
         """Entry `number` if this request (its caller and Idempotency-Key) holds it."""

@@ -1,0 +1,43 @@
+"""The local server's own answers (tickets_local.local_paths): its documents, the reset, and a request over
+Lambda's payload limit."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge
+
+from .events import MAX_REQUEST_BYTES, HttpResponse, error_response
+from .local_paths import RESET_PATH
+
+log = logging.getLogger("tickets_local")
+
+
+def local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
+    if method != "GET":
+        refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
+        return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
+
+
+def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
+    if reset is None:
+        return error_response(
+            404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
+        )
+    if method != "POST":
+        refusal = error_response(405, MethodNotAllowed.code, f"{RESET_PATH} accepts POST")
+        return HttpResponse(405, [*refusal.headers, ("Allow", "POST")], refusal.body)
+    try:
+        reset()
+    except Exception:
+        log.exception("the reset failed")
+        return error_response(500, "reset_failed", "the reset failed; see the server's log")
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], b'{"reset":true}')
+
+
+def too_large() -> HttpResponse:
+    return error_response(
+        413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
+    )
