@@ -11,9 +11,11 @@ from typing import Any
 import tickets
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
+from tickets_deploy import epochs
 from tickets_deploy.config import ConfigError, DeploymentConfig, load_config_file, pick_region, region_settings
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, check_config_file, ledger_path_beside
 
+from .fence import add_fence_command, run_fence
 from .journal import SERIES_COMMANDS, add_series_commands, run_series_command
 from .listing import counters, table_lines
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, Source, migrate, read_old_counters, verify
@@ -192,6 +194,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "in the old table since the first run",
     )
     _add_list_command(commands, common)
+    add_fence_command(commands)
     add_series_commands(commands, common)
     return parser.parse_args(argv)
 
@@ -199,6 +202,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
+        if args.command == "fence":
+            return run_fence(args, report=lambda line: print(line, flush=True))
         config = load_config_file(args.config)
         region = pick_region(config, args.region, args.config)
         if args.command in SERIES_COMMANDS:
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return _list(table)
         _check_ledger(Path(args.config), config, args.endpoint_url)
-        settings = region_settings(config, region)
+        settings = region_settings(epochs.applied_beside(config, args.config), region)
         if args.command == "migrate":
             from_region = args.from_region or region
             old_table = CounterTable(

@@ -31,9 +31,12 @@ from tickets_deploy.config import (
     handler_environment,
     parse_props,
 )
+from tickets_deploy import epochs
+from tickets_deploy.ledger import LedgerError
 from tickets_deploy.regions import refusal
 
 from . import ledger_check
+from .ledger_check import find_ledger
 from .asset import HANDLER, asset_directory
 from .powertools import layer_parameter
 
@@ -182,7 +185,7 @@ class TicketService(Construct):
             role=role,
             reserved_concurrent_executions=config.reserved_concurrency,
             environment=handler_environment(
-                config,
+                _above_fences(self, config),
                 stack.region,
                 counter_table=self.table.table_name,
                 idempotency_table=self.idempotency_table.table_name,
@@ -386,3 +389,14 @@ def _throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwa
         period=METRIC_PERIOD,
         label="throttled requests",
     )
+
+
+def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
+    """The config as the function runs it: each key whose layout changed from the start of its latest
+    epoch, above its fence (tickets_deploy.epochs.applied). Without a readable ledger, as written: the
+    ledger check stops synthesis then anyway."""
+    try:
+        path = find_ledger(scope)
+    except LedgerError:
+        return config
+    return epochs.applied_from(config, path)

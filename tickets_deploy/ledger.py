@@ -27,6 +27,7 @@ from typing import Any
 
 from tickets.series.config import SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
+from tickets_deploy import epochs
 from tickets_deploy.config import MAX_TICKET, DeploymentConfig, exact_integer
 
 LEDGER_FILE = "tickets.lock.json"
@@ -86,6 +87,9 @@ class Ledger:
     # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
     # series is permanent, field by field, and never removed (docs/series.md).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
+    # (`python -m tickets_admin fence` records them; docs/design.md#epochs-and-fences).
+    epochs: tuple[epochs.KeyEpoch, ...] = ()
 
     def served_unconfigured(self, key: str) -> bool:
         """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""
@@ -104,6 +108,7 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
             *_series_problems(config, previous),
+            *epochs.synthesis_problems(config, previous),
         ]
         if problems:
             raise LedgerError("\n".join(problems))
@@ -120,13 +125,14 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
         default_keys.add(config.default_key)
     series = {**previous.series, **{key: s.to_json() for key, s in config.series.items()}}
     return Ledger(
-        previous.region_slots,
+        config.region_slots,  # as recorded, or grown above fences (epochs.synthesis_problems)
         previous.table_name,
         dict(sorted(slots.items())),
         dict(sorted(counters.items())),
         unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
+        epochs=previous.epochs,
     )
 
 
@@ -167,13 +173,7 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             "name is a new, empty table, where every counter would start again at its start and repeat every "
             f"ticket already issued. Keep {previous.table_name!r} (docs/operations.md)."
         )
-    if config.region_slots != previous.region_slots:
-        problems.append(
-            f"regionSlots: the ledger records {previous.region_slots}, cdk.json says {config.region_slots}. "
-            "Every counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the "
-            "new lanes would reissue numbers the old ones issued. Keep regionSlots at "
-            f"{previous.region_slots}; add regions only on its free slots (docs/operations.md#adding-a-region)."
-        )
+    # regionSlots: it grows only above fences, per key (epochs.synthesis_problems).
     return problems
 
 
@@ -232,15 +232,19 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             continue
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
-            if old != new:
+            if old != new and not epochs.covered(config, previous, key):
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
-                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key."
+                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key"
+                    + ("." if name == "start" else f", or change it above a fence: `{epochs.FENCE_COMMAND}` "
+                       "(docs/operations.md#changing-a-layout).")
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
         if key in previous.counters or layout == UNCONFIGURED or not previous.served_unconfigured(key):
             continue
+        if epochs.covered(config, previous, key):
+            continue  # its unconfigured lanes were stopped at a fence
         if key in previous.default_keys_served and not previous.unconfigured_keys_served:
             served = f"{key} was the defaultKey of a recorded version that did not configure it"
         else:
@@ -569,7 +573,16 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
         "unconfiguredKeysServed": ledger.unconfigured_keys_served,
         # Only where a series was ever recorded: the services of older ledgers hash as they always did.
         **({"series": {key: dict(fields) for key, fields in sorted(ledger.series.items())}} if ledger.series else {}),
+        # Only where a layout ever changed, likewise.
+        **({"epochs": _epochs_fields(ledger)} if ledger.epochs else {}),
     }
+
+
+def _epochs_fields(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for epoch in ledger.epochs:
+        by_key.setdefault(epoch.key, []).append(epoch.to_json())
+    return dict(sorted(by_key.items()))
 
 
 def to_text(ledger: LedgerFile) -> str:
@@ -590,6 +603,7 @@ def to_text(ledger: LedgerFile) -> str:
                 [
                     block("counters", fields["counters"], inner),
                     f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
+                    *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
                     f'{inner}"regionSlots": {fields["regionSlots"]}',
                     *([block("series", fields["series"], inner)] if "series" in fields else []),
                     block("slots", fields["slots"], inner),
@@ -654,7 +668,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         raw,
         where,
         required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else {"series"},
+        optional=({"//"} | flags) if format_1 else {"series", "epochs"},
     )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
@@ -701,7 +715,30 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         unconfigured_keys_served=served,
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
+        epochs=_epochs_from(raw.get("epochs", {})),
     )
+
+
+def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:
+    """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
+    found = []
+    for key, entries in _object(raw, "epochs").items():
+        if not isinstance(entries, list):
+            raise ValueError(f"epochs.{key}: not a list")
+        for index, entry in enumerate(entries):
+            where = f"epochs.{key}[{index}]"
+            _fields(entry, where, required={"epoch", "fence", "from", "to"}, optional=set())
+            _whole(entry["epoch"], f"{where}.epoch", low=1)
+            _whole(entry["fence"], f"{where}.fence", low=0)
+            for side in ("from", "to"):
+                _fields(entry[side], f"{where}.{side}", required={"regionSlots", "shards", "start", "stride"}, optional=set())
+                for name in ("regionSlots", "shards", "start", "stride"):
+                    _whole(entry[side][name], f"{where}.{side}.{name}", low=0 if name == "start" else 1)
+            epoch = epochs.KeyEpoch.from_json(key, entry)
+            if epoch.number != index + 1 or epoch.fence < epoch.old.start:
+                raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
+            found.append(epoch)
+    return tuple(found)
 
 
 def _exact(value: int) -> int | str:

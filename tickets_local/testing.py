@@ -54,16 +54,19 @@ class LocalTickets:
         endpoint_url: str | None = None,
         python: str | None = None,
         verbose: bool = False,
+        config_file: str | Path | None = None,
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
         endpoint (default: moto inside the server's process, gone when it stops); `python` the
-        interpreter to run it with (default: this one)."""
+        interpreter to run it with (default: this one); `config_file` a cdk.json to read instead of
+        `config`, with the ledger beside it (its epochs decide where changed layouts start)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
         self.python = python or sys.executable
         self.verbose = verbose
+        self.config_file = config_file
         self.banner = ""  # what the server printed when it started (url, backend, region, tables)
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -83,7 +86,10 @@ class LocalTickets:
         if self._process is not None:
             raise RuntimeError("the local server is already running")
         command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
-        command += ["--config-json", json.dumps(self.config)]
+        if self.config_file is not None:
+            command += ["--config", str(self.config_file)]
+        else:
+            command += ["--config-json", json.dumps(self.config)]
         if self.region:
             command += ["--region", self.region]
         if self.endpoint_url:

@@ -27,11 +27,19 @@ class CounterConfig:
     max: int = MAX_SAFE_INTEGER
     shards: int = 1
     max_block: int | None = None  # the most tickets one /_blocks request may take; None: the deployment's
+    # After a layout change (docs/design.md#epochs-and-fences): the key's epoch, the fence the ledger
+    # recorded for it, and `start` is the epoch's start (at or above the fence). 0 and None: never changed.
+    epoch: int = 0
+    fence: int | None = None
 
     def to_json(self) -> dict[str, int]:
         encoded = {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
         if self.max_block is not None:
             encoded["maxBlock"] = self.max_block
+        if self.epoch:  # only after a layout change: every other counter's settings stay as they were
+            encoded["epoch"] = self.epoch
+        if self.fence is not None:
+            encoded["fence"] = self.fence
         return encoded
 
     @classmethod
@@ -42,6 +50,8 @@ class CounterConfig:
             max=raw["max"],
             shards=raw["shards"],
             max_block=raw.get("maxBlock"),
+            epoch=raw.get("epoch", 0),
+            fence=raw.get("fence"),
         )
 
 
