@@ -70,6 +70,7 @@ class Load:
     def __init__(self, server: LocalTickets, name: str):
         self.server, self.name = server, name
         self.answers: list[tuple[float, str, int, dict]] = []
+        self.failures: list[str] = []
         self.stopping = threading.Event()
         self.threads = [threading.Thread(target=self.run, args=(n,), daemon=True) for n in range(THREADS_PER_SERVER)]
         for thread in self.threads:
@@ -81,11 +82,14 @@ class Load:
         while not self.stopping.is_set():
             path = REQUESTS[n % len(REQUESTS)]
             n += 1
-            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
+            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
             try:
                 connection.request("POST", path, headers={"Accept": "application/json"})
                 response = connection.getresponse()
                 self.answers.append((time.monotonic(), path, response.status, json.loads(response.read())))
+            except Exception as err:  # must reach the assertions, not vanish with the thread
+                self.failures.append(f"{self.name} {path}: {type(err).__name__}: {err}")
+                return
             finally:
                 connection.close()
 
@@ -145,7 +149,9 @@ def test_adding_a_region_and_shards_under_load_never_repeats_a_ticket(tmp_path: 
             time.sleep(0.05)
         for load in (old_load, *new_loads.values()):
             load.stop()
+        logs = {"old": (old.running, old.log_tail()[-1500:])}
 
+    assert not [failure for load in (old_load, *new_loads.values()) for failure in load.failures], logs
     issued: dict[str, dict[int, str]] = defaultdict(dict)
     old_layouts = {"orders": Layout(5000, 1, 1, 1), "hot": Layout(1, 1, 1, 1), "loose": Layout(1, 1, 1, 1)}
     slots = {"us-east-1": 0, "eu-west-1": 1}

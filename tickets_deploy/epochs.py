@@ -138,7 +138,7 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     """Why synthesis refuses `config`'s layout changes: unsafe ones, and a regionSlots change whose keys
     are not yet fenced (a key's own stride, shards or start are the ledger's counter rules, which accept
     a change its latest epoch covers)."""
-    problems = refusals(config, ledger)
+    problems = []
     unfenced = [change.key for change in plan(config, ledger) if change.old.region_slots != config.region_slots]
     if unfenced and config.region_slots > ledger.region_slots:
         problems.append(
@@ -146,9 +146,10 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             "counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the new lanes "
             f"of {', '.join(unfenced)} would reissue numbers the old ones issued unless they begin above a fence: "
             f"run `{FENCE_COMMAND}` (it stops the old lanes in every region and records the fence in the ledger), "
-            "then synthesise again (docs/operations.md#changing-a-layout)."
+            f"then synthesise again (docs/operations.md#changing-a-layout); or keep regionSlots at {ledger.region_slots} "
+            "and add regions only on its free slots (docs/operations.md#adding-a-region)."
         )
-    return problems
+    return problems + refusals(config, ledger)
 
 
 def covered(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:

@@ -105,10 +105,10 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
     else:
         problems = [
             *_table_problems(config, previous),
+            *epochs.synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
             *_series_problems(config, previous),
-            *epochs.synthesis_problems(config, previous),
         ]
         if problems:
             raise LedgerError("\n".join(problems))

@@ -23,6 +23,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -111,6 +112,9 @@ class LocalTickets:
             self.stop()
             raise
         self._url = next(line.split()[1] for line in self.banner.splitlines() if line.strip().startswith("url:"))
+        # After the banner the handler's log lines (a warning per refused request) go to stdout: read and
+        # drop them, or a pipe nobody reads fills and the server stalls in the middle of a request.
+        threading.Thread(target=_drain, args=(self._process.stdout,), daemon=True).start()
         return self
 
     def reset(self) -> None:
@@ -200,3 +204,10 @@ def _child_environment() -> dict[str, str]:
     inherited = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = os.pathsep.join([*roots, *([inherited] if inherited else [])])
     return environment
+
+
+def _drain(stream: IO[bytes] | None) -> None:
+    """Read `stream` until it ends (or is closed by stop())."""
+    with contextlib.suppress(OSError, ValueError):
+        while stream is not None and stream.read1(65536):
+            pass
