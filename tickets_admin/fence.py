@@ -204,4 +204,6 @@ def _with_epochs(file: LedgerFile, name: str, recorded: list[epochs.KeyEpoch]) -
     services = {**file.services, name: epochs.record(file.services[name], recorded)}
     change = "fence: " + ", ".join(f"{e.key} above {e.fence} (epoch {e.number})" for e in recorded)
     parent = file.version
-    return replace(file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change)))
+    return replace(
+        file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change))
+    )

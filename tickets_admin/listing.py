@@ -39,9 +39,7 @@ def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
 
 def table_lines(listed: list[dict[str, Any]]) -> list[str]:
     """The listing as aligned columns under a header, `-` for null."""
-    rows = [list(COLUMNS)] + [
-        [_cell(row, column) for column in COLUMNS] for row in listed
-    ]
+    rows = [list(COLUMNS)] + [[_cell(row, column) for column in COLUMNS] for row in listed]
     widths = [max(len(row[index]) for row in rows) for index in range(len(COLUMNS))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 

@@ -23,6 +23,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from tickets import errors, tables, timing
+from tickets_deploy import epochs
 from tickets_deploy.config import (
     FIELDS,
     METRICS_NAMESPACE,
@@ -31,13 +32,12 @@ from tickets_deploy.config import (
     handler_environment,
     parse_props,
 )
-from tickets_deploy import epochs
 from tickets_deploy.ledger import LedgerError
 from tickets_deploy.regions import refusal
 
 from . import ledger_check
-from .ledger_check import find_ledger
 from .asset import HANDLER, asset_directory
+from .ledger_check import find_ledger
 from .powertools import layer_parameter
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14

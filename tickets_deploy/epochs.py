@@ -45,7 +45,12 @@ class KeyEpoch:
         return replace(self.configured, start=self.start)
 
     def to_json(self) -> dict[str, Any]:
-        return {"epoch": self.number, "fence": self.fence, "from": _layout_json(self.old), "to": _layout_json(self.configured)}
+        return {
+            "epoch": self.number,
+            "fence": self.fence,
+            "from": _layout_json(self.old),
+            "to": _layout_json(self.configured),
+        }
 
     @classmethod
     def from_json(cls, key: str, raw: Mapping[str, Any]) -> KeyEpoch:
@@ -87,7 +92,9 @@ def current(ledger: Ledger, key: str) -> tuple[int, Layout] | None:
 def unconfigured_region_slots(ledger: Ledger) -> int:
     """The regionSlots under which keys nobody configured were served: those before regionSlots first
     changed (after that, strictKeys is true for good)."""
-    moved = [epoch.old.region_slots for epoch in ledger.epochs if epoch.old.region_slots != epoch.configured.region_slots]
+    moved = [
+        epoch.old.region_slots for epoch in ledger.epochs if epoch.old.region_slots != epoch.configured.region_slots
+    ]
     return min(moved) if moved else ledger.region_slots  # regionSlots only grows: the first is the smallest
 
 
@@ -146,8 +153,8 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             "counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the new lanes "
             f"of {', '.join(unfenced)} would reissue numbers the old ones issued unless they begin above a fence: "
             f"run `{FENCE_COMMAND}` (it stops the old lanes in every region and records the fence in the ledger), "
-            f"then synthesise again (docs/operations.md#changing-a-layout); or keep regionSlots at {ledger.region_slots} "
-            "and add regions only on its free slots (docs/operations.md#adding-a-region)."
+            "then synthesise again (docs/operations.md#changing-a-layout); or keep regionSlots at "
+            f"{ledger.region_slots} and add regions only on its free slots (docs/operations.md#adding-a-region)."
         )
     return problems + refusals(config, ledger)
 

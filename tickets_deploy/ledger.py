@@ -236,8 +236,12 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
                     f"{why[name].format(key=key)}; for a different numbering, add a new counter key"
-                    + ("." if name == "start" else f", or change it above a fence: `{epochs.FENCE_COMMAND}` "
-                       "(docs/operations.md#changing-a-layout).")
+                    + (
+                        "."
+                        if name == "start"
+                        else f", or change it above a fence: `{epochs.FENCE_COMMAND}` "
+                        "(docs/operations.md#changing-a-layout)."
+                    )
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
@@ -731,7 +735,12 @@ def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:
             _whole(entry["epoch"], f"{where}.epoch", low=1)
             _whole(entry["fence"], f"{where}.fence", low=0)
             for side in ("from", "to"):
-                _fields(entry[side], f"{where}.{side}", required={"regionSlots", "shards", "start", "stride"}, optional=set())
+                _fields(
+                    entry[side],
+                    f"{where}.{side}",
+                    required={"regionSlots", "shards", "start", "stride"},
+                    optional=set(),
+                )
                 for name in ("regionSlots", "shards", "start", "stride"):
                     _whole(entry[side][name], f"{where}.{side}.{name}", low=0 if name == "start" else 1)
             epoch = epochs.KeyEpoch.from_json(key, entry)
