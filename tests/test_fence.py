@@ -100,6 +100,17 @@ def test_one_region_to_two_and_shards_1_to_4_above_the_fence(aws, tmp_path: Path
     assert state["epoch"] == {"number": 1, "fence": 5012, "start": 5012}
     assert [lane["counter"] for lane in state["lanes"]] == ["orders@1#0", "orders@1#1"]
 
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert tickets_admin(["list", "--config", str(config_file), "--table", COUNTER_TABLE]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in out.getvalue().splitlines()[1:]}
+    assert rows["orders"] == ["1", "5011", "0", "(stopped)"] and "orders@1" in rows
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert tickets_admin(["export", "--config", str(config_file), "--table", COUNTER_TABLE]) == 0
+    exported = {item["counter"]: item for item in map(json.loads, out.getvalue().splitlines())}
+    assert exported["orders"]["step"] == 0 and exported["orders"]["stoppedStep"] == 1
+
     before = (tmp_path / "tickets.lock.json").read_text()
     assert fence(config_file)[1].startswith("nothing to fence")  # safe to repeat
     assert (tmp_path / "tickets.lock.json").read_text() == before

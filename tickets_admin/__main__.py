@@ -35,6 +35,7 @@ examples:
   python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
   python -m tickets_admin raise orders --above 120000 --region eu-west-1
   python -m tickets_admin list
+  python -m tickets_admin fence                                 # after a layout change in cdk.json
   python -m tickets_admin export > counters.jsonl
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
