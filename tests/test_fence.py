@@ -139,9 +139,23 @@ def test_a_region_slots_change_while_unconfigured_keys_may_be_served_is_refused_
     with pytest.raises(LedgerError, match="strictKeys: a recorded version served keys nobody configured"):
         synthesise(config_file, {**NEW, "strictKeys": False})
 
-    checkout(tmp_path, {**OLD, "regionSlots": 2, "regions": {"us-east-1": 0}, "strictKeys": True})
+    grown = {**OLD, "regionSlots": 2, "regions": {"us-east-1": 0}, "strictKeys": True}
+    checkout(tmp_path, grown)
     assert fence(config_file)[0] == 0  # with strictKeys true in the same change
+    synthesise(config_file, grown)
     assert old.post("/anything").status == 200  # its unconfigured key: old layout, never served by the new one
+
+    # Configured later with the unconfigured layout: the counter rules see nothing new, but its lanes moved
+    # from regionSlots 1 to 2, and the old function may still issue it from 1 on. A fence, again.
+    later = {**grown, "counters": {**grown["counters"], "anything": {}}}
+    checkout(tmp_path, later)
+    with pytest.raises(LedgerError, match="counters.anything: a recorded version served anything unconfigured"):
+        synthesise(config_file, later)
+    status, out, _ = fence(config_file)
+    assert status == 0 and "anything: fence 3; epoch 1" in out
+    synthesise(config_file, later)
+    assert take(deployed(later, "us-east-1", tmp_path), "/anything") == [3]
+    assert old.post("/anything").status == 503
 
 
 def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:

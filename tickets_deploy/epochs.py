@@ -156,7 +156,25 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             "then synthesise again (docs/operations.md#changing-a-layout); or keep regionSlots at "
             f"{ledger.region_slots} and add regions only on its free slots (docs/operations.md#adding-a-region)."
         )
+    elif config.region_slots == ledger.region_slots:
+        problems += [_unconfigured_problem(change) for change in plan(config, ledger) if _moves_unconfigured(change)]
     return problems + refusals(config, ledger)
+
+
+def _moves_unconfigured(change: Change) -> bool:
+    """A key served unconfigured under an older regionSlots, now configured (or made the default key) with
+    the unconfigured start, stride and shards: the counter rules see no new layout, but its lanes' step changed."""
+    unconfigured = _configured(_UNCONFIGURED, change.configured.region_slots)
+    return change.configured == unconfigured and change.old.region_slots != change.configured.region_slots
+
+
+def _unconfigured_problem(change: Change) -> str:
+    return (
+        f"counters.{change.key}: a recorded version served {change.key} unconfigured with {change.old.describe()}; "
+        f"cdk.json serves it with {change.configured.describe()}. Its old lanes may hold any number from their start "
+        f"on: run `{FENCE_COMMAND}` to stop them and begin above a fence, then synthesise again "
+        "(docs/design.md#epochs-and-fences)."
+    )
 
 
 def covered(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
