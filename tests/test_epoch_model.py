@@ -244,3 +244,50 @@ def test_mutation_repeats_a_ticket(mutation: str) -> None:
     phases = list(Phase) if os.environ.get("TICKETS_MODEL_SHRINK") else [Phase.generate]
     with pytest.raises(AssertionError, match="issued twice"):
         run_state_machine_as_test(Mutated, settings=settings(SETTINGS, max_examples=500, phases=phases))
+
+
+class Scripted:
+    """Stands in for hypothesis' data in a replay: hands out the given choices in order."""
+
+    def __init__(self, *choices: object):
+        self.choices = list(choices)
+
+    def draw(self, strategy: object) -> object:
+        return self.choices.pop(0)
+
+
+def replay(mutation: str) -> Epochs:
+    """One region to two: us-east-1 (0.2.0) issues 5000 and 5001; the fence stops it (5001 is its last);
+    us-east-1 and eu-west-1 deploy the new layout and each takes a ticket."""
+    machine = Epochs.__new__(Epochs)
+    RuleBasedStateMachine.__init__(machine)
+    machine.mutation = mutation
+    machine.deployment(CHANGES[0])
+    machine.issue(Scripted("us-east-1", 0), "orders", 2)
+    if mutation != "skip":
+        machine.fence_reads(Scripted("us-east-1"))
+        machine.fence_writes(Scripted("us-east-1"))
+    machine.deploy(Scripted("us-east-1", NEW))
+    machine.deploy(Scripted("eu-west-1", NEW))
+    machine.issue(Scripted("eu-west-1", 0), "orders", 1)
+    machine.issue(Scripted("us-east-1", 0), "orders", 1)
+    return machine
+
+
+def test_the_worked_example_replayed() -> None:
+    machine = replay("none")
+    assert machine.fence == 5002 and machine.issued["orders"] == {
+        5000: "us-east-1",
+        5001: "us-east-1",
+        5003: "eu-west-1",
+        5002: "us-east-1",
+    }
+
+
+@pytest.mark.parametrize(
+    ("mutation", "repeat"),
+    [("skip", "orders 5001 issued twice: by us-east-1 and by eu-west-1"), ("low", "orders 5001 issued twice")],
+)
+def test_a_skipped_fence_or_one_too_low_repeats_a_ticket_replayed(mutation: str, repeat: str) -> None:
+    with pytest.raises(AssertionError, match=repeat):
+        replay(mutation)
