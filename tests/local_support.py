@@ -24,7 +24,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 
-from conftest import EXAMPLE_CONFIG
+from common import EXAMPLE_CONFIG
 from tickets_deploy.config import ConfigError, parse_config
 from tickets_deploy.ledger import INIT_COMMAND, ledger_path_beside, record_services, write_ledger_file
 

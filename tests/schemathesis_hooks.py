@@ -1,4 +1,4 @@
-"""Schemathesis hooks for tests/test_openapi.py (loaded through SCHEMATHESIS_HOOKS).
+"""Schemathesis hooks for tests/functional/test_openapi.py (loaded through SCHEMATHESIS_HOOKS).
 
 openapi.json states three request rules in words, because JSON Schema describes each parameter
 on its own and cannot relate one to another:
@@ -38,6 +38,19 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         return
     query = case.query if isinstance(case.query, MutableMapping) else {}
     body = case.body if isinstance(case.body, MutableMapping) else {}
+    key = _agreed_key(case, query, body)
+    if "count" in query and "count" in body:
+        body["count"] = int(query["count"])
+    if SERIES_TAG in (case.operation.tags or []):
+        case.path_parameters = {**(case.path_parameters or {}), "key": SERIES_KEY}
+        key = SERIES_KEY
+        if case.operation.path.endswith("/void"):
+            _void_an_issued_number(context, case, body)
+    _one_request_per_idempotency_key(case, key, query, body)
+
+
+def _agreed_key(case: Any, query: MutableMapping[str, Any], body: MutableMapping[str, Any]) -> str | None:
+    """The first key the request names, written into every other place that names one."""
     path_key = (case.path_parameters or {}).get("key")
     if isinstance(path_key, str):
         # A stateful step's link copies the key from the previous request's path, still percent-encoded
@@ -54,13 +67,12 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
                 query[name] = key
         if "key" in body:
             body["key"] = key
-    if "count" in query and "count" in body:
-        body["count"] = int(query["count"])
-    if SERIES_TAG in (case.operation.tags or []):
-        case.path_parameters = {**(case.path_parameters or {}), "key": SERIES_KEY}
-        key = SERIES_KEY
-        if case.operation.path.endswith("/void"):
-            _void_an_issued_number(context, case, body)
+    return key
+
+
+def _one_request_per_idempotency_key(
+    case: Any, key: str | None, query: MutableMapping[str, Any], body: MutableMapping[str, Any]
+) -> None:
     headers = case.headers if isinstance(case.headers, MutableMapping) else {}  # a CaseInsensitiveDict
     if IDEMPOTENCY_HEADER in headers:
         # Still drawn, and still repeated whenever the same request is drawn twice (a replay); but

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -23,7 +21,7 @@ from tickets import lane_item
 from tickets.epochs import STOPPED, fence_above, items_of
 from tickets.lane_item import LAST, STEP, number
 from tickets_deploy import epochs
-from tickets_deploy.config import DeploymentConfig, load_config_file
+from tickets_deploy.config import DeploymentConfig
 from tickets_deploy.ledger import (
     Ledger,
     LedgerError,
@@ -36,6 +34,7 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 
+from .registry import Command, Context
 from .table import AdminError, CounterTable
 
 FENCE_DESCRIPTION = """\
@@ -63,15 +62,8 @@ examples:
 _ATTEMPTS = 5  # a stop fails its condition only if the item changed shape meanwhile; then it is read again
 
 
-def add_fence_command(commands: Any) -> None:
-    fence = commands.add_parser(
-        "fence",
-        description=FENCE_DESCRIPTION,
-        epilog=FENCE_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        help="stop the old layout's lanes above a fence in every region and record the epoch in the ledger",
-    )
-    fence.add_argument("--config", default="cdk.json", metavar="PATH", help="the edited CDK config (default: cdk.json)")
+def _fence_arguments(fence: argparse.ArgumentParser) -> None:
+    """Several regions at once: --region and --endpoint-url repeated (the common ones are for one region)."""
     fence.add_argument(
         "--region",
         action="append",
@@ -87,13 +79,15 @@ def add_fence_command(commands: Any) -> None:
         metavar="[REGION=]URL",
         help="a DynamoDB-compatible endpoint: URL for every region, or REGION=URL, repeated, one per region",
     )
-    fence.add_argument("--table", default=None, metavar="NAME", help="the counter table (default: tableName)")
 
 
-def run_fence(args: argparse.Namespace, report: Callable[[str], None]) -> int:
-    config_file = Path(args.config)
-    config = load_config_file(config_file)
-    path = ledger_path_beside(config_file)
+def _run(args: argparse.Namespace, context: Context) -> int:
+    return run_fence(args, context, report=lambda line: print(line, flush=True))
+
+
+def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str], None]) -> int:
+    config = context.config
+    path = ledger_path_beside(context.config_file)
     file = read_ledger_file(path)
     ledger = file.services.get(config.table_name)
     if ledger is None:
@@ -103,7 +97,7 @@ def run_fence(args: argparse.Namespace, report: Callable[[str], None]) -> int:
         raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
     changes = epochs.plan(config, ledger)
     if not changes:
-        report(f"nothing to fence: the ledger already records every layout {args.config} gives")
+        report(f"nothing to fence: the ledger already records every layout {context.config_file} gives")
         return 0
     _check_rest(file, config, changes)
     needed = _regions_with_old_lanes(ledger)
@@ -115,7 +109,7 @@ def run_fence(args: argparse.Namespace, report: Callable[[str], None]) -> int:
         if region not in needed:
             report(f"{region}: no slot in the old layout, so no old lanes: nothing to stop")
             continue
-        table = CounterTable(args.table or config.table_name, region, endpoints.get(region))
+        table = CounterTable(context.table_name, region, endpoints.get(region))
         for change in changes:
             for name in items_of(change.key, change.number - 1, change.old.shards):
                 lasts[change.key].append(_stop(table, name))
@@ -207,3 +201,14 @@ def _with_epochs(file: LedgerFile, name: str, recorded: list[epochs.KeyEpoch]) -
     return replace(
         file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change))
     )
+
+
+COMMAND = Command(
+    "fence",
+    "stop the old layout's lanes above a fence in every region and record the epoch in the ledger",
+    FENCE_DESCRIPTION,
+    FENCE_EPILOG,
+    _run,
+    _fence_arguments,
+    several_regions=True,
+)

@@ -1,5 +1,5 @@
 """A series' journal read from its table: export it (`tickets_admin journal`) and audit it
-(`tickets_admin audit`). The audit is the check tests/test_series_model.py runs after every step.
+(`tickets_admin audit`). The audit is the check tests/models/test_series_model.py runs after every step.
 
 Read with the function's own store (tickets.series.store), so what is audited is what the service
 wrote and reads: heads by a Scan of the series table, entries by Query in number order.
@@ -12,22 +12,22 @@ import csv
 import io
 import itertools
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from tickets.errors import TicketsError
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
 from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
 
-from .table import AdminError, CounterTable
+from .registry import Command, Context
+from .table import CounterTable
 
 PAGE = 500  # entries per Query while exporting or auditing
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 CSV_COLUMNS = (
     "key",
     "series",
@@ -64,10 +64,12 @@ class SeriesAudit:
     voided: int = 0
     unaccounted: list[int] = field(default_factory=list)  # numbers without an entry
     twice: list[int] = field(default_factory=list)  # numbers recorded by more than one entry
+    # (caller, Idempotency-Key) -> its numbers, for each request that holds more than one entry
+    reused: dict[tuple[str, str], list[int]] = field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
-        return not self.unaccounted and not self.twice
+        return not self.unaccounted and not self.twice and not self.reused
 
     def lines(self) -> list[str]:
         span = "no numbers" if self.last is None else f"numbers {self.start}..{self.last}"
@@ -76,17 +78,25 @@ class SeriesAudit:
             lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
         if self.twice:
             lines.append(f"  RECORDED TWICE: {_numbers(self.twice)}")
+        for (caller, idempotency_key), numbers in sorted(self.reused.items()):
+            lines.append(
+                f"  ONE IDEMPOTENCY-KEY, {len(numbers)} NUMBERS: {idempotency_key!r} of {caller}: {_numbers(numbers)}"
+            )
         return lines
 
 
 def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
     """Every number from the head's start to the highest of its mark and its entries must have exactly
-    one entry. `entries` in any order (a table's, or an export's)."""
+    one entry, and every request (caller and Idempotency-Key) at most one. `entries` in any order (a
+    table's, or an export's)."""
     result = SeriesAudit(head.key, head.series, head.start, head.last)
     counts: Counter[int] = Counter()
+    requests: dict[tuple[str, str], list[int]] = {}
     for entry in entries:
         counts[entry.ticket] += 1
         result.voided += entry.void is not None
+        requests.setdefault((entry.caller, entry.idempotency_key), []).append(entry.ticket)
+    result.reused = {request: sorted(numbers) for request, numbers in requests.items() if len(numbers) > 1}
     top = max([head.last, *counts])
     result.last = top if top >= head.start else None
     result.unaccounted = [n for n in range(head.start, top + 1) if n not in counts]
@@ -151,8 +161,11 @@ class SeriesTable:
 
 
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
+    """One JSON object per entry, UTF-8 unescaped; a lone surrogate (stored before the service refused
+    them, docs/series.md#text-that-is-not-unicode) as its JSON escape, which reads back as stored."""
     for entry in entries:
-        yield json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
+        text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
+        yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
@@ -173,19 +186,23 @@ def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
         yield _take(buffer)
 
 
+def printable(text: str) -> str:
+    """`text` as UTF-8 can carry it: a lone surrogate becomes `\\udXXX` (Python's backslashreplace), so
+    printing never fails on what is stored (docs/series.md#text-that-is-not-unicode)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _take(buffer: io.StringIO) -> str:
     text = buffer.getvalue()
     buffer.seek(0)
     buffer.truncate()
-    return text
+    return printable(text)
 
 
 def _numbers(numbers: list[int], shown: int = 50) -> str:
     listed = ", ".join(str(n) for n in numbers[:shown])
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
 
-
-SERIES_COMMANDS = ("journal", "audit")
 
 JOURNAL_DESCRIPTION = """\
 Print the journal of the series KEY (every series of it, or the one --series names), in number
@@ -195,9 +212,10 @@ with consistent Query pages, as GET /_series/KEY/journal reads it."""
 
 AUDIT_DESCRIPTION = """\
 Check every series of KEY (or the one --series names) from its first number to its last: each
-number must have exactly one journal entry. Prints per series the numbers it spans, how many
-were issued and how many voided; exits 1 naming every number that is unaccounted (no entry) or
-recorded twice. A number being issued while this runs may show as the series' last number."""
+number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
+one. Prints per series the numbers it spans, how many were issued and how many voided; exits 1
+naming every number that is unaccounted (no entry) or recorded twice, and every Idempotency-Key
+that holds more than one number. A number being issued while this runs may show as the series' last number."""
 
 SERIES_EPILOG = """\
 examples:
@@ -207,52 +225,76 @@ examples:
   python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
 
 
-def add_series_commands(commands: Any, common: argparse.ArgumentParser) -> None:
-    for name, description, help_text in (
-        ("journal", JOURNAL_DESCRIPTION, "print a series' journal (JSON Lines or CSV)"),
-        ("audit", AUDIT_DESCRIPTION, "check that every number of a series has exactly one journal entry"),
-    ):
-        command = commands.add_parser(
-            name,
-            parents=[common],
-            description=description,
-            epilog=SERIES_EPILOG,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-            help=help_text,
-        )
-        command.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
-        command.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
-        if name == "journal":
-            command.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
+def _series_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
+    parser.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
 
 
-def run_series_command(args: argparse.Namespace, config: Any, region: str) -> int:
-    """`journal` or `audit`; an error prints what to do and exits 1."""
-    series_table = f"{args.table or config.table_name}{SERIES_TABLE_SUFFIX}"
-    table = CounterTable(series_table, region, args.endpoint_url, named_by="--table (the series table is NAME-series)")
-    journal = SeriesTable(table.client, series_table)
-    try:
+def _journal_arguments(parser: argparse.ArgumentParser) -> None:
+    _series_arguments(parser)
+    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
+
+
+def _series_table(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable]:
+    name = f"{context.table_name}{SERIES_TABLE_SUFFIX}"
+    table = CounterTable(
+        name, context.region, context.endpoint_url, named_by="--table (the series table is NAME-series)"
+    )
+    return table, SeriesTable(table.client, name)
+
+
+def _heads(args: argparse.Namespace, table: CounterTable, journal: SeriesTable) -> list[Head]:
+    """KEY's series (or the one --series names); says so on stderr when there are none."""
+    with table.dynamodb_errors():
         heads = journal.heads(args.key, args.series)
-        if not heads:
-            named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
-            print(f"no {named} in table {series_table}", file=sys.stderr)
-            return 1 if args.series else 0
-        if args.command == "journal":
-            entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
-            for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
-                print(line)
-            return 0
+    if not heads:
+        named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
+        print(f"no {named} in table {table.table}", file=sys.stderr)
+    return heads
+
+
+def _journal(args: argparse.Namespace, context: Context) -> int:
+    table, journal = _series_table(args, context)
+    heads = _heads(args, table, journal)
+    if not heads:
+        return 1 if args.series else 0
+    with table.dynamodb_errors():
+        entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
+        for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
+            print(line)
+    return 0
+
+
+def _audit(args: argparse.Namespace, context: Context) -> int:
+    table, journal = _series_table(args, context)
+    heads = _heads(args, table, journal)
+    if not heads:
+        return 1 if args.series else 0
+    with table.dynamodb_errors():
         audits = [audit(head, journal.entries(head)) for head in heads]
-    except TicketsError as err:
-        cause = err.__cause__
-        raise (
-            table.explain(cause) if isinstance(cause, (ClientError, BotoCoreError)) else AdminError(err.message)
-        ) from None
-    except (ClientError, BotoCoreError) as err:
-        raise table.explain(err) from None
     for result in audits:
         for line in result.lines():
-            print(line)
+            print(printable(line))
     failed = [result for result in audits if not result.clean]
     print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
     return 1 if failed else 0
+
+
+COMMANDS = (
+    Command(
+        "journal",
+        "print a series' journal (JSON Lines or CSV)",
+        JOURNAL_DESCRIPTION,
+        SERIES_EPILOG,
+        _journal,
+        _journal_arguments,
+    ),
+    Command(
+        "audit",
+        "check that every number of a series has exactly one journal entry",
+        AUDIT_DESCRIPTION,
+        SERIES_EPILOG,
+        _audit,
+        _series_arguments,
+    ),
+)

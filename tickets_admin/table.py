@@ -9,18 +9,20 @@ message says what to do.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from tickets.dynamodb_errors import Failure, classify, error_code, is_condition_failure
+from tickets.errors import TicketsError
 from tickets.lane_item import Item
 from tickets.tables import COUNTER_KEY
 
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
-_THROTTLED = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded"})
 
 
 _NO_CREDENTIALS = (
@@ -69,6 +71,20 @@ class CounterTable:
             return AdminError(f"cannot reach the {self._where}: {err}")
         return self._explain(err)
 
+    @contextmanager
+    def dynamodb_errors(self) -> Iterator[None]:
+        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError)
+        as an AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
+        try:
+            yield
+        except TicketsError as err:
+            cause = err.__cause__
+            if isinstance(cause, (ClientError, BotoCoreError)):
+                raise self.explain(cause) from None
+            raise AdminError(err.message) from None
+        except (ClientError, BotoCoreError) as err:
+            raise self.explain(err) from None
+
     def get(self, item_key: str) -> Item | None:
         """The item, read consistently, or None if there is none."""
         return self._call("get_item", TableName=self.table, Key=_key(item_key), ConsistentRead=True).get("Item")
@@ -108,23 +124,27 @@ class CounterTable:
             response: dict[str, Any] = getattr(self._client, operation)(**request)
             return response
         except ClientError as err:
-            if err.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if is_condition_failure(err):
                 raise
-            raise self._explain(err) from None
-        except NoCredentialsError:
-            raise AdminError(_NO_CREDENTIALS) from None
+            raise self.explain(err) from None
         except BotoCoreError as err:
-            raise AdminError(f"cannot reach the {self._where}: {err}") from None
+            raise self.explain(err) from None
 
     def _explain(self, err: ClientError) -> AdminError:
-        code = err.response["Error"]["Code"]
-        message = err.response["Error"].get("Message", "")
-        if code == "ResourceNotFoundException":
+        """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
+        failure = classify(err)
+        if failure is Failure.MISSING_TABLE:
             return AdminError(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
-        if code in _THROTTLED:
+        if failure is Failure.UNAVAILABLE:
             return AdminError(
-                f"DynamoDB throttled the {self._where} beyond the retries; what was done is "
+                f"DynamoDB throttled the {self._where} beyond the retries, or was unavailable; what was done is "
                 "printed above; run the command again (it is safe to repeat)"
+            )
+        code, message = error_code(err), err.response.get("Error", {}).get("Message", "")
+        if failure is Failure.ACCESS_DENIED:
+            return AdminError(
+                f"DynamoDB denied a request to the {self._where} ({code}): the credentials in use may not "
+                f"use this table: {message}"
             )
         return AdminError(f"DynamoDB refused a request to the {self._where}: {code}: {message}")
 

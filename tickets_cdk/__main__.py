@@ -12,9 +12,9 @@ from pathlib import Path
 
 from tickets import __version__
 from tickets_deploy.config import ConfigError, DeploymentConfig, parse_config
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, record_services, write_ledger_file
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger_file, ledger_path_beside, refuse_existing_ledger
 
-from .ledger_check import DECLARE_ENV, INIT_COMMAND, LEDGER_PATH_CONTEXT
+from .ledger_check import DECLARE_ENV, LEDGER_PATH_CONTEXT
 
 APP_TIMEOUT_SECONDS = 600
 
@@ -71,11 +71,7 @@ def init(directory: Path, app_command: str | None = None) -> tuple[Path, dict[st
         context = {**context, **json.loads(local_context.read_text(encoding="utf-8"))}
     explicit = context.get(LEDGER_PATH_CONTEXT)
     path = (cdk_json.parent / explicit).resolve() if explicit else ledger_path_beside(cdk_json)
-    if path.exists():
-        raise InitError(
-            f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued). "
-            "Synthesis checks the app against it."
-        )
+    refuse_existing_ledger(path)  # before running the app
     command = app_command or document.get("app")
     if not command:
         raise InitError(f'{cdk_json}: no "app" command to run (or pass --app "python3 app.py")')
@@ -107,9 +103,7 @@ def init(directory: Path, app_command: str | None = None) -> tuple[Path, dict[st
     if not raw:
         raise InitError(f"the app ({command}) declares no TicketService; nothing was written")
     configs = {name: parse_config(config) for name, config in raw.items()}
-    write_ledger_file(
-        path, record_services(None, configs, None, INIT_COMMAND)
-    )  # the first synthesis records the account
+    init_ledger_file(path, configs)  # the first synthesis records the account
     return path, configs
 
 

@@ -19,13 +19,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import jsii
-from aws_cdk import CfnOutput, IStringProducer, Lazy, Stack, Token
+from aws_cdk import CfnOutput, IStringProducer, Lazy, Stack
 from constructs import Construct, IValidation
 
 from tickets_deploy.config import DeploymentConfig, to_raw
@@ -40,23 +38,12 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
-
-if TYPE_CHECKING:
-    from .service import TicketService
+from tickets_deploy.services import DeclaredService, as_props, by_account, declared, refuse_clash
 
 CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root
 VERSION_OUTPUT = LEDGER_VERSION_OUTPUT  # the output every stack with a service carries
 LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # context naming the ledger explicitly (cdk synth -c tickets:ledgerPath=…)
 DECLARE_ENV = "TICKETS_CDK_DECLARE"  # set by `python -m tickets_cdk init`: the file to declare the services in
-INIT_COMMAND = "python -m tickets_cdk init"
-
-
-@dataclass(frozen=True)
-class _Registered:
-    service: TicketService
-    stack: Stack
-    account: str | None  # the stack's account, else the CLI's default account, else unknown
-    table_ids: tuple[str, str]  # the tables' logical ids in the stack
 
 
 class TicketsLedgerCheck(Construct):
@@ -64,12 +51,13 @@ class TicketsLedgerCheck(Construct):
 
     def __init__(self, root: Construct):
         super().__init__(root, CHECK_ID)
-        self.registered: list[_Registered] = []
+        self.registered: list[DeclaredService] = []
         self.version: str | None = None  # the ledger version the app was synthesised with, once checked
         self.ledger_path: Path | None = None
         self.problem: str | None = None  # why the ledger refused the app, once it did
         self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # recorded, not yet written
         self.node.add_validation(_Validation(self))
+        _say_refusals_once(self)
 
     @classmethod
     def of(cls, scope: Construct) -> TicketsLedgerCheck:
@@ -97,12 +85,12 @@ class TicketsLedgerCheck(Construct):
             path = self.ledger_path = find_ledger(self)
             previous = read_ledger_file(path)
             ledger = previous
-            for account, group in _by_account(self.registered, configs).items():
+            for account, group in by_account(self.registered, configs).items():
                 ledger = record_services(ledger, group, account)
         except LedgerError as err:
             self.problem = str(err)
-            if self.ledger_path is not None and not self.ledger_path.exists():
-                self.problem += f" In an app of your own, `{INIT_COMMAND}` in the directory of its cdk.json writes it."
+            if self.node.try_get_context("tickets") is None:  # declared with props, not from cdk.json's tickets
+                self.problem = as_props(self.problem, self.registered)
             where = self.ledger_path or LEDGER_FILE
             return [f"refused by the deployment ledger {where} (nothing was synthesised or written):\n{self.problem}"]
         self.version = ledger.version
@@ -120,35 +108,8 @@ class TicketsLedgerCheck(Construct):
             _say_what_was_recorded(path, previous, ledger)
 
     def declared(self) -> dict[str, DeploymentConfig]:
-        """Every service of the app, by table name, its regions gathered from its stacks; ValueError when
-        services sharing a table name disagree on what the ledger records."""
-        configs: dict[str, DeploymentConfig] = {}
-        first: dict[str, TicketService] = {}
-        for entry in self.registered:
-            config, name = entry.service.config, entry.service.config.table_name
-            if name not in configs:
-                configs[name], first[name] = config, entry.service
-                continue
-            merged = configs[name]
-            for field in ("region_slots", "strict_keys", "default_key", "counters", "series"):
-                if getattr(merged, field) != getattr(config, field):
-                    raise ValueError(
-                        f"{entry.service.node.path} and {first[name].node.path} share the table name {name!r}, "
-                        f"so they are one service deployed in two regions, but their {field} differ. One service "
-                        "has one numbering in every region: give both the same settings, or give one another "
-                        "table_name (a service of its own)."
-                    )
-            regions = dict(merged.regions)
-            for region, slot in config.regions.items():
-                owner = next((other for other, taken in regions.items() if taken == slot and other != region), None)
-                if owner is not None:
-                    raise ValueError(
-                        f"{entry.service.node.path}: region_slot {slot} is already {owner}'s (service {name!r}, "
-                        f"{first[name].node.path}); two regions sharing a slot would issue the same tickets"
-                    )
-                regions[region] = slot
-            configs[name] = replace(merged, regions=regions)
-        return configs
+        """Every service of the app, by table name (tickets_deploy.services.declared)."""
+        return declared(self.registered)
 
 
 @jsii.implements(IValidation)
@@ -170,38 +131,13 @@ class _LedgerVersion:
         return self.check.version or "unrecorded"
 
 
-def register(service: TicketService, table_ids: tuple[str, str]) -> None:
-    """Add `service` to its app's ledger check, refusing at once what could never deploy or what the ledger
-    could never accept: tables' logical ids taken in the stack; two services of one table name, or of one
-    metrics service name, in one region and account."""
-    check = TicketsLedgerCheck.of(service)
-    stack = Stack.of(service)
-    account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
-    for other in check.registered:
-        taken = set(table_ids) & set(other.table_ids) if other.stack is stack else set()
-        if taken:
-            raise ValueError(
-                f"TicketService {service.node.path}: the logical id(s) {', '.join(sorted(taken))} are taken by "
-                f"{other.service.node.path} in the same stack; give the construct another id, or table_logical_ids"
-            )
-        if (other.service.region, other.account) != (service.region, account):
-            continue
-        same = [
-            what
-            for what, mine, theirs in (
-                ("table name", service.config.table_name, other.service.config.table_name),
-                ("service name (metrics)", service.service_name, other.service.service_name),
-            )
-            if mine == theirs
-        ]
-        if same:
-            raise ValueError(
-                f"TicketService {service.node.path}: {other.service.node.path} in the same region "
-                f"({service.region}) has the same {' and '.join(same)}. Two services in one region need their "
-                "own table_name (the ledger knows a service by it; one table would mix two numberings) and their "
-                "own service_name (their metrics would mix)."
-            )
-    check.registered.append(_Registered(service, stack, account, table_ids))
+def register(scope: Construct, service: DeclaredService) -> None:
+    """Add `service` (the construct `scope`) to its app's ledger check, refusing at once what could never
+    deploy or what the ledger could never accept (tickets_deploy.services.refuse_clash)."""
+    check = TicketsLedgerCheck.of(scope)
+    stack = Stack.of(scope)
+    refuse_clash(service, check.registered)
+    check.registered.append(service)
     if stack.node.try_find_child(VERSION_OUTPUT) is None:
         CfnOutput(
             stack,
@@ -240,22 +176,19 @@ def _installed(path: Path) -> bool:
     return any(path.is_relative_to(Path(prefix).resolve()) for prefix in {sys.prefix, sys.base_prefix})
 
 
-def _by_account(
-    registered: list[_Registered], configs: Mapping[str, DeploymentConfig]
-) -> dict[str | None, dict[str, DeploymentConfig]]:
-    """The services as deployed to each account (an app may hold staging and production): the regions of
-    each service that the account's stacks hold. One account, the usual case: all of them."""
-    accounts = {entry.account for entry in registered}
-    if len(accounts) == 1:
-        return {accounts.pop(): dict(configs)}
-    grouped: dict[str | None, dict[str, DeploymentConfig]] = {}
-    for entry in registered:
-        name = entry.service.config.table_name
-        group = grouped.setdefault(entry.account, {})
-        regions = dict(group[name].regions) if name in group else {}
-        regions[entry.service.region] = entry.service.region_slot
-        group[name] = replace(configs[name], regions=regions)
-    return dict(sorted(grouped.items(), key=lambda item: item[0] or ""))
+def _say_refusals_once(check: TicketsLedgerCheck) -> None:
+    """When the ledger refused the app, `app.synth()` raises the CDK's validation error through jsii, whose
+    traceback (twice the message, 40 lines of kernel frames) buries the refusal: an app that does not catch
+    it (`python app.py`, `cdk synth`) prints the validation errors once, without a traceback, and exits 1."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:
+        if check.problem is None or CHECK_ID not in str(error):
+            previous(kind, error, trace)
+            return
+        print(str(error).replace("ValidationFailedWithErrors: ", "", 1), file=sys.stderr)
+
+    sys.excepthook = hook
 
 
 def _say_what_was_recorded(path: Path, previous: LedgerFile, ledger: LedgerFile) -> None:

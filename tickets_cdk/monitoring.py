@@ -13,7 +13,8 @@ from constructs import Construct
 
 from tickets_deploy.config import FIELDS, ConfigError
 
-from .service import METRIC_PERIOD, TicketService
+from .resources import METRIC_PERIOD
+from .service import TicketService
 
 PERIOD = METRIC_PERIOD
 _ALARM_EMAIL = next(each for each in FIELDS if each.prop == "alarm_email")

@@ -3,13 +3,14 @@ the function and its URL; grants, metrics and the ledger check come with it."""
 
 from __future__ import annotations
 
+import inspect
+import os
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+import typing
+from collections.abc import Sequence
+from typing import Any, Unpack
 
 from aws_cdk import (
-    CfnDynamicReference,
-    CfnDynamicReferenceService,
     Duration,
     RemovalPolicy,
     Stack,
@@ -18,6 +19,7 @@ from aws_cdk import (
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -34,15 +36,27 @@ from tickets_deploy.config import (
 )
 from tickets_deploy.ledger import LedgerError
 from tickets_deploy.regions import refusal
+from tickets_deploy.services import DeclaredService
 
-from . import ledger_check
+from . import ledger_check, suppressions
+from .access_rules import AccessRulesStore, grantee_principal
 from .asset import HANDLER, asset_directory
 from .ledger_check import find_ledger
-from .powertools import layer_parameter
+from .props import TicketServiceProps
+from .resources import (
+    ARCHITECTURE,
+    METRIC_PERIOD,
+    RUNTIME,
+    admit_caller,
+    allow_logs,
+    cors_options,
+    encryption,
+    invoke_policy,
+    powertools_layer_arn,
+    table,
+    throttled_requests,
+)
 
-RUNTIME = lambda_.Runtime.PYTHON_3_14
-ARCHITECTURE = lambda_.Architecture.ARM_64
-METRIC_PERIOD = Duration.minutes(5)
 # Every call tickets/series/store.py makes on the series table, and no other (no Scan, no BatchWriteItem):
 # DeleteItem only removes a refused request's own request item.
 SERIES_ACTIONS = (
@@ -70,7 +84,13 @@ class TicketService(Construct):
       the construct's id followed by `Table` and `IdempotencyTable`). They never change once deployed: a new
       id replaces the table;
     - `removal_policy`: of the tables and the function's log group (default RETAIN; a destroyed table
-      starts every counter again at its start, so anything else is for throwaway stacks).
+      starts every counter again at its start, so anything else is for throwaway stacks);
+    - `encryption_key`: a customer-managed KMS key that encrypts every table and the function's log group
+      (default: none, AWS-owned keys). A key created in this stack gets the key policy CloudWatch Logs needs;
+      an imported key must already allow it (docs/cdk.md#encryption).
+
+    With `access` (the cdk.json field, or `{}`) the function enforces access rules, and the grants
+    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`) add to them (docs/callers.md#access-rules).
 
     With `series` configured (docs/series.md) it also creates the series table, `<table_name>-series`
     (logical id: the construct's id followed by `SeriesTable`), with the same protection, and grants the
@@ -86,24 +106,11 @@ class TicketService(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        counters: Mapping[str, Mapping[str, Any]] | None = None,
-        table_name: str | None = None,
-        region_slot: int | None = None,
-        region_slots: int | None = None,
-        strict_keys: bool | None = None,
-        auth: str | None = None,
-        default_key: str | None = None,
-        max_block: int | None = None,
-        idempotency_expiry_seconds: int | None = None,
-        log_retention_days: int | None = None,
-        cors_origins: Sequence[str] | None = None,
-        reserved_concurrency: int | None = None,
-        callers: Sequence[str] | None = None,
-        compat: Mapping[str, str] | None = None,
-        series: Mapping[str, Any] | None = None,
+        encryption_key: kms.IKey | None = None,
         service_name: str | None = None,
         table_logical_ids: tuple[str, str] | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        **props: Unpack[TicketServiceProps],
     ):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
@@ -118,7 +125,6 @@ class TicketService(Construct):
         why_not = refusal(stack.region)
         if why_not is not None:
             raise ValueError(f"{label}: the stack's region: {why_not}")
-        props = {name: value for name, value in locals().items() if name in FIELD_PROPS}
         try:
             config = parse_props(props, stack.region, label)
         except ConfigError as err:
@@ -131,29 +137,21 @@ class TicketService(Construct):
         self.service_name: str = service_name or config.table_name
         prefix = _id_part(construct_id, label)
         table_ids = table_logical_ids or (f"{prefix}Table", f"{prefix}IdempotencyTable")
-        ledger_check.register(self, table_ids)
-
-        # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
-        # instead of starting a new, empty one where every counter would begin again at its start.
-        self.table = _table(self, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name)
-        self.idempotency_table = _table(
-            self, table_ids[1], tables.IDEMPOTENCY_KEY, removal_policy, time_to_live_attribute=tables.IDEMPOTENCY_TTL
+        account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
+        declared = DeclaredService(
+            self.node.path, config, stack.region, account, self.service_name, stack.node.path, table_ids
         )
-        # Only when series are configured (a deployment without them has no such table). A fixed name for
-        # the same reason as the counter table's; a journal is kept for good: no TTL.
-        self.series_table: dynamodb.Table | None = None
-        if config.series:
-            self.series_table = _table(
-                self,
-                f"{prefix}SeriesTable",
-                tables.SERIES_PARTITION_KEY,
-                removal_policy,
-                table_name=f"{config.table_name}{tables.SERIES_TABLE_SUFFIX}",
-                sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
-            )
+        ledger_check.register(self, declared)
+
+        self.encryption_key = encryption_key
+        self._tables(config, (*table_ids, f"{prefix}SeriesTable"), removal_policy, encryption_key)
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
-        self.log_group = logs.LogGroup(self, "FunctionLogs", removal_policy=removal_policy)
+        self.log_group = logs.LogGroup(
+            self, "FunctionLogs", removal_policy=removal_policy, encryption_key=encryption_key
+        )
+        if encryption_key is not None:
+            allow_logs(encryption_key, stack)
         # In days, as the config checked it against CloudWatch's periods (tickets_deploy.config.LOG_RETENTION_DAYS):
         # set on the resource itself so that list is the only one.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
@@ -177,7 +175,7 @@ class TicketService(Construct):
             architecture=ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(asset_directory()),
-            layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", _powertools_layer_arn())],
+            layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", powertools_layer_arn())],
             memory_size=256,
             timeout=Duration.seconds(timing.FUNCTION_TIMEOUT_SECONDS),
             tracing=lambda_.Tracing.ACTIVE,
@@ -200,37 +198,94 @@ class TicketService(Construct):
         )
         if self.series_table is not None:
             self.series_table.grant(role, *SERIES_ACTIONS)
+        if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
+            encryption_key.grant_encrypt_decrypt(role)
+        suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
+        self.access_rules: AccessRulesStore | None = None
+        if config.access is not None:
+            self.access_rules = AccessRulesStore(self, "Access", self.function, config.access)
 
-        cors = None
-        if config.cors_origins:
-            cors = lambda_.FunctionUrlCorsOptions(
-                allowed_origins=list(config.cors_origins),
-                allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
-                allowed_headers=[
-                    "content-type",
-                    "accept",
-                    "idempotency-key",
-                    "authorization",
-                    "x-amz-date",
-                    "x-amz-security-token",
-                    "x-amz-content-sha256",
-                ],
-                max_age=Duration.minutes(10),
-            )
-        self.url = self.function.add_function_url(auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors)
-        self.invoke_policy = _invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
+        self.url = self.function.add_function_url(
+            auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors_options(config.cors_origins)
+        )
+        self.invoke_policy = invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
         for caller in config.callers:
-            _admit_caller(self.function, caller)
+            admit_caller(self.function, caller)
+
+    def _tables(
+        self,
+        config: DeploymentConfig,
+        table_ids: tuple[str, str, str],
+        removal_policy: RemovalPolicy,
+        encryption_key: kms.IKey | None,
+    ) -> None:
+        """The counter and idempotency tables, and the series table where series are configured (their
+        logical ids in that order)."""
+        # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
+        # instead of starting a new, empty one where every counter would begin again at its start.
+        encrypted = encryption(encryption_key)
+        self.table = table(
+            self, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted
+        )
+        self.idempotency_table = table(
+            self,
+            table_ids[1],
+            tables.IDEMPOTENCY_KEY,
+            removal_policy,
+            time_to_live_attribute=tables.IDEMPOTENCY_TTL,
+            **encrypted,
+        )
+        # Only when series are configured (a deployment without them has no such table). A fixed name for
+        # the same reason as the counter table's; a journal is kept for good: no TTL.
+        self.series_table: dynamodb.Table | None = None
+        if config.series:
+            self.series_table = table(
+                self,
+                table_ids[2],
+                tables.SERIES_PARTITION_KEY,
+                removal_policy,
+                table_name=f"{config.table_name}{tables.SERIES_TABLE_SUFFIX}",
+                sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+                **encrypted,
+            )
 
     # --- grants -------------------------------------------------------------------------------------
 
-    def grant_issue(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs,
-        each only through the URL (docs/callers.md)."""
+    def grant_issue(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` take tickets of `keys` (`/{key}`, `/?key=`, `/_blocks/{key}`, the compat route)."""
+        return self._grant(grantee, "issue", keys)
+
+    def grant_series(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` take numbers of the series `keys` (`POST /_series/{key}`)."""
+        return self._grant(grantee, "series", keys)
+
+    def grant_void(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` void numbers of the series `keys` (`POST /_series/{key}/void`)."""
+        return self._grant(grantee, "void", keys)
+
+    def grant_read(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` read the state of `keys` (`GET /_counters/{key}`) and their journals."""
+        return self._grant(grantee, "read", keys)
+
+    def _grant(self, grantee: iam.IGrantable, operation: str, keys: Sequence[str] | None) -> iam.Grant:
+        """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs, each only
+        through the URL (docs/callers.md); with access rules, also a rule letting it do `operation` on `keys`
+        (None: every key, written `*`)."""
+        label = f"TicketService {self.node.path}: grant_{operation}"
         if self.config.auth != "AWS_IAM":
             raise ValueError(
-                f"TicketService {self.node.path}: grant_issue needs auth AWS_IAM; with auth {self.config.auth} "
-                "the URL is public and there is nothing to grant"
+                f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public and there is nothing "
+                "to grant"
+            )
+        if isinstance(keys, str):
+            raise ValueError(f"{label}: keys must be a list of key patterns, got the string {keys!r}")
+        if self.access_rules is not None:
+            principal, longest = grantee_principal(grantee, label)
+            self.access_rules.add(principal, operation, ["*"] if keys is None else keys, longest)
+        elif keys is not None:
+            raise ValueError(
+                f"{label}: keys={list(keys)!r} would limit nothing: this service has no access rules, so every "
+                "invoker may do everything. Give the service `access` (`{}` for grants only) to enforce them"
             )
         url = iam.Grant.add_to_principal(
             grantee=grantee,
@@ -281,11 +336,26 @@ class TicketService(Construct):
 
     def metric_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the counter table, over every operation the handler calls on it."""
-        return _throttled_requests(self.table, ["UpdateItem", "BatchGetItem"])
+        return throttled_requests(self.table, ["UpdateItem", "BatchGetItem"])
 
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the idempotency table, over every operation Powertools calls on it."""
-        return _throttled_requests(self.idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"])
+        return throttled_requests(self.idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"])
+
+
+def _signature_with_props() -> inspect.Signature:
+    """TicketService's signature as help() and inspect show it: each prop of TicketServiceProps a keyword
+    (default None: its field's default), as the type checker sees them through Unpack."""
+    signature = inspect.signature(TicketService.__init__)
+    own = [each for each in signature.parameters.values() if each.kind is not inspect.Parameter.VAR_KEYWORD]
+    hints = typing.get_type_hints(TicketServiceProps)
+    props = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=hints[name]) for name in hints
+    ]
+    return signature.replace(parameters=[*own, *props])
+
+
+TicketService.__init__.__dict__["__signature__"] = _signature_with_props()  # help() and inspect read it
 
 
 def error_codes() -> list[str]:
@@ -305,90 +375,6 @@ def _id_part(construct_id: str, label: str) -> str:
     if not part:
         raise ValueError(f"{label}: the construct id needs a letter or digit (the tables' logical ids start with it)")
     return part
-
-
-def _powertools_layer_arn() -> str:
-    """The layer of the pinned Powertools release (POWERTOOLS_VERSION), for this runtime and architecture: a
-    dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
-    parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name)
-    return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
-
-
-def _invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
-    """What a caller of the AWS_IAM Function URL needs, and nothing else: function URLs created since
-    October 2025 require both actions. Attached to callers by the operator (see README)."""
-    return iam.ManagedPolicy(
-        scope,
-        "InvokePolicy",
-        description="Call the Tickets Function URL (SigV4)",
-        statements=[
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunctionUrl"],
-                resources=[function.function_arn],
-                conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
-            ),
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"],
-                resources=[function.function_arn],
-                conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
-            ),
-        ],
-    )
-
-
-def _admit_caller(function: lambda_.Function, caller: str) -> None:
-    """The function's side of a call from another account (docs/callers.md): both actions a caller of the
-    AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
-    principal = iam.AccountPrincipal(caller) if caller.isdigit() else iam.ArnPrincipal(caller)
-    name = caller.replace("/", "%")  # a construct id has no "/"; IAM names have no "%"
-    function.add_permission(
-        f"InvokeUrl {name}",
-        principal=principal,
-        action="lambda:InvokeFunctionUrl",
-        function_url_auth_type=lambda_.FunctionUrlAuthType.AWS_IAM,
-    )
-    function.add_permission(
-        f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
-    )
-
-
-def _table(
-    scope: Construct, logical_id: str, partition_key: str, removal_policy: RemovalPolicy, **options: Any
-) -> dynamodb.Table:
-    """A table with point-in-time recovery, deletion protection (unless DESTROY) and this logical id."""
-    table = dynamodb.Table(
-        scope,
-        logical_id,
-        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
-        deletion_protection=removal_policy != RemovalPolicy.DESTROY,
-        removal_policy=removal_policy,
-        **options,
-    )
-    table.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
-    return table
-
-
-def _throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:
-    """Throttled requests of these operations, summed. DynamoDB publishes ThrottledRequests only for an
-    operation that was throttled, and `a + b` has no value where either series has none (CDK's
-    metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
-    terms = {
-        operation.lower(): table.metric_throttled_requests_for_operation(
-            operation, period=METRIC_PERIOD, statistic="Sum"
-        )
-        for operation in operations
-    }
-    return cloudwatch.MathExpression(
-        expression=" + ".join(f"FILL({term}, 0)" for term in terms),
-        using_metrics=terms,
-        period=METRIC_PERIOD,
-        label="throttled requests",
-    )
 
 
 def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:

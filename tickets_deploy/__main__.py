@@ -1,6 +1,6 @@
-"""python -m tickets_deploy init: the reference app's first ledger, from its cdk.json alone (no CDK needed); any
-CDK app, the reference app included (`make init`), can use `python -m tickets_cdk init`, which runs the app to
-learn what it declares.
+"""python -m tickets_deploy init: an alias of the one init for an app whose services are cdk.json's `tickets`
+(the reference app), without running the app: the same init_ledger_file as `python -m tickets_cdk init` (which
+`make init` runs and every message names), given cdk.json's config instead of what the app declares.
 python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts (predeploy.py)."""
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
 records, and the settings a function of the new layout gets (docs/design.md#epochs-and-fences).
 
-Plain Python over tickets.epochs' arithmetic. The ledger (tickets_deploy.ledger) stores the epochs and
-calls `synthesis_problems`; `python -m tickets_admin fence` (tickets_admin/fence.py) calls `plan`, stops
-the old lanes, then `record`; every place that builds a function's settings calls `applied`.
+Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs (ledger_model, ledger_codec)
+and its rollout rule (ledger_rules) calls `synthesis_problems`; `python -m tickets_admin fence`
+(tickets_admin/fence.py) calls `plan`, stops the old lanes, then `record`; every place that builds a
+function's settings calls `applied`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from tickets.epochs import Layout, epoch_start
 from tickets.settings import CounterConfig
 
-from .config import DeploymentConfig
+from .schema import DeploymentConfig
 
 if TYPE_CHECKING:
-    from .ledger import Ledger
+    from .ledger_model import Ledger
 
 FENCE_COMMAND = "python -m tickets_admin fence"
 _UNCONFIGURED = CounterConfig()

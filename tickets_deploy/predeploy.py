@@ -124,7 +124,7 @@ def _version_problems(
     status = deployed_stack.get("StackStatus", "")
     if status.endswith("_IN_PROGRESS"):
         yield (
-            f"{where}: {status}: another deploy is under way. Wait for it to end, then run make deploy again "
+            f"{where}: {status}: another deploy is under way. Wait for it to end, then deploy again "
             "(the check must see what that deploy leaves)."
         )
         return
@@ -191,7 +191,8 @@ def _describe(err: Exception) -> str:
 
 def _permission(action: str) -> str:
     return (
-        f"make deploy needs {action} with the credentials it deploys with (botocore's usual chain: "
+        f"the deploy check (python -m tickets_deploy predeploy) needs {action} with the credentials of the deploy "
+        "(botocore's usual chain: "
         "environment, ~/.aws, SSO, instance role)"
     )
 

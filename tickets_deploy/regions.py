@@ -3,7 +3,7 @@
 A region must have both pieces the stack is made of:
 - Lambda Function URLs (AWS::Lambda::Url). The Lambda guide ("Creating and managing Lambda function
   URLs") lists the commercial regions without them; cfn-lint's copy of CloudFormation's schemas
-  also has no AWS::Lambda::Url in mx-central-1. tests/test_stack.py synthesises every served region
+  also has no AWS::Lambda::Url in mx-central-1. tests/synth/test_stack.py synthesises every served region
   and runs cfn-lint on each template for its own region.
 - the public SSM parameter /aws/service/powertools/python/... that Powertools for AWS Lambda
   (Python) writes for each release, from which the stack resolves its layer (tickets_cdk/powertools.py).

@@ -94,6 +94,13 @@ def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
         "(off by default: on a persistent endpoint it erases every counter)",
     )
     parser.add_argument(
+        "--play-callers",
+        action="store_true",
+        help="enforce the config's access rules, each request signed by the caller its X-Tickets-Play-Caller "
+        "header names (a role, session or user ARN, an account or organization id), so a test can see its 403s "
+        "(off by default: no request is signed here, and the rules are not enforced)",
+    )
+    parser.add_argument(
         "--exit-with-stdin",
         action="store_true",
         help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
@@ -116,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
             verbose=args.verbose,
             allow_reset=args.allow_reset,
             config=_config_json(args.config_json),
+            play_callers=args.play_callers,
         ).start()
         print(banner(server), flush=True)
         _wait(args.exit_with_stdin)

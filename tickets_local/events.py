@@ -1,16 +1,19 @@
 """HTTP request -> Lambda Function URL event (payload format 2.0) -> HTTP response.
 
-Pure functions, no sockets: the server feeds them what it read off the wire. The event
+Pure functions, no sockets: the server feeds them what it read off the wire; `event_from` builds an
+event from a recorded one for the tests and the bench (one builder for all three). The event
 has the shape AWS sends (see tests/fixtures/function_url_event.json), so the handler
 cannot tell the local server from a Function URL, except that there is no
 `requestContext.authorizer`: AWS adds it only for AWS_IAM auth, which the local server
-does not check.
+does not check. A server started with --play-callers adds it for a request that names the
+caller to play (PLAY_CALLER_HEADER), so a team can test its access rules' 403s.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import json
 import secrets
 import time
@@ -18,8 +21,14 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlencode
 
+from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN
+from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIPAL_RULE
+
+# A caller the local server plays (started with --play-callers), named by a test's client (tickets_client's
+# `play_caller` option sends it); the deployed function never reads it: it decides from requestContext only.
+PLAY_CALLER_HEADER = "x-tickets-play-caller"
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
 # Lambda's limit for a synchronous invocation's request payload; AWS answers 413 past it.
 MAX_REQUEST_BYTES = 6 * 1024 * 1024
@@ -46,10 +55,45 @@ class HttpResponse:
     body: bytes
 
 
-def function_url_event(request: HttpRequest, *, now: float | None = None) -> dict[str, Any]:
+class PlayedCallerError(ValueError):
+    """A request names a caller to play that the server may not, or cannot, play."""
+
+
+def played_caller(principal: str) -> dict[str, Any]:
+    """What a Function URL's IAM authorizer would say of a request signed by `principal`: a role ARN (as one of
+    its sessions), an assumed-role session ARN, a user ARN, an account id, or an organization id (a caller
+    in that organization, of account ACCOUNT_ID)."""
+    identity = {"accountId": ACCOUNT_ID, "userArn": None, "principalOrgId": None}
+    arn = IAM_ARN_PATTERN.fullmatch(principal)
+    session = ASSUMED_ROLE_PATTERN.fullmatch(principal)
+    if arn is not None:
+        account, kind, name = arn.groups()
+        partition = principal.split(":")[1]
+        user_arn = principal if kind == "user" else f"arn:{partition}:sts::{account}:assumed-role/{name}/local"
+        identity.update(accountId=account, userArn=user_arn)
+    elif session is not None:
+        identity.update(accountId=session.group(1), userArn=principal)
+    elif ACCOUNT_PATTERN.fullmatch(principal):
+        identity.update(accountId=principal)
+    elif ORGANIZATION_PATTERN.fullmatch(principal):
+        identity.update(principalOrgId=principal)
+    else:
+        raise PlayedCallerError(f"{PLAY_CALLER_HEADER}: cannot play {principal[:200]!r}: it must be {PRINCIPAL_RULE}")
+    return {**identity, "callerId": "AIDALOCALPLAYEDCALLER", "accessKey": "ASIALOCAL", "cognitoIdentity": None}
+
+
+def function_url_event(request: HttpRequest, *, now: float | None = None, play_callers: bool = False) -> dict[str, Any]:
+    """The event for `request`. `play_callers`: a request's PLAY_CALLER_HEADER names its signer (PlayedCallerError
+    when it cannot be played); without, such a request is refused (PlayedCallerError), never silently unsigned."""
     now = time.time() if now is None else now
     raw_path, _, raw_query = request.target.partition("?")
     headers, cookies = _event_headers(request)
+    played = headers.pop(PLAY_CALLER_HEADER, None)
+    if played is not None and not play_callers:
+        raise PlayedCallerError(
+            f"{PLAY_CALLER_HEADER}: this server plays no callers; start it with --play-callers "
+            "(tickets_local.testing.LocalTickets(play_callers=True))"
+        )
     host = headers.get("host", f"127.0.0.1:{request.server_port}")
     domain_prefix = host.split(".", 1)[0]  # AWS: the URL id, the host's first label
     user_agent = headers.get("user-agent", "")
@@ -83,12 +127,45 @@ def function_url_event(request: HttpRequest, *, now: float | None = None) -> dic
         "time": _clf_time(now),
         "timeEpoch": int(now * 1000),
     }
+    if played is not None:
+        event["requestContext"]["authorizer"] = {"iam": played_caller(played)}
     if request.body:
         text = _as_text(request.body, headers.get("content-type"))
         event["body"] = text if text is not None else base64.b64encode(request.body).decode("ascii")
         event["isBase64Encoded"] = text is None
     else:
         event["isBase64Encoded"] = False
+    return event
+
+
+def event_from(
+    template: dict[str, Any],
+    path: str = "/",
+    method: str = "GET",
+    query: Any = None,
+    headers: dict[str, str] | None = None,
+    body: str | bytes | None = None,
+    base64_body: bool = False,
+) -> dict[str, Any]:
+    """A Function URL event like `template` (a recorded one: its caller, host and headers), aimed at
+    `path` (raw, still percent-encoded) with `method`, a new request id, and these parts. `query` is a
+    dict or a list of pairs (pairs may repeat a name: AWS then joins the values with commas, as here).
+    A bytes body arrives base64-encoded, as AWS sends binary; `base64_body=True` marks a str body as
+    base64 as it stands (even if it is not). The template is not changed."""
+    pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
+    event = copy.deepcopy(template)
+    event["rawPath"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["requestId"] = str(uuid.uuid4())
+    event["rawQueryString"] = urlencode(pairs)
+    if pairs:
+        event["queryStringParameters"] = _joined(pairs)
+    event["headers"].update({name.lower(): value for name, value in (headers or {}).items()})
+    if isinstance(body, bytes):
+        body, base64_body = base64.b64encode(body).decode("ascii"), True
+    if body is not None:
+        event["body"], event["isBase64Encoded"] = body, base64_body
     return event
 
 

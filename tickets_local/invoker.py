@@ -3,8 +3,8 @@ function builds it), one invocation at a time in this process, whichever server 
 
 One at a time is not a simplification but a requirement, twice over:
 - a Lambda execution environment never runs two invocations at once, and the handler relies
-  on it: Powertools keeps the current event on the resolver *class*, and the logger's and
-  metrics' state are process-wide;
+  on it: an app's request deadline is one per app, and the Powertools logger's and metrics'
+  state are process-wide;
 - moto is process-wide and not atomic: concurrent UpdateItems on one item in moto issued
   duplicate tickets (docs/design.md#local-server), where DynamoDB itself never would.
 So every invocation of every server in the process holds one lock, whatever the backend.

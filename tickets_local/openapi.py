@@ -3,7 +3,7 @@
 
 The local server serves the document of its config at GET /_local/openapi.json (with the compatibility
 route when configured, at its path). The repository's openapi.json is the document of the default config:
-`python -m tickets_local.openapi > openapi.json` writes it, and tests/test_openapi.py checks it is current.
+`python -m tickets_local.openapi > openapi.json` writes it, and tests/functional/test_openapi.py checks it is current.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def render(settings: Settings) -> bytes:
 
 def _path_item(route: Route, parts: dict[str, Any]) -> dict[str, Any]:
     """The route's operations: one per method, alike but for their ids and the request body (POST only)."""
-    operation = parts["operations"][route.handler]
+    operation = parts["operations"][route.handler.__name__]  # its documentation, by the handler's name
     item = {}
     for method in route.methods:
         described = {
@@ -62,7 +62,7 @@ def _path_item(route: Route, parts: dict[str, Any]) -> dict[str, Any]:
 
 
 def _operation_id(route: Route, method: str) -> str:
-    first, *rest = route.handler.split("_")
+    first, *rest = route.handler.__name__.split("_")
     suffix = method.capitalize() if len(route.methods) > 1 and method != route.methods[0] else ""
     return first + "".join(word.capitalize() for word in rest) + suffix
 

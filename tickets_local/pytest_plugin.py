@@ -2,15 +2,18 @@
 
 Registered through the `pytest11` entry point: installing the package is all it takes.
 
-- `tickets_config` (session): cdk.json's `tickets` object for the server, as a dict. Override it in
-  your conftest.py to serve your deployment's counters; the default is DEFAULT_CONFIG.
-- `tickets_server` (session): the real handler behind a local Function URL on an embedded DynamoDB, in
-  a process of its own (tickets_local.testing.LocalTickets): `.url`, `.reset()`.
-- `tickets_client` (session): a `tickets_client.client.TicketsClient` for it (the `tickets-client`
-  package), one keep-alive connection for the whole session.
-- `tickets_servers` (session): a factory, `tickets_servers(config, region=None, endpoint_url=None)`,
-  for tests that need several configs, regions or endpoints; each distinct server starts once and
-  stops with the session.
+- `tickets_config`: cdk.json's `tickets` object for the server, as a dict. Override it (any scope) in a
+  conftest.py, a module or one test (`@pytest.mark.parametrize("tickets_config", [...])`) to serve your
+  deployment's counters; the default is DEFAULT_CONFIG.
+- `tickets_servers` (session): the pool, `tickets_servers(config, region=None, endpoint_url=None)`: one
+  running server per distinct config (compared as canonical JSON), region and endpoint, started on first
+  use and stopped with the session (with pytest-xdist, each worker's session has its own).
+- `tickets_server` (per test): the pool's server for this test's `tickets_config`, shared with every test
+  of the same config: its counters carry over from test to test. `.url`, `.reset()`.
+- `tickets_fresh_server` (per test): the same server, reset before the test: every counter and
+  Idempotency-Key starts empty, whatever ran before and in whatever order.
+- `tickets_client` (per test): a `tickets_client.client.TicketsClient` for that server (the `tickets-client`
+  package); one client, and one keep-alive connection, per server for the whole session.
 
 Your process is left alone: botocore is not patched, the environment is not changed, and your own
 `mock_aws` sees none of the server's tables. Nothing is imported beyond pytest and the standard
@@ -33,6 +36,11 @@ if TYPE_CHECKING:
 ServerFactory = Callable[..., "LocalTickets"]
 
 
+def canonical_config(config: Mapping[str, Any]) -> str:
+    """The pool's key for a config: equal configs, written in any key order, share one server."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"))
+
+
 @pytest.fixture(scope="session")
 def tickets_config() -> dict[str, Any]:
     """cdk.json's `tickets` object for `tickets_server`; override it to serve your own config."""
@@ -50,9 +58,9 @@ def tickets_servers() -> Iterator[ServerFactory]:
     running: dict[tuple[str, str | None, str | None], LocalTickets] = {}
 
     def server(config: Mapping[str, Any], region: str | None = None, endpoint_url: str | None = None) -> LocalTickets:
-        key = (json.dumps(config, sort_keys=True), region, endpoint_url)
+        key = (canonical_config(config), region, endpoint_url)
         if key not in running:
-            running[key] = LocalTickets(config, region=region, endpoint_url=endpoint_url).start()
+            running[key] = LocalTickets(copy.deepcopy(dict(config)), region=region, endpoint_url=endpoint_url).start()
         return running[key]
 
     try:
@@ -64,14 +72,28 @@ def tickets_servers() -> Iterator[ServerFactory]:
             started.stop()
 
 
-@pytest.fixture(scope="session")
-def tickets_server(tickets_servers: ServerFactory, tickets_config: dict[str, Any]) -> LocalTickets:
-    """The real handler behind a local Function URL, serving `tickets_config`: `.url`, `.reset()`."""
+@pytest.fixture
+def tickets_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> LocalTickets:
+    """The server for this test's `tickets_config`, shared by every test of that config: `.url`, `.reset()`.
+    Per test (not per session), so that each test gets the server of the config it declares."""
     return tickets_servers(tickets_config)
 
 
+@pytest.fixture
+def tickets_fresh_server(tickets_server: LocalTickets) -> LocalTickets:
+    """`tickets_server`, reset before this test: its counters and Idempotency-Keys start empty."""
+    tickets_server.reset()
+    return tickets_server
+
+
 @pytest.fixture(scope="session")
-def tickets_client(tickets_server: LocalTickets) -> TicketsClient:
+def _tickets_clients() -> dict[str, TicketsClient]:
+    """One TicketsClient per server URL, kept for the session (its keep-alive connection with it)."""
+    return {}
+
+
+@pytest.fixture
+def tickets_client(tickets_server: LocalTickets, _tickets_clients: dict[str, TicketsClient]) -> TicketsClient:
     """A TicketsClient for `tickets_server` (from the `tickets-client` package)."""
     try:
         from tickets_client.client import TicketsClient
@@ -81,4 +103,6 @@ def tickets_client(tickets_server: LocalTickets) -> TicketsClient:
             "(from the Tickets repository: pip install ./clients/python)",
             pytrace=False,
         )
-    return TicketsClient(tickets_server.url)
+    if tickets_server.url not in _tickets_clients:
+        _tickets_clients[tickets_server.url] = TicketsClient(tickets_server.url)
+    return _tickets_clients[tickets_server.url]

@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tickets.access import Rules
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
@@ -32,6 +33,7 @@ from .events import (
     MAX_REQUEST_BYTES,
     HttpRequest,
     HttpResponse,
+    PlayedCallerError,
     bad_gateway,
     error_response,
     function_url_event,
@@ -76,8 +78,10 @@ class _HttpServer(ThreadingHTTPServer):
         invoker: HandlerInvoker,
         local_routes: dict[str, Callable[[], bytes]],
         reset: Callable[[], None] | None = None,
+        play_callers: bool = False,
     ):
         self.invoker = invoker
+        self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
         self.local_routes = local_routes  # path -> the JSON it answers to GET
         self.reset = reset  # None: the reset route is refused
         self._connections: set[socket.socket] = set()
@@ -147,7 +151,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             source_ip=self.client_address[0],
             server_port=self.server.server_address[1],
         )
-        event = function_url_event(request)
+        try:
+            event = function_url_event(request, play_callers=self.server.play_callers)
+        except PlayedCallerError as err:
+            return error_response(400, "bad_request", str(err))
         try:
             result = self.server.invoker.invoke(event)
         except Exception:
@@ -268,8 +275,11 @@ class LocalServer:
         verbose: bool = False,
         allow_reset: bool = False,
         config: Mapping[str, Any] | None = None,
+        play_callers: bool = False,
     ):
-        """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`."""
+        """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
+        enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
+        (unsigned without one); without, the rules are not enforced, as no request is signed here."""
         self.deployment: LocalDeployment = (
             load_deployment(config_path, region) if config is None else deployment_from_config(config, region)
         )
@@ -277,6 +287,7 @@ class LocalServer:
         self._address = (host, port)
         self._verbose = verbose
         self._allow_reset = allow_reset
+        self._play_callers = play_callers
         self._invoker: HandlerInvoker | None = None
         self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
         self._saved_environment: dict[str, str | None] = {}
@@ -302,7 +313,13 @@ class LocalServer:
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
-            self._http = _HttpServer(self._address, invoker, local_routes, self.reset if self._allow_reset else None)
+            self._http = _HttpServer(
+                self._address,
+                invoker,
+                local_routes,
+                self.reset if self._allow_reset else None,
+                play_callers=self._play_callers,
+            )
         except BaseException:
             self._release()
             raise
@@ -340,7 +357,15 @@ class LocalServer:
             self.deployment.idempotency_table,
             region=self.deployment.region,
             series_table=self.deployment.series_table,
+            access=self._access(),
         )
+
+    def _access(self) -> Callable[[], Rules] | None:
+        """The config's rules, enforced only where requests can be signed: when this server plays callers."""
+        rules = self.deployment.config.access
+        if rules is None or not self._play_callers:
+            return None
+        return lambda: rules
 
     def _counters(self, invoker: HandlerInvoker) -> bytes:
         """Every counter item of the table, as GET /_local/counters answers: read through the function's

@@ -55,18 +55,22 @@ class LocalTickets:
         endpoint_url: str | None = None,
         python: str | None = None,
         verbose: bool = False,
+        play_callers: bool = False,
         config_file: str | Path | None = None,
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
         endpoint (default: moto inside the server's process, gone when it stops); `python` the
-        interpreter to run it with (default: this one); `config_file` a cdk.json to read instead of
-        `config`, with the ledger beside it (its epochs decide where changed layouts start)."""
+        interpreter to run it with (default: this one); `play_callers`: enforce the config's access rules,
+        each request signed by the caller its client names (tickets_client's `play_caller`); `config_file` a
+        cdk.json to read instead of `config`, with the ledger beside it (its epochs decide where changed
+        layouts start)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
         self.python = python or sys.executable
         self.verbose = verbose
+        self.play_callers = play_callers
         self.config_file = config_file
         self.banner = ""  # what the server printed when it started (url, backend, region, tables)
         self._url: str | None = None
@@ -97,6 +101,8 @@ class LocalTickets:
             command += ["--endpoint-url", self.endpoint_url]
         if self.verbose:
             command.append("--verbose")
+        if self.play_callers:
+            command.append("--play-callers")
         # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(

@@ -4,6 +4,7 @@ order numbers and invoice numbers, the order numbers also served from a second r
 checkout function granted to call both. It uses only the installed library (`pip install tickets-cdk`)."""
 
 import aws_cdk as cdk
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 
 from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
@@ -20,6 +21,8 @@ app = cdk.App()
 
 shop = cdk.Stack(app, "Shop", env=cdk.Environment(region="eu-west-1"))
 orders = TicketService(shop, "Orders", region_slot=0, **ORDER_NUMBERS)
+# Invoice numbers: encrypted with the shop's own key, and only what the grants below allow (access rules).
+invoice_key = kms.Key(shop, "InvoiceNumbersKey", enable_key_rotation=True)
 invoices = TicketService(
     shop,
     "Invoices",
@@ -27,6 +30,8 @@ invoices = TicketService(
     strict_keys=True,
     counters={"invoices-2026": {"start": 1}, "credit-notes": {"start": 1, "max_block": 10}},
     log_retention_days=365,
+    encryption_key=invoice_key,
+    access={},
 )
 checkout = lambda_.Function(
     shop,
@@ -37,7 +42,7 @@ checkout = lambda_.Function(
     environment={"ORDER_NUMBERS_URL": orders.url.url, "INVOICE_NUMBERS_URL": invoices.url.url},
 )
 orders.grant_issue(checkout)
-invoices.grant_issue(checkout)
+invoices.grant_issue(checkout, keys=["invoices-2026", "credit-notes"])
 invoice_alarms = TicketAlarms(shop, "InvoicesAlarms", service=invoices, alarm_email="ops@shop.example")
 TicketDashboard(shop, "InvoicesDashboard", service=invoices, alarms=invoice_alarms)
 

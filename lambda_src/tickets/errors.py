@@ -32,6 +32,19 @@ class BadRequest(TicketsError):
     code = "bad_request"
 
 
+class Forbidden(TicketsError):
+    status = 403
+    code = "forbidden"
+
+
+def forbidden(caller: str, operation: str, key: str) -> Forbidden:
+    # What was asked, and who asked: never another principal's rules.
+    return Forbidden(
+        f"{caller} may not {operation} key {echo(key)}: no access rule of this deployment allows it. "
+        "Nothing was done; ask for a rule (docs/callers.md#access-rules)"
+    )
+
+
 class NotFound(TicketsError):
     status = 404
     code = "not_found"

@@ -3,10 +3,25 @@ environment the stack gives the function."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 
+from .access_store import ACCESS_PARAMETERS_ENV, StoredRules, ssm_client
 from .app import create_app, dynamodb_client
+from .errors import Unavailable
 from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SERIES_TABLE_ENV, SETTINGS_ENV, Settings
+
+
+def _access_rules() -> StoredRules | None:
+    """The stored rules, read now (cold start); None without."""
+    names = os.environ.get(ACCESS_PARAMETERS_ENV)
+    if not names:
+        return None
+    rules = StoredRules(ssm_client(), names.split(","))
+    with contextlib.suppress(Unavailable):  # then each request answers 503 and tries again (access_store.py)
+        rules()
+    return rules
+
 
 app = create_app(
     Settings.from_json(os.environ[SETTINGS_ENV]),
@@ -14,5 +29,6 @@ app = create_app(
     os.environ[COUNTER_TABLE_ENV],
     os.environ[IDEMPOTENCY_TABLE_ENV],
     series_table=os.environ.get(SERIES_TABLE_ENV),
+    access=_access_rules(),
 )
 lambda_handler = app.lambda_handler

@@ -1,23 +1,24 @@
-"""The route table: every path the function serves, its methods and the handler that serves it.
-
-One table drives the resolver's registration (app.py), the `Allow` header and the 404 and 405 texts
-(here), and the paths of the served API document (tickets_local/openapi.py). A route is added by an
-entry here, its handler in app.py and its documentation (tickets_local/openapi_parts.json, the README).
-
-Paths are literal except for `{name}` segments. A segment that starts with `_` is never a key
-(keys.KEY_PATTERN), so the `_` prefix is reserved for the service's own routes: an unknown `/_x` is
-404, never a key.
-"""
+"""The route table: each path, its methods, handler and operation; it drives the dispatch, `Allow`,
+the 404 and 405 texts and the API document's paths (docs/design.md#routes). `{name}` is a parameter;
+no key starts with `_` (keys.KEY_PATTERN): the prefix is the service's own routes'."""
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
+from . import counters, health
+from . import series_routes as series
+from .services import Response
 from .settings import Settings
 
 RESERVED_PREFIX = "_"
+Handler = Callable[..., Response]
+# What a route does, for dispatch.RouteCheck (before any replay and any DynamoDB call).
+Operation = Literal["issue", "series", "void", "read", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 
 
@@ -25,20 +26,24 @@ _PARAMETER = re.compile(r"\{(\w+)\}")
 class Route:
     path: str  # an OpenAPI path template: literal segments and `{name}` segments
     methods: tuple[str, ...]
-    handler: str  # the name of its function in app.py's create_app
+    handler: Handler
     summary: str
+    operation: Operation
 
     @property
     def parameters(self) -> tuple[str, ...]:
         """The path parameters, in order; the handler takes them as keyword arguments."""
         return tuple(_PARAMETER.findall(self.path))
 
-    @property
-    def rule(self) -> str:
-        """The path as Powertools' resolver registers it: `<name>` for a parameter, and the rest escaped,
-        since the resolver compiles a rule into a regular expression (`v1.counter` must not match `v1-counter`)."""
-        parts = _PARAMETER.split(self.path)  # literal, name, literal, name, ..., literal
-        return "".join(f"<{part}>" if index % 2 else re.escape(part) for index, part in enumerate(parts))
+    def arguments(self, path: str) -> dict[str, str] | None:
+        """The path parameters when the dispatch gives `path` to this route's handler, else None. A
+        parameter is one segment of the characters a URL carries (the set Powertools' resolver took,
+        so answers are as before), `_` prefix included (`/_counters/_x` reaches its handler, which
+        refuses the key), except in the first segment: `/_x` is the service's, never a key."""
+        found = _dispatch_pattern(self.path).match(path)
+        if found is None or (self.path.startswith("/{") and path[1:].startswith(RESERVED_PREFIX)):
+            return None
+        return found.groupdict()
 
     @property
     def allow(self) -> str:
@@ -53,14 +58,36 @@ class Route:
 
 
 ROUTES = (
-    Route("/", ("GET", "POST"), "next_default_ticket", "Next ticket(s) of the default key, or of the key named"),
-    Route("/{key}", ("GET", "POST"), "next_ticket", "Next ticket(s) of a key"),
-    Route("/_blocks/{key}", ("GET", "POST"), "reserve_block", "Reserve a range block of a key's tickets"),
-    Route("/_counters/{key}", ("GET",), "counter_state", "A counter's state in this region; issues nothing"),
-    Route("/_health", ("GET",), "health", "The function's version, region and slot; issues nothing"),
-    Route("/_series/{key}", ("POST",), "issue_series_number", "The next number of a series, with its journal entry"),
-    Route("/_series/{key}/void", ("POST",), "void_series_number", "Void a series number (recorded, never undone)"),
-    Route("/_series/{key}/journal", ("GET",), "series_journal", "A page of a series' journal, in order"),
+    Route(
+        "/",
+        ("GET", "POST"),
+        counters.next_default_ticket,
+        "Next ticket(s) of the default key, or of the key named",
+        "issue",
+    ),
+    Route("/{key}", ("GET", "POST"), counters.next_ticket, "Next ticket(s) of a key", "issue"),
+    Route(
+        "/_blocks/{key}", ("GET", "POST"), counters.reserve_block, "Reserve a range block of a key's tickets", "issue"
+    ),
+    Route(
+        "/_counters/{key}", ("GET",), counters.counter_state, "A counter's state in this region; issues nothing", "read"
+    ),
+    Route("/_health", ("GET",), health.health, "The function's version, region and slot; issues nothing", "none"),
+    Route(
+        "/_series/{key}",
+        ("POST",),
+        series.issue_series_number,
+        "The next number of a series, with its journal entry",
+        "series",
+    ),
+    Route(
+        "/_series/{key}/void",
+        ("POST",),
+        series.void_series_number,
+        "Void a series number (recorded, never undone)",
+        "void",
+    ),
+    Route("/_series/{key}/journal", ("GET",), series.series_journal, "A page of a series' journal, in order", "read"),
 )
 
 
@@ -69,8 +96,9 @@ def compat_route(path: str) -> Route:
     return Route(
         f"/{path}",
         ("GET", "POST"),
-        "compat_ticket",
+        counters.compat_ticket,
         "Next ticket of ?systemKey=, as the bare number (compatibility route)",
+        "issue",
     )
 
 
@@ -92,6 +120,18 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
             return f"{path} needs a key: {route.describe()}"
     listed = [route.path for route in routes]
     return f"no such path; use {', '.join(listed[:-1])} or {listed[-1]}"
+
+
+# What a path parameter may hold to reach its handler: RFC 3986's unreserved and sub-delims, `:` and `@`,
+# and the characters a URL carries percent-encoded or decoded by a proxy; not `/`, `"`, `#`, `?`, `\\`.
+_SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
+
+
+@functools.lru_cache(maxsize=32)
+def _dispatch_pattern(template: str) -> re.Pattern[str]:
+    parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
+    regex = "".join(f"(?P<{part}>{_SEGMENT})" if index % 2 else re.escape(part) for index, part in enumerate(parts))
+    return re.compile(f"{regex}$")  # `$`, as the resolver had it: a path may end in one newline
 
 
 @functools.lru_cache(maxsize=32)

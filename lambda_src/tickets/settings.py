@@ -7,8 +7,10 @@ SETTINGS_ENV; the handler reads it back. Nothing here parses cdk.json or knows a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields
+from typing import Any
 
 from .keys import MAX_BLOCK
 from .series.config import SeriesConfig
@@ -33,26 +35,13 @@ class CounterConfig:
     fence: int | None = None
 
     def to_json(self) -> dict[str, int]:
-        encoded = {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
-        if self.max_block is not None:
-            encoded["maxBlock"] = self.max_block
-        if self.epoch:  # only after a layout change: every other counter's settings stay as they were
-            encoded["epoch"] = self.epoch
-        if self.fence is not None:
-            encoded["fence"] = self.fence
-        return encoded
+        """Derived like Settings': each attribute under its camelCase name, left out at its default unless
+        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch and fence appear only when set."""
+        return _encoded(self, COUNTER_ALWAYS_WRITTEN, {})
 
     @classmethod
     def from_json(cls, raw: Mapping[str, int]) -> CounterConfig:
-        return cls(
-            start=raw["start"],
-            stride=raw["stride"],
-            max=raw["max"],
-            shards=raw["shards"],
-            max_block=raw.get("maxBlock"),
-            epoch=raw.get("epoch", 0),
-            fence=raw.get("fence"),
-        )
+        return cls(**_decoded(cls, raw, {}))
 
 
 @dataclass(frozen=True)
@@ -82,35 +71,72 @@ class Settings:
         return CounterConfig()
 
     def to_json(self) -> str:
-        # `series` only when configured: the settings of a deployment without series stay as they were.
-        series = {"series": {key: s.to_json() for key, s in self.series.items()}} if self.series else {}
-        return json.dumps(
-            {
-                **series,
-                "regionSlot": self.region_slot,
-                "regionSlots": self.region_slots,
-                "defaultKey": self.default_key,
-                "strictKeys": self.strict_keys,
-                "counters": {key: c.to_json() for key, c in self.counters.items()},
-                "idempotencyExpirySeconds": self.idempotency_expiry_seconds,
-                "maxBlock": self.max_block,
-                "compatPath": self.compat_path,
-            },
-            separators=(",", ":"),
-            sort_keys=True,
-        )
+        """Each attribute under its camelCase name (the codecs below for the nested ones). A value at its
+        default is left out, except the attributes every version wrote (ALWAYS_WRITTEN), so the environment of
+        a deployment stays byte for byte what it was when an attribute is added."""
+        return json.dumps(_encoded(self, ALWAYS_WRITTEN, _CODECS), separators=(",", ":"), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
-        raw = json.loads(text)
-        return cls(
-            region_slot=raw["regionSlot"],
-            region_slots=raw["regionSlots"],
-            default_key=raw["defaultKey"],
-            strict_keys=raw["strictKeys"],
-            counters={key: CounterConfig.from_json(c) for key, c in raw["counters"].items()},
-            idempotency_expiry_seconds=raw["idempotencyExpirySeconds"],
-            max_block=raw["maxBlock"],
-            compat_path=raw["compatPath"],
-            series={key: SeriesConfig.from_json(s) for key, s in raw.get("series", {}).items()},
-        )
+        return cls(**_decoded(cls, json.loads(text), _CODECS))
+
+
+# Written even at their defaults: every version before the derived encoding wrote them (`series` only
+# when configured), and the deployed functions' environments stay as they were.
+ALWAYS_WRITTEN = frozenset(
+    {
+        "region_slot",
+        "region_slots",
+        "default_key",
+        "strict_keys",
+        "counters",
+        "idempotency_expiry_seconds",
+        "max_block",
+        "compat_path",
+    }
+)
+# A counter's fields every version wrote (maxBlock, and a changed layout's epoch and fence, only when set).
+COUNTER_ALWAYS_WRITTEN = frozenset({"start", "stride", "max", "shards"})
+_Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
+_PLAIN: _Codec = (lambda value: value, lambda raw: raw)
+_CODECS: dict[str, _Codec] = {
+    "counters": (
+        lambda counters: {key: counter.to_json() for key, counter in counters.items()},
+        lambda raw: {key: CounterConfig.from_json(counter) for key, counter in raw.items()},
+    ),
+    "series": (
+        lambda series: {key: each.to_json() for key, each in series.items()},
+        lambda raw: {key: SeriesConfig.from_json(each) for key, each in raw.items()},
+    ),
+}
+
+
+def _camel(name: str) -> str:
+    """A Settings attribute's name in the environment: region_slot -> regionSlot."""
+    return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)
+
+
+def _encoded(value: Any, always_written: frozenset[str], codecs: Mapping[str, _Codec]) -> dict[str, Any]:
+    """A dataclass's attributes under their camelCase names, through their codecs; those at their default
+    left out unless always written."""
+    return {
+        _camel(each.name): codecs.get(each.name, _PLAIN)[0](getattr(value, each.name))
+        for each in fields(value)
+        if each.name in always_written or getattr(value, each.name) != _default(each)
+    }
+
+
+def _decoded(cls: Any, raw: Mapping[str, Any], codecs: Mapping[str, _Codec]) -> dict[str, Any]:
+    """The keyword arguments of `cls` that `raw` (written by _encoded) holds; the others keep their defaults."""
+    return {
+        each.name: codecs.get(each.name, _PLAIN)[1](raw[_camel(each.name)])
+        for each in fields(cls)
+        if _camel(each.name) in raw
+    }
+
+
+def _default(declared: Field[Any]) -> Any:
+    if declared.default is MISSING:
+        assert declared.default_factory is not MISSING  # every attribute of Settings has a default
+        return declared.default_factory()
+    return declared.default

@@ -23,32 +23,23 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+from botocore.exceptions import ClientError
 
-from . import lane_item
+from . import dynamodb_errors, lane_item
 from .epochs import STOPPED
 from .errors import ConfigMismatch, Unavailable, exhausted
 from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, layout_contradiction, missing, number
 from .sequence import Lane
 from .tables import COUNTER_KEY
 
-_TRANSIENT_CODES = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "InternalServerError",
-        "ServiceUnavailable",
-        "LimitExceededException",
-    }
+_UNAVAILABLE = dynamodb_errors.UnavailableMessages(
+    throttled="the counter table is throttled or unavailable; nothing was issued, retry after the Retry-After delay",
+    no_answer="the counter table did not answer in time; no ticket was handed out, retry after the Retry-After delay",
 )
-# botocore's bases of every connection failure and timeout it raises (ReadTimeoutError included).
-_TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
 _ATTEMPTS = 3  # the advance, and at most two rounds of creating a shard raced by another request
 # BatchGetItem's unprocessed keys are asked for again after a pause drawn from 0 to this, doubled
 # each round (full jitter): at most 0.05 + 0.1 s in all, small beside any deadline.
 _UNPROCESSED_BACKOFF_SECONDS = 0.05
-_CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 class CounterStore:
@@ -148,7 +139,7 @@ class CounterStore:
         try:
             self._call("update_item", **self._on(lane.item_key), **lane_item.create(lane, last))
         except ClientError as err:
-            if err.response["Error"]["Code"] != _CONDITION_FAILED:
+            if not dynamodb_errors.is_condition_failure(err):
                 raise
             return None
         return last
@@ -157,7 +148,7 @@ class CounterStore:
         """The item whose condition failed, as it stands (None: it does not exist). Re-raises any
         other error. An endpoint that ignores ReturnValuesOnConditionCheckFailure leaves the item
         out, as DynamoDB does for an item that does not exist: one consistent read tells which."""
-        if err.response["Error"]["Code"] != _CONDITION_FAILED:
+        if not dynamodb_errors.is_condition_failure(err):
             raise err
         if "Item" in err.response:
             item: Item = err.response["Item"]
@@ -184,21 +175,9 @@ class CounterStore:
         return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**request)
-            return response
-        except ClientError as err:
-            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-            if err.response["Error"]["Code"] in _TRANSIENT_CODES or status >= 500:
-                raise Unavailable(
-                    "the counter table is throttled or unavailable; nothing was issued, "
-                    "retry after the Retry-After delay"
-                ) from err
-            raise
-        except _TRANSIENT_ERRORS as err:
-            raise Unavailable(
-                "the counter table did not answer in time; no ticket was handed out, retry after the Retry-After delay"
-            ) from err
+        """The call; throttling and faults as a 503, a failed condition and a misconfiguration (a 500) raised
+        as they came (dynamodb_errors)."""
+        return dynamodb_errors.call(self._client, operation, request, _UNAVAILABLE)
 
 
 _PERMANENT = (

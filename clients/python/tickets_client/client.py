@@ -52,7 +52,7 @@ BACKOFF_CAP_SECONDS = 5.0
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
 MAX_SAFE_INTEGER = 2**53 - 1  # the largest ticket both clients hold exactly (a JS number beyond it rounds)
 # The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
-# import the server's code; tests/test_client.py checks the two agree).
+# import the server's code; tests/functional/test_client.py checks the two agree).
 FUNCTION_TIMEOUT_SECONDS = 10
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
@@ -84,6 +84,8 @@ class SeriesNumber:
     id: str | None
 
 
+# tickets_local's name for the caller a local server plays (tickets_local/events.py, which a test holds to this).
+PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
@@ -97,7 +99,11 @@ class TicketsClient:
         timeout: float = 5,
         max_attempts: int = 5,
         sleep: Callable[[float], None] = time.sleep,
+        play_caller: str | None = None,
     ):
+        """`play_caller`: for a local server started with --play-callers only, the principal (a role, session or
+        user ARN, an account or organization id) it takes as each request's signer, so a test sees the 403s
+        the deployment's access rules give that caller. A deployed function ignores it."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -117,6 +123,7 @@ class TicketsClient:
         self._transport = _Transport(parts.scheme, parts.hostname, parts.port, timeout)
         self._max_attempts = max_attempts
         self._sleep = sleep
+        self._played = {PLAY_CALLER_HEADER: play_caller} if play_caller is not None else {}
 
     @property
     def signing(self) -> bool:
@@ -158,7 +165,7 @@ class TicketsClient:
         it numbers, up to 128 characters). Always sends an Idempotency-Key, the same on every retry, so
         a lost answer never costs a number; pass your own (stored with the document) to get the same
         number back after your process restarts."""
-        body = b"" if ref is None else json.dumps({"ref": ref}).encode()
+        body = b"" if ref is None else _json_body({"ref": ref})
         answer = self._request(
             "POST", f"/_series{_key_path(key)}", idempotent=True, idempotency_key=idempotency_key, body=body
         )
@@ -170,7 +177,7 @@ class TicketsClient:
     def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
         """Void a number (`POST /_series/{key}/void`): the journal entry, with who voided it, when and why.
         Safe to retry: a number is voided once, and voiding again answers the first void."""
-        body = json.dumps({"series": series, "ticket": ticket, "reason": reason}).encode()
+        body = _json_body({"series": series, "ticket": ticket, "reason": reason})
         return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
 
     def journal(
@@ -202,7 +209,7 @@ class TicketsClient:
         so a retry cannot burn tickets; it, or `repeatable` (a request the server answers alike however
         often it comes), lets a 502 or 504 be retried."""
         target = self._base_path + path
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
         if body:
             headers["Content-Type"] = "application/json"
         if idempotent:
@@ -255,6 +262,16 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     if len(steps) > 1 or min(steps, default=1) < 1:
         raise TicketsError(200, "bad_response", f"the tickets are not ascending by one step: {answer!r:.200}")
     return tickets
+
+
+def _json_body(fields: dict[str, Any]) -> bytes:
+    """A request body as UTF-8 JSON, non-ASCII text unescaped: escaped (`\\ud840\\udc00`), a character
+    outside the BMP takes 12 bytes instead of 4, and the longest reason docs/series.md allows would
+    not fit the server's body limit. Text that is not valid Unicode (a lone surrogate) is refused here."""
+    try:
+        return json.dumps(fields, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"not valid Unicode text (a lone surrogate at {err.start}): {fields!r:.200}") from None
 
 
 def _key_path(key: str | None) -> str:

@@ -27,12 +27,12 @@ import { STATUS_CODES } from "node:http";
 import { TicketsError } from "./errors.js";
 import { type CredentialSource, Signer, functionUrlRegion } from "./signing.js";
 
-export const USER_AGENT = "tickets-client-ts/0.2.0"; // the package.json version (tests/test_client_packaging.py)
+export const USER_AGENT = "tickets-client-ts/0.2.0"; // the package.json version (tests/packaging/test_client_packaging.py)
 export const BACKOFF_BASE_SECONDS = 0.1;
 export const BACKOFF_CAP_SECONDS = 5.0;
 export const MAX_RETRY_AFTER_SECONDS = 30.0; // a Retry-After beyond this is honoured only this far
 // The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
-// read the server's code; tests/test_typescript_client.py checks the two agree).
+// read the server's code; tests/unit/test_typescript_client.py checks the two agree).
 export const FUNCTION_TIMEOUT_SECONDS = 10;
 export const IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5; // past the lock's expiry, with a margin
 export const IN_PROGRESS_MAX_ATTEMPTS = 60; // a bound on attempts too, whatever the jitter draws

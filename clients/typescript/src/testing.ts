@@ -106,9 +106,21 @@ function announced(child: ChildProcess, python: string, log: () => string): Prom
     child.once("exit", (code) => {
       clearTimeout(timer);
       // The exit may come before the last of stderr: read it once the streams have closed.
-      setImmediate(() => failed(new Error(`the local server exited (${code}) before it listened:\n${log()}`)));
+      setImmediate(() => failed(new Error(exitedBefore(python, code, log()))));
     });
   });
+}
+
+/** Why the server exited before it listened; a Python without Tickets is told where to find or install it. */
+export function exitedBefore(python: string, code: number | null, log: string): string {
+  if (/No module named '?tickets_local/.test(log)) {
+    return (
+      `${python} has no tickets_local (No module named tickets_local): set TICKETS_PYTHON (or pass python) to a ` +
+      `Python with Tickets installed, or install it into this one: ${python} -m pip install "path/to/tickets[testing]" ` +
+      "(docs/testing.md)"
+    );
+  }
+  return `the local server exited (${code}) before it listened:\n${log}`;
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {

@@ -6,6 +6,11 @@ import { after, before, describe, test } from "node:test";
 import { Block, IN_PROGRESS_RETRY_SECONDS, TicketsClient, TicketsError } from "../src/index.js";
 import { type LocalServer, StubServer, freshKey, jsonReply, localServer, recordingSleep } from "./support.js";
 
+// docs/series.md's limits (lambda_src/tickets/series/journal.py; tests/test_client_unicode.py checks they agree).
+const MAX_REF_CHARS = 128;
+const MAX_REASON_CHARS = 500;
+const WIDE = "\u{20000}"; // 4 bytes in UTF-8; 12 if a client escaped it in its JSON
+
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 async function refusal(promise: Promise<unknown>): Promise<TicketsError> {
@@ -96,6 +101,19 @@ describe("against the local server", () => {
       );
       const never = await refusal(client.void("ts-invoices", "all", 99, "never issued"));
       assert.equal(never.status, 404);
+    });
+
+    test("the longest ref and reason in 4-byte characters: the body is UTF-8, unescaped", async (t) => {
+      if (!server.ownConfig) return t.skip("TICKETS_URL names a server whose config may have no series");
+      const number = await client.series("ts-wide", { ref: WIDE.repeat(MAX_REF_CHARS) });
+      const voided = await client.void("ts-wide", number.series, number.ticket, WIDE.repeat(MAX_REASON_CHARS));
+      assert.equal((voided.voided as { reason: string }).reason, WIDE.repeat(MAX_REASON_CHARS));
+      const entries = [];
+      for await (const entry of client.journal("ts-wide", number.series)) entries.push(entry);
+      assert.deepEqual(
+        entries.map((e) => e.ref),
+        [WIDE.repeat(MAX_REF_CHARS)],
+      );
     });
   });
 });

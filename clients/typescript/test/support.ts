@@ -19,7 +19,7 @@ export const LOCAL_CONFIG = {
   regionSlots: 1,
   strictKeys: false,
   counters: { orders: { start: 5000 }, "small-blocks": { maxBlock: 300 } },
-  series: { "ts-invoices": { start: 1, format: "T-{n:03}" } },
+  series: { "ts-invoices": { start: 1, format: "T-{n:03}" }, "ts-wide": { start: 1 } },
 };
 
 export interface LocalServer {

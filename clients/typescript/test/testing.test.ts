@@ -1,6 +1,9 @@
 /** The test helper (`tickets-client/testing`): the local server in a process of its own, reset between
  * tests, stopped cleanly; and the package exports it under that name. */
 import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
 import { TicketsClient, TicketsError } from "../src/index.js";
@@ -52,6 +55,19 @@ test("a bad config fails the start with the server's message", async () => {
     startLocalTickets({ python: PYTHON, config: { regions: { "us-east-1": 0 }, counters: { orders: { start: "x" } } } }),
     /exited \(1\) before it listened:[\s\S]*tickets\.counters\.orders\.start/,
   );
+});
+
+test("a Python without Tickets fails the start naming TICKETS_PYTHON and the install command", async () => {
+  // A Python that cannot import tickets_local: -I -S, no site-packages and not the working directory.
+  const bare = join(mkdtempSync(join(tmpdir(), "tickets-bare-")), "python");
+  writeFileSync(bare, `#!/bin/sh\nexec ${PYTHON} -I -S "$@"\n`, { mode: 0o755 });
+  await assert.rejects(startLocalTickets({ python: bare }), (err: unknown) => {
+    const message = (err as Error).message;
+    assert.match(message, /has no tickets_local/);
+    assert.match(message, /TICKETS_PYTHON/);
+    assert.match(message, /-m pip install "path\/to\/tickets\[testing\]"/);
+    return true;
+  });
 });
 
 test("the package exports the helper as tickets-client/testing", async () => {

@@ -8,8 +8,8 @@ from tickets_client.client import TicketsError
 
 
 @pytest.fixture(autouse=True)
-def fresh_counters(tickets_server):
-    tickets_server.reset()
+def fresh_counters(tickets_fresh_server):
+    """Every test of this module starts from empty counters (the server is reset before it)."""
 
 
 def test_the_configured_counters_start_and_stride_as_configured(tickets_client):

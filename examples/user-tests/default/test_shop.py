@@ -29,8 +29,7 @@ def s3():
         yield client
 
 
-def test_an_order_is_numbered_by_tickets_and_stored_in_s3(tickets_server, tickets_client, s3):
-    tickets_server.reset()
+def test_an_order_is_numbered_by_tickets_and_stored_in_s3(tickets_fresh_server, tickets_client, s3):
     first = place_order(tickets_client, s3, "shop-orders", "tea")
     second = place_order(tickets_client, s3, "shop-orders", "cake")
 
@@ -75,6 +74,10 @@ def test_outside_my_mock_aws_botocore_is_not_patched(tickets_client):
     s3._endpoint.http_session.send = send
     with pytest.raises(ReachedTheNetwork):
         s3.list_buckets()
+
+
+def test_each_test_of_the_fresh_server_starts_from_empty_counters(tickets_fresh_server, tickets_client):
+    assert tickets_client.next("orders", count=2) == [1, 2]  # whichever test of this module ran before
 
 
 def test_the_server_changed_nothing_in_my_environment(tickets_server):

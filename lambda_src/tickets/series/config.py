@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser (settings.MAX_SAFE_INTEGER, without the import cycle)
@@ -23,7 +23,6 @@ OFFSET_PATTERN = re.compile(r"([+-])([01][0-9]):([0-5][0-9])")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NUMBER_PLACEHOLDER = re.compile(r"n(?::0([1-9][0-9]?))?")
 PLACEHOLDERS = "{series}, {key}, {n} and {n:0W} (the number, zero-padded to W digits)"
-FIELDS = ("start", "period", "periodStartMonth", "utcOffset", "format", "formatMaxLength", "max")
 
 
 class SeriesConfigError(ValueError):
@@ -57,32 +56,74 @@ class SeriesConfig:
         return _render(self.format, key, series, number)
 
     def to_json(self) -> dict[str, Any]:
-        """cdk.json's shape, every field written (max as derived): what the settings carry and the ledger
-        records; parse_series reads it back unchanged."""
-        encoded: dict[str, Any] = {"start": self.start, "max": self.max}
-        if self.period is not None:
-            encoded.update(
-                period=self.period,
-                periodStartMonth=self.period_start_month,
-                utcOffset=format_offset(self.utc_offset_minutes),
-            )
-        if self.format is not None:
-            encoded["format"] = self.format
-        if self.format_max_length is not None:
-            encoded["formatMaxLength"] = self.format_max_length
-        return encoded
+        """cdk.json's shape (max as derived): what the settings carry and the ledger records; parse_series
+        reads it back unchanged. An option at its default is left out (SeriesOption.written), so an option
+        added later never changes what an older series encodes to, nor makes an older ledger unreadable."""
+        return {
+            option.name: option.encode(getattr(self, option.attribute))
+            for option in SERIES_OPTIONS
+            if option.written(self)
+        }
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SeriesConfig:
         return cls(
-            start=raw["start"],
-            period=raw.get("period"),
-            period_start_month=raw.get("periodStartMonth", 1),
-            utc_offset_minutes=parse_offset(raw.get("utcOffset", "+00:00"), "utcOffset"),
-            format=raw.get("format"),
-            format_max_length=raw.get("formatMaxLength"),
-            max=raw["max"],
+            **{
+                option.attribute: option.decode(raw[option.name], option.name)
+                for option in SERIES_OPTIONS
+                if option.name in raw
+            }
         )
+
+
+def _same(value: Any, name: str = "") -> Any:
+    return value
+
+
+@dataclass(frozen=True)
+class SeriesOption:
+    """One option of a series, defined once: its name in cdk.json, the settings and the ledger (`name`),
+    its SeriesConfig attribute, its default and its JSON encoding. parse_series holds its rule."""
+
+    name: str
+    attribute: str
+    default: Any
+    encode: Callable[[Any], Any] = _same
+    decode: Callable[[Any, str], Any] = _same
+    # Written even at its default, as every version before this table did (`always`), or whenever the
+    # series has a period (`with_period`): the encodings already recorded in ledgers stay as they are.
+    always: bool = False
+    with_period: bool = False
+
+    @property
+    def prop(self) -> str:
+        """The construct's snake_case name of the option (`utcOffset` -> `utc_offset`)."""
+        return re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), self.name)
+
+    def written(self, config: SeriesConfig) -> bool:
+        value = getattr(config, self.attribute)
+        return self.always or (self.with_period and config.period is not None) or value != self.default
+
+
+# Adding an option: an entry here (default: left out of every encoding while at its default), the
+# SeriesConfig attribute, its rule in parse_series and its line in docs/series.md.
+SERIES_OPTIONS: tuple[SeriesOption, ...] = (
+    SeriesOption("start", "start", 1, always=True),
+    SeriesOption("period", "period", None),
+    SeriesOption("periodStartMonth", "period_start_month", 1, with_period=True),
+    SeriesOption(
+        "utcOffset",
+        "utc_offset_minutes",
+        0,
+        encode=lambda minutes: format_offset(minutes),
+        decode=lambda raw, name: parse_offset(raw, name),
+        with_period=True,
+    ),
+    SeriesOption("format", "format", None),
+    SeriesOption("formatMaxLength", "format_max_length", None),
+    SeriesOption("max", "max", MAX_SAFE_INTEGER, always=True),
+)
+FIELDS = tuple(option.name for option in SERIES_OPTIONS)
 
 
 def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:
@@ -112,8 +153,13 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
         _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
     )
     config = SeriesConfig(start, period, month, offset, text, length, explicit_max)
-    if text is None:
-        return config
+    return config if text is None else _fitted(config, key, region_slots, "max" in raw, where)
+
+
+def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: bool, where: str) -> SeriesConfig:
+    """A series with a format: its placeholders checked, and with formatMaxLength, its max the largest number
+    whose id fits (or, with an explicit max, that max's id checked to fit)."""
+    text, period, start, length = config.format or "", config.period, config.start, config.format_max_length
     placeholders = check_format(text, f"{where}.format")
     if "series" not in placeholders and (period is not None or region_slots > 1):
         reason = "the numbering restarts each period" if period is not None else "each region numbers from start"
@@ -124,11 +170,11 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
     if length is None:
         return config
     longest_series = longest_series_name(config, region_slots)
-    if "max" in raw:
-        longest = longest_id_length(text, key, longest_series, explicit_max)
+    if explicit_max:
+        longest = longest_id_length(text, key, longest_series, config.max)
         if longest > length:
             raise SeriesConfigError(
-                f"{where}: the longest id ({longest} characters, number {explicit_max} in a series named like "
+                f"{where}: the longest id ({longest} characters, number {config.max} in a series named like "
                 f"{'x' * longest_series}) passes formatMaxLength {length}; lower max or shorten the format"
             )
         return config
@@ -138,7 +184,7 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
             f"{where}: no id fits in formatMaxLength {length} (the number {start} already takes "
             f"{longest_id_length(text, key, longest_series, start)} characters); shorten the format or raise it"
         )
-    return SeriesConfig(start, period, month, offset, text, length, min(fitting, MAX_SAFE_INTEGER))
+    return replace(config, max=min(fitting, MAX_SAFE_INTEGER))
 
 
 def check_format(text: str, where: str) -> set[str]:

@@ -11,6 +11,8 @@ The series table holds three kinds of item, told apart by their partition key (d
 from __future__ import annotations
 
 import datetime
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +21,10 @@ from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
 MAX_REF_CHARS = 128
 MAX_REASON_CHARS = 500
+# A journal page's entries stop before this many bytes (each entry counted as its JSON escaped twice, in
+# ASCII: the most any Lambda runtime's answer can make of it), so the answer stays within a Lambda
+# Function URL's 6 MB response (6,291,456 bytes) with room for the page's envelope and headers.
+MAX_PAGE_BYTES = 5 * 1024 * 1024
 
 
 def head_key(key: str, series: str) -> Item:
@@ -119,3 +125,19 @@ class Entry:
             id=text("id"),
             void=void,
         )
+
+
+def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int | None]:
+    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its
+    `next`: the last entry's number when the page was full or cut, None at the journal's end. `entries`
+    is read no further than the page needs."""
+    page: list[Entry] = []
+    size = 0
+    for entry in entries:
+        size += len(json.dumps(json.dumps(entry.to_json()))) + 1  # and its comma
+        if page and size > MAX_PAGE_BYTES:
+            return page, page[-1].ticket
+        page.append(entry)
+        if len(page) == limit:
+            return page, entry.ticket
+    return page, None

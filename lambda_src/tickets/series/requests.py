@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadRequest, PayloadTooLarge, echo
-from ..protocol import query_parameters_of, unique_fields
+from ..protocol import json_body, query_parameters_of
 from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
 DEFAULT_PAGE = 100
-MAX_PAGE = 500  # entries of one journal page: within a Function URL's 6 MB answer (store.page reads on past 1 MB)
+MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
 
 
 @dataclass(frozen=True)
@@ -70,11 +69,11 @@ def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example
         raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
     try:
         raw = base64.b64decode(body, validate=True) if is_base64 else body.encode("utf-8", "surrogatepass")
-        fields = json.loads(raw, object_pairs_hook=unique_fields) if raw.strip() else {}
-    except (binascii.Error, ValueError, RecursionError):
+    except (binascii.Error, ValueError):
         raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
     if len(raw) > MAX_BODY_BYTES:
         raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
+    fields = json_body(raw, example) if raw.strip() else {}
     if not isinstance(fields, dict):
         raise BadRequest(f"the body must be empty or a JSON object such as {example}")
     unknown = sorted(set(fields) - set(allowed))

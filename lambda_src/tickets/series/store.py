@@ -12,27 +12,33 @@ that dies anywhere leaves at worst an entry at last + 1, which the next request 
 
 The request item records the number a request claims before the entry's PutItem, so a retry with the
 same Idempotency-Key finds that entry and answers it, whenever the first attempt stopped; until the
-request's lock expires (after its deadline, when no call of it can still land) a retry that finds no
-entry yet is told 409 in_progress.
+request's lock expires (after its deadline) a retry that finds no entry yet is told 409 in_progress.
+After that, a retry takes the lock and first tries the number claimed when it took it: the one number
+an attempt paused mid-call may still put an entry for, late (`_resume`).
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+from botocore.exceptions import ClientError
 
+from .. import dynamodb_errors
 from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 from .journal import Entry, Item, Void, entries_partition, entry_key, head_key, iso_time, request_key
 
-_CONDITION_FAILED = "ConditionalCheckFailedException"
-_TRANSIENT_ERRORS = (ConnectionError, HTTPClientError)
+_UNAVAILABLE = dynamodb_errors.UnavailableMessages(
+    throttled="the series table is throttled or unavailable; retry with the same Idempotency-Key after "
+    "the Retry-After delay: a number already taken is answered again, never lost",
+    no_answer="the series table did not answer in time; retry with the same Idempotency-Key after the "
+    "Retry-After delay: a number already taken is answered again, never lost",
+)
 # How many numbers one request tries before it gives up (each taken by a concurrent request meanwhile);
 # the request's deadline usually ends it first.
 CLAIM_ATTEMPTS = 8
@@ -111,19 +117,26 @@ class SeriesStore:
             if stored is None:
                 raise
             replay = self._resume(request, stored, owner)
-            if replay is None:
+            if not isinstance(replay, Entry):
                 self._release(request, owner)
                 raise
             return Issued(replay, replayed=True)
         stored = self._create_request(request, owner, number)
-        series = request.series
-        if stored is not None:  # a retry: answer its entry, wait for it, or take the expired attempt's place
-            replay = self._resume(request, stored, owner)
-            if replay is not None:
-                return Issued(replay, replayed=True)
-            series = stored.series
-            number = self._next(request, series, owner)
-            self._claim(request, owner, number)
+        if stored is None:
+            return self._take(request, owner, request.series, number, taken_over=False)
+        # A retry: answer its entry, wait for it, or take the expired attempt's place.
+        resumed = self._resume(request, stored, owner)
+        if isinstance(resumed, Entry):
+            return Issued(resumed, replayed=True)
+        if resumed is None:
+            resumed = self._next(request, stored.series, owner)
+            self._claim(request, owner, resumed)
+        # else first the number the attempts before may still be putting an entry for
+        return self._take(request, owner, stored.series, resumed, taken_over=True)
+
+    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> Issued:
+        """Put the entry of `number`, claimed by the request; while another entry has it, claim the next.
+        `taken_over`: the request's lock passed from an earlier attempt, whose entry may land late."""
         for _ in range(CLAIM_ATTEMPTS):
             entry = Entry(
                 key=request.key,
@@ -137,9 +150,10 @@ class SeriesStore:
             )
             taken = not self._put_entry(entry)
             self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
-            if not taken:
+            found = self._own_entry(request, series, number) if taken and taken_over else None
+            if not taken or found is not None:
                 self._marks[(request.key, series)] = number
-                return Issued(entry, replayed=False)
+                return Issued(entry, replayed=False) if found is None else Issued(found, replayed=True)
             number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
             self._claim(request, owner, number)
         raise Unavailable(
@@ -177,10 +191,14 @@ class SeriesStore:
         return Entry.from_item(response["Item"]) if "Item" in response else None
 
     def page(self, key: str, series: str, after: int, limit: int) -> list[Entry]:
-        """Up to `limit` entries of the series with numbers above `after`, in order. DynamoDB ends a Query
-        at 1 MB whatever its Limit (500 voided entries with long reasons pass it), so a short answer with a
-        LastEvaluatedKey is followed on: fewer than `limit` entries means the journal ends there."""
-        entries: list[Entry] = []
+        """Up to `limit` entries of the series with numbers above `after`, in order: fewer than `limit`
+        means the journal ends there."""
+        return list(self.entries_after(key, series, after, limit))
+
+    def entries_after(self, key: str, series: str, after: int, limit: int) -> Iterator[Entry]:
+        """`page`'s entries, read one Query at a time as they are consumed. DynamoDB ends a Query at 1 MB
+        whatever its Limit (500 voided entries with long reasons pass it), so a short answer with a
+        LastEvaluatedKey is followed on."""
         query: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "#pk = :pk AND #n > :after",
@@ -188,13 +206,15 @@ class SeriesStore:
             "ExpressionAttributeValues": {":pk": {"S": entries_partition(key, series)}, ":after": {"N": str(after)}},
             "ConsistentRead": True,
         }
-        while len(entries) < limit:
-            response = self._call("query", **query, Limit=limit - len(entries))
-            entries += [Entry.from_item(item) for item in response.get("Items", [])]
+        left = limit
+        while left > 0:
+            response = self._call("query", **query, Limit=left)
+            items = response.get("Items", [])
+            left -= len(items)
+            yield from (Entry.from_item(item) for item in items)
             if "LastEvaluatedKey" not in response:
-                break
+                return
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
-        return entries
 
     def mark(self, key: str, series: str) -> int | None:
         """The head's high-water mark; None before the series' first number."""
@@ -254,36 +274,50 @@ class SeriesStore:
         item = self._call("get_item", TableName=self._table, Key=key, ConsistentRead=True).get("Item")
         return None if item is None else _Request.from_item(item)
 
-    def _resume(self, request: IssueRequest, stored: _Request, owner: str) -> Entry | None:
+    def _resume(self, request: IssueRequest, stored: _Request, owner: str) -> Entry | int | None:
         """A retry: its first attempt's entry if it exists; else, once that attempt's lock expired,
-        take its place (None: go on and claim a number). 409 while the attempt may still be running."""
+        take its place and return the number the request claimed as the lock passed (None: no claim).
+        409 while the attempt may still be running.
+
+        The lock's expiry does not stop an attempt paused mid-call (its deadline is checked before each
+        call): it may still put the entry of the number it claimed last. Only a lock holder records a
+        claim, so the claim read atomically with the take-over is the one such number; the new owner
+        tries it first, and answers the entry there if it is this request's (docs/design.md#series)."""
         if stored.ref != request.ref:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a series number with another ref; "
                 "use a new Idempotency-Key for a new document"
             )
         if stored.claim is not None:
-            entry = self.entry(request.key, stored.series, stored.claim)
-            if entry is not None and (entry.caller, entry.idempotency_key) == (request.caller, request.idempotency_key):
+            entry = self._own_entry(request, stored.series, stored.claim)
+            if entry is not None:
                 self._raise_mark(request, stored.series, stored.claim)  # the first attempt may have stopped short
                 return entry
         if stored.locked_until > self._now():
             raise RequestInProgress(_IN_PROGRESS)
-        self._update_request(
+        before = self._update_request(
             request,
             stored.owner,
             "SET #owner = :owner, lockedUntil = :until",
             {":owner": {"S": owner}, ":until": {"N": str(self._lock_until(request))}},
         )
+        return _Request.from_item(before).claim
+
+    def _own_entry(self, request: IssueRequest, series: str, number: int) -> Entry | None:
+        """Entry `number` if this request (its caller and Idempotency-Key) holds it."""
+        entry = self.entry(request.key, series, number)
+        if entry is not None and (entry.caller, entry.idempotency_key) == (request.caller, request.idempotency_key):
+            return entry
         return None
 
     def _claim(self, request: IssueRequest, owner: str, number: int) -> None:
         """Record on the request the number it is about to claim (only while it holds the lock)."""
         self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
 
-    def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> None:
+    def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> Item:
+        """Update the request item while `owner` holds it; returns the item as it was before."""
         try:
-            self._call(
+            response = self._call(
                 "update_item",
                 TableName=self._table,
                 Key=request_key(request.key, request.caller, request.idempotency_key),
@@ -291,10 +325,13 @@ class SeriesStore:
                 ConditionExpression="#owner = :held",
                 ExpressionAttributeNames={"#owner": "owner"},
                 ExpressionAttributeValues={**values, ":held": {"S": owner}},
+                ReturnValues="ALL_OLD",
             )
         except ClientError as err:
             _require_condition_failure(err)
             raise RequestInProgress(_IN_PROGRESS) from None  # another attempt of the request holds it now
+        before: Item = response["Attributes"]
+        return before
 
     def _release(self, request: IssueRequest, owner: str) -> None:
         """A refused request leaves nothing: its request item goes, so a retry is judged anew."""
@@ -353,21 +390,9 @@ class SeriesStore:
         return self._now() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
 
     def _call(self, operation: str, **call: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**call)
-            return response
-        except ClientError as err:
-            if err.response["Error"]["Code"] == _CONDITION_FAILED:
-                raise
-            raise Unavailable(
-                "the series table is throttled or unavailable; retry with the same Idempotency-Key after "
-                "the Retry-After delay: a number already taken is answered again, never lost"
-            ) from err
-        except _TRANSIENT_ERRORS as err:
-            raise Unavailable(
-                "the series table did not answer in time; retry with the same Idempotency-Key after the "
-                "Retry-After delay: a number already taken is answered again, never lost"
-            ) from err
+        """The call; throttling and faults as a 503, a failed condition and a misconfiguration (a 500) raised
+        as they came (dynamodb_errors: the counter store's answers, code for code)."""
+        return dynamodb_errors.call(self._client, operation, call, _UNAVAILABLE)
 
 
 _IN_PROGRESS = (
@@ -377,5 +402,5 @@ _IN_PROGRESS = (
 
 
 def _require_condition_failure(err: ClientError) -> None:
-    if err.response["Error"]["Code"] != _CONDITION_FAILED:
+    if not dynamodb_errors.is_condition_failure(err):
         raise err

@@ -1,0 +1,57 @@
+"""The access rules from the SSM parameters the stack writes (tickets_cdk/access_rules.py), read once."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from botocore.config import Config
+
+from .access import Rules
+from .errors import Unavailable
+
+ACCESS_PARAMETERS_ENV = "TICKETS_ACCESS_PARAMETERS"  # comma-separated parameter names; unset: no rules
+ACCESS_DIGEST_ENV = "TICKETS_ACCESS_DIGEST"  # unread: new rules, new environment
+RULES_PARAMETER_BYTES = 4096  # an SSM standard-tier value's limit (the stack splits the rules by it)
+MAX_RULES_PARAMETERS = 10  # what one GetParameters call reads
+RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
+SSM_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=1, read_timeout=2)
+
+
+class StoredRules:
+    """The rules, read on first use and kept; 503 (never allow-all) while unreadable."""
+
+    def __init__(self, ssm: Any, names: Sequence[str], clock: Callable[[], float] = time.monotonic):
+        self._ssm, self._names, self._clock = ssm, list(names), clock
+        self._rules: Rules | None = None
+        self._failed_at: float | None = None
+        self._why = ""
+
+    def __call__(self) -> Rules:
+        if self._rules is None:
+            if self._failed_at is None or self._clock() - self._failed_at >= RETRY_AFTER_FAILURE_SECONDS:
+                try:
+                    self._rules = self._read()
+                    return self._rules
+                except Exception as err:
+                    self._failed_at, self._why = self._clock(), f"{type(err).__name__}: {err}"[:200]
+            raise Unavailable(f"this function cannot read its access rules ({self._why}); nothing was done")
+        return self._rules
+
+    def _read(self) -> Rules:
+        answer = self._ssm.get_parameters(Names=self._names)
+        if answer.get("InvalidParameters"):
+            raise LookupError(f"missing parameters: {', '.join(answer['InvalidParameters'])}")
+        values = {parameter["Name"]: parameter["Value"] for parameter in answer["Parameters"]}
+        merged: dict[str, Any] = {}
+        for name in self._names:
+            merged.update(json.loads(values[name]))
+        return Rules.from_json(merged)
+
+
+def ssm_client() -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().create_client("ssm", config=SSM_CONFIG)

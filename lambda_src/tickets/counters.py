@@ -1,0 +1,110 @@
+"""The counter routes: tickets, range blocks, the compatibility route, a counter's state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+
+from . import protocol
+from .errors import BadRequest
+from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
+from .log_format import record_issuance
+from .services import Request, Response, Services, json_response, text_response
+
+
+def next_default_ticket(services: Services, request: Request) -> Response:
+    return _issue(services, request, protocol.TICKETS_ROUTE, path_key=None)
+
+
+def next_ticket(services: Services, request: Request, key: str) -> Response:
+    return _issue(services, request, protocol.TICKETS_ROUTE, path_key=key)
+
+
+def reserve_block(services: Services, request: Request, key: str) -> Response:
+    return _issue(services, request, protocol.BLOCKS_ROUTE, path_key=key)
+
+
+def compat_ticket(services: Services, request: Request) -> Response:
+    """The compatibility route (config `compat`): the named key's tickets, answered as the bare
+    number. It has no default key: the same URL without ?systemKey= issued the key named like
+    the path before compat was configured, and must not issue another counter's numbers now (it
+    stands for that key only to replay a retry of such a request: _issued_for)."""
+    issued = _issued_for(services, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
+    return text_response(protocol.render_bare(issued))
+
+
+def counter_state(services: Services, request: Request, key: str) -> Response:
+    services.authorize(request, key)
+    asked = protocol.state_request(key, request.raw_query_string, request.body)
+    return json_response(200, services.issuer.state(asked))
+
+
+def _issue(services: Services, request: Request, route: str, path_key: str | None) -> Response:
+    issued = _issued_for(services, request, route, path_key)
+    if not protocol.prefers_text(request.headers.get("accept")):
+        return json_response(200, issued)
+    if route == protocol.BLOCKS_ROUTE:
+        return text_response(protocol.render_block_text(issued["first"], issued["last"], issued["step"]))
+    return text_response(protocol.render_text(protocol.tickets_of(issued)))
+
+
+def _issued_for(
+    services: Services, request: Request, route: str, path_key: str | None, *, compat: bool = False
+) -> dict[str, Any]:
+    """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer.
+
+    Replays first: before an Idempotency-Key's stored answer is looked up, only what makes the
+    request readable is checked (its key, count, query and body). Whatever depends on the config
+    (maxBlock, strictKeys, max, compat's need for a key) is checked in `checked_issue`, which a
+    replay never reaches, so a retry after a deploy still gets the tickets it was issued."""
+    body = protocol.request_body(request.body, request.is_base64_encoded)  # no isBase64Encoded: plain text
+    asked = protocol.ticket_request(
+        path_key,
+        request.raw_query_string,
+        body,
+        # Without a key, the compatibility route's URL means what it meant before compat was configured,
+        # the key named like its path: a retry from then replays; a new request is refused below.
+        request.path.lstrip("/") if compat else services.settings.default_key,
+        max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
+    )
+    services.logger.append_keys(key=asked.key, count=asked.count)
+    services.authorize(request, asked.key)
+    # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
+    # records stored before range blocks existed say it; a block names its route, so one header cannot
+    # be answered a list on one route and a range on the other.
+    described: dict[str, Any] = {"key": asked.key, "count": asked.count}
+    if route != protocol.TICKETS_ROUTE:
+        described["route"] = route
+
+    def checked_issue() -> dict[str, Any]:
+        if compat and not asked.named:
+            raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
+        if route == protocol.BLOCKS_ROUTE:
+            services.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
+        return _issue_and_record(services, described)
+
+    idempotency_key = request.headers.get("idempotency-key")
+    if idempotency_key is None:
+        return checked_issue()
+    once = services.idempotent_issue()
+    return once(request.event, require_idempotency_key(idempotency_key), described, services.deadline, checked_issue)
+
+
+def _issue_and_record(services: Services, described: dict[str, Any]) -> dict[str, Any]:
+    key, count = described["key"], described["count"]
+    issued = services.issuer.issue(key, count)
+    metrics = services.metrics
+    metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
+    if issued.near_max:
+        metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
+        services.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+    record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
+        metrics,
+        key=key,
+        count=count,
+        first_ticket=issued.first,
+        last_ticket=issued.last,
+        correlation_id=services.logger.get_correlation_id(),
+    )
+    return issued.range_json() if described.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()

@@ -1,0 +1,85 @@
+"""What a failed DynamoDB call means, decided once for the counter store, the series store and
+tickets_admin (docs/design.md#failures): throttling, a 5xx or no answer is UNAVAILABLE (503 with
+Retry-After); a missing table, a denied role or a refused request is a misconfiguration, raised as it
+came (the function's 500 `internal_error`, which the InternalErrors alarm watches)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+from .errors import Unavailable
+
+
+class Failure(enum.Enum):
+    CONDITION_FAILED = "condition_failed"
+    UNAVAILABLE = "unavailable"
+    MISSING_TABLE = "missing_table"
+    ACCESS_DENIED = "access_denied"
+    INVALID_REQUEST = "invalid_request"
+
+
+CONDITION_FAILED_CODE = "ConditionalCheckFailedException"
+THROTTLING_CODES = frozenset(
+    {"ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded", "LimitExceededException"}
+)
+SERVICE_FAULT_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
+ACCESS_DENIED_CODES = frozenset({"AccessDeniedException", "AccessDenied", "UnrecognizedClientException"})
+MISSING_TABLE_CODE = "ResourceNotFoundException"
+# botocore's bases of every connection failure and timeout (ReadTimeoutError included).
+NO_ANSWER_ERRORS = (ConnectionError, HTTPClientError)
+
+
+def classify(err: Exception) -> Failure | None:
+    """None: not DynamoDB's answer (a bug)."""
+    if isinstance(err, NO_ANSWER_ERRORS):
+        return Failure.UNAVAILABLE
+    if not isinstance(err, ClientError):
+        return None
+    return classify_code(error_code(err), _status(err.response))
+
+
+def classify_code(code: str, status: int = 400) -> Failure:
+    if code == CONDITION_FAILED_CODE:
+        return Failure.CONDITION_FAILED
+    if code in THROTTLING_CODES or code in SERVICE_FAULT_CODES or status >= 500:
+        return Failure.UNAVAILABLE
+    if code in ACCESS_DENIED_CODES:
+        return Failure.ACCESS_DENIED
+    if code == MISSING_TABLE_CODE:
+        return Failure.MISSING_TABLE
+    return Failure.INVALID_REQUEST
+
+
+def error_code(err: ClientError) -> str:
+    code: str = err.response.get("Error", {}).get("Code", "")
+    return code
+
+
+@dataclass(frozen=True)
+class UnavailableMessages:  # a store's 503s
+    throttled: str
+    no_answer: str
+
+
+def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
+    """One call; UNAVAILABLE raised as errors.Unavailable, anything else as it came."""
+    try:
+        response: dict[str, Any] = getattr(client, operation)(**request)
+        return response
+    except (ClientError, *NO_ANSWER_ERRORS) as err:
+        if classify(err) is not Failure.UNAVAILABLE:
+            raise
+        raise Unavailable(messages.no_answer if isinstance(err, NO_ANSWER_ERRORS) else messages.throttled) from err
+
+
+def is_condition_failure(err: Exception) -> bool:
+    return classify(err) is Failure.CONDITION_FAILED
+
+
+def _status(response: dict[str, Any]) -> int:
+    status: int = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+    return status

@@ -1,0 +1,19 @@
+"""GET /_health: issues nothing and calls nothing: what runs here, for probes and for operators."""
+
+from __future__ import annotations
+
+from . import __version__, protocol
+from .services import Request, Response, Services, json_response
+
+
+def health(services: Services, request: Request) -> Response:
+    protocol.no_query_nor_body("GET /_health", request.raw_query_string, request.body)
+    settings = services.settings
+    body = {
+        "status": "ok",
+        "version": __version__,
+        "region": services.region,
+        "slot": settings.region_slot,
+        "slots": settings.region_slots,
+    }
+    return json_response(200, body)

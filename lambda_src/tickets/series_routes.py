@@ -1,0 +1,88 @@
+"""The series routes (docs/series.md). Outside the series package, and the journal's code imported
+inside them: a function that serves no series loads only series/config.py."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import protocol
+from .caller import caller
+from .errors import BadRequest, NotFound
+from .keys import require_idempotency_key
+from .series.config import SeriesConfig
+from .services import Request, Response, Services, json_response, series_metric
+
+if TYPE_CHECKING:
+    from .series.store import SeriesStore
+
+
+def issue_series_number(services: Services, request: Request, key: str) -> Response:
+    """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
+    services.authorize(request, key)
+    config, journal = _series_of(services, key)
+    from .series import requests as series_requests
+    from .series.store import IssueRequest
+
+    protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
+    ref = series_requests.issue_request(request.body, request.is_base64_encoded)
+    idempotency_key = request.headers.get("idempotency-key")
+    if idempotency_key is None:
+        raise BadRequest(
+            "a series number needs an Idempotency-Key header (a new one per document, reused on retries): "
+            "without one a lost answer would leave a number nobody holds"
+        )
+    settings = services.settings
+    series = config.series_name(services.clock(), settings.region_slot, settings.region_slots)
+    issue = IssueRequest(
+        key,
+        config,
+        series,
+        caller(request.event),
+        require_idempotency_key(idempotency_key),
+        ref,
+        services.deadline.remaining_seconds(),
+    )
+    issued = journal.issue(issue)
+    if not issued.replayed:
+        series_metric(services.metrics, "SeriesIssued", issued.entry.key, issued.entry.series)
+        services.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
+        services.metrics.add_metadata("correlation_id", request.request_id)
+    return json_response(200, issued.entry.answer())
+
+
+def void_series_number(services: Services, request: Request, key: str) -> Response:
+    """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
+    services.authorize(request, key)
+    _, journal = _series_of(services, key)
+    from .series import requests as series_requests
+
+    protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
+    void = series_requests.void_request(request.body, request.is_base64_encoded)
+    entry, voided_now = journal.void(key, void.series, void.ticket, caller(request.event), void.reason)
+    if voided_now:  # a repeated void answers the first and is not counted again
+        series_metric(services.metrics, "SeriesVoided", key, void.series)
+    return json_response(200, entry.to_json())
+
+
+def series_journal(services: Services, request: Request, key: str) -> Response:
+    """A page of the journal, in number order; `next` is the `after` of the following page."""
+    services.authorize(request, key)
+    config, journal = _series_of(services, key)
+    from .series import requests as series_requests
+    from .series.journal import journal_page
+
+    protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
+    asked = series_requests.journal_request(request.raw_query_string)
+    after = config.start - 1 if asked.after is None else asked.after
+    entries, following = journal_page(journal.entries_after(key, asked.series, after, asked.limit), asked.limit)
+    body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
+    return json_response(200, body)
+
+
+def _series_of(services: Services, key: str) -> tuple[SeriesConfig, SeriesStore]:
+    """The configured series `key` and the journal's store; 404 for a key that is not a series."""
+    config = services.settings.series.get(key)
+    if config is None or services.journal is None:
+        configured = ", ".join(sorted(services.settings.series)) or "none"
+        raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/series.md")
+    return config, services.journal

@@ -1,0 +1,154 @@
+"""What every handler is given (built by create_app) and reads, what it answers, and the process's
+Logger and Metrics. Request and Response are the Function URL's, in the shape Powertools' resolver
+built (it cost a fifth of a warm call: bench/README.md)."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from .access import Identity
+from .errors import TicketsError, forbidden
+from .issuer import Issuer
+from .settings import Settings
+from .timing import Deadline
+
+if TYPE_CHECKING:
+    from .access import Rules
+    from .idempotency import IdempotentIssue
+    from .series.store import SeriesStore
+
+
+compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
+TEXT_PLAIN = "text/plain; charset=utf-8"
+APPLICATION_JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Request:
+    event: dict[str, Any]  # with its path normalised
+    method: str
+    path: str
+    operation: str = "none"  # its route's (routes.Route.operation), set by the dispatch
+
+    @property
+    def raw_query_string(self) -> str | None:
+        query: str | None = self.event.get("rawQueryString")
+        return query
+
+    @property
+    def body(self) -> str | None:
+        body: str | None = self.event.get("body")
+        return body
+
+    @property
+    def is_base64_encoded(self) -> bool:
+        return bool(self.event.get("isBase64Encoded"))
+
+    @property
+    def headers(self) -> dict[str, str]:
+        # A Function URL lower-cases header names.
+        headers: dict[str, str] = self.event.get("headers") or {}
+        return headers
+
+    @property
+    def request_id(self) -> str | None:
+        request_id: str | None = (self.event.get("requestContext") or {}).get("requestId")
+        return request_id
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def to_result(self) -> dict[str, Any]:
+        # A cached GET would hand one ticket to two callers.
+        headers = {**self.headers, "Content-Type": self.content_type, "Cache-Control": "no-store"}
+        return {
+            "statusCode": self.status,
+            "body": self.body,
+            "isBase64Encoded": False,
+            "headers": headers,
+            "cookies": [],
+        }
+
+
+def json_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response(status, APPLICATION_JSON, compact_json(body), headers or {})
+
+
+def text_response(text: str) -> Response:
+    return Response(200, TEXT_PLAIN, text)
+
+
+# Lambda's own Invocations metric counts requests; a refusal or a state read adds no metric of ours.
+warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
+logger = Logger()
+metrics = Metrics()
+
+
+def count_error(err: TicketsError) -> None:
+    """An error in the metrics line, by its code, and in the log (a 5xx as a warning)."""
+    # `code` is one of a handful of fixed strings, so the dimension stays bounded.
+    metrics.add_dimension(name="code", value=err.code)
+    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
+    log = logger.warning if err.status >= 500 else logger.info
+    log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
+
+
+def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
+    """A count of one series' numbers, by key and series, in the request's metrics line (an invocation
+    serves one request, and Powertools clears the dimensions after each line). Series are configured
+    and periods few, so the dimensions stay bounded."""
+    metrics.add_dimension(name="key", value=key)
+    metrics.add_dimension(name="series", value=series)
+    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    issuer: Issuer
+    deadline: Deadline  # the request's: started by the handler, read by every DynamoDB call
+    client: Any  # the DynamoDB client bound to the deadline
+    idempotency_table: str
+    journal: SeriesStore | None  # the series store, where the settings configure series
+    region: str | None  # the one GET /_health names
+    clock: Callable[[], datetime.datetime]
+    metrics: Metrics = field(default_factory=lambda: metrics)  # the request's one EMF line
+    logger: Logger = field(default_factory=lambda: logger)
+    # The deployment's access rules (docs/callers.md#access-rules); None: every invoker may do everything.
+    access: Callable[[], Rules] | None = None
+    _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
+
+    def authorize(self, request: Request, key: str) -> None:
+        """403 unless a rule lets this caller do the route's operation on `key`. Each handler calls it as soon
+        as it knows the key, so before any idempotent replay and any DynamoDB call."""
+        if self.access is None:
+            return
+        identity = Identity.of(request.event)
+        if not self.access().allows(identity, request.operation, key):
+            self.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
+            raise forbidden(identity.describe(), request.operation, key)
+
+    def idempotent_issue(self) -> IdempotentIssue:
+        """Powertools' idempotency around an issue, imported on first use: most requests carry no header."""
+        if self._idempotent_issue is None:
+            from .idempotency import idempotent
+
+            self._idempotent_issue = idempotent(
+                client=self.client,
+                table_name=self.idempotency_table,
+                expires_after_seconds=self.settings.idempotency_expiry_seconds,
+            )
+        return self._idempotent_issue

@@ -1,0 +1,14 @@
+"""Values the tests of every tier share. Plain data: no AWS imports (the unit tier uses it)."""
+
+from __future__ import annotations
+
+EXAMPLE_CONFIG = {  # the README's example (Configuration)
+    "defaultKey": "default",
+    "auth": "AWS_IAM",
+    "regions": {"us-east-1": 0},
+    "regionSlots": 1,
+    "strictKeys": False,
+    "counters": {"orders": {"start": 5000}, "invoices": {"start": 1, "stride": 10}},
+}
+PLUGIN_ENTRY_POINT = "tickets"  # pyproject.toml: [project.entry-points.pytest11]
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"

@@ -1,0 +1,66 @@
+"""Playing a caller locally (docs/callers.md#testing-your-403s-locally): the local server started to play
+callers enforces the config's access rules for the caller a client names; one that was not started to
+refuses a request naming one; the deployed function decides from the event's IAM context only."""
+
+from __future__ import annotations
+
+import pytest
+
+from tickets_client import TicketsClient, TicketsError
+from tickets_client.client import PLAY_CALLER_HEADER
+from tickets_local.events import PLAY_CALLER_HEADER as SERVER_HEADER
+from tickets_local.events import PlayedCallerError, played_caller
+from tickets_local.server import LocalServer
+
+ORDERS_ROLE = "arn:aws:iam::111122223333:role/teams/orders-service"
+CONFIG = {
+    "regions": {"us-east-1": 0},
+    "access": {ORDERS_ROLE: {"issue": ["orders", "orders-*"]}, "o-a1b2c3d4e5": {"read": ["*"]}},
+}
+
+
+@pytest.fixture(scope="module")
+def playing():
+    with LocalServer(config=CONFIG, play_callers=True) as server:
+        yield server
+
+
+def test_the_client_s_header_is_the_server_s():
+    assert PLAY_CALLER_HEADER.lower() == SERVER_HEADER
+
+
+def test_a_team_sees_its_own_403s_through_the_client(playing):
+    orders = TicketsClient(playing.url, play_caller=ORDERS_ROLE, max_attempts=1)
+    assert orders.next("orders-eu") == [1]
+    with pytest.raises(TicketsError) as refused:
+        orders.next("invoices")
+    assert refused.value.status == 403 and refused.value.code == "forbidden"
+    assert "may not issue key 'invoices'" in str(refused.value)
+    # A session of the role, the organization, and nobody at all.
+    session = TicketsClient(playing.url, play_caller="arn:aws:sts::111122223333:assumed-role/orders-service/t1")
+    assert session.next("orders") == [1]
+    with pytest.raises(TicketsError, match="forbidden"):
+        TicketsClient(playing.url, play_caller="o-a1b2c3d4e5", max_attempts=1).next("orders")
+    with pytest.raises(TicketsError, match="forbidden"):
+        TicketsClient(playing.url, max_attempts=1).next("orders")  # unsigned: no rule names it
+
+
+def test_a_server_not_started_to_play_callers_refuses_a_request_naming_one_and_enforces_nothing():
+    with LocalServer(config=CONFIG) as server:
+        assert TicketsClient(server.url).next("invoices") == [1]  # no request is signed here: no rules
+        with pytest.raises(TicketsError) as refused:
+            TicketsClient(server.url, play_caller=ORDERS_ROLE, max_attempts=1).next("orders")
+        assert refused.value.status == 400 and "--play-callers" in str(refused.value)
+
+
+def test_a_caller_that_cannot_be_played_is_refused():
+    with pytest.raises(PlayedCallerError, match="cannot play"):
+        played_caller("arn:aws:iam::111122223333:group/admins")
+    assert played_caller(ORDERS_ROLE)["userArn"] == "arn:aws:sts::111122223333:assumed-role/orders-service/local"
+
+
+def test_the_deployed_function_ignores_the_header(deploy):
+    api = deploy(CONFIG)
+    other = {"accountId": "444455556666", "userArn": "arn:aws:sts::444455556666:assumed-role/x/y"}
+    answer = api.get("/orders", headers={SERVER_HEADER: ORDERS_ROLE}, iam=other)
+    assert answer.status == 403 and answer.body["error"] == "forbidden"

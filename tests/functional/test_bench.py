@@ -1,0 +1,196 @@
+"""The benchmark's own machinery (bench/), on a small scale: what it counts must be true.
+
+No timing here: performance figures come from `make bench`, never from tests.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from bench import ceiling, local, package, readme, report, writes
+from bench.__main__ import DURATION
+from bench.environment import (
+    BASELINE_MODULE,
+    COUNTER_TABLE,
+    POWERTOOLS_AS_DEPLOYED,
+    environment,
+    function_url_event,
+    handler_env,
+    lambda_context,
+)
+from tickets_client.lease import TicketLease
+
+
+@pytest.fixture(autouse=True)
+def suite_log_level(monkeypatch):
+    """Powertools fixes a logger's level when the process first creates it: keep the suite's."""
+    monkeypatch.setitem(POWERTOOLS_AS_DEPLOYED, "POWERTOOLS_LOG_LEVEL", os.environ["POWERTOOLS_LOG_LEVEL"])
+
+
+def test_counted_writes_per_ticket_are_one_per_request():
+    figures = writes.measure(counts=(1, 10, 1000), requests=3, sharded_requests=8)
+
+    assert figures["writes_per_ticket"] == {1: 1.0, 10: 1 / 10, 1000: 1 / 1000}
+    assert figures["dynamodb_calls"]["tickets count=10"] == {"UpdateItem": 3}  # no reads, nothing else
+    assert figures["baseline_writes_per_ticket"] == 1.0
+    assert figures["sharded"]["writes_per_ticket"] == 1.0  # once its lanes' items exist
+    assert figures["sharded"]["tickets"] == 8
+    assert figures["block_tickets_per_write"] == 1_000_000  # a range block of the most a request may take
+    assert figures["block_calls"] == {"UpdateItem": writes.BLOCK_REQUESTS}
+
+
+def test_baseline_handler_issues_increasing_tickets_on_moto():
+    with environment(handler_env()), mock_aws():
+        writes._create_tables()
+        baseline = importlib.import_module(BASELINE_MODULE)
+        answers = [
+            baseline.lambda_handler(function_url_event(path), lambda_context())
+            for path in ("/orders", "/orders", "/invoices", "/orders")
+        ]
+        item = boto3.client("dynamodb").get_item(TableName=COUNTER_TABLE, Key={"counter": {"S": "orders"}})["Item"]
+
+    assert [answer["statusCode"] for answer in answers] == [200] * 4
+    assert [json.loads(answer["body"]) for answer in answers] == [
+        {"key": "orders", "ticket": 1},
+        {"key": "orders", "ticket": 2},
+        {"key": "invoices", "ticket": 1},
+        {"key": "orders", "ticket": 3},
+    ]
+    assert item["last"] == {"N": "3"}
+
+
+def test_per_key_ceiling_follows_the_counted_writes():
+    result = ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, baseline_writes_per_ticket=1.0)
+
+    assert result["baseline"] == 1000
+    assert result["tickets"][1] == {1: 1000, 1000: 1_000_000}
+    assert result["tickets"][100] == {1: 100_000, 1000: 100_000_000}
+
+
+def test_package_is_the_asset_cdk_would_zip():
+    files = package.asset_files()
+
+    assert "tickets/handler.py" in files
+    assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
+    assert 0 < package.measure()["package_bytes"] < sum(path.stat().st_size for path in files.values())
+
+
+def test_the_lease_drain_checks_every_ticket_and_counts_them():
+    drained = local._drain(TicketLease(local._InstantBlocks(), "k"), seconds=0.05)
+    assert drained.taken > 0 and drained.taken % local._CHUNK == 0
+    assert drained.next_ticket == drained.taken + 1  # every ticket from 1 on, consecutive
+
+    class Skipping(local._InstantBlocks):
+        def block(self, key, count, *, idempotent=True):
+            self._last += 1  # leaves a gap before every block
+            return super().block(key, count, idempotent=idempotent)
+
+    with pytest.raises(AssertionError, match="skipped"):
+        local._drain(TicketLease(Skipping(), "k", block_size=10), seconds=0.05)
+
+
+@pytest.mark.slow
+def test_the_user_suite_figure_checks_each_tests_ticket(tickets_servers):
+    one_lane = tickets_servers({"regions": {"us-east-1": 0}})
+    one_lane.reset()
+    figures = local._user_suite(one_lane.url, tests=5, start_seconds=0.5)
+    assert (figures["user_suite_tests"], figures["user_suite_start_s"]) == (5, 0.5)
+    assert figures["user_suite_tests_per_s"] == 5 / figures["user_suite_s"]
+    second_slot = tickets_servers({"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}, region="eu-west-1")
+    second_slot.reset()
+    with pytest.raises(AssertionError, match="first ticket"):  # a new key's first ticket here is 2
+        local._user_suite(second_slot.url, tests=1, start_seconds=0.5)
+
+
+def test_the_readme_table_marks_each_goal_and_names_the_run():
+    table = report.markdown_table(SAMPLE_RESULTS)
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert len(rows) == 17  # 16, and the cold start with access rules
+    assert "| 1.05 (305 ms vs 290 ms; SSM's own latency not included) | reported |" in next(
+        row for row in rows if "with access rules" in row
+    )
+    assert "| ≥ 1,000,000 ✗ **missed** |" in next(row for row in rows if "block lease against" in row)
+    assert "| ≤ 1.50 ✓ |" in next(row for row in rows if "warm call" in row)
+    keep_alive = next(row for row in rows if "keep-alive connection" in row)
+    assert "p50 7.5 ms, p99 16.0 ms (without an Idempotency-Key: p50 3.3 ms) | p50 ≤ 3 ms ✗ **missed** |" in keep_alive
+    assert (
+        "111 tests/s (1.80 s, after a start-up of 0.50 s; then a reset: 60 ms) | ≥ 200 tests/s ✗ **missed** |" in table
+    )
+    assert "1,000 x1, 2,000 x1, 1,000,000 x7; settled at 1,000,000; 1,500,000 unused" in table
+    assert table.endswith("One `make bench` run: 131 s on 2 CPUs, Python 3.11.7, load average 0.4 at the start.\n")
+
+
+def test_the_bench_report_gets_the_new_table_between_its_markers_and_nothing_else_changes():
+    old = f"# T\n\nbefore\n{readme.START}\n| old |\n{readme.END}\nafter\n"
+    new = readme.splice(old, "| new |\n| row |\n")
+    assert new == f"# T\n\nbefore\n{readme.START}\n| new |\n| row |\n{readme.END}\nafter\n"
+    with pytest.raises(ValueError, match="markers"):
+        readme.splice("# no markers\n", "| new |")
+    assert Path(__file__).resolve().parents[2] / "bench" / "README.md" == readme.REPORT
+    report_text = readme.REPORT.read_text(encoding="utf-8")
+    assert report_text.count(readme.START) == 1 and report_text.count(readme.END) == 1
+
+
+def test_the_bench_duration_is_stated_the_same_in_help_and_the_report():
+    repo = Path(__file__).resolve().parents[2]
+    help_text = subprocess.run(
+        [sys.executable, "-m", "bench", "--help"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    assert DURATION in " ".join(help_text.split())
+    assert DURATION in (repo / "bench" / "README.md").read_text(encoding="utf-8")
+
+
+SAMPLE_RESULTS = {
+    "machine": {"python": "3.11.7", "cpus": 2, "load_average_at_start": [0.4, 0.5, 0.6]},
+    "seconds": 131.2,
+    "cold_start_ratio": 1.1,
+    "cold_start_ms": {"tickets": 290, "baseline": 260, "samples": 15},
+    "cold_start_rules_ratio": 1.05,
+    "cold_start_rules_ms": {"with_rules": 305, "principals": 50},
+    "warm_ratio": 1.45,
+    "warm_ratio_warning_logs": 1.3,
+    "warm_us": {"tickets": 400, "baseline": 276, "tickets_warning_logs": 360, "calls_each": 4000},
+    "writes_per_ticket": {"1": 1.0, "10": 0.1, "100": 0.01, "1000": 0.001},
+    "first_request_writes": {"1": 1, "10": 1, "100": 1, "1000": 1},
+    "sharded": {"shards": 4, "writes_per_ticket": 1.0},
+    "block_tickets_per_write": 1_000_000.0,
+    "block_count": 1_000_000,
+    "per_key_ceiling": ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, 1.0),
+    "lease_tickets_per_s": 900_000.0,
+    "lease_seconds": 5.0,
+    "lease_warm_up_seconds": 2.0,
+    "lease_warm_up_tickets_per_s": 500_000.0,
+    "lease_start_block": 1000,
+    "lease_block_size_settled": 1_000_000,
+    "lease_block_sizes": {"1000": 1, "2000": 1, "1000000": 7},
+    "lease_unused_at_close": 1_500_000,
+    "lease_handout_ceiling_per_s": 4_000_000.0,
+    "lease_block_request_ms": 60.0,
+    "lease_block_request_count": 1_000_000,
+    "per_request_tickets_per_s": 20.0,
+    "local_threads": 16,
+    "local_rps": 90.0,
+    "local_p99_ms": 300.0,
+    "local_duplicates": 0,
+    "local_failures": 0,
+    "package_bytes": 21_000,
+    "package_files": 13,
+    "keep_alive_requests": 500,
+    "keep_alive_p50_ms": 7.5,
+    "keep_alive_p99_ms": 16.0,
+    "keep_alive_unkeyed_p50_ms": 3.3,
+    "user_suite_tests": 200,
+    "user_suite_s": 1.8,
+    "user_suite_start_s": 0.5,
+    "user_suite_tests_per_s": 111.0,
+    "user_suite_reset_ms": 60.0,
+}

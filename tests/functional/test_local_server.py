@@ -1,0 +1,570 @@
+"""The local Function URL over real HTTP on 127.0.0.1: routes, the event it builds, the answers
+it translates, no duplicates under concurrency, another DynamoDB through --endpoint-url, and
+`python -m tickets_local` as `make serve` runs it."""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import logging
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+
+from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
+from tickets.tables import COUNTER_KEY, create_table_arguments
+from tickets_deploy.config import ConfigError
+from tickets_local import invoker as invoker_module
+from tickets_local import server as server_module
+from tickets_local.deployment import load_deployment
+from tickets_local.events import MAX_REQUEST_BYTES, http_response
+from tickets_local.server import LocalServer
+
+FIXTURE_EVENT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "function_url_event.json").read_text())
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="class")
+def server(tickets_servers):
+    """The test kit's server (a process of its own), its counters emptied for this class."""
+    running = tickets_servers(TICKETS_CONFIG)
+    running.reset()
+    return running
+
+
+@pytest.fixture(scope="class")
+def in_process_server(tmp_path_factory):
+    """The server in this process, for the tests that reach into it (a patched invoker or handler, its log
+    records, its sockets)."""
+    with LocalServer(config_path=write_cdk_json(tmp_path_factory.mktemp("local"))) as running:
+        yield running
+
+
+def state(server, key: str) -> dict:
+    reply = call(server.url, f"/_counters/{key}")
+    assert reply.status == 200, reply.body
+    return reply.json()
+
+
+def snapshot(server, key: str) -> tuple[int, bytes]:
+    """What /_counters says of `key`, including "never used", for before/after comparisons."""
+    reply = call(server.url, f"/_counters/{key}")
+    return reply.status, reply.body
+
+
+@pytest.mark.slow
+class TestRoutes:
+    def test_default_key_on_root(self, server):
+        reply = call(server.url, "/")
+        assert reply.status == 200
+        assert reply.json() == {"key": "default", "ticket": 1}
+        assert reply.headers["content-type"] == "application/json"
+        assert reply.headers["cache-control"] == "no-store"
+
+    def test_key_in_path_query_and_alias_share_one_sequence(self, server):
+        answers = [
+            call(server.url, "/orders").json(),
+            call(server.url, "/orders", method="POST").json(),
+            call(server.url, "/?key=orders").json(),
+            call(server.url, "/?systemKey=orders", method="POST").json(),
+            call(server.url, "/orders/").json(),
+        ]  # a trailing slash is the same path
+        first = answers[0]["ticket"]
+        assert first >= 5000  # orders starts at 5000 (earlier tests may have used some)
+        assert [a["ticket"] for a in answers] == list(range(first, first + 5))
+        assert {a["key"] for a in answers} == {"orders"}
+
+    def test_count_gives_a_block_on_the_lane(self, server):
+        reply = call(server.url, "/invoices?count=3")
+        assert reply.status == 200
+        assert reply.json() == {"key": "invoices", "ticket": 1, "tickets": [1, 11, 21]}
+        assert state(server, "invoices")["last"] == 21
+
+    def test_text_plain_when_preferred(self, server):
+        reply = call(server.url, "/invoices?count=2", headers={"Accept": "text/plain"})
+        assert reply.status == 200
+        assert reply.headers["content-type"].startswith("text/plain")
+        assert reply.body == b"31\n41\n"
+        assert reply.headers["cache-control"] == "no-store"
+
+    def test_counter_state_issues_nothing(self, server):
+        call(server.url, "/statekey?count=5")
+        first, second = state(server, "statekey"), state(server, "statekey")
+        assert first == second
+        assert first["last"] == 5 and first["step"] == 1
+
+    def test_unknown_counter_state_is_404(self, server):
+        reply = call(server.url, "/_counters/never-used")
+        assert reply.status == 404
+        assert reply.json()["error"] == "not_found"
+
+    @pytest.mark.parametrize("path", ["/a/b", "/_counters/a/b", "/a/b/c/"])
+    def test_unknown_paths_are_404(self, server, path):
+        reply = call(server.url, path)
+        assert reply.status == 404
+        assert reply.json()["error"] == "not_found"
+        assert reply.headers["cache-control"] == "no-store"
+
+    @pytest.mark.parametrize(
+        "method, path, allow",
+        [("DELETE", "/orders", "GET, POST"), ("PUT", "/", "GET, POST"), ("POST", "/_counters/orders", "GET")],
+    )
+    def test_wrong_methods_are_405_with_allow(self, server, method, path, allow):
+        before = snapshot(server, "orders")
+        reply = call(server.url, path, method=method)
+        assert reply.status == 405
+        assert reply.json()["error"] == "method_not_allowed"
+        assert reply.headers["allow"] == allow
+        assert snapshot(server, "orders") == before
+
+    def test_any_method_reaches_the_handler(self, server):
+        reply = call(server.url, "/orders", method="TRACE")
+        assert reply.status == 405 and reply.json()["error"] == "method_not_allowed"
+
+    def test_a_malformed_request_line_gets_a_json_400(self, server):
+        status, headers, body = raw_exchange(server, b"GET /ord ers HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert status == 400 and headers["cache-control"] == "no-store"
+        assert json.loads(body)["error"] == "bad_request"
+
+    @pytest.mark.parametrize(
+        "request_line",
+        [
+            b"GET /ord ers" + b"x" * 6000 + b" HTTP/1.1",  # http.server quotes the whole line in its message
+            b"GET /" + b"k" * 6000 + b" HTTP/1.1",
+            b"GET /?key=" + b"k" * 6000 + b" HTTP/1.1",
+            b"GET /_counters/" + b"k" * 6000 + b" HTTP/1.1",
+        ],
+        ids=["malformed", "path", "query", "state"],
+    )
+    def test_an_error_and_its_log_line_repeat_little_of_a_huge_request(self, in_process_server, request_line, caplog):
+        with caplog.at_level(logging.INFO, logger="tickets_local"):
+            status, headers, body = raw_exchange(
+                in_process_server, request_line + b"\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            deadline = time.monotonic() + 10  # the server logs just after it answers
+
+            def logged() -> list[str]:
+                return [record.getMessage() for record in caplog.records if record.name == "tickets_local"]
+
+            while not logged() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert 400 <= status < 500 and headers["cache-control"] == "no-store"
+        assert json.loads(body)["error"] and len(body) < 1024, body[:200]
+        lines = logged()
+        assert lines and all(len(line) < 1024 for line in lines), [len(line) for line in lines]
+
+    def test_chunked_body_is_reassembled(self, server):
+        chunks = b'5\r\n{"cou\r\n7\r\nnt": 2}\r\n0\r\n\r\n'
+        status, _, body = raw_exchange(
+            server, b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks
+        )
+        assert (status, json.loads(body)["tickets"]) == (200, [1, 2])
+        status, _, body = raw_exchange(
+            server, b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nxx"
+        )
+        assert (status, json.loads(body)["error"]) == (400, "bad_request")
+
+    def test_head_sends_length_but_no_body(self, server):
+        reply = call(server.url, "/orders", method="HEAD")
+        assert reply.status == 405  # the API serves GET and POST; HEAD must not issue a ticket
+        assert int(reply.headers["content-length"]) > 0 and reply.body == b""
+
+    def test_json_body_arrives_as_text(self, server):
+        reply = call(
+            server.url, "/bodykey", method="POST", body=b'{"count": 2}', headers={"Content-Type": "application/json"}
+        )
+        assert reply.json() == {"key": "bodykey", "ticket": 1, "tickets": [1, 2]}
+
+    def test_binary_body_arrives_base64_encoded(self, server):
+        # Not UTF-8, so the event carries it base64-encoded; the handler decodes it and
+        # json.loads reads UTF-16 bytes: the count only arrives if the round trip is exact.
+        body = '{"count": 3}'.encode("utf-16")
+        reply = call(server.url, "/binarykey", method="POST", body=body)
+        assert reply.status == 200, reply.body
+        assert reply.json()["tickets"] == [1, 2, 3]
+
+    @pytest.mark.parametrize(
+        "path, body",
+        [
+            ("/orders?count=0", None),
+            ("/orders?count=1001", None),
+            ("/orders?count=x", None),
+            ("/orders?colour=red", None),
+            ("/orders?key=invoices", None),
+            ("/bad%20key", None),
+            ("/orders", b"\xff\xfe\x00garbage"),
+            ("/orders", b"[1, 2]"),
+        ],
+    )
+    def test_bad_request_leaves_the_counter_unchanged(self, server, path, body):
+        call(server.url, "/orders")  # so the counter exists and has a state to keep
+        before = snapshot(server, "orders")
+        reply = call(server.url, path, method="POST", body=body)
+        assert reply.status == 400, reply.body
+        assert reply.json()["error"] == "bad_request"
+        assert snapshot(server, "orders") == before
+
+    @pytest.mark.parametrize(
+        "path, method, body, message",
+        [
+            ("/orders?count=2&count=2", "GET", None, "count was repeated"),
+            ("/orders", "POST", b'{"count": 2, "count": 3}', "repeats the field 'count'"),
+            ("/_counters/orders?key=invoices", "GET", None, "no query parameters"),
+            ("/_counters/orders", "GET", b"{}", "no body"),
+        ],
+    )
+    def test_repeats_and_state_reads_with_input_are_400(self, server, path, method, body, message):
+        call(server.url, "/orders")
+        before = snapshot(server, "orders")
+        reply = call(server.url, path, method=method, body=body)
+        assert (reply.status, reply.json()["error"]) == (400, "bad_request")
+        assert message in reply.json()["message"]
+        assert snapshot(server, "orders") == before
+
+    def test_request_over_lambda_payload_limit_is_413_without_invoking(self, in_process_server, monkeypatch):
+        invoked = []
+        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", lambda self, event: invoked.append(event))
+        connection = http.client.HTTPConnection("127.0.0.1", int(in_process_server.url.rsplit(":", 1)[1]), timeout=10)
+        connection.putrequest("POST", "/orders")
+        connection.putheader("Content-Length", str(MAX_REQUEST_BYTES + 1))
+        connection.endheaders(b"{}")  # the rest is never sent: the server must not wait for it
+        response = connection.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["error"] == "too_large"
+        assert invoked == []
+        connection.close()
+
+    def test_handler_exception_is_502_like_a_function_url(self, in_process_server, monkeypatch):
+        def crash(self, event):
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", crash)
+        reply = call(in_process_server.url, "/orders")
+        assert reply.status == 502
+        assert reply.json()["error"] == "bad_gateway"
+
+    def test_keep_alive_serves_many_requests_on_one_connection(self, server):
+        connection = http.client.HTTPConnection("127.0.0.1", int(server.url.rsplit(":", 1)[1]), timeout=10)
+        tickets, sockets = [], []
+        for _ in range(3):
+            tickets.append(call(server.url, "/keepalive", connection=connection).json()["ticket"])
+            sockets.append(connection.sock)
+        connection.close()
+        assert tickets == [1, 2, 3]
+        assert sockets[0] is not None and all(sock is sockets[0] for sock in sockets)  # never reopened
+
+    def test_answers_leave_at_once_in_one_write_with_nagle_off(self, in_process_server, monkeypatch):
+        """Nagle's algorithm holds a response's second write until the client ACKs the first, and clients
+        delay their ACKs (~40 ms): every keep-alive request after the first stalled. So each answer is
+        one write, and the accepted socket has TCP_NODELAY (for any answer written otherwise)."""
+        writes: list[bytes] = []
+        original_setup = server_module._RequestHandler.setup
+
+        def recording_setup(handler) -> None:
+            original_setup(handler)
+            sent = handler.wfile.write
+
+            def write(data: bytes) -> int:
+                writes.append(bytes(data))
+                return sent(data)
+
+            handler.wfile.write = write
+
+        monkeypatch.setattr(server_module._RequestHandler, "setup", recording_setup)
+        connection = http.client.HTTPConnection("127.0.0.1", int(in_process_server.url.rsplit(":", 1)[1]), timeout=10)
+        replies = [
+            call(in_process_server.url, path, connection=connection)
+            for path in ("/nagle", "/nagle", "/_counters/nagle")
+        ]
+        this_client = connection.sock.getsockname()
+        accepted = [sock for sock in list(in_process_server._http._connections) if sock.getpeername() == this_client]
+        assert len(accepted) == 1
+        assert accepted[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        connection.close()
+        assert [reply.status for reply in replies] == [200, 200, 200]
+        assert len(writes) == 3  # one per response: status line, headers and body together
+        assert all(write.endswith(reply.body) for write, reply in zip(writes, replies))
+
+    def test_idempotency_key_replays_the_answer(self, server):
+        headers = {"Idempotency-Key": "local-test-1"}
+        first = call(server.url, "/idem?count=2", method="POST", headers=headers)
+        again = call(server.url, "/idem?count=2", method="POST", headers=headers)
+        assert first.status == again.status == 200
+        assert first.json() == again.json()
+        assert state(server, "idem")["last"] == 2
+
+    def test_event_has_the_shape_of_a_function_url_event(self, in_process_server, monkeypatch):
+        events = []
+        original = invoker_module.HandlerInvoker.invoke
+
+        def spy(self, event):
+            events.append(event)
+            return original(self, event)
+
+        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", spy)
+        call(
+            in_process_server.url,
+            "/orders/?key=orders&count=2&count=2",
+            method="POST",
+            body=b'{"count": 2}',
+            headers={
+                "User-Agent": "probe/1.0",
+                "Cookie": "a=1; b=2",
+                "X-Many": "one",
+                "Accept": "text/plain",
+                "Content-Type": "application/json",
+            },
+        )
+        event = events[0]
+
+        expected = {**FIXTURE_EVENT, "cookies": [], "queryStringParameters": {}, "body": ""}
+        expected_context = {
+            k: v for k, v in FIXTURE_EVENT["requestContext"].items() if k != "authorizer"
+        }  # AWS adds it for AWS_IAM auth only
+        assert set(event) == set(expected)
+        for name, value in FIXTURE_EVENT.items():
+            assert type(event[name]) is type(value), name
+        assert set(event["requestContext"]) == set(expected_context)
+        assert set(event["requestContext"]["http"]) == set(FIXTURE_EVENT["requestContext"]["http"])
+        for name, value in expected_context.items():
+            assert type(event["requestContext"][name]) is type(value), name
+        assert {"x-forwarded-for", "x-forwarded-proto", "x-forwarded-port", "x-amzn-trace-id"} <= set(event["headers"])
+
+        assert event["rawPath"] == "/orders/" and event["requestContext"]["http"]["path"] == "/orders/"
+        assert event["rawQueryString"] == "key=orders&count=2&count=2"
+        assert event["queryStringParameters"] == {"key": "orders", "count": "2,2"}
+        assert event["cookies"] == ["a=1", "b=2"] and "cookie" not in event["headers"]
+        assert all(name == name.lower() for name in event["headers"])
+        assert event["headers"]["user-agent"] == "probe/1.0" == event["requestContext"]["http"]["userAgent"]
+        assert event["requestContext"]["http"]["method"] == "POST"
+        assert event["requestContext"]["http"]["sourceIp"] == "127.0.0.1"
+        assert event["body"] == '{"count": 2}' and event["isBase64Encoded"] is False
+        assert time.strptime(event["requestContext"]["time"], "%d/%b/%Y:%H:%M:%S +0000")
+        assert abs(event["requestContext"]["timeEpoch"] / 1000 - time.time()) < 60
+
+    def test_request_without_query_or_body_omits_them(self, in_process_server, monkeypatch):
+        events = []
+        original = invoker_module.HandlerInvoker.invoke
+        monkeypatch.setattr(
+            invoker_module.HandlerInvoker, "invoke", lambda self, event: events.append(event) or original(self, event)
+        )
+        call(in_process_server.url, "/orders", headers={"X-Twice": "1"})
+        assert "queryStringParameters" not in events[0] and "body" not in events[0]
+        assert "cookies" not in events[0] and events[0]["isBase64Encoded"] is False
+
+    def test_sixteen_clients_get_distinct_dense_tickets(self, server):
+        threads, per_thread, start = 16, 200, TICKETS_CONFIG["counters"]["load"]["start"]
+        results: list[list[int]] = [[] for _ in range(threads)]
+        failures: list[str] = []
+        barrier = threading.Barrier(threads)
+        port = int(server.url.rsplit(":", 1)[1])
+
+        def client(index: int) -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            barrier.wait()
+            for _ in range(per_thread):
+                reply = call(server.url, "/load", connection=connection)
+                if reply.status != 200:
+                    failures.append(f"{reply.status} {reply.body!r}")
+                    return
+                results[index].append(reply.json()["ticket"])
+            connection.close()
+
+        began = time.perf_counter()
+        workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=300)
+        elapsed = time.perf_counter() - began
+
+        tickets = [t for result in results for t in result]
+        assert failures == []
+        assert len(tickets) == threads * per_thread
+        duplicates = len(tickets) - len(set(tickets))
+        print(
+            f"\n{len(tickets)} requests from {threads} clients in {elapsed:.1f} s "
+            f"({len(tickets) / elapsed:.0f}/s), duplicates: {duplicates}"
+        )
+        assert duplicates == 0
+        assert sorted(tickets) == list(range(start, start + threads * per_thread))
+        assert all(result == sorted(result) for result in results)  # each client's tickets increase
+
+
+class TestResponseTranslation:
+    """What the server answers for each shape of handler result (Lambda's rules)."""
+
+    def test_structured_response_with_cookies_and_base64_body(self):
+        response = http_response(
+            {
+                "statusCode": 201,
+                "headers": {"X-A": "1"},
+                "cookies": ["s=1", "t=2"],
+                "body": base64.b64encode(b"\x00\xffbin").decode(),
+                "isBase64Encoded": True,
+            }
+        )
+        assert response.status == 201
+        assert response.body == b"\x00\xffbin"
+        assert response.headers == [("X-A", "1"), ("Set-Cookie", "s=1"), ("Set-Cookie", "t=2")]
+
+    @pytest.mark.parametrize("result", [{"key": "orders", "ticket": 5}, "plain text", 42, [1, 2], None])
+    def test_anything_but_a_structured_response_is_200_json(self, result):
+        response = http_response(result)
+        assert response.status == 200
+        assert ("Content-Type", "application/json") in response.headers
+        assert json.loads(response.body) == result
+
+    @pytest.mark.parametrize(
+        "result",
+        [
+            {"statusCode": "200"},
+            {"statusCode": 99},
+            {"statusCode": 200, "body": {}},
+            {"statusCode": 200, "body": "%%%", "isBase64Encoded": True},
+        ],
+    )
+    def test_malformed_structured_response_is_502(self, result):
+        response = http_response(result)
+        assert response.status == 502
+        assert json.loads(response.body)["error"] == "bad_gateway"
+
+
+class TestConfig:
+    def test_region_defaults_to_the_first_configured(self, tmp_path):
+        tickets = {**TICKETS_CONFIG, "regions": {"eu-west-1": 1, "us-east-1": 0}, "regionSlots": 2}
+        deployment = load_deployment(write_cdk_json(tmp_path, tickets), None)
+        assert (deployment.region, deployment.slot) == ("eu-west-1", 1)
+
+    def test_unconfigured_region_names_the_configured_ones(self, tmp_path):
+        with pytest.raises(ConfigError, match="us-east-1") as error:
+            load_deployment(write_cdk_json(tmp_path), "ap-south-1")
+        assert "ap-south-1" in str(error.value)
+
+    def test_tables_are_named_as_the_stack_names_them(self, tmp_path):
+        """The counter table is cdk.json's tableName, so tickets_admin's default --table finds it."""
+        default = load_deployment(write_cdk_json(tmp_path), None)
+        assert (default.counter_table, default.idempotency_table) == (
+            "tickets-counters",
+            "tickets-counters-idempotency",
+        )
+        named = load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "tableName": "shop.tickets"}), None)
+        assert (named.counter_table, named.idempotency_table) == ("shop.tickets", "shop.tickets-idempotency")
+
+    def test_invalid_config_names_the_field(self, tmp_path):
+        with pytest.raises(ConfigError, match=r"tickets\.counters\.orders\.stride"):
+            load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "counters": {"orders": {"stride": 0}}}), None)
+
+
+@pytest.mark.slow
+def test_second_region_serves_its_own_lane(tmp_path):
+    tickets = {**TICKETS_CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    with LocalServer(config_path=write_cdk_json(tmp_path, tickets), region="eu-west-1") as server:
+        assert call(server.url, "/orders?count=3").json()["tickets"] == [5001, 5003, 5005]
+        assert state(server, "orders")["region"] == {"slot": 1, "slots": 2}
+
+
+@pytest.mark.slow
+def test_two_servers_in_one_process_serve_their_own_configs_at_once(tmp_path):
+    """Each server builds its own app (tickets.app.create_app): two regions of one deployment, on the
+    same moto, each on its own lane, started and used together."""
+    tickets = {**TICKETS_CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    config = write_cdk_json(tmp_path, tickets)
+    with LocalServer(config_path=config, region="us-east-1") as east, LocalServer(config_path=config) as first:
+        with LocalServer(config_path=config, region="eu-west-1") as west:
+            assert call(east.url, "/orders?count=2").json()["tickets"] == [5000, 5002]
+            assert call(west.url, "/orders?count=2").json()["tickets"] == [5001, 5003]
+            assert call(first.url, "/orders").json()["ticket"] == 5004  # the first region's lane, as east's
+        assert call(east.url, "/orders").json()["ticket"] == 5006  # west stopped; east goes on
+
+
+@pytest.fixture
+def moto_endpoint():
+    """A DynamoDB-compatible endpoint on 127.0.0.1: moto in server mode."""
+    from moto.server import ThreadedMotoServer
+
+    moto_server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    moto_server.start()
+    host, port = moto_server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    moto_server.stop()
+
+
+@pytest.mark.slow
+def test_endpoint_table_is_reused_and_a_restart_continues(tmp_path, moto_endpoint):
+    config = write_cdk_json(tmp_path)
+    table = load_deployment(config, None).counter_table
+    dynamodb = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
+    dynamodb.create_table(**create_table_arguments(table, COUNTER_KEY))
+    # A lane item as the service writes it (docs/design.md#items).
+    lane = {COUNTER_KEY: {"S": "orders"}, "last": {"N": "5041"}, "step": {"N": "1"}, "first": {"N": "5000"}}
+    dynamodb.put_item(TableName=table, Item=lane)
+    created = dynamodb.describe_table(TableName=table)["Table"]["CreationDateTime"]
+
+    with LocalServer(config_path=config, endpoint_url=moto_endpoint) as server:
+        assert server.backend.endpoint_url == moto_endpoint
+        assert [call(server.url, "/orders").json()["ticket"] for _ in range(2)] == [5042, 5043]
+    with LocalServer(config_path=config, endpoint_url=moto_endpoint) as server:
+        assert call(server.url, "/orders?count=2").json()["tickets"] == [5044, 5045]
+
+    assert dynamodb.describe_table(TableName=table)["Table"]["CreationDateTime"] == created
+    item = dynamodb.get_item(TableName=table, Key={COUNTER_KEY: {"S": "orders"}})["Item"]
+    assert item["last"] == {"N": "5045"} and item["step"] == {"N": "1"}
+    idempotency_table = load_deployment(config, None).idempotency_table
+    assert idempotency_table in dynamodb.list_tables()["TableNames"]  # created, as it was missing
+    ttl = dynamodb.describe_time_to_live(TableName=idempotency_table)["TimeToLiveDescription"]
+    assert ttl["AttributeName"] == "expiration"
+
+
+def _start_cli(*args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tickets_local", *args],
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+@pytest.mark.slow
+def test_command_prints_a_banner_answers_and_stops_on_sigterm(tmp_path):
+    process = _start_cli("--port", "0", "--config", str(write_cdk_json(tmp_path)))
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    try:
+        banner, deadline = [], time.monotonic() + 60
+        while not any(line.startswith("Ctrl-C") for line in banner):
+            banner.append(lines.get(timeout=max(0.1, deadline - time.monotonic())))
+        url = next(line.split()[1] for line in banner if line.strip().startswith("url:"))
+        curl_line = next(line for line in banner if "curl -s" in line)
+        assert curl_line.strip().endswith(f"curl -s {url}/orders")
+        assert any("moto in-process" in line for line in banner)
+        assert any("us-east-1 (slot 0 of 1)" in line for line in banner)
+        assert call(url, "/orders").json() == {"key": "orders", "ticket": 5000}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
+    stderr = process.stderr.read()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert "GET /orders 200" in stderr  # one log line per request
+
+
+@pytest.mark.slow
+def test_command_refuses_an_unconfigured_region_cleanly(tmp_path):
+    process = _start_cli("--config", str(write_cdk_json(tmp_path)), "--region", "ap-south-1")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert err.startswith("error: region 'ap-south-1' is not in") and "us-east-1" in err
+    assert "Traceback" not in err

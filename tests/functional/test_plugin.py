@@ -1,0 +1,153 @@
+"""The test kit: tickets_local.testing.LocalTickets (the local server in a child process, reset between
+tests) and the pytest plugin built on it (tickets_local.pytest_plugin). The user-style suite in
+examples/user-tests runs here from this checkout, and from a wheel install in test_user_suite.py."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from common import PLUGIN_ENTRY_POINT
+from local_support import call
+from tickets_client.client import TicketsClient, TicketsError
+from tickets_local.server import RESET_PATH, LocalServer
+from tickets_local.testing import DEFAULT_CONFIG, LocalTickets, LocalTicketsError
+
+REPO = Path(__file__).resolve().parents[2]
+USER_TESTS = REPO / "examples" / "user-tests"
+CONFIG = {
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "counters": {"orders": {"start": 5000}, "once": {"max": 1}},
+}
+
+
+def run_pytest(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """pytest in a process of its own, with the plugin as an installed package would register it."""
+    installed = any(entry.name == PLUGIN_ENTRY_POINT for entry in importlib.metadata.entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "tickets_local.pytest_plugin"]
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *plugin, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def server(tickets_servers):
+    running = tickets_servers(CONFIG)
+    running.reset()
+    return running
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suite", ["default", "configured"])
+def test_the_user_style_suite_passes_from_this_checkout(suite):
+    result = run_pytest("-q", suite, cwd=USER_TESTS)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout and "skipped" not in result.stdout, result.stdout[-2000:]
+
+
+def test_the_plugin_imports_nothing_heavy_until_a_fixture_is_used(tmp_path):
+    (tmp_path / "test_light.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+
+            def test_nothing_heavy_is_imported(request):
+                assert request.config.pluginmanager.hasplugin("tickets") or request.config.pluginmanager.hasplugin(
+                    "tickets_local.pytest_plugin"
+                )
+                heavy = {"moto", "botocore", "boto3", "tickets_local.server", "tickets_local.testing", "tickets"}
+                assert heavy.isdisjoint(sys.modules)
+            """
+        )
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    result = run_pytest(
+        "-q", "-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_reset_forgets_counters_idempotency_records_and_the_handlers_cached_state(server):
+    client = TicketsClient(server.url)
+    assert client.next("orders", count=3) == [5000, 5002, 5004]  # us-east-1: slot 0 of 2
+    assert client.next("once") == [1]
+    with pytest.raises(TicketsError) as exhausted:
+        client.next("once")
+    assert exhausted.value.code == "exhausted"
+    replayed = call(server.url, "/orders", method="POST", headers={"Idempotency-Key": "same-key"}).json()
+
+    server.reset()
+
+    assert client.next("orders") == [5000]
+    # The handler is new: the old one remembered `once` exhausted and would refuse without asking DynamoDB.
+    assert client.next("once") == [1]
+    again = call(server.url, "/orders", method="POST", headers={"Idempotency-Key": "same-key"}).json()
+    assert again["ticket"] == 5002 != replayed["ticket"]  # the key's record went with the reset
+
+
+@pytest.mark.slow
+def test_the_factory_starts_one_server_per_config_region_and_endpoint(tickets_servers, server):
+    assert tickets_servers(json.loads(json.dumps(CONFIG))) is server  # an equal config: the same server
+    west = tickets_servers(CONFIG, region="eu-west-1")
+    assert west is not server and west.url != server.url
+    west.reset()
+    assert TicketsClient(west.url).next("orders", count=2) == [5001, 5003]  # slot 1's lane
+    assert "eu-west-1 (slot 1 of 2)" in west.banner
+
+
+@pytest.mark.slow
+def test_a_stopped_server_exits_cleanly_and_a_second_stop_does_nothing():
+    tickets = LocalTickets().start()
+    process = tickets._process
+    assert tickets.running and TicketsClient(tickets.url).next("k") == [1]
+    tickets.stop()
+    assert process is not None and process.returncode == 0  # --exit-with-stdin: a clean stop, not a kill
+    assert not tickets.running
+    tickets.stop()
+    with pytest.raises(RuntimeError, match="not running"):
+        _ = tickets.url
+
+
+def test_a_bad_config_fails_the_start_with_the_servers_message():
+    with pytest.raises(LocalTicketsError) as failed:
+        LocalTickets({"regions": {"us-east-1": 0}, "counters": {"orders": {"start": "five"}}}).start()
+    assert "tickets.counters.orders.start" in str(failed.value)
+    assert "exited (1) before it listened" in str(failed.value)
+
+
+def test_the_default_config_is_one_region_one_lane_any_key():
+    assert DEFAULT_CONFIG == {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": False}
+
+
+@pytest.mark.slow
+def test_reset_is_off_unless_the_server_allows_it(tmp_path):
+    with LocalServer(config=CONFIG) as server:
+        refused = call(server.url, RESET_PATH, method="POST")
+        assert (refused.status, refused.json()["error"]) == (404, "not_found")
+        assert "--allow-reset" in refused.json()["message"]
+    with LocalServer(config=CONFIG, allow_reset=True) as server:
+        wrong = call(server.url, RESET_PATH)
+        assert (wrong.status, wrong.headers["allow"]) == (405, "POST")
+        assert call(server.url, RESET_PATH, method="POST").json() == {"reset": True}
+
+
+@pytest.mark.slow
+def test_a_reset_that_fails_is_a_json_500_and_the_server_goes_on(tmp_path, monkeypatch):
+    with LocalServer(config=CONFIG, allow_reset=True) as server:
+        monkeypatch.setattr(server.backend, "empty", lambda deployment: 1 / 0)
+        failed = call(server.url, RESET_PATH, method="POST")
+        assert (failed.status, failed.json()["error"]) == (500, "reset_failed")
+        assert TicketsClient(server.url).next("orders") == [5000]

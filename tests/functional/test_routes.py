@@ -1,0 +1,99 @@
+"""The route table (lambda_src/tickets/routes.py): literal paths, the reserved `_` prefix, `Allow` and the 404 texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tickets import counters
+from tickets.routes import ROUTES, compat_route, not_found_message, route_of, served
+from tickets.settings import Settings
+
+COMPAT = served(Settings(compat_path="v1.counter"))
+
+
+@pytest.mark.parametrize(
+    "path, allow",
+    [
+        ("/", "GET, POST"),
+        ("/orders", "GET, POST"),
+        ("/_counters/orders", "GET"),
+        ("/_blocks/orders", "GET, POST"),
+        ("/_health", "GET"),
+        ("/a/b", None),
+        ("/_counters/a/b", None),
+        ("/_x", None),  # the `_` prefix is the service's: never a key
+        ("/_counters", None),
+        ("/v1.counter", "GET, POST"),  # a key, without compat
+    ],
+)
+def test_the_route_of_a_path_and_its_allow(path, allow):
+    route = route_of(path, ROUTES)
+    assert (route.allow if route else None) == allow
+
+
+def test_a_literal_path_matches_only_itself():
+    """The dispatch compiles a path into a regular expression: `v1.counter` must be escaped, or it would
+    also match /v1-counter and take that key's requests."""
+    assert route_of("/v1.counter", COMPAT).handler is counters.compat_ticket
+    for other in ("/v1-counter", "/v1_counter", "/v1xcounter"):
+        assert route_of(other, COMPAT).handler is counters.next_ticket, other
+    compat = compat_route("v1.counter")
+    assert compat.arguments("/v1.counter") == {} and compat.arguments("/v1-counter") is None
+
+
+def test_the_compat_route_only_when_configured():
+    assert [route.handler for route in served(Settings())] == [route.handler for route in ROUTES]
+    assert [route.path for route in COMPAT if route.handler is counters.compat_ticket] == ["/v1.counter"]
+
+
+def test_the_dispatch_reads_path_parameters_as_the_resolver_did():
+    """A parameter is one segment of the characters Powertools' resolver took (a `_` prefix included:
+    the handler decides, but never in the first segment, the service's own), never `/`, `"` or a
+    backslash; `$` lets one trailing newline through, as it did."""
+    by_path = {route.path: route for route in ROUTES}
+    assert by_path["/"].arguments("/") == {} and by_path["/"].arguments("/a") is None
+    assert by_path["/{key}"].arguments("/orders") == {"key": "orders"}
+    assert by_path["/{key}"].arguments("/_x") is None
+    assert by_path["/{key}"].arguments("/a%2Fb:c@d") == {"key": "a%2Fb:c@d"}
+    assert by_path["/{key}"].arguments("/a/b") is None
+    assert by_path["/{key}"].arguments('/a"b') is None and by_path["/{key}"].arguments("/a\\b") is None
+    assert by_path["/{key}"].arguments("/orders\n") == {"key": "orders"}
+    assert by_path["/_series/{key}/journal"].arguments("/_series/inv/journal") == {"key": "inv"}
+    assert by_path["/_series/{key}/journal"].arguments("/_series/inv/void") is None
+    assert by_path["/_counters/{key}"].arguments("/_counters/_x") == {"key": "_x"}
+
+
+def test_each_route_names_its_operation():
+    """What a check before the handler (dispatch.RouteCheck) decides by."""
+    assert {route.path: route.operation for route in ROUTES} == {
+        "/": "issue",
+        "/{key}": "issue",
+        "/_blocks/{key}": "issue",
+        "/_counters/{key}": "read",
+        "/_health": "none",
+        "/_series/{key}": "series",
+        "/_series/{key}/void": "void",
+        "/_series/{key}/journal": "read",
+    }
+    assert all(route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES)
+
+
+def test_404_texts_come_from_the_table():
+    assert not_found_message("/_counters", ROUTES) == "/_counters needs a key: GET /_counters/{key}"
+    assert not_found_message("/_blocks", ROUTES) == "/_blocks needs a key: GET or POST /_blocks/{key}"
+    assert not_found_message("/_series", ROUTES) == "/_series needs a key: POST /_series/{key}"
+    assert not_found_message("/a/b", COMPAT) == (
+        "no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}, /_health, /_series/{key}, "
+        "/_series/{key}/void, /_series/{key}/journal or /v1.counter"
+    )
+
+
+def test_the_readmes_api_table_lists_every_route():
+    """A new route is documented where users look first: a row of the README's API table."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    table = readme[readme.index("## HTTP API") : readme.index("| limit | value |")]
+    for route in ROUTES:
+        row = "".join(f"`{method}` or " for method in route.methods[:-1]) + f"`{route.methods[-1]} {route.path}"
+        assert f"| {row}" in table, row

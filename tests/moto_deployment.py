@@ -1,0 +1,205 @@
+"""The real handler, called with Function URL 2.0 events, on moto's DynamoDB: the functional tier's
+fixtures (tests/functional/conftest.py) and the stateful models (tests/models) build on it.
+
+`Region(config, region)` is one region's deployment: the app built by `create_app` with that region's
+settings (exactly what the stack gives the function) and its own tables in moto (the caller holds
+`mock_aws` open; the fixture `deploy` does). `Region.call(...)` builds an event from
+`fixtures/function_url_event.json` and returns the status, headers and parsed body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from common import EXAMPLE_CONFIG
+from tickets.app import App, create_app, dynamodb_client
+from tickets.tables import (
+    COUNTER_KEY,
+    IDEMPOTENCY_KEY,
+    create_series_table_arguments,
+    create_table_arguments,
+)
+from tickets_deploy.config import parse_config, region_settings
+from tickets_local.events import event_from
+from tickets_local.invoker import LambdaContext
+
+EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
+COUNTER_TABLE = "tickets-test"
+IDEMPOTENCY_TABLE = "tickets-idempotency-test"
+SERIES_TABLE = "tickets-test-series"
+
+
+@dataclass
+class FakeLambdaContext(LambdaContext):
+    """The local server's Lambda context (tickets_local.invoker), whose time does not run out: a test's
+    request always has the function's whole budget left, however slow the machine."""
+
+    aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:tickets-test"
+    function_name: str = "tickets-test"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 10_000
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: Any  # the parsed JSON, or the text of a text/plain answer
+
+
+def function_url_event(
+    path: str = "/",
+    method: str = "GET",
+    query: Any = None,
+    headers: dict[str, str] | None = None,
+    body: str | bytes | None = None,
+    base64_body: bool = False,
+    iam: dict[str, Any] | None = None,
+) -> dict:
+    """A payload 2.0 event as a Function URL sends it, from fixtures/function_url_event.json: the
+    local server's and the bench's builder (tickets_local.events.event_from), which says the rest.
+    `iam`: the signer as the URL's IAM authorizer describes it (requestContext.authorizer.iam), if not
+    the template's."""
+    event = event_from(EVENT_TEMPLATE, path, method, query, headers, body, base64_body)
+    if iam is not None:
+        event["requestContext"]["authorizer"]["iam"] = iam
+    return event
+
+
+@functools.cache
+def test_client(region: str):
+    """The tests' own client: clients are slow to make, and moto intercepts one made once."""
+    return boto3.client("dynamodb", region_name=region)
+
+
+@functools.cache
+def function_client(region: str):
+    """The function's client, made as the Lambda makes it (tickets.app.dynamodb_client), once per region."""
+    return dynamodb_client(region_name=region)
+
+
+class Region:
+    """One region's deployment: its app, built by create_app as the function builds it, and its tables in moto."""
+
+    def __init__(self, config: dict, region: str):
+        self.region = region
+        self.config = parse_config(config)
+        self.settings = region_settings(self.config, region)  # what the stack puts in the function's environment
+        self.client = test_client(region)
+        self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
+        self._app: App | None = None
+        existing = self.client.list_tables()["TableNames"]
+        for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
+            if table not in existing:
+                self.client.create_table(**create_table_arguments(table, key))
+        if SERIES_TABLE not in existing:
+            self.client.create_table(**create_series_table_arguments(SERIES_TABLE))
+
+    @property
+    def handler(self) -> App:
+        """The function as this region runs it, built on first use: like a new execution environment,
+        each Region (so each test) has its own Issuer, which remembers exhausted lanes."""
+        if self._app is None:
+            picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
+            client = function_client(self.region)
+            rules = self.config.access  # the access rules, as the function reads them from the stack's parameters
+            self._app = create_app(
+                self.settings,
+                client,
+                COUNTER_TABLE,
+                IDEMPOTENCY_TABLE,
+                region=self.region,
+                series_table=SERIES_TABLE,
+                access=None if rules is None else (lambda: rules),
+                **picks,
+            )
+        return self._app
+
+    def pick_lanes(self, shuffle: Any) -> None:
+        """Order the lanes each request tries with `shuffle` (in place) instead of at random; from the
+        next call on, with a fresh Issuer."""
+        self.shuffle = shuffle
+        self._app = None
+
+    def call(self, path: str = "/", method: str = "GET", **event_args: Any) -> Answer:
+        result = self.handler.lambda_handler(function_url_event(path, method, **event_args), FakeLambdaContext())
+        headers = result.get("headers") or {}
+        text = result.get("body") or ""
+        is_json = headers.get("Content-Type", "").startswith("application/json")
+        return Answer(result["statusCode"], headers, json.loads(text) if is_json else text)
+
+    def get(self, path: str = "/", **event_args: Any) -> Answer:
+        return self.call(path, "GET", **event_args)
+
+    def post(self, path: str = "/", **event_args: Any) -> Answer:
+        return self.call(path, "POST", **event_args)
+
+    def items(self, table: str = COUNTER_TABLE) -> list[dict]:
+        """Every item of one of this region's tables, in a stable order, for before/after snapshots."""
+        items = self.client.scan(TableName=table, ConsistentRead=True)["Items"]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+
+    def put_item(self, item: dict) -> None:
+        self.client.put_item(TableName=COUNTER_TABLE, Item=item)
+
+    @contextlib.contextmanager
+    def dynamodb_calls(self) -> Iterator[list[tuple[str, str | None]]]:
+        """Every (operation, table) the function's own DynamoDB client sends while open."""
+        calls: list[tuple[str, str | None]] = []
+
+        def record(params: dict, model: Any, **_: Any) -> None:
+            calls.append((model.name, params.get("TableName")))
+
+        events = self.handler.dynamodb.meta.events
+        events.register("provide-client-params.dynamodb", record)
+        try:
+            yield calls
+        finally:
+            events.unregister("provide-client-params.dynamodb", record)
+
+
+# The fixtures of the tiers that run the handler (tests/functional, and tests/synth on the settings it
+# synthesised): each tier's conftest.py imports them.
+
+
+@pytest.fixture
+def aws():
+    """moto's in-memory AWS for the duration of one test."""
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def deploy(aws):
+    """deploy(config, region) -> Region, with the app built from that cdk.json-style config."""
+
+    def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
+        return Region(EXAMPLE_CONFIG if config is None else config, region)
+
+    return deploy
+
+
+@pytest.fixture
+def api(deploy) -> Region:
+    """The handler deployed with the README's example config in us-east-1."""
+    return deploy()
+
+
+@pytest.fixture
+def dynamodb_calls(api):
+    """Every (operation, table) the handler's client sends."""
+    with api.dynamodb_calls() as calls:
+        yield calls

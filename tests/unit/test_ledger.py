@@ -1,0 +1,517 @@
+"""The deployment ledger (tickets.lock.json): every change that could repeat a ticket is refused,
+naming the field, the old and the new value; every safe change is recorded. Unit tests on the pure
+`record` and the file format. With git: tests/functional/test_ledger_git.py; through app.py's entry
+point: tests/synth/test_ledger_app.py.
+
+No test reads or writes the repository's own ledger, except one that reads it to check it is what
+the shipped cdk.json produces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ledger_examples import BASE, MAIN, PR_B, config, on, one_service
+from tickets_deploy.config import load_config_file, parse_config
+from tickets_deploy.ledger import (
+    COMMENT,
+    UNCONFIGURED,
+    CounterRecord,
+    Ledger,
+    LedgerError,
+    LedgerFile,
+    SlotRecord,
+    Version,
+    from_text,
+    new_accounts,
+    read_ledger,
+    read_ledger_file,
+    record,
+    record_services,
+    to_text,
+    version_id,
+    write_ledger_file,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TOP = str(2**63 - 1)
+
+
+def counters(**changes):
+    return {**BASE["counters"], **changes}
+
+
+@pytest.fixture
+def deployed() -> Ledger:
+    return record(config(), None)
+
+
+def refusal(previous: Ledger, **changes) -> str:
+    with pytest.raises(LedgerError) as refused:
+        record(config(**changes), previous)
+    return str(refused.value)
+
+
+# --- a new deployment ---------------------------------------------------------------------------
+
+
+def test_no_ledger_is_a_new_deployment_and_everything_is_recorded(deployed):
+    assert deployed == Ledger(
+        region_slots=4,
+        table_name="tickets-counters",
+        slots={0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1")},
+        counters={
+            "invoices": CounterRecord(start=1, stride=10, shards=1),
+            "orders": CounterRecord(start=5000, stride=1, shards=2),
+        },
+        unconfigured_keys_served=False,  # strictKeys is true
+        default_keys_served=frozenset({"default"}),  # not configured, so served unconfigured
+    )
+
+
+def test_a_new_deployment_records_whether_it_serves_unconfigured_keys():
+    assert record(config(strictKeys=False), None).unconfigured_keys_served
+    configured_default = record(config(defaultKey="orders"), None)
+    assert (configured_default.unconfigured_keys_served, configured_default.default_keys_served) == (False, set())
+
+
+@pytest.fixture
+def loose() -> Ledger:
+    """The shipped example's kind of deployment: strictKeys false, so any key is served unconfigured."""
+    return record(config(strictKeys=False), None)
+
+
+def test_the_same_config_again_changes_nothing(deployed):
+    assert record(config(), deployed) == deployed
+
+
+# --- refused ------------------------------------------------------------------------------------
+
+
+def test_a_changed_region_slots_is_refused(deployed):
+    message = refusal(deployed, regionSlots=8)
+    assert message.startswith("regionSlots: the ledger records 4, cdk.json says 8.")
+    assert "reissue" in message and "free slots" in message
+
+
+def test_the_issue_scenario_growing_region_slots_to_add_a_region_is_refused():
+    """Deployed with one slot; a second region by raising regionSlots would issue 2, 4, 6 again."""
+    one = record(parse_config({"regions": {"us-east-1": 0}}), None)
+    with pytest.raises(LedgerError, match=r"^regionSlots: the ledger records 1, cdk.json says 2\."):
+        record(parse_config({"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}), one)
+
+
+def test_a_region_moved_to_another_slot_is_refused(deployed):
+    message = refusal(deployed, regions={"us-east-1": 0, "eu-west-1": 2})
+    assert message.startswith("regions.eu-west-1: the ledger gives eu-west-1 slot 1, cdk.json gives slot 2.")
+    assert "Keep eu-west-1 on slot 1" in message
+
+
+def test_a_removed_region_coming_back_on_another_slot_is_refused(deployed):
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    message = refusal(removed, regions={"us-east-1": 0, "eu-west-1": 3})
+    assert message.startswith("regions.eu-west-1: the ledger gives eu-west-1 slot 1, cdk.json gives slot 3.")
+
+
+def test_a_retired_slot_given_to_another_region_is_refused(deployed):
+    """The issue's scenario: eu-west-1 issued 2, 4, 6 on slot 1, then left; ap-south-1 must not get slot 1."""
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    message = refusal(removed, regions={"us-east-1": 0, "ap-south-1": 1})
+    assert message.startswith(
+        "regions.ap-south-1: the ledger gives slot 1 to eu-west-1 (retired), cdk.json gives it to ap-south-1."
+    )
+    assert "issue the same numbers again" in message and "never-used slots: 2, 3" in message
+
+
+def test_removing_a_region_and_reusing_its_slot_in_one_change_is_refused(deployed):
+    message = refusal(deployed, regions={"us-east-1": 0, "ap-south-1": 1})
+    assert message.startswith(
+        "regions.ap-south-1: the ledger gives slot 1 to eu-west-1, cdk.json gives it to ap-south-1."
+    )
+
+
+@pytest.mark.parametrize("name, value, old", [("start", 6000, 5000), ("stride", 3, 1), ("shards", 4, 2)])
+def test_a_recorded_counters_changed_start_stride_or_shards_is_refused(deployed, name, value, old):
+    message = refusal(deployed, counters=counters(orders={"start": 5000, "shards": 2, name: value}))
+    assert message.startswith(f"counters.orders.{name}: the ledger records {old}, cdk.json says {value}.")
+    assert "add a new counter key" in message
+
+
+def test_a_changed_start_points_at_tickets_admin_raise(deployed):
+    message = refusal(deployed, counters=counters(orders={"start": 9000, "shards": 2}))
+    assert "python -m tickets_admin raise orders --above N" in message
+
+
+def test_a_recorded_counter_removed_is_refused(deployed):
+    message = refusal(deployed, counters={"orders": BASE["counters"]["orders"]})
+    assert message.startswith(
+        "counters.invoices: the ledger records invoices (start 1, stride 10, shards 1), "
+        "cdk.json no longer configures it."
+    )
+
+
+def test_a_changed_table_name_is_refused_because_a_new_table_restarts_every_counter(deployed):
+    message = refusal(deployed, tableName="tickets-counters-2")
+    assert message.startswith("tableName: the ledger records 'tickets-counters', cdk.json says 'tickets-counters-2'.")
+    assert "new, empty table" in message and "start again at its start" in message
+
+
+def test_every_refusal_is_listed_at_once(deployed):
+    message = refusal(deployed, regionSlots=2, tableName="other", counters={})
+    fields = [line.split(":")[0] for line in message.splitlines()]
+    assert fields == ["tableName", "regionSlots", "counters.invoices", "counters.orders"]
+
+
+def test_big_values_are_named_exactly(deployed):
+    big = record(config(counters=counters(big={"start": "36028797018963969", "max": TOP})), deployed)
+    message = refusal(big, counters=counters(big={"start": "36028797018963971", "max": TOP}))
+    assert message.startswith(
+        "counters.big.start: the ledger records 36028797018963969, cdk.json says 36028797018963971."
+    )
+
+
+# --- accepted and recorded ----------------------------------------------------------------------
+
+
+def test_a_new_counter_is_recorded(deployed):
+    ledger = record(config(counters=counters(members={"start": 100})), deployed)
+    assert ledger.counters["members"] == CounterRecord(start=100, stride=1, shards=1)
+    assert {key: ledger.counters[key] for key in deployed.counters} == dict(deployed.counters)
+
+
+def test_a_new_region_on_a_never_used_slot_is_recorded(deployed):
+    ledger = record(config(regions={"us-east-1": 0, "eu-west-1": 1, "ap-south-1": 3}), deployed)
+    assert ledger.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1"), 3: SlotRecord("ap-south-1")}
+
+
+def test_a_changed_max_is_accepted_and_not_recorded(deployed):
+    ledger = record(config(counters=counters(orders={"start": 5000, "shards": 2, "max": TOP})), deployed)
+    assert ledger == deployed
+
+
+def test_a_removed_region_retires_its_slot_for_good(deployed):
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    assert removed.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1", retired=True)}
+    # Still retired after later deploys that do not mention it.
+    assert record(config(regions={"us-east-1": 0, "ap-south-1": 2}), removed).slots[1] == SlotRecord(
+        "eu-west-1", retired=True
+    )
+
+
+def test_a_removed_region_may_come_back_to_its_own_slot(deployed):
+    """Its retained table (adopted with cdk import) continues where it stopped."""
+    removed = record(config(regions={"us-east-1": 0}), deployed)
+    assert record(config(), removed) == deployed
+
+
+def test_other_settings_are_not_the_ledgers_business(deployed):
+    ledger = record(config(auth="NONE", strictKeys=True, defaultKey="orders", reservedConcurrency=5), deployed)
+    assert ledger == deployed
+
+
+# --- the rollout rule (docs/design.md#the-rollout-rule) ----------------------------------------
+
+
+def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_unconfigured_keys_are_served(loose):
+    """Two regions, strictKeys false: one region still on the old config serves foo unconfigured
+    (2, 4, ...) while the other serves it from 1000 on: 1000 to 1008 twice, as the issue observed."""
+    message = refusal(loose, strictKeys=False, counters=counters(foo={"start": 1000}))
+    assert message.startswith("counters.foo: a new counter with start 1000, stride 1, shards 1, but a recorded ")
+    assert "served keys nobody configured (strictKeys false)" in message
+    assert "`python -m tickets_admin raise foo --above N`" in message
+    assert "strictKeys true from the first ledger on (`python -m tickets_cdk init`)" in message
+
+
+@pytest.mark.parametrize("layout", [{"shards": 4}, {"stride": 10}, {"start": 2}])
+def test_any_other_layout_for_a_new_counter_is_refused_while_unconfigured_keys_are_served(loose, layout):
+    assert refusal(loose, counters=counters(bar=layout)).startswith("counters.bar: a new counter")
+
+
+def test_a_new_counter_with_the_unconfigured_layout_is_accepted_with_its_own_max(loose):
+    ledger = record(config(counters=counters(foo={"start": 1, "max": 500, "maxBlock": 10})), loose)
+    assert ledger.counters["foo"] == UNCONFIGURED
+
+
+def test_turning_strict_keys_on_later_does_not_unlock_the_layout(loose):
+    """A region may still run the version that served unconfigured keys."""
+    strict = record(config(), loose)
+    assert strict.unconfigured_keys_served
+    assert refusal(strict, counters=counters(foo={"start": 1000})).startswith("counters.foo:")
+
+
+def test_strict_keys_from_the_start_lets_a_new_counter_choose_its_layout(deployed):
+    ledger = record(config(counters=counters(foo={"start": 1000, "shards": 3})), deployed)
+    assert ledger.counters["foo"] == CounterRecord(start=1000, stride=1, shards=3)
+
+
+def test_the_default_key_is_served_unconfigured_even_with_strict_keys(deployed):
+    message = refusal(deployed, counters=counters(default={"start": 1000}))
+    assert "default was the defaultKey of a recorded version that did not configure it" in message
+    # A key that became the default only once configured was never served unconfigured.
+    moved = record(config(defaultKey="orders"), deployed)
+    assert moved.default_keys_served == {"default"}
+    assert record(config(defaultKey="orders", counters=counters(members={"start": 7})), moved)
+
+
+def test_switching_strict_keys_off_locks_the_layout_from_then_on(deployed):
+    loose = record(config(strictKeys=False), deployed)
+    assert loose.unconfigured_keys_served
+    assert refusal(loose, counters=counters(foo={"stride": 3})).startswith("counters.foo:")
+
+
+# --- accounts -----------------------------------------------------------------------------------
+
+
+def test_accounts_are_recorded_per_region_and_a_new_one_is_reported(deployed):
+    production = record(config(), deployed, "111111111111")
+    assert production.slots[0].accounts == ("111111111111",) and production.slots[1].accounts == ("111111111111",)
+    assert new_accounts(deployed, production) == [("us-east-1", "111111111111"), ("eu-west-1", "111111111111")]
+    staging = record(config(regions={"us-east-1": 0}), production, "222222222222")
+    assert staging.slots[0].accounts == ("111111111111", "222222222222")
+    assert staging.slots[1] == SlotRecord("eu-west-1", retired=True, accounts=("111111111111",))
+    assert new_accounts(production, staging) == [("us-east-1", "222222222222")]
+    assert new_accounts(staging, record(config(regions={"us-east-1": 0}), staging, "222222222222")) == []
+
+
+def test_an_unknown_account_records_nothing(deployed):
+    assert record(config(), deployed, None) == deployed
+
+
+# --- the file -----------------------------------------------------------------------------------
+
+
+def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path):
+    first = record_services(None, {"tickets-counters": config()}, "222222222222", "make init")
+    ledger = record_services(
+        first,
+        {
+            "tickets-counters": config(
+                regions={"us-east-1": 0},
+                strictKeys=True,
+                counters=counters(big={"start": "36028797018963969", "stride": 7, "max": TOP}),
+            )
+        },
+        "111111111111",
+    )
+    root, child = first.version, ledger.version
+    assert child == version_id(root, ledger.services) and root == version_id(None, first.services)
+    text = to_text(ledger)
+    assert text == "\n".join(
+        [
+            "{",
+            f'  "//": {json.dumps(COMMENT)},',
+            '  "services": {',
+            '    "tickets-counters": {',
+            '      "counters": {',
+            '        "big": {"shards": 1, "start": "36028797018963969", "stride": 7},',
+            '        "invoices": {"shards": 1, "start": 1, "stride": 10},',
+            '        "orders": {"shards": 2, "start": 5000, "stride": 1}',
+            "      },",
+            '      "defaultKeysServed": ["default"],',
+            '      "regionSlots": 4,',
+            '      "slots": {',
+            '        "0": {"accounts": ["111111111111", "222222222222"], "region": "us-east-1"},',
+            '        "1": {"accounts": ["222222222222"], "region": "eu-west-1", "retired": true}',
+            "      },",
+            '      "unconfiguredKeysServed": false',
+            "    }",
+            "  },",
+            '  "versions": [',
+            f'    {{"id": "{root}", "parent": null, "change": "make init"}},',
+            f'    {{"id": "{child}", "parent": "{root}", "change": "tickets-counters: counters big added; '
+            'us-east-1 account 111111111111; eu-west-1 retired from slot 1"}',
+            "  ]",
+            "}",
+            "",
+        ]
+    )
+    assert json.loads(text)["services"]["tickets-counters"]["counters"]["big"]["start"] == "36028797018963969"
+    path = tmp_path / "tickets.lock.json"
+    write_ledger_file(path, ledger)
+    assert path.read_text() == text
+    assert read_ledger_file(path) == ledger
+    assert read_ledger(path) == ledger.services["tickets-counters"]
+    assert [p.name for p in tmp_path.iterdir()] == ["tickets.lock.json"]  # no temporary file left
+
+
+def test_slots_sort_as_numbers():
+    regions = {"us-west-2": 10, "us-east-2": 2, "us-east-1": 1}
+    ledger = record(parse_config({"regions": regions, "regionSlots": 11}), None)
+    assert list(json.loads(to_text(one_service(ledger)))["services"]["tickets-counters"]["slots"]) == ["1", "2", "10"]
+
+
+def test_an_empty_counters_object_stays_on_one_line():
+    assert '      "counters": {},\n' in to_text(one_service(record(parse_config({"regions": {"us-east-1": 0}}), None)))
+
+
+def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
+    with pytest.raises(LedgerError) as refused:
+        read_ledger(tmp_path / "tickets.lock.json")
+    assert "For a new deployment, `python -m tickets_cdk init` in the directory of cdk.json writes one" in str(
+        refused.value
+    )
+    assert "git checkout -- tickets.lock.json" in str(refused.value)
+
+
+def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
+    """It cannot say whether unconfigured keys were ever served, so it is read as if they were."""
+    old = (
+        '{"regionSlots": 1, "tableName": "ttt", "slots": {"0": {"region": "us-east-1"}}, '
+        '"counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}}}'
+    )
+    ledger = from_text(old).services["ttt"]
+    assert ledger.unconfigured_keys_served and ledger.served_unconfigured("anything")
+    strict = {"regions": {"us-east-1": 0}, "strictKeys": True, "tableName": "ttt"}
+    with pytest.raises(LedgerError, match="counters.foo: a new counter"):
+        record(parse_config({**strict, "counters": {"orders": {"start": 5000}, "foo": {"start": 9}}}), ledger)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{",
+        "[]",
+        '{"regionSlots": 1}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {"0": {"region": "x", "retired": false}}, "counters": {}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1, "stride": 0, "shards": 1}}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {}, '
+        '"counters": {"a": {"start": 1.5, "stride": 1, "shards": 1}}}',
+        '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {}, "extra": 1}',
+    ],
+)
+def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(text)
+    with pytest.raises(LedgerError, match=r"not a Tickets ledger .*git checkout -- tickets\.lock\.json"):
+        read_ledger(path)
+
+
+# --- versions: one line of history --------------------------------------------------------------
+
+
+@pytest.fixture
+def main_file() -> LedgerFile:
+    return on(MAIN, None, "make init")
+
+
+def test_each_change_appends_a_version_naming_its_parent_and_nothing_new_returns_the_same_file(main_file):
+    assert main_file.versions == (Version(main_file.version, None, "make init"),)
+    assert on(MAIN, main_file) is main_file
+    grown = on(PR_B, main_file)
+    assert [v.parent for v in grown.versions] == [None, main_file.version]
+    assert grown.versions[-1].change == "tickets-counters: counters foo added"
+    assert grown.is_ancestor(main_file.version, grown.version) and grown.is_ancestor(grown.version, grown.version)
+    assert not grown.is_ancestor(grown.version, main_file.version)
+    assert not grown.is_ancestor("0123456789abcdef", grown.version)
+
+
+def test_a_state_reached_again_is_a_new_version():
+    """A region removed and brought back to its slot returns to the same services, not the same version."""
+    both = {**MAIN, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    first = on(both)
+    removed = on({**both, "regions": {"us-east-1": 0}}, first)
+    back = on(both, removed)
+    assert back.services == first.services and back.version != first.version
+    assert len({v.id for v in back.versions}) == 3
+
+
+def test_a_hand_edited_ledger_is_refused(main_file, tmp_path):
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(to_text(main_file).replace('"start": 5000', '"start": 6000'))
+    with pytest.raises(LedgerError, match="edited by hand or merged line by line"):
+        read_ledger_file(path)
+
+
+def test_a_history_cut_at_its_start_is_refused(main_file, tmp_path):
+    grown = on(PR_B, main_file)
+    cut = LedgerFile(grown.services, grown.versions[1:])
+    path = tmp_path / "tickets.lock.json"
+    write_ledger_file(path, cut)
+    with pytest.raises(LedgerError, match="names a parent .* its history was cut"):
+        read_ledger_file(path)
+
+
+def test_a_format_1_ledger_is_one_root_version_and_is_written_back_in_format_2(tmp_path):
+    old = {
+        "regionSlots": 1,
+        "tableName": "tickets-counters",
+        "slots": {"0": {"region": "us-east-1"}},
+        "counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}},
+        "unconfiguredKeysServed": False,
+        "defaultKeysServed": ["default"],
+    }
+    path = tmp_path / "tickets.lock.json"
+    path.write_text(json.dumps(old))
+    previous = read_ledger_file(path)
+    assert previous.versions == (Version(version_id(None, previous.services), None, previous.versions[0].change),)
+    assert on(MAIN, previous) is previous  # nothing changed: nothing to write, the same version
+    grown = on(PR_B, previous)
+    write_ledger_file(path, grown)
+    assert read_ledger_file(path) == grown and grown.versions[-1].parent == previous.version
+    assert "services" in json.loads(path.read_text())
+
+
+def test_services_are_recorded_apart_and_kept_when_not_declared(main_file):
+    other = {"regions": {"eu-west-1": 0}, "tableName": "other-counters", "counters": {"x": {"start": 1}}}
+    both = record_services(main_file, {"other-counters": parse_config(other)})
+    assert set(both.services) == {"tickets-counters", "other-counters"}
+    assert both.services["tickets-counters"] == main_file.services["tickets-counters"]
+    with pytest.raises(LedgerError) as refused:
+        record_services(
+            both,
+            {
+                "tickets-counters": parse_config({**MAIN, "regionSlots": 2}),
+                "other-counters": parse_config({**other, "counters": {"x": {"start": 2}}}),
+            },
+        )
+    lines = str(refused.value).splitlines()
+    assert [line.split(":")[0] for line in lines] == ["other-counters", "tickets-counters"]
+    assert "counters.x.start: the ledger records 1, cdk.json says 2." in lines[0]
+    assert "regionSlots: the ledger records 1, cdk.json says 2." in lines[1]
+
+
+def test_a_renamed_table_is_refused_as_a_new_empty_table(main_file):
+    with pytest.raises(LedgerError, match=r"renamed: tableName: the ledger records 'tickets-counters' in us-east-1"):
+        record_services(main_file, {"renamed": parse_config({**MAIN, "tableName": "renamed"})})
+
+
+def test_new_accounts_across_services(main_file):
+    other = {"regions": {"eu-west-1": 0}, "tableName": "other-counters"}
+    both = record_services(main_file, {"other-counters": parse_config(other)}, "111111111111")
+    assert new_accounts(main_file, both) == [("eu-west-1", "111111111111")]
+
+
+# --- make init ----------------------------------------------------------------------------------
+
+
+def _cdk_json(directory: Path, tickets: dict) -> Path:
+    path = directory / "cdk.json"
+    path.write_text(json.dumps({"app": "python3 app.py", "context": {"tickets": tickets}}))
+    return path
+
+
+def test_init_writes_the_ledger_beside_cdk_json_once(tmp_path, capsys):
+    from tickets_deploy.__main__ import main
+
+    cdk_json = _cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "strictKeys": True})
+    assert main(["init", "--config", str(cdk_json)]) == 0
+    written = (tmp_path / "tickets.lock.json").read_bytes()
+    assert read_ledger(tmp_path / "tickets.lock.json") == record(load_config_file(cdk_json), None)
+    assert "strictKeys is on, so counters added later may have any layout" in capsys.readouterr().out
+
+    assert main(["init", "--config", str(cdk_json)]) == 2
+    assert "a ledger exists already; it is never replaced" in capsys.readouterr().err
+    assert (tmp_path / "tickets.lock.json").read_bytes() == written
+
+
+def test_init_refuses_an_invalid_config_and_writes_nothing(tmp_path, capsys):
+    from tickets_deploy.__main__ import main
+
+    cdk_json = _cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "regionSlots": 0})
+    assert main(["init", "--config", str(cdk_json)]) == 2
+    assert "tickets.regionSlots" in capsys.readouterr().err
+    assert not (tmp_path / "tickets.lock.json").exists()

@@ -1,0 +1,163 @@
+"""Every ledger format the project ever wrote still reads, and accepts the config it recorded, and the
+encodings derived from the schema leave an option at its default out, so a field or series option added
+later never makes an older ledger or an older function environment unreadable.
+
+The fixtures (tests/fixtures/ledgers/) were written by the codecs of their time: format 1 before the
+rollout rule (the repository's tickets.lock.json at 922f7ec), format 1 with the rollout flags (the
+codec of 1ddca9c), format 2 (examples/cdk-app's ledger, 7ebf131) and format 2 with series (the codec of
+6ca2627, before the schema), retired slots, accounts and a start above 2^53-1."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from tickets.series.config import SERIES_OPTIONS, SeriesConfig, parse_series
+from tickets.settings import ALWAYS_WRITTEN, Settings
+from tickets_deploy.config import FIELDS, parse_config
+from tickets_deploy.ledger import FORMAT_1_CHANGE, read_ledger_file, record_services
+
+LEDGERS = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
+
+# Per fixture: a config each of its services accepts as it stands (no new version recorded).
+ACCEPTED = {
+    "format-1-before-rollout-rule.json": {
+        "tickets-counters": {
+            "regions": {"us-east-1": 0},
+            "counters": {"invoices": {"stride": 10}, "orders": {"start": 5000}},
+        }
+    },
+    "format-1-rollout-rule.json": {
+        "tickets-counters": {
+            "regions": {"eu-west-1": 1},
+            "regionSlots": 2,
+            "strictKeys": True,
+            "counters": {"invoices": {"stride": 10}, "orders": {"start": 5000}},
+        }
+    },
+    "format-2-two-services.json": {
+        "shop-invoice-numbers": {
+            "regions": {"eu-west-1": 0},
+            "tableName": "shop-invoice-numbers",
+            "strictKeys": True,
+            "counters": {"credit-notes": {}, "invoices-2026": {}},
+        },
+        "shop-order-numbers": {
+            "regions": {"eu-west-1": 0, "us-east-1": 1},
+            "regionSlots": 2,
+            "tableName": "shop-order-numbers",
+            "strictKeys": True,
+            "counters": {"orders": {"start": 5000}},
+        },
+    },
+    "format-2-series.json": {
+        "shop": {
+            "regions": {"us-east-1": 0, "ap-southeast-2": 2},
+            "regionSlots": 3,
+            "tableName": "shop",
+            "counters": {
+                "orders": {"start": "36028797018963969", "max": "36028797018963999", "stride": 3, "shards": 2}
+            },
+            "series": {
+                "invoices": {
+                    "period": "yearly",
+                    "periodStartMonth": 4,
+                    "utcOffset": "+05:30",
+                    "format": "INV-{series}-{n:06}",
+                    "formatMaxLength": 30,
+                },
+                "plain": {"start": 100},
+            },
+        }
+    },
+}
+
+
+def test_every_format_ever_written_has_a_fixture() -> None:
+    assert sorted(path.name for path in LEDGERS.glob("*.json")) == sorted(ACCEPTED)
+
+
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
+def test_an_old_ledger_reads_and_accepts_what_it_recorded(name: str) -> None:
+    ledger = read_ledger_file(LEDGERS / name)  # its lineage checked too
+    assert sorted(ledger.services) == sorted(ACCEPTED[name])
+    if name.startswith("format-1"):
+        assert [version.change for version in ledger.versions] == [FORMAT_1_CHANGE]
+    configs = {table: parse_config({"tableName": table, **raw}) for table, raw in ACCEPTED[name].items()}
+    account = {"format-1-rollout-rule.json": "111122223333", "format-2-series.json": "111122223333"}.get(name)
+    recorded = record_services(ledger, configs, account)  # accepted: no LedgerError
+    if name == "format-1-before-rollout-rule.json":  # it predates defaultKeysServed: now recorded
+        assert recorded.versions[-1].change == "tickets-counters: default key default served unconfigured"
+        assert recorded.services["tickets-counters"].counters == ledger.services["tickets-counters"].counters
+    else:
+        assert recorded is ledger  # nothing new: the same version
+
+
+def test_format_1_before_the_rollout_rule_is_read_on_the_safe_side() -> None:
+    (service,) = read_ledger_file(LEDGERS / "format-1-before-rollout-rule.json").services.values()
+    assert service.unconfigured_keys_served  # any key could have been served unconfigured
+    assert service.counters["orders"].start == 5000
+
+
+def test_the_series_fixture_holds_big_numbers_retired_slots_and_accounts() -> None:
+    (service,) = read_ledger_file(LEDGERS / "format-2-series.json").services.values()
+    assert service.counters["orders"].start == 36028797018963969
+    assert service.slots[1].retired and service.slots[2].accounts == ("111122223333",)
+    assert set(service.series) == {"invoices", "plain"}
+
+
+def test_a_series_option_at_its_default_is_left_out_of_every_encoding() -> None:
+    """What keeps an older ledger readable when an option is added: the ledger refuses a recorded series
+    unless parse_series(entry).to_json() == entry, and an option left at its default is not written."""
+    later_options = [option for option in SERIES_OPTIONS if not option.always and not option.with_period]
+    assert later_options  # period, format, formatMaxLength: written only when set
+    plain = SeriesConfig()
+    for option in later_options:
+        assert option.name not in plain.to_json()
+    assert plain.to_json() == {"start": 1, "max": plain.max}
+    assert parse_series("k", plain.to_json(), region_slots=1, where="k").to_json() == plain.to_json()
+
+
+def test_series_options_are_the_series_attributes() -> None:
+    assert sorted(option.attribute for option in SERIES_OPTIONS) == sorted(
+        each.name for each in dataclasses.fields(SeriesConfig)
+    )
+    assert [option.prop for option in SERIES_OPTIONS] == [
+        "start",
+        "period",
+        "period_start_month",
+        "utc_offset",
+        "format",
+        "format_max_length",
+        "max",
+    ]
+
+
+def test_the_deploy_side_and_the_function_agree_on_the_settings() -> None:
+    """The fields marked `setting` are exactly the function's Settings (with its slot), so the environment
+    the deploy side writes is what tickets.settings reads, field for field."""
+    carried = {each.attribute for each in FIELDS if each.setting}
+    assert {each.name for each in dataclasses.fields(Settings)} == carried | {"region_slot"}
+
+
+def test_a_setting_added_later_is_left_out_at_its_default_and_read_back() -> None:
+    """An environment written before a setting existed lacks it: from_json gives the default. And a
+    setting not among ALWAYS_WRITTEN is written only when it differs from its default."""
+    written = json.loads(Settings().to_json())
+    assert "series" not in written  # not in ALWAYS_WRITTEN, empty by default
+    assert set(written) == {
+        "regionSlot",
+        "regionSlots",
+        "defaultKey",
+        "strictKeys",
+        "counters",
+        "idempotencyExpirySeconds",
+        "maxBlock",
+        "compatPath",
+    }
+    assert {name for name in ALWAYS_WRITTEN} < {each.name for each in dataclasses.fields(Settings)}
+    del written["compatPath"]
+    assert Settings.from_json(json.dumps(written)) == Settings()

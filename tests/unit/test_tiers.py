@@ -1,0 +1,41 @@
+"""The test suite's own layout (CONTRIBUTING.md, Layout): every test file sits in a tier that `pytest`
+and `make test` run, under a name no other tier uses (pytest imports test files by their bare name)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TESTS = REPO / "tests"
+
+
+def tier_folders() -> list[str]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["testpaths"]
+
+
+def test_every_test_file_is_in_a_tier_that_pytest_runs():
+    tiers = {REPO / path for path in tier_folders()}
+    assert {path.parent for path in TESTS.rglob("test_*.py")} <= tiers
+    assert {path for path in TESTS.iterdir() if path.is_dir() and any(path.glob("test_*.py"))} == tiers
+
+
+def test_no_two_tiers_hold_a_test_file_of_the_same_name():
+    names = Counter(path.name for path in TESTS.rglob("test_*.py"))
+    assert [name for name, count in names.items() if count > 1] == []
+
+
+def test_make_test_runs_every_tier():
+    """`make test` runs the tiers in groups (the Makefile's test-unit, test-handler-tiers, test-build-tiers):
+    together they name each tier once."""
+    makefile = (REPO / "Makefile").read_text()
+    recipe = re.search(r"^test:.*\n\t(.*)$", makefile, re.M).group(1)
+    groups = re.findall(r"test-[a-z-]+", recipe)
+    named = Counter(
+        folder
+        for group in groups
+        for folder in re.findall(r"tests/(\w+)", re.search(rf"^{group}:.*\n\t(.*)$", makefile, re.M).group(1))
+    )
+    assert named == Counter(path.removeprefix("tests/") for path in tier_folders())

@@ -1,0 +1,167 @@
+"""Where a TicketService keeps its access rules: SSM parameters the function reads at cold start.
+
+The rules may name principals CloudFormation resolves only at deploy (a granted role's ARN), and 50 of
+them do not fit in the function's environment beside its settings, so the construct writes them to SSM
+String parameters (standard tier: at most RULES_PARAMETER_BYTES each, whole principals per parameter) and
+gives the function their names and the rules' digest (tickets/access_store.py reads them). Parameters are
+added as grants make the rules grow; their values are computed at synthesis, once every grant is known.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import jsii
+from aws_cdk import IResolveContext, IStringProducer, Lazy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from tickets.access import IAM_ARN_PATTERN, OPERATIONS, Rules
+from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
+from tickets_deploy.access import check_patterns, parse_rules
+
+# The longest an ARN CloudFormation resolves at deploy can be: its prefix, a path (IAM allows 512 characters)
+# and a name (64). A role or user made in the app is counted by its own path and name when they are known
+# (grantee_principal), so a parameter never overflows whatever the ARN turns out to be.
+ARN_PREFIX_BYTES = len("arn:aws-us-gov:iam::111122223333:role/")
+MAX_PATH_BYTES, MAX_NAME_BYTES = 512, 64
+TOKEN_PRINCIPAL_BYTES = ARN_PREFIX_BYTES + MAX_PATH_BYTES + MAX_NAME_BYTES
+
+
+class AccessRulesStore(Construct):
+    """The rules, grown by `add`, stored in as many parameters as they need (at most MAX_RULES_PARAMETERS)."""
+
+    def __init__(self, scope: Construct, construct_id: str, function: lambda_.Function, rules: Rules):
+        super().__init__(scope, construct_id)
+        self._function = function
+        self._rules: dict[str, dict[str, list[str]]] = {}
+        self._longest: dict[str, int] = {}  # a deploy-time principal's longest possible ARN, in bytes
+        self._parameters: list[ssm.StringParameter] = []
+        for grant in rules.grants:
+            for operation, patterns in grant.operations.items():
+                self.add(grant.principal, operation, patterns)
+        if not self._parameters:
+            self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
+        function.add_environment(ACCESS_PARAMETERS_ENV, _lazy(self._names))
+        function.add_environment(ACCESS_DIGEST_ENV, _lazy(self._digest))
+
+    def add(
+        self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
+    ) -> None:
+        """Let `principal` (an ARN token at most `longest` bytes once resolved, or a principal as access rules
+        write it) do `operation` on `patterns`."""
+        if operation not in OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
+        keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")
+        if Token.is_unresolved(principal):
+            self._longest[principal] = longest
+        else:
+            parse_rules({principal: {operation: list(keys)}}, "access")  # the principal's own rule
+        known = self._rules.setdefault(principal, {}).setdefault(operation, [])
+        known.extend(key for key in keys if key not in known)
+        while len(self._chunks()) > len(self._parameters):
+            self._add_parameter()
+
+    def _add_parameter(self) -> None:
+        index = len(self._parameters)
+        if index == MAX_RULES_PARAMETERS:
+            raise ValueError(
+                f"access: the rules need more than {MAX_RULES_PARAMETERS} parameters of {RULES_PARAMETER_BYTES} bytes; "
+                "give a principal fewer patterns (a prefix `orders-*` for many keys), or one account or "
+                "organization id for many roles"
+            )
+        parameter = ssm.StringParameter(
+            self,
+            f"Rules{index}",
+            description="Tickets access rules (docs/callers.md#access-rules); part of the rules, written by the stack",
+            string_value=_lazy(lambda: self._value(index)),
+            tier=ssm.ParameterTier.STANDARD,
+        )
+        parameter.grant_read(self._function)
+        self._parameters.append(parameter)
+
+    def _entries(self) -> list[tuple[str, str]]:
+        """(principal, its `"principal":{...}` JSON text), in the order the rules were given."""
+        return [
+            (principal, json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True))
+            for principal, operations in self._rules.items()
+        ]
+
+    def _chunks(self) -> list[list[str]]:
+        """The principals of each parameter: whole principals, greedily, each parameter within its limit."""
+        chunks: list[list[str]] = [[]]
+        size = 2  # the braces
+        for principal, entry in self._entries():
+            length = len(entry.encode()) + 1
+            if principal in self._longest:
+                length += self._longest[principal] - len(principal)
+            if chunks[-1] and size + length > RULES_PARAMETER_BYTES:
+                chunks.append([])
+                size = 2
+            chunks[-1].append(principal)
+            size += length
+        return chunks if chunks[-1] else []
+
+    def _value(self, index: int) -> str:
+        chunks = self._chunks()
+        wanted = set(chunks[index]) if index < len(chunks) else set()
+        return "{" + ",".join(entry for principal, entry in self._entries() if principal in wanted) + "}"
+
+    def _names(self) -> str:
+        return ",".join(parameter.parameter_name for parameter in self._parameters)
+
+    def _digest(self) -> str:
+        """Of the rules as CloudFormation will resolve them: a new rule, a new digest, new execution environments."""
+        resolved = Stack.of(self).resolve([self._value(index) for index in range(len(self._parameters))])
+        return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@jsii.implements(IStringProducer)
+class _Produced:
+    """A string computed at synthesis, once every grant is known (Lazy.string's producer)."""
+
+    def __init__(self, produce: Callable[[], str]):
+        self._produce = produce
+
+    def produce(self, context: IResolveContext) -> Any:
+        return self._produce()
+
+
+def _lazy(produce: Callable[[], str]) -> str:
+    return Lazy.uncached_string(_Produced(produce))  # the cached Lazy.string calls a Python producer without a context
+
+
+def grantee_principal(grantee: iam.IGrantable, label: str) -> tuple[str, int]:
+    """The principal access rules name `grantee` by, a role's or a user's ARN (possibly a deploy-time token),
+    and the longest that ARN can be once resolved."""
+    principal = grantee.grant_principal
+    arn = getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
+    if arn is None and isinstance(principal, iam.ArnPrincipal) and IAM_ARN_PATTERN.fullmatch(principal.arn):
+        arn = principal.arn
+    if not isinstance(arn, str):
+        raise ValueError(
+            f"{label}: the grantee {principal} has no role or user ARN for the access rules to name; grant to an "
+            "IAM role or user, or write the principal (an account or organization id) in `access` itself"
+        )
+    return arn, _longest_arn(principal)
+
+
+def _longest_arn(principal: iam.IPrincipal) -> int:
+    """A role or user made in this app: its path and name where the app fixes them (else IAM's longest)."""
+    resource = principal.node.default_child if isinstance(principal, (iam.Role, iam.User)) else None
+    if not isinstance(resource, (iam.CfnRole, iam.CfnUser)):
+        return TOKEN_PRINCIPAL_BYTES
+    path = resource.path
+    name = resource.role_name if isinstance(resource, iam.CfnRole) else resource.user_name
+    path_bytes = (
+        len(path)
+        if isinstance(path, str) and not Token.is_unresolved(path)
+        else (1 if path is None else MAX_PATH_BYTES)
+    )
+    name_bytes = len(name) if isinstance(name, str) and not Token.is_unresolved(name) else MAX_NAME_BYTES
+    return ARN_PREFIX_BYTES + path_bytes + name_bytes

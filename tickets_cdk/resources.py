@@ -1,0 +1,159 @@
+"""The resources a TicketService is made of, each built one way: its tables, the URL's CORS and invoke
+policy, a caller from another account, the customer-managed key's use by CloudWatch Logs, the Powertools
+layer and the throttling metric (tickets_cdk/service.py wires them together)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import (
+    CfnDynamicReference,
+    CfnDynamicReferenceService,
+    Duration,
+    RemovalPolicy,
+    Stack,
+)
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from .powertools import layer_parameter
+
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+METRIC_PERIOD = Duration.minutes(5)
+
+
+def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:
+    """The URL's CORS: none unless the config names origins."""
+    if not origins:
+        return None
+    return lambda_.FunctionUrlCorsOptions(
+        allowed_origins=list(origins),
+        allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
+        allowed_headers=[
+            "content-type",
+            "accept",
+            "idempotency-key",
+            "authorization",
+            "x-amz-date",
+            "x-amz-security-token",
+            "x-amz-content-sha256",
+        ],
+        max_age=Duration.minutes(10),
+    )
+
+
+def powertools_layer_arn() -> str:
+    """The layer of the pinned Powertools release (POWERTOOLS_VERSION), for this runtime and architecture: a
+    dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
+    parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name)
+    return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
+
+
+def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
+    """What a caller of the AWS_IAM Function URL needs, and nothing else: function URLs created since
+    October 2025 require both actions. Attached to callers by the operator (see README)."""
+    return iam.ManagedPolicy(
+        scope,
+        "InvokePolicy",
+        description="Call the Tickets Function URL (SigV4)",
+        statements=[
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunctionUrl"],
+                resources=[function.function_arn],
+                conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
+            ),
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"],
+                resources=[function.function_arn],
+                conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
+            ),
+        ],
+    )
+
+
+def admit_caller(function: lambda_.Function, caller: str) -> None:
+    """The function's side of a call from another account (docs/callers.md): both actions a caller of the
+    AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
+    principal = iam.AccountPrincipal(caller) if caller.isdigit() else iam.ArnPrincipal(caller)
+    name = caller.replace("/", "%")  # a construct id has no "/"; IAM names have no "%"
+    function.add_permission(
+        f"InvokeUrl {name}",
+        principal=principal,
+        action="lambda:InvokeFunctionUrl",
+        function_url_auth_type=lambda_.FunctionUrlAuthType.AWS_IAM,
+    )
+    function.add_permission(
+        f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
+    )
+
+
+def encryption(key: kms.IKey | None) -> dict[str, Any]:
+    """A table's encryption options: the customer-managed key, or DynamoDB's default (an AWS-owned key)."""
+    if key is None:
+        return {}
+    return {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": key}
+
+
+def allow_logs(key: kms.IKey, stack: Stack) -> None:
+    """CloudWatch Logs encrypts a log group with a customer-managed key only if the key policy lets the
+    service use it, for this account's log groups in this region (AWS's "Encrypt log data" guide). An
+    imported key has no policy the stack can change: its owner adds this statement."""
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            resources=["*"],  # in a key policy, "*" is this key
+            conditions={
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": (
+                        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
+                    )
+                }
+            },
+        )
+    )
+
+
+def table(
+    scope: Construct, logical_id: str, partition_key: str, removal_policy: RemovalPolicy, **options: Any
+) -> dynamodb.Table:
+    """A table with point-in-time recovery, deletion protection (unless DESTROY) and this logical id."""
+    table = dynamodb.Table(
+        scope,
+        logical_id,
+        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
+        deletion_protection=removal_policy != RemovalPolicy.DESTROY,
+        removal_policy=removal_policy,
+        **options,
+    )
+    table.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
+    return table
+
+
+def throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:
+    """Throttled requests of these operations, summed. DynamoDB publishes ThrottledRequests only for an
+    operation that was throttled, and `a + b` has no value where either series has none (CDK's
+    metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
+    terms = {
+        operation.lower(): table.metric_throttled_requests_for_operation(
+            operation, period=METRIC_PERIOD, statistic="Sum"
+        )
+        for operation in operations
+    }
+    return cloudwatch.MathExpression(
+        expression=" + ".join(f"FILL({term}, 0)" for term in terms),
+        using_metrics=terms,
+        period=METRIC_PERIOD,
+        label="throttled requests",
+    )

@@ -1,0 +1,97 @@
+"""The `access` field (cdk.json `tickets.access`, prop `access`): who may do what, checked at synthesis.
+
+The function only matches rules (tickets/access.py); here they are checked, so the function never gets a
+malformed one. Rules are not permanent: the ledger records none of them, and changing them never repeats a
+ticket (docs/callers.md#access-rules).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tickets.access import IAM_ARN_PATTERN, OPERATIONS, Rules
+from tickets.keys import KEY_PATTERN
+
+ACCOUNT_PATTERN = re.compile(r"[0-9]{12}")
+ORGANIZATION_PATTERN = re.compile(r"o-[a-z0-9]{10,32}")  # AWS Organizations' id rule
+PREFIX_PATTERN = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._:-]{0,98})?\*")  # the start of a key, then `*`
+PRINCIPAL_RULE = (
+    'a role ARN ("arn:aws:iam::111122223333:role/NAME"), a user ARN ("arn:aws:iam::111122223333:user/NAME"), '
+    'a 12-digit account id, an organization id ("o-" and 10-32 of a-z 0-9) or "*"'
+)
+PATTERN_RULE = 'a key, a key prefix ending in "*" ("orders-*"), or "*" (every key)'
+
+
+class AccessRuleError(ValueError):
+    """A malformed rule; the message names where it is and the rule it breaks."""
+
+
+def parse_access(raw: Any, auth: str, where: str) -> Rules | None:
+    """None (no rules: every invoker may do everything) or the checked rules; AccessRuleError naming `where`."""
+    if raw is None:
+        return None
+    if isinstance(raw, Rules):
+        raw = raw.to_json()
+    if auth != "AWS_IAM":
+        raise AccessRuleError(
+            f"{where}: needs auth AWS_IAM: with auth {auth} the function is told no caller, so no rule could "
+            "match; set auth to AWS_IAM or remove access"
+        )
+    return parse_rules(raw, where)
+
+
+def parse_rules(raw: Any, where: str, *, principal_ok: Callable[[str], bool] | None = None) -> Rules:
+    """`raw` (principal -> {operation: [patterns]}) checked. `principal_ok(principal)`: True for a principal
+    to take as it is (a deploy-time token, unknown until CloudFormation resolves it)."""
+    if not isinstance(raw, Mapping):
+        raise AccessRuleError(
+            f'{where}: must map principals to operations on keys, e.g. {{"111122223333": {{"issue": ["orders-*"]}}}}, '
+            f"got {raw!r}"
+        )
+    checked = {}
+    for principal, operations in raw.items():
+        at = f"{where}[{principal!r}]"
+        if not (principal_ok is not None and principal_ok(principal)):
+            check_principal(principal, at)
+        checked[principal] = _parse_operations(operations, at)
+    return Rules.from_json(checked)
+
+
+def check_principal(principal: Any, where: str) -> None:
+    if not isinstance(principal, str) or not (
+        principal == "*"
+        or ACCOUNT_PATTERN.fullmatch(principal)
+        or ORGANIZATION_PATTERN.fullmatch(principal)
+        or IAM_ARN_PATTERN.fullmatch(principal)
+    ):
+        raise AccessRuleError(f"{where}: the principal must be {PRINCIPAL_RULE}")
+
+
+def _parse_operations(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
+    if not isinstance(raw, Mapping) or not raw:
+        raise AccessRuleError(
+            f"{where}: must name at least one operation ({', '.join(OPERATIONS)}) with its key patterns, "
+            f'e.g. {{"issue": ["orders-*"]}}, got {raw!r}'
+        )
+    operations = {}
+    for operation, patterns in raw.items():
+        if operation not in OPERATIONS:
+            raise AccessRuleError(
+                f"{where}: unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}"
+            )
+        operations[operation] = check_patterns(patterns, f"{where}.{operation}")
+    return operations
+
+
+def check_patterns(raw: Any, where: str) -> tuple[str, ...]:
+    """A non-empty list of key patterns (PATTERN_RULE), none twice."""
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise AccessRuleError(f"{where}: must be a non-empty list of key patterns ({PATTERN_RULE}), got {raw!r}")
+    for index, pattern in enumerate(raw):
+        if not isinstance(pattern, str) or not (KEY_PATTERN.fullmatch(pattern) or PREFIX_PATTERN.fullmatch(pattern)):
+            raise AccessRuleError(f"{where}[{index}]: {pattern!r} is not {PATTERN_RULE}")
+        if pattern in raw[:index]:
+            raise AccessRuleError(f"{where}[{index}]: {pattern!r} is listed twice")
+    return tuple(raw)

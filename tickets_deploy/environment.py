@@ -1,0 +1,61 @@
+"""Each region's handler environment, derived from a parsed config: the stack and the local server both
+call `handler_environment`, so the deployed and the local handler see the same settings
+(tickets.settings reads them back)."""
+
+from __future__ import annotations
+
+from tickets.settings import (
+    COUNTER_TABLE_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    SERIES_TABLE_ENV,
+    SETTINGS_ENV,
+    Settings,
+)
+
+from .rules import MAX_SETTINGS_BYTES, ConfigError
+from .schema import FIELDS, DeploymentConfig
+
+
+def region_settings(config: DeploymentConfig, region: str) -> Settings:
+    """What the function of `region` knows of the deployment: its slot and every field marked `setting`."""
+    if region not in config.regions:
+        raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
+    carried = {each.attribute: getattr(config, each.attribute) for each in FIELDS if each.setting}
+    return Settings(region_slot=config.regions[region], **carried)
+
+
+# Powertools reads these when the function's code is imported; the alarms and dashboard use the same names.
+SERVICE_NAME = "tickets"
+METRICS_NAMESPACE = "Tickets"
+POWERTOOLS_ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE}
+
+
+def handler_environment(
+    config: DeploymentConfig,
+    region: str,
+    *,
+    counter_table: str,
+    idempotency_table: str,
+    service_name: str = SERVICE_NAME,
+    series_table: str | None = None,
+) -> dict[str, str]:
+    """The function's environment for `region`, with the names of the tables it is to use (the series
+    table's when series are configured) and the service name its metrics and logs carry (the metrics'
+    `service` dimension: one per deployed service)."""
+    if config.series and series_table is None:
+        raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
+    encoded = region_settings(config, region).to_json()
+    if len(encoded.encode()) > MAX_SETTINGS_BYTES:
+        raise ConfigError(
+            f"tickets.counters: {len(config.counters)} counters need {len(encoded)} bytes of "
+            f"the function's environment, over the {MAX_SETTINGS_BYTES} it can spare; "
+            "configure only keys that need a non-default start, stride, max or shards"
+        )
+    return {
+        SETTINGS_ENV: encoded,
+        COUNTER_TABLE_ENV: counter_table,
+        IDEMPOTENCY_TABLE_ENV: idempotency_table,
+        **({SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
+        **POWERTOOLS_ENVIRONMENT,
+        "POWERTOOLS_SERVICE_NAME": service_name,
+    }

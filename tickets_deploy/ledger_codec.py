@@ -1,0 +1,270 @@
+"""tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change
+is a small diff; `from_text` reads every format the project wrote (tests/test_ledger_formats.py); the
+version id hashes the services as the file writes them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tickets.series.config import SeriesConfigError, parse_series
+from tickets.settings import MAX_SAFE_INTEGER
+from tickets_deploy.config import MAX_TICKET, exact_integer
+
+from . import epochs
+from .ledger_model import (
+    COMMENT,
+    VERSION_DIGITS,
+    CounterRecord,
+    Ledger,
+    LedgerFile,
+    SlotRecord,
+    Version,
+    _fields_text,
+)
+
+_SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
+_ACCOUNT = re.compile(r"[0-9]{12}")
+
+
+def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
+    """The first 16 hex digits of sha256 over the canonical JSON of the parent and the services; the
+    parent is part of it, so a state reached again later is a new version."""
+    canonical = json.dumps(
+        {"parent": parent, "services": {name: _service_fields(s) for name, s in sorted(services.items())}},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:VERSION_DIGITS]
+
+
+def _service_fields(ledger: Ledger) -> dict[str, Any]:
+    """One service as the file writes it (and as its version id hashes it)."""
+    return {
+        "counters": {
+            key: {"shards": c.shards, "start": _exact(c.start), "stride": _exact(c.stride)}
+            for key, c in sorted(ledger.counters.items())
+        },
+        "defaultKeysServed": sorted(ledger.default_keys_served),
+        "regionSlots": ledger.region_slots,
+        "slots": {
+            str(slot): {
+                **({"accounts": list(s.accounts)} if s.accounts else {}),
+                "region": s.region,
+                **({"retired": True} if s.retired else {}),
+            }
+            for slot, s in sorted(ledger.slots.items())
+        },
+        "unconfiguredKeysServed": ledger.unconfigured_keys_served,
+        # Only where a series was ever recorded: the services of older ledgers hash as they always did.
+        **({"series": {key: dict(fields) for key, fields in sorted(ledger.series.items())}} if ledger.series else {}),
+        # Only where a layout ever changed, likewise.
+        **({"epochs": _epochs_fields(ledger)} if ledger.epochs else {}),
+    }
+
+
+def _epochs_fields(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for epoch in ledger.epochs:
+        by_key.setdefault(epoch.key, []).append(epoch.to_json())
+    return dict(sorted(by_key.items()))
+
+
+def to_text(ledger: LedgerFile) -> str:
+    """Sorted, two-space indented, one counter, slot or version per line, so a change is a small diff."""
+
+    def block(name: str, rows: Mapping[str, Any], indent: str) -> str:
+        if not rows:
+            return f'{indent}"{name}": {{}}'
+        lines = [f"{indent}  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
+        return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
+
+    def service(name: str, ledger: Ledger) -> str:
+        fields = _service_fields(ledger)
+        inner = "      "
+        return (
+            f"    {json.dumps(name)}: {{\n"
+            + ",\n".join(
+                [
+                    block("counters", fields["counters"], inner),
+                    f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
+                    *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
+                    f'{inner}"regionSlots": {fields["regionSlots"]}',
+                    *([block("series", fields["series"], inner)] if "series" in fields else []),
+                    block("slots", fields["slots"], inner),
+                    f'{inner}"unconfiguredKeysServed": {json.dumps(fields["unconfiguredKeysServed"])}',
+                ]
+            )
+            + "\n    }"
+        )
+
+    services = ",\n".join(service(name, s) for name, s in sorted(ledger.services.items()))
+    versions = ",\n".join(
+        f"    {json.dumps({'id': v.id, 'parent': v.parent, 'change': v.change})}" for v in ledger.versions
+    )
+    return (
+        "{\n"
+        f'  "//": {json.dumps(COMMENT)},\n'
+        + (f'  "services": {{\n{services}\n  }},\n' if services else '  "services": {},\n')
+        + f'  "versions": [\n{versions}\n  ]\n'
+        + "}\n"
+    )
+
+
+def from_text(text: str) -> LedgerFile:
+    """A ledger file from its text, lineage not checked (check_lineage). A format-1 ledger (one service:
+    top-level tableName, regionSlots, slots, counters) is read as that service with one root version."""
+    raw = json.loads(text)
+    if isinstance(raw, dict) and "tableName" in raw:
+        service = _service_from(raw, "the ledger", format_1=True)
+        services = {service.table_name: service}
+        return LedgerFile(services, (Version(version_id(None, services), None, FORMAT_1_CHANGE),))
+    _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
+    services = {
+        name: _service_from({**_object(entry, f"services.{name}"), "tableName": name}, f"services.{name}")
+        for name, entry in sorted(_object(raw["services"], "services").items())
+    }
+    if not isinstance(raw["versions"], list):
+        raise ValueError("versions: not a list")
+    versions = []
+    for index, entry in enumerate(raw["versions"]):
+        _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
+        if not isinstance(entry["id"], str) or not _VERSION.fullmatch(entry["id"]):
+            raise ValueError(f"versions[{index}].id: not {VERSION_DIGITS} hex digits")
+        if entry["parent"] is not None and not (
+            isinstance(entry["parent"], str) and _VERSION.fullmatch(entry["parent"])
+        ):
+            raise ValueError(f"versions[{index}].parent: not null or {VERSION_DIGITS} hex digits")
+        if not isinstance(entry["change"], str):
+            raise ValueError(f"versions[{index}].change: not a string")
+        versions.append(Version(entry["id"], entry["parent"], entry["change"]))
+    return LedgerFile(services, tuple(versions))
+
+
+FORMAT_1_CHANGE = "recorded before the ledger had versions (format 1)"
+_VERSION = re.compile(f"[0-9a-f]{{{VERSION_DIGITS}}}")
+
+
+def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
+    """One service. A format-1 ledger written before the rollout rule lacks unconfiguredKeysServed and
+    defaultKeysServed: it is read as if every key could have been served unconfigured, the safe side."""
+    flags = {"unconfiguredKeysServed", "defaultKeysServed"}
+    _fields(
+        raw,
+        where,
+        required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
+        optional=({"//"} | flags) if format_1 else {"series", "epochs"},
+    )
+    region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
+    if not isinstance(raw["tableName"], str):
+        raise ValueError("tableName: not a string")
+    slots = {int(name): _slot_from(name, entry, region_slots) for name, entry in _object(raw["slots"], "slots").items()}
+    counters = {key: _counter_from(key, entry) for key, entry in _object(raw["counters"], "counters").items()}
+    series = {
+        key: _series_from(key, entry, region_slots) for key, entry in _object(raw.get("series", {}), "series").items()
+    }
+    served = raw.get("unconfiguredKeysServed", True)
+    if not isinstance(served, bool):
+        raise ValueError("unconfiguredKeysServed: must be true or false")
+    default_keys = raw.get("defaultKeysServed", [])
+    if not isinstance(default_keys, list) or not all(isinstance(key, str) for key in default_keys):
+        raise ValueError("defaultKeysServed: must be a list of keys")
+    return Ledger(
+        region_slots,
+        raw["tableName"],
+        dict(sorted(slots.items())),
+        dict(sorted(counters.items())),
+        unconfigured_keys_served=served,
+        default_keys_served=frozenset(default_keys),
+        series=dict(sorted(series.items())),
+        epochs=_epochs_from(raw.get("epochs", {})),
+    )
+
+
+def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:
+    """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
+    found = []
+    for key, entries in _object(raw, "epochs").items():
+        if not isinstance(entries, list):
+            raise ValueError(f"epochs.{key}: not a list")
+        for index, entry in enumerate(entries):
+            where = f"epochs.{key}[{index}]"
+            _fields(entry, where, required={"epoch", "fence", "from", "to"}, optional=set())
+            _whole(entry["epoch"], f"{where}.epoch", low=1)
+            _whole(entry["fence"], f"{where}.fence", low=0)
+            for side in ("from", "to"):
+                _layout_from(entry[side], f"{where}.{side}")
+            epoch = epochs.KeyEpoch.from_json(key, entry)
+            if epoch.number != index + 1 or epoch.fence < epoch.old.start:
+                raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
+            found.append(epoch)
+    return tuple(found)
+
+
+def _layout_from(raw: Any, where: str) -> None:
+    names = {"regionSlots", "shards", "start", "stride"}
+    _fields(raw, where, required=names, optional=set())
+    for name in sorted(names):
+        _whole(raw[name], f"{where}.{name}", low=0 if name == "start" else 1)
+
+
+def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
+    if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
+        raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
+    _fields(entry, f"slots.{name}", required={"region"}, optional={"retired", "accounts"})
+    if not isinstance(entry["region"], str) or entry.get("retired", True) is not True:
+        raise ValueError(f"slots.{name}: region must be a name and retired, if present, true")
+    accounts = entry.get("accounts", [])
+    if not isinstance(accounts, list) or not all(isinstance(a, str) and _ACCOUNT.fullmatch(a) for a in accounts):
+        raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
+    return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
+
+
+def _counter_from(key: str, entry: Any) -> CounterRecord:
+    _fields(entry, f"counters.{key}", required={"start", "stride", "shards"}, optional=set())
+    return CounterRecord(
+        start=_whole(entry["start"], f"counters.{key}.start", low=0),
+        stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
+        shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
+    )
+
+
+def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
+    """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
+    never written, so an option added later reads an older record as its default)."""
+    try:
+        parsed = parse_series(key, entry, region_slots=region_slots, where=f"series.{key}")
+    except SeriesConfigError as err:
+        raise ValueError(str(err)) from None
+    if parsed.to_json() != entry:
+        raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
+    return dict(entry)
+
+
+def _exact(value: int) -> int | str:
+    """Like cdk.json: above 2^53-1 as a decimal string, which every JSON parser keeps exact."""
+    return value if value <= MAX_SAFE_INTEGER else str(value)
+
+
+def _object(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: not an object")
+    return raw
+
+
+def _fields(raw: Any, where: str, *, required: set[str], optional: set[str]) -> None:
+    present = set(_object(raw, where))
+    if required - present or present - required - optional:
+        raise ValueError(
+            f"{where}: expected the fields {', '.join(sorted(required | optional))}, "
+            f"found {', '.join(sorted(present)) or 'none'}"
+        )
+
+
+def _whole(raw: Any, where: str, *, low: int) -> int:
+    """The ledger writes numbers as cdk.json does (decimal strings above 2^53-1), so it reads them by the
+    same rule."""
+    return exact_integer(raw, low=low, high=MAX_TICKET, where=where)

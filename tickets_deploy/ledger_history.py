@@ -1,0 +1,161 @@
+"""The ledger's history: a single line of versions over every service, each naming its parent
+(`record_services` appends one, `check_lineage` refuses a history two branches merged)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tickets_deploy.config import DeploymentConfig
+
+from .ledger_codec import version_id
+from .ledger_model import LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
+from .ledger_rules import record
+
+
+def record_services(
+    previous: LedgerFile | None,
+    configs: Mapping[str, DeploymentConfig],
+    account: str | None = None,
+    change: str | None = None,
+) -> LedgerFile:
+    """The ledger file after deploying every service of `configs` (by table name) to `account`; each is
+    checked against its own recorded ledger with `record`, so the rollout rule holds per service. Services
+    the app no longer declares are kept as recorded. Returns `previous` itself when nothing changed, else
+    a file with one more version (`change` describes it; by default a summary of what was recorded).
+    LedgerError lists every problem, each prefixed by its service's table name."""
+    recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
+    services = dict(recorded)
+    problems: list[str] = []
+    for name, config in sorted(configs.items()):
+        if config.table_name != name:
+            raise ValueError(f"configs: {name!r} names a config whose tableName is {config.table_name!r}")
+        try:
+            services[name] = record(config, recorded.get(name), account)
+        except LedgerError as err:
+            problems.extend(f"{name}: {line}" for line in str(err).splitlines())
+            continue
+        if name not in recorded:
+            problems.extend(f"{name}: {line}" for line in _renamed_table_problems(config, recorded, configs))
+    if problems:
+        raise LedgerError("\n".join(problems))
+    services = dict(sorted(services.items()))
+    if previous is not None and services == dict(previous.services):
+        return previous
+    parent = previous.version if previous is not None else None
+    versions = previous.versions if previous is not None else ()
+    described = change if change is not None else describe_change(recorded, services)
+    return LedgerFile(services, (*versions, Version(version_id(parent, services), parent, described)))
+
+
+def _renamed_table_problems(
+    config: DeploymentConfig, recorded: Mapping[str, Ledger], configs: Mapping[str, DeploymentConfig]
+) -> list[str]:
+    """A service new to the ledger where a recorded one the app no longer declares served the same
+    region: most likely tableName changed, and a new table restarts every counter."""
+    problems = []
+    for name, ledger in recorded.items():
+        if name in configs:
+            continue
+        shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
+        if shared:
+            problems.append(
+                f"tableName: the ledger records {name!r} in {', '.join(shared)}, which cdk.json no longer "
+                f"declares, and cdk.json says {config.table_name!r}. A new name is a new, empty table, where every "
+                f"counter would start again at its start and repeat every ticket already issued. Keep {name!r} "
+                "(docs/operations.md)."
+            )
+    return problems
+
+
+def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
+    """What a new version recorded, in a line: e.g. `tickets-counters: counters foo added`."""
+    parts = []
+    for name, ledger in services.items():
+        old = previous.get(name)
+        if old is None:
+            parts.append(f"{name}: recorded")
+            continue
+        if old == ledger:
+            continue
+        said = [*_added(old, ledger), *_slot_changes(old, ledger), *_served_changes(old, ledger)]
+        parts.append(f"{name}: {'; '.join(said)}")
+    return "; ".join(parts) or "no change"
+
+
+def _added(old: Ledger, ledger: Ledger) -> list[str]:
+    said = []
+    added = [key for key in ledger.counters if key not in old.counters]
+    if added:
+        said.append(f"counters {', '.join(added)} added")
+    added_series = [key for key in ledger.series if key not in old.series]
+    if added_series:
+        said.append(f"series {', '.join(added_series)} added")
+    return said
+
+
+def _slot_changes(old: Ledger, ledger: Ledger) -> list[str]:
+    said = []
+    for slot, entry in ledger.slots.items():
+        before = old.slots.get(slot)
+        if before is None or before.retired and not entry.retired:
+            said.append(f"{entry.region} on slot {slot}")
+        elif entry.retired and not before.retired:
+            said.append(f"{entry.region} retired from slot {slot}")
+        elif entry.accounts != before.accounts:
+            said.append(f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(before.accounts)))}")
+    return said
+
+
+def _served_changes(old: Ledger, ledger: Ledger) -> list[str]:
+    said = []
+    if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
+        said.append("unconfigured keys served (strictKeys false)")
+    served = sorted(ledger.default_keys_served - old.default_keys_served)
+    if served:
+        said.append(f"default key {', '.join(served)} served unconfigured")
+    return said
+
+
+def check_lineage(ledger: LedgerFile, where: str) -> None:
+    """LedgerError unless the history is a single line whose last version is the recorded services: two
+    children of one parent (a merge kept both branches' versions) or services that do not hash to the
+    last version (a hand edit, or git merging two branches' ledgers line by line) mean that two changes
+    were each checked alone but never one after the other."""
+    way_out = (
+        "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
+        f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
+        "change is checked after it; if the ledger refuses it, that change could repeat tickets "
+        "(docs/operations.md#working-as-a-team)."
+    )
+    if not ledger.versions:
+        raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
+    first = ledger.versions[0]
+    if first.parent is not None:
+        raise LedgerError(
+            f"{where}: versions: the first version {first.id} names a parent ({first.parent}): its history was "
+            f"cut. Restore the ledger from version control (git log -- {LEDGER_FILE})."
+        )
+    seen: dict[str, Version] = {}
+    for before, version in zip(ledger.versions, ledger.versions[1:], strict=False):
+        seen[before.id] = before
+        if version.parent == before.id:
+            continue
+        if version.parent in seen:
+            sibling = ledger.versions[[v.id for v in ledger.versions].index(version.parent) + 1]
+            raise LedgerError(
+                f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
+                f"children of {version.parent}: two branches recorded a change each and a merge kept both, so "
+                f"neither was checked after the other. {way_out}"
+            )
+        raise LedgerError(
+            f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
+            f"({before.id}): the history is not a single line. {way_out}"
+        )
+    last = ledger.versions[-1]
+    actual = version_id(last.parent, ledger.services)
+    if actual != last.id:
+        raise LedgerError(
+            f"{where}: its services hash to {actual}, not to its last version {last.id} ({last.change}): the "
+            "file was edited by hand or merged line by line from two branches' ledgers, and the merged "
+            f"services were never checked as one change after the other. {way_out}"
+        )

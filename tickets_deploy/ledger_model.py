@@ -1,0 +1,114 @@
+"""What the deployment ledger holds: per service (counter table), its region slots, counter layouts, series
+and what was ever served unconfigured (Ledger); the file's services and its line of versions (LedgerFile).
+Plain data: the rollout rules are in tickets_deploy.ledger_rules, the history in ledger_history, the file's
+format in ledger_codec."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tickets.settings import CounterConfig
+
+from .epochs import KeyEpoch
+
+LEDGER_FILE = "tickets.lock.json"
+COMMENT = (
+    "Tickets deployment ledger, kept by cdk synth: per counter table, the region slots, counter settings and "
+    "accounts ever deployed, and which keys were ever served unconfigured; and its versions, one line, each "
+    "naming its parent, which deployed stacks record so that no rollout can repeat a ticket. Commit it with "
+    "cdk.json; never edit, merge or delete it (docs/operations.md)."
+)
+# The one init (`make init` runs it): what every message names, and the first version's change.
+INIT_COMMAND = "python -m tickets_cdk init"
+# The stack output naming the ledger version a stack was synthesised with (tickets_deploy/predeploy.py).
+LEDGER_VERSION_OUTPUT = "TicketsLedgerVersion"
+
+
+class LedgerError(ValueError):
+    """A config the ledger refuses, or a ledger file that cannot be read; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class SlotRecord:
+    region: str
+    retired: bool = False  # the region was removed: its retained table holds this slot's tickets
+    accounts: tuple[str, ...] = ()  # every AWS account this region was synthesised for, sorted
+
+
+@dataclass(frozen=True)
+class CounterRecord:
+    start: int
+    stride: int
+    shards: int
+
+    @classmethod
+    def of(cls, counter: CounterConfig) -> CounterRecord:
+        return cls(start=counter.start, stride=counter.stride, shards=counter.shards)
+
+    def describe(self) -> str:
+        return f"start {self.start}, stride {self.stride}, shards {self.shards}"
+
+
+# The layout the handler gives a key that cdk.json does not configure (docs/design.md#the-rollout-rule).
+UNCONFIGURED = CounterRecord.of(CounterConfig())
+
+
+@dataclass(frozen=True)
+class Ledger:
+    region_slots: int
+    table_name: str
+    slots: Mapping[int, SlotRecord] = field(default_factory=dict)
+    counters: Mapping[str, CounterRecord] = field(default_factory=dict)
+    # Whether any recorded version served keys nobody configured (strictKeys false), and which default
+    # keys a recorded version served unconfigured (the default key is served even with strictKeys).
+    # A version may run in some region long after a newer one was recorded, so both only ever grow.
+    unconfigured_keys_served: bool = True
+    default_keys_served: frozenset[str] = frozenset()
+    # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
+    # series is permanent, field by field, and never removed (docs/series.md).
+    series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
+    # (`python -m tickets_admin fence` records them; docs/design.md#epochs-and-fences).
+    epochs: tuple[KeyEpoch, ...] = ()
+
+    def served_unconfigured(self, key: str) -> bool:
+        """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""
+        return self.unconfigured_keys_served or key in self.default_keys_served
+
+
+def _fields_text(fields: Mapping[str, Any]) -> str:
+    return ", ".join(f"{name} {value!r}" for name, value in sorted(fields.items()))
+
+
+@dataclass(frozen=True)
+class Version:
+    """One recorded state of the file: `id` hashes `parent` and the services as recorded (version_id)."""
+
+    id: str
+    parent: str | None
+    change: str  # what the change recorded, for the reader of the file and of a refusal
+
+
+@dataclass(frozen=True)
+class LedgerFile:
+    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest
+    first. Deployed stacks record the version they were synthesised with (TicketsLedgerVersion), and a
+    deploy is refused unless each region's deployed version is an ancestor of it (tickets_deploy.predeploy)."""
+
+    services: Mapping[str, Ledger]
+    versions: tuple[Version, ...]
+
+    @property
+    def version(self) -> str | None:
+        """The id of the state the file holds (its last version)."""
+        return self.versions[-1].id if self.versions else None
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        """Is `older` `newer` itself or a version before it in this file's history?"""
+        ids = [version.id for version in self.versions]
+        return older in ids and newer in ids and ids.index(older) <= ids.index(newer)
+
+
+VERSION_DIGITS = 16

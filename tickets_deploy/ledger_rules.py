@@ -1,0 +1,179 @@
+"""The rollout rule (docs/design.md#the-rollout-rule): `record` compares a parsed config with a service's
+previous ledger and returns the next one, or refuses with a LedgerError that names each field, its old
+and new value, why it would repeat tickets and what to do instead."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tickets_deploy.config import DeploymentConfig
+
+from . import epochs
+from .ledger_model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
+
+
+def record(config: DeploymentConfig, previous: Ledger | None, account: str | None = None) -> Ledger:
+    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change
+    that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
+    stands."""
+    if previous is None:
+        previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False)
+    else:
+        problems = [
+            *_table_problems(config, previous),
+            *epochs.synthesis_problems(config, previous),
+            *_slot_problems(config, previous),
+            *_counter_problems(config, previous),
+            *_series_problems(config, previous),
+        ]
+        if problems:
+            raise LedgerError("\n".join(problems))
+
+    slots = {slot: replace(entry, retired=True) for slot, entry in previous.slots.items()}
+    for region, slot in config.regions.items():
+        accounts = set(slots[slot].accounts) if slot in slots else set()
+        if account is not None:
+            accounts.add(account)
+        slots[slot] = SlotRecord(region, accounts=tuple(sorted(accounts)))
+    counters = {**previous.counters, **{key: CounterRecord.of(c) for key, c in config.counters.items()}}
+    default_keys = set(previous.default_keys_served)
+    if config.default_key not in config.counters:
+        default_keys.add(config.default_key)
+    series = {**previous.series, **{key: s.to_json() for key, s in config.series.items()}}
+    return Ledger(
+        config.region_slots,  # as recorded, or grown above fences (epochs.synthesis_problems)
+        previous.table_name,
+        dict(sorted(slots.items())),
+        dict(sorted(counters.items())),
+        unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
+        default_keys_served=frozenset(default_keys),
+        series=dict(sorted(series.items())),
+        epochs=previous.epochs,
+    )
+
+
+def _series_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+    """A recorded series must stay in cdk.json with every field as recorded: its journal and its numbers
+    were made with them (another start, period or format would repeat or reshape numbers already issued)."""
+    problems = []
+    for key, recorded in previous.series.items():
+        where = f"series.{key}"
+        series = config.series.get(key)
+        if series is None:
+            problems.append(
+                f"{where}: the ledger records the series {key} ({_fields_text(recorded)}), cdk.json no longer "
+                f"configures it. A series is never removed: its journal must stay reachable and its numbers are "
+                f"never issued again under another setting. Keep {key} in cdk.json as recorded (it may stay unused)."
+            )
+            continue
+        now = series.to_json()
+        for name in sorted(set(recorded) | set(now)):
+            if recorded.get(name) != now.get(name):
+                problems.append(
+                    f"{where}.{name}: the ledger records {recorded.get(name)!r}, cdk.json says {now.get(name)!r}. "
+                    "Every field of a series is permanent: its numbers and ids were issued under the recorded "
+                    f"ones. Keep {key} as recorded; for another numbering, add a series under a new name."
+                )
+    return problems
+
+
+def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+    problems = []
+    if config.table_name != previous.table_name:
+        problems.append(
+            f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
+            "name is a new, empty table, where every counter would start again at its start and repeat every "
+            f"ticket already issued. Keep {previous.table_name!r} (docs/operations.md)."
+        )
+    # regionSlots: it grows only above fences, per key (epochs.synthesis_problems).
+    return problems
+
+
+def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+    recorded_slot = {entry.region: slot for slot, entry in previous.slots.items()}
+    free = [
+        str(slot)
+        for slot in range(previous.region_slots)
+        if slot not in previous.slots and slot not in config.regions.values()
+    ]
+    instead = f"never-used slots: {', '.join(free)}" if free else "no slot was never used"
+    problems = []
+    for region, slot in config.regions.items():
+        where = f"regions.{region}"
+        if region in recorded_slot and recorded_slot[region] != slot:
+            problems.append(
+                f"{where}: the ledger gives {region} slot {recorded_slot[region]}, cdk.json gives slot {slot}. "
+                f"{region}'s table holds the lanes of slot {recorded_slot[region]}: on slot {slot} its new lanes "
+                f"would issue numbers that belong to slot {slot}, and slot {recorded_slot[region]}'s numbers "
+                f"would be left for another region to issue again. Keep {region} on slot {recorded_slot[region]}."
+            )
+            continue
+        owner = previous.slots.get(slot)
+        if owner is not None and owner.region != region:
+            retired = " (retired)" if owner.retired else ""
+            problems.append(
+                f"{where}: the ledger gives slot {slot} to {owner.region}{retired}, cdk.json gives it to {region}. "
+                f"{owner.region}'s table, retained, holds the tickets issued on slot {slot}; {region} would "
+                f"start with an empty table and issue the same numbers again. Give {region} a slot never used "
+                f"({instead})."
+            )
+    return problems
+
+
+def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+    why = {
+        "start": "every lane's first ticket moves with start, so new lanes would overlap the numbers old "
+        "lanes issued. To skip ahead, keep start and run `python -m tickets_admin raise {key} "
+        "--above N` in each region",
+        "stride": "lanes interleave by stride; with another stride new lanes would overlap the numbers old "
+        "lanes issued",
+        "shards": "a key's lanes are laid out over its shards (step = stride x regionSlots x shards), so new "
+        "lanes would reissue numbers the old ones issued",
+    }
+    problems = []
+    for key, recorded in previous.counters.items():
+        where = f"counters.{key}"
+        counter = config.counters.get(key)
+        if counter is None:
+            problems.append(
+                f"{where}: the ledger records {key} ({recorded.describe()}), cdk.json no longer configures it. "
+                f"It would be served with the unconfigured layout ({UNCONFIGURED.describe()}), or, reconfigured "
+                f"later, with settings the ledger could no longer check, repeating its tickets. Keep {key} in "
+                "cdk.json as recorded (it may stay unused)."
+            )
+            continue
+        for name in ("start", "stride", "shards"):
+            old, new = getattr(recorded, name), getattr(counter, name)
+            if old != new and not epochs.covered(config, previous, key):
+                problems.append(
+                    f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
+                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key"
+                    + (
+                        "."
+                        if name == "start"
+                        else f", or change it above a fence: `{epochs.FENCE_COMMAND}` "
+                        "(docs/operations.md#changing-a-layout)."
+                    )
+                )
+    for key, counter in config.counters.items():
+        layout = CounterRecord.of(counter)
+        if key in previous.counters or layout == UNCONFIGURED or not previous.served_unconfigured(key):
+            continue
+        if epochs.covered(config, previous, key):
+            continue  # its unconfigured lanes were stopped at a fence
+        if key in previous.default_keys_served and not previous.unconfigured_keys_served:
+            served = f"{key} was the defaultKey of a recorded version that did not configure it"
+        else:
+            served = "a recorded version served keys nobody configured (strictKeys false)"
+        problems.append(
+            f"counters.{key}: a new counter with {layout.describe()}, but {served}, with the unconfigured layout "
+            f"({UNCONFIGURED.describe()}). Regions update one at a time and a failed stack rolls back, so a "
+            f"region still on that version can issue {key} with the unconfigured layout while another issues it "
+            f"with the new one: the two sets of lanes overlap and repeat tickets, and the tickets already issued "
+            f"would make {key} refuse the new layout for good. Configure {key} with start, stride and shards as "
+            "unconfigured keys have them (max and maxBlock may differ); to begin above N, run `python -m "
+            f"tickets_admin raise {key} --above N` in each region once the config is deployed. Another layout "
+            "is possible only for keys no version ever served unconfigured: strictKeys true from the first ledger "
+            "on (`python -m tickets_cdk init`), with keys other than the defaultKey (docs/design.md#the-rollout-rule)."
+        )
+    return problems

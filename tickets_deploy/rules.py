@@ -1,0 +1,304 @@
+"""The rules of cdk.json's `tickets` fields: limits, patterns and one parser per field, each naming
+where a value was written (tickets_deploy.schema gathers them into the fields)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from tickets.access import Rules
+from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
+from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
+from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
+from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
+
+from .access import AccessRuleError, parse_access
+from .regions import refusal
+
+MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
+MAX_SHARDS = 100  # /_counters reads all of a key's lanes with one BatchGetItem: at most 100 keys
+AUTH_TYPES = ("AWS_IAM", "NONE")
+# CloudWatch Logs' retention periods (AWS::Logs::LogGroup RetentionInDays), in days.
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
+MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
+DEFAULT_TABLE_NAME = "tickets-counters"
+# DynamoDB's rule is 3-255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX, which must fit too.
+TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABLE_SUFFIX)}}}")
+# start, stride and max may be written as decimal strings: the CDK CLI reads cdk.json in Node, whose
+# numbers are doubles, so a JSON number above MAX_SAFE_INTEGER reaches app.py already rounded.
+DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
+# `callers`: another account, by its id, or one of its IAM roles (commercial partition; IAM's name characters).
+ACCOUNT_ID_PATTERN = re.compile(r"[0-9]{12}")
+ROLE_ARN_PATTERN = re.compile(r"arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
+
+
+class ConfigError(ValueError):
+    """An invalid deployment config; the message names the field and the rule."""
+
+
+# A field's parser: (the value as written, or the field's default when absent; the fields parsed before it,
+# by attribute; where it was written, for messages) -> the parsed value, or ConfigError naming `where`.
+Parser = Callable[[Any, Mapping[str, Any], str], Any]
+
+
+def _region_slots(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=1000)
+
+
+def _regions(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int]:
+    region_slots = parsed["region_slots"]
+    if not isinstance(value, dict) or not value:
+        raise ConfigError(f'{where}: must map at least one region name to its slot, e.g. {{"us-east-1": 0}}')
+    owners: dict[int, str] = {}
+    for region, slot in value.items():
+        at = f"{where}.{region}"
+        why_not = refusal(region)
+        if why_not is not None:
+            raise ConfigError(f"{at}: {why_not}")
+        if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
+            raise ConfigError(
+                f"{at}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
+                "regionSlots is permanent once a key issued tickets, so give the region a free slot"
+            )
+        if slot in owners:
+            raise ConfigError(
+                f"{at}: slot {slot} is already used by {owners[slot]}; "
+                "two regions sharing a slot would issue the same tickets"
+            )
+        owners[slot] = region
+    return dict(value)
+
+
+def _table_name(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if not isinstance(value, str) or not TABLE_NAME_PATTERN.fullmatch(value):
+        raise ConfigError(
+            f"{where}: must be a DynamoDB table name, 3-243 characters from "
+            f"A-Z a-z 0-9 _ . - (the local server appends {IDEMPOTENCY_TABLE_SUFFIX!r} for its "
+            f"idempotency table), got {value!r}"
+        )
+    return value
+
+
+def _default_key(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if not is_valid_key(value):
+        raise ConfigError(f"{where}: {value!r} is not a valid key ({KEY_RULE})")
+    return str(value)
+
+
+def _auth(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if value not in AUTH_TYPES:
+        raise ConfigError(f"{where}: must be one of {', '.join(AUTH_TYPES)}, got {value!r}")
+    return str(value)
+
+
+def _strict_keys(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: must be true or false, got {value!r}")
+    return value
+
+
+def _max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=MAX_BLOCK)
+
+
+def _reserved_concurrency(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
+    return None if value is None else _whole_number(value, where, low=1, high=10000)
+
+
+def _idempotency_expiry(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=60, high=7 * 86400)
+
+
+def _log_retention(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    if value not in LOG_RETENTION_DAYS or isinstance(value, bool):
+        raise ConfigError(f"{where}: must be one of CloudWatch's retention periods {LOG_RETENTION_DAYS}, got {value!r}")
+    return int(value)
+
+
+def _cors_origins(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(o, str) and o for o in value):
+        raise ConfigError(f'{where}: must be a list of origins such as "https://app.example.com"')
+    return tuple(value)
+
+
+def _alarm_email(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or "@" not in value):
+        raise ConfigError(f"{where}: must be an e-mail address, got {value!r}")
+    return value
+
+
+def _callers(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
+
+
+def _compat(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+    return _compat_path(value, parsed["default_key"], parsed["counters"], where)
+
+
+def _counter_start(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return exact_integer(value, low=0, high=MAX_TICKET, where=where)
+
+
+def _counter_stride(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return exact_integer(value, low=1, high=MAX_TICKET, where=where)
+
+
+def _counter_max(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    maximum = exact_integer(value, low=0, high=MAX_TICKET, where=where)
+    if maximum < parsed["start"]:
+        raise ConfigError(f"{where}: must be >= start ({parsed['start']}), got {maximum}")
+    return maximum
+
+
+def _counter_shards(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=MAX_SHARDS)
+
+
+def _counter_max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
+    if value is None:  # the deployment's maxBlock
+        return None
+    max_block = _whole_number(value, where, low=1, high=MAX_BLOCK)
+    if max_block > parsed["deployment_max_block"]:  # lowers tickets.maxBlock for this key, never raises it
+        raise ConfigError(
+            f"{where}: must be at most tickets.maxBlock ({parsed['deployment_max_block']}), got {max_block}"
+        )
+    return max_block
+
+
+def _parse_callers(raw: Any, auth: str, where: str = "tickets.callers") -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        raise ConfigError(
+            f'{where}: must be a list of account ids and role ARNs, e.g. ["111122223333", '
+            f'"arn:aws:iam::444455556666:role/orders"], got {raw!r}'
+        )
+    for index, caller in enumerate(raw):
+        at = f"{where}[{index}]"
+        if not isinstance(caller, str) or not (
+            ACCOUNT_ID_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)
+        ):
+            raise ConfigError(
+                f'{at}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
+                f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'
+            )
+        if caller in raw[:index]:
+            raise ConfigError(f"{at}: {caller!r} is listed twice")
+    if raw and auth != "AWS_IAM":
+        raise ConfigError(f"{where}: needs auth AWS_IAM (it grants IAM permissions); with auth {auth} anyone may call")
+    return tuple(raw)
+
+
+def _compat_path(
+    raw: Any, default_key: str, counters: Mapping[str, CounterConfig], where: str = "tickets.compat"
+) -> str | None:
+    """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
+    bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
+    The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
+    of ours (those start with `_`), and it may not hide the path of a key the config names. It is
+    served literally (tickets.routes). With strictKeys false it hides the unconfigured key of its name
+    from /path, which stays reachable as /?key=path (docs/migrating.md)."""
+    if raw is None:
+        return None
+    _require_object(raw, where, {"path"})
+    path = raw.get("path")
+    if not is_valid_key(path):
+        raise ConfigError(
+            f'{where}.path: must be one path segment of {KEY_RULE} (without slashes), e.g. "counter", got {path!r}'
+        )
+    if path == default_key or path in counters:
+        raise ConfigError(
+            f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
+            "would stop reaching it: choose another path"
+        )
+    return str(path)
+
+
+def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: must be an object, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown field (known: {', '.join(sorted(allowed))})")
+
+
+def _whole_number(value: Any, where: str, *, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{where}: must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
+    """A whole number from low to high, written as a JSON number up to MAX_SAFE_INTEGER or as a decimal
+    string (any size); ConfigError naming `where` otherwise. cdk.json and the deployment ledger both use it."""
+    if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
+        value = int(value)
+    elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
+        name = where.rpartition(".")[2]
+        raise ConfigError(
+            f"{where}: a JSON number above 2^53-1 ({MAX_SAFE_INTEGER}) is not exact: the CDK CLI reads "
+            f"cdk.json in Node, which rounds it (this one arrived as {value}); write the value you meant as a "
+            f'decimal string, in quotes: "{name}": "<digits>"'
+        )
+    elif isinstance(value, float):
+        raise ConfigError(
+            f"{where}: must be a whole number from {low} to {high} written without fraction or exponent "
+            f'(a value above 2^53-1 as a decimal string in quotes, e.g. "36028797018963969"), got {value!r}'
+        )
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(
+            f"{where}: must be a whole number from {low} to {high} (as a JSON number "
+            f"up to {MAX_SAFE_INTEGER}, or a decimal string), got {value!r}"
+        )
+    return value
+
+
+def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+    try:
+        return parse_access(value, parsed["auth"], where)
+    except AccessRuleError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be an object mapping names to series (docs/series.md)")
+    counters = {*parsed["counters"], parsed["default_key"]}
+    series = {}
+    for key, raw in value.items():
+        if not is_valid_key(key):
+            raise ConfigError(f"{where}: invalid name {key!r}; a series name is {KEY_RULE}")
+        if key in counters:
+            raise ConfigError(
+                f"{where}.{key}: {key!r} is a counter (counters or defaultKey); a series never shares a name with "
+                "a counter: name the series differently"
+            )
+        if isinstance(raw, SeriesConfig):  # the construct's prop, as the function's settings carry it
+            raw = raw.to_json()
+        try:
+            series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
+        except SeriesConfigError as err:
+            raise ConfigError(str(err)) from None
+    return series

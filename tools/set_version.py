@@ -1,0 +1,59 @@
+"""Set the release version everywhere it is written: `make version VERSION=X.Y.Z` (docs/releasing.md).
+
+`tickets.__version__` is the version; three files repeat it because they are read where that module is not:
+the Python client is a distribution of its own (built from clients/python alone), npm reads package.json, and
+the TypeScript client's User-Agent is a literal of its compiled code. This command writes all four from one
+argument, and tests/packaging/test_client_packaging.py fails whenever they differ.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEMVER = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-[0-9A-Za-z.-]+)?")
+# Each place the version is written: the file, and the pattern whose one group is the version.
+PLACES = (
+    ("lambda_src/tickets/__init__.py", r'^__version__ = "([^"]+)"$'),
+    ("clients/python/tickets_client/version.py", r'^__version__ = "([^"]+)"$'),
+    ("clients/typescript/package.json", r'^  "version": "([^"]+)",$'),
+    ("clients/typescript/src/client.ts", r'^export const USER_AGENT = "tickets-client-ts/([^"]+)";'),
+)
+
+
+def set_version(version: str, root: Path = ROOT) -> list[Path]:
+    """Write `version` into every place; refuses a version that is not semantic, or a place whose line is gone
+    (before writing anything)."""
+    if not SEMVER.fullmatch(version):
+        raise ValueError(f"{version!r} is not a semantic version (X.Y.Z, optionally -pre)")
+    edits = []
+    for name, pattern in PLACES:
+        path = root / name
+        text = path.read_text()
+        line = re.compile(pattern, re.MULTILINE)
+        if len(line.findall(text)) != 1:
+            raise ValueError(f"{name}: expected one line matching {pattern}; fix it by hand first")
+        edits.append((path, line.sub(lambda match: match.group(0).replace(match.group(1), version), text)))
+    for path, text in edits:
+        path.write_text(text)
+    return [path for path, _ in edits]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: make version VERSION=X.Y.Z", file=sys.stderr)
+        return 2
+    try:
+        written = set_version(argv[0])
+    except ValueError as err:
+        print(f"set_version: {err}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"{path.relative_to(ROOT)}: {argv[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
