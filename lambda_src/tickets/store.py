@@ -181,8 +181,9 @@ class CounterStore:
 
 
 _PERMANENT = (
-    "start, stride, regionSlots, the region's slot and shards are permanent once a key issued tickets: "
-    "deploy the config the deployment ledger (tickets.lock.json) records, or move callers to a new key "
+    "start, stride, regionSlots, the region's slot and shards are fixed once a key issued tickets (stride, "
+    "regionSlots and shards change only above a fence: docs/operations.md#changing-a-layout): deploy the config "
+    "the deployment ledger (tickets.lock.json) records, or move callers to a new key "
     f"and continue it above this one's highest ticket with `{RAISE_COMMAND} NEWKEY --above N`. Nothing "
     "was issued."
 )
