@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tickets
 from tickets_deploy.config import ConfigError, load_config_file, pick_region
-from tickets_deploy.ledger import LedgerError
+from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 
 from . import counter_commands, fence, journal
 from .registry import Command, Context
@@ -23,8 +23,10 @@ Operate on a Tickets deployment's counter table, in one region. The table's name
 region's slot and each counter's start, stride, max and shards come from cdk.json, as
 the stack and the local server take them. raise and migrate first check cdk.json against
 the deployment ledger beside it (tickets.lock.json), as synthesis does, and refuse, with
-synthesis's message, a config it refuses. Every write is conditional: it is safe to run
-while the service issues tickets, and safe to repeat."""
+synthesis's message, a config it refuses. With --service TABLE (an app built on the
+construct, which has no cdk.json config), everything comes from the ledger alone: the
+service's settings as its last recorded version deployed them. Every write is
+conditional: it is safe to run while the service issues tickets, and safe to repeat."""
 
 EPILOG = """\
 examples:
@@ -32,6 +34,7 @@ examples:
   python -m tickets_admin raise orders --above 120000 --region eu-west-1
   python -m tickets_admin list
   python -m tickets_admin fence                                 # after a layout change in cdk.json
+  python -m tickets_admin --service shop-order-numbers raise orders --above 120000 --region us-east-1
   python -m tickets_admin export > counters.jsonl
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
@@ -78,6 +81,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
+    parser.add_argument(
+        "--service",
+        default=None,
+        metavar="TABLE",
+        help="take the service's config from the ledger alone, by its table name, instead of from --config "
+        "(an app built on the construct)",
+    )
+    parser.add_argument(
+        "--ledger",
+        default=None,
+        metavar="PATH",
+        help=f"the ledger --service reads (default: {LEDGER_FILE} beside cdk.json, in the current directory)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_to(commands, common, one_region)
@@ -87,15 +103,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        config = load_config_file(args.config)
-        one = not args.several_regions  # else the command reads its own --region and --endpoint-url
-        region = pick_region(config, args.region if one else None, args.config)
-        context = Context(config, Path(args.config), region, args.endpoint_url if one else None, args.table)
+        context = _context(args)
         status: int = args.run(args, context)
     except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return status
+
+
+def _context(args: argparse.Namespace) -> Context:
+    """The config from --config (cdk.json), or with --service from the ledger alone. A command working on
+    several regions (fence) reads its own --region and --endpoint-url: the context names the first region."""
+    region_given, endpoint_url = (None, None) if args.several_regions else (args.region, args.endpoint_url)
+    if args.service is None:
+        config = load_config_file(args.config)
+        region = pick_region(config, region_given, args.config)
+        return Context(config, Path(args.config), region, endpoint_url, args.table)
+    ledger = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
+    config = service_config(ledger, args.service)
+    region = pick_region(config, region_given, f"{ledger} (service {args.service})")
+    return Context(config, ledger, region, endpoint_url, args.table, from_ledger=True)
 
 
 if __name__ == "__main__":

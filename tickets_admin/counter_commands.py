@@ -199,15 +199,18 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
 
 def _settings(context: Context, region: str) -> Settings:
     """The region's settings as its function runs them: a key whose layout changed serves its latest epoch,
-    above its fence (tickets_deploy.epochs.applied, from the ledger beside cdk.json)."""
-    return region_settings(epochs.applied_beside(context.config, context.config_file), region)
+    above its fence (tickets_deploy.epochs.applied, from the ledger beside cdk.json, or --service's ledger)."""
+    ledger = context.config_file if context.from_ledger else ledger_path_beside(context.config_file)
+    return region_settings(epochs.applied_from(context.config, ledger), region)
 
 
 def _check_ledger(context: Context) -> None:
     """raise and migrate write lanes with cdk.json's layouts: the ledger beside it must accept that
     config, as synthesis would, or a layout no version deployed could be written into a deployed table
     (which then refuses the key). Only a local endpoint may go without a ledger (make serve before the ledger
-    is written)."""
+    is written). A config built from the ledger (--service) is what its last version recorded."""
+    if context.from_ledger:
+        return
     if context.endpoint_url is not None and not ledger_path_beside(context.config_file).exists():
         print(
             f"note: no {LEDGER_FILE} beside {context.config_file}: the layouts are taken from it unchecked "

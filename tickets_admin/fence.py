@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -88,10 +89,7 @@ def _run(args: argparse.Namespace, context: Context) -> int:
 def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str], None]) -> int:
     config = context.config
     path = ledger_path_beside(context.config_file)
-    file = read_ledger_file(path)
-    ledger = file.services.get(config.table_name)
-    if ledger is None:
-        raise AdminError(f"{path} records no service {config.table_name!r}: synthesise it first")
+    file, ledger = _ledger(context, path)
     problems = epochs.refusals(config, ledger)
     if problems:
         raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
@@ -131,6 +129,20 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
         )
     report(f"recorded in {path}; now synthesise and deploy (docs/operations.md#changing-a-layout)")
     return 0
+
+
+def _ledger(context: Context, path: Path) -> tuple[LedgerFile, Ledger]:
+    """The ledger file beside cdk.json and the service it records for the config."""
+    if context.from_ledger:
+        raise AdminError(
+            "fence compares an edited cdk.json (--config) with the ledger beside it; --service has only the "
+            "ledger's config, which it records already: run fence with --config"
+        )
+    file = read_ledger_file(path)
+    ledger = file.services.get(context.config.table_name)
+    if ledger is None:
+        raise AdminError(f"{path} records no service {context.config.table_name!r}: synthesise it first")
+    return file, ledger
 
 
 def _stop(table: CounterTable, name: str) -> int | None:

@@ -22,6 +22,7 @@ class Context:
     region: str
     endpoint_url: str | None
     table: str | None  # --table: the counter table's name, when it is not the config's tableName
+    from_ledger: bool = False  # --service: `config` is the ledger's own (config_file names the ledger)
 
     @property
     def table_name(self) -> str:

@@ -86,7 +86,7 @@ class TicketsLedgerCheck(Construct):
             previous = read_ledger_file(path)
             ledger = previous
             for account, group in by_account(self.registered, configs).items():
-                ledger = record_services(ledger, group, account)
+                ledger = record_services(ledger, group, account, upgrade=True)
         except LedgerError as err:
             self.problem = str(err)
             if self.node.try_get_context("tickets") is None:  # declared with props, not from cdk.json's tickets

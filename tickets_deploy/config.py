@@ -62,6 +62,8 @@ __all__ = [
     "DeploymentConfig",
     "Field",
     "Parser",
+    "encode_field",
+    "encode_number",
     "exact_integer",
     "handler_environment",
     "load_config_file",
@@ -173,26 +175,28 @@ def _is_big_int(value: Any) -> bool:
 
 def to_raw(config: DeploymentConfig) -> dict[str, Any]:
     """`config` as cdk.json's `tickets` object (parse_config(to_raw(c)) == c): big numbers as decimal strings."""
-    raw: dict[str, Any] = {}
-    for each in FIELDS:
-        value = getattr(config, each.attribute)
-        if value is None:
-            continue
-        if each.name == "counters":
-            value = {
-                key: {
-                    name: (str(number) if isinstance(number, int) and number > MAX_SAFE_INTEGER else number)
-                    for name, number in counter.to_json().items()
-                }
-                for key, counter in value.items()
-            }
-        elif each.name == "compat":
-            value = {"path": value}
-        elif each.name == "series":
-            value = {key: series.to_json() for key, series in value.items()}
-        elif each.name == "access":
-            value = value.to_json()
-        elif isinstance(value, tuple):
-            value = list(value)
-        raw[each.name] = value
-    return raw
+    return {
+        each.name: encode_field(each, getattr(config, each.attribute))
+        for each in FIELDS
+        if getattr(config, each.attribute) is not None
+    }
+
+
+def encode_field(each: Field, value: Any) -> Any:
+    """One field's parsed value as cdk.json writes it (to_raw, and the ledger's `deployed` settings)."""
+    if each.name == "counters":
+        return {key: {name: encode_number(number) for name, number in c.to_json().items()} for key, c in value.items()}
+    if each.name == "compat":
+        return {"path": value}
+    if each.name == "series":
+        return {key: series.to_json() for key, series in value.items()}
+    if each.name == "access":
+        return value.to_json()
+    if isinstance(value, tuple):
+        return list(value)
+    return encode_number(value)
+
+
+def encode_number(value: Any) -> Any:
+    """Above 2^53-1, a whole number as the decimal string cdk.json (and every JSON parser) keeps exact."""
+    return str(value) if _is_big_int(value) else value

@@ -23,6 +23,7 @@ from pathlib import Path
 from tickets_deploy.config import DeploymentConfig
 
 from .ledger_codec import FORMAT_1_CHANGE, _exact, from_text, to_text, version_id
+from .ledger_config import config_from_ledger, deployed_settings
 from .ledger_history import check_lineage, describe_change, record_services
 from .ledger_model import (
     COMMENT,
@@ -57,6 +58,9 @@ __all__ = [
     "_exact",  # tests/test_team_model.py writes ledgers as the codec does
     "check_config_file",
     "check_lineage",
+    "config_from_ledger",
+    "deployed_settings",
+    "service_config",
     "describe_change",
     "from_text",
     "init_ledger",
@@ -134,6 +138,16 @@ def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile
     except LedgerError as err:
         raise LedgerError(refusal(path, err, "written")) from None
     return ledger
+
+
+def service_config(path: Path, table_name: str) -> DeploymentConfig:
+    """The config of the service `table_name` as the ledger at `path` records it deployed
+    (config_from_ledger): what tickets_admin --service operates with."""
+    services = read_ledger_file(path).services
+    if table_name not in services:
+        recorded = ", ".join(services) or "none"
+        raise LedgerError(f"{path}: no service {table_name!r} (the ledger records: {recorded})")
+    return config_from_ledger(services[table_name], str(path))
 
 
 def read_ledger(path: Path) -> Ledger:

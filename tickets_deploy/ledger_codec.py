@@ -15,8 +15,10 @@ from tickets.settings import MAX_SAFE_INTEGER
 from tickets_deploy.config import MAX_TICKET, exact_integer
 
 from . import epochs
+from .ledger_config import check_deployed
 from .ledger_model import (
     COMMENT,
+    LAYOUT_FIELDS,
     VERSION_DIGITS,
     CounterRecord,
     Ledger,
@@ -45,10 +47,12 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
     """One service as the file writes it (and as its version id hashes it)."""
     return {
         "counters": {
-            key: {"shards": c.shards, "start": _exact(c.start), "stride": _exact(c.stride)}
+            key: {name: _exact(value) for name, value in sorted(c.to_json().items())}
             for key, c in sorted(ledger.counters.items())
         },
         "defaultKeysServed": sorted(ledger.default_keys_served),
+        # Only from the version that first recorded them on: an older ledger hashes as it always did.
+        **({"deployed": dict(ledger.deployed)} if ledger.deployed is not None else {}),
         "regionSlots": ledger.region_slots,
         "slots": {
             str(slot): {
@@ -91,6 +95,11 @@ def to_text(ledger: LedgerFile) -> str:
                 [
                     block("counters", fields["counters"], inner),
                     f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
+                    *(
+                        [f'{inner}"deployed": {json.dumps(fields["deployed"], sort_keys=True)}']
+                        if "deployed" in fields
+                        else []
+                    ),
                     *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
                     f'{inner}"regionSlots": {fields["regionSlots"]}',
                     *([block("series", fields["series"], inner)] if "series" in fields else []),
@@ -156,7 +165,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         raw,
         where,
         required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else {"series", "epochs"},
+        optional=({"//"} | flags) if format_1 else {"series", "deployed", "epochs"},
     )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
@@ -180,6 +189,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         unconfigured_keys_served=served,
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
+        deployed=check_deployed(raw["deployed"], counters, "deployed") if "deployed" in raw else None,
         epochs=_epochs_from(raw.get("epochs", {})),
     )
 
@@ -223,12 +233,18 @@ def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
     return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
 
 
+# The lowest value of each layout field the ledger reads (every layout field is a whole number).
+_LAYOUT_LOW = {"start": 0}
+
+
 def _counter_from(key: str, entry: Any) -> CounterRecord:
-    _fields(entry, f"counters.{key}", required={"start", "stride", "shards"}, optional=set())
+    """Every layout field (LAYOUT_FIELDS), each a whole number; every ledger ever written has all three."""
+    _fields(entry, f"counters.{key}", required={each.name for each in LAYOUT_FIELDS}, optional=set())
     return CounterRecord(
-        start=_whole(entry["start"], f"counters.{key}.start", low=0),
-        stride=_whole(entry["stride"], f"counters.{key}.stride", low=1),
-        shards=_whole(entry["shards"], f"counters.{key}.shards", low=1),
+        **{
+            each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=_LAYOUT_LOW.get(each.name, 1))
+            for each in LAYOUT_FIELDS
+        }
     )
 
 

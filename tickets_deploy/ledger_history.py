@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import Any
 
 from tickets_deploy.config import DeploymentConfig
 
@@ -17,11 +19,15 @@ def record_services(
     configs: Mapping[str, DeploymentConfig],
     account: str | None = None,
     change: str | None = None,
+    *,
+    upgrade: bool = False,
 ) -> LedgerFile:
     """The ledger file after deploying every service of `configs` (by table name) to `account`; each is
     checked against its own recorded ledger with `record`, so the rollout rule holds per service. Services
     the app no longer declares are kept as recorded. Returns `previous` itself when nothing changed, else
     a file with one more version (`change` describes it; by default a summary of what was recorded).
+    `upgrade` (synthesis) records the deployed settings of a service recorded before the ledger held them;
+    without it, such a service is recorded without them, as the ledger's own version would.
     LedgerError lists every problem, each prefixed by its service's table name."""
     recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
     services = dict(recorded)
@@ -30,7 +36,7 @@ def record_services(
         if config.table_name != name:
             raise ValueError(f"configs: {name!r} names a config whose tableName is {config.table_name!r}")
         try:
-            services[name] = record(config, recorded.get(name), account)
+            services[name] = record(config, recorded.get(name), account, upgrade=upgrade)
         except LedgerError as err:
             problems.extend(f"{name}: {line}" for line in str(err).splitlines())
             continue
@@ -77,7 +83,12 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
             continue
         if old == ledger:
             continue
-        said = [*_added(old, ledger), *_slot_changes(old, ledger), *_served_changes(old, ledger)]
+        said = [
+            *_added(old, ledger),
+            *_slot_changes(old, ledger),
+            *_served_changes(old, ledger),
+            *_deployed_changes(old, ledger),
+        ]
         parts.append(f"{name}: {'; '.join(said)}")
     return "; ".join(parts) or "no change"
 
@@ -114,6 +125,30 @@ def _served_changes(old: Ledger, ledger: Ledger) -> list[str]:
     if served:
         said.append(f"default key {', '.join(served)} served unconfigured")
     return said
+
+
+def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
+    """The deployed settings that changed, each with its new value (`default`: back at its default)."""
+    if ledger.deployed is None or old.deployed == ledger.deployed:
+        return []
+    before, now = _flat(old.deployed or {}), _flat(ledger.deployed)
+    changed = [
+        f"{name} {now.get(name, 'default')}"
+        for name in sorted(set(before) | set(now))
+        if before.get(name) != now.get(name)
+    ]
+    return [f"deployed {', '.join(changed)}" if changed else "deployed settings recorded"]
+
+
+def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """`{"counters": {"k": {"max": 9}}}` as `{"counters.k.max": "9"}`, values as cdk.json writes them."""
+    flat: dict[str, str] = {}
+    for name, value in settings.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value if isinstance(value, str) else json.dumps(value)
+    return flat
 
 
 def check_lineage(ledger: LedgerFile, where: str) -> None:

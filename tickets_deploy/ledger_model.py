@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tickets.settings import CounterConfig
+from tickets_deploy.schema import COUNTER_FIELDS
 
 from .epochs import KeyEpoch
 
@@ -37,18 +38,28 @@ class SlotRecord:
     accounts: tuple[str, ...] = ()  # every AWS account this region was synthesised for, sorted
 
 
+# A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed.
+LAYOUT_FIELDS = tuple(each for each in COUNTER_FIELDS if each.permanent)
+
+
 @dataclass(frozen=True)
 class CounterRecord:
+    """A counter's layout: its permanent COUNTER_FIELDS (tests/test_schema.py holds the two together)."""
+
     start: int
     stride: int
     shards: int
 
     @classmethod
     def of(cls, counter: CounterConfig) -> CounterRecord:
-        return cls(start=counter.start, stride=counter.stride, shards=counter.shards)
+        return cls(**{each.attribute: getattr(counter, each.attribute) for each in LAYOUT_FIELDS})
+
+    def to_json(self) -> dict[str, int]:
+        """By cdk.json's names (numbers as parsed: the codec writes big ones as strings)."""
+        return {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
 
     def describe(self) -> str:
-        return f"start {self.start}, stride {self.stride}, shards {self.shards}"
+        return ", ".join(f"{each.name} {getattr(self, each.attribute)}" for each in LAYOUT_FIELDS)
 
 
 # The layout the handler gives a key that cdk.json does not configure (docs/design.md#the-rollout-rule).
@@ -72,6 +83,9 @@ class Ledger:
     # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
     # (`python -m tickets_admin fence` records them; docs/design.md#epochs-and-fences).
     epochs: tuple[KeyEpoch, ...] = ()
+    # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
+    # out (tickets_deploy/ledger_config.py); None: a ledger written before they were recorded.
+    deployed: Mapping[str, Any] | None = None
 
     def served_unconfigured(self, key: str) -> bool:
         """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""

@@ -9,15 +9,19 @@ from dataclasses import replace
 from tickets_deploy.config import DeploymentConfig
 
 from . import epochs
+from .ledger_config import deployed_settings
 from .ledger_model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
 
 
-def record(config: DeploymentConfig, previous: Ledger | None, account: str | None = None) -> Ledger:
+def record(
+    config: DeploymentConfig, previous: Ledger | None, account: str | None = None, *, upgrade: bool = False
+) -> Ledger:
     """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change
     that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
-    stands."""
+    stands. A previous ledger from before the `deployed` settings gets them only with `upgrade` (synthesis
+    does), so a check leaves it as it was (tickets_deploy/ledger_config.py)."""
     if previous is None:
-        previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False)
+        previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
     else:
         problems = [
             *_table_problems(config, previous),
@@ -49,6 +53,7 @@ def record(config: DeploymentConfig, previous: Ledger | None, account: str | Non
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
         epochs=previous.epochs,
+        deployed=deployed_settings(config) if previous.deployed is not None or upgrade else None,
     )
 
 

@@ -21,7 +21,7 @@ def readme_table() -> str:
 
 
 def _row(each: Field, prefix: str = "", prop_prefix: str = "") -> str:
-    permanence = _PERMANENT if each.permanent else (_FENCED if each.fenced else "")
+    permanence = _FENCED if each.fenced else (_PERMANENT if each.permanent else "")
     prop = f"`{prop_prefix}{each.prop}`" if each.owner == "TicketService" else f"`{each.owner}(…, {each.prop}=…)`"
     if each.prop_doc:
         prop += f" ({each.prop_doc})"

@@ -115,7 +115,8 @@ def _auth(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     return str(value)
 
 
-def _strict_keys(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
+# A true/false field (strictKeys): a new one takes this rule, no rule of its own.
+def boolean(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: must be true or false, got {value!r}")
     return value

@@ -3,8 +3,10 @@ its name in cdk.json, the construct's prop, the parsed attribute, whether the fu
 it, its default, its rule and its README row. The parsers of cdk.json and of the construct's props, the
 function's environment, `to_raw` and the README's table are derived from these entries.
 
-Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig,
-and, with `setting=True`, on tickets.settings.Settings (whose encoding is derived from its attributes).
+Adding a field: an entry in FIELDS (its rule in tickets_deploy.rules), its attribute on DeploymentConfig
+(tests/test_config.py holds the two together), and, with `setting=True`, on tickets.settings.Settings (whose
+encoding is derived from its attributes). With `recorded=True` the ledger keeps its deployed value (left out
+at its default) and tickets_admin --service reads it back: nothing in the ledger's code changes.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ from .rules import (
     _require_object,
     _reserved_concurrency,
     _series,
-    _strict_keys,
     _table_name,
+    boolean,
 )
 
 
@@ -85,13 +87,18 @@ class Field:
     doc: str
     parse: Parser
     permanent: bool = False
-    fenced: bool = False  # changes only above a fence (`python -m tickets_admin fence`), never in place
+    # Permanent in place, but may change above a fence (`python -m tickets_admin fence`): the README says so.
+    fenced: bool = False
     setting: bool = False
     owner: str = "TicketService"
     prop_doc: str = ""  # how the prop differs from the cdk.json field, when it does
     needs: tuple[str, ...] = ()  # the attributes of the fields its rule reads, parsed before it
     # The same in every region of one service (one numbering): constructs sharing a table name must agree.
     one_numbering: bool = False
+    # Not permanent, but the ledger records its deployed value (in the service's `deployed` object, left out
+    # at its default), so that tickets_admin builds a service's config from the ledger alone
+    # (tickets_deploy/ledger_config.py). Permanent fields are recorded anyway (their values are checked).
+    recorded: bool = False
 
 
 def _counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
@@ -124,6 +131,7 @@ FIELDS: tuple[Field, ...] = (
         "`1`",
         "how many slots there are (room to add regions later).",
         _region_slots,
+        permanent=True,
         fenced=True,
         setting=True,
         one_numbering=True,
@@ -150,6 +158,7 @@ FIELDS: tuple[Field, ...] = (
         _default_key,
         setting=True,
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "auth",
@@ -169,9 +178,10 @@ FIELDS: tuple[Field, ...] = (
         "`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404. While "
         "unconfigured keys are served, a counter added later keeps their layout "
         "([why](docs/operations.md#rollouts-are-not-atomic)).",
-        _strict_keys,
+        boolean,
         setting=True,
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "counters",
@@ -185,6 +195,7 @@ FIELDS: tuple[Field, ...] = (
         prop_doc="each counter's fields in snake_case",
         needs=("max_block",),
         one_numbering=True,
+        recorded=True,
     ),
     Field(
         "series",
@@ -259,6 +270,7 @@ FIELDS: tuple[Field, ...] = (
         "the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
         _max_block,
         setting=True,
+        recorded=True,
     ),
     Field(
         "callers",
@@ -283,6 +295,7 @@ FIELDS: tuple[Field, ...] = (
         _compat,
         setting=True,
         needs=("default_key", "counters"),
+        recorded=True,
     ),
     Field(
         "access",
@@ -330,6 +343,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "`1`",
         "the distance between consecutive tickets of one lane (1 or more).",
         _counter_stride,
+        permanent=True,
         fenced=True,
     ),
     Field(
@@ -341,6 +355,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
         _counter_max,
         needs=("start",),
+        recorded=True,
     ),
     Field(
         "shards",
@@ -350,6 +365,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "`1`",
         "items the key's writes are spread over (1..100), for hot keys.",
         _counter_shards,
+        permanent=True,
         fenced=True,
     ),
     Field(
@@ -360,6 +376,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "`maxBlock`",
         "the same as `maxBlock`, for key K; at most `maxBlock`.",
         _counter_max_block,
+        recorded=True,
     ),
 )
 

@@ -20,7 +20,8 @@ from botocore.stub import Stubber
 
 from common import EXAMPLE_CONFIG
 from local_support import SerialMotoServer, call, write_cdk_json
-from moto_deployment import COUNTER_TABLE
+from moto_deployment import COUNTER_KEY, COUNTER_TABLE, create_table_arguments
+from moto_deployment import test_client as moto_client
 from tickets.sequence import lanes_of
 from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
@@ -641,3 +642,75 @@ def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp
         items = {item["counter"]: item for item in map(json.loads, exported.stdout.splitlines())}
         assert items["load"]["last"] == max(tickets)
         assert items["big"] == {"counter": "big", "first": MAX_TICKET - 5, "last": MAX_TICKET, "step": 1}
+
+
+# --- --service: a library user's app, from the ledger alone ----------------------------------------
+
+EXAMPLE_APP = REPO / "examples" / "cdk-app"
+
+
+def run_admin(*args: str) -> tuple[int, list[str], str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    return status, out.getvalue().splitlines(), err.getvalue()
+
+
+@pytest.fixture
+def shop(aws, tmp_path, monkeypatch):
+    """examples/cdk-app's ledger alone in the current directory (no cdk.json, as an app built on the
+    construct has none), and its two services' counter tables in moto."""
+    (tmp_path / "tickets.lock.json").write_bytes((EXAMPLE_APP / "tickets.lock.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    for region, tables in (
+        ("eu-west-1", ("shop-order-numbers", "shop-invoice-numbers")),
+        ("us-east-1", ("shop-order-numbers",)),
+    ):
+        for table in tables:
+            moto_client(region).create_table(**create_table_arguments(table, COUNTER_KEY))
+    return tmp_path
+
+
+def test_service_raise_list_export_take_everything_from_the_ledger(shop):
+    assert not (shop / "cdk.json").exists()
+    status, out, err = run_admin(
+        "--service", "shop-order-numbers", "raise", "orders", "--above", "120000", "--region", "us-east-1"
+    )
+    assert (status, err) == (0, "")
+    assert out == [  # the slot (1 of 2) and the start (5000) are the ledger's
+        "raising orders above 120000 in us-east-1 (slot 1 of 2), table shop-order-numbers: 1 lane(s)",
+        "orders (lane 1): unused -> last 119999; next ticket 120001",  # lane 1: 5001, 5003, ...
+    ]
+    status, listed, _ = run_admin("--service", "shop-order-numbers", "list", "--region", "us-east-1")
+    assert status == 0 and any(line.startswith("orders") and "119999" in line for line in listed), listed
+    status, exported, _ = run_admin("--service", "shop-order-numbers", "export", "--region", "us-east-1")
+    assert status == 0
+    assert [json.loads(line) for line in exported] == [{"counter": "orders", "first": 5001, "last": 119999, "step": 2}]
+    # The default region is the ledger's first (eu-west-1, slot 0), whose table is still empty.
+    assert run_admin("--service", "shop-order-numbers", "export")[:2] == (0, [])
+
+
+def test_service_takes_strict_keys_and_each_counters_settings_from_the_ledger(shop):
+    # The app sets strictKeys: the ledger records it, so an unconfigured key is not raised.
+    status, out, err = run_admin("--service", "shop-invoice-numbers", "raise", "receipts", "--above", "5")
+    assert status == 1 and out == [] and "'receipts' is not configured" in err and "strictKeys is on" in err
+    status, out, _ = run_admin("--service", "shop-invoice-numbers", "raise", "credit-notes", "--above", "5")
+    assert status == 0 and out[-1] == "credit-notes (lane 0): unused -> last 5; next ticket 6"
+
+
+def test_service_errors_name_the_ledger_and_what_it_records(shop):
+    status, _, err = run_admin("--service", "shop-refunds", "list")
+    assert status == 1 and err == (
+        f"error: {shop / 'tickets.lock.json'}: no service 'shop-refunds' (the ledger records: "
+        "shop-invoice-numbers, shop-order-numbers)\n"
+    )
+    status, _, err = run_admin("--service", "shop-order-numbers", "--ledger", str(shop / "other.json"), "list")
+    assert status == 1 and "no ledger" in err and "Traceback" not in err
+    status, _, err = run_admin("--service", "shop-order-numbers", "list", "--region", "ap-south-1")
+    assert status == 1 and "region 'ap-south-1' is not in" in err and "shop-order-numbers" in err
+
+
+def test_service_with_a_ledger_from_before_the_deployed_settings_says_how_to_record_them(shop):
+    old = REPO / "tests" / "fixtures" / "ledgers" / "format-2-two-services.json"
+    status, _, err = run_admin("--service", "shop-order-numbers", "--ledger", str(old), "list")
+    assert status == 1 and "written before it recorded the deployed settings" in err and "--config" in err

@@ -68,9 +68,8 @@ def test_hole_1_two_pull_requests_merged_by_git_are_refused_and_the_way_out_refu
     path.write_text(both)
     with pytest.raises(LedgerError) as refused:
         read_ledger_file(path)
-    assert f"{a.version} (tickets-counters: unconfigured keys served (strictKeys false)) and {b.version}" in str(
-        refused.value
-    )
+    changed = "unconfigured keys served (strictKeys false); deployed strictKeys default"
+    assert f"{a.version} (tickets-counters: {changed}) and {b.version}" in str(refused.value)
     assert f"are two children of {main_file.version}" in str(refused.value)
     assert "Re-record one change on top of the other" in str(refused.value)
 

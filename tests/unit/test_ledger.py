@@ -9,6 +9,7 @@ the shipped cdk.json produces."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from tickets_deploy.ledger import (
     LedgerFile,
     SlotRecord,
     Version,
+    config_from_ledger,
     from_text,
     new_accounts,
     read_ledger,
@@ -69,6 +71,7 @@ def test_no_ledger_is_a_new_deployment_and_everything_is_recorded(deployed):
         },
         unconfigured_keys_served=False,  # strictKeys is true
         default_keys_served=frozenset({"default"}),  # not configured, so served unconfigured
+        deployed={"strictKeys": True},  # the non-permanent settings, at their defaults left out
     )
 
 
@@ -187,9 +190,9 @@ def test_a_new_region_on_a_never_used_slot_is_recorded(deployed):
     assert ledger.slots == {0: SlotRecord("us-east-1"), 1: SlotRecord("eu-west-1"), 3: SlotRecord("ap-south-1")}
 
 
-def test_a_changed_max_is_accepted_and_not_recorded(deployed):
+def test_a_changed_max_is_accepted_and_recorded_as_deployed(deployed):
     ledger = record(config(counters=counters(orders={"start": 5000, "shards": 2, "max": TOP})), deployed)
-    assert ledger == deployed
+    assert ledger == replace(deployed, deployed={"strictKeys": True, "counters": {"orders": {"max": TOP}}})
 
 
 def test_a_removed_region_retires_its_slot_for_good(deployed):
@@ -208,8 +211,17 @@ def test_a_removed_region_may_come_back_to_its_own_slot(deployed):
 
 
 def test_other_settings_are_not_the_ledgers_business(deployed):
-    ledger = record(config(auth="NONE", strictKeys=True, defaultKey="orders", reservedConcurrency=5), deployed)
+    ledger = record(config(auth="NONE", strictKeys=True, reservedConcurrency=5, logRetentionDays=365), deployed)
     assert ledger == deployed
+
+
+def test_what_tickets_admin_needs_is_recorded_as_deployed_never_refused(deployed):
+    changed = record(config(defaultKey="orders", maxBlock=10, compat={"path": "counter"}), deployed)
+    assert changed == replace(
+        deployed,
+        deployed={"strictKeys": True, "defaultKey": "orders", "maxBlock": 10, "compat": {"path": "counter"}},
+    )
+    assert record(config(strictKeys=False), deployed).deployed == {}  # every one at its default
 
 
 # --- the rollout rule (docs/design.md#the-rollout-rule) ----------------------------------------
@@ -311,6 +323,7 @@ def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path)
             '        "orders": {"shards": 2, "start": 5000, "stride": 1}',
             "      },",
             '      "defaultKeysServed": ["default"],',
+            '      "deployed": {"counters": {"big": {"max": "9223372036854775807"}}, "strictKeys": true},',
             '      "regionSlots": 4,',
             '      "slots": {',
             '        "0": {"accounts": ["111111111111", "222222222222"], "region": "us-east-1"},',
@@ -322,7 +335,8 @@ def test_the_file_is_sorted_one_entry_a_line_and_round_trips(deployed, tmp_path)
             '  "versions": [',
             f'    {{"id": "{root}", "parent": null, "change": "make init"}},',
             f'    {{"id": "{child}", "parent": "{root}", "change": "tickets-counters: counters big added; '
-            'us-east-1 account 111111111111; eu-west-1 retired from slot 1"}',
+            "us-east-1 account 111111111111; eu-west-1 retired from slot 1; deployed counters.big.max "
+            '9223372036854775807"}',
             "  ]",
             "}",
             "",
@@ -515,3 +529,55 @@ def test_init_refuses_an_invalid_config_and_writes_nothing(tmp_path, capsys):
     assert main(["init", "--config", str(cdk_json)]) == 2
     assert "tickets.regionSlots" in capsys.readouterr().err
     assert not (tmp_path / "tickets.lock.json").exists()
+
+
+# --- the deployed settings (tickets_deploy/ledger_config.py) ------------------------------------
+
+FIXTURES = ROOT / "tests" / "fixtures" / "ledgers"
+
+
+def test_an_older_ledger_gets_its_deployed_settings_as_one_version_only_when_synthesis_upgrades_it():
+    old = read_ledger_file(FIXTURES / "format-2-two-services.json")
+    assert all(service.deployed is None for service in old.services.values())
+    configs = {
+        "shop-invoice-numbers": parse_config(
+            {
+                "tableName": "shop-invoice-numbers",
+                "regions": {"eu-west-1": 0},
+                "strictKeys": True,
+                "counters": {"credit-notes": {"maxBlock": 10}, "invoices-2026": {}},
+            }
+        ),
+        "shop-order-numbers": parse_config(
+            {
+                "tableName": "shop-order-numbers",
+                "regions": {"eu-west-1": 0, "us-east-1": 1},
+                "regionSlots": 2,
+                "strictKeys": True,
+                "counters": {"orders": {"start": 5000}},
+            }
+        ),
+    }
+    assert record_services(old, configs) is old  # a check leaves it byte for byte as it was
+    upgraded = record_services(old, configs, upgrade=True)
+    assert upgraded.versions[:-1] == old.versions
+    assert upgraded.versions[-1].change == (
+        "shop-invoice-numbers: deployed counters.credit-notes.maxBlock 10, strictKeys true; "
+        "shop-order-numbers: deployed strictKeys true"
+    )
+    assert to_text(upgraded) == (ROOT / "examples" / "cdk-app" / "tickets.lock.json").read_text()
+    for name, service_config in configs.items():  # what tickets_admin --service operates with
+        assert config_from_ledger(upgraded.services[name], "ledger") == service_config
+    assert record_services(upgraded, configs, upgrade=True) is upgraded
+
+
+def test_the_config_built_from_the_ledger_is_the_deployed_one_in_every_recorded_field(deployed):
+    changed = config(
+        defaultKey="orders",
+        maxBlock=50,
+        compat={"path": "counter"},
+        counters=counters(orders={"start": 5000, "shards": 2, "max": TOP, "maxBlock": 7}),
+    )
+    assert config_from_ledger(record(changed, deployed), "ledger") == changed
+    with pytest.raises(LedgerError, match="written before it recorded the deployed settings.*--config"):
+        config_from_ledger(replace(deployed, deployed=None), "ledger")

@@ -4,13 +4,16 @@ parses them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 import pytest
 
 from tickets.series.config import SeriesConfig
+from tickets.settings import CounterConfig
 from tickets_cdk.props import TicketServiceProps
-from tickets_deploy.config import FIELDS, ConfigError, parse_config, parse_props
+from tickets_deploy.config import COUNTER_FIELDS, FIELDS, ConfigError, parse_config, parse_props
+from tickets_deploy.ledger import CounterRecord
 from tickets_deploy.services import ONE_NUMBERING, DeclaredService, as_props, declared, refuse_clash
 
 
@@ -88,3 +91,10 @@ def test_a_refusal_of_an_app_built_with_props_names_the_constructs_and_the_prop(
         "eu-west-1.",
         "other: tableName: the ledger records 'x', cdk.json says 'y'.",  # no construct of that table: as it was
     ]
+
+
+def test_the_ledgers_counter_record_is_the_permanent_counter_fields() -> None:
+    assert [each.name for each in dataclasses.fields(CounterRecord)] == [
+        each.attribute for each in COUNTER_FIELDS if each.permanent
+    ]
+    assert CounterRecord.of(CounterConfig(start=7, stride=2, max=99, shards=3, max_block=5)) == CounterRecord(7, 2, 3)

@@ -1,0 +1,101 @@
+"""A service's config as the ledger records it. Beside the permanent fields (tableName, regionSlots, the
+slots, each counter's layout, the series), the ledger records the deployed value of each field the schema
+marks `recorded` (defaultKey, strictKeys, maxBlock, compat, each counter's max and maxBlock) in the service's
+`deployed` object, cdk.json's spelling, a value at its default left out. They are not permanent: a change is
+never refused, but it records a new version, so the ledger says what is deployed, and `tickets_admin
+--service TABLE` builds the service's config from the ledger alone (`config_from_ledger`).
+
+A ledger written before the `deployed` object existed (Tickets 0.2) reads as `deployed` unknown (None): the
+app's next synthesis records it, as one version (`record_services(..., upgrade=True)`); a check alone
+(tickets_admin's, or reading the ledger) leaves an older ledger byte for byte as it was
+(tests/test_ledger_formats.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tickets_deploy.config import (
+    COUNTER_FIELDS,
+    FIELDS,
+    ConfigError,
+    DeploymentConfig,
+    encode_field,
+    encode_number,
+    parse_config,
+)
+
+from .ledger_model import Ledger, LedgerError
+
+# The fields `deployed` holds: by cdk.json name, for the service and for each counter.
+DEPLOYED_FIELDS = {each.name: each for each in FIELDS if each.recorded and not each.permanent}
+DEPLOYED_COUNTER_FIELDS = {each.name: each for each in COUNTER_FIELDS if each.recorded and not each.permanent}
+
+
+def deployed_settings(config: DeploymentConfig) -> dict[str, Any]:
+    """What the ledger records of `config`'s non-permanent fields: each one not at its default."""
+    deployed: dict[str, Any] = {}
+    for name, each in DEPLOYED_FIELDS.items():
+        value = getattr(config, each.attribute)
+        if name == "counters":
+            value = {key: _counter_settings(counter) for key, counter in value.items()}
+            value = {key: settings for key, settings in value.items() if settings}
+            if value:
+                deployed[name] = value
+        elif value != each.default:
+            deployed[name] = encode_field(each, value)
+    return deployed
+
+
+def _counter_settings(counter: Any) -> dict[str, Any]:
+    return {
+        name: encode_number(getattr(counter, each.attribute))
+        for name, each in DEPLOYED_COUNTER_FIELDS.items()
+        if getattr(counter, each.attribute) != each.default
+    }
+
+
+def check_deployed(raw: Any, counters: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The `deployed` object as the file holds it: only the recorded fields' names, each counter's settings
+    under a recorded counter; their values are checked by their rules when a config is built from them."""
+    if not isinstance(raw, dict) or set(raw) - set(DEPLOYED_FIELDS):
+        raise ValueError(f"{where}: expected an object of {', '.join(sorted(DEPLOYED_FIELDS))}")
+    recorded_counters = raw.get("counters", {})
+    if not isinstance(recorded_counters, dict) or set(recorded_counters) - set(counters):
+        raise ValueError(f"{where}.counters: expected an object of recorded counters")
+    for key, settings in recorded_counters.items():
+        if not isinstance(settings, dict) or not settings or set(settings) - set(DEPLOYED_COUNTER_FIELDS):
+            raise ValueError(f"{where}.counters.{key}: expected an object of {', '.join(DEPLOYED_COUNTER_FIELDS)}")
+    return raw
+
+
+def config_from_ledger(service: Ledger, where: str) -> DeploymentConfig:
+    """The config the service's last recorded version deployed, from the ledger alone: LedgerError when the
+    ledger predates the `deployed` settings or records no region in service."""
+    if service.deployed is None:
+        raise LedgerError(
+            f"{where}: {service.table_name}: this ledger was written before it recorded the deployed settings "
+            "(defaultKey, strictKeys, maxBlock, each counter's max and maxBlock): synthesise the app once "
+            "(`cdk synth`) to record them as a new version, and commit the ledger; or give tickets_admin the "
+            "service's settings in a cdk.json-shaped file with --config."
+        )
+    regions = {slot.region: number for number, slot in service.slots.items() if not slot.retired}
+    if not regions:
+        raise LedgerError(f"{where}: {service.table_name}: every region of this service is retired")
+    deployed = dict(service.deployed)
+    recorded_counters = deployed.pop("counters", {})
+    raw = {
+        **deployed,
+        "tableName": service.table_name,
+        "regionSlots": service.region_slots,
+        "regions": regions,
+        "counters": {
+            key: {**{name: encode_number(n) for name, n in layout.to_json().items()}, **recorded_counters.get(key, {})}
+            for key, layout in service.counters.items()
+        },
+        "series": {key: dict(series) for key, series in service.series.items()},
+    }
+    try:
+        return parse_config(raw)
+    except ConfigError as err:
+        raise LedgerError(f"{where}: {service.table_name}: the ledger's settings are refused: {err}") from None
