@@ -1,5 +1,5 @@
 """`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
-migrate an old counter table's values, or export and audit a series' journal."""
+migrate an old counter table's values, fence a layout change, or export and audit a series' journal."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import tickets
 from tickets_deploy.config import ConfigError, load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 
-from . import counter_commands, journal
+from . import counter_commands, fence, journal
 from .registry import Command, Context
 from .table import AdminError
 
 # Every command, in the order `--help` lists them; each is its arguments and its run function (registry.py).
-COMMANDS: tuple[Command, ...] = (*counter_commands.COMMANDS, *journal.COMMANDS)
+COMMANDS: tuple[Command, ...] = (*counter_commands.COMMANDS, fence.COMMAND, *journal.COMMANDS)
 
 DESCRIPTION = """\
 Operate on a Tickets deployment's counter table, in one region. The table's name, the
@@ -33,6 +33,7 @@ examples:
   python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
   python -m tickets_admin raise orders --above 120000 --region eu-west-1
   python -m tickets_admin list
+  python -m tickets_admin fence                                 # after a layout change in cdk.json
   python -m tickets_admin --service shop-order-numbers raise orders --above 120000 --region us-east-1
   python -m tickets_admin export > counters.jsonl
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
@@ -52,13 +53,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="PATH",
         help="the CDK config to take the table, slots and counters from (default: cdk.json)",
     )
-    common.add_argument(
+    one_region = argparse.ArgumentParser(add_help=False)  # fence works on several regions: its own options
+    one_region.add_argument(
         "--region",
         default=None,
         help="a region from cdk.json's tickets.regions; its slot decides its lanes "
         "(default: the first configured region)",
     )
-    common.add_argument(
+    one_region.add_argument(
         "--endpoint-url",
         default=None,
         metavar="URL",
@@ -94,7 +96,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_to(commands, common)
+        command.add_to(commands, common, one_region)
     return parser.parse_args(argv)
 
 
@@ -110,15 +112,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _context(args: argparse.Namespace) -> Context:
-    """The config from --config (cdk.json), or with --service from the ledger alone."""
+    """The config from --config (cdk.json), or with --service from the ledger alone. A command working on
+    several regions (fence) reads its own --region and --endpoint-url: the context names the first region."""
+    region_given, endpoint_url = (None, None) if args.several_regions else (args.region, args.endpoint_url)
     if args.service is None:
         config = load_config_file(args.config)
-        region = pick_region(config, args.region, args.config)
-        return Context(config, Path(args.config), region, args.endpoint_url, args.table)
+        region = pick_region(config, region_given, args.config)
+        return Context(config, Path(args.config), region, endpoint_url, args.table)
     ledger = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
     config = service_config(ledger, args.service)
-    region = pick_region(config, args.region, f"{ledger} (service {args.service})")
-    return Context(config, ledger, region, args.endpoint_url, args.table, from_ledger=True)
+    region = pick_region(config, region_given, f"{ledger} (service {args.service})")
+    return Context(config, ledger, region, endpoint_url, args.table, from_ledger=True)
 
 
 if __name__ == "__main__":

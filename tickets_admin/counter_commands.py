@@ -8,6 +8,8 @@ import sys
 
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.sequence import lanes_of
+from tickets.settings import Settings
+from tickets_deploy import epochs
 from tickets_deploy.config import region_settings
 from tickets_deploy.ledger import LEDGER_FILE, check_config_file, ledger_path_beside
 
@@ -84,7 +86,7 @@ def _raise_arguments(parser: argparse.ArgumentParser) -> None:
 def _raise(args: argparse.Namespace, context: Context) -> int:
     table = CounterTable(context.table_name, context.region, context.endpoint_url)
     _check_ledger(context)
-    settings = region_settings(context.config, context.region)
+    settings = _settings(context, context.region)
     counter = settings.counter(args.key)
     if counter is None:
         raise AdminError(
@@ -162,7 +164,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     region = context.region
     table = (DryRunTable if args.dry_run else CounterTable)(context.table_name, region, context.endpoint_url)
     _check_ledger(context)
-    settings = region_settings(context.config, region)
+    settings = _settings(context, region)
     from_region = args.from_region or region
     old_table = CounterTable(
         args.from_table,
@@ -193,6 +195,13 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
         table, settings, old, args.margin, source=source, region=region, dry_run=args.dry_run, report=report
     )
     return 0 if migrated else 1
+
+
+def _settings(context: Context, region: str) -> Settings:
+    """The region's settings as its function runs them: a key whose layout changed serves its latest epoch,
+    above its fence (tickets_deploy.epochs.applied, from the ledger beside cdk.json, or --service's ledger)."""
+    ledger = context.config_file if context.from_ledger else ledger_path_beside(context.config_file)
+    return region_settings(epochs.applied_from(context.config, ledger), region)
 
 
 def _check_ledger(context: Context) -> None:

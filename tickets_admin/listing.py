@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from tickets.epochs import STOPPED
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.tables import COUNTER_KEY, is_counter_item
 
-SHARD_SEPARATOR = "#"  # a sharded key's lanes are the items `key#0`, `key#1`, ...
+SHARD_SEPARATOR = "#"  # a sharded key's lanes are the items `key#0`, `key#1`, ...; `key@1`: its epoch 1
 COLUMNS = ("key", "lanes", "last", "step")
 
 
@@ -38,11 +39,17 @@ def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
 
 def table_lines(listed: list[dict[str, Any]]) -> list[str]:
     """The listing as aligned columns under a header, `-` for null."""
-    rows = [list(COLUMNS)] + [
-        ["-" if row[column] is None else str(row[column]) for column in COLUMNS] for row in listed
-    ]
+    rows = [list(COLUMNS)] + [[_cell(row, column) for column in COLUMNS] for row in listed]
     widths = [max(len(row[index]) for row in rows) for index in range(len(COLUMNS))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+
+
+def _cell(row: dict[str, Any], column: str) -> str:
+    if row[column] is None:
+        return "-"
+    if column == "step" and row[column] == STOPPED:  # tickets.epochs: an old layout's lanes, stopped at a fence
+        return "0 (stopped)"
+    return str(row[column])
 
 
 def scan(client: Any, table: str) -> Iterable[Item]:

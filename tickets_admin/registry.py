@@ -41,17 +41,23 @@ class Command:
     epilog: str
     run: Callable[[argparse.Namespace, Context], int]
     arguments: Callable[[argparse.ArgumentParser], None] = field(default=_no_arguments)
+    # False: the command works in one region, given as the common --region and --endpoint-url (the
+    # Context's). True: on several regions' tables at once (fence), declaring its own, repeatable.
+    several_regions: bool = False
 
     def add_to(
-        self, commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+        self,
+        commands: argparse._SubParsersAction[argparse.ArgumentParser],
+        common: argparse.ArgumentParser,
+        one_region: argparse.ArgumentParser,
     ) -> None:
         parser = commands.add_parser(
             self.name,
-            parents=[common],
+            parents=[common] if self.several_regions else [common, one_region],
             description=self.description,
             epilog=self.epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             help=self.help,
         )
         self.arguments(parser)
-        parser.set_defaults(run=self.run)
+        parser.set_defaults(run=self.run, several_regions=self.several_regions)

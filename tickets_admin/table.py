@@ -98,6 +98,17 @@ class CounterTable:
             return False
         return True
 
+    def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
+        """`write`, returning the item as the write left it; None if the condition failed."""
+        try:
+            response = self._call(
+                "update_item", TableName=self.table, Key=_key(item_key), ReturnValues="ALL_NEW", **request
+            )
+        except ClientError:  # _call lets only a failed condition through
+            return None
+        item: Item = response.get("Attributes", {})
+        return item
+
     def scan(self) -> Iterator[Item]:
         """Every item, page by page, read consistently."""
         request: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}

@@ -25,6 +25,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from tickets import errors, tables, timing
+from tickets_deploy import epochs
 from tickets_deploy.config import (
     FIELDS,
     METRICS_NAMESPACE,
@@ -33,12 +34,14 @@ from tickets_deploy.config import (
     handler_environment,
     parse_props,
 )
+from tickets_deploy.ledger import LedgerError
 from tickets_deploy.regions import refusal
 from tickets_deploy.services import DeclaredService
 
 from . import ledger_check, suppressions
 from .access_rules import AccessRulesStore, grantee_principal
 from .asset import HANDLER, asset_directory
+from .ledger_check import find_ledger
 from .props import TicketServiceProps
 from .resources import (
     ARCHITECTURE,
@@ -180,7 +183,7 @@ class TicketService(Construct):
             role=role,
             reserved_concurrent_executions=config.reserved_concurrency,
             environment=handler_environment(
-                config,
+                _above_fences(self, config),
                 stack.region,
                 counter_table=self.table.table_name,
                 idempotency_table=self.idempotency_table.table_name,
@@ -372,3 +375,14 @@ def _id_part(construct_id: str, label: str) -> str:
     if not part:
         raise ValueError(f"{label}: the construct id needs a letter or digit (the tables' logical ids start with it)")
     return part
+
+
+def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
+    """The config as the function runs it: each key whose layout changed from the start of its latest
+    epoch, above its fence (tickets_deploy.epochs.applied). Without a readable ledger, as written: the
+    ledger check stops synthesis then anyway."""
+    try:
+        path = find_ledger(scope)
+    except LedgerError:
+        return config
+    return epochs.applied_from(config, path)

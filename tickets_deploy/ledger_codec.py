@@ -14,6 +14,7 @@ from tickets.series.config import SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER
 from tickets_deploy.config import MAX_TICKET, exact_integer
 
+from . import epochs
 from .ledger_config import check_deployed
 from .ledger_model import (
     COMMENT,
@@ -64,7 +65,16 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
         "unconfiguredKeysServed": ledger.unconfigured_keys_served,
         # Only where a series was ever recorded: the services of older ledgers hash as they always did.
         **({"series": {key: dict(fields) for key, fields in sorted(ledger.series.items())}} if ledger.series else {}),
+        # Only where a layout ever changed, likewise.
+        **({"epochs": _epochs_fields(ledger)} if ledger.epochs else {}),
     }
+
+
+def _epochs_fields(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for epoch in ledger.epochs:
+        by_key.setdefault(epoch.key, []).append(epoch.to_json())
+    return dict(sorted(by_key.items()))
 
 
 def to_text(ledger: LedgerFile) -> str:
@@ -90,6 +100,7 @@ def to_text(ledger: LedgerFile) -> str:
                         if "deployed" in fields
                         else []
                     ),
+                    *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
                     f'{inner}"regionSlots": {fields["regionSlots"]}',
                     *([block("series", fields["series"], inner)] if "series" in fields else []),
                     block("slots", fields["slots"], inner),
@@ -154,7 +165,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         raw,
         where,
         required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else {"series", "deployed"},
+        optional=({"//"} | flags) if format_1 else {"series", "deployed", "epochs"},
     )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
@@ -179,7 +190,35 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
         deployed=check_deployed(raw["deployed"], counters, "deployed") if "deployed" in raw else None,
+        epochs=_epochs_from(raw.get("epochs", {})),
     )
+
+
+def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:
+    """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
+    found = []
+    for key, entries in _object(raw, "epochs").items():
+        if not isinstance(entries, list):
+            raise ValueError(f"epochs.{key}: not a list")
+        for index, entry in enumerate(entries):
+            where = f"epochs.{key}[{index}]"
+            _fields(entry, where, required={"epoch", "fence", "from", "to"}, optional=set())
+            _whole(entry["epoch"], f"{where}.epoch", low=1)
+            _whole(entry["fence"], f"{where}.fence", low=0)
+            for side in ("from", "to"):
+                _layout_from(entry[side], f"{where}.{side}")
+            epoch = epochs.KeyEpoch.from_json(key, entry)
+            if epoch.number != index + 1 or epoch.fence < epoch.old.start:
+                raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
+            found.append(epoch)
+    return tuple(found)
+
+
+def _layout_from(raw: Any, where: str) -> None:
+    names = {"regionSlots", "shards", "start", "stride"}
+    _fields(raw, where, required=names, optional=set())
+    for name in sorted(names):
+        _whole(raw[name], f"{where}.{name}", low=0 if name == "start" else 1)
 
 
 def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:

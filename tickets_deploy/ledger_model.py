@@ -12,6 +12,8 @@ from typing import Any
 from tickets.settings import CounterConfig
 from tickets_deploy.schema import COUNTER_FIELDS
 
+from .epochs import KeyEpoch
+
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
     "Tickets deployment ledger, kept by cdk synth: per counter table, the region slots, counter settings and "
@@ -78,6 +80,9 @@ class Ledger:
     # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
     # series is permanent, field by field, and never removed (docs/series.md).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
+    # (`python -m tickets_admin fence` records them; docs/design.md#epochs-and-fences).
+    epochs: tuple[KeyEpoch, ...] = ()
     # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
     # out (tickets_deploy/ledger_config.py); None: a ledger written before they were recorded.
     deployed: Mapping[str, Any] | None = None

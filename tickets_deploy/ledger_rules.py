@@ -8,6 +8,7 @@ from dataclasses import replace
 
 from tickets_deploy.config import DeploymentConfig
 
+from . import epochs
 from .ledger_config import deployed_settings
 from .ledger_model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
 
@@ -24,6 +25,7 @@ def record(
     else:
         problems = [
             *_table_problems(config, previous),
+            *epochs.synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
             *_series_problems(config, previous),
@@ -43,13 +45,14 @@ def record(
         default_keys.add(config.default_key)
     series = {**previous.series, **{key: s.to_json() for key, s in config.series.items()}}
     return Ledger(
-        previous.region_slots,
+        config.region_slots,  # as recorded, or grown above fences (epochs.synthesis_problems)
         previous.table_name,
         dict(sorted(slots.items())),
         dict(sorted(counters.items())),
         unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
+        epochs=previous.epochs,
         deployed=deployed_settings(config) if previous.deployed is not None or upgrade else None,
     )
 
@@ -87,13 +90,7 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             "name is a new, empty table, where every counter would start again at its start and repeat every "
             f"ticket already issued. Keep {previous.table_name!r} (docs/operations.md)."
         )
-    if config.region_slots != previous.region_slots:
-        problems.append(
-            f"regionSlots: the ledger records {previous.region_slots}, cdk.json says {config.region_slots}. "
-            "Every counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the "
-            "new lanes would reissue numbers the old ones issued. Keep regionSlots at "
-            f"{previous.region_slots}; add regions only on its free slots (docs/operations.md#adding-a-region)."
-        )
+    # regionSlots: it grows only above fences, per key (epochs.synthesis_problems).
     return problems
 
 
@@ -152,15 +149,23 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             continue
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
-            if old != new:
+            if old != new and not epochs.covered(config, previous, key):
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
-                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key."
+                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key"
+                    + (
+                        "."
+                        if name == "start"
+                        else f", or change it above a fence: `{epochs.FENCE_COMMAND}` "
+                        "(docs/operations.md#changing-a-layout)."
+                    )
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
         if key in previous.counters or layout == UNCONFIGURED or not previous.served_unconfigured(key):
             continue
+        if epochs.covered(config, previous, key):
+            continue  # its unconfigured lanes were stopped at a fence
         if key in previous.default_keys_served and not previous.unconfigured_keys_served:
             served = f"{key} was the defaultKey of a recorded version that did not configure it"
         else:

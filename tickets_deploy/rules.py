@@ -7,10 +7,13 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
+from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 
+from .access import AccessRuleError, parse_access
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -271,3 +274,32 @@ def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
             f"up to {MAX_SAFE_INTEGER}, or a decimal string), got {value!r}"
         )
     return value
+
+
+def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+    try:
+        return parse_access(value, parsed["auth"], where)
+    except AccessRuleError as err:
+        raise ConfigError(str(err)) from None
+
+
+def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: must be an object mapping names to series (docs/series.md)")
+    counters = {*parsed["counters"], parsed["default_key"]}
+    series = {}
+    for key, raw in value.items():
+        if not is_valid_key(key):
+            raise ConfigError(f"{where}: invalid name {key!r}; a series name is {KEY_RULE}")
+        if key in counters:
+            raise ConfigError(
+                f"{where}.{key}: {key!r} is a counter (counters or defaultKey); a series never shares a name with "
+                "a counter: name the series differently"
+            )
+        if isinstance(raw, SeriesConfig):  # the construct's prop, as the function's settings carry it
+            raw = raw.to_json()
+        try:
+            series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
+        except SeriesConfigError as err:
+            raise ConfigError(str(err)) from None
+    return series

@@ -17,14 +17,14 @@ from typing import Any
 
 from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
-from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
+from tickets.series.config import SeriesConfig
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
 
-from .access import AccessRuleError, parse_access
 from .rules import (
     DEFAULT_TABLE_NAME,
     ConfigError,
     Parser,
+    _access,
     _alarm_email,
     _auth,
     _callers,
@@ -43,6 +43,7 @@ from .rules import (
     _regions,
     _require_object,
     _reserved_concurrency,
+    _series,
     _table_name,
     boolean,
 )
@@ -76,7 +77,7 @@ class Field:
     """One setting, defined once: cdk.json's `tickets` object (`name`), the construct's keyword prop
     (`prop`, on `owner`), the parsed DeploymentConfig (`attribute`), whether the function's settings
     carry it (`setting`), its default, its rule (`parse`) and the README's row (`default_doc`, `doc`,
-    `permanent`)."""
+    `permanent`, `fenced`)."""
 
     name: str
     prop: str
@@ -86,6 +87,8 @@ class Field:
     doc: str
     parse: Parser
     permanent: bool = False
+    # Permanent in place, but may change above a fence (`python -m tickets_admin fence`): the README says so.
+    fenced: bool = False
     setting: bool = False
     owner: str = "TicketService"
     prop_doc: str = ""  # how the prop differs from the cdk.json field, when it does
@@ -97,47 +100,11 @@ class Field:
     # (tickets_deploy/ledger_config.py). Permanent fields are recorded anyway (their values are checked).
     recorded: bool = False
 
-    def readme_row(self, prefix: str = "", prop_prefix: str = "") -> str:
-        permanent = " **Permanent**" if self.permanent else ""
-        prop = f"`{prop_prefix}{self.prop}`" if self.owner == "TicketService" else f"`{self.owner}(…, {self.prop}=…)`"
-        if self.prop_doc:
-            prop += f" ({self.prop_doc})"
-        return f"| `{prefix}{self.name}` | {prop} | {self.default_doc} | {self.doc}{permanent} |"
-
-
-def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
-    try:
-        return parse_access(value, parsed["auth"], where)
-    except AccessRuleError as err:
-        raise ConfigError(str(err)) from None
-
 
 def _counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock}}")
     return {key: _parse_counter(key, counter, parsed["max_block"], f"{where}.{key}") for key, counter in value.items()}
-
-
-def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: must be an object mapping names to series (docs/series.md)")
-    counters = {*parsed["counters"], parsed["default_key"]}
-    series = {}
-    for key, raw in value.items():
-        if not is_valid_key(key):
-            raise ConfigError(f"{where}: invalid name {key!r}; a series name is {KEY_RULE}")
-        if key in counters:
-            raise ConfigError(
-                f"{where}.{key}: {key!r} is a counter (counters or defaultKey); a series never shares a name with "
-                "a counter: name the series differently"
-            )
-        if isinstance(raw, SeriesConfig):  # the construct's prop, as the function's settings carry it
-            raw = raw.to_json()
-        try:
-            series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
-        except SeriesConfigError as err:
-            raise ConfigError(str(err)) from None
-    return series
 
 
 # In the README's order; a field's rule may read the fields it `needs`, which are parsed before it.
@@ -165,6 +132,7 @@ FIELDS: tuple[Field, ...] = (
         "how many slots there are (room to add regions later).",
         _region_slots,
         permanent=True,
+        fenced=True,
         setting=True,
         one_numbering=True,
     ),
@@ -376,6 +344,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "the distance between consecutive tickets of one lane (1 or more).",
         _counter_stride,
         permanent=True,
+        fenced=True,
     ),
     Field(
         "max",
@@ -397,6 +366,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "items the key's writes are spread over (1..100), for hot keys.",
         _counter_shards,
         permanent=True,
+        fenced=True,
     ),
     Field(
         "maxBlock",

@@ -9,6 +9,7 @@ from typing import Any
 
 from tickets.settings import Settings
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX, SERIES_TABLE_SUFFIX
+from tickets_deploy import epochs
 from tickets_deploy.config import (
     ConfigError,
     DeploymentConfig,
@@ -76,7 +77,7 @@ class LocalDeployment:
 
 def load_deployment(config_path: str | Path, region: str | None) -> LocalDeployment:
     """Read cdk.json and pick the region; ConfigError with a message a user can act on."""
-    config = load_config_file(config_path)
+    config = epochs.applied_beside(load_config_file(config_path), config_path)  # above its fences, as deployed
     return LocalDeployment(config, pick_region(config, region, config_path))
 
 

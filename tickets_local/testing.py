@@ -23,6 +23,7 @@ import site
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -56,18 +57,22 @@ class LocalTickets:
         python: str | None = None,
         verbose: bool = False,
         play_callers: bool = False,
+        config_file: str | Path | None = None,
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
         endpoint (default: moto inside the server's process, gone when it stops); `python` the
         interpreter to run it with (default: this one); `play_callers`: enforce the config's access rules,
-        each request signed by the caller its client names (tickets_client's `play_caller`)."""
+        each request signed by the caller its client names (tickets_client's `play_caller`); `config_file` a
+        cdk.json to read instead of `config`, with the ledger beside it (its epochs decide where changed
+        layouts start)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
         self.python = python or sys.executable
         self.verbose = verbose
         self.play_callers = play_callers
+        self.config_file = config_file
         self.banner = ""  # what the server printed when it started (url, backend, region, tables)
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -87,7 +92,10 @@ class LocalTickets:
         if self._process is not None:
             raise RuntimeError("the local server is already running")
         command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
-        command += ["--config-json", json.dumps(self.config)]
+        if self.config_file is not None:
+            command += ["--config", str(self.config_file)]
+        else:
+            command += ["--config-json", json.dumps(self.config)]
         if self.region:
             command += ["--region", self.region]
         if self.endpoint_url:
@@ -111,6 +119,9 @@ class LocalTickets:
             self.stop()
             raise
         self._url = next(line.split()[1] for line in self.banner.splitlines() if line.strip().startswith("url:"))
+        # After the banner the handler's log lines (a warning per refused request) go to stdout: read and
+        # drop them, or a pipe nobody reads fills and the server stalls in the middle of a request.
+        threading.Thread(target=_drain, args=(self._process.stdout,), daemon=True).start()
         return self
 
     def reset(self) -> None:
@@ -200,3 +211,10 @@ def _child_environment() -> dict[str, str]:
     inherited = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = os.pathsep.join([*roots, *([inherited] if inherited else [])])
     return environment
+
+
+def _drain(stream: IO[bytes] | None) -> None:
+    """Read `stream` until it ends (or is closed by stop())."""
+    with contextlib.suppress(OSError, ValueError):
+        while stream is not None and stream.read1(65536):
+            pass

@@ -187,6 +187,13 @@ class Issuer:
             "config": counter.to_json(),
             "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
             "lanes": rows,
+            # After a layout change: the key's epoch, whose lanes begin at or above its fence
+            # (docs/design.md#epochs-and-fences).
+            **(
+                {"epoch": {"number": counter.epoch, "fence": counter.fence, "start": counter.start}}
+                if counter.epoch
+                else {}
+            ),
         }
 
     def _counter(self, key: str) -> CounterConfig:

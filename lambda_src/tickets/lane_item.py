@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from .epochs import STOPPED
 from .sequence import Lane
 from .tables import COUNTER_KEY
 
@@ -24,6 +25,7 @@ STEP = "step"  # stride * lanes, fixed when the item is created
 FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item is created
 SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
 STRIDE = "stride"  # a sharded key's stride, recorded with its layout (step alone does not tell stride from slots)
+STOPPED_STEP = "stoppedStep"  # the step a lane had before a fence stopped it (its `step` is then STOPPED)
 LANE = (STEP, FIRST)  # what code writes with every lane item's `last`
 RAISE_COMMAND = "python -m tickets_admin raise"
 
@@ -54,7 +56,22 @@ _COMPLETE_LAYOUT_IF = (
     "(attribute_not_exists(#first) OR #first = :first) AND (attribute_not_exists(#stride) OR #stride = :stride) "
     "AND attribute_not_exists(#last)"
 )
-_NAMES = {"#counter": COUNTER_KEY, "#last": LAST, "#step": STEP, "#first": FIRST, "#shards": SHARDS, "#stride": STRIDE}
+# tickets_admin fence only: stop a lane (docs/design.md#epochs-and-fences). One write, returning the item
+# as it leaves it, so its `last` is final: a request either wrote before it or is refused after it.
+_STOP = "SET #stopped = #step, #step = :stopped"
+_STOP_IF = "attribute_exists(#step) AND #step <> :stopped"
+# An item with no step (absent: no old version may create it now; or typed by hand) is stopped as it is.
+_STOP_UNWRITTEN = "SET #step = :stopped"
+_STOP_UNWRITTEN_IF = "attribute_not_exists(#step)"
+_NAMES = {
+    "#counter": COUNTER_KEY,
+    "#last": LAST,
+    "#step": STEP,
+    "#first": FIRST,
+    "#shards": SHARDS,
+    "#stride": STRIDE,
+    "#stopped": STOPPED_STEP,
+}
 
 
 def number(item: Item | None, name: str) -> int | None:
@@ -150,6 +167,16 @@ def put_on_lane(lane: Lane, old: int | None, last: int) -> dict[str, Any]:
     if old is None:
         return _request(_CREATE, _PUT_ON_LANE_IF.format(stored="attribute_not_exists(#last)"), values)
     return _request(_CREATE, _PUT_ON_LANE_IF.format(stored="#last = :old"), {**values, ":old": _n(old)})
+
+
+def stop() -> dict[str, Any]:
+    """Stop the item's lane at a fence: no version's condition takes a ticket from it after this."""
+    return _request(_STOP, _STOP_IF, {":stopped": _n(STOPPED)})
+
+
+def stop_unwritten() -> dict[str, Any]:
+    """Stop an item that has no step: create it stopped if absent, so no older version can create the lane."""
+    return _request(_STOP_UNWRITTEN, _STOP_UNWRITTEN_IF, {":stopped": _n(STOPPED)})
 
 
 def _layout(shard_zero: Lane, condition: str) -> dict[str, Any]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .epochs import SHARD_SEPARATOR, item_base, item_key
 from .settings import CounterConfig
 
-SHARD_SEPARATOR = "#"  # not allowed in keys, so `key#3` never names another counter
+__all__ = ["SHARD_SEPARATOR", "Lane", "lanes_of"]
 
 
 @dataclass(frozen=True)
@@ -28,11 +29,17 @@ class Lane:
     # layout a sharded key records on its plain item (for one shard it is `first`).
     key_first: int
     stride: int
+    epoch: int = 0  # the key's epoch: after a layout change its items are named `key@epoch` (tickets.epochs)
 
     @property
     def item_key(self) -> str:
         """The DynamoDB partition key of this lane's item."""
-        return self.key if self.shards == 1 else f"{self.key}{SHARD_SEPARATOR}{self.shard}"
+        return item_key(self.key, self.epoch, self.shards, self.shard)
+
+    @property
+    def plain_key(self) -> str:
+        """The key's plain item in this epoch: a sharded key's layout record, or the one lane's item."""
+        return item_base(self.key, self.epoch)
 
     @property
     def seed(self) -> int:
@@ -78,6 +85,7 @@ def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: i
                 max=counter.max,
                 key_first=key_first,
                 stride=counter.stride,
+                epoch=counter.epoch,
             )
         )
     return lanes

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 from .keys import MAX_BLOCK
@@ -29,22 +29,19 @@ class CounterConfig:
     max: int = MAX_SAFE_INTEGER
     shards: int = 1
     max_block: int | None = None  # the most tickets one /_blocks request may take; None: the deployment's
+    # After a layout change (docs/design.md#epochs-and-fences): the key's epoch, the fence the ledger
+    # recorded for it, and `start` is the epoch's start (at or above the fence). 0 and None: never changed.
+    epoch: int = 0
+    fence: int | None = None
 
     def to_json(self) -> dict[str, int]:
-        encoded = {"start": self.start, "stride": self.stride, "max": self.max, "shards": self.shards}
-        if self.max_block is not None:
-            encoded["maxBlock"] = self.max_block
-        return encoded
+        """Derived like Settings': each attribute under its camelCase name, left out at its default unless
+        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch and fence appear only when set."""
+        return _encoded(self, COUNTER_ALWAYS_WRITTEN, {})
 
     @classmethod
     def from_json(cls, raw: Mapping[str, int]) -> CounterConfig:
-        return cls(
-            start=raw["start"],
-            stride=raw["stride"],
-            max=raw["max"],
-            shards=raw["shards"],
-            max_block=raw.get("maxBlock"),
-        )
+        return cls(**_decoded(cls, raw, {}))
 
 
 @dataclass(frozen=True)
@@ -77,23 +74,11 @@ class Settings:
         """Each attribute under its camelCase name (the codecs below for the nested ones). A value at its
         default is left out, except the attributes every version wrote (ALWAYS_WRITTEN), so the environment of
         a deployment stays byte for byte what it was when an attribute is added."""
-        encoded = {
-            _camel(each.name): _CODECS.get(each.name, _PLAIN)[0](getattr(self, each.name))
-            for each in fields(self)
-            if each.name in ALWAYS_WRITTEN or getattr(self, each.name) != _default(each.name)
-        }
-        return json.dumps(encoded, separators=(",", ":"), sort_keys=True)
+        return json.dumps(_encoded(self, ALWAYS_WRITTEN, _CODECS), separators=(",", ":"), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Settings:
-        raw = json.loads(text)
-        return cls(
-            **{
-                each.name: _CODECS.get(each.name, _PLAIN)[1](raw[_camel(each.name)])
-                for each in fields(cls)
-                if _camel(each.name) in raw
-            }
-        )
+        return cls(**_decoded(cls, json.loads(text), _CODECS))
 
 
 # Written even at their defaults: every version before the derived encoding wrote them (`series` only
@@ -110,6 +95,8 @@ ALWAYS_WRITTEN = frozenset(
         "compat_path",
     }
 )
+# A counter's fields every version wrote (maxBlock, and a changed layout's epoch and fence, only when set).
+COUNTER_ALWAYS_WRITTEN = frozenset({"start", "stride", "max", "shards"})
 _Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
 _PLAIN: _Codec = (lambda value: value, lambda raw: raw)
 _CODECS: dict[str, _Codec] = {
@@ -129,8 +116,26 @@ def _camel(name: str) -> str:
     return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)
 
 
-def _default(name: str) -> Any:
-    declared = Settings.__dataclass_fields__[name]
+def _encoded(value: Any, always_written: frozenset[str], codecs: Mapping[str, _Codec]) -> dict[str, Any]:
+    """A dataclass's attributes under their camelCase names, through their codecs; those at their default
+    left out unless always written."""
+    return {
+        _camel(each.name): codecs.get(each.name, _PLAIN)[0](getattr(value, each.name))
+        for each in fields(value)
+        if each.name in always_written or getattr(value, each.name) != _default(each)
+    }
+
+
+def _decoded(cls: Any, raw: Mapping[str, Any], codecs: Mapping[str, _Codec]) -> dict[str, Any]:
+    """The keyword arguments of `cls` that `raw` (written by _encoded) holds; the others keep their defaults."""
+    return {
+        each.name: codecs.get(each.name, _PLAIN)[1](raw[_camel(each.name)])
+        for each in fields(cls)
+        if _camel(each.name) in raw
+    }
+
+
+def _default(declared: Field[Any]) -> Any:
     if declared.default is MISSING:
         assert declared.default_factory is not MISSING  # every attribute of Settings has a default
         return declared.default_factory()

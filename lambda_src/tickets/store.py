@@ -26,6 +26,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from . import dynamodb_errors, lane_item
+from .epochs import STOPPED
 from .errors import ConfigMismatch, Unavailable, exhausted
 from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, layout_contradiction, missing, number
 from .sequence import Lane
@@ -96,6 +97,8 @@ class CounterStore:
             self._record_layout(lane)
             return self._create_shard(lane, count)
         last = number(item, LAST)
+        if number(item, STEP) == STOPPED:
+            raise _stopped(lane)
         if (changed := contradiction(lane, item)) is not None:
             raise _changed_config(changed)
         if missing(item, LANE):
@@ -112,12 +115,14 @@ class CounterStore:
         try:
             self._call(
                 "update_item",
-                **self._on(lane.key),
+                **self._on(lane.plain_key),
                 **lane_item.record_layout(lane),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as err:
-            item = self._failed_on(err, lane.key) or {}
+            item = self._failed_on(err, lane.plain_key) or {}
+            if number(item, STEP) == STOPPED:
+                raise _stopped(lane) from None
             if (changed := layout_contradiction(lane, item)) is not None:
                 raise _changed_config(changed) from None
             if item and missing(item, lane_item.layout_of(lane)):
@@ -176,8 +181,9 @@ class CounterStore:
 
 
 _PERMANENT = (
-    "start, stride, regionSlots, the region's slot and shards are permanent once a key issued tickets: "
-    "deploy the config the deployment ledger (tickets.lock.json) records, or move callers to a new key "
+    "start, stride, regionSlots, the region's slot and shards are fixed once a key issued tickets (stride, "
+    "regionSlots and shards change only above a fence: docs/operations.md#changing-a-layout): deploy the config "
+    "the deployment ledger (tickets.lock.json) records, or move callers to a new key "
     f"and continue it above this one's highest ticket with `{RAISE_COMMAND} NEWKEY --above N`. Nothing "
     "was issued."
 )
@@ -186,6 +192,16 @@ _PERMANENT = (
 def _changed_config(what: str) -> ConfigMismatch:
     """The stored item shows the key's lanes were set up with another config (`what` says how)."""
     return ConfigMismatch(f"counter {what}; {_PERMANENT}")
+
+
+def _stopped(lane: Lane) -> Unavailable:
+    """The lane was stopped at a fence: the key's layout changed and this function still serves the old
+    one until its region is deployed (docs/design.md#epochs-and-fences). Retriable: the new layout's
+    lanes, above the fence, answer the retry once they are deployed; never a 4xx, never a ticket."""
+    return Unavailable(
+        f"counter {lane.key!r}: this layout's lanes were stopped at a fence (a layout change is being deployed, "
+        "docs/operations.md#changing-a-layout); nothing was issued, retry after the Retry-After delay"
+    )
 
 
 def _not_written_by_code(lane: Lane, item: Item, *, layout: bool = False) -> ConfigMismatch:

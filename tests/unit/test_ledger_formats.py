@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tickets.series.config import SERIES_OPTIONS, SeriesConfig, parse_series
-from tickets.settings import ALWAYS_WRITTEN, Settings
+from tickets.settings import ALWAYS_WRITTEN, COUNTER_ALWAYS_WRITTEN, CounterConfig, Settings
 from tickets_deploy.config import FIELDS, parse_config
 from tickets_deploy.ledger import FORMAT_1_CHANGE, read_ledger_file, record_services
 
@@ -161,3 +161,26 @@ def test_a_setting_added_later_is_left_out_at_its_default_and_read_back() -> Non
     assert {name for name in ALWAYS_WRITTEN} < {each.name for each in dataclasses.fields(Settings)}
     del written["compatPath"]
     assert Settings.from_json(json.dumps(written)) == Settings()
+
+
+def test_a_counter_s_epoch_and_fence_are_left_out_until_a_fence_sets_them() -> None:
+    """CounterConfig's encoding is derived like Settings': start, stride, max and shards always (every version
+    wrote them), maxBlock, epoch and fence only when set, so a deployment that never fenced keeps the
+    environment it had; a fenced key's epoch and fence read back as written."""
+    plain = CounterConfig(start=5000)
+    assert plain.to_json() == {"start": 5000, "stride": 1, "max": 2**53 - 1, "shards": 1}
+    assert CounterConfig.from_json(plain.to_json()) == plain
+    fenced = CounterConfig(start=5004, shards=4, max_block=10, epoch=1, fence=5003)
+    assert fenced.to_json() == {
+        "start": 5004,
+        "stride": 1,
+        "max": 2**53 - 1,
+        "shards": 4,
+        "maxBlock": 10,
+        "epoch": 1,
+        "fence": 5003,
+    }
+    assert CounterConfig.from_json(fenced.to_json()) == fenced
+    settings = Settings(counters={"orders": fenced, "plain": plain})
+    assert Settings.from_json(settings.to_json()) == settings
+    assert set(json.loads(settings.to_json())["counters"]["plain"]) == set(COUNTER_ALWAYS_WRITTEN)

@@ -1,0 +1,91 @@
+"""Epochs: a key's layout changed on a live deployment, above a fence (docs/design.md#epochs-and-fences).
+
+Plain arithmetic, no AWS: the service, tickets_admin's `fence`, the ledger and the rollout model share it.
+
+A key's layout (start, stride, shards, and the deployment's regionSlots) is permanent while it issues,
+because lanes interleave by it. To change it, the key's lanes of the old layout are *stopped* in every
+region's table (their `step` becomes STOPPED, which no version of the service ever configures, so every
+version's condition refuses them), and the key continues in a new *epoch*: lanes of the new layout, in
+items whose names carry the epoch (`orders@1`, `orders@1#3`), which no older version can name, whose
+tickets begin at the epoch's start: the smallest number at or above the *fence* that is congruent to
+start modulo the new stride. The fence is one more than the highest `last` of every stopped lane in
+every region (a lane's `last` bounds every ticket it ever issued, blocks included: a block is one
+write), so no new ticket can equal an old one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+SHARD_SEPARATOR = "#"  # not allowed in keys, so `key#3` never names another counter
+EPOCH_SEPARATOR = "@"  # not allowed in keys either: no version, old or new, names `key@1` for another key
+STOPPED = 0  # a stopped lane's `step`: every version's condition asks for its configured step, always >= 1
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which numbers a key's lanes own: lane l's ticket n is start + stride * (l + lanes * n)."""
+
+    start: int
+    stride: int
+    shards: int
+    region_slots: int
+
+    @property
+    def lanes(self) -> int:
+        return self.region_slots * self.shards
+
+    @property
+    def step(self) -> int:
+        return self.stride * self.lanes
+
+    def lane(self, slot: int, shard: int) -> int:
+        return slot * self.shards + shard
+
+    def first(self, slot: int, shard: int) -> int:
+        """The first ticket of the lane of `slot` and `shard`."""
+        return self.start + self.stride * self.lane(slot, shard)
+
+    def owner(self, ticket: int) -> tuple[int, int] | None:
+        """The (slot, shard) whose lane owns `ticket`; None if no lane of this layout does."""
+        offset = ticket - self.start
+        if offset < 0 or offset % self.stride:
+            return None
+        lane = offset // self.stride % self.lanes
+        return divmod(lane, self.shards)
+
+    def describe(self) -> str:
+        return f"start {self.start}, stride {self.stride}, shards {self.shards}, regionSlots {self.region_slots}"
+
+
+def item_base(key: str, epoch: int) -> str:
+    """The name of a key's plain item in an epoch: the key itself in epoch 0 (as every version before
+    epochs names it), `key@epoch` after."""
+    return key if epoch == 0 else f"{key}{EPOCH_SEPARATOR}{epoch}"
+
+
+def item_key(key: str, epoch: int, shards: int, shard: int) -> str:
+    """The item of one shard's lane: the plain item for one shard, `base#shard` for more."""
+    base = item_base(key, epoch)
+    return base if shards == 1 else f"{base}{SHARD_SEPARATOR}{shard}"
+
+
+def items_of(key: str, epoch: int, shards: int) -> list[str]:
+    """Every item the service may write for the key's lanes in one region in that epoch: a sharded
+    key's plain item (its layout record) and its shards' items, or the one plain item."""
+    base = item_base(key, epoch)
+    return [base] if shards == 1 else [base, *(item_key(key, epoch, shards, s) for s in range(shards))]
+
+
+def fence_above(start: int, lasts: Iterable[int | None]) -> int:
+    """The fence: above every ticket lanes whose final `last`s are `lasts` (None: the lane issued
+    nothing) ever issued, and never below the old layout's start."""
+    issued = [last for last in lasts if last is not None]
+    return max([start, *(last + 1 for last in issued)])
+
+
+def epoch_start(fence: int, start: int, stride: int) -> int:
+    """The new layout's start: the smallest number >= fence that is = start (mod stride), so every
+    ticket stays = start (mod stride) and above the fence."""
+    return fence + (start - fence) % stride

@@ -1,0 +1,182 @@
+"""`python -m tickets_admin fence` and the ledger's epochs, through the real handler on moto
+(docs/design.md#epochs-and-fences, docs/operations.md#changing-a-layout)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from moto_deployment import COUNTER_TABLE, Region
+from tickets.epochs import Layout
+from tickets_admin.__main__ import main as tickets_admin
+from tickets_deploy import epochs
+from tickets_deploy.config import parse_config, region_settings
+from tickets_deploy.ledger import (
+    LedgerError,
+    from_text,
+    init_ledger_file,
+    read_ledger_file,
+    record_services,
+    to_text,
+    write_ledger_file,
+)
+
+OLD = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": True, "counters": {"orders": {"start": 5000}}}
+NEW = {
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "strictKeys": True,
+    "counters": {"orders": {"start": 5000, "shards": 2}},
+}
+
+
+def checkout(directory: Path, tickets: dict) -> Path:
+    path = directory / "cdk.json"
+    path.write_text(json.dumps({"context": {"tickets": tickets}}), encoding="utf-8")
+    return path
+
+
+def synthesise(config_file: Path, tickets: dict) -> None:
+    ledger = config_file.parent / "tickets.lock.json"
+    config = parse_config(tickets)
+    write_ledger_file(ledger, record_services(read_ledger_file(ledger), {config.table_name: config}))
+
+
+def fence(config_file: Path, *more: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = tickets_admin(["fence", "--config", str(config_file), "--table", COUNTER_TABLE, *more])
+    return status, out.getvalue(), err.getvalue()
+
+
+def deployed(tickets: dict, region: str, ledger_dir: Path) -> Region:
+    """A region's function as synthesis builds it: its settings above the ledger's fences."""
+    deployment = Region(tickets, region)
+    applied = epochs.applied_beside(deployment.config, ledger_dir / "cdk.json")
+    deployment.settings = region_settings(applied, region)
+    return deployment
+
+
+def take(region: Region, path: str, **query: int) -> list[int]:
+    answer = region.post(path, query=query) if query else region.post(path)
+    assert answer.status == 200, answer
+    return answer.body.get("tickets", [answer.body["ticket"]])
+
+
+def test_one_region_to_two_and_shards_1_to_4_above_the_fence(aws, tmp_path: Path) -> None:
+    config_file = checkout(tmp_path, OLD)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(OLD)})
+    old = deployed(OLD, "us-east-1", tmp_path)
+    issued = take(old, "/orders", count=12) + take(old, "/default")
+    assert max(issued) == 5011
+
+    checkout(tmp_path, NEW)
+    with pytest.raises(LedgerError, match="python -m tickets_admin fence"):
+        synthesise(config_file, NEW)
+    status, out, _ = fence(config_file)
+    assert status == 0
+    assert "orders: fence 5012; epoch 1 (start 5000, stride 1, shards 2, regionSlots 2) starts at 5012" in out
+    assert "default: fence 2; epoch 1 (start 1, stride 1, shards 1, regionSlots 2) starts at 2" in out
+    assert "eu-west-1: no slot in the old layout" in out
+
+    stopped = old.post("/orders")  # the old function, still running: retriable, never a 4xx, never a ticket
+    assert stopped.status == 503 and stopped.body["error"] == "unavailable" and "Retry-After" in stopped.headers
+    assert "stopped at a fence" in stopped.body["message"]
+
+    synthesise(config_file, NEW)  # accepted now
+    east, west = (deployed(NEW, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
+    new_layout = Layout(5012, 1, 2, 2)
+    for slot, region in enumerate((east, west)):
+        for ticket in take(region, "/orders", count=5) + take(region, "/orders"):
+            assert ticket >= 5012 and new_layout.owner(ticket) is not None
+            assert new_layout.owner(ticket)[0] == slot  # type: ignore[index]
+            assert ticket not in issued
+            issued.append(ticket)
+    state = east.get("/_counters/orders").body
+    assert state["epoch"] == {"number": 1, "fence": 5012, "start": 5012}
+    assert [lane["counter"] for lane in state["lanes"]] == ["orders@1#0", "orders@1#1"]
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert tickets_admin(["list", "--config", str(config_file), "--table", COUNTER_TABLE]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in out.getvalue().splitlines()[1:]}
+    assert rows["orders"] == ["1", "5011", "0", "(stopped)"] and "orders@1" in rows
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert tickets_admin(["export", "--config", str(config_file), "--table", COUNTER_TABLE]) == 0
+    exported = {item["counter"]: item for item in map(json.loads, out.getvalue().splitlines())}
+    assert exported["orders"]["step"] == 0 and exported["orders"]["stoppedStep"] == 1
+
+    before = (tmp_path / "tickets.lock.json").read_text()
+    assert fence(config_file)[1].startswith("nothing to fence")  # safe to repeat
+    assert (tmp_path / "tickets.lock.json").read_text() == before
+    ledger = read_ledger_file(tmp_path / "tickets.lock.json")
+    assert from_text(to_text(ledger)) == ledger
+    assert ledger.versions[-2].change == "fence: default above 2 (epoch 1), orders above 5012 (epoch 1)"
+
+
+def test_a_region_slots_change_while_unconfigured_keys_may_be_served_is_refused_before_anything_is_written(
+    aws, tmp_path: Path
+) -> None:
+    loose = {**OLD, "strictKeys": False}
+    config_file = checkout(tmp_path, loose)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(loose)})
+    old = deployed(loose, "us-east-1", tmp_path)
+    take(old, "/orders")
+    take(old, "/anything")
+    items, ledger = old.items(), (tmp_path / "tickets.lock.json").read_text()
+
+    checkout(tmp_path, {**NEW, "strictKeys": False})
+    status, _, err = fence(config_file)
+    assert status == 1
+    assert "strictKeys: a recorded version served keys nobody configured" in err
+    assert "Set strictKeys true in the same change" in err
+    assert old.items() == items and (tmp_path / "tickets.lock.json").read_text() == ledger
+    with pytest.raises(LedgerError, match="strictKeys: a recorded version served keys nobody configured"):
+        synthesise(config_file, {**NEW, "strictKeys": False})
+
+    grown = {**OLD, "regionSlots": 2, "regions": {"us-east-1": 0}, "strictKeys": True}
+    checkout(tmp_path, grown)
+    assert fence(config_file)[0] == 0  # with strictKeys true in the same change
+    synthesise(config_file, grown)
+    assert old.post("/anything").status == 200  # its unconfigured key: old layout, never served by the new one
+
+    # Configured later with the unconfigured layout: the counter rules see nothing new, but its lanes moved
+    # from regionSlots 1 to 2, and the old function may still issue it from 1 on. A fence, again.
+    later = {**grown, "counters": {**grown["counters"], "anything": {}}}
+    checkout(tmp_path, later)
+    with pytest.raises(LedgerError, match="counters.anything: a recorded version served anything unconfigured"):
+        synthesise(config_file, later)
+    status, out, _ = fence(config_file)
+    assert status == 0 and "anything: fence 3; epoch 1" in out
+    synthesise(config_file, later)
+    assert take(deployed(later, "us-east-1", tmp_path), "/anything") == [3]
+    assert old.post("/anything").status == 503
+
+
+def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:
+    two = {**OLD, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
+    config_file = checkout(tmp_path, two)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(two)})
+    east, west = (deployed(two, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
+    take(east, "/orders", count=3)  # 5000, 5002, 5004
+    take(west, "/orders", count=10)  # 5001 ... 5019
+    ledger = (tmp_path / "tickets.lock.json").read_text()
+
+    sharded = {**two, "counters": {"orders": {"start": 5000, "shards": 4}}}
+    checkout(tmp_path, sharded)
+    status, out, _ = fence(config_file, "--region", "us-east-1")
+    assert status == 0 and "not recorded yet: eu-west-1 still to fence" in out
+    assert (tmp_path / "tickets.lock.json").read_text() == ledger
+    assert east.post("/orders").status == 503
+    assert take(west, "/orders") == [5021]  # not fenced yet: the old layout goes on there
+
+    status, out, _ = fence(config_file)
+    assert status == 0 and "orders: fence 5022; epoch 1" in out  # above eu-west-1's 5021
+    assert west.post("/orders").status == 503
+    synthesise(config_file, sharded)
+    assert min(take(deployed(sharded, "us-east-1", tmp_path), "/orders", count=3)) >= 5022

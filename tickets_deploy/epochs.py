@@ -1,0 +1,240 @@
+"""The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
+records, and the settings a function of the new layout gets (docs/design.md#epochs-and-fences).
+
+Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs (ledger_model, ledger_codec)
+and its rollout rule (ledger_rules) calls `synthesis_problems`; `python -m tickets_admin fence`
+(tickets_admin/fence.py) calls `plan`, stops the old lanes, then `record`; every place that builds a
+function's settings calls `applied`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tickets.epochs import Layout, epoch_start
+from tickets.settings import CounterConfig
+
+from .schema import DeploymentConfig
+
+if TYPE_CHECKING:
+    from .ledger_model import Ledger
+
+FENCE_COMMAND = "python -m tickets_admin fence"
+_UNCONFIGURED = CounterConfig()
+
+
+@dataclass(frozen=True)
+class KeyEpoch:
+    """One layout change of one key, as the ledger records it."""
+
+    key: str
+    number: int  # 1, 2, ...: the key's items in this epoch are `key@number`
+    fence: int  # above every ticket the old layout's lanes issued, in every region
+    old: Layout  # the layout stopped at the fence, with the start its lanes had
+    configured: Layout  # the new layout as cdk.json writes it (its start as configured)
+
+    @property
+    def start(self) -> int:
+        """The new layout's effective start: its first ticket (lane 0's)."""
+        return epoch_start(self.fence, self.configured.start, self.configured.stride)
+
+    @property
+    def new(self) -> Layout:
+        return replace(self.configured, start=self.start)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "epoch": self.number,
+            "fence": self.fence,
+            "from": _layout_json(self.old),
+            "to": _layout_json(self.configured),
+        }
+
+    @classmethod
+    def from_json(cls, key: str, raw: Mapping[str, Any]) -> KeyEpoch:
+        return cls(key, raw["epoch"], raw["fence"], _layout_of(raw["from"]), _layout_of(raw["to"]))
+
+
+@dataclass(frozen=True)
+class Change:
+    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
+
+    key: str
+    number: int
+    old: Layout
+    configured: Layout
+
+    def epoch(self, fence: int) -> KeyEpoch:
+        return KeyEpoch(self.key, self.number, fence, self.old, self.configured)
+
+
+def latest(ledger: Ledger, key: str) -> KeyEpoch | None:
+    epochs = [epoch for epoch in ledger.epochs if epoch.key == key]
+    return epochs[-1] if epochs else None
+
+
+def current(ledger: Ledger, key: str) -> tuple[int, Layout] | None:
+    """The epoch and effective layout a key's lanes have now, as far as the ledger knows (None: no
+    recorded version could have served it)."""
+    epoch = latest(ledger, key)
+    if epoch is not None:
+        return epoch.number, epoch.new
+    if key in ledger.counters:
+        recorded = ledger.counters[key]
+        return 0, Layout(recorded.start, recorded.stride, recorded.shards, ledger.region_slots)
+    if ledger.served_unconfigured(key):
+        return 0, _configured(_UNCONFIGURED, unconfigured_region_slots(ledger))
+    return None
+
+
+def unconfigured_region_slots(ledger: Ledger) -> int:
+    """The regionSlots under which keys nobody configured were served: those before regionSlots first
+    changed (after that, strictKeys is true for good)."""
+    moved = [
+        epoch.old.region_slots for epoch in ledger.epochs if epoch.old.region_slots != epoch.configured.region_slots
+    ]
+    return min(moved) if moved else ledger.region_slots  # regionSlots only grows: the first is the smallest
+
+
+def served_keys(config: DeploymentConfig) -> list[str]:
+    """The keys whose lanes the config lays out: its counters and its default key."""
+    return sorted({*config.counters, config.default_key})
+
+
+def plan(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
+    """Every key whose layout the config changes from the one its lanes have now."""
+    changes = []
+    for key in served_keys(config):
+        now = current(ledger, key)
+        target = _configured(config.counters.get(key, _UNCONFIGURED), config.region_slots)
+        if now is None or _same(now[1], target, latest(ledger, key)):
+            continue
+        changes.append(Change(key, now[0] + 1, now[1], target))
+    return changes
+
+
+def _same(now: Layout, target: Layout, epoch: KeyEpoch | None) -> bool:
+    configured = epoch.configured if epoch is not None else now
+    return configured == target
+
+
+def refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
+    """Layout changes no fence can make safe: refused before anything is written."""
+    problems = []
+    if config.region_slots < ledger.region_slots:
+        problems.append(
+            f"regionSlots: the ledger records {ledger.region_slots}, cdk.json says {config.region_slots}. regionSlots "
+            f"only grows: keep {ledger.region_slots} or more (docs/operations.md#changing-a-layout)."
+        )
+    moves_unconfigured = config.region_slots != unconfigured_region_slots(ledger)
+    if ledger.unconfigured_keys_served and moves_unconfigured and not config.strict_keys:
+        problems.append(
+            f"strictKeys: a recorded version served keys nobody configured (strictKeys false) in the layout of "
+            f"regionSlots {unconfigured_region_slots(ledger)}, and cdk.json serves them with regionSlots "
+            f"{config.region_slots}. A region not yet deployed, or rolled back, can create such a key's lanes in "
+            "the old layout at any time, up to max, and no fence can bound what it will issue. Set strictKeys true "
+            "in the same change (configure every key callers use; they are fenced with it) "
+            "(docs/design.md#epochs-and-fences)."
+        )
+    return problems
+
+
+def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
+    """Why synthesis refuses `config`'s layout changes: unsafe ones, and a regionSlots change whose keys
+    are not yet fenced (a key's own stride, shards or start are the ledger's counter rules, which accept
+    a change its latest epoch covers)."""
+    problems = []
+    unfenced = [change.key for change in plan(config, ledger) if change.old.region_slots != config.region_slots]
+    if unfenced and config.region_slots > ledger.region_slots:
+        problems.append(
+            f"regionSlots: the ledger records {ledger.region_slots}, cdk.json says {config.region_slots}. Every "
+            "counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the new lanes "
+            f"of {', '.join(unfenced)} would reissue numbers the old ones issued unless they begin above a fence: "
+            f"run `{FENCE_COMMAND}` (it stops the old lanes in every region and records the fence in the ledger), "
+            "then synthesise again (docs/operations.md#changing-a-layout); or keep regionSlots at "
+            f"{ledger.region_slots} and add regions only on its free slots (docs/operations.md#adding-a-region)."
+        )
+    elif config.region_slots == ledger.region_slots:
+        problems += [_unconfigured_problem(change) for change in plan(config, ledger) if _moves_unconfigured(change)]
+    return problems + refusals(config, ledger)
+
+
+def _moves_unconfigured(change: Change) -> bool:
+    """A key served unconfigured under an older regionSlots, now configured (or made the default key) with
+    the unconfigured start, stride and shards: the counter rules see no new layout, but its lanes' step changed."""
+    unconfigured = _configured(_UNCONFIGURED, change.configured.region_slots)
+    return change.configured == unconfigured and change.old.region_slots != change.configured.region_slots
+
+
+def _unconfigured_problem(change: Change) -> str:
+    return (
+        f"counters.{change.key}: a recorded version served {change.key} unconfigured with {change.old.describe()}; "
+        f"cdk.json serves it with {change.configured.describe()}. Its old lanes may hold any number from their start "
+        f"on: run `{FENCE_COMMAND}` to stop them and begin above a fence, then synthesise again "
+        "(docs/design.md#epochs-and-fences)."
+    )
+
+
+def covered(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
+    """Is the key's configured layout the one its latest epoch moved it to?"""
+    epoch = latest(ledger, key)
+    target = _configured(config.counters.get(key, _UNCONFIGURED), config.region_slots)
+    return epoch is not None and epoch.configured == target
+
+
+def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig:
+    """`config` as its functions run it: each key that changed layout serves its latest epoch, from its
+    start above the fence. Keys whose config is not (yet) the recorded epoch's are left as they are
+    (synthesis refuses them)."""
+    if ledger is None or not ledger.epochs:
+        return config
+    counters = dict(config.counters)
+    for key in served_keys(config):
+        epoch = latest(ledger, key)
+        if epoch is None or not covered(config, ledger, key):
+            continue
+        counter = counters.get(key, _UNCONFIGURED)
+        counters[key] = replace(counter, start=epoch.start, epoch=epoch.number, fence=epoch.fence)
+    return replace(config, counters=counters)
+
+
+def record(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
+    """The ledger with these epochs added (after `fence` stopped their old lanes everywhere)."""
+    return replace(ledger, epochs=(*ledger.epochs, *epochs))
+
+
+def _configured(counter: CounterConfig, region_slots: int) -> Layout:
+    return Layout(counter.start, counter.stride, counter.shards, region_slots)
+
+
+def _layout_json(layout: Layout) -> dict[str, int]:
+    return {"regionSlots": layout.region_slots, "shards": layout.shards, "start": layout.start, "stride": layout.stride}
+
+
+def _layout_of(raw: Mapping[str, Any]) -> Layout:
+    return Layout(raw["start"], raw["stride"], raw["shards"], raw["regionSlots"])
+
+
+def applied_beside(config: DeploymentConfig, config_file: str | Path) -> DeploymentConfig:
+    """`applied` with the ledger beside `config_file`, if there is one: what the local server and
+    tickets_admin serve and write."""
+    from .ledger import ledger_path_beside  # the ledger imports this module
+
+    return applied_from(config, ledger_path_beside(Path(config_file)))
+
+
+def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
+    """`applied` with the ledger at `ledger_path`. A missing or unreadable ledger leaves the config as it is
+    (synthesis and tickets_admin's ledger check say why)."""
+    from .ledger import LedgerError, read_ledger_file
+
+    if not ledger_path.exists():
+        return config
+    try:
+        ledger = read_ledger_file(ledger_path).services.get(config.table_name)
+    except LedgerError:
+        return config
+    return applied(config, ledger)
