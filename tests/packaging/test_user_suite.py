@@ -5,6 +5,7 @@ mock_aws beside the plugin's server, no conftest.py for the plugin (the entry po
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,16 +65,18 @@ def test_the_user_style_suite_passes_from_the_wheel(python, suite):
 
 
 # The whole folder as one session: default/, a module's and a test's own config, and configured/'s
-# conftest.py, shuffled across modules and folders; then on two workers (each its own servers).
+# conftest.py, shuffled across modules and folders by each seed of TICKETS_USER_SUITE_SEEDS (make test: one;
+# the closing notes ran 1,2,3), then on two workers (each its own servers), shuffled too.
+SEEDS = [int(seed) for seed in os.environ.get("TICKETS_USER_SUITE_SEEDS", "1").split(",")]
+
+
 @pytest.mark.parametrize(
     "order",
     [
-        ["--random-order-bucket=global", "--random-order-seed=1"],
-        ["--random-order-bucket=global", "--random-order-seed=2"],
-        ["--random-order-bucket=global", "--random-order-seed=3"],
+        *(["--random-order-bucket=global", f"--random-order-seed={seed}"] for seed in SEEDS),
         ["--random-order-bucket=global", "--random-order-seed=4", "-n", "2"],
     ],
-    ids=["seed-1", "seed-2", "seed-3", "seed-4-on-2-workers"],
+    ids=[*(f"seed-{seed}" for seed in SEEDS), "seed-4-on-2-workers"],
 )
 def test_every_config_gets_its_own_server_in_any_order(python, order):
     result = run(python, "-m", "pytest", "-q", *order)
