@@ -26,7 +26,6 @@ from tickets.access import Rules
 from tickets.errors import PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
-from . import openapi
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
 from .events import (
@@ -277,6 +276,10 @@ class LocalServer:
             ensure_tables(self.deployment, self.backend.endpoint_url)
             self.app = self._build_app()
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
+            # Imported here, after the environment: the document's route table imports the handlers, whose
+            # Powertools Logger and Metrics read POWERTOOLS_* when they are created.
+            from . import openapi
+
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
             self._http = _HttpServer(
