@@ -98,6 +98,7 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
         report(f"nothing to fence: the ledger already records every layout {context.config_file} gives")
         return 0
     _check_rest(file, config, changes)
+    _check_one_account(ledger)
     needed = _regions_with_old_lanes(ledger)
     regions = args.region or sorted(needed | set(config.regions))
     endpoints = _endpoints(args.endpoint_url or [], regions)
@@ -193,6 +194,19 @@ def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[epochs
         record_services(trial, {name: config})
     except LedgerError as err:
         raise LedgerError(f"fence refused, nothing was written: cdk.json has other problems:\n{err}") from None
+
+
+def _check_one_account(ledger: Ledger) -> None:
+    """Refuse a ledger shared by several accounts (staging and production from one cdk.json): fence reaches the
+    tables of the account whose credentials it runs with, and an epoch recorded after stopping one account's
+    lanes would let another account's new lanes issue numbers its old lanes already issued."""
+    accounts = sorted({account for slot in ledger.slots.values() for account in slot.accounts})
+    if len(accounts) > 1:
+        raise LedgerError(
+            f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
+            f"({', '.join(accounts)}), and fence stops the lanes of one account only (the credentials it runs "
+            "with). Give each account its own ledger before changing a layout (docs/operations.md#changing-a-layout)"
+        )
 
 
 def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch]) -> None:

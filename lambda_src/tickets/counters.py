@@ -35,8 +35,8 @@ def compat_ticket(services: Services, request: Request) -> Response:
 
 
 def counter_state(services: Services, request: Request, key: str) -> Response:
-    services.authorize(request, key)
-    asked = protocol.state_request(key, request.raw_query_string, request.body)
+    asked = protocol.state_request(key, request.raw_query_string, request.body)  # the key decoded, as the rules name it
+    services.authorize(request, asked)
     return json_response(200, services.issuer.state(asked))
 
 

@@ -86,6 +86,7 @@ def fence_above(start: int, lasts: Iterable[int | None]) -> int:
 
 
 def epoch_start(fence: int, start: int, stride: int) -> int:
-    """The new layout's start: the smallest number >= fence that is = start (mod stride), so every
-    ticket stays = start (mod stride) and above the fence."""
-    return fence + (start - fence) % stride
+    """The new layout's start: the smallest number >= fence and >= start that is = start (mod stride), so
+    every ticket stays = start (mod stride), above the fence, and never below a start raised with it."""
+    floor = max(fence, start)
+    return floor + (start - floor) % stride

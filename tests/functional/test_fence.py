@@ -180,3 +180,26 @@ def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws
     assert west.post("/orders").status == 503
     synthesise(config_file, sharded)
     assert min(take(deployed(sharded, "us-east-1", tmp_path), "/orders", count=3)) >= 5022
+
+
+def test_a_ledger_shared_by_two_accounts_is_refused_before_anything_is_written(aws, tmp_path: Path) -> None:
+    """Staging and production from one cdk.json: fence reaches one account's tables (its credentials), so an
+    epoch recorded after stopping them would let the other account's new lanes repeat its old lanes' numbers."""
+    config_file = checkout(tmp_path, OLD)
+    ledger_file = tmp_path / "tickets.lock.json"
+    init_ledger_file(ledger_file, {"tickets-counters": parse_config(OLD)})
+    config = parse_config(OLD)
+    for account in ("111111111111", "222222222222"):
+        write_ledger_file(
+            ledger_file, record_services(read_ledger_file(ledger_file), {config.table_name: config}, account)
+        )
+    old = deployed(OLD, "us-east-1", tmp_path)
+    take(old, "/orders")
+    items, ledger = old.items(), ledger_file.read_text()
+
+    checkout(tmp_path, NEW)
+    status, _, err = fence(config_file)
+    assert status == 1
+    assert "the ledger records tables in 2 accounts (111111111111, 222222222222)" in err
+    assert "Give each account its own ledger" in err
+    assert old.items() == items and ledger_file.read_text() == ledger
