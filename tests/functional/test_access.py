@@ -289,3 +289,14 @@ def test_malformed_rules_are_refused_naming_where(raw, message):
 def test_rules_go_to_json_and_back_unchanged():
     rules = parse_rules({"*": {"read": ["*"]}, ORG: {"issue": ["a", "b-*"], "void": ["inv"]}}, "access")
     assert Rules.from_json(json.loads(json.dumps(rules.to_json()))) == rules
+
+
+def test_a_counters_state_is_checked_against_the_key_it_reads_not_its_encoded_path(deploy):
+    """`GET /_counters/orders%3Aeu` reads the key `orders:eu`; the rules are asked about that key."""
+    caller = role_session("orders-service")
+    api = deployed(
+        deploy, {f"arn:aws:iam::{ACCOUNT}:role/orders-service": {"issue": ["orders:eu"], "read": ["orders:eu"]}}
+    )
+    assert api.get("/orders:eu", iam=caller).status == 200
+    answer = api.get("/_counters/orders%3Aeu", iam=caller)
+    assert answer.status == 200 and answer.body["key"] == "orders:eu"
