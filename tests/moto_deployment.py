@@ -73,10 +73,7 @@ def function_url_event(
     local server's and the bench's builder (tickets_local.events.event_from), which says the rest.
     `iam`: the signer as the URL's IAM authorizer describes it (requestContext.authorizer.iam), if not
     the template's."""
-    event = event_from(EVENT_TEMPLATE, path, method, query, headers, body, base64_body)
-    if iam is not None:
-        event["requestContext"]["authorizer"]["iam"] = iam
-    return event
+    return event_from(EVENT_TEMPLATE, path, method, query, headers, body, base64_body, iam)
 
 
 @functools.cache

@@ -146,18 +146,22 @@ def event_from(
     headers: dict[str, str] | None = None,
     body: str | bytes | None = None,
     base64_body: bool = False,
+    iam: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A Function URL event like `template` (a recorded one: its caller, host and headers), aimed at
     `path` (raw, still percent-encoded) with `method`, a new request id, and these parts. `query` is a
     dict or a list of pairs (pairs may repeat a name: AWS then joins the values with commas, as here).
     A bytes body arrives base64-encoded, as AWS sends binary; `base64_body=True` marks a str body as
-    base64 as it stands (even if it is not). The template is not changed."""
+    base64 as it stands (even if it is not). `iam`: the signer as the URL's IAM authorizer describes it
+    (requestContext.authorizer.iam), if not the template's. The template is not changed."""
     pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
     event = copy.deepcopy(template)
     event["rawPath"] = path
     event["requestContext"]["http"]["method"] = method
     event["requestContext"]["http"]["path"] = path
     event["requestContext"]["requestId"] = str(uuid.uuid4())
+    if iam is not None:
+        event["requestContext"]["authorizer"] = {"iam": iam}
     event["rawQueryString"] = urlencode(pairs)
     if pairs:
         event["queryStringParameters"] = _joined(pairs)
