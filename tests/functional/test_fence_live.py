@@ -25,11 +25,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from test_fence import checkout, synthesise
 
 from local_support import running_dynalite
 from tickets.epochs import Layout
 from tickets_deploy.config import parse_config
-from tickets_deploy.ledger import LedgerError, init_ledger_file, read_ledger_file, record_services, write_ledger_file
+from tickets_deploy.ledger import LedgerError, init_ledger_file, read_ledger_file
 from tickets_local.testing import LocalTickets
 
 pytestmark = pytest.mark.slow
@@ -49,19 +50,6 @@ NEW = {
 FENCED = ("orders", "hot", "default")
 REQUESTS = ("/orders", "/hot?count=5", "/_blocks/hot?count=40", "/_blocks/orders?count=3", "/loose")
 THREADS_PER_SERVER = 3
-
-
-def write_config(directory: Path, tickets: dict) -> Path:
-    path = directory / "cdk.json"
-    path.write_text(json.dumps({"context": {"tickets": tickets}}), encoding="utf-8")
-    return path
-
-
-def synthesise(path: Path, tickets: dict) -> None:
-    """What synthesis does with the ledger: check the config against it and record it (LedgerError if refused)."""
-    ledger = path.parent / "tickets.lock.json"
-    config = parse_config(tickets)
-    write_ledger_file(ledger, record_services(read_ledger_file(ledger), {config.table_name: config}))
 
 
 class Load:
@@ -108,7 +96,7 @@ def tickets_of(body: dict) -> list[int]:
 def test_adding_a_region_and_shards_under_load_never_repeats_a_ticket(tmp_path: Path) -> None:
     with contextlib.ExitStack() as stack:
         east, west = (stack.enter_context(running_dynalite()) for _ in range(2))
-        config_file = write_config(tmp_path, OLD)
+        config_file = checkout(tmp_path, OLD)
         init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(OLD)})
         old = LocalTickets(region="us-east-1", endpoint_url=east, config_file=config_file).start()
         stack.callback(old.stop)
@@ -117,7 +105,7 @@ def test_adding_a_region_and_shards_under_load_never_repeats_a_ticket(tmp_path: 
         while sum(status == 200 for *_, status, _ in old_load.answers) < 60:
             time.sleep(0.05)
 
-        write_config(tmp_path, NEW)  # the edit
+        checkout(tmp_path, NEW)  # the edit
         with pytest.raises(LedgerError, match="python -m tickets_admin fence"):
             synthesise(config_file, NEW)
         fenced_at = time.monotonic()
