@@ -3,7 +3,6 @@ every exception as the API's JSON error."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from . import protocol
@@ -23,22 +22,22 @@ class Dispatcher:
     def answer(self, event: dict[str, Any]) -> Response:
         try:
             normalised = _normalised(event)
-            request = Request(normalised, _method(normalised), normalised.get("rawPath") or "/")
-            return self._routed(request)
+            method, path = _method(normalised), normalised.get("rawPath") or "/"
+            routed = self._routed(method.upper(), path)
+            if routed is None:
+                return self.unrouted(Request(normalised, method, path))
+            route, arguments = routed
+            # The handler reads its operation from the request (Services.authorize): the table declares it.
+            return route.handler(self.services, Request(normalised, method, path, route.operation), **arguments)
         except Exception as err:
             return refused(err)
 
-    def _routed(self, request: Request) -> Response:
-        method = request.method.upper()
+    def _routed(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route whose handler answers `method` on `path`, and its path parameters."""
         for route in self._ordered:
-            if method not in route.methods:
-                continue
-            arguments = route.arguments(request.path)
-            if arguments is None:
-                continue
-            # The handler reads its operation from the request (Services.authorize): the table declares it.
-            return route.handler(self.services, replace(request, operation=route.operation), **arguments)
-        return self.unrouted(request)
+            if method in route.methods and (arguments := route.arguments(path)) is not None:
+                return route, arguments
+        return None
 
     def unrouted(self, request: Request) -> Response:
         route = route_of(request.path, self.routes)

@@ -51,6 +51,18 @@ def ticket_request(
     `default_key`: the key of a request that names none (`named` False says so: a route that needs a
     key refuses it). `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a
     range block."""
+    if not raw_query and not body.strip():  # the common request, `GET /orders`: the path says it all
+        if path_key is None:
+            return TicketRequest(key=default_key, count=1, named=False)
+        return TicketRequest(key=decode_path_key(path_key), count=1)
+    return merged_request(path_key, raw_query, body, default_key, max_count)
+
+
+def merged_request(
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
+) -> TicketRequest:
+    """ticket_request's general case. It also answers a request with no query and no body, as
+    ticket_request's shortcut does (tests/unit/test_protocol.py holds the two equal)."""
     query = query_parameters(raw_query)
     fields = _body_fields(body, max_count)
 

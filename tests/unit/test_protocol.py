@@ -7,6 +7,8 @@ import json
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from common import BROWSER_ACCEPT
 from tickets.errors import ECHO_CHARS, BadRequest, PayloadTooLarge, echo
@@ -15,6 +17,7 @@ from tickets.protocol import (
     MAX_BODY_BYTES,
     TicketRequest,
     decode_path_key,
+    merged_request,
     normalise_path,
     prefers_text,
     render_text,
@@ -79,6 +82,30 @@ def test_render_text_is_one_ticket_a_line():
 )
 def test_ticket_request_merges_path_query_and_body(path_key, query, body, expected):
     assert ticket_request(path_key, query, body, "default") == expected
+
+
+def _answer(request, *arguments):
+    try:
+        return request(*arguments)
+    except BadRequest as err:
+        return type(err), err.message
+
+
+# Path segments as a Function URL passes them: keys, percent-encoded text (valid or not), long ones.
+_SEGMENTS = st.one_of(
+    st.none(),
+    st.from_regex(r"[A-Za-z0-9_.:~%-]{1,300}", fullmatch=True),
+    st.text(max_size=20),
+    st.sampled_from(["orders", "a%3Ab", "%FF", "_x", "a" * 256, "a" * 257, "%E2%82%AC"]),
+)
+
+
+@given(path_key=_SEGMENTS, query=st.sampled_from([None, ""]), body=st.sampled_from([b"", b" ", b"\n\t "]))
+def test_a_request_with_no_query_nor_body_takes_the_shortcut_to_the_same_answer(path_key, query, body):
+    """ticket_request answers `GET /orders` without its general merge (the warm path's cost,
+    bench/README.md): the answer, or the refusal, is the merge's."""
+    arguments = (path_key, query, body, "default")
+    assert _answer(ticket_request, *arguments) == _answer(merged_request, *arguments)
 
 
 @pytest.mark.parametrize(
