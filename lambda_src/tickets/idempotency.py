@@ -11,7 +11,7 @@ Imported only when a request carries the header, so plain requests pay nothing f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
@@ -26,7 +26,8 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from .caller import caller
-from .errors import IdempotencyKeyReused, RequestInProgress, Unavailable
+from .dynamodb_errors import Failure, classify
+from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
@@ -85,9 +86,20 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
         except IdempotencyPersistenceLayerError as err:
             # If this happened after the tickets were issued, they are a gap: a retry with the same
             # header gets 409 in_progress until the lock expires, then new tickets.
-            raise Unavailable(
-                "the idempotency store is unavailable; no ticket was handed out. Retry with "
-                "the same Idempotency-Key (409 in_progress means: wait and retry)"
-            ) from err
+            _raise_persistence_failure(err)
 
     return run
+
+
+def _raise_persistence_failure(err: IdempotencyPersistenceLayerError) -> NoReturn:
+    """A failed call to the idempotency table answers what the same failure answers on the counter table
+    (dynamodb_errors.classify). Powertools wraps the call's exception: its cause is the failure."""
+    cause = err.__cause__
+    if isinstance(cause, TicketsError):  # the request's deadline refused the call (timing.DeadlineBoundClient)
+        raise cause
+    if cause is None or classify(cause) is Failure.UNAVAILABLE:
+        raise Unavailable(
+            "the idempotency store is unavailable; no ticket was handed out. Retry with "
+            "the same Idempotency-Key (409 in_progress means: wait and retry)"
+        ) from err
+    raise cause  # a misconfiguration (a denied role, a missing table) or a bug: the 500 InternalErrors watches

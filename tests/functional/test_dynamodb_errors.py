@@ -1,7 +1,7 @@
 """One meaning per DynamoDB error code (lambda_src/tickets/dynamodb_errors.py), the same on each of its
-users: the counter store and the series store answer through the real handler (503 `unavailable`
-with Retry-After, or a 500 `internal_error` that names nothing of the table), and tickets_admin says
-the same in words (run it again, or what to check)."""
+users: the counter store, the series store and the idempotency store answer through the real handler
+(503 `unavailable` with Retry-After, or a 500 `internal_error` that names nothing of the table), and
+tickets_admin says the same in words (run it again, or what to check)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 from test_series import CONFIG, NOW, Clock, with_series
 
-from moto_deployment import COUNTER_TABLE
+from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE
 from tickets.dynamodb_errors import Failure, classify, classify_code
 from tickets_admin.table import AdminError, CounterTable
 
@@ -104,6 +104,26 @@ def test_the_series_store_answers_each_code_by_its_meaning(deploy, monkeypatch, 
     assert series_api.get("/_series/invoices/journal", query={"series": "2026-27"}).body["entries"] == []
     assert_answer(issued, STATUS[meaning])
     assert_answer(journal, STATUS[meaning])
+
+
+@pytest.mark.parametrize("code", ANSWERED)
+def test_the_idempotency_store_answers_each_code_by_its_meaning(api, monkeypatch, code):
+    """Powertools' idempotency wraps every failure of its table in one exception; the function once
+    answered all of them 503, an AccessDenied too. Now as the counter store: a misconfiguration is the
+    500 the InternalErrors alarm watches, and nothing is issued either way."""
+    status, meaning = CODES[code]
+    make_api_call = api.handler.dynamodb._make_api_call
+
+    def fail_on_the_idempotency_table(operation, request):
+        if request.get("TableName") == IDEMPOTENCY_TABLE:
+            raise client_error(code, status, operation)
+        return make_api_call(operation, request)
+
+    monkeypatch.setattr(api.handler.dynamodb, "_make_api_call", fail_on_the_idempotency_table)
+    assert_answer(api.post("/orders", headers={"Idempotency-Key": "k-1"}), STATUS[meaning])
+    monkeypatch.undo()
+    assert api.items() == [] and api.items(IDEMPOTENCY_TABLE) == []
+    assert api.post("/orders", headers={"Idempotency-Key": "k-1"}).body == {"key": "orders", "ticket": 5000}
 
 
 ADMIN_SAYS = {
