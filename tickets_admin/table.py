@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from tickets.botocore_session import new_session
 from tickets.dynamodb_errors import Failure, classify, error_code, is_condition_failure
 from tickets.errors import TicketsError
 from tickets.lane_item import Item
@@ -49,7 +49,7 @@ class CounterTable:
         self._named_by = named_by
         self._region_named_by = region_named_by
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
-        session = botocore.session.get_session()
+        session = new_session()
         credentials: dict[str, str] = {}
         if endpoint_url and session.get_credentials() is None:
             # DynamoDB Local, dynalite and moto accept any credentials, but botocore signs nothing without some.

@@ -199,9 +199,9 @@ def _permission(action: str) -> str:
 
 def botocore_clients() -> ClientFactory:
     """A botocore client per (service, region), with the caller's credentials, made once."""
-    import botocore.session
+    from tickets.botocore_session import new_session
 
-    session = botocore.session.get_session()
+    session = new_session()
     clients: dict[tuple[str, str], Any] = {}
 
     def client(service: str, region: str) -> Any:

@@ -52,6 +52,6 @@ class StoredRules:
 
 
 def ssm_client() -> Any:
-    import botocore.session
+    from .botocore_session import new_session
 
-    return botocore.session.get_session().create_client("ssm", config=SSM_CONFIG)
+    return new_session().create_client("ssm", config=SSM_CONFIG)

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import botocore.session
 from aws_lambda_powertools import Tracer
 from botocore.config import Config
 
 from . import routes, timing
+from .botocore_session import new_session
 from .dispatch import Dispatcher
 from .issuer import Issuer
 from .sequence import Lane
@@ -50,7 +50,7 @@ def dynamodb_client(**where: Any) -> Any:
     """A DynamoDB client with timing.py's timeouts and attempts. botocore's, without boto3 (~40 ms of
     cold start). `where`: create_client's region_name, endpoint_url or credentials, if not the
     environment's."""
-    return botocore.session.get_session().create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
+    return new_session().create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
 
 
 @dataclass(frozen=True)
