@@ -35,7 +35,7 @@ NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: test test-unit test-functional test-models test-synth test-packaging test-handler-tiers test-build-tiers lint serve init synth deploy bench clean version
+.PHONY: test test-unit test-functional test-models test-synth test-packaging test-build-tiers test-typescript lint serve init synth deploy bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -87,21 +87,21 @@ test-unit: $(DEV_DEPS)
 test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
-# `make test` runs every tier, two pytest processes at a time (the machine's two cores), each printing its
-# report when it ends: the unit tier in a run of its own (so its import check runs here too), the tiers of
-# the handler (functional, models), and the tiers that synthesise and build (synth, packaging: both install
-# the built wheel into .venv-examples, so they share one process). npm install (package.json) also brings
-# dynalite, the second DynamoDB the tests run against. The TypeScript client's tests (node's test runner)
-# start a local server from this .venv; they run even when pytest failed, and make test fails if either did.
+# `make test` runs every tier in five groups, three at a time on the machine's two cores (each group waits on
+# servers and subprocesses part of the time), each printing its report when it ends: the unit tier in a run
+# of its own (so its import check runs here too), the functional tier, the models, the tiers that synthesise
+# and build (synth, packaging: both install the built wheel into .venv-examples, so they share one process),
+# and the TypeScript client's tests (node's test runner, against a local server from this .venv). npm install
+# (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs even when
+# another failed; make test fails if any did.
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
-	$(MAKE) --no-print-directory --keep-going --jobs=2 --output-sync=target test-unit test-handler-tiers test-build-tiers; \
-	pytest_status=$$?; cd $(TS_CLIENT) && npm test && exit $$pytest_status
-
-test-handler-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS)
-	$(PY) -m pytest tests/functional tests/models
+	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-models test-build-tiers test-typescript
 
 test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/synth tests/packaging
+
+test-typescript: $(DEV_DEPS) $(TS_DEPS)
+	cd $(TS_CLIENT) && npm test
 
 # ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,
 # the Python client and the admin CLI.

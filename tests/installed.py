@@ -8,10 +8,16 @@ something as a user would (examples/cdk-app here, the test kit's user suite).
 The wheel's dependencies are installed at the versions requirements*.txt pin (as constraints), from pip's
 cache when it has them. The environment is kept between runs and brought up to date only when the wheel's
 contents or the requested extras and requirements change (a stamp file records what is installed).
+
+Within one test process the checkout does not change, so the wheel is built once (`built_wheel`), and
+examples/cdk-app is synthesised from it once (`synthesised_example`) for the tests that only read what
+it wrote: each costs about 10 s of CPU, on 2 cores that `make test` keeps busy.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv-examples"
+EXAMPLE = REPO / "examples" / "cdk-app"
 STAMP = VENV / ".installed.json"
 CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
 INSTALL_TIMEOUT_SECONDS = 900
@@ -47,6 +54,33 @@ def build_wheel(destination: Path) -> Path:
     return wheel
 
 
+@functools.cache
+def built_wheel() -> Path:
+    """build_wheel, once per test process, into a directory removed when the process ends."""
+    return build_wheel(_scratch("tickets-wheel-"))
+
+
+def synth_app(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
+    """`python app.py` as the CDK CLI runs it: in the app's directory, CDK_OUTDIR naming the assembly."""
+    env = {**environment(), "CDK_OUTDIR": str(app_dir / "cdk.out")}
+    return subprocess.run([str(python), "app.py"], cwd=app_dir, env=env, capture_output=True, text=True, timeout=300)
+
+
+@functools.cache
+def synthesised_example() -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A copy of examples/cdk-app synthesised from the installed wheel, once per test process: the copy's
+    directory (its cdk.out holds the assembly) and the synthesis's outcome. Read it; change nothing in it."""
+    app_dir = _scratch("tickets-example-") / "shop"
+    shutil.copytree(EXAMPLE, app_dir, ignore=shutil.ignore_patterns("cdk.out", "__pycache__"))
+    return app_dir, synth_app(installed_python(), app_dir)
+
+
+def _scratch(prefix: str) -> Path:
+    directory = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    return directory
+
+
 def wheel_digest(wheel: Path) -> str:
     """A hash of the wheel's file names and contents (not its timestamps)."""
     digest = hashlib.sha256()
@@ -63,42 +97,41 @@ def environment() -> dict[str, str]:
 
 def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = ()) -> Path:
     """The python of .venv-examples/, with the current wheel (and these extras of it, and these further
-        requirement specs) installed; the wheel is built each time, and installed only when its contents changed or
-    the call asks for more than is installed (extras and requirements of earlier calls are kept)."""
-    with tempfile.TemporaryDirectory(prefix="tickets-wheel-") as scratch:
-        wheel = build_wheel(Path(scratch))
-        digest = wheel_digest(wheel)
-        python = VENV / "bin" / "python"
-        stamp = json.loads(STAMP.read_text()) if python.exists() and STAMP.exists() else {}
-        if stamp.get("wheel") == digest:  # what earlier calls installed stays: extras accumulate
-            if set(extras) <= set(stamp["extras"]) and set(requirements) <= set(stamp["requirements"]):
-                return python
-            extras = sorted({*extras, *stamp["extras"]})
-            requirements = sorted({*requirements, *stamp["requirements"]})
-        wanted = {"wheel": digest, "extras": sorted(extras), "requirements": sorted(requirements)}
-        if not python.exists():
-            shutil.rmtree(VENV, ignore_errors=True)
-            # No pip of its own (ensurepip is slow on a busy machine): this pip installs into it (--python).
-            venv.create(VENV, with_pip=False)
-        STAMP.unlink(missing_ok=True)
-        pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
-        constraints = [argument for path in CONSTRAINTS for argument in ("--constraint", str(path))]
-        target = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
-        # The wheel itself again even when its version is unchanged; its dependencies only if missing.
-        subprocess.run(
-            [*pip, "install", "--quiet", "--no-compile", "--force-reinstall", "--no-deps", str(wheel)],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_SECONDS,
-        )
-        done = subprocess.run(
-            [*pip, "install", "--quiet", "--no-compile", *constraints, target, *requirements],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_SECONDS,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"installing {target} into {VENV} failed:\n{done.stderr[-3000:]}")
-        STAMP.write_text(json.dumps(wanted))
+    requirement specs) installed; installed only when the wheel's contents changed or the call asks for more
+    than is installed (extras and requirements of earlier calls are kept)."""
+    wheel = built_wheel()
+    digest = wheel_digest(wheel)
+    python = VENV / "bin" / "python"
+    stamp = json.loads(STAMP.read_text()) if python.exists() and STAMP.exists() else {}
+    if stamp.get("wheel") == digest:  # what earlier calls installed stays: extras accumulate
+        if set(extras) <= set(stamp["extras"]) and set(requirements) <= set(stamp["requirements"]):
+            return python
+        extras = sorted({*extras, *stamp["extras"]})
+        requirements = sorted({*requirements, *stamp["requirements"]})
+    wanted = {"wheel": digest, "extras": sorted(extras), "requirements": sorted(requirements)}
+    if not python.exists():
+        shutil.rmtree(VENV, ignore_errors=True)
+        # No pip of its own (ensurepip is slow on a busy machine): this pip installs into it (--python).
+        venv.create(VENV, with_pip=False)
+    STAMP.unlink(missing_ok=True)
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+    constraints = [argument for path in CONSTRAINTS for argument in ("--constraint", str(path))]
+    target = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
+    # The wheel itself again even when its version is unchanged; its dependencies only if missing.
+    subprocess.run(
+        [*pip, "install", "--quiet", "--no-compile", "--force-reinstall", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_SECONDS,
+    )
+    done = subprocess.run(
+        [*pip, "install", "--quiet", "--no-compile", *constraints, target, *requirements],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_SECONDS,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"installing {target} into {VENV} failed:\n{done.stderr[-3000:]}")
+    STAMP.write_text(json.dumps(wanted))
     return python

@@ -7,31 +7,24 @@ table and CKV_AWS_158 on the log group. checkov runs from its own environment (.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from installed import environment, installed_python
+from installed import synthesised_example
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
-EXAMPLE = ROOT / "examples" / "cdk-app"
 KEY_CHECKS = {"CKV_AWS_119", "CKV_AWS_158"}  # a customer-managed KMS key: the `encryption_key` prop answers them
 
 
 @pytest.mark.slow
-def test_checkov_finds_only_the_key_checks_and_only_where_no_key_is_given(tmp_path):
+def test_checkov_finds_only_the_key_checks_and_only_where_no_key_is_given():
     if not CHECKOV.exists():
         pytest.fail(f"checkov is not installed: make {CHECKOV.parent.parent.name}/.installed (make test does)")
-    app_dir = tmp_path / "shop"
-    shutil.copytree(EXAMPLE, app_dir, ignore=shutil.ignore_patterns("cdk.out", "__pycache__"))
-    env = {**environment(), "CDK_OUTDIR": str(app_dir / "cdk.out")}
-    synth = subprocess.run(
-        [str(installed_python()), "app.py"], cwd=app_dir, env=env, capture_output=True, text=True, timeout=300
-    )
+    app_dir, synth = synthesised_example()  # examples/cdk-app from the installed wheel (test_cdk_lib.py reads it too)
     assert synth.returncode == 0, synth.stderr[-3000:]
     done = subprocess.run(
         [str(CHECKOV), "-d", str(app_dir / "cdk.out"), "--framework", "cloudformation", "-o", "json", "--quiet"],

@@ -20,7 +20,7 @@ from aws_cdk import aws_iam as iam
 import tickets
 import tickets_cdk
 from bench.report import GOALS
-from installed import build_wheel, environment, installed_python
+from installed import EXAMPLE, built_wheel, environment, installed_python, synth_app, synthesised_example
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
 from tickets_cdk.powertools import POWERTOOLS_VERSION
@@ -29,7 +29,6 @@ from tickets_deploy.config import FIELDS, parse_config
 from tickets_deploy.ledger import read_ledger_file, record_services, write_ledger_file
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "cdk-app"
 
 
 def _stack(region: str | None = "eu-west-1", name: str = "Shop", app: App | None = None) -> Stack:
@@ -299,15 +298,6 @@ def _copy_example(tmp_path: Path, name: str) -> Path:
     return copy
 
 
-def _synth(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
-    """`python app.py` as the CDK CLI runs it: in the app's directory, CDK_OUTDIR naming the assembly."""
-    env = {
-        **environment(),
-        "CDK_OUTDIR": str(app_dir / "cdk.out"),
-    }
-    return subprocess.run([str(python), "app.py"], cwd=app_dir, env=env, capture_output=True, text=True, timeout=300)
-
-
 def _templates(app_dir: Path) -> dict[str, dict]:
     return {
         path.name.removesuffix(".template.json"): json.loads(path.read_text())
@@ -320,8 +310,8 @@ def _resources(template: dict, kind: str) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-def test_the_wheel_installs_only_tickets_names_and_everything_it_reads(tmp_path):
-    wheel = build_wheel(tmp_path)
+def test_the_wheel_installs_only_tickets_names_and_everything_it_reads():
+    wheel = built_wheel()
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"tickets", "tickets_cdk", "tickets_deploy", "tickets_local", "tickets_admin"}
@@ -341,10 +331,9 @@ def test_the_wheel_installs_only_tickets_names_and_everything_it_reads(tmp_path)
 
 @pytest.mark.slow
 def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_path):
-    app_dir = _copy_example(tmp_path, "shop")
-    ledger_before = (app_dir / "tickets.lock.json").read_bytes()
-    done = _synth(user_python, app_dir)
+    app_dir, done = synthesised_example()  # the copy test_checkov.py reads too
     assert done.returncode == 0, done.stderr[-3000:]
+    ledger_before = (EXAMPLE / "tickets.lock.json").read_bytes()  # the copy's, before synthesis
     # The installed copy, not the repository's.
     where = subprocess.run(
         [str(user_python), "-c", "import tickets_cdk, tickets; print(tickets_cdk.__file__, tickets_cdk.__version__)"],
@@ -461,7 +450,7 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
     ledger_before = (changed / "tickets.lock.json").read_bytes()
     source = (changed / "app.py").read_text()
     (changed / "app.py").write_text(source.replace('{"orders": {"start": 5000}}', '{"orders": {"start": 1}}'))
-    refused = _synth(user_python, changed)
+    refused = synth_app(user_python, changed)
     assert refused.returncode != 0
     assert "refused by the deployment ledger" in refused.stderr
     said = (
@@ -475,7 +464,7 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
 
     missing = _copy_example(tmp_path, "missing")
     (missing / "tickets.lock.json").unlink()
-    refused = _synth(user_python, missing)
+    refused = synth_app(user_python, missing)
     assert refused.returncode != 0
     assert "no ledger" in refused.stderr and "python -m tickets_cdk init" in refused.stderr
     assert not (missing / "tickets.lock.json").exists() and not list((missing / "cdk.out").glob("*.template.json"))
@@ -484,7 +473,7 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
     source = (agnostic / "app.py").read_text()
     assert 'env=cdk.Environment(region="us-east-1")' in source
     (agnostic / "app.py").write_text(source.replace(', env=cdk.Environment(region="us-east-1")', ""))
-    refused = _synth(user_python, agnostic)
+    refused = synth_app(user_python, agnostic)
     assert refused.returncode != 0
     assert "ShopUs is environment-agnostic" in refused.stderr and "Give the stack a region" in refused.stderr
     assert not list((agnostic / "cdk.out").glob("*.template.json"))

@@ -28,14 +28,17 @@ def test_no_two_tiers_hold_a_test_file_of_the_same_name():
 
 
 def test_make_test_runs_every_tier():
-    """`make test` runs the tiers in groups (the Makefile's test-unit, test-handler-tiers, test-build-tiers):
-    together they name each tier once."""
+    """`make test` runs the tiers in groups (the Makefile's test-unit, test-functional, ..., test-build-tiers):
+    together they name each tier once. A group's rule may be shared (`test-functional test-models ...:`, whose
+    recipe names `tests/$(@:test-%=%)`, the group's own folder)."""
     makefile = (REPO / "Makefile").read_text()
     recipe = re.search(r"^test:.*\n\t(.*)$", makefile, re.M).group(1)
     groups = re.findall(r"test-[a-z-]+", recipe)
-    named = Counter(
-        folder
-        for group in groups
-        for folder in re.findall(r"tests/(\w+)", re.search(rf"^{group}:.*\n\t(.*)$", makefile, re.M).group(1))
-    )
+
+    def folders(group: str) -> list[str]:
+        rule = re.search(rf"^((?:[\w-]+ )*{group}(?: [\w-]+)*):.*\n\t(.*)$", makefile, re.M)
+        assert rule is not None, f"no rule makes {group}"
+        return re.findall(r"tests/(\w+)", rule.group(2).replace("$(@:test-%=%)", group.removeprefix("test-")))
+
+    named = Counter(folder for group in groups for folder in folders(group))
     assert named == Counter(path.removeprefix("tests/") for path in tier_folders())
