@@ -7,8 +7,9 @@ import math
 from pathlib import Path
 
 GOALS = {
-    "cold_start_ratio": 1.30,  # at most
-    "warm_ratio": 1.50,  # at most
+    # At most: issue 30's goals for both (they were 1.30 and 1.50 before the dispatch by the route table).
+    "cold_start_ratio": 1.15,
+    "warm_ratio": 1.15,
     "lease_tickets_per_s": 1_000_000,  # at least
     "lease_handout_ceiling_per_s": 3_000_000,  # at least
     "block_tickets_per_write": 1_000_000,  # at least
