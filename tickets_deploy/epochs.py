@@ -148,7 +148,8 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     a change its latest epoch covers)."""
     problems = []
     unfenced = [change.key for change in plan(config, ledger) if change.old.region_slots != config.region_slots]
-    if unfenced and config.region_slots > ledger.region_slots:
+    growing = bool(unfenced) and config.region_slots > ledger.region_slots
+    if growing:
         problems.append(
             f"regionSlots: the ledger records {ledger.region_slots}, cdk.json says {config.region_slots}. Every "
             "counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the new lanes "
@@ -159,7 +160,42 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
         )
     elif config.region_slots == ledger.region_slots:
         problems += [_unconfigured_problem(change) for change in plan(config, ledger) if _moves_unconfigured(change)]
+    said = set(unfenced) if growing else set()
+    problems += [
+        _unfollowed_problem(change, epoch) for change, epoch in _unfollowed(config, ledger) if change.key not in said
+    ]
     return problems + refusals(config, ledger)
+
+
+def _unfollowed(config: DeploymentConfig, ledger: Ledger) -> list[tuple[Change, KeyEpoch]]:
+    """Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse: the
+    config gives the layout the ledger recorded before that fence (it was put back), or one the recorded
+    counters agree with. Without this, its functions would serve the lanes the fence stopped (or lanes no
+    fence bounds) instead of the fenced epoch's."""
+    unfollowed = []
+    for change in plan(config, ledger):
+        epoch = latest(ledger, change.key)
+        if epoch is not None and not _counter_rules_refuse(config, ledger, change.key):
+            unfollowed.append((change, epoch))
+    return unfollowed
+
+
+def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
+    """Do the ledger's counter rules (ledger_rules) already refuse this key's start, stride or shards?"""
+    recorded, counter = ledger.counters.get(key), config.counters.get(key, _UNCONFIGURED)
+    if recorded is None:
+        return False
+    return (recorded.start, recorded.stride, recorded.shards) != (counter.start, counter.stride, counter.shards)
+
+
+def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
+    return (
+        f"counters.{change.key}: cdk.json gives {change.key} {change.configured.describe()}, not the layout its last "
+        f"fence (epoch {epoch.number}, at {epoch.fence}) moved it to, {epoch.configured.describe()}. Served, it "
+        "would take tickets from lanes that fence stopped (every request a 503) instead of epoch "
+        f"{epoch.number}'s. Give {change.key} epoch {epoch.number}'s layout again, or run `{FENCE_COMMAND}` to move "
+        "it to this one above a new fence, then synthesise again (docs/operations.md#changing-a-layout)."
+    )
 
 
 def _moves_unconfigured(change: Change) -> bool:

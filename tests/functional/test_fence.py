@@ -203,3 +203,25 @@ def test_a_ledger_shared_by_two_accounts_is_refused_before_anything_is_written(a
     assert "the ledger records tables in 2 accounts (111111111111, 222222222222)" in err
     assert "Give each account its own ledger" in err
     assert old.items() == items and ledger_file.read_text() == ledger
+
+
+def test_a_config_reverted_after_its_fence_is_refused_until_fenced_again(aws, tmp_path: Path) -> None:
+    """The fence stopped the old lanes for good: a cdk.json put back to the old layout (before or after the
+    new one was deployed) would serve those stopped lanes, a 503 for every request of the key. Synthesis
+    refuses it and names the way out: the recorded layout, or a new fence."""
+    sharded = {**OLD, "counters": {"orders": {"start": 5000, "shards": 2}}}
+    config_file = checkout(tmp_path, OLD)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(OLD)})
+    issued = take(deployed(OLD, "us-east-1", tmp_path), "/orders", count=3)
+
+    checkout(tmp_path, sharded)
+    assert fence(config_file)[0] == 0
+    checkout(tmp_path, OLD)  # the operator changes their mind before deploying
+    with pytest.raises(LedgerError, match=r"counters\.orders.*epoch 1.*python -m tickets_admin fence"):
+        synthesise(config_file, OLD)
+
+    status, out, _ = fence(config_file)  # the way out: fence again, back to one shard above it
+    assert status == 0 and "orders: fence 5003; epoch 2" in out, out
+    synthesise(config_file, OLD)
+    reverted = take(deployed(OLD, "us-east-1", tmp_path), "/orders", count=3)
+    assert reverted == [5003, 5004, 5005] and not set(reverted) & set(issued)
