@@ -102,13 +102,19 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
     needed = _regions_with_old_lanes(ledger)
     regions = args.region or sorted(needed | set(config.regions))
     endpoints = _endpoints(args.endpoint_url or [], regions)
+    tables = {
+        region: CounterTable(context.table_name, region, endpoints.get(region))
+        for region in regions
+        if region in needed
+    }
+    _check_max(config, _epochs_now(changes, tables), "nothing was stopped or recorded")
     lasts: dict[str, list[int | None]] = {change.key: [] for change in changes}
     fenced = set()
     for region in regions:
-        if region not in needed:
+        if region not in tables:
             report(f"{region}: no slot in the old layout, so no old lanes: nothing to stop")
             continue
-        table = CounterTable(context.table_name, region, endpoints.get(region))
+        table = tables[region]
         for change in changes:
             for name in items_of(change.key, change.number - 1, change.old.shards):
                 lasts[change.key].append(_stop(table, name))
@@ -121,7 +127,7 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
         )
         return 0
     recorded = [change.epoch(fence_above(change.old.start, lasts[change.key])) for change in changes]
-    _check_max(config, recorded)
+    _check_max(config, recorded, "the old lanes stay stopped; nothing was recorded")
     write_ledger_file(path, _with_epochs(file, config.table_name, recorded))
     for epoch in recorded:
         report(
@@ -209,14 +215,28 @@ def _check_one_account(ledger: Ledger) -> None:
         )
 
 
-def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch]) -> None:
+def _epochs_now(changes: list[epochs.Change], tables: dict[str, CounterTable]) -> list[epochs.KeyEpoch]:
+    """The epochs as the old lanes stand now, read before any is stopped. Lanes only grow, so the fence
+    `fence` finds after stopping them is at least this one."""
+    now = []
+    for change in changes:
+        names = items_of(change.key, change.number - 1, change.old.shards)
+        items = [(name, table.get(name)) for table in tables.values() for name in names]
+        lasts = [_last(name, item) for name, item in items if item is not None]
+        now.append(change.epoch(fence_above(change.old.start, lasts)))
+    return now
+
+
+def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch], then: str) -> None:
+    """A new layout must begin at or below max. Checked on the lanes as they stand before anything is
+    stopped, and again on their final lasts (which requests may have moved in between)."""
     for epoch in recorded:
         counter = config.counters.get(epoch.key)
         maximum = counter.max if counter is not None else None
         if maximum is not None and epoch.start > maximum:
             raise AdminError(
                 f"counters.{epoch.key}: its new layout would start at {epoch.start}, above max ({maximum}); raise max "
-                "in cdk.json and run fence again (the old lanes stay stopped; nothing was recorded)"
+                f"in cdk.json and run fence again ({then})"
             )
 
 

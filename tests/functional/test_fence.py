@@ -225,3 +225,20 @@ def test_a_config_reverted_after_its_fence_is_refused_until_fenced_again(aws, tm
     synthesise(config_file, OLD)
     reverted = take(deployed(OLD, "us-east-1", tmp_path), "/orders", count=3)
     assert reverted == [5003, 5004, 5005] and not set(reverted) & set(issued)
+
+
+def test_a_new_start_above_max_is_refused_before_any_lane_is_stopped(aws, tmp_path: Path) -> None:
+    """The fence once checked max only after stopping the old lanes: refused, it left the key unserved."""
+    small = {**OLD, "counters": {"orders": {"start": 5000, "max": 5005}}}
+    config_file = checkout(tmp_path, small)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(small)})
+    old = deployed(small, "us-east-1", tmp_path)
+    assert take(old, "/orders", count=5) == [5000, 5001, 5002, 5003, 5004]
+    ledger_before = (tmp_path / "tickets.lock.json").read_text()
+
+    checkout(tmp_path, {**small, "counters": {"orders": {"start": 5000, "stride": 10, "max": 5005}}})
+    status, out, err = fence(config_file)
+    assert status != 0 and "would start at 5010, above max (5005)" in err and "nothing was stopped" in err, err
+    assert "stopped the old lanes" not in out
+    assert take(old, "/orders") == [5005]  # the old lane still issues
+    assert (tmp_path / "tickets.lock.json").read_text() == ledger_before
