@@ -97,7 +97,7 @@ def _raise_persistence_failure(err: IdempotencyPersistenceLayerError) -> NoRetur
     cause = err.__cause__
     if isinstance(cause, TicketsError):  # the request's deadline refused the call (timing.DeadlineBoundClient)
         raise cause
-    if cause is None or classify(cause) is Failure.UNAVAILABLE:
+    if cause is None or (isinstance(cause, Exception) and classify(cause) is Failure.UNAVAILABLE):
         raise Unavailable(
             "the idempotency store is unavailable; no ticket was handed out. Retry with "
             "the same Idempotency-Key (409 in_progress means: wait and retry)"
