@@ -35,7 +35,7 @@ NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: test test-unit test-functional test-models test-synth test-packaging test-build-tiers test-typescript lint serve init synth deploy bench clean version
+.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-tiers test-typescript lint serve init synth deploy bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -103,12 +103,13 @@ test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 test-typescript: $(DEV_DEPS) $(TS_DEPS)
 	cd $(TS_CLIENT) && npm test
 
-# ruff (lint and format) everywhere; mypy --strict on the Lambda package, the deploy side (config, ledger), the construct library,
-# the Python client and the admin CLI.
+# ruff (lint, mccabe complexity, format) everywhere; mypy --strict on every product package (the Lambda's, the
+# deploy side, the construct library, the local server and test kit, the admin CLI, the Python client), the
+# reference app and the tools.
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin
+	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin tickets_local stacks app.py tools
 
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL))
@@ -128,6 +129,12 @@ deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
 	$(CDK) synth --quiet --output cdk.out
 	$(PY) -m tickets_deploy predeploy --assembly cdk.out
 	$(CDK) deploy --all --app cdk.out
+
+# The files written from the code, written again (tools/generate.py): README.md's configuration table and
+# tickets_cdk/props.py from the schema, openapi.json from the route table. A test fails, naming this target,
+# when one of them is out of date.
+generated: $(SERVE_DEPS)
+	$(PY) tools/generate.py
 
 # A release's version, written everywhere it is (tools/set_version.py; docs/releasing.md).
 version: $(PY)

@@ -10,26 +10,11 @@ from cdk_nag import AwsSolutionsChecks, NagSuppressions
 from constructs import Construct
 
 from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
-from tickets_deploy.config import FIELDS, SERVICE_NAME, DeploymentConfig
+from tickets_deploy.config import SERVICE_NAME, DeploymentConfig, props_of
 
 # The logical ids the reference app's tables had before it used the library: kept, so a deployed stack's
 # tables are never replaced (the library's default derives them from the construct's id).
 LEGACY_TABLE_LOGICAL_IDS = ("TicketsTable", "TicketsIdempotencyTable")
-
-
-def service_props(config: DeploymentConfig, region: str) -> dict[str, Any]:
-    """cdk.json's config as the construct's props for `region` (the fields the construct takes)."""
-    props: dict[str, Any] = {}
-    for field in FIELDS:
-        if field.owner != "TicketService":
-            continue
-        value = getattr(config, field.attribute)
-        if field.name == "regions":
-            value = value[region]
-        elif field.name == "compat":
-            value = None if value is None else {"path": value}
-        props[field.prop] = value
-    return props
 
 
 class TicketsStack(Stack):
@@ -38,7 +23,7 @@ class TicketsStack(Stack):
         service = TicketService(
             self,
             "Service",
-            **service_props(config, region),
+            **props_of(config, region),
             service_name=SERVICE_NAME,
             table_logical_ids=LEGACY_TABLE_LOGICAL_IDS,
         )

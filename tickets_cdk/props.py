@@ -1,8 +1,8 @@
 """The construct's typed props that are fields of cdk.json's `tickets` object, one line each.
 
-Each prop takes its field's value in snake_case (tickets_deploy.schema.FIELDS: the prop's name, default
-and rule; the README's configuration table lists the defaults); an omitted prop, or None, is the field's
-default. tests/test_cdk_lib.py holds these keys to the schema's props.
+Generated from tickets_deploy.schema by `make generated`: change the schema, not this file. Each prop takes
+its field's value in snake_case (the prop's name, type, default and rule are the field's; the README's
+configuration table lists them); an omitted prop, or None, is the field's default.
 """
 
 from __future__ import annotations
@@ -15,19 +15,22 @@ from tickets.settings import CounterConfig
 
 
 class TicketServiceProps(TypedDict, total=False):
-    counters: Mapping[str, Mapping[str, Any] | CounterConfig] | None  # counters[K].start, .stride, .max, ...
-    table_name: str | None
-    region_slot: int | None  # the slot of the stack's region (default 0)
+    # default `0`: the slot of the stack's region
+    region_slot: int | None
     region_slots: int | None
-    strict_keys: bool | None
-    auth: str | None
+    table_name: str | None
     default_key: str | None
-    max_block: int | None
+    auth: str | None
+    strict_keys: bool | None
+    # each counter's fields in snake_case
+    counters: Mapping[str, Mapping[str, Any] | CounterConfig] | None
+    # each series as cdk.json writes it, or a SeriesConfig
+    series: Mapping[str, Mapping[str, Any] | SeriesConfig] | None
+    reserved_concurrency: int | None
     idempotency_expiry_seconds: int | None
     log_retention_days: int | None
     cors_origins: Sequence[str] | None
-    reserved_concurrency: int | None
+    max_block: int | None
     callers: Sequence[str] | None
     compat: Mapping[str, str] | None
-    series: Mapping[str, Mapping[str, Any] | SeriesConfig] | None  # options snake_case (utc_offset) or camelCase
-    access: Mapping[str, Mapping[str, Sequence[str]]] | None  # principal -> operation -> key patterns
+    access: Mapping[str, Mapping[str, Sequence[str]]] | None

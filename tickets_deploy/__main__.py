@@ -1,16 +1,20 @@
-"""python -m tickets_deploy init: an alias of the one init for an app whose services are cdk.json's `tickets`
-(the reference app), without running the app: the same init_ledger_file as `python -m tickets_cdk init` (which
-`make init` runs and every message names), given cdk.json's config instead of what the app declares.
-python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts (predeploy.py)."""
+"""python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts
+(predeploy.py). A deployment's ledger is started by the one init, `python -m tickets_cdk init` (`make init`),
+which runs the app to learn the services it declares; `python -m tickets_deploy init`, which read only
+cdk.json's `tickets` object, was a second one and now names it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from tickets_deploy.config import ConfigError, load_config_file
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger, ledger_path_beside
+from tickets import __version__
+
+ONE_INIT = (
+    "init: a deployment's ledger is started by `python -m tickets_cdk init` in the directory of the app's cdk.json "
+    "(`make init` runs it): it runs the app once to learn every TicketService the app declares, the reference "
+    "app's cdk.json config among them. Nothing was written."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,37 +23,19 @@ def main(argv: list[str] | None = None) -> int:
         from tickets_deploy import predeploy
 
         return predeploy.main(arguments[1:])
-    return init(arguments)
-
-
-def init(argv: list[str]) -> int:
+    if arguments[:1] == ["init"]:
+        print(ONE_INIT, file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy",
-        description=f"Start a deployment: write its ledger ({LEDGER_FILE}, beside cdk.json) for the current "
-        "cdk.json. Run once, before the first deploy, then commit the ledger with cdk.json; synthesis refuses "
-        "to run without it and keeps it from then on. It never replaces a ledger that exists.",
+        description="The deploy side's command: `predeploy` checks, before `cdk deploy`, each stack's deployed "
+        "ledger version and the Powertools layer's SSM parameter (python -m tickets_deploy predeploy --help). "
+        "A deployment's ledger is started by `python -m tickets_cdk init`.",
     )
-    parser.add_argument("command", choices=["init"], help="init: write the first ledger")
-    parser.add_argument(
-        "--config", type=Path, default=Path("cdk.json"), help="the cdk.json to read (default: the one here)"
-    )
-    args = parser.parse_args(argv)
-    path = ledger_path_beside(args.config)
-    try:
-        ledger = init_ledger(path, load_config_file(args.config))
-    except (ConfigError, LedgerError) as err:
-        print(f"init: {err}", file=sys.stderr)
-        return 2
-    served = (
-        "keys nobody configured are served (strictKeys false), so a counter added later must keep their layout"
-        if ledger.unconfigured_keys_served
-        else "strictKeys is on, so counters added later may have any layout"
-    )
-    print(
-        f"{path}: wrote the ledger for regionSlots {ledger.region_slots}, {len(ledger.slots)} region(s) and "
-        f"{len(ledger.counters)} counter(s); {served} (docs/design.md#the-rollout-rule). Commit it with cdk.json."
-    )
-    return 0
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("command", choices=["predeploy"], help="predeploy: what make deploy checks in AWS")
+    parser.parse_args(arguments)  # exits: --version, --help, or a command it does not know
+    return 2
 
 
 if __name__ == "__main__":

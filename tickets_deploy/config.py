@@ -13,9 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tickets.series.config import SERIES_OPTIONS
-from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
-
 from .environment import (
     METRICS_NAMESPACE,
     POWERTOOLS_ENVIRONMENT,
@@ -23,7 +20,7 @@ from .environment import (
     handler_environment,
     region_settings,
 )
-from .readme import readme_table
+from .generated import readme_table
 from .rules import (
     ACCOUNT_ID_PATTERN,
     AUTH_TYPES,
@@ -40,7 +37,8 @@ from .rules import (
     _require_object,
     exact_integer,
 )
-from .schema import COUNTER_FIELDS, FIELDS, DeploymentConfig, Field, _parse_fields
+from .schema import COUNTER_FIELDS, FIELDS, DeploymentConfig, Field, parse_fields
+from .shapes import encode_number
 
 __all__ = [
     "ACCOUNT_ID_PATTERN",
@@ -62,7 +60,6 @@ __all__ = [
     "DeploymentConfig",
     "Field",
     "Parser",
-    "encode_field",
     "encode_number",
     "exact_integer",
     "handler_environment",
@@ -70,6 +67,7 @@ __all__ = [
     "parse_config",
     "parse_props",
     "pick_region",
+    "props_of",
     "readme_table",
     "region_settings",
     "to_raw",
@@ -113,7 +111,7 @@ def parse_config(raw: Any) -> DeploymentConfig:
     if raw is None:
         raise ConfigError('tickets: missing; add a "tickets" object to the context in cdk.json')
     _require_object(raw, "tickets", {each.name for each in FIELDS})
-    parsed = _parse_fields(
+    parsed = parse_fields(
         FIELDS, lambda each: raw.get(each.name, each.default), lambda each: f"tickets.{each.name}", {}
     )
     return DeploymentConfig(**parsed)
@@ -124,79 +122,34 @@ def parse_props(props: Mapping[str, Any], region: str, label: str) -> Deployment
     `region`, checked by the same rules as cdk.json; ConfigError messages start with `label` and name the prop."""
 
     def value_of(each: Field) -> Any:
-        value = props.get(each.prop) if each.owner == "TicketService" else None
-        if each.name == "regions":
-            return {region: 0 if value is None else value}
-        if each.name == "counters" and isinstance(value, Mapping):
-            return {key: _counter_from_props(counter) for key, counter in value.items()}
-        if each.name == "series" and isinstance(value, Mapping):
-            return {key: _series_from_props(series) for key, series in value.items()}
-        return each.default if value is None else value
+        shaped = each.from_prop(props.get(each.prop) if each.owner == "TicketService" else None, region)
+        return each.default if shaped is None else shaped
 
     known = sorted(each.prop for each in FIELDS if each.owner == "TicketService")
     unknown = sorted(set(props) - set(known))
     if unknown:
         raise ConfigError(f"{label}: {unknown[0]}: not a prop of TicketService (its props: {', '.join(known)})")
     try:
-        parsed = _parse_fields(FIELDS, value_of, lambda each: each.prop, {})
+        parsed = parse_fields(FIELDS, value_of, lambda each: each.prop, {})
     except ConfigError as err:
         raise ConfigError(f"{label}: {err}") from None
     return DeploymentConfig(**parsed)
 
 
-def _counter_from_props(counter: Any) -> Any:
-    """A counter given as snake_case props (or a CounterConfig) in cdk.json's shape, for the same rules. A
-    Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on as
-    the decimal string cdk.json would need."""
-    if isinstance(counter, CounterConfig):
-        counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
-    if not isinstance(counter, Mapping):
-        return counter
-    names = {each.prop: each.name for each in COUNTER_FIELDS}
+def props_of(config: DeploymentConfig, region: str) -> dict[str, Any]:
+    """`config` as the construct's props for its `region` (parse_props(props_of(c, r), r, ...) == c for a config
+    of that one region): how the reference app gives cdk.json's config to TicketService."""
     return {
-        names.get(name, name): str(value) if _is_big_int(value) else value
-        for name, value in counter.items()
-        if value is not None
+        each.prop: each.to_prop(getattr(config, each.attribute), region)
+        for each in FIELDS
+        if each.owner == "TicketService"
     }
-
-
-def _series_from_props(series: Any) -> Any:
-    """A series given with snake_case options (`utc_offset`, as every other prop is named) in cdk.json's
-    shape; its camelCase names are accepted too."""
-    if not isinstance(series, Mapping):
-        return series
-    names = {option.prop: option.name for option in SERIES_OPTIONS}
-    return {names.get(name, name): value for name, value in series.items()}
-
-
-def _is_big_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER
 
 
 def to_raw(config: DeploymentConfig) -> dict[str, Any]:
     """`config` as cdk.json's `tickets` object (parse_config(to_raw(c)) == c): big numbers as decimal strings."""
     return {
-        each.name: encode_field(each, getattr(config, each.attribute))
+        each.name: each.encode(getattr(config, each.attribute))
         for each in FIELDS
         if getattr(config, each.attribute) is not None
     }
-
-
-def encode_field(each: Field, value: Any) -> Any:
-    """One field's parsed value as cdk.json writes it (to_raw, and the ledger's `deployed` settings)."""
-    if each.name == "counters":
-        return {key: {name: encode_number(number) for name, number in c.to_json().items()} for key, c in value.items()}
-    if each.name == "compat":
-        return {"path": value}
-    if each.name == "series":
-        return {key: series.to_json() for key, series in value.items()}
-    if each.name == "access":
-        return value.to_json()
-    if isinstance(value, tuple):
-        return list(value)
-    return encode_number(value)
-
-
-def encode_number(value: Any) -> Any:
-    """Above 2^53-1, a whole number as the decimal string cdk.json (and every JSON parser) keeps exact."""
-    return str(value) if _is_big_int(value) else value

@@ -170,7 +170,7 @@ def refuse_existing_ledger(path: Path) -> None:
 def init_ledger_file(path: Path, configs: Mapping[str, DeploymentConfig]) -> LedgerFile:
     """Write the first ledger for `configs` (by table name); LedgerError if one exists (never replaced).
     The one implementation of init: `python -m tickets_cdk init` (`make init`) calls it with the services the
-    app declares, `python -m tickets_deploy init` with cdk.json's."""
+    app declares."""
     refuse_existing_ledger(path)
     ledger = record_services(None, configs, None, INIT_COMMAND)  # no account yet: the first synthesis records it
     write_ledger_file(path, ledger)

@@ -20,7 +20,6 @@ from tickets_deploy.config import (
     FIELDS,
     ConfigError,
     DeploymentConfig,
-    encode_field,
     encode_number,
     parse_config,
 )
@@ -43,7 +42,7 @@ def deployed_settings(config: DeploymentConfig) -> dict[str, Any]:
             if value:
                 deployed[name] = value
         elif value != each.default:
-            deployed[name] = encode_field(each, value)
+            deployed[name] = each.encode(value)
     return deployed
 
 

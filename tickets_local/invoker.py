@@ -47,7 +47,7 @@ class LambdaContext:
 
 
 class HandlerInvoker:
-    def __init__(self, region: str, handler: Callable[[dict, Any], Any]):
+    def __init__(self, region: str, handler: Callable[[dict[str, Any], Any], Any]):
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
         self.handler = handler  # replaced, between invocations, by LocalServer.reset
 
@@ -57,7 +57,7 @@ class HandlerInvoker:
         with _ONE_INVOCATION_AT_A_TIME:
             return call()
 
-    def invoke(self, event: dict) -> Any:
+    def invoke(self, event: dict[str, Any]) -> Any:
         with _ONE_INVOCATION_AT_A_TIME:
             # The function's clock starts when it runs, as in Lambda: time spent queued for the lock is
             # not the invocation's (it would eat into the request's deadline and end in 503s).

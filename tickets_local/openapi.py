@@ -3,7 +3,8 @@
 
 The local server serves the document of its config at GET /_local/openapi.json (with the compatibility
 route when configured, at its path). The repository's openapi.json is the document of the default config:
-`python -m tickets_local.openapi > openapi.json` writes it, and tests/functional/test_openapi.py checks it is current.
+`make generated` (or `python -m tickets_local.openapi > openapi.json`) writes it, and
+tests/functional/test_openapi.py checks it is current.
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ class LocalServer:
         if self._http is None:
             raise RuntimeError("the server is not running; call start() first")
         host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"  # an AF_INET server's host is a str
 
     def start(self) -> LocalServer:
         try:
@@ -350,7 +350,8 @@ class LocalServer:
             self._http.shutdown()
             self._http.close_connections()
             self._http.server_close()
-            self._thread.join(timeout=5)
+            if self._thread is not None:
+                self._thread.join(timeout=5)
             self._http = None
         self._release()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import io
 import json
 import os
 import selectors
@@ -29,7 +30,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from .local_paths import RESET_PATH
 
@@ -216,5 +217,6 @@ def _child_environment() -> dict[str, str]:
 def _drain(stream: IO[bytes] | None) -> None:
     """Read `stream` until it ends (or is closed by stop())."""
     with contextlib.suppress(OSError, ValueError):
-        while stream is not None and stream.read1(65536):
+        # A Popen pipe is a BufferedReader: read1 returns what has arrived instead of waiting for 64 KiB.
+        while stream is not None and cast(io.BufferedReader, stream).read1(65536):
             pass

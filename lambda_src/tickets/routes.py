@@ -17,7 +17,7 @@ from .settings import Settings
 
 RESERVED_PREFIX = "_"
 Handler = Callable[..., Response]
-# What a route does, for dispatch.RouteCheck (before any replay and any DynamoDB call).
+# What a route does: the access rules' operation (Services.authorize, before any replay and any DynamoDB call).
 Operation = Literal["issue", "series", "void", "read", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 

@@ -77,9 +77,9 @@ def test_the_documents_are_valid_openapi(document):
 
 
 def test_openapi_json_is_the_default_configs_document():
-    """The repository's openapi.json is generated, never edited: python -m tickets_local.openapi > openapi.json."""
+    """The repository's openapi.json is generated, never edited: `make generated` writes it (tools/generate.py)."""
     assert (REPO / "openapi.json").read_bytes() == openapi.render(Settings()), (
-        "openapi.json is out of date: python -m tickets_local.openapi > openapi.json"
+        "openapi.json is out of date: run `make generated` (tools/generate.py) and commit what it writes"
     )
 
 

@@ -66,7 +66,7 @@ def test_the_dispatch_reads_path_parameters_as_the_resolver_did():
 
 
 def test_each_route_names_its_operation():
-    """What a check before the handler (dispatch.RouteCheck) decides by."""
+    """What Services.authorize decides by: the operation the dispatch gives each handler with the request."""
     assert {route.path: route.operation for route in ROUTES} == {
         "/": "issue",
         "/{key}": "issue",

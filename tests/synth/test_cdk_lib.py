@@ -263,11 +263,12 @@ def test_the_ledger_is_written_only_when_the_whole_app_synthesises(tmp_path):
 @pytest.mark.slow
 def test_make_init_writes_for_the_reference_app_what_its_cdk_json_declares(tmp_path, capsys):
     """`make init` runs `python -m tickets_cdk init`, which runs app.py (cdk.json's context, no ledger read):
-    the same first ledger as reading cdk.json directly (python -m tickets_deploy init)."""
+    the same first ledger as cdk.json's config recorded directly."""
     import sys
 
     from tickets_cdk.__main__ import main
-    from tickets_deploy.__main__ import main as deploy_main
+    from tickets_deploy.config import load_config_file
+    from tickets_deploy.ledger import init_ledger
 
     for name in ("library", "direct"):
         (tmp_path / name).mkdir()
@@ -277,7 +278,7 @@ def test_make_init_writes_for_the_reference_app_what_its_cdk_json_declares(tmp_p
     before = own_ledger.read_bytes() if own_ledger.exists() else None
     assert main(["init", "--dir", str(tmp_path / "library"), "--app", app]) == 0
     assert "tickets-counters: regionSlots 1, regions us-east-1 (slot 0), 2 counter(s)" in capsys.readouterr().out
-    assert deploy_main(["init", "--config", str(tmp_path / "direct" / "cdk.json")]) == 0
+    init_ledger(tmp_path / "direct" / "tickets.lock.json", load_config_file(tmp_path / "direct" / "cdk.json"))
     library = read_ledger_file(tmp_path / "library" / "tickets.lock.json")
     assert library.services == read_ledger_file(tmp_path / "direct" / "tickets.lock.json").services
     assert library.versions[0].change == "python -m tickets_cdk init"

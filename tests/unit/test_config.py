@@ -357,35 +357,25 @@ def test_a_bad_caller_is_refused_naming_the_entry(changes, field, says):
 # --- one definition of each field (tickets_deploy.config.FIELDS) ---------------------------------
 
 
-def test_readme_s_configuration_table_is_the_fields_definitions():
-    """README.md's table is rendered from FIELDS: a field's name, prop, default or doc line changes in one place."""
-    from tickets_deploy.config import readme_table
+def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas_defaults():
+    """Settings (the function's side, which cannot import the schema) has an attribute for each field marked
+    `setting`, with the field's default: the environment leaves a value at its default out, so a different
+    default there would be a different config in the function."""
+    from dataclasses import fields
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("| field | prop | default | meaning |")
-    table = readme[start : readme.index("\n\n", start)]
-    assert table == readme_table()
+    from tickets_deploy.config import COUNTER_FIELDS, FIELDS
+    from tickets_deploy.field import default_of
 
-
-def test_every_field_is_a_config_attribute_with_its_default_and_the_settings_carry_those_marked():
-    from dataclasses import MISSING, fields
-
-    from tickets_deploy.config import COUNTER_FIELDS, FIELDS, DeploymentConfig
-
-    attributes = {each.name: each for each in fields(DeploymentConfig)}
-    assert set(attributes) == {each.attribute for each in FIELDS}
-    for each in FIELDS:
-        declared = attributes[each.attribute]
-        default = declared.default_factory() if declared.default_factory is not MISSING else declared.default
-        if each.name != "regions":  # required in cdk.json; the construct's region_slot defaults to 0
-            assert default == each.default or (default, each.default) == ((), ()), each.name
-    # epoch and fence come from the ledger's epochs (tickets_deploy/epochs.py), never from cdk.json.
-    assert {each.attribute for each in COUNTER_FIELDS} == {each.name for each in fields(CounterConfig)} - {
-        "epoch",
-        "fence",
+    settings = {each.name: default_of(each) for each in fields(Settings)}
+    carried = {each.attribute: each.default for each in FIELDS if each.setting}
+    assert set(settings) - {"region_slot"} == set(carried)
+    assert {name: settings[name] for name in carried} == carried
+    # A counter's fields are CounterConfig's attributes (epoch and fence come from the ledger's epochs,
+    # tickets_deploy/epochs.py, never from cdk.json), and take their defaults from it.
+    counter = {each.name: default_of(each) for each in fields(CounterConfig)}
+    assert {each.attribute: each.default for each in COUNTER_FIELDS} == {
+        name: default for name, default in counter.items() if name not in ("epoch", "fence")
     }
-    settings = {each.name for each in fields(Settings)} - {"region_slot"}
-    assert settings == {each.attribute for each in FIELDS if each.setting}
 
 
 def test_a_config_round_trips_through_cdk_json_s_shape_exactly():

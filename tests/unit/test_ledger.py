@@ -27,6 +27,7 @@ from tickets_deploy.ledger import (
     Version,
     config_from_ledger,
     from_text,
+    init_ledger_file,
     new_accounts,
     read_ledger,
     read_ledger_file,
@@ -508,26 +509,24 @@ def _cdk_json(directory: Path, tickets: dict) -> Path:
     return path
 
 
-def test_init_writes_the_ledger_beside_cdk_json_once(tmp_path, capsys):
+def test_init_writes_the_ledger_once_and_never_replaces_it(tmp_path):
+    """init_ledger_file, the one implementation of init (python -m tickets_cdk init, tests/synth/test_cdk_lib.py)."""
+    config = load_config_file(_cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "strictKeys": True}))
+    path = tmp_path / "tickets.lock.json"
+    init_ledger_file(path, {config.table_name: config})
+    written = path.read_bytes()
+    assert read_ledger(path) == record(config, None)
+    with pytest.raises(LedgerError, match="a ledger exists already; it is never replaced"):
+        init_ledger_file(path, {config.table_name: config})
+    assert path.read_bytes() == written
+
+
+def test_python_m_tickets_deploy_init_names_the_one_init_and_writes_nothing(tmp_path, capsys):
     from tickets_deploy.__main__ import main
 
-    cdk_json = _cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "strictKeys": True})
-    assert main(["init", "--config", str(cdk_json)]) == 0
-    written = (tmp_path / "tickets.lock.json").read_bytes()
-    assert read_ledger(tmp_path / "tickets.lock.json") == record(load_config_file(cdk_json), None)
-    assert "strictKeys is on, so counters added later may have any layout" in capsys.readouterr().out
-
-    assert main(["init", "--config", str(cdk_json)]) == 2
-    assert "a ledger exists already; it is never replaced" in capsys.readouterr().err
-    assert (tmp_path / "tickets.lock.json").read_bytes() == written
-
-
-def test_init_refuses_an_invalid_config_and_writes_nothing(tmp_path, capsys):
-    from tickets_deploy.__main__ import main
-
-    cdk_json = _cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "regionSlots": 0})
-    assert main(["init", "--config", str(cdk_json)]) == 2
-    assert "tickets.regionSlots" in capsys.readouterr().err
+    _cdk_json(tmp_path, {"regions": {"us-east-1": 0}})
+    assert main(["init", "--config", str(tmp_path / "cdk.json")]) == 2
+    assert "python -m tickets_cdk init" in capsys.readouterr().err
     assert not (tmp_path / "tickets.lock.json").exists()
 
 

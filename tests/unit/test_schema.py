@@ -11,16 +11,9 @@ import pytest
 
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
-from tickets_cdk.props import TicketServiceProps
-from tickets_deploy.config import COUNTER_FIELDS, FIELDS, ConfigError, parse_config, parse_props
+from tickets_deploy.config import COUNTER_FIELDS, ConfigError, parse_config, parse_props
 from tickets_deploy.ledger import CounterRecord
 from tickets_deploy.services import ONE_NUMBERING, DeclaredService, as_props, declared, refuse_clash
-
-
-def test_the_typed_props_are_the_schemas_props() -> None:
-    assert set(typing.get_type_hints(TicketServiceProps)) == {
-        each.prop for each in FIELDS if each.owner == "TicketService"
-    }
 
 
 def test_an_unknown_prop_is_refused_naming_it_and_the_construct() -> None:

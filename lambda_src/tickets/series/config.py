@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser (settings.MAX_SAFE_INTEGER, without the import cycle)
@@ -29,15 +29,37 @@ class SeriesConfigError(ValueError):
     """A series config that cannot be served; the message says which field and why."""
 
 
+_OPTION = "tickets.series.option"  # the metadata key of an attribute's SeriesOption (without attribute, default)
+
+
+def _option(name: str, default: Any, **encoding: Any) -> Any:
+    """A SeriesConfig attribute that is an option: its default and its entry (SeriesOption's arguments but
+    `attribute` and `default`, which the attribute gives), in one declaration."""
+    return field(default=default, metadata={_OPTION: {"name": name, **encoding}})
+
+
 @dataclass(frozen=True)
 class SeriesConfig:
-    start: int = 1
-    period: str | None = None  # None: the numbering never restarts; "yearly": at each period's first instant
-    period_start_month: int = 1
-    utc_offset_minutes: int = 0  # the offset in force at a period's first instant
-    format: str | None = None  # the answer's `id`; None: no id
-    format_max_length: int | None = None
-    max: int = MAX_SAFE_INTEGER  # the highest number; with formatMaxLength, the highest whose id fits
+    """A parsed series; each attribute is an option (SERIES_OPTIONS reads them off the class). Adding an option:
+    its attribute here (left out of every encoding while at its default), its rule in parse_series and its line
+    in docs/series.md."""
+
+    start: int = _option("start", 1, always=True)
+    # None: the numbering never restarts; "yearly": at each period's first instant
+    period: str | None = _option("period", None)
+    period_start_month: int = _option("periodStartMonth", 1, with_period=True)
+    # the offset in force at a period's first instant
+    utc_offset_minutes: int = _option(
+        "utcOffset",
+        0,
+        encode=lambda minutes: format_offset(minutes),
+        decode=lambda raw, name: parse_offset(raw, name),
+        with_period=True,
+    )
+    format: str | None = _option("format", None)  # the answer's `id`; None: no id
+    format_max_length: int | None = _option("formatMaxLength", None)
+    # the highest number; with formatMaxLength, the highest whose id fits
+    max: int = _option("max", MAX_SAFE_INTEGER, always=True)
 
     def series_name(self, instant: datetime.datetime, region_slot: int, region_slots: int) -> str:
         """The series a number issued at `instant` (aware) belongs to: the period's name, and the
@@ -105,23 +127,10 @@ class SeriesOption:
         return self.always or (self.with_period and config.period is not None) or value != self.default
 
 
-# Adding an option: an entry here (default: left out of every encoding while at its default), the
-# SeriesConfig attribute, its rule in parse_series and its line in docs/series.md.
-SERIES_OPTIONS: tuple[SeriesOption, ...] = (
-    SeriesOption("start", "start", 1, always=True),
-    SeriesOption("period", "period", None),
-    SeriesOption("periodStartMonth", "period_start_month", 1, with_period=True),
-    SeriesOption(
-        "utcOffset",
-        "utc_offset_minutes",
-        0,
-        encode=lambda minutes: format_offset(minutes),
-        decode=lambda raw, name: parse_offset(raw, name),
-        with_period=True,
-    ),
-    SeriesOption("format", "format", None),
-    SeriesOption("formatMaxLength", "format_max_length", None),
-    SeriesOption("max", "max", MAX_SAFE_INTEGER, always=True),
+# Each option, in SeriesConfig's order.
+SERIES_OPTIONS: tuple[SeriesOption, ...] = tuple(
+    SeriesOption(attribute=declared.name, default=declared.default, **declared.metadata[_OPTION])
+    for declared in fields(SeriesConfig)
 )
 FIELDS = tuple(option.name for option in SERIES_OPTIONS)
 
@@ -152,7 +161,15 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
     explicit_max = (
         _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
     )
-    config = SeriesConfig(start, period, month, offset, text, length, explicit_max)
+    config = SeriesConfig(
+        start=start,
+        period=period,
+        period_start_month=month,
+        utc_offset_minutes=offset,
+        format=text,
+        format_max_length=length,
+        max=explicit_max,
+    )
     return config if text is None else _fitted(config, key, region_slots, "max" in raw, where)
 
 

@@ -1,0 +1,115 @@
+"""One counter's fields (`counters.K.<name>`): their entries and the `counters` field's rule. A counter parses
+into tickets.settings.CounterConfig, the function's own class (the Lambda package cannot import this one), so
+each entry takes its attribute and default from it: the default is written once, where the function reads it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tickets.keys import KEY_RULE, is_valid_key
+from tickets.settings import CounterConfig
+
+from .field import Field, default_of, parse_fields
+from .rules import (
+    ConfigError,
+    _counter_max,
+    _counter_max_block,
+    _counter_shards,
+    _counter_start,
+    _counter_stride,
+    _require_object,
+)
+from .shapes import encode_number
+
+_COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
+
+
+def _counter_field(name: str, default_doc: str, doc: str, parse: Any, **entry: Any) -> Field:
+    """A counter's field `name` (cdk.json's), on CounterConfig's attribute of the same name in snake_case."""
+    attribute = re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)
+    return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], default_doc, doc, parse, **entry)
+
+
+# In the order they are parsed (a field's rule may read the ones before it) and the README lists them.
+COUNTER_FIELDS: tuple[Field, ...] = (
+    _counter_field(
+        "start",
+        "`1`",
+        "the first ticket of key K (0 or more); keys not in `counters` use the defaults.",
+        _counter_start,
+        permanent=True,
+    ),
+    _counter_field(
+        "stride",
+        "`1`",
+        "the distance between consecutive tickets of one lane (1 or more).",
+        _counter_stride,
+        permanent=True,
+        fenced=True,
+    ),
+    _counter_field(
+        "max",
+        "`2^53-1`",
+        "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
+        _counter_max,
+        recorded=True,
+    ),
+    _counter_field(
+        "shards",
+        "`1`",
+        "items the key's writes are spread over (1..100), for hot keys.",
+        _counter_shards,
+        permanent=True,
+        fenced=True,
+    ),
+    _counter_field(
+        "maxBlock",
+        "`maxBlock`",
+        "the same as `maxBlock`, for key K; at most `maxBlock`.",
+        _counter_max_block,
+        recorded=True,
+    ),
+)
+
+
+def parse_counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
+    """The `counters` field's rule: key -> its fields, each by its rule."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock}}")
+    return {key: _parse_counter(key, counter, parsed["max_block"], f"{where}.{key}") for key, counter in value.items()}
+
+
+def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) -> CounterConfig:
+    if not is_valid_key(key):
+        raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
+    _require_object(raw, where, {each.name for each in COUNTER_FIELDS})
+    parsed = parse_fields(
+        COUNTER_FIELDS,
+        lambda each: raw.get(each.name, each.default),
+        lambda each: f"{where}.{each.name}",
+        {"deployment_max_block": deployment_max_block},
+    )
+    del parsed["deployment_max_block"]
+    return CounterConfig(**parsed)
+
+
+def counters_from_prop(counters: Any, region: str) -> Any:
+    """Counters given as props, each a CounterConfig or its fields in snake_case, in cdk.json's shape for the
+    same rules."""
+    if not isinstance(counters, Mapping):
+        return counters
+    return {key: _counter_from_prop(counter) for key, counter in counters.items()}
+
+
+def _counter_from_prop(counter: Any) -> Any:
+    """A Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on
+    as the decimal string cdk.json would need."""
+    if isinstance(counter, CounterConfig):  # its cdk.json fields (an epoch and a fence come from the ledger)
+        counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
+    if not isinstance(counter, Mapping):
+        return counter
+    names = {each.prop: each.name for each in COUNTER_FIELDS}
+    return {names.get(name, name): encode_number(value) for name, value in counter.items() if value is not None}

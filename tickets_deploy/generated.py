@@ -1,0 +1,72 @@
+"""What is written from the schema into files a reader meets without running anything: the README's table of
+configuration fields and the construct's typed props (tickets_cdk/props.py). `make generated` writes both
+(tools/generate.py); tests/unit/test_generated.py fails, naming that command, when either file differs."""
+
+from __future__ import annotations
+
+from .schema import COUNTER_FIELDS, FIELDS, Field
+
+# What the table says of a field no change may touch, and of one that changes only above a fence.
+_PERMANENT = " **Permanent**"
+_FENCED = " **Changes only above a fence** ([Changing a layout](docs/operations.md#changing-a-layout))"
+
+
+TABLE_HEADER = "| field | prop | default | meaning |"
+
+
+def readme_with_table(readme: str, table: str) -> str:
+    """`readme` with its configuration table (from its header row to the blank line after it) replaced."""
+    start = readme.index(TABLE_HEADER)
+    end = readme.index("\n\n", start)
+    return readme[:start] + table + readme[end:]
+
+
+def readme_table() -> str:
+    """The README's table of fields."""
+    rows = [TABLE_HEADER, "| --- | --- | --- | --- |"]
+    for each in FIELDS:  # `counters` itself is the rows of its fields, counters.K.<name>
+        if each.name != "counters":
+            rows.append(_row(each))
+            continue
+        rows += [_row(counter, "counters.K.", prop_prefix="counters[K].") for counter in COUNTER_FIELDS]
+    return "\n".join(rows)
+
+
+def _row(each: Field, prefix: str = "", prop_prefix: str = "") -> str:
+    permanence = _FENCED if each.fenced else (_PERMANENT if each.permanent else "")
+    prop = f"`{prop_prefix}{each.prop}`" if each.owner == "TicketService" else f"`{each.owner}(…, {each.prop}=…)`"
+    if each.prop_doc:
+        prop += f" ({each.prop_doc})"
+    return f"| `{prefix}{each.name}` | {prop} | {each.default_doc} | {each.doc}{permanence} |"
+
+
+_PROPS_HEADER = '''"""The construct's typed props that are fields of cdk.json's `tickets` object, one line each.
+
+Generated from tickets_deploy.schema by `make generated`: change the schema, not this file. Each prop takes
+its field's value in snake_case (the prop's name, type, default and rule are the field's; the README's
+configuration table lists them); an omitted prop, or None, is the field's default.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from tickets.series.config import SeriesConfig
+from tickets.settings import CounterConfig
+
+
+class TicketServiceProps(TypedDict, total=False):
+'''
+
+
+def props_module() -> str:
+    """tickets_cdk/props.py: TicketServiceProps, a line per prop of TicketService, in the schema's order."""
+    lines = []
+    for each in FIELDS:
+        if each.owner != "TicketService":
+            continue
+        if each.prop_doc:
+            lines.append(f"    # {each.prop_doc}\n")
+        lines.append(f"    {each.prop}: {each.prop_type} | None\n")
+    return _PROPS_HEADER + "".join(lines)
