@@ -152,13 +152,8 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             if old != new and not epochs.covered(config, previous, key):
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
-                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key"
-                    + (
-                        "."
-                        if name == "start"
-                        else f", or change it above a fence: `{epochs.FENCE_COMMAND}` "
-                        "(docs/operations.md#changing-a-layout)."
-                    )
+                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
+                    f"{name} above a fence: `{epochs.FENCE_COMMAND}` (docs/operations.md#changing-a-layout)."
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)

@@ -82,7 +82,8 @@ def _regions(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int
         if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
             raise ConfigError(
                 f"{at}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
-                "regionSlots is permanent once a key issued tickets, so give the region a free slot"
+                "give the region a free slot, or raise regionSlots, which changes only above a fence once a key "
+                "issued tickets (docs/operations.md#changing-a-layout)"
             )
         if slot in owners:
             raise ConfigError(

@@ -242,3 +242,27 @@ def test_a_new_start_above_max_is_refused_before_any_lane_is_stopped(aws, tmp_pa
     assert "stopped the old lanes" not in out
     assert take(old, "/orders") == [5005]  # the old lane still issues
     assert (tmp_path / "tickets.lock.json").read_text() == ledger_before
+
+
+def test_a_changed_start_is_refused_naming_the_fence_and_taken_above_it(aws, tmp_path: Path) -> None:
+    """A start is a layout too: synthesis's refusal offers the fence (beside a new key and `raise`), and above
+    the fence the key begins at the new start, or at the fence when the new start is below it."""
+    config_file = checkout(tmp_path, OLD)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(OLD)})
+    issued = take(deployed(OLD, "us-east-1", tmp_path), "/orders", count=3)
+
+    later = {**OLD, "counters": {"orders": {"start": 9000}}}
+    checkout(tmp_path, later)
+    with pytest.raises(LedgerError, match=r"counters\.orders\.start: .*or change start above a fence: `python -m"):
+        synthesise(config_file, later)
+    status, out, _ = fence(config_file)
+    assert status == 0 and "orders: fence 5003; epoch 1" in out, out
+    synthesise(config_file, later)
+    assert take(deployed(later, "us-east-1", tmp_path), "/orders", count=2) == [9000, 9001]
+
+    lower = {**OLD, "counters": {"orders": {"start": 1}}}  # below what was issued: the fence decides
+    checkout(tmp_path, lower)
+    assert fence(config_file)[0] == 0
+    synthesise(config_file, lower)
+    after = take(deployed(lower, "us-east-1", tmp_path), "/orders", count=2)
+    assert after == [9002, 9003] and not set(after) & set(issued)

@@ -64,10 +64,11 @@ def test_max_may_be_raised_to_int64():
     assert config.counters["big"].max == 2**63 - 1
 
 
-def test_a_slot_out_of_range_says_region_slots_is_permanent():
+def test_a_slot_out_of_range_says_region_slots_changes_only_above_a_fence():
     with pytest.raises(ConfigError) as refused:
         parse_config(with_changes(regions={"us-east-1": 0, "eu-west-1": 1}))
-    assert "regionSlots-1 (0), got 1" in str(refused.value) and "regionSlots is permanent" in str(refused.value)
+    assert "regionSlots-1 (0), got 1" in str(refused.value)
+    assert "raise regionSlots, which changes only above a fence" in str(refused.value)
 
 
 @pytest.mark.parametrize(

@@ -142,6 +142,7 @@ def test_a_recorded_counters_changed_start_stride_or_shards_is_refused(deployed,
     message = refusal(deployed, counters=counters(orders={"start": 5000, "shards": 2, name: value}))
     assert message.startswith(f"counters.orders.{name}: the ledger records {old}, cdk.json says {value}.")
     assert "add a new counter key" in message
+    assert f"or change {name} above a fence: `python -m tickets_admin fence`" in message
 
 
 def test_a_changed_start_points_at_tickets_admin_raise(deployed):
