@@ -101,13 +101,12 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
     _check_one_account(ledger)
     needed = _regions_with_old_lanes(ledger)
     regions = args.region or sorted(needed | set(config.regions))
-    endpoints = _endpoints(args.endpoint_url or [], regions)
-    tables = {
-        region: CounterTable(context.table_name, region, endpoints.get(region))
-        for region in regions
-        if region in needed
-    }
-    _check_max(config, _epochs_now(changes, tables), "nothing was stopped or recorded")
+    endpoints = _endpoints(args.endpoint_url or [], sorted(needed | set(regions)))
+    # Every region's old lanes are read before any is stopped, a partial run's (--region) too: another
+    # region's lanes may already put the new start above max, and this run would stop its lanes for nothing.
+    old_lanes = {region: CounterTable(context.table_name, region, endpoints.get(region)) for region in sorted(needed)}
+    _check_max(config, *_epochs_now(changes, old_lanes))
+    tables = {region: old_lanes[region] for region in regions if region in needed}
     lasts: dict[str, list[int | None]] = {change.key: [] for change in changes}
     fenced = set()
     for region in regions:
@@ -127,7 +126,7 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
         )
         return 0
     recorded = [change.epoch(fence_above(change.old.start, lasts[change.key])) for change in changes]
-    _check_max(config, recorded, "the old lanes stay stopped; nothing was recorded")
+    _check_max(config, recorded, "the old lanes stay stopped (each region answers 503 for them); nothing was recorded")
     write_ledger_file(path, _with_epochs(file, config.table_name, recorded))
     for epoch in recorded:
         report(
@@ -215,16 +214,33 @@ def _check_one_account(ledger: Ledger) -> None:
         )
 
 
-def _epochs_now(changes: list[epochs.Change], tables: dict[str, CounterTable]) -> list[epochs.KeyEpoch]:
-    """The epochs as the old lanes stand now, read before any is stopped. Lanes only grow, so the fence
-    `fence` finds after stopping them is at least this one."""
-    now = []
+def _epochs_now(changes: list[epochs.Change], tables: dict[str, CounterTable]) -> tuple[list[epochs.KeyEpoch], str]:
+    """The epochs as the old lanes stand now in every region, read before this run stops any (lanes only grow, so
+    the fence found after stopping them is at least this one), and what a refusal now leaves behind: nothing,
+    or the lanes an earlier partial run stopped."""
+    now, stopped = [], False
     for change in changes:
         names = items_of(change.key, change.number - 1, change.old.shards)
-        items = [(name, table.get(name)) for table in tables.values() for name in names]
+        items = [(name, _read(table, name)) for table in tables.values() for name in names]
         lasts = [_last(name, item) for name, item in items if item is not None]
+        stopped = stopped or any(item is not None and number(item, STEP) == STOPPED for _, item in items)
         now.append(change.epoch(fence_above(change.old.start, lasts)))
-    return now
+    if stopped:
+        return now, (
+            "this run stopped and recorded nothing; the lanes an earlier run stopped stay stopped (their regions "
+            "answer 503 for the key) until a run of fence records the epoch"
+        )
+    return now, "nothing was stopped or recorded"
+
+
+def _read(table: CounterTable, name: str) -> lane_item.Item | None:
+    try:
+        return table.get(name)
+    except (ClientError, BotoCoreError) as err:
+        raise AdminError(
+            f"{table.explain(err)}. fence reads every region's old lanes before it stops any (with --region too), "
+            "so each region that ever had a slot must be reachable (--endpoint-url REGION=URL); nothing was stopped"
+        ) from None
 
 
 def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch], then: str) -> None:
