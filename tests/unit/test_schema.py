@@ -11,7 +11,7 @@ import pytest
 
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
-from tickets_deploy.config import COUNTER_FIELDS, ConfigError, parse_config, parse_props
+from tickets_deploy.config import COUNTER_FIELDS, ConfigError, parse_config, parse_props, props_of
 from tickets_deploy.ledger import CounterRecord
 from tickets_deploy.services import ONE_NUMBERING, DeclaredService, as_props, declared, refuse_clash
 
@@ -20,6 +20,33 @@ def test_an_unknown_prop_is_refused_naming_it_and_the_construct() -> None:
     with pytest.raises(ConfigError) as refused:
         parse_props({"tabel_name": "shop"}, "us-east-1", "TicketService Shop/Orders")
     assert str(refused.value).startswith("TicketService Shop/Orders: tabel_name: not a prop of TicketService")
+
+
+def test_a_config_given_as_props_is_the_same_config() -> None:
+    """props_of (how the reference app gives cdk.json's config to the construct) and parse_props are each other's
+    inverse for one region, with every field away from its default; each prop is the field's, in its own type."""
+    raw = {
+        "regions": {"eu-west-1": 1},
+        "regionSlots": 3,
+        "tableName": "shop-orders",
+        "defaultKey": "orders",
+        "strictKeys": True,
+        "counters": {"orders": {"start": 5000, "stride": 2, "max": str(2**60), "shards": 4, "maxBlock": 10}},
+        "series": {"invoices": {"start": 7, "period": "yearly", "utcOffset": "+05:30", "format": "INV/{series}/{n}"}},
+        "reservedConcurrency": 5,
+        "idempotencyExpirySeconds": 600,
+        "logRetentionDays": 90,
+        "corsOrigins": ["https://shop.example.com"],
+        "maxBlock": 100,
+        "callers": ["111122223333"],
+        "compat": {"path": "counter"},
+        "access": {"111122223333": {"issue": ["orders"]}},
+    }
+    config = parse_config(raw)
+    props = props_of(config, "eu-west-1")
+    assert parse_props(props, "eu-west-1", "TicketService S/T") == config
+    assert props["region_slot"] == 1 and props["compat"] == {"path": "counter"}
+    assert props["access"] == raw["access"] and props["cors_origins"] == ("https://shop.example.com",)
 
 
 def test_series_options_are_snake_case_props_like_every_other_prop() -> None:
