@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,4 +73,10 @@ class Rules:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Mapping[str, Any]]) -> Rules:
-        return cls(tuple(Grant(p, {op: tuple(keys) for op, keys in ops.items()}) for p, ops in raw.items()))
+        return cls.from_entries(raw.items())
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[tuple[str, Mapping[str, Any]]]) -> Rules:
+        """One grant per (principal, operations) entry. A principal may come twice (a role named in the rules
+        and granted by the construct, whose ARN CloudFormation resolves): a caller may do what any allows."""
+        return cls(tuple(Grant(p, {op: tuple(keys) for op, keys in ops.items()}) for p, ops in entries))

@@ -45,10 +45,20 @@ class StoredRules:
         if answer.get("InvalidParameters"):
             raise LookupError(f"missing parameters: {', '.join(answer['InvalidParameters'])}")
         values = {parameter["Name"]: parameter["Value"] for parameter in answer["Parameters"]}
-        merged: dict[str, Any] = {}
+        entries: list[tuple[str, Any]] = []
         for name in self._names:
-            merged.update(json.loads(values[name]))
-        return Rules.from_json(merged)
+            # Entries, not a dict: one principal may be written twice, in one parameter or two (the stack writes
+            # a granted role's ARN as a token; resolved, it may equal a principal the rules name), and each
+            # entry grants what it says. A dict would keep only the last.
+            principals = json.loads(values[name], object_pairs_hook=_Entries)
+            if not isinstance(principals, _Entries):
+                raise ValueError(f"{name}: not an object of principals")
+            entries.extend((principal, dict(operations)) for principal, operations in principals)
+        return Rules.from_entries(entries)
+
+
+class _Entries(list[tuple[str, Any]]):
+    """A JSON object's (name, value) pairs, in order, duplicates kept."""
 
 
 def ssm_client() -> Any:

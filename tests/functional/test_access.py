@@ -300,3 +300,21 @@ def test_a_counters_state_is_checked_against_the_key_it_reads_not_its_encoded_pa
     assert api.get("/orders:eu", iam=caller).status == 200
     answer = api.get("/_counters/orders%3Aeu", iam=caller)
     assert answer.status == 200 and answer.body["key"] == "orders:eu"
+
+
+def test_a_principal_written_twice_may_do_what_either_entry_allows():
+    """A role named in the rules and granted by the construct: the grant's ARN is a token CloudFormation resolves
+    to the same text, so the stored rules hold the principal twice, in one parameter or in two. Each entry grants
+    what it says (a JSON object read into a dict kept only the last)."""
+    role = f"arn:aws:iam::{ACCOUNT}:role/orders-service"
+    ssm = FakeSsm(
+        {
+            "p0": f'{{"{role}":{{"issue":["orders"]}},"{role}":{{"read":["orders"]}}}}',
+            "p1": json.dumps({role: {"series": ["invoices"]}}),
+        }
+    )
+    rules = StoredRules(ssm, ["p0", "p1"])()
+    identity = Identity.of({"requestContext": {"authorizer": {"iam": role_session("orders-service")}}})
+    assert rules.allows(identity, "issue", "orders") and rules.allows(identity, "read", "orders")
+    assert rules.allows(identity, "series", "invoices")
+    assert not rules.allows(identity, "void", "invoices") and not rules.allows(identity, "issue", "refunds")
