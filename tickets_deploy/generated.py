@@ -9,6 +9,11 @@ from .schema import COUNTER_FIELDS, FIELDS, Field
 # What the table says of a field no change may touch, and of one that changes only above a fence.
 _PERMANENT = " **Permanent**"
 _FENCED = " **Changes only above a fence** ([Changing a layout](docs/operations.md#changing-a-layout))"
+# And of one the ledger records as deployed (not permanent: tickets_admin --service reads it back).
+_RECORDED = (
+    " *Recorded* ([the ledger's deployed settings]"
+    "(docs/operations.md#never-twice-across-deploys-what-is-checked-and-what-is-not))"
+)
 
 
 TABLE_HEADER = "| field | prop | default | meaning |"
@@ -33,7 +38,7 @@ def readme_table() -> str:
 
 
 def _row(each: Field, prefix: str = "", prop_prefix: str = "") -> str:
-    permanence = _FENCED if each.fenced else (_PERMANENT if each.permanent else "")
+    permanence = _FENCED if each.fenced else (_PERMANENT if each.permanent else (_RECORDED if each.recorded else ""))
     prop = f"`{prop_prefix}{each.prop}`" if each.owner == "TicketService" else f"`{each.owner}(…, {each.prop}=…)`"
     if each.prop_doc:
         prop += f" ({each.prop_doc})"

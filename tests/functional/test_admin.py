@@ -533,13 +533,29 @@ def test_throttling_beyond_the_retries_is_a_clear_error(aws):
         (["export"], ["JSON Lines: one JSON", "object per line", "--endpoint-url", "examples:"]),
     ],
 )
-def test_every_command_has_help_with_examples(args, expected):
+def test_the_commands_help_says_what_it_does_with_examples(args, expected):
     result = subprocess.run(
         [sys.executable, "-m", "tickets_admin", *args, "--help"], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
     for text in expected:
         assert text in result.stdout, (text, result.stdout)
+
+
+def test_every_registered_command_has_help_with_examples_and_is_listed(capsys):
+    """Every command of the registry (tickets_admin.__main__.COMMANDS), so a new one needs no entry here."""
+    from tickets_admin.__main__ import COMMANDS, main
+
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert done.value.code == 0
+    for command in COMMANDS:
+        assert command.name in listed and command.help in " ".join(listed.split()), command.name
+        with pytest.raises(SystemExit) as done:
+            main([command.name, "--help"])
+        text = capsys.readouterr().out
+        assert done.value.code == 0 and "examples:" in text and f"python -m tickets_admin {command.name}" in text, text
 
 
 def test_raise_help_gives_the_safe_order_for_a_move_from_another_counter():
