@@ -268,23 +268,34 @@ def test_a_changed_start_is_refused_naming_the_fence_and_taken_above_it(aws, tmp
     assert after == [9002, 9003] and not set(after) & set(issued)
 
 
+# Two regions whose key `orders` has little room left under max; STRIDE_10 is a layout change whose new start,
+# one stride above the fence, passes max once eu-west-1 has issued a dozen tickets.
+NEAR_MAX = {
+    **OLD,
+    "regions": {"us-east-1": 0, "eu-west-1": 1},
+    "regionSlots": 2,
+    "counters": {"orders": {"start": 5000, "max": 5025}},
+}
+STRIDE_10 = {**NEAR_MAX, "counters": {"orders": {"start": 5000, "stride": 10, "max": 5025}}}
+
+
+def near_max(tmp_path: Path) -> tuple[Path, Region, Region]:
+    """cdk.json and its ledger for NEAR_MAX, and its two regions' functions."""
+    config_file = checkout(tmp_path, NEAR_MAX)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(NEAR_MAX)})
+    east, west = (deployed(NEAR_MAX, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
+    return config_file, east, west
+
+
 def test_a_partial_fence_checks_max_against_every_regions_lanes_before_it_stops_any(aws, tmp_path: Path) -> None:
     """Another region's lanes can put the new start above max: a run for one region (--region) once stopped that
     region's lanes and the next run was refused, leaving the first region unserved (found in review)."""
-    two = {
-        **OLD,
-        "regions": {"us-east-1": 0, "eu-west-1": 1},
-        "regionSlots": 2,
-        "counters": {"orders": {"start": 5000, "max": 5025}},
-    }
-    config_file = checkout(tmp_path, two)
-    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(two)})
-    east, west = (deployed(two, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
+    config_file, east, west = near_max(tmp_path)
     take(east, "/orders", count=2)  # 5000, 5002
     assert take(west, "/orders", count=12)[-1] == 5023
     ledger = (tmp_path / "tickets.lock.json").read_text()
 
-    checkout(tmp_path, {**two, "counters": {"orders": {"start": 5000, "stride": 10, "max": 5025}}})
+    checkout(tmp_path, STRIDE_10)
     status, out, err = fence(config_file, "--region", "us-east-1")
     assert status != 0 and "would start at 5030, above max (5025)" in err and "nothing was stopped" in err, err
     assert "stopped the old lanes" not in out
@@ -295,17 +306,9 @@ def test_a_partial_fence_checks_max_against_every_regions_lanes_before_it_stops_
 def test_a_refusal_after_a_partial_run_says_the_lanes_it_stopped_stay_stopped(aws, tmp_path: Path) -> None:
     """Traffic between two partial runs can still pass max; the second run's refusal must not say that nothing
     was stopped."""
-    two = {
-        **OLD,
-        "regions": {"us-east-1": 0, "eu-west-1": 1},
-        "regionSlots": 2,
-        "counters": {"orders": {"start": 5000, "max": 5025}},
-    }
-    config_file = checkout(tmp_path, two)
-    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(two)})
-    east, west = (deployed(two, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
+    config_file, east, west = near_max(tmp_path)
     take(east, "/orders", count=2)  # 5000, 5002
-    checkout(tmp_path, {**two, "counters": {"orders": {"start": 5000, "stride": 10, "max": 5025}}})
+    checkout(tmp_path, STRIDE_10)
     assert fence(config_file, "--region", "us-east-1")[0] == 0  # the new start would be 5010 <= max
     assert east.post("/orders").status == 503
     assert take(west, "/orders", count=12)[-1] == 5023  # eu-west-1, not fenced yet, goes on
