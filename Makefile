@@ -124,7 +124,11 @@ synth: $(CDK_DEPS) $(CDK)
 
 # Synthesise once, check that assembly against what each region runs (its ledger version, the Powertools
 # layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from the serve set), then deploy exactly it.
+# FENCE=1 first moves every key whose layout cdk.json changes above a fence in every region's table
+# (python -m tickets_admin fence, with the deploy's credentials), as a synthesis refusal asks.
+FENCE ?=
 deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
+	$(if $(filter 1 yes true,$(FENCE)),$(PY) -m tickets_admin fence)
 	rm -rf cdk.out
 	$(CDK) synth --quiet --output cdk.out
 	$(PY) -m tickets_deploy predeploy --assembly cdk.out

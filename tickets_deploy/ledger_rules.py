@@ -169,11 +169,11 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             f"counters.{key}: a new counter with {layout.describe()}, but {served}, with the unconfigured layout "
             f"({UNCONFIGURED.describe()}). Regions update one at a time and a failed stack rolls back, so a "
             f"region still on that version can issue {key} with the unconfigured layout while another issues it "
-            f"with the new one: the two sets of lanes overlap and repeat tickets, and the tickets already issued "
-            f"would make {key} refuse the new layout for good. Configure {key} with start, stride and shards as "
-            "unconfigured keys have them (max and maxBlock may differ); to begin above N, run `python -m "
-            f"tickets_admin raise {key} --above N` in each region once the config is deployed. Another layout "
-            "is possible only for keys no version ever served unconfigured: strictKeys true from the first ledger "
-            "on (`python -m tickets_cdk init`), with keys other than the defaultKey (docs/design.md#the-rollout-rule)."
+            "with the new one, and the two sets of lanes would repeat tickets. To give it this layout, fence it: "
+            f"`{epochs.FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region's table and records where "
+            "its own lanes begin (with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises "
+            "and deploys). Or configure it with start, stride and shards as unconfigured keys have them (max and "
+            f"maxBlock may differ), then `python -m tickets_admin raise {key} --above N` in each region to begin "
+            "above N (docs/design.md#the-rollout-rule)."
         )
     return problems

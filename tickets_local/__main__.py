@@ -14,6 +14,7 @@ import tickets
 from tickets_deploy.config import ConfigError
 
 from .backend import BackendError
+from .deployment import ledger_refusal
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .server import LocalServer
 
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             play_callers=args.play_callers,
         ).start()
         print(banner(server), flush=True)
+        if args.config_json is None:
+            _warn_if_refused(args.config)
         _wait(args.exit_with_stdin)
     except KeyboardInterrupt:
         pass
@@ -145,6 +148,16 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     print("stopped", flush=True)
     return 0
+
+
+def _warn_if_refused(config_path: str) -> None:
+    refused = ledger_refusal(config_path)
+    if refused is not None:
+        print(
+            f"warning: served as written, but synthesis would refuse it (make synth says the same):\n{refused}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _config_json(text: str | None) -> Any:

@@ -19,6 +19,7 @@ from tickets_deploy.config import (
     pick_region,
     region_settings,
 )
+from tickets_deploy.ledger import LedgerError, check_config_file, ledger_path_beside
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
 POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -79,6 +80,20 @@ def load_deployment(config_path: str | Path, region: str | None) -> LocalDeploym
     """Read cdk.json and pick the region; ConfigError with a message a user can act on."""
     config = epochs.applied_beside(load_config_file(config_path), config_path)  # above its fences, as deployed
     return LocalDeployment(config, pick_region(config, region, config_path))
+
+
+def ledger_refusal(config_path: str | Path) -> str | None:
+    """Why synthesis would refuse cdk.json against the ledger beside it (None: it would accept it, or there is
+    no ledger yet). The local server serves the config as written either way, for trying a change; saying so
+    keeps a config that cannot be deployed from passing for one that can."""
+    path = Path(config_path)
+    if not ledger_path_beside(path).exists():
+        return None
+    try:
+        check_config_file(path, load_config_file(path))
+    except (LedgerError, ConfigError) as err:
+        return str(err)
+    return None
 
 
 def deployment_from_config(tickets: Any, region: str | None, source: str = "the config") -> LocalDeployment:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 
+REPO = Path(__file__).resolve().parents[2]
 OLD = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": True, "counters": {"orders": {"start": 5000}}}
 NEW = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},
@@ -156,6 +158,34 @@ def test_a_region_slots_change_while_unconfigured_keys_may_be_served_is_refused_
     synthesise(config_file, later)
     assert take(deployed(later, "us-east-1", tmp_path), "/anything") == [3]
     assert old.post("/anything").status == 503
+
+
+def test_a_key_served_unconfigured_gets_a_layout_of_its_own_with_the_fence_its_refusal_names(
+    aws, tmp_path: Path
+) -> None:
+    """strictKeys false: `parcels` was served with the unconfigured layout (1, 2, ...). Configuring it with its
+    own start and stride is refused, naming the one command that makes it safe; after that fence the new
+    layout begins above every ticket the unconfigured lanes issued, and the old function's lane stays stopped."""
+    loose = {**OLD, "strictKeys": False}
+    config_file = checkout(tmp_path, loose)
+    init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(loose)})
+    old = deployed(loose, "us-east-1", tmp_path)
+    issued = take(old, "/parcels", count=5)
+    assert issued == [1, 2, 3, 4, 5]
+
+    own = {**loose, "counters": {**loose["counters"], "parcels": {"start": 3, "stride": 7}}}
+    checkout(tmp_path, own)
+    with pytest.raises(LedgerError) as refused:
+        synthesise(config_file, own)
+    assert "counters.parcels: a new counter with start 3, stride 7, shards 1" in str(refused.value)
+    assert "`python -m tickets_admin fence`" in str(refused.value) and "`make deploy FENCE=1`" in str(refused.value)
+
+    status, out, _ = fence(config_file)
+    assert status == 0 and "parcels: fence 6; epoch 1 (start 3, stride 7, shards 1, regionSlots 1) starts at 10" in out
+    synthesise(config_file, own)  # accepted now: the one command was enough
+    new = deployed(own, "us-east-1", tmp_path)
+    assert take(new, "/parcels", count=2) == [10, 17]  # = 3 (mod 7), above 5
+    assert old.post("/parcels").status == 503
 
 
 def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:
@@ -317,3 +347,15 @@ def test_a_refusal_after_a_partial_run_says_the_lanes_it_stopped_stay_stopped(aw
     assert status != 0 and "would start at 5030, above max (5025)" in err, err
     assert "nothing was stopped" not in err and "the lanes an earlier run stopped stay stopped" in err, err
     assert take(west, "/orders") == [5025]
+
+
+@pytest.mark.parametrize("fence_flag, fenced", [("FENCE=1", True), ("FENCE=", False), ("FENCE=0", False)])
+def test_make_deploy_runs_the_fence_first_only_when_asked(fence_flag: str, fenced: bool) -> None:
+    """The one command a refusal names for the reference app: `make deploy FENCE=1` fences every region (with
+    the deploy's credentials), then synthesises, checks and deploys (make -n prints the recipe, runs nothing)."""
+    planned = subprocess.run(
+        ["make", "-n", "deploy", fence_flag], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    synth = next(number for number, line in enumerate(planned) if "cdk synth" in line)
+    fences = [number for number, line in enumerate(planned) if "-m tickets_admin fence" in line]
+    assert fences == ([synth - 2] if fenced else [])  # before `rm -rf cdk.out` and the synthesis

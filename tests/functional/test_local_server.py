@@ -26,7 +26,7 @@ from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.config import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local import server as server_module
-from tickets_local.deployment import load_deployment
+from tickets_local.deployment import ledger_refusal, load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
 from tickets_local.server import LocalServer
 
@@ -460,6 +460,27 @@ class TestConfig:
         )
         named = load_deployment(write_cdk_json(tmp_path, {**TICKETS_CONFIG, "tableName": "shop.tickets"}), None)
         assert (named.counter_table, named.idempotency_table) == ("shop.tickets", "shop.tickets-idempotency")
+
+    def test_a_config_the_ledger_refuses_is_served_with_a_warning_naming_the_refusal(self, tmp_path):
+        """make serve serves what cdk.json says, for trying a change; when synthesis would refuse it, the
+        server says so at start, with synthesis's message, instead of passing for a config that deploys."""
+        loose = {**TICKETS_CONFIG, "strictKeys": False}
+        config_path = write_cdk_json(tmp_path, loose)  # and its ledger, as make init writes it
+        assert ledger_refusal(config_path) is None
+        own = {**loose, "counters": {**loose["counters"], "parcels": {"start": 1000, "stride": 7}}}
+        config_path.write_text(json.dumps({"context": {"tickets": own}}), encoding="utf-8")
+        refused = ledger_refusal(config_path)
+        assert refused is not None and "counters.parcels: a new counter with start 1000, stride 7" in refused
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tickets_local", "--port", "0", "--exit-with-stdin", "--config", str(config_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _, err = server.communicate(input="", timeout=60)
+        assert server.returncode == 0
+        assert "warning: served as written, but synthesis would refuse it" in err and refused in err
 
     def test_invalid_config_names_the_field(self, tmp_path):
         with pytest.raises(ConfigError, match=r"tickets\.counters\.orders\.stride"):

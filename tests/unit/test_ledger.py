@@ -236,7 +236,8 @@ def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_un
     assert message.startswith("counters.foo: a new counter with start 1000, stride 1, shards 1, but a recorded ")
     assert "served keys nobody configured (strictKeys false)" in message
     assert "`python -m tickets_admin raise foo --above N`" in message
-    assert "strictKeys true from the first ledger on (`python -m tickets_cdk init`)" in message
+    assert "`python -m tickets_admin fence` stops the unconfigured lanes of foo in every region" in message
+    assert "`make deploy FENCE=1`" in message
 
 
 @pytest.mark.parametrize("layout", [{"shards": 4}, {"stride": 10}, {"start": 2}])
