@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .environment import CDK_JSON
+from .environment import bench_config
 
 LOAD_THREADS = 16
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
@@ -53,7 +53,7 @@ def measure(
 ) -> dict:
     from tickets_local.server import LocalServer
 
-    with LocalServer(config_path=CDK_JSON, port=0) as server:
+    with LocalServer(config=bench_config(), port=0) as server:
         figures = _load(server.url, load_seconds)
         figures.update(_per_request(server.url, per_request_seconds))
         figures.update(_lease(server.url, lease_seconds, lease_warm_up_seconds))
@@ -66,9 +66,8 @@ def measure_test_kit(keep_alive_requests: int = KEEP_ALIVE_REQUESTS, user_suite_
     """The local server as a test suite runs it: in a process of its own (LocalTickets), from cdk.json's config."""
     from tickets_local.testing import LocalTickets
 
-    config = json.loads(CDK_JSON.read_text())["context"]["tickets"]
     began = time.perf_counter()
-    with LocalTickets(config) as server:
+    with LocalTickets(bench_config()) as server:
         started = time.perf_counter() - began
         figures = _user_suite(server.url, user_suite_tests, started)
         figures.update(_keep_alive(server.url, keep_alive_requests))
