@@ -5,6 +5,7 @@ only (no imports beyond the standard library), so every tier may use it."""
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,3 +96,45 @@ def segments(markdown: str) -> Iterator[tuple[str, str | None]]:
             yield match.group("text"), match.group("target")
         position = match.end()
     yield body[position:], None
+
+
+def console_examples(markdown: str) -> list[tuple[list[str], str]]:
+    """Each `$ curl ...` line of the console blocks (its arguments, the comment after `#` left out) and the
+    output the block shows under it."""
+    examples: list[tuple[list[str], str]] = []
+    for block in FENCE.finditer(markdown):
+        if not block.group(0).startswith("```console"):
+            continue
+        curl = False
+        for line in block.group(0).splitlines()[1:-1]:
+            if line.startswith("$ "):
+                command = shlex.split(line[2:], comments=True)
+                curl = command[0] == "curl"
+                if curl:
+                    examples.append((command, ""))
+            elif curl and examples and not examples[-1][1] and line:
+                examples[-1] = (examples[-1][0], line)
+    return examples
+
+
+def request_of(command: list[str]) -> tuple[str, str, dict[str, str], bool]:
+    """(method, URL, headers, whether curl prints the status instead of the body) of a curl command line; only
+    the options the documents use."""
+    method, headers, url, status_only = "GET", {}, None, False
+    arguments = iter(command[1:])
+    for argument in arguments:
+        if argument == "-s":
+            continue
+        if argument == "-H":
+            name, _, value = next(arguments).partition(":")
+            headers[name.strip()] = value.strip()
+        elif argument == "-X":
+            method = next(arguments)
+        elif argument in ("-o", "-w"):  # -o /dev/null -w '%{http_code}\n': the status alone
+            status_only = status_only or next(arguments) == "%{http_code}\\n"
+        elif argument.startswith("http://"):
+            url = argument
+        else:
+            raise AssertionError(f"a curl option the docs tests do not know: {argument!r} in {command}")
+    assert url is not None, command
+    return method, url, headers, status_only
