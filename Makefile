@@ -68,7 +68,7 @@ $(CDK): package.json $(NODE)
 	touch $@
 
 # The TypeScript client's dependencies, then its build (dist/, tsc from its devDependencies): the package
-# has no install script, so it is built before it is packed or linked (docs/releasing.md).
+# has no install script, so it is built before it is packed or linked (docs/how-to/release.md).
 $(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
 	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npm run build
 	touch $@
@@ -140,7 +140,7 @@ deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
 generated: $(SERVE_DEPS)
 	$(PY) tools/generate.py
 
-# A release's version, written everywhere it is (tools/set_version.py; docs/releasing.md).
+# A release's version, written everywhere it is (tools/set_version.py; docs/how-to/release.md).
 version: $(PY)
 	$(PY) tools/set_version.py $(VERSION)
 

@@ -1,9 +1,9 @@
-"""Series numbers per second against the local server, beside plain tickets (docs/series.md).
+"""Series numbers per second against the local server, beside plain tickets (docs/reference/series.md).
 
 One client (`TicketsClient`, one keep-alive connection) asks, for SECONDS each, in turn:
 - plain tickets: `next()` without an Idempotency-Key (one conditional UpdateItem a ticket);
 - tickets with an Idempotency-Key (the client's default: three writes a ticket);
-- series numbers: `series()` (always with an Idempotency-Key: four calls a number, docs/design.md#series).
+- series numbers: `series()` (always with an Idempotency-Key: four calls a number, docs/explanation/series.md).
 Every series number is checked afterwards: the audit (tickets_admin.journal) must be clean.
 
     python -m bench.series                          # the local server on its embedded moto

@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-RULES_PRINCIPALS = 50  # the most an organisation-wide deployment is designed for (docs/callers.md)
+RULES_PRINCIPALS = (
+    50  # the most an organisation-wide deployment is designed for (docs/how-to/call-from-another-account.md)
+)
 PARAMETER_NAMES = ("tickets-bench-rules-0", "tickets-bench-rules-1")
 
 

@@ -67,7 +67,8 @@ class TicketsStack(Stack):
                 self,
                 "FunctionArn",
                 value=service.function.function_arn,
-                description="The Resource of a caller's own policy in another account (docs/callers.md)",
+                description="The Resource of a caller's own policy in another account "
+                "(docs/how-to/call-from-another-account.md)",
             )
         _warn_about_public_access(self, config)
 

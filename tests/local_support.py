@@ -34,7 +34,7 @@ DYNALITE_START_ATTEMPTS = 5
 
 # cdk.json's `tickets` for the tests: the README's example (one region, one lane per key, so every key
 # is dense), plus a key of its own for the load test.
-SERIES_KEY = "vat-invoices"  # a journaled series (docs/series.md), with its own table
+SERIES_KEY = "vat-invoices"  # a journaled series (docs/reference/series.md), with its own table
 TICKETS_CONFIG = {
     **EXAMPLE_CONFIG,
     "counters": {**EXAMPLE_CONFIG["counters"], "load": {"start": 700000}},

@@ -25,7 +25,7 @@ greater than N. For a point-in-time restore (which rewinds `last`: raise above t
 highest ticket issued before the incident, e.g. from an export of the old table) and
 for a move from another counter: raise above its current value plus a margin before
 pointing callers at Tickets, then again above its final value once it has stopped
-(docs/operations.md, Day 2).
+(docs/how-to/restore.md, docs/how-to/migrate.md).
 
 It never lowers a lane: a lane already past N is left alone ("already above"), and so
 is one the service moves past N while this runs. An unused lane gets its item. An item

@@ -1,6 +1,6 @@
 """`python -m tickets_admin fence`: stop the old layout's lanes of every key whose layout cdk.json
 changes, in every region's table, and record the fence and the new layout in the ledger as a new epoch
-(docs/design.md#epochs-and-fences, docs/operations.md#changing-a-layout).
+(docs/explanation/epochs-and-fences.md, docs/how-to/change-a-layout.md).
 
 Before writing anything it refuses what no fence can make safe (tickets_deploy.epochs.refusals) and a
 config the ledger would refuse for another reason. Each lane is stopped by one conditional write that
@@ -133,7 +133,7 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
             f"{epoch.key}: fence {epoch.fence}; epoch {epoch.number} ({epoch.configured.describe()}) starts at "
             f"{epoch.start}"
         )
-    report(f"recorded in {path}; now synthesise and deploy (docs/operations.md#changing-a-layout)")
+    report(f"recorded in {path}; now synthesise and deploy (docs/how-to/change-a-layout.md)")
     return 0
 
 
@@ -210,7 +210,7 @@ def _check_one_account(ledger: Ledger) -> None:
         raise LedgerError(
             f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
             f"({', '.join(accounts)}), and fence stops the lanes of one account only (the credentials it runs "
-            "with). Give each account its own ledger before changing a layout (docs/operations.md#changing-a-layout)"
+            "with). Give each account its own ledger before changing a layout (docs/how-to/change-a-layout.md)"
         )
 
 

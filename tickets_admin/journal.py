@@ -162,7 +162,7 @@ class SeriesTable:
 
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
     """One JSON object per entry, UTF-8 unescaped; a lone surrogate (stored before the service refused
-    them, docs/series.md#text-that-is-not-unicode) as its JSON escape, which reads back as stored."""
+    them, docs/reference/series.md#text-that-is-not-unicode) as its JSON escape, which reads back as stored."""
     for entry in entries:
         text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
         yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
@@ -188,7 +188,7 @@ def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
 
 def printable(text: str) -> str:
     """`text` as UTF-8 can carry it: a lone surrogate becomes `\\udXXX` (Python's backslashreplace), so
-    printing never fails on what is stored (docs/series.md#text-that-is-not-unicode)."""
+    printing never fails on what is stored (docs/reference/series.md#text-that-is-not-unicode)."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

@@ -65,7 +65,7 @@ The safe order, while old callers still count on the old table, in each Tickets
 region (--region; --from-region names the old table's):
   1. migrate with a margin bigger than the numbers the old counters will hand out
      until step 2 is done; it records each key's target;
-  2. switch the callers to Tickets (the compatibility route in docs/migrating.md);
+  2. switch the callers to Tickets (the compatibility route in docs/how-to/migrate.md);
   3. migrate --verify: exit 0 says no old caller passed its key's target; otherwise
      it names each key and the numbers issued twice. Then migrate again (any margin)
      to raise the keys the old callers created after step 1."""

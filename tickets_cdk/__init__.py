@@ -1,7 +1,7 @@
 """Tickets as a CDK construct library: `TicketService` (the tables, the function and its URL) for any CDK
 app, with `TicketAlarms` and `TicketDashboard` as opt-in parts. Any app that contains a TicketService is
 checked against its deployment ledger (tickets.lock.json beside its cdk.json) when it synthesises;
-`python -m tickets_cdk init` writes the first one. docs/cdk.md shows how to use it.
+`python -m tickets_cdk init` writes the first one. docs/how-to/use-the-construct.md shows how to use it.
 
 The constructs are imported on first use, so `tickets_cdk.__version__` and `python -m tickets_cdk` do not
 load aws_cdk.

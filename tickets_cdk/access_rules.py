@@ -78,7 +78,7 @@ class AccessRulesStore(Construct):
         parameter = ssm.StringParameter(
             self,
             f"Rules{index}",
-            description="Tickets access rules (docs/callers.md#access-rules); part of the rules, written by the stack",
+            description="Tickets access rules (docs/how-to/access-rules.md); part of the rules, written by the stack",
             string_value=_lazy(lambda: self._value(index)),
             tier=ssm.ParameterTier.STANDARD,
         )

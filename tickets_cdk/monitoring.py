@@ -48,7 +48,8 @@ class TicketAlarms(Construct):
         self._alarm(
             "TableThrottles",
             service.metric_table_throttles(),
-            "DynamoDB throttled the counter table: a hot key needs shards or blocks (docs/operations.md: Hot keys).",
+            "DynamoDB throttled the counter table: a hot key needs shards or blocks "
+            "(docs/how-to/change-a-layout.md#a-hot-key).",
         )
         self._alarm(
             "IdempotencyTableThrottles",

@@ -78,8 +78,8 @@ def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedP
 
 
 def admit_caller(function: lambda_.Function, caller: str) -> None:
-    """The function's side of a call from another account (docs/callers.md): both actions a caller of the
-    AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
+    """The function's side of a call from another account (docs/how-to/call-from-another-account.md): both
+    actions a caller of the AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
     principal = iam.AccountPrincipal(caller) if caller.isdigit() else iam.ArnPrincipal(caller)
     name = caller.replace("/", "%")  # a construct id has no "/"; IAM names have no "%"
     function.add_permission(

@@ -87,18 +87,18 @@ class TicketService(Construct):
       starts every counter again at its start, so anything else is for throwaway stacks);
     - `encryption_key`: a customer-managed KMS key that encrypts every table and the function's log group
       (default: none, AWS-owned keys). A key created in this stack gets the key policy CloudWatch Logs needs;
-      an imported key must already allow it (docs/cdk.md#encryption).
+      an imported key must already allow it (docs/reference/construct.md#encryption-and-security-checks).
 
     With `access` (the cdk.json field, or `{}`) the function enforces access rules, and the grants
-    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`) add to them (docs/callers.md#access-rules).
+    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`) add to them (docs/how-to/access-rules.md).
 
-    With `series` configured (docs/series.md) it also creates the series table, `<table_name>-series`
+    With `series` configured (docs/reference/series.md) it also creates the series table, `<table_name>-series`
     (logical id: the construct's id followed by `SeriesTable`), with the same protection, and grants the
     function only the calls the journal makes on it (tickets/series/store.py).
 
     The stack must name its region (env=Environment(region=...)): whether Function URLs exist there and
     which slot is this region's are decided at synthesis. Synthesis of the app checks every TicketService
-    against the ledger beside the app's cdk.json (docs/cdk.md).
+    against the ledger beside the app's cdk.json (docs/how-to/use-the-construct.md).
     """
 
     def __init__(
@@ -269,8 +269,8 @@ class TicketService(Construct):
 
     def _grant(self, grantee: iam.IGrantable, operation: str, keys: Sequence[str] | None) -> iam.Grant:
         """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs, each only
-        through the URL (docs/callers.md); with access rules, also a rule letting it do `operation` on `keys`
-        (None: every key, written `*`)."""
+        through the URL (docs/how-to/call-from-another-account.md); with access rules, also a rule letting it do
+        `operation` on `keys` (None: every key, written `*`)."""
         label = f"TicketService {self.node.path}: grant_{operation}"
         if self.config.auth != "AWS_IAM":
             raise ValueError(

@@ -1,8 +1,7 @@
-"""The security checks that do not apply to a TicketService, and why, written on the resources themselves
-as AWS Solutions Constructs do: checkov reads `Metadata.checkov.skip`, cfn_nag `Metadata.cfn_nag
-.rules_to_suppress`, cdk-nag `Metadata.cdk_nag.rules_to_suppress`. docs/operations.md#security-checks
-lists them; a check that does apply (a customer-managed key: the `encryption_key` prop) is never
-suppressed here.
+"""The security checks that do not apply to a TicketService, and why, written on the resources themselves as AWS
+Solutions Constructs do: checkov reads `Metadata.checkov.skip`, cfn_nag `Metadata.cfn_nag.rules_to_suppress`,
+cdk-nag `Metadata.cdk_nag.rules_to_suppress`. docs/reference/construct.md#encryption-and-security-checks lists them;
+a check that does apply (a customer-managed key: the `encryption_key` prop) is never suppressed here.
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ NO_SECRET_IN_ENVIRONMENT = (
     "it at rest with its own key, and a customer-managed key would protect nothing more."
 )
 UNRESERVED_CONCURRENCY = (
-    "reserved_concurrency is off by default (docs/cdk.md#reserved-concurrency): a reservation takes from the "
-    "account's shared pool and cannot be made in a new account (limit 10); set it to cap cost or abuse."
+    "reserved_concurrency is off by default (docs/reference/construct.md#reserved-concurrency): a reservation "
+    "takes from the account's shared pool and cannot be made in a new account (limit 10); set it to cap cost or abuse."
 )
 
 

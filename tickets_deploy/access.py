@@ -2,7 +2,7 @@
 
 The function only matches rules (tickets/access.py); here they are checked, so the function never gets a
 malformed one. Rules are not permanent: the ledger records none of them, and changing them never repeats a
-ticket (docs/callers.md#access-rules).
+ticket (docs/how-to/access-rules.md).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from .environment import (
     handler_environment,
     region_settings,
 )
-from .generated import readme_table
+from .generated import configuration_table
 from .rules import (
     ACCOUNT_ID_PATTERN,
     AUTH_TYPES,
@@ -68,7 +68,7 @@ __all__ = [
     "parse_props",
     "pick_region",
     "props_of",
-    "readme_table",
+    "configuration_table",
     "region_settings",
     "to_raw",
 ]

@@ -45,7 +45,8 @@ COUNTER_FIELDS: tuple[Field, ...] = (
     _counter_field(
         "stride",
         "`1`",
-        "the distance between consecutive tickets of one lane (1 or more).",
+        "the spacing of key K's tickets (1 or more): each is ≡ `start` (mod `stride`); with one lane, consecutive "
+        "tickets are `stride` apart, and a lane's step is `stride × regionSlots × shards`.",
         _counter_stride,
         permanent=True,
         fenced=True,

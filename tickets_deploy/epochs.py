@@ -1,5 +1,5 @@
 """The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
-records, and the settings a function of the new layout gets (docs/design.md#epochs-and-fences).
+records, and the settings a function of the new layout gets (docs/explanation/epochs-and-fences.md).
 
 Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs (ledger_model, ledger_codec)
 and its rollout rule (ledger_rules) calls `synthesis_problems`; `python -m tickets_admin fence`
@@ -127,7 +127,7 @@ def refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     if config.region_slots < ledger.region_slots:
         problems.append(
             f"regionSlots: the ledger records {ledger.region_slots}, cdk.json says {config.region_slots}. regionSlots "
-            f"only grows: keep {ledger.region_slots} or more (docs/operations.md#changing-a-layout)."
+            f"only grows: keep {ledger.region_slots} or more (docs/how-to/change-a-layout.md)."
         )
     moves_unconfigured = config.region_slots != unconfigured_region_slots(ledger)
     if ledger.unconfigured_keys_served and moves_unconfigured and not config.strict_keys:
@@ -137,7 +137,7 @@ def refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             f"{config.region_slots}. A region not yet deployed, or rolled back, can create such a key's lanes in "
             "the old layout at any time, up to max, and no fence can bound what it will issue. Set strictKeys true "
             "in the same change (configure every key callers use; they are fenced with it) "
-            "(docs/design.md#epochs-and-fences)."
+            "(docs/explanation/epochs-and-fences.md)."
         )
     return problems
 
@@ -155,8 +155,8 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             "counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the new lanes "
             f"of {', '.join(unfenced)} would reissue numbers the old ones issued unless they begin above a fence: "
             f"run `{FENCE_COMMAND}` (it stops the old lanes in every region and records the fence in the ledger), "
-            "then synthesise again (docs/operations.md#changing-a-layout); or keep regionSlots at "
-            f"{ledger.region_slots} and add regions only on its free slots (docs/operations.md#adding-a-region)."
+            "then synthesise again (docs/how-to/change-a-layout.md); or keep regionSlots at "
+            f"{ledger.region_slots} and add regions only on its free slots (docs/how-to/add-a-region.md)."
         )
     elif config.region_slots == ledger.region_slots:
         problems += [_unconfigured_problem(change) for change in plan(config, ledger) if _moves_unconfigured(change)]
@@ -194,7 +194,7 @@ def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
         f"fence (epoch {epoch.number}, at {epoch.fence}) moved it to, {epoch.configured.describe()}. Served, it "
         "would take tickets from lanes that fence stopped (every request a 503) instead of epoch "
         f"{epoch.number}'s. Give {change.key} epoch {epoch.number}'s layout again, or run `{FENCE_COMMAND}` to move "
-        "it to this one above a new fence, then synthesise again (docs/operations.md#changing-a-layout)."
+        "it to this one above a new fence, then synthesise again (docs/how-to/change-a-layout.md)."
     )
 
 
@@ -210,7 +210,7 @@ def _unconfigured_problem(change: Change) -> str:
         f"counters.{change.key}: a recorded version served {change.key} unconfigured with {change.old.describe()}; "
         f"cdk.json serves it with {change.configured.describe()}. Its old lanes may hold any number from their start "
         f"on: run `{FENCE_COMMAND}` to stop them and begin above a fence, then synthesise again "
-        "(docs/design.md#epochs-and-fences)."
+        "(docs/explanation/epochs-and-fences.md)."
     )
 
 

@@ -1,6 +1,6 @@
-"""What is written from the schema into files a reader meets without running anything: the README's table of
-configuration fields and the construct's typed props (tickets_cdk/props.py). `make generated` writes both
-(tools/generate.py); tests/unit/test_generated.py fails, naming that command, when either file differs."""
+"""What is written from the schema into files a reader meets without running anything: the table of configuration
+fields in docs/reference/configuration.md and the construct's typed props (tickets_cdk/props.py). `make generated`
+writes both (tools/generate.py); tests/unit/test_generated.py fails, naming that command, when either file differs."""
 
 from __future__ import annotations
 
@@ -8,26 +8,23 @@ from .schema import COUNTER_FIELDS, FIELDS, Field
 
 # What the table says of a field no change may touch, and of one that changes only above a fence.
 _PERMANENT = " **Permanent**"
-_FENCED = " **Changes only above a fence** ([Changing a layout](docs/operations.md#changing-a-layout))"
+_FENCED = " **Changes only above a fence** ([change a layout](../how-to/change-a-layout.md))"
 # And of one the ledger records as deployed (not permanent: tickets_admin --service reads it back).
-_RECORDED = (
-    " *Recorded* ([the ledger's deployed settings]"
-    "(docs/operations.md#never-twice-across-deploys-what-is-checked-and-what-is-not))"
-)
+_RECORDED = " *Recorded*"
 
 
 TABLE_HEADER = "| field | prop | default | meaning |"
 
 
-def readme_with_table(readme: str, table: str) -> str:
-    """`readme` with its configuration table (from its header row to the blank line after it) replaced."""
-    start = readme.index(TABLE_HEADER)
-    end = readme.index("\n\n", start)
-    return readme[:start] + table + readme[end:]
+def with_configuration_table(page: str, table: str) -> str:
+    """`page` with its configuration table (from its header row to the blank line after it) replaced."""
+    start = page.index(TABLE_HEADER)
+    end = page.index("\n\n", start)
+    return page[:start] + table + page[end:]
 
 
-def readme_table() -> str:
-    """The README's table of fields."""
+def configuration_table() -> str:
+    """The table of fields of docs/reference/configuration.md (its links are relative to that page)."""
     rows = [TABLE_HEADER, "| --- | --- | --- | --- |"]
     for each in FIELDS:  # `counters` itself is the rows of its fields, counters.K.<name>
         if each.name != "counters":
@@ -48,8 +45,8 @@ def _row(each: Field, prefix: str = "", prop_prefix: str = "") -> str:
 _PROPS_HEADER = '''"""The construct's typed props that are fields of cdk.json's `tickets` object, one line each.
 
 Generated from tickets_deploy.schema by `make generated`: change the schema, not this file. Each prop takes
-its field's value in snake_case (the prop's name, type, default and rule are the field's; the README's
-configuration table lists them); an omitted prop, or None, is the field's default.
+its field's value in snake_case (the prop's name, type, default and rule are the field's;
+docs/reference/configuration.md lists them); an omitted prop, or None, is the field's default.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The deployment ledger, tickets.lock.json: every setting that decides which numbers a lane owns, as
 ever synthesised, so that no rollout of accepted configs can hand out a number twice
-(docs/design.md#the-rollout-rule).
+(docs/explanation/ledger.md#the-rollout-rule).
 
 A fresh table cannot know what another region, an earlier slot owner or a deleted stack issued, and
 the CDK cannot ask AWS at synthesis; the ledger, committed beside cdk.json, remembers it instead.
@@ -96,8 +96,8 @@ def read_ledger_file(path: Path) -> LedgerFile:
             "for what the app declares; commit it. If this app was deployed before, never write a new one (a new "
             f"ledger forgets what was issued): restore it from version control, `git checkout -- {path.name}`, "
             "or, if a commit deleted it (an upgrade from a version that shipped an example ledger), `git show "
-            f"$(git rev-list -n 1 HEAD -- {path.name})^:{path.name} > {path.name}` (docs/operations.md"
-            "#upgrading-from-a-version-that-shipped-a-ledger)."
+            f"$(git rev-list -n 1 HEAD -- {path.name})^:{path.name} > {path.name}` "
+            "(docs/how-to/upgrade.md#from-a-version-that-shipped-a-ledger)."
         ) from None
     except (OSError, UnicodeDecodeError) as err:
         raise LedgerError(f"{path}: cannot read it ({err})") from None
@@ -118,7 +118,7 @@ def read_ledger_file(path: Path) -> LedgerFile:
 
 _MERGE_WAY_OUT = (
     f"take one side's ledger (`git checkout --ours -- {LEDGER_FILE}` or --theirs), keep the merged cdk.json and "
-    "synthesise again, so the other side's change is checked after it (docs/operations.md#working-as-a-team)"
+    "synthesise again, so the other side's change is checked after it (docs/how-to/work-as-a-team.md)"
 )
 
 

@@ -68,7 +68,7 @@ def _renamed_table_problems(
                 f"tableName: the ledger records {name!r} in {', '.join(shared)}, which cdk.json no longer "
                 f"declares, and cdk.json says {config.table_name!r}. A new name is a new, empty table, where every "
                 f"counter would start again at its start and repeat every ticket already issued. Keep {name!r} "
-                "(docs/operations.md)."
+                "(docs/explanation/ledger.md)."
             )
     return problems
 
@@ -160,7 +160,7 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
         "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
         f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
         "change is checked after it; if the ledger refuses it, that change could repeat tickets "
-        "(docs/operations.md#working-as-a-team)."
+        "(docs/how-to/work-as-a-team.md)."
     )
     if not ledger.versions:
         raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")

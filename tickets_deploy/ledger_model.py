@@ -19,7 +19,7 @@ COMMENT = (
     "Tickets deployment ledger, kept by cdk synth: per counter table, the region slots, counter settings and "
     "accounts ever deployed, and which keys were ever served unconfigured; and its versions, one line, each "
     "naming its parent, which deployed stacks record so that no rollout can repeat a ticket. Commit it with "
-    "cdk.json; never edit, merge or delete it (docs/operations.md)."
+    "cdk.json; never edit, merge or delete it (docs/explanation/ledger.md)."
 )
 # The one init (`make init` runs it): what every message names, and the first version's change.
 INIT_COMMAND = "python -m tickets_cdk init"
@@ -62,7 +62,7 @@ class CounterRecord:
         return ", ".join(f"{each.name} {getattr(self, each.attribute)}" for each in LAYOUT_FIELDS)
 
 
-# The layout the handler gives a key that cdk.json does not configure (docs/design.md#the-rollout-rule).
+# The layout the handler gives a key that cdk.json does not configure (docs/explanation/ledger.md#the-rollout-rule).
 UNCONFIGURED = CounterRecord.of(CounterConfig())
 
 
@@ -78,10 +78,10 @@ class Ledger:
     unconfigured_keys_served: bool = True
     default_keys_served: frozenset[str] = frozenset()
     # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
-    # series is permanent, field by field, and never removed (docs/series.md).
+    # series is permanent, field by field, and never removed (docs/reference/series.md).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
-    # (`python -m tickets_admin fence` records them; docs/design.md#epochs-and-fences).
+    # (`python -m tickets_admin fence` records them; docs/explanation/epochs-and-fences.md).
     epochs: tuple[KeyEpoch, ...] = ()
     # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
     # out (tickets_deploy/ledger_config.py); None: a ledger written before they were recorded.

@@ -1,4 +1,4 @@
-"""The rollout rule (docs/design.md#the-rollout-rule): `record` compares a parsed config with a service's
+"""The rollout rule (docs/explanation/ledger.md#the-rollout-rule): `record` compares a parsed config with a service's
 previous ledger and returns the next one, or refuses with a LedgerError that names each field, its old
 and new value, why it would repeat tickets and what to do instead."""
 
@@ -88,7 +88,7 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         problems.append(
             f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
             "name is a new, empty table, where every counter would start again at its start and repeat every "
-            f"ticket already issued. Keep {previous.table_name!r} (docs/operations.md)."
+            f"ticket already issued. Keep {previous.table_name!r} (docs/explanation/ledger.md)."
         )
     # regionSlots: it grows only above fences, per key (epochs.synthesis_problems).
     return problems
@@ -153,7 +153,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
                     f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
-                    f"{name} above a fence: `{epochs.FENCE_COMMAND}` (docs/operations.md#changing-a-layout)."
+                    f"{name} above a fence: `{epochs.FENCE_COMMAND}` (docs/how-to/change-a-layout.md)."
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
@@ -174,6 +174,6 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             "its own lanes begin (with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises "
             "and deploys). Or configure it with start, stride and shards as unconfigured keys have them (max and "
             f"maxBlock may differ), then `python -m tickets_admin raise {key} --above N` in each region to begin "
-            "above N (docs/design.md#the-rollout-rule)."
+            "above N (docs/explanation/ledger.md#the-rollout-rule)."
         )
     return problems

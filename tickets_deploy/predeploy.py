@@ -1,5 +1,5 @@
 """`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS after synthesis and before
-CloudFormation starts (docs/operations.md#before-cloudformation-starts).
+CloudFormation starts (docs/how-to/deploy.md#before-cloudformation-starts).
 
 It reads the cloud assembly `cdk deploy` is about to deploy (cdk.out: manifest.json and each stack's
 template) and, with the caller's credentials, in each stack's region:
@@ -7,7 +7,7 @@ template) and, with the caller's credentials, in each stack's region:
 - the ledger version the stack runs: `cdk deploy` may go ahead only if it is an ancestor of (or equal
   to) the version being deployed, in this checkout's ledger (tickets.lock.json). A stack deployed from
   another branch, or from a main this checkout has not pulled, runs a version this history does not
-  have: deploying over it could hand out the numbers its lanes hand out (docs/design.md#teams).
+  have: deploying over it could hand out the numbers its lanes hand out (docs/explanation/ledger.md#teams).
   A stack that does not exist yet is a first deploy;
 - every SSM parameter the templates resolve (`{{resolve:ssm:NAME}}`), above all the Powertools layer's
   public parameter, which a Powertools release once shipped without (their issue #7689): CloudFormation
@@ -151,7 +151,7 @@ def _version_problems(
             "checkout has not pulled) and deployed from there, so neither change was checked after the other, "
             "and the two versions' lanes may overlap. Deploy from main only. Pull main; if the branch that "
             "deployed it is not merged yet, merge it, taking one side's ledger and synthesising the other "
-            "side's cdk.json change on top (docs/operations.md#working-as-a-team)"
+            "side's cdk.json change on top (docs/how-to/work-as-a-team.md)"
         )
     yield (
         f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being "
@@ -170,7 +170,7 @@ def _parameter_problems(region: str, name: str, client: ClientFactory, report: C
                     "release in this region (it happened once: their issue #7689), and CloudFormation would fail "
                     "on it. Pin the previous Powertools release (POWERTOOLS_VERSION in tickets_cdk/powertools.py, and "
                     "aws-lambda-powertools==X.Y.Z in requirements-serve.txt), run the tests, and deploy again "
-                    "(docs/operations.md#before-cloudformation-starts)."
+                    "(docs/how-to/deploy.md#before-cloudformation-starts)."
                 )
             else:
                 yield f"{region}: SSM parameter {name}, which a template resolves, does not exist: create it first."

@@ -83,7 +83,7 @@ def _regions(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int
             raise ConfigError(
                 f"{at}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
                 "give the region a free slot, or raise regionSlots, which changes only above a fence once a key "
-                "issued tickets (docs/operations.md#changing-a-layout)"
+                "issued tickets (docs/how-to/change-a-layout.md)"
             )
         if slot in owners:
             raise ConfigError(
@@ -221,7 +221,7 @@ def _compat_path(
     The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
     of ours (those start with `_`), and it may not hide the path of a key the config names. It is
     served literally (tickets.routes). With strictKeys false it hides the unconfigured key of its name
-    from /path, which stays reachable as /?key=path (docs/migrating.md)."""
+    from /path, which stays reachable as /?key=path (docs/how-to/migrate.md)."""
     if raw is None:
         return None
     _require_object(raw, where, {"path"})
@@ -286,7 +286,7 @@ def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
 
 def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: must be an object mapping names to series (docs/series.md)")
+        raise ConfigError(f"{where}: must be an object mapping names to series (docs/reference/series.md)")
     counters = {*parsed["counters"], parsed["default_key"]}
     series = {}
     for key, raw in value.items():

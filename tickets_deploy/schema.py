@@ -99,7 +99,7 @@ class DeploymentConfig:
         default_doc=f'`"{DEFAULT_TABLE_NAME}"`',
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it. A deployment from before this field: "
-        "[Upgrading](docs/operations.md#upgrading-a-deployment-made-before-the-fixed-table-name).",
+        "[Upgrading](../how-to/upgrade.md#a-deployment-made-before-the-fixed-table-name).",
         parse=_table_name,
         permanent=True,
     )
@@ -129,7 +129,7 @@ class DeploymentConfig:
         default_doc="`false`",
         doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404. While "
         "unconfigured keys are served, a counter added later keeps their layout "
-        "([why](docs/operations.md#rollouts-are-not-atomic)).",
+        "([why](../explanation/ledger.md#the-rollout-rule)).",
         parse=boolean,
         setting=True,
         one_numbering=True,
@@ -157,7 +157,7 @@ class DeploymentConfig:
         default_doc="`{}`",
         doc="name → a journaled series (`start`, `period`, `periodStartMonth`, `utcOffset`, `format`, "
         "`formatMaxLength`, `max`): dense numbers, each with one journal entry, for invoices "
-        "([docs/series.md](docs/series.md)). Never removed, never changed, never a counter's name; adds the "
+        "([series](series.md)). Never removed, never changed, never a counter's name; adds the "
         "series table `<tableName>-series`.",
         parse=_series,
         encode=encode_series,
@@ -226,7 +226,7 @@ class DeploymentConfig:
         prop_type="Sequence[str]",
         default_doc="`[]`",
         doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL: the stack grants "
-        "both invoke actions to each ([docs/callers.md](docs/callers.md)).",
+        "both invoke actions to each ([callers](../how-to/call-from-another-account.md)).",
         parse=_callers,
         needs=("auth",),
     )
@@ -238,7 +238,7 @@ class DeploymentConfig:
         default_doc="off",
         doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number, like the API '
         "Gateway counter; the path is literal and hides the key `counter` from `/counter` "
-        "([moving from it](docs/migrating.md)).",
+        "([moving from it](../how-to/migrate.md)).",
         parse=_compat,
         encode=encode_compat,
         to_prop=compat_to_prop,
@@ -252,7 +252,7 @@ class DeploymentConfig:
         prop_type="Mapping[str, Mapping[str, Sequence[str]]]",
         default_doc="none: every invoker may do everything",
         doc="principal -> operation (`issue`, `series`, `void`, `read`) -> key patterns; what no rule allows is "
-        "refused (403) ([docs/callers.md](docs/callers.md#access-rules)). Needs auth `AWS_IAM`; not permanent.",
+        "refused (403) ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`; not permanent.",
         parse=_access,
         encode=encode_access,
         to_prop=access_to_prop,

@@ -6,7 +6,7 @@ One at a time is not a simplification but a requirement, twice over:
   on it: an app's request deadline is one per app, and the Powertools logger's and metrics'
   state are process-wide;
 - moto is process-wide and not atomic: concurrent UpdateItems on one item in moto issued
-  duplicate tickets (docs/design.md#local-server), where DynamoDB itself never would.
+  duplicate tickets (docs/explanation/design.md#the-local-server), where DynamoDB itself never would.
 So every invocation of every server in the process holds one lock, whatever the backend.
 """
 

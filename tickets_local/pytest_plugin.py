@@ -1,4 +1,5 @@
-"""pytest fixtures for testing your code against Tickets, without AWS (the package's `testing` extra; docs/testing.md).
+"""pytest fixtures for testing your code against Tickets, without AWS (the package's `testing` extra;
+docs/how-to/test-your-code.md).
 
 Registered through the `pytest11` entry point: installing the package is all it takes.
 

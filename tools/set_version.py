@@ -1,4 +1,4 @@
-"""Set the release version everywhere it is written: `make version VERSION=X.Y.Z` (docs/releasing.md).
+"""Set the release version everywhere it is written: `make version VERSION=X.Y.Z` (docs/how-to/release.md).
 
 `tickets.__version__` is the version; three files repeat it because they are read where that module is not:
 the Python client is a distribution of its own (built from clients/python alone), npm reads package.json, and

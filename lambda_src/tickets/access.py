@@ -1,4 +1,4 @@
-"""Access rules, matched (docs/callers.md#access-rules); tickets_deploy/access.py checks them at synthesis."""
+"""Access rules, matched (docs/how-to/access-rules.md); tickets_deploy/access.py checks them at synthesis."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`create_app`, the one way to build the function (handler.py, the tests, the local server and the
-bench): its services and the dispatch by the route table (docs/design.md)."""
+bench): its services and the dispatch by the route table (docs/explanation/design.md)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def create_app(
     at random, unless a test pins them. `region`: the one GET /_health names; by default the
     function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
     the settings configure series. `clock`: what says which period a new series number falls in.
-    `access`: the deployment's access rules (docs/callers.md#access-rules), or an Unavailable error when
+    `access`: the deployment's access rules (docs/how-to/access-rules.md), or an Unavailable error when
     they cannot be read; None: every invoker may do everything."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")

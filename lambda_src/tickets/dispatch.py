@@ -1,4 +1,4 @@
-"""An event's answer by the route table (docs/design.md#routes): its handler, or 404, 405 or 400;
+"""An event's answer by the route table (docs/explanation/design.md#routes): its handler, or 404, 405 or 400;
 every exception as the API's JSON error."""
 
 from __future__ import annotations

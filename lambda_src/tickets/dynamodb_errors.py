@@ -1,7 +1,7 @@
-"""What a failed DynamoDB call means, decided once for the counter store, the series store and
-tickets_admin (docs/design.md#failures): throttling, a 5xx or no answer is UNAVAILABLE (503 with
-Retry-After); a missing table, a denied role or a refused request is a misconfiguration, raised as it
-came (the function's 500 `internal_error`, which the InternalErrors alarm watches)."""
+"""What a failed DynamoDB call means, decided once for the counter store, the series store and tickets_admin
+(docs/explanation/failures-and-idempotency.md#failures): throttling, a 5xx or no answer is UNAVAILABLE (503 with
+Retry-After); a missing table, a denied role or a refused request is a misconfiguration, raised as it came (the
+function's 500 `internal_error`, which the InternalErrors alarm watches)."""
 
 from __future__ import annotations
 

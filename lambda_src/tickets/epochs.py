@@ -1,4 +1,4 @@
-"""Epochs: a key's layout changed on a live deployment, above a fence (docs/design.md#epochs-and-fences).
+"""Epochs: a key's layout changed on a live deployment, above a fence (docs/explanation/epochs-and-fences.md).
 
 Plain arithmetic, no AWS: the service, tickets_admin's `fence`, the ledger and the rollout model share it.
 

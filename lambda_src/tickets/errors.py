@@ -41,7 +41,7 @@ def forbidden(caller: str, operation: str, key: str) -> Forbidden:
     # What was asked, and who asked: never another principal's rules.
     return Forbidden(
         f"{caller} may not {operation} key {echo(key)}: no access rule of this deployment allows it. "
-        "Nothing was done; ask for a rule (docs/callers.md#access-rules)"
+        "Nothing was done; ask for a rule (docs/how-to/access-rules.md)"
     )
 
 

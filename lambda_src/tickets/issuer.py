@@ -188,7 +188,7 @@ class Issuer:
             "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
             "lanes": rows,
             # After a layout change: the key's epoch, whose lanes begin at or above its fence
-            # (docs/design.md#epochs-and-fences).
+            # (docs/explanation/epochs-and-fences.md).
             **(
                 {"epoch": {"number": counter.epoch, "fence": counter.fence, "start": counter.start}}
                 if counter.epoch

@@ -1,7 +1,7 @@
 """What a lane item is, in one place for the service (store.py) and tickets_admin: its attributes,
 how they are read, how a stored item compares with the configured lane, and every conditional
-write on one (UpdateItem arguments, less the table and the key). docs/design.md#items and
-docs/design.md#conditions explain each.
+write on one (UpdateItem arguments, less the table and the key). docs/explanation/design.md#items and
+docs/explanation/conditions.md explain each.
 
 Only code writes lanes. The service and tickets_admin write `step` and `first` with every lane item,
 and the whole layout (`step`, `shards`, `first`, `stride`) on a sharded key's plain item; the
@@ -56,7 +56,7 @@ _COMPLETE_LAYOUT_IF = (
     "(attribute_not_exists(#first) OR #first = :first) AND (attribute_not_exists(#stride) OR #stride = :stride) "
     "AND attribute_not_exists(#last)"
 )
-# tickets_admin fence only: stop a lane (docs/design.md#epochs-and-fences). One write, returning the item
+# tickets_admin fence only: stop a lane (docs/explanation/epochs-and-fences.md). One write, returning the item
 # as it leaves it, so its `last` is final: a request either wrote before it or is refused after it.
 _STOP = "SET #stopped = #step, #step = :stopped"
 _STOP_IF = "attribute_exists(#step) AND #step <> :stopped"

@@ -6,7 +6,7 @@ Every issuing request prints one JSON line already: Powertools Metrics' EMF line
 it as EMF metadata (`Metrics.add_metadata`, Powertools' supported way to put high-cardinality
 fields in that line): CloudWatch turns the line's metrics into metrics and keeps every field as
 JSON that Logs Insights reads, so one line per request carries both, and no logging machinery runs
-on the warm path. docs/operations.md's runbook queries read these fields (`AUDIT_FIELDS`).
+on the warm path. docs/how-to/restore.md's Logs Insights queries read these fields (`AUDIT_FIELDS`).
 
 The line is printed when the invocation ends, even when it fails (`log_metrics` flushes in a
 `finally`), so it also tells an issuance whose answer was lost; an invocation killed in between

@@ -158,7 +158,8 @@ def _body_fields(body: bytes, max_count: int) -> dict[str, Any]:
 def json_body(body: bytes, example: str) -> Any:
     """A request body's JSON, every string of it (names and values) valid Unicode. JSON's `\\ud800` (a
     lone surrogate) is valid JSON but no text: stored, it could never be written out as UTF-8
-    (docs/series.md: text in the journal), so it is refused here, for every route, before anything is read."""
+    (docs/reference/series.md#text-that-is-not-unicode), so it is refused here, for every route, before
+    anything is read."""
     try:
         parsed = json.loads(body, object_pairs_hook=unique_fields)
     except (ValueError, RecursionError):

@@ -1,5 +1,5 @@
 """The route table: each path, its methods, handler and operation; it drives the dispatch, `Allow`,
-the 404 and 405 texts and the API document's paths (docs/design.md#routes). `{name}` is a parameter;
+the 404 and 405 texts and the API document's paths (docs/explanation/design.md#routes). `{name}` is a parameter;
 no key starts with `_` (keys.KEY_PATTERN): the prefix is the service's own routes'."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The series routes (docs/series.md). Outside the series package, and the journal's code imported
+"""The series routes (docs/reference/series.md). Outside the series package, and the journal's code imported
 inside them: a function that serves no series loads only series/config.py."""
 
 from __future__ import annotations
@@ -84,5 +84,5 @@ def _series_of(services: Services, key: str) -> tuple[SeriesConfig, SeriesStore]
     config = services.settings.series.get(key)
     if config is None or services.journal is None:
         configured = ", ".join(sorted(services.settings.series)) or "none"
-        raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/series.md")
+        raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/reference/series.md")
     return config, services.journal

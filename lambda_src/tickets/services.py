@@ -127,7 +127,7 @@ class Services:
     clock: Callable[[], datetime.datetime]
     metrics: Metrics = field(default_factory=lambda: metrics)  # the request's one EMF line
     logger: Logger = field(default_factory=lambda: logger)
-    # The deployment's access rules (docs/callers.md#access-rules); None: every invoker may do everything.
+    # The deployment's access rules (docs/how-to/access-rules.md); None: every invoker may do everything.
     access: Callable[[], Rules] | None = None
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
 

@@ -29,7 +29,7 @@ class CounterConfig:
     max: int = MAX_SAFE_INTEGER
     shards: int = 1
     max_block: int | None = None  # the most tickets one /_blocks request may take; None: the deployment's
-    # After a layout change (docs/design.md#epochs-and-fences): the key's epoch, the fence the ledger
+    # After a layout change (docs/explanation/epochs-and-fences.md): the key's epoch, the fence the ledger
     # recorded for it, and `start` is the epoch's start (at or above the fence). 0 and None: never changed.
     epoch: int = 0
     fence: int | None = None

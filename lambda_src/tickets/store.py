@@ -13,7 +13,7 @@ ticket of shard 0: together they fix every shard's lane) is recorded on the plai
 conditional writes, layout first, once per shard item's lifetime. The layout write and an unsharded
 key's advance exclude each other on the plain item, so every shard item in a table belongs to the
 one recorded layout and no unsharded lane coexists with it; no interleaving of the two writes can
-repeat a ticket (docs/design.md#creating-a-shard-without-a-transaction has the long form).
+repeat a ticket (docs/explanation/conditions.md#creating-a-shard-without-a-transaction has the long form).
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ class CounterStore:
 
 _PERMANENT = (
     "start, stride, regionSlots, the region's slot and shards are fixed once a key issued tickets (stride, "
-    "regionSlots and shards change only above a fence: docs/operations.md#changing-a-layout): deploy the config "
+    "regionSlots and shards change only above a fence: docs/how-to/change-a-layout.md): deploy the config "
     "the deployment ledger (tickets.lock.json) records, or move callers to a new key "
     f"and continue it above this one's highest ticket with `{RAISE_COMMAND} NEWKEY --above N`. Nothing "
     "was issued."
@@ -196,11 +196,11 @@ def _changed_config(what: str) -> ConfigMismatch:
 
 def _stopped(lane: Lane) -> Unavailable:
     """The lane was stopped at a fence: the key's layout changed and this function still serves the old
-    one until its region is deployed (docs/design.md#epochs-and-fences). Retriable: the new layout's
+    one until its region is deployed (docs/explanation/epochs-and-fences.md). Retriable: the new layout's
     lanes, above the fence, answer the retry once they are deployed; never a 4xx, never a ticket."""
     return Unavailable(
         f"counter {lane.key!r}: this layout's lanes were stopped at a fence (a layout change is being deployed, "
-        "docs/operations.md#changing-a-layout); nothing was issued, retry after the Retry-After delay"
+        "docs/how-to/change-a-layout.md); nothing was issued, retry after the Retry-After delay"
     )
 
 

@@ -1,5 +1,5 @@
 """How long a request may take: a deadline per request, so a slow table ends in a 503, never a
-Lambda timeout (docs/design.md#failures has the reasoning behind each number).
+Lambda timeout (docs/explanation/failures-and-idempotency.md#failures has the reasoning behind each number).
 
 The app's botocore config and the stack's function timeout both come from here.
 """

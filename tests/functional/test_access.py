@@ -1,4 +1,4 @@
-"""Access rules through the real handler on real Function URL events (docs/callers.md#access-rules).
+"""Access rules through the real handler on real Function URL events (docs/how-to/access-rules.md).
 
 Every principal kind (a role through an assumed-role session, a user, an account, an organization, `*`)
 x every operation x every pattern kind (exact, prefix*, *), allowed and refused; a refusal makes no DynamoDB
@@ -176,7 +176,7 @@ def test_the_forbidden_metric_counts_refusals(deploy, capsys):
 
 
 def reference_allows(rules: dict[str, dict[str, list[str]]], iam: dict, operation: str, key: str) -> bool:
-    """docs/callers.md's matching, written again from the doc: a reference to hold the function to."""
+    """docs/how-to/access-rules.md's matching, written again from the doc: a reference to hold the function to."""
     arn, account, org = iam.get("userArn") or "", iam.get("accountId") or "", iam.get("principalOrgId") or ""
     for principal, operations in rules.items():
         if not (arn or account):

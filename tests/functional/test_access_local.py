@@ -1,4 +1,4 @@
-"""Playing a caller locally (docs/callers.md#testing-your-403s-locally): the local server started to play
+"""Playing a caller locally (docs/how-to/access-rules.md#test-your-403s-locally): the local server started to play
 callers enforces the config's access rules for the caller a client names; one that was not started to
 refuses a request naming one; the deployed function decides from the event's IAM context only."""
 

@@ -566,7 +566,7 @@ def test_raise_help_gives_the_safe_order_for_a_move_from_another_counter():
     help_text = " ".join(result.stdout.split())
     assert "plus a margin before pointing callers at Tickets" in help_text, help_text
     assert "again above its final value once it has stopped" in help_text, help_text
-    assert "docs/operations.md" in help_text, help_text
+    assert "docs/how-to/restore.md, docs/how-to/migrate.md" in help_text, help_text
 
 
 # --- against a moto server shared with the local server ---------------------------------------------
@@ -584,7 +584,7 @@ def test_raise_while_the_local_server_issues_never_repeats_and_lands_above_n(tmp
     raise returned gets a ticket above N, and the tickets are the lane's, below N from its first and
     above N from its smallest one above N, with no gap but those a 503 can explain: under load a write
     may outlast its timeout after it was applied, and its ticket is then never seen (a gap, as
-    docs/design.md#failures says; the client retries)."""
+    docs/explanation/failures-and-idempotency.md#failures says; the client retries)."""
     config = write_cdk_json(tmp_path, RACE_CONFIG)
     with SerialMotoServer() as moto_server, LocalServer(config_path=config, endpoint_url=moto_server.url) as server:
         issued: list[tuple[float, int]] = []  # (when the request began, the ticket)

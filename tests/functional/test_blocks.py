@@ -1,6 +1,6 @@
 """Range blocks, `GET`/`POST /_blocks/{key}?count=N`, on the real handler under moto: one conditional
 write for up to a million tickets, an answer of constant size, and the validation, errors,
-idempotency, metrics and audit line of the ticket route (docs/design.md)."""
+idempotency, metrics and audit line of the ticket route (docs/explanation/design.md)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def test_max_block_lowers_the_bound_per_deployment_and_per_key(deploy, monkeypat
         answer = api.post("/_blocks/orders", query={"count": "101"}, headers=once("too-big"))
     assert_error(answer, 400, "bad_request")
     # Refused before any write to the counter table; the Idempotency-Key's record is looked up first, since a
-    # retry of a block issued under a higher maxBlock gets its answer (docs/design.md#idempotency).
+    # retry of a block issued under a higher maxBlock gets its answer
+    # (docs/explanation/failures-and-idempotency.md#idempotency).
     assert [operation for operation, _ in calls] == ["PutItem", "DeleteItem"]
     assert {params["TableName"] for _, params in calls} == {IDEMPOTENCY_TABLE}
     assert api.get("/_blocks/orders", query={"count": "100"}).body == block(5000, 5099, 1, 100)

@@ -1,7 +1,7 @@
 """The Python client against clients/conformance.json, the cases the TypeScript client's tests run too
 (clients/typescript/test/conformance.test.ts): each case's scripted answers from a stub server on
 127.0.0.1, and what the client must return or raise, how many requests it sends and how long it waits
-before each retry. Also the Retry-After rules of docs/client.md, unit by unit."""
+before each retry. Also the Retry-After rules of docs/reference/clients.md, unit by unit."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Both clients send their JSON bodies as UTF-8, non-ASCII unescaped: the longest ref and void reason
-docs/series.md allows, in 4-byte characters, go through each client to the local server over real HTTP
+docs/reference/series.md allows, in 4-byte characters, go through each client to the local server over real HTTP
 (escaped, one such character takes 12 bytes and the reason would pass the server's body limit)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The compatibility route (config `compat`): GET /counter?systemKey=X answers the bare number, as the
 API Gateway + DynamoDB atomic-counter pattern does, through the real handler on moto; its config; the
 local server serving it; and the whole move of an old-pattern caller: the old table on moto,
-`tickets_admin migrate`, then the compatibility route (docs/migrating.md)."""
+`tickets_admin migrate`, then the compatibility route (docs/how-to/migrate.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ region, as two regions' functions share their region's table; client threads on 
 Every other concurrency test goes through one process, which runs one invocation at a time
 (tickets_local/invoker.py); here requests really interleave inside DynamoDB: two servers per table,
 each serving several threads. dynalite is atomic per item, as DynamoDB is (moto is not: see
-docs/design.md#local-server). The threads take single tickets, lists, range blocks and leases, retry
+docs/explanation/design.md#the-local-server). The threads take single tickets, lists, range blocks and leases, retry
 one Idempotency-Key on both servers of a region at once, and race to create sharded keys no request
 has touched yet. Every ticket is collected; the test asserts none repeats and each lies on a lane of
 the region that issued it (lambda_src/tickets/sequence.py). The work is counted, not timed.

@@ -1,5 +1,5 @@
-"""The request deadline (timing.py, docs/design.md#failures): no DynamoDB call starts unless it can
-finish before the deadline, so a slow table ends in a 503 with Retry-After before the function's time
+"""The request deadline (timing.py, docs/explanation/failures-and-idempotency.md#failures): no DynamoDB call starts
+unless it can finish before the deadline, so a slow table ends in a 503 with Retry-After before the function's time
 runs out; a fast table serves a request however many calls its path takes."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`python -m tickets_admin fence` and the ledger's epochs, through the real handler on moto
-(docs/design.md#epochs-and-fences, docs/operations.md#changing-a-layout)."""
+(docs/explanation/epochs-and-fences.md, docs/how-to/change-a-layout.md)."""
 
 from __future__ import annotations
 

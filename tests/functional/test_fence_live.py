@@ -1,4 +1,4 @@
-"""A layout change on a live deployment, with real processes (docs/design.md#epochs-and-fences).
+"""A layout change on a live deployment, with real processes (docs/explanation/epochs-and-fences.md).
 
 Two dynalites, one per region. A local server of the old layout (regionSlots 1, us-east-1 only, `hot`
 with one shard, strictKeys false) issues under load from several threads: single tickets, lists and

@@ -1,5 +1,5 @@
 """The handler on real Function URL 2.0 events under moto: every route and error of openapi.json,
-the sequences of docs/design.md#lanes, and that a refused request leaves the counter table as it was."""
+the sequences of docs/explanation/design.md#lanes, and that a refused request leaves the counter table as it was."""
 
 from __future__ import annotations
 
@@ -263,7 +263,7 @@ def test_strict_keys(deploy):
     assert api.get("/default").body == {"key": "default", "ticket": 2}
 
 
-# --- items code did not write (docs/design.md#items): refused, never completed -------------------
+# --- items code did not write (docs/explanation/design.md#items): refused, never completed -------------------
 
 
 def stepped(counter: str, last: int, step: int) -> dict:

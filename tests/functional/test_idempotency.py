@@ -1,4 +1,5 @@
-"""Idempotent retries (docs/design.md#idempotency): the same Idempotency-Key gets the same answer and burns nothing."""
+"""Idempotent retries (docs/explanation/failures-and-idempotency.md#idempotency): the same Idempotency-Key gets
+the same answer and burns nothing."""
 
 from __future__ import annotations
 

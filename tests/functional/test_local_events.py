@@ -1,5 +1,5 @@
 """The local server passes a request body to the handler as a Function URL does, by its Content-Type
-(docs/local.md): as text for text types and JSON, base64 for every other type and for none."""
+(docs/reference/local-server.md): as text for text types and JSON, base64 for every other type and for none."""
 
 from __future__ import annotations
 

@@ -16,10 +16,11 @@ def shipped_regions() -> set[str]:
 
 
 def local_server_examples() -> list[str]:
-    """The local server's examples: docs/local.md's and README's shell blocks and its --help epilog."""
+    """The local server's examples on the shipped cdk.json: docs/reference/local-server.md's and README's shell
+    blocks and its --help epilog (the tutorial's run on the cdk.json it edits)."""
     from tickets_local.__main__ import EPILOG
 
-    documents = (REPO / "docs" / "local.md", REPO / "README.md")
+    documents = (REPO / "docs" / "reference" / "local-server.md", REPO / "README.md")
     fenced = [match.group(0) for path in documents for match in FENCE.finditer(path.read_text(encoding="utf-8"))]
     return [*fenced, EPILOG]
 

@@ -527,7 +527,7 @@ def test_endpoint_table_is_reused_and_a_restart_continues(tmp_path, moto_endpoin
     table = load_deployment(config, None).counter_table
     dynamodb = boto3.client("dynamodb", endpoint_url=moto_endpoint, region_name="us-east-1")
     dynamodb.create_table(**create_table_arguments(table, COUNTER_KEY))
-    # A lane item as the service writes it (docs/design.md#items).
+    # A lane item as the service writes it (docs/explanation/design.md#items).
     lane = {COUNTER_KEY: {"S": "orders"}, "last": {"N": "5041"}, "step": {"N": "1"}, "first": {"N": "5000"}}
     dynamodb.put_item(TableName=table, Item=lane)
     created = dynamodb.describe_table(TableName=table)["Table"]["CreationDateTime"]

@@ -1,6 +1,6 @@
 """The audit record of an issuance (tickets.log_format): the real handler, on real Function URL events,
 prints ONE JSON line per issuing request, Powertools' EMF metrics line, and that line carries the
-audit fields docs/operations.md's runbook queries read, exactly (tickets above 2^53 too), whatever the
+audit fields docs/how-to/restore.md's Logs Insights queries read, exactly (tickets above 2^53 too), whatever the
 log level."""
 
 from __future__ import annotations
@@ -103,9 +103,9 @@ def test_the_log_level_does_not_turn_the_audit_off(deploy, printed):
 
 
 def test_the_runbooks_queries_read_fields_the_line_carries(deploy, printed):
-    """Every field docs/operations.md's Logs Insights queries filter or aggregate on is one the
+    """Every field docs/explanation/ledger.md's Logs Insights queries filter or aggregate on is one the
     audit line carries (Logs Insights' own fields start with @)."""
-    operations = " ".join((REPO / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    operations = " ".join((REPO / "docs" / "how-to" / "restore.md").read_text(encoding="utf-8").split())
     queries = [query for query in re.findall(r"`([^`]*\| *(?:stats|fields)[^`]*)`", operations)]
     assert len(queries) >= 2, queries
     words = {

@@ -90,10 +90,10 @@ def test_404_texts_come_from_the_table():
     )
 
 
-def test_the_readmes_api_table_lists_every_route():
-    """A new route is documented where users look first: a row of the README's API table."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    table = readme[readme.index("## HTTP API") : readme.index("| limit | value |")]
+def test_the_api_reference_lists_every_route():
+    """A new route is documented where users look it up: a row of docs/reference/http-api.md's route table."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "http-api.md").read_text()
+    table = page[page.index("## Routes") : page.index("## Requests")]
     for route in ROUTES:
         row = "".join(f"`{method}` or " for method in route.methods[:-1]) + f"`{route.methods[-1]} {route.path}"
         assert f"| {row}" in table, row

@@ -311,7 +311,7 @@ def test_the_python_client_sends_one_idempotency_key_for_every_attempt():
 
 
 def test_a_retry_in_another_region_gets_another_number(deploy, clock):
-    """docs/series.md: each region has its own series table, so one Idempotency-Key sent to two regions
+    """docs/reference/series.md: each region has its own series table, so one Idempotency-Key sent to two regions
     takes a number in each (in each region's own series)."""
     config = {**CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
     east, west = (with_series(deploy(config, region), clock) for region in ("us-east-1", "eu-west-1"))
@@ -323,7 +323,7 @@ def test_a_retry_in_another_region_gets_another_number(deploy, clock):
 
 
 def test_audit_names_an_idempotency_key_holding_two_numbers(series_api, admin) -> None:
-    """What a late write could once make (docs/design.md#series): one caller's Idempotency-Key with two
+    """What a late write could once make (docs/explanation/series.md): one caller's Idempotency-Key with two
     entries. Every number has its entry, yet the audit fails naming the key; another caller's same key
     is another request."""
     for i in range(3):

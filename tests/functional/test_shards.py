@@ -1,4 +1,4 @@
-"""Hot-key shards and regions together (docs/design.md): every lane is its own item and sequence,
+"""Hot-key shards and regions together (docs/explanation/design.md): every lane is its own item and sequence,
 lanes never meet, a throttled or exhausted shard hands the request to another, a key's layout is
 recorded before any shard's item is written, and a spent key costs a warm function almost nothing.
 

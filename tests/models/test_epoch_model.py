@@ -1,4 +1,4 @@
-"""Epochs and fences, proven on whole histories (docs/design.md#epochs-and-fences).
+"""Epochs and fences, proven on whole histories (docs/explanation/epochs-and-fences.md).
 
 A stateful model: hypothesis picks a layout change (one region to two, shards 1 to 4, another stride,
 two regions to three with fewer shards) and generates histories around it: requests in any region
@@ -42,7 +42,7 @@ from tickets.epochs import STOPPED, Layout, epoch_start, fence_above, item_key, 
 
 EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "60"))
 MAX = 10**9
-# (old layout, new layout) of `orders`: the worked examples of docs/design.md#epochs-and-fences and two more.
+# (old layout, new layout) of `orders`: the worked examples of docs/explanation/epochs-and-fences.md and two more.
 CHANGES = (
     (Layout(5000, 1, 1, 1), Layout(5000, 1, 1, 2)),  # one region -> two
     (Layout(5000, 1, 1, 1), Layout(5000, 1, 4, 1)),  # shards 1 -> 4
@@ -240,7 +240,7 @@ def test_mutation_repeats_a_ticket(mutation: str) -> None:
 
     Mutated.mutation = mutation
     # Found within the first few dozen histories; shrinking to the shortest one takes minutes, so `make
-    # test` stops at the first (TICKETS_MODEL_SHRINK=1 shrinks and prints it, as docs/design.md quotes).
+    # test` stops at the first (TICKETS_MODEL_SHRINK=1 shrinks and prints it, as docs/explanation/design.md quotes).
     phases = list(Phase) if os.environ.get("TICKETS_MODEL_SHRINK") else [Phase.generate]
     with pytest.raises(AssertionError, match="issued twice"):
         run_state_machine_as_test(Mutated, settings=settings(SETTINGS, max_examples=500, phases=phases))

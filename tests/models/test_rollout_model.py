@@ -1,4 +1,4 @@
-"""The rollout rule, proven on whole histories (docs/design.md#the-rollout-rule).
+"""The rollout rule, proven on whole histories (docs/explanation/ledger.md#the-rollout-rule).
 
 A stateful model: hypothesis generates histories of cdk.json changes (regions added, moved and removed,
 counters with their layouts, max changes, strictKeys on and off, the default key moved, and changes the

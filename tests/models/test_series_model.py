@@ -311,7 +311,7 @@ def test_every_crash_window_of_one_number(lose_answer: bool, warm: bool) -> None
     with mock_aws():
         SeriesModel.client = boto3.client("dynamodb", region_name="us-east-1")
         calls, warm_calls = _calls_of_one_number()
-        assert calls == ["get_item", "put_item", "put_item", "update_item"]  # docs/design.md#series: four calls
+        assert calls == ["get_item", "put_item", "put_item", "update_item"]  # docs/explanation/series.md: four calls
         assert warm_calls == ["put_item", "put_item", "update_item"]  # three: the function knows the mark
         walked = warm_calls if warm else calls
         for window in range(len(walked)):

@@ -1,4 +1,4 @@
-"""The rollout rule for a team, proven on whole histories (docs/design.md#teams).
+"""The rollout rule for a team, proven on whole histories (docs/explanation/ledger.md#teams).
 
 A stateful model, the rollout model's sibling (tests/models/test_rollout_model.py): hypothesis generates what a
 team does with one repository. Branches start from main; a change to cdk.json is committed on a branch

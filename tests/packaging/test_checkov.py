@@ -1,8 +1,8 @@
 """checkov, the security gate a user's CI runs, on examples/cdk-app synthesised from the built wheel
-(docs/operations.md#security-checks): with `encryption_key` (the Invoices service) no failed check on the
-construct's resources; without it (Orders) exactly the customer-managed-key checks, CKV_AWS_119 on each
-table and CKV_AWS_158 on the log group. checkov runs from its own environment (.venv-checkov, made by
-`make test` from requirements-checkov.txt: it pins boto3 below the project's)."""
+(docs/reference/construct.md#encryption-and-security-checks): with `encryption_key` (the Invoices service) no failed
+check on the construct's resources; without it (Orders) exactly the customer-managed-key checks, CKV_AWS_119 on each
+table and CKV_AWS_158 on the log group. checkov runs from its own environment (.venv-checkov, made by `make test`
+from requirements-checkov.txt: it pins boto3 below the project's)."""
 
 from __future__ import annotations
 

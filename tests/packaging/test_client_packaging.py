@@ -197,7 +197,7 @@ def tracked_files(directory: Path) -> list[str]:
 @pytest.mark.skipif(NPM is None, reason="npm is not installed")
 def test_a_path_dependency_on_the_typescript_client_installs_from_a_fresh_clone(tmp_path):
     """`npm install /path/to/clients/typescript` from a clone with no node_modules and no dist/, as
-    docs/client.md says: build it first (`npm install && npm run build` in the clone; the package has no
+    docs/reference/clients.md says: build it first (`npm install && npm run build` in the clone; the package has no
     install script to do it), then install it by path. The clone is the repository's files, copied."""
     clone = tmp_path / "clone"
     for name in tracked_files(TYPESCRIPT_CLIENT):
@@ -223,7 +223,7 @@ def test_a_path_dependency_on_the_typescript_client_installs_from_a_fresh_clone(
 @pytest.mark.parametrize(
     "left_behind",
     [
-        "clients/typescript/package-lock.json",  # npm install in clients/typescript (docs/client.md)
+        "clients/typescript/package-lock.json",  # npm install in clients/typescript (docs/reference/clients.md)
         f"clients/typescript/tickets-client-{TYPESCRIPT_VERSION}.tgz",  # npm pack there
         "clients/typescript/node_modules/typescript/package.json",
         "clients/typescript/dist/src/index.js",

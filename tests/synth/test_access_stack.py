@@ -1,6 +1,6 @@
-"""The construct's side of access rules and of the security gate (docs/callers.md, docs/cdk.md): the grants'
-policies and rules, where the rules are stored, the refusals at synthesis, and `encryption_key`. One stack
-is synthesised for the module (Template.from_stack costs ~10 s)."""
+"""The construct's side of access rules and of the security gate (docs/how-to/access-rules.md,
+docs/reference/construct.md): the grants' policies and rules, where the rules are stored, the refusals at synthesis,
+and `encryption_key`. One stack is synthesised for the module (Template.from_stack costs ~10 s)."""
 
 from __future__ import annotations
 

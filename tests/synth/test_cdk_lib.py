@@ -1,5 +1,5 @@
-"""tickets_cdk, the construct library (docs/cdk.md): the construct's props and early refusals, the app-level
-ledger check, and examples/cdk-app synthesised from the built wheel installed into a clean environment
+"""tickets_cdk, the construct library (docs/how-to/use-the-construct.md): the construct's props and early refusals,
+the app-level ledger check, and examples/cdk-app synthesised from the built wheel installed into a clean environment
 (tests/installed.py), as a user's app would be."""
 
 from __future__ import annotations
@@ -496,9 +496,9 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
     )
 
 
-def test_docs_cdk_md_shows_the_example_app_as_it_is():
-    """docs/cdk.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
-    guide = (ROOT / "docs" / "cdk.md").read_text(encoding="utf-8")
+def test_the_construct_how_to_shows_the_example_app_as_it_is():
+    """docs/how-to/use-the-construct.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
+    guide = (ROOT / "docs" / "how-to" / "use-the-construct.md").read_text(encoding="utf-8")
     start = guide.index("```python\nimport aws_cdk as cdk") + len("```python\n")
     shown = guide[start : guide.index("```", start)]
     assert shown in (EXAMPLE / "app.py").read_text(encoding="utf-8")

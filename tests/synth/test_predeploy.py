@@ -1,7 +1,7 @@
 """`make deploy`'s check before CloudFormation starts (tickets_deploy/predeploy.py): each region's
 deployed ledger version must be an ancestor of the one being deployed, and every SSM parameter the
 templates resolve (the Powertools layer) must exist. AWS is botocore's Stubber on real clients: moto
-refuses `/aws/` parameter names (docs/operations.md#before-cloudformation-starts)."""
+refuses `/aws/` parameter names (docs/how-to/deploy.md#before-cloudformation-starts)."""
 
 from __future__ import annotations
 

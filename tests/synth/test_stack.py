@@ -420,14 +420,14 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
     template.resource_count_is("AWS::SNS::Topic", 0)
 
 
-def test_the_cost_of_the_alarms_in_docs_operations_counts_every_alarm_and_metric(template):
+def test_the_cost_of_the_alarms_in_docs_reference_cost_counts_every_alarm_and_metric(template):
     """CloudWatch bills an alarm per metric it watches: a metric-math alarm pays for each term."""
     alarms = template.find_resources("AWS::CloudWatch::Alarm").values()
     metrics = sum(
         1 if "MetricName" in alarm["Properties"] else sum("MetricStat" in q for q in alarm["Properties"]["Metrics"])
         for alarm in alarms
     )
-    cost = " ".join((ROOT / "docs" / "operations.md").read_text(encoding="utf-8").split())
+    cost = " ".join((ROOT / "docs" / "reference" / "cost.md").read_text(encoding="utf-8").split())
     assert f"the alarms, {len(alarms)} alarms on {metrics} metrics" in cost
     assert f"so {metrics} × $0.10 = ${metrics * 0.10:.2f}" in cost
 

@@ -1,4 +1,7 @@
-"""The Markdown documents link only to files that exist, and to headings those files have."""
+"""The documents a reader meets (README.md and docs/) hold together: links go to files and headings that exist,
+the README and every page stay within their word limits, a stated reading time is measured, every page is in
+the index, and the glossary defines each term of art, which every page links at its first use. What the
+documents name (paths, make targets, `python -m` modules) is checked in test_docs_names.py."""
 
 from __future__ import annotations
 
@@ -6,62 +9,81 @@ import re
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = sorted(
-    [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "bench" / "README.md", *(REPO / "docs").glob("*.md")]
+from docs_text import (
+    DOCUMENTS,
+    GLOSSARY,
+    INDEX,
+    PAGES,
+    README,
+    REPO,
+    anchors,
+    reading_minutes,
+    relative_links,
+    resolve,
+    segments,
+    words,
 )
-_FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
-_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+
+README_WORDS = 1500  # a landing page (issue 36)
+PAGE_WORDS = 5000
+# Each term of art a page must link to its glossary entry where it first uses it, by the entry's anchor, as
+# prose writes it. Plain words match in any case; camelCase names and the header only as written.
+TERMS = {
+    "lane": r"\blanes?\b",
+    "slot": r"\bslots?\b",
+    "regionslots": r"\bregionSlots\b",
+    "stride": r"\bstrides?\b",
+    "shard": r"\bshards?\b",
+    "step": r"\bstep\b(?!\s*\d)",  # "step 2" of a procedure is not the lane's step
+    "range-block": r"\brange[ -]blocks?\b",
+    "lease": r"\bleases?\b",
+    "ledger": r"\bledgers?\b",
+    "fence": r"\bfences?\b",
+    "epoch": r"\bepochs?\b",
+    "series": r"\bseries\b",
+    "strictkeys": r"\bstrictKeys\b",
+    "idempotency-key": r"\bIdempotency-Keys?\b",
+    "defaultkey": r"\bdefaultKey\b",
+    "unconfigured-key": r"\bunconfigured keys?\b",
+    "deployed-settings": r"\bdeployed settings\b",
+    "permanent-field": r"\bpermanent fields?\b",
+}
+# And terms the glossary defines that pages may use without a link at each first use.
+MORE_GLOSSARY_ENTRIES = {"compat", "ledger-version", "layout", "rollout-rule", "retired-slot", "stopped-lane"}
 
 
-def _prose(markdown: str) -> str:
-    """The text outside fenced code blocks and code spans, where a `[x](y)` is not a link."""
-    return _CODE_SPAN.sub("", _FENCE.sub("", markdown))
+def _pattern(term: str) -> re.Pattern[str]:
+    source = TERMS[term]
+    return re.compile(source, 0 if re.search(r"[A-Z]", source) else re.I)
 
 
-def anchors(markdown: str) -> set[str]:
-    """The anchors GitHub gives the headings: lower case, punctuation dropped, spaces to hyphens,
-    and -1, -2, ... on repeats."""
-    seen: dict[str, int] = {}
-    result = set()
-    for heading in _HEADING.findall(_FENCE.sub("", markdown)):
-        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
-        count = seen.get(slug, 0)
-        seen[slug] = count + 1
-        result.add(slug if count == 0 else f"{slug}-{count}")
-    return result
-
-
-def relative_links(markdown: str) -> list[str]:
-    return [target for target in _LINK.findall(_prose(markdown)) if not re.match(r"[a-z][a-z0-9+.-]*:", target)]
+def _name(path: Path) -> str:
+    return str(path.relative_to(REPO))
 
 
 def test_anchors_follow_githubs_rules():
     text = "# Tickets\n## Configuration (`cdk.json`)\n## Never twice: what is checked, and what is not\n"
-    text += "## Day 2\n## Day 2\n"
+    text += "## Day 2\n## Day 2\n## 5. A second region\n"
     assert anchors(text) == {
         "tickets",
         "configuration-cdkjson",
         "never-twice-what-is-checked-and-what-is-not",
         "day-2",
         "day-2-1",
+        "5-a-second-region",
     }
 
 
 def test_links_in_code_are_not_links():
-    text = "[a](a.md) `[b](b.md)`\n```\n[c](c.md)\n```\n[d](https://example.com) [e](#e)\n"
-    assert relative_links(text) == ["a.md", "#e"]
+    text = "[a](a.md) `[b](b.md)`\n```\n[c](c.md)\n```\n[d](https://example.com) [e](#e) [`f`](f.md)\n"
+    assert relative_links(text) == ["a.md", "#e", "f.md"]
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_name)
 def test_every_relative_link_points_to_an_existing_file_and_heading(document):
     broken = []
     for link in relative_links(document.read_text(encoding="utf-8")):
-        path, _, anchor = link.partition("#")
-        target = (document.parent / path).resolve() if path else document
+        target, anchor = resolve(document, link)
         if not target.exists():
             broken.append(f"{link}: no such file")
         elif anchor and target.suffix == ".md" and anchor not in anchors(target.read_text(encoding="utf-8")):
@@ -69,16 +91,100 @@ def test_every_relative_link_points_to_an_existing_file_and_heading(document):
     assert not broken, broken
 
 
-# --- examples and facts the documents state ---------------------------------------------------------
+def test_the_readme_is_a_landing_page_and_no_page_is_too_long():
+    assert words(README) <= README_WORDS, f"README.md has {words(README)} words, at most {README_WORDS}"
+    long = {_name(page): words(page) for page in PAGES if words(page) > PAGE_WORDS}
+    assert not long, f"pages over {PAGE_WORDS} words (split them): {long}"
 
 
-def test_operations_names_the_one_place_the_powertools_release_is_pinned():
-    text = " ".join((REPO / "docs" / "operations.md").read_text(encoding="utf-8").split())
-    stated = re.search(r"Powertools layer \(the release is pinned once, in `([^`]+)`", text)
-    assert stated, "docs/operations.md no longer says where the Powertools release is pinned"
-    defined = [
-        path.relative_to(REPO).as_posix()
-        for path in sorted(REPO.glob("tickets_*/*.py"))
-        if re.search(r"^POWERTOOLS_VERSION = ", path.read_text(), re.M)
-    ]
-    assert defined == [stated.group(1)]
+def test_the_readme_gives_both_set_up_commands():
+    text = README.read_text(encoding="utf-8")
+    assert "make serve" in text and "make test" in text
+
+
+# --- reading times -------------------------------------------------------------------------------------------
+
+_INDEX_ROW = re.compile(r"^\| \[[^\]]+\]\((?P<page>[^)#]+)\) \|[^|]*\| (?P<minutes>\d+) \|$", re.M)
+# A time stated in a page's own text: "12 minutes to read", "a 12-minute read", "twenty minutes to read".
+_NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
+_NUMBER_WORDS += ["thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+_NUMBERS = {word: number for number, word in enumerate(_NUMBER_WORDS, start=1)} | {"thirty": 30, "forty": 40}
+_STATED = re.compile(rf"\b(\d+|{'|'.join(_NUMBERS)})(?:\s|-)(?:minutes?|min)\b(?:\s+to)?\s+read", re.I)
+
+
+def stated_minutes(text: str) -> list[int]:
+    return [int(found) if found.isdigit() else _NUMBERS[found.lower()] for found in _STATED.findall(text)]
+
+
+def test_the_index_states_each_pages_measured_reading_time():
+    """docs/README.md lists every page once, with words / 230 a minute, rounded."""
+    index = INDEX.read_text(encoding="utf-8")
+    stated = {(INDEX.parent / row["page"]).resolve(): int(row["minutes"]) for row in _INDEX_ROW.finditer(index)}
+    pages = {page.resolve() for page in PAGES} - {README.resolve(), INDEX.resolve()}
+    assert set(stated) == pages, (sorted(map(str, pages - set(stated))), sorted(map(str, set(stated) - pages)))
+    wrong = {
+        _name(page): f"says {minutes}, measures {reading_minutes(page)}"
+        for page, minutes in stated.items()
+        if minutes != reading_minutes(page)
+    }
+    assert not wrong, f"docs/README.md's reading times (words / 230, rounded): {wrong}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_a_reading_time_a_page_states_is_measured(page):
+    for stated in stated_minutes(page.read_text(encoding="utf-8")):
+        assert stated == reading_minutes(page), f"{_name(page)} says {stated} minutes: {words(page)} words"
+
+
+def test_a_stated_reading_time_is_found():
+    assert stated_minutes("About twenty minutes to read. About 20 minutes to read; a 3-minute read") == [20, 20, 3]
+
+
+# --- the glossary --------------------------------------------------------------------------------------------
+
+
+def test_the_glossary_defines_every_term_of_art():
+    defined = anchors(GLOSSARY.read_text(encoding="utf-8"))
+    missing = (set(TERMS) | MORE_GLOSSARY_ENTRIES) - defined
+    assert not missing, f"docs/glossary.md has no entry (### heading) for {sorted(missing)}"
+
+
+def first_unlinked_uses(page: Path, glossary: Path = GLOSSARY) -> dict[str, str]:
+    """Each term whose first use in the page's prose is not inside a link to its glossary entry: the text
+    around that use."""
+    first: dict[str, str] = {}
+    done: set[str] = set()
+    for text, target in segments(page.read_text(encoding="utf-8")):
+        for term in TERMS.keys() - done:
+            use = _pattern(term).search(text)
+            if use is None:
+                continue
+            done.add(term)
+            if target is None or not _is_entry(resolve(page, target), glossary, term):
+                first[term] = " ".join(text[max(0, use.start() - 40) : use.end() + 20].split())
+    return first
+
+
+def _is_entry(link: tuple[Path, str], glossary: Path, term: str) -> bool:
+    """A link to the term's entry, or to a longer term's that begins with it (a "ledger version" link)."""
+    path, anchor = link
+    return path == glossary and (anchor == term or anchor.startswith(f"{term}-"))
+
+
+@pytest.mark.parametrize("page", [page for page in PAGES if page != GLOSSARY], ids=_name)
+def test_each_term_links_to_the_glossary_at_its_first_use(page):
+    found = first_unlinked_uses(page)
+    assert not found, f"{_name(page)}: first use not linked to its docs/glossary.md entry: {found}"
+
+
+def test_the_term_check_sees_a_first_use_outside_a_link(tmp_path):
+    page = tmp_path / "docs" / "page.md"
+    page.parent.mkdir()
+    page.write_text(
+        "# Lanes\n\nEach [lane](glossary.md#lane) is a lane. A `step` in code, then a step;\n"
+        "```\nslot\n```\nthe [slot of it](other.md) and a [slot](glossary.md#slot). Step 2 is no step.\n",
+        encoding="utf-8",
+    )
+    found = first_unlinked_uses(page, glossary=page.parent / "glossary.md")
+    assert found.keys() == {"step", "slot"}, found  # the lane was linked first; the heading does not count
+    assert "then a step" in found["step"] and "slot of it" in found["slot"]

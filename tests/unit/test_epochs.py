@@ -1,4 +1,4 @@
-"""The fence's arithmetic (lambda_src/tickets/epochs.py, docs/design.md#epochs-and-fences)."""
+"""The fence's arithmetic (lambda_src/tickets/epochs.py, docs/explanation/epochs-and-fences.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The files written from the schema are what it writes now (tickets_deploy/generated.py; `make generated`
-writes them again): the README's configuration table and the construct's typed props."""
+writes them again): docs/reference/configuration.md's table of fields and the construct's typed props."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ from pathlib import Path
 
 from tickets_cdk.props import TicketServiceProps
 from tickets_deploy.config import FIELDS
-from tickets_deploy.generated import TABLE_HEADER, props_module, readme_table, readme_with_table
+from tickets_deploy.generated import TABLE_HEADER, configuration_table, props_module, with_configuration_table
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "is out of date: run `make generated` (tools/generate.py) and commit what it writes"
 
 
-def test_the_readme_s_configuration_table_is_the_schemas():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme_with_table(readme, readme_table()) == readme, f"README.md's configuration table {STALE}"
-    assert readme.count(TABLE_HEADER) == 1
+def test_the_configuration_reference_s_table_is_the_schemas():
+    page = (ROOT / "docs" / "reference" / "configuration.md").read_text(encoding="utf-8")
+    assert with_configuration_table(page, configuration_table()) == page, (
+        f"docs/reference/configuration.md's table of fields {STALE}"
+    )
+    assert page.count(TABLE_HEADER) == 1
 
 
 def test_the_typed_props_are_the_schemas():
@@ -30,9 +32,9 @@ def test_the_typed_props_are_the_schemas():
     assert all(type(None) in typing.get_args(hint) for hint in hints.values())
 
 
-def test_the_readme_table_is_replaced_whole_and_only_it():
-    readme = f"# Title\n\n{TABLE_HEADER}\n| --- |\n| `old` | row |\n\nAfter the table.\n"
+def test_the_configuration_table_is_replaced_whole_and_only_it():
+    page = f"# Title\n\n{TABLE_HEADER}\n| --- |\n| `old` | row |\n\nAfter the table.\n"
     assert (
-        readme_with_table(readme, f"{TABLE_HEADER}\n| new |")
+        with_configuration_table(page, f"{TABLE_HEADER}\n| new |")
         == f"# Title\n\n{TABLE_HEADER}\n| new |\n\nAfter the table.\n"
     )

@@ -226,7 +226,7 @@ def test_what_tickets_admin_needs_is_recorded_as_deployed_never_refused(deployed
     assert record(config(strictKeys=False), deployed).deployed == {}  # every one at its default
 
 
-# --- the rollout rule (docs/design.md#the-rollout-rule) ----------------------------------------
+# --- the rollout rule (docs/explanation/ledger.md#the-rollout-rule) ----------------------------------------
 
 
 def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_unconfigured_keys_are_served(loose):

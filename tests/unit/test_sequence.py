@@ -1,4 +1,4 @@
-"""The lanes math of docs/design.md#lanes, by example and by property over random configs."""
+"""The lanes math of docs/explanation/design.md#lanes, by example and by property over random configs."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ with this key still holds its lock) for up to IN_PROGRESS_RETRY_SECONDS of waiti
 function's timeout.
 Waits are capped exponential backoff with full jitter, and at least the server's Retry-After.
 
-docs/client.md states the rules both clients share (Retry-After, what counts as an attempt, which
+docs/reference/clients.md states the rules both clients share (Retry-After, what counts as an attempt, which
 answers are refused); clients/conformance.json holds the cases both clients' tests run.
 """
 
@@ -74,7 +74,7 @@ class Block:
 
 @dataclass(frozen=True)
 class SeriesNumber:
-    """One number of a series (docs/series.md): `id` is the number in the series' format, if it has one."""
+    """One number of a series (docs/reference/series.md): `id` is the number in the series' format, if it has one."""
 
     key: str
     series: str
@@ -264,7 +264,7 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
 
 def _json_body(fields: dict[str, Any]) -> bytes:
     """A request body as UTF-8 JSON, non-ASCII text unescaped: escaped (`\\ud840\\udc00`), a character
-    outside the BMP takes 12 bytes instead of 4, and the longest reason docs/series.md allows would
+    outside the BMP takes 12 bytes instead of 4, and the longest reason docs/reference/series.md allows would
     not fit the server's body limit. Text that is not valid Unicode (a lone surrogate) is refused here."""
     try:
         return json.dumps(fields, ensure_ascii=False).encode("utf-8")

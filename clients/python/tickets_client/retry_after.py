@@ -1,4 +1,4 @@
-"""Retry-After as RFC 9110 (section 10.2.3) defines it, read as both clients read it (docs/client.md)."""
+"""Retry-After as RFC 9110 (section 10.2.3) defines it, read as both clients read it (docs/reference/clients.md)."""
 
 from __future__ import annotations
 

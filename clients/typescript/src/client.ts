@@ -18,7 +18,7 @@
  * crashed holds the lock until its request's deadline, before the function's timeout. Waits are capped exponential backoff with full
  * jitter, and at least the server's Retry-After.
  *
- * docs/client.md states the rules both clients share (Retry-After, what counts as an attempt, which
+ * docs/reference/clients.md states the rules both clients share (Retry-After, what counts as an attempt, which
  * answers are refused); clients/conformance.json holds the cases both clients' tests run.
  */
 import { randomUUID } from "node:crypto";
@@ -85,7 +85,7 @@ export interface RequestOptions {
 
 type Answer = Record<string, unknown>;
 
-/** One number of a series (docs/series.md): `id` is the number in the series' format, if it has one. */
+/** One number of a series (docs/reference/series.md): `id` is the number in the series' format, if it has one. */
 export interface SeriesNumber {
   key: string;
   series: string;

@@ -1,5 +1,5 @@
 /** Tickets' TypeScript client: `TicketsClient` (SigV4, retries, idempotency keys, range blocks) and
- * `TicketLease` (adaptively sized range blocks with background prefetch). See docs/client.md. */
+ * `TicketLease` (adaptively sized range blocks with background prefetch). See docs/reference/clients.md. */
 export {
   Block,
   type ClientOptions,

@@ -20,7 +20,7 @@
  * The trade. Tickets of a lease that are never handed out are skipped, not reused: closing a lease,
  * or a process stopping, leaves at most the rest of the current block and the prefetched one unused.
  * `close()` says how many. Tickets are unique, always; a lease ascends across blocks only on a key
- * with one lane in its region (see docs/client.md).
+ * with one lane in its region (see docs/reference/clients.md).
  */
 import { Block, MAX_BLOCK, type RequestOptions } from "./client.js";
 import { TicketsError } from "./errors.js";

@@ -7,7 +7,7 @@
  *     await tickets.stop();
  *
  * Prerequisite: a Python (3.11+) with Tickets installed with its `testing` extra: the helper runs
- * `python -m tickets_local`, as the Python test kit does (docs/testing.md). Nothing of it runs in your
+ * `python -m tickets_local`, as the Python test kit does (docs/how-to/test-your-code.md). Nothing of it runs in your
  * process; if your process ends without stop(), the server ends with it (it stops when its stdin closes). */
 import { type ChildProcess, spawn } from "node:child_process";
 import { request } from "node:http";
@@ -117,7 +117,7 @@ export function exitedBefore(python: string, code: number | null, log: string): 
     return (
       `${python} has no tickets_local (No module named tickets_local): set TICKETS_PYTHON (or pass python) to a ` +
       `Python with Tickets installed, or install it into this one: ${python} -m pip install "path/to/tickets[testing]" ` +
-      "(docs/testing.md)"
+      "(docs/how-to/test-your-code.md)"
     );
   }
   return `the local server exited (${code}) before it listened:\n${log}`;

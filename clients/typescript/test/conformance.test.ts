@@ -1,7 +1,7 @@
 /** The TypeScript client against clients/conformance.json, the cases the Python client's tests run too
  * (tests/functional/test_client_conformance.py): each case's scripted answers from a stub server on 127.0.0.1, and
  * what the client must return or throw, how many requests it sends and how long it waits before each
- * retry. Also the Retry-After rules of docs/client.md, unit by unit. */
+ * retry. Also the Retry-After rules of docs/reference/clients.md, unit by unit. */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";

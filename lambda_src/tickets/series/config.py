@@ -42,7 +42,7 @@ def _option(name: str, default: Any, **encoding: Any) -> Any:
 class SeriesConfig:
     """A parsed series; each attribute is an option (SERIES_OPTIONS reads them off the class). Adding an option:
     its attribute here (left out of every encoding while at its default), its rule in parse_series and its line
-    in docs/series.md."""
+    in docs/reference/series.md."""
 
     start: int = _option("start", 1, always=True)
     # None: the numbering never restarts; "yearly": at each period's first instant

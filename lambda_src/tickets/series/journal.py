@@ -1,6 +1,6 @@
 """A journal entry: the one record of a series number (who took it, when, for what, and its void).
 
-The series table holds three kinds of item, told apart by their partition key (docs/design.md#series):
+The series table holds three kinds of item, told apart by their partition key (docs/explanation/series.md):
 - the head of a series, `head#KEY#SERIES` (sort key 0): `last`, the high-water mark. Every number from
   the series' start to `last` has an entry; at most the number `last + 1` has one too.
 - an entry, `entry#KEY#SERIES` with the number as its sort key: the journal, read in order by Query.

@@ -1,7 +1,7 @@
 """The one place that talks to the series table: issue a number with its journal entry, void one,
 page a journal. Plain GetItem, PutItem, UpdateItem and Query, no transactions (dynalite has none).
 
-Why no number is ever left without an entry (docs/design.md#series has every crash window):
+Why no number is ever left without an entry (docs/explanation/series.md has every crash window):
 - a number is taken by a conditional PutItem of its entry (attribute_not_exists), so an entry is the
   number and no number is taken twice;
 - a request claims `last + 1` only, `last` being the head's high-water mark, and the mark only moves
@@ -70,7 +70,7 @@ class SeriesStore:
     ):
         """`marks`: what this process knows of each series' mark (the store's own by default): a mark the
         head held, with its entry written, so a warm function claims the next number without reading
-        the head (docs/design.md#series)."""
+        the head (docs/explanation/series.md)."""
         self._client = client
         self._table = table_name
         self._now = now_millis
@@ -254,7 +254,7 @@ class SeriesStore:
         The lock's expiry does not stop an attempt paused mid-call (its deadline is checked before each
         call): it may still put the entry of the number it claimed last. Only a lock holder records a
         claim, so the claim read atomically with the take-over is the one such number; the new owner
-        tries it first, and answers the entry there if it is this request's (docs/design.md#series)."""
+        tries it first, and answers the entry there if it is this request's (docs/explanation/series.md)."""
         if stored.ref != request.ref:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a series number with another ref; "
