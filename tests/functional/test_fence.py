@@ -86,6 +86,10 @@ def test_one_region_to_two_and_shards_1_to_4_above_the_fence(aws, tmp_path: Path
     stopped = old.post("/orders")  # the old function, still running: retriable, never a 4xx, never a ticket
     assert stopped.status == 503 and stopped.body["error"] == "unavailable" and "Retry-After" in stopped.headers
     assert "stopped at a fence" in stopped.body["message"]
+    assert (
+        "`python -m tickets_admin fence` or undoes it with `python -m tickets_admin fence --undo`"
+        in (stopped.body["message"])
+    )
 
     synthesise(config_file, NEW)  # accepted now
     east, west = (deployed(NEW, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
@@ -158,7 +162,7 @@ def test_a_region_slots_change_while_unconfigured_keys_may_be_served_is_refused_
     assert old.post("/anything").status == 503
 
 
-def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:
+def test_a_partial_fence_records_it_pending_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:
     two = {**OLD, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
     config_file = checkout(tmp_path, two)
     init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(two)})
@@ -171,7 +175,9 @@ def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws
     checkout(tmp_path, sharded)
     status, out, _ = fence(config_file, "--region", "us-east-1")
     assert status == 0 and "not recorded yet: eu-west-1 still to fence" in out
-    assert (tmp_path / "tickets.lock.json").read_text() == ledger
+    after = read_ledger_file(tmp_path / "tickets.lock.json")
+    assert after.services["tickets-counters"].epochs == () and after.services["tickets-counters"].fencing is not None
+    assert after.versions[:-1] == from_text(ledger).versions and after.versions[-1].change.startswith("fence begun")
     assert east.post("/orders").status == 503
     assert take(west, "/orders") == [5021]  # not fenced yet: the old layout goes on there
 
