@@ -122,8 +122,9 @@ init: $(CDK_DEPS) $(NODE)
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 
-# Synthesise once, check that assembly against what each region runs (its ledger version, the Powertools
-# layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from the serve set), then deploy exactly it.
+# Synthesise once, check that assembly against what each region runs (its ledger version, in every region the
+# ledger ever gave a slot too; the Powertools layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from
+# the serve set), then deploy exactly it.
 deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
 	rm -rf cdk.out
 	$(CDK) synth --quiet --output cdk.out

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from tickets.epochs import fence_above
+from tickets.epochs import fence_above, item_base
 from tickets_deploy import epochs
 from tickets_deploy.config import DeploymentConfig
 from tickets_deploy.ledger import (
@@ -67,6 +67,7 @@ examples:
   python -m tickets_admin fence                      # every region of cdk.json and the ledger
   python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
   python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
+  python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
   python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
       --endpoint-url eu-west-1=http://127.0.0.1:8002"""
 
@@ -94,6 +95,13 @@ def _fence_arguments(fence: argparse.ArgumentParser) -> None:
         help="undo the fence the ledger records as pending (begun, never recorded): put back every lane it "
         "stopped, in every region; refused once it was recorded anywhere",
     )
+    fence.add_argument(
+        "--fence-id",
+        default=None,
+        metavar="ID",
+        help="with --undo: the fence to undo when no ledger records it any more (its id, as a refusal names it and "
+        "each lane it stopped records it in fencedBy); every region of this ledger's table is read for its lanes",
+    )
 
 
 def _run(args: argparse.Namespace, context: Context) -> int:
@@ -103,6 +111,8 @@ def _run(args: argparse.Namespace, context: Context) -> int:
 def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str], None]) -> int:
     path = ledger_path_beside(context.config_file)
     file, ledger = _ledger(context, path)
+    if args.fence_id is not None and not args.undo:
+        raise AdminError("--fence-id names the fence --undo puts back: add --undo")
     if args.undo:
         return _undo(args, context, file, ledger, path, report)
     config = context.config
@@ -204,23 +214,34 @@ def _undo(
     path: Path,
     report: Callable[[str], None],
 ) -> int:
-    """Put back every lane the pending fence stopped, in every region, and forget the fence; refused (before any
-    write) once it was recorded somewhere: a sealed lane, or a lane of the epoch it begins."""
+    """Put back every lane the pending fence (or the fence --fence-id names) stopped, in every region, and forget
+    it; refused (before any write) once it was recorded somewhere: a sealed lane, or a lane of the epoch it begins."""
     pending = ledger.fencing
-    if pending is None:
-        raise AdminError(f"{path} records no pending fence: nothing to undo (a recorded fence is never undone)")
-    changes = list(pending.changes)
+    fence_id = args.fence_id or (pending.id if pending else None)
+    if fence_id is None:
+        raise AdminError(
+            f"{path} records no pending fence: nothing to undo (a recorded fence is never undone; a fence no ledger "
+            "records is undone with --fence-id ID)"
+        )
     needed = _regions_with_old_lanes(ledger)
     tables = _tables(context, args, needed, sorted(needed))
-    lanes = fence_lanes.survey(tables, changes, pending.id, path)
-    problems = [problem for each in lanes.values() for problem in fence_lanes.undo_refusals(each, changes, pending.id)]
+    if pending is not None and pending.id == fence_id:
+        lanes = fence_lanes.survey(tables, list(pending.changes), pending.id, path)
+        next_items = [item_base(change.key, change.number) for change in pending.changes]
+    else:
+        lanes = {region: fence_lanes.stopped_lanes(table, region, fence_id) for region, table in tables.items()}
+        next_items = fence_lanes.next_epoch_items(name for each in lanes.values() for name in each.items)
+    problems = [problem for each in lanes.values() for problem in fence_lanes.undo_refusals(each, next_items, fence_id)]
     if problems:
-        raise AdminError(f"fence {pending.id} cannot be undone; nothing was written:\n" + "\n".join(problems))
+        raise AdminError(f"fence {fence_id} cannot be undone; nothing was written:\n" + "\n".join(problems))
     for region, each in sorted(lanes.items()):
-        put_back = fence_lanes.unstop(each, pending.id)
+        put_back = fence_lanes.unstop(each, fence_id)
         report(f"{region}: put back {', '.join(put_back)}" if put_back else f"{region}: nothing was stopped")
-    _write(path, file, replace(ledger, fencing=None), f"fence undone: {pending.describe()}")
-    report(f"fence {pending.id} undone; {path} records no pending fence: commit it")
+    if pending is not None and pending.id == fence_id:
+        _write(path, file, replace(ledger, fencing=None), f"fence undone: {pending.describe()}")
+        report(f"fence {fence_id} undone; {path} records no pending fence: commit it")
+    else:
+        report(f"fence {fence_id} undone ({path} never recorded it)")
     return 0
 
 

@@ -18,8 +18,17 @@ from pathlib import Path
 from botocore.exceptions import BotoCoreError, ClientError
 
 from tickets import lane_item
-from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED, item_base, items_of
+from tickets.epochs import (
+    EPOCH_SEPARATOR,
+    FENCE_COMMAND,
+    FENCE_UNDO_COMMAND,
+    SHARD_SEPARATOR,
+    STOPPED,
+    item_base,
+    items_of,
+)
 from tickets.lane_item import FENCE_SEALED, LAST, STEP, fenced_by, number
+from tickets.tables import COUNTER_KEY
 from tickets_deploy.epochs import Change
 
 from .table import AdminError, CounterTable, MissingTable
@@ -89,7 +98,9 @@ def _foreign_stop(region: str, name: str, item: lane_item.Item, ledger_path: Pat
         "branch, or a checkout whose ledger was not merged into this one) changed its layout above its own fence, "
         "and may have deployed it. Fences of one key on two lines would each begin lanes above their own fence and "
         f"repeat each other's tickets. {_MERGE_FIRST}. If that fence was abandoned, finish or undo it from the "
-        f"checkout whose ledger began it (`{FENCE_COMMAND}`, `{FENCE_UNDO_COMMAND}`). Nothing was stopped or recorded."
+        f"checkout whose ledger began it (`{FENCE_COMMAND}`, `{FENCE_UNDO_COMMAND}`); if no ledger records it any more "
+        f"(lost, never committed), `{FENCE_UNDO_COMMAND} --fence-id {other or 'ID'}` puts its lanes back (refused once "
+        "it was recorded anywhere). Nothing was stopped or recorded."
     )
 
 
@@ -159,19 +170,38 @@ def final_last(name: str, item: lane_item.Item) -> int | None:
     return number(item, LAST)
 
 
-def undo_refusals(lanes: RegionLanes, changes: list[Change], fence: str) -> list[str]:
+def stopped_lanes(table: CounterTable, region: str, fence: str) -> RegionLanes:
+    """Every lane `fence` stopped in the region's table, found by reading the whole table: the lanes of a fence no
+    ledger here records (its checkout's ledger was lost)."""
+    items: dict[str, lane_item.Item | None] = {}
+    with table.dynamodb_errors():
+        for item in table.scan():
+            if fenced_by(item) == fence:
+                items[item[COUNTER_KEY]["S"]] = item
+    return RegionLanes(region, table, items)
+
+
+def next_epoch_items(names: Iterable[str]) -> list[str]:
+    """The plain item of the epoch after each lane item's (`orders#2` -> `orders@1`, `orders@1` -> `orders@2`)."""
+    found = set()
+    for name in names:
+        key, _, epoch = name.split(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
+        found.add(item_base(key, int(epoch or 0) + 1))
+    return sorted(found)
+
+
+def undo_refusals(lanes: RegionLanes, next_items: list[str], fence: str) -> list[str]:
     """Why `fence` cannot be undone in this region: it was recorded (a lane it stopped is sealed), or lanes of the
-    epoch it begins exist (a version that records it was deployed)."""
+    epoch it begins exist (`next_items`: a version that records it was deployed)."""
     problems = []
     sealed = [name for name, item in lanes.items.items() if item and fenced_by(item) == fence and FENCE_SEALED in item]
     if sealed:
         problems.append(
             f"{lanes.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by a run of fence "
-            f"from another checkout of this ledger, or one that stopped before writing it: it can no longer be "
-            f"undone. Run `{FENCE_COMMAND}` to record it here too"
+            "from another checkout, or one that stopped before writing its ledger: it can no longer be undone. Run "
+            f"`{FENCE_COMMAND}` from a checkout whose ledger records it pending, to record it there too"
         )
-    for change in changes:
-        name = item_base(change.key, change.number)
+    for name in next_items:
         if _read(lanes.table, lanes.region, name) is not None:
             problems.append(
                 f"{lanes.region}: {name} exists: lanes of the epoch fence {fence} begins were created, so it was "

@@ -1,10 +1,11 @@
 """The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
 records, and the settings a function of the new layout gets (docs/design.md#epochs-and-fences).
 
-Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs (ledger_model, ledger_codec)
-and its rollout rule (ledger_rules) calls `synthesis_problems`; `python -m tickets_admin fence`
-(tickets_admin/fence.py) calls `plan`, stops the old lanes, then `record`; every place that builds a
-function's settings calls `applied`.
+Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs and a fence begun and not yet
+recorded (PendingFence) (ledger_model, ledger_codec), and its rollout rule (ledger_rules) calls
+`synthesis_problems`, which refuses every config while a fence is pending; `python -m tickets_admin fence`
+(tickets_admin/fence.py) calls `plan`, records the PendingFence, stops the old lanes, then `record`; every
+place that builds a function's settings calls `applied`.
 """
 
 from __future__ import annotations

@@ -170,3 +170,33 @@ def test_a_fence_meeting_a_region_recorded_but_never_deployed_says_why_and_what_
     assert "recorded (synthesised) but never deployed has no table yet" in err and "Deploy it first" in err, err
     assert "Nothing was stopped or recorded" in err
     assert (tmp_path / "tickets.lock.json").read_text() == ledger and east.items() == items
+
+
+def test_a_fence_no_ledger_records_is_undone_by_its_id_unless_it_was_recorded(aws, tmp_path: Path) -> None:
+    """The way out the refusal above names when the other line's ledger is lost: `fence --undo --fence-id ID` puts
+    back the lanes that fence stopped (found by reading every region's table), refused once it was recorded."""
+    config_file, east, west = two_regions(tmp_path)
+    lost = tmp_path / "lost"
+    lost.mkdir()
+    shutil.copy(tmp_path / "tickets.lock.json", lost)
+    checkout(lost, SHARDED)
+    assert fence(lost / "cdk.json", "--region", "us-east-1")[0] == 0  # begun in a checkout whose ledger is lost
+    fence_id = read_ledger_file(lost / "tickets.lock.json").services["tickets-counters"].fencing.id
+    shutil.rmtree(lost)
+
+    checkout(tmp_path, {**TWO, "counters": {"orders": {"start": 5000, "stride": 3}}})
+    status, _, err = fence(config_file)
+    assert status == 1 and f"fence --undo --fence-id {fence_id}` puts its lanes back" in err, err
+    ledger = (tmp_path / "tickets.lock.json").read_text()
+    status, out, err = fence(config_file, "--undo", "--fence-id", fence_id)
+    assert status == 0, err
+    assert "us-east-1: put back orders" in out and "eu-west-1: nothing was stopped" in out and "never recorded" in out
+    assert (tmp_path / "tickets.lock.json").read_text() == ledger
+    assert take(east, "/orders") == [5006]
+    assert fence(config_file)[0] == 0  # this line's own fence now goes ahead
+
+    status, _, err = fence(config_file, "--undo", "--fence-id", fence_id)  # nothing of it is left anywhere
+    assert status == 0
+    stopped_by_mine = next(item for item in east.items() if item["counter"]["S"] == "orders")["fencedBy"]["S"]
+    status, _, err = fence(config_file, "--undo", "--fence-id", stopped_by_mine)  # recorded: its lanes are sealed
+    assert status == 1 and "its lanes are sealed" in err and "cannot be undone; nothing was written" in err
