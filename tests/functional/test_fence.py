@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,18 @@ def checkout(directory: Path, tickets: dict) -> Path:
     path = directory / "cdk.json"
     path.write_text(json.dumps({"context": {"tickets": tickets}}), encoding="utf-8")
     return path
+
+
+def branches(directory: Path, tickets: dict) -> tuple[Path, Path, Path]:
+    """main's checkout with `tickets` and its ledger, and branches a and b opened from it: a checkout each."""
+    main, a, b = (directory / name for name in ("main", "a", "b"))
+    for each in (main, a, b):
+        each.mkdir()
+        checkout(each, tickets)
+    init_ledger_file(main / "tickets.lock.json", {"tickets-counters": parse_config(tickets)})
+    for each in (a, b):
+        shutil.copy(main / "tickets.lock.json", each)
+    return main, a, b
 
 
 def synthesise(config_file: Path, tickets: dict) -> None:

@@ -21,13 +21,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from test_fence import checkout, synthesise
+from test_fence import branches, checkout, synthesise
 
 from cloud_assembly import CloudFormationStandIn, write_assembly
 from local_support import running_dynalite
 from tickets_deploy import predeploy
-from tickets_deploy.config import parse_config
-from tickets_deploy.ledger import LedgerError, init_ledger_file, read_ledger_file
+from tickets_deploy.ledger import LedgerError, read_ledger_file
 from tickets_local.testing import LocalTickets
 
 pytestmark = pytest.mark.slow
@@ -35,18 +34,6 @@ pytestmark = pytest.mark.slow
 MAIN = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": True, "counters": {"orders": {"start": 5000}}}
 SHARDED = {**MAIN, "counters": {"orders": {"start": 5000, "shards": 2}}}
 MOVED = {**MAIN, "regions": {"eu-west-1": 1}, "regionSlots": 2}
-
-
-def branches(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """main with its ledger, and branches a and b opened from it: a checkout each."""
-    main, a, b = (tmp_path / name for name in ("main", "a", "b"))
-    for directory in (main, a, b):
-        directory.mkdir()
-        checkout(directory, MAIN)
-    init_ledger_file(main / "tickets.lock.json", {"tickets-counters": parse_config(MAIN)})
-    for directory in (a, b):
-        shutil.copy(main / "tickets.lock.json", directory)
-    return main, a, b
 
 
 def fence(directory: Path, endpoints: dict[str, str], *more: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +61,7 @@ def test_a_fence_and_a_move_on_two_branches_never_issue_a_ticket_twice(tmp_path:
     with contextlib.ExitStack() as stack:
         east, west = (stack.enter_context(running_dynalite()) for _ in range(2))
         endpoints = {"us-east-1": east, "eu-west-1": west}
-        main, a, b = branches(tmp_path)
+        main, a, b = branches(tmp_path, MAIN)
 
         def serve(directory: Path, region: str) -> LocalTickets:
             server = LocalTickets(region=region, endpoint_url=endpoints[region], config_file=directory / "cdk.json")
@@ -133,7 +120,7 @@ def test_a_deploy_from_a_line_that_retired_a_region_running_the_other_line_is_re
     with contextlib.ExitStack() as stack:
         east, west = (stack.enter_context(running_dynalite()) for _ in range(2))
         endpoints = {"us-east-1": east, "eu-west-1": west}
-        _, a, b = branches(tmp_path)
+        _, a, b = branches(tmp_path, MAIN)
         with_max = {**MAIN, "counters": {"orders": {"start": 5000, "max": 10**9}}}
         checkout(a, with_max)
         synthesise(a / "cdk.json", with_max)  # a new version, deployed to us-east-1

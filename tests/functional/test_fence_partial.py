@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_fence import OLD, checkout, deployed, fence, synthesise, take
+from test_fence import OLD, branches, checkout, deployed, fence, synthesise, take
 
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerError, init_ledger_file, read_ledger_file
@@ -120,13 +120,7 @@ MOVED = {"regions": {"eu-west-1": 1}, "regionSlots": 2, "strictKeys": True, "cou
 def test_a_fence_finding_lanes_another_branch_fenced_is_refused_before_anything_is_written(aws, tmp_path: Path) -> None:
     """Finding 1, at the fence: branch b, opened before branch a fenced orders, moves the service to eu-west-1; its
     fence once took the lane a's fence had stopped for its own and recorded an epoch that overlapped a's."""
-    main, a, b = (tmp_path / name for name in ("main", "a", "b"))
-    for directory in (main, a, b):
-        directory.mkdir()
-        checkout(directory, OLD)
-    init_ledger_file(main / "tickets.lock.json", {"tickets-counters": parse_config(OLD)})
-    for directory in (a, b):
-        shutil.copy(main / "tickets.lock.json", directory)
+    main, a, b = branches(tmp_path, OLD)
     east = deployed(OLD, "us-east-1", main)
     take(east, "/orders", count=10)  # 5000 ... 5009
 

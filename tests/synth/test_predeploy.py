@@ -192,43 +192,46 @@ def test_a_region_on_another_branchs_version_stops_the_deploy_naming_region_and_
 MOVED = {"regions": {"eu-west-1": 1}, "regionSlots": 2, "strictKeys": True}  # us-east-1 removed: slot 0 retired
 
 
+def deploy_moved(tmp_path, aws, capsys, first, us_east_1: str, eu_west_1: str | None) -> tuple[str, int, str]:
+    """Deploy MOVED (eu-west-1 alone; us-east-1 retired) while us-east-1's stack runs `us_east_1` and eu-west-1's
+    `eu_west_1` (None: not deployed yet): the version deployed, the status and what predeploy said."""
+    moved = on(MOVED, first)
+    if eu_west_1 is None:
+        aws.not_deployed("eu-west-1")
+    else:
+        aws.deployed("eu-west-1", eu_west_1)
+    aws.holds_table("eu-west-1", None if eu_west_1 is None else "Tickets-eu-west-1")
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
+    aws.deployed("us-east-1", us_east_1)
+    aws.parameter("eu-west-1")
+    status, said = run(tmp_path, moved, moved.version, aws, capsys, regions=("eu-west-1",))
+    aws.all_called()
+    return moved.version or "", status, said
+
+
 def test_a_retired_region_on_another_lines_version_stops_a_deploy_that_leaves_it_out(tmp_path, aws, capsys, history):
     """Finding 1 of issue 37, at deploy: a branch moved the service to eu-west-1 (us-east-1 retired) while
     us-east-1 runs another branch's version. The assembly holds eu-west-1 alone, a first deploy; the check once
     looked no further, and both regions then issued the same tickets. us-east-1's stack is found by the table."""
     first, _, branch = history
-    moved = on(MOVED, first)
-    aws.not_deployed("eu-west-1")
-    aws.holds_table("eu-west-1", None)
-    aws.holds_table("us-east-1", "Tickets-us-east-1")
-    aws.deployed("us-east-1", branch.version)
-    aws.parameter("eu-west-1")
-    status, said = run(tmp_path, moved, moved.version, aws, capsys, regions=("eu-west-1",))
+    moved, status, said = deploy_moved(tmp_path, aws, capsys, first, branch.version, None)
     assert status == 1, said
     assert (
         f"us-east-1 (slot 0, retired, of tickets-counters): stack Tickets-us-east-1 (not in this deploy) runs ledger "
-        f"version {branch.version}, which is not an ancestor of {moved.version}, the version being deployed: "
+        f"version {branch.version}, which is not an ancestor of {moved}, the version being deployed: "
         f"{branch.version} is not in this checkout's history" in said
     )
     assert "eu-west-1: stack Tickets-eu-west-1: not deployed yet" in said
-    aws.all_called()
 
 
 def test_a_retired_region_on_an_ancestor_and_a_deleted_stack_let_the_deploy_go_ahead(tmp_path, aws, capsys, history):
     first, _, _ = history
-    moved = on(MOVED, first)
-    aws.deployed("eu-west-1", first.version)
-    aws.holds_table("eu-west-1", "Tickets-eu-west-1")
-    aws.holds_table("us-east-1", "Tickets-us-east-1")
-    aws.deployed("us-east-1", first.version)
-    aws.parameter("eu-west-1")
-    status, said = run(tmp_path, moved, moved.version, aws, capsys, regions=("eu-west-1",))
+    moved, status, said = deploy_moved(tmp_path, aws, capsys, first, first.version, first.version)
     assert status == 0, said
     assert (
         f"us-east-1 (slot 0, retired, of tickets-counters): stack Tickets-us-east-1 (not in this deploy): runs ledger "
-        f"version {first.version}, an ancestor of {moved.version}" in said
+        f"version {first.version}, an ancestor of {moved}" in said
     )
-    aws.all_called()
 
     aws.deployed("eu-west-1", first.version)
     aws.holds_table("eu-west-1", "Tickets-eu-west-1")
@@ -241,7 +244,7 @@ def test_a_retired_region_on_an_ancestor_and_a_deleted_stack_let_the_deploy_go_a
         expected_params={"StackName": "Tickets-us-east-1"},
     )
     aws.parameter("eu-west-1")
-    status, said = run(tmp_path, moved, moved.version, aws, capsys, regions=("eu-west-1",))
+    status, said = run(tmp_path, on(MOVED, first), moved, aws, capsys, regions=("eu-west-1",))
     assert status == 0, said
     assert (
         "stack Tickets-us-east-1 (not in this deploy): the stack does not exist (deleted): nothing runs there" in said
