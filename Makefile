@@ -122,8 +122,9 @@ init: $(CDK_DEPS) $(NODE)
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 
-# Synthesise once, check that assembly against what each region runs (its ledger version, the Powertools
-# layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from the serve set), then deploy exactly it.
+# Synthesise once, check that assembly against what each region runs (its ledger version, in every region the
+# ledger ever gave a slot too; the Powertools layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from
+# the serve set), then deploy exactly it.
 # FENCE=1 first moves every key whose layout cdk.json changes above a fence in every region's table
 # (python -m tickets_admin fence, with the deploy's credentials), as a synthesis refusal asks.
 FENCE ?=

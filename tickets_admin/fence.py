@@ -2,28 +2,31 @@
 changes, in every region's table, and record the fence and the new layout in the ledger as a new epoch
 (docs/explanation/epochs-and-fences.md, docs/how-to/change-a-layout.md).
 
-Before writing anything it refuses what no fence can make safe (tickets_deploy.epochs.refusals) and a
-config the ledger would refuse for another reason. Each lane is stopped by one conditional write that
-returns the item as it left it, so the `last` it reads is final: safe while traffic flows. An item
-already stopped is read, so the command is safe to repeat; the epoch is recorded only once every region
-that may hold old lanes is stopped, and then a repeat finds nothing to fence.
+Before writing anything it refuses what no fence can make safe (tickets_deploy.epochs.refusals), a config
+the ledger would refuse for another reason, and what it reads in the tables (fence_lanes.survey): a lane
+another fence stopped (another line of history changed the layout), a region without a table. Then it
+records the fence as pending in the ledger (its id and its changes) before it stops any lane, each stop
+recording that id, so every stopped lane is known to this ledger and synthesis refuses every config until
+the fence is finished. Runs over any sets of regions (--region) add up: a region is fenced once every old
+lane there carries the id. Once every region that may hold old lanes is, the run seals each stopped lane
+(returning its final last) and records the epoch. `--undo` puts back what a fence never recorded stopped.
+Each stop is one conditional write returning the item as it left it, so the `last` it reads is final: safe
+while traffic flows, and safe to repeat.
 """
 
 from __future__ import annotations
 
 import argparse
+import secrets
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from tickets import lane_item
-from tickets.epochs import STOPPED, fence_above, items_of
-from tickets.lane_item import LAST, STEP, number
+from tickets.epochs import fence_above, item_base
 from tickets_deploy import epochs
 from tickets_deploy.config import DeploymentConfig
 from tickets_deploy.ledger import (
+    VERSION_DIGITS,
     Ledger,
     LedgerError,
     LedgerFile,
@@ -35,6 +38,7 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 
+from . import fence_lanes
 from .registry import Command, Context
 from .table import AdminError, CounterTable
 
@@ -49,18 +53,23 @@ version refuses: a fence-aware function answers 503 and retries, version 0.2.0 a
 layout, whose lanes begin at or above it. It prints, per key, the fence and the new
 layout's first ticket. Then synthesise and deploy: the new lanes issue above the fence.
 
-Safe while the service issues tickets, and safe to repeat. It refuses, before writing
-anything, a change no fence can make safe (regionSlots down; regionSlots changed while
-keys nobody configured may be served: strictKeys must be true)."""
+The ledger records the fence as pending before any lane is stopped: runs over parts of
+the regions (--region) add up, and the fence is recorded by the run that leaves no region
+unfenced. Until then synthesis refuses every config, naming this command and --undo,
+which puts the stopped lanes back (only while the fence was recorded nowhere). Safe while
+the service issues tickets, and safe to repeat. It refuses, before writing anything, a
+change no fence can make safe (regionSlots down; regionSlots changed while keys nobody
+configured may be served: strictKeys must be true), a lane another fence stopped (another
+branch changed the layout: merge its ledger first) and a region with no table."""
 
 FENCE_EPILOG = """\
 examples:
   python -m tickets_admin fence                      # every region of cdk.json and the ledger
-  python -m tickets_admin fence --region us-east-1   # part of a fence: records nothing yet
+  python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
+  python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
+  python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
   python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
       --endpoint-url eu-west-1=http://127.0.0.1:8002"""
-
-_ATTEMPTS = 5  # a stop fails its condition only if the item changed shape meanwhile; then it is read again
 
 
 def _fence_arguments(fence: argparse.ArgumentParser) -> None:
@@ -80,6 +89,19 @@ def _fence_arguments(fence: argparse.ArgumentParser) -> None:
         metavar="[REGION=]URL",
         help="a DynamoDB-compatible endpoint: URL for every region, or REGION=URL, repeated, one per region",
     )
+    fence.add_argument(
+        "--undo",
+        action="store_true",
+        help="undo the fence the ledger records as pending (begun, never recorded): put back every lane it "
+        "stopped, in every region; refused once it was recorded anywhere",
+    )
+    fence.add_argument(
+        "--fence-id",
+        default=None,
+        metavar="ID",
+        help="with --undo: the fence to undo when no ledger records it any more (its id, as a refusal names it and "
+        "each lane it stopped records it in fencedBy); every region of this ledger's table is read for its lanes",
+    )
 
 
 def _run(args: argparse.Namespace, context: Context) -> int:
@@ -87,53 +109,139 @@ def _run(args: argparse.Namespace, context: Context) -> int:
 
 
 def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str], None]) -> int:
-    config = context.config
     path = ledger_path_beside(context.config_file)
     file, ledger = _ledger(context, path)
-    problems = epochs.refusals(config, ledger)
-    if problems:
-        raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
-    changes = epochs.plan(config, ledger)
+    if args.fence_id is not None and not args.undo:
+        raise AdminError("--fence-id names the fence --undo puts back: add --undo")
+    if args.undo:
+        return _undo(args, context, file, ledger, path, report)
+    config = context.config
+    changes = _changes(config, file, ledger, path)
     if not changes:
         report(f"nothing to fence: the ledger already records every layout {context.config_file} gives")
         return 0
-    _check_rest(file, config, changes)
-    _check_one_account(ledger)
     needed = _regions_with_old_lanes(ledger)
     regions = args.region or sorted(needed | set(config.regions))
-    endpoints = _endpoints(args.endpoint_url or [], sorted(needed | set(regions)))
-    # Every region's old lanes are read before any is stopped, a partial run's (--region) too: another
-    # region's lanes may already put the new start above max, and this run would stop its lanes for nothing.
-    old_lanes = {region: CounterTable(context.table_name, region, endpoints.get(region)) for region in sorted(needed)}
-    _check_max(config, *_epochs_now(changes, old_lanes))
-    tables = {region: old_lanes[region] for region in regions if region in needed}
-    lasts: dict[str, list[int | None]] = {change.key: [] for change in changes}
-    fenced = set()
+    tables = _tables(context, args, needed, regions)
+    pending = ledger.fencing
+    # Every region's old lanes are read before any is stopped, a partial run's (--region) too: another region may
+    # hold a lane another fence stopped, or lanes that already put the new start above max.
+    lanes = fence_lanes.survey(tables, changes, pending.id if pending else None, path)
+    _check_max(config, _epochs_now(changes, lanes), _after_refusal(lanes))
+    if pending is None:
+        pending = epochs.PendingFence(secrets.token_hex(VERSION_DIGITS // 2), tuple(changes))
+        file = _write(path, file, replace(ledger, fencing=pending), f"fence begun: {pending.describe()}")
     for region in regions:
-        if region not in tables:
+        if region not in lanes:
             report(f"{region}: no slot in the old layout, so no old lanes: nothing to stop")
             continue
-        table = tables[region]
-        for change in changes:
-            for name in items_of(change.key, change.number - 1, change.old.shards):
-                lasts[change.key].append(_stop(table, name))
-        fenced.add(region)
+        fence_lanes.stop(lanes[region], pending.id)
         report(f"{region}: stopped the old lanes of {', '.join(change.key for change in changes)}")
-    if needed - fenced:
+    unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
+    if unfenced:
         report(
-            f"not recorded yet: {', '.join(sorted(needed - fenced))} still to fence (run again with those regions, "
-            "or with none); the lanes stopped so far stay stopped"
+            f"not recorded yet: {', '.join(unfenced)} still to fence (run `{epochs.FENCE_COMMAND} --region R` for "
+            f"each, or `{epochs.FENCE_COMMAND}`); the lanes stopped so far stay stopped (their regions answer 503 "
+            f"for the key) until a run leaves no region unfenced, or `{epochs.FENCE_UNDO_COMMAND}` puts them back. "
+            f"{path} records the fence as pending ({pending.id}): commit it"
         )
         return 0
-    recorded = [change.epoch(fence_above(change.old.start, lasts[change.key])) for change in changes]
-    _check_max(config, recorded, "the old lanes stay stopped (each region answers 503 for them); nothing was recorded")
-    write_ledger_file(path, _with_epochs(file, config.table_name, recorded))
+    return _record(config, file, pending, lanes, path, report)
+
+
+def _record(
+    config: DeploymentConfig,
+    file: LedgerFile,
+    pending: epochs.PendingFence,
+    lanes: dict[str, fence_lanes.RegionLanes],
+    path: Path,
+    report: Callable[[str], None],
+) -> int:
+    """Seal every stopped lane, reading its final last, and record the epochs above them. The lasts of stopped lanes
+    never change again (only an undo could move them), so max is checked on them before any seal: refused, the fence
+    can still be undone."""
+    _check_max(
+        config,
+        _epochs_now(list(pending.changes), lanes),
+        "the old lanes stay stopped (their regions answer 503 for the key) and the fence stays pending; or "
+        f"`{epochs.FENCE_UNDO_COMMAND}` puts them back",
+    )
+    recorded = [
+        change.epoch(fence_above(change.old.start, fence_lanes.seal(lanes.values(), change, pending.id)))
+        for change in pending.changes
+    ]
+    service = epochs.record(file.services[config.table_name], recorded)
+    change = "fence: " + ", ".join(f"{e.key} above {e.fence} (epoch {e.number})" for e in recorded)
+    _write(path, file, service, change)
     for epoch in recorded:
         report(
             f"{epoch.key}: fence {epoch.fence}; epoch {epoch.number} ({epoch.configured.describe()}) starts at "
             f"{epoch.start}"
         )
     report(f"recorded in {path}; now synthesise and deploy (docs/how-to/change-a-layout.md)")
+    return 0
+
+
+def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[epochs.Change]:
+    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked
+    as a new fence is (nothing written on a refusal)."""
+    planned = epochs.plan(config, ledger)
+    pending = ledger.fencing
+    if pending is not None:
+        if tuple(planned) != pending.changes:
+            given = "; ".join(change.describe() for change in planned) or "no layout change"
+            raise AdminError(
+                f"{path} records fence {pending.id} as pending ({pending.describe()}), begun and never recorded: the "
+                f"lanes it stopped answer 503. cdk.json gives {given} instead. Finish it: give cdk.json those layouts "
+                f"and run `{epochs.FENCE_COMMAND}`; or undo it: `{epochs.FENCE_UNDO_COMMAND}` (it puts the stopped "
+                "lanes back). Nothing was written."
+            )
+        return planned
+    problems = epochs.refusals(config, ledger)
+    if problems:
+        raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
+    if planned:
+        _check_rest(file, config, planned)
+        _check_one_account(ledger)
+    return planned
+
+
+def _undo(
+    args: argparse.Namespace,
+    context: Context,
+    file: LedgerFile,
+    ledger: Ledger,
+    path: Path,
+    report: Callable[[str], None],
+) -> int:
+    """Put back every lane the pending fence (or the fence --fence-id names) stopped, in every region, and forget
+    it; refused (before any write) once it was recorded somewhere: a sealed lane, or a lane of the epoch it begins."""
+    pending = ledger.fencing
+    fence_id = args.fence_id or (pending.id if pending else None)
+    if fence_id is None:
+        raise AdminError(
+            f"{path} records no pending fence: nothing to undo (a recorded fence is never undone; a fence no ledger "
+            "records is undone with --fence-id ID)"
+        )
+    needed = _regions_with_old_lanes(ledger)
+    tables = _tables(context, args, needed, sorted(needed))
+    if pending is not None and pending.id == fence_id:
+        lanes = fence_lanes.survey(tables, list(pending.changes), pending.id, path)
+        next_items = [item_base(change.key, change.number) for change in pending.changes]
+    else:
+        lanes = {region: fence_lanes.stopped_lanes(table, region, fence_id) for region, table in tables.items()}
+        next_items = fence_lanes.next_epoch_items(name for each in lanes.values() for name in each.items)
+    problems = [problem for each in lanes.values() for problem in fence_lanes.undo_refusals(each, next_items, fence_id)]
+    if problems:
+        raise AdminError(f"fence {fence_id} cannot be undone; nothing was written:\n" + "\n".join(problems))
+    for region, each in sorted(lanes.items()):
+        put_back = fence_lanes.unstop(each, fence_id)
+        report(f"{region}: put back {', '.join(put_back)}" if put_back else f"{region}: nothing was stopped")
+    if pending is not None and pending.id == fence_id:
+        _write(path, file, replace(ledger, fencing=None), f"fence undone: {pending.describe()}")
+        report(f"fence {fence_id} undone; {path} records no pending fence: commit it")
+    else:
+        report(f"fence {fence_id} undone ({path} never recorded it)")
     return 0
 
 
@@ -151,27 +259,12 @@ def _ledger(context: Context, path: Path) -> tuple[LedgerFile, Ledger]:
     return file, ledger
 
 
-def _stop(table: CounterTable, name: str) -> int | None:
-    """Stop one old lane item; its final `last` (None: it issued nothing)."""
-    try:
-        for _ in range(_ATTEMPTS):
-            item = table.update(name, lane_item.stop())
-            if item is None:
-                item = table.get(name)
-                if item is not None and number(item, STEP) == STOPPED:
-                    return _last(name, item)
-                item = table.update(name, lane_item.stop_unwritten())
-            if item is not None:
-                return _last(name, item)
-    except (ClientError, BotoCoreError) as err:
-        raise table.explain(err) from None
-    raise AdminError(f"{name}: the item kept changing shape under {_ATTEMPTS} attempts; run the command again")
-
-
-def _last(name: str, item: lane_item.Item) -> int | None:
-    if LAST in item and number(item, LAST) is None:
-        raise AdminError(f"{name}: its last is not a whole number ({item[LAST]}); fix it by hand, then run fence again")
-    return number(item, LAST)
+def _tables(
+    context: Context, args: argparse.Namespace, needed: set[str], regions: list[str]
+) -> dict[str, CounterTable]:
+    """A table per region that may hold old lanes, at its endpoint (--endpoint-url)."""
+    endpoints = _endpoints(args.endpoint_url or [], sorted(needed | set(regions)))
+    return {region: CounterTable(context.table_name, region, endpoints.get(region)) for region in sorted(needed)}
 
 
 def _regions_with_old_lanes(ledger: Ledger) -> set[str]:
@@ -194,9 +287,9 @@ def _endpoints(given: list[str], regions: list[str]) -> dict[str, str]:
 def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[epochs.Change]) -> None:
     """Refuse, before writing anything, a config the ledger would refuse for another reason than the fence."""
     name = config.table_name
-    trial = _with_epochs(file, name, [change.epoch(change.old.start) for change in changes])
+    trial = epochs.record(file.services[name], [change.epoch(change.old.start) for change in changes])
     try:
-        record_services(trial, {name: config})
+        record_services(replace(file, services={**file.services, name: trial}), {name: config})
     except LedgerError as err:
         raise LedgerError(f"fence refused, nothing was written: cdk.json has other problems:\n{err}") from None
 
@@ -214,33 +307,31 @@ def _check_one_account(ledger: Ledger) -> None:
         )
 
 
-def _epochs_now(changes: list[epochs.Change], tables: dict[str, CounterTable]) -> tuple[list[epochs.KeyEpoch], str]:
+def _epochs_now(changes: list[epochs.Change], lanes: dict[str, fence_lanes.RegionLanes]) -> list[epochs.KeyEpoch]:
     """The epochs as the old lanes stand now in every region, read before this run stops any (lanes only grow, so
-    the fence found after stopping them is at least this one), and what a refusal now leaves behind: nothing,
-    or the lanes an earlier partial run stopped."""
-    now, stopped = [], False
+    the fence found after stopping them is at least this one)."""
+    now = []
     for change in changes:
-        names = items_of(change.key, change.number - 1, change.old.shards)
-        items = [(name, _read(table, name)) for table in tables.values() for name in names]
-        lasts = [_last(name, item) for name, item in items if item is not None]
-        stopped = stopped or any(item is not None and number(item, STEP) == STOPPED for _, item in items)
+        names = fence_lanes.old_items([change])
+        lasts = [
+            fence_lanes.final_last(name, item)
+            for each in lanes.values()
+            for name in names
+            if (item := each.items[name]) is not None
+        ]
         now.append(change.epoch(fence_above(change.old.start, lasts)))
-    if stopped:
-        return now, (
+    return now
+
+
+def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
+    """What a refusal before any write leaves behind: nothing, or the lanes an earlier run stopped."""
+    if any(each.stopped_by_any_fence() for each in lanes.values()):
+        return (
             "this run stopped and recorded nothing; the lanes an earlier run stopped stay stopped (their regions "
-            "answer 503 for the key) until a run of fence records the epoch"
+            f"answer 503 for the key) until a run of fence records the epoch, or `{epochs.FENCE_UNDO_COMMAND}` puts "
+            "them back"
         )
-    return now, "nothing was stopped or recorded"
-
-
-def _read(table: CounterTable, name: str) -> lane_item.Item | None:
-    try:
-        return table.get(name)
-    except (ClientError, BotoCoreError) as err:
-        raise AdminError(
-            f"{table.explain(err)}. fence reads every region's old lanes before it stops any (with --region too), "
-            "so each region that ever had a slot must be reachable (--endpoint-url REGION=URL); nothing was stopped"
-        ) from None
+    return "nothing was stopped or recorded"
 
 
 def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch], then: str) -> None:
@@ -256,13 +347,15 @@ def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch], then: 
             )
 
 
-def _with_epochs(file: LedgerFile, name: str, recorded: list[epochs.KeyEpoch]) -> LedgerFile:
-    services = {**file.services, name: epochs.record(file.services[name], recorded)}
-    change = "fence: " + ", ".join(f"{e.key} above {e.fence} (epoch {e.number})" for e in recorded)
+def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> LedgerFile:
+    """The ledger file with `service` as its service's new state, one version more (`change` says what), written."""
+    services = {**file.services, service.table_name: service}
     parent = file.version
-    return replace(
+    written = replace(
         file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change))
     )
+    write_ledger_file(path, written)
+    return written
 
 
 COMMAND = Command(

@@ -35,6 +35,10 @@ class AdminError(RuntimeError):
     """Something the operator must fix or retry; the message says what."""
 
 
+class MissingTable(AdminError):
+    """The table does not exist (where the command looked): fence says why that matters there."""
+
+
 class CounterTable:
     def __init__(
         self,
@@ -109,6 +113,15 @@ class CounterTable:
         item: Item = response.get("Attributes", {})
         return item
 
+    def delete(self, item_key: str, request: dict[str, Any]) -> bool:
+        """One conditional DeleteItem on `item_key` (`request` from tickets.lane_item); False if its condition
+        failed: the item changed meanwhile, and nothing was deleted."""
+        try:
+            self._call("delete_item", TableName=self.table, Key=_key(item_key), **request)
+        except ClientError:  # _call lets only a failed condition through
+            return False
+        return True
+
     def scan(self) -> Iterator[Item]:
         """Every item, page by page, read consistently."""
         request: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
@@ -134,7 +147,7 @@ class CounterTable:
         """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
         failure = classify(err)
         if failure is Failure.MISSING_TABLE:
-            return AdminError(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
+            return MissingTable(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
         if failure is Failure.UNAVAILABLE:
             return AdminError(
                 f"DynamoDB throttled the {self._where} beyond the retries, or was unavailable; what was done is "

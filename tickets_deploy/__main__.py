@@ -28,8 +28,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy",
-        description="The deploy side's command: `predeploy` checks, before `cdk deploy`, each stack's deployed "
-        "ledger version and the Powertools layer's SSM parameter (python -m tickets_deploy predeploy --help). "
+        description="The deploy side's command: `predeploy` checks, before `cdk deploy`, the ledger version every "
+        "region runs (each region of the assembly and each the ledger ever gave a slot) and the Powertools layer's "
+        "SSM parameter (python -m tickets_deploy predeploy --help). "
         "A deployment's ledger is started by `python -m tickets_cdk init`.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

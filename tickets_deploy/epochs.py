@@ -1,10 +1,11 @@
 """The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
 records, and the settings a function of the new layout gets (docs/explanation/epochs-and-fences.md).
 
-Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs (ledger_model, ledger_codec)
-and its rollout rule (ledger_rules) calls `synthesis_problems`; `python -m tickets_admin fence`
-(tickets_admin/fence.py) calls `plan`, stops the old lanes, then `record`; every place that builds a
-function's settings calls `applied`.
+Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs and a fence begun and not yet
+recorded (PendingFence) (ledger_model, ledger_codec), and its rollout rule (ledger_rules) calls
+`synthesis_problems`, which refuses every config while a fence is pending; `python -m tickets_admin fence`
+(tickets_admin/fence.py) calls `plan`, records the PendingFence, stops the old lanes, then `record`; every
+place that builds a function's settings calls `applied`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tickets.epochs import FENCE_COMMAND as FENCE_COMMAND  # the one definition, re-exported for the deploy side
+from tickets.epochs import FENCE_UNDO_COMMAND as FENCE_UNDO_COMMAND
 from tickets.epochs import Layout, epoch_start
 from tickets.settings import CounterConfig
 
@@ -22,7 +25,6 @@ from .schema import DeploymentConfig
 if TYPE_CHECKING:
     from .ledger_model import Ledger
 
-FENCE_COMMAND = "python -m tickets_admin fence"
 _UNCONFIGURED = CounterConfig()
 
 
@@ -69,6 +71,41 @@ class Change:
 
     def epoch(self, fence: int) -> KeyEpoch:
         return KeyEpoch(self.key, self.number, fence, self.old, self.configured)
+
+    def describe(self) -> str:
+        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
+
+
+@dataclass(frozen=True)
+class PendingFence:
+    """A fence `tickets_admin fence` began and has not recorded: written to the ledger before any lane is stopped,
+    so every lane it stops (each records `id`) is known to this ledger, and so synthesis refuses every config until
+    the fence is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
+
+    id: str  # random hex: each lane it stops records it (tickets.lane_item.FENCED_BY)
+    changes: tuple[Change, ...]
+
+    def describe(self) -> str:
+        return "; ".join(change.describe() for change in self.changes)
+
+    def to_json(self) -> dict[str, Any]:
+        keys = {
+            change.key: {
+                "epoch": change.number,
+                "from": _layout_json(change.old),
+                "to": _layout_json(change.configured),
+            }
+            for change in self.changes
+        }
+        return {"id": self.id, "keys": dict(sorted(keys.items()))}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> PendingFence:
+        changes = (
+            Change(key, entry["epoch"], _layout_of(entry["from"]), _layout_of(entry["to"]))
+            for key, entry in sorted(raw["keys"].items())
+        )
+        return cls(raw["id"], tuple(changes))
 
 
 def latest(ledger: Ledger, key: str) -> KeyEpoch | None:
@@ -142,10 +179,25 @@ def refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     return problems
 
 
+def pending_problem(ledger: Ledger) -> str:
+    """Why nothing can be deployed while a fence is pending, and the two ways out."""
+    pending = ledger.fencing
+    assert pending is not None
+    return (
+        f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the old "
+        "lanes it stopped, in some regions or all, answer 503 until it is finished or undone, so no config is "
+        f"accepted meanwhile. Finish it: give cdk.json those layouts and run `{FENCE_COMMAND}` (every region at "
+        f"once, or `--region R` until each region is fenced); or undo it: `{FENCE_UNDO_COMMAND}`, which puts the "
+        "stopped lanes back (docs/how-to/change-a-layout.md)."
+    )
+
+
 def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
-    """Why synthesis refuses `config`'s layout changes: unsafe ones, and a regionSlots change whose keys
-    are not yet fenced (a key's own stride, shards or start are the ledger's counter rules, which accept
-    a change its latest epoch covers)."""
+    """Why synthesis refuses `config`'s layout changes: a fence begun and not finished (whatever the config), unsafe
+    changes, and a regionSlots change whose keys are not yet fenced (a key's own stride, shards or start are the
+    ledger's counter rules, which accept a change its latest epoch covers)."""
+    if ledger.fencing is not None:
+        return [pending_problem(ledger)]
     problems = []
     unfenced = [change.key for change in plan(config, ledger) if change.old.region_slots != config.region_slots]
     growing = bool(unfenced) and config.region_slots > ledger.region_slots
@@ -238,8 +290,8 @@ def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig
 
 
 def record(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
-    """The ledger with these epochs added (after `fence` stopped their old lanes everywhere)."""
-    return replace(ledger, epochs=(*ledger.epochs, *epochs))
+    """The ledger with these epochs added (after `fence` stopped their old lanes everywhere), no fence pending."""
+    return replace(ledger, epochs=(*ledger.epochs, *epochs), fencing=None)
 
 
 def _configured(counter: CounterConfig, region_slots: int) -> Layout:

@@ -67,6 +67,8 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
         **({"series": {key: dict(fields) for key, fields in sorted(ledger.series.items())}} if ledger.series else {}),
         # Only where a layout ever changed, likewise.
         **({"epochs": _epochs_fields(ledger)} if ledger.epochs else {}),
+        # Only while a fence is begun and not recorded.
+        **({"fencing": ledger.fencing.to_json()} if ledger.fencing is not None else {}),
     }
 
 
@@ -101,6 +103,11 @@ def to_text(ledger: LedgerFile) -> str:
                         else []
                     ),
                     *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
+                    *(
+                        [f'{inner}"fencing": {json.dumps(fields["fencing"], sort_keys=True)}']
+                        if "fencing" in fields
+                        else []
+                    ),
                     f'{inner}"regionSlots": {fields["regionSlots"]}',
                     *([block("series", fields["series"], inner)] if "series" in fields else []),
                     block("slots", fields["slots"], inner),
@@ -165,7 +172,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         raw,
         where,
         required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else {"series", "deployed", "epochs"},
+        optional=({"//"} | flags) if format_1 else {"series", "deployed", "epochs", "fencing"},
     )
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
@@ -181,6 +188,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
     default_keys = raw.get("defaultKeysServed", [])
     if not isinstance(default_keys, list) or not all(isinstance(key, str) for key in default_keys):
         raise ValueError("defaultKeysServed: must be a list of keys")
+    recorded = _epochs_from(raw.get("epochs", {}))
     return Ledger(
         region_slots,
         raw["tableName"],
@@ -190,8 +198,28 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
         default_keys_served=frozenset(default_keys),
         series=dict(sorted(series.items())),
         deployed=check_deployed(raw["deployed"], counters, "deployed") if "deployed" in raw else None,
-        epochs=_epochs_from(raw.get("epochs", {})),
+        epochs=recorded,
+        fencing=_fencing_from(raw["fencing"], recorded) if "fencing" in raw else None,
     )
+
+
+def _fencing_from(raw: Any, recorded: tuple[epochs.KeyEpoch, ...]) -> epochs.PendingFence:
+    """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
+    _fields(raw, "fencing", required={"id", "keys"}, optional=set())
+    if not isinstance(raw["id"], str) or not _VERSION.fullmatch(raw["id"]):
+        raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
+    keys = _object(raw["keys"], "fencing.keys")
+    if not keys:
+        raise ValueError("fencing.keys: empty")
+    for key, entry in keys.items():
+        where = f"fencing.keys.{key}"
+        _fields(entry, where, required={"epoch", "from", "to"}, optional=set())
+        numbers = [epoch.number for epoch in recorded if epoch.key == key]
+        if _whole(entry["epoch"], f"{where}.epoch", low=1) != len(numbers) + 1:
+            raise ValueError(f"{where}.epoch: not the epoch after the last recorded ({len(numbers)})")
+        for side in ("from", "to"):
+            _layout_from(entry[side], f"{where}.{side}")
+    return epochs.PendingFence.from_json(raw)
 
 
 def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:

@@ -12,7 +12,7 @@ from typing import Any
 from tickets.settings import CounterConfig
 from tickets_deploy.schema import COUNTER_FIELDS
 
-from .epochs import KeyEpoch
+from .epochs import KeyEpoch, PendingFence
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
@@ -86,6 +86,9 @@ class Ledger:
     # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
     # out (tickets_deploy/ledger_config.py); None: a ledger written before they were recorded.
     deployed: Mapping[str, Any] | None = None
+    # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses every config
+    # meanwhile): the id its stopped lanes carry and the layout changes it makes.
+    fencing: PendingFence | None = None
 
     def served_unconfigured(self, key: str) -> bool:
         """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""
@@ -109,7 +112,8 @@ class Version:
 class LedgerFile:
     """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest
     first. Deployed stacks record the version they were synthesised with (TicketsLedgerVersion), and a
-    deploy is refused unless each region's deployed version is an ancestor of it (tickets_deploy.predeploy)."""
+    deploy is refused unless the version each region runs (every region of the ledger's slots, retired ones too)
+    is an ancestor of it (tickets_deploy.predeploy)."""
 
     services: Mapping[str, Ledger]
     versions: tuple[Version, ...]

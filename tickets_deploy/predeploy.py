@@ -2,18 +2,26 @@
 CloudFormation starts (docs/how-to/deploy.md#before-cloudformation-starts).
 
 It reads the cloud assembly `cdk deploy` is about to deploy (cdk.out: manifest.json and each stack's
-template) and, with the caller's credentials, in each stack's region:
+template) and, with the caller's credentials (read-only calls: cloudformation:DescribeStacks,
+cloudformation:DescribeStackResources, ssm:GetParameter):
 
-- the ledger version the stack runs: `cdk deploy` may go ahead only if it is an ancestor of (or equal
-  to) the version being deployed, in this checkout's ledger (tickets.lock.json). A stack deployed from
-  another branch, or from a main this checkout has not pulled, runs a version this history does not
-  have: deploying over it could hand out the numbers its lanes hand out (docs/explanation/ledger.md#teams).
-  A stack that does not exist yet is a first deploy;
+- the ledger version each region runs, in every region of the assembly and in every region the ledger
+  (tickets.lock.json) ever gave a slot, retired regions and regions dropped from cdk.json included: `cdk deploy`
+  may go ahead only if each is an ancestor of (or equal to) the version being deployed, in this checkout's
+  ledger. A region outside the assembly keeps serving whatever it runs, and its lanes count as much as any:
+  a version of another line of history (a branch, or a main this checkout has not pulled) running there
+  could hand out the numbers this deploy's lanes hand out (docs/explanation/ledger.md#teams). Such a region's stack is
+  found by the service's table, whose name is fixed (DescribeStackResources with the table as the physical
+  resource id), so an app's own stack names and several services per stack are found alike. A region with
+  no such stack, or a stack that does not exist yet, runs nothing;
 - every SSM parameter the templates resolve (`{{resolve:ssm:NAME}}`), above all the Powertools layer's
   public parameter, which a Powertools release once shipped without (their issue #7689): CloudFormation
   would fail midway, region after region.
 
-Every problem is listed, then the command exits 1 and nothing is deployed. Plain botocore, one client
+So a version of another line deployed in any region this ledger knows blocks this deploy. Out of its reach:
+a region only the other line's ledger knows (it added the region and its deploy reached no region this
+ledger knows: a deploy that rolled back everywhere else), and deploys that do not run it (`cdk deploy` by
+hand). Every problem is listed, then the command exits 1 and nothing is deployed. Plain botocore, one client
 per service and region; tests inject the client factory and stub it with botocore's Stubber.
 """
 
@@ -93,13 +101,14 @@ def check(
     problems: list[str] = []
     for stack in stacks:
         if stack.ledger_version is not None:
-            problems.extend(_version_problems(stack, ledger, client, report))
+            problems.extend(_assembly_stack_problems(stack, ledger, client, report))
+    problems.extend(_ledger_region_problems(stacks, ledger, client, report))
     for region, name in sorted({(stack.region, name) for stack in stacks for name in stack.ssm_parameters}):
         problems.extend(_parameter_problems(region, name, client, report))
     return problems
 
 
-def _version_problems(
+def _assembly_stack_problems(
     stack: AssemblyStack, ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
 ) -> Iterator[str]:
     deploying = stack.ledger_version
@@ -111,11 +120,81 @@ def _version_problems(
             f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
         )
         return
+    yield from _version_problems(where, stack.region, stack.name, deploying, ledger, client, report)
+
+
+def _ledger_region_problems(
+    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
+) -> Iterator[str]:
+    """Every region the ledger ever gave a slot, by service: the stack holding the service's table there, unless
+    the assembly deploys it, must run an ancestor of the version being deployed."""
+    deploying = sorted({stack.ledger_version for stack in stacks if stack.ledger_version is not None})
+    if len(deploying) > 1:
+        yield f"cdk.out holds stacks synthesised with ledger versions {', '.join(deploying)}: synthesise again."
+        return
+    if not deploying or deploying[0] not in {version.id for version in ledger.versions}:
+        return  # no Tickets stack in this deploy, or its version is refused above
+    deploying_stacks = {(stack.region, stack.name) for stack in stacks}
+    checked: set[tuple[str, str]] = set()
+    for table, service in sorted(ledger.services.items()):
+        for slot, entry in sorted(service.slots.items()):
+            where = f"{entry.region} (slot {slot}{', retired,' if entry.retired else ''} of {table})"
+            found = _stack_holding(where, entry.region, table, client)
+            if isinstance(found, _Problem):
+                yield found.text
+                continue
+            if found is None:
+                report(f"{where}: no stack holds table {table}: nothing of it runs there")
+                continue
+            if (entry.region, found) in deploying_stacks | checked:
+                continue
+            checked.add((entry.region, found))
+            where = f"{where}: stack {found} (not in this deploy)"
+            yield from _version_problems(
+                where, entry.region, found, deploying[0], ledger, client, report, deployed_by_this=False
+            )
+
+
+@dataclass(frozen=True)
+class _Problem:
+    text: str
+
+
+def _stack_holding(where: str, region: str, table: str, client: ClientFactory) -> str | None | _Problem:
+    """The name of the stack that holds the table `table` in `region` (None: none does)."""
     try:
-        answer = client("cloudformation", stack.region).describe_stacks(StackName=stack.name)
+        answer = client("cloudformation", region).describe_stack_resources(PhysicalResourceId=table)
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
         if _error_code(err) == "ValidationError" and "does not exist" in str(err):
-            report(f"{where}: not deployed yet; a first deploy of ledger version {deploying}")
+            return None
+        permission = _permission("cloudformation:DescribeStackResources")
+        return _Problem(f"{where}: cannot find the stack holding table {table} ({_describe(err)}); {permission}")
+    resources = answer.get("StackResources", [])
+    return str(resources[0]["StackName"]) if resources else None
+
+
+def _version_problems(
+    where: str,
+    region: str,
+    stack_name: str,
+    deploying: str,
+    ledger: LedgerFile,
+    client: ClientFactory,
+    report: Callable[[str], None],
+    *,
+    deployed_by_this: bool = True,
+) -> Iterator[str]:
+    """The stack `stack_name` in `region` must run an ancestor of `deploying`, or nothing yet. `deployed_by_this`:
+    the assembly deploys it (False: a region this deploy leaves running what it runs)."""
+    try:
+        answer = client("cloudformation", region).describe_stacks(StackName=stack_name)
+    except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
+        if _error_code(err) == "ValidationError" and "does not exist" in str(err):
+            report(
+                f"{where}: not deployed yet; a first deploy of ledger version {deploying}"
+                if deployed_by_this
+                else f"{where}: the stack does not exist (deleted): nothing runs there"
+            )
             return
         permission = _permission("cloudformation:DescribeStacks")
         yield f"{where}: cannot read the deployed stack ({_describe(err)}); {permission}"
@@ -137,9 +216,17 @@ def _version_problems(
         )
         return
     if ledger.is_ancestor(deployed, deploying):
+        if not deployed_by_this:
+            report(f"{where}: runs ledger version {deployed}, an ancestor of {deploying} (or the same)")
+            return
         same = "the version deployed" if deployed == deploying else f"a descendant of the deployed {deployed}"
         report(f"{where}: deploying ledger version {deploying}, {same}")
         return
+    yield _lineage_problem(where, deployed, deploying, ledger)
+
+
+def _lineage_problem(where: str, deployed: str, deploying: str, ledger: LedgerFile) -> str:
+    """Why a region running `deployed` stops a deploy of `deploying`, and what to do."""
     if deployed in {version.id for version in ledger.versions}:
         why = (
             f"{deployed} is newer than {deploying} in this checkout's history: pull main and synthesise again; "
@@ -153,7 +240,7 @@ def _version_problems(
             "deployed it is not merged yet, merge it, taking one side's ledger and synthesising the other "
             "side's cdk.json change on top (docs/how-to/work-as-a-team.md)"
         )
-    yield (
+    return (
         f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being "
         f"deployed: {why}."
     )
@@ -216,9 +303,12 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy predeploy",
         description="Before CloudFormation starts (make deploy runs it between synthesis and cdk deploy): "
-        "stop unless each stack's deployed ledger version is an ancestor of the one in the cloud assembly, and "
-        "unless every SSM parameter the templates resolve (the Powertools layer) exists in its region. Reads "
-        "AWS with the caller's credentials; writes nothing. Exit status 1 lists every problem.",
+        "stop unless the ledger version each region runs is an ancestor of the one in the cloud assembly, in every "
+        "region of the assembly and every region the ledger ever gave a slot (retired ones and ones dropped from "
+        "cdk.json included: their stacks are found by the service's table), and unless every SSM parameter the "
+        "templates resolve (the Powertools layer) exists in its region. Reads AWS with the caller's credentials "
+        "(cloudformation:DescribeStacks, cloudformation:DescribeStackResources, ssm:GetParameter); writes nothing. "
+        "Exit status 1 lists every problem.",
     )
     parser.add_argument("--assembly", type=Path, default=Path("cdk.out"), help="the cloud assembly (default: cdk.out)")
     parser.add_argument(
@@ -235,5 +325,8 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
     if problems:
         print("predeploy: nothing was deployed:", *problems, sep="\n", file=sys.stderr)
         return 1
-    print(f"predeploy: {len(stacks)} stack(s) checked; cdk deploy may go ahead")
+    print(
+        f"predeploy: {len(stacks)} stack(s) of the assembly and every region of {args.ledger} checked; cdk deploy may "
+        "go ahead"
+    )
     return 0

@@ -26,6 +26,8 @@ FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item
 SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
 STRIDE = "stride"  # a sharded key's stride, recorded with its layout (step alone does not tell stride from slots)
 STOPPED_STEP = "stoppedStep"  # the step a lane had before a fence stopped it (its `step` is then STOPPED)
+FENCED_BY = "fencedBy"  # the id of the fence that stopped the lane (the ledger records the fence under it)
+FENCE_SEALED = "fenceSealed"  # set once that fence is being recorded: from then on it can never be undone
 LANE = (STEP, FIRST)  # what code writes with every lane item's `last`
 RAISE_COMMAND = "python -m tickets_admin raise"
 
@@ -57,12 +59,28 @@ _COMPLETE_LAYOUT_IF = (
     "AND attribute_not_exists(#last)"
 )
 # tickets_admin fence only: stop a lane (docs/explanation/epochs-and-fences.md). One write, returning the item
-# as it leaves it, so its `last` is final: a request either wrote before it or is refused after it.
-_STOP = "SET #stopped = #step, #step = :stopped"
+# as it leaves it, so its `last` is final: a request either wrote before it or is refused after it. The lane
+# records which fence stopped it, so a fence of another line of history (a branch) finds it and refuses.
+_STOP = "SET #stopped = #step, #step = :stopped, #fencedBy = :fence"
 _STOP_IF = "attribute_exists(#step) AND #step <> :stopped"
 # An item with no step (absent: no old version may create it now; or typed by hand) is stopped as it is.
-_STOP_UNWRITTEN = "SET #step = :stopped"
+_STOP_UNWRITTEN = "SET #step = :stopped, #fencedBy = :fence"
 _STOP_UNWRITTEN_IF = "attribute_not_exists(#step)"
+# Recording the fence seals each lane it stopped first (returning its final `last`): a sealed lane is never
+# put back, so no checkout can undo a fence another one recorded.
+_STOPPED_BY = "#step = :stopped AND #fencedBy = :fence"
+_SEAL = "SET #sealed = :sealed"
+_UNSEALED = f"{_STOPPED_BY} AND attribute_not_exists(#sealed)"
+# Undoing a fence never recorded: the lane goes back to its step; an item that had none goes back as it was.
+_RESTORE = "SET #step = #stopped REMOVE #stopped, #fencedBy"
+_RESTORE_IF = f"{_UNSEALED} AND attribute_exists(#stopped)"
+_UNSTOP = "REMOVE #step, #fencedBy"
+_UNSTOP_IF = f"{_UNSEALED} AND attribute_not_exists(#stopped)"
+# An item the fence itself created (absent before it) is deleted, if it still holds nothing else.
+_CREATED_BY_STOP = (
+    f"{_UNSEALED} AND attribute_not_exists(#stopped) AND attribute_not_exists(#last) AND "
+    "attribute_not_exists(#first) AND attribute_not_exists(#shards) AND attribute_not_exists(#stride)"
+)
 _NAMES = {
     "#counter": COUNTER_KEY,
     "#last": LAST,
@@ -71,6 +89,8 @@ _NAMES = {
     "#shards": SHARDS,
     "#stride": STRIDE,
     "#stopped": STOPPED_STEP,
+    "#fencedBy": FENCED_BY,
+    "#sealed": FENCE_SEALED,
 }
 
 
@@ -169,14 +189,41 @@ def put_on_lane(lane: Lane, old: int | None, last: int) -> dict[str, Any]:
     return _request(_CREATE, _PUT_ON_LANE_IF.format(stored="#last = :old"), {**values, ":old": _n(old)})
 
 
-def stop() -> dict[str, Any]:
-    """Stop the item's lane at a fence: no version's condition takes a ticket from it after this."""
-    return _request(_STOP, _STOP_IF, {":stopped": _n(STOPPED)})
+def stop(fence: str) -> dict[str, Any]:
+    """Stop the item's lane at the fence `fence` (its id): no version's condition takes a ticket from it after this."""
+    return _request(_STOP, _STOP_IF, _fence_values(fence))
 
 
-def stop_unwritten() -> dict[str, Any]:
+def stop_unwritten(fence: str) -> dict[str, Any]:
     """Stop an item that has no step: create it stopped if absent, so no older version can create the lane."""
-    return _request(_STOP_UNWRITTEN, _STOP_UNWRITTEN_IF, {":stopped": _n(STOPPED)})
+    return _request(_STOP_UNWRITTEN, _STOP_UNWRITTEN_IF, _fence_values(fence))
+
+
+def fenced_by(item: Item) -> str | None:
+    """The id of the fence that stopped this item (None: not stopped, or by a fence that recorded none)."""
+    value = item.get(FENCED_BY)
+    return value.get("S") if value and number(item, STEP) == STOPPED else None
+
+
+def seal(fence: str) -> dict[str, Any]:
+    """Mark a lane `fence` stopped as recorded: from then on it is never put back."""
+    return _request(_SEAL, _STOPPED_BY, {**_fence_values(fence), ":sealed": {"BOOL": True}})
+
+
+def unstop(fence: str, item: Item) -> dict[str, Any]:
+    """Undo `fence` on `item` as read (stopped by it, not sealed): the lane's step again, or the item as it was
+    before the fence (an item the fence created is deleted: a DeleteItem's arguments, without UpdateExpression)."""
+    if STOPPED_STEP in item:
+        return _request(_RESTORE, _RESTORE_IF, _fence_values(fence))
+    if set(item) - {COUNTER_KEY, STEP, FENCED_BY}:
+        return _request(_UNSTOP, _UNSTOP_IF, _fence_values(fence))
+    request = _request("", _CREATED_BY_STOP, _fence_values(fence))
+    del request["UpdateExpression"]
+    return request
+
+
+def _fence_values(fence: str) -> dict[str, Any]:
+    return {":stopped": _n(STOPPED), ":fence": {"S": fence}}
 
 
 def _layout(shard_zero: Lane, condition: str) -> dict[str, Any]:

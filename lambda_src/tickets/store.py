@@ -26,7 +26,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from . import dynamodb_errors, lane_item
-from .epochs import STOPPED
+from .epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED
 from .errors import ConfigMismatch, Unavailable, exhausted
 from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, layout_contradiction, missing, number
 from .sequence import Lane
@@ -196,11 +196,15 @@ def _changed_config(what: str) -> ConfigMismatch:
 
 def _stopped(lane: Lane) -> Unavailable:
     """The lane was stopped at a fence: the key's layout changed and this function still serves the old
-    one until its region is deployed (docs/explanation/epochs-and-fences.md). Retriable: the new layout's
-    lanes, above the fence, answer the retry once they are deployed; never a 4xx, never a ticket."""
+    one until its region is deployed (docs/explanation/epochs-and-fences.md), or a fence was begun and never
+    finished. Retriable: the new layout's lanes, above the fence, answer the retry once they are deployed;
+    never a 4xx, never a ticket. The operator's way out is named: a fence left unfinished answers 503 until
+    it is finished or undone."""
     return Unavailable(
-        f"counter {lane.key!r}: this layout's lanes were stopped at a fence (a layout change is being deployed, "
-        "docs/how-to/change-a-layout.md); nothing was issued, retry after the Retry-After delay"
+        f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
+        f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "
+        f"`{FENCE_UNDO_COMMAND}`: docs/how-to/change-a-layout.md); nothing was issued, retry after the "
+        "Retry-After delay"
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -40,6 +41,18 @@ def checkout(directory: Path, tickets: dict) -> Path:
     path = directory / "cdk.json"
     path.write_text(json.dumps({"context": {"tickets": tickets}}), encoding="utf-8")
     return path
+
+
+def branches(directory: Path, tickets: dict) -> tuple[Path, Path, Path]:
+    """main's checkout with `tickets` and its ledger, and branches a and b opened from it: a checkout each."""
+    main, a, b = (directory / name for name in ("main", "a", "b"))
+    for each in (main, a, b):
+        each.mkdir()
+        checkout(each, tickets)
+    init_ledger_file(main / "tickets.lock.json", {"tickets-counters": parse_config(tickets)})
+    for each in (a, b):
+        shutil.copy(main / "tickets.lock.json", each)
+    return main, a, b
 
 
 def synthesise(config_file: Path, tickets: dict) -> None:
@@ -88,6 +101,10 @@ def test_one_region_to_two_and_shards_1_to_4_above_the_fence(aws, tmp_path: Path
     stopped = old.post("/orders")  # the old function, still running: retriable, never a 4xx, never a ticket
     assert stopped.status == 503 and stopped.body["error"] == "unavailable" and "Retry-After" in stopped.headers
     assert "stopped at a fence" in stopped.body["message"]
+    assert (
+        "`python -m tickets_admin fence` or undoes it with `python -m tickets_admin fence --undo`"
+        in (stopped.body["message"])
+    )
 
     synthesise(config_file, NEW)  # accepted now
     east, west = (deployed(NEW, region, tmp_path) for region in ("us-east-1", "eu-west-1"))
@@ -188,7 +205,7 @@ def test_a_key_served_unconfigured_gets_a_layout_of_its_own_with_the_fence_its_r
     assert old.post("/parcels").status == 503
 
 
-def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:
+def test_a_partial_fence_records_it_pending_and_the_fence_is_above_every_region(aws, tmp_path: Path) -> None:
     two = {**OLD, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
     config_file = checkout(tmp_path, two)
     init_ledger_file(tmp_path / "tickets.lock.json", {"tickets-counters": parse_config(two)})
@@ -201,7 +218,9 @@ def test_a_partial_fence_records_nothing_and_the_fence_is_above_every_region(aws
     checkout(tmp_path, sharded)
     status, out, _ = fence(config_file, "--region", "us-east-1")
     assert status == 0 and "not recorded yet: eu-west-1 still to fence" in out
-    assert (tmp_path / "tickets.lock.json").read_text() == ledger
+    after = read_ledger_file(tmp_path / "tickets.lock.json")
+    assert after.services["tickets-counters"].epochs == () and after.services["tickets-counters"].fencing is not None
+    assert after.versions[:-1] == from_text(ledger).versions and after.versions[-1].change.startswith("fence begun")
     assert east.post("/orders").status == 503
     assert take(west, "/orders") == [5021]  # not fenced yet: the old layout goes on there
 

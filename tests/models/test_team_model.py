@@ -40,6 +40,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from moto import mock_aws
 
+from cloud_assembly import CloudFormationStandIn
 from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_deploy import predeploy
@@ -131,6 +132,21 @@ def merge_text(base: str, ours: str, theirs: str, resolution: str, scratch: Path
     )
     assert merged.returncode >= 0, merged.stderr
     return merged.stdout
+
+
+def merge_base(commits: list[Any], one: int, other: int) -> int:
+    """git merge-base: the newest commit both `one` and `other` descend from (commits by id, each with `parents`)."""
+
+    def ancestors(commit_id: int) -> set[int]:
+        seen, todo = set(), [commit_id]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                todo.extend(commits[current].parents)
+        return seen
+
+    return max(ancestors(one) & ancestors(other))
 
 
 def keep_both_lines(text: str) -> str:
@@ -255,16 +271,7 @@ class TeamModel(RuleBasedStateMachine):
         self.change(branch, lambda tickets: tickets.update(strictKeys=strict))
 
     def merge_base(self, one: int, other: int) -> int:
-        def ancestors(commit_id: int) -> set[int]:
-            seen, todo = set(), [commit_id]
-            while todo:
-                current = todo.pop()
-                if current not in seen:
-                    seen.add(current)
-                    todo.extend(self.commits[current].parents)
-            return seen
-
-        return max(ancestors(one) & ancestors(other))
+        return merge_base(self.commits, one, other)
 
     @precondition(lambda self: len({self.heads[b] for b in BRANCHES}) > 1)
     @rule(
@@ -322,18 +329,8 @@ class TeamModel(RuleBasedStateMachine):
         each region's stack runs."""
         ledger = self.ledger_file(commit)
         stacks = [predeploy.AssemblyStack(f"Tickets-{region}", region, ledger.version, ()) for region in regions]
-        model = self
-
-        class CloudFormation:
-            def __init__(self, region: str) -> None:
-                self.region = region
-
-            def describe_stacks(self, StackName: str) -> dict:  # noqa: N803 - botocore's parameter name
-                running = model.ledger_file(model.commits[model.deployed[self.region]]).version
-                outputs = [{"OutputKey": "TicketsLedgerVersion", "OutputValue": running}]
-                return {"Stacks": [{"StackName": StackName, "StackStatus": "UPDATE_COMPLETE", "Outputs": outputs}]}
-
-        return predeploy.check(stacks, ledger, lambda service, region: CloudFormation(region), report=lambda _: None)
+        cloud = CloudFormationStandIn(lambda region: self.ledger_file(self.commits[self.deployed[region]]).version)
+        return predeploy.check(stacks, ledger, cloud.client, report=lambda _: None)
 
     # --- traffic and operators ------------------------------------------------------------------------
 

@@ -1,22 +1,23 @@
 """`make deploy`'s check before CloudFormation starts (tickets_deploy/predeploy.py): each region's
-deployed ledger version must be an ancestor of the one being deployed, and every SSM parameter the
+deployed ledger version must be an ancestor of the one being deployed, in the assembly's regions and in
+every region the ledger ever gave a slot (found by the service's table), and every SSM parameter the
 templates resolve (the Powertools layer) must exist. AWS is botocore's Stubber on real clients: moto
 refuses `/aws/` parameter names (docs/how-to/deploy.md#before-cloudformation-starts)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import botocore.session
 import pytest
 from botocore.stub import Stubber
 
+from cloud_assembly import LAYER
+from cloud_assembly import write_assembly as assembly
 from tickets_deploy import predeploy
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerFile, record_services, write_ledger_file
 
-LAYER = "/aws/service/powertools/python/arm64/python3.14/3.37.0"
 MAIN = {"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2, "strictKeys": True}
 
 
@@ -31,32 +32,6 @@ def history() -> tuple[LedgerFile, LedgerFile, LedgerFile]:
     second = on({**MAIN, "counters": {"orders": {"start": 5000}}}, first)
     branch = on({**MAIN, "strictKeys": False}, first)
     return first, second, branch
-
-
-def assembly(directory: Path, version: str | None, regions=("us-east-1", "eu-west-1")) -> Path:
-    """A cloud assembly as `cdk synth` writes it: manifest.json and one template per stack."""
-    artifacts = {}
-    for region in regions:
-        name = f"Tickets-{region}"
-        template = {
-            "Resources": {
-                "Function": {
-                    "Type": "AWS::Lambda::Function",
-                    "Properties": {"Layers": [f"{{{{resolve:ssm:{LAYER}}}}}"]},
-                }
-            },
-            "Outputs": {} if version is None else {"TicketsLedgerVersion": {"Value": version}},
-        }
-        (directory / f"{name}.template.json").write_text(json.dumps(template))
-        artifacts[f"{name}.assets"] = {"type": "cdk:asset-manifest", "properties": {"file": f"{name}.assets.json"}}
-        artifacts[name] = {
-            "type": "aws:cloudformation:stack",
-            "environment": f"aws://111111111111/{region}",
-            "properties": {"templateFile": f"{name}.template.json"},
-        }
-    artifacts["Tree"] = {"type": "cdk:tree", "properties": {"file": "tree.json"}}
-    (directory / "manifest.json").write_text(json.dumps({"version": "48.0.0", "artifacts": artifacts}))
-    return directory
 
 
 class StubbedAws:
@@ -78,9 +53,12 @@ class StubbedAws:
             self.stubs[service, region] = stubber
         return self.stubs[service, region]
 
-    def deployed(self, region: str, version: str | None, status: str = "UPDATE_COMPLETE") -> None:
+    def deployed(
+        self, region: str, version: str | None, status: str = "UPDATE_COMPLETE", name: str | None = None
+    ) -> None:
+        """The stack `name` (default Tickets-REGION) runs `version`: DescribeStacks answers it."""
         outputs = [] if version is None else [{"OutputKey": "TicketsLedgerVersion", "OutputValue": version}]
-        name = f"Tickets-{region}"
+        name = name or f"Tickets-{region}"
         self.stub("cloudformation", region).add_response(
             "describe_stacks",
             {
@@ -105,6 +83,29 @@ class StubbedAws:
             http_status_code=400,
             expected_params={"StackName": name},
         )
+
+    def holds_table(self, region: str, stack: str | None, table: str = "tickets-counters") -> None:
+        """DescribeStackResources by the table's name: the stack `stack` holds it (None: no stack does)."""
+        stub = self.stub("cloudformation", region)
+        if stack is None:
+            stub.add_client_error(
+                "describe_stack_resources",
+                service_error_code="ValidationError",
+                service_message=f"Stack for {table} does not exist",
+                http_status_code=400,
+                expected_params={"PhysicalResourceId": table},
+            )
+            return
+        resource = {
+            "StackName": stack,
+            "StackId": f"arn:aws:cloudformation:{region}:111111111111:stack/{stack}/1",
+            "LogicalResourceId": "TicketsTable",
+            "PhysicalResourceId": table,
+            "ResourceType": "AWS::DynamoDB::Table",
+            "Timestamp": "2026-11-01T00:00:00Z",
+            "ResourceStatus": "UPDATE_COMPLETE",
+        }
+        stub.add_response("describe_stack_resources", {"StackResources": [resource]}, {"PhysicalResourceId": table})
 
     def parameter(self, region: str, exists: bool = True) -> None:
         stub = self.stub("ssm", region)
@@ -133,11 +134,14 @@ def aws(monkeypatch) -> StubbedAws:
     return StubbedAws(monkeypatch)
 
 
-def run(tmp_path: Path, ledger: LedgerFile, deploying: str | None, aws: StubbedAws, capsys) -> tuple[int, str]:
+def run(
+    tmp_path: Path, ledger: LedgerFile, deploying: str | None, aws: StubbedAws, capsys, **stacks
+) -> tuple[int, str]:
+    """predeploy's command on an assembly of `deploying` (assembly()'s regions and prefix in `stacks`)."""
     write_ledger_file(tmp_path / "tickets.lock.json", ledger)
     out = tmp_path / "cdk.out"
     out.mkdir(exist_ok=True)
-    assembly(out, deploying)
+    assembly(out, deploying, **stacks)
     status = predeploy.main(["--assembly", str(out), "--ledger", str(tmp_path / "tickets.lock.json")], client=aws)
     captured = capsys.readouterr()
     return status, captured.out + captured.err
@@ -146,7 +150,9 @@ def run(tmp_path: Path, ledger: LedgerFile, deploying: str | None, aws: StubbedA
 def test_a_first_deploy_and_a_deploy_of_a_descendant_go_ahead(tmp_path, aws, capsys, history):
     first, second, _ = history
     aws.not_deployed("us-east-1")  # a new region
+    aws.holds_table("us-east-1", None)
     aws.deployed("eu-west-1", first.version)
+    aws.holds_table("eu-west-1", "Tickets-eu-west-1")
     aws.parameter("us-east-1")
     aws.parameter("eu-west-1")
     status, said = run(tmp_path, second, second.version, aws, capsys)
@@ -166,7 +172,9 @@ def test_a_region_on_another_branchs_version_stops_the_deploy_naming_region_and_
     """Hole 1 at deploy: a region deployed from branch A must not get main's merge of B."""
     first, second, branch = history
     aws.deployed("us-east-1", branch.version)
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
     aws.deployed("eu-west-1", first.version)
+    aws.holds_table("eu-west-1", "Tickets-eu-west-1")
     aws.parameter("us-east-1")
     aws.parameter("eu-west-1")
     status, said = run(tmp_path, second, second.version, aws, capsys)
@@ -181,9 +189,96 @@ def test_a_region_on_another_branchs_version_stops_the_deploy_naming_region_and_
     aws.all_called()
 
 
+MOVED = {"regions": {"eu-west-1": 1}, "regionSlots": 2, "strictKeys": True}  # us-east-1 removed: slot 0 retired
+
+
+def deploy_moved(tmp_path, aws, capsys, first, us_east_1: str, eu_west_1: str | None) -> tuple[str, int, str]:
+    """Deploy MOVED (eu-west-1 alone; us-east-1 retired) while us-east-1's stack runs `us_east_1` and eu-west-1's
+    `eu_west_1` (None: not deployed yet): the version deployed, the status and what predeploy said."""
+    moved = on(MOVED, first)
+    if eu_west_1 is None:
+        aws.not_deployed("eu-west-1")
+    else:
+        aws.deployed("eu-west-1", eu_west_1)
+    aws.holds_table("eu-west-1", None if eu_west_1 is None else "Tickets-eu-west-1")
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
+    aws.deployed("us-east-1", us_east_1)
+    aws.parameter("eu-west-1")
+    status, said = run(tmp_path, moved, moved.version, aws, capsys, regions=("eu-west-1",))
+    aws.all_called()
+    return moved.version or "", status, said
+
+
+def test_a_retired_region_on_another_lines_version_stops_a_deploy_that_leaves_it_out(tmp_path, aws, capsys, history):
+    """Finding 1 of issue 37, at deploy: a branch moved the service to eu-west-1 (us-east-1 retired) while
+    us-east-1 runs another branch's version. The assembly holds eu-west-1 alone, a first deploy; the check once
+    looked no further, and both regions then issued the same tickets. us-east-1's stack is found by the table."""
+    first, _, branch = history
+    moved, status, said = deploy_moved(tmp_path, aws, capsys, first, branch.version, None)
+    assert status == 1, said
+    assert (
+        f"us-east-1 (slot 0, retired, of tickets-counters): stack Tickets-us-east-1 (not in this deploy) runs ledger "
+        f"version {branch.version}, which is not an ancestor of {moved}, the version being deployed: "
+        f"{branch.version} is not in this checkout's history" in said
+    )
+    assert "eu-west-1: stack Tickets-eu-west-1: not deployed yet" in said
+
+
+def test_a_retired_region_on_an_ancestor_and_a_deleted_stack_let_the_deploy_go_ahead(tmp_path, aws, capsys, history):
+    first, _, _ = history
+    moved, status, said = deploy_moved(tmp_path, aws, capsys, first, first.version, first.version)
+    assert status == 0, said
+    assert (
+        f"us-east-1 (slot 0, retired, of tickets-counters): stack Tickets-us-east-1 (not in this deploy): runs ledger "
+        f"version {first.version}, an ancestor of {moved}" in said
+    )
+
+    aws.deployed("eu-west-1", first.version)
+    aws.holds_table("eu-west-1", "Tickets-eu-west-1")
+    aws.holds_table("us-east-1", "Tickets-us-east-1")  # the table, retained, of a stack since deleted
+    aws.stub("cloudformation", "us-east-1").add_client_error(
+        "describe_stacks",
+        service_error_code="ValidationError",
+        service_message="Stack with id Tickets-us-east-1 does not exist",
+        http_status_code=400,
+        expected_params={"StackName": "Tickets-us-east-1"},
+    )
+    aws.parameter("eu-west-1")
+    status, said = run(tmp_path, on(MOVED, first), moved, aws, capsys, regions=("eu-west-1",))
+    assert status == 0, said
+    assert (
+        "stack Tickets-us-east-1 (not in this deploy): the stack does not exist (deleted): nothing runs there" in said
+    )
+    aws.all_called()
+
+
+def test_the_stacks_of_an_apps_own_names_and_of_several_services_are_found_by_their_tables(tmp_path, aws, capsys):
+    """An app built on the construct: its own stack names, two services in one stack per region, eu-west-1 dropped
+    from the app (its stack, Shop-eu-west-1, left running): found once, through either table, and checked."""
+    both = {"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2, "strictKeys": True}
+    east = {**both, "regions": {"us-east-1": 0}}
+    services = ("shop-invoices", "shop-orders")
+    first = record_services(None, {name: parse_config({**both, "tableName": name}) for name in services})
+    later = record_services(first, {name: parse_config({**east, "tableName": name}) for name in services})
+    aws.deployed("us-east-1", first.version, name="Shop-us-east-1")
+    for table in services:
+        aws.holds_table("us-east-1", "Shop-us-east-1", table)
+    aws.holds_table("eu-west-1", "Shop-eu-west-1", "shop-invoices")
+    aws.deployed("eu-west-1", first.version, name="Shop-eu-west-1")
+    aws.holds_table("eu-west-1", "Shop-eu-west-1", "shop-orders")
+    aws.parameter("us-east-1")
+    status, said = run(tmp_path, later, later.version, aws, capsys, regions=("us-east-1",), prefix="Shop")
+    assert status == 0, said
+    assert "eu-west-1 (slot 1, retired, of shop-invoices): stack Shop-eu-west-1 (not in this deploy): runs" in said
+    assert "of shop-orders): stack" not in said  # the same stack, read once
+    aws.all_called()
+
+
 def test_an_older_checkout_cannot_take_a_region_back(tmp_path, aws, capsys, history):
     first, second, _ = history
     aws.deployed("us-east-1", second.version)
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
+    aws.holds_table("eu-west-1", None)
     aws.parameter("us-east-1")
     status, said = run(tmp_path, second, first.version, aws, capsys)
     assert status == 1
@@ -195,7 +290,9 @@ def test_a_missing_powertools_parameter_stops_the_deploy_naming_the_region_and_t
 ):
     first, _, _ = history
     aws.deployed("us-east-1", first.version)
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
     aws.deployed("eu-west-1", first.version)
+    aws.holds_table("eu-west-1", "Tickets-eu-west-1")
     aws.parameter("eu-west-1", exists=False)
     aws.parameter("us-east-1")
     status, said = run(tmp_path, first, first.version, aws, capsys)
@@ -209,8 +306,12 @@ def test_a_missing_powertools_parameter_stops_the_deploy_naming_the_region_and_t
 def test_a_deploy_in_progress_or_denied_access_stops_it(tmp_path, aws, capsys, history):
     first, _, _ = history
     aws.deployed("us-east-1", first.version, status="UPDATE_IN_PROGRESS")
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
     aws.stub("cloudformation", "eu-west-1").add_client_error(
         "describe_stacks", service_error_code="AccessDenied", http_status_code=403
+    )
+    aws.stub("cloudformation", "eu-west-1").add_client_error(
+        "describe_stack_resources", service_error_code="AccessDenied", http_status_code=403
     )
     aws.parameter("us-east-1")
     aws.stub("ssm", "eu-west-1").add_client_error("get_parameter", service_error_code="AccessDeniedException")
@@ -219,13 +320,20 @@ def test_a_deploy_in_progress_or_denied_access_stops_it(tmp_path, aws, capsys, h
     assert "us-east-1: stack Tickets-us-east-1: UPDATE_IN_PROGRESS: another deploy is under way" in said
     assert "eu-west-1: stack Tickets-eu-west-1: cannot read the deployed stack (AccessDenied" in said
     assert "the deploy check (python -m tickets_deploy predeploy) needs cloudformation:DescribeStacks" in said
+    assert (
+        "eu-west-1 (slot 1 of tickets-counters): cannot find the stack holding table "
+        "tickets-counters (AccessDenied" in said
+    )
+    assert "the deploy check (python -m tickets_deploy predeploy) needs cloudformation:DescribeStackResources" in said
     assert "the deploy check (python -m tickets_deploy predeploy) needs ssm:GetParameter" in said
 
 
 def test_a_stack_deployed_before_versions_is_deployed_over(tmp_path, aws, capsys, history):
     first, _, _ = history
     aws.deployed("us-east-1", None)
+    aws.holds_table("us-east-1", "Tickets-us-east-1")
     aws.deployed("eu-west-1", first.version)
+    aws.holds_table("eu-west-1", "Tickets-eu-west-1")
     aws.parameter("us-east-1")
     aws.parameter("eu-west-1")
     status, said = run(tmp_path, first, first.version, aws, capsys)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger_examples import BASE, MAIN, PR_B, config, on, one_service
+from tickets_deploy import epochs
 from tickets_deploy.config import load_config_file, parse_config
 from tickets_deploy.ledger import (
     COMMENT,
@@ -582,3 +583,57 @@ def test_the_config_built_from_the_ledger_is_the_deployed_one_in_every_recorded_
     assert config_from_ledger(record(changed, deployed), "ledger") == changed
     with pytest.raises(LedgerError, match="written before it recorded the deployed settings.*--config"):
         config_from_ledger(replace(deployed, deployed=None), "ledger")
+
+
+# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/epochs.py) --------------------------------
+
+
+def pending(deployed: Ledger) -> tuple[Ledger, epochs.PendingFence]:
+    """`deployed` with a fence of orders from 2 shards to 4 begun: what fence writes before it stops any lane."""
+    (change,) = epochs.plan(config(counters=counters(orders={"start": 5000, "shards": 4})), deployed)
+    fence = epochs.PendingFence("0123456789abcdef", (change,))
+    return replace(deployed, fencing=fence), fence
+
+
+def test_a_pending_fence_is_written_on_one_line_hashed_and_read_back(deployed):
+    ledger, fence = pending(deployed)
+    file = LedgerFile({"tickets-counters": ledger}, ())
+    file = replace(file, versions=(Version(version_id(None, file.services), None, "fence begun"),))
+    text = to_text(file)
+    assert (
+        '      "fencing": {"id": "0123456789abcdef", "keys": {"orders": {"epoch": 1, "from": {"regionSlots": 4, '
+        '"shards": 2, "start": 5000, "stride": 1}, "to": {"regionSlots": 4, "shards": 4, "start": 5000, '
+        '"stride": 1}}}},'
+    ) in text.splitlines()
+    assert from_text(text) == file
+    assert version_id(None, file.services) != version_id(None, {"tickets-counters": deployed})  # part of the hash
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda raw: raw.update(id="XYZ"), "fencing.id: not 16 hex digits"),
+        (lambda raw: raw["keys"]["orders"].update(epoch=2), "fencing.keys.orders.epoch: not the epoch after the last"),
+        (lambda raw: raw.update(keys={}), "fencing.keys: empty"),
+    ],
+)
+def test_a_damaged_pending_fence_is_refused(deployed, edit, said):
+    ledger, _ = pending(deployed)
+    raw = json.loads(to_text(LedgerFile({"tickets-counters": ledger}, ())))
+    edit(raw["services"]["tickets-counters"]["fencing"])
+    with pytest.raises(ValueError, match=said):
+        from_text(json.dumps(raw))
+
+
+def test_while_a_fence_is_pending_every_config_is_refused_naming_both_ways_out(deployed):
+    """A fence begun and not finished has stopped lanes somewhere: neither the old layout (its lanes answer 503) nor
+    the new one (no epoch recorded yet) has a serving lane, so synthesis accepts nothing until fence finishes it or
+    --undo puts the lanes back."""
+    ledger, fence = pending(deployed)
+    for tickets in (config(), config(counters=counters(orders={"start": 5000, "shards": 4}))):
+        with pytest.raises(LedgerError) as refused:
+            record(tickets, ledger)
+        said = str(refused.value)
+        assert said.startswith(f"fencing: `python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1")
+        assert "run `python -m tickets_admin fence`" in said and "`python -m tickets_admin fence --undo`" in said
+    assert epochs.record(ledger, []).fencing is None  # recording the epochs ends it
