@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
@@ -29,6 +30,8 @@ _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm
 # Lanes whose `last` is known to be high. A few integers each; forgotten wholesale past this many,
 # since relearning costs one refused write and one read per key.
 _REMEMBERED_LANES = 100_000
+# A lane's rate is its `last`'s change between two of this instance's requests at least this far apart.
+RATE_WINDOW_SECONDS = 600
 
 
 @functools.lru_cache(maxsize=1024)  # bounded: anyone may name new keys unless strictKeys is on
@@ -65,10 +68,21 @@ class Issued:
     step: int
     count: int
     counter: CounterConfig
+    per_day: float | None = None  # the lane's tickets a day at its recent rate (Issuer._per_day); None: unknown
 
     @classmethod
-    def of(cls, key: str, block: range, counter: CounterConfig) -> Issued:
-        return cls(key=key, first=block.start, last=block[-1], step=block.step, count=len(block), counter=counter)
+    def of(cls, key: str, block: range, counter: CounterConfig, per_day: float | None = None) -> Issued:
+        return cls(key, block.start, block[-1], block.step, len(block), counter, per_day)
+
+    @property
+    def tickets_left(self) -> int:
+        """How many more tickets this lane can issue before max (a lane's tickets are `step` apart)."""
+        return (self.counter.max - self.last) // self.step
+
+    @property
+    def days_left(self) -> float | None:
+        """Days until this lane reaches max at its recent rate; None while the rate is unknown."""
+        return self.tickets_left / self.per_day if (self.per_day or 0) > 0 else None
 
     @property
     def tickets(self) -> list[int]:
@@ -98,6 +112,7 @@ class Issuer:
         self._store = store
         self._shuffle = shuffle
         self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
+        self._windows: dict[str, tuple[float, int, float | None]] = {}  # item key -> (since, last then, per day)
 
     def issue(self, key: str, count: int) -> Issued:
         counter, lanes = self._lanes(key)
@@ -123,8 +138,21 @@ class Issuer:
                 if unavailable >= _UNAVAILABLE_LANES_TRIED:
                     break
                 continue
-            return Issued.of(key, lane.block(last, count), counter)
+            return Issued.of(key, lane.block(last, count), counter, self._per_day(lane, last))
         raise failure or exhausted(key, count, counter.max, lanes[0].step)
+
+    def _per_day(self, lane: Lane, last: int) -> float | None:
+        """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more: the
+        change in its `last`, which counts every instance's tickets. Memory only, no DynamoDB call."""
+        now = time.monotonic()
+        since, then, per_day = self._windows.get(lane.item_key) or (None, last, None)
+        if since is None or now - since >= RATE_WINDOW_SECONDS:
+            if since is not None:
+                per_day = (last - then) / lane.step * 86400 / (now - since)
+            if len(self._windows) >= _REMEMBERED_LANES:
+                self._windows.clear()
+            self._windows[lane.item_key] = (now, last, per_day)
+        return per_day
 
     def _may_fit(self, lane: Lane, count: int) -> bool:
         return self._last_at_least.get(lane.item_key, lane.seed) <= lane.limit(count)
