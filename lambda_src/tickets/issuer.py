@@ -82,7 +82,8 @@ class Issued:
     @property
     def days_left(self) -> float | None:
         """Days until this lane reaches max at its recent rate; None while the rate is unknown."""
-        return self.tickets_left / self.per_day if (self.per_day or 0) > 0 else None
+        per_day = self.per_day or 0.0  # a restored table can move `last` back: no meaningful rate then
+        return self.tickets_left / per_day if per_day > 0 else None
 
     @property
     def tickets(self) -> list[int]:
