@@ -2,7 +2,8 @@
 
 The function (real Function URL events, on moto) puts the lane's `tickets_left` in every issuing request's
 metrics line and, once one instance has seen the lane's `last` move over a window of RATE_WINDOW_SECONDS or
-more, the metric `CounterDaysLeft`, from the `last` its UpdateItem already returns: no other DynamoDB call.
+more, the metric `CounterDaysLeft` (at most once every REPORT_SECONDS per lane and instance), from the `last`
+its UpdateItem already returns: no other DynamoDB call.
 `python -m tickets_admin list` shows each key's tickets left, and with --rate-over the tickets issued between
 two reads and the time left at that rate: on dynalite, behind the local server."""
 
@@ -17,7 +18,7 @@ import pytest
 import tickets.issuer
 from local_support import call, running_dynalite, write_cdk_json
 from moto_deployment import COUNTER_TABLE
-from tickets.issuer import RATE_WINDOW_SECONDS
+from tickets.issuer import RATE_WINDOW_SECONDS, REPORT_SECONDS
 from tickets_admin import counter_commands
 from tickets_admin.__main__ import main as admin_main
 from tickets_local.server import LocalServer
@@ -73,12 +74,15 @@ def test_days_left_is_the_lanes_tickets_left_over_its_rate_in_the_latest_window(
     assert (line["last_ticket"], line["tickets_left"]) == (601, 864000)
     assert {"Name": "CounterDaysLeft", "Unit": "None"} in line["_aws"]["CloudWatchMetrics"][0]["Metrics"]
     assert line["CounterDaysLeft"] == [10.0]  # 864,000 tickets at 86,400 a day
-    clock.now += 300  # within the next window the rate stays; the tickets left go on falling
+    clock.now += REPORT_SECONDS - 30  # reported at most once a minute per lane and instance: not now
     line = metrics_line(capsys, one, "/stock")
-    assert (line["tickets_left"], line["CounterDaysLeft"]) == (863999, [863999 / 86400])
-    clock.now += 300  # the next window: 1 ticket in 600 s since last 601
+    assert (line["tickets_left"], "CounterDaysLeft" in metric_names(line)) == (863999, False)
+    clock.now += 270  # within the window the rate stays; the tickets left go on falling
     line = metrics_line(capsys, one, "/stock")
-    assert (line["tickets_left"], line["CounterDaysLeft"]) == (863998, [863998 / (2 * 86400 / 600)])
+    assert (line["tickets_left"], line["CounterDaysLeft"]) == (863998, [863998 / 86400])
+    clock.now += 300  # the next window: 3 tickets in the 600 s since last 601
+    line = metrics_line(capsys, one, "/stock")
+    assert (line["tickets_left"], line["CounterDaysLeft"]) == (863997, [863997 / (3 * 86400 / 600)])
 
 
 def test_a_sharded_lane_in_a_second_region_counts_its_own_tickets_a_step_apart(deploy, clock, capsys):
