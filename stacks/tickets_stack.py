@@ -27,7 +27,9 @@ class TicketsStack(Stack):
             service_name=SERVICE_NAME,
             table_logical_ids=LEGACY_TABLE_LOGICAL_IDS,
         )
-        alarms = TicketAlarms(self, "Alarms", service=service, alarm_email=config.alarm_email)
+        alarms = TicketAlarms(
+            self, "Alarms", service=service, alarm_email=config.alarm_email, alarm_days_left=config.alarm_days_left
+        )
         dashboard = TicketDashboard(self, "Dashboard", service=service, alarms=alarms)
         NagSuppressions.add_resource_suppressions(
             service.role,

@@ -1,23 +1,28 @@
 """The counters of a counter table, one line each: what `python -m tickets_admin list` prints and the
 local server's GET /_local/counters answers. Read from the table's items (a Scan), never from cdk.json:
-it shows what was issued, including keys no config names."""
+it shows what was issued, including keys no config names. Only the tickets left before each key's max
+need its config (`max_of`), and the time left a second read (`with_rates`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from tickets.epochs import STOPPED
+from tickets.epochs import EPOCH_SEPARATOR, STOPPED
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.tables import COUNTER_KEY, is_counter_item
 
 SHARD_SEPARATOR = "#"  # a sharded key's lanes are the items `key#0`, `key#1`, ...; `key@1`: its epoch 1
 COLUMNS = ("key", "lanes", "last", "step")
+LEFT_COLUMN = "left"  # with max_of: the tickets the key's lanes here can still issue before max
+ISSUED_COLUMN, TIME_LEFT_COLUMN = "issued", "time left"  # with_rates: between two reads, and left at that rate
 
 
-def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
+def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None = None) -> list[dict[str, Any]]:
     """Per key, sorted: how many lanes this table holds (an item with a `last`), the highest `last` among
     them (null if none issued), and the step stored on its items (null on an item code did not write).
+    With `max_of` (a key's max, None where the config serves no such key), also `left`: how many more
+    tickets those lanes can issue (tickets_left).
     The records tickets_admin keeps beside the counters (`migrate`'s targets) are not counters: left out."""
     grouped: dict[str, list[Item]] = {}
     for item in items:
@@ -31,16 +36,47 @@ def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
         lanes = [item for item in key_items if LAST in item]
         lasts = [last for item in lanes if (last := number(item, LAST)) is not None]
         steps = [step for item in key_items if (step := number(item, STEP)) is not None]
-        listed.append(
-            {"key": key, "lanes": len(lanes), "last": max(lasts, default=None), "step": next(iter(steps), None)}
-        )
+        row = {"key": key, "lanes": len(lanes), "last": max(lasts, default=None), "step": next(iter(steps), None)}
+        if max_of is not None:  # `key@1` is the key's epoch 1: its max is the key's
+            row[LEFT_COLUMN] = tickets_left(lanes, max_of(key.partition(EPOCH_SEPARATOR)[0]))
+        listed.append(row)
     return listed
 
 
-def table_lines(listed: list[dict[str, Any]]) -> list[str]:
+def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
+    """How many more tickets these lane items can issue before `max_`: each lane's tickets are its `step` apart,
+    so (max - last) // step each, and none for a lane stopped at a fence. None when it cannot be told: no max
+    (a key the config does not serve), or an item without a step (not written by code) or a whole-number last."""
+    if max_ is None:
+        return None
+    left = 0
+    for item in lanes:
+        last, step = number(item, LAST), number(item, STEP)
+        if last is None or step is None:
+            return None
+        left += 0 if step == STOPPED else max(0, (max_ - last) // step)
+    return left
+
+
+def with_rates(before: list[dict[str, Any]], after: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
+    """`after` (a listing with `left`) with, per key, the tickets issued since `before` (read `seconds` earlier:
+    the fall in `left`, which counts a lane's tickets exactly, whoever took them) and the time `left` lasts at
+    that rate, in seconds: None when nothing was issued, or the key was not in both reads, or gained a lane."""
+    earlier = {row["key"]: row.get(LEFT_COLUMN) for row in before}
+    rated = []
+    for row in after:
+        left, then = row.get(LEFT_COLUMN), earlier.get(row["key"])
+        # A lane created between the reads adds its whole range to `left`: then nothing is told.
+        issued = then - left if left is not None and then is not None and then >= left else None
+        seconds_left = left * seconds / issued if left is not None and issued else None
+        rated.append({**row, ISSUED_COLUMN: issued, TIME_LEFT_COLUMN: seconds_left})
+    return rated
+
+
+def table_lines(listed: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> list[str]:
     """The listing as aligned columns under a header, `-` for null."""
-    rows = [list(COLUMNS)] + [[_cell(row, column) for column in COLUMNS] for row in listed]
-    widths = [max(len(row[index]) for row in rows) for index in range(len(COLUMNS))]
+    rows = [list(columns)] + [[_cell(row, column) for column in columns] for row in listed]
+    widths = [max(len(row[index]) for row in rows) for index in range(len(columns))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
 
 
@@ -49,7 +85,20 @@ def _cell(row: dict[str, Any], column: str) -> str:
         return "-"
     if column == "step" and row[column] == STOPPED:  # tickets.epochs: an old layout's lanes, stopped at a fence
         return "0 (stopped)"
+    if column == TIME_LEFT_COLUMN:
+        return duration(row[column])
     return str(row[column])
+
+
+_UNITS = (("years", 31_557_600), ("days", 86_400), ("h", 3_600), ("min", 60))  # a year: 365.25 days
+
+
+def duration(seconds: float) -> str:
+    """A time left as an operator reads it: in the largest unit of which it is two or more (else minutes), one
+    decimal below 10."""
+    unit, length = next(((unit, length) for unit, length in _UNITS if seconds >= 2 * length), _UNITS[-1])
+    value = seconds / length
+    return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
 def scan(client: Any, table: str) -> Iterable[Item]:

@@ -64,6 +64,10 @@ class TicketDashboard(Construct):
             cloudwatch.GraphWidget(title="Function duration (ms)", left=duration, width=12),
             cloudwatch.GraphWidget(title="Concurrent executions", left=[concurrency], left_annotations=cap, width=12),
         )
+        days_left = service.metric_counter_days_left(label="days left, the soonest lane at its recent rate")
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Days before a counter reaches max", left=[days_left], width=24),
+        )
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Counter table throttled requests", left=table_throttled, width=8),
             cloudwatch.GraphWidget(title="Idempotency table throttled requests", left=idempotency_throttled, width=8),

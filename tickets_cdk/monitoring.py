@@ -1,6 +1,8 @@
-"""Alarms an operator needs before users notice: crashes, throttling, and counters nearing max."""
+"""Alarms an operator needs before users notice: crashes, throttling, and counters nearing max or running out."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -17,18 +19,32 @@ from .resources import METRIC_PERIOD
 from .service import TicketService
 
 PERIOD = METRIC_PERIOD
-_ALARM_EMAIL = next(each for each in FIELDS if each.prop == "alarm_email")
+_ALARM_EMAIL, _ALARM_DAYS_LEFT = (
+    next(each for each in FIELDS if each.prop == prop) for prop in ("alarm_email", "alarm_days_left")
+)
 
 
 class TicketAlarms(Construct):
-    """The alarms of one TicketService (opt-in): crashes, throttles, 500s and counters near their max.
-    `alarm_email` (cdk.json's alarmEmail) subscribes an address to an encrypted topic every alarm notifies;
-    `alarms` holds each alarm by its id."""
+    """The alarms of one TicketService (opt-in): crashes, throttles, 500s, counters near their max and counters
+    running out. `alarm_email` (cdk.json's alarmEmail) subscribes an address to an encrypted topic every alarm
+    notifies; `alarm_days_left` (alarmDaysLeft, default 30) is CounterRunningOut's threshold; `alarms` holds
+    each alarm by its id."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, service: TicketService, alarm_email: str | None = None):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        service: TicketService,
+        alarm_email: str | None = None,
+        alarm_days_left: int | None = None,
+    ):
         super().__init__(scope, construct_id)
         try:
             alarm_email = _ALARM_EMAIL.parse(alarm_email, {}, "alarm_email")
+            days_left: int = _ALARM_DAYS_LEFT.parse(
+                _ALARM_DAYS_LEFT.default if alarm_days_left is None else alarm_days_left, {}, "alarm_days_left"
+            )
         except ConfigError as err:
             raise ValueError(f"TicketAlarms {self.node.path}: {err}") from None
         self.topic = _notification_topic(self, alarm_email) if alarm_email else None
@@ -66,22 +82,41 @@ class TicketAlarms(Construct):
             service.metric_counter_near_max(),
             "A counter passed 90% of its max; the logs name the key. Raise max or plan a new key.",
         )
+        self._alarm(
+            "CounterRunningOut",
+            service.metric_counter_days_left(),
+            f"At its recent rate a counter's lane reaches its max within {days_left} days (alarmDaysLeft), for 3 "
+            "hours running; the function's logs (CounterDaysLeft, key) and `python -m tickets_admin list --rate-over "
+            "60` name the key. Raise max or plan a new key.",
+            threshold=days_left,
+            comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            evaluation_periods=3,
+        )
         # Every alarm above by its id, for the dashboard's alarm widget and the metrics they watch.
         self.alarms: dict[str, cloudwatch.Alarm] = {
             child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)
         }
 
     def _alarm(
-        self, construct_id: str, metric: cloudwatch.Metric | cloudwatch.MathExpression, description: str
+        self,
+        construct_id: str,
+        metric: cloudwatch.Metric | cloudwatch.MathExpression,
+        description: str,
+        **condition: Any,
     ) -> cloudwatch.Alarm:
+        """An alarm on `metric`: by default when it is 1 or more in one period; `condition` overrides create_alarm's
+        threshold, comparison_operator or evaluation_periods. A period without data never alarms."""
         alarm = metric.create_alarm(
             self,
             construct_id,
             alarm_description=description,
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            **{
+                "threshold": 1,
+                "evaluation_periods": 1,
+                "comparison_operator": cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                **condition,
+            },
         )
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))

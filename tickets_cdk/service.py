@@ -325,6 +325,11 @@ class TicketService(Construct):
         """Blocks issued past 90% of a counter's max; the function's logs name the key."""
         return self.metric("CounterNearMax", **options)
 
+    def metric_counter_days_left(self, **options: Any) -> cloudwatch.Metric:
+        """The fewest days any counter's lane has left before its max at its recent rate (the handler's
+        `CounterDaysLeft`, its Minimum over an hour): one metric for every key, whatever their number."""
+        return self.metric("CounterDaysLeft", **{"statistic": "Minimum", "period": Duration.hours(1), **options})
+
     def metric_series(self, metric_name: str = "SeriesIssued", **options: Any) -> cloudwatch.MathExpression:
         """`SeriesIssued` or `SeriesVoided`, one line per key and series (series names follow the periods, so
         a SEARCH finds them rather than a list fixed at synthesis)."""

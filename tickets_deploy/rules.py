@@ -153,6 +153,10 @@ def _alarm_email(value: Any, parsed: Mapping[str, Any], where: str) -> str | Non
     return value
 
 
+def _alarm_days_left(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=1, high=3650)
+
+
 def _callers(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
     return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
 

@@ -29,6 +29,7 @@ from .field import Field, declare, entries_of, parse_fields
 from .rules import (
     DEFAULT_TABLE_NAME,
     _access,
+    _alarm_days_left,
     _alarm_email,
     _auth,
     _callers,
@@ -208,6 +209,16 @@ class DeploymentConfig:
         default_doc="none",
         doc="an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
         parse=_alarm_email,
+        owner="TicketAlarms",
+    )
+    alarm_days_left: int = declare(
+        "alarmDaysLeft",
+        default=30,
+        prop_type="int",
+        default_doc="`30`",
+        doc="the `CounterRunningOut` alarm fires when, at its recent rate, a counter's lane reaches its `max` within "
+        "this many days (1–3650) ([monitoring](monitoring.md)).",
+        parse=_alarm_days_left,
         owner="TicketAlarms",
     )
     max_block: int = declare(

@@ -99,6 +99,10 @@ def _issue_and_record(services: Services, described: dict[str, Any]) -> dict[str
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         services.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+    if (days_left := issued.days_left) is not None:
+        # One metric for every key (its Minimum: the soonest any lane runs out), never one per key: keys
+        # are the callers' to name, and each dimension value would be a custom metric billed.
+        metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
     record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
         metrics,
         key=key,
@@ -106,5 +110,6 @@ def _issue_and_record(services: Services, described: dict[str, Any]) -> dict[str
         first_ticket=issued.first,
         last_ticket=issued.last,
         correlation_id=services.logger.get_correlation_id(),
+        tickets_left=issued.tickets_left,
     )
     return issued.range_json() if described.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()

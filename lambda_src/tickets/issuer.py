@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypedDict
@@ -29,6 +30,9 @@ _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm
 # Lanes whose `last` is known to be high. A few integers each; forgotten wholesale past this many,
 # since relearning costs one refused write and one read per key.
 _REMEMBERED_LANES = 100_000
+# A lane's rate is its `last`'s change between two of this instance's requests at least this far apart.
+RATE_WINDOW_SECONDS = 600
+REPORT_SECONDS = 60
 
 
 @functools.lru_cache(maxsize=1024)  # bounded: anyone may name new keys unless strictKeys is on
@@ -65,10 +69,22 @@ class Issued:
     step: int
     count: int
     counter: CounterConfig
+    per_day: float | None = None  # the lane's tickets a day at its recent rate, when due (Issuer._per_day)
 
     @classmethod
-    def of(cls, key: str, block: range, counter: CounterConfig) -> Issued:
-        return cls(key=key, first=block.start, last=block[-1], step=block.step, count=len(block), counter=counter)
+    def of(cls, key: str, block: range, counter: CounterConfig, per_day: float | None = None) -> Issued:
+        return cls(key, block.start, block[-1], block.step, len(block), counter, per_day)
+
+    @property
+    def tickets_left(self) -> int:
+        """How many more tickets this lane can issue before max (a lane's tickets are `step` apart)."""
+        return (self.counter.max - self.last) // self.step
+
+    @property
+    def days_left(self) -> float | None:
+        """Days until this lane reaches max at its recent rate; None while unknown, or not due (Issuer._per_day)."""
+        per_day = self.per_day or 0.0  # a restored table can move `last` back: no meaningful rate then
+        return self.tickets_left / per_day if per_day > 0 else None
 
     @property
     def tickets(self) -> list[int]:
@@ -98,6 +114,8 @@ class Issuer:
         self._store = store
         self._shuffle = shuffle
         self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
+        # item key -> (since, last then, per day, reported): _per_day's
+        self._windows: dict[str, tuple[float, int, float | None, float]] = {}
 
     def issue(self, key: str, count: int) -> Issued:
         counter, lanes = self._lanes(key)
@@ -123,8 +141,25 @@ class Issuer:
                 if unavailable >= _UNAVAILABLE_LANES_TRIED:
                     break
                 continue
-            return Issued.of(key, lane.block(last, count), counter)
+            return Issued.of(key, lane.block(last, count), counter, self._per_day(lane, last))
         raise failure or exhausted(key, count, counter.max, lanes[0].step)
+
+    def _per_day(self, lane: Lane, last: int) -> float | None:
+        """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more (the change
+        in its `last`, which counts every instance's tickets), given at most once every REPORT_SECONDS per lane:
+        an hour's Minimum needs no more, and each metric costs the request's line. Memory only, no DynamoDB call."""
+        now = time.monotonic()
+        since, then, per_day, reported = self._windows.get(lane.item_key) or (None, last, None, 0.0)
+        if since is None or now - since >= RATE_WINDOW_SECONDS:
+            if since is not None:
+                per_day = (last - then) / lane.step * 86400 / (now - since)
+            since, then = now, last
+        elif now - reported < REPORT_SECONDS:
+            return None
+        if len(self._windows) >= _REMEMBERED_LANES:
+            self._windows.clear()
+        self._windows[lane.item_key] = (since, then, per_day, now)
+        return per_day
 
     def _may_fit(self, lane: Lane, count: int) -> bool:
         return self._last_at_least.get(lane.item_key, lane.seed) <= lane.limit(count)

@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 # What the line carries about an issuance, by name: the key, how many tickets, the first and last of
-# them (a list's or a range block's), and the Function URL request id the request's log lines carry.
-AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id")
+# them (a list's or a range block's), the Function URL request id the request's log lines carry, and how
+# many more tickets the lane can issue before max (Issued.tickets_left).
+AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id", "tickets_left")
 
 
 class Metadata(Protocol):
@@ -29,10 +30,17 @@ class Metadata(Protocol):
 
 
 def record_issuance(
-    metrics: Metadata, *, key: str, count: int, first_ticket: int, last_ticket: int, correlation_id: str | None
+    metrics: Metadata,
+    *,
+    key: str,
+    count: int,
+    first_ticket: int,
+    last_ticket: int,
+    correlation_id: str | None,
+    tickets_left: int,
 ) -> None:
     """Put the issuance's audit fields in the request's metrics line (None values are left out)."""
-    values = (key, count, first_ticket, last_ticket, correlation_id)
+    values = (key, count, first_ticket, last_ticket, correlation_id, tickets_left)
     for name, value in zip(AUDIT_FIELDS, values, strict=True):
         if value is not None:
             metrics.add_metadata(name, value)

@@ -123,7 +123,8 @@ def test_one_region_to_two_and_shards_1_to_4_above_the_fence(aws, tmp_path: Path
     with contextlib.redirect_stdout(out):
         assert tickets_admin(["list", "--config", str(config_file), "--table", COUNTER_TABLE]) == 0
     rows = {line.split()[0]: line.split()[1:] for line in out.getvalue().splitlines()[1:]}
-    assert rows["orders"] == ["1", "5011", "0", "(stopped)"] and "orders@1" in rows
+    # left: a lane stopped at the fence issues nothing more
+    assert rows["orders"] == ["1", "5011", "0", "(stopped)", "0"] and "orders@1" in rows
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert tickets_admin(["export", "--config", str(config_file), "--table", COUNTER_TABLE]) == 0

@@ -22,7 +22,10 @@ from tickets_local.server import LocalServer
 SHARDED = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},
     "regionSlots": 2,
-    "counters": {"hot": {"start": 1000, "stride": 3, "shards": 4}, "orders": {"start": 5000}},
+    "counters": {
+        "hot": {"start": 1000, "stride": 3, "shards": 4, "max": 10000},
+        "orders": {"start": 5000, "max": 6000},
+    },
 }
 
 
@@ -33,7 +36,7 @@ def admin_list(tmp_path, config: dict, *extra: str) -> tuple[int, list[str]]:
     return status, out.getvalue().splitlines()
 
 
-def test_list_prints_each_counter_its_lanes_last_and_step(deploy, tmp_path):
+def test_list_prints_each_counter_its_lanes_last_step_and_tickets_left(deploy, tmp_path):
     region = deploy(SHARDED)
     region.pick_lanes(lambda lanes: lanes.sort(key=lambda lane: lane.shard))  # every request on shard 0
     region.get("/orders", query={"count": "3"})
@@ -43,12 +46,15 @@ def test_list_prints_each_counter_its_lanes_last_and_step(deploy, tmp_path):
     region.put_item({"counter": {"S": "by-hand"}, "last": {"N": "77"}})  # an item code did not write: no step
     status, lines = admin_list(tmp_path, SHARDED)
     assert status == 0
+    # left: each lane's (max - last) // step. hot's one lane: 1048, 1072, ..., 9976; orders': 5006, ..., 6000;
+    # unconfigured's (max 2^53-1, odd numbers): 3, 5, ..., 2^53-1; by-hand, no step: unknown.
+    assert ((10000 - 1024) // 24, (6000 - 5004) // 2, (2**53 - 1 - 1) // 2) == (374, 498, 4503599627370495)
     assert lines == [
-        "key           lanes  last  step",
-        "by-hand       1      77    -",
-        "hot           1      1024  24",  # one shard used of four; the plain item holds the layout
-        "orders        1      5004  2",  # 5000, 5002, 5004: slot 0 of 2
-        "unconfigured  1      1     2",
+        "key           lanes  last  step  left",
+        "by-hand       1      77    -     -",
+        "hot           1      1024  24    374",  # one shard used of four; the plain item holds the layout
+        "orders        1      5004  2     498",  # 5000, 5002, 5004: slot 0 of 2
+        "unconfigured  1      1     2     4503599627370495",
     ]
 
 
@@ -60,12 +66,12 @@ def test_list_leaves_out_the_records_tickets_admin_keeps_beside_the_counters(dep
     region.put_item({"counter": {"S": "_migration"}, "from": {"S": "old-counters"}})
     region.put_item({"counter": {"S": "_migration#orders"}, "target": {"N": "9000"}})
     status, lines = admin_list(tmp_path, EXAMPLE_CONFIG)
-    assert (status, lines) == (0, ["key     lanes  last  step", "orders  1      5000  1"])
+    assert (status, lines) == (0, ["key     lanes  last  step  left", f"orders  1      5000  1     {2**53 - 1 - 5000}"])
 
 
 def test_list_of_an_empty_table_is_the_header(deploy, tmp_path):
     deploy(EXAMPLE_CONFIG)
-    assert admin_list(tmp_path, EXAMPLE_CONFIG) == (0, ["key  lanes  last  step"])
+    assert admin_list(tmp_path, EXAMPLE_CONFIG) == (0, ["key  lanes  last  step  left"])
 
 
 def test_list_names_a_missing_table(deploy, tmp_path, capsys):

@@ -22,6 +22,7 @@ REQUEST_ID = "5d24d88b-audit-test"
 BIG = 2**62 + 1  # above 2^53: a float would round it
 BIG_COUNTER = {"start": str(BIG), "max": str(2**63 - 1)}  # decimal strings: cdk.json's exact form
 CONFIG = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "big": BIG_COUNTER}}
+SAFE = 2**53 - 1  # a counter's default max
 
 
 @pytest.fixture
@@ -57,15 +58,38 @@ def audit_of(line: dict) -> dict:
 @pytest.mark.parametrize(
     "path, query, audit",
     [
-        ("/orders", None, {"key": "orders", "count": 1, "first_ticket": 5000, "last_ticket": 5000}),
-        ("/orders", {"count": "3"}, {"key": "orders", "count": 3, "first_ticket": 5000, "last_ticket": 5002}),
-        ("/invoices", {"count": "3"}, {"key": "invoices", "count": 3, "first_ticket": 1, "last_ticket": 21}),
+        # tickets_left: the lane's tickets after the block, up to max (2^53-1 unless configured), step apart
+        (
+            "/orders",
+            None,
+            {"key": "orders", "count": 1, "first_ticket": 5000, "last_ticket": 5000, "tickets_left": SAFE - 5000},
+        ),
+        (
+            "/orders",
+            {"count": "3"},
+            {"key": "orders", "count": 3, "first_ticket": 5000, "last_ticket": 5002, "tickets_left": SAFE - 5002},
+        ),
+        (
+            "/invoices",
+            {"count": "3"},
+            {"key": "invoices", "count": 3, "first_ticket": 1, "last_ticket": 21, "tickets_left": (SAFE - 21) // 10},
+        ),
         (
             "/_blocks/orders",
             {"count": "1000"},
-            {"key": "orders", "count": 1000, "first_ticket": 5000, "last_ticket": 5999},
+            {"key": "orders", "count": 1000, "first_ticket": 5000, "last_ticket": 5999, "tickets_left": SAFE - 5999},
         ),
-        ("/big", {"count": "2"}, {"key": "big", "count": 2, "first_ticket": BIG, "last_ticket": BIG + 1}),
+        (
+            "/big",
+            {"count": "2"},
+            {
+                "key": "big",
+                "count": 2,
+                "first_ticket": BIG,
+                "last_ticket": BIG + 1,
+                "tickets_left": 2**63 - 1 - (BIG + 1),
+            },
+        ),
     ],
     ids=["one", "list", "stride", "range-block", "above-2^53"],
 )

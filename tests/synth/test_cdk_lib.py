@@ -21,7 +21,7 @@ import tickets
 import tickets_cdk
 from bench.report import GOALS
 from installed import EXAMPLE, built_wheel, environment, installed_python, synth_app, synthesised_example
-from tickets_cdk import TicketService
+from tickets_cdk import TicketAlarms, TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
 from tickets_cdk.powertools import POWERTOOLS_VERSION
 from tickets_cdk.service import FIELD_PROPS
@@ -102,6 +102,17 @@ def test_invalid_props_are_refused_when_the_construct_is_made_naming_the_prop(pr
     with pytest.raises(ValueError) as refused:
         TicketService(_stack(), "Orders", **props)
     assert str(refused.value).startswith(message), str(refused.value)
+
+
+@pytest.mark.parametrize("days", [0, 3651, True, "30"])
+def test_an_invalid_alarm_days_left_is_refused_naming_the_prop(days):
+    stack = _stack()
+    service = TicketService(stack, "Orders")
+    with pytest.raises(ValueError) as refused:
+        TicketAlarms(stack, "Alarms", service=service, alarm_days_left=days)
+    assert str(refused.value) == (
+        f"TicketAlarms Shop/Alarms: alarm_days_left: must be a whole number from 1 to 3650, got {days!r}"
+    )
 
 
 def test_an_environment_agnostic_stack_is_refused_saying_why():

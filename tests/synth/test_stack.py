@@ -37,6 +37,7 @@ FULL_CONFIG = {
     "reservedConcurrency": 50,
     "corsOrigins": ["https://app.example.com"],
     "alarmEmail": "ops@example.com",
+    "alarmDaysLeft": 14,
     "logRetentionDays": 90,
     "counters": {
         "orders": {"start": 5000, "shards": 2},
@@ -170,8 +171,10 @@ def test_stateful_resources_keep_their_logical_ids(template):
 
 # Every resource of the shipped cdk.json's stack as the reference app built it before it used tickets_cdk
 # (commit d8367c4): a changed logical id would make CloudFormation replace that resource in a deployed stack.
+# Added since: CounterRunningOut (the headroom alarm).
 DEPLOYED_LOGICAL_IDS = {
     "AlarmsCounterNearMaxDA0CA39D",
+    "AlarmsCounterRunningOutC0CD6584",
     "AlarmsFunctionErrors8A553A4B",
     "AlarmsFunctionThrottles9E6847CC",
     "AlarmsIdempotencyTableThrottles349FD2BE",
@@ -408,7 +411,13 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
         if "MetricName" in alarm["Properties"]
     )
     assert single == sorted(
-        [("AWS/Lambda", "Errors"), ("AWS/Lambda", "Throttles"), ("Tickets", "Errors"), ("Tickets", "CounterNearMax")]
+        [
+            ("AWS/Lambda", "Errors"),
+            ("AWS/Lambda", "Throttles"),
+            ("Tickets", "Errors"),
+            ("Tickets", "CounterNearMax"),
+            ("Tickets", "CounterDaysLeft"),
+        ]
     )
     # Throttling: one alarm per table, summing every operation the handler calls on it.
     throttled = _alarmed_throttles(template)
@@ -418,6 +427,49 @@ def test_alarms_for_errors_throttles_and_counters_near_max(template):
     }
     # No topic configured: alarms exist but notify nobody.
     template.resource_count_is("AWS::SNS::Topic", 0)
+
+
+def _running_out(template: Template) -> dict:
+    [alarm] = [
+        alarm["Properties"]
+        for alarm in template.find_resources("AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"].get("MetricName") == "CounterDaysLeft"
+    ]
+    return alarm
+
+
+def test_a_counter_running_out_alarms_below_alarm_days_left_for_three_hours(template, two_regions):
+    """One alarm on one metric for every key: the function's CounterDaysLeft, the soonest lane's days left at
+    its recent rate, its Minimum per hour; below alarmDaysLeft (default 30) three hours running."""
+    alarm = _running_out(template)
+    assert {name: alarm[name] for name in alarm if name not in ("AlarmDescription", "AlarmActions")} == {
+        "Namespace": "Tickets",
+        "MetricName": "CounterDaysLeft",
+        "Dimensions": [{"Name": "service", "Value": "tickets"}],  # no key: one metric whatever the number of keys
+        "Statistic": "Minimum",
+        "Period": 3600,
+        "Threshold": 30,
+        "ComparisonOperator": "LessThanThreshold",
+        "EvaluationPeriods": 3,
+        "TreatMissingData": "notBreaching",  # no rate measured yet (or no traffic): not running out
+    }
+    assert "within 30 days (alarmDaysLeft)" in alarm["AlarmDescription"]
+    assert "tickets_admin list --rate-over" in alarm["AlarmDescription"]
+    configured = _running_out(two_regions.templates["eu-west-1"])  # cdk.json's alarmDaysLeft: 14
+    assert (configured["Threshold"], configured["ComparisonOperator"]) == (14, "LessThanThreshold")
+    assert "within 14 days (alarmDaysLeft)" in configured["AlarmDescription"]
+
+
+def test_dashboard_graphs_the_soonest_lane_s_days_left(template):
+    [line] = _graphs(_dashboard_body(template))["Days before a counter reaches max"]
+    namespace, name, dims, options = line
+    assert (namespace, name, dims, options["stat"], options["period"]) == (
+        "Tickets",
+        "CounterDaysLeft",
+        {"service": "tickets"},
+        "Minimum",
+        3600,
+    )
 
 
 def test_the_cost_of_the_alarms_in_docs_reference_cost_counts_every_alarm_and_metric(template):
@@ -683,7 +735,7 @@ def test_dashboard_shows_the_state_of_every_alarm(request, fixture):
         widgets = [widget for widget in _dashboard_body(template)["widgets"] if widget["type"] == "alarm"]
         assert len(widgets) == 1
         alarms = template.find_resources("AWS::CloudWatch::Alarm")
-        assert len(alarms) == 6
+        assert len(alarms) == 7
         assert sorted(widgets[0]["properties"]["alarms"]) == sorted(f"<GetAtt {alarm}.Arn>" for alarm in alarms)
 
 
