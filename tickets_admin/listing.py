@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from tickets.epochs import STOPPED
+from tickets.epochs import EPOCH_SEPARATOR, STOPPED
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.tables import COUNTER_KEY, is_counter_item
 
@@ -26,7 +26,7 @@ def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
             continue
         grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
     listed = []
-    for key, key_items in sorted(grouped.items()):
+    for key, key_items in sorted(grouped.items(), key=lambda group: _by_key_then_epoch(group[0])):
         key_items.sort(key=lambda item: str(item[COUNTER_KEY]["S"]))  # the plain item first, then shards
         lanes = [item for item in key_items if LAST in item]
         lasts = [last for item in lanes if (last := number(item, LAST)) is not None]
@@ -35,6 +35,13 @@ def counters(items: Iterable[Item]) -> list[dict[str, Any]]:
             {"key": key, "lanes": len(lanes), "last": max(lasts, default=None), "step": next(iter(steps), None)}
         )
     return listed
+
+
+def _by_key_then_epoch(name: str) -> tuple[str, int]:
+    """A key's epochs together, oldest first (`orders`, `orders@1`, ..., `orders@10`), before the next key
+    (`orders-eu`: `-` sorts before `@`)."""
+    key, _, epoch = name.partition(EPOCH_SEPARATOR)
+    return (key, int(epoch)) if epoch.isdigit() else (name, 0)  # not an epoch: an item typed in by hand
 
 
 def table_lines(listed: list[dict[str, Any]]) -> list[str]:
