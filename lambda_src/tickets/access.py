@@ -7,6 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .caller import iam_fields
+from .errors import echo
+
 OPERATIONS = ("issue", "series", "void", "read")  # what each route does (routes.Route.operation)
 ACCOUNT_PATTERN = re.compile(r"[0-9]{12}")
 _PARTITION = r"aws(?:-cn|-us-gov|-iso|-iso-b)?"
@@ -16,6 +19,12 @@ IAM_ARN_PATTERN = re.compile(
     rf"arn:{_PARTITION}:iam::([0-9]{{12}}):(role|user)/(?:[A-Za-z0-9+=,.@_/-]{{0,510}}/)?({_IAM_NAME})"
 )
 ASSUMED_ROLE_PATTERN = re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):assumed-role/({_IAM_NAME})/[^/]+")
+# What an IAM authorizer's userArn is for the signers besides users and roles' sessions (IAM_ARN_PATTERN's users,
+# ASSUMED_ROLE_PATTERN): the account's root and a federated user. The first group is the account.
+OTHER_SIGNER_PATTERNS = (
+    re.compile(rf"arn:{_PARTITION}:iam::([0-9]{{12}}):root"),
+    re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):federated-user/{_IAM_NAME}"),
+)
 
 
 @dataclass(frozen=True)
@@ -28,11 +37,36 @@ class Identity:
 
     @classmethod
     def of(cls, event: Mapping[str, Any]) -> Identity:
-        iam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam") or {}
-        return cls(str(iam.get("accountId") or ""), str(iam.get("userArn") or ""), str(iam.get("principalOrgId") or ""))
+        """Forbidden (tickets.caller) for an authorizer no Function URL sends."""
+        iam = iam_fields(event)
+        return cls(iam.get("accountId", ""), iam.get("userArn", ""), iam.get("principalOrgId", ""))
+
+    @property
+    def is_signer(self) -> bool:
+        """Is this what a Function URL's IAM authorizer says of a request someone signed: a 12-digit account and
+        the ARN of a signer (a user, a role's session, the root, a federated user) in that account? Only such an
+        identity is named by a rule, an account's or `*` too: a direct invocation may send an iam block with an
+        account id and nothing else."""
+        return ACCOUNT_PATTERN.fullmatch(self.account) is not None and _signer_account(self.arn) == self.account
 
     def describe(self) -> str:
-        return self.arn or (f"account {self.account}" if self.account else "an unsigned caller")
+        if self.is_signer:
+            return self.arn
+        if self.account or self.arn:
+            return f"a caller whose IAM identity is not a signer's (account {echo(self.account)}, ARN {echo(self.arn)})"
+        return "an unsigned caller"
+
+
+def _signer_account(arn: str) -> str | None:
+    """The account of a signer's ARN, as an IAM authorizer's userArn names it; None for anything else (a role's
+    own ARN included: a role signs nothing, its sessions do)."""
+    user = IAM_ARN_PATTERN.fullmatch(arn)
+    if user is not None:
+        return user.group(1) if user.group(2) == "user" else None
+    for pattern in (ASSUMED_ROLE_PATTERN, *OTHER_SIGNER_PATTERNS):
+        if (match := pattern.fullmatch(arn)) is not None:
+            return match.group(1)
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,7 +75,7 @@ class Grant:
     operations: Mapping[str, tuple[str, ...]]
 
     def names(self, identity: Identity) -> bool:
-        if not (identity.account or identity.arn):
+        if not identity.is_signer:
             return False
         if self.principal in ("*", identity.account, identity.organization):
             return True

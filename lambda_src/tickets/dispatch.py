@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from . import protocol
-from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
+from .caller import iam_fields
+from .errors import BadRequest, Forbidden, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
 from .routes import Route, not_found_message, route_of
 from .services import Request, Response, Services, count_error, json_response, logger
@@ -22,6 +25,7 @@ class Dispatcher:
     def answer(self, event: dict[str, Any]) -> Response:
         try:
             normalised = _normalised(event)
+            self._check_authorizer(normalised)
             method, path = _method(normalised), normalised.get("rawPath") or "/"
             routed = self._routed(method.upper(), path)
             if routed is None:
@@ -31,6 +35,15 @@ class Dispatcher:
             return route.handler(self.services, Request(normalised, method, path, route.operation), **arguments)
         except Exception as err:
             return refused(err)
+
+    def _check_authorizer(self, event: dict[str, Any]) -> None:
+        """403 for an IAM authorizer no Function URL sends (tickets.caller), whatever the route and the rules:
+        the caller such an event names is unknown, and no later step reads it."""
+        try:
+            iam_fields(event)
+        except Forbidden:
+            self.services.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
+            raise
 
     def _routed(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         """The route whose handler answers `method` on `path`, and its path parameters."""
