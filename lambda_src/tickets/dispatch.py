@@ -83,7 +83,10 @@ def _method(event: dict[str, Any]) -> str:
 def refused(err: Exception) -> Response:
     if not isinstance(err, TicketsError):
         logger.exception("unhandled error")
-        err = TicketsError("an unexpected error; nothing was handed out. It has been logged")
+        err = TicketsError(
+            "an unexpected error, logged: no ticket was handed out, but if it came after the counter's write, that "
+            "write's tickets are skipped for good (a gap, never a repeat)"
+        )
     return error_response(err)
 
 

@@ -28,6 +28,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .caller import caller
 from .dynamodb_errors import Failure, classify
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
+from .services import logger
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
@@ -69,8 +70,15 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
     ) -> dict[str, Any]:
         config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
         call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": request}
+        spent: list[bool] = []  # whether this attempt's issue ran to its end: its tickets were taken
+
+        def issue_and_note() -> dict[str, Any]:
+            answer = issue()
+            spent.append(True)
+            return answer
+
         try:
-            return issue_once(call=call, issue=issue)
+            return issue_once(call=call, issue=issue_and_note)
         except IdempotencyValidationError:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a different request (route, key or count); "
@@ -84,22 +92,48 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
                 "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
             ) from None
         except IdempotencyPersistenceLayerError as err:
-            # If this happened after the tickets were issued, they are a gap: a retry with the same
-            # header gets 409 in_progress until the lock expires, then new tickets.
-            _raise_persistence_failure(err)
+            _raise_persistence_failure(err, spent=bool(spent))
 
     return run
 
 
-def _raise_persistence_failure(err: IdempotencyPersistenceLayerError) -> NoReturn:
+# A failure no retry passes: DynamoDB refused the call, or the call itself is wrong.
+_REFUSED = "a misconfiguration such as a denied role or a missing table, or a bug; logged"
+# After the issue ran, only the answer's save failed: its tickets are in the counter's `last`, in no answer.
+_SPENT = (
+    "the tickets were taken from the counter, but their answer could not be saved for this Idempotency-Key "
+    "({why}): they are skipped for good, handed to no one (a gap, never a repeat). "
+)
+
+
+def _raise_persistence_failure(err: IdempotencyPersistenceLayerError, *, spent: bool) -> NoReturn:
     """A failed call to the idempotency table answers what the same failure answers on the counter table
-    (dynamodb_errors.classify). Powertools wraps the call's exception: its cause is the failure."""
+    (dynamodb_errors.classify): a 503 when it may pass, the 500 InternalErrors watches when it will not (a denied
+    role, a missing table) or is a bug. `spent`: the failure came after the issue, which took its tickets (the
+    answer's save), and the message says so; before it (the lock's write), nothing was taken. Powertools wraps the
+    call's exception: its cause is the failure."""
     cause = err.__cause__
-    if isinstance(cause, TicketsError):  # the request's deadline refused the call (timing.DeadlineBoundClient)
-        raise cause
-    if cause is None or (isinstance(cause, Exception) and classify(cause) is Failure.UNAVAILABLE):
+    transient = not isinstance(cause, Exception) or _passes(cause)
+    if transient and spent:
         raise Unavailable(
-            "the idempotency store is unavailable; no ticket was handed out. Retry with "
-            "the same Idempotency-Key (409 in_progress means: wait and retry)"
+            _SPENT.format(why="the idempotency table was throttled, failed or out of time")
+            + "A retry with the same Idempotency-Key gets 409 in_progress until this attempt's lock expires "
+            "(seconds), then new tickets"
         ) from err
-    raise cause  # a misconfiguration (a denied role, a missing table) or a bug: the 500 InternalErrors watches
+    if isinstance(cause, TicketsError):  # the request's deadline refused the lock's write (DeadlineBoundClient)
+        raise cause
+    if transient:
+        raise Unavailable(
+            "the idempotency store is unavailable; nothing was issued. Retry with the same Idempotency-Key "
+            "(409 in_progress means: wait and retry)"
+        ) from err
+    logger.exception("the idempotency table refused a call")  # a misconfiguration or a bug: logged, alarmed
+    if spent:
+        raise TicketsError(_SPENT.format(why=_REFUSED) + "Nothing can be saved there until it is fixed") from cause
+    raise TicketsError(f"the idempotency store failed ({_REFUSED}); nothing was issued") from cause
+
+
+def _passes(cause: Exception) -> bool:
+    """May a retry succeed: the deadline refused the call (a TicketsError: DeadlineBoundClient), or DynamoDB was
+    throttled, failed or did not answer?"""
+    return isinstance(cause, TicketsError) or classify(cause) is Failure.UNAVAILABLE
