@@ -36,7 +36,7 @@ from tickets_deploy.ledger import (
 )
 
 from .registry import Command, Context
-from .table import AdminError, CounterTable
+from .table import AdminError, CounterTable, MissingTable
 
 FENCE_DESCRIPTION = """\
 Change a live layout (regionSlots, a key's shards or stride, a new counter for a key
@@ -236,6 +236,13 @@ def _epochs_now(changes: list[epochs.Change], tables: dict[str, CounterTable]) -
 def _read(table: CounterTable, name: str) -> lane_item.Item | None:
     try:
         return table.get(name)
+    except MissingTable as err:
+        raise AdminError(
+            f"{err}. The ledger gives {table.region} a slot, so fence reads its table; a region synthesised but "
+            f"never deployed has none yet: deploy it first with the config the ledger records (the cdk.json of its "
+            f"last version: set this change aside, make deploy), then run fence again. If {table.region} was "
+            f"deployed, name its endpoint (--endpoint-url {table.region}=URL) or table (--table). Nothing was stopped"
+        ) from None
     except (ClientError, BotoCoreError) as err:
         raise AdminError(
             f"{table.explain(err)}. fence reads every region's old lanes before it stops any (with --region too), "

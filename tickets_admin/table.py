@@ -35,6 +35,11 @@ class AdminError(RuntimeError):
     """Something the operator must fix or retry; the message says what."""
 
 
+class MissingTable(AdminError):
+    """The table does not exist where the command looked: a command that knows why it might not (fence: a region
+    never deployed) says so."""
+
+
 class CounterTable:
     def __init__(
         self,
@@ -46,6 +51,7 @@ class CounterTable:
         region_named_by: str = "--region (default: the first region in cdk.json)",  # and what sets `region`
     ):
         self.table = table
+        self.region = region
         self._named_by = named_by
         self._region_named_by = region_named_by
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
@@ -134,7 +140,7 @@ class CounterTable:
         """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
         failure = classify(err)
         if failure is Failure.MISSING_TABLE:
-            return AdminError(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
+            return MissingTable(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
         if failure is Failure.UNAVAILABLE:
             return AdminError(
                 f"DynamoDB throttled the {self._where} beyond the retries, or was unavailable; what was done is "

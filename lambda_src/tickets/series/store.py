@@ -208,10 +208,7 @@ class SeriesStore:
         if number > request.config.max:
             if owner is not None:
                 self._release(request, owner)
-            raise Exhausted(
-                f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; "
-                "nothing was issued"
-            )
+            raise _exhausted(request, series)
         return number
 
     def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
@@ -376,3 +373,20 @@ _IN_PROGRESS = (
 def _require_condition_failure(err: ClientError) -> None:
     if not dynamodb_errors.is_condition_failure(err):
         raise err
+
+
+def _exhausted(request: IssueRequest, series: str) -> Exhausted:
+    """A series past its max: every field of a series is permanent (docs/series.md), so the way on is a new
+    series under a new name, or, for a series with periods, the next period's, which starts again."""
+    config = request.config
+    nxt = (
+        "the next period's series starts again at its start; until then, or for good, "
+        if config.period is not None
+        else ""
+    )
+    return Exhausted(
+        f"series {request.key!r} has issued its last number ({config.max}) in series {series!r}; nothing was "
+        f"issued. Its max is permanent (as every field of a series): {nxt}number your documents in a new series "
+        "under a new name (tickets.series in cdk.json) whose ids cannot equal this one's (another prefix, or {key} "
+        "in its format) (docs/series.md)"
+    )
