@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tickets.series.config import NO_PERIOD_NAME, SeriesConfig
+from tickets.series.config import NO_PERIOD_NAME, SeriesConfig, check_format
 from tickets_deploy.config import DeploymentConfig
 
 from . import epochs
@@ -99,7 +99,7 @@ def _new_series_problems(config: DeploymentConfig, previous: Ledger | None) -> l
         f"'{NO_PERIOD_NAME}' without periods, '{NO_PERIOD_NAME}-r0', '{NO_PERIOD_NAME}-r1' ... once several "
         "regions issue; docs/series.md)."
         for key, series in sorted(config.series.items())
-        if key not in recorded and not series.id_names_its_series
+        if key not in recorded and series.format is not None and "series" not in check_format(series.format, key)
     ]
 
 

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from .caller import iam_fields
-from .errors import echo
 
 OPERATIONS = ("issue", "series", "void", "read")  # what each route does (routes.Route.operation)
 ACCOUNT_PATTERN = re.compile(r"[0-9]{12}")
@@ -19,8 +18,7 @@ IAM_ARN_PATTERN = re.compile(
     rf"arn:{_PARTITION}:iam::([0-9]{{12}}):(role|user)/(?:[A-Za-z0-9+=,.@_/-]{{0,510}}/)?({_IAM_NAME})"
 )
 ASSUMED_ROLE_PATTERN = re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):assumed-role/({_IAM_NAME})/[^/]+")
-# What an IAM authorizer's userArn is for the signers besides users and roles' sessions (IAM_ARN_PATTERN's users,
-# ASSUMED_ROLE_PATTERN): the account's root and a federated user. The first group is the account.
+# The other signers an authorizer's userArn names (besides users and roles' sessions): root, a federated user.
 OTHER_SIGNER_PATTERNS = (
     re.compile(rf"arn:{_PARTITION}:iam::([0-9]{{12}}):root"),
     re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):federated-user/{_IAM_NAME}"),
@@ -37,29 +35,23 @@ class Identity:
 
     @classmethod
     def of(cls, event: Mapping[str, Any]) -> Identity:
-        """Forbidden (tickets.caller) for an authorizer no Function URL sends."""
         iam = iam_fields(event)
         return cls(iam.get("accountId", ""), iam.get("userArn", ""), iam.get("principalOrgId", ""))
 
     @property
     def is_signer(self) -> bool:
-        """Is this what a Function URL's IAM authorizer says of a request someone signed: a 12-digit account and
-        the ARN of a signer (a user, a role's session, the root, a federated user) in that account? Only such an
-        identity is named by a rule, an account's or `*` too: a direct invocation may send an iam block with an
-        account id and nothing else."""
+        """A 12-digit account and a signer's ARN in it, as a Function URL says: only such an identity is named by
+        a rule (`*` and an account's too); a direct invocation may send an account id and nothing else."""
         return ACCOUNT_PATTERN.fullmatch(self.account) is not None and _signer_account(self.arn) == self.account
 
     def describe(self) -> str:
         if self.is_signer:
             return self.arn
-        if self.account or self.arn:
-            return f"a caller whose IAM identity is not a signer's (account {echo(self.account)}, ARN {echo(self.arn)})"
-        return "an unsigned caller"
+        return "a caller who is no signer" if self.account or self.arn else "an unsigned caller"
 
 
 def _signer_account(arn: str) -> str | None:
-    """The account of a signer's ARN, as an IAM authorizer's userArn names it; None for anything else (a role's
-    own ARN included: a role signs nothing, its sessions do)."""
+    """The account of a signer's ARN; None for anything else (a role's own: its sessions sign)."""
     user = IAM_ARN_PATTERN.fullmatch(arn)
     if user is not None:
         return user.group(1) if user.group(2) == "user" else None

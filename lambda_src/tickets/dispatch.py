@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
-
 from . import protocol
 from .caller import iam_fields
-from .errors import BadRequest, Forbidden, MethodNotAllowed, NotFound, TicketsError
+from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
 from .routes import Route, not_found_message, route_of
 from .services import Request, Response, Services, count_error, json_response, logger
@@ -25,7 +23,7 @@ class Dispatcher:
     def answer(self, event: dict[str, Any]) -> Response:
         try:
             normalised = _normalised(event)
-            self._check_authorizer(normalised)
+            iam_fields(normalised)  # 403 for an authorizer no Function URL sends, whatever the route and rules
             method, path = _method(normalised), normalised.get("rawPath") or "/"
             routed = self._routed(method.upper(), path)
             if routed is None:
@@ -35,15 +33,6 @@ class Dispatcher:
             return route.handler(self.services, Request(normalised, method, path, route.operation), **arguments)
         except Exception as err:
             return refused(err)
-
-    def _check_authorizer(self, event: dict[str, Any]) -> None:
-        """403 for an IAM authorizer no Function URL sends (tickets.caller), whatever the route and the rules:
-        the caller such an event names is unknown, and no later step reads it."""
-        try:
-            iam_fields(event)
-        except Forbidden:
-            self.services.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
-            raise
 
     def _routed(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         """The route whose handler answers `method` on `path`, and its path parameters."""
@@ -83,10 +72,7 @@ def _method(event: dict[str, Any]) -> str:
 def refused(err: Exception) -> Response:
     if not isinstance(err, TicketsError):
         logger.exception("unhandled error")
-        err = TicketsError(
-            "an unexpected error, logged: no ticket was handed out, but if it came after the counter's write, that "
-            "write's tickets are skipped for good (a gap, never a repeat)"
-        )
+        err = TicketsError("an unexpected error, logged: no ticket was handed out, but one may have been spent (a gap)")
     return error_response(err)
 
 

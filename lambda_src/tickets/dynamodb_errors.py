@@ -61,9 +61,8 @@ def error_code(err: ClientError) -> str:
 
 @dataclass(frozen=True)
 class UnavailableMessages:
-    """A store's 503s, by what DynamoDB did: refused the call (throttled: nothing was written), answered with a
-    fault (a 5xx: the write may have been applied), or did not answer (it may have been applied too). `fault`
-    None: `throttled`'s (a store whose retry answers whatever was written: the series')."""
+    """A store's 503s: throttled (nothing written), or a 5xx `fault` (default: `throttled`'s) or no answer, after
+    which a write may have been applied."""
 
     throttled: str
     no_answer: str

@@ -70,7 +70,7 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
     ) -> dict[str, Any]:
         config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
         call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": request}
-        spent: list[bool] = []  # whether this attempt's issue ran to its end: its tickets were taken
+        spent: list[bool] = []  # whether this attempt's issue ran to its end
 
         def issue_and_note() -> dict[str, Any]:
             answer = issue()
@@ -97,43 +97,29 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
     return run
 
 
-# A failure no retry passes: DynamoDB refused the call, or the call itself is wrong.
-_REFUSED = "a misconfiguration such as a denied role or a missing table, or a bug; logged"
-# After the issue ran, only the answer's save failed: its tickets are in the counter's `last`, in no answer.
-_SPENT = (
-    "the tickets were taken from the counter, but their answer could not be saved for this Idempotency-Key "
-    "({why}): they are skipped for good, handed to no one (a gap, never a repeat). "
-)
+_REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged"
+# The issue ran and only its answer's save failed: the tickets are in the counter's `last`, in no answer.
+_SPENT = "the tickets were taken, but their answer could not be saved ({why}): they are a gap, handed to no one. "
 
 
 def _raise_persistence_failure(err: IdempotencyPersistenceLayerError, *, spent: bool) -> NoReturn:
-    """A failed call to the idempotency table answers what the same failure answers on the counter table
-    (dynamodb_errors.classify): a 503 when it may pass, the 500 InternalErrors watches when it will not (a denied
-    role, a missing table) or is a bug. `spent`: the failure came after the issue, which took its tickets (the
-    answer's save), and the message says so; before it (the lock's write), nothing was taken. Powertools wraps the
-    call's exception: its cause is the failure."""
+    """As the same failure on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else the 500
+    InternalErrors watches; each says whether the issue had taken its tickets (`spent`). The cause is the failure."""
     cause = err.__cause__
-    transient = not isinstance(cause, Exception) or _passes(cause)
+    transient = (
+        not isinstance(cause, Exception) or isinstance(cause, TicketsError) or classify(cause) is Failure.UNAVAILABLE
+    )
     if transient and spent:
         raise Unavailable(
-            _SPENT.format(why="the idempotency table was throttled, failed or out of time")
-            + "A retry with the same Idempotency-Key gets 409 in_progress until this attempt's lock expires "
-            "(seconds), then new tickets"
+            _SPENT.format(why="throttled, failed or out of time")
+            + "The same Idempotency-Key gets 409 in_progress for seconds, then new tickets"
         ) from err
-    if isinstance(cause, TicketsError):  # the request's deadline refused the lock's write (DeadlineBoundClient)
+    if isinstance(cause, TicketsError):  # the deadline refused the lock's write (DeadlineBoundClient)
         raise cause
     if transient:
         raise Unavailable(
             "the idempotency store is unavailable; nothing was issued. Retry with the same Idempotency-Key "
             "(409 in_progress means: wait and retry)"
         ) from err
-    logger.exception("the idempotency table refused a call")  # a misconfiguration or a bug: logged, alarmed
-    if spent:
-        raise TicketsError(_SPENT.format(why=_REFUSED) + "Nothing can be saved there until it is fixed") from cause
-    raise TicketsError(f"the idempotency store failed ({_REFUSED}); nothing was issued") from cause
-
-
-def _passes(cause: Exception) -> bool:
-    """May a retry succeed: the deadline refused the call (a TicketsError: DeadlineBoundClient), or DynamoDB was
-    throttled, failed or did not answer?"""
-    return isinstance(cause, TicketsError) or classify(cause) is Failure.UNAVAILABLE
+    logger.exception("the idempotency table refused a call")
+    raise TicketsError(_SPENT.format(why=_REFUSED) if spent else f"nothing was issued: {_REFUSED}") from cause

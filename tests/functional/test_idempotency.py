@@ -162,8 +162,8 @@ def test_an_answer_that_could_not_be_recorded_is_a_gap_never_a_duplicate(api, mo
         lost = api.post("/orders", headers=once("unlucky"))
     assert lost.status == 503 and "ticket" not in lost.body
     assert api.items()[0]["last"] == {"N": "5000"}  # 5000 was spent
-    assert lost.body["message"].startswith("the tickets were taken from the counter, but their answer could not")
-    assert "skipped for good" in lost.body["message"] and "handed out" not in lost.body["message"]
+    assert lost.body["message"].startswith("the tickets were taken, but their answer could not be saved")
+    assert "a gap, handed to no one" in lost.body["message"] and "handed out" not in lost.body["message"]
     retry = api.post("/orders", headers=once("unlucky"))  # the lock outlives the failed attempt
     assert retry.status == 409 and retry.body["error"] == "in_progress"
     assert api.post("/orders", headers=once("another")).body["ticket"] == 5001
@@ -185,7 +185,7 @@ def test_a_denied_save_after_the_issue_is_a_500_that_says_the_tickets_were_spent
     lost = api.post("/orders", query={"count": "2"}, headers=once("denied"))
     assert (lost.status, lost.body["error"]) == (500, "internal_error")
     assert api.items()[0]["last"] == {"N": "5001"}  # 5000 and 5001 were spent
-    assert lost.body["message"].startswith("the tickets were taken from the counter, but their answer could not")
+    assert lost.body["message"].startswith("the tickets were taken, but their answer could not be saved")
     assert "misconfiguration" in lost.body["message"] and "nothing was" not in lost.body["message"]
     assert "the idempotency table refused a call" in caplog.text  # logged, with its cause
 
@@ -210,7 +210,7 @@ def test_a_deadline_between_the_issue_and_the_save_says_the_tickets_were_spent(a
     lost = api.post("/orders", headers=once("late"))
     assert (lost.status, lost.body["error"]) == (503, "unavailable")
     assert api.items()[0]["last"] == {"N": "5000"}
-    assert lost.body["message"].startswith("the tickets were taken from the counter") and "409" in lost.body["message"]
+    assert lost.body["message"].startswith("the tickets were taken, but") and "409" in lost.body["message"]
 
 
 def test_the_same_header_from_two_callers_gets_two_tickets(api):

@@ -72,12 +72,6 @@ class SeriesConfig:
         year = local.year if local.month >= self.period_start_month else local.year - 1
         return str(year) if self.period_start_month == 1 else f"{year}-{(year + 1) % 100:02d}"
 
-    @property
-    def id_names_its_series(self) -> bool:
-        """Does the format's id carry the series name (no format: no id, nothing to tell apart)? An id without it
-        repeats wherever two series share numbers: each period, and each region once several issue."""
-        return self.format is None or "series" in _PLACEHOLDER.findall(self.format)
-
     def render_id(self, key: str, series: str, number: int) -> str | None:
         if self.format is None:
             return None
@@ -189,7 +183,6 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
         raise SeriesConfigError(
             f"{where}.format {text!r} lacks {{series}}: {reason}, so the plain number repeats and the id "
             "would not identify the invoice. Add {series} to the format"
-            + ("" if period is not None else _NO_WAY_TO_MORE_REGIONS)
         )
     if length is None:
         return config
@@ -209,15 +202,6 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
             f"{longest_id_length(text, key, longest_series, start)} characters); shorten the format or raise it"
         )
     return replace(config, max=min(fitting, MAX_SAFE_INTEGER))
-
-
-# Said when regionSlots grew under a series whose format has no {series}: for a series the ledger records already,
-# adding it is refused (every field is permanent), and nothing else makes its ids unique across regions.
-_NO_WAY_TO_MORE_REGIONS = (
-    " (a series not yet deployed). If the deployment ledger (tickets.lock.json) already records this series, there "
-    "is no way out: its format is permanent and a series is never removed, so with more than one region slot its "
-    "ids would repeat. Keep regionSlots 1 while it is configured (docs/series.md)"
-)
 
 
 def check_format(text: str, where: str) -> set[str]:

@@ -376,17 +376,9 @@ def _require_condition_failure(err: ClientError) -> None:
 
 
 def _exhausted(request: IssueRequest, series: str) -> Exhausted:
-    """A series past its max: every field of a series is permanent (docs/series.md), so the way on is a new
-    series under a new name, or, for a series with periods, the next period's, which starts again."""
-    config = request.config
-    nxt = (
-        "the next period's series starts again at its start; until then, or for good, "
-        if config.period is not None
-        else ""
-    )
+    nxt = "the next period starts again; until then, " if request.config.period else ""
     return Exhausted(
-        f"series {request.key!r} has issued its last number ({config.max}) in series {series!r}; nothing was "
-        f"issued. Its max is permanent (as every field of a series): {nxt}number your documents in a new series "
-        "under a new name (tickets.series in cdk.json) whose ids cannot equal this one's (another prefix, or {key} "
-        "in its format) (docs/series.md)"
+        f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; nothing "
+        f"was issued. Its max is permanent: {nxt}use a new series under a new name, with ids unlike these "
+        "(another prefix, or {key}) (docs/series.md)"
     )
