@@ -9,12 +9,12 @@ import time
 from typing import Any
 
 from tickets.keys import KEY_RULE, is_valid_key
-from tickets.sequence import lanes_of
 from tickets.settings import Settings
 from tickets_deploy import epochs
 from tickets_deploy.config import region_settings
-from tickets_deploy.ledger import LEDGER_FILE, check_config_file, ledger_path_beside
+from tickets_deploy.ledger import LEDGER_FILE, Ledger, check_config_file, ledger_path_beside, read_ledger_file
 
+from .key_lanes import key_lanes
 from .listing import COLUMNS, ISSUED_COLUMN, LEFT_COLUMN, TIME_LEFT_COLUMN, counters, table_lines, with_rates
 from .migrate import MIGRATE_DESCRIPTION, MIGRATE_EPILOG, DryRunTable, Source, migrate, read_old_counters, verify
 from .operations import export_items, raise_key
@@ -37,7 +37,13 @@ is above both N and its own last; a sharded key's layout missing first or stride
 completed from cdk.json. Before writing anything it refuses a lane whose stored step,
 first ticket or shard layout disagrees with cdk.json, and an N whose next ticket would
 pass max. It prints one line per lane: last before -> after, and the lane's next
-ticket. Exit status 1 if a lane needs a fix by hand (a last that is not a whole number)."""
+ticket. Exit status 1 if a lane needs a fix by hand (a last that is not a whole number).
+
+A key whose layout changed above a fence (`fence`) issues from its latest epoch's
+lanes (items `KEY@N`, `KEY@N#shard`), the layout the ledger beside cdk.json records
+last: those are the lanes raised. The lanes of its earlier epochs were stopped at their
+fences and are never raised or restarted; one that a restore from before its fence
+brought back (or dropped) is stopped again first, as the fence left it."""
 
 RAISE_EPILOG = """\
 examples:
@@ -52,7 +58,9 @@ Whole numbers are printed exactly, however large (a parser that reads JSON numbe
 doubles rounds those above 2^53-1); any other attribute value keeps DynamoDB's typed
 form, e.g. {"N": "12.5"}. Read with a consistent, paginated Scan. The records `migrate`
 keeps in the table (items named "_migration...": no key starts with "_") are not
-counters and are not printed."""
+counters and are not printed. A key whose layout changed above a fence has the items of
+each epoch (orders, orders@1, orders@1#0, ...); those of its earlier epochs are stopped:
+step 0, and stoppedStep the step they had."""
 
 EXPORT_EPILOG = """\
 examples:
@@ -67,7 +75,10 @@ the key's max in cdk.json (each lane (max - last) / step; - for a key the config
 serve or an item code did not write; a lane not used yet in this region is not counted).
 Read from the table with a consistent, paginated Scan and the operator's credentials (the
 function itself may not scan), so it lists every key that was used, configured or not.
-`export` prints the items themselves.
+`export` prints the items themselves. A key whose layout changed above a fence has a line
+per epoch, named as its items (orders, orders@1, ...), oldest first: the lanes of an
+earlier epoch were stopped at its fence (step "0 (stopped)", left 0); the last epoch's
+lanes are the ones the function issues from.
 
 With --rate-over S it reads the table again S seconds later and adds, per key, the tickets
 `issued` in between (every caller's, in this region) and the `time left` at that rate: a
@@ -103,15 +114,23 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
     if counter is None:
         raise AdminError(
             f"{args.key!r} is not configured in {context.config_file} and strictKeys is on, so the "
-            "service does not serve it"
+            f"service does not serve it: add it to tickets.counters there first (synthesis records it)"
         )
-    lanes = lanes_of(args.key, counter, settings.region_slot, settings.region_slots)
+    lanes = key_lanes(args.key, counter, settings.region_slot, settings.region_slots, _ledger(context))
+    epoch = f" (epoch {counter.epoch}, above its fence at {counter.fence})" if counter.epoch else ""
     print(
-        f"raising {args.key} above {args.above} in {context.region} (slot {settings.region_slot} of "
-        f"{settings.region_slots}), table {table.table}: {len(lanes)} lane(s)",
+        f"raising {args.key}{epoch} above {args.above} in {context.region} (slot {settings.region_slot} of "
+        f"{settings.region_slots}), table {table.table}: {len(lanes.current)} lane(s)",
         flush=True,
     )
-    results = raise_key(table, args.key, lanes, args.above, report=lambda line: print(line, flush=True))
+    results = raise_key(
+        table,
+        args.key,
+        lanes.current,
+        args.above,
+        report=lambda line: print(line, flush=True),
+        stopped=lanes.stopped,
+    )
     return 1 if any(result.needs_attention for result in results) else 0
 
 
@@ -207,6 +226,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     table = (DryRunTable if args.dry_run else CounterTable)(context.table_name, region, context.endpoint_url)
     _check_ledger(context)
     settings = _settings(context, region)
+    ledger = _ledger(context)
     from_region = args.from_region or region
     old_table = CounterTable(
         args.from_table,
@@ -231,10 +251,18 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
         print(line, flush=True)
 
     if args.verify:
-        return 0 if verify(table, settings, old, region=region, report=report) else 1
+        return 0 if verify(table, settings, old, region=region, report=report, ledger=ledger) else 1
     source = Source(args.from_table, from_region)
     migrated = migrate(
-        table, settings, old, args.margin, source=source, region=region, dry_run=args.dry_run, report=report
+        table,
+        settings,
+        old,
+        args.margin,
+        source=source,
+        region=region,
+        dry_run=args.dry_run,
+        report=report,
+        ledger=ledger,
     )
     return 0 if migrated else 1
 
@@ -242,8 +270,16 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
 def _settings(context: Context, region: str) -> Settings:
     """The region's settings as its function runs them: a key whose layout changed serves its latest epoch,
     above its fence (tickets_deploy.epochs.applied, from the ledger beside cdk.json, or --service's ledger)."""
-    ledger = context.config_file if context.from_ledger else ledger_path_beside(context.config_file)
-    return region_settings(epochs.applied_from(context.config, ledger), region)
+    return region_settings(epochs.applied(context.config, _ledger(context)), region)
+
+
+def _ledger(context: Context) -> Ledger | None:
+    """The service's ledger (beside cdk.json, or --service's): its epochs say which lanes each key has. None
+    without one (only with --endpoint-url: _check_ledger)."""
+    path = context.config_file if context.from_ledger else ledger_path_beside(context.config_file)
+    if not path.exists():
+        return None
+    return read_ledger_file(path).services.get(context.config.table_name)
 
 
 def _check_ledger(context: Context) -> None:

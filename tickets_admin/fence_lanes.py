@@ -111,7 +111,7 @@ def _read(table: CounterTable, region: str, name: str) -> lane_item.Item | None:
         raise AdminError(
             f"{region}: {err}. The ledger gives {region} a slot, so fence must read and stop its old lanes; a region "
             "recorded (synthesised) but never deployed has no table yet, and could still be deployed later with the "
-            "layout before this fence, so fence cannot pass it by. Deploy it first: with cdk.json as the ledger's "
+            "layout before this fence, so fence cannot pass it by: deploy it first, with cdk.json as the ledger's "
             "last version has it (`git stash`, `make deploy`, `git stash pop`), then run fence again. If the table "
             "is elsewhere, name it (--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
         ) from None

@@ -31,7 +31,7 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
             continue
         grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
     listed = []
-    for key, key_items in sorted(grouped.items()):
+    for key, key_items in sorted(grouped.items(), key=lambda group: _by_key_then_epoch(group[0])):
         key_items.sort(key=lambda item: str(item[COUNTER_KEY]["S"]))  # the plain item first, then shards
         lanes = [item for item in key_items if LAST in item]
         lasts = [last for item in lanes if (last := number(item, LAST)) is not None]
@@ -41,6 +41,13 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
             row[LEFT_COLUMN] = tickets_left(lanes, max_of(key.partition(EPOCH_SEPARATOR)[0]))
         listed.append(row)
     return listed
+
+
+def _by_key_then_epoch(name: str) -> tuple[str, int]:
+    """A key's epochs together, oldest first (`orders`, `orders@1`, ..., `orders@10`), before the next key
+    (`orders-eu`: `-` sorts before `@`)."""
+    key, _, epoch = name.partition(EPOCH_SEPARATOR)
+    return (key, int(epoch)) if epoch.isdigit() else (name, 0)  # not an epoch: an item typed in by hand
 
 
 def tickets_left(lanes: list[Item], max_: int | None) -> int | None:

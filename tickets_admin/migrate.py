@@ -19,10 +19,12 @@ from typing import Any
 from tickets.errors import clip
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.lane_item import LAST, Item, number
-from tickets.sequence import Lane, lanes_of
+from tickets.sequence import Lane
 from tickets.settings import Settings
 from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
+from tickets_deploy.ledger import Ledger
 
+from .key_lanes import KeyLanes, key_lanes
 from .operations import LaneResult, Outcome, raise_key
 from .table import AdminError, CounterTable
 
@@ -199,8 +201,8 @@ def _first_run(table: CounterTable) -> str | None:
 
 
 def _issued_between(table: CounterTable, lanes: list[Lane], low: int, high: int) -> tuple[int, int, int] | None:
-    """(how many, lowest, highest) of the tickets this region's lanes have issued (up to each lane's
-    stored last) in low+1 .. high; None if none."""
+    """(how many, lowest, highest) of the tickets this region's lanes (of every epoch: KeyLanes.every_epoch) have
+    issued (up to each lane's stored last) in low+1 .. high; None if none."""
     count, lowest, highest = 0, None, None
     for lane in lanes:
         last = number(table.get(lane.item_key), LAST)
@@ -215,9 +217,9 @@ def _issued_between(table: CounterTable, lanes: list[Lane], low: int, high: int)
     return None if count == 0 or lowest is None or highest is None else (count, lowest, highest)
 
 
-def _overlap(table: CounterTable, lanes: list[Lane], region: str, target: Target, value: int) -> str:
+def _overlap(table: CounterTable, lanes: KeyLanes, region: str, target: Target, value: int) -> str:
     taken = f"the old callers took {target.target + 1} .. {value}, above the target {target.describe()}"
-    issued = _issued_between(table, lanes, target.target, value)
+    issued = _issued_between(table, lanes.every_epoch, target.target, value)
     if issued is None:
         return f"{taken}; Tickets has issued none of those numbers in {region} yet, but its next ones are among them"
     count, lowest, highest = issued
@@ -234,11 +236,13 @@ def migrate(
     region: str,
     dry_run: bool = False,
     report: Callable[[str], None] = print,
+    ledger: Ledger | None = None,
 ) -> bool:
     """Raise each old key's Tickets counter above its old value + `margin`, one report line per key
     and per skipped item, then a count; True if every item was migrated and no key overlaps. The first
     run that raises a key records its target (Target); a later run compares the old value with it and
-    reports an overlap, and names the keys new in the old table since the first run."""
+    reports an overlap, and names the keys new in the old table since the first run. A key whose layout changed
+    above a fence is raised in its current epoch (the `ledger` records its epochs: tickets_admin/key_lanes.py)."""
     counts = {"raised": 0, "already above": 0, "not migrated": 0, "skipped": len(old.skipped), "overlap": 0}
     first_run = _first_run(table)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -247,17 +251,20 @@ def migrate(
         target = f"{above} (old value {value} + margin {margin})"
         counter = settings.counter(key)
         if counter is None:
-            report(f"{key}: NOT MIGRATED: strictKeys is on and cdk.json does not configure {key!r}")
+            report(
+                f"{key}: NOT MIGRATED: strictKeys is on and cdk.json does not configure {key!r}: add it to "
+                "tickets.counters there, then migrate again"
+            )
             counts["not migrated"] += 1
             continue
-        lanes = lanes_of(key, counter, settings.region_slot, settings.region_slots)
+        lanes = key_lanes(key, counter, settings.region_slot, settings.region_slots, ledger)
         recorded = read_target(table, key)
         if recorded is not None and value > recorded.target:
             report(f"{key}: OVERLAP: {_overlap(table, lanes, region, recorded, value)}")
             counts["overlap"] += 1
         lines: list[str] = []
         try:
-            results = raise_key(table, key, lanes, above, report=lines.append)
+            results = raise_key(table, key, lanes.current, above, report=lines.append, stopped=lanes.stopped)
         except AdminError as err:
             report(f"{key}: NOT MIGRATED: not raised above {target}: {' '.join(str(err).splitlines())}")
             counts["not migrated"] += 1
@@ -291,7 +298,13 @@ def migrate(
 
 
 def verify(
-    table: CounterTable, settings: Settings, old: OldCounters, *, region: str, report: Callable[[str], None] = print
+    table: CounterTable,
+    settings: Settings,
+    old: OldCounters,
+    *,
+    region: str,
+    report: Callable[[str], None] = print,
+    ledger: Ledger | None = None,
 ) -> bool:
     """Compare each old key's current value with the target its first migrate run recorded; write
     nothing. True if no old caller passed its key's target and every key was migrated."""
@@ -306,10 +319,10 @@ def verify(
             report(f"{key}: NOT SERVED: strictKeys is on and cdk.json does not configure {key!r}")
             counts["not served"] += 1
             continue
-        lanes = lanes_of(key, counter, settings.region_slot, settings.region_slots)
+        lanes = key_lanes(key, counter, settings.region_slot, settings.region_slots, ledger)
         recorded = read_target(table, key)
         if recorded is None:
-            issued = _issued_between(table, lanes, -1, value)
+            issued = _issued_between(table, lanes.every_epoch, -1, value)
             said = (
                 "Tickets has issued none of the numbers up to it here"
                 if issued is None

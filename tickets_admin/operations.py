@@ -9,18 +9,36 @@ made a lane whose next ticket is above both N and its own `last`, by a compare-a
 `last`; a sharded key's incomplete layout is completed from the config. It refuses, before writing
 anything, a lane whose stored step, first ticket or shard layout disagrees with the config, and a
 target past the counter's max.
+
+On a key whose layout changed above a fence, `lanes` are its current epoch's (tickets_admin/key_lanes.py) and
+`stopped` names every item of its earlier epochs: those are never raised or restarted. A restore from before a
+fence brings them back (their step as it was); they are stopped again, as `fence` left them, before any lane
+is raised.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from tickets import lane_item
-from tickets.lane_item import LANE, LAST, Item, contradiction, layout_contradiction, layout_of, missing, number
+from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
+from tickets.lane_item import (
+    FENCE_SEALED,
+    LANE,
+    LAST,
+    STEP,
+    Item,
+    contradiction,
+    fenced_by,
+    layout_contradiction,
+    layout_of,
+    missing,
+    number,
+)
 from tickets.sequence import Lane
 from tickets.tables import COUNTER_KEY, is_counter_item
 
@@ -80,9 +98,16 @@ def next_ticket_above(lane: Lane, above: int) -> int:
 
 
 def raise_key(
-    table: CounterTable, key: str, lanes: list[Lane], above: int, report: Callable[[str], None] = print
+    table: CounterTable,
+    key: str,
+    lanes: list[Lane],
+    above: int,
+    report: Callable[[str], None] = print,
+    *,
+    stopped: Sequence[str] = (),
 ) -> list[LaneResult]:
-    """Raise every lane of `key` (this region's `lanes`) so its next ticket is above `above`."""
+    """Raise every lane of `key` (this region's `lanes`, in the key's current epoch) so its next ticket is above
+    `above`, after making sure the items of its earlier epochs (`stopped`) are stopped."""
     targets = {lane.item_key: next_ticket_above(lane, above) for lane in lanes}
     for lane in lanes:
         if targets[lane.item_key] > lane.max:
@@ -91,8 +116,8 @@ def raise_key(
                 f"{targets[lane.item_key]}, past the counter's max ({lane.max}); raise max in "
                 "cdk.json and deploy first. Nothing was written."
             )
-    sharded = lanes[0].shards > 1
-    layout = table.get(key) if sharded else None
+    sharded, plain_key = lanes[0].shards > 1, lanes[0].plain_key  # `key`, or `key@N` in epoch N
+    layout = table.get(plain_key) if sharded else None
     problems = [
         problem
         for problem in ([_layout_problem(lanes[0], layout)] if sharded else [])
@@ -101,15 +126,17 @@ def raise_key(
     ]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
+    for name in stopped:
+        report(_keep_stopped(table, name))
     if sharded and (layout is None or missing(layout, layout_of(lanes[0]))):
         # Before any shard item is written, as the service does: a request with another shard count
         # then fails on the plain item instead of issuing numbers these lanes own.
-        if not table.write(key, lane_item.complete_layout(lanes[0])):
+        if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
             raise AdminError(
-                _layout_problem(lanes[0], table.get(key))
-                or f"{key}: its layout changed meanwhile; run the command again. Nothing was written."
+                _layout_problem(lanes[0], table.get(plain_key))
+                or f"{plain_key}: its layout changed meanwhile; run the command again. Nothing was written."
             )
-        report(f"{key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
+        report(f"{plain_key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
     results = []
     for lane in lanes:
         result = _raise_lane(table, lane, above)
@@ -151,17 +178,56 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
     )
 
 
+def _keep_stopped(table: CounterTable, name: str) -> str:
+    """Make sure an item of an earlier epoch is stopped, as `fence` left it: stop it again if a restore from before
+    its fence brought it back (or dropped it: then it is written stopped, so no function of the old layout can
+    create it), and seal it, so no `fence --undo` ever puts it back. Never raised, never restarted. What was found,
+    as a report line."""
+    epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
+    for _ in range(_ATTEMPTS):
+        item = table.get(name)
+        if item is not None and number(item, STEP) == STOPPED:
+            if fenced_by(item) == RESTOPPED_BY and FENCE_SEALED not in item:
+                table.write(name, lane_item.seal(RESTOPPED_BY))  # a run cut off between its two writes
+            return f"{name}: stopped at a fence (epoch {epoch}); left alone"
+        stop = lane_item.stop(RESTOPPED_BY) if item is not None and STEP in item else None
+        if table.write(name, stop or lane_item.stop_unwritten(RESTOPPED_BY)):
+            table.write(name, lane_item.seal(RESTOPPED_BY))
+            if item is None:
+                return f"{name}: absent (a restore from before its fence dropped it): written stopped (epoch {epoch})"
+            return f"{name}: not stopped (a restore from before its fence brought it back): stopped again"
+    raise AdminError(f"{name}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
+
+
+# The fence id a lane stopped again after a restore records (tickets.lane_item.FENCED_BY), sealed at once: the
+# fence that first stopped it was recorded long ago, and nothing may put it back.
+RESTOPPED_BY = "raise-after-restore"
 _CHECK_CONFIG = "check --config and --region, or the config changed after tickets were issued"
+
+
+def _stopped_problem(item_key: str, key: str) -> str:
+    """A lane the config says is current was stopped at a fence: the layout changed after the ledger this config
+    is checked against was written, or a fence of it has not been recorded yet."""
+    return (
+        f"{item_key} was stopped at a fence: {key}'s layout is being changed, and the ledger beside --config does not "
+        "record that change yet (a fence not finished, or this is not the deployment's latest cdk.json and ledger). "
+        "Finish the change with `python -m tickets_admin fence` (run with the new cdk.json), then raise the new "
+        "layout's lanes"
+    )
 
 
 def _lane_problem(lane: Lane, item: Item | None) -> str | None:
     """Why this stored lane item is not the configured lane, or None."""
+    if item is not None and number(item, STEP) == STOPPED:
+        return _stopped_problem(lane.item_key, lane.key)
     changed = contradiction(lane, item) if item is not None else None
     return f"{changed}; {_CHECK_CONFIG}" if changed else None
 
 
 def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
     """Why a sharded key's plain item contradicts the configured layout, or None."""
+    if item is not None and number(item, STEP) == STOPPED:
+        return _stopped_problem(shard_zero.plain_key, shard_zero.key)
     changed = layout_contradiction(shard_zero, item) if item is not None else None
     return f"{changed}; {_CHECK_CONFIG}" if changed else None
 

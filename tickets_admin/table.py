@@ -36,7 +36,8 @@ class AdminError(RuntimeError):
 
 
 class MissingTable(AdminError):
-    """The table does not exist (where the command looked): fence says why that matters there."""
+    """The table does not exist where the command looked: a command that knows why it might not (fence: a region
+    never deployed) says so."""
 
 
 class CounterTable:
@@ -50,6 +51,7 @@ class CounterTable:
         region_named_by: str = "--region (default: the first region in cdk.json)",  # and what sets `region`
     ):
         self.table = table
+        self.region = region
         self._named_by = named_by
         self._region_named_by = region_named_by
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")

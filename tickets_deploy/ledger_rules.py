@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tickets.series.config import NO_PERIOD_NAME, SeriesConfig, check_format
 from tickets_deploy.config import DeploymentConfig
 
 from . import epochs
@@ -20,18 +21,19 @@ def record(
     that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
     stands. A previous ledger from before the `deployed` settings gets them only with `upgrade` (synthesis
     does), so a check leaves it as it was (tickets_deploy/ledger_config.py)."""
+    problems = _new_series_problems(config, previous)
     if previous is None:
         previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
     else:
-        problems = [
+        problems += [
             *_table_problems(config, previous),
             *epochs.synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
             *_series_problems(config, previous),
         ]
-        if problems:
-            raise LedgerError("\n".join(problems))
+    if problems:
+        raise LedgerError("\n".join(problems))
 
     slots = {slot: replace(entry, retired=True) for slot, entry in previous.slots.items()}
     for region, slot in config.regions.items():
@@ -80,6 +82,34 @@ def _series_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                     f"ones. Keep {key} as recorded; for another numbering, add a series under a new name."
                 )
     return problems
+
+
+def _new_series_problems(config: DeploymentConfig, previous: Ledger | None) -> list[str]:
+    """A series the ledger would record for the first time, whose ids do not carry its series name: accepted while
+    one region issues it without periods, it would block every later regionSlots change for good (each region's
+    numbers are a series of their own, and the format, being permanent, could never take {series}). Refused when
+    it would be recorded, while adding {series} is still allowed; a series recorded before this rule stays as it
+    is (the parse of cdk.json says why regionSlots must then stay 1)."""
+    recorded = previous.series if previous is not None else {}
+    return [
+        f"series.{key}.format: {series.format!r} lacks {{series}}. Every field of a series is permanent once "
+        "recorded, and with more than one region slot each region numbers it from start: its ids would then "
+        "repeat, so this service's regionSlots could never grow (no fence changes a series' ids). Add {series} to "
+        f"the format now, e.g. {_with_series(series)!r} (first id {_first_id(key, series)!r}: a series is named "
+        f"'{NO_PERIOD_NAME}' without periods, '{NO_PERIOD_NAME}-r0', '{NO_PERIOD_NAME}-r1' ... once several "
+        "regions issue; docs/reference/series.md)."
+        for key, series in sorted(config.series.items())
+        if key not in recorded and series.format is not None and "series" not in check_format(series.format, key)
+    ]
+
+
+def _with_series(series: SeriesConfig) -> str:
+    """The series' format with {series} before its number: what the refusal proposes."""
+    return (series.format or "").replace("{n", "{series}-{n", 1)
+
+
+def _first_id(key: str, series: SeriesConfig) -> str | None:
+    return replace(series, format=_with_series(series)).render_id(key, NO_PERIOD_NAME, series.start)
 
 
 def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:

@@ -306,5 +306,17 @@ def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, Seri
         try:
             series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
         except SeriesConfigError as err:
-            raise ConfigError(str(err)) from None
+            periods = isinstance(raw, Mapping) and raw.get("period") is not None
+            grown = "lacks {series}" in str(err) and not periods  # refused for regionSlots > 1 only
+            raise ConfigError(str(err) + (_NO_WAY_TO_MORE_REGIONS if grown else "")) from None
     return series
+
+
+# Said when regionSlots grew under a series whose ids lack {series}: for a series the ledger records already, adding
+# it is refused (every field is permanent), and nothing else makes its ids unique across regions. The ledger refuses
+# such a series when it would first be recorded (ledger_rules), so only a ledger written before that meets this.
+_NO_WAY_TO_MORE_REGIONS = (
+    " (a series not yet deployed). If the deployment ledger (tickets.lock.json) already records this series, there "
+    "is no way out: its format is permanent and a series is never removed, so with more than one region slot its "
+    "ids would repeat. Keep regionSlots 1 while it is configured (docs/reference/series.md)"
+)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import hashlib
 import json
 import secrets
 import time
@@ -61,25 +62,50 @@ class PlayedCallerError(ValueError):
 
 def played_caller(principal: str) -> dict[str, Any]:
     """What a Function URL's IAM authorizer would say of a request signed by `principal`: a role ARN (as one of
-    its sessions), an assumed-role session ARN, a user ARN, an account id, or an organization id (a caller
-    in that organization, of account ACCOUNT_ID)."""
-    identity = {"accountId": ACCOUNT_ID, "userArn": None, "principalOrgId": None}
+    its sessions), an assumed-role session ARN, a user ARN, an account id (as the account's root), or an
+    organization id (a user of account ACCOUNT_ID in that organization, named after it). Each played principal
+    is a signer of its own, with its own ARN and unique id, as two real signers are: the function scopes
+    idempotency records and journal entries by the signer (tickets.caller), so two played principals never
+    share one."""
     arn = IAM_ARN_PATTERN.fullmatch(principal)
     session = ASSUMED_ROLE_PATTERN.fullmatch(principal)
     if arn is not None:
         account, kind, name = arn.groups()
         partition = principal.split(":")[1]
-        user_arn = principal if kind == "user" else f"arn:{partition}:sts::{account}:assumed-role/{name}/local"
-        identity.update(accountId=account, userArn=user_arn)
+        if kind == "user":
+            identity = _signer(account, principal, _unique_id("AIDA", principal))
+        else:  # the role's unique id stands for the role, whatever the session (AWS: AROA...:SESSION)
+            role = f"arn:{partition}:sts::{account}:assumed-role/{name}"
+            identity = _signer(account, f"{role}/local", f"{_unique_id('AROA', role)}:local")
     elif session is not None:
-        identity.update(accountId=session.group(1), userArn=principal)
+        role, _, session_name = principal.rpartition("/")
+        identity = _signer(session.group(1), principal, f"{_unique_id('AROA', role)}:{session_name}")
     elif ACCOUNT_PATTERN.fullmatch(principal):
-        identity.update(accountId=principal)
+        identity = _signer(principal, f"arn:aws:iam::{principal}:root", principal)  # the root's id: the account
     elif ORGANIZATION_PATTERN.fullmatch(principal):
-        identity.update(principalOrgId=principal)
+        user = f"arn:aws:iam::{ACCOUNT_ID}:user/{principal}"
+        identity = {**_signer(ACCOUNT_ID, user, _unique_id("AIDA", user)), "principalOrgId": principal}
     else:
         raise PlayedCallerError(f"{PLAY_CALLER_HEADER}: cannot play {principal[:200]!r}: it must be {PRINCIPAL_RULE}")
-    return {**identity, "callerId": "AIDALOCALPLAYEDCALLER", "accessKey": "ASIALOCAL", "cognitoIdentity": None}
+    return identity
+
+
+def _signer(account: str, user_arn: str, unique_id: str) -> dict[str, Any]:
+    """The IAM authorizer's block for one signer, every field AWS sends."""
+    return {
+        "accessKey": "ASIALOCAL",
+        "accountId": account,
+        "callerId": unique_id,
+        "cognitoIdentity": None,
+        "principalOrgId": None,
+        "userArn": user_arn,
+        "userId": unique_id,
+    }
+
+
+def _unique_id(prefix: str, principal: str) -> str:
+    """A unique id like IAM's (AIDA... for a user, AROA... for a role: 21 characters), one per principal."""
+    return prefix + hashlib.sha256(principal.encode()).hexdigest()[:17].upper()
 
 
 def function_url_event(request: HttpRequest, *, now: float | None = None, play_callers: bool = False) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .caller import iam_fields
+
 OPERATIONS = ("issue", "series", "void", "read")  # what each route does (routes.Route.operation)
 ACCOUNT_PATTERN = re.compile(r"[0-9]{12}")
 _PARTITION = r"aws(?:-cn|-us-gov|-iso|-iso-b)?"
@@ -16,6 +18,11 @@ IAM_ARN_PATTERN = re.compile(
     rf"arn:{_PARTITION}:iam::([0-9]{{12}}):(role|user)/(?:[A-Za-z0-9+=,.@_/-]{{0,510}}/)?({_IAM_NAME})"
 )
 ASSUMED_ROLE_PATTERN = re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):assumed-role/({_IAM_NAME})/[^/]+")
+# The other signers an authorizer's userArn names (besides users and roles' sessions): root, a federated user.
+OTHER_SIGNER_PATTERNS = (
+    re.compile(rf"arn:{_PARTITION}:iam::([0-9]{{12}}):root"),
+    re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):federated-user/{_IAM_NAME}"),
+)
 
 
 @dataclass(frozen=True)
@@ -28,11 +35,30 @@ class Identity:
 
     @classmethod
     def of(cls, event: Mapping[str, Any]) -> Identity:
-        iam = ((event.get("requestContext") or {}).get("authorizer") or {}).get("iam") or {}
-        return cls(str(iam.get("accountId") or ""), str(iam.get("userArn") or ""), str(iam.get("principalOrgId") or ""))
+        iam = iam_fields(event)
+        return cls(iam.get("accountId", ""), iam.get("userArn", ""), iam.get("principalOrgId", ""))
+
+    @property
+    def is_signer(self) -> bool:
+        """A 12-digit account and a signer's ARN in it, as a Function URL says: only such an identity is named by
+        a rule (`*` and an account's too); a direct invocation may send an account id and nothing else."""
+        return ACCOUNT_PATTERN.fullmatch(self.account) is not None and _signer_account(self.arn) == self.account
 
     def describe(self) -> str:
-        return self.arn or (f"account {self.account}" if self.account else "an unsigned caller")
+        if self.is_signer:
+            return self.arn
+        return "a caller who is no signer" if self.account or self.arn else "an unsigned caller"
+
+
+def _signer_account(arn: str) -> str | None:
+    """The account of a signer's ARN; None for anything else (a role's own: its sessions sign)."""
+    user = IAM_ARN_PATTERN.fullmatch(arn)
+    if user is not None:
+        return user.group(1) if user.group(2) == "user" else None
+    for pattern in (ASSUMED_ROLE_PATTERN, *OTHER_SIGNER_PATTERNS):
+        if (match := pattern.fullmatch(arn)) is not None:
+            return match.group(1)
+    return None
 
 
 @dataclass(frozen=True)
@@ -41,7 +67,7 @@ class Grant:
     operations: Mapping[str, tuple[str, ...]]
 
     def names(self, identity: Identity) -> bool:
-        if not (identity.account or identity.arn):
+        if not identity.is_signer:
             return False
         if self.principal in ("*", identity.account, identity.organization):
             return True

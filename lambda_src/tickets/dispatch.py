@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import protocol
+from .caller import iam_fields
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
 from .routes import Route, not_found_message, route_of
@@ -22,6 +23,7 @@ class Dispatcher:
     def answer(self, event: dict[str, Any]) -> Response:
         try:
             normalised = _normalised(event)
+            iam_fields(normalised)  # 403 for an authorizer no Function URL sends, whatever the route and rules
             method, path = _method(normalised), normalised.get("rawPath") or "/"
             routed = self._routed(method.upper(), path)
             if routed is None:
@@ -70,7 +72,7 @@ def _method(event: dict[str, Any]) -> str:
 def refused(err: Exception) -> Response:
     if not isinstance(err, TicketsError):
         logger.exception("unhandled error")
-        err = TicketsError("an unexpected error; nothing was handed out. It has been logged")
+        err = TicketsError("an unexpected error, logged: no ticket was handed out, but one may have been spent (a gap)")
     return error_response(err)
 
 

@@ -60,9 +60,20 @@ def error_code(err: ClientError) -> str:
 
 
 @dataclass(frozen=True)
-class UnavailableMessages:  # a store's 503s
+class UnavailableMessages:
+    """A store's 503s: throttled (nothing written), or a 5xx `fault` (default: `throttled`'s) or no answer, after
+    which a write may have been applied."""
+
     throttled: str
     no_answer: str
+    fault: str | None = None
+
+    def of(self, err: Exception) -> str:
+        if isinstance(err, ClientError) and error_code(err) in THROTTLING_CODES:
+            return self.throttled
+        if isinstance(err, ClientError):
+            return self.fault or self.throttled
+        return self.no_answer
 
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
@@ -73,7 +84,7 @@ def call(client: Any, operation: str, request: dict[str, Any], messages: Unavail
     except (ClientError, *NO_ANSWER_ERRORS) as err:
         if classify(err) is not Failure.UNAVAILABLE:
             raise
-        raise Unavailable(messages.no_answer if isinstance(err, NO_ANSWER_ERRORS) else messages.throttled) from err
+        raise Unavailable(messages.of(err)) from err
 
 
 def is_condition_failure(err: Exception) -> bool:

@@ -28,6 +28,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .caller import caller
 from .dynamodb_errors import Failure, classify
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
+from .services import logger
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
@@ -69,8 +70,15 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
     ) -> dict[str, Any]:
         config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
         call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": request}
+        spent: list[bool] = []  # whether this attempt's issue ran to its end
+
+        def issue_and_note() -> dict[str, Any]:
+            answer = issue()
+            spent.append(True)
+            return answer
+
         try:
-            return issue_once(call=call, issue=issue)
+            return issue_once(call=call, issue=issue_and_note)
         except IdempotencyValidationError:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a different request (route, key or count); "
@@ -84,22 +92,34 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
                 "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
             ) from None
         except IdempotencyPersistenceLayerError as err:
-            # If this happened after the tickets were issued, they are a gap: a retry with the same
-            # header gets 409 in_progress until the lock expires, then new tickets.
-            _raise_persistence_failure(err)
+            _raise_persistence_failure(err, spent=bool(spent))
 
     return run
 
 
-def _raise_persistence_failure(err: IdempotencyPersistenceLayerError) -> NoReturn:
-    """A failed call to the idempotency table answers what the same failure answers on the counter table
-    (dynamodb_errors.classify). Powertools wraps the call's exception: its cause is the failure."""
+_REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged"
+# The issue ran and only its answer's save failed: the tickets are in the counter's `last`, in no answer.
+_SPENT = "the tickets were taken, but their answer could not be saved ({why}): they are a gap, handed to no one. "
+
+
+def _raise_persistence_failure(err: IdempotencyPersistenceLayerError, *, spent: bool) -> NoReturn:
+    """As the same failure on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else the 500
+    InternalErrors watches; each says whether the issue had taken its tickets (`spent`). The cause is the failure."""
     cause = err.__cause__
-    if isinstance(cause, TicketsError):  # the request's deadline refused the call (timing.DeadlineBoundClient)
-        raise cause
-    if cause is None or (isinstance(cause, Exception) and classify(cause) is Failure.UNAVAILABLE):
+    transient = (
+        not isinstance(cause, Exception) or isinstance(cause, TicketsError) or classify(cause) is Failure.UNAVAILABLE
+    )
+    if transient and spent:
         raise Unavailable(
-            "the idempotency store is unavailable; no ticket was handed out. Retry with "
-            "the same Idempotency-Key (409 in_progress means: wait and retry)"
+            _SPENT.format(why="throttled, failed or out of time")
+            + "The same Idempotency-Key gets 409 in_progress for seconds, then new tickets"
         ) from err
-    raise cause  # a misconfiguration (a denied role, a missing table) or a bug: the 500 InternalErrors watches
+    if isinstance(cause, TicketsError):  # the deadline refused the lock's write (DeadlineBoundClient)
+        raise cause
+    if transient:
+        raise Unavailable(
+            "the idempotency store is unavailable; nothing was issued. Retry with the same Idempotency-Key "
+            "(409 in_progress means: wait and retry)"
+        ) from err
+    logger.exception("the idempotency table refused a call")
+    raise TicketsError(_SPENT.format(why=_REFUSED) if spent else f"nothing was issued: {_REFUSED}") from cause

@@ -32,9 +32,11 @@ from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, lay
 from .sequence import Lane
 from .tables import COUNTER_KEY
 
+_MAY_BE_SPENT = "; no ticket was handed out, but the write may have been applied: its tickets are then a gap. Retry"
 _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
-    throttled="the counter table is throttled or unavailable; nothing was issued, retry after the Retry-After delay",
-    no_answer="the counter table did not answer in time; no ticket was handed out, retry after the Retry-After delay",
+    throttled="the counter table is throttled; nothing was issued, retry after the Retry-After delay",
+    no_answer=f"the counter table did not answer in time{_MAY_BE_SPENT} after the Retry-After delay",
+    fault=f"the counter table failed the request{_MAY_BE_SPENT} after the Retry-After delay",
 )
 _ATTEMPTS = 3  # the advance, and at most two rounds of creating a shard raced by another request
 # BatchGetItem's unprocessed keys are asked for again after a pause drawn from 0 to this, doubled

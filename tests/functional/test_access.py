@@ -178,8 +178,14 @@ def test_the_forbidden_metric_counts_refusals(deploy, capsys):
 def reference_allows(rules: dict[str, dict[str, list[str]]], iam: dict, operation: str, key: str) -> bool:
     """docs/how-to/access-rules.md's matching, written again from the doc: a reference to hold the function to."""
     arn, account, org = iam.get("userArn") or "", iam.get("accountId") or "", iam.get("principalOrgId") or ""
+    # Only a signer is named, by any rule: the ARN of a user, a role's session, the root or a federated user,
+    # in the 12-digit account the block names.
+    signer = re.fullmatch(
+        r"arn:aws:(?:iam::(\d{12}):(?:user/.+|root)|sts::(\d{12}):(?:assumed-role/[^/]+/.+|federated-user/.+))", arn
+    )
+    is_signer = signer is not None and re.fullmatch(r"\d{12}", account) is not None and account in signer.groups()
     for principal, operations in rules.items():
-        if not (arn or account):
+        if not is_signer:
             named = False
         elif principal == "*":
             named = True
@@ -221,7 +227,12 @@ RULES = st.dictionaries(
 CALLERS = st.one_of(
     st.builds(lambda n, a, o: role_session(n, account=a, org=o), NAMES, ACCOUNTS, ORGS),
     st.builds(lambda n, a: user(f"arn:aws:iam::{a}:user/{n}", account=a), NAMES, ACCOUNTS),
+    st.builds(lambda a, o: {"accountId": a, "userArn": f"arn:aws:iam::{a}:root", "principalOrgId": o}, ACCOUNTS, ORGS),
     st.just({}),
+    # What no Function URL sends, only a direct invocation: an account (and an organization) and no signer, or a
+    # signer of another account than the block names.
+    st.builds(lambda a, o: {"accountId": a, "principalOrgId": o}, ACCOUNTS, ORGS),
+    st.builds(lambda n, a: {**role_session(n), "accountId": a}, NAMES, st.just(OTHER_ACCOUNT)),
 )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from local_support import call
 from tickets_client import TicketsClient, TicketsError
 from tickets_client.client import PLAY_CALLER_HEADER
 from tickets_local.events import PLAY_CALLER_HEADER as SERVER_HEADER
@@ -64,3 +65,60 @@ def test_the_deployed_function_ignores_the_header(deploy):
     other = {"accountId": "444455556666", "userArn": "arn:aws:sts::444455556666:assumed-role/x/y"}
     answer = api.get("/orders", headers={SERVER_HEADER: ORDERS_ROLE}, iam=other)
     assert answer.status == 403 and answer.body["error"] == "forbidden"
+
+
+# Two of each principal kind a test can play, and a session of one of the roles.
+PLAYED = (
+    "111122223333",
+    "444455556666",
+    "o-a1b2c3d4e5",
+    "o-zzzzzzzzzz",
+    "arn:aws:iam::111122223333:user/alice",
+    "arn:aws:iam::111122223333:user/bob",
+    "arn:aws:iam::111122223333:role/teams/orders-service",
+    "arn:aws:iam::111122223333:role/billing",
+)
+
+
+def test_played_callers_never_share_an_idempotency_record():
+    """The deployed function scopes an Idempotency-Key's record by its signer (tickets.caller): two accounts,
+    organizations, users or roles that pick the same header get a ticket each. Played locally, over real HTTP,
+    the same: each played principal is a signer of its own. A repeat is a replay, and a role's other session is
+    the role, as deployed."""
+    header = {"Idempotency-Key": "same-for-everyone"}
+    with LocalServer(config={"regions": {"us-east-1": 0}}, play_callers=True) as server:
+
+        def ticket(principal: str) -> int:
+            reply = call(server.url, "/idempotent", method="POST", headers={**header, SERVER_HEADER: principal})
+            assert reply.status == 200, reply
+            return int(reply.json()["ticket"])
+
+        first = {principal: ticket(principal) for principal in PLAYED}
+        assert len(set(first.values())) == len(PLAYED)  # one ticket each
+        assert {principal: ticket(principal) for principal in PLAYED} == first
+        session = "arn:aws:sts::111122223333:assumed-role/orders-service/another-session"
+        assert ticket(session) == first["arn:aws:iam::111122223333:role/teams/orders-service"]
+
+
+def test_a_played_account_or_organization_is_a_well_formed_signer_that_its_rules_name():
+    """Each played principal is what an IAM authorizer says of a real signer (the function names no other in a
+    rule: tests/functional/test_authorizer.py): an account rule names its played account, an organization rule
+    its played organization, and nobody else."""
+    config = {
+        "regions": {"us-east-1": 0},
+        "access": {"444455556666": {"issue": ["a"]}, "o-zzzzzzzzzz": {"issue": ["b"]}},
+    }
+    with LocalServer(config=config, play_callers=True) as server:
+        status = {
+            (principal, key): call(server.url, f"/{key}", method="POST", headers={SERVER_HEADER: principal}).status
+            for principal in ("444455556666", "o-zzzzzzzzzz", "111122223333")
+            for key in ("a", "b")
+        }
+    assert status == {
+        ("444455556666", "a"): 200,
+        ("444455556666", "b"): 403,
+        ("o-zzzzzzzzzz", "a"): 403,
+        ("o-zzzzzzzzzz", "b"): 200,
+        ("111122223333", "a"): 403,
+        ("111122223333", "b"): 403,
+    }

@@ -375,6 +375,7 @@ def test_a_target_past_max_is_refused(api, admin):
 def test_an_unserved_key_under_strict_keys_is_refused(api, admin):
     status, _, err = admin({**EXAMPLE_CONFIG, "strictKeys": True}, "raise", "nobody", "--above", "1")
     assert status == 1 and "'nobody' is not configured" in err and "strictKeys" in err
+    assert "add it to tickets.counters there first" in err  # the way out, named
 
 
 # --- raise and migrate honour the ledger -----------------------------------------------------------

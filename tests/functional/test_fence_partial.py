@@ -161,7 +161,7 @@ def test_a_fence_meeting_a_region_recorded_but_never_deployed_says_why_and_what_
     status, out, err = fence(config_file)
     assert status == 1 and "stopped the old lanes" not in out
     assert "eu-west-1: no table 'tickets-test' in eu-west-1" in err
-    assert "recorded (synthesised) but never deployed has no table yet" in err and "Deploy it first" in err, err
+    assert "recorded (synthesised) but never deployed has no table yet" in err and "deploy it first" in err, err
     assert "Nothing was stopped or recorded" in err
     assert (tmp_path / "tickets.lock.json").read_text() == ledger and east.items() == items
 

@@ -131,7 +131,7 @@ def test_an_unavailable_idempotency_table_is_503_and_issues_nothing(api, monkeyp
     monkeypatch.setattr(api.handler.dynamodb, "put_item", throttle)
     answer = api.post("/orders", headers=once("k"))
     assert answer.status == 503 and answer.body["error"] == "unavailable"
-    assert "Retry-After" in answer.headers
+    assert "Retry-After" in answer.headers and "nothing was issued" in answer.body["message"]
     assert api.items() == []
 
 
@@ -163,9 +163,55 @@ def test_an_answer_that_could_not_be_recorded_is_a_gap_never_a_duplicate(api, mo
         lost = api.post("/orders", headers=once("unlucky"))
     assert lost.status == 503 and "ticket" not in lost.body
     assert api.items()[0]["last"] == {"N": "5000"}  # 5000 was spent
+    assert lost.body["message"].startswith("the tickets were taken, but their answer could not be saved")
+    assert "a gap, handed to no one" in lost.body["message"] and "handed out" not in lost.body["message"]
     retry = api.post("/orders", headers=once("unlucky"))  # the lock outlives the failed attempt
     assert retry.status == 409 and retry.body["error"] == "in_progress"
     assert api.post("/orders", headers=once("another")).body["ticket"] == 5001
+
+
+def denied(**_):
+    raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}}, "op")
+
+
+def test_a_denied_save_after_the_issue_is_a_500_that_says_the_tickets_were_spent(api, monkeypatch, caplog):
+    """The function's role may write the counter table but not the idempotency table's answer (a misconfiguration):
+    the 500 the InternalErrors alarm counts says the tickets were taken and are a gap, not that nothing was."""
+    real_update = api.handler.dynamodb.update_item
+
+    def update_item(**request):
+        return denied() if request["TableName"] == IDEMPOTENCY_TABLE else real_update(**request)
+
+    monkeypatch.setattr(api.handler.dynamodb, "update_item", update_item)
+    lost = api.post("/orders", query={"count": "2"}, headers=once("denied"))
+    assert (lost.status, lost.body["error"]) == (500, "internal_error")
+    assert api.items()[0]["last"] == {"N": "5001"}  # 5000 and 5001 were spent
+    assert lost.body["message"].startswith("the tickets were taken, but their answer could not be saved")
+    assert "misconfiguration" in lost.body["message"] and "nothing was" not in lost.body["message"]
+    assert "the idempotency table refused a call" in caplog.text  # logged, with its cause
+
+
+def test_a_denied_lock_before_the_issue_is_a_500_that_says_nothing_was_issued(api, monkeypatch):
+    monkeypatch.setattr(api.handler.dynamodb, "put_item", denied)
+    answer = api.post("/orders", headers=once("denied"))
+    assert (answer.status, answer.body["error"]) == (500, "internal_error")
+    assert "nothing was issued" in answer.body["message"] and api.items() == []
+
+
+def test_a_deadline_between_the_issue_and_the_save_says_the_tickets_were_spent(api, monkeypatch):
+    """The request's deadline refuses the answer's save (timing.DeadlineBoundClient): the tickets were taken."""
+    real_update = api.handler.dynamodb.update_item
+
+    def update_item(**request):
+        if request["TableName"] == IDEMPOTENCY_TABLE:
+            timing.Deadline().require_time_for_a_call()  # a deadline that has passed: refuses as the client does
+        return real_update(**request)
+
+    monkeypatch.setattr(api.handler.dynamodb, "update_item", update_item)
+    lost = api.post("/orders", headers=once("late"))
+    assert (lost.status, lost.body["error"]) == (503, "unavailable")
+    assert api.items()[0]["last"] == {"N": "5000"}
+    assert lost.body["message"].startswith("the tickets were taken, but") and "409" in lost.body["message"]
 
 
 def test_the_same_header_from_two_callers_gets_two_tickets(api):

@@ -221,7 +221,8 @@ def test_a_key_the_service_does_not_serve_or_past_max_is_not_migrated_and_the_re
         "small: NOT MIGRATED: not raised above 100 (old value 100 + margin 0): small: the lane's next ticket "
         "above 100 would be 101, past the counter's max (100); raise max in cdk.json and deploy first. "
         "Nothing was written.",
-        "stranger: NOT MIGRATED: strictKeys is on and cdk.json does not configure 'stranger'",
+        "stranger: NOT MIGRATED: strictKeys is on and cdk.json does not configure 'stranger': add it to "
+        "tickets.counters there, then migrate again",
         "3 key(s): 1 raised, 0 already above, 2 not migrated; 0 item(s) skipped",
     ]
     assert tickets_of(region.get("/orders")) == [11]

@@ -135,6 +135,22 @@ def test_refusals(series_api):
     assert series_api.items(SERIES_TABLE) == []  # nothing written by a refusal
 
 
+@pytest.mark.parametrize(
+    "config, next_period",
+    [({"start": 1, "max": 2, "format": "R-{series}-{n}"}, False), ({**INVOICES, "max": 2}, True)],
+    ids=["no period", "yearly"],
+)
+def test_a_spent_series_names_the_way_on(deploy, clock, config, next_period):
+    """Past its max (permanent, as every field of a series), a series answers 409 exhausted naming what to do: a
+    new series under a new name whose ids differ, and for a series with periods, the next period."""
+    api = with_series(deploy({**CONFIG, "series": {"invoices": config}}), clock)
+    assert [issue(api, f"k{n}").status for n in range(2)] == [200, 200]
+    spent = issue(api, "k2")
+    assert (spent.status, spent.body["error"]) == (409, "exhausted")
+    assert "a new series under a new name" in spent.body["message"] and "{key}" in spent.body["message"]
+    assert ("the next period starts again" in spent.body["message"]) == next_period
+
+
 def test_voids_are_recorded_once_and_never_undone(series_api):
     issue(series_api, "k1", ref="order 1")
     void = {"series": "2026-27", "ticket": 1, "reason": "customer cancelled"}

@@ -16,7 +16,7 @@ import pytest
 
 from ledger_examples import BASE, MAIN, PR_B, config, on, one_service
 from tickets_deploy import epochs
-from tickets_deploy.config import load_config_file, parse_config
+from tickets_deploy.config import ConfigError, load_config_file, parse_config
 from tickets_deploy.ledger import (
     COMMENT,
     UNCONFIGURED,
@@ -637,3 +637,53 @@ def test_while_a_fence_is_pending_every_config_is_refused_naming_both_ways_out(d
         assert said.startswith(f"fencing: `python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1")
         assert "run `python -m tickets_admin fence`" in said and "`python -m tickets_admin fence --undo`" in said
     assert epochs.record(ledger, []).fencing is None  # recording the epochs ends it
+
+
+# --- a series whose ids lack {series}: refused when it would be recorded, not when regionSlots grows ------------
+
+NO_SERIES_IN_ITS_IDS = {
+    "regions": {"eu-west-1": 0},
+    "tableName": "billing",
+    "strictKeys": True,
+    "series": {"invoices": {"start": 1, "format": "INV-{n:06}"}},
+}
+TWO_REGIONS = {"regions": {"eu-west-1": 0, "us-east-1": 1}, "regionSlots": 2}
+# Written by the code before this rule (make init of NO_SERIES_IN_ITS_IDS): such a series, recorded.
+RECORDED_BEFORE = ROOT / "tests" / "fixtures" / "ledgers" / "format-2-series-id-without-its-series.json"
+
+
+def billing(tickets: dict, previous: LedgerFile | None = None) -> LedgerFile:
+    return record_services(previous, {"billing": parse_config(tickets)})
+
+
+def test_a_series_whose_ids_lack_their_series_is_refused_when_it_would_be_recorded():
+    """One region, no period: the ids do not repeat yet, but the format is permanent once recorded, and a later
+    regionSlots change would need {series}. Refused at the first ledger (make init) and when added to one, naming
+    the format that would be accepted; with it, regionSlots may grow."""
+    with pytest.raises(LedgerError) as refused:
+        billing(NO_SERIES_IN_ITS_IDS)  # make init
+    message = str(refused.value)
+    assert "billing: series.invoices.format: 'INV-{n:06}' lacks {series}" in message
+    assert (
+        "regionSlots could never grow" in message and "e.g. 'INV-{series}-{n:06}' (first id 'INV-all-000001'" in message
+    )
+    ledger = billing({**NO_SERIES_IN_ITS_IDS, "series": {}})
+    with pytest.raises(LedgerError, match=r"series\.receipts\.format: 'R{n}' lacks {series}"):
+        billing({**NO_SERIES_IN_ITS_IDS, "series": {"receipts": {"format": "R{n}"}}}, ledger)
+    proposed = {"invoices": {"start": 1, "format": "INV-{series}-{n:06}"}}
+    ledger = billing({**NO_SERIES_IN_ITS_IDS, "series": proposed}, ledger)
+    assert parse_config({**NO_SERIES_IN_ITS_IDS, **TWO_REGIONS, "series": proposed}).region_slots == 2
+    assert billing({**NO_SERIES_IN_ITS_IDS, "series": {**proposed, "plain": {}}}, ledger)  # no format: no id
+
+
+def test_a_ledger_that_recorded_such_a_series_accepts_it_and_says_honestly_that_regions_cannot_grow():
+    """Existing ledgers keep their meaning: the series stays accepted as recorded. Growing regionSlots cannot be
+    made safe (each region would issue INV-000001) and {series} cannot be added (a permanent field): the refusal
+    says there is no way out instead of proposing the change the ledger refuses."""
+    ledger = read_ledger_file(RECORDED_BEFORE)
+    assert billing(NO_SERIES_IN_ITS_IDS, ledger) is ledger
+    with pytest.raises(ConfigError) as grown:
+        parse_config({**NO_SERIES_IN_ITS_IDS, **TWO_REGIONS})
+    assert "there is no way out" in str(grown.value) and "Keep regionSlots 1 while it is configured" in str(grown.value)
+    with pytest.raises(LedgerError, match=r"series\.invoices\.format: the ledger records 'INV-\{n:06\}'"):
+        billing({**NO_SERIES_IN_ITS_IDS, "series": {"invoices": {"start": 1, "format": "INV-{series}-{n:06}"}}}, ledger)

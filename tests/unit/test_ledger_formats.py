@@ -5,7 +5,9 @@ later never makes an older ledger or an older function environment unreadable.
 The fixtures (tests/fixtures/ledgers/) were written by the codecs of their time: format 1 before the
 rollout rule (the repository's tickets.lock.json at 922f7ec), format 1 with the rollout flags (the
 codec of 1ddca9c), format 2 (examples/cdk-app's ledger, 7ebf131) and format 2 with series (the codec of
-6ca2627, before the schema), retired slots, accounts and a start above 2^53-1."""
+6ca2627, before the schema), retired slots, accounts and a start above 2^53-1; and a series whose ids lack
+{series}, which `make init` recorded (the codec of 06051af) before such a series was refused when it would be
+recorded: it stays accepted as it is."""
 
 from __future__ import annotations
 
@@ -53,6 +55,14 @@ ACCEPTED = {
             "counters": {"orders": {"start": 5000}},
         },
     },
+    "format-2-series-id-without-its-series.json": {  # recorded before such a series was refused (make init)
+        "billing": {
+            "regions": {"eu-west-1": 0},
+            "tableName": "billing",
+            "strictKeys": True,
+            "series": {"invoices": {"start": 1, "format": "INV-{n:06}"}},
+        }
+    },
     "format-2-series.json": {
         "shop": {
             "regions": {"us-east-1": 0, "ap-southeast-2": 2},
@@ -87,7 +97,11 @@ def test_an_old_ledger_reads_and_accepts_what_it_recorded(name: str) -> None:
     if name.startswith("format-1"):
         assert [version.change for version in ledger.versions] == [FORMAT_1_CHANGE]
     configs = {table: parse_config({"tableName": table, **raw}) for table, raw in ACCEPTED[name].items()}
-    account = {"format-1-rollout-rule.json": "111122223333", "format-2-series.json": "111122223333"}.get(name)
+    account = {
+        "format-1-rollout-rule.json": "111122223333",
+        "format-2-series.json": "111122223333",
+        "format-2-series-id-without-its-series.json": "111122223333",
+    }.get(name)
     recorded = record_services(ledger, configs, account)  # accepted: no LedgerError
     if name == "format-1-before-rollout-rule.json":  # it predates defaultKeysServed: now recorded
         assert recorded.versions[-1].change == "tickets-counters: default key default served unconfigured"

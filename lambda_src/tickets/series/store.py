@@ -208,10 +208,7 @@ class SeriesStore:
         if number > request.config.max:
             if owner is not None:
                 self._release(request, owner)
-            raise Exhausted(
-                f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; "
-                "nothing was issued"
-            )
+            raise _exhausted(request, series)
         return number
 
     def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
@@ -376,3 +373,12 @@ _IN_PROGRESS = (
 def _require_condition_failure(err: ClientError) -> None:
     if not dynamodb_errors.is_condition_failure(err):
         raise err
+
+
+def _exhausted(request: IssueRequest, series: str) -> Exhausted:
+    nxt = "the next period starts again; until then, " if request.config.period else ""
+    return Exhausted(
+        f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; nothing "
+        f"was issued. Its max is permanent: {nxt}use a new series under a new name, with ids unlike these "
+        "(another prefix, or {key}) (docs/reference/series.md)"
+    )
