@@ -15,6 +15,7 @@ import contextlib
 import io
 import json
 import random
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,8 +254,13 @@ def test_export_and_list_show_every_epoch_the_stopped_ones_marked(deployment: De
 
     status, out, err = deployment.repair("list")
     assert status == 0, err
-    rows = [line.split(None, 3) for line in out.splitlines()]
-    assert rows == [
+    # Columns are two spaces apart at least; "0 (stopped)" holds one space.
+    rows = [re.split(r"\s{2,}", line.strip()) for line in out.splitlines()]
+    assert rows[0] == ["key", "lanes", "last", "step", "left"]
+    left = {row[0]: row[4] for row in rows[1:]}
+    assert all(left[key] == "0" for key in ("hot", "orders", "orders@1"))  # stopped lanes issue no more
+    assert all(int(left[key]) > 0 for key in ("hot@1", "orders@2", "orders-eu"))
+    assert [row[:4] for row in rows] == [
         ["key", "lanes", "last", "step"],
         ["hot", str(len({ticket % 2 for ticket in hot})), str(max(hot)), "0 (stopped)"],
         ["hot@1", "1", str(hot_epoch_1[0]), "3"],
