@@ -201,6 +201,7 @@ class TicketService(Construct):
         if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
             encryption_key.grant_encrypt_decrypt(role)
         suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
+        suppressions.explain_role(role, encrypted=encryption_key is not None)
         self.access_rules: AccessRulesStore | None = None
         if config.access is not None:
             self.access_rules = AccessRulesStore(self, "Access", self.function, config.access)

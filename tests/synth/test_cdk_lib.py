@@ -9,6 +9,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -496,12 +497,30 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
     )
 
 
-def test_docs_cdk_md_shows_the_example_app_as_it_is():
-    """docs/cdk.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
+def _docs_example_app() -> str:
     guide = (ROOT / "docs" / "cdk.md").read_text(encoding="utf-8")
     start = guide.index("```python\nimport aws_cdk as cdk") + len("```python\n")
-    shown = guide[start : guide.index("```", start)]
-    assert shown in (EXAMPLE / "app.py").read_text(encoding="utf-8")
+    return guide[start : guide.index("```", start)]
+
+
+def test_docs_cdk_md_shows_the_example_app_as_it_is():
+    """docs/cdk.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
+    assert _docs_example_app() in (EXAMPLE / "app.py").read_text(encoding="utf-8")
+
+
+def test_docs_cdk_md_example_app_type_checks_under_mypy_strict(tmp_path):
+    """A user's type checker accepts the app the guide shows, with the construct's typed props: mypy --strict, as
+    `make lint` runs it (pyproject.toml's settings; its cache in the checkout, so after `make lint` this is quick)."""
+    (tmp_path / "shop.py").write_text(_docs_example_app(), encoding="utf-8")
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", str(tmp_path / "shop.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert "Success: no issues found in 1 source file" in checked.stdout
 
 
 def test_the_ledger_is_found_beside_the_app_s_cdk_json_wherever_synthesis_runs_from(tmp_path, monkeypatch):
