@@ -14,8 +14,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, Environment, Stack
+from aws_cdk import App, Duration, Environment, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from linting import cfn_lint_errors
 
 import tickets
@@ -95,6 +96,9 @@ def test_the_props_take_the_fields_values_and_defaults():
         ({"auth": "aws_iam"}, "TicketService Shop/Orders: auth: must be one of AWS_IAM, NONE"),
         ({"table_name": "ab"}, "TicketService Shop/Orders: table_name: must be a DynamoDB table name"),
         ({"log_retention_days": 31}, "TicketService Shop/Orders: log_retention_days: must be one of CloudWatch's"),
+        ({"timeout": Duration.seconds(30)}, "TicketService Shop/Orders: timeout: must be a whole number of seconds"),
+        ({"timeout": Duration.millis(7500)}, "TicketService Shop/Orders: timeout: must be a whole number of seconds"),
+        ({"memory_size": 64}, "TicketService Shop/Orders: memory_size: must be a whole number from 128 to 10240"),
         ({"auth": "NONE", "callers": ["111122223333"]}, "TicketService Shop/Orders: callers: needs auth AWS_IAM"),
         ({"compat": {"path": "default"}}, "TicketService Shop/Orders: compat.path: 'default' is a key this config"),
     ],
@@ -103,6 +107,16 @@ def test_invalid_props_are_refused_when_the_construct_is_made_naming_the_prop(pr
     with pytest.raises(ValueError) as refused:
         TicketService(_stack(), "Orders", **props)
     assert str(refused.value).startswith(message), str(refused.value)
+
+
+def test_memory_size_and_timeout_set_the_function_s():
+    chosen = {"memory_size": 512, "timeout": Duration.seconds(12)}
+    settings = {}
+    for name, props in (("Shop", chosen), ("Whole", {"timeout": 6}), ("Defaults", {})):  # seconds do too
+        function = TicketService(_stack(name=name), "Orders", **props).function.node.default_child
+        assert isinstance(function, lambda_.CfnFunction)
+        settings[name] = (function.memory_size, function.timeout)  # the template's MemorySize and Timeout
+    assert settings == {"Shop": (512, 12), "Whole": (256, 6), "Defaults": (256, 10)}
 
 
 def test_an_environment_agnostic_stack_is_refused_saying_why():

@@ -268,7 +268,8 @@ def test_log_group_the_audit_trail_is_retained_with_the_tables(template):
 
 
 def test_log_group_has_explicit_retention(template, two_regions):
-    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    # A year by default: Control Tower's CT.CLOUDWATCH.PR.2 requires at least 365 days.
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 365})
     two_regions.templates["eu-west-1"].has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
     log_group = Capture()
     template.has_resource_properties("AWS::Lambda::Function", {"LoggingConfig": {"LogGroup": {"Ref": log_group}}})
