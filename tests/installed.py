@@ -68,6 +68,19 @@ def synth_app(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(python), "app.py"], cwd=app_dir, env=env, capture_output=True, text=True, timeout=300)
 
 
+def validation_findings(assembly: Path) -> list[str]:
+    """What a synthesis's validation plugins (cdk-nag 3's packs) found, as `rule[finding] at construct path`
+    lines, from the report every synthesis with a plugin writes into its assembly (validation-report.json). A
+    finding also stops that synthesis, after the report is written."""
+    report = json.loads((assembly / "validation-report.json").read_text())
+    return sorted(
+        f"{violation['ruleName']} at {where['constructPath']}"
+        for plugin in report["pluginReports"]
+        for violation in plugin["violations"]
+        for where in violation["violatingConstructs"]
+    )
+
+
 @functools.cache
 def synthesised_example() -> tuple[Path, subprocess.CompletedProcess[str]]:
     """A copy of examples/cdk-app synthesised from the installed wheel, once per test process: the copy's

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from installed import EXAMPLE, REPO, layered_python, synth_app
+from installed import EXAMPLE, REPO, layered_python, synth_app, validation_findings
 
 pytestmark = pytest.mark.slow
 
@@ -80,13 +80,7 @@ def findings(assembly: Path, major: str) -> set[str]:
             for entry in entries
             if entry["type"] in ("aws:cdk:error", "aws:cdk:warning") and entry["data"].startswith("AwsSolutions-")
         }
-    report = json.loads((assembly / "validation-report.json").read_text())
-    return {
-        f"{violation['ruleName']} at {where['constructPath']}"
-        for plugin in report["pluginReports"]
-        for violation in plugin["violations"]
-        for where in violation["violatingConstructs"]
-    }
+    return set(validation_findings(assembly))
 
 
 @pytest.mark.parametrize("major", sorted(PINS))

@@ -88,11 +88,13 @@ def series_stack(series_synthesis):
 
 @pytest.mark.slow
 def test_cfn_lint_and_cdk_nag_find_nothing_in_a_stack_with_series(series_synthesis):
-    from linting import cfn_lint_errors, nag_findings
+    from linting import cfn_lint_errors
+
+    from installed import validation_findings
 
     for region in series_synthesis.stacks:
         assert cfn_lint_errors(series_synthesis.template_json(region), region) == []
-    assert nag_findings(series_synthesis.outdir) == []
+    assert validation_findings(series_synthesis.outdir) == []
 
 
 @pytest.mark.slow
