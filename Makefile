@@ -67,10 +67,11 @@ $(CDK): package.json $(NODE)
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
 
-# The TypeScript client's dependencies, then its build (dist/, tsc from its devDependencies): the package
-# has no install script, so it is built before it is packed or linked (docs/how-to/release.md).
-$(TS_DEPS): $(TS_CLIENT)/package.json $(NODE)
-	cd $(TS_CLIENT) && npm install --no-audit --no-fund --no-package-lock --loglevel=error && npm run build
+# The TypeScript client's dependencies, exactly as its committed lockfile pins them (npm ci, as the release
+# builds it), then its build (dist/, tsc from its devDependencies): the package has no install script, so it
+# is built before it is packed or linked (docs/how-to/release.md).
+$(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json $(NODE)
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run build
 	touch $@
 
 $(CHECKOV): requirements-checkov.txt

@@ -4,6 +4,7 @@ something as a user would (examples/cdk-app here, the test kit's user suite).
 
     python = installed_python()                        # the wheel and its dependencies, pinned
     python = installed_python(extras=["local"], requirements=["pytest==9.2.0"])
+    python = layered_python("cdk-nag-2", ["cdk-nag==2.38.2"])  # .venv-examples, with cdk-nag 2 in front
 
 The wheel's dependencies are installed at the versions requirements*.txt pin (as constraints), from pip's
 cache when it has them. The environment is kept between runs and brought up to date only when the wheel's
@@ -34,6 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv-examples"
 EXAMPLE = REPO / "examples" / "cdk-app"
 STAMP = VENV / ".installed.json"
+LAYERS = VENV / "layers"  # environments layered on VENV (layered_python), removed with it
 CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
 INSTALL_TIMEOUT_SECONDS = 900
 
@@ -64,6 +66,19 @@ def synth_app(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
     """`python app.py` as the CDK CLI runs it: in the app's directory, CDK_OUTDIR naming the assembly."""
     env = {**environment(), "CDK_OUTDIR": str(app_dir / "cdk.out")}
     return subprocess.run([str(python), "app.py"], cwd=app_dir, env=env, capture_output=True, text=True, timeout=300)
+
+
+def validation_findings(assembly: Path) -> list[str]:
+    """What a synthesis's validation plugins (cdk-nag 3's packs) found, as `rule[finding] at construct path`
+    lines, from the report every synthesis with a plugin writes into its assembly (validation-report.json). A
+    finding also stops that synthesis, after the report is written."""
+    report = json.loads((assembly / "validation-report.json").read_text())
+    return sorted(
+        f"{violation['ruleName']} at {where['constructPath']}"
+        for plugin in report["pluginReports"]
+        for violation in plugin["violations"]
+        for where in violation["violatingConstructs"]
+    )
 
 
 @functools.cache
@@ -134,4 +149,40 @@ def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = (
     if done.returncode != 0:
         raise RuntimeError(f"installing {target} into {VENV} failed:\n{done.stderr[-3000:]}")
     STAMP.write_text(json.dumps(wanted))
+    return python
+
+
+def layered_python(name: str, requirements: Sequence[str]) -> Path:
+    """The python of an environment layered on .venv-examples/ (the current wheel and its dependencies, as
+    installed_python installs them), at `.venv-examples/layers/<name>/`, where these requirement specs are
+    installed without their dependencies and found first: for a package a user may have at any of several
+    versions (cdk-nag 2 or 3) beside the same install, without installing the CDK once per version. Their
+    dependencies must be in .venv-examples: `pip check` refuses the layer otherwise. Made again only when
+    the requirements change (the wheel it sees is always .venv-examples' current one)."""
+    base = installed_python()
+    layer = LAYERS / name
+    python, stamp = layer / "bin" / "python", layer / ".installed.json"
+    wanted = {"requirements": sorted(requirements)}
+    if python.exists() and stamp.exists() and json.loads(stamp.read_text()) == wanted:
+        return python
+    shutil.rmtree(layer, ignore_errors=True)
+    venv.create(layer, with_pip=False)
+
+    def site_packages(interpreter: Path) -> Path:
+        code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        return Path(
+            subprocess.run([str(interpreter), "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        )
+
+    # A .pth line that imports runs at start-up: the base's packages (and their own .pth files) come after
+    # the layer's own.
+    (site_packages(python) / "_tickets_examples.pth").write_text(
+        f"import site; site.addsitedir({str(site_packages(base))!r})\n"
+    )
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+    for command in (["install", "--quiet", "--no-compile", "--no-deps", *requirements], ["check"]):
+        done = subprocess.run([*pip, *command], capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SECONDS)
+        if done.returncode != 0:
+            raise RuntimeError(f"pip {command[0]} in {layer} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    stamp.write_text(json.dumps(wanted))
     return python

@@ -31,6 +31,7 @@ from tickets_deploy.access import check_patterns, parse_rules
 ARN_PREFIX_BYTES = len("arn:aws-us-gov:iam::111122223333:role/")
 MAX_PATH_BYTES, MAX_NAME_BYTES = 512, 64
 TOKEN_PRINCIPAL_BYTES = ARN_PREFIX_BYTES + MAX_PATH_BYTES + MAX_NAME_BYTES
+READ_RULES_ACTION = "ssm:GetParameters"  # StoredRules' one call (tickets/access_store.py)
 
 
 class AccessRulesStore(Construct):
@@ -82,7 +83,12 @@ class AccessRulesStore(Construct):
             string_value=_lazy(lambda: self._value(index)),
             tier=ssm.ParameterTier.STANDARD,
         )
-        parameter.grant_read(self._function)
+        # Only the call tickets/access_store.py makes (GetParameters), on this parameter. Not grant_read: it
+        # also grants ssm:DescribeParameters, which supports no resource-level permission (IAM's service
+        # authorization reference), so on a parameter's ARN it never applies.
+        self._function.add_to_role_policy(
+            iam.PolicyStatement(actions=[READ_RULES_ACTION], resources=[parameter.parameter_arn])
+        )
         self._parameters.append(parameter)
 
     def _entries(self) -> list[tuple[str, str]]:

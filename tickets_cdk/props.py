@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
+from tickets_deploy.shapes import Seconds
 
 
 class TicketServiceProps(TypedDict, total=False):
@@ -29,6 +30,9 @@ class TicketServiceProps(TypedDict, total=False):
     reserved_concurrency: int | None
     idempotency_expiry_seconds: int | None
     log_retention_days: int | None
+    memory_size: int | None
+    # a `Duration` of whole seconds, or seconds
+    timeout: Seconds | int | None
     cors_origins: Sequence[str] | None
     max_block: int | None
     callers: Sequence[str] | None

@@ -24,7 +24,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from tickets import errors, tables, timing
+from tickets import errors, tables
 from tickets_deploy import epochs
 from tickets_deploy.config import (
     FIELDS,
@@ -176,8 +176,8 @@ class TicketService(Construct):
             handler=HANDLER,
             code=lambda_.Code.from_asset(asset_directory()),
             layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", powertools_layer_arn())],
-            memory_size=256,
-            timeout=Duration.seconds(timing.FUNCTION_TIMEOUT_SECONDS),
+            memory_size=config.memory_size,
+            timeout=Duration.seconds(config.timeout_seconds),
             tracing=lambda_.Tracing.ACTIVE,
             log_group=self.log_group,
             role=role,
@@ -201,6 +201,7 @@ class TicketService(Construct):
         if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
             encryption_key.grant_encrypt_decrypt(role)
         suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
+        suppressions.explain_role(role, encrypted=encryption_key is not None)
         self.access_rules: AccessRulesStore | None = None
         if config.access is not None:
             self.access_rules = AccessRulesStore(self, "Access", self.function, config.access)

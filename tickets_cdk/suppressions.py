@@ -1,14 +1,19 @@
-"""The security checks that do not apply to a TicketService, and why, written on the resources themselves as AWS
-Solutions Constructs do: checkov reads `Metadata.checkov.skip`, cfn_nag `Metadata.cfn_nag.rules_to_suppress`,
-cdk-nag `Metadata.cdk_nag.rules_to_suppress`. docs/reference/construct.md#encryption-and-security-checks lists them;
-a check that does apply (a customer-managed key: the `encryption_key` prop) is never suppressed here.
+"""The security checks that do not apply to a TicketService, and why, written on the resources themselves
+as AWS Solutions Constructs do, so a user's app passes its gate on the construct's resources without a
+suppression of its own: checkov reads `Metadata.checkov.skip`, cfn_nag `Metadata.cfn_nag.rules_to_suppress`,
+cdk-nag 2 `Metadata.cdk_nag.rules_to_suppress` (`applies_to` naming the finding), cdk-nag 3 the construct
+tree's acknowledged rules (aws-cdk-lib's `Validations.acknowledge`, which it reads on a resource and its
+scopes). Neither needs cdk-nag installed. docs/reference/construct.md#encryption-and-security-checks lists
+them; a check that does apply (a customer-managed key: the `encryption_key` prop) is never suppressed here.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from aws_cdk import CfnResource
+from aws_cdk import Acknowledgment, CfnResource, Validations
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
 NO_DLQ = (
@@ -30,6 +35,37 @@ UNRESERVED_CONCURRENCY = (
 )
 
 
+TRACING_NEEDS_EVERY_RESOURCE = (
+    "Active tracing: X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permission "
+    "(IAM's service authorization reference), so Lambda grants them on '*'; every other statement of the "
+    "function's role names its own log group, tables, key or parameters."
+)
+KEY_GRANT_VARIANTS = (
+    "On the one customer-managed key the tables use (encryption_key), not on '*': DynamoDB encrypts and "
+    "decrypts the items with it as the function, and the wildcard covers only that action's variants "
+    "(GenerateDataKey*, ReEncrypt*), as aws-cdk-lib's grant_encrypt_decrypt writes them."
+)
+# cdk-nag's finding ids on the function role's policy: a rule, and in brackets what it found.
+WILDCARD_FINDINGS = {
+    "AwsSolutions-IAM5[Resource::*]": TRACING_NEEDS_EVERY_RESOURCE,
+}
+KEY_FINDINGS = {
+    "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": KEY_GRANT_VARIANTS,
+    "AwsSolutions-IAM5[Action::kms:ReEncrypt*]": KEY_GRANT_VARIANTS,
+}
+
+
+def explain_role(role: iam.Role, *, encrypted: bool) -> None:
+    """The wildcards of the function role's policy that cdk-nag finds and cannot be narrowed, each with its
+    reason, on the policy itself. Called once the role has every grant the construct gives it."""
+    policy = role.node.try_find_child("DefaultPolicy")
+    assert isinstance(policy, iam.Policy), "the function's role has its statements (its logs) by now"
+    resource = policy.node.default_child
+    assert isinstance(resource, CfnResource)
+    findings = {**WILDCARD_FINDINGS, **(KEY_FINDINGS if encrypted else {})}
+    suppress(resource, cdk_nag=findings.items())
+
+
 def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> None:
     """Every check that does not apply to the function, with the reason, on its resource."""
     checkov = [("CKV_AWS_116", NO_DLQ), ("CKV_AWS_117", NO_VPC), ("CKV_AWS_173", NO_SECRET_IN_ENVIRONMENT)]
@@ -49,12 +85,26 @@ def suppress(
     cfn_nag: Iterable[tuple[str, str]] = (),
     cdk_nag: Iterable[tuple[str, str]] = (),
 ) -> None:
-    """Add these suppressions (check id, reason) to the resource's metadata, keeping any already there."""
+    """Add these suppressions (check id, reason) to the resource's metadata, keeping any already there. A cdk-nag
+    id is a finding as cdk-nag reports it, `Rule` or `Rule[finding]`: cdk-nag 2 reads the rule with the finding
+    in `applies_to`, cdk-nag 3 the acknowledged id itself."""
+    cdk_nag = list(cdk_nag)
     for tool, entry, rows in (
         ("checkov", "skip", [{"id": check, "comment": reason} for check, reason in checkov]),
         ("cfn_nag", "rules_to_suppress", [{"id": check, "reason": reason} for check, reason in cfn_nag]),
-        ("cdk_nag", "rules_to_suppress", [{"id": check, "reason": reason} for check, reason in cdk_nag]),
+        ("cdk_nag", "rules_to_suppress", [_cdk_nag_2(finding, reason) for finding, reason in cdk_nag]),
     ):
         if rows:
             metadata = resource.get_metadata(tool) or {}
             resource.add_metadata(tool, {**metadata, entry: [*metadata.get(entry, []), *rows]})
+    if cdk_nag:
+        acknowledged = [Acknowledgment(id=finding, reason=reason) for finding, reason in cdk_nag]
+        Validations.of(resource).acknowledge(*acknowledged)
+
+
+def _cdk_nag_2(finding: str, reason: str) -> dict[str, object]:
+    """A finding id (`AwsSolutions-IAM5[Resource::*]`) as cdk-nag 2's metadata writes its suppression."""
+    matched = re.fullmatch(r"([^\[\]]+)(?:\[(.+)\])?", finding)
+    assert matched, f"not a cdk-nag finding id: {finding!r}"
+    rule, applies_to = matched.groups()
+    return {"id": rule, "reason": reason, **({"applies_to": [applies_to]} if applies_to else {})}

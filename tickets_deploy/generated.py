@@ -56,6 +56,7 @@ from typing import Any, TypedDict
 
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
+from tickets_deploy.shapes import Seconds
 
 
 class TicketServiceProps(TypedDict, total=False):

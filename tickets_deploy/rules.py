@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tickets import timing
 from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
@@ -138,6 +139,27 @@ def _idempotency_expiry(value: Any, parsed: Mapping[str, Any], where: str) -> in
 def _log_retention(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     if value not in LOG_RETENTION_DAYS or isinstance(value, bool):
         raise ConfigError(f"{where}: must be one of CloudWatch's retention periods {LOG_RETENTION_DAYS}, got {value!r}")
+    return int(value)
+
+
+# Lambda's memory settings, in MB (1 MB steps); CPU comes in proportion.
+MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10240
+
+
+def _memory_size(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return _whole_number(value, where, low=MIN_MEMORY_MB, high=MAX_MEMORY_MB)
+
+
+def _function_timeout(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    low, high = timing.MIN_FUNCTION_TIMEOUT_SECONDS, timing.MAX_FUNCTION_TIMEOUT_SECONDS
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or not low <= value <= high:
+        raise ConfigError(
+            f"{where}: must be a whole number of seconds from {low} to {high}, got {value!r}: at least the request "
+            f"budget and its render margin ({timing.REQUEST_BUDGET_SECONDS:g} s + {timing.RENDER_MARGIN_SECONDS:g} s, "
+            f"tickets/timing.py), so a slow table ends in a 503 and never in a timeout; at most "
+            f"MAX_FUNCTION_TIMEOUT_SECONDS ({high} s), so a hung invocation, and its Idempotency-Key, is freed "
+            "within seconds (docs/explanation/failures-and-idempotency.md)"
+        )
     return int(value)
 
 

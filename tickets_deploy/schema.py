@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tickets import timing
 from tickets.access import Rules
 from tickets.keys import MAX_BLOCK
 from tickets.series.config import SeriesConfig
@@ -36,9 +37,11 @@ from .rules import (
     _compat,
     _cors_origins,
     _default_key,
+    _function_timeout,
     _idempotency_expiry,
     _log_retention,
     _max_block,
+    _memory_size,
     _region_slots,
     _regions,
     _reserved_concurrency,
@@ -55,6 +58,7 @@ from .shapes import (
     encode_series,
     regions_from_prop,
     regions_to_prop,
+    seconds_from_prop,
     series_from_prop,
 )
 
@@ -188,11 +192,33 @@ class DeploymentConfig:
     )
     log_retention_days: int = declare(
         "logRetentionDays",
-        default=30,
+        default=365,
         prop_type="int",
-        default_doc="`30`",
-        doc="the function's log retention (one of CloudWatch's periods).",
+        default_doc="`365`",
+        doc="the function's log retention in days (one of CloudWatch's periods): the logs are the audit trail of "
+        "who got which tickets. Control Tower's proactive control CT.CLOUDWATCH.PR.2 requires at least 365.",
         parse=_log_retention,
+    )
+    memory_size: int = declare(
+        "memorySize",
+        default=256,
+        prop_type="int",
+        default_doc="`256`",
+        doc="the function's memory in MB (128–10240; Lambda gives CPU in proportion).",
+        parse=_memory_size,
+    )
+    timeout_seconds: int = declare(
+        "timeoutSeconds",
+        prop="timeout",
+        default=timing.FUNCTION_TIMEOUT_SECONDS,
+        prop_type="Seconds | int",
+        default_doc=f"`{timing.FUNCTION_TIMEOUT_SECONDS}`",
+        doc=f"the function's timeout in seconds, {timing.MIN_FUNCTION_TIMEOUT_SECONDS}–"
+        f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}: the request budget must fit, and a hung invocation ends within "
+        "seconds (`lambda_src/tickets/timing.py`); requests end at their deadline, not at the timeout.",
+        parse=_function_timeout,
+        from_prop=seconds_from_prop,
+        prop_doc="a `Duration` of whole seconds, or seconds",
     )
     cors_origins: tuple[str, ...] = declare(
         "corsOrigins",

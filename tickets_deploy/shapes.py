@@ -6,7 +6,7 @@ functions here go the other ways. A field whose shapes are all alike needs none 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from tickets.series.config import SERIES_OPTIONS
 from tickets.settings import MAX_SAFE_INTEGER
@@ -79,3 +79,17 @@ def same_prop(value: Any, region: str) -> Any:
 
 def _is_big_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER
+
+
+class Seconds(Protocol):
+    """A span of time as aws-cdk-lib's `Duration` is one (the `timeout` prop, as lambda.Function's), typed without
+    importing aws_cdk: tickets_cdk/props.py stays importable without it."""
+
+    def to_seconds(self, *, integral: bool | None = None) -> float: ...
+
+
+def seconds_from_prop(duration: Any, region: str) -> Any:
+    """A `Duration` (aws-cdk-lib's, as lambda.Function's `timeout`) or whole seconds, as seconds (its rule
+    refuses a fraction)."""
+    to_seconds = getattr(duration, "to_seconds", None)
+    return duration if to_seconds is None else to_seconds(integral=False)

@@ -9,18 +9,24 @@ from aws_cdk import aws_lambda as lambda_
 
 from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
 
-# One service deployed in two regions shares its table name and settings; each region has its own slot.
-ORDER_NUMBERS = {
-    "table_name": "shop-order-numbers",
-    "region_slots": 2,
-    "strict_keys": True,
-    "counters": {"orders": {"start": 5000}},
-}
+
+def order_numbers(stack: cdk.Stack, region_slot: int) -> TicketService:
+    """One service deployed in two regions shares its table name and settings; each region has its own slot."""
+    return TicketService(
+        stack,
+        "Orders",
+        table_name="shop-order-numbers",
+        region_slots=2,
+        region_slot=region_slot,
+        strict_keys=True,
+        counters={"orders": {"start": 5000}},
+    )
+
 
 app = cdk.App()
 
 shop = cdk.Stack(app, "Shop", env=cdk.Environment(region="eu-west-1"))
-orders = TicketService(shop, "Orders", region_slot=0, **ORDER_NUMBERS)
+orders = order_numbers(shop, region_slot=0)
 # Invoice numbers: encrypted with the shop's own key, and only what the grants below allow (access rules).
 invoice_key = kms.Key(shop, "InvoiceNumbersKey", enable_key_rotation=True)
 invoices = TicketService(
@@ -47,6 +53,6 @@ invoice_alarms = TicketAlarms(shop, "InvoicesAlarms", service=invoices, alarm_em
 TicketDashboard(shop, "InvoicesDashboard", service=invoices, alarms=invoice_alarms)
 
 shop_us = cdk.Stack(app, "ShopUs", env=cdk.Environment(region="us-east-1"))
-TicketService(shop_us, "Orders", region_slot=1, **ORDER_NUMBERS)
+order_numbers(shop_us, region_slot=1)
 
 app.synth()

@@ -6,6 +6,7 @@ The app's botocore config and the stack's function timeout both come from here.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,10 @@ REQUEST_BUDGET_SECONDS = 5.0
 RENDER_MARGIN_SECONDS = 0.25
 # Twice the budget: the deadline, never the timeout, ends a request; this only bounds a hung one.
 FUNCTION_TIMEOUT_SECONDS = 10
+# The function timeout a deployment may choose (its `timeoutSeconds`): the whole budget and the render margin
+# must fit in it, and a hung invocation must end (freeing its Idempotency-Key) within seconds.
+MIN_FUNCTION_TIMEOUT_SECONDS = math.ceil(REQUEST_BUDGET_SECONDS + RENDER_MARGIN_SECONDS)
+MAX_FUNCTION_TIMEOUT_SECONDS = 15
 
 
 class Deadline:

@@ -223,7 +223,6 @@ def test_a_path_dependency_on_the_typescript_client_installs_from_a_fresh_clone(
 @pytest.mark.parametrize(
     "left_behind",
     [
-        "clients/typescript/package-lock.json",  # npm install in clients/typescript (docs/reference/clients.md)
         f"clients/typescript/tickets-client-{TYPESCRIPT_VERSION}.tgz",  # npm pack there
         "clients/typescript/node_modules/typescript/package.json",
         "clients/typescript/dist/src/index.js",
@@ -237,3 +236,15 @@ def test_a_path_dependency_on_the_typescript_client_installs_from_a_fresh_clone(
 def test_gitignore_covers_what_the_documented_commands_leave(left_behind):
     ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", left_behind], cwd=REPO, env=os.environ)
     assert ignored.returncode == 0, f"{left_behind} is not ignored"
+
+
+def test_the_typescript_clients_lockfile_is_committed_and_is_what_make_and_the_release_install_from():
+    """npm ci installs exactly the lockfile (and fails where it and package.json disagree): make test's
+    TS_DEPS and the release's build both run it, so the published tarball is built from the tested tree."""
+    lock = "clients/typescript/package-lock.json"
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", lock], cwd=REPO, env=os.environ)
+    assert ignored.returncode == 1, f"{lock} is ignored"
+    assert json.loads((REPO / lock).read_text())["lockfileVersion"] == 3
+    assert "cd $(TS_CLIENT) && npm ci " in (REPO / "Makefile").read_text()
+    release = (REPO / ".github" / "workflows" / "release.yml").read_text()
+    assert "npm ci " in release and "--no-package-lock" not in release

@@ -1,11 +1,15 @@
 """The forge's workflows (.github/workflows): valid against GitHub's workflow schema (check-jsonschema's
-vendored copy) and clean under zizmor's audits, both offline; CI runs on each push and pull request, on
-every Python the packages claim and on Node 22; a release builds every package once and publishes with
-trusted publishing (OIDC) and provenance."""
+vendored copy) and clean under zizmor's audits (its pedantic persona), both offline; every action pinned by
+commit to its current major; every job with a timeout. CI runs once per change (pull requests, and pushes to
+main), cancels a pull request's superseded runs, caches pip's and npm's downloads keyed on the files that pin
+them, and tests every Python the packages claim (3.14, the Lambda runtime, among them) on Node 22. A release
+runs lint and the tests, builds every package once (the TypeScript client from its lockfile), checks them as
+the registries read them, restores no cache, and publishes with trusted publishing (OIDC) and provenance."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -48,7 +52,7 @@ def test_the_workflows_are_valid_against_githubs_schema():
 
 def test_zizmor_finds_nothing(tmp_path):
     audited = subprocess.run(
-        [tool("zizmor"), "--offline", "--format", "json", str(WORKFLOWS)],
+        [tool("zizmor"), "--offline", "--persona", "pedantic", "--format", "json", str(WORKFLOWS)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -63,7 +67,7 @@ def test_zizmor_would_fail_a_workflow_with_a_known_problem(tmp_path, bad):
     """The check can fail: the CI workflow with an action on a tag, or a tag name expanded into a script."""
     text = (WORKFLOWS / "ci.yml").read_text()
     if bad == "unpinned":
-        text = text.replace("actions/setup-node@a0853c24544627f65ddf259abe73b1d18a591444", "someone/setup-thing@v1")
+        text = text.replace(f"actions/setup-node@{PINNED['actions/setup-node'][0]}", "someone/setup-thing@v1")
     else:
         text = text.replace("      - run: make test", "      - run: echo ${{ github.head_ref }} && make test")
     (tmp_path / ".github" / "workflows").mkdir(parents=True)
@@ -77,29 +81,114 @@ def test_zizmor_would_fail_a_workflow_with_a_known_problem(tmp_path, bad):
     assert audited.returncode != 0 and json.loads(audited.stdout), audited.stdout[-2000:]
 
 
-def test_ci_runs_lint_and_tests_on_each_push_and_pull_request_on_every_claimed_python():
+# Each action the workflows use, pinned by the commit of its current major's latest release (as read from the
+# actions' own repositories, 2026-11-27): (commit, the release the comment names). pypa/gh-action-pypi-publish
+# stays on the last v1 release whose commit could be checked here.
+PINNED = {
+    "actions/checkout": ("3d3c42e5aac5ba805825da76410c181273ba90b1", "v7.0.1"),
+    "actions/setup-python": ("5fda3b95a4ea91299a34e894583c3862153e4b97", "v7.0.0"),
+    "actions/setup-node": ("820762786026740c76f36085b0efc47a31fe5020", "v7.0.0"),
+    "actions/cache": ("27d5ce7f107fe9357f9df03efb73ab90386fccae", "v5.0.5"),
+    "actions/upload-artifact": ("bbbca2ddaa5d8feaa63e36b76fdaad77386f024f", "v7.0.0"),
+    "actions/download-artifact": ("3e5f45b2cfb9172054b4087a40e8e0b5a5461e7c", "v8.0.1"),
+    "pypa/gh-action-pypi-publish": ("76f52bc884231f62b9a034ebfe128415bbaabdfc", "v1.12.4"),
+}
+
+
+def jobs() -> dict[str, dict]:
+    """Every job of both workflows, as `file: job`."""
+    return {
+        f"{name}: {job}": spec for name in ("ci.yml", "release.yml") for job, spec in workflow(name)["jobs"].items()
+    }
+
+
+def uses(steps: list[dict], action: str) -> list[dict]:
+    return [step for step in steps if step.get("uses", "").startswith(f"{action}@")]
+
+
+def test_every_action_is_pinned_by_commit_to_its_current_major():
+    for name in ("ci.yml", "release.yml"):
+        for line in (WORKFLOWS / name).read_text().splitlines():
+            if "uses:" not in line:
+                continue
+            matched = re.fullmatch(r"\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@([0-9a-f]{40}) # (v[0-9.]+)", line)
+            assert matched, f"{name}: {line.strip()} is not pinned by commit with its release named"
+            action, commit, release = matched.groups()
+            assert (commit, release) == PINNED[action], f"{name}: {action}"
+
+
+def test_every_job_has_a_timeout():
+    for job, spec in jobs().items():
+        assert isinstance(spec.get("timeout-minutes"), int) and 0 < spec["timeout-minutes"] <= 30, job
+
+
+def test_ci_runs_once_per_change_and_cancels_a_pull_requests_superseded_runs():
     ci = workflow("ci.yml")
-    assert set(ci[True]) == {"push", "pull_request"}  # YAML 1.1 reads the key `on` as True
+    # YAML 1.1 reads the key `on` as True. A branch's pushes run in its pull request, not a second time.
+    assert ci[True] == {"push": {"branches": ["main"]}, "pull_request": None}
+    assert ci["concurrency"] == {
+        "group": "ci-${{ github.event.pull_request.number || github.sha }}",
+        "cancel-in-progress": "${{ github.event_name == 'pull_request' }}",
+    }
+
+
+def test_ci_caches_pip_and_npm_downloads_keyed_on_what_pins_them():
+    for job in ("lint", "test"):
+        (python,) = uses(workflow("ci.yml")["jobs"][job]["steps"], "actions/setup-python")
+        assert python["with"]["cache"] == "pip"
+        assert {"requirements*.txt", "pyproject.toml"} <= set(python["with"]["cache-dependency-path"].split())
+    steps = workflow("ci.yml")["jobs"]["test"]["steps"]
+    (npm,) = uses(steps, "actions/cache")
+    assert npm["with"]["path"] == "~/.npm"
+    for pinning in ("Makefile", "package.json", "clients/typescript/package-lock.json"):  # Node's version, the tools
+        assert f"'{pinning}'" in npm["with"]["key"]
+    (node,) = uses(steps, "actions/setup-node")
+    assert node["with"]["package-manager-cache"] is False  # one npm cache, the step above
+
+
+def test_ci_runs_lint_and_tests_on_every_claimed_python_the_lambda_runtime_among_them():
+    from tickets_cdk.resources import RUNTIME
+
+    ci = workflow("ci.yml")
     classifiers = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["classifiers"]
     claimed = [
         line.rsplit(" :: ", 1)[1] for line in classifiers if line.startswith("Programming Language :: Python :: 3.")
     ]
-    assert ci["jobs"]["test"]["strategy"]["matrix"]["python"] == claimed
+    matrix = ci["jobs"]["test"]["strategy"]["matrix"]["python"]
+    assert matrix == claimed == ["3.11", "3.12", "3.13", "3.14"]
+    assert RUNTIME.name.removeprefix("python") in matrix  # python3.14: what the construct deploys is tested
     steps = ci["jobs"]["test"]["steps"]
-    node = next(step for step in steps if step.get("uses", "").startswith("actions/setup-node@"))
+    (node,) = uses(steps, "actions/setup-node")
     assert node["with"]["node-version"] == "22"
     assert [step.get("run") for step in steps if "run" in step] == ["make test"]
     assert [step.get("run") for step in ci["jobs"]["lint"]["steps"] if "run" in step] == ["make lint"]
 
 
-def test_a_release_on_a_version_tag_publishes_with_trusted_publishing_and_provenance():
+def test_a_release_tests_and_checks_the_packages_before_publishing_with_trusted_publishing_and_provenance():
     release = workflow("release.yml")
     assert release[True] == {"push": {"tags": ["v*"]}}
+    assert release["concurrency"]["cancel-in-progress"] is False
     jobs = release["jobs"]
+    assert [step.get("run") for step in jobs["check"]["steps"] if step.get("run", "").startswith("make")] == [
+        "make lint",
+        "make test",
+    ]
+    assert jobs["build"]["needs"] == "check"
+    built = "\n".join(step.get("run", "") for step in jobs["build"]["steps"])
+    assert "twine check --strict dist/python/*" in built and "check-wheel-contents dist/python/*.whl" in built
+    assert "npm ci " in built and "--no-package-lock" not in built  # the client from its committed lockfile
     assert jobs["pypi"]["needs"] == jobs["npm"]["needs"] == "build"
     for job in ("pypi", "npm"):  # OIDC: no stored token anywhere
         assert jobs[job]["permissions"] == {"id-token": "write"}
-    assert any(step.get("uses", "").startswith("pypa/gh-action-pypi-publish@") for step in jobs["pypi"]["steps"])
+    assert uses(jobs["pypi"]["steps"], "pypa/gh-action-pypi-publish")
     publish = next(step["run"] for step in jobs["npm"]["steps"] if "publish" in step.get("run", ""))
     assert "--provenance" in publish
-    assert "secrets." not in (WORKFLOWS / "release.yml").read_text()
+    text = (WORKFLOWS / "release.yml").read_text()
+    assert "secrets." not in text
+    # Nothing cached is restored into a release (cache poisoning): it builds from what the tag holds.
+    for job, spec in jobs.items():
+        assert not uses(spec["steps"], "actions/cache"), job
+        for step in uses(spec["steps"], "actions/setup-python"):
+            assert "cache" not in step.get("with", {}), job
+        for step in uses(spec["steps"], "actions/setup-node"):
+            assert step["with"]["package-manager-cache"] is False, job

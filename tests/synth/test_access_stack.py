@@ -164,6 +164,28 @@ def test_the_rules_fit_in_standard_ssm_parameters_the_function_alone_reads(synth
         assert "*" not in json.dumps(statement["Resource"]) or "parameter" in json.dumps(statement["Resource"])
 
 
+# Actions for which IAM's service authorization reference lists no resource type: they apply only on "*", so
+# granted on an ARN they grant nothing (and hide what the policy really allows).
+ONLY_ON_EVERY_RESOURCE = {"ssm:DescribeParameters", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+
+
+def test_every_action_is_granted_only_where_it_applies(synthesised):
+    statements = [
+        statement
+        for policy in synthesised.template.find_resources("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    granted: set[str] = set()
+    for statement in statements:
+        actions = [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]
+        granted.update(actions)
+        if set(actions) & ONLY_ON_EVERY_RESOURCE:
+            assert statement["Resource"] == "*", statement
+    # The function reads its rules with GetParameters (tickets/access_store.py) and makes no other SSM call.
+    assert {action for action in granted if action.startswith("ssm:")} == {"ssm:GetParameters"}
+    assert "xray:PutTraceSegments" in granted  # the check above saw the function's own policy
+
+
 def test_the_digest_changes_with_the_rules_only():
     def digest(access: dict[str, Any]) -> str:
         stack = Stack(App(), "S", env=Environment(region="eu-west-1"))

@@ -9,12 +9,14 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from aws_cdk import App, Environment, Stack
+from aws_cdk import App, Duration, Environment, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from linting import cfn_lint_errors
 
 import tickets
@@ -94,6 +96,9 @@ def test_the_props_take_the_fields_values_and_defaults():
         ({"auth": "aws_iam"}, "TicketService Shop/Orders: auth: must be one of AWS_IAM, NONE"),
         ({"table_name": "ab"}, "TicketService Shop/Orders: table_name: must be a DynamoDB table name"),
         ({"log_retention_days": 31}, "TicketService Shop/Orders: log_retention_days: must be one of CloudWatch's"),
+        ({"timeout": Duration.seconds(30)}, "TicketService Shop/Orders: timeout: must be a whole number of seconds"),
+        ({"timeout": Duration.millis(7500)}, "TicketService Shop/Orders: timeout: must be a whole number of seconds"),
+        ({"memory_size": 64}, "TicketService Shop/Orders: memory_size: must be a whole number from 128 to 10240"),
         ({"auth": "NONE", "callers": ["111122223333"]}, "TicketService Shop/Orders: callers: needs auth AWS_IAM"),
         ({"compat": {"path": "default"}}, "TicketService Shop/Orders: compat.path: 'default' is a key this config"),
     ],
@@ -113,6 +118,16 @@ def test_an_invalid_alarm_days_left_is_refused_naming_the_prop(days):
     assert str(refused.value) == (
         f"TicketAlarms Shop/Alarms: alarm_days_left: must be a whole number from 1 to 3650, got {days!r}"
     )
+
+
+def test_memory_size_and_timeout_set_the_function_s():
+    chosen = {"memory_size": 512, "timeout": Duration.seconds(12)}
+    settings = {}
+    for name, props in (("Shop", chosen), ("Whole", {"timeout": 6}), ("Defaults", {})):  # seconds do too
+        function = TicketService(_stack(name=name), "Orders", **props).function.node.default_child
+        assert isinstance(function, lambda_.CfnFunction)
+        settings[name] = (function.memory_size, function.timeout)  # the template's MemorySize and Timeout
+    assert settings == {"Shop": (512, 12), "Whole": (256, 6), "Defaults": (256, 10)}
 
 
 def test_an_environment_agnostic_stack_is_refused_saying_why():
@@ -507,12 +522,30 @@ def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_st
     )
 
 
-def test_the_construct_how_to_shows_the_example_app_as_it_is():
-    """docs/how-to/use-the-construct.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
+def _docs_example_app() -> str:
     guide = (ROOT / "docs" / "how-to" / "use-the-construct.md").read_text(encoding="utf-8")
     start = guide.index("```python\nimport aws_cdk as cdk") + len("```python\n")
-    shown = guide[start : guide.index("```", start)]
-    assert shown in (EXAMPLE / "app.py").read_text(encoding="utf-8")
+    return guide[start : guide.index("```", start)]
+
+
+def test_the_construct_how_to_shows_the_example_app_as_it_is():
+    """docs/how-to/use-the-construct.md's complete app is examples/cdk-app/app.py's code, which the tests synthesise."""
+    assert _docs_example_app() in (EXAMPLE / "app.py").read_text(encoding="utf-8")
+
+
+def test_the_construct_how_tos_example_app_type_checks_under_mypy_strict(tmp_path):
+    """A user's type checker accepts the app the guide shows, with the construct's typed props: mypy --strict, as
+    `make lint` runs it (pyproject.toml's settings; its cache in the checkout, so after `make lint` this is quick)."""
+    (tmp_path / "shop.py").write_text(_docs_example_app(), encoding="utf-8")
+    checked = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", str(tmp_path / "shop.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert "Success: no issues found in 1 source file" in checked.stdout
 
 
 def test_the_ledger_is_found_beside_the_app_s_cdk_json_wherever_synthesis_runs_from(tmp_path, monkeypatch):

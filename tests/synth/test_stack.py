@@ -12,10 +12,13 @@ from pathlib import Path
 
 import pytest
 from aws_cdk import App  # noqa: E402
+from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
 from linting import cfn_lint_errors
 
 from app import synthesize  # noqa: E402
+from installed import validation_findings
+from stacks.tickets_stack import add_stacks
 from tickets import timing  # noqa: E402
 from tickets.errors import TicketsError  # noqa: E402
 from tickets.settings import Settings  # noqa: E402
@@ -261,7 +264,8 @@ def test_the_function_takes_that_release_s_layer_from_its_public_ssm_parameter(t
 def test_function_timeout_outlasts_the_request_deadline(template):
     timeout = Capture()
     template.has_resource_properties("AWS::Lambda::Function", {"Timeout": timeout})
-    assert timing.REQUEST_BUDGET_SECONDS + timing.RENDER_MARGIN_SECONDS < timeout.as_number() <= 15
+    assert timeout.as_number() > timing.REQUEST_BUDGET_SECONDS + timing.RENDER_MARGIN_SECONDS
+    assert timeout.as_number() <= timing.MAX_FUNCTION_TIMEOUT_SECONDS
 
 
 def test_log_group_the_audit_trail_is_retained_with_the_tables(template):
@@ -269,7 +273,8 @@ def test_log_group_the_audit_trail_is_retained_with_the_tables(template):
 
 
 def test_log_group_has_explicit_retention(template, two_regions):
-    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 30})
+    # A year by default: Control Tower's CT.CLOUDWATCH.PR.2 requires at least 365 days.
+    template.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 365})
     two_regions.templates["eu-west-1"].has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
     log_group = Capture()
     template.has_resource_properties("AWS::Lambda::Function", {"LoggingConfig": {"LogGroup": {"Ref": log_group}}})
@@ -742,10 +747,22 @@ def test_dashboard_shows_the_state_of_every_alarm(request, fixture):
 @pytest.mark.parametrize("fixture", ["deployed_default", "two_regions"])
 def test_cdk_nag_aws_solutions_has_no_unsuppressed_findings(request, fixture):
     synthesised = request.getfixturevalue(fixture)
-    for stack in synthesised.stacks.values():
-        annotations = Annotations.from_stack(stack)
-        assert annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*")) == []
-        assert annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*")) == []
+    assert validation_findings(synthesised.outdir) == []
+
+
+def test_the_cdk_nag_gate_stops_a_synthesis_with_a_finding(tmp_path):
+    """add_stacks registers the AwsSolutions pack as a validation plugin: an unsuppressed finding (a topic
+    without encryption that does not require TLS, AwsSolutions-SNS3) beside the service stops synthesis,
+    and the report names it."""
+    app = App(context=CDK_CONTEXT, outdir=str(tmp_path / "cdk.out"))
+    config = parse_config(app.node.try_get_context("tickets"))
+    init_ledger(tmp_path / "tickets.lock.json", config)
+    app.node.set_context("tickets:ledgerPath", str(tmp_path / "tickets.lock.json"))
+    (stack,) = add_stacks(app, config).values()
+    sns.Topic(stack, "Stray")
+    with pytest.raises(RuntimeError, match="ValidationFailed"):
+        app.synth()
+    assert "AwsSolutions-SNS3 at Tickets-us-east-1/Stray/Resource" in validation_findings(tmp_path / "cdk.out")
 
 
 def test_every_nag_suppression_gives_a_specific_reason(two_regions):

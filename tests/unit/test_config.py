@@ -113,6 +113,12 @@ def test_a_slot_out_of_range_says_region_slots_changes_only_above_a_fence():
         ({"idempotencyExpirySeconds": 10}, "tickets.idempotencyExpirySeconds"),
         ({"reservedConcurrency": 0}, "tickets.reservedConcurrency"),
         ({"logRetentionDays": 31}, "tickets.logRetentionDays"),
+        ({"memorySize": 127}, "tickets.memorySize"),
+        ({"memorySize": 10241}, "tickets.memorySize"),
+        ({"timeoutSeconds": 16}, "tickets.timeoutSeconds"),
+        ({"timeoutSeconds": 5}, "tickets.timeoutSeconds"),
+        ({"timeoutSeconds": 7.5}, "tickets.timeoutSeconds"),
+        ({"timeoutSeconds": True}, "tickets.timeoutSeconds"),
     ],
 )
 def test_an_invalid_config_names_the_field(changes, field):
@@ -392,3 +398,31 @@ def test_a_config_round_trips_through_cdk_json_s_shape_exactly():
         )
     )
     assert parse_config(json.loads(json.dumps(to_raw(config)))) == config
+
+
+@pytest.mark.parametrize("seconds", [5, 16, 900])
+def test_a_function_timeout_that_breaks_the_deadline_is_refused_naming_the_bound(seconds):
+    """The request budget and its render margin must fit (6 s), and a hung invocation must end within 15 s:
+    Lambda itself would take anything up to 900 s."""
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(timeoutSeconds=seconds))
+    message = str(refused.value)
+    assert message.startswith(f"tickets.timeoutSeconds: must be a whole number of seconds from 6 to 15, got {seconds}")
+    assert "request budget and its render margin (5 s + 0.25 s, tickets/timing.py)" in message
+    assert "MAX_FUNCTION_TIMEOUT_SECONDS (15 s)" in message
+
+
+def test_the_function_timeout_and_memory_default_as_before_and_take_the_bounds():
+    from tickets import timing
+
+    default = parse_config(EXAMPLE_CONFIG)
+    assert (default.timeout_seconds, default.memory_size) == (timing.FUNCTION_TIMEOUT_SECONDS, 256)
+    assert timing.MIN_FUNCTION_TIMEOUT_SECONDS == 6  # ceil(5 s budget + 0.25 s margin)
+    for seconds in (6, 15):
+        assert parse_config(with_changes(timeoutSeconds=seconds)).timeout_seconds == seconds
+    assert parse_config(with_changes(memorySize=10240)).memory_size == 10240
+
+
+def test_log_retention_defaults_to_a_year():
+    """Control Tower's proactive control CT.CLOUDWATCH.PR.2 requires log groups kept at least 365 days."""
+    assert parse_config(EXAMPLE_CONFIG).log_retention_days == 365
