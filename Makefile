@@ -1,8 +1,10 @@
 # One command each: `make serve` runs Tickets locally, `make test` runs every test.
 # Each target creates .venv and installs only the requirement set its job needs, once (a stamp per set):
 #   serve            requirements-serve.txt   the handler, the local server, the client, the admin CLI
-#   synth, deploy    requirements.txt         the CDK app (and the pinned CDK CLI from package.json)
-#   test, bench      requirements-dev.txt     both sets above plus the test, bench and lint tools
+#   init, synth      requirements.txt         the CDK app (and the pinned CDK CLI from package.json)
+#   deploy           requirements.txt and requirements-deploy.txt (botocore, for the check before cdk deploy)
+#   test, bench      requirements-dev.txt     every set above plus the test, bench and lint tools
+# tests/packaging/test_make_sets.py runs what each target runs in a venv of that set alone.
 # `make test` also installs and tests the TypeScript client (clients/typescript, npm).
 # Every Node process a target starts (the CDK CLI, jsii under synthesis and pytest, dynalite, tsc and the
 # TypeScript client's tests) runs on the Node pinned below, which npm installs into .tools/node.
@@ -14,6 +16,7 @@ PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
 PACKAGE := $(VENV)/.package
 SERVE_DEPS := $(VENV)/.serve
 CDK_DEPS := $(VENV)/.cdk
+DEPLOY_DEPS := $(VENV)/.deploy
 DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
 TS_CLIENT := clients/typescript
@@ -41,8 +44,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # The repo's own packages, linked: the server's and the Python client (clients/python, a package of
-# its own). They need nothing beyond what each job's set installs.
+# its own). They need nothing beyond what each job's set installs. tickets-cdk is the server's name before
+# 0.3.0: a .venv made then loses it, or two distributions would claim the same packages.
 $(PACKAGE): pyproject.toml clients/python/pyproject.toml | $(PY)
+	$(PY) -m pip uninstall --yes -qq tickets-cdk
 	$(PIP_INSTALL) --no-deps -e . -e ./clients/python
 	touch $@
 
@@ -52,6 +57,10 @@ $(SERVE_DEPS): requirements-serve.txt $(PACKAGE)
 
 $(CDK_DEPS): requirements.txt $(PACKAGE)
 	$(PIP_INSTALL) -r requirements.txt
+	touch $@
+
+$(DEPLOY_DEPS): requirements-deploy.txt requirements-serve.txt $(PACKAGE)
+	$(PIP_INSTALL) -r requirements-deploy.txt
 	touch $@
 
 $(DEV_DEPS): requirements-dev.txt requirements-serve.txt requirements.txt $(PACKAGE)
@@ -120,16 +129,18 @@ serve: $(SERVE_DEPS)
 init: $(CDK_DEPS) $(NODE)
 	$(PY) -m tickets_cdk init
 
+# Then what it wrote: each stack, its region and outputs, the ledger version (tools/synth_summary.py).
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
+	$(PY) tools/synth_summary.py cdk.out
 
 # Synthesise once, check that assembly against what each region runs (its ledger version, in every region the
-# ledger ever gave a slot too; the Powertools layer's SSM parameter: tickets_deploy/predeploy.py, with boto3 from
-# the serve set), then deploy exactly it.
+# ledger ever gave a slot too; the Powertools layer's SSM parameter: tickets_deploy/predeploy.py, with botocore
+# from the deploy set), then deploy exactly it.
 # FENCE=1 first moves every key whose layout cdk.json changes above a fence in every region's table
 # (python -m tickets_admin fence, with the deploy's credentials), as a synthesis refusal asks.
 FENCE ?=
-deploy: $(CDK_DEPS) $(SERVE_DEPS) $(CDK)
+deploy: $(CDK_DEPS) $(DEPLOY_DEPS) $(CDK)
 	$(if $(filter 1 yes true,$(FENCE)),$(PY) -m tickets_admin fence)
 	rm -rf cdk.out
 	$(CDK) synth --quiet --output cdk.out
@@ -150,4 +161,4 @@ bench: $(DEV_DEPS)
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) .tools node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist
+	rm -rf $(VENV) .venv-sets .tools node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

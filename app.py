@@ -14,13 +14,13 @@ import aws_cdk as cdk
 from stacks.tickets_stack import TicketsStack, add_stacks
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT, TicketsLedgerCheck
 from tickets_deploy.config import ConfigError, parse_config
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, refusal
+from tickets_deploy.ledger import LEDGER_FILE, SYNTHESIS_REFUSED, LedgerError, refusal
 
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
 class LedgerRefusal(LedgerError):
-    """The ledger refused the app; nothing was synthesised or written."""
+    """The ledger refused the app: no template was written, and the ledger is as it was."""
 
 
 def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
@@ -47,7 +47,7 @@ def main(app: cdk.App | None = None, ledger_path: Path = LEDGER_PATH) -> None:
     except ConfigError as err:
         sys.exit(f"cdk.json: invalid tickets config: {err}")
     except LedgerError as err:
-        sys.exit(refusal(ledger_path, err, "synthesised or written"))
+        sys.exit(refusal(ledger_path, err, SYNTHESIS_REFUSED))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 EXAMPLE_CONFIG = {  # the README's example (Configuration)
     "defaultKey": "default",
     "auth": "AWS_IAM",
@@ -12,3 +14,15 @@ EXAMPLE_CONFIG = {  # the README's example (Configuration)
 }
 PLUGIN_ENTRY_POINT = "tickets"  # pyproject.toml: [project.entry-points.pytest11]
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
+
+# A sentence of a message that starts in lower case: ". " and a plain word ("says 301. every lane's ...").
+# Quoted values ('x', "x", `x`) are left out first (they echo what was written), and so are abbreviations and
+# an ellipsis; identifiers (cdk.json, tickets_admin) are not plain words.
+_QUOTED = re.compile(r"(?<![A-Za-z])'[^']*'(?![A-Za-z])|\"[^\"]*\"|`[^`]*`")
+_LOWER_START = re.compile(r"(?<!\.)(?<!\be\.g)(?<!\bi\.e)(?<!\betc)(?<!\bvs)\. ([a-z][a-z']*)(?=[\s,;:)]|$)")
+
+
+def lowercase_sentence_starts(message: str) -> list[str]:
+    """Each place in `message` where a sentence starts with a lower-case word, with what precedes it."""
+    text = _QUOTED.sub("'…'", message)
+    return [text[max(0, found.start() - 30) : found.end()] for found in _LOWER_START.finditer(text)]

@@ -2,9 +2,15 @@
 environment, `.venv-examples/` at the repository's root (git-ignored), shared by every test that runs
 something as a user would (examples/cdk-app here, the test kit's user suite).
 
-    python = installed_python()                        # the wheel and its dependencies, pinned
+    python = installed_python(extras=["cdk"])           # the wheel and the construct's dependencies, pinned
     python = installed_python(extras=["local"], requirements=["pytest==9.2.0"])
     python = layered_python("cdk-nag-2", ["cdk-nag==2.38.2"])  # .venv-examples, with cdk-nag 2 in front
+
+Two more kinds of environment, each kept in a folder of its own, remade only when what it is made from changes:
+- `user_venv(NAME, extras)`: exactly `python -m venv` and `pip install 'tickets-server[EXTRAS]'` (the venv's own
+  pip, compiling as pip does), nothing else, for what a user's environment holds and weighs;
+- `make_set_python(SET)`: the venv a make target makes for itself, by the Makefile's own rule (a new venv, the
+  package linked with --no-deps, then the target's requirement set), in .venv-sets/ (CONTRIBUTING.md, Setting up).
 
 The wheel's dependencies are installed at the versions requirements*.txt pin (as constraints), from pip's
 cache when it has them. The environment is kept between runs and brought up to date only when the wheel's
@@ -26,16 +32,22 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import venv
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv-examples"
 EXAMPLE = REPO / "examples" / "cdk-app"
 STAMP = VENV / ".installed.json"
 LAYERS = VENV / "layers"  # environments layered on VENV (layered_python), removed with it
+SETS = REPO / ".venv-sets"
+# Each make target's set: the stamp its Makefile rule makes in the venv, and the requirement file it installs.
+MAKE_SETS = {"serve": (".serve", "requirements-serve.txt"), "cdk": (".cdk", "requirements.txt")}
+MAKE_SETS["deploy"] = (".deploy", "requirements-deploy.txt")
 CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
 INSTALL_TIMEOUT_SECONDS = 900
 
@@ -87,7 +99,7 @@ def synthesised_example() -> tuple[Path, subprocess.CompletedProcess[str]]:
     directory (its cdk.out holds the assembly) and the synthesis's outcome. Read it; change nothing in it."""
     app_dir = _scratch("tickets-example-") / "shop"
     shutil.copytree(EXAMPLE, app_dir, ignore=shutil.ignore_patterns("cdk.out", "__pycache__"))
-    return app_dir, synth_app(installed_python(), app_dir)
+    return app_dir, synth_app(installed_python(extras=["cdk"]), app_dir)
 
 
 def _scratch(prefix: str) -> Path:
@@ -185,4 +197,88 @@ def layered_python(name: str, requirements: Sequence[str]) -> Path:
         if done.returncode != 0:
             raise RuntimeError(f"pip {command[0]} in {layer} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     stamp.write_text(json.dumps(wanted))
+
+
+def user_venv(name: str, extras: Sequence[str]) -> tuple[Path, dict[str, Any]]:
+    """.venv-sets/NAME, a venv made exactly as a user makes one: `python -m venv` (with the pip it brings), then
+    that pip's `pip install 'WHEEL[EXTRAS]'` (the dependencies at the pinned versions, as constraints; compiled,
+    as pip does by default), and nothing else. Remade when the wheel's contents or the extras change. Returns
+    its python and what made it (the wheel's digest, the extras, the install's seconds)."""
+    wheel = built_wheel()
+    wanted = {"wheel": wheel_digest(wheel), "extras": sorted(extras)}
+    venv_dir, stamp = SETS / name, SETS / f"{name}.json"
+    python = venv_dir / "bin" / "python"
+    if python.exists() and stamp.exists():
+        made = json.loads(stamp.read_text())
+        if {key: made.get(key) for key in wanted} == wanted:
+            return python, made
+    shutil.rmtree(venv_dir, ignore_errors=True)
+    stamp.unlink(missing_ok=True)
+    SETS.mkdir(exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv_dir)], check=True, timeout=INSTALL_TIMEOUT_SECONDS)
+    constraints = [argument for path in CONSTRAINTS for argument in ("--constraint", str(path))]
+    started = time.monotonic()
+    done = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *constraints]
+        + [f"{wheel}[{','.join(extras)}]" if extras else str(wheel)],
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=INSTALL_TIMEOUT_SECONDS,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"installing {wheel.name}{sorted(extras)} into {venv_dir} failed:\n{done.stderr[-3000:]}")
+    made = {**wanted, "seconds": round(time.monotonic() - started, 1)}
+    stamp.write_text(json.dumps(made))
+    return python, made
+
+
+def requirement_files(name: str) -> list[Path]:
+    """The requirement file `name` (at the repository's root) and every file it reads (`-r`, `-c` lines)."""
+    found: list[Path] = []
+    pending = [REPO / name]
+    while pending:
+        path = pending.pop()
+        if path not in found:
+            found.append(path)
+            for line in path.read_text().splitlines():
+                words = line.split("#")[0].split()
+                if len(words) == 2 and words[0] in ("-r", "-c", "--requirement", "--constraint"):
+                    pending.append(path.parent / words[1])
+    return found
+
+
+def make_set_python(name: str) -> Path:
+    """The python of .venv-sets/NAME, made as `make` makes .venv for a target whose set is NAME (MAKE_SETS): by
+    the Makefile's own rules, run with VENV pointing there (a new venv, the package linked with --no-deps, the
+    set). Remade from nothing when a requirement file the set reads, a pyproject.toml or the Makefile changes:
+    pip install only adds, and a line removed from a set must be missing here. RuntimeError when make fails
+    or pip prints an ERROR line (a set that leaves a dependency of what it installs out)."""
+    stamp_name, requirements = MAKE_SETS[name]
+    inputs = [*requirement_files(requirements), REPO / "pyproject.toml", REPO / "clients/python/pyproject.toml"]
+    digest = hashlib.sha256()
+    for path in [*inputs, REPO / "Makefile"]:
+        digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    venv_dir, stamp = SETS / name, SETS / f"{name}.json"
+    python = venv_dir / "bin" / "python"
+    if python.exists() and stamp.exists() and json.loads(stamp.read_text()).get("inputs") == digest.hexdigest():
+        return python
+    shutil.rmtree(venv_dir, ignore_errors=True)
+    stamp.unlink(missing_ok=True)
+    SETS.mkdir(exist_ok=True)
+    # A make of its own, not a sub-make of `make test`'s (its jobs and output sync are not this one's).
+    env = {key: value for key, value in environment().items() if key not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    made = subprocess.run(
+        ["make", "--no-print-directory", f"VENV={venv_dir}", str(venv_dir / stamp_name)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_SECONDS,
+    )
+    said = made.stdout + made.stderr
+    errors = [line for line in said.splitlines() if line.startswith("ERROR")]
+    if made.returncode != 0 or errors:
+        raise RuntimeError(f"making the {name} set's venv ({requirements}) failed or pip said ERROR:\n{said[-3000:]}")
+    stamp.write_text(json.dumps({"inputs": digest.hexdigest()}))
     return python

@@ -3,15 +3,27 @@ app, with `TicketAlarms` and `TicketDashboard` as opt-in parts. Any app that con
 checked against its deployment ledger (tickets.lock.json beside its cdk.json) when it synthesises;
 `python -m tickets_cdk init` writes the first one. docs/how-to/use-the-construct.md shows how to use it.
 
-The constructs are imported on first use, so `tickets_cdk.__version__` and `python -m tickets_cdk` do not
-load aws_cdk.
+The constructs are imported on first use, so `tickets_cdk.__version__` and `python -m tickets_cdk --help` do
+not load aws_cdk. aws-cdk-lib and constructs come with the distribution's `cdk` extra only
+(`pip install 'tickets-server[cdk]'`): without them, importing this package says so.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from tickets import __version__
+
+CDK_EXTRA_INSTALL = "pip install 'tickets-server[cdk]'"  # from a checkout: pip install '/path/to/tickets[cdk]'
+_MISSING = [name for name in ("aws_cdk", "constructs") if importlib.util.find_spec(name) is None]
+if _MISSING:
+    raise ModuleNotFoundError(
+        f"tickets_cdk, the CDK construct library, needs aws-cdk-lib and constructs (no module named "
+        f"{_MISSING[0]!r} here). They come with the tickets-server distribution's `cdk` extra: "
+        f"{CDK_EXTRA_INSTALL} (from a checkout of Tickets: pip install '/path/to/tickets[cdk]').",
+        name=_MISSING[0],
+    )
 
 if TYPE_CHECKING:
     from .dashboard import TicketDashboard

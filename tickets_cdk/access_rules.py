@@ -21,8 +21,15 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tickets.access import IAM_ARN_PATTERN, OPERATIONS, Rules
-from tickets.access_store import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
+from tickets.access import (
+    ACCESS_DIGEST_ENV,
+    ACCESS_PARAMETERS_ENV,
+    IAM_ARN_PATTERN,
+    MAX_RULES_PARAMETERS,
+    OPERATIONS,
+    RULES_PARAMETER_BYTES,
+    Rules,
+)
 from tickets_deploy.access import check_patterns, parse_rules
 
 # The longest an ARN CloudFormation resolves at deploy can be: its prefix, a path (IAM allows 512 characters)

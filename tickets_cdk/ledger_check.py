@@ -30,6 +30,7 @@ from tickets_deploy.config import DeploymentConfig, to_raw
 from tickets_deploy.ledger import (
     LEDGER_FILE,
     LEDGER_VERSION_OUTPUT,
+    SYNTHESIS_REFUSED,
     LedgerError,
     LedgerFile,
     ledger_path_beside,
@@ -92,7 +93,7 @@ class TicketsLedgerCheck(Construct):
             if self.node.try_get_context("tickets") is None:  # declared with props, not from cdk.json's tickets
                 self.problem = as_props(self.problem, self.registered)
             where = self.ledger_path or LEDGER_FILE
-            return [f"refused by the deployment ledger {where} (nothing was synthesised or written):\n{self.problem}"]
+            return [f"refused by the deployment ledger {where} ({SYNTHESIS_REFUSED}):\n{self.problem}"]
         self.version = ledger.version
         # Written once the whole app passed validation, when synthesis writes the templates (the first
         # TicketsLedgerVersion output it resolves): a refusal anywhere in the app leaves the ledger as it was.

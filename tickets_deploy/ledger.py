@@ -91,14 +91,7 @@ def read_ledger_file(path: Path) -> LedgerFile:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise LedgerError(
-            f"{path}: no ledger. For a new deployment, `{INIT_COMMAND}` in the directory of cdk.json writes one "
-            "for what the app declares; commit it. If this app was deployed before, never write a new one (a new "
-            f"ledger forgets what was issued): restore it from version control, `git checkout -- {path.name}`, "
-            "or, if a commit deleted it (an upgrade from a version that shipped an example ledger), `git show "
-            f"$(git rev-list -n 1 HEAD -- {path.name})^:{path.name} > {path.name}` "
-            "(docs/how-to/upgrade.md#from-a-version-that-shipped-a-ledger)."
-        ) from None
+        raise LedgerError(_no_ledger(path)) from None
     except (OSError, UnicodeDecodeError) as err:
         raise LedgerError(f"{path}: cannot read it ({err})") from None
     try:
@@ -116,15 +109,39 @@ def read_ledger_file(path: Path) -> LedgerFile:
     return ledger
 
 
+def _no_ledger(path: Path) -> str:
+    """Short lines: the way out for a new deployment (in this repository and in an app of one's own), then for
+    a deployed one."""
+    name = path.name
+    return "\n".join(
+        [
+            f"{path}: no ledger.",
+            "A new deployment writes one for what the app declares, then commits it:",
+            "  make init                      in a checkout of the Tickets repository",
+            f"  {INIT_COMMAND:<30} in your own CDK app, in the directory of its cdk.json",
+            "Deployed before? Never write a new one (it would forget what was issued). Restore it:",
+            f"  git checkout -- {name}",
+            "or, if a commit deleted it (an upgrade from a version that shipped an example ledger):",
+            f"  git show $(git rev-list -n 1 HEAD -- {name})^:{name} > {name}",
+            "(docs/how-to/upgrade.md#from-a-version-that-shipped-a-ledger)",
+        ]
+    )
+
+
 _MERGE_WAY_OUT = (
     f"take one side's ledger (`git checkout --ours -- {LEDGER_FILE}` or --theirs), keep the merged cdk.json and "
     "synthesise again, so the other side's change is checked after it (docs/how-to/work-as-a-team.md)"
 )
 
 
-def refusal(ledger_path: Path, err: LedgerError, nothing: str) -> str:
-    """How synthesis and tickets_admin say that the ledger refuses cdk.json (`nothing` was done)."""
-    return f"cdk.json: refused by the deployment ledger {ledger_path} (nothing was {nothing}):\n{err}"
+# What a refused synthesis leaves: the validation that refuses runs before any template is written, and the
+# ledger is written only after it passes. (cdk.out may hold what was staged before it: assets, cdk-nag's report.)
+SYNTHESIS_REFUSED = "no template was written; the ledger is as it was"
+
+
+def refusal(ledger_path: Path, err: LedgerError, outcome: str) -> str:
+    """How synthesis and tickets_admin say that the ledger refuses cdk.json, and what was (not) done."""
+    return f"cdk.json: refused by the deployment ledger {ledger_path} ({outcome}):\n{err}"
 
 
 def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile:
@@ -136,7 +153,7 @@ def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile
         ledger = read_ledger_file(path)
         record_services(ledger, {config.table_name: config})
     except LedgerError as err:
-        raise LedgerError(refusal(path, err, "written")) from None
+        raise LedgerError(refusal(path, err, "nothing was written")) from None
     return ledger
 
 

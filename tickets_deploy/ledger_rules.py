@@ -156,13 +156,13 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
 
 
 def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
-    why = {
-        "start": "every lane's first ticket moves with start, so new lanes would overlap the numbers old "
+    why = {  # each follows "the ledger records X, cdk.json says Y.": a sentence of its own
+        "start": "Every lane's first ticket moves with start, so new lanes would overlap the numbers old "
         "lanes issued. To skip ahead, keep start and run `python -m tickets_admin raise {key} "
         "--above N` in each region",
-        "stride": "lanes interleave by stride; with another stride new lanes would overlap the numbers old "
+        "stride": "Lanes interleave by stride; with another stride new lanes would overlap the numbers old "
         "lanes issued",
-        "shards": "a key's lanes are laid out over its shards (step = stride x regionSlots x shards), so new "
+        "shards": "A key's lanes are laid out over its shards (step = stride x regionSlots x shards), so new "
         "lanes would reissue numbers the old ones issued",
     }
     problems = []

@@ -77,6 +77,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="cdk.json's `tickets` object itself, as JSON, in place of --config (tickets_local.testing passes it)",
     )
     parser.add_argument(
+        "--config-name",
+        default=None,
+        metavar="NAME",
+        help="what the answers call the config (a key strictKeys refuses names it; default: the --config path, "
+        "or, with --config-json, 'the --config-json config'; the test kit names the config a test passed)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         help="also print the handler's INFO logs and its EMF metrics lines, which carry the audit of each "
@@ -126,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             allow_reset=args.allow_reset,
             config=_config_json(args.config_json),
             play_callers=args.play_callers,
+            config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
         ).start()
         print(banner(server), flush=True)
         if args.config_json is None:

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from tickets_local.testing import LocalTickets
 
 ServerFactory = Callable[..., "LocalTickets"]
+# What the servers' answers call their config: the fixture a test overrides (a key strictKeys refuses names it).
+CONFIG_NAME = "tickets_config"
 
 
 def canonical_config(config: Mapping[str, Any]) -> str:
@@ -61,7 +63,9 @@ def tickets_servers() -> Iterator[ServerFactory]:
     def server(config: Mapping[str, Any], region: str | None = None, endpoint_url: str | None = None) -> LocalTickets:
         key = (canonical_config(config), region, endpoint_url)
         if key not in running:
-            running[key] = LocalTickets(copy.deepcopy(dict(config)), region=region, endpoint_url=endpoint_url).start()
+            running[key] = LocalTickets(
+                copy.deepcopy(dict(config)), region=region, endpoint_url=endpoint_url, config_name=CONFIG_NAME
+            ).start()
         return running[key]
 
     try:

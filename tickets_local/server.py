@@ -241,12 +241,20 @@ class LocalServer:
         allow_reset: bool = False,
         config: Mapping[str, Any] | None = None,
         play_callers: bool = False,
+        config_name: str | None = None,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
-        (unsigned without one); without, the rules are not enforced, as no request is signed here."""
+        (unsigned without one); without, the rules are not enforced, as no request is signed here.
+        `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
+        file's path, or, for `config`, "the config given to LocalServer"."""
+        if config_name is None:
+            config_name = str(config_path) if config is None else "the config given to LocalServer"
+        self.config_name = config_name
         self.deployment: LocalDeployment = (
-            load_deployment(config_path, region) if config is None else deployment_from_config(config, region)
+            load_deployment(config_path, region)
+            if config is None
+            else deployment_from_config(config, region, config_name)
         )
         self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
         self._address = (host, port)
@@ -327,6 +335,7 @@ class LocalServer:
             region=self.deployment.region,
             series_table=self.deployment.series_table,
             access=self._access(),
+            config_name=self.config_name,
         )
 
     def _access(self) -> Callable[[], Rules] | None:

@@ -59,6 +59,7 @@ class LocalTickets:
         verbose: bool = False,
         play_callers: bool = False,
         config_file: str | Path | None = None,
+        config_name: str | None = None,
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
@@ -66,7 +67,8 @@ class LocalTickets:
         interpreter to run it with (default: this one); `play_callers`: enforce the config's access rules,
         each request signed by the caller its client names (tickets_client's `play_caller`); `config_file` a
         cdk.json to read instead of `config`, with the ledger beside it (its epochs decide where changed
-        layouts start)."""
+        layouts start); `config_name` what the server's answers call the config (a key strictKeys refuses
+        names it; default: `config_file`'s path, or "the config given to LocalTickets")."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
@@ -74,6 +76,9 @@ class LocalTickets:
         self.verbose = verbose
         self.play_callers = play_callers
         self.config_file = config_file
+        self.config_name = config_name or (
+            str(config_file) if config_file is not None else "the config given to LocalTickets"
+        )
         self.banner = ""  # what the server printed when it started (url, backend, region, tables)
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -97,6 +102,7 @@ class LocalTickets:
             command += ["--config", str(self.config_file)]
         else:
             command += ["--config-json", json.dumps(self.config)]
+        command += ["--config-name", self.config_name]
         if self.region:
             command += ["--region", self.region]
         if self.endpoint_url:

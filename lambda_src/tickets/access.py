@@ -10,6 +10,13 @@ from typing import Any
 from .caller import iam_fields
 
 OPERATIONS = ("issue", "series", "void", "read")  # what each route does (routes.Route.operation)
+# Where a deployed function finds its rules: SSM parameters the stack writes (tickets_cdk/access_rules.py) and
+# access_store.py reads. Here, in a module with no AWS import, so that synthesis (which imports them) needs no
+# botocore.
+ACCESS_PARAMETERS_ENV = "TICKETS_ACCESS_PARAMETERS"  # comma-separated parameter names; unset: no rules
+ACCESS_DIGEST_ENV = "TICKETS_ACCESS_DIGEST"  # unread: new rules, new environment
+RULES_PARAMETER_BYTES = 4096  # an SSM standard-tier value's limit (the stack splits the rules by it)
+MAX_RULES_PARAMETERS = 10  # what one GetParameters call reads
 ACCOUNT_PATTERN = re.compile(r"[0-9]{12}")
 _PARTITION = r"aws(?:-cn|-us-gov|-iso|-iso-b)?"
 _IAM_NAME = r"[A-Za-z0-9+=,.@_-]{1,64}"

@@ -12,10 +12,6 @@ from botocore.config import Config
 from .access import Rules
 from .errors import Unavailable
 
-ACCESS_PARAMETERS_ENV = "TICKETS_ACCESS_PARAMETERS"  # comma-separated parameter names; unset: no rules
-ACCESS_DIGEST_ENV = "TICKETS_ACCESS_DIGEST"  # unread: new rules, new environment
-RULES_PARAMETER_BYTES = 4096  # an SSM standard-tier value's limit (the stack splits the rules by it)
-MAX_RULES_PARAMETERS = 10  # what one GetParameters call reads
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
 SSM_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=1, read_timeout=2)
 

@@ -74,18 +74,20 @@ def create_app(
     series_table: str | None = None,
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     access: Callable[[], Rules] | None = None,
+    config_name: str = "cdk.json",
 ) -> App:
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
     at random, unless a test pins them. `region`: the one GET /_health names; by default the
     function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
     the settings configure series. `clock`: what says which period a new series number falls in.
     `access`: the deployment's access rules (docs/how-to/access-rules.md), or an Unavailable error when
-    they cannot be read; None: every invoker may do everything."""
+    they cannot be read; None: every invoker may do everything. `config_name`: what refusals call the config
+    (a key strictKeys refuses names it): the local server and the test kit name theirs."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
-    issuer = Issuer(settings, CounterStore(client, counter_table), shuffle)
+    issuer = Issuer(settings, CounterStore(client, counter_table), shuffle, config_name)
     services = Services(
         settings=settings,
         issuer=issuer,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-from .access_store import ACCESS_PARAMETERS_ENV, StoredRules, ssm_client
+from .access import ACCESS_PARAMETERS_ENV
+from .access_store import StoredRules, ssm_client
 from .app import create_app, dynamodb_client
 from .errors import Unavailable
 from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SERIES_TABLE_ENV, SETTINGS_ENV, Settings

@@ -109,8 +109,17 @@ class Issued:
 
 
 class Issuer:
-    def __init__(self, settings: Settings, store: Store, shuffle: Callable[[list[Lane]], None] = random.shuffle):
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        shuffle: Callable[[list[Lane]], None] = random.shuffle,
+        config_name: str = "cdk.json",
+    ):
+        """`config_name`: what a refusal calls the config the settings came from (the local server names the
+        file it read, the test kit the config a test passed)."""
         self._settings = settings
+        self._config_name = config_name
         self._store = store
         self._shuffle = shuffle
         self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
@@ -189,7 +198,7 @@ class Issuer:
         if count > limit:
             raise BadRequest(
                 f"invalid count {echo_count(count)}: a block of {echo(key)} holds at most {limit} tickets"
-                " (maxBlock in cdk.json)"
+                f" (maxBlock in {self._config_name})"
             )
 
     def state(self, key: str) -> dict[str, Any]:
@@ -235,7 +244,8 @@ class Issuer:
         counter = self._settings.counter(key)
         if counter is None:
             raise NotFound(
-                f"unknown key {key!r}: strictKeys is on and only the keys in cdk.json (and the default key) are served"
+                f"unknown key {key!r}: strictKeys is on and only the keys in {self._config_name} (and the default key) "
+                "are served"
             )
         return counter
 

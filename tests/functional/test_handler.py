@@ -255,6 +255,7 @@ def test_a_body_over_the_limit_is_413(api):
 def test_strict_keys(deploy):
     api = deploy({**EXAMPLE_CONFIG, "strictKeys": True})
     assert_error(api.get("/unknown"), 404, "not_found")
+    assert "only the keys in cdk.json (and the default key) are served" in api.get("/unknown").body["message"]
     assert_error(api.get("/", query={"key": "unknown"}), 404, "not_found")
     assert_error(api.get("/_counters/unknown"), 404, "not_found")
     assert api.items() == []

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from common import PLUGIN_ENTRY_POINT
-from local_support import call
+from local_support import call, write_cdk_json
 from tickets_client.client import TicketsClient, TicketsError
 from tickets_local.server import RESET_PATH, LocalServer
 from tickets_local.testing import DEFAULT_CONFIG, LocalTickets, LocalTicketsError
@@ -126,6 +126,23 @@ def test_a_bad_config_fails_the_start_with_the_servers_message():
         LocalTickets({"regions": {"us-east-1": 0}, "counters": {"orders": {"start": "five"}}}).start()
     assert "tickets.counters.orders.start" in str(failed.value)
     assert "exited (1) before it listened" in str(failed.value)
+
+
+@pytest.mark.slow
+def test_a_key_strict_keys_refuses_names_the_config_it_came_from(tickets_servers, tmp_path):
+    """The test kit's config is the one the test passed (tickets_config), not a cdk.json; the local server's
+    is the file it read (`make serve`: cdk.json); a deployed function's, cdk.json (test_handler.py)."""
+    strict = {**CONFIG, "strictKeys": True, "counters": {"orders": {"start": 5000}, "big": {"maxBlock": 2}}}
+    kit = tickets_servers(strict)
+    refused = call(kit.url, "/nobody")
+    assert (refused.status, refused.json()["error"]) == (404, "not_found")
+    assert "only the keys in tickets_config (and the default key) are served" in refused.json()["message"]
+    too_many = call(kit.url, "/_blocks/big?count=3", method="POST").json()["message"]
+    assert too_many.endswith("(maxBlock in tickets_config)") and "cdk.json" not in refused.json()["message"]
+    config_file = write_cdk_json(tmp_path, strict)
+    with LocalServer(config_path=config_file) as server:
+        said = call(server.url, "/nobody").json()["message"]
+    assert f"only the keys in {config_file} (and the default key)" in said
 
 
 def test_the_default_config_is_one_region_one_lane_any_key():

@@ -1,4 +1,4 @@
-"""The tickets-cdk distribution as an index takes it: its wheel and sdist pass `twine check --strict`
+"""The tickets-server distribution as an index takes it: its wheel and sdist pass `twine check --strict`
 (a readme, project URLs, classifiers), the wheel passes check-wheel-contents (pyproject.toml's
 [tool.check-wheel-contents] names its top-level packages), and every package in it is typed (py.typed).
 The repository's address is one value in both pyprojects and the TypeScript client's package.json."""
@@ -37,8 +37,8 @@ def built(tmp_path_factory) -> dict[str, Path]:
     assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
     wheel, sdist = sorted(destination.glob("*.whl")), sorted(destination.glob("*.tar.gz"))
     assert [path.name for path in wheel + sdist] == [
-        f"tickets_cdk-{tickets.__version__}-py3-none-any.whl",
-        f"tickets_cdk-{tickets.__version__}.tar.gz",
+        f"tickets_server-{tickets.__version__}-py3-none-any.whl",
+        f"tickets_server-{tickets.__version__}.tar.gz",
     ]
     return {"wheel": wheel[0], "sdist": sdist[0]}
 

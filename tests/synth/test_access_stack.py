@@ -17,13 +17,8 @@ from aws_cdk.assertions import Template
 
 from access_support import FakeSsm, role_session, user
 from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, function_client
-from tickets.access_store import (
-    ACCESS_DIGEST_ENV,
-    ACCESS_PARAMETERS_ENV,
-    MAX_RULES_PARAMETERS,
-    RULES_PARAMETER_BYTES,
-    StoredRules,
-)
+from tickets.access import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
+from tickets.access_store import StoredRules
 from tickets.app import create_app
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT

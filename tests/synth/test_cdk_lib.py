@@ -286,37 +286,12 @@ def test_the_ledger_is_written_only_when_the_whole_app_synthesises(tmp_path):
     assert set(read_ledger_file(ledger).services["shop-orders"].counters) == {"orders"}
 
 
-@pytest.mark.slow
-def test_make_init_writes_for_the_reference_app_what_its_cdk_json_declares(tmp_path, capsys):
-    """`make init` runs `python -m tickets_cdk init`, which runs app.py (cdk.json's context, no ledger read):
-    the same first ledger as cdk.json's config recorded directly."""
-    import sys
-
-    from tickets_cdk.__main__ import main
-    from tickets_deploy.config import load_config_file
-    from tickets_deploy.ledger import init_ledger
-
-    for name in ("library", "direct"):
-        (tmp_path / name).mkdir()
-        shutil.copy(ROOT / "cdk.json", tmp_path / name / "cdk.json")
-    app = f"{sys.executable} {ROOT / 'app.py'}"
-    own_ledger = ROOT / "tickets.lock.json"
-    before = own_ledger.read_bytes() if own_ledger.exists() else None
-    assert main(["init", "--dir", str(tmp_path / "library"), "--app", app]) == 0
-    assert "tickets-counters: regionSlots 1, regions us-east-1 (slot 0), 2 counter(s)" in capsys.readouterr().out
-    init_ledger(tmp_path / "direct" / "tickets.lock.json", load_config_file(tmp_path / "direct" / "cdk.json"))
-    library = read_ledger_file(tmp_path / "library" / "tickets.lock.json")
-    assert library.services == read_ledger_file(tmp_path / "direct" / "tickets.lock.json").services
-    assert library.versions[0].change == "python -m tickets_cdk init"
-    assert (own_ledger.read_bytes() if own_ledger.exists() else None) == before  # app.py's own: not touched
-
-
 # --- a user's app, from the wheel ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def user_python() -> Path:
-    return installed_python()
+    return installed_python(extras=["cdk"])
 
 
 def _copy_example(tmp_path: Path, name: str) -> Path:
@@ -353,7 +328,7 @@ def test_the_wheel_installs_only_tickets_names_and_everything_it_reads():
     ).stdout.split()
     shipped = {name.removeprefix("lambda_src/") for name in tracked if Path(name).suffix in (".py", ".json", ".typed")}
     assert {name for name in names if not name.split("/")[0].endswith(".dist-info")} == shipped
-    assert wheel.name.startswith("tickets_cdk-" + tickets.__version__)
+    assert wheel.name.startswith("tickets_server-" + tickets.__version__)
 
 
 @pytest.mark.slow

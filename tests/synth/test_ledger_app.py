@@ -13,6 +13,7 @@ import pytest
 from ledger_examples import MAIN, MERGED, PR_A, PR_B, on, one_service
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import (
+    SYNTHESIS_REFUSED,
     LedgerFile,
     init_ledger,
     ledger_path_beside,
@@ -64,7 +65,10 @@ def test_app_without_a_ledger_stops_naming_make_init_then_records_then_refuses(a
     # A deleted ledger, or one looked for in the wrong place, is not taken for a new deployment.
     with pytest.raises(SystemExit) as stopped:
         app_module.main(_cdk_app(tickets, tmp_path / "none"), ledger_path)
-    assert "no ledger" in str(stopped.value.code) and "python -m tickets_cdk init" in str(stopped.value.code)
+    said = str(stopped.value.code)
+    assert "no ledger" in said and "  make init " in said and "  python -m tickets_cdk init " in said
+    # What the refusal says was not done is true of the assembly: no template, no ledger (staged assets may be).
+    assert f"({SYNTHESIS_REFUSED})" in said.splitlines()[0]
     assert not list((tmp_path / "none").glob("*.template.json")) and not ledger_path.exists()
 
     init_ledger(ledger_path, parse_config(tickets))

@@ -365,15 +365,6 @@ def test_an_empty_counters_object_stays_on_one_line():
     assert '      "counters": {},\n' in to_text(one_service(record(parse_config({"regions": {"us-east-1": 0}}), None)))
 
 
-def test_no_file_is_refused_naming_make_init_and_the_way_back(tmp_path):
-    with pytest.raises(LedgerError) as refused:
-        read_ledger(tmp_path / "tickets.lock.json")
-    assert "For a new deployment, `python -m tickets_cdk init` in the directory of cdk.json writes one" in str(
-        refused.value
-    )
-    assert "git checkout -- tickets.lock.json" in str(refused.value)
-
-
 def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
     """It cannot say whether unconfigured keys were ever served, so it is read as if they were."""
     old = (
@@ -687,3 +678,15 @@ def test_a_ledger_that_recorded_such_a_series_accepts_it_and_says_honestly_that_
     assert "there is no way out" in str(grown.value) and "Keep regionSlots 1 while it is configured" in str(grown.value)
     with pytest.raises(LedgerError, match=r"series\.invoices\.format: the ledger records 'INV-\{n:06\}'"):
         billing({**NO_SERIES_IN_ITS_IDS, "series": {"invoices": {"start": 1, "format": "INV-{series}-{n:06}"}}}, ledger)
+
+
+def test_no_file_is_refused_in_short_lines_naming_both_inits_and_the_way_back(tmp_path):
+    with pytest.raises(LedgerError) as missing:
+        read_ledger(tmp_path / "tickets.lock.json")
+    lines = str(missing.value).splitlines()
+    assert lines[0] == f"{tmp_path / 'tickets.lock.json'}: no ledger."
+    assert max(len(line) for line in lines[1:]) <= 100
+    commands = [line.split()[:4] for line in lines if line.startswith("  ")]
+    assert ["make", "init", "in", "a"] in commands  # this repository's
+    assert ["python", "-m", "tickets_cdk", "init"] in commands  # an app of one's own
+    assert "  git checkout -- tickets.lock.json" in lines

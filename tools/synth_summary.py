@@ -1,0 +1,68 @@
+"""What `cdk synth --quiet` wrote, said after it by `make synth`: each stack of the cloud assembly with its region,
+its template and its outputs, and the ledger version the stacks were synthesised with (their TicketsLedgerVersion
+output; `make deploy` checks it before CloudFormation starts). Read from the assembly's manifest and templates.
+
+    python tools/synth_summary.py cdk.out
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tickets_deploy.ledger import LEDGER_VERSION_OUTPUT
+
+STACK_ARTIFACT = "aws:cloudformation:stack"
+NESTED_ASSEMBLY = "cdk:cloud-assembly"
+
+
+def stacks(assembly: Path) -> list[dict[str, Any]]:
+    """Each stack of the assembly (nested assemblies, a CDK Stage's, included): name, region, template
+    file, output names and its ledger version (None: not a Tickets stack)."""
+    manifest = json.loads((assembly / "manifest.json").read_text(encoding="utf-8"))
+    found: list[dict[str, Any]] = []
+    for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
+        properties = artifact.get("properties", {})
+        if artifact.get("type") == NESTED_ASSEMBLY:
+            found += stacks(assembly / properties["directoryName"])
+        elif artifact.get("type") == STACK_ARTIFACT:
+            template_file = assembly / properties["templateFile"]
+            outputs = json.loads(template_file.read_text(encoding="utf-8")).get("Outputs", {})
+            version = outputs.get(LEDGER_VERSION_OUTPUT, {}).get("Value")
+            found.append(
+                {
+                    "name": properties.get("stackName", artifact_id),
+                    "region": artifact.get("environment", "").rsplit("/", 1)[-1],
+                    "template": template_file,
+                    "outputs": sorted(outputs),
+                    "ledger_version": version,
+                }
+            )
+    return found
+
+
+def summary(assembly: Path) -> str:
+    found = stacks(assembly)
+    versions = sorted({stack["ledger_version"] for stack in found if stack["ledger_version"] is not None})
+    ledger = f"ledger version {', '.join(versions)}" if versions else "no Tickets stack"
+    lines = [f"{assembly}: {len(found)} stack(s), {ledger}"]
+    for stack in found:
+        lines.append(f"  {stack['name']} ({stack['region']}): {stack['template']}")
+        lines.append(f"    outputs: {', '.join(stack['outputs']) or 'none'}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    assembly = Path(argv[0] if argv else "cdk.out")
+    try:
+        print(summary(assembly))
+    except (OSError, ValueError, KeyError) as err:
+        print(f"{assembly}: cannot read the cloud assembly ({err}); synthesise first (make synth)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
