@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,11 @@ from common import EXAMPLE_CONFIG
 from local_support import TICKETS_CONFIG, call
 from tickets import routes
 from tickets.settings import Settings
+from tickets_deploy import epochs
+from tickets_deploy.config import parse_config
+from tickets_deploy.ledger import record_services, write_ledger_file
 from tickets_local import openapi
+from tickets_local.events import PLAY_CALLER_HEADER
 from tickets_local.server import OPENAPI_PATH
 from tickets_local.testing import LocalTickets
 
@@ -83,14 +88,50 @@ def test_paths_and_methods_are_the_handlers_routes(deploy, name):
     assert set(dereference(allow, document)["schema"]["enum"]) == {route.allow for route in served}
 
 
-@pytest.fixture(scope="module", params=list(DOCUMENTS))
-def server(request, tickets_servers) -> LocalTickets:
-    """The test kit's local server (a process of its own) on the tests' config, without and with the
-    compatibility route."""
+PLAYED = "arn:aws:iam::111122223333:role/checkout"  # the caller every request of schemathesis's signs as
+# The tests' config with shards, series, access rules and a key moved to another layout above a fence (its
+# epoch recorded in the ledger beside cdk.json, as `python -m tickets_admin fence` records it): the answers
+# these add (lanes of every shard, an epoch and a fence in a counter's state, 403s) are schemathesis's too.
+LAYOUTS = {
+    **TICKETS_CONFIG,
+    "defaultKey": "orders",
+    "counters": {**TICKETS_CONFIG["counters"], "hot": {"start": 10, "stride": 5, "shards": 4}},
+    "access": {PLAYED: {"issue": ["*"], "read": ["*"], "series": ["vat-*"], "void": ["vat-*"]}},
+}
+FENCED = {**LAYOUTS, "counters": {**LAYOUTS["counters"], "orders": {"start": 5000, "shards": 3}}}
+
+
+def fenced_checkout(directory: Path) -> Path:
+    """cdk.json (FENCED) beside a ledger whose orders moved from LAYOUTS' layout above a fence at 6000."""
+    config_file = directory / "cdk.json"
+    config_file.write_text(json.dumps({"context": {"tickets": FENCED}}), encoding="utf-8")
+    before, after = parse_config(LAYOUTS), parse_config(FENCED)
+    ledger = record_services(None, {before.table_name: before})
+    fenced = epochs.record(
+        ledger.services[before.table_name],
+        [change.epoch(6000) for change in epochs.plan(after, ledger.services[before.table_name])],
+    )
+    write_ledger_file(
+        directory / "tickets.lock.json",
+        record_services(replace(ledger, services={before.table_name: fenced}), {after.table_name: after}),
+    )
+    return config_file
+
+
+@pytest.fixture(scope="module", params=[*DOCUMENTS, "layouts"])
+def server(request, tickets_servers, tmp_path_factory) -> Iterator[LocalTickets]:
+    """The test kit's local server (a process of its own) on the tests' config: without and with the
+    compatibility route, and with shards, series, access rules (its callers played) and a fenced key."""
+    if request.param == "layouts":
+        with LocalTickets(
+            config_file=fenced_checkout(tmp_path_factory.mktemp("layouts")), play_callers=True
+        ) as running:
+            yield running
+        return
     config = TICKETS_CONFIG if request.param == "default" else {**TICKETS_CONFIG, "compat": COMPAT}
     running = tickets_servers(config)
     running.reset()
-    return running
+    yield running
 
 
 @pytest.mark.slow
@@ -152,9 +193,11 @@ def test_schemathesis_finds_no_difference_between_the_document_and_the_code(serv
         "--request-timeout",
         "10",
         "--no-color",
+        *(["--header", f"{PLAY_CALLER_HEADER}: {PLAYED}"] if server.config_file is not None else []),
     ]
     environment = {
         **os.environ,
+        **({"TICKETS_PLAY_CALLER": PLAYED} if server.config_file is not None else {}),
         "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
     }
