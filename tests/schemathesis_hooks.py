@@ -10,6 +10,8 @@ on its own and cannot relate one to another:
   body's), any of them;
 - a series route (tag `series`) serves only the configured series (local_support.SERIES_KEY), and a
   void names a number the series issued (the hook takes one).
+With TICKETS_PLAY_CALLER set (a server started with --play-callers, its access rules enforced; schemathesis's
+own requests carry the caller through its --header option), the hook's own requests are signed by it too.
 Schemathesis draws every parameter independently, so a request it means to be valid breaks these
 rules by chance and is rightly refused (400, 422), which its positive_data_acceptance check would
 report. This hook makes such requests keep the rules, and nothing else: the values stay the ones drawn
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import MutableMapping
 from typing import Any
 from urllib.parse import unquote
@@ -29,6 +32,8 @@ import schemathesis
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 COMPAT_TAG = "compat"  # the compatibility route's tag, whatever its configured path
 SERIES_TAG = "series"
+PLAY_CALLER_HEADER = "x-tickets-play-caller"  # tickets_local.events (not imported: this runs in schemathesis)
+PLAYED_CALLER = os.environ.get("TICKETS_PLAY_CALLER")
 SERIES_KEY = "vat-invoices"  # the series of local_support.TICKETS_CONFIG (not imported: this runs in schemathesis)
 
 
@@ -91,7 +96,8 @@ def _void_an_issued_number(context: Any, case: Any, body: MutableMapping[str, An
         f"{base}/_series/{SERIES_KEY}",
         method="POST",
         headers={
-            IDEMPOTENCY_HEADER: hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+            IDEMPOTENCY_HEADER: hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest(),
+            **({PLAY_CALLER_HEADER: PLAYED_CALLER} if PLAYED_CALLER is not None else {}),
         },
     )
     with urllib.request.urlopen(issued, timeout=10) as answer:

@@ -1,26 +1,73 @@
-"""The API's OpenAPI document, for one deployment's settings: the paths from the route table
-(tickets.routes), everything else (operations, parameters, answers, errors) from openapi_parts.json.
+"""The API's OpenAPI document, for one deployment's settings, derived from the code: the paths, methods,
+parameters, request bodies and answers from the route table (tickets.routes), the answers' and bodies' shapes
+from their types (tickets.messages), a counter's config from CounterConfig and the config schema's field docs,
+the bounds from the constants the function checks, the error codes from tickets.errors. openapi_parts.json holds
+only prose: descriptions, examples, tags, servers, and which refusals each operation may answer.
 
-The local server serves the document of its config at GET /_local/openapi.json (with the compatibility
-route when configured, at its path). The repository's openapi.json is the document of the default config:
-`make generated` (or `python -m tickets_local.openapi > openapi.json`) writes it, and
-tests/functional/test_openapi.py checks it is current.
+The local server serves the document of its config at GET /_local/openapi.json (with the compatibility route
+when configured, at its path). The repository's openapi.json is the document of the default config: `make
+generated` (or `python -m tickets_local.openapi > openapi.json`) writes it, and tests/unit/test_api_document.py checks
+it is current.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import re
 import sys
+import types
+import typing
 from functools import cache
 from importlib import resources
 from typing import Any
 
 import tickets
-from tickets.routes import Route, served
-from tickets.settings import Settings
+from tickets import errors, keys, messages
+from tickets.routes import Query, Route, served
+from tickets.series import journal, requests
+from tickets.settings import COUNTER_ALWAYS_WRITTEN, MAX_SAFE_INTEGER, Settings
+from tickets_deploy.counter_fields import COUNTER_FIELDS
+from tickets_deploy.rules import MAX_TICKET
 
 PARTS = "openapi_parts.json"  # package data of tickets_local (pyproject.toml)
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+_EXAMPLE_KEY = "3f2b8c2e-8f7a-4f0e-9a53-0d2f4d1c9b7e"  # a UUID, as the document advises
+_REF = "#/components/schemas/"
+
+
+def _scalars() -> dict[str, dict[str, Any]]:
+    """The schemas of the scalars messages.py names (Annotated[..., "Name"]), from the bounds the code checks."""
+    count_lines = f"{{1,{keys.MAX_COUNT}}}"
+    return {
+        "Key": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": keys.MAX_KEY_CHARS,
+            "pattern": f"^{keys.KEY_PATTERN.pattern}$",
+            "description": keys.KEY_RULE,
+        },
+        "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
+        "BlockCount": {"type": "integer", "minimum": 1, "maximum": keys.MAX_BLOCK},
+        "Ticket": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_TICKET},
+        "Step": {"type": "integer", "minimum": 1},
+        "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
+        "SeriesName": {"type": "string", "minLength": 1, "maxLength": requests.MAX_SERIES_CHARS, "pattern": "^[^#]+$"},
+        "Time": {"type": "string", "format": "date-time"},
+        "Reason": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REASON_CHARS},
+        "Ref": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REF_CHARS},
+        "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
+        "IssuedText": {"type": "string", "pattern": f"^([0-9]+\\n){count_lines}$"},
+        "BareText": {"type": "string", "pattern": f"^[0-9]+(\\n[0-9]+){{0,{keys.MAX_COUNT - 1}}}$"},
+        "BlockText": {"type": "string", "pattern": "^[0-9]+ [0-9]+ [0-9]+\\n$"},
+        "IdempotencyKey": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": keys.MAX_IDEMPOTENCY_KEY_CHARS,
+            "pattern": f"^{keys.IDEMPOTENCY_KEY_PATTERN.pattern}$",
+        },
+    }
 
 
 @cache
@@ -29,41 +76,216 @@ def _parts() -> dict[str, Any]:
     return parts
 
 
+class _Schemas:
+    """components.schemas, filled as the operations name them: each message class and each scalar, once."""
+
+    def __init__(self, prose: dict[str, Any]):
+        self.prose = prose
+        self.defined: dict[str, Any] = {}
+        self.scalars = _scalars()
+
+    def ref(self, name: str, build: typing.Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        if name not in self.defined:
+            self.defined[name] = {}  # a placeholder first: a message may name itself through another
+            schema = build()
+            prose = self.prose.get(name, {})
+            self.defined[name] = {**schema, **{k: v for k, v in prose.items() if k != "properties"}}
+        return {"$ref": f"{_REF}{name}"}
+
+    def of(self, annotation: Any) -> dict[str, Any]:
+        """The schema of a type as messages.py writes it."""
+        origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
+        if origin in (typing.NotRequired, typing.Required):  # which fields a message requires: _message
+            return self.of(arguments[0])
+        if origin is typing.Annotated:
+            marker = annotation.__metadata__[0]
+            if isinstance(marker, str):
+                return self.ref(marker, lambda: self.scalars[marker])
+            return self.ref(marker.__name__, lambda: self._dataclass(marker))
+        if origin in (types.UnionType, typing.Union):
+            present = [argument for argument in arguments if argument is not type(None)]
+            return {"anyOf": [self.of(present[0]), {"type": "null"}]} if len(present) == 1 else {}
+        if origin is list:
+            return {"type": "array", "items": self.of(arguments[0])}
+        if origin is typing.Literal:
+            return {"const": arguments[0]} if len(arguments) == 1 else {"enum": list(arguments)}
+        if typing.is_typeddict(annotation):
+            return self.ref(annotation.__name__, lambda: self._message(annotation))
+        return {"type": {int: "integer", str: "string", bool: "boolean"}[annotation]}
+
+    def _message(self, message: Any) -> dict[str, Any]:
+        """A TypedDict: its fields, none other; the required ones are those it does not mark NotRequired."""
+        hints = typing.get_type_hints(message, include_extras=True)
+        described = self.prose.get(message.__name__, {}).get("properties", {})
+        properties = {name: self._described(self.of(hint), described.get(name)) for name, hint in hints.items()}
+        required = [name for name in hints if name in message.__required_keys__]
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            **({"required": required} if required else {}),
+            "properties": properties,
+        }
+
+    def _dataclass(self, config: Any) -> dict[str, Any]:
+        """A counter's config as the function answers it (CounterConfig.to_json): its attributes under their
+        camelCase names, each left out at its default unless every version writes it; described by the config
+        schema's field docs (cdk.json's) and the dataclass's own comments for the rest (openapi_parts.json)."""
+        described = {each.attribute: each.doc for each in COUNTER_FIELDS}
+        prose = self.prose.get(config.__name__, {}).get("properties", {})
+        properties, required = {}, []
+        for field in dataclasses.fields(config):
+            name = re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), field.name)
+            hint = typing.get_type_hints(config)[field.name]
+            schema = self.of(hint) if hint is not int else {"type": "integer", "minimum": 0, "maximum": MAX_TICKET}
+            properties[name] = self._described(schema, prose.get(name, described.get(field.name)))
+            if field.name in COUNTER_ALWAYS_WRITTEN:
+                required.append(name)
+        return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
+
+    @staticmethod
+    def _described(schema: dict[str, Any], description: str | None) -> dict[str, Any]:
+        return {**schema, "description": description} if description else schema
+
+
 def document(settings: Settings) -> dict[str, Any]:
     """The OpenAPI document of a deployment with these settings (only the compatibility path matters)."""
     parts = copy.deepcopy(_parts())
     doc: dict[str, Any] = parts["document"]
+    schemas = _Schemas(parts["schemas"])
     routes = served(settings)
-    doc["info"] = {"title": doc["info"]["title"], "version": tickets.__version__, **doc["info"]}
-    doc["components"]["headers"]["Allow"]["schema"]["enum"] = list(dict.fromkeys(route.allow for route in routes))
+    paths = {route.path: _path_item(route, parts, schemas) for route in routes}
     components = doc.pop("components")
-    return {**doc, "paths": {route.path: _path_item(route, parts) for route in routes}, "components": components}
+    components["headers"]["Allow"]["schema"]["enum"] = list(dict.fromkeys(route.allow for route in routes))
+    components["responses"] = {
+        name: _error_response(entry, schemas) for name, entry in parts["responses"].items() if _used(name, paths)
+    }
+    components["schemas"] = dict(sorted(schemas.defined.items()))
+    doc["info"] = {"title": doc["info"]["title"], "version": tickets.__version__, **doc["info"]}
+    return {**doc, "paths": paths, "components": components}
 
 
 def render(settings: Settings) -> bytes:
     return (json.dumps(document(settings), indent=2, ensure_ascii=False) + "\n").encode()
 
 
-def _path_item(route: Route, parts: dict[str, Any]) -> dict[str, Any]:
+def _used(response: str, paths: dict[str, Any]) -> bool:
+    return response == "MethodNotAllowed" or f'"#/components/responses/{response}"' in json.dumps(paths)
+
+
+def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
     """The route's operations: one per method, alike but for their ids and the request body (POST only)."""
-    operation = parts["operations"][route.handler.__name__]  # its documentation, by the handler's name
+    prose = parts["operations"].get(_function(route))
+    if prose is None:
+        raise ValueError(
+            f"{PARTS}: no `operations.{_function(route)}` for {route.describe()}: write its description, tags, "
+            "answer and errors there (the rest of its operation comes from the route table)"
+        )
+    described_as = {**parts["parameters"], **prose.get("parameters", {})}  # an operation's own words first
+    parameters = [
+        _parameter(Query(name, messages.Key, True), "path", described_as, schemas) for name in route.parameters
+    ]
+    parameters += [_parameter(query, "query", described_as, schemas) for query in route.query]
+    if route.idempotency_key is not None:
+        header = Query(IDEMPOTENCY_HEADER, messages.IdempotencyKey, required=route.idempotency_key == "required")
+        parameters.append({**_parameter(header, "header", described_as, schemas), "example": _EXAMPLE_KEY})
+    responses = {"200": _answer(route, prose, schemas)}
+    for name in prose["errors"]:
+        responses[_status(parts["responses"][name])] = {"$ref": f"#/components/responses/{name}"}
     item = {}
     for method in route.methods:
         described = {
             "operationId": _operation_id(route, method),
             "summary": route.summary,
-            "description": operation["description"],
-            "tags": operation["tags"],
-            "parameters": [parts["pathParameters"][name] for name in route.parameters] + operation["parameters"],
+            "description": prose["description"],
+            "tags": prose["tags"],
+            "parameters": parameters,
         }
-        if method == "POST" and "requestBody" in operation:
-            described["requestBody"] = operation["requestBody"]
-        item[method.lower()] = {**described, "responses": operation["responses"]}
+        if method == "POST" and route.body is not None:
+            described["requestBody"] = _request_body(route.body, parts, schemas)
+        item[method.lower()] = {**described, "responses": dict(sorted(responses.items()))}
     return item
 
 
+def _function(route: Route) -> str:
+    return route.handler.rsplit(".", 1)[1]
+
+
+def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: _Schemas) -> dict[str, Any]:
+    return {
+        "name": query.name,
+        "in": where,
+        "required": query.required,
+        "description": described_as[f"{where}:{query.name}"],
+        "schema": schemas.of(query.type),
+    }
+
+
+def _request_body(message: Any, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
+    body = {
+        "required": bool(message.__required_keys__),
+        **parts["requestBodies"].get(message.__name__, {}),
+        "content": {"application/json": {"schema": schemas.of(message)}},
+    }
+    return body
+
+
+def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
+    """The route's 200: its JSON answer and, where it has one, its text/plain answer."""
+    content = {}
+    if route.answer is not None:
+        content["application/json"] = {"schema": schemas.of(route.answer)}
+    if route.text is not None:
+        text = route.text
+        content["text/plain"] = {"schema": schemas.ref(text, lambda: schemas.scalars[text])}
+    return {
+        "description": prose["answer"],
+        "headers": {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}},
+        "content": content,
+    }
+
+
+# Every error a caller can meet, by its code: the classes the function raises (tickets.errors).
+def _error_classes() -> dict[str, type[errors.TicketsError]]:
+    found: dict[str, type[errors.TicketsError]] = {}
+    pending = [errors.TicketsError]
+    while pending:
+        error = pending.pop()
+        found[error.code] = error
+        pending.extend(error.__subclasses__())
+    return found
+
+
+def _status(entry: dict[str, Any]) -> str:
+    """The status of an error response: its codes' (one status), or, from the Function URL alone, the one
+    openapi_parts.json gives."""
+    if "status" in entry:
+        return str(entry["status"])
+    classes = _error_classes()
+    statuses = {classes[code].status for code in entry["errors"]}
+    if len(statuses) != 1:
+        raise ValueError(f"{entry['errors']}: one response, but the codes answer statuses {sorted(statuses)}")
+    return str(statuses.pop())
+
+
+def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
+    """An error response: the Error message with its codes; from the Function URL, AWS's own body too."""
+    response: dict[str, Any] = {"description": entry["description"]}
+    headers = {name: {"$ref": f"#/components/headers/{name.replace('-', '')}"} for name in entry.get("headers", [])}
+    if entry.get("cacheControl", True):
+        headers = {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}, **headers}
+    if headers:
+        response["headers"] = headers
+    if "errors" not in entry:  # the Function URL's own answer, in AWS's format
+        schema: dict[str, Any] = {"type": "object"}
+    else:
+        ours = {"allOf": [schemas.of(messages.Error), {"properties": {"error": {"enum": entry["errors"]}}}]}
+        schema = {"anyOf": [ours, {"type": "object"}]} if entry.get("fromFunctionUrl") else ours
+    response["content"] = {"application/json": {"schema": schema}}
+    return response
+
+
 def _operation_id(route: Route, method: str) -> str:
-    first, *rest = route.handler.__name__.split("_")
+    first, *rest = _function(route).split("_")
     suffix = method.capitalize() if len(route.methods) > 1 and method != route.methods[0] else ""
     return first + "".join(word.capitalize() for word in rest) + suffix
 

@@ -4,6 +4,7 @@ bench): its services and the dispatch by the route table (docs/explanation/desig
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 import random
 from collections.abc import Callable
@@ -15,10 +16,11 @@ from botocore.config import Config
 
 from . import routes, timing
 from .botocore_session import new_session
-from .dispatch import Dispatcher
+from .dispatch import Dispatcher, Handler
+from .errors import TicketsError
 from .issuer import Issuer
 from .sequence import Lane
-from .services import Services, logger, metrics
+from .services import Services, count_error, logger, metrics
 from .settings import Settings
 from .store import CounterStore
 
@@ -101,7 +103,8 @@ def create_app(
         clock=clock,
         access=access,
     )
-    dispatcher = Dispatcher(routes.served(settings), services)
+    served = routes.served(settings)
+    dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, services, report)
 
     @logger.inject_lambda_context(clear_state=True)
     @_traced
@@ -113,6 +116,20 @@ def create_app(
         return dispatcher.answer(event).to_result()
 
     return App(dynamodb, issuer, dispatcher, lambda_handler)
+
+
+def bind(handler: str) -> Handler:
+    """A route's handler by its name in the table, `module.function` of this package (its feature module)."""
+    module, function = handler.rsplit(".", 1)
+    bound: Handler = getattr(importlib.import_module(f".{module}", __package__), function)
+    return bound
+
+
+def report(answered: TicketsError, raised: Exception) -> None:
+    """What a refusal leaves: its code in the metrics line and the log; a crash's traceback too."""
+    if answered is not raised:
+        logger.exception("unhandled error")
+    count_error(answered)
 
 
 def _series_store(client: Any, table: str) -> SeriesStore:

@@ -10,7 +10,8 @@ from . import protocol
 from .errors import BadRequest
 from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
-from .services import Request, Response, Services, json_response, text_response
+from .services import Services
+from .wire import Request, Response, json_response, text_response
 
 
 def next_default_ticket(services: Services, request: Request) -> Response:
@@ -112,4 +113,5 @@ def _issue_and_record(services: Services, described: dict[str, Any]) -> dict[str
         correlation_id=services.logger.get_correlation_id(),
         tickets_left=issued.tickets_left,
     )
-    return issued.range_json() if described.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
+    answer = issued.range_json() if described.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
+    return dict(answer)  # as Idempotency-Key's records store and replay it: plain JSON

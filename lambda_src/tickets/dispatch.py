@@ -1,8 +1,10 @@
 """An event's answer by the route table (docs/explanation/design.md#routes): its handler, or 404, 405 or 400;
-every exception as the API's JSON error."""
+every exception as the API's JSON error. Plain Python: the handlers come bound (app.py binds them by name), and
+what a refusal leaves in the logs and metrics is the `report` the app gives."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import protocol
@@ -10,15 +12,35 @@ from .caller import iam_fields
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
 from .routes import Route, not_found_message, route_of
-from .services import Request, Response, Services, count_error, json_response, logger
+from .wire import Request, Response, json_response
+
+Handler = Callable[..., Response]  # (services, request, **path parameters) -> Response
+# (the error answered, what was raised): what a refusal leaves in the logs and metrics. They differ for a
+# crash, answered as a 500 `internal_error`; the report runs while the exception is being handled.
+Report = Callable[[TicketsError, Exception], None]
+
+
+def _unreported(answered: TicketsError, raised: Exception) -> None:
+    pass
 
 
 class Dispatcher:
-    def __init__(self, routes: tuple[Route, ...], services: Services):
+    def __init__(
+        self,
+        routes: tuple[Route, ...],
+        handlers: Mapping[str, Handler],
+        services: Any,
+        report: Report = _unreported,
+    ):
+        """`handlers`: by the routes' handler names; a route whose handler is missing is a KeyError here, when
+        the app is built, never on a request. `services`: what every handler is given first."""
         self.routes = routes
         self.services = services
+        self.report = report
         # Powertools' order, so answers are as they were: literal paths first, then the table's order.
-        self._ordered = tuple(sorted(routes, key=lambda route: bool(route.parameters)))
+        self._ordered = tuple(
+            (route, handlers[route.handler]) for route in sorted(routes, key=lambda route: bool(route.parameters))
+        )
 
     def answer(self, event: dict[str, Any]) -> Response:
         try:
@@ -28,27 +50,33 @@ class Dispatcher:
             routed = self._routed(method.upper(), path)
             if routed is None:
                 return self.unrouted(Request(normalised, method, path))
-            route, arguments = routed
+            route, handler, arguments = routed
             # The handler reads its operation from the request (Services.authorize): the table declares it.
-            return route.handler(self.services, Request(normalised, method, path, route.operation), **arguments)
+            return handler(self.services, Request(normalised, method, path, route.operation), **arguments)
         except Exception as err:
-            return refused(err)
+            return self.refused(err)
 
-    def _routed(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
-        """The route whose handler answers `method` on `path`, and its path parameters."""
-        for route in self._ordered:
+    def _routed(self, method: str, path: str) -> tuple[Route, Handler, dict[str, str]] | None:
+        """The route whose handler answers `method` on `path`, its handler and its path parameters."""
+        for route, handler in self._ordered:
             if method in route.methods and (arguments := route.arguments(path)) is not None:
-                return route, arguments
+                return route, handler, arguments
         return None
 
     def unrouted(self, request: Request) -> Response:
         route = route_of(request.path, self.routes)
         if route is None:
-            return error_response(NotFound(not_found_message(request.path, self.routes)))
+            return self.refused(NotFound(not_found_message(request.path, self.routes)))
         if request.method in route.methods:  # as sent: a lower-case `get` was 405 here, and stays so
             # A path segment with a character no URL carries (`"`, a backslash, ...): no key has them.
-            return error_response(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
-        return error_response(MethodNotAllowed(f"this path accepts {route.allow}", headers={"Allow": route.allow}))
+            return self.refused(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
+        return self.refused(MethodNotAllowed(f"this path accepts {route.allow}", headers={"Allow": route.allow}))
+
+    def refused(self, raised: Exception) -> Response:
+        """The JSON error of what was raised: a TicketsError as it says; anything else is a bug, a 500."""
+        answered = raised if isinstance(raised, TicketsError) else TicketsError(UNEXPECTED)
+        self.report(answered, raised)
+        return error_response(answered)
 
 
 def _normalised(event: dict[str, Any]) -> dict[str, Any]:
@@ -69,13 +97,8 @@ def _method(event: dict[str, Any]) -> str:
     return method
 
 
-def refused(err: Exception) -> Response:
-    if not isinstance(err, TicketsError):
-        logger.exception("unhandled error")
-        err = TicketsError("an unexpected error, logged: no ticket was handed out, but one may have been spent (a gap)")
-    return error_response(err)
+UNEXPECTED = "an unexpected error, logged: no ticket was handed out, but one may have been spent (a gap)"
 
 
 def error_response(err: TicketsError) -> Response:
-    count_error(err)
     return json_response(err.status, {"error": err.code, "message": err.message}, err.headers)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from . import __version__, protocol
-from .services import Request, Response, Services, json_response
+from .messages import Health
+from .services import Services
+from .wire import Request, Response, json_response
 
 
 def health(services: Services, request: Request) -> Response:
     protocol.no_query_nor_body("GET /_health", request.raw_query_string, request.body)
     settings = services.settings
-    body = {
+    body: Health = {
         "status": "ok",
         "version": __version__,
         "region": services.region,

@@ -17,11 +17,13 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Protocol
 
 from .errors import BadRequest, Exhausted, NotFound, Unavailable, echo, exhausted
 from .keys import echo_count
 from .lane_item import LAST, STEP
+from .messages import Block, CounterState, LaneState
+from .messages import Issued as IssuedAnswer
 from .sequence import Lane, lanes_of
 from .settings import CounterConfig, Settings
 
@@ -46,16 +48,6 @@ class Store(Protocol):
         """The new `last`; raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
-
-
-class LaneState(TypedDict):
-    """One lane in the answer of /_counters/{key}."""
-
-    counter: str  # the lane's item key
-    lane: int
-    first: int
-    step: int
-    last: int | None  # None: the lane has issued nothing
 
 
 @dataclass(frozen=True)
@@ -96,14 +88,14 @@ class Issued:
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> IssuedAnswer:
         """The answer of /{key}: the first ticket, and the list when there are more."""
-        body: dict[str, Any] = {"key": self.key, "ticket": self.first}
+        body: IssuedAnswer = {"key": self.key, "ticket": self.first}
         if self.count > 1:
             body["tickets"] = self.tickets
         return body
 
-    def range_json(self) -> dict[str, Any]:
+    def range_json(self) -> Block:
         """The answer of /_blocks/{key}: the block as a range, whatever its size."""
         return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
 
@@ -201,7 +193,7 @@ class Issuer:
                 f" (maxBlock in {self._config_name})"
             )
 
-    def state(self, key: str) -> dict[str, Any]:
+    def state(self, key: str) -> CounterState:
         counter, lanes = self._lanes(key)
         rows: list[LaneState] = []
         stored_steps: list[int | None] = []
@@ -223,7 +215,7 @@ class Issuer:
         if not stored_steps:
             raise NotFound(f"counter {key!r} has not issued a ticket in this region yet")
         issued = [row["last"] for row in rows if row["last"] is not None]
-        return {
+        state: CounterState = {
             "key": key,
             "last": max(issued) if issued else None,
             # As stored (after a config change it is not the configured one); an item code did not write may have none.
@@ -231,14 +223,11 @@ class Issuer:
             "config": counter.to_json(),
             "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
             "lanes": rows,
-            # After a layout change: the key's epoch, whose lanes begin at or above its fence
-            # (docs/explanation/epochs-and-fences.md).
-            **(
-                {"epoch": {"number": counter.epoch, "fence": counter.fence, "start": counter.start}}
-                if counter.epoch
-                else {}
-            ),
         }
+        if counter.fence is not None:  # after a layout change: the key's epoch, whose lanes begin at or above its
+            # fence (docs/explanation/epochs-and-fences.md)
+            state["epoch"] = {"number": counter.epoch, "fence": counter.fence, "start": counter.start}
+        return state
 
     def _counter(self, key: str) -> CounterConfig:
         counter = self._settings.counter(key)

@@ -8,11 +8,13 @@ from typing import TypeGuard
 
 from .errors import BadRequest, echo
 
-KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
-KEY_RULE = "1-100 characters from A-Z a-z 0-9 . _ : -, the first one a letter or digit"
+MAX_KEY_CHARS = 100
+KEY_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9._:-]{{0,{MAX_KEY_CHARS - 1}}}")
+KEY_RULE = f"1-{MAX_KEY_CHARS} characters from A-Z a-z 0-9 . _ : -, the first one a letter or digit"
 MAX_COUNT = 1000  # tickets listed in one answer of /{key}
 MAX_BLOCK = 1_000_000  # tickets in one range block of /_blocks/{key}, answered as first, last, step
-IDEMPOTENCY_KEY_PATTERN = re.compile(r"[\x20-\x7e]{1,128}")
+MAX_IDEMPOTENCY_KEY_CHARS = 128
+IDEMPOTENCY_KEY_PATTERN = re.compile(rf"[\x20-\x7e]{{1,{MAX_IDEMPOTENCY_KEY_CHARS}}}")
 
 
 def is_valid_key(key: object) -> TypeGuard[str]:

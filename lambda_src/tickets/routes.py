@@ -1,34 +1,45 @@
-"""The route table: each path, its methods, handler and operation; it drives the dispatch, `Allow`,
-the 404 and 405 texts and the API document's paths (docs/explanation/design.md#routes). `{name}` is a parameter;
-no key starts with `_` (keys.KEY_PATTERN): the prefix is the service's own routes'."""
+"""The route table: each path, its methods, its handler's name, its operation, and what it reads and answers;
+it drives the dispatch, `Allow`, the 404 and 405 texts and the API document (docs/explanation/design.md#routes). Data:
+the handlers are bound by name when the app is built (app.py), so the table imports only plain modules.
+`{name}` is a parameter; no key starts with `_` (keys.KEY_PATTERN): the prefix is the service's own routes'."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from . import counters, health
-from . import series_routes as series
-from .services import Response
+from . import messages
 from .settings import Settings
 
 RESERVED_PREFIX = "_"
-Handler = Callable[..., Response]
 # What a route does: the access rules' operation (Services.authorize, before any replay and any DynamoDB call).
 Operation = Literal["issue", "series", "void", "read", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
+class Query:
+    """A query parameter a route reads: its name and its value's type (messages.py)."""
+
+    name: str
+    type: Any
+    required: bool = False
+
+
+@dataclass(frozen=True)
 class Route:
     path: str  # an OpenAPI path template: literal segments and `{name}` segments
     methods: tuple[str, ...]
-    handler: Handler
+    handler: str  # `module.function` in this package: (services, request, **path parameters) -> Response
     summary: str
     operation: Operation
+    query: tuple[Query, ...] = ()
+    body: type | None = None  # the JSON body a POST may carry (messages.py)
+    answer: type | None = None  # its JSON answer (messages.py); None: text only
+    text: str | None = None  # the schema of its text/plain answer, when it has one
+    idempotency_key: Literal["optional", "required"] | None = None  # the Idempotency-Key header it takes
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -57,37 +68,91 @@ class Route:
         return _pattern(self.path).fullmatch(path) is not None
 
 
+# What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
+_TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
+_ISSUED: dict[str, Any] = {"answer": messages.Issued, "text": "IssuedText", "idempotency_key": "optional"}
+
 ROUTES = (
     Route(
         "/",
         ("GET", "POST"),
-        counters.next_default_ticket,
+        "counters.next_default_ticket",
         "Next ticket(s) of the default key, or of the key named",
         "issue",
+        _TICKET_QUERY,
+        messages.TicketRequest,
+        **_ISSUED,
     ),
-    Route("/{key}", ("GET", "POST"), counters.next_ticket, "Next ticket(s) of a key", "issue"),
     Route(
-        "/_blocks/{key}", ("GET", "POST"), counters.reserve_block, "Reserve a range block of a key's tickets", "issue"
+        "/{key}",
+        ("GET", "POST"),
+        "counters.next_ticket",
+        "Next ticket(s) of a key",
+        "issue",
+        _TICKET_QUERY,
+        messages.TicketRequest,
+        **_ISSUED,
     ),
     Route(
-        "/_counters/{key}", ("GET",), counters.counter_state, "A counter's state in this region; issues nothing", "read"
+        "/_blocks/{key}",
+        ("GET", "POST"),
+        "counters.reserve_block",
+        "Reserve a range block of a key's tickets",
+        "issue",
+        (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.BlockCount)),
+        messages.BlockRequest,
+        messages.Block,
+        "BlockText",
+        "optional",
     ),
-    Route("/_health", ("GET",), health.health, "The function's version, region and slot; issues nothing", "none"),
+    Route(
+        "/_counters/{key}",
+        ("GET",),
+        "counters.counter_state",
+        "A counter's state in this region; issues nothing",
+        "read",
+        answer=messages.CounterState,
+    ),
+    Route(
+        "/_health",
+        ("GET",),
+        "health.health",
+        "The function's version, region and slot; issues nothing",
+        "none",
+        answer=messages.Health,
+    ),
     Route(
         "/_series/{key}",
         ("POST",),
-        series.issue_series_number,
+        "series_routes.issue_series_number",
         "The next number of a series, with its journal entry",
         "series",
+        body=messages.SeriesRequest,
+        answer=messages.SeriesNumber,
+        idempotency_key="required",
     ),
     Route(
         "/_series/{key}/void",
         ("POST",),
-        series.void_series_number,
+        "series_routes.void_series_number",
         "Void a series number (recorded, never undone)",
         "void",
+        body=messages.VoidRequest,
+        answer=messages.JournalEntry,
     ),
-    Route("/_series/{key}/journal", ("GET",), series.series_journal, "A page of a series' journal, in order", "read"),
+    Route(
+        "/_series/{key}/journal",
+        ("GET",),
+        "series_routes.series_journal",
+        "A page of a series' journal, in order",
+        "read",
+        (
+            Query("series", messages.SeriesName, required=True),
+            Query("after", messages.Number),
+            Query("limit", messages.PageSize),
+        ),
+        answer=messages.JournalPage,
+    ),
 )
 
 
@@ -96,9 +161,13 @@ def compat_route(path: str) -> Route:
     return Route(
         f"/{path}",
         ("GET", "POST"),
-        counters.compat_ticket,
+        "counters.compat_ticket",
         "Next ticket of ?systemKey=, as the bare number (compatibility route)",
         "issue",
+        _TICKET_QUERY,
+        messages.TicketRequest,
+        text="BareText",
+        idempotency_key="optional",
     )
 
 

@@ -9,8 +9,10 @@ from . import protocol
 from .caller import caller
 from .errors import BadRequest, NotFound
 from .keys import require_idempotency_key
+from .messages import JournalPage
 from .series.config import SeriesConfig
-from .services import Request, Response, Services, json_response, series_metric
+from .services import Services, series_metric
+from .wire import Request, Response, json_response
 
 if TYPE_CHECKING:
     from .series.store import SeriesStore
@@ -75,7 +77,12 @@ def series_journal(services: Services, request: Request, key: str) -> Response:
     asked = series_requests.journal_request(request.raw_query_string)
     after = config.start - 1 if asked.after is None else asked.after
     entries, following = journal_page(journal.entries_after(key, asked.series, after, asked.limit), asked.limit)
-    body = {"key": key, "series": asked.series, "entries": [e.to_json() for e in entries], "next": following}
+    body: JournalPage = {
+        "key": key,
+        "series": asked.series,
+        "entries": [entry.to_json() for entry in entries],
+        "next": following,
+    }
     return json_response(200, body)
 
 

@@ -1,11 +1,9 @@
-"""What every handler is given (built by create_app) and reads, what it answers, and the process's
-Logger and Metrics. Request and Response are the Function URL's, in the shape Powertools' resolver
-built (it cost a fifth of a warm call: bench/README.md)."""
+"""What every handler is given (built by create_app), and the process's Logger and Metrics. What a handler
+reads and answers, the Function URL's request and response, is in wire.py."""
 
 from __future__ import annotations
 
 import datetime
-import json
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,76 +17,12 @@ from .errors import TicketsError, forbidden
 from .issuer import Issuer
 from .settings import Settings
 from .timing import Deadline
+from .wire import Request
 
 if TYPE_CHECKING:
     from .access import Rules
     from .idempotency import IdempotentIssue
     from .series.store import SeriesStore
-
-
-compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
-TEXT_PLAIN = "text/plain; charset=utf-8"
-APPLICATION_JSON = "application/json"
-
-
-@dataclass(frozen=True)
-class Request:
-    event: dict[str, Any]  # with its path normalised
-    method: str
-    path: str
-    operation: str = "none"  # its route's (routes.Route.operation), set by the dispatch
-
-    @property
-    def raw_query_string(self) -> str | None:
-        query: str | None = self.event.get("rawQueryString")
-        return query
-
-    @property
-    def body(self) -> str | None:
-        body: str | None = self.event.get("body")
-        return body
-
-    @property
-    def is_base64_encoded(self) -> bool:
-        return bool(self.event.get("isBase64Encoded"))
-
-    @property
-    def headers(self) -> dict[str, str]:
-        # A Function URL lower-cases header names.
-        headers: dict[str, str] = self.event.get("headers") or {}
-        return headers
-
-    @property
-    def request_id(self) -> str | None:
-        request_id: str | None = (self.event.get("requestContext") or {}).get("requestId")
-        return request_id
-
-
-@dataclass(frozen=True)
-class Response:
-    status: int
-    content_type: str
-    body: str
-    headers: dict[str, str] = field(default_factory=dict)
-
-    def to_result(self) -> dict[str, Any]:
-        # A cached GET would hand one ticket to two callers.
-        headers = {**self.headers, "Content-Type": self.content_type, "Cache-Control": "no-store"}
-        return {
-            "statusCode": self.status,
-            "body": self.body,
-            "isBase64Encoded": False,
-            "headers": headers,
-            "cookies": [],
-        }
-
-
-def json_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
-    return Response(status, APPLICATION_JSON, compact_json(body), headers or {})
-
-
-def text_response(text: str) -> Response:
-    return Response(200, TEXT_PLAIN, text)
 
 
 # Lambda's own Invocations metric counts requests; a refusal or a state read adds no metric of ours.

@@ -183,6 +183,8 @@ def test_migrate_raises_a_fenced_key_and_verify_counts_every_epoch_s_tickets(dep
         AttributeDefinitions=[{"AttributeName": "systemKey", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
+    # dynalite creates a table asynchronously, even with --createTableMs 0: a put before it is ACTIVE is refused.
+    deployment.client.get_waiter("table_exists").wait(TableName=legacy, WaiterConfig={"Delay": 0.1, "MaxAttempts": 100})
 
     def old_counter(value: int) -> None:
         item = {"systemKey": {"S": "orders"}, "counter": {"N": str(value)}}

@@ -1,7 +1,8 @@
-"""The OpenAPI document (tickets_local/openapi.py): valid, generated from the route table for each config
-(openapi.json is the default config's), with exactly the handler's routes and error codes, served by the
-local server for its config, and true of the running code by schemathesis (`st run`, every check) over real
-HTTP, without and with the compatibility route."""
+"""The OpenAPI document (tickets_local/openapi.py) against the running code: exactly the handler's routes and
+methods, served by the local server for its config, and true of the running code by schemathesis (`st run`,
+every check) over real HTTP, without and with the compatibility route, and on a config with shards, series,
+access rules and a fenced key. The document's own checks (valid, current, derived): tests/unit/test_api_document.py;
+the handler's answers against it: test_openapi_answers.py."""
 
 from __future__ import annotations
 
@@ -11,17 +12,21 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from openapi_spec_validator import validate
 
 from common import EXAMPLE_CONFIG
 from local_support import TICKETS_CONFIG, call
-from tickets import __version__, errors, routes
+from tickets import routes
 from tickets.settings import Settings
+from tickets_deploy import epochs
+from tickets_deploy.config import parse_config
+from tickets_deploy.ledger import record_services, write_ledger_file
 from tickets_local import openapi
+from tickets_local.events import PLAY_CALLER_HEADER
 from tickets_local.server import OPENAPI_PATH
 from tickets_local.testing import LocalTickets
 
@@ -58,40 +63,6 @@ def operations(document: dict[str, Any] = DOCUMENT) -> Iterator[tuple[str, str, 
                 yield path, method, operation
 
 
-def error_codes(response: dict[str, Any]) -> set[str]:
-    """The `error` codes an error answer may carry; none for an answer that is not an error of ours."""
-    schema = dereference(response).get("content", {}).get("application/json", {}).get("schema", {})
-    codes = set()
-    for branch in schema.get("anyOf", [schema]):  # anyOf: ours, or the Function URL's own (403)
-        parts = branch.get("allOf", [])
-        if {"$ref": "#/components/schemas/Error"} in parts:
-            codes |= {code for part in parts for code in part.get("properties", {}).get("error", {}).get("enum", [])}
-    return codes
-
-
-@pytest.mark.parametrize("document", [DOCUMENT, COMPAT_DOCUMENT], ids=DOCUMENTS)
-def test_the_documents_are_valid_openapi(document):
-    validate(document)
-    assert document["openapi"].startswith("3.1.")
-    assert document["info"]["version"] == __version__
-
-
-def test_openapi_json_is_the_default_configs_document():
-    """The repository's openapi.json is generated, never edited: `make generated` writes it (tools/generate.py)."""
-    assert (REPO / "openapi.json").read_bytes() == openapi.render(Settings()), (
-        "openapi.json is out of date: run `make generated` (tools/generate.py) and commit what it writes"
-    )
-
-
-def test_the_compat_route_is_documented_only_when_configured_at_its_literal_path():
-    assert set(COMPAT_DOCUMENT["paths"]) - set(DOCUMENT["paths"]) == {"/v1.counter"}
-    assert set(DOCUMENT["paths"]) <= set(COMPAT_DOCUMENT["paths"])
-    assert {operation["operationId"] for _, _, operation in operations(COMPAT_DOCUMENT)} - {
-        operation["operationId"] for _, _, operation in operations()
-    } == {"compatTicket", "compatTicketPost"}
-    assert "`compat`" in DOCUMENT["info"]["description"]  # how compat adds a route
-
-
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_paths_and_methods_are_the_handlers_routes(deploy, name):
     """Both ways, for the default and a compat config: the dispatch serves exactly the route table's
@@ -117,41 +88,50 @@ def test_paths_and_methods_are_the_handlers_routes(deploy, name):
     assert set(dereference(allow, document)["schema"]["enum"]) == {route.allow for route in served}
 
 
-def test_error_statuses_and_codes_are_errors_py():
-    classes, seen = [errors.TicketsError], []
-    while classes:
-        cls = classes.pop()
-        seen.append(cls)
-        classes.extend(cls.__subclasses__())
-    in_code = {(cls.status, cls.code) for cls in seen}
-    documented = {
-        (int(status), code)
-        for _, _, operation in operations(COMPAT_DOCUMENT)
-        for status, response in operation["responses"].items()
-        for code in error_codes(response)
-    }
-    # 405 belongs to no documented operation: it answers the methods a path does not list.
-    documented |= {(405, code) for code in error_codes(DOCUMENT["components"]["responses"]["MethodNotAllowed"])}
-    assert documented == in_code
+PLAYED = "arn:aws:iam::111122223333:role/checkout"  # the caller every request of schemathesis's signs as
+# The tests' config with shards, series, access rules and a key moved to another layout above a fence (its
+# epoch recorded in the ledger beside cdk.json, as `python -m tickets_admin fence` records it): the answers
+# these add (lanes of every shard, an epoch and a fence in a counter's state, 403s) are schemathesis's too.
+LAYOUTS = {
+    **TICKETS_CONFIG,
+    "defaultKey": "orders",
+    "counters": {**TICKETS_CONFIG["counters"], "hot": {"start": 10, "stride": 5, "shards": 4}},
+    "access": {PLAYED: {"issue": ["*"], "read": ["*"], "series": ["vat-*"], "void": ["vat-*"]}},
+}
+FENCED = {**LAYOUTS, "counters": {**LAYOUTS["counters"], "orders": {"start": 5000, "shards": 3}}}
 
 
-def test_every_answer_of_ours_says_no_store_and_503_says_when_to_retry():
-    for path, method, operation in operations(COMPAT_DOCUMENT):
-        for status, response in operation["responses"].items():
-            headers = dereference(response).get("headers", {})
-            ours = status == "200" or error_codes(response)
-            assert not ours or "Cache-Control" in headers, (path, method, status)
-            assert (status == "503") == ("Retry-After" in headers), (path, method, status)
+def fenced_checkout(directory: Path) -> Path:
+    """cdk.json (FENCED) beside a ledger whose orders moved from LAYOUTS' layout above a fence at 6000."""
+    config_file = directory / "cdk.json"
+    config_file.write_text(json.dumps({"context": {"tickets": FENCED}}), encoding="utf-8")
+    before, after = parse_config(LAYOUTS), parse_config(FENCED)
+    ledger = record_services(None, {before.table_name: before})
+    fenced = epochs.record(
+        ledger.services[before.table_name],
+        [change.epoch(6000) for change in epochs.plan(after, ledger.services[before.table_name])],
+    )
+    write_ledger_file(
+        directory / "tickets.lock.json",
+        record_services(replace(ledger, services={before.table_name: fenced}), {after.table_name: after}),
+    )
+    return config_file
 
 
-@pytest.fixture(scope="module", params=list(DOCUMENTS))
-def server(request, tickets_servers) -> LocalTickets:
-    """The test kit's local server (a process of its own) on the tests' config, without and with the
-    compatibility route."""
+@pytest.fixture(scope="module", params=[*DOCUMENTS, "layouts"])
+def server(request, tickets_servers, tmp_path_factory) -> Iterator[LocalTickets]:
+    """The test kit's local server (a process of its own) on the tests' config: without and with the
+    compatibility route, and with shards, series, access rules (its callers played) and a fenced key."""
+    if request.param == "layouts":
+        with LocalTickets(
+            config_file=fenced_checkout(tmp_path_factory.mktemp("layouts")), play_callers=True
+        ) as running:
+            yield running
+        return
     config = TICKETS_CONFIG if request.param == "default" else {**TICKETS_CONFIG, "compat": COMPAT}
     running = tickets_servers(config)
     running.reset()
-    return running
+    yield running
 
 
 @pytest.mark.slow
@@ -171,7 +151,7 @@ def test_the_document_needs_nothing_outside_the_packages(tmp_path):
     """An installed tickets_local (from a wheel) has no openapi.json beside it: copied alone with the Lambda
     package, away from the repository, it still builds the document, from its own package data."""
     site = tmp_path / "site"
-    for package in (REPO / "lambda_src" / "tickets", REPO / "tickets_local"):
+    for package in (REPO / "lambda_src" / "tickets", REPO / "tickets_deploy", REPO / "tickets_local"):
         shutil.copytree(package, site / package.name, ignore=shutil.ignore_patterns("__pycache__"))
     script = (
         "import sys, tickets.settings as s, tickets_local.openapi as o; sys.stdout.buffer.write(o.render(s.Settings()))"
@@ -213,9 +193,11 @@ def test_schemathesis_finds_no_difference_between_the_document_and_the_code(serv
         "--request-timeout",
         "10",
         "--no-color",
+        *(["--header", f"{PLAY_CALLER_HEADER}: {PLAYED}"] if server.config_file is not None else []),
     ]
     environment = {
         **os.environ,
+        **({"TICKETS_PLAY_CALLER": PLAYED} if server.config_file is not None else {}),
         "SCHEMATHESIS_HOOKS": "schemathesis_hooks",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])),
     }

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..messages import JournalEntry, SeriesNumber
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 
@@ -71,16 +72,16 @@ class Entry:
     id: str | None = None
     void: Void | None = None
 
-    def answer(self) -> dict[str, Any]:
+    def answer(self) -> SeriesNumber:
         """What POST /_series/{key} answers."""
-        answer: dict[str, Any] = {"key": self.key, "series": self.series, "ticket": self.ticket}
+        answer: SeriesNumber = {"key": self.key, "series": self.series, "ticket": self.ticket}
         if self.id is not None:
             answer["id"] = self.id
         return answer
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JournalEntry:
         """The entry as the journal route and `tickets_admin journal` give it."""
-        encoded: dict[str, Any] = {
+        encoded: JournalEntry = {
             **self.answer(),
             "time": self.time,
             "caller": self.caller,

@@ -13,6 +13,7 @@ from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
 DEFAULT_PAGE = 100
+MAX_SERIES_CHARS = 32  # a period's name (2026, 2026-27) or `all`, with -rSLOT
 MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
 
 
@@ -84,7 +85,7 @@ def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example
 
 def _series(value: Any) -> str:
     # A series name is a period's name (2026, 2026-27), `all`, either with -rSLOT: short, no `#`.
-    if not isinstance(value, str) or not 1 <= len(value) <= 32 or "#" in value:
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_SERIES_CHARS or "#" in value:
         raise BadRequest(f"invalid series {echo(value)}: a series name is as POST /_series/{{key}} answers it")
     return value
 

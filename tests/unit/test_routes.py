@@ -1,16 +1,19 @@
-"""The route table (lambda_src/tickets/routes.py): literal paths, the reserved `_` prefix, `Allow` and the 404 texts."""
+"""The route table (lambda_src/tickets/routes.py): literal paths, the reserved `_` prefix, `Allow` and the 404 texts.
+The table is data (handlers by name), so it is checked here, in the unit tier."""
 
 from __future__ import annotations
 
+import ast
+import sys
 from pathlib import Path
 
 import pytest
 
-from tickets import counters
 from tickets.routes import ROUTES, compat_route, not_found_message, route_of, served
 from tickets.settings import Settings
 
 COMPAT = served(Settings(compat_path="v1.counter"))
+PACKAGE = Path(__file__).resolve().parents[2] / "lambda_src" / "tickets"
 
 
 @pytest.mark.parametrize(
@@ -36,16 +39,16 @@ def test_the_route_of_a_path_and_its_allow(path, allow):
 def test_a_literal_path_matches_only_itself():
     """The dispatch compiles a path into a regular expression: `v1.counter` must be escaped, or it would
     also match /v1-counter and take that key's requests."""
-    assert route_of("/v1.counter", COMPAT).handler is counters.compat_ticket
+    assert route_of("/v1.counter", COMPAT).handler == "counters.compat_ticket"
     for other in ("/v1-counter", "/v1_counter", "/v1xcounter"):
-        assert route_of(other, COMPAT).handler is counters.next_ticket, other
+        assert route_of(other, COMPAT).handler == "counters.next_ticket", other
     compat = compat_route("v1.counter")
     assert compat.arguments("/v1.counter") == {} and compat.arguments("/v1-counter") is None
 
 
 def test_the_compat_route_only_when_configured():
     assert [route.handler for route in served(Settings())] == [route.handler for route in ROUTES]
-    assert [route.path for route in COMPAT if route.handler is counters.compat_ticket] == ["/v1.counter"]
+    assert [route.path for route in COMPAT if route.handler == "counters.compat_ticket"] == ["/v1.counter"]
 
 
 def test_the_dispatch_reads_path_parameters_as_the_resolver_did():
@@ -97,3 +100,45 @@ def test_the_api_reference_lists_every_route():
     for route in ROUTES:
         row = "".join(f"`{method}` or " for method in route.methods[:-1]) + f"`{route.methods[-1]} {route.path}"
         assert f"| {row}" in table, row
+
+
+def _imported_at_module_level(module: str) -> set[str]:
+    """Every module `module` of the Lambda package imports when it is imported (its own by full name)."""
+    path = PACKAGE / (module.removeprefix("tickets.").replace(".", "/") + ".py")
+    if not path.exists():
+        path = path.with_suffix("") / "__init__.py"
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+            name = ".".join(part for part in (base, node.module or "") if part)
+            ours = [f"{name}.{alias.name}" for alias in node.names if name == "tickets" or node.level]
+            found |= {name, *(each for each in ours if _is_module(each))}
+    return found
+
+
+def _is_module(name: str) -> bool:
+    relative = name.removeprefix("tickets.").replace(".", "/")
+    return (PACKAGE / f"{relative}.py").exists() or (PACKAGE / relative / "__init__.py").exists()
+
+
+@pytest.mark.parametrize("entry", ["tickets.routes", "tickets.dispatch", "tickets.messages", "tickets.wire"])
+def test_importing_the_table_and_the_dispatch_needs_only_the_standard_library(entry):
+    """The table is data and its dispatch plain Python: everything they import, followed through the package,
+    is the standard library's or the package's own, so they (and the API document) are checked in this tier."""
+    seen, pending, foreign = set(), [entry], set()
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for imported in _imported_at_module_level(module):
+            top = imported.split(".")[0]
+            if top == "tickets" and _is_module(imported):
+                pending.append(imported)
+            elif top not in sys.stdlib_module_names and top != "tickets":
+                foreign.add(f"{module} imports {imported}")
+    assert not foreign, sorted(foreign)

@@ -1,0 +1,134 @@
+"""The API's JSON messages: every request body a route reads and every answer it gives, as types. The handlers
+build their answers as these (mypy holds them to it), and the API document's schemas are derived from them
+(tickets_local/openapi.py), so the document cannot describe a shape the function does not answer.
+
+A string in `Annotated` names the document's schema for a scalar whose bounds the code fixes elsewhere (a key's
+pattern in keys.py, a count's bound, a ticket's range); a class there (CounterConfig) is described from its
+fields. Plain typing, no AWS: the route table names these classes, and imports nothing else. No `from __future__
+import annotations` here: TypedDict reads NotRequired from evaluated annotations only (before Python 3.14)."""
+
+from collections.abc import Mapping
+from typing import Annotated, Literal, NotRequired, TypedDict
+
+from .settings import CounterConfig
+
+Key = Annotated[str, "Key"]
+Ticket = Annotated[int, "Ticket"]
+Count = Annotated[int, "Count"]
+BlockCount = Annotated[int, "BlockCount"]
+Step = Annotated[int, "Step"]
+SeriesName = Annotated[str, "SeriesName"]
+Number = Annotated[int, "Number"]  # a series number: 1, 2, 3, ... within its series
+Time = Annotated[str, "Time"]
+PageSize = Annotated[int, "PageSize"]
+IdempotencyKey = Annotated[str, "IdempotencyKey"]
+Reason = Annotated[str, "Reason"]
+Ref = Annotated[str, "Ref"]
+
+
+class TicketRequest(TypedDict, total=False):
+    key: Key
+    count: Count
+
+
+class BlockRequest(TypedDict, total=False):
+    key: Key
+    count: BlockCount
+
+
+class SeriesRequest(TypedDict, total=False):
+    ref: Ref
+
+
+class VoidRequest(TypedDict):
+    series: SeriesName
+    ticket: Number
+    reason: Reason
+
+
+class Issued(TypedDict):
+    key: Key
+    ticket: Ticket
+    tickets: NotRequired[list[Ticket]]
+
+
+class Block(TypedDict):
+    key: Key
+    first: Ticket
+    last: Ticket
+    step: Step
+    count: BlockCount
+
+
+class LaneState(TypedDict):
+    counter: str
+    lane: int
+    first: Ticket
+    step: int
+    last: Ticket | None
+
+
+class RegionSlot(TypedDict):
+    slot: int
+    slots: int
+
+
+class EpochState(TypedDict):
+    number: int
+    fence: Ticket
+    start: Ticket
+
+
+class CounterState(TypedDict):
+    key: Key
+    last: Ticket | None
+    step: int
+    config: Annotated[Mapping[str, int], CounterConfig]
+    region: RegionSlot
+    lanes: list[LaneState]
+    epoch: NotRequired[EpochState]
+
+
+class Health(TypedDict):
+    status: Literal["ok"]
+    version: str
+    region: str | None
+    slot: int
+    slots: int
+
+
+class Error(TypedDict):
+    error: str
+    message: str
+
+
+class SeriesNumber(TypedDict):
+    key: Key
+    series: SeriesName
+    ticket: Number
+    id: NotRequired[str]
+
+
+class Void(TypedDict):
+    by: str
+    at: Time
+    reason: Reason
+
+
+class JournalEntry(TypedDict):
+    key: Key
+    series: SeriesName
+    ticket: Number
+    id: NotRequired[str]
+    time: Time
+    caller: str
+    idempotencyKey: str
+    ref: Ref | None
+    voided: Void | None
+
+
+class JournalPage(TypedDict):
+    key: Key
+    series: SeriesName
+    entries: list[JournalEntry]
+    next: Number | None

@@ -1,0 +1,74 @@
+"""What crosses the wire: the Function URL request as a handler reads it, and the response it answers.
+Plain Python (no framework, no AWS): the route table's dispatch and its tests need nothing else. In the
+shape Powertools' resolver built (building them with it cost a fifth of a warm call: bench/README.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
+TEXT_PLAIN = "text/plain; charset=utf-8"
+APPLICATION_JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class Request:
+    event: dict[str, Any]  # with its path normalised
+    method: str
+    path: str
+    operation: str = "none"  # its route's (routes.Route.operation), set by the dispatch
+
+    @property
+    def raw_query_string(self) -> str | None:
+        query: str | None = self.event.get("rawQueryString")
+        return query
+
+    @property
+    def body(self) -> str | None:
+        body: str | None = self.event.get("body")
+        return body
+
+    @property
+    def is_base64_encoded(self) -> bool:
+        return bool(self.event.get("isBase64Encoded"))
+
+    @property
+    def headers(self) -> dict[str, str]:
+        # A Function URL lower-cases header names.
+        headers: dict[str, str] = self.event.get("headers") or {}
+        return headers
+
+    @property
+    def request_id(self) -> str | None:
+        request_id: str | None = (self.event.get("requestContext") or {}).get("requestId")
+        return request_id
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def to_result(self) -> dict[str, Any]:
+        # A cached GET would hand one ticket to two callers.
+        headers = {**self.headers, "Content-Type": self.content_type, "Cache-Control": "no-store"}
+        return {
+            "statusCode": self.status,
+            "body": self.body,
+            "isBase64Encoded": False,
+            "headers": headers,
+            "cookies": [],
+        }
+
+
+def json_response(status: int, body: Mapping[str, object], headers: dict[str, str] | None = None) -> Response:
+    return Response(status, APPLICATION_JSON, compact_json(body), headers or {})
+
+
+def text_response(text: str) -> Response:
+    return Response(200, TEXT_PLAIN, text)
