@@ -1,9 +1,11 @@
 """The Lambda code asset: the installed `tickets` package (the handler and its plain modules), nothing else.
 
 The package is found where Python imports it from (site-packages after `pip install`, lambda_src/ in a
-clone), copied without bytecode into a staging directory whose top level is `tickets/`, as Lambda
-imports it (handler `tickets.handler.lambda_handler`). CDK hashes the staged files, so the directory's
-own name never reaches a template.
+clone), and written without bytecode into a staging directory whose top level is `tickets/`, as Lambda
+imports it (handler `tickets.handler.lambda_handler`). Each Python file is written without its comments and
+docstrings, every line where it was (tickets_cdk/strip.py says why that is safe): the function gets the code,
+the source keeps the explanations. CDK hashes the staged files (their names and bytes), so the directory's own
+name never reaches a template, and the same package gives the same asset hash on every machine.
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ from pathlib import Path
 
 import tickets
 
+from .strip import strip_python_file
+
 HANDLER = "tickets.handler.lambda_handler"
 PACKAGE = Path(tickets.__file__).resolve().parent
 
 
 def asset_files(package: Path = PACKAGE) -> dict[str, Path]:
-    """Archive name (`tickets/...`) -> file, for every file of the asset: the package minus bytecode."""
+    """Archive name (`tickets/...`) -> source file, for every file of the asset: the package minus bytecode."""
     return {
         f"{package.name}/{path.relative_to(package).as_posix()}": path
         for path in sorted(package.rglob("*"))
@@ -29,13 +33,27 @@ def asset_files(package: Path = PACKAGE) -> dict[str, Path]:
     }
 
 
+def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
+    """Archive name -> what the function gets: each Python file stripped of comments and docstrings, any other
+    file (py.typed) as it is."""
+    return {
+        name: strip_python_file(path.read_bytes(), name) if path.suffix == ".py" else path.read_bytes()
+        for name, path in asset_files(package).items()
+    }
+
+
+def write_asset(destination: Path, package: Path = PACKAGE) -> Path:
+    """asset_contents() written under `destination` (`destination/tickets/...`), which it returns."""
+    for name, content in asset_contents(package).items():
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    return destination
+
+
 @functools.cache
 def asset_directory() -> str:
-    """A directory holding exactly asset_files(), made once per process and removed at its exit."""
+    """A directory holding exactly asset_contents(), made once per process and removed at its exit."""
     root = Path(tempfile.mkdtemp(prefix="tickets-asset-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
-    for name, path in asset_files().items():
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-    return str(root)
+    return str(write_asset(root))

@@ -52,6 +52,9 @@ log = logging.getLogger("tickets_local")
 LISTEN_BACKLOG = 128
 IDLE_KEEP_ALIVE_SECONDS = 30
 _MAX_CHUNK_LINE = 1024
+# A request line without a version ("GET /path"): http.server takes it for HTTP/0.9, whose answers have no status
+# line nor headers. A Function URL speaks HTTP/1.1 and 2 only: refused before the function sees it.
+_NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
 _PROTOCOL_ERROR_CODES = {
     400: "bad_request",
     408: "timeout",
@@ -120,7 +123,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _serve(self) -> None:
         started = time.perf_counter()
-        response = self._answer()
+        response = self._answer() if self.request_version != "HTTP/0.9" else _NO_VERSION
         self._send(response)
         log.info(
             "%s %s %d %.1fms", self.command, clip(self.path), response.status, (time.perf_counter() - started) * 1000
@@ -189,19 +192,20 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.rfile.readline(_MAX_CHUNK_LINE)
 
     def _send(self, response: HttpResponse) -> None:
-        self.send_response_only(response.status)
-        self.send_header("Date", self.date_time_string())
-        for name, value in response.headers:
-            if name.lower() not in ("content-length", "connection", "transfer-encoding", "date"):
-                self.send_header(name, value)
-        self.send_header("Content-Length", str(len(response.body)))
+        """The status line, the headers and the body in one write to `wfile` (http.server's send_header and
+        end_headers would write the headers alone first), always as an HTTP/1.1 answer."""
+        phrase = self.responses.get(response.status, ("",))[0]
+        lines = [f"{self.protocol_version} {response.status} {phrase}", f"Date: {self.date_time_string()}"]
+        lines += [
+            f"{name}: {value}"
+            for name, value in response.headers
+            if name.lower() not in ("content-length", "connection", "transfer-encoding", "date")
+        ]
+        lines.append(f"Content-Length: {len(response.body)}")
         if self.close_connection:
-            self.send_header("Connection", "close")
-        # Headers and body in one write (http.server's end_headers would write the headers alone).
-        self._headers_buffer.append(b"\r\n")
-        if self.command != "HEAD":
-            self._headers_buffer.append(response.body)
-        self.flush_headers()
+            lines.append("Connection: close")
+        head = "".join(f"{line}\r\n" for line in lines).encode("latin-1", "strict") + b"\r\n"
+        self.wfile.write(head if self.command == "HEAD" else head + response.body)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """http.server's own refusals (a malformed request line, oversized headers): in the API's

@@ -27,6 +27,7 @@ from bench.environment import (
     handler_env,
     lambda_context,
 )
+from tickets_cdk.asset import asset_contents
 from tickets_client.lease import TicketLease
 
 
@@ -76,12 +77,14 @@ def test_per_key_ceiling_follows_the_counted_writes():
     assert result["tickets"][100] == {1: 100_000, 1000: 100_000_000}
 
 
-def test_package_is_the_asset_cdk_would_zip():
-    files = package.asset_files()
+def test_package_is_the_asset_cdk_would_zip(tmp_path):
+    files = asset_contents()
 
     assert "tickets/handler.py" in files
     assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
-    assert 0 < package.measure()["package_bytes"] < sum(path.stat().st_size for path in files.values())
+    assert 0 < package.measure()["package_bytes"] < sum(len(content) for content in files.values())
+    root = package.build_task_root(tmp_path)  # what the cold start imports: the same files, the same bytes
+    assert {name: (root / name).read_bytes() for name in files} == files
 
 
 def test_the_lease_drain_checks_every_ticket_and_counts_them():

@@ -4,6 +4,7 @@ it translates, no duplicates under concurrency, another DynamoDB through --endpo
 
 from __future__ import annotations
 
+import ast
 import base64
 import http.client
 import json
@@ -135,6 +136,16 @@ class TestRoutes:
         status, headers, body = raw_exchange(server, b"GET /ord ers HTTP/1.1\r\nHost: x\r\n\r\n")
         assert status == 400 and headers["cache-control"] == "no-store"
         assert json.loads(body)["error"] == "bad_request"
+
+    @pytest.mark.parametrize("method", [b"GET", b"POST"])
+    def test_a_request_line_without_a_version_gets_a_json_400_and_issues_nothing(self, server, method):
+        # http.server takes "GET /path" for HTTP/0.9 (whose answers have no status line): the answer used to
+        # crash the request's thread after the function had issued a ticket, and the client saw none.
+        before = snapshot(server, "noversion")
+        status, headers, body = raw_exchange(server, method + b" /noversion\r\n\r\n")
+        assert status == 400 and headers["connection"] == "close" and headers["cache-control"] == "no-store"
+        assert json.loads(body)["error"] == "bad_request"
+        assert snapshot(server, "noversion") == before
 
     @pytest.mark.parametrize(
         "request_line",
@@ -294,6 +305,28 @@ class TestRoutes:
         assert [reply.status for reply in replies] == [200, 200, 200]
         assert len(writes) == 3  # one per response: status line, headers and body together
         assert all(write.endswith(reply.body) for write, reply in zip(writes, replies))
+
+    def test_the_request_handler_relies_on_no_private_attribute_of_http_server(self):
+        # What it reads or writes of its own (self._x) it defines itself: http.server's private attributes
+        # (_headers_buffer once) may change in any Python release.
+        (handler,) = [
+            node
+            for node in ast.parse(Path(server_module.__file__).read_text()).body
+            if isinstance(node, ast.ClassDef) and node.name == "_RequestHandler"
+        ]
+        used = {
+            node.attr
+            for node in ast.walk(handler)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        }
+        defined = {node.name for node in handler.body if isinstance(node, ast.FunctionDef)} | {
+            target.attr
+            for node in ast.walk(handler)
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Attribute)
+        }
+        assert {name for name in used if name.startswith("_") and not name.startswith("__")} <= defined
 
     def test_idempotency_key_replays_the_answer(self, server):
         headers = {"Idempotency-Key": "local-test-1"}

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
+import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
-from aws_cdk import App  # noqa: E402
+from aws_cdk import App, FileSystem  # noqa: E402
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
 from linting import cfn_lint_errors
@@ -22,6 +26,7 @@ from stacks.tickets_stack import add_stacks
 from tickets import timing  # noqa: E402
 from tickets.errors import TicketsError  # noqa: E402
 from tickets.settings import Settings  # noqa: E402
+from tickets_cdk.asset import PACKAGE  # noqa: E402
 from tickets_cdk.powertools import POWERTOOLS_VERSION  # noqa: E402
 from tickets_deploy.config import MAX_TICKET, parse_config  # noqa: E402
 from tickets_deploy.ledger import init_ledger, read_ledger, record  # noqa: E402
@@ -816,6 +821,48 @@ def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
     shipped = "\n".join((assets[0] / name).read_text() for name in files if name.endswith(".py"))
     assert "def parse_config" not in shipped and "from tickets_deploy" not in shipped
     assert not any(region in shipped for region in SERVED_REGIONS)
+    # Without comments and docstrings (tickets_cdk/strip.py; tests/unit/test_strip.py holds what that means).
+    handler = (assets[0] / "tickets" / "handler.py").read_text()
+    source = (PACKAGE / "handler.py").read_text()
+    assert ast.get_docstring(ast.parse(source)) and _comments(source)
+    assert ast.get_docstring(ast.parse(handler)) is None and _comments(handler) == []
+    assert len(handler.splitlines()) == len(source.splitlines())
+
+
+def _comments(source: str) -> list[str]:
+    return [
+        token.string
+        for token in tokenize.generate_tokens(io.StringIO(source).readline)
+        if token.type == tokenize.COMMENT
+    ]
+
+
+def test_the_same_package_gives_the_same_asset_hash_wherever_it_is_built(deployed_default, tmp_path):
+    # CDK names the asset by the hash of its staged files (FileSystem.fingerprint: their paths and bytes). The
+    # asset built in other processes (other hash seeds), from a copy of the package elsewhere (another path,
+    # other file times), hashes the same as the one this synthesis staged.
+    (staged,) = [path for path in deployed_default.outdir.glob("asset.*") if path.is_dir()]
+    copy = shutil.copytree(
+        PACKAGE, tmp_path / "site-packages" / "tickets", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    hashes = set()
+    for seed, package in (("1", PACKAGE), ("2", copy)):
+        built = tmp_path / f"built-{seed}"
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, pathlib; from tickets_cdk.asset import write_asset; "
+                "write_asset(pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2]))",
+                str(built),
+                str(package),
+            ],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            check=True,
+            timeout=120,
+        )
+        hashes.add(FileSystem.fingerprint(str(built)))
+    assert hashes == {staged.name.removeprefix("asset.")}
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from common import EXAMPLE_CONFIG
+from tickets.series.config import MAX_WIDTH
 from tickets.settings import MAX_SAFE_INTEGER, SETTINGS_ENV, CounterConfig, Settings
 from tickets_deploy.config import (
     LOG_RETENTION_DAYS,
@@ -426,3 +427,19 @@ def test_the_function_timeout_and_memory_default_as_before_and_take_the_bounds()
 def test_log_retention_defaults_to_a_year():
     """Control Tower's proactive control CT.CLOUDWATCH.PR.2 requires log groups kept at least 365 days."""
     assert parse_config(EXAMPLE_CONFIG).log_retention_days == 365
+
+
+@pytest.mark.parametrize("width", [1, 16, MAX_WIDTH])
+def test_a_series_pads_its_number_to_at_most_max_width_digits(width):
+    config = parse_config(with_changes(series={"bills": {"format": f"INV-{{n:0{width}}}"}}))
+    assert config.series["bills"].render_id("bills", "all", 42) == "INV-" + "42".zfill(width)
+
+
+def test_a_wider_padding_stops_synthesis_naming_the_field_and_the_limit():
+    with pytest.raises(ConfigError) as refused:
+        parse_config(with_changes(series={"bills": {"format": f"INV-{{n:0{MAX_WIDTH + 1}}}"}}))
+    assert str(refused.value) == (
+        f"tickets.series.bills.format pads the number to {MAX_WIDTH + 1} digits ({{n:0{MAX_WIDTH + 1}}}), "
+        f"more than the {MAX_WIDTH} allowed (a number has at most 16): use a width from 1 to {MAX_WIDTH}, such as "
+        "{n:016}"
+    )

@@ -18,11 +18,11 @@ NO_PERIOD_NAME = "all"  # the series name of a series without periods
 MAX_YEAR_DIGITS = 4  # years up to 9999: a yearly series name is YYYY, or YYYY-YY when it starts after January
 MAX_OFFSET_MINUTES = 14 * 60  # UTC-14:00 .. UTC+14:00, the widest offsets in use
 MAX_FORMAT_LENGTH = 200
-MAX_WIDTH = 20
+MAX_WIDTH = 20  # the widest zero-padding {n:0W} may ask for (a number is at most MAX_SAFE_INTEGER's 16 digits)
 OFFSET_PATTERN = re.compile(r"([+-])([01][0-9]):([0-5][0-9])")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _NUMBER_PLACEHOLDER = re.compile(r"n(?::0([1-9][0-9]?))?")
-PLACEHOLDERS = "{series}, {key}, {n} and {n:0W} (the number, zero-padded to W digits)"
+PLACEHOLDERS = f"{{series}}, {{key}}, {{n}} and {{n:0W}} (the number, zero-padded to W digits, W from 1 to {MAX_WIDTH})"
 
 
 class SeriesConfigError(ValueError):
@@ -210,7 +210,8 @@ def check_format(text: str, where: str) -> set[str]:
     for name in _PLACEHOLDER.findall(text):
         if name in ("series", "key"):
             used.add(name)
-        elif _NUMBER_PLACEHOLDER.fullmatch(name):
+        elif number := _NUMBER_PLACEHOLDER.fullmatch(name):
+            _check_width(int(number.group(1) or 0), name, where)
             used.add("n")
         else:
             raise SeriesConfigError(f"{where} has an unknown placeholder {{{name}}}; use {PLACEHOLDERS}")
@@ -219,6 +220,15 @@ def check_format(text: str, where: str) -> set[str]:
     if "n" not in used:
         raise SeriesConfigError(f"{where} lacks the number: add {{n}} or {{n:0W}}")
     return used
+
+
+def _check_width(width: int, name: str, where: str) -> None:
+    if width > MAX_WIDTH:
+        digits = len(str(MAX_SAFE_INTEGER))
+        raise SeriesConfigError(
+            f"{where} pads the number to {width} digits ({{{name}}}), more than the {MAX_WIDTH} allowed (a number "
+            f"has at most {digits}): use a width from 1 to {MAX_WIDTH}, such as {{n:0{digits}}}"
+        )
 
 
 def longest_series_name(config: SeriesConfig, region_slots: int) -> int:

@@ -1,0 +1,186 @@
+"""The Lambda asset's Python files without comments and docstrings: about a third of the package's bytes, and none
+of its behaviour (the source in lambda_src/ keeps them).
+
+Every line stays where it was: a removed docstring leaves blank lines (or `pass`, where it was a body's only
+statement), a removed comment leaves its line's code. So a line number in a traceback from the deployed
+function (CloudWatch) points at the same line of the source of that version, and the line the traceback quotes
+is that line's code. Kept: an encoding declaration and a `#!` line (the first two lines' comments that mean
+something to Python). The code itself is never rewritten: only whole comments and whole string statements go.
+
+Each result is checked before it is used: its syntax tree is the source's with exactly those statements removed,
+every remaining node on its original line. A file that fails the check (it never did for this package) stops
+synthesis with the file's name, rather than ship code that differs.
+
+Standard library only (ast, tokenize): the result is the same for the same source on every Python from 3.11
+(tests/unit/test_strip.py holds a reference file's exact result).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TypeGuard
+
+# PEP 263: a comment on line 1 or 2 matching this declares the file's encoding.
+_ENCODING_DECLARATION = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+
+
+class StripError(ValueError):
+    """A file whose stripped form would not be the same program, line for line (never seen: see the module)."""
+
+
+@dataclass(frozen=True)
+class _Docstring:
+    """A string statement to remove: where it starts and ends (1-based lines, character columns), and whether a
+    `pass` takes its place (the only statement of its body, or sharing a line with code)."""
+
+    node: ast.Expr
+    start: tuple[int, int]
+    end: tuple[int, int]
+    as_pass: bool
+
+
+def strip_source(source: str, filename: str = "<source>") -> str:
+    """`source` without comments and string statements (docstrings), each line on its original line number."""
+    lines = _lines(source)
+    tree = ast.parse(source, filename)
+    docstrings = [found for found in _docstrings(tree, lines) if found is not None]
+    edits = [*_comment_edits(source), *(_docstring_edit(found, lines) for found in docstrings)]
+    stripped = _apply(lines, edits)
+    _check(source, docstrings, stripped, filename)
+    return stripped
+
+
+def strip_python_file(data: bytes, filename: str = "<source>") -> bytes:
+    """A Python file's bytes, stripped, in the encoding it declares (UTF-8 unless it declares another)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    bom = text.startswith("\ufeff")
+    stripped = strip_source(text.removeprefix("\ufeff"), filename)
+    return (("\ufeff" if bom else "") + stripped).encode(encoding)
+
+
+def _lines(source: str) -> list[str]:
+    """The source's lines as Python counts them (ends \\n, \\r\\n or \\r; str.splitlines also splits at other
+    characters, which a string literal may hold)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", source)
+
+
+def _bodies(tree: ast.AST) -> Iterator[list[ast.stmt]]:
+    """Every list of statements in the tree: the module's, and every class', function's and block's (`else`,
+    `finally`, `except` and `case` blocks included). Statements only nest in statements' lists."""
+    pending: list[ast.AST] = [tree]
+    while pending:
+        node = pending.pop()
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, name, None)
+            if isinstance(children, list):
+                if children and isinstance(children[0], ast.stmt):
+                    yield children
+                pending.extend(children)
+
+
+def _is_string_statement(statement: ast.stmt) -> TypeGuard[ast.Expr]:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _docstrings(tree: ast.AST, lines: list[str]) -> Iterator[_Docstring | None]:
+    """Each string statement that can go without moving a line (None for one that cannot: it is kept)."""
+    for body in _bodies(tree):
+        only_strings = all(_is_string_statement(statement) for statement in body)
+        for index, statement in enumerate(body):
+            if _is_string_statement(statement):
+                yield _locate(statement, lines, alone_in_body=only_strings and index == 0)
+
+
+def _column(lines: list[str], line: int, utf8_offset: int) -> int:
+    """ast's columns count UTF-8 bytes; the text's count characters."""
+    return len(lines[line - 1].encode("utf-8")[:utf8_offset].decode("utf-8"))
+
+
+def _locate(statement: ast.Expr, lines: list[str], alone_in_body: bool) -> _Docstring | None:
+    assert statement.end_lineno is not None and statement.end_col_offset is not None  # ast.parse sets them
+    start = (statement.lineno, _column(lines, statement.lineno, statement.col_offset))
+    end = (statement.end_lineno, _column(lines, statement.end_lineno, statement.end_col_offset))
+    before = lines[start[0] - 1][: start[1]]
+    after = lines[end[0] - 1][end[1] :]
+    if after.strip() and not after.lstrip().startswith("#"):
+        return None  # code follows on its last line (`"""..."""; x = 1`): removing it would move that code up
+    return _Docstring(statement, start, end, as_pass=alone_in_body or bool(before.strip()))
+
+
+def _docstring_edit(found: _Docstring, lines: list[str]) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """The statement's text replaced by `pass` or nothing, plus the line breaks it spanned."""
+    breaks = "\n" * (found.end[0] - found.start[0])
+    if found.as_pass:
+        return found.start, found.end, "pass" + breaks
+    return (found.start[0], 0), found.end, breaks  # its indentation goes too: the line is left empty
+
+
+def _comment_edits(source: str) -> Iterator[tuple[tuple[int, int], tuple[int, int], str]]:
+    """Each comment, with the blanks before it, except the lines Python reads (encoding, `#!`)."""
+    lines = _lines(source)
+    for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        row, column = token.start
+        if row <= 2 and (_ENCODING_DECLARATION.match(token.string) or (row == 1 and token.string.startswith("#!"))):
+            continue
+        code = lines[row - 1][:column]
+        yield (row, len(code.rstrip())), token.end, ""
+
+
+def _apply(lines: list[str], edits: list[tuple[tuple[int, int], tuple[int, int], str]]) -> str:
+    """The text with each edit (start, end, replacement) made. An edit inside another (a comment between the
+    parenthesised parts of a removed docstring) is dropped: the outer one removes it."""
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+    spans = sorted((offsets[start[0] - 1] + start[1], offsets[end[0] - 1] + end[1], new) for start, end, new in edits)
+    kept: list[tuple[int, int, str]] = []
+    for span in spans:
+        if not kept or span[0] >= kept[-1][1]:
+            kept.append(span)
+    text = "".join(lines)
+    for start, end, new in reversed(kept):  # the last first, so the earlier offsets still hold
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _check(source: str, removed: list[_Docstring], stripped: str, filename: str) -> None:
+    """The stripped text parses to the source's tree minus the removed statements, each node on its line."""
+    expected = _without(source, removed)
+    try:
+        got = ast.parse(stripped, filename)
+    except SyntaxError as error:
+        raise StripError(f"{filename}: stripping comments and docstrings broke the syntax: {error}") from error
+    if ast.dump(got) != ast.dump(expected) or _line_numbers(got) != _line_numbers(expected):
+        raise StripError(f"{filename}: stripping comments and docstrings would change the code or move its lines")
+
+
+def _without(source: str, removed: list[_Docstring]) -> ast.Module:
+    """The source's tree with the removed statements gone (a `pass` on the same line where one takes the place)."""
+    as_pass = {(found.node.lineno, found.node.col_offset): found.as_pass for found in removed}
+    tree = ast.parse(source)
+    for body in list(_bodies(tree)):
+        kept: list[ast.stmt] = []
+        for statement in body:
+            position = (statement.lineno, statement.col_offset)
+            if not _is_string_statement(statement) or position not in as_pass:
+                kept.append(statement)
+            elif as_pass[position]:
+                kept.append(ast.Pass(lineno=statement.lineno, col_offset=statement.col_offset))
+        body[:] = kept
+    return tree
+
+
+def _line_numbers(tree: ast.AST) -> list[int]:
+    return [getattr(node, "lineno", 0) for node in ast.walk(tree)]
