@@ -13,6 +13,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from typing import Any
 
 from .keys import MAX_BLOCK
+from .opaque import OpaqueConfig
 from .series.config import SeriesConfig
 
 SETTINGS_ENV = "TICKETS_SETTINGS"
@@ -33,15 +34,17 @@ class CounterConfig:
     # recorded for it, and `start` is the epoch's start (at or above the fence). 0 and None: never changed.
     epoch: int = 0
     fence: int | None = None
+    opaque: OpaqueConfig | None = None  # its answers are ids (tickets.opaque); None: the tickets themselves
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, Any]:
         """Derived like Settings': each attribute under its camelCase name, left out at its default unless
-        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch and fence appear only when set."""
-        return _encoded(self, COUNTER_ALWAYS_WRITTEN, {})
+        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch, fence and opaque appear only when
+        set."""
+        return _encoded(self, COUNTER_ALWAYS_WRITTEN, _COUNTER_CODECS)
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, int]) -> CounterConfig:
-        return cls(**_decoded(cls, raw, {}))
+    def from_json(cls, raw: Mapping[str, Any]) -> CounterConfig:
+        return cls(**_decoded(cls, raw, _COUNTER_CODECS))
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ ALWAYS_WRITTEN = frozenset(
 COUNTER_ALWAYS_WRITTEN = frozenset({"start", "stride", "max", "shards"})
 _Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
 _PLAIN: _Codec = (lambda value: value, lambda raw: raw)
+_COUNTER_CODECS: dict[str, _Codec] = {"opaque": (OpaqueConfig.to_json, OpaqueConfig.from_json)}
 _CODECS: dict[str, _Codec] = {
     "counters": (
         lambda counters: {key: counter.to_json() for key, counter in counters.items()},
