@@ -109,6 +109,7 @@ class OpaqueIds:
                 (_round_state(key, config, tweak, version, i).copy, (a, self._b)[i % 2]) for i in range(ROUNDS)
             )
             for version, key in keys.items()
+            if 1 <= version <= config.key_versions
         }
 
     def encode(self, ticket: int, version: int | None = None) -> str:
@@ -156,6 +157,8 @@ class OpaqueIds:
         return text + symbols[-total % radix] if self.config.check else text
 
     def _version_rounds(self, version: int) -> _Rounds:
+        if not 1 <= version <= self.config.key_versions:
+            raise OpaqueKeyError(f"key version {version} is outside these ids' 1 .. {self.config.key_versions}")
         if version not in self._rounds:
             held = ", ".join(str(each) for each in sorted(self._rounds)) or "none"
             raise OpaqueKeyError(f"key version {version} is not among the keys given (they hold versions {held})")
