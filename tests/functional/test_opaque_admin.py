@@ -1,6 +1,7 @@
 """`python -m tickets_admin encode` and `decode`: an opaque counter's tickets as ids and back, with the settings
 from cdk.json or, with --service, from the ledger alone, and the keys from a key file; every refusal says what
-is wrong. Neither command touches a table (no --region, no --endpoint-url)."""
+is wrong. Neither command touches a table (no --region, no --endpoint-url). And the function's cold start:
+one without an opaque counter never loads tickets.opaque."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import base64
 import contextlib
 import io
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +141,25 @@ def test_the_commands_run_as_a_user_runs_them_and_touch_no_table(tmp_path):
     )
     assert "--key-file PATH" in helped.stdout and "--region" not in helped.stdout
     assert "--endpoint-url" not in helped.stdout
+
+
+def test_a_function_without_an_opaque_counter_never_loads_the_permutation():
+    """tickets.opaque is compiled at cold start only where a counter is opaque (tickets.settings imports it when
+    it reads one): the Lambda asset ships no bytecode."""
+    script = (
+        "import sys\n"
+        "from tickets.app import create_app\n"
+        "from tickets.settings import CounterConfig, Settings\n"
+        "settings = Settings.from_json(Settings(counters={'orders': CounterConfig(start=5)}).to_json())\n"
+        "create_app(settings, None, 'counters', 'idempotency', region='us-east-1')\n"
+        "print('tickets.opaque' in sys.modules)\n"
+        "Settings.from_json(sys.argv[1])\n"
+        "print('tickets.opaque' in sys.modules)\n"
+    )
+    opaque = json.dumps({"counters": {"orders": {"start": 1, "stride": 1, "max": 99, "shards": 1, "opaque": {
+        "alphabet": "digits", "keyVersion": 1, "keyVersions": 10, "width": 10}}}})  # fmt: skip
+    environment = {**os.environ, "POWERTOOLS_TRACE_DISABLED": "true"}
+    loaded = subprocess.run(
+        [sys.executable, "-c", script, opaque], capture_output=True, text=True, env=environment, check=True
+    )
+    assert loaded.stdout.split() == ["False", "True"]

@@ -210,6 +210,12 @@ def test_an_id_of_a_version_whose_key_is_missing_names_the_versions_held():
         ids_of(TEN_DIGITS_LUHN, KEYS).encode(5, 4)
 
 
+def test_a_key_version_beyond_key_versions_is_refused_not_folded_onto_another():
+    """value = x*V + (version-1 + s(x)) % V: version 11 of 10 would make version 1's id of the same x."""
+    with pytest.raises(OpaqueKeyError, match=r"key version 11 is outside these ids' 1 .. 10"):
+        ids_of(TEN_DIGITS_LUHN, {**KEYS, 11: KEY_1}).encode(5, 11)
+
+
 # --- the key file --------------------------------------------------------------------------------------
 
 
