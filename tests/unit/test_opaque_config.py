@@ -13,7 +13,7 @@ from ledger_examples import BASE, config, one_service
 from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig, Settings
 from tickets_deploy.config import ConfigError, handler_environment, parse_config, parse_props, to_raw
-from tickets_deploy.ledger import CounterRecord, LedgerError, from_text, record, to_text
+from tickets_deploy.ledger import CounterRecord, LedgerError, from_text, record, record_services, to_text
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 ORDERS = {"start": 5000, "shards": 2, "max": 99_999_999, "opaque": TEN_DIGITS}
@@ -196,6 +196,8 @@ def test_the_key_version_only_goes_forward(recorded):
     rotated = record(opaque_config({**TEN_DIGITS, "keyVersion": 3}), recorded)
     opaque = rotated.counters["orders"].opaque
     assert opaque is not None and opaque.key_version == 3
+    file = record_services(one_service(recorded), {"tickets-counters": opaque_config({**TEN_DIGITS, "keyVersion": 3})})
+    assert file.versions[-1].change == "tickets-counters: orders key version 1 -> 3"
     assert ledger_refusal(rotated, {**ORDERS, "opaque": {**TEN_DIGITS, "keyVersion": 2}}).startswith(
         "counters.orders.opaque.keyVersion: the ledger records 3, cdk.json says 2. Rotation only goes forward"
     )
