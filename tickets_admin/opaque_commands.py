@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tickets.opaque import OpaqueIdError, OpaqueIds, OpaqueKeyError, parse_keys
+from tickets.opaque import OpaqueIdError, OpaqueIds, OpaqueKeyError
+from tickets_deploy.opaque_keys import read_key_file
 
 from .counter_commands import whole_number
 from .registry import Command, Context
@@ -57,11 +58,9 @@ def load_keys(key_file: Path | None) -> dict[int, bytes]:
             "give the keys with --key-file PATH (reading a deployed service's secret is not supported yet)"
         )
     try:
-        return parse_keys(key_file.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise AdminError(f"--key-file {key_file}: cannot be read ({err.strerror})") from None
+        return read_key_file(key_file)
     except OpaqueKeyError as err:
-        raise AdminError(f"--key-file {key_file}: {err}") from None
+        raise AdminError(f"--key-file {err}") from None
 
 
 def _ids(args: argparse.Namespace, context: Context) -> OpaqueIds:

@@ -220,7 +220,8 @@ def parse_keys(text: str) -> dict[int, bytes]:
             key = base64.b64decode(encoded, validate=True) if isinstance(encoded, str) else b""
         except binascii.Error:
             key = b""
-        if not version.isdigit() or not KEY_BYTES[0] <= len(key) <= KEY_BYTES[1] or int(version) < 1:
+        canonical = version.isascii() and version.isdigit() and str(int(version)) == version != "0"
+        if not canonical or not KEY_BYTES[0] <= len(key) <= KEY_BYTES[1]:
             raise OpaqueKeyError(
                 f"keys: {version!r} must be a key version (1, 2, ...) and its key {KEY_BYTES[0]} to {KEY_BYTES[1]} "
                 "bytes in base64"

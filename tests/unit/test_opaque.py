@@ -235,6 +235,8 @@ def test_keys_are_a_json_object_of_versions_to_base64():
         json.dumps({"1": base64.b64encode(bytes(65)).decode()}),
         json.dumps({"one": base64.b64encode(KEY_1).decode()}),
         json.dumps({"0": base64.b64encode(KEY_1).decode()}),
+        json.dumps({"01": base64.b64encode(KEY_1).decode()}),
+        json.dumps({"\u0661": base64.b64encode(KEY_1).decode()}),  # ARABIC-INDIC DIGIT ONE: a digit, not ASCII
         json.dumps({"1": 5}),
     ],
 )

@@ -10,10 +10,11 @@ import json
 import pytest
 
 from ledger_examples import BASE, config, one_service
-from tickets.opaque import OpaqueConfig
+from tickets.opaque import OpaqueConfig, OpaqueKeyError, parse_keys
 from tickets.settings import CounterConfig, Settings
 from tickets_deploy.config import ConfigError, handler_environment, parse_config, parse_props, to_raw
 from tickets_deploy.ledger import CounterRecord, LedgerError, from_text, record, record_services, to_text
+from tickets_deploy.opaque_keys import new_key_file_text, read_key_file
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 ORDERS = {"start": 5000, "shards": 2, "max": 99_999_999, "opaque": TEN_DIGITS}
@@ -215,3 +216,22 @@ def test_a_key_once_served_unconfigured_cannot_become_opaque():
     )
     strict = record(config(), None)  # strictKeys: `fresh` was never served
     assert record(config(counters={**BASE["counters"], "fresh": new}), strict).counters["fresh"].opaque
+
+
+# --- the key file --------------------------------------------------------------------------------------
+
+
+def test_a_new_key_file_reads_back_with_a_fresh_32_byte_key_per_version(tmp_path):
+    path = tmp_path / "keys.json"
+    path.write_text(new_key_file_text((1, 2)))
+    keys = read_key_file(path)
+    assert sorted(keys) == [1, 2] and {len(key) for key in keys.values()} == {32} and keys[1] != keys[2]
+    assert parse_keys(new_key_file_text()) != keys  # another key each time
+
+
+def test_a_key_file_that_cannot_be_used_is_named(tmp_path):
+    with pytest.raises(OpaqueKeyError, match=r"absent.json: cannot be read \(No such file or directory\)"):
+        read_key_file(tmp_path / "absent.json")
+    (tmp_path / "empty.json").write_text("{}")
+    with pytest.raises(OpaqueKeyError, match=r"empty.json: keys: not a JSON object of key versions"):
+        read_key_file(tmp_path / "empty.json")
