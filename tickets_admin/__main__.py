@@ -1,5 +1,6 @@
 """`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
-migrate an old counter table's values, fence a layout change, or export and audit a series' journal."""
+migrate an old counter table's values, fence a layout change, export and audit a series' journal, or encode
+and decode an opaque counter's ids."""
 
 from __future__ import annotations
 
@@ -11,12 +12,17 @@ import tickets
 from tickets_deploy.config import ConfigError, load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 
-from . import counter_commands, fence, journal
+from . import counter_commands, fence, journal, opaque_commands
 from .registry import Command, Context
 from .table import AdminError
 
 # Every command, in the order `--help` lists them; each is its arguments and its run function (registry.py).
-COMMANDS: tuple[Command, ...] = (*counter_commands.COMMANDS, fence.COMMAND, *journal.COMMANDS)
+COMMANDS: tuple[Command, ...] = (
+    *counter_commands.COMMANDS,
+    fence.COMMAND,
+    *journal.COMMANDS,
+    *opaque_commands.COMMANDS,
+)
 
 DESCRIPTION = """\
 Operate on a Tickets deployment's counter table, in one region. The table's name, the
@@ -39,6 +45,7 @@ examples:
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
       --margin 100000
+  python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
 
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role);
 with --endpoint-url and none set, dummy ones, which local endpoints accept.

@@ -174,7 +174,7 @@ def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
     writer.writerow(CSV_COLUMNS)
     yield _take(buffer)
     for entry in entries:
-        encoded = entry.to_json()
+        encoded: dict[str, Any] = dict(entry.to_json())
         voided = encoded.pop("voided") or {}
         row = {
             **encoded,

@@ -44,6 +44,8 @@ class Command:
     # False: the command works in one region, given as the common --region and --endpoint-url (the
     # Context's). True: on several regions' tables at once (fence), declaring its own, repeatable.
     several_regions: bool = False
+    # False: works from the config alone (encode, decode), without a table: no --region nor --endpoint-url.
+    uses_table: bool = True
 
     def add_to(
         self,
@@ -53,11 +55,12 @@ class Command:
     ) -> None:
         parser = commands.add_parser(
             self.name,
-            parents=[common] if self.several_regions else [common, one_region],
+            parents=[common, one_region] if self.uses_table and not self.several_regions else [common],
             description=self.description,
             epilog=self.epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             help=self.help,
         )
         self.arguments(parser)
-        parser.set_defaults(run=self.run, several_regions=self.several_regions)
+        # _context reads --region and --endpoint-url only where the parser has them
+        parser.set_defaults(run=self.run, several_regions=self.several_regions or not self.uses_table)

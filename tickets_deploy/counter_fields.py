@@ -13,6 +13,7 @@ from tickets.keys import KEY_RULE, is_valid_key
 from tickets.settings import CounterConfig
 
 from .field import Field, default_of, parse_fields
+from .opaque_rules import parse_opaque
 from .rules import (
     ConfigError,
     _counter_max,
@@ -73,13 +74,27 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         _counter_max_block,
         recorded=True,
     ),
+    _counter_field(
+        "opaque",
+        "none",
+        '`{"width": 10, "alphabet": "digits", "check": "luhn"}`: the key\'s tickets shown as ids a keyed '
+        "permutation makes of them, telling nothing of their order or number. `alphabet`: `digits` (width up to 15) "
+        "or `base32` (Crockford's); `check` `luhn`: the last character a Luhn check; `keyVersions` (10): room for "
+        "key rotations; `keyVersion` (1): the key in use, which only grows. `max` must be below "
+        "R^(width less the check) / keyVersions, R = 10 or 32. Checked and recorded; not served yet.",
+        parse_opaque,
+        permanent=True,
+        needs=("max",),
+    ),
 )
 
 
 def parse_counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
     """The `counters` field's rule: key -> its fields, each by its rule."""
     if not isinstance(value, dict):
-        raise ConfigError(f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock}}")
+        raise ConfigError(
+            f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock, opaque}}"
+        )
     return {key: _parse_counter(key, counter, parsed["max_block"], f"{where}.{key}") for key, counter in value.items()}
 
 
@@ -107,10 +122,18 @@ def counters_from_prop(counters: Any, region: str) -> Any:
 
 def _counter_from_prop(counter: Any) -> Any:
     """A Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on
-    as the decimal string cdk.json would need."""
+    as the decimal string cdk.json would need. `opaque` may be an OpaqueConfig (its rule takes it) or its
+    fields, in snake_case (key_versions) or cdk.json's names."""
     if isinstance(counter, CounterConfig):  # its cdk.json fields (an epoch and a fence come from the ledger)
         counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
     if not isinstance(counter, Mapping):
         return counter
     names = {each.prop: each.name for each in COUNTER_FIELDS}
-    return {names.get(name, name): encode_number(value) for name, value in counter.items() if value is not None}
+    fields = {names.get(name, name): encode_number(value) for name, value in counter.items() if value is not None}
+    if isinstance(fields.get("opaque"), Mapping):
+        fields["opaque"] = {_camel(name): value for name, value in fields["opaque"].items()}
+    return fields
+
+
+def _camel(name: str) -> str:
+    return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)

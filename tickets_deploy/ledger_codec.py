@@ -10,15 +10,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from tickets.opaque import OpaqueConfig
 from tickets.series.config import SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER
-from tickets_deploy.config import MAX_TICKET, exact_integer
+from tickets_deploy.config import MAX_TICKET, ConfigError, exact_integer
 
 from . import epochs
 from .ledger_config import check_deployed
 from .ledger_model import (
     COMMENT,
     LAYOUT_FIELDS,
+    OPTIONAL_LAYOUT_FIELDS,
     VERSION_DIGITS,
     CounterRecord,
     Ledger,
@@ -27,6 +29,7 @@ from .ledger_model import (
     Version,
     _fields_text,
 )
+from .opaque_rules import opaque_settings
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 _ACCOUNT = re.compile(r"[0-9]{12}")
@@ -266,14 +269,28 @@ _LAYOUT_LOW = {"start": 0}
 
 
 def _counter_from(key: str, entry: Any) -> CounterRecord:
-    """Every layout field (LAYOUT_FIELDS), each a whole number; every ledger ever written has all three."""
-    _fields(entry, f"counters.{key}", required={each.name for each in LAYOUT_FIELDS}, optional=set())
-    return CounterRecord(
-        **{
-            each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=_LAYOUT_LOW.get(each.name, 1))
-            for each in LAYOUT_FIELDS
-        }
-    )
+    """Every layout field (LAYOUT_FIELDS): start, stride and shards, whole numbers every ledger ever written has,
+    and opaque where it was set, as cdk.json writes it (it must read back unchanged)."""
+    names = {each.name for each in LAYOUT_FIELDS}
+    _fields(entry, f"counters.{key}", required=names - OPTIONAL_LAYOUT_FIELDS, optional=set(OPTIONAL_LAYOUT_FIELDS))
+    numbers = {
+        each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=_LAYOUT_LOW.get(each.name, 1))
+        for each in LAYOUT_FIELDS
+        if each.name not in OPTIONAL_LAYOUT_FIELDS
+    }
+    return CounterRecord(**numbers, opaque=_opaque_from(entry.get("opaque"), f"counters.{key}.opaque"))
+
+
+def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
+    if raw is None:
+        return None
+    try:
+        opaque = opaque_settings(raw, where)
+    except ConfigError as err:
+        raise ValueError(str(err)) from None
+    if opaque.to_json() != raw:
+        raise ValueError(f"{where}: not as the config records opaque settings ({_fields_text(opaque.to_json())})")
+    return opaque
 
 
 def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
@@ -288,9 +305,9 @@ def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
     return dict(entry)
 
 
-def _exact(value: int) -> int | str:
-    """Like cdk.json: above 2^53-1 as a decimal string, which every JSON parser keeps exact."""
-    return value if value <= MAX_SAFE_INTEGER else str(value)
+def _exact(value: Any) -> Any:
+    """Like cdk.json: a number above 2^53-1 as a decimal string, which every JSON parser keeps exact."""
+    return str(value) if isinstance(value, int) and value > MAX_SAFE_INTEGER else value
 
 
 def _object(raw: Any, where: str) -> dict[str, Any]:

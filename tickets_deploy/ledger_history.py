@@ -85,6 +85,7 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
             continue
         said = [
             *_added(old, ledger),
+            *_key_versions(old, ledger),
             *_slot_changes(old, ledger),
             *_served_changes(old, ledger),
             *_deployed_changes(old, ledger),
@@ -101,6 +102,16 @@ def _added(old: Ledger, ledger: Ledger) -> list[str]:
     added_series = [key for key in ledger.series if key not in old.series]
     if added_series:
         said.append(f"series {', '.join(added_series)} added")
+    return said
+
+
+def _key_versions(old: Ledger, ledger: Ledger) -> list[str]:
+    """An opaque counter's new key version: the one change of its opaque settings the rules accept."""
+    said = []
+    for key, counter in ledger.counters.items():
+        before = old.counters.get(key)
+        if before and before.opaque and counter.opaque and before.opaque.key_version != counter.opaque.key_version:
+            said.append(f"{key} key version {before.opaque.key_version} -> {counter.opaque.key_version}")
     return said
 
 

@@ -6,13 +6,15 @@ format in ledger_codec."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig
 from tickets_deploy.schema import COUNTER_FIELDS
 
 from .epochs import KeyEpoch, PendingFence
+from .opaque_rules import describe
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
@@ -38,8 +40,10 @@ class SlotRecord:
     accounts: tuple[str, ...] = ()  # every AWS account this region was synthesised for, sorted
 
 
-# A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed.
+# A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed; those
+# whose default is None (opaque) only when set, so that a ledger from before them reads and writes as it did.
 LAYOUT_FIELDS = tuple(each for each in COUNTER_FIELDS if each.permanent)
+OPTIONAL_LAYOUT_FIELDS = frozenset(each.name for each in LAYOUT_FIELDS if each.default is None)
 
 
 @dataclass(frozen=True)
@@ -49,17 +53,31 @@ class CounterRecord:
     start: int
     stride: int
     shards: int
+    opaque: OpaqueConfig | None = None  # its ids' settings: keyVersion may grow, the others never change
 
     @classmethod
     def of(cls, counter: CounterConfig) -> CounterRecord:
         return cls(**{each.attribute: getattr(counter, each.attribute) for each in LAYOUT_FIELDS})
 
-    def to_json(self) -> dict[str, int]:
-        """By cdk.json's names (numbers as parsed: the codec writes big ones as strings)."""
-        return {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
+    def to_json(self) -> dict[str, Any]:
+        """By cdk.json's names (numbers as parsed: the codec writes big ones as strings; opaque as cdk.json
+        writes it), a field whose default is None left out while it is None."""
+        values = {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
+        return {name: value.to_json() if isinstance(value, OpaqueConfig) else value for name, value in values.items()
+                if value is not None}  # fmt: skip
 
     def describe(self) -> str:
-        return ", ".join(f"{each.name} {getattr(self, each.attribute)}" for each in LAYOUT_FIELDS)
+        values = {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
+        return ", ".join(
+            f"{name} {describe(value) if isinstance(value, OpaqueConfig) else value}"
+            for name, value in values.items()
+            if value is not None
+        )
+
+    @property
+    def numbering(self) -> CounterRecord:
+        """The layout of its tickets alone (without opaque: how they are shown)."""
+        return replace(self, opaque=None)
 
 
 # The layout the handler gives a key that cdk.json does not configure (docs/explanation/ledger.md#the-rollout-rule).

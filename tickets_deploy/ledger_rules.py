@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tickets.opaque import OpaqueConfig
 from tickets.series.config import NO_PERIOD_NAME, SeriesConfig, check_format
 from tickets_deploy.config import DeploymentConfig
 
 from . import epochs
 from .ledger_config import deployed_settings
 from .ledger_model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
+from .opaque_rules import describe
 
 
 def record(
@@ -30,6 +32,7 @@ def record(
             *epochs.synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
+            *_opaque_problems(config, previous),
             *_series_problems(config, previous),
         ]
     if problems:
@@ -187,7 +190,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
-        if key in previous.counters or layout == UNCONFIGURED or not previous.served_unconfigured(key):
+        if key in previous.counters or layout.numbering == UNCONFIGURED or not previous.served_unconfigured(key):
             continue
         if epochs.covered(config, previous, key):
             continue  # its unconfigured lanes were stopped at a fence
@@ -207,3 +210,46 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             "above N (docs/explanation/ledger.md#the-rollout-rule)."
         )
     return problems
+
+
+def _opaque_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+    """A counter's ids were made with its recorded opaque settings: a counter is opaque from its first ticket or
+    never, its settings never change, and its key version only goes forward."""
+    problems = []
+    for key, counter in config.counters.items():
+        recorded = previous.counters.get(key)
+        if recorded is not None:
+            problems += _opaque_change(key, recorded.opaque, counter.opaque)
+        elif counter.opaque is not None and previous.served_unconfigured(key):
+            problems.append(
+                f"counters.{key}.opaque: a recorded version served {key} unconfigured, so it may have handed out plain "
+                "tickets, and a counter is opaque from its first ticket: an id could equal one of them where callers "
+                "keep both. Give opaque ids a key never served (with strictKeys true, nothing serves an unknown key)."
+            )
+    return problems
+
+
+def _opaque_change(key: str, old: OpaqueConfig | None, now: OpaqueConfig | None) -> list[str]:
+    where = f"counters.{key}.opaque"
+    if old == now:
+        return []
+    if old is None or now is None:
+        was, becomes = ("plain tickets", "ids") if old is None else ("ids", "plain tickets")
+        return [
+            f"{where}: the ledger records {key} with {describe(old) if old else 'no opaque settings'}; cdk.json "
+            f"says {describe(now) if now else 'none'}. The counter handed out {was}: {becomes} beside them could equal "
+            f"one of them where callers keep both. Keep {key} as recorded; for {becomes}, add a new counter key."
+        ]
+    if replace(now, key_version=old.key_version) != old:
+        return [
+            f"{where}: the ledger records {describe(old)}; cdk.json says {describe(now)}. The ids already handed "
+            "out were made with the recorded settings: with others, a ticket would get another id, and an id "
+            "another ticket. Keep them as recorded; for other ids, add a new counter key."
+        ]
+    if now.key_version < old.key_version:
+        return [
+            f"{where}.keyVersion: the ledger records {old.key_version}, cdk.json says {now.key_version}. Rotation "
+            "only goes forward: a key version left behind is retired for good (it may have leaked). Keep "
+            f"{old.key_version}, or rotate to a new one up to keyVersions ({old.key_versions})."
+        ]
+    return []  # a newer key version: ids of every version stay distinct (tickets.opaque)

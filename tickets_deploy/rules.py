@@ -325,6 +325,12 @@ def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, Seri
             )
         if isinstance(raw, SeriesConfig):  # the construct's prop, as the function's settings carry it
             raw = raw.to_json()
+        if isinstance(raw, Mapping) and "opaque" in raw:
+            raise ConfigError(
+                f"{where}.{key}.opaque: a series cannot be opaque: its numbers are consecutive on purpose (an invoice "
+                "numbering must show that none is missing), and opaque ids would hide exactly that. For order "
+                "numbers nobody can count, configure an opaque counter under counters instead"
+            )
         try:
             series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
         except SeriesConfigError as err:

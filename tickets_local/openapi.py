@@ -25,9 +25,10 @@ from typing import Any
 
 import tickets
 from tickets import errors, keys, messages
+from tickets.opaque import OpaqueConfig
 from tickets.routes import Query, Route, served
 from tickets.series import journal, requests
-from tickets.settings import COUNTER_ALWAYS_WRITTEN, MAX_SAFE_INTEGER, Settings
+from tickets.settings import COUNTER_ALWAYS_WRITTEN, MAX_SAFE_INTEGER, CounterConfig, Settings
 from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.rules import MAX_TICKET
 
@@ -111,6 +112,8 @@ class _Schemas:
             return {"const": arguments[0]} if len(arguments) == 1 else {"enum": list(arguments)}
         if typing.is_typeddict(annotation):
             return self.ref(annotation.__name__, lambda: self._message(annotation))
+        if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+            return self.ref(annotation.__name__, lambda: self._dataclass(annotation))
         return {"type": {int: "integer", str: "string", bool: "boolean"}[annotation]}
 
     def _message(self, message: Any) -> dict[str, Any]:
@@ -127,18 +130,22 @@ class _Schemas:
         }
 
     def _dataclass(self, config: Any) -> dict[str, Any]:
-        """A counter's config as the function answers it (CounterConfig.to_json): its attributes under their
-        camelCase names, each left out at its default unless every version writes it; described by the config
-        schema's field docs (cdk.json's) and the dataclass's own comments for the rest (openapi_parts.json)."""
-        described = {each.attribute: each.doc for each in COUNTER_FIELDS}
+        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it
+        (an opaque counter's): their attributes under their camelCase names, each left out at its default unless
+        every version writes it (a counter's COUNTER_ALWAYS_WRITTEN; a nested one's: those never None);
+        described by the config schema's field docs (cdk.json's) and openapi_parts.json for the rest."""
+        described = {each.attribute: each.doc for each in COUNTER_FIELDS} if config is CounterConfig else {}
         prose = self.prose.get(config.__name__, {}).get("properties", {})
+        hints = typing.get_type_hints(config, localns={"OpaqueConfig": OpaqueConfig})
         properties, required = {}, []
         for field in dataclasses.fields(config):
             name = re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), field.name)
-            hint = typing.get_type_hints(config)[field.name]
-            schema = self.of(hint) if hint is not int else {"type": "integer", "minimum": 0, "maximum": MAX_TICKET}
+            hint = hints[field.name]
+            ticket = config is CounterConfig and hint is int
+            schema = {"type": "integer", "minimum": 0, "maximum": MAX_TICKET} if ticket else self.of(hint)
             properties[name] = self._described(schema, prose.get(name, described.get(field.name)))
-            if field.name in COUNTER_ALWAYS_WRITTEN:
+            always = field.name in COUNTER_ALWAYS_WRITTEN if config is CounterConfig else "None" not in str(hint)
+            if always:
                 required.append(name)
         return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
 

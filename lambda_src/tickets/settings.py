@@ -10,10 +10,13 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .keys import MAX_BLOCK
 from .series.config import SeriesConfig
+
+if TYPE_CHECKING:  # imported where a counter is opaque: a function without one never compiles tickets.opaque
+    from .opaque import OpaqueConfig
 
 SETTINGS_ENV = "TICKETS_SETTINGS"
 COUNTER_TABLE_ENV = "TICKETS_TABLE"
@@ -33,15 +36,17 @@ class CounterConfig:
     # recorded for it, and `start` is the epoch's start (at or above the fence). 0 and None: never changed.
     epoch: int = 0
     fence: int | None = None
+    opaque: OpaqueConfig | None = None  # its answers are ids (tickets.opaque); None: the tickets themselves
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, Any]:
         """Derived like Settings': each attribute under its camelCase name, left out at its default unless
-        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch and fence appear only when set."""
-        return _encoded(self, COUNTER_ALWAYS_WRITTEN, {})
+        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch, fence and opaque appear only when
+        set."""
+        return _encoded(self, COUNTER_ALWAYS_WRITTEN, _COUNTER_CODECS)
 
     @classmethod
-    def from_json(cls, raw: Mapping[str, int]) -> CounterConfig:
-        return cls(**_decoded(cls, raw, {}))
+    def from_json(cls, raw: Mapping[str, Any]) -> CounterConfig:
+        return cls(**_decoded(cls, raw, _COUNTER_CODECS))
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,15 @@ ALWAYS_WRITTEN = frozenset(
 COUNTER_ALWAYS_WRITTEN = frozenset({"start", "stride", "max", "shards"})
 _Codec = tuple[Callable[[Any], Any], Callable[[Any], Any]]
 _PLAIN: _Codec = (lambda value: value, lambda raw: raw)
+
+
+def _opaque_from_json(raw: Mapping[str, Any]) -> OpaqueConfig:
+    from .opaque import OpaqueConfig
+
+    return OpaqueConfig.from_json(raw)
+
+
+_COUNTER_CODECS: dict[str, _Codec] = {"opaque": (lambda opaque: opaque.to_json(), _opaque_from_json)}
 _CODECS: dict[str, _Codec] = {
     "counters": (
         lambda counters: {key: counter.to_json() for key, counter in counters.items()},

@@ -48,7 +48,9 @@ _SKIPPED_DIRECTORIES |= {"__pycache__", ".hypothesis", ".pytest_cache", ".mypy_c
 def _repository_files() -> list[Path]:
     found = []
     for directory, subdirectories, files in os.walk(REPO):
-        subdirectories[:] = [name for name in subdirectories if name not in _SKIPPED_DIRECTORIES]
+        subdirectories[:] = [
+            name for name in subdirectories if name not in _SKIPPED_DIRECTORIES and not name.startswith(".venv")
+        ]
         found += [Path(directory) / name for name in files if not name.endswith(".pyc")]
     return found
 

@@ -1,0 +1,230 @@
+"""Opaque ids: each ticket of an opaque counter shown as a fixed-width id made by a keyed pseudorandom
+permutation, unique because the ticket is, and telling nothing of order or volume to whoever lacks the key.
+
+The domain (OpaqueConfig). An id is `width` characters of an alphabet of R symbols (digits, R = 10, or
+Crockford's base32, R = 32), the last one a Luhn check character when `check` is "luhn". The other
+P = width - (1 if check else 0) characters write a value below R**P, which `keyVersions` (V) partitions:
+
+    M = R**P // V                  ids per key version: tickets 0 .. M-1 have an id under each version
+    x = P_version(ticket)          a keyed permutation of [0, M), one key per version
+    value = x*V + (version - 1 + s(x)) % V      s(x): a public hash of x onto [0, V) (_spread)
+    x = value // V, version = (value - s(x)) % V + 1
+
+So two key versions never give one id ((version, x) -> value is one-to-one), anyone can read the version off
+an id but nothing else, and every character of one version's ids is uniform, none repeating another (the
+version is mixed with a hash of x, not written as a character of its own). A counter's tickets must all be
+below M: tickets_deploy refuses a `max` of M or more. Example: 10 digits with a Luhn check and 10 versions:
+P = 9, M = 10**9 // 10 = 100,000,000, so max is at most 99,999,999.
+
+The permutation: a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with the 10 rounds of
+NIST SP 800-38G's FF1 and, like FF1's numeral-string halves, alternating moduli: each round adds to one
+half, modulo its size, a keyed BLAKE2b of the other half. A value of [M, a*b) walks the cycle (goes through
+the network again) until it falls below M, which makes a permutation of [0, M). FF1's PRF is AES, not in
+Python's standard library; keyed BLAKE2b is, and costs less than half what HMAC-SHA256 does per call here.
+Each round's BLAKE2b is keyed once, with the version's key, and reads the round's number, the domain and the
+counter's name (the tweak: one key serves every counter, each with its own permutation) before it is copied
+for each half it mixes in.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from hashlib import blake2b
+from math import isqrt
+from typing import Any
+
+ALPHABETS = {"digits": "0123456789", "base32": "0123456789ABCDEFGHJKMNPQRSTVWXYZ"}  # Crockford's base32
+CHECKS = ("luhn",)  # Luhn mod R: mod 10 for digits, mod 32 for base32 (the check stays in the alphabet)
+KEY_VERSIONS = 10  # the default V; like every default here, never to change (ids were made with it)
+ROUNDS = 10  # FF1's
+KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
+_READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
+_PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
+
+
+class OpaqueIdError(ValueError):
+    """An id that is not one of this counter's: the message says what is wrong with it."""
+
+
+class OpaqueKeyError(ValueError):
+    """Keys that cannot be used (unreadable, too short, or lacking a version asked for)."""
+
+
+@dataclass(frozen=True)
+class OpaqueConfig:
+    """A counter's opaque settings (cdk.json's `counters.K.opaque`): all but key_version are permanent."""
+
+    width: int  # characters, the check character included
+    alphabet: str  # a name in ALPHABETS
+    check: str | None = None  # a name in CHECKS, or None
+    key_versions: int = KEY_VERSIONS  # V: the key versions the domain holds, each M ids
+    key_version: int = 1  # the version new tickets are encoded with (1..V); rotation raises it
+
+    @property
+    def radix(self) -> int:
+        return len(ALPHABETS[self.alphabet])
+
+    @property
+    def ids_per_version(self) -> int:
+        """M: the tickets 0 .. M-1 have an id under each key version."""
+        return int(self.radix ** (self.width - (self.check is not None))) // self.key_versions
+
+    def to_json(self) -> dict[str, Any]:
+        """As cdk.json, the function's settings and the ledger write it: every field (check only when set)."""
+        check = {"check": self.check} if self.check is not None else {}
+        versions = {"keyVersion": self.key_version, "keyVersions": self.key_versions}
+        return {"alphabet": self.alphabet, **check, **versions, "width": self.width}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> OpaqueConfig:
+        return cls(raw["width"], raw["alphabet"], raw.get("check"), raw["keyVersions"], raw["keyVersion"])
+
+
+# A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in, and the modulus of
+# the half it adds to (a, b, a, b, ...).
+_Rounds = tuple[tuple[Callable[[], Any], int], ...]
+
+
+class OpaqueIds:
+    """One counter's ids under the given keys (key version -> key): encode a ticket, decode an id."""
+
+    def __init__(self, config: OpaqueConfig, keys: Mapping[int, bytes], tweak: str):
+        self.config = config
+        radix = config.radix
+        self._symbols = ALPHABETS[config.alphabet]
+        self._doubled = tuple(2 * code // radix + 2 * code % radix for code in range(radix))  # Luhn's doubling
+        self._to_python = str.maketrans(self._symbols, _PYTHON_DIGITS[:radix])
+        self._payload = config.width - (config.check is not None)
+        self._size = config.ids_per_version
+        if not 1 <= self._size <= 2**100:  # so that each half is below 2**64: 8 bytes
+            raise ValueError(f"{config}: holds {self._size} ids per key version (1 .. 2**100)")
+        a = isqrt(self._size - 1) + 1
+        self._b = -(-self._size // a)
+        self._rounds: dict[int, _Rounds] = {
+            version: tuple(
+                (_round_state(key, config, tweak, version, i).copy, (a, self._b)[i % 2]) for i in range(ROUNDS)
+            )
+            for version, key in keys.items()
+            if 1 <= version <= config.key_versions
+        }
+
+    def encode(self, ticket: int, version: int | None = None) -> str:
+        """`ticket`'s id under `version` (default: the config's key_version)."""
+        version = self.config.key_version if version is None else version
+        if not 0 <= ticket < self._size:
+            raise ValueError(f"ticket {ticket} is outside this domain's 0 .. {self._size - 1}")
+        x = self._walk(ticket, self._version_rounds(version), _forward)
+        versions = self.config.key_versions
+        return self._text(x * versions + (version - 1 + _spread(x, versions)) % versions)
+
+    def decode(self, text: str) -> tuple[int, int]:
+        """The (ticket, key version) an id was made from; OpaqueIdError when it is not an id of this domain."""
+        given = text
+        if self.config.alphabet == "base32":
+            text = text.upper().translate(_READS)
+        if len(text) != self.config.width:
+            raise OpaqueIdError(f"{given!r} has {len(text)} characters: these ids have {self.config.width}")
+        for position, symbol in enumerate(text, 1):
+            if symbol not in self._symbols:
+                raise OpaqueIdError(f"{given!r}: {symbol!r} (character {position}) is not one of {self._symbols}")
+        value = int(text[: self._payload].translate(self._to_python), self.config.radix)
+        if self._text(value) != text:  # the payload writes `value`: only the check character can differ
+            raise OpaqueIdError(f"{given!r}: its check character is wrong (a character mistyped, or two swapped)")
+        versions = self.config.key_versions
+        if value >= self._size * versions:
+            raise OpaqueIdError(
+                f"{given!r} is not an id these settings make (its value is above {versions} x {self._size})"
+            )
+        x = value // versions
+        version = (value - _spread(x, versions)) % versions + 1
+        return self._walk(x, self._version_rounds(version), _backward), version
+
+    def _text(self, value: int) -> str:
+        """`value` in the payload's characters, then its check character (Luhn mod R: the code that makes the
+        sum zero, the payload's codes added from the right, every other one doubled, starting with the last;
+        a doubled code counts as the sum of its two base-R digits). Luhn catches every single-character error
+        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z)."""
+        symbols, doubled, radix = self._symbols, self._doubled, self.config.radix
+        text, total = "", 0
+        for position in range(self._payload):
+            value, code = divmod(value, radix)
+            text = symbols[code] + text
+            total += code if position % 2 else doubled[code]
+        return text + symbols[-total % radix] if self.config.check else text
+
+    def _version_rounds(self, version: int) -> _Rounds:
+        if not 1 <= version <= self.config.key_versions:
+            raise OpaqueKeyError(f"key version {version} is outside these ids' 1 .. {self.config.key_versions}")
+        if version not in self._rounds:
+            held = ", ".join(str(each) for each in sorted(self._rounds)) or "none"
+            raise OpaqueKeyError(f"key version {version} is not among the keys given (they hold versions {held})")
+        return self._rounds[version]
+
+    def _walk(self, value: int, rounds: _Rounds, step: Callable[[int, _Rounds, int], int]) -> int:
+        """Cycle-walking: the network maps [0, a*b) onto itself; repeated, it leaves [M, a*b) for [0, M)."""
+        value = step(value, rounds, self._b)
+        while value >= self._size:
+            value = step(value, rounds, self._b)
+        return value
+
+
+def _spread(x: int, versions: int) -> int:
+    """A public hash of x onto [0, V) (Knuth's multiplicative hashing, by 2**64 over the golden ratio) that
+    the version is added to: uniform, and no character of an id repeats another (as x % V would make one)."""
+    return (x * 0x9E3779B97F4A7C15 % 2**64) * versions >> 64
+
+
+def _forward(value: int, rounds: _Rounds, b: int) -> int:
+    left, right = divmod(value, b)  # left in [0, a), right in [0, b); after an even number of rounds, again
+    for copy, modulus in rounds:
+        mixing = copy()
+        mixing.update(right.to_bytes(8, "big"))
+        # 16 bytes of BLAKE2b modulo a half below 2**50: a bias below 2**-78
+        left, right = right, (left + int.from_bytes(mixing.digest(), "big")) % modulus
+    return left * b + right
+
+
+def _backward(value: int, rounds: _Rounds, b: int) -> int:
+    left, right = divmod(value, b)
+    for copy, modulus in reversed(rounds):
+        mixing = copy()
+        mixing.update(left.to_bytes(8, "big"))
+        left, right = (right - int.from_bytes(mixing.digest(), "big")) % modulus, left
+    return left * b + right
+
+
+def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, round_number: int) -> Any:
+    """One round's BLAKE2b, keyed with the version's key, having read the round's number, the domain, the
+    version and the counter (never the current key_version, which changes)."""
+    domain = f"{round_number}/{config.alphabet}/{config.width}/{config.check}/{config.key_versions}/{version}/{tweak}/"
+    return blake2b(domain.encode(), key=key, digest_size=16, person=b"tickets.opaque")
+
+
+def parse_keys(text: str) -> dict[int, bytes]:
+    """A key file's text (and, as the function will read it, the secret's): a JSON object mapping each key
+    version, a whole number as a string, to its key in base64, 16 to 64 random bytes (32 recommended),
+    e.g. {"1": "q83v..."}."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        raw = None
+    if not isinstance(raw, dict) or not raw:
+        raise OpaqueKeyError('keys: not a JSON object of key versions to base64 keys, e.g. {"1": "<44 characters>"}')
+    keys = {}
+    for version, encoded in raw.items():
+        try:
+            key = base64.b64decode(encoded, validate=True) if isinstance(encoded, str) else b""
+        except binascii.Error:
+            key = b""
+        canonical = version.isascii() and version.isdigit() and str(int(version)) == version != "0"
+        if not canonical or not KEY_BYTES[0] <= len(key) <= KEY_BYTES[1]:
+            raise OpaqueKeyError(
+                f"keys: {version!r} must be a key version (1, 2, ...) and its key {KEY_BYTES[0]} to {KEY_BYTES[1]} "
+                "bytes in base64"
+            )
+        keys[int(version)] = key
+    return keys

@@ -1,0 +1,149 @@
+"""`python -m tickets_admin encode KEY TICKET` and `decode KEY ID`: an opaque counter's tickets as its ids and
+back (tickets.opaque), with the counter's settings from cdk.json (or --service's ledger) and the keys from a key
+file. Neither reads nor writes a table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tickets.opaque import OpaqueIdError, OpaqueIds, OpaqueKeyError
+from tickets_deploy.opaque_keys import read_key_file
+
+from .counter_commands import whole_number
+from .registry import Command, Context
+from .table import AdminError
+
+KEY_FILE = """\
+The key file is a JSON object of key versions to keys, each 16 to 64 random bytes in
+base64 (32 recommended), one key per version, e.g. {"1": "<44 characters>", "2": "..."}.
+Make one with:
+  python -c "import base64, json, secrets; print(json.dumps({'1':
+  base64.b64encode(secrets.token_bytes(32)).decode()}))" > tickets-keys.json
+Keep it secret: whoever holds it can read the order of every id (not only decode one)."""
+
+ENCODE_DESCRIPTION = f"""\
+Print the id of each TICKET of the opaque counter KEY (counters.KEY.opaque in cdk.json):
+the keyed permutation its answers apply, under the counter's keyVersion (or --key-version).
+A ticket has an id whether or not the counter issued it; the domain holds 0 .. M-1.
+
+{KEY_FILE}"""
+
+ENCODE_EPILOG = """\
+examples:
+  python -m tickets_admin encode orders 5000 --key-file tickets-keys.json
+  python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
+  python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
+
+DECODE_DESCRIPTION = f"""\
+Print the ticket and the key version of each ID of the opaque counter KEY (counters.KEY.opaque
+in cdk.json). The key version is read off the id (ids of two versions never meet); the key
+file must hold that version's key. Base32 ids are read as Crockford's: any case, I and L
+as 1, O as 0, hyphens ignored. An id of the wrong width, with a character outside the
+alphabet, or whose check character fails (a character mistyped, two swapped) is refused.
+
+{KEY_FILE}"""
+
+DECODE_EPILOG = """\
+examples:
+  python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
+  python -m tickets_admin --service shop decode orders 4829173650 0411372659 --key-file tickets-keys.json"""
+
+
+def load_keys(key_file: Path | None) -> dict[int, bytes]:
+    """The keys of the deployment's opaque ids: from a key file (the local server's format). A deployment's own
+    secret, where the construct keeps it, is read here once the construct has one (phase 2 of issue 39)."""
+    if key_file is None:
+        raise AdminError(
+            "give the keys with --key-file PATH (reading a deployed service's secret is not supported yet)"
+        )
+    try:
+        return read_key_file(key_file)
+    except OpaqueKeyError as err:
+        raise AdminError(f"--key-file {err}") from None
+
+
+def _ids(args: argparse.Namespace, context: Context) -> OpaqueIds:
+    counter = context.config.counters.get(args.key)
+    if counter is None or counter.opaque is None:
+        raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")
+    return OpaqueIds(counter.opaque, load_keys(args.key_file), args.key)
+
+
+def _encode(args: argparse.Namespace, context: Context) -> int:
+    ids = _ids(args, context)
+    version = ids.config.key_version if args.key_version is None else args.key_version
+    size, versions = ids.config.ids_per_version, ids.config.key_versions
+    if not 1 <= version <= versions:
+        raise AdminError(f"--key-version {version}: the ids of {args.key} have key versions 1 to {versions}")
+    lines = []
+    for ticket in args.tickets:
+        if ticket >= size:
+            raise AdminError(f"ticket {ticket}: the ids of {args.key} hold tickets 0 to {size - 1}")
+        try:
+            lines.append(f"{ticket} -> {ids.encode(ticket, version)} (key version {version})")
+        except OpaqueKeyError as err:
+            raise AdminError(f"--key-file {args.key_file}: {err}") from None
+    print("\n".join(lines))
+    return 0
+
+
+def _decode(args: argparse.Namespace, context: Context) -> int:
+    ids = _ids(args, context)
+    lines = []
+    for text in args.ids:
+        try:
+            ticket, version = ids.decode(text)
+        except OpaqueIdError as err:
+            raise AdminError(f"not an id of {args.key}: {err}") from None
+        except OpaqueKeyError as err:
+            raise AdminError(f"{text}: --key-file {args.key_file}: {err}") from None
+        lines.append(f"{text} -> ticket {ticket} (key version {version})")
+    print("\n".join(lines))
+    return 0
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("key", metavar="KEY", help="the opaque counter")
+    parser.add_argument(
+        "--key-file", type=Path, default=None, metavar="PATH", help="the keys, by version (the format below)"
+    )
+
+
+def _encode_arguments(parser: argparse.ArgumentParser) -> None:
+    _common_arguments(parser)
+    parser.add_argument("tickets", metavar="TICKET", nargs="+", type=whole_number, help="a ticket (0 or more)")
+    parser.add_argument(
+        "--key-version",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the key version to encode with (default: the counter's keyVersion)",
+    )
+
+
+def _decode_arguments(parser: argparse.ArgumentParser) -> None:
+    _common_arguments(parser)
+    parser.add_argument("ids", metavar="ID", nargs="+", help="an id the counter answered")
+
+
+COMMANDS = (
+    Command(
+        "encode",
+        "print the id of each TICKET of the opaque counter KEY",
+        ENCODE_DESCRIPTION,
+        ENCODE_EPILOG,
+        _encode,
+        _encode_arguments,
+        uses_table=False,
+    ),
+    Command(
+        "decode",
+        "print the ticket and key version of each ID of the opaque counter KEY",
+        DECODE_DESCRIPTION,
+        DECODE_EPILOG,
+        _decode,
+        _decode_arguments,
+        uses_table=False,
+    ),
+)
