@@ -201,6 +201,7 @@ def layered_python(name: str, requirements: Sequence[str]) -> Path:
         if done.returncode != 0:
             raise RuntimeError(f"{command[:3]} in {layer} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     stamp.write_text(json.dumps(wanted))
+    return python
 
 
 def user_venv(name: str, extras: Sequence[str]) -> tuple[Path, dict[str, Any]]:
