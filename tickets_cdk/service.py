@@ -25,17 +25,12 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from tickets import errors, tables
-from tickets_deploy import epochs
-from tickets_deploy.config import (
-    FIELDS,
-    METRICS_NAMESPACE,
-    ConfigError,
-    DeploymentConfig,
-    handler_environment,
-    parse_props,
-)
-from tickets_deploy.ledger import LedgerError
+from tickets_deploy.config import parse_props
+from tickets_deploy.environment import METRICS_NAMESPACE, handler_environment
+from tickets_deploy.ledger import LedgerError, applied_from
 from tickets_deploy.regions import refusal
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import FIELDS, DeploymentConfig
 from tickets_deploy.services import DeclaredService
 
 from . import ledger_check, suppressions
@@ -385,10 +380,10 @@ def _id_part(construct_id: str, label: str) -> str:
 
 def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
     """The config as the function runs it: each key whose layout changed from the start of its latest
-    epoch, above its fence (tickets_deploy.epochs.applied). Without a readable ledger, as written: the
+    epoch, above its fence (tickets_deploy.ledger.applied). Without a readable ledger, as written: the
     ledger check stops synthesis then anyway."""
     try:
         path = find_ledger(scope)
     except LedgerError:
         return config
-    return epochs.applied_from(config, path)
+    return applied_from(config, path)
