@@ -61,7 +61,7 @@ SERIES_ACTIONS = (
     "dynamodb:DeleteItem",
     "dynamodb:Query",
 )
-# The props that are fields of cdk.json's `tickets` object (tickets_deploy.config.FIELDS).
+# The props that are fields of cdk.json's `tickets` object (tickets_deploy.schema.FIELDS).
 FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService")
 
 
@@ -70,7 +70,7 @@ class TicketService(Construct):
 
     Every prop named after a cdk.json field (FIELD_PROPS: `counters`, `table_name`, `region_slot`,
     `region_slots`, `strict_keys`, `auth`, ...) takes that field's value in snake_case, with its default
-    when omitted and its rule, as the README's configuration table lists them (tickets_deploy.config.FIELDS);
+    when omitted and its rule, as the README's configuration table lists them (tickets_deploy.schema.FIELDS);
     `region_slot` is the slot of the stack's region. Besides them:
 
     - `service_name`: the `service` dimension of the function's metrics and logs (default: `table_name`),
@@ -147,7 +147,7 @@ class TicketService(Construct):
         )
         if encryption_key is not None:
             allow_logs(encryption_key, stack)
-        # In days, as the config checked it against CloudWatch's periods (tickets_deploy.config.LOG_RETENTION_DAYS):
+        # In days, as the config checked it against CloudWatch's periods (tickets_deploy.rules.LOG_RETENTION_DAYS):
         # set on the resource itself so that list is the only one.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
         role = iam.Role(

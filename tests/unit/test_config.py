@@ -356,7 +356,7 @@ def test_a_bad_caller_is_refused_naming_the_entry(changes, field, says):
     assert says in str(refused.value)
 
 
-# --- one definition of each field (tickets_deploy.config.FIELDS) ---------------------------------
+# --- one definition of each field (tickets_deploy.schema.FIELDS) ---------------------------------
 
 
 def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas_defaults():
