@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .access import Rules
     from .series.store import SeriesStore
 
-__all__ = ["App", "create_app", "dynamodb_client", "logger", "metrics"]
+__all__ = ["App", "create_app", "dynamodb_client"]
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
 

@@ -84,5 +84,6 @@ class Services:
                 client=self.client,
                 table_name=self.idempotency_table,
                 expires_after_seconds=self.settings.idempotency_expiry_seconds,
+                logger=self.logger,
             )
         return self._idempotent_issue

@@ -24,7 +24,7 @@ import pytest
 
 from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
-from tickets_deploy.config import ConfigError
+from tickets_deploy.rules import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local import server as server_module
 from tickets_local.deployment import ledger_refusal, load_deployment
