@@ -46,7 +46,7 @@ class _Recorded(Protocol):
 def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logger: Logger) -> IdempotentIssue:
     """Run an issue once per (caller, header): a stored answer is looked up before the issue runs, so
     whatever the issue checks (the config's limits) never stands between a retry and its answer. `logger` is
-    the process's (tickets.services), given rather than imported: services imports this module on first use."""
+    the process's (tickets.runtime), given rather than imported: runtime imports this module on first use."""
     persistence = DynamoDBPersistenceLayer(
         table_name=table_name, boto3_client=client, key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL
     )

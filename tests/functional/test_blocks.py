@@ -14,7 +14,7 @@ from test_idempotency import once
 from common import EXAMPLE_CONFIG
 from moto_deployment import IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
 from tickets.routes import ROUTES, route_of
-from tickets.services import logger as app_logger
+from tickets.runtime import logger as app_logger
 
 MILLION = 1_000_000
 

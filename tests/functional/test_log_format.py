@@ -15,7 +15,7 @@ import pytest
 from common import EXAMPLE_CONFIG
 from moto_deployment import FakeLambdaContext, function_url_event
 from tickets.log_format import AUDIT_FIELDS
-from tickets.services import logger
+from tickets.runtime import logger
 
 REPO = Path(__file__).resolve().parents[2]
 REQUEST_ID = "5d24d88b-audit-test"

@@ -50,7 +50,7 @@ def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
 
 
 @dataclass
-class Services:
+class Runtime:
     settings: Settings
     issuer: Issuer
     deadline: Deadline  # the request's: started by the handler, read by every DynamoDB call
