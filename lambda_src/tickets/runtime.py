@@ -50,7 +50,7 @@ def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
 
 
 @dataclass
-class Services:
+class Runtime:
     settings: Settings
     issuer: Issuer
     deadline: Deadline  # the request's: started by the handler, read by every DynamoDB call
@@ -84,5 +84,6 @@ class Services:
                 client=self.client,
                 table_name=self.idempotency_table,
                 expires_after_seconds=self.settings.idempotency_expiry_seconds,
+                logger=self.logger,
             )
         return self._idempotent_issue
