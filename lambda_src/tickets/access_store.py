@@ -40,7 +40,6 @@ class StoredRules:
         self._rules: Rules | None = None
         self._failed_at: float | None = None
         self._why = ""
-        self._transient = False
 
     def read_at_cold_start(self) -> None:
         """The read a new execution environment makes before its first request: a transient failure (throttled,
@@ -49,7 +48,8 @@ class StoredRules:
         for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
             if attempt:
                 self._pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
-            if self._try_read() or not self._transient:
+            failure = self._try_read()
+            if failure is None or classify(failure) is not Failure.UNAVAILABLE:
                 return
 
     def __call__(self) -> Rules:
@@ -63,14 +63,14 @@ class StoredRules:
             raise Unavailable(f"this function cannot read its access rules ({self._why}); nothing was done")
         return self._rules
 
-    def _try_read(self) -> bool:
+    def _try_read(self) -> Exception | None:
+        """The failure, if any: kept (its time, its cause named), the rules stay unread, never allow-all."""
         try:
             self._rules = self._read()
-        except Exception as err:  # any failure, its cause named: the rules stay unread, never allow-all
-            self._failed_at, self._transient = self._clock(), classify(err) is Failure.UNAVAILABLE
-            self._why = f"{type(err).__name__}: {err}"[:200]
-            return False
-        return True
+        except Exception as err:
+            self._failed_at, self._why = self._clock(), f"{type(err).__name__}: {err}"[:200]
+            return err
+        return None
 
     def _read(self) -> Rules:
         answer = self._ssm.get_parameters(Names=self._names)

@@ -13,15 +13,11 @@ from __future__ import annotations
 
 import gc
 import os
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .access_store import StoredRules
-    from .app import App
+from typing import Any
 
 
-def _access_rules(session: Any) -> StoredRules | None:
-    """The stored rules, read now (cold start); None without."""
+def _access_rules(session: Any) -> Any:
+    """The stored rules (access_store.StoredRules), read now (cold start); None without."""
     from .access import ACCESS_PARAMETERS_ENV
     from .access_store import StoredRules, ssm_client
 
@@ -33,7 +29,7 @@ def _access_rules(session: Any) -> StoredRules | None:
     return rules
 
 
-def _build() -> App:
+def _build() -> Any:
     from .app import create_app, dynamodb_client
     from .botocore_session import new_session
     from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SERIES_TABLE_ENV, SETTINGS_ENV, Settings
