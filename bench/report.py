@@ -9,6 +9,7 @@ from pathlib import Path
 GOALS = {
     # At most: issue 30's goals for both (they were 1.30 and 1.50 before the dispatch by the route table).
     "cold_start_ratio": 1.15,
+    "cold_start_rules_ratio": 1.10,  # at most, with access rules / without: issue 38's goal
     "warm_ratio": 1.15,
     "lease_tickets_per_s": 1_000_000,  # at least
     "lease_handout_ceiling_per_s": 3_000_000,  # at least
@@ -26,6 +27,7 @@ def goals_met(results: dict) -> dict[str, bool]:
     writes = results["writes_per_ticket"]
     return {
         "cold_start_ratio": results["cold_start_ratio"] <= GOALS["cold_start_ratio"],
+        "cold_start_rules_ratio": results["cold_start_rules_ratio"] <= GOALS["cold_start_rules_ratio"],
         "warm_ratio": results["warm_ratio"] <= GOALS["warm_ratio"],
         "writes_per_ticket": all(math.isclose(per_ticket, 1 / int(count)) for count, per_ticket in writes.items()),
         "block_tickets_per_write": results["block_tickets_per_write"] >= GOALS["block_tickets_per_write"],
@@ -62,7 +64,7 @@ def markdown_table(results: dict) -> str:
             "SSM stand-in at import), / without rules",
             f"{results['cold_start_rules_ratio']:.2f} ({results['cold_start_rules_ms']['with_rules']:.0f} ms vs "
             f"{cold['tickets']:.0f} ms; SSM's own latency not included)",
-            "reported",
+            f"≤ {GOALS['cold_start_rules_ratio']:.2f} {_mark(met['cold_start_rules_ratio'])}",
         ),
         (
             "warm call (real event, DynamoDB stubbed, logs at INFO, audit in the metrics line), Tickets / baseline",
