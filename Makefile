@@ -105,14 +105,15 @@ test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_D
 	$(PY) -m pytest tests/$(@:test-%=%)
 
 # `make test` runs every tier in five groups, three at a time on the machine's two cores (each group waits on
-# servers and subprocesses part of the time), each printing its report when it ends: the unit tier in a run
-# of its own (so its import check runs here too), the functional tier, the models, the tiers that synthesise
+# servers and subprocesses part of the time), each printing its report when it ends: the tiers that synthesise
 # and build (synth, packaging: both install the built wheel into .venv-examples, so they share one process),
-# and the TypeScript client's tests (node's test runner, against a local server from this .venv). npm install
+# the functional tier, the models, the unit tier in a run of its own (so its import check runs here too), and
+# the TypeScript client's tests (node's test runner, against a local server from this .venv). Longest first:
+# make starts them in this order, so the group that takes longest is never the one started last. npm install
 # (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs even when
 # another failed; make test fails if any did.
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
-	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-models test-build-tiers test-typescript
+	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-build-tiers test-functional test-models test-unit test-typescript
 
 test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/synth tests/packaging

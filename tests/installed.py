@@ -16,7 +16,8 @@ The wheel's dependencies are installed at the versions requirements*.txt pin (as
 cache when it has them. The environment is kept between runs and brought up to date only when the wheel's
 contents or the requested extras and requirements change (a stamp file records what is installed).
 
-Within one test process the checkout does not change, so the wheel is built once (`built_wheel`), and
+Within one test process the checkout does not change, so the sdist and wheel are built once (`built_distributions`,
+`built_wheel`), and
 examples/cdk-app is synthesised from it once (`synthesised_example`) for the tests that only read what
 it wrote: each costs about 10 s of CPU, on 2 cores that `make test` keeps busy.
 """
@@ -55,26 +56,29 @@ UV = Path(sys.executable).parent / "uv"
 INSTALL_TIMEOUT_SECONDS = 900
 
 
-def build_wheel(destination: Path) -> Path:
-    """`pip wheel --no-deps .`: the wheel a user would install (setuptools from the index, isolated). setuptools
-    stages the packages in build/ and never empties it: a file removed since the last build would ship."""
-    shutil.rmtree(REPO / "build", ignore_errors=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", str(REPO)],
-        cwd=destination,
-        check=True,
+@functools.cache
+def built_distributions() -> dict[str, Path]:
+    """`python -m build --sdist --wheel` of the repository, once per test process, into a directory removed when
+    the process ends: what a release uploads (tests/packaging/test_distributions.py checks both), and the wheel,
+    built from that sdist, is the one every environment here installs. Built from the sdist, it holds what a
+    clean tree gives (setuptools stages packages in build/ and never empties it: a file removed since an
+    earlier in-tree build would ship)."""
+    destination = _scratch("tickets-dist-")
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(destination), str(REPO)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
-    (wheel,) = destination.glob("*.whl")
-    return wheel
+    if done.returncode != 0:
+        raise RuntimeError(f"python -m build failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    (wheel,), (sdist,) = destination.glob("*.whl"), destination.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
 
 
-@functools.cache
 def built_wheel() -> Path:
-    """build_wheel, once per test process, into a directory removed when the process ends."""
-    return build_wheel(_scratch("tickets-wheel-"))
+    """The wheel of built_distributions (built once per test process)."""
+    return built_distributions()["wheel"]
 
 
 def synth_app(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
