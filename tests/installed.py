@@ -54,6 +54,18 @@ CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
 # seconds; user_venv alone installs with pip, as a user would.
 UV = Path(sys.executable).parent / "uv"
 INSTALL_TIMEOUT_SECONDS = 900
+# `make test` runs the build tiers in two processes at once: the tests marked `installs` (which build the packages
+# and make the environments below, in the checkout's build/, egg-info and .venv-* folders) in one, the rest in the
+# other, with this variable set: there, making any of them is a mistake that would race the first process.
+NO_INSTALLS = "TICKETS_TESTS_NO_INSTALLS"
+
+
+def _installs_allowed() -> None:
+    if os.environ.get(NO_INSTALLS):
+        raise RuntimeError(
+            f"{NO_INSTALLS} is set: this process runs the tests not marked `installs`; mark the test that builds "
+            "or installs the packages `@pytest.mark.installs` (make test runs those in a process of their own)"
+        )
 
 
 @functools.cache
@@ -63,6 +75,7 @@ def built_distributions() -> dict[str, Path]:
     built from that sdist, is the one every environment here installs. Built from the sdist, it holds what a
     clean tree gives (setuptools stages packages in build/ and never empties it: a file removed since an
     earlier in-tree build would ship)."""
+    _installs_allowed()
     destination = _scratch("tickets-dist-")
     done = subprocess.run(
         [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(destination), str(REPO)],
@@ -133,6 +146,7 @@ def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = (
     """The python of .venv-examples/, with the current wheel (and these extras of it, and these further
     requirement specs) installed; installed only when the wheel's contents changed or the call asks for more
     than is installed (extras and requirements of earlier calls are kept)."""
+    _installs_allowed()
     wheel = built_wheel()
     digest = wheel_digest(wheel)
     python = VENV / "bin" / "python"
@@ -178,6 +192,7 @@ def layered_python(name: str, requirements: Sequence[str]) -> Path:
     versions (cdk-nag 2 or 3) beside the same install, without installing the CDK once per version. Their
     dependencies must be in .venv-examples: `pip check` refuses the layer otherwise. Made again only when
     the requirements change (the wheel it sees is always .venv-examples' current one)."""
+    _installs_allowed()
     base = installed_python()
     layer = LAYERS / name
     python, stamp = layer / "bin" / "python", layer / ".installed.json"
@@ -213,6 +228,7 @@ def user_venv(name: str, extras: Sequence[str]) -> tuple[Path, dict[str, Any]]:
     that pip's `pip install 'WHEEL[EXTRAS]'` (the dependencies at the pinned versions, as constraints; compiled,
     as pip does by default), and nothing else. Remade when the wheel's contents or the extras change. Returns
     its python and what made it (the wheel's digest, the extras, the install's seconds)."""
+    _installs_allowed()
     wheel = built_wheel()
     wanted = {"wheel": wheel_digest(wheel), "extras": sorted(extras)}
     venv_dir, stamp = SETS / name, SETS / f"{name}.json"
@@ -263,6 +279,7 @@ def make_set_python(name: str) -> Path:
     set). Remade from nothing when a requirement file the set reads, a pyproject.toml or the Makefile changes:
     pip install only adds, and a line removed from a set must be missing here. RuntimeError when make fails
     or pip prints an ERROR line (a set that leaves a dependency of what it installs out)."""
+    _installs_allowed()
     stamp_name, requirements = MAKE_SETS[name]
     inputs = [*requirement_files(requirements), REPO / "pyproject.toml", REPO / "clients/python/pyproject.toml"]
     digest = hashlib.sha256()

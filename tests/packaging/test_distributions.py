@@ -22,7 +22,7 @@ from installed import built_distributions
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 PACKAGES = {"tickets", "tickets_deploy", "tickets_cdk", "tickets_local", "tickets_admin"}
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.installs]
 
 
 @pytest.fixture(scope="module")

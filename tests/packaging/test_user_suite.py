@@ -16,7 +16,7 @@ from installed import INSTALL_TIMEOUT_SECONDS, REPO, environment, installed_pyth
 
 USER_TESTS = REPO / "examples" / "user-tests"
 CLIENT = REPO / "clients" / "python"
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.installs]
 
 
 def pinned(name: str) -> str:
