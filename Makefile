@@ -42,7 +42,7 @@ NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-tiers test-typescript lint serve init synth bootstrap deploy bench clean version
+.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -104,18 +104,23 @@ test-unit: $(DEV_DEPS)
 test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
-# `make test` runs every tier in five groups, three at a time on the machine's two cores (each group waits on
-# servers and subprocesses part of the time), each printing its report when it ends: the unit tier in a run
-# of its own (so its import check runs here too), the functional tier, the models, the tiers that synthesise
-# and build (synth, packaging: both install the built wheel into .venv-examples, so they share one process),
-# and the TypeScript client's tests (node's test runner, against a local server from this .venv). npm install
-# (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs even when
-# another failed; make test fails if any did.
+# `make test` runs every tier in six groups, three at a time on the machine's two cores (each group waits on
+# servers and subprocesses part of the time), each printing its report when it ends: the functional tier; the
+# tiers that synthesise and build (synth, packaging) in two processes, the tests that build and install the
+# packages (marked `installs`: they share the wheel, .venv-examples and .venv-sets, so one process) and the rest
+# (where tests/installed.py refuses to build or install: TICKETS_TESTS_NO_INSTALLS); the models; the TypeScript
+# client's tests (node's test runner, against a local server from this .venv); the unit tier in a run of its own
+# (so its import check runs here too). Longest first: make starts them in this order, so no long group starts
+# last. npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group
+# runs even when another failed; make test fails if any did.
 test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
-	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-models test-build-tiers test-typescript
+	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-functional test-build-installs test-build-others test-models test-typescript test-unit
 
-test-build-tiers: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
-	$(PY) -m pytest tests/synth tests/packaging
+test-build-installs: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	$(PY) -m pytest tests/synth tests/packaging -m installs
+
+test-build-others: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	TICKETS_TESTS_NO_INSTALLS=1 $(PY) -m pytest tests/synth tests/packaging -m "not installs"
 
 test-typescript: $(DEV_DEPS) $(TS_DEPS)
 	cd $(TS_CLIENT) && npm test

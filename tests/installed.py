@@ -16,7 +16,8 @@ The wheel's dependencies are installed at the versions requirements*.txt pin (as
 cache when it has them. The environment is kept between runs and brought up to date only when the wheel's
 contents or the requested extras and requirements change (a stamp file records what is installed).
 
-Within one test process the checkout does not change, so the wheel is built once (`built_wheel`), and
+Within one test process the checkout does not change, so the sdist and wheel are built once (`built_distributions`,
+`built_wheel`), and
 examples/cdk-app is synthesised from it once (`synthesised_example`) for the tests that only read what
 it wrote: each costs about 10 s of CPU, on 2 cores that `make test` keeps busy.
 """
@@ -53,28 +54,44 @@ CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
 # seconds; user_venv alone installs with pip, as a user would.
 UV = Path(sys.executable).parent / "uv"
 INSTALL_TIMEOUT_SECONDS = 900
+# `make test` runs the build tiers in two processes at once: the tests marked `installs` (which build the packages
+# and make the environments below, in the checkout's build/, egg-info and .venv-* folders) in one, the rest in the
+# other, with this variable set: there, making any of them is a mistake that would race the first process.
+NO_INSTALLS = "TICKETS_TESTS_NO_INSTALLS"
 
 
-def build_wheel(destination: Path) -> Path:
-    """`pip wheel --no-deps .`: the wheel a user would install (setuptools from the index, isolated). setuptools
-    stages the packages in build/ and never empties it: a file removed since the last build would ship."""
-    shutil.rmtree(REPO / "build", ignore_errors=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", str(REPO)],
-        cwd=destination,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    (wheel,) = destination.glob("*.whl")
-    return wheel
+def _installs_allowed() -> None:
+    if os.environ.get(NO_INSTALLS):
+        raise RuntimeError(
+            f"{NO_INSTALLS} is set: this process runs the tests not marked `installs`; mark the test that builds "
+            "or installs the packages `@pytest.mark.installs` (make test runs those in a process of their own)"
+        )
 
 
 @functools.cache
+def built_distributions() -> dict[str, Path]:
+    """`python -m build --sdist --wheel` of the repository, once per test process, into a directory removed when
+    the process ends: what a release uploads (tests/packaging/test_distributions.py checks both), and the wheel,
+    built from that sdist, is the one every environment here installs. Built from the sdist, it holds what a
+    clean tree gives (setuptools stages packages in build/ and never empties it: a file removed since an
+    earlier in-tree build would ship)."""
+    _installs_allowed()
+    destination = _scratch("tickets-dist-")
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(destination), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"python -m build failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    (wheel,), (sdist,) = destination.glob("*.whl"), destination.glob("*.tar.gz")
+    return {"wheel": wheel, "sdist": sdist}
+
+
 def built_wheel() -> Path:
-    """build_wheel, once per test process, into a directory removed when the process ends."""
-    return build_wheel(_scratch("tickets-wheel-"))
+    """The wheel of built_distributions (built once per test process)."""
+    return built_distributions()["wheel"]
 
 
 def synth_app(python: Path, app_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -129,6 +146,7 @@ def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = (
     """The python of .venv-examples/, with the current wheel (and these extras of it, and these further
     requirement specs) installed; installed only when the wheel's contents changed or the call asks for more
     than is installed (extras and requirements of earlier calls are kept)."""
+    _installs_allowed()
     wheel = built_wheel()
     digest = wheel_digest(wheel)
     python = VENV / "bin" / "python"
@@ -174,6 +192,7 @@ def layered_python(name: str, requirements: Sequence[str]) -> Path:
     versions (cdk-nag 2 or 3) beside the same install, without installing the CDK once per version. Their
     dependencies must be in .venv-examples: `pip check` refuses the layer otherwise. Made again only when
     the requirements change (the wheel it sees is always .venv-examples' current one)."""
+    _installs_allowed()
     base = installed_python()
     layer = LAYERS / name
     python, stamp = layer / "bin" / "python", layer / ".installed.json"
@@ -209,6 +228,7 @@ def user_venv(name: str, extras: Sequence[str]) -> tuple[Path, dict[str, Any]]:
     that pip's `pip install 'WHEEL[EXTRAS]'` (the dependencies at the pinned versions, as constraints; compiled,
     as pip does by default), and nothing else. Remade when the wheel's contents or the extras change. Returns
     its python and what made it (the wheel's digest, the extras, the install's seconds)."""
+    _installs_allowed()
     wheel = built_wheel()
     wanted = {"wheel": wheel_digest(wheel), "extras": sorted(extras)}
     venv_dir, stamp = SETS / name, SETS / f"{name}.json"
@@ -259,6 +279,7 @@ def make_set_python(name: str) -> Path:
     set). Remade from nothing when a requirement file the set reads, a pyproject.toml or the Makefile changes:
     pip install only adds, and a line removed from a set must be missing here. RuntimeError when make fails
     or pip prints an ERROR line (a set that leaves a dependency of what it installs out)."""
+    _installs_allowed()
     stamp_name, requirements = MAKE_SETS[name]
     inputs = [*requirement_files(requirements), REPO / "pyproject.toml", REPO / "clients/python/pyproject.toml"]
     digest = hashlib.sha256()

@@ -20,7 +20,7 @@ import pytest
 
 from installed import EXAMPLE, REPO, layered_python, synth_app, validation_findings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.installs]
 
 # How a user's app adds the AwsSolutions checks, per major (cdk-nag 3 runs only as a validation plugin).
 REGISTER = {

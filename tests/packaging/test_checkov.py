@@ -21,6 +21,7 @@ KEY_CHECKS = {"CKV_AWS_119", "CKV_AWS_158"}  # a customer-managed KMS key: the `
 
 
 @pytest.mark.slow
+@pytest.mark.installs
 def test_checkov_finds_only_the_key_checks_and_only_where_no_key_is_given():
     if not CHECKOV.exists():
         pytest.fail(f"checkov is not installed: make {CHECKOV.parent.parent.name}/.installed (make test does)")

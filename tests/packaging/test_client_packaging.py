@@ -65,6 +65,7 @@ def test_each_client_carries_the_license_and_a_readme(client):
 
 
 @pytest.mark.slow
+@pytest.mark.installs
 def test_the_python_client_builds_and_passes_twine_check_strict(tmp_path):
     """The sdist and wheel as PyPI would take them: a readme (long_description) and the license text."""
     build = subprocess.run(

@@ -17,30 +17,24 @@ from pathlib import Path
 import pytest
 
 import tickets
+from installed import built_distributions
 
 REPO = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 PACKAGES = {"tickets", "tickets_deploy", "tickets_cdk", "tickets_local", "tickets_admin"}
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.installs]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory) -> dict[str, Path]:
-    """`python -m build --sdist --wheel` of the repository: what a release uploads."""
-    destination = tmp_path_factory.mktemp("dist")
-    build = subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(destination), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
-    wheel, sdist = sorted(destination.glob("*.whl")), sorted(destination.glob("*.tar.gz"))
-    assert [path.name for path in wheel + sdist] == [
+def built() -> dict[str, Path]:
+    """`python -m build --sdist --wheel` of the repository: what a release uploads (built once per process and
+    shared with the tests that install the wheel: tests/installed.py)."""
+    built = built_distributions()
+    assert [built["wheel"].name, built["sdist"].name] == [
         f"tickets_server-{tickets.__version__}-py3-none-any.whl",
         f"tickets_server-{tickets.__version__}.tar.gz",
     ]
-    return {"wheel": wheel[0], "sdist": sdist[0]}
+    return built
 
 
 def wheel_metadata(wheel: Path):

@@ -27,7 +27,7 @@ from tickets_deploy.config import load_config_file
 from tickets_deploy.ledger import init_ledger, read_ledger_file
 from tickets_local.testing import LocalTickets
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.installs]
 CDK_CLI = REPO / "node_modules" / ".bin" / "cdk"
 NOT_IN_THE_CDK_SET = ("botocore", "boto3", "aws_lambda_powertools", "moto")
 

@@ -59,6 +59,7 @@ def test_the_client_depends_on_botocore_only():
 
 
 @pytest.mark.slow
+@pytest.mark.installs
 def test_the_python_client_installs_into_a_clean_venv_and_works_outside_the_repo(tmp_path):
     """`pip install ./clients/python` into a new venv (botocore from the index or pip's cache), then the
     console command and the module run from a directory outside the repo, against the local server.

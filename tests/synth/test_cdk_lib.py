@@ -313,6 +313,7 @@ def _resources(template: dict, kind: str) -> dict[str, dict]:
 
 
 @pytest.mark.slow
+@pytest.mark.installs
 def test_the_wheel_installs_only_tickets_names_and_everything_it_reads():
     wheel = built_wheel()
     names = zipfile.ZipFile(wheel).namelist()
@@ -333,6 +334,7 @@ def test_the_wheel_installs_only_tickets_names_and_everything_it_reads():
 
 
 @pytest.mark.slow
+@pytest.mark.installs
 def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_path):
     app_dir, done = synthesised_example()  # the copy test_checkov.py reads too
     assert done.returncode == 0, done.stderr[-3000:]
@@ -448,6 +450,7 @@ def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.installs
 def test_the_example_app_is_refused_a_change_a_missing_ledger_and_an_agnostic_stack(user_python, tmp_path):
     changed = _copy_example(tmp_path, "changed")
     ledger_before = (changed / "tickets.lock.json").read_bytes()

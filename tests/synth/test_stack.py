@@ -20,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E402
 from linting import cfn_lint_errors
 
-from app import synthesize  # noqa: E402
+from app import main, synthesize  # noqa: E402
 from installed import validation_findings
 from stacks.tickets_stack import add_stacks
 from tickets import timing  # noqa: E402
@@ -867,25 +867,38 @@ def test_the_same_package_gives_the_same_asset_hash_wherever_it_is_built(deploye
     assert hashes == {staged.name.removeprefix("asset.")}
 
 
-@pytest.mark.parametrize(
-    "tickets, field",
-    [
-        ({"regions": {"us-east-1": 1}, "regionSlots": 1}, "tickets.regions.us-east-1"),
-        ({"regions": {"us-east-9": 0}}, "tickets.regions.us-east-9"),
-        ({"regions": {"cn-north-1": 0}}, "tickets.regions.cn-north-1"),
-        ({"regions": {"ap-south-2": 0}}, "tickets.regions.ap-south-2"),  # no Function URLs there
-        ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
-        ({"regions": {"us-east-1": 0}, "counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
-        ({"regions": {"us-east-1": 0}, "colour": "blue"}, "tickets.colour"),
-    ],
-)
+INVALID_CONFIGS = [
+    ({"regions": {"us-east-1": 1}, "regionSlots": 1}, "tickets.regions.us-east-1"),
+    ({"regions": {"us-east-9": 0}}, "tickets.regions.us-east-9"),
+    ({"regions": {"cn-north-1": 0}}, "tickets.regions.cn-north-1"),
+    ({"regions": {"ap-south-2": 0}}, "tickets.regions.ap-south-2"),  # no Function URLs there
+    ({"regions": {"us-east-1": 0, "eu-west-1": 0}, "regionSlots": 2}, "tickets.regions.eu-west-1"),
+    ({"regions": {"us-east-1": 0}, "counters": {"orders": {"stride": 0}}}, "tickets.counters.orders.stride"),
+    ({"regions": {"us-east-1": 0}, "colour": "blue"}, "tickets.colour"),
+]
+
+
+@pytest.mark.parametrize("tickets, field", INVALID_CONFIGS)
 def test_invalid_config_stops_synthesis_naming_the_field(tickets, field, tmp_path):
+    """app.py's main in this process (its jsii kernel is loaded once for the tier; a `python app.py` costs
+    about 8 s of CPU): it exits with the field named, no other exception, no template, no ledger written."""
+    ledger = tmp_path / "tickets.lock.json"
+    with pytest.raises(SystemExit) as stopped:
+        main(App(context={"tickets": tickets}, outdir=str(tmp_path / "cdk.out")), ledger)
+    assert str(stopped.value.code).startswith("cdk.json: invalid tickets config: ")
+    assert field in str(stopped.value.code)
+    assert not list((tmp_path / "cdk.out").glob("*.template.json")) and not ledger.exists()
+
+
+def test_python_app_py_with_an_invalid_config_exits_naming_the_field_without_a_traceback(tmp_path):
+    """The same refusal as the CDK CLI runs the app (`python app.py`, the context in CDK_CONTEXT_JSON)."""
+    tickets, field = INVALID_CONFIGS[-1]
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps({"tickets": tickets}), "CDK_OUTDIR": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, str(ROOT / "app.py")], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
     )
-    assert result.returncode != 0
-    assert field in result.stderr, result.stderr
+    assert result.returncode == 1
+    assert "cdk.json: invalid tickets config: " in result.stderr and field in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.glob("*.template.json"))
 

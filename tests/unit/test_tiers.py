@@ -28,17 +28,25 @@ def test_no_two_tiers_hold_a_test_file_of_the_same_name():
 
 
 def test_make_test_runs_every_tier():
-    """`make test` runs the tiers in groups (the Makefile's test-unit, test-functional, ..., test-build-tiers):
-    together they name each tier once. A group's rule may be shared (`test-functional test-models ...:`, whose
-    recipe names `tests/$(@:test-%=%)`, the group's own folder)."""
+    """`make test` runs the tiers in groups (the Makefile's test-unit, test-functional, ..., test-build-installs):
+    together they name each tier once, or twice split by the `installs` marker (`-m installs` in one group,
+    `-m "not installs"` in another: every test in exactly one). A group's rule may be shared (`test-functional
+    test-models ...:`, whose recipe names `tests/$(@:test-%=%)`, the group's own folder)."""
     makefile = (REPO / "Makefile").read_text()
     recipe = re.search(r"^test:.*\n\t(.*)$", makefile, re.M).group(1)
     groups = re.findall(r"test-[a-z-]+", recipe)
 
-    def folders(group: str) -> list[str]:
+    def folders(group: str) -> list[tuple[str, str | None]]:
         rule = re.search(rf"^((?:[\w-]+ )*{group}(?: [\w-]+)*):.*\n\t(.*)$", makefile, re.M)
         assert rule is not None, f"no rule makes {group}"
-        return re.findall(r"tests/(\w+)", rule.group(2).replace("$(@:test-%=%)", group.removeprefix("test-")))
+        command = rule.group(2).replace("$(@:test-%=%)", group.removeprefix("test-"))
+        marker = re.search(r' -m ("not installs"|installs)(?=\s|$)', command)
+        return [(folder, marker and marker.group(1)) for folder in re.findall(r"tests/(\w+)", command)]
 
-    named = Counter(folder for group in groups for folder in folders(group))
-    assert named == Counter(path.removeprefix("tests/") for path in tier_folders())
+    named: dict[str, list[str | None]] = {}
+    for group in groups:
+        for folder, marker in folders(group):
+            named.setdefault(folder, []).append(marker)
+    assert set(named) == {path.removeprefix("tests/") for path in tier_folders()}
+    for folder, markers in named.items():
+        assert sorted(markers, key=str) in ([None], ['"not installs"', "installs"]), (folder, markers)
