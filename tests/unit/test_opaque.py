@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tickets import opaque
 from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIdError, OpaqueIds, OpaqueKeyError, parse_keys
 
 KEY_1, KEY_2, KEY_3 = bytes(range(32)), bytes(range(32, 64)), bytes(range(64, 96))
@@ -123,6 +124,27 @@ def test_the_permutation_is_pinned():
     assert [ids.encode(t, 2) for t in (0, 1)] == ["6844852092", "0411372659"]
     base32 = ids_of(OpaqueConfig(12, "base32", "luhn"), {1: KEY_1})
     assert [base32.encode(t) for t in (0, 1, 2**40)] == ["APPDWNX9RK5W", "F2D4NW2QYRRT", "JW1ZT0A885EW"]
+    # Domains whose rounds keep tables (tickets.opaque.TABLE_HALVES), an odd payload and an even one, no check
+    # character and base32's: made by the code before the tables, as the ones above were.
+    base32_table = ids_of(OpaqueConfig(6, "base32", "luhn"), {1: KEY_1})
+    assert base32_table.encode_all([0, 1, 2, 3_000_000]) == ["J3GVC4", "AEWPZG", "SG4D6W", "GDYWYW"]
+    seven = ids_of(OpaqueConfig(7, "digits", None, 1), {1: KEY_1})
+    assert seven.encode_all([0, 1, 2, 9_999_999]) == ["9658412", "5358009", "3173998", "6274559"]
+
+
+@pytest.mark.parametrize("config", [TEN_DIGITS_LUHN, OpaqueConfig(6, "base32", "luhn"), SMALL[3]], ids=str)
+def test_the_rounds_tables_change_no_id(config, monkeypatch):
+    """A round's table keeps what its BLAKE2b gave: the same ids and tickets, encoded one by one or as a list,
+    with tables filled as they go and with none (TABLE_HALVES 0), both ways, twice (the second time from the
+    tables)."""
+    with_tables = ids_of(config, KEYS)
+    tickets = [*range(min(3_000, config.ids_per_version)), config.ids_per_version - 1]
+    made = [with_tables.encode_all(tickets) for _ in range(2)]
+    monkeypatch.setattr(opaque, "TABLE_HALVES", 0)
+    without = ids_of(config, KEYS)
+    assert all(table is None for _, _, table in without._rounds[1])
+    assert made[0] == made[1] == without.encode_all(tickets) == [with_tables.encode(t) for t in tickets]
+    assert [with_tables.decode(each)[0] for each in made[0]] == [without.decode(each)[0] for each in made[0]] == tickets
 
 
 # --- the check character -------------------------------------------------------------------------------
