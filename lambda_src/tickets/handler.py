@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+from typing import TYPE_CHECKING
 
 from .access import ACCESS_PARAMETERS_ENV
 from .access_store import StoredRules, ssm_client
 from .app import create_app, dynamodb_client
 from .errors import Unavailable
-from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SERIES_TABLE_ENV, SETTINGS_ENV, Settings
+from .settings import (
+    COUNTER_TABLE_ENV,
+    IDEMPOTENCY_TABLE_ENV,
+    OPAQUE_KEYS_ENV,
+    SERIES_TABLE_ENV,
+    SETTINGS_ENV,
+    Settings,
+)
+
+if TYPE_CHECKING:
+    from .opaque_secret import StoredKeys
 
 
 def _access_rules() -> StoredRules | None:
@@ -24,6 +35,18 @@ def _access_rules() -> StoredRules | None:
     return rules
 
 
+def _opaque_keys() -> StoredKeys | None:
+    """The keys of opaque ids, read now (cold start) from the parameter the environment names; None without."""
+    name = os.environ.get(OPAQUE_KEYS_ENV)
+    if not name:
+        return None
+    from .opaque_secret import StoredKeys, read_secret  # only a function with opaque counters loads tickets.opaque
+
+    keys = StoredKeys(lambda: read_secret(name), f"the SSM parameter {name}")
+    keys.load()  # a failure is kept: each request of an opaque counter answers 503 and tries again
+    return keys
+
+
 app = create_app(
     Settings.from_json(os.environ[SETTINGS_ENV]),
     dynamodb_client(),
@@ -31,5 +54,6 @@ app = create_app(
     os.environ[IDEMPOTENCY_TABLE_ENV],
     series_table=os.environ.get(SERIES_TABLE_ENV),
     access=_access_rules(),
+    opaque_keys=_opaque_keys(),
 )
 lambda_handler = app.lambda_handler

@@ -49,6 +49,7 @@ KEY_VERSIONS = 10  # the default V; like every default here, never to change (id
 ROUNDS = 10  # FF1's
 TABLE_HALVES = 2**15  # the widest half whose rounds keep a table (at most 10 x 2**15 entries, about 13 MB full)
 KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
+KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>", "2": ...}}, one key per version'
 _READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
 _PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
 
