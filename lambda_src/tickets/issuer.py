@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import BadRequest, Exhausted, NotFound, Unavailable, echo, exhausted
+from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable, echo, exhausted
 from .keys import MAX_COUNT, echo_count
 from .lane_item import LAST, STEP
 from .messages import Block, CounterState, IssuedIds, LaneState
@@ -195,7 +195,7 @@ class Issuer:
         """Refuse a range block of an opaque counter, or larger than the key's (or the deployment's) maxBlock allows."""
         counter = self.counter(key)
         if counter.opaque is not None:
-            raise BadRequest(
+            raise OpaqueCounter(
                 f"{echo(key)} is an opaque counter: its answers are ids, which only its key makes, and a range block "
                 "would hand out the tickets themselves (a caller cannot encode them without the key, which callers "
                 f"never hold). Take up to {MAX_COUNT} ids a request: GET /{key}?count=N"
