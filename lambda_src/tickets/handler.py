@@ -40,11 +40,9 @@ def _opaque_keys() -> StoredKeys | None:
     name = os.environ.get(OPAQUE_KEYS_ENV)
     if not name:
         return None
-    from .opaque_secret import StoredKeys, read_secret  # only a function with opaque counters loads tickets.opaque
+    from .opaque_secret import parameter_keys  # only a function with opaque counters loads tickets.opaque
 
-    keys = StoredKeys(lambda: read_secret(name), f"the SSM parameter {name}")
-    keys.load()  # a failure is kept: each request of an opaque counter answers 503 and tries again
-    return keys
+    return parameter_keys(name)
 
 
 app = create_app(

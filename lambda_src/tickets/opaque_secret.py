@@ -33,6 +33,14 @@ def read_secret(name: str) -> str:
     return value
 
 
+def parameter_keys(name: str) -> StoredKeys:
+    """The keys in the SSM parameter `name`, read now (a failure is kept: each request of an opaque counter answers
+    503 and tries again)."""
+    keys = StoredKeys(lambda: read_secret(name), f"the SSM parameter {name}")
+    keys.load()
+    return keys
+
+
 class _Quiet(logging.Filter):
     """Drops the records of the body loggers made on a thread while it is inside `unlogged`."""
 
