@@ -26,13 +26,16 @@ counter's name (the tweak: one key serves every counter, each with its own permu
 for each half it mixes in.
 
 A round's function of a half is fixed, and a half is below a: where a is at most TABLE_HALVES, each round keeps
-what it computed in a table (a list of a entries, filled as halves come), so a warm function pays BLAKE2b once per
-half and round rather than once per id (10 digits: a = 10,000, at most 100,000 entries per key version, about
-4 MB when full, measured; the ids are the same, tests/unit/test_opaque.py pins them). A wider domain computes each time.
+what it computed in a table (an array of a 16-bit entries, filled as halves come), so a warm function pays BLAKE2b
+once per half and round rather than once per id (10 digits: a = 10,000, 200 KB per key version; the ids are the
+same, tests/unit/test_opaque.py pins them). An array of 16-bit entries, not a list: a list's entries point at
+integers strewn over the heap, and between two requests the rest of the call pushes them out of the processor's
+caches (measured side by side, bench/README.md). A wider domain computes each time.
 """
 
 from __future__ import annotations
 
+import array
 import base64
 import binascii
 import functools
@@ -47,7 +50,10 @@ ALPHABETS = {"digits": "0123456789", "base32": "0123456789ABCDEFGHJKMNPQRSTVWXYZ
 CHECKS = ("luhn",)  # Luhn mod R: mod 10 for digits, mod 32 for base32 (the check stays in the alphabet)
 KEY_VERSIONS = 10  # the default V; like every default here, never to change (ids were made with it)
 ROUNDS = 10  # FF1's
-TABLE_HALVES = 2**15  # the widest half whose rounds keep a table (at most 10 x 2**15 entries, about 13 MB full)
+# The widest half whose rounds keep a table: an entry is below the half's modulus, at most this, so it takes 2 bytes
+# (array "H"), and 2**16 - 1 is free to mean "not computed yet": 10 x 2 bytes per half, at most 1.3 MB a version.
+TABLE_HALVES = 2**16 - 1
+_UNSET = 2**16 - 1
 KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
 KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>", "2": ...}}, one key per version'
 _READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
@@ -93,9 +99,9 @@ class OpaqueConfig:
 
 
 # A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in; the modulus of the half it
-# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (None: not yet computed), or
+# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (_UNSET: not yet computed), or
 # None when the halves are too many to keep.
-_Round = tuple[Callable[[], Any], int, list[int | None] | None]
+_Round = tuple[Callable[[], Any], int, "array.array[int] | None"]
 _Rounds = tuple[_Round, ...]
 
 
@@ -111,6 +117,8 @@ class OpaqueIds:
         self._to_python = str.maketrans(self._symbols, _PYTHON_DIGITS[:radix])
         self._payload = config.width - (config.check is not None)
         self._pair_steps, self._odd = range((self._payload + 1) // 2), self._payload % 2
+        self._decimal = f"0{self._payload}d" if config.alphabet == "digits" else None
+        self._luhn_sums, self._quad_steps = _luhn_sums() if self._decimal else b"", range(-(-self._payload // 4))
         self._size = config.ids_per_version
         if not 1 <= self._size <= 2**100:  # so that each half is below 2**64: 8 bytes
             raise ValueError(f"{config}: holds {self._size} ids per key version (1 .. 2**100)")
@@ -121,7 +129,7 @@ class OpaqueIds:
                 (
                     _round_state(key, config, tweak, version, i).copy,
                     (a, self._b)[i % 2],
-                    [None] * a if a <= TABLE_HALVES else None,  # a half is below a (and b <= a)
+                    array.array("H", [_UNSET]) * a if a <= TABLE_HALVES else None,  # a half is below a (b <= a)
                 )
                 for i in range(ROUNDS)
             )
@@ -173,9 +181,12 @@ class OpaqueIds:
         """`value` in the payload's characters, then its check character (Luhn mod R: the code that makes the
         sum zero, the payload's codes added from the right, every other one doubled, starting with the last;
         a doubled code counts as the sum of its two base-R digits). Luhn catches every single-character error
-        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z). Written two characters at
-        a time from the right (_pairs), half the steps of a loop over characters, the costlier part of an id
-        after the rounds; an odd payload's extra leading character is a 0, which adds nothing to the sum."""
+        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z). The costlier part of an id
+        after the rounds, so: digits by int's formatting (_decimal_text); base32 two characters at a time from the
+        right (_pairs), half the steps of a loop over characters; an odd payload's extra leading character is a 0,
+        which adds nothing to the sum."""
+        if self._decimal is not None:
+            return self._decimal_text(value, self._decimal)
         pairs, pair_radix = self._pairs, self._pair_radix
         pieces, total = [], 0
         for _ in self._pair_steps:
@@ -186,6 +197,18 @@ class OpaqueIds:
         pieces.reverse()
         text = "".join(pieces)[self._odd :]
         return text + self._symbols[-total % self._radix] if self._check else text
+
+    def _decimal_text(self, value: int, decimal: str) -> str:
+        """_text for digits: the payload by `format` (in C), Luhn's sum four digits at a time (_luhn_sums), zeros
+        added on the left adding nothing (an id between two calls: 7.7 us instead of 9-10 us, bench/README.md)."""
+        text = format(value, decimal)
+        if not self._check:
+            return text
+        sums, total = self._luhn_sums, 0
+        for _ in self._quad_steps:
+            value, quad = divmod(value, 10_000)
+            total += sums[quad]
+        return text + "0123456789"[-total % 10]
 
     def _version_rounds(self, version: int) -> _Rounds:
         if not 1 <= version <= self.config.key_versions:
@@ -213,6 +236,13 @@ def _pairs(alphabet: str) -> list[tuple[str, int]]:
     return [(symbols[high] + symbols[low], high + doubled[low]) for high in range(radix) for low in range(radix)]
 
 
+@functools.cache
+def _luhn_sums() -> bytes:
+    """Luhn's sum of each four digits (0000 to 9999), the second and fourth from the left doubled."""
+    pairs = _pairs("digits")
+    return bytes(high + low for _, high in pairs for _, low in pairs)
+
+
 def _spread(x: int, versions: int) -> int:
     """A public hash of x onto [0, V) (Knuth's multiplicative hashing, by 2**64 over the golden ratio) that
     the version is added to: uniform, and no character of an id repeats another (as x % V would make one)."""
@@ -222,20 +252,20 @@ def _spread(x: int, versions: int) -> int:
 def _forward(value: int, rounds: _Rounds, b: int) -> int:
     left, right = divmod(value, b)  # left in [0, a), right in [0, b); after an even number of rounds, again
     for copy, modulus, table in rounds:
-        mixed = table[right] if table is not None else None  # the table's look-up inline: most ids find it there
-        left, right = right, (left + (_mixed(copy, modulus, table, right) if mixed is None else mixed)) % modulus
+        mixed = table[right] if table is not None else _UNSET  # the table's look-up inline: most ids find it there
+        left, right = right, (left + (_mixed(copy, modulus, table, right) if mixed == _UNSET else mixed)) % modulus
     return left * b + right
 
 
 def _backward(value: int, rounds: _Rounds, b: int) -> int:
     left, right = divmod(value, b)
     for copy, modulus, table in reversed(rounds):
-        mixed = table[left] if table is not None else None
-        left, right = (right - (_mixed(copy, modulus, table, left) if mixed is None else mixed)) % modulus, left
+        mixed = table[left] if table is not None else _UNSET
+        left, right = (right - (_mixed(copy, modulus, table, left) if mixed == _UNSET else mixed)) % modulus, left
     return left * b + right
 
 
-def _mixed(copy: Callable[[], Any], modulus: int, table: list[int | None] | None, half: int) -> int:
+def _mixed(copy: Callable[[], Any], modulus: int, table: array.array[int] | None, half: int) -> int:
     """The round's keyed BLAKE2b of `half`, modulo the half it is added to (16 bytes of BLAKE2b modulo a half
     below 2**50: a bias below 2**-78), kept in the round's table when it has one."""
     mixing = copy()

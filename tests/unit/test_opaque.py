@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from math import isqrt
 
 import pytest
 from hypothesis import given
@@ -132,11 +133,17 @@ def test_the_permutation_is_pinned():
     assert seven.encode_all([0, 1, 2, 9_999_999]) == ["9658412", "5358009", "3173998", "6274559"]
 
 
-@pytest.mark.parametrize("config", [TEN_DIGITS_LUHN, OpaqueConfig(6, "base32", "luhn"), SMALL[3]], ids=str)
+# 7 base32 characters, 9 key versions: halves below a = 61,788, near the widest a table keeps (2**16 - 1, the
+# entries 16 bits wide, 2**16 - 1 meaning "not computed yet").
+WIDE_TABLES = OpaqueConfig(7, "base32", None, 9)
+
+
+@pytest.mark.parametrize("config", [TEN_DIGITS_LUHN, OpaqueConfig(6, "base32", "luhn"), SMALL[3], WIDE_TABLES], ids=str)
 def test_the_rounds_tables_change_no_id(config, monkeypatch):
     """A round's table keeps what its BLAKE2b gave: the same ids and tickets, encoded one by one or as a list,
     with tables filled as they go and with none (TABLE_HALVES 0), both ways, twice (the second time from the
     tables)."""
+    assert isqrt(config.ids_per_version - 1) + 1 <= opaque.TABLE_HALVES
     with_tables = ids_of(config, KEYS)
     tickets = [*range(min(3_000, config.ids_per_version)), config.ids_per_version - 1]
     made = [with_tables.encode_all(tickets) for _ in range(2)]
