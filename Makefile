@@ -12,7 +12,11 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-PIP_INSTALL := $(PY) -m pip install --quiet --disable-pip-version-check
+# pip only bootstraps uv, which installs every set: the same pinned requirement files, in seconds where pip took
+# minutes (a fresh clone's `make test` spent most of its first minutes installing).
+UV_VERSION := 0.13.9
+UV := $(VENV)/bin/uv
+INSTALL := $(UV) pip install --quiet --python $(PY)
 PACKAGE := $(VENV)/.package
 SERVE_DEPS := $(VENV)/.serve
 CDK_DEPS := $(VENV)/.cdk
@@ -44,28 +48,31 @@ export TICKETS_NODE_VERSION := $(NODE_VERSION)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
+$(UV): | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+
 # The repo's own packages, linked: the server's and the Python client (clients/python, a package of
 # its own). They need nothing beyond what each job's set installs. tickets-cdk is the server's name before
 # 0.3.0: a .venv made then loses it, or two distributions would claim the same packages.
-$(PACKAGE): pyproject.toml clients/python/pyproject.toml | $(PY)
-	$(PY) -m pip uninstall --yes -qq tickets-cdk
-	$(PIP_INSTALL) --no-deps -e . -e ./clients/python
+$(PACKAGE): pyproject.toml clients/python/pyproject.toml | $(UV)
+	$(UV) pip uninstall --quiet --python $(PY) tickets-cdk
+	$(INSTALL) --no-deps -e . -e ./clients/python
 	touch $@
 
 $(SERVE_DEPS): requirements-serve.txt $(PACKAGE)
-	$(PIP_INSTALL) -r requirements-serve.txt
+	$(INSTALL) -r requirements-serve.txt
 	touch $@
 
 $(CDK_DEPS): requirements.txt $(PACKAGE)
-	$(PIP_INSTALL) -r requirements.txt
+	$(INSTALL) -r requirements.txt
 	touch $@
 
 $(DEPLOY_DEPS): requirements-deploy.txt requirements-serve.txt $(PACKAGE)
-	$(PIP_INSTALL) -r requirements-deploy.txt
+	$(INSTALL) -r requirements-deploy.txt
 	touch $@
 
 $(DEV_DEPS): requirements-dev.txt requirements-serve.txt requirements.txt $(PACKAGE)
-	$(PIP_INSTALL) -r requirements-dev.txt
+	$(INSTALL) -r requirements-dev.txt
 	touch $@
 
 $(NODE):
@@ -84,9 +91,9 @@ $(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json $(NODE)
 	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run build
 	touch $@
 
-$(CHECKOV): requirements-checkov.txt
-	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+$(CHECKOV): requirements-checkov.txt | $(UV)
+	$(PYTHON) -m venv --without-pip $(CHECKOV_VENV)
+	$(UV) pip install --quiet --python $(CHECKOV_VENV)/bin/python -r requirements-checkov.txt
 	touch $@
 
 # The tests come in tiers, a folder each (tests/*/, CONTRIBUTING.md): `make test-unit` runs the fast one

@@ -13,8 +13,9 @@ import aws_cdk as cdk
 
 from stacks.tickets_stack import TicketsStack, add_stacks
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT, TicketsLedgerCheck
-from tickets_deploy.config import ConfigError, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LEDGER_FILE, SYNTHESIS_REFUSED, LedgerError, refusal
+from tickets_deploy.rules import ConfigError
 
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 

@@ -7,7 +7,7 @@ limit), and a key's lanes are separate items: tickets/s per key =
 
 from __future__ import annotations
 
-from tickets_deploy.config import MAX_SHARDS
+from tickets_deploy.rules import MAX_SHARDS
 
 ITEM_WRITES_PER_S = 1000
 SHARDS_SHOWN = (1, MAX_SHARDS)

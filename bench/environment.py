@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import tickets
-from tickets_deploy.config import DeploymentConfig, handler_environment, parse_config, region_settings
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import handler_environment, region_settings
+from tickets_deploy.schema import DeploymentConfig
 
 REPO = Path(__file__).resolve().parent.parent
 CDK_JSON = REPO / "cdk.json"

@@ -47,8 +47,8 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
         """A handler of its own (one Stubber per client), its opaque counter's rounds' tables filled by the ids of
         `made_before` tickets first (a busy function's steady state; 0: a young function's, empty)."""
         app = tickets_app(COUNTERS, opaque_keys=keys)
-        services = app.dispatcher.services
-        services.opaque_ids("bench-opaque", services.settings.counters["bench-opaque"]).encode_all(range(made_before))
+        runtime = app.dispatcher.runtime
+        runtime.opaque_ids("bench-opaque", runtime.settings.counters["bench-opaque"]).encode_all(range(made_before))
         attributes = lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}  # noqa: E731
         return _StubbedHandler(app.lambda_handler, app.dynamodb, attributes, key=key, count=count, answer=answer)
 

@@ -84,7 +84,7 @@ class _StubbedHandler:
 
 def measure(rounds: int = 8, calls: int = 500) -> dict:
     """Run in a child process (bench.child): both handlers in one interpreter."""
-    from tickets.app import logger
+    from tickets.runtime import logger
 
     tickets = tickets_app()
     baseline_module = importlib.import_module(BASELINE_MODULE)

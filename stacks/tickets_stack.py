@@ -10,7 +10,9 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
 from tickets_cdk import TicketAlarms, TicketDashboard, TicketService
-from tickets_deploy.config import SERVICE_NAME, DeploymentConfig, props_of
+from tickets_deploy.config import props_of
+from tickets_deploy.environment import SERVICE_NAME
+from tickets_deploy.schema import DeploymentConfig
 
 # The logical ids the reference app's tables had before it used the library: kept, so a deployed stack's
 # tables are never replaced (the library's default derives them from the construct's id).

@@ -32,9 +32,10 @@ from common import ASSET_UNDER_TEST, PLUGIN_ENTRY_POINT, lowercase_sentence_star
 from tickets.errors import TicketsError  # noqa: E402
 from tickets.series.config import SeriesConfigError  # noqa: E402
 from tickets_deploy.access import AccessRuleError  # noqa: E402
-from tickets_deploy.config import POWERTOOLS_ENVIRONMENT, ConfigError  # noqa: E402
+from tickets_deploy.environment import POWERTOOLS_ENVIRONMENT  # noqa: E402
 from tickets_deploy.ledger import LedgerError  # noqa: E402
 from tickets_deploy.predeploy import PredeployError  # noqa: E402
+from tickets_deploy.rules import ConfigError  # noqa: E402
 
 # The Powertools settings the stack gives the function (service name, metrics namespace): read when
 # tickets.app is imported, so set first.

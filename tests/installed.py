@@ -49,6 +49,9 @@ SETS = REPO / ".venv-sets"
 MAKE_SETS = {"serve": (".serve", "requirements-serve.txt"), "cdk": (".cdk", "requirements.txt")}
 MAKE_SETS["deploy"] = (".deploy", "requirements-deploy.txt")
 CONSTRAINTS = (REPO / "requirements.txt", REPO / "requirements-serve.txt")
+# The installer the Makefile bootstraps into .venv (UV_VERSION): these environments are the tests' own, made in
+# seconds; user_venv alone installs with pip, as a user would.
+UV = Path(sys.executable).parent / "uv"
 INSTALL_TIMEOUT_SECONDS = 900
 
 
@@ -138,22 +141,22 @@ def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = (
     wanted = {"wheel": digest, "extras": sorted(extras), "requirements": sorted(requirements)}
     if not python.exists():
         shutil.rmtree(VENV, ignore_errors=True)
-        # No pip of its own (ensurepip is slow on a busy machine): this pip installs into it (--python).
+        # No pip of its own (ensurepip is slow on a busy machine): uv installs into it (--python).
         venv.create(VENV, with_pip=False)
     STAMP.unlink(missing_ok=True)
-    pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
+    install = [str(UV), "pip", "install", "--quiet", "--python", str(python)]
     constraints = [argument for path in CONSTRAINTS for argument in ("--constraint", str(path))]
     target = f"{wheel}[{','.join(extras)}]" if extras else str(wheel)
     # The wheel itself again even when its version is unchanged; its dependencies only if missing.
     subprocess.run(
-        [*pip, "install", "--quiet", "--no-compile", "--force-reinstall", "--no-deps", str(wheel)],
+        [*install, "--reinstall-package", "tickets-server", "--no-deps", str(wheel)],
         check=True,
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT_SECONDS,
     )
     done = subprocess.run(
-        [*pip, "install", "--quiet", "--no-compile", *constraints, target, *requirements],
+        [*install, *constraints, target, *requirements],
         capture_output=True,
         text=True,
         timeout=INSTALL_TIMEOUT_SECONDS,
@@ -192,11 +195,13 @@ def layered_python(name: str, requirements: Sequence[str]) -> Path:
         f"import site; site.addsitedir({str(site_packages(base))!r})\n"
     )
     pip = [sys.executable, "-m", "pip", "--python", str(python), "--disable-pip-version-check"]
-    for command in (["install", "--quiet", "--no-compile", "--no-deps", *requirements], ["check"]):
-        done = subprocess.run([*pip, *command], capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SECONDS)
+    layer_install = [str(UV), "pip", "install", "--quiet", "--python", str(python), "--no-deps", *requirements]
+    for command in (layer_install, [*pip, "check"]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_SECONDS)
         if done.returncode != 0:
-            raise RuntimeError(f"pip {command[0]} in {layer} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+            raise RuntimeError(f"{command[:3]} in {layer} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     stamp.write_text(json.dumps(wanted))
+    return python
 
 
 def user_venv(name: str, extras: Sequence[str]) -> tuple[Path, dict[str, Any]]:

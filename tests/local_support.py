@@ -25,8 +25,9 @@ from urllib.parse import quote, unquote, urlsplit
 import pytest
 
 from common import EXAMPLE_CONFIG
-from tickets_deploy.config import ConfigError, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import INIT_COMMAND, ledger_path_beside, record_services, write_ledger_file
+from tickets_deploy.rules import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
 DYNALITE = REPO / "node_modules" / ".bin" / "dynalite"

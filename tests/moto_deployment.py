@@ -32,7 +32,8 @@ from tickets.tables import (
     create_series_table_arguments,
     create_table_arguments,
 )
-from tickets_deploy.config import parse_config, region_settings
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_local.events import event_from
 from tickets_local.invoker import LambdaContext
 

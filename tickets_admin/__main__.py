@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import tickets
-from tickets_deploy.config import ConfigError, load_config_file, pick_region
+from tickets_deploy.config import load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
+from tickets_deploy.rules import ConfigError
 
 from . import counter_commands, fence, journal, opaque_commands, opaque_secret
 from .registry import Command, Context

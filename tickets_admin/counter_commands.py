@@ -10,9 +10,8 @@ from typing import Any
 
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.settings import Settings
-from tickets_deploy import epochs
-from tickets_deploy.config import region_settings
-from tickets_deploy.ledger import LEDGER_FILE, Ledger, check_config_file, ledger_path_beside, read_ledger_file
+from tickets_deploy.environment import region_settings
+from tickets_deploy.ledger import LEDGER_FILE, Ledger, applied, check_config_file, ledger_path_beside, read_ledger_file
 
 from .key_lanes import key_lanes
 from .listing import COLUMNS, ISSUED_COLUMN, LEFT_COLUMN, TIME_LEFT_COLUMN, counters, table_lines, with_rates
@@ -269,8 +268,8 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
 
 def _settings(context: Context, region: str) -> Settings:
     """The region's settings as its function runs them: a key whose layout changed serves its latest epoch,
-    above its fence (tickets_deploy.epochs.applied, from the ledger beside cdk.json, or --service's ledger)."""
-    return region_settings(epochs.applied(context.config, _ledger(context)), region)
+    above its fence (tickets_deploy.ledger.applied, from the ledger beside cdk.json, or --service's ledger)."""
+    return region_settings(applied(context.config, _ledger(context)), region)
 
 
 def _ledger(context: Context) -> Ledger | None:

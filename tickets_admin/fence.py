@@ -2,7 +2,7 @@
 changes, in every region's table, and record the fence and the new layout in the ledger as a new epoch
 (docs/explanation/epochs-and-fences.md, docs/how-to/change-a-layout.md).
 
-Before writing anything it refuses what no fence can make safe (tickets_deploy.epochs.refusals), a config
+Before writing anything it refuses what no fence can make safe (tickets_deploy.ledger.fence_refusals), a config
 the ledger would refuse for another reason, and what it reads in the tables (fence_lanes.survey): a lane
 another fence stopped (another line of history changed the layout), a region without a table. Then it
 records the fence as pending in the ledger (its id and its changes) before it stops any lane, each stop
@@ -22,21 +22,26 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from tickets.epochs import fence_above, item_base
-from tickets_deploy import epochs
-from tickets_deploy.config import DeploymentConfig
+from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, fence_above, item_base
 from tickets_deploy.ledger import (
     VERSION_DIGITS,
+    Change,
+    KeyEpoch,
     Ledger,
     LedgerError,
     LedgerFile,
+    PendingFence,
     Version,
+    fence_refusals,
+    layout_changes,
     ledger_path_beside,
     read_ledger_file,
+    record_epochs,
     record_services,
     version_id,
     write_ledger_file,
 )
+from tickets_deploy.schema import DeploymentConfig
 
 from . import fence_lanes
 from .registry import Command, Context
@@ -129,7 +134,7 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
     lanes = fence_lanes.survey(tables, changes, pending.id if pending else None, path)
     _check_max(config, _epochs_now(changes, lanes), _after_refusal(lanes))
     if pending is None:
-        pending = epochs.PendingFence(secrets.token_hex(VERSION_DIGITS // 2), tuple(changes))
+        pending = PendingFence(secrets.token_hex(VERSION_DIGITS // 2), tuple(changes))
         file = _write(path, file, replace(ledger, fencing=pending), f"fence begun: {pending.describe()}")
     for region in regions:
         if region not in lanes:
@@ -140,9 +145,9 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
     unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
     if unfenced:
         report(
-            f"not recorded yet: {', '.join(unfenced)} still to fence (run `{epochs.FENCE_COMMAND} --region R` for "
-            f"each, or `{epochs.FENCE_COMMAND}`); the lanes stopped so far stay stopped (their regions answer 503 "
-            f"for the key) until a run leaves no region unfenced, or `{epochs.FENCE_UNDO_COMMAND}` puts them back. "
+            f"not recorded yet: {', '.join(unfenced)} still to fence (run `{FENCE_COMMAND} --region R` for "
+            f"each, or `{FENCE_COMMAND}`); the lanes stopped so far stay stopped (their regions answer 503 "
+            f"for the key) until a run leaves no region unfenced, or `{FENCE_UNDO_COMMAND}` puts them back. "
             f"{path} records the fence as pending ({pending.id}): commit it"
         )
         return 0
@@ -152,7 +157,7 @@ def run_fence(args: argparse.Namespace, context: Context, report: Callable[[str]
 def _record(
     config: DeploymentConfig,
     file: LedgerFile,
-    pending: epochs.PendingFence,
+    pending: PendingFence,
     lanes: dict[str, fence_lanes.RegionLanes],
     path: Path,
     report: Callable[[str], None],
@@ -164,13 +169,13 @@ def _record(
         config,
         _epochs_now(list(pending.changes), lanes),
         "the old lanes stay stopped (their regions answer 503 for the key) and the fence stays pending; or "
-        f"`{epochs.FENCE_UNDO_COMMAND}` puts them back",
+        f"`{FENCE_UNDO_COMMAND}` puts them back",
     )
     recorded = [
         change.epoch(fence_above(change.old.start, fence_lanes.seal(lanes.values(), change, pending.id)))
         for change in pending.changes
     ]
-    service = epochs.record(file.services[config.table_name], recorded)
+    service = record_epochs(file.services[config.table_name], recorded)
     change = "fence: " + ", ".join(f"{e.key} above {e.fence} (epoch {e.number})" for e in recorded)
     _write(path, file, service, change)
     for epoch in recorded:
@@ -182,10 +187,10 @@ def _record(
     return 0
 
 
-def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[epochs.Change]:
+def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[Change]:
     """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked
     as a new fence is (nothing written on a refusal)."""
-    planned = epochs.plan(config, ledger)
+    planned = layout_changes(config, ledger)
     pending = ledger.fencing
     if pending is not None:
         if tuple(planned) != pending.changes:
@@ -193,11 +198,11 @@ def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: P
             raise AdminError(
                 f"{path} records fence {pending.id} as pending ({pending.describe()}), begun and never recorded: the "
                 f"lanes it stopped answer 503. cdk.json gives {given} instead. Finish it: give cdk.json those layouts "
-                f"and run `{epochs.FENCE_COMMAND}`; or undo it: `{epochs.FENCE_UNDO_COMMAND}` (it puts the stopped "
+                f"and run `{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (it puts the stopped "
                 "lanes back). Nothing was written."
             )
         return planned
-    problems = epochs.refusals(config, ledger)
+    problems = fence_refusals(config, ledger)
     if problems:
         raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
     if planned:
@@ -284,10 +289,10 @@ def _endpoints(given: list[str], regions: list[str]) -> dict[str, str]:
     return endpoints
 
 
-def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[epochs.Change]) -> None:
+def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[Change]) -> None:
     """Refuse, before writing anything, a config the ledger would refuse for another reason than the fence."""
     name = config.table_name
-    trial = epochs.record(file.services[name], [change.epoch(change.old.start) for change in changes])
+    trial = record_epochs(file.services[name], [change.epoch(change.old.start) for change in changes])
     try:
         record_services(replace(file, services={**file.services, name: trial}), {name: config})
     except LedgerError as err:
@@ -307,7 +312,7 @@ def _check_one_account(ledger: Ledger) -> None:
         )
 
 
-def _epochs_now(changes: list[epochs.Change], lanes: dict[str, fence_lanes.RegionLanes]) -> list[epochs.KeyEpoch]:
+def _epochs_now(changes: list[Change], lanes: dict[str, fence_lanes.RegionLanes]) -> list[KeyEpoch]:
     """The epochs as the old lanes stand now in every region, read before this run stops any (lanes only grow, so
     the fence found after stopping them is at least this one)."""
     now = []
@@ -328,13 +333,13 @@ def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
     if any(each.stopped_by_any_fence() for each in lanes.values()):
         return (
             "this run stopped and recorded nothing; the lanes an earlier run stopped stay stopped (their regions "
-            f"answer 503 for the key) until a run of fence records the epoch, or `{epochs.FENCE_UNDO_COMMAND}` puts "
+            f"answer 503 for the key) until a run of fence records the epoch, or `{FENCE_UNDO_COMMAND}` puts "
             "them back"
         )
     return "nothing was stopped or recorded"
 
 
-def _check_max(config: DeploymentConfig, recorded: list[epochs.KeyEpoch], then: str) -> None:
+def _check_max(config: DeploymentConfig, recorded: list[KeyEpoch], then: str) -> None:
     """A new layout must begin at or below max. Checked on the lanes as they stand before anything is
     stopped, and again on their final lasts (which requests may have moved in between)."""
     for epoch in recorded:

@@ -29,7 +29,7 @@ from tickets.epochs import (
 )
 from tickets.lane_item import FENCE_SEALED, LAST, STEP, fenced_by, number
 from tickets.tables import COUNTER_KEY
-from tickets_deploy.epochs import Change
+from tickets_deploy.ledger import Change
 
 from .table import AdminError, CounterTable, MissingTable
 

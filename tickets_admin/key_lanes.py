@@ -34,7 +34,7 @@ class KeyLanes:
 
 def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: int, ledger: Ledger | None) -> KeyLanes:
     """`key`'s lanes in the region of `region_slot`, its `counter` config as the region's function runs it (in
-    its current epoch: tickets_deploy.epochs.applied), the earlier epochs from the ledger that records them."""
+    its current epoch: tickets_deploy.ledger.applied), the earlier epochs from the ledger that records them."""
     earlier: list[Lane] = []
     stopped: list[str] = []
     for epoch in ledger.epochs if ledger is not None else ():

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tickets_deploy.config import DeploymentConfig
+from tickets_deploy.schema import DeploymentConfig
 
 
 @dataclass(frozen=True)

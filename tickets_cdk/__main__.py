@@ -11,8 +11,10 @@ import tempfile
 from pathlib import Path
 
 from tickets import __version__
-from tickets_deploy.config import ConfigError, DeploymentConfig, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger_file, ledger_path_beside, refuse_existing_ledger
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import DeploymentConfig
 
 from .ledger_check import DECLARE_ENV, LEDGER_PATH_CONTEXT
 

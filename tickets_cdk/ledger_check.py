@@ -26,7 +26,7 @@ import jsii
 from aws_cdk import CfnOutput, IStringProducer, Lazy, Stack
 from constructs import Construct, IValidation
 
-from tickets_deploy.config import DeploymentConfig, to_raw
+from tickets_deploy.config import to_raw
 from tickets_deploy.ledger import (
     LEDGER_FILE,
     LEDGER_VERSION_OUTPUT,
@@ -39,6 +39,7 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
+from tickets_deploy.schema import DeploymentConfig
 from tickets_deploy.services import DeclaredService, as_props, by_account, declared, refuse_clash
 
 CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root

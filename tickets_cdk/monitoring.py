@@ -13,7 +13,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from tickets_deploy.config import FIELDS, ConfigError
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import FIELDS
 
 from .resources import METRIC_PERIOD
 from .service import TicketService

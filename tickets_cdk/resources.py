@@ -21,8 +21,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from tickets_deploy.config import DeploymentConfig
 from tickets_deploy.opaque_keys import has_opaque_counters, opaque_keys_parameter
+from tickets_deploy.schema import DeploymentConfig
 
 from .powertools import layer_parameter
 

@@ -25,17 +25,12 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from tickets import errors, tables
-from tickets_deploy import epochs
-from tickets_deploy.config import (
-    FIELDS,
-    METRICS_NAMESPACE,
-    ConfigError,
-    DeploymentConfig,
-    handler_environment,
-    parse_props,
-)
-from tickets_deploy.ledger import LedgerError
+from tickets_deploy.config import parse_props
+from tickets_deploy.environment import METRICS_NAMESPACE, handler_environment
+from tickets_deploy.ledger import LedgerError, applied_from
 from tickets_deploy.regions import refusal
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import FIELDS, DeploymentConfig
 from tickets_deploy.services import DeclaredService
 
 from . import ledger_check, suppressions
@@ -67,7 +62,7 @@ SERIES_ACTIONS = (
     "dynamodb:DeleteItem",
     "dynamodb:Query",
 )
-# The props that are fields of cdk.json's `tickets` object (tickets_deploy.config.FIELDS).
+# The props that are fields of cdk.json's `tickets` object (tickets_deploy.schema.FIELDS).
 FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService")
 
 
@@ -76,7 +71,7 @@ class TicketService(Construct):
 
     Every prop named after a cdk.json field (FIELD_PROPS: `counters`, `table_name`, `region_slot`,
     `region_slots`, `strict_keys`, `auth`, ...) takes that field's value in snake_case, with its default
-    when omitted and its rule, as the README's configuration table lists them (tickets_deploy.config.FIELDS);
+    when omitted and its rule, as the README's configuration table lists them (tickets_deploy.schema.FIELDS);
     `region_slot` is the slot of the stack's region. Besides them:
 
     - `service_name`: the `service` dimension of the function's metrics and logs (default: `table_name`),
@@ -153,7 +148,7 @@ class TicketService(Construct):
         )
         if encryption_key is not None:
             allow_logs(encryption_key, stack)
-        # In days, as the config checked it against CloudWatch's periods (tickets_deploy.config.LOG_RETENTION_DAYS):
+        # In days, as the config checked it against CloudWatch's periods (tickets_deploy.rules.LOG_RETENTION_DAYS):
         # set on the resource itself so that list is the only one.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
         role = iam.Role(
@@ -387,10 +382,10 @@ def _id_part(construct_id: str, label: str) -> str:
 
 def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
     """The config as the function runs it: each key whose layout changed from the start of its latest
-    epoch, above its fence (tickets_deploy.epochs.applied). Without a readable ledger, as written: the
+    epoch, above its fence (tickets_deploy.ledger.applied). Without a readable ledger, as written: the
     ledger check stops synthesis then anyway."""
     try:
         path = find_ledger(scope)
     except LedgerError:
         return config
-    return epochs.applied_from(config, path)
+    return applied_from(config, path)

@@ -2,8 +2,9 @@
 
 `parse_config` validates what an operator wrote, field by field (tickets_deploy.schema.FIELDS);
 `parse_props` the construct's keyword props by the same rules; `to_raw` writes a config back as cdk.json's
-object; `load_config_file` reads cdk.json for the local server and tickets_admin. The schema, the rules,
-the function's environment and the README's table live in their own modules, re-exported here.
+object; `load_config_file` reads cdk.json for the local server and tickets_admin. The schema
+(tickets_deploy/schema.py), the rules (rules.py), the function's environment (environment.py) and the
+configuration reference's table (generated.py) live in their own modules: import each name from there.
 """
 
 from __future__ import annotations
@@ -13,65 +14,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .environment import (
-    METRICS_NAMESPACE,
-    POWERTOOLS_ENVIRONMENT,
-    SERVICE_NAME,
-    handler_environment,
-    region_settings,
-)
-from .generated import configuration_table
+from .field import Field, parse_fields
 from .rules import (
-    ACCOUNT_ID_PATTERN,
-    AUTH_TYPES,
-    DECIMAL_PATTERN,
-    DEFAULT_TABLE_NAME,
-    LOG_RETENTION_DAYS,
-    MAX_SETTINGS_BYTES,
-    MAX_SHARDS,
-    MAX_TICKET,
-    ROLE_ARN_PATTERN,
-    TABLE_NAME_PATTERN,
     ConfigError,
-    Parser,
     _require_object,
-    exact_integer,
 )
-from .schema import COUNTER_FIELDS, FIELDS, DeploymentConfig, Field, parse_fields
-from .shapes import encode_number
-
-__all__ = [
-    "ACCOUNT_ID_PATTERN",
-    "AUTH_TYPES",
-    "COUNTER_FIELDS",
-    "DECIMAL_PATTERN",
-    "DEFAULT_TABLE_NAME",
-    "FIELDS",
-    "LOG_RETENTION_DAYS",
-    "MAX_SETTINGS_BYTES",
-    "MAX_SHARDS",
-    "MAX_TICKET",
-    "METRICS_NAMESPACE",
-    "POWERTOOLS_ENVIRONMENT",
-    "ROLE_ARN_PATTERN",
-    "SERVICE_NAME",
-    "TABLE_NAME_PATTERN",
-    "ConfigError",
-    "DeploymentConfig",
-    "Field",
-    "Parser",
-    "encode_number",
-    "exact_integer",
-    "handler_environment",
-    "load_config_file",
-    "parse_config",
-    "parse_props",
-    "pick_region",
-    "props_of",
-    "configuration_table",
-    "region_settings",
-    "to_raw",
-]
+from .schema import FIELDS, DeploymentConfig
 
 
 def load_config_file(path: str | Path) -> DeploymentConfig:

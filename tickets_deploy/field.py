@@ -51,7 +51,7 @@ class Field:
     one_numbering: bool = False
     # Not permanent, but the ledger records its deployed value (in the service's `deployed` object, left out
     # at its default), so that tickets_admin builds a service's config from the ledger alone
-    # (tickets_deploy/ledger_config.py). Permanent fields are recorded anyway (their values are checked).
+    # (tickets_deploy/ledger/deployed.py). Permanent fields are recorded anyway (their values are checked).
     recorded: bool = False
 
 

@@ -4,7 +4,9 @@ writes both (tools/generate.py); tests/unit/test_generated.py fails, naming that
 
 from __future__ import annotations
 
-from .schema import COUNTER_FIELDS, FIELDS, Field
+from .counter_fields import COUNTER_FIELDS
+from .field import Field
+from .schema import FIELDS
 
 # What the table says of a field no change may touch, and of one that changes only above a fence.
 _PERMANENT = " **Permanent**"

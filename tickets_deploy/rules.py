@@ -342,7 +342,8 @@ def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, Seri
 
 # Said when regionSlots grew under a series whose ids lack {series}: for a series the ledger records already, adding
 # it is refused (every field is permanent), and nothing else makes its ids unique across regions. The ledger refuses
-# such a series when it would first be recorded (ledger_rules), so only a ledger written before that meets this.
+# such a series when it would first be recorded (tickets_deploy/ledger/rules.py), so only a ledger written before
+# that meets this.
 _NO_WAY_TO_MORE_REGIONS = (
     " (a series not yet deployed). If the deployment ledger (tickets.lock.json) already records this series, there "
     "is no way out: its format is permanent and a series is never removed, so with more than one region slot its "

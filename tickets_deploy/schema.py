@@ -3,7 +3,7 @@ declared with its entry (tickets_deploy.field.declare): its name in cdk.json, th
 type, its default, its rule, its shapes, whether the function's settings carry it, and its README row. FIELDS
 is read off the class, in its order (the README's); a counter's fields are COUNTER_FIELDS (counter_fields.py).
 Everything else is derived from them: the parsers of cdk.json and of the props (config.py), `to_raw`, the
-function's environment (environment.py), the ledger's `deployed` settings (ledger_config.py), the README's
+function's environment (environment.py), the ledger's `deployed` settings (ledger/deployed.py), the README's
 table and tickets_cdk/props.py (generated.py; `make generated` writes both).
 
 Adding a field: its declaration below (its rule in tickets_deploy.rules, unless it shares one: a true/false
@@ -25,8 +25,8 @@ from tickets.keys import MAX_BLOCK
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 
-from .counter_fields import COUNTER_FIELDS, counters_from_prop, parse_counters
-from .field import Field, declare, entries_of, parse_fields
+from .counter_fields import counters_from_prop, parse_counters
+from .field import Field, declare, entries_of
 from .rules import (
     DEFAULT_TABLE_NAME,
     _access,
@@ -61,8 +61,6 @@ from .shapes import (
     seconds_from_prop,
     series_from_prop,
 )
-
-__all__ = ["COUNTER_FIELDS", "FIELDS", "DeploymentConfig", "Field", "parse_fields"]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, replace
 
 from tickets.series.config import SERIES_OPTIONS
 
-from .schema import COUNTER_FIELDS, FIELDS, DeploymentConfig
+from .counter_fields import COUNTER_FIELDS
+from .schema import FIELDS, DeploymentConfig
 
 SERIES_PROPS = {option.name: option.prop for option in SERIES_OPTIONS}
 COUNTER_PROPS = {each.name: each.prop for each in COUNTER_FIELDS}

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 import tickets
-from tickets_deploy.config import ConfigError
+from tickets_deploy.rules import ConfigError
 
 from .backend import BackendError
 from .deployment import ledger_refusal

@@ -9,17 +9,11 @@ from typing import Any
 
 from tickets.settings import Settings
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX, SERIES_TABLE_SUFFIX
-from tickets_deploy import epochs
-from tickets_deploy.config import (
-    ConfigError,
-    DeploymentConfig,
-    handler_environment,
-    load_config_file,
-    parse_config,
-    pick_region,
-    region_settings,
-)
-from tickets_deploy.ledger import LedgerError, check_config_file, ledger_path_beside
+from tickets_deploy.config import load_config_file, parse_config, pick_region
+from tickets_deploy.environment import handler_environment, region_settings
+from tickets_deploy.ledger import LedgerError, applied_beside, check_config_file, ledger_path_beside
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import DeploymentConfig
 
 # Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
 POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -78,7 +72,7 @@ class LocalDeployment:
 
 def load_deployment(config_path: str | Path, region: str | None) -> LocalDeployment:
     """Read cdk.json and pick the region; ConfigError with a message a user can act on."""
-    config = epochs.applied_beside(load_config_file(config_path), config_path)  # above its fences, as deployed
+    config = applied_beside(load_config_file(config_path), config_path)  # above its fences, as deployed
     return LocalDeployment(config, pick_region(config, region, config_path))
 
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 from tickets.opaque import OpaqueKeyError
 from tickets.opaque_secret import StoredKeys
-from tickets_deploy.config import ConfigError, DeploymentConfig
 from tickets_deploy.opaque_keys import new_key_file_text, read_key_file
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import DeploymentConfig
 
 KEY_FILE_NAME = "opaque-keys.json"
 

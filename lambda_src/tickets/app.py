@@ -1,5 +1,5 @@
 """`create_app`, the one way to build the function (handler.py, the tests, the local server and the
-bench): its services and the dispatch by the route table (docs/explanation/design.md)."""
+bench): its runtime (what every handler is given) and the dispatch by the route table (docs/explanation/design.md)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from .botocore_session import new_session
 from .dispatch import Dispatcher, Handler
 from .errors import TicketsError
 from .issuer import Issuer
+from .runtime import Runtime, count_error, logger, metrics
 from .sequence import Lane
-from .services import Services, count_error, logger, metrics
 from .settings import Settings
 from .store import CounterStore
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .opaque_secret import StoredKeys
     from .series.store import SeriesStore
 
-__all__ = ["App", "create_app", "dynamodb_client", "logger", "metrics"]
+__all__ = ["App", "create_app", "dynamodb_client"]
 
 LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
 
@@ -93,7 +93,7 @@ def create_app(
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     issuer = Issuer(settings, CounterStore(client, counter_table), shuffle, config_name)
-    services = Services(
+    runtime = Runtime(
         settings=settings,
         issuer=issuer,
         deadline=deadline,
@@ -108,7 +108,7 @@ def create_app(
         opaque_keys=opaque_keys,
     )
     served = routes.served(settings)
-    dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, services, report)
+    dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)
 
     @logger.inject_lambda_context(clear_state=True)
     @_traced

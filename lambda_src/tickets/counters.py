@@ -11,49 +11,49 @@ from . import protocol
 from .errors import BadRequest
 from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
-from .services import Services
+from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
 
 if TYPE_CHECKING:
     from .opaque import OpaqueIds
 
 
-def next_default_ticket(services: Services, request: Request) -> Response:
-    return _issue(services, request, protocol.TICKETS_ROUTE, path_key=None)
+def next_default_ticket(runtime: Runtime, request: Request) -> Response:
+    return _issue(runtime, request, protocol.TICKETS_ROUTE, path_key=None)
 
 
-def next_ticket(services: Services, request: Request, key: str) -> Response:
-    return _issue(services, request, protocol.TICKETS_ROUTE, path_key=key)
+def next_ticket(runtime: Runtime, request: Request, key: str) -> Response:
+    return _issue(runtime, request, protocol.TICKETS_ROUTE, path_key=key)
 
 
-def reserve_block(services: Services, request: Request, key: str) -> Response:
-    return _issue(services, request, protocol.BLOCKS_ROUTE, path_key=key)
+def reserve_block(runtime: Runtime, request: Request, key: str) -> Response:
+    return _issue(runtime, request, protocol.BLOCKS_ROUTE, path_key=key)
 
 
-def compat_ticket(services: Services, request: Request) -> Response:
+def compat_ticket(runtime: Runtime, request: Request) -> Response:
     """The compatibility route (config `compat`): the named key's tickets, answered as the bare
     number. It has no default key: the same URL without ?systemKey= issued the key named like
     the path before compat was configured, and must not issue another counter's numbers now (it
     stands for that key only to replay a retry of such a request: _issued_for)."""
-    issued = _issued_for(services, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
+    issued = _issued_for(runtime, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
     return text_response(protocol.render_bare(issued))
 
 
-def counter_state(services: Services, request: Request, key: str) -> Response:
+def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
     """The counter's state. An opaque counter's says its key version and which versions the function holds (never a
     key); its lanes' `last` are tickets, as every counter's are: whoever may `read` it may know its volume
     (docs/explanation/opaque-ids.md)."""
     asked = protocol.state_request(key, request.raw_query_string, request.body)  # the key decoded, as the rules name it
-    services.authorize(request, asked)
-    state = services.issuer.state(asked)
-    counter = services.issuer.counter(asked)
+    runtime.authorize(request, asked)
+    state = runtime.issuer.state(asked)
+    counter = runtime.issuer.counter(asked)
     if counter.opaque is not None:
-        state["opaque"] = services.opaque_state(counter)
+        state["opaque"] = runtime.opaque_state(counter)
     return json_response(200, state)
 
 
-def _issue(services: Services, request: Request, route: str, path_key: str | None) -> Response:
-    issued = _issued_for(services, request, route, path_key)
+def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None) -> Response:
+    issued = _issued_for(runtime, request, route, path_key)
     if not protocol.prefers_text(request.headers.get("accept")):
         return json_response(200, issued)
     if route == protocol.BLOCKS_ROUTE:
@@ -62,7 +62,7 @@ def _issue(services: Services, request: Request, route: str, path_key: str | Non
 
 
 def _issued_for(
-    services: Services, request: Request, route: str, path_key: str | None, *, compat: bool = False
+    runtime: Runtime, request: Request, route: str, path_key: str | None, *, compat: bool = False
 ) -> dict[str, Any]:
     """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer.
 
@@ -77,11 +77,11 @@ def _issued_for(
         body,
         # Without a key, the compatibility route's URL means what it meant before compat was configured,
         # the key named like its path: a retry from then replays; a new request is refused below.
-        request.path.lstrip("/") if compat else services.settings.default_key,
+        request.path.lstrip("/") if compat else runtime.settings.default_key,
         max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
     )
-    services.logger.append_keys(key=asked.key, count=asked.count)
-    services.authorize(request, asked.key)
+    runtime.logger.append_keys(key=asked.key, count=asked.count)
+    runtime.authorize(request, asked.key)
     # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
     # records stored before range blocks existed say it; a block names its route, so one header cannot
     # be answered a list on one route and a range on the other.
@@ -93,27 +93,27 @@ def _issued_for(
         if compat and not asked.named:
             raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
         if route == protocol.BLOCKS_ROUTE:
-            services.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
-        counter = services.issuer.counter(asked.key)
+            runtime.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
+        counter = runtime.issuer.counter(asked.key)
         # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).
-        ids = services.opaque_ids(asked.key, counter) if counter.opaque is not None else None
-        return _issue_and_record(services, described, ids)
+        ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
+        return _issue_and_record(runtime, described, ids)
 
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is None:
         return checked_issue()
-    once = services.idempotent_issue()
-    return once(request.event, require_idempotency_key(idempotency_key), described, services.deadline, checked_issue)
+    once = runtime.idempotent_issue()
+    return once(request.event, require_idempotency_key(idempotency_key), described, runtime.deadline, checked_issue)
 
 
-def _issue_and_record(services: Services, described: dict[str, Any], ids: OpaqueIds | None) -> dict[str, Any]:
+def _issue_and_record(runtime: Runtime, described: dict[str, Any], ids: OpaqueIds | None) -> dict[str, Any]:
     key, count = described["key"], described["count"]
-    issued = services.issuer.issue(key, count)
-    metrics = services.metrics
+    issued = runtime.issuer.issue(key, count)
+    metrics = runtime.metrics
     metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
-        services.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+        runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
     if (days_left := issued.days_left) is not None:
         # One metric for every key (its Minimum: the soonest any lane runs out), never one per key: keys
         # are the callers' to name, and each dimension value would be a custom metric billed.
@@ -124,7 +124,7 @@ def _issue_and_record(services: Services, described: dict[str, Any], ids: Opaque
         count=count,
         first_ticket=issued.first,
         last_ticket=issued.last,
-        correlation_id=services.logger.get_correlation_id(),
+        correlation_id=runtime.logger.get_correlation_id(),
         tickets_left=issued.tickets_left,
     )
     if described.get("route") == protocol.BLOCKS_ROUTE:

@@ -14,7 +14,7 @@ from .keys import KEY_RULE
 from .routes import Route, not_found_message, route_of
 from .wire import Request, Response, json_response
 
-Handler = Callable[..., Response]  # (services, request, **path parameters) -> Response
+Handler = Callable[..., Response]  # (runtime, request, **path parameters) -> Response
 # (the error answered, what was raised): what a refusal leaves in the logs and metrics. They differ for a
 # crash, answered as a 500 `internal_error`; the report runs while the exception is being handled.
 Report = Callable[[TicketsError, Exception], None]
@@ -29,13 +29,13 @@ class Dispatcher:
         self,
         routes: tuple[Route, ...],
         handlers: Mapping[str, Handler],
-        services: Any,
+        runtime: Any,
         report: Report = _unreported,
     ):
         """`handlers`: by the routes' handler names; a route whose handler is missing is a KeyError here, when
-        the app is built, never on a request. `services`: what every handler is given first."""
+        the app is built, never on a request. `runtime`: what every handler is given first."""
         self.routes = routes
-        self.services = services
+        self.runtime = runtime
         self.report = report
         # Powertools' order, so answers are as they were: literal paths first, then the table's order.
         self._ordered = tuple(
@@ -51,8 +51,8 @@ class Dispatcher:
             if routed is None:
                 return self.unrouted(Request(normalised, method, path))
             route, handler, arguments = routed
-            # The handler reads its operation from the request (Services.authorize): the table declares it.
-            return handler(self.services, Request(normalised, method, path, route.operation), **arguments)
+            # The handler reads its operation from the request (Runtime.authorize): the table declares it.
+            return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
         except Exception as err:
             return self.refused(err)
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from . import __version__, protocol
 from .messages import Health
-from .services import Services
+from .runtime import Runtime
 from .wire import Request, Response, json_response
 
 
-def health(services: Services, request: Request) -> Response:
+def health(runtime: Runtime, request: Request) -> Response:
     protocol.no_query_nor_body("GET /_health", request.raw_query_string, request.body)
-    settings = services.settings
+    settings = runtime.settings
     body: Health = {
         "status": "ok",
         "version": __version__,
-        "region": services.region,
+        "region": runtime.region,
         "slot": settings.region_slot,
         "slots": settings.region_slots,
     }

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.idempotency import (
     DynamoDBPersistenceLayer,
     IdempotencyConfig,
@@ -28,7 +29,6 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .caller import caller
 from .dynamodb_errors import Failure, classify
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
-from .services import logger
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
@@ -43,9 +43,10 @@ class _Recorded(Protocol):
     def __call__(self, *, call: dict[str, Any], issue: Issue) -> dict[str, Any]: ...
 
 
-def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> IdempotentIssue:
+def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logger: Logger) -> IdempotentIssue:
     """Run an issue once per (caller, header): a stored answer is looked up before the issue runs, so
-    whatever the issue checks (the config's limits) never stands between a retry and its answer."""
+    whatever the issue checks (the config's limits) never stands between a retry and its answer. `logger` is
+    the process's (tickets.runtime), given rather than imported: runtime imports this module on first use."""
     persistence = DynamoDBPersistenceLayer(
         table_name=table_name, boto3_client=client, key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL
     )
@@ -92,7 +93,7 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int) -> I
                 "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
             ) from None
         except IdempotencyPersistenceLayerError as err:
-            _raise_persistence_failure(err, spent=bool(spent))
+            _raise_persistence_failure(err, spent=bool(spent), logger=logger)
 
     return run
 
@@ -102,7 +103,7 @@ _REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged
 _SPENT = "the tickets were taken, but their answer could not be saved ({why}): they are a gap, handed to no one. "
 
 
-def _raise_persistence_failure(err: IdempotencyPersistenceLayerError, *, spent: bool) -> NoReturn:
+def _raise_persistence_failure(err: IdempotencyPersistenceLayerError, *, spent: bool, logger: Logger) -> NoReturn:
     """As the same failure on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else the 500
     InternalErrors watches; each says whether the issue had taken its tickets (`spent`). The cause is the failure."""
     cause = err.__cause__

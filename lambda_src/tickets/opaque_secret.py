@@ -1,4 +1,4 @@
-"""The keys of a deployment's opaque ids (docs/how-to/opaque-ids.md): a secret outside the function's environment,
+"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): a secret outside the function's environment,
 its template and its logs, read once at cold start (handler.py) from the SSM SecureString parameter the environment
 names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a counter
 asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
@@ -19,7 +19,7 @@ from .errors import Unavailable
 from .opaque import KEY_FORMAT, OpaqueKeyError, parse_keys
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), SSM is asked again at most this often
-HOW_TO = "docs/how-to/opaque-ids.md"
+HOW_TO = "docs/how-to/opaque-order-numbers.md"
 # botocore's loggers whose DEBUG lines hold a call's parameters (endpoint) and its answer's body (parsers).
 _BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
 

@@ -14,7 +14,7 @@ from . import messages
 from .settings import Settings
 
 RESERVED_PREFIX = "_"
-# What a route does: the access rules' operation (Services.authorize, before any replay and any DynamoDB call).
+# What a route does: the access rules' operation (Runtime.authorize, before any replay and any DynamoDB call).
 Operation = Literal["issue", "series", "void", "read", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 
@@ -32,7 +32,7 @@ class Query:
 class Route:
     path: str  # an OpenAPI path template: literal segments and `{name}` segments
     methods: tuple[str, ...]
-    handler: str  # `module.function` in this package: (services, request, **path parameters) -> Response
+    handler: str  # `module.function` in this package: (runtime, request, **path parameters) -> Response
     summary: str
     operation: Operation
     query: tuple[Query, ...] = ()

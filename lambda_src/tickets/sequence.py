@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .epochs import SHARD_SEPARATOR, item_base, item_key
+from .epochs import item_base, item_key
 from .settings import CounterConfig
 
-__all__ = ["SHARD_SEPARATOR", "Lane", "lanes_of"]
+__all__ = ["Lane", "lanes_of"]
 
 
 @dataclass(frozen=True)

@@ -10,18 +10,18 @@ from .caller import caller
 from .errors import BadRequest, NotFound
 from .keys import require_idempotency_key
 from .messages import JournalPage
+from .runtime import Runtime, series_metric
 from .series.config import SeriesConfig
-from .services import Services, series_metric
 from .wire import Request, Response, json_response
 
 if TYPE_CHECKING:
     from .series.store import SeriesStore
 
 
-def issue_series_number(services: Services, request: Request, key: str) -> Response:
+def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:
     """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
-    services.authorize(request, key)
-    config, journal = _series_of(services, key)
+    runtime.authorize(request, key)
+    config, journal = _series_of(runtime, key)
     from .series import requests as series_requests
     from .series.journal import IssueRequest
 
@@ -33,8 +33,8 @@ def issue_series_number(services: Services, request: Request, key: str) -> Respo
             "a series number needs an Idempotency-Key header (a new one per document, reused on retries): "
             "without one a lost answer would leave a number nobody holds"
         )
-    settings = services.settings
-    series = config.series_name(services.clock(), settings.region_slot, settings.region_slots)
+    settings = runtime.settings
+    series = config.series_name(runtime.clock(), settings.region_slot, settings.region_slots)
     issue = IssueRequest(
         key,
         config,
@@ -42,34 +42,34 @@ def issue_series_number(services: Services, request: Request, key: str) -> Respo
         caller(request.event),
         require_idempotency_key(idempotency_key),
         ref,
-        services.deadline.remaining_seconds(),
+        runtime.deadline.remaining_seconds(),
     )
     issued = journal.issue(issue)
     if not issued.replayed:
-        series_metric(services.metrics, "SeriesIssued", issued.entry.key, issued.entry.series)
-        services.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
-        services.metrics.add_metadata("correlation_id", request.request_id)
+        series_metric(runtime.metrics, "SeriesIssued", issued.entry.key, issued.entry.series)
+        runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
+        runtime.metrics.add_metadata("correlation_id", request.request_id)
     return json_response(200, issued.entry.answer())
 
 
-def void_series_number(services: Services, request: Request, key: str) -> Response:
+def void_series_number(runtime: Runtime, request: Request, key: str) -> Response:
     """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
-    services.authorize(request, key)
-    _, journal = _series_of(services, key)
+    runtime.authorize(request, key)
+    _, journal = _series_of(runtime, key)
     from .series import requests as series_requests
 
     protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
     entry, voided_now = journal.void(key, void.series, void.ticket, caller(request.event), void.reason)
     if voided_now:  # a repeated void answers the first and is not counted again
-        series_metric(services.metrics, "SeriesVoided", key, void.series)
+        series_metric(runtime.metrics, "SeriesVoided", key, void.series)
     return json_response(200, entry.to_json())
 
 
-def series_journal(services: Services, request: Request, key: str) -> Response:
+def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
     """A page of the journal, in number order; `next` is the `after` of the following page."""
-    services.authorize(request, key)
-    config, journal = _series_of(services, key)
+    runtime.authorize(request, key)
+    config, journal = _series_of(runtime, key)
     from .series import requests as series_requests
     from .series.journal import journal_page
 
@@ -86,10 +86,10 @@ def series_journal(services: Services, request: Request, key: str) -> Response:
     return json_response(200, body)
 
 
-def _series_of(services: Services, key: str) -> tuple[SeriesConfig, SeriesStore]:
+def _series_of(runtime: Runtime, key: str) -> tuple[SeriesConfig, SeriesStore]:
     """The configured series `key` and the journal's store; 404 for a key that is not a series."""
-    config = services.settings.series.get(key)
-    if config is None or services.journal is None:
-        configured = ", ".join(sorted(services.settings.series)) or "none"
+    config = runtime.settings.series.get(key)
+    if config is None or runtime.journal is None:
+        configured = ", ".join(sorted(runtime.settings.series)) or "none"
         raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/reference/series.md")
-    return config, services.journal
+    return config, runtime.journal

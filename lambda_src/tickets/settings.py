@@ -1,6 +1,6 @@
 """What the function knows of its deployment, read from its environment at run time.
 
-The deploy side (tickets_deploy.config.handler_environment) writes `Settings` as JSON into
+The deploy side (tickets_deploy.environment.handler_environment) writes `Settings` as JSON into
 SETTINGS_ENV; the handler reads it back. Nothing here parses cdk.json or knows about regions.
 """
 

@@ -27,7 +27,7 @@ from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
 from tickets_admin.operations import Outcome, raise_key
 from tickets_admin.table import AdminError, CounterTable
-from tickets_deploy.config import MAX_TICKET
+from tickets_deploy.rules import MAX_TICKET
 from tickets_local.server import LocalServer
 
 REPO = Path(__file__).resolve().parents[2]

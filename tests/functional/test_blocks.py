@@ -13,8 +13,8 @@ from test_idempotency import once
 
 from common import EXAMPLE_CONFIG
 from moto_deployment import IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
-from tickets.app import logger as app_logger
 from tickets.routes import ROUTES, route_of
+from tickets.runtime import logger as app_logger
 
 MILLION = 1_000_000
 

@@ -19,7 +19,8 @@ import pytest
 from local_support import TICKETS_CONFIG, StubServer, expected_sigv4_signature, json_reply
 from tickets import timing
 from tickets_client import client as client_module
-from tickets_client.client import Block, TicketsClient, TicketsError
+from tickets_client.client import Block, TicketsClient
+from tickets_client.errors import TicketsError
 from tickets_client.signing import Signer
 
 REPO = Path(__file__).resolve().parents[2]

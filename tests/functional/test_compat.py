@@ -16,7 +16,9 @@ from local_support import call, write_cdk_json
 from moto_deployment import COUNTER_TABLE
 from tickets.settings import Settings
 from tickets_admin.__main__ import main as admin_main
-from tickets_deploy.config import ConfigError, handler_environment, parse_config
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import handler_environment
+from tickets_deploy.rules import ConfigError
 from tickets_local.server import LocalServer
 
 COMPAT_CONFIG = {**EXAMPLE_CONFIG, "compat": {"path": "counter"}}

@@ -29,7 +29,8 @@ from local_support import running_dynalite
 from tickets.sequence import lanes_of
 from tickets_client.client import TicketsClient
 from tickets_client.lease import TicketLease
-from tickets_deploy.config import parse_config, region_settings
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_local.testing import LocalTickets
 
 pytestmark = pytest.mark.slow

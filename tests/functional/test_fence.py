@@ -15,10 +15,11 @@ import pytest
 from moto_deployment import COUNTER_TABLE, Region
 from tickets.epochs import Layout
 from tickets_admin.__main__ import main as tickets_admin
-from tickets_deploy import epochs
-from tickets_deploy.config import parse_config, region_settings
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import (
     LedgerError,
+    applied_beside,
     from_text,
     init_ledger_file,
     read_ledger_file,
@@ -71,7 +72,7 @@ def fence(config_file: Path, *more: str) -> tuple[int, str, str]:
 def deployed(tickets: dict, region: str, ledger_dir: Path) -> Region:
     """A region's function as synthesis builds it: its settings above the ledger's fences."""
     deployment = Region(tickets, region)
-    applied = epochs.applied_beside(deployment.config, ledger_dir / "cdk.json")
+    applied = applied_beside(deployment.config, ledger_dir / "cdk.json")
     deployment.settings = region_settings(applied, region)
     return deployment
 

@@ -11,7 +11,7 @@ import pytest
 import tickets
 from common import BROWSER_ACCEPT, EXAMPLE_CONFIG
 from moto_deployment import Answer, FakeLambdaContext, function_url_event
-from tickets.app import logger as app_logger
+from tickets.runtime import logger as app_logger
 
 TEXT = {"accept": "text/plain"}
 

@@ -10,7 +10,8 @@ import threading
 import pytest
 
 from local_support import write_cdk_json
-from tickets_client.client import Block, TicketsClient, TicketsError
+from tickets_client.client import Block, TicketsClient
+from tickets_client.errors import TicketsError
 from tickets_client.lease import PREFETCH_LATENCIES, TicketLease
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
-from tickets_deploy.config import ConfigError
+from tickets_deploy.rules import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local import server as server_module
 from tickets_local.deployment import ledger_refusal, load_deployment
@@ -628,6 +628,6 @@ def test_the_handlers_powertools_settings_come_from_the_server_not_from_import_o
     """The server sets POWERTOOLS_* (service name, log level) before it builds the app; the handlers' Logger and
     Metrics read them when created, so importing the server must not create them (a refusal was logged at INFO
     with the service `service_undefined` when the API document's route table was imported first)."""
-    probe = "import sys, tickets_local.server, tickets_local.__main__; print('tickets.services' in sys.modules)"
+    probe = "import sys, tickets_local.server, tickets_local.__main__; print('tickets.runtime' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-import tickets.app
 from common import EXAMPLE_CONFIG
 from moto_deployment import FakeLambdaContext, function_url_event
 from tickets.log_format import AUDIT_FIELDS
+from tickets.runtime import logger
 
 REPO = Path(__file__).resolve().parents[2]
 REQUEST_ID = "5d24d88b-audit-test"
@@ -29,7 +29,6 @@ SAFE = 2**53 - 1  # a counter's default max
 def printed(monkeypatch, capsys):
     """The lines the function prints during the call given, parsed: Powertools' logger writes to the
     stream it was made with, so it is pointed at the captured stdout, at INFO (the deployed level)."""
-    logger = tickets.app.logger
     for handler in logger.handlers:
         monkeypatch.setattr(handler, "stream", sys.stdout)
     level = logger.log_level
@@ -120,9 +119,9 @@ def test_a_replayed_idempotent_answer_and_a_refusal_carry_no_issuance(deploy, pr
 
 def test_the_log_level_does_not_turn_the_audit_off(deploy, printed):
     api = deploy(CONFIG)
-    tickets.app.logger.setLevel("ERROR")
+    logger.setLevel("ERROR")
     _, lines = printed(lambda: api.post("/orders"))
-    tickets.app.logger.setLevel("INFO")
+    logger.setLevel("INFO")
     assert [audit_of(line)["first_ticket"] for line in lines] == [5000]
 
 

@@ -22,12 +22,11 @@ from common import EXAMPLE_CONFIG
 from local_support import TICKETS_CONFIG, call
 from tickets import routes
 from tickets.settings import Settings
-from tickets_deploy import epochs
 from tickets_deploy.config import parse_config
-from tickets_deploy.ledger import record_services, write_ledger_file
+from tickets_deploy.ledger import layout_changes, record_epochs, record_services, write_ledger_file
 from tickets_local import openapi
 from tickets_local.events import PLAY_CALLER_HEADER
-from tickets_local.server import OPENAPI_PATH
+from tickets_local.local_paths import OPENAPI_PATH
 from tickets_local.testing import LocalTickets
 
 TESTS = Path(__file__).resolve().parents[1]  # the helper modules (schemathesis_hooks.py)
@@ -107,9 +106,9 @@ def fenced_checkout(directory: Path) -> Path:
     config_file.write_text(json.dumps({"context": {"tickets": FENCED}}), encoding="utf-8")
     before, after = parse_config(LAYOUTS), parse_config(FENCED)
     ledger = record_services(None, {before.table_name: before})
-    fenced = epochs.record(
+    fenced = record_epochs(
         ledger.services[before.table_name],
-        [change.epoch(6000) for change in epochs.plan(after, ledger.services[before.table_name])],
+        [change.epoch(6000) for change in layout_changes(after, ledger.services[before.table_name])],
     )
     write_ledger_file(
         directory / "tickets.lock.json",

@@ -19,9 +19,9 @@ from jsonschema import Draft202012Validator
 from moto_deployment import COUNTER_TABLE, Region
 from tickets.settings import Settings
 from tickets_admin.__main__ import main as tickets_admin
-from tickets_deploy import epochs
-from tickets_deploy.config import parse_config, region_settings
-from tickets_deploy.ledger import init_ledger_file, read_ledger_file, record_services, write_ledger_file
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
+from tickets_deploy.ledger import applied_beside, init_ledger_file, read_ledger_file, record_services, write_ledger_file
 from tickets_local import openapi
 
 DOCUMENT = json.loads((Path(__file__).resolve().parents[2] / "openapi.json").read_text())
@@ -62,7 +62,7 @@ def assert_documented(region: Region, path: str, method: str = "GET", document=D
 
 def deployed(tickets: dict, ledger_dir: Path) -> Region:
     region = Region(tickets, "us-east-1")
-    region.settings = region_settings(epochs.applied_beside(region.config, ledger_dir / "cdk.json"), "us-east-1")
+    region.settings = region_settings(applied_beside(region.config, ledger_dir / "cdk.json"), "us-east-1")
     return region
 
 

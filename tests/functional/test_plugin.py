@@ -15,8 +15,10 @@ import pytest
 
 from common import PLUGIN_ENTRY_POINT
 from local_support import call, write_cdk_json
-from tickets_client.client import TicketsClient, TicketsError
-from tickets_local.server import RESET_PATH, LocalServer
+from tickets_client.client import TicketsClient
+from tickets_client.errors import TicketsError
+from tickets_local.local_paths import RESET_PATH
+from tickets_local.server import LocalServer
 from tickets_local.testing import DEFAULT_CONFIG, LocalTickets, LocalTicketsError
 
 REPO = Path(__file__).resolve().parents[2]

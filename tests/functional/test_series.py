@@ -35,7 +35,9 @@ from tickets.tables import create_series_table_arguments
 from tickets_admin.__main__ import main as admin_main
 from tickets_admin.journal import Head, audit
 from tickets_client import SeriesNumber, TicketsClient, TicketsError
-from tickets_deploy.config import ConfigError, handler_environment, parse_config, region_settings, to_raw
+from tickets_deploy.config import parse_config, to_raw
+from tickets_deploy.environment import handler_environment, region_settings
+from tickets_deploy.rules import ConfigError
 
 # The example: an Indian fiscal-year invoice series (April to March, IST).
 INVOICES = {

@@ -18,7 +18,7 @@ its layout's lane of the issuing region's slot, every new-layout ticket is at or
 The design holds; the model finds a repeat when the fence is skipped (the new layout starts at the
 old start), when the fence is one number too low, and when the new layout serves unconfigured keys
 (why `fence` refuses a regionSlots change unless strictKeys is true): test_mutation_*.
-`TICKETS_MODEL_EXAMPLES=500 pytest tests/test_epoch_model.py` runs more histories.
+`TICKETS_MODEL_EXAMPLES=500 pytest tests/models/test_epoch_model.py` runs more histories.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from moto import mock_aws
 
 from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
-from tickets_deploy.config import ConfigError, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import (
     UNCONFIGURED,
     CounterRecord,
@@ -39,6 +39,7 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
+from tickets_deploy.rules import ConfigError
 
 REGION_SLOTS = 3
 REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")

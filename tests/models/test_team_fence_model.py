@@ -12,7 +12,7 @@ out, then synthesis again, with a fence where it asks for one). Any branch may b
 real pre-deploy check (tickets_deploy.predeploy.check) with CloudFormation's answers given from what each region's
 stack runs, then each region's stack succeeds or rolls back; a removed region's stack keeps running. After each
 deploy, callers take a block and a ticket of `orders` in every region with a stack, through the real handler,
-built with the settings synthesis gives it (tickets_deploy.epochs.applied over that commit's ledger).
+built with the settings synthesis gives it (tickets_deploy.ledger.applied over that commit's ledger).
 
 Every ticket is checked as it is issued: none twice across all regions; and a refused request changed no table.
 
@@ -49,17 +49,22 @@ from moto_deployment import test_client as moto_client
 from tickets import lane_item
 from tickets.epochs import fence_above, items_of
 from tickets_admin.__main__ import main as tickets_admin
-from tickets_deploy import epochs, predeploy
-from tickets_deploy.config import ConfigError, parse_config, region_settings
+from tickets_deploy import predeploy
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import (
     LedgerError,
     Version,
+    applied,
     from_text,
+    layout_changes,
     read_ledger_file,
+    record_epochs,
     record_services,
     version_id,
     write_ledger_file,
 )
+from tickets_deploy.rules import ConfigError
 
 REGIONS = ("us-east-1", "eu-west-1")
 BRANCHES = ("main", "a", "b")
@@ -320,7 +325,7 @@ class FenceTeamModel(RuleBasedStateMachine):
             tickets = self.tickets(commit_id)
             deployment = Region(tickets, region)
             service = from_text(self.commits[commit_id].ledger).services[TABLE]
-            deployment.settings = region_settings(epochs.applied(parse_config(tickets), service), region)
+            deployment.settings = region_settings(applied(parse_config(tickets), service), region)
             deployment.pick_lanes(self.lane_picks.shuffle)
             self.handlers[region, commit_id] = deployment
         return self.handlers[region, commit_id]
@@ -402,11 +407,11 @@ class BeforeIssue37(FenceTeamModel):
         file = read_ledger_file(path)
         config = parse_config(json.loads(config_file.read_text())["context"]["tickets"])
         recorded = []
-        for change in epochs.plan(config, file.services[TABLE]):
+        for change in layout_changes(config, file.services[TABLE]):
             names = items_of(change.key, change.number - 1, change.old.shards)
             lasts = [self.stop_any(region, name) for region in needed for name in names]
             recorded.append(change.epoch(fence_above(change.old.start, lasts)))
-        services = {**file.services, TABLE: epochs.record(file.services[TABLE], recorded)}
+        services = {**file.services, TABLE: record_epochs(file.services[TABLE], recorded)}
         version = Version(version_id(file.version, services), file.version, "fence (before issue 37)")
         write_ledger_file(path, replace(file, services=services, versions=(*file.versions, version)))
 

@@ -44,19 +44,20 @@ from cloud_assembly import CloudFormationStandIn
 from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_deploy import predeploy
-from tickets_deploy.config import ConfigError, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import (
     COMMENT,
     Ledger,
     LedgerError,
     LedgerFile,
-    _exact,
     from_text,
     read_ledger_file,
     record,
     record_services,
     write_ledger_file,
 )
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.shapes import encode_number
 
 REGION_SLOTS = 2  # as in the issue: two regions, so a start of 1000 moves a lane onto the other region's
 REGIONS = ("us-east-1", "eu-west-1")
@@ -98,7 +99,7 @@ def todays_ledger_text(ledger: Ledger) -> str:
         return f'  "{name}": {{\n' + ",\n".join(lines) + "\n  }"
 
     counters = {
-        key: {"start": _exact(c.start), "stride": _exact(c.stride), "shards": c.shards}
+        key: {"start": encode_number(c.start), "stride": encode_number(c.stride), "shards": c.shards}
         for key, c in sorted(ledger.counters.items())
     }
     slots = {

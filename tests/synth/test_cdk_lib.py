@@ -27,8 +27,9 @@ from tickets_cdk import TicketAlarms, TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
 from tickets_cdk.powertools import POWERTOOLS_VERSION
 from tickets_cdk.service import FIELD_PROPS
-from tickets_deploy.config import FIELDS, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import read_ledger_file, record_services, write_ledger_file
+from tickets_deploy.schema import FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""An opaque counter in a synthesised stack (docs/how-to/opaque-ids.md): the template names the keys' parameter and
+"""An opaque counter in a synthesised stack (docs/how-to/opaque-order-numbers.md): the template names the keys' parameter and
 lets the function alone read it, and holds no key, nor anywhere a key could be kept; the function built from the
 template's environment, its keys put by `tickets_admin put-key` in moto's SSM and read as the handler reads them at
 cold start, serves the counter. 100,000 of its ids (TICKETS_OPAQUE_SERVED) are distinct, well-formed and carry no

@@ -28,9 +28,10 @@ from tickets.errors import TicketsError  # noqa: E402
 from tickets.settings import Settings  # noqa: E402
 from tickets_cdk.asset import PACKAGE  # noqa: E402
 from tickets_cdk.powertools import POWERTOOLS_VERSION  # noqa: E402
-from tickets_deploy.config import MAX_TICKET, parse_config  # noqa: E402
+from tickets_deploy.config import parse_config  # noqa: E402
 from tickets_deploy.ledger import init_ledger, read_ledger, record  # noqa: E402
 from tickets_deploy.regions import SERVED_REGIONS  # noqa: E402
+from tickets_deploy.rules import MAX_TICKET  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow

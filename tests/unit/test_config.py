@@ -12,16 +12,10 @@ import pytest
 from common import EXAMPLE_CONFIG
 from tickets.series.config import MAX_WIDTH
 from tickets.settings import MAX_SAFE_INTEGER, SETTINGS_ENV, CounterConfig, Settings
-from tickets_deploy.config import (
-    LOG_RETENTION_DAYS,
-    MAX_TICKET,
-    ConfigError,
-    handler_environment,
-    load_config_file,
-    parse_config,
-    pick_region,
-)
+from tickets_deploy.config import load_config_file, parse_config, pick_region
+from tickets_deploy.environment import handler_environment
 from tickets_deploy.regions import NO_FUNCTION_URLS, SERVED_REGIONS, refusal
+from tickets_deploy.rules import LOG_RETENTION_DAYS, MAX_TICKET, ConfigError
 
 # cfn-lint's copy of CloudFormation's resource schemas: which resource types each region has, and their properties.
 CFN_SCHEMAS = Path(importlib.util.find_spec("cfnlint").origin).parent / "data" / "schemas"
@@ -362,7 +356,7 @@ def test_a_bad_caller_is_refused_naming_the_entry(changes, field, says):
     assert says in str(refused.value)
 
 
-# --- one definition of each field (tickets_deploy.config.FIELDS) ---------------------------------
+# --- one definition of each field (tickets_deploy.schema.FIELDS) ---------------------------------
 
 
 def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas_defaults():
@@ -371,15 +365,16 @@ def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas
     default there would be a different config in the function."""
     from dataclasses import fields
 
-    from tickets_deploy.config import COUNTER_FIELDS, FIELDS
+    from tickets_deploy.counter_fields import COUNTER_FIELDS
     from tickets_deploy.field import default_of
+    from tickets_deploy.schema import FIELDS
 
     settings = {each.name: default_of(each) for each in fields(Settings)}
     carried = {each.attribute: each.default for each in FIELDS if each.setting}
     assert set(settings) - {"region_slot"} == set(carried)
     assert {name: settings[name] for name in carried} == carried
     # A counter's fields are CounterConfig's attributes (epoch and fence come from the ledger's epochs,
-    # tickets_deploy/epochs.py, never from cdk.json), and take their defaults from it.
+    # tickets_deploy/ledger/epochs.py, never from cdk.json), and take their defaults from it.
     counter = {each.name: default_of(each) for each in fields(CounterConfig)}
     assert {each.attribute: each.default for each in COUNTER_FIELDS} == {
         name: default for name, default in counter.items() if name not in ("epoch", "fence")

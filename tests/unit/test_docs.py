@@ -47,9 +47,12 @@ TERMS = {
     "unconfigured-key": r"\bunconfigured keys?\b",
     "deployed-settings": r"\bdeployed settings\b",
     "permanent-field": r"\bpermanent fields?\b",
+    "pending-fence": r"\bpending fences?\b",
+    "tickets-left": r"\btickets left\b",
+    "days-left": r"\bdays left\b",
 }
 # And terms the glossary defines that pages may use without a link at each first use.
-MORE_GLOSSARY_ENTRIES = {"compat", "ledger-version", "layout", "rollout-rule", "retired-slot", "stopped-lane"}
+MORE_GLOSSARY_ENTRIES = {"compat", "ledger-version", "layout", "rollout-rule", "retired-slot", "stopped-lane", "signer"}
 
 
 def _pattern(term: str) -> re.Pattern[str]:

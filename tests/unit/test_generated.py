@@ -7,8 +7,8 @@ import typing
 from pathlib import Path
 
 from tickets_cdk.props import TicketServiceProps
-from tickets_deploy.config import FIELDS
 from tickets_deploy.generated import TABLE_HEADER, configuration_table, props_module, with_configuration_table
+from tickets_deploy.schema import FIELDS
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE = "is out of date: run `make generated` (tools/generate.py) and commit what it writes"

@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from ledger_examples import BASE, MAIN, PR_B, config, on, one_service
-from tickets_deploy import epochs
-from tickets_deploy.config import ConfigError, load_config_file, parse_config
+from tickets_deploy.config import load_config_file, parse_config
 from tickets_deploy.ledger import (
     COMMENT,
     UNCONFIGURED,
@@ -24,20 +23,24 @@ from tickets_deploy.ledger import (
     Ledger,
     LedgerError,
     LedgerFile,
+    PendingFence,
     SlotRecord,
     Version,
     config_from_ledger,
     from_text,
     init_ledger_file,
+    layout_changes,
     new_accounts,
     read_ledger,
     read_ledger_file,
     record,
+    record_epochs,
     record_services,
     to_text,
     version_id,
     write_ledger_file,
 )
+from tickets_deploy.rules import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -524,7 +527,7 @@ def test_python_m_tickets_deploy_init_names_the_one_init_and_writes_nothing(tmp_
     assert not (tmp_path / "tickets.lock.json").exists()
 
 
-# --- the deployed settings (tickets_deploy/ledger_config.py) ------------------------------------
+# --- the deployed settings (tickets_deploy/ledger/deployed.py) ------------------------------------
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ledgers"
 
@@ -576,13 +579,13 @@ def test_the_config_built_from_the_ledger_is_the_deployed_one_in_every_recorded_
         config_from_ledger(replace(deployed, deployed=None), "ledger")
 
 
-# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/epochs.py) --------------------------------
+# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/ledger/epochs.py) ------------------------
 
 
-def pending(deployed: Ledger) -> tuple[Ledger, epochs.PendingFence]:
+def pending(deployed: Ledger) -> tuple[Ledger, PendingFence]:
     """`deployed` with a fence of orders from 2 shards to 4 begun: what fence writes before it stops any lane."""
-    (change,) = epochs.plan(config(counters=counters(orders={"start": 5000, "shards": 4})), deployed)
-    fence = epochs.PendingFence("0123456789abcdef", (change,))
+    (change,) = layout_changes(config(counters=counters(orders={"start": 5000, "shards": 4})), deployed)
+    fence = PendingFence("0123456789abcdef", (change,))
     return replace(deployed, fencing=fence), fence
 
 
@@ -627,7 +630,7 @@ def test_while_a_fence_is_pending_every_config_is_refused_naming_both_ways_out(d
         said = str(refused.value)
         assert said.startswith(f"fencing: `python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1")
         assert "run `python -m tickets_admin fence`" in said and "`python -m tickets_admin fence --undo`" in said
-    assert epochs.record(ledger, []).fencing is None  # recording the epochs ends it
+    assert record_epochs(ledger, []).fencing is None  # recording the epochs ends it
 
 
 # --- a series whose ids lack {series}: refused when it would be recorded, not when regionSlots grows ------------

@@ -19,8 +19,9 @@ import pytest
 
 from tickets.series.config import SERIES_OPTIONS, SeriesConfig, parse_series
 from tickets.settings import ALWAYS_WRITTEN, COUNTER_ALWAYS_WRITTEN, CounterConfig, Settings
-from tickets_deploy.config import FIELDS, parse_config
+from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import FORMAT_1_CHANGE, read_ledger_file, record_services
+from tickets_deploy.schema import FIELDS
 
 LEDGERS = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
 

@@ -12,9 +12,11 @@ import pytest
 from ledger_examples import BASE, config, one_service
 from tickets.opaque import OpaqueConfig, OpaqueKeyError, parse_keys
 from tickets.settings import OPAQUE_KEYS_ENV, CounterConfig, Settings
-from tickets_deploy.config import ConfigError, handler_environment, parse_config, parse_props, to_raw
+from tickets_deploy.config import parse_config, parse_props, to_raw
+from tickets_deploy.environment import handler_environment
 from tickets_deploy.ledger import CounterRecord, LedgerError, from_text, record, record_services, to_text
 from tickets_deploy.opaque_keys import new_key_file_text, opaque_keys_parameter, read_key_file
+from tickets_deploy.rules import ConfigError
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 ORDERS = {"start": 5000, "shards": 2, "max": 99_999_999, "opaque": TEN_DIGITS}

@@ -69,7 +69,7 @@ def test_the_dispatch_reads_path_parameters_as_the_resolver_did():
 
 
 def test_each_route_names_its_operation():
-    """What Services.authorize decides by: the operation the dispatch gives each handler with the request."""
+    """What Runtime.authorize decides by: the operation the dispatch gives each handler with the request."""
     assert {route.path: route.operation for route in ROUTES} == {
         "/": "issue",
         "/{key}": "issue",

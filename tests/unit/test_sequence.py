@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tickets.sequence import lanes_of
 from tickets.settings import CounterConfig
-from tickets_deploy.config import MAX_TICKET
+from tickets_deploy.rules import MAX_TICKET
 
 
 def every_lane(counter: CounterConfig, region_slots: int):

@@ -44,7 +44,7 @@ from .retry_after import retry_after
 from .signing import Signer, function_url_region
 from .version import __version__
 
-__all__ = ["Block", "SeriesNumber", "TicketsClient", "TicketsError"]
+__all__ = ["Block", "SeriesNumber", "TicketsClient"]
 
 USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1

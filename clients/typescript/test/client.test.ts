@@ -6,7 +6,8 @@ import { after, before, describe, test } from "node:test";
 import { Block, IN_PROGRESS_RETRY_SECONDS, TicketsClient, TicketsError } from "../src/index.js";
 import { type LocalServer, StubServer, freshKey, jsonReply, localServer, recordingSleep } from "./support.js";
 
-// docs/reference/series.md's limits (lambda_src/tickets/series/journal.py; tests/test_client_unicode.py checks they agree).
+// docs/reference/series.md's limits (lambda_src/tickets/series/journal.py;
+// tests/functional/test_client_unicode.py checks they agree).
 const MAX_REF_CHARS = 128;
 const MAX_REASON_CHARS = 500;
 const WIDE = "\u{20000}"; // 4 bytes in UTF-8; 12 if a client escaped it in its JSON

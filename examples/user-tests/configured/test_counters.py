@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tickets_client.client import TicketsError
+from tickets_client.errors import TicketsError
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """A series' configuration, the series name of an instant, and the `id` format.
 
-Plain Python: the deploy side (tickets_deploy.config) parses cdk.json's `tickets.series` with
+Plain Python: the deploy side (tickets_deploy.rules) parses cdk.json's `tickets.series` with
 `parse_series`, the function reads it back from its settings with `SeriesConfig.from_json`.
 """
 

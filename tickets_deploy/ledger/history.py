@@ -7,11 +7,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from tickets_deploy.config import DeploymentConfig
+from tickets_deploy.schema import DeploymentConfig
 
-from .ledger_codec import version_id
-from .ledger_model import LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
-from .ledger_rules import record
+from .codec import version_id
+from .model import LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
+from .rules import record
 
 
 def record_services(

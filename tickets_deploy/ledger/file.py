@@ -1,17 +1,8 @@
-"""The deployment ledger, tickets.lock.json: every setting that decides which numbers a lane owns, as
-ever synthesised, so that no rollout of accepted configs can hand out a number twice
-(docs/explanation/ledger.md#the-rollout-rule).
-
-A fresh table cannot know what another region, an earlier slot owner or a deleted stack issued, and
-the CDK cannot ask AWS at synthesis; the ledger, committed beside cdk.json, remembers it instead.
-Rollouts are not atomic: regions update one at a time, a failed stack rolls back, a region may stay on
-any earlier version. So the ledger also remembers which keys any recorded version served with the
-layout of an unconfigured key, and a newly configured counter among them must keep that layout.
-
-`record` compares a parsed config with the previous ledger and returns the next one, or refuses with
-a LedgerError that names each field, its old and new value, why it would repeat tickets and what to
-do instead. Plain Python (no aws_cdk), so it is tested without synthesising anything; reading and
-writing the file are the thin functions at the end.
+"""The ledger file, tickets.lock.json beside cdk.json: read (its lineage checked, a missing or conflicted file
+refused with the way out), written whole (never half), and initialised once (init_ledger_file, the one
+implementation of init); the ledger a command checks a config against (check_config_file), the config
+`tickets_admin --service` operates with (service_config), and a config as the ledger's epochs apply it
+(applied_from, applied_beside).
 """
 
 from __future__ import annotations
@@ -20,63 +11,13 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tickets_deploy.config import DeploymentConfig
+from tickets_deploy.schema import DeploymentConfig
 
-from .ledger_codec import FORMAT_1_CHANGE, _exact, from_text, to_text, version_id
-from .ledger_config import config_from_ledger, deployed_settings
-from .ledger_history import check_lineage, describe_change, record_services
-from .ledger_model import (
-    COMMENT,
-    INIT_COMMAND,
-    LEDGER_FILE,
-    LEDGER_VERSION_OUTPUT,
-    UNCONFIGURED,
-    VERSION_DIGITS,
-    CounterRecord,
-    Ledger,
-    LedgerError,
-    LedgerFile,
-    SlotRecord,
-    Version,
-)
-from .ledger_rules import record
-
-__all__ = [
-    "COMMENT",
-    "FORMAT_1_CHANGE",
-    "INIT_COMMAND",
-    "LEDGER_FILE",
-    "LEDGER_VERSION_OUTPUT",
-    "UNCONFIGURED",
-    "VERSION_DIGITS",
-    "CounterRecord",
-    "Ledger",
-    "LedgerError",
-    "LedgerFile",
-    "SlotRecord",
-    "Version",
-    "_exact",  # tests/test_team_model.py writes ledgers as the codec does
-    "check_config_file",
-    "check_lineage",
-    "config_from_ledger",
-    "deployed_settings",
-    "service_config",
-    "describe_change",
-    "from_text",
-    "init_ledger",
-    "init_ledger_file",
-    "ledger_path_beside",
-    "new_accounts",
-    "read_ledger",
-    "read_ledger_file",
-    "record",
-    "record_services",
-    "refuse_existing_ledger",
-    "refusal",
-    "to_text",
-    "version_id",
-    "write_ledger_file",
-]
+from .codec import from_text, to_text
+from .deployed import config_from_ledger
+from .epochs import applied
+from .history import check_lineage, record_services
+from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile
 
 
 def ledger_path_beside(config_file: Path) -> Path:
@@ -218,3 +159,21 @@ def new_accounts(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFi
         for account in entry.accounts
         if slot not in old_slots or account not in old_slots[slot].accounts
     ]
+
+
+def applied_beside(config: DeploymentConfig, config_file: str | Path) -> DeploymentConfig:
+    """`applied` with the ledger beside `config_file`, if there is one: what the local server and
+    tickets_admin serve and write."""
+    return applied_from(config, ledger_path_beside(Path(config_file)))
+
+
+def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
+    """`applied` with the ledger at `ledger_path`. A missing or unreadable ledger leaves the config as it is
+    (synthesis and tickets_admin's ledger check say why)."""
+    if not ledger_path.exists():
+        return config
+    try:
+        ledger = read_ledger_file(ledger_path).services.get(config.table_name)
+    except LedgerError:
+        return config
+    return applied(config, ledger)

@@ -2,110 +2,24 @@
 records, and the settings a function of the new layout gets (docs/explanation/epochs-and-fences.md).
 
 Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs and a fence begun and not yet
-recorded (PendingFence) (ledger_model, ledger_codec), and its rollout rule (ledger_rules) calls
-`synthesis_problems`, which refuses every config while a fence is pending; `python -m tickets_admin fence`
-(tickets_admin/fence.py) calls `plan`, records the PendingFence, stops the old lanes, then `record`; every
-place that builds a function's settings calls `applied`.
+recorded (fences.py: KeyEpoch, PendingFence), and its rollout rule (rules.py) calls `synthesis_problems`, which
+refuses every config while a fence is pending; `python -m tickets_admin fence` (tickets_admin/fence.py) calls
+`layout_changes`, records the PendingFence, stops the old lanes, then `record_epochs`; every place that builds a
+function's settings calls `applied` (or file.py's `applied_from`, `applied_beside`, which read the ledger first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
 
-from tickets.epochs import FENCE_COMMAND as FENCE_COMMAND  # the one definition, re-exported for the deploy side
-from tickets.epochs import FENCE_UNDO_COMMAND as FENCE_UNDO_COMMAND
-from tickets.epochs import Layout, epoch_start
+from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, Layout
 from tickets.settings import CounterConfig
+from tickets_deploy.schema import DeploymentConfig
 
-from .schema import DeploymentConfig
-
-if TYPE_CHECKING:
-    from .ledger_model import Ledger
+from .fences import Change, KeyEpoch
+from .model import Ledger
 
 _UNCONFIGURED = CounterConfig()
-
-
-@dataclass(frozen=True)
-class KeyEpoch:
-    """One layout change of one key, as the ledger records it."""
-
-    key: str
-    number: int  # 1, 2, ...: the key's items in this epoch are `key@number`
-    fence: int  # above every ticket the old layout's lanes issued, in every region
-    old: Layout  # the layout stopped at the fence, with the start its lanes had
-    configured: Layout  # the new layout as cdk.json writes it (its start as configured)
-
-    @property
-    def start(self) -> int:
-        """The new layout's effective start: its first ticket (lane 0's)."""
-        return epoch_start(self.fence, self.configured.start, self.configured.stride)
-
-    @property
-    def new(self) -> Layout:
-        return replace(self.configured, start=self.start)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "epoch": self.number,
-            "fence": self.fence,
-            "from": _layout_json(self.old),
-            "to": _layout_json(self.configured),
-        }
-
-    @classmethod
-    def from_json(cls, key: str, raw: Mapping[str, Any]) -> KeyEpoch:
-        return cls(key, raw["epoch"], raw["fence"], _layout_of(raw["from"]), _layout_of(raw["to"]))
-
-
-@dataclass(frozen=True)
-class Change:
-    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
-
-    key: str
-    number: int
-    old: Layout
-    configured: Layout
-
-    def epoch(self, fence: int) -> KeyEpoch:
-        return KeyEpoch(self.key, self.number, fence, self.old, self.configured)
-
-    def describe(self) -> str:
-        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
-
-
-@dataclass(frozen=True)
-class PendingFence:
-    """A fence `tickets_admin fence` began and has not recorded: written to the ledger before any lane is stopped,
-    so every lane it stops (each records `id`) is known to this ledger, and so synthesis refuses every config until
-    the fence is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
-
-    id: str  # random hex: each lane it stops records it (tickets.lane_item.FENCED_BY)
-    changes: tuple[Change, ...]
-
-    def describe(self) -> str:
-        return "; ".join(change.describe() for change in self.changes)
-
-    def to_json(self) -> dict[str, Any]:
-        keys = {
-            change.key: {
-                "epoch": change.number,
-                "from": _layout_json(change.old),
-                "to": _layout_json(change.configured),
-            }
-            for change in self.changes
-        }
-        return {"id": self.id, "keys": dict(sorted(keys.items()))}
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> PendingFence:
-        changes = (
-            Change(key, entry["epoch"], _layout_of(entry["from"]), _layout_of(entry["to"]))
-            for key, entry in sorted(raw["keys"].items())
-        )
-        return cls(raw["id"], tuple(changes))
 
 
 def latest(ledger: Ledger, key: str) -> KeyEpoch | None:
@@ -141,7 +55,7 @@ def served_keys(config: DeploymentConfig) -> list[str]:
     return sorted({*config.counters, config.default_key})
 
 
-def plan(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
+def layout_changes(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
     """Every key whose layout the config changes from the one its lanes have now."""
     changes = []
     for key in served_keys(config):
@@ -158,7 +72,7 @@ def _same(now: Layout, target: Layout, epoch: KeyEpoch | None) -> bool:
     return configured == target
 
 
-def refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
+def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     """Layout changes no fence can make safe: refused before anything is written."""
     problems = []
     if config.region_slots < ledger.region_slots:
@@ -199,7 +113,9 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     if ledger.fencing is not None:
         return [pending_problem(ledger)]
     problems = []
-    unfenced = [change.key for change in plan(config, ledger) if change.old.region_slots != config.region_slots]
+    unfenced = [
+        change.key for change in layout_changes(config, ledger) if change.old.region_slots != config.region_slots
+    ]
     growing = bool(unfenced) and config.region_slots > ledger.region_slots
     if growing:
         problems.append(
@@ -211,12 +127,14 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             f"{ledger.region_slots} and add regions only on its free slots (docs/how-to/add-a-region.md)."
         )
     elif config.region_slots == ledger.region_slots:
-        problems += [_unconfigured_problem(change) for change in plan(config, ledger) if _moves_unconfigured(change)]
+        problems += [
+            _unconfigured_problem(change) for change in layout_changes(config, ledger) if _moves_unconfigured(change)
+        ]
     said = set(unfenced) if growing else set()
     problems += [
         _unfollowed_problem(change, epoch) for change, epoch in _unfollowed(config, ledger) if change.key not in said
     ]
-    return problems + refusals(config, ledger)
+    return problems + fence_refusals(config, ledger)
 
 
 def _unfollowed(config: DeploymentConfig, ledger: Ledger) -> list[tuple[Change, KeyEpoch]]:
@@ -225,7 +143,7 @@ def _unfollowed(config: DeploymentConfig, ledger: Ledger) -> list[tuple[Change, 
     counters agree with. Without this, its functions would serve the lanes the fence stopped (or lanes no
     fence bounds) instead of the fenced epoch's."""
     unfollowed = []
-    for change in plan(config, ledger):
+    for change in layout_changes(config, ledger):
         epoch = latest(ledger, change.key)
         if epoch is not None and not _counter_rules_refuse(config, ledger, change.key):
             unfollowed.append((change, epoch))
@@ -233,7 +151,7 @@ def _unfollowed(config: DeploymentConfig, ledger: Ledger) -> list[tuple[Change, 
 
 
 def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
-    """Do the ledger's counter rules (ledger_rules) already refuse this key's start, stride or shards?"""
+    """Do the ledger's counter rules (rules.py) already refuse this key's start, stride or shards?"""
     recorded, counter = ledger.counters.get(key), config.counters.get(key, _UNCONFIGURED)
     if recorded is None:
         return False
@@ -289,40 +207,10 @@ def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig
     return replace(config, counters=counters)
 
 
-def record(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
+def record_epochs(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
     """The ledger with these epochs added (after `fence` stopped their old lanes everywhere), no fence pending."""
     return replace(ledger, epochs=(*ledger.epochs, *epochs), fencing=None)
 
 
 def _configured(counter: CounterConfig, region_slots: int) -> Layout:
     return Layout(counter.start, counter.stride, counter.shards, region_slots)
-
-
-def _layout_json(layout: Layout) -> dict[str, int]:
-    return {"regionSlots": layout.region_slots, "shards": layout.shards, "start": layout.start, "stride": layout.stride}
-
-
-def _layout_of(raw: Mapping[str, Any]) -> Layout:
-    return Layout(raw["start"], raw["stride"], raw["shards"], raw["regionSlots"])
-
-
-def applied_beside(config: DeploymentConfig, config_file: str | Path) -> DeploymentConfig:
-    """`applied` with the ledger beside `config_file`, if there is one: what the local server and
-    tickets_admin serve and write."""
-    from .ledger import ledger_path_beside  # the ledger imports this module
-
-    return applied_from(config, ledger_path_beside(Path(config_file)))
-
-
-def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
-    """`applied` with the ledger at `ledger_path`. A missing or unreadable ledger leaves the config as it is
-    (synthesis and tickets_admin's ledger check say why)."""
-    from .ledger import LedgerError, read_ledger_file
-
-    if not ledger_path.exists():
-        return config
-    try:
-        ledger = read_ledger_file(ledger_path).services.get(config.table_name)
-    except LedgerError:
-        return config
-    return applied(config, ledger)

@@ -1,5 +1,5 @@
 """tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change
-is a small diff; `from_text` reads every format the project wrote (tests/test_ledger_formats.py); the
+is a small diff; `from_text` reads every format the project wrote (tests/unit/test_ledger_formats.py); the
 version id hashes the services as the file writes them."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from typing import Any
 
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import SeriesConfigError, parse_series
-from tickets.settings import MAX_SAFE_INTEGER
-from tickets_deploy.config import MAX_TICKET, ConfigError, exact_integer
+from tickets_deploy.opaque_rules import opaque_settings
+from tickets_deploy.rules import MAX_TICKET, ConfigError, exact_integer
+from tickets_deploy.shapes import encode_number
 
-from . import epochs
-from .ledger_config import check_deployed
-from .ledger_model import (
+from .deployed import check_deployed
+from .fences import KeyEpoch, PendingFence
+from .model import (
     COMMENT,
     LAYOUT_FIELDS,
     OPTIONAL_LAYOUT_FIELDS,
@@ -29,7 +30,6 @@ from .ledger_model import (
     Version,
     _fields_text,
 )
-from .opaque_rules import opaque_settings
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 _ACCOUNT = re.compile(r"[0-9]{12}")
@@ -50,7 +50,7 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
     """One service as the file writes it (and as its version id hashes it)."""
     return {
         "counters": {
-            key: {name: _exact(value) for name, value in sorted(c.to_json().items())}
+            key: {name: encode_number(value) for name, value in sorted(c.to_json().items())}
             for key, c in sorted(ledger.counters.items())
         },
         "defaultKeysServed": sorted(ledger.default_keys_served),
@@ -206,7 +206,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
     )
 
 
-def _fencing_from(raw: Any, recorded: tuple[epochs.KeyEpoch, ...]) -> epochs.PendingFence:
+def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
     """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
     _fields(raw, "fencing", required={"id", "keys"}, optional=set())
     if not isinstance(raw["id"], str) or not _VERSION.fullmatch(raw["id"]):
@@ -222,10 +222,10 @@ def _fencing_from(raw: Any, recorded: tuple[epochs.KeyEpoch, ...]) -> epochs.Pen
             raise ValueError(f"{where}.epoch: not the epoch after the last recorded ({len(numbers)})")
         for side in ("from", "to"):
             _layout_from(entry[side], f"{where}.{side}")
-    return epochs.PendingFence.from_json(raw)
+    return PendingFence.from_json(raw)
 
 
-def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:
+def _epochs_from(raw: Any) -> tuple[KeyEpoch, ...]:
     """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
     found = []
     for key, entries in _object(raw, "epochs").items():
@@ -238,7 +238,7 @@ def _epochs_from(raw: Any) -> tuple[epochs.KeyEpoch, ...]:
             _whole(entry["fence"], f"{where}.fence", low=0)
             for side in ("from", "to"):
                 _layout_from(entry[side], f"{where}.{side}")
-            epoch = epochs.KeyEpoch.from_json(key, entry)
+            epoch = KeyEpoch.from_json(key, entry)
             if epoch.number != index + 1 or epoch.fence < epoch.old.start:
                 raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
             found.append(epoch)
@@ -303,11 +303,6 @@ def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
     if parsed.to_json() != entry:
         raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
     return dict(entry)
-
-
-def _exact(value: Any) -> Any:
-    """Like cdk.json: a number above 2^53-1 as a decimal string, which every JSON parser keeps exact."""
-    return str(value) if isinstance(value, int) and value > MAX_SAFE_INTEGER else value
 
 
 def _object(raw: Any, where: str) -> dict[str, Any]:

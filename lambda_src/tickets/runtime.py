@@ -54,7 +54,7 @@ def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
 
 
 @dataclass
-class Services:
+class Runtime:
     settings: Settings
     issuer: Issuer
     deadline: Deadline  # the request's: started by the handler, read by every DynamoDB call
@@ -114,5 +114,6 @@ class Services:
                 client=self.client,
                 table_name=self.idempotency_table,
                 expires_after_seconds=self.settings.idempotency_expiry_seconds,
+                logger=self.logger,
             )
         return self._idempotent_issue

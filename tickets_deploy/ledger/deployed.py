@@ -8,23 +8,20 @@ never refused, but it records a new version, so the ledger says what is deployed
 A ledger written before the `deployed` object existed (Tickets 0.2) reads as `deployed` unknown (None): the
 app's next synthesis records it, as one version (`record_services(..., upgrade=True)`); a check alone
 (tickets_admin's, or reading the ledger) leaves an older ledger byte for byte as it was
-(tests/test_ledger_formats.py)."""
+(tests/unit/test_ledger_formats.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from tickets_deploy.config import (
-    COUNTER_FIELDS,
-    FIELDS,
-    ConfigError,
-    DeploymentConfig,
-    encode_number,
-    parse_config,
-)
+from tickets_deploy.config import parse_config
+from tickets_deploy.counter_fields import COUNTER_FIELDS
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import FIELDS, DeploymentConfig
+from tickets_deploy.shapes import encode_number
 
-from .ledger_model import Ledger, LedgerError
+from .model import Ledger, LedgerError
 
 # The fields `deployed` holds: by cdk.json name, for the service and for each counter.
 DEPLOYED_FIELDS = {each.name: each for each in FIELDS if each.recorded and not each.permanent}

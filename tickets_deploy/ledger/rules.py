@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tickets.epochs import FENCE_COMMAND
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import NO_PERIOD_NAME, SeriesConfig, check_format
-from tickets_deploy.config import DeploymentConfig
+from tickets_deploy.opaque_rules import describe
+from tickets_deploy.schema import DeploymentConfig
 
-from . import epochs
-from .ledger_config import deployed_settings
-from .ledger_model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
-from .opaque_rules import describe
+from .deployed import deployed_settings
+from .epochs import covered, synthesis_problems
+from .model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
 
 
 def record(
@@ -22,14 +23,14 @@ def record(
     """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change
     that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
     stands. A previous ledger from before the `deployed` settings gets them only with `upgrade` (synthesis
-    does), so a check leaves it as it was (tickets_deploy/ledger_config.py)."""
+    does), so a check leaves it as it was (tickets_deploy/ledger/deployed.py)."""
     problems = _new_series_problems(config, previous)
     if previous is None:
         previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
     else:
         problems += [
             *_table_problems(config, previous),
-            *epochs.synthesis_problems(config, previous),
+            *synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
             *_opaque_problems(config, previous),
@@ -50,7 +51,7 @@ def record(
         default_keys.add(config.default_key)
     series = {**previous.series, **{key: s.to_json() for key, s in config.series.items()}}
     return Ledger(
-        config.region_slots,  # as recorded, or grown above fences (epochs.synthesis_problems)
+        config.region_slots,  # as recorded, or grown above fences (epochs.py's synthesis_problems)
         previous.table_name,
         dict(sorted(slots.items())),
         dict(sorted(counters.items())),
@@ -123,7 +124,7 @@ def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             "name is a new, empty table, where every counter would start again at its start and repeat every "
             f"ticket already issued. Keep {previous.table_name!r} (docs/explanation/ledger.md)."
         )
-    # regionSlots: it grows only above fences, per key (epochs.synthesis_problems).
+    # regionSlots: it grows only above fences, per key (epochs.py's synthesis_problems).
     return problems
 
 
@@ -182,17 +183,17 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             continue
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
-            if old != new and not epochs.covered(config, previous, key):
+            if old != new and not covered(config, previous, key):
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
                     f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
-                    f"{name} above a fence: `{epochs.FENCE_COMMAND}` (docs/how-to/change-a-layout.md)."
+                    f"{name} above a fence: `{FENCE_COMMAND}` (docs/how-to/change-a-layout.md)."
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
         if key in previous.counters or layout.numbering == UNCONFIGURED or not previous.served_unconfigured(key):
             continue
-        if epochs.covered(config, previous, key):
+        if covered(config, previous, key):
             continue  # its unconfigured lanes were stopped at a fence
         if key in previous.default_keys_served and not previous.unconfigured_keys_served:
             served = f"{key} was the defaultKey of a recorded version that did not configure it"
@@ -203,7 +204,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             f"({UNCONFIGURED.describe()}). Regions update one at a time and a failed stack rolls back, so a "
             f"region still on that version can issue {key} with the unconfigured layout while another issues it "
             "with the new one, and the two sets of lanes would repeat tickets. To give it this layout, fence it: "
-            f"`{epochs.FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region's table and records where "
+            f"`{FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region's table and records where "
             "its own lanes begin (with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises "
             "and deploys). Or configure it with start, stride and shards as unconfigured keys have them (max and "
             f"maxBlock may differ), then `python -m tickets_admin raise {key} --above N` in each region to begin "

@@ -1,7 +1,6 @@
 """What the deployment ledger holds: per service (counter table), its region slots, counter layouts, series
 and what was ever served unconfigured (Ledger); the file's services and its line of versions (LedgerFile).
-Plain data: the rollout rules are in tickets_deploy.ledger_rules, the history in ledger_history, the file's
-format in ledger_codec."""
+Plain data: the rollout rule is in rules.py, the history in history.py, the file's format in codec.py."""
 
 from __future__ import annotations
 
@@ -11,10 +10,10 @@ from typing import Any
 
 from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig
-from tickets_deploy.schema import COUNTER_FIELDS
+from tickets_deploy.counter_fields import COUNTER_FIELDS
+from tickets_deploy.opaque_rules import describe
 
-from .epochs import KeyEpoch, PendingFence
-from .opaque_rules import describe
+from .fences import KeyEpoch, PendingFence
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
@@ -48,7 +47,7 @@ OPTIONAL_LAYOUT_FIELDS = frozenset(each.name for each in LAYOUT_FIELDS if each.d
 
 @dataclass(frozen=True)
 class CounterRecord:
-    """A counter's layout: its permanent COUNTER_FIELDS (tests/test_schema.py holds the two together)."""
+    """A counter's layout: its permanent COUNTER_FIELDS (tests/unit/test_schema.py holds the two together)."""
 
     start: int
     stride: int
@@ -102,7 +101,7 @@ class Ledger:
     # (`python -m tickets_admin fence` records them; docs/explanation/epochs-and-fences.md).
     epochs: tuple[KeyEpoch, ...] = ()
     # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
-    # out (tickets_deploy/ledger_config.py); None: a ledger written before they were recorded.
+    # out (tickets_deploy/ledger/deployed.py); None: a ledger written before they were recorded.
     deployed: Mapping[str, Any] | None = None
     # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses every config
     # meanwhile): the id its stopped lanes carry and the layout changes it makes.
