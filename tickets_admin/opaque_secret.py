@@ -1,6 +1,7 @@
 """The keys of a deployed service's opaque ids, in its SSM SecureString parameter (tickets_deploy.opaque_keys), with
 the operator's credentials: read them (encode and decode without --key-file), and `python -m tickets_admin put-key`,
-which writes them to every region (docs/how-to/opaque-order-numbers.md). No key is ever printed, logged or put in an error.
+which writes them to every region (docs/how-to/opaque-order-numbers.md). No key is ever printed, logged or put in an
+error.
 
 put-key makes every region's parameter hold the same keys: those any region holds already (a version two regions
 hold with different keys is refused: their ids could meet), plus a new random key for each version the config's
@@ -30,7 +31,9 @@ from .registry import Command, Context
 from .table import AdminError
 
 SSM_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 5})
-DESCRIPTION = "the keys of Tickets' opaque ids (docs/how-to/opaque-order-numbers.md): written by python -m tickets_admin put-key"
+DESCRIPTION = (
+    "the keys of Tickets' opaque ids (docs/how-to/opaque-order-numbers.md): written by python -m tickets_admin put-key"
+)
 
 
 class KeysParameter:

@@ -1,7 +1,7 @@
-"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): a secret outside the function's environment,
-its template and its logs, read once at cold start (handler.py) from the SSM SecureString parameter the environment
-names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a counter
-asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
+"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): a secret outside the function's
+environment, its template and its logs, read once at cold start (handler.py) from the SSM SecureString parameter the
+environment names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a
+counter asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
 
 `read_secret` is the one call that reads it; `unlogged` keeps botocore's DEBUG lines, which print a request's
 parameters and a response's body, from ever carrying it (the function's own log level may be set to DEBUG).

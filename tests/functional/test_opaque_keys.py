@@ -1,8 +1,8 @@
-"""The keys of a deployed service's opaque ids (docs/how-to/opaque-order-numbers.md), on moto's SSM: `python -m tickets_admin
-put-key` makes every region's SecureString parameter hold the same keys, never changing a version's key, finishing
-a run that stopped half-way, refusing regions that disagree before writing; encode and decode read them without a
-key file; the function reads them (tickets.opaque_secret.read_secret); and no key is ever printed, logged or put in
-an error, botocore's DEBUG lines included."""
+"""The keys of a deployed service's opaque ids (docs/how-to/opaque-order-numbers.md), on moto's SSM: `python -m
+tickets_admin put-key` makes every region's SecureString parameter hold the same keys, never changing a version's key,
+finishing a run that stopped half-way, refusing regions that disagree before writing; encode and decode read them
+without a key file; the function reads them (tickets.opaque_secret.read_secret); and no key is ever printed, logged or
+put in an error, botocore's DEBUG lines included."""
 
 from __future__ import annotations
 

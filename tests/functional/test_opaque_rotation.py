@@ -1,8 +1,8 @@
-"""Rotating an opaque counter's key (docs/how-to/opaque-order-numbers.md#rotate-the-key): ids made with a new key version never
-equal ids made with an old one, whatever the order of deploys. Above a fence (a key version raised in the same
-change as a layout change, `python -m tickets_admin fence`), the old version's functions stop at once in every
-region, so every ticket above the fence has a new-version id; without one, each region turns to the new version when
-its deploy lands, and both versions' ids stay distinct meanwhile. Through the real handler on moto, two regions."""
+"""Rotating an opaque counter's key (docs/how-to/opaque-order-numbers.md#rotate-the-key): ids made with a new key
+version never equal ids made with an old one, whatever the order of deploys. Above a fence (a key version raised in the
+same change as a layout change, `python -m tickets_admin fence`), the old version's functions stop at once in every
+region, so every ticket above the fence has a new-version id; without one, each region turns to the new version when its
+deploy lands, and both versions' ids stay distinct meanwhile. Through the real handler on moto, two regions."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""An opaque counter in a synthesised stack (docs/how-to/opaque-order-numbers.md): the template names the keys' parameter and
-lets the function alone read it, and holds no key, nor anywhere a key could be kept; the function built from the
-template's environment, its keys put by `tickets_admin put-key` in moto's SSM and read as the handler reads them at
-cold start, serves the counter. 100,000 of its ids (TICKETS_OPAQUE_SERVED) are distinct, well-formed and carry no
-order, and decode to their tickets: all of them with the keys tickets_admin reads, a sample through the CLI itself.
+"""An opaque counter in a synthesised stack (docs/how-to/opaque-order-numbers.md): the template names the keys'
+parameter and lets the function alone read it, and holds no key, nor anywhere a key could be kept; the function built
+from the template's environment, its keys put by `tickets_admin put-key` in moto's SSM and read as the handler reads
+them at cold start, serves the counter. 100,000 of its ids (TICKETS_OPAQUE_SERVED) are distinct, well-formed and carry
+no order, and decode to their tickets: all of them with the keys tickets_admin reads, a sample through the CLI itself.
 One stack is synthesised for the module (Template.from_stack costs ~10 s)."""
 
 from __future__ import annotations
