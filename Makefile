@@ -43,7 +43,7 @@ NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
 
-.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-tiers test-typescript lint serve init synth deploy bench clean version
+.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-tiers test-typescript lint serve init synth bootstrap deploy bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -141,6 +141,11 @@ init: $(CDK_DEPS) $(NODE)
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 	$(PY) tools/synth_summary.py cdk.out
+
+# Once per account and region before a first deploy: `cdk bootstrap` of every region the app's stacks name, in the
+# account of the caller's credentials, with the pinned CLI on the pinned Node (npx would take the machine's).
+bootstrap: $(CDK_DEPS) $(CDK)
+	$(CDK) bootstrap
 
 # Synthesise once, check that assembly against what each region runs (its ledger version, in every region the
 # ledger ever gave a slot too; the Powertools layer's SSM parameter: tickets_deploy/predeploy.py, with botocore

@@ -9,13 +9,15 @@ from pathlib import Path
 GOALS = {
     # At most: issue 30's goals for both (they were 1.30 and 1.50 before the dispatch by the route table).
     "cold_start_ratio": 1.15,
+    "cold_start_rules_ratio": 1.10,  # at most, with access rules / without: issue 38's goal
     "warm_ratio": 1.15,
     "lease_tickets_per_s": 1_000_000,  # at least
     "lease_handout_ceiling_per_s": 3_000_000,  # at least
     "block_tickets_per_write": 1_000_000,  # at least
     # At most 48 KB, zipped as the construct builds it: the package without comments and docstrings
     # (tickets_cdk/strip.py), 40.7 KB when that came in (the source itself zipped to 62.5 KB, near the 64 KB goal
-    # then). What a cold start pays is measured directly (cold_start.py).
+    # then), and without signatures' annotations since opaque ids came. What a cold start pays is measured
+    # directly (cold_start.py).
     "package_bytes": 48_000,
     "keep_alive_p50_ms": 3.0,  # at most
     # At most: what an opaque counter's ids add to the same plain counter's warm call (issue 39): 0.05 is 5% more.
@@ -29,6 +31,7 @@ def goals_met(results: dict) -> dict[str, bool]:
     writes = results["writes_per_ticket"]
     return {
         "cold_start_ratio": results["cold_start_ratio"] <= GOALS["cold_start_ratio"],
+        "cold_start_rules_ratio": results["cold_start_rules_ratio"] <= GOALS["cold_start_rules_ratio"],
         "warm_ratio": results["warm_ratio"] <= GOALS["warm_ratio"],
         "writes_per_ticket": all(math.isclose(per_ticket, 1 / int(count)) for count, per_ticket in writes.items()),
         "block_tickets_per_write": results["block_tickets_per_write"] >= GOALS["block_tickets_per_write"],
@@ -67,7 +70,7 @@ def markdown_table(results: dict) -> str:
             "SSM stand-in at import), / without rules",
             f"{results['cold_start_rules_ratio']:.2f} ({results['cold_start_rules_ms']['with_rules']:.0f} ms vs "
             f"{cold['tickets']:.0f} ms; SSM's own latency not included)",
-            "reported",
+            f"≤ {GOALS['cold_start_rules_ratio']:.2f} {_mark(met['cold_start_rules_ratio'])}",
         ),
         (
             "warm call (real event, DynamoDB stubbed, logs at INFO, audit in the metrics line), Tickets / baseline",

@@ -15,7 +15,7 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from tickets.botocore_session import new_session
+from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets.dynamodb_errors import Failure, classify, error_code, is_condition_failure
 from tickets.errors import TicketsError
 from tickets.lane_item import Item
@@ -23,12 +23,6 @@ from tickets.tables import COUNTER_KEY
 
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
-
-
-_NO_CREDENTIALS = (
-    "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and "
-    "AWS_SECRET_ACCESS_KEY (or sign in with aws sso login)"
-)
 
 
 class AdminError(RuntimeError):
@@ -72,7 +66,7 @@ class CounterTable:
     def explain(self, err: ClientError | BotoCoreError) -> AdminError:
         """An AdminError saying what to do about a failed call on this table."""
         if isinstance(err, NoCredentialsError):
-            return AdminError(_NO_CREDENTIALS)
+            return AdminError(NO_CREDENTIALS)
         if isinstance(err, BotoCoreError):
             return AdminError(f"cannot reach the {self._where}: {err}")
         return self._explain(err)

@@ -34,8 +34,8 @@ def asset_files(package: Path = PACKAGE) -> dict[str, Path]:
 
 
 def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
-    """Archive name -> what the function gets: each Python file stripped of comments and docstrings, any other
-    file (py.typed) as it is."""
+    """Archive name -> what the function gets: each Python file stripped of comments, docstrings and signatures'
+    annotations, any other file (py.typed) as it is."""
     return {
         name: strip_python_file(path.read_bytes(), name) if path.suffix == ".py" else path.read_bytes()
         for name, path in asset_files(package).items()

@@ -1,15 +1,19 @@
-"""The Lambda asset's Python files without comments and docstrings: about a third of the package's bytes, and none
-of its behaviour (the source in lambda_src/ keeps them).
+"""The Lambda asset's Python files without comments, docstrings and the annotations of function signatures: about
+a third of the package's bytes, and none of its behaviour (the source in lambda_src/ keeps them). A signature's
+annotations are strings the function never reads (`from __future__ import annotations`; nothing in the package
+asks for type hints at run time); those of classes stay (dataclasses and TypedDicts read theirs).
 
 Every line stays where it was: a removed docstring leaves blank lines (or `pass`, where it was a body's only
 statement), a removed comment leaves its line's code. So a line number in a traceback from the deployed
 function (CloudWatch) points at the same line of the source of that version, and the line the traceback quotes
 is that line's code. Kept: an encoding declaration and a `#!` line (the first two lines' comments that mean
-something to Python). The code itself is never rewritten: only whole comments and whole string statements go.
+something to Python). The code itself is never rewritten: only whole comments, whole string statements and a
+signature's `: annotation` and `-> annotation` that sit on one line go (a traceback quotes `def f(key):` for
+`def f(key: str) -> int:`).
 
-Each result is checked before it is used: its syntax tree is the source's with exactly those statements removed,
-every remaining node on its original line. A file that fails the check (it never did for this package) stops
-synthesis with the file's name, rather than ship code that differs.
+Each result is checked before it is used: its syntax tree is the source's with exactly those statements and
+annotations removed, every remaining node on its original line. A file that fails the check (it never did for
+this package) stops synthesis with the file's name, rather than ship code that differs.
 
 Standard library only (ast, tokenize): the result is the same for the same source on every Python from 3.11
 (tests/unit/test_strip.py holds a reference file's exact result).
@@ -49,7 +53,11 @@ def strip_source(source: str, filename: str = "<source>") -> str:
     lines = _lines(source)
     tree = ast.parse(source, filename)
     docstrings = [found for found in _docstrings(tree, lines) if found is not None]
-    edits = [*_comment_edits(source), *(_docstring_edit(found, lines) for found in docstrings)]
+    edits = [
+        *_comment_edits(source),
+        *(_docstring_edit(found, lines) for found in docstrings),
+        *(_annotation_edit(found, lines) for found in _annotations(tree, lines)),
+    ]
     stripped = _apply(lines, edits)
     _check(source, docstrings, stripped, filename)
     return stripped
@@ -125,6 +133,53 @@ def _docstring_edit(found: _Docstring, lines: list[str]) -> tuple[tuple[int, int
     return (found.start[0], 0), found.end, breaks  # its indentation goes too: the line is left empty
 
 
+@dataclass(frozen=True)
+class _Annotation:
+    """A signature's annotation to remove: the node holding it (an argument or the function) and its field."""
+
+    owner: ast.arg | ast.FunctionDef | ast.AsyncFunctionDef
+    field: str  # "annotation" (an argument's) or "returns" (the function's)
+
+
+def _annotations(tree: ast.AST, lines: list[str]) -> Iterator[_Annotation]:
+    """Each annotation of a function's arguments and result that sits on one line with its argument (or `->`),
+    in the order ast.walk meets them (the same for the same source: _without finds the same ones)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        arguments = node.args
+        extra = [found for found in (arguments.vararg, arguments.kwarg) if found is not None]
+        for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, *extra]:
+            annotation = argument.annotation
+            if annotation is not None and argument.lineno == annotation.lineno == annotation.end_lineno:
+                yield _Annotation(argument, "annotation")
+        returns = node.returns
+        if returns is not None and returns.lineno == returns.end_lineno and _arrow(returns, lines) is not None:
+            yield _Annotation(node, "returns")
+
+
+def _arrow(returns: ast.expr, lines: list[str]) -> int | None:
+    """The column where the blanks before a result annotation's `->` start, if the `->` is on its line."""
+    line, start = lines[returns.lineno - 1], _column(lines, returns.lineno, returns.col_offset)
+    arrow = line.rfind("->", 0, start)
+    if arrow < 0 or line[arrow + 2 : start].strip():
+        return None
+    return len(line[:arrow].rstrip())
+
+
+def _annotation_edit(found: _Annotation, lines: list[str]) -> tuple[tuple[int, int], tuple[int, int], str]:
+    """`name: annotation` to `name`; `) -> annotation:` to `):`."""
+    annotation = getattr(found.owner, found.field)
+    assert annotation.end_lineno is not None and annotation.end_col_offset is not None  # ast.parse sets them
+    end = (annotation.end_lineno, _column(lines, annotation.end_lineno, annotation.end_col_offset))
+    if isinstance(found.owner, ast.arg):
+        name_end = _column(lines, found.owner.lineno, found.owner.col_offset) + len(found.owner.arg)
+        return (found.owner.lineno, name_end), end, ""
+    arrow = _arrow(annotation, lines)
+    assert arrow is not None  # _annotations yields only results whose `->` is on their line
+    return (annotation.lineno, arrow), end, ""
+
+
 def _comment_edits(source: str) -> Iterator[tuple[tuple[int, int], tuple[int, int], str]]:
     """Each comment, with the blanks before it, except the lines Python reads (encoding, `#!`)."""
     lines = _lines(source)
@@ -161,15 +216,21 @@ def _check(source: str, removed: list[_Docstring], stripped: str, filename: str)
     try:
         got = ast.parse(stripped, filename)
     except SyntaxError as error:
-        raise StripError(f"{filename}: stripping comments and docstrings broke the syntax: {error}") from error
+        message = f"{filename}: stripping comments, docstrings and annotations broke the syntax: {error}"
+        raise StripError(message) from error
     if ast.dump(got) != ast.dump(expected) or _line_numbers(got) != _line_numbers(expected):
-        raise StripError(f"{filename}: stripping comments and docstrings would change the code or move its lines")
+        raise StripError(
+            f"{filename}: stripping comments, docstrings and annotations would change the code or move its lines"
+        )
 
 
 def _without(source: str, removed: list[_Docstring]) -> ast.Module:
-    """The source's tree with the removed statements gone (a `pass` on the same line where one takes the place)."""
+    """The source's tree with the removed statements gone (a `pass` on the same line where one takes the place)
+    and the removed annotations with them."""
     as_pass = {(found.node.lineno, found.node.col_offset): found.as_pass for found in removed}
     tree = ast.parse(source)
+    for annotation in list(_annotations(tree, _lines(source))):
+        setattr(annotation.owner, annotation.field, None)
     for body in list(_bodies(tree)):
         kept: list[ast.stmt] = []
         for statement in body:

@@ -284,6 +284,25 @@ def _permission(action: str) -> str:
     )
 
 
+_CREDENTIALS_USE = (
+    "the check reads cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter "
+    "with them"
+)
+
+
+def _has_credentials() -> bool:
+    """Whether botocore's chain finds any: without, every call of the check would fail alike, once per region."""
+    from tickets.botocore_session import new_session
+
+    return new_session().get_credentials() is not None
+
+
+def _no_credentials() -> str:
+    from tickets.botocore_session import NO_CREDENTIALS
+
+    return f"{NO_CREDENTIALS}; {_CREDENTIALS_USE}"
+
+
 def botocore_clients() -> ClientFactory:
     """A botocore client per (service, region), with the caller's credentials, made once."""
     from tickets.botocore_session import new_session
@@ -320,6 +339,9 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
         ledger = read_ledger_file(args.ledger)
     except (PredeployError, LedgerError) as err:
         print(f"predeploy: {err}", file=sys.stderr)
+        return 1
+    if client is None and not _has_credentials():
+        print(f"predeploy: nothing was deployed: {_no_credentials()}", file=sys.stderr)
         return 1
     problems = check(stacks, ledger, client or botocore_clients())
     if problems:

@@ -3,38 +3,68 @@
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.config import Config
 
+from . import timing
 from .access import Rules
+from .botocore_session import new_session
+from .dynamodb_errors import Failure, classify
 from .errors import Unavailable
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
-SSM_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=1, read_timeout=2)
+SSM_CONFIG = Config(
+    # One attempt: StoredRules decides when to ask again, so a read's worst case is its timeouts (timing.py).
+    retries={"mode": "standard", "total_max_attempts": 1},
+    connect_timeout=timing.SSM_CONNECT_TIMEOUT_SECONDS,
+    read_timeout=timing.SSM_READ_TIMEOUT_SECONDS,
+)
 
 
 class StoredRules:
-    """The rules, read on first use and kept; 503 (never allow-all) while unreadable."""
+    """The rules, read at cold start (read_at_cold_start) or on first use, and kept; 503 (never allow-all) while
+    unreadable. `ssm`: the client to read with (ssm_client's)."""
 
-    def __init__(self, ssm: Any, names: Sequence[str], clock: Callable[[], float] = time.monotonic):
-        self._ssm, self._names, self._clock = ssm, list(names), clock
+    def __init__(
+        self,
+        ssm: Any,
+        names: Sequence[str],
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+    ):
+        self._ssm, self._names, self._clock, self._pause = ssm, list(names), clock, pause
         self._rules: Rules | None = None
         self._failed_at: float | None = None
         self._why = ""
 
+    def read_at_cold_start(self) -> None:
+        """The read a new execution environment makes before its first request (read_at_cold_start below). A
+        failure is kept: each request then answers 503 and asks again."""
+        read_at_cold_start(self._try_read, self._pause)
+
     def __call__(self) -> Rules:
+        """The rules; in a request, one attempt of at most SSM's timeouts (timing.py) when they are not read yet,
+        at most every RETRY_AFTER_FAILURE_SECONDS."""
+        if self._rules is None and (
+            self._failed_at is None or self._clock() - self._failed_at >= RETRY_AFTER_FAILURE_SECONDS
+        ):
+            self._try_read()
         if self._rules is None:
-            if self._failed_at is None or self._clock() - self._failed_at >= RETRY_AFTER_FAILURE_SECONDS:
-                try:
-                    self._rules = self._read()
-                    return self._rules
-                except Exception as err:
-                    self._failed_at, self._why = self._clock(), f"{type(err).__name__}: {err}"[:200]
             raise Unavailable(f"this function cannot read its access rules ({self._why}); nothing was done")
         return self._rules
+
+    def _try_read(self) -> Exception | None:
+        """The failure, if any: kept (its time, its cause named), the rules stay unread, never allow-all."""
+        try:
+            self._rules = self._read()
+        except Exception as err:
+            self._failed_at, self._why = self._clock(), f"{type(err).__name__}: {err}"[:200]
+            return err
+        return None
 
     def _read(self) -> Rules:
         answer = self._ssm.get_parameters(Names=self._names)
@@ -57,7 +87,20 @@ class _Entries(list[tuple[str, Any]]):
     """A JSON object's (name, value) pairs, in order, duplicates kept."""
 
 
-def ssm_client() -> Any:
-    from .botocore_session import new_session
+def read_at_cold_start(try_read: Callable[[], Exception | None], pause: Callable[[float], None]) -> None:
+    """An SSM read at cold start (the access rules', the opaque ids' keys): `try_read` (its failure, or None), and
+    after a transient failure (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a
+    random pause, up to SSM_COLD_START_ATTEMPTS attempts in all."""
+    for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
+        if attempt:
+            pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
+        failure = try_read()
+        if failure is None or classify(failure) is not Failure.UNAVAILABLE:
+            return
 
-    return new_session().create_client("ssm", config=SSM_CONFIG)
+
+def ssm_client(session: Any = None, **where: Any) -> Any:
+    """botocore's SSM client with SSM_CONFIG. `session`: the botocore session to make it with (the handler's,
+    which its DynamoDB client shares: a new one costs a cold start ~5 ms); a new one by default. `where`:
+    create_client's region_name, endpoint_url or credentials, if not the environment's."""
+    return (session or new_session()).create_client("ssm", config=SSM_CONFIG, **where)

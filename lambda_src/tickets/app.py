@@ -49,11 +49,12 @@ TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "
 tracer = Tracer() if TRACING else None
 
 
-def dynamodb_client(**where: Any) -> Any:
+def dynamodb_client(session: Any = None, **where: Any) -> Any:
     """A DynamoDB client with timing.py's timeouts and attempts. botocore's, without boto3 (~40 ms of
-    cold start). `where`: create_client's region_name, endpoint_url or credentials, if not the
-    environment's."""
-    return new_session().create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
+    cold start). `session`: the botocore session to make it with (the handler's, which its SSM client
+    shares); a new one by default. `where`: create_client's region_name, endpoint_url or credentials, if
+    not the environment's."""
+    return (session or new_session()).create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
 
 
 @dataclass(frozen=True)

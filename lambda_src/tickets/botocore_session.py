@@ -15,6 +15,11 @@ from typing import Any
 
 import botocore.session
 
+# What a command run by an operator (tickets_admin, the deploy check) says when botocore's chain finds no credentials.
+NO_CREDENTIALS = (
+    "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or sign in with aws sso "
+    "login)"
+)
 _lock = threading.Lock()
 _loader: Any = None  # the first session's, shared by every session after it
 

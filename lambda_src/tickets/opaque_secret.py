@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from .errors import Unavailable
 from .opaque import KEY_FORMAT, OpaqueKeyError, parse_keys
@@ -24,20 +25,24 @@ HOW_TO = "docs/how-to/opaque-order-numbers.md"
 _BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
 
 
-def read_secret(name: str) -> str:
-    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged."""
+def read_secret(name: str, ssm: Any = None) -> str:
+    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged. `ssm`: the client
+    to read with (access_store.ssm_client's, on the handler's session; a new one by default)."""
     from .access_store import ssm_client
 
     with unlogged():
-        value: str = ssm_client().get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
+        value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
     return value
 
 
-def parameter_keys(name: str) -> StoredKeys:
-    """The keys in the SSM parameter `name`, read now (a failure is kept: each request of an opaque counter answers
-    503 and tries again)."""
-    keys = StoredKeys(lambda: read_secret(name), f"the SSM parameter {name}")
-    keys.load()
+def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
+    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
+    after a pause: access_store.read_at_cold_start); a failure is kept: each request of an opaque counter then
+    answers 503 and tries again."""
+    from .access_store import read_at_cold_start
+
+    keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
+    read_at_cold_start(keys.try_read, pause)
     return keys
 
 
@@ -77,15 +82,10 @@ class StoredKeys:
         self._tried_at: float | None = None
         self._why = ""
 
-    def load(self) -> None:
-        """Read now (at cold start), unless read already; a failure is kept for the requests to report."""
-        if self._keys is None:
-            self._try()
-
     def keys(self, version: int) -> Mapping[int, bytes]:
         due = self._tried_at is None or self._clock() - self._tried_at >= RETRY_AFTER_FAILURE_SECONDS
         if (self._keys is None or version not in self._keys) and due:
-            self._try()
+            self.try_read()
         if self._keys is None:
             raise Unavailable(
                 f"this function cannot read the keys of its opaque ids ({self._why}); nothing was issued. "
@@ -102,14 +102,18 @@ class StoredKeys:
     def held(self) -> list[int] | None:
         """The key versions held (never a key), or None while the secret cannot be read."""
         if self._tried_at is None:
-            self._try()
+            self.try_read()
         return sorted(self._keys) if self._keys is not None else None
 
-    def _try(self) -> None:
+    def try_read(self) -> Exception | None:
+        """Read the secret now: its failure (kept, for the requests to report), or None."""
         self._tried_at = self._clock()
         try:
             self._keys = parse_keys(self._read())
-        except OpaqueKeyError:  # its message may quote the text (a key written where a version goes): not here
+        except OpaqueKeyError as err:  # its message may quote the text (a key written where a version goes): not here
             self._why = f"its value is not a JSON object of key versions to base64 keys: {KEY_FORMAT}"
+            return err
         except Exception as err:  # SSM's answer, or no answer: its type and message name no key
             self._why = f"{type(err).__name__}: {err}"[:200]
+            return err
+        return None

@@ -1,6 +1,6 @@
 """The handler's tests, run again on the Lambda asset as the construct builds it (tickets_cdk.asset: the package
-without comments and docstrings), in a pytest of their own with the asset first on PYTHONPATH: the function
-Lambda runs is the one these tests pass on, not only its source."""
+without comments, docstrings and signatures' annotations), in a pytest of their own with the asset first on
+PYTHONPATH: the function Lambda runs is the one these tests pass on, not only its source."""
 
 from __future__ import annotations
 

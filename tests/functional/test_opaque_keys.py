@@ -11,14 +11,26 @@ import contextlib
 import io
 import json
 import logging
+import os
+import subprocess
+import sys
 
 import boto3
 import pytest
 
+from access_support import closed_port_url, error_answer, ssm_stub
+from functional.test_access_store import _CHILD
 from local_support import write_cdk_json
+from moto_deployment import function_url_event
+from tickets import timing
+from tickets.access_store import ssm_client
+from tickets.errors import Unavailable
 from tickets.opaque import parse_keys
-from tickets.opaque_secret import read_secret
+from tickets.opaque_secret import parameter_keys, read_secret
+from tickets.settings import OPAQUE_KEYS_ENV
 from tickets_admin.__main__ import main
+from tickets_deploy.config import parse_config
+from tickets_deploy.environment import handler_environment
 
 PARAMETER = "/tickets/shop/opaque-keys"
 REGIONS = ("eu-west-1", "us-east-1")
@@ -192,3 +204,63 @@ def test_no_key_reaches_a_log_line_even_at_debug(admin):
     with every_log_line() as lines:
         boto3.client("ssm", region_name="us-east-1").get_parameter(Name=PARAMETER, WithDecryption=True)
     assert secrets_in("\n".join(lines), keys) != []
+
+
+# --- the function's read at cold start, on a stand-in for SSM (throttling, faults and refusals moto does not make) --
+
+SSM_ERRORS = [
+    (400, "ThrottlingException", True),
+    (500, "InternalServerError", True),
+    (400, "AccessDeniedException", False),
+    (400, "ParameterNotFound", False),
+]
+
+
+@pytest.mark.parametrize("status, code, transient", SSM_ERRORS)
+def test_the_keys_cold_start_read_asks_again_once_after_a_transient_failure_only(status, code, transient):
+    """As the access rules' read (access_store.read_at_cold_start, the one SSM read at cold start): a transient
+    failure is tried once more after a pause of at most SSM_RETRY_PAUSE_SECONDS, any other is not; either way the
+    failure is kept, and a request at once is a 503 that names it and asks SSM nothing more."""
+    pauses: list[float] = []
+    with ssm_stub(error_answer(status, code, "no")) as stub:
+        keys = parameter_keys(PARAMETER, ssm_client(endpoint_url=stub.url), pause=pauses.append)
+        with pytest.raises(
+            Unavailable, match=rf"cannot read the keys of its opaque ids \(\w+: An error occurred \({code}"
+        ):
+            keys.keys(1)
+    assert len(stub.seen) == (timing.SSM_COLD_START_ATTEMPTS if transient else 1)
+    assert all(seen.body == {"Name": PARAMETER, "WithDecryption": True} for seen in stub.seen)
+    assert len(pauses) == len(stub.seen) - 1 and all(0 <= p <= timing.SSM_RETRY_PAUSE_SECONDS for p in pauses)
+
+
+def test_a_cold_start_whose_second_attempt_reads_the_keys_serves_them():
+    text = json.dumps({"1": base64.b64encode(bytes(32)).decode()})
+    throttled = iter([(400, {"__type": "ThrottlingException", "message": "Rate exceeded"})])
+    value = {"Parameter": {"Name": PARAMETER, "Type": "SecureString", "Value": text, "Version": 1}}
+    with ssm_stub(lambda seen: next(throttled, None) or (200, value)) as stub:
+        keys = parameter_keys(PARAMETER, ssm_client(endpoint_url=stub.url), pause=lambda seconds: None)
+        assert keys.keys(1) == {1: bytes(32)} and keys.held() == [1]
+    assert len(stub.seen) == 2
+
+
+def test_the_entry_point_reads_the_keys_once_at_cold_start_with_its_one_session():
+    """tickets.handler imported in a new process with an opaque counter's environment (as test_access_store's entry
+    point tests do; DynamoDB where nothing listens): one GetParameter, decrypted, at import after a throttled one,
+    none in the requests; the requests then fail at the counter table, past the keys (their 503 would name them)."""
+    opaque = {"width": 10, "alphabet": "digits", "check": "luhn"}
+    config = parse_config({"regions": {"us-east-1": 0}, "counters": {"orders": {"max": 99_999_999, "opaque": opaque}}})
+    environment = handler_environment(config, "us-east-1", counter_table="t", idempotency_table="t-idempotency")
+    name, text = environment[OPAQUE_KEYS_ENV], json.dumps({"1": base64.b64encode(bytes(32)).decode()})
+    throttled = iter([(400, {"__type": "ThrottlingException", "message": "Rate exceeded"})])
+    value = {"Parameter": {"Name": name, "Type": "SecureString", "Value": text, "Version": 1}}
+    events = json.dumps([function_url_event("/orders"), function_url_event("/orders")])
+    with ssm_stub(lambda seen: next(throttled, None) or (200, value)) as stub:
+        env = {**os.environ, **environment, "AWS_ENDPOINT_URL_SSM": stub.url}
+        env["AWS_ENDPOINT_URL_DYNAMODB"] = closed_port_url()
+        command = [sys.executable, "-c", _CHILD, events, "0"]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = json.loads(done.stdout.strip().splitlines()[-1])["answers"]
+    assert [answer["statusCode"] for answer in answers] == [503, 503]
+    assert all("the counter table" in each["body"] and "opaque" not in each["body"] for each in answers), answers
+    assert [seen.body for seen in stub.seen] == [{"Name": name, "WithDecryption": True}] * 2

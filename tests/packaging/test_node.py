@@ -60,3 +60,14 @@ def test_under_make_every_node_the_tests_start_is_the_pinned_one():
     dynalite = REPO / "node_modules" / ".bin" / "dynalite"
     if dynalite.exists():
         assert dynalite.read_text().startswith("#!/usr/bin/env node")
+
+
+def test_make_bootstrap_runs_the_pinned_cli_on_the_pinned_node():
+    """The tutorial's bootstrap is `make bootstrap`, not `npx cdk bootstrap`, which would run the CDK CLI (and
+    the app under it, through jsii) on whatever Node the machine has: a Node 20 printed its end-of-life banner
+    twice, once as Python bytes. The target needs the pinned Node and CLI, and names no account: the CDK
+    bootstraps each stack's region in the credentials' account."""
+    assert re.search(r"^bootstrap: .*\$\(CDK\)", MAKEFILE, re.MULTILINE), "no bootstrap target needing $(CDK)"
+    dry_run = subprocess.run(["make", "-n", "bootstrap"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert dry_run.returncode == 0, dry_run.stderr
+    assert dry_run.stdout.splitlines()[-1] == "node_modules/.bin/cdk bootstrap", dry_run.stdout

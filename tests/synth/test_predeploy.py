@@ -6,6 +6,7 @@ refuses `/aws/` parameter names (docs/how-to/deploy.md#before-cloudformation-sta
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import botocore.session
@@ -14,6 +15,7 @@ from botocore.stub import Stubber
 
 from cloud_assembly import LAYER
 from cloud_assembly import write_assembly as assembly
+from tickets.botocore_session import NO_CREDENTIALS
 from tickets_deploy import predeploy
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerFile, record_services, write_ledger_file
@@ -365,6 +367,27 @@ def test_no_assembly_or_a_forked_ledger_stops_before_any_call(tmp_path, capsys, 
         ["--assembly", str(tmp_path), "--ledger", str(tmp_path / "tickets.lock.json")], client=no_aws
     )
     assert status == 1 and "edited by hand or merged line by line" in capsys.readouterr().err
+
+
+def test_no_credentials_stop_it_once_naming_how_to_give_them(tmp_path, capsys, history, monkeypatch):
+    """A newcomer's first `make deploy`, with no credentials anywhere: one line that says so and how to give them,
+    not one NoCredentialsError per region and call (six lines for two regions)."""
+    for name in [name for name in os.environ if name.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    nowhere = str(tmp_path / "none")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", nowhere)
+    monkeypatch.setenv("AWS_CONFIG_FILE", nowhere)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    first, _, _ = history
+    write_ledger_file(tmp_path / "tickets.lock.json", first)
+    assembly(tmp_path / "cdk.out", first.version)
+    status = predeploy.main(["--assembly", str(tmp_path / "cdk.out"), "--ledger", str(tmp_path / "tickets.lock.json")])
+    said = capsys.readouterr()
+    assert status == 1 and said.out == ""
+    assert said.err.splitlines() == [
+        f"predeploy: nothing was deployed: {NO_CREDENTIALS}; the check reads cloudformation:DescribeStacks, "
+        "cloudformation:DescribeStackResources and ssm:GetParameter with them"
+    ]
 
 
 def test_the_module_command_runs_it(tmp_path):

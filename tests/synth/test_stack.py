@@ -822,7 +822,8 @@ def test_lambda_asset_holds_only_the_tickets_package(deployed_default):
     shipped = "\n".join((assets[0] / name).read_text() for name in files if name.endswith(".py"))
     assert "def parse_config" not in shipped and "from tickets_deploy" not in shipped
     assert not any(region in shipped for region in SERVED_REGIONS)
-    # Without comments and docstrings (tickets_cdk/strip.py; tests/unit/test_strip.py holds what that means).
+    # Without comments, docstrings and signatures' annotations (tickets_cdk/strip.py; tests/unit/test_strip.py
+    # holds what that means).
     handler = (assets[0] / "tickets" / "handler.py").read_text()
     source = (PACKAGE / "handler.py").read_text()
     assert ast.get_docstring(ast.parse(source)) and _comments(source)

@@ -147,6 +147,7 @@ def test_a_recorded_counters_changed_start_stride_or_shards_is_refused(deployed,
     assert message.startswith(f"counters.orders.{name}: the ledger records {old}, cdk.json says {value}.")
     assert "add a new counter key" in message
     assert f"or change {name} above a fence: `python -m tickets_admin fence`" in message
+    assert "`make deploy FENCE=1` runs it" in message  # in a clone, the runnable form of the same command
 
 
 def test_a_changed_start_points_at_tickets_admin_raise(deployed):

@@ -159,6 +159,10 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
     return problems
 
 
+# The fence's runnable form in a clone of this repository (a refusal names FENCE_COMMAND first, for any app).
+_MAKE_FENCE = "with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises and deploys"
+
+
 def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
     why = {  # each follows "the ledger records X, cdk.json says Y.": a sentence of its own
         "start": "Every lane's first ticket moves with start, so new lanes would overlap the numbers old "
@@ -187,7 +191,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
                 problems.append(
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
                     f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
-                    f"{name} above a fence: `{FENCE_COMMAND}` (docs/how-to/change-a-layout.md)."
+                    f"{name} above a fence: `{FENCE_COMMAND}` ({_MAKE_FENCE}; docs/how-to/change-a-layout.md)."
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
@@ -205,10 +209,9 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             f"region still on that version can issue {key} with the unconfigured layout while another issues it "
             "with the new one, and the two sets of lanes would repeat tickets. To give it this layout, fence it: "
             f"`{FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region's table and records where "
-            "its own lanes begin (with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises "
-            "and deploys). Or configure it with start, stride and shards as unconfigured keys have them (max and "
-            f"maxBlock may differ), then `python -m tickets_admin raise {key} --above N` in each region to begin "
-            "above N (docs/explanation/ledger.md#the-rollout-rule)."
+            f"its own lanes begin ({_MAKE_FENCE}). Or configure it with start, stride and shards as unconfigured "
+            f"keys have them (max and maxBlock may differ), then `python -m tickets_admin raise {key} --above N` "
+            "in each region to begin above N (docs/explanation/ledger.md#the-rollout-rule)."
         )
     return problems
 
