@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tickets.opaque import OpaqueIdError, OpaqueIds, OpaqueKeyError
+from tickets.opaque import OpaqueKeyError
+from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 from tickets_deploy.opaque_keys import read_key_file
 
 from .counter_commands import whole_number
@@ -66,11 +67,11 @@ def load_keys(args: argparse.Namespace, context: Context) -> dict[int, bytes]:
         raise AdminError(f"--key-file {err}") from None
 
 
-def _ids(args: argparse.Namespace, context: Context) -> OpaqueIds:
+def _ids(args: argparse.Namespace, context: Context) -> OpaqueCodec:
     counter = context.config.counters.get(args.key)
     if counter is None or counter.opaque is None:
         raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")
-    return OpaqueIds(counter.opaque, load_keys(args, context), args.key)
+    return OpaqueCodec(counter.opaque, load_keys(args, context), args.key)
 
 
 def _keys_named(args: argparse.Namespace) -> str:

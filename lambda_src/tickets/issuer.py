@@ -196,9 +196,8 @@ class Issuer:
         counter = self.counter(key)
         if counter.opaque is not None:
             raise OpaqueCounter(
-                f"{echo(key)} is an opaque counter: its answers are ids, which only its key makes, and a range block "
-                "would hand out the tickets themselves (a caller cannot encode them without the key, which callers "
-                f"never hold). Take up to {MAX_COUNT} ids a request: GET /{key}?count=N"
+                f"{echo(key)} is an opaque counter: a range block would hand out tickets, and a caller cannot encode "
+                f"them without the key. Take up to {MAX_COUNT} ids a request: GET /{key}?count=N"
             )
         limit = self._settings.block_limit(counter)
         if count > limit:

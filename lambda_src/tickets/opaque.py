@@ -56,12 +56,6 @@ TABLE_HALVES = 2**16 - 1
 _UNSET = 2**16 - 1
 KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
 KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>", "2": ...}}, one key per version'
-_READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
-_PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
-
-
-class OpaqueIdError(ValueError):
-    """An id that is not one of this counter's: the message says what is wrong with it."""
 
 
 class OpaqueKeyError(ValueError):
@@ -106,7 +100,8 @@ _Rounds = tuple[_Round, ...]
 
 
 class OpaqueIds:
-    """One counter's ids under the given keys (key version -> key): encode a ticket, decode an id."""
+    """One counter's ids under the given keys (key version -> key): encode a ticket (the function's part; decoding
+    is tickets_deploy.opaque_decode's, outside the function's asset)."""
 
     def __init__(self, config: OpaqueConfig, keys: Mapping[int, bytes], tweak: str):
         self.config = config
@@ -114,11 +109,8 @@ class OpaqueIds:
         self._symbols = ALPHABETS[config.alphabet]
         self._pairs, self._pair_radix, self._radix = _pairs(config.alphabet), radix * radix, radix
         self._check = config.check is not None
-        self._to_python = str.maketrans(self._symbols, _PYTHON_DIGITS[:radix])
         self._payload = config.width - (config.check is not None)
         self._pair_steps, self._odd = range((self._payload + 1) // 2), self._payload % 2
-        self._decimal = f"0{self._payload}d" if config.alphabet == "digits" else None
-        self._luhn_sums, self._quad_steps = _luhn_sums() if self._decimal else b"", range(-(-self._payload // 4))
         self._size = config.ids_per_version
         if not 1 <= self._size <= 2**100:  # so that each half is below 2**64: 8 bytes
             raise ValueError(f"{config}: holds {self._size} ids per key version (1 .. 2**100)")
@@ -150,43 +142,18 @@ class OpaqueIds:
             if not 0 <= ticket < size:
                 raise ValueError(f"ticket {ticket} is outside this domain's 0 .. {size - 1}")
             x = _forward(ticket, rounds, b)
-            while x >= size:  # cycle-walking (_walk)
+            while x >= size:  # cycle-walking: the network maps [0, a*b) onto itself, and leaves [M, a*b)
                 x = _forward(x, rounds, b)
             made.append(self._text(x * versions + (version - 1 + _spread(x, versions)) % versions))
         return made
-
-    def decode(self, text: str) -> tuple[int, int]:
-        """The (ticket, key version) an id was made from; OpaqueIdError when it is not an id of this domain."""
-        given = text
-        if self.config.alphabet == "base32":
-            text = text.upper().translate(_READS)
-        if len(text) != self.config.width:
-            raise OpaqueIdError(f"{given!r} has {len(text)} characters: these ids have {self.config.width}")
-        for position, symbol in enumerate(text, 1):
-            if symbol not in self._symbols:
-                raise OpaqueIdError(f"{given!r}: {symbol!r} (character {position}) is not one of {self._symbols}")
-        value = int(text[: self._payload].translate(self._to_python), self.config.radix)
-        if self._text(value) != text:  # the payload writes `value`: only the check character can differ
-            raise OpaqueIdError(f"{given!r}: its check character is wrong (a character mistyped, or two swapped)")
-        versions = self.config.key_versions
-        if value >= self._size * versions:
-            raise OpaqueIdError(
-                f"{given!r} is not an id these settings make (its value is above {versions} x {self._size})"
-            )
-        x = value // versions
-        version = (value - _spread(x, versions)) % versions + 1
-        return self._walk(x, self._version_rounds(version), _backward), version
 
     def _text(self, value: int) -> str:
         """`value` in the payload's characters, then its check character (Luhn mod R: the code that makes the
         sum zero, the payload's codes added from the right, every other one doubled, starting with the last;
         a doubled code counts as the sum of its two base-R digits). Luhn catches every single-character error
-        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z). The costlier part of an id
-        after the rounds, so: digits by int's formatting (_decimal_text); base32 two characters at a time from the
-        right (_pairs), half the steps of a loop over characters; an odd payload's extra leading character is a 0,
-        which adds nothing to the sum."""
-        if self._decimal is not None:
-            return self._decimal_text(value, self._decimal)
+        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z). Written two characters at
+        a time from the right (_pairs), half the steps of a loop over characters, the costlier part of an id
+        after the rounds; an odd payload's extra leading character is a 0, which adds nothing to the sum."""
         pairs, pair_radix = self._pairs, self._pair_radix
         pieces, total = [], 0
         for _ in self._pair_steps:
@@ -198,32 +165,10 @@ class OpaqueIds:
         text = "".join(pieces)[self._odd :]
         return text + self._symbols[-total % self._radix] if self._check else text
 
-    def _decimal_text(self, value: int, decimal: str) -> str:
-        """_text for digits: the payload by `format` (in C), Luhn's sum four digits at a time (_luhn_sums), zeros
-        added on the left adding nothing (an id between two calls: 7.7 us instead of 9-10 us, bench/README.md)."""
-        text = format(value, decimal)
-        if not self._check:
-            return text
-        sums, total = self._luhn_sums, 0
-        for _ in self._quad_steps:
-            value, quad = divmod(value, 10_000)
-            total += sums[quad]
-        return text + "0123456789"[-total % 10]
-
     def _version_rounds(self, version: int) -> _Rounds:
-        if not 1 <= version <= self.config.key_versions:
-            raise OpaqueKeyError(f"key version {version} is outside these ids' 1 .. {self.config.key_versions}")
-        if version not in self._rounds:
-            held = ", ".join(str(each) for each in sorted(self._rounds)) or "none"
-            raise OpaqueKeyError(f"key version {version} is not among the keys given (they hold versions {held})")
+        """The rounds of a key version given (the function gives the one it encodes with; tickets_deploy's
+        OpaqueCodec, for any version asked, says which are held)."""
         return self._rounds[version]
-
-    def _walk(self, value: int, rounds: _Rounds, step: Callable[[int, _Rounds, int], int]) -> int:
-        """Cycle-walking: the network maps [0, a*b) onto itself; repeated, it leaves [M, a*b) for [0, M)."""
-        value = step(value, rounds, self._b)
-        while value >= self._size:
-            value = step(value, rounds, self._b)
-        return value
 
 
 @functools.cache
@@ -234,13 +179,6 @@ def _pairs(alphabet: str) -> list[tuple[str, int]]:
     radix = len(symbols)
     doubled = [2 * code // radix + 2 * code % radix for code in range(radix)]  # Luhn's doubling
     return [(symbols[high] + symbols[low], high + doubled[low]) for high in range(radix) for low in range(radix)]
-
-
-@functools.cache
-def _luhn_sums() -> bytes:
-    """Luhn's sum of each four digits (0000 to 9999), the second and fourth from the left doubled."""
-    pairs = _pairs("digits")
-    return bytes(high + low for _, high in pairs for _, low in pairs)
 
 
 def _spread(x: int, versions: int) -> int:
@@ -254,14 +192,6 @@ def _forward(value: int, rounds: _Rounds, b: int) -> int:
     for copy, modulus, table in rounds:
         mixed = table[right] if table is not None else _UNSET  # the table's look-up inline: most ids find it there
         left, right = right, (left + (_mixed(copy, modulus, table, right) if mixed == _UNSET else mixed)) % modulus
-    return left * b + right
-
-
-def _backward(value: int, rounds: _Rounds, b: int) -> int:
-    left, right = divmod(value, b)
-    for copy, modulus, table in reversed(rounds):
-        mixed = table[left] if table is not None else _UNSET
-        left, right = (right - (_mixed(copy, modulus, table, left) if mixed == _UNSET else mixed)) % modulus, left
     return left * b + right
 
 

@@ -14,8 +14,9 @@ import pytest
 
 from moto_deployment import OPAQUE_KEYS, OPAQUE_KEYS_TEXT, Region
 from opaque_statistics import luhn_valid
-from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIds
+from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets.opaque_secret import RETRY_AFTER_FAILURE_SECONDS, StoredKeys
+from tickets_deploy.opaque_decode import OpaqueCodec
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 CONFIG = {
@@ -32,7 +33,7 @@ CONFIG = {
 def decoded(ids: list[str], key: str = "orders", **opaque: object) -> list[tuple[int, int]]:
     """The (ticket, key version) of each id, decoded with the tests' keys as tickets_admin decodes them."""
     settings = OpaqueConfig.from_json({"keyVersions": 10, "keyVersion": 1, **TEN_DIGITS, **opaque})
-    return [OpaqueIds(settings, OPAQUE_KEYS, key).decode(each) for each in ids]
+    return [OpaqueCodec(settings, OPAQUE_KEYS, key).decode(each) for each in ids]
 
 
 @pytest.fixture

@@ -17,9 +17,10 @@ import pytest
 
 from local_support import running_dynalite, write_cdk_json
 from opaque_statistics import luhn_valid
-from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIds
+from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets_client import TicketsClient, TicketsError
 from tickets_client.lease import TicketLease
+from tickets_deploy.opaque_decode import OpaqueCodec
 from tickets_deploy.opaque_keys import read_key_file
 from tickets_local.testing import LocalTickets, LocalTicketsError
 
@@ -126,7 +127,7 @@ def test_on_a_persistent_endpoint_the_key_file_keeps_a_restarted_servers_ids_dis
         for _ in range(2):
             with LocalTickets(TICKETS, endpoint_url=endpoint, key_file=key_file) as running:
                 made += _concurrently(TicketsClient(running.url))
-    ids = OpaqueIds(
+    ids = OpaqueCodec(
         OpaqueConfig.from_json({**TEN_DIGITS, "keyVersion": 1, "keyVersions": 10}), read_key_file(key_file), "orders"
     )
     assert sorted(ids.decode(each)[0] for each in made) == list(range(5000, 5080))

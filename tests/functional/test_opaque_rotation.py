@@ -13,9 +13,10 @@ import pytest
 
 from functional.test_fence import checkout, deployed, fence, synthesise
 from moto_deployment import OPAQUE_KEYS, Region
-from tickets.opaque import OpaqueConfig, OpaqueIds
+from tickets.opaque import OpaqueConfig
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerError, init_ledger_file, read_ledger_file
+from tickets_deploy.opaque_decode import OpaqueCodec
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 OLD = {
@@ -28,7 +29,7 @@ ROTATED = json.loads(json.dumps(OLD))
 ROTATED["counters"]["orders"]["opaque"]["keyVersion"] = 2
 FENCED = json.loads(json.dumps(ROTATED))
 FENCED["counters"]["orders"]["shards"] = 2  # a layout change in the same change: the fence stops the old lanes
-IDS = OpaqueIds(OpaqueConfig(10, "digits", "luhn"), OPAQUE_KEYS, "orders")
+IDS = OpaqueCodec(OpaqueConfig(10, "digits", "luhn"), OPAQUE_KEYS, "orders")
 
 
 def take(region: Region, count: int) -> list[str]:

@@ -12,7 +12,8 @@ import os
 import pytest
 
 from opaque_statistics import chi_square_above, luhn_valid, no_order_bound, position_p_values, spearman
-from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIds
+from tickets.opaque import ALPHABETS, OpaqueConfig
+from tickets_deploy.opaque_decode import OpaqueCodec
 
 IDS = int(os.environ.get("TICKETS_OPAQUE_IDS", "1000000"))
 SAMPLE = 100_000
@@ -22,7 +23,7 @@ CONFIGS = [TEN_DIGITS_LUHN, OpaqueConfig(12, "base32", "luhn", 4)]
 
 
 def test_consecutive_tickets_give_distinct_well_formed_ids():
-    ids = OpaqueIds(TEN_DIGITS_LUHN, {1: KEY}, "orders")
+    ids = OpaqueCodec(TEN_DIGITS_LUHN, {1: KEY}, "orders")
     made = [ids.encode(ticket) for ticket in range(1, IDS + 1)]
     assert len(set(made)) == IDS
     symbols = ALPHABETS["digits"]
@@ -34,7 +35,7 @@ def test_consecutive_tickets_give_distinct_well_formed_ids():
 def sample(request) -> tuple[OpaqueConfig, list[str]]:
     """The ids of a counter's first 10^5 tickets (1 .. 10^5), key version 2."""
     config = request.param
-    ids = OpaqueIds(config, {2: KEY}, "orders")
+    ids = OpaqueCodec(config, {2: KEY}, "orders")
     made = [ids.encode(ticket, 2) for ticket in range(1, SAMPLE + 1)]
     assert [ids.decode(each) for each in made[::97]] == [(ticket, 2) for ticket in range(1, SAMPLE + 1, 97)]
     return config, made

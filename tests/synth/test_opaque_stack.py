@@ -22,13 +22,14 @@ from aws_cdk.assertions import Template
 from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, function_client
 from opaque_statistics import luhn_valid, no_order_bound, position_p_values, spearman
 from tickets.app import create_app
-from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIds, OpaqueKeyError, parse_keys
+from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueKeyError, parse_keys
 from tickets.opaque_secret import parameter_keys
 from tickets.settings import OPAQUE_KEYS_ENV, SETTINGS_ENV, Settings
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
 from tickets_deploy.ledger import init_ledger
+from tickets_deploy.opaque_decode import OpaqueCodec
 
 SERVED = int(os.environ.get("TICKETS_OPAQUE_SERVED", "100000"))  # ids served through the handler, 1,000 a request
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
@@ -179,7 +180,7 @@ def test_the_synthesised_stacks_handler_serves_ids_that_decode_to_their_tickets(
 
     config = service_config(synthesised.ledger, "shop-orders")
     keys = deployed_keys(Context(config, synthesised.ledger, "us-east-1", None, None, from_ledger=True), None)
-    ids = OpaqueIds(config.counters["orders"].opaque, keys, "orders")
+    ids = OpaqueCodec(config.counters["orders"].opaque, keys, "orders")
     assert [ids.decode(each) for each in made] == [(ticket, 1) for ticket in range(5000, 5000 + SERVED)]
     sample = made[:: max(1, SERVED // 25)]
     _, out = _admin("decode", "orders", *sample, ledger=synthesised.ledger)

@@ -15,16 +15,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tickets import opaque
-from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIdError, OpaqueIds, OpaqueKeyError, parse_keys
+from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueKeyError, parse_keys
+from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 
 KEY_1, KEY_2, KEY_3 = bytes(range(32)), bytes(range(32, 64)), bytes(range(64, 96))
 KEYS = {1: KEY_1, 2: KEY_2, 3: KEY_3}
 TEN_DIGITS_LUHN = OpaqueConfig(10, "digits", "luhn")
 
 
-def ids_of(config: OpaqueConfig, keys: dict[int, bytes] | None = None, tweak: str = "orders") -> OpaqueIds:
+def ids_of(config: OpaqueConfig, keys: dict[int, bytes] | None = None, tweak: str = "orders") -> OpaqueCodec:
     versions = range(1, config.key_versions + 1)
-    return OpaqueIds(config, keys if keys is not None else {v: bytes([v]) * 32 for v in versions}, tweak)
+    return OpaqueCodec(config, keys if keys is not None else {v: bytes([v]) * 32 for v in versions}, tweak)
 
 
 # Small enough to enumerate: every ticket under every version. M = R**(width - check) // V: 500, 333, 1024, 33 (a
@@ -159,10 +160,10 @@ def test_the_rounds_tables_change_no_id(config, monkeypatch):
 
 def test_luhn_mod_10_is_the_standard_luhn():
     """The Luhn algorithm's own example: 7992739871 has the check digit 3 (ISO/IEC 7812-1, Annex B)."""
-    assert OpaqueIds(OpaqueConfig(11, "digits", "luhn", 1), {}, "x")._text(7992739871) == "79927398713"
+    assert OpaqueCodec(OpaqueConfig(11, "digits", "luhn", 1), {}, "x")._text(7992739871) == "79927398713"
 
 
-def check_accepts(ids: OpaqueIds, text: str) -> bool:
+def check_accepts(ids: OpaqueCodec, text: str) -> bool:
     """Does the id's check character pass (whatever else decode may then refuse)?"""
     try:
         ids.decode(text)
