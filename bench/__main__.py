@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Measure Tickets against a bare single-UpdateItem baseline (bench/baseline.py): cold start, warm "
-        "call, DynamoDB writes per ticket and per range block, per-key ceiling, local server load, "
+        "call, what opaque ids add to a warm call, DynamoDB writes per ticket and per range block, per-key ceiling, "
+        "local server load, "
         f"client lease throughput and package size. Takes {DURATION}.",
     )
     parser.add_argument(
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     _phase("package size", results, package.measure)
     _phase("writes per ticket (moto)", results, lambda: run_in_child("bench.writes"))
     _phase("warm calls (Stubber)", results, lambda: run_in_child("bench.warm", rounds=40, calls=100))
+    _phase("opaque ids' warm calls (Stubber)", results, lambda: run_in_child("bench.opaque"))
     _phase("local server and lease", results, lambda: run_in_child("bench.local"))
     _phase("cold start", results, lambda: cold_start.measure(args.cold_samples))
     writes = {int(count): value for count, value in results["writes_per_ticket"].items()}

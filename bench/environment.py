@@ -59,14 +59,15 @@ def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]
     return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
 
 
-def tickets_app(extra_counters: dict[str, dict] | None = None) -> Any:
+def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any = None) -> Any:
     """Tickets as its function runs it (tickets.app.create_app), with the settings handler_env gives
-    the function, on the bench's tables. Powertools reads its settings (handler_env's) on import."""
+    the function, on the bench's tables. Powertools reads its settings (handler_env's) on import.
+    `opaque_keys`: the keys of opaque counters' ids (tickets.opaque_secret.StoredKeys), if any."""
     from tickets.app import create_app, dynamodb_client
 
     config = _config(extra_counters)
     settings = region_settings(config, next(iter(config.regions)))
-    return create_app(settings, dynamodb_client(), COUNTER_TABLE, IDEMPOTENCY_TABLE)
+    return create_app(settings, dynamodb_client(), COUNTER_TABLE, IDEMPOTENCY_TABLE, opaque_keys=opaque_keys)
 
 
 def bench_config() -> dict[str, Any]:

@@ -23,10 +23,25 @@ KEY = "orders"  # configured in cdk.json (start 5000), so Tickets takes its conf
 _WARM_UP_ROUNDS = 1
 
 
-class _StubbedHandler:
-    """A handler whose DynamoDB client answers from a queue of canned UpdateItem responses."""
+def plain_answer(key: str, tickets: range) -> dict[str, Any]:
+    """What /{key} answers for these tickets (the baseline answers one ticket the same way)."""
+    return {"key": key, "ticket": tickets[0], **({"tickets": list(tickets)} if len(tickets) > 1 else {})}
 
-    def __init__(self, handler: Callable[[dict, Any], dict], client: Any, attributes: Callable[[int], dict]):
+
+class _StubbedHandler:
+    """A handler whose DynamoDB client answers from a queue of canned UpdateItem responses; each call asks for
+    `count` tickets of `key`, and must answer what `answer(key, tickets)` says."""
+
+    def __init__(
+        self,
+        handler: Callable[[dict, Any], dict],
+        client: Any,
+        attributes: Callable[[int], dict],
+        *,
+        key: str = KEY,
+        count: int = 1,
+        answer: Callable[[str, range], dict[str, Any]] = plain_answer,
+    ):
         from botocore.stub import Stubber
 
         self.handler = handler
@@ -34,22 +49,24 @@ class _StubbedHandler:
         self._stubber.activate()
         self._attributes = attributes
         self._next_last = 5000
+        self._key, self._count, self._answer = key, count, answer
 
-    def queue(self, calls: int) -> list[int]:
+    def queue(self, calls: int) -> list[range]:
         """Queue one answer per call (each its own dict: the resource layer rewrites answers in
         place); returns the tickets the calls must hand out."""
         expected = []
         for _ in range(calls):
-            self._next_last += 1
+            self._next_last += self._count
             self._stubber.add_response(
                 "update_item", {"Attributes": self._attributes(self._next_last)}, expected_params=None
             )
-            expected.append(self._next_last)
+            expected.append(range(self._next_last - self._count + 1, self._next_last + 1))
         return expected
 
     def run_round(self, calls: int) -> list[float]:
         expected = self.queue(calls)
-        invocations = [(function_url_event(f"/{KEY}"), lambda_context()) for _ in range(calls)]
+        query = {"count": str(self._count)} if self._count > 1 else None
+        invocations = [(function_url_event(f"/{self._key}", query), lambda_context()) for _ in range(calls)]
         results, durations = [], []
         clock, handler = time.perf_counter, self.handler
         for event, context in invocations:
@@ -58,10 +75,10 @@ class _StubbedHandler:
             durations.append(clock() - started)
             results.append(result)
         self._stubber.assert_no_pending_responses()
-        for result, ticket in zip(results, expected):  # the timed calls must be real successes
+        for result, tickets in zip(results, expected):  # the timed calls must be real successes
             body = json.loads(result["body"])
-            if result["statusCode"] != 200 or body != {"key": KEY, "ticket": ticket}:
-                raise AssertionError(f"a warm call did not issue ticket {ticket}: {result}")
+            if result["statusCode"] != 200 or body != self._answer(self._key, tickets):
+                raise AssertionError(f"a warm call did not issue tickets {tickets}: {result}")
         return durations
 
 

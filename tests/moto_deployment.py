@@ -9,6 +9,7 @@ settings (exactly what the stack gives the function) and its own tables in moto 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import json
@@ -24,6 +25,7 @@ from moto import mock_aws
 
 from common import EXAMPLE_CONFIG
 from tickets.app import App, create_app, dynamodb_client
+from tickets.opaque_secret import StoredKeys
 from tickets.tables import (
     COUNTER_KEY,
     IDEMPOTENCY_KEY,
@@ -36,6 +38,10 @@ from tickets_local.events import event_from
 from tickets_local.invoker import LambdaContext
 
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
+# The keys of opaque ids a Region's function holds (a key per version, fixed: no test depends on a random draw), as
+# the function reads them from its SSM parameter: the key file's format (tickets.opaque.parse_keys).
+OPAQUE_KEYS = {version: bytes(range(32 * version, 32 * version + 32)) for version in (1, 2, 3)}
+OPAQUE_KEYS_TEXT = json.dumps({str(version): base64.b64encode(key).decode() for version, key in OPAQUE_KEYS.items()})
 COUNTER_TABLE = "tickets-test"
 IDEMPOTENCY_TABLE = "tickets-idempotency-test"
 SERIES_TABLE = "tickets-test-series"
@@ -98,6 +104,8 @@ class Region:
         self.settings = region_settings(self.config, region)  # what the stack puts in the function's environment
         self.client = test_client(region)
         self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
+        # The keys of opaque ids, as the function reads them (tickets.opaque_secret): a test may give others.
+        self.opaque_keys = StoredKeys(lambda: OPAQUE_KEYS_TEXT, "the tests' keys")
         self._app: App | None = None
         existing = self.client.list_tables()["TableNames"]
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
@@ -122,6 +130,7 @@ class Region:
                 region=self.region,
                 series_table=SERIES_TABLE,
                 access=None if rules is None else (lambda: rules),
+                opaque_keys=self.opaque_keys,
                 **picks,
             )
         return self._app

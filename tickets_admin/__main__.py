@@ -1,6 +1,6 @@
 """`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
-migrate an old counter table's values, fence a layout change, export and audit a series' journal, or encode
-and decode an opaque counter's ids."""
+migrate an old counter table's values, fence a layout change, export and audit a series' journal, encode
+and decode an opaque counter's ids, or put their keys in the service's parameter."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tickets_deploy.config import load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 from tickets_deploy.rules import ConfigError
 
-from . import counter_commands, fence, journal, opaque_commands
+from . import counter_commands, fence, journal, opaque_commands, opaque_secret
 from .registry import Command, Context
 from .table import AdminError
 
@@ -23,6 +23,7 @@ COMMANDS: tuple[Command, ...] = (
     fence.COMMAND,
     *journal.COMMANDS,
     *opaque_commands.COMMANDS,
+    opaque_secret.COMMAND,
 )
 
 DESCRIPTION = """\
@@ -46,7 +47,8 @@ examples:
   python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
       --margin 100000
-  python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
+  python -m tickets_admin put-key                               # the keys of opaque ids, every region
+  python -m tickets_admin decode orders 4829173650
 
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role);
 with --endpoint-url and none set, dummy ones, which local endpoints accept.

@@ -7,17 +7,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tickets.opaque import OpaqueIdError, OpaqueIds, OpaqueKeyError
+from tickets.opaque import OpaqueKeyError
+from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 from tickets_deploy.opaque_keys import read_key_file
 
 from .counter_commands import whole_number
+from .opaque_secret import deployed_keys
 from .registry import Command, Context
 from .table import AdminError
 
 KEY_FILE = """\
-The key file is a JSON object of key versions to keys, each 16 to 64 random bytes in
-base64 (32 recommended), one key per version, e.g. {"1": "<44 characters>", "2": "..."}.
-Make one with:
+The keys are the deployed service's, read from its SSM parameter /tickets/<tableName>/
+opaque-keys in --region (default: the first region of cdk.json) with your credentials
+(ssm:GetParameter and its KMS key's kms:Decrypt), unless --key-file gives a file: the
+local server's (its banner prints the path), or one of your own. Either is a JSON object
+of key versions to keys, each 16 to 64 random bytes in base64 (32 recommended), one key
+per version, e.g. {"1": "<44 characters>", "2": "..."}. Make one with:
   python -c "import base64, json, secrets; print(json.dumps({'1':
   base64.b64encode(secrets.token_bytes(32)).decode()}))" > tickets-keys.json
 Keep it secret: whoever holds it can read the order of every id (not only decode one)."""
@@ -31,6 +36,7 @@ A ticket has an id whether or not the counter issued it; the domain holds 0 .. M
 
 ENCODE_EPILOG = """\
 examples:
+  python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
   python -m tickets_admin encode orders 5000 --key-file tickets-keys.json
   python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
   python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
@@ -46,28 +52,31 @@ alphabet, or whose check character fails (a character mistyped, two swapped) is 
 
 DECODE_EPILOG = """\
 examples:
+  python -m tickets_admin decode orders 4829173650              # the keys from the service's parameter
   python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
   python -m tickets_admin --service shop decode orders 4829173650 0411372659 --key-file tickets-keys.json"""
 
 
-def load_keys(key_file: Path | None) -> dict[int, bytes]:
-    """The keys of the deployment's opaque ids: from a key file (the local server's format). A deployment's own
-    secret, where the construct keeps it, is read here once the construct has one (phase 2 of issue 39)."""
-    if key_file is None:
-        raise AdminError(
-            "give the keys with --key-file PATH (reading a deployed service's secret is not supported yet)"
-        )
+def load_keys(args: argparse.Namespace, context: Context) -> dict[int, bytes]:
+    """The keys of the opaque ids: from --key-file, else the deployed service's parameter in --region."""
+    if args.key_file is None:
+        return deployed_keys(context, args.region)
     try:
-        return read_key_file(key_file)
+        return read_key_file(args.key_file)
     except OpaqueKeyError as err:
         raise AdminError(f"--key-file {err}") from None
 
 
-def _ids(args: argparse.Namespace, context: Context) -> OpaqueIds:
+def _ids(args: argparse.Namespace, context: Context) -> OpaqueCodec:
     counter = context.config.counters.get(args.key)
     if counter is None or counter.opaque is None:
         raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")
-    return OpaqueIds(counter.opaque, load_keys(args.key_file), args.key)
+    return OpaqueCodec(counter.opaque, load_keys(args, context), args.key)
+
+
+def _keys_named(args: argparse.Namespace) -> str:
+    """Where the keys came from, as an error names them."""
+    return f"--key-file {args.key_file}" if args.key_file is not None else "the service's parameter"
 
 
 def _encode(args: argparse.Namespace, context: Context) -> int:
@@ -83,7 +92,7 @@ def _encode(args: argparse.Namespace, context: Context) -> int:
         try:
             lines.append(f"{ticket} -> {ids.encode(ticket, version)} (key version {version})")
         except OpaqueKeyError as err:
-            raise AdminError(f"--key-file {args.key_file}: {err}") from None
+            raise AdminError(f"{_keys_named(args)}: {err}") from None
     print("\n".join(lines))
     return 0
 
@@ -97,7 +106,7 @@ def _decode(args: argparse.Namespace, context: Context) -> int:
         except OpaqueIdError as err:
             raise AdminError(f"not an id of {args.key}: {err}") from None
         except OpaqueKeyError as err:
-            raise AdminError(f"{text}: --key-file {args.key_file}: {err}") from None
+            raise AdminError(f"{text}: {_keys_named(args)}: {err}") from None
         lines.append(f"{text} -> ticket {ticket} (key version {version})")
     print("\n".join(lines))
     return 0
@@ -107,6 +116,11 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the opaque counter")
     parser.add_argument(
         "--key-file", type=Path, default=None, metavar="PATH", help="the keys, by version (the format below)"
+    )
+    parser.add_argument(
+        "--region",
+        default=None,
+        help="the region whose parameter to read the keys from, without --key-file (default: the first in cdk.json)",
     )
 
 

@@ -1,6 +1,6 @@
 """The resources a TicketService is made of, each built one way: its tables, the URL's CORS and invoke
 policy, a caller from another account, the customer-managed key's use by CloudWatch Logs, the Powertools
-layer and the throttling metric (tickets_cdk/service.py wires them together)."""
+layer, the read of the opaque ids' keys and the throttling metric (tickets_cdk/service.py wires them together)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,15 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from tickets_deploy.opaque_keys import has_opaque_counters, opaque_keys_parameter
+from tickets_deploy.schema import DeploymentConfig
+
 from .powertools import layer_parameter
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
+READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque_secret.py makes
 
 
 def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:
@@ -53,6 +57,20 @@ def powertools_layer_arn() -> str:
     dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
     parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name)
     return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
+
+
+def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
+    """Where a service with opaque counters keeps their keys, an SSM SecureString parameter (its name), which the
+    function alone may read, by name (no wildcard); None without opaque counters. The construct names it and does
+    not make it (tickets_deploy/opaque_keys.py says why): `python -m tickets_admin put-key` writes it. A parameter
+    encrypted with the service's encryption_key is decrypted by the function's grant on that key; with SSM's own
+    key (aws/ssm), by SSM on the function's behalf."""
+    if not has_opaque_counters(config):
+        return None
+    name = opaque_keys_parameter(config.table_name)
+    arn = Stack.of(role).format_arn(service="ssm", resource="parameter", resource_name=name.lstrip("/"))
+    role.add_to_principal_policy(iam.PolicyStatement(actions=[READ_OPAQUE_KEYS_ACTION], resources=[arn]))
+    return name
 
 
 def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:

@@ -44,6 +44,7 @@ from .resources import (
     RUNTIME,
     admit_caller,
     allow_logs,
+    allow_opaque_keys,
     cors_options,
     encryption,
     invoke_policy,
@@ -195,6 +196,7 @@ class TicketService(Construct):
             self.series_table.grant(role, *SERIES_ACTIONS)
         if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
             encryption_key.grant_encrypt_decrypt(role)
+        self.opaque_keys_parameter: str | None = allow_opaque_keys(role, config)  # its name; None: no opaque counter
         suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
         suppressions.explain_role(role, encrypted=encryption_key is not None)
         self.access_rules: AccessRulesStore | None = None

@@ -77,11 +77,13 @@ COUNTER_FIELDS: tuple[Field, ...] = (
     _counter_field(
         "opaque",
         "none",
-        '`{"width": 10, "alphabet": "digits", "check": "luhn"}`: the key\'s tickets shown as ids a keyed '
-        "permutation makes of them, telling nothing of their order or number. `alphabet`: `digits` (width up to 15) "
-        "or `base32` (Crockford's); `check` `luhn`: the last character a Luhn check; `keyVersions` (10): room for "
-        "key rotations; `keyVersion` (1): the key in use, which only grows. `max` must be below "
-        "R^(width less the check) / keyVersions, R = 10 or 32. Checked and recorded; not served yet.",
+        '`{"width": 10, "alphabet": "digits", "check": "luhn"}`: the key answers '
+        "[opaque ids](../glossary.md#opaque-id) of its tickets, which a keyed permutation makes, telling nothing of "
+        "their order or number. `alphabet`: "
+        "`digits` (width up to 15) or `base32` (Crockford's); `check` `luhn`: the last character a Luhn check; "
+        "`keyVersions` (10): room for key rotations; `keyVersion` (1): the key in use, which only grows. `max` must "
+        "be below R^(width less the check) / keyVersions, R = 10 or 32 "
+        "([order numbers](../how-to/opaque-order-numbers.md)).",
         parse_opaque,
         permanent=True,
         needs=("max",),

@@ -7,11 +7,13 @@ from __future__ import annotations
 from tickets.settings import (
     COUNTER_TABLE_ENV,
     IDEMPOTENCY_TABLE_ENV,
+    OPAQUE_KEYS_ENV,
     SERIES_TABLE_ENV,
     SETTINGS_ENV,
     Settings,
 )
 
+from .opaque_keys import has_opaque_counters, opaque_keys_parameter
 from .rules import MAX_SETTINGS_BYTES, ConfigError
 from .schema import FIELDS, DeploymentConfig
 
@@ -44,13 +46,6 @@ def handler_environment(
     `service` dimension: one per deployed service)."""
     if config.series and series_table is None:
         raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
-    opaque = sorted(key for key, counter in config.counters.items() if counter.opaque is not None)
-    if opaque:  # until the answers carry ids, a function would hand out the plain tickets of an opaque counter
-        raise ConfigError(
-            f"tickets.counters.{opaque[0]}.opaque: this version of Tickets checks opaque settings (and tickets_admin "
-            "encodes and decodes ids) but its function does not answer with ids yet: it would hand out plain tickets. "
-            f"Remove opaque from counters.{opaque[0]} until a version that serves opaque ids."
-        )
     encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(
@@ -63,6 +58,9 @@ def handler_environment(
         COUNTER_TABLE_ENV: counter_table,
         IDEMPOTENCY_TABLE_ENV: idempotency_table,
         **({SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
+        # The keys' parameter by its name (the value is read at cold start, never put here): every region's
+        # function of the service reads one key, so no two regions' ids meet.
+        **({OPAQUE_KEYS_ENV: opaque_keys_parameter(config.table_name)} if has_opaque_counters(config) else {}),
         **POWERTOOLS_ENVIRONMENT,
         "POWERTOOLS_SERVICE_NAME": service_name,
     }

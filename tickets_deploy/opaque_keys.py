@@ -1,7 +1,10 @@
-"""The keys of opaque ids outside the function: a key file, in the format tickets.opaque.parse_keys reads (a
-JSON object of key version to base64 key), which tickets_admin's encode and decode read, and which the local
-server is to read, or make at start when it is given none (new_key_file_text). A deployed function reads the
-same format from its secret."""
+"""Where the keys of opaque ids live outside the function. A deployment's: one SSM SecureString parameter per
+service, named after its table (opaque_keys_parameter), the same in every region, written by `python -m
+tickets_admin put-key` and read by the function at cold start (tickets/opaque_secret.py). The construct only
+names it and grants the read: CloudFormation cannot make a SecureString, and a value it generated per region
+would give each region its own key, so two regions' ids could meet. A key file, in the same format
+(tickets.opaque.parse_keys: a JSON object of key version to base64 key), which tickets_admin's encode and decode
+read (--key-file) and the local server reads, or makes at start when it is given none (new_key_file_text)."""
 
 from __future__ import annotations
 
@@ -10,10 +13,25 @@ import json
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tickets.opaque import OpaqueKeyError, parse_keys
 
+if TYPE_CHECKING:
+    from .schema import DeploymentConfig
+
 NEW_KEY_BYTES = 32
+PARAMETER_PREFIX = "/tickets/"
+
+
+def opaque_keys_parameter(table_name: str) -> str:
+    """The SSM parameter holding a service's keys: `/tickets/<tableName>/opaque-keys` (one per service, each region
+    its own copy; a table name is letters, digits, `_`, `.` and `-`, all allowed in a parameter's name)."""
+    return f"{PARAMETER_PREFIX}{table_name}/opaque-keys"
+
+
+def has_opaque_counters(config: DeploymentConfig) -> bool:
+    return any(counter.opaque is not None for counter in config.counters.values())
 
 
 def read_key_file(path: Path) -> dict[int, bytes]:

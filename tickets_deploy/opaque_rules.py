@@ -14,6 +14,7 @@ from .rules import ConfigError, _require_object, _whole_number
 # The widest id of each alphabet. Digits: 15, so that an id read as a number stays a JavaScript-safe integer
 # (below 2^53 - 1). Base32: 20 characters, 100 bits, far above every ticket (2^63 - 1).
 MAX_WIDTH = {"digits": 15, "base32": 20}
+MIN_WIDTH = 2
 # NIST SP 800-38G Rev. 1 asks a format-preserving permutation's domain to hold at least 1,000,000 values:
 # with fewer, enough ids and their order tell the permutation.
 MIN_IDS_PER_VERSION = 1_000_000
@@ -64,7 +65,7 @@ def opaque_settings(value: Any, where: str) -> OpaqueConfig:
     why = " (an id read as a number stays a JavaScript-safe integer)" if alphabet == "digits" else ""
     if isinstance(width, int) and not isinstance(width, bool) and width > widest:
         raise ConfigError(f"{where}.width: at most {widest} for {alphabet}{why}, got {width}")
-    width = _whole_number(width, f"{where}.width", low=2, high=widest)
+    width = _whole_number(width, f"{where}.width", low=MIN_WIDTH, high=widest)
     versions = _whole_number(
         value.get("keyVersions", KEY_VERSIONS), f"{where}.keyVersions", low=1, high=MAX_KEY_VERSIONS
     )
@@ -92,7 +93,7 @@ def _wide(width: int, alphabet: str) -> str:
 def _widen(opaque: OpaqueConfig, highest: int) -> str:
     """The way out by width: the narrowest id of the same alphabet (else base32) whose domain holds 0 .. highest."""
     for alphabet in dict.fromkeys((opaque.alphabet, "base32")):
-        for width in range(2, MAX_WIDTH[alphabet] + 1):
+        for width in range(MIN_WIDTH, MAX_WIDTH[alphabet] + 1):
             wider = OpaqueConfig(width, alphabet, opaque.check, opaque.key_versions)
             if wider.ids_per_version > highest:
                 return f"make the ids {_wide(width, alphabet)} ({wider.ids_per_version:,} ids per key version)."

@@ -33,7 +33,9 @@ examples:
   python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
 
-make serve passes PORT=, REGION= and ENDPOINT_URL= to the flags of the same names."""
+  python -m tickets_local --key-file tickets-local-keys.json   # opaque counters' keys, kept across restarts
+
+make serve passes PORT=, REGION=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -82,6 +84,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="NAME",
         help="what the answers call the config (a key strictKeys refuses names it; default: the --config path, "
         "or, with --config-json, 'the --config-json config'; the test kit names the config a test passed)",
+    )
+    parser.add_argument(
+        "--key-file",
+        default=None,
+        metavar="PATH",
+        help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (python -m "
+        "tickets_admin encode --help shows it), made there if PATH does not exist; the banner prints it for "
+        "python -m tickets_admin decode (default: a new key made at start, gone at stop; with --endpoint-url, "
+        "whose tables outlive the server, opaque counters need one)",
     )
     parser.add_argument(
         "--verbose",
@@ -134,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             config=_config_json(args.config_json),
             play_callers=args.play_callers,
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
+            key_file=args.key_file,
         ).start()
         print(banner(server), flush=True)
         if args.config_json is None:
@@ -213,6 +225,7 @@ def banner(server: LocalServer) -> str:
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
             + (f", {deployment.series_table}" if deployment.series_table else ""),
             f"  try:      curl -s {server.url}{deployment.sample_path}",
+            *([f"  keys:     {server.keys.describe()}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",
             f"  counters: {server.url}{COUNTERS_PATH}",
             "Ctrl-C stops it.",

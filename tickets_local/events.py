@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN
+from tickets.errors import PayloadTooLarge
 from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIPAL_RULE
 
 # A caller the local server plays (started with --play-callers), named by a test's client (tickets_client's
@@ -263,6 +264,21 @@ def error_response(status: int, code: str, message: str) -> HttpResponse:
     """An answer the emulator gives itself, in the API's error format."""
     body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode()
     return HttpResponse(status, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
+
+
+# The codes of http.server's own refusals (a malformed request line, oversized headers), by status.
+_PROTOCOL_ERROR_CODES = {
+    400: "bad_request",
+    408: "timeout",
+    413: PayloadTooLarge.code,
+    414: PayloadTooLarge.code,
+    431: PayloadTooLarge.code,
+}
+
+
+def protocol_error(status: int, message: str) -> HttpResponse:
+    """http.server's own refusal of a request, in the API's error format."""
+    return error_response(status, _PROTOCOL_ERROR_CODES.get(status, f"http_{status}"), message)
 
 
 def _event_headers(request: HttpRequest) -> tuple[dict[str, str], list[str]]:

@@ -25,11 +25,12 @@ from typing import Any
 
 import tickets
 from tickets import errors, keys, messages
-from tickets.opaque import OpaqueConfig
+from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets.routes import Query, Route, served
 from tickets.series import journal, requests
 from tickets.settings import COUNTER_ALWAYS_WRITTEN, MAX_SAFE_INTEGER, CounterConfig, Settings
 from tickets_deploy.counter_fields import COUNTER_FIELDS
+from tickets_deploy.opaque_rules import MAX_WIDTH, MIN_WIDTH
 from tickets_deploy.rules import MAX_TICKET
 
 PARTS = "openapi_parts.json"  # package data of tickets_local (pyproject.toml)
@@ -38,9 +39,14 @@ _EXAMPLE_KEY = "3f2b8c2e-8f7a-4f0e-9a53-0d2f4d1c9b7e"  # a UUID, as the document
 _REF = "#/components/schemas/"
 
 
+# An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
+_ID_CHARACTERS = "".join(sorted(set("".join(ALPHABETS.values()))))
+
+
 def _scalars() -> dict[str, dict[str, Any]]:
     """The schemas of the scalars messages.py names (Annotated[..., "Name"]), from the bounds the code checks."""
     count_lines = f"{{1,{keys.MAX_COUNT}}}"
+    value = f"[{_ID_CHARACTERS}]+"
     return {
         "Key": {
             "type": "string",
@@ -52,6 +58,12 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
         "BlockCount": {"type": "integer", "minimum": 1, "maximum": keys.MAX_BLOCK},
         "Ticket": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_TICKET},
+        "OpaqueId": {
+            "type": "string",
+            "minLength": MIN_WIDTH,
+            "maxLength": max(MAX_WIDTH.values()),
+            "pattern": f"^{value}$",
+        },
         "Step": {"type": "integer", "minimum": 1},
         "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
         "SeriesName": {"type": "string", "minLength": 1, "maxLength": requests.MAX_SERIES_CHARS, "pattern": "^[^#]+$"},
@@ -59,8 +71,8 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Reason": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REASON_CHARS},
         "Ref": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REF_CHARS},
         "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
-        "IssuedText": {"type": "string", "pattern": f"^([0-9]+\\n){count_lines}$"},
-        "BareText": {"type": "string", "pattern": f"^[0-9]+(\\n[0-9]+){{0,{keys.MAX_COUNT - 1}}}$"},
+        "IssuedText": {"type": "string", "pattern": f"^({value}\\n){count_lines}$"},
+        "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
         "BlockText": {"type": "string", "pattern": "^[0-9]+ [0-9]+ [0-9]+\\n$"},
         "IdempotencyKey": {
             "type": "string",
@@ -103,9 +115,11 @@ class _Schemas:
             if isinstance(marker, str):
                 return self.ref(marker, lambda: self.scalars[marker])
             return self.ref(marker.__name__, lambda: self._dataclass(marker))
-        if origin in (types.UnionType, typing.Union):
+        if origin in (types.UnionType, typing.Union):  # `X | None`, or one of several messages (IssuedAnswer)
             present = [argument for argument in arguments if argument is not type(None)]
-            return {"anyOf": [self.of(present[0]), {"type": "null"}]} if len(present) == 1 else {}
+            if len(present) == 1:
+                return {"anyOf": [self.of(present[0]), {"type": "null"}]}
+            return {"oneOf": [self.of(argument) for argument in arguments]}
         if origin is list:
             return {"type": "array", "items": self.of(arguments[0])}
         if origin is typing.Literal:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tickets.access import Rules
-from tickets.errors import PayloadTooLarge, clip
+from tickets.errors import clip
 from tickets_admin.listing import counters, scan
 
 from .backend import EndpointBackend, MotoBackend, ensure_tables
@@ -37,9 +37,11 @@ from .events import (
     error_response,
     function_url_event,
     http_response,
+    protocol_error,
 )
 from .invoker import HandlerInvoker
 from .local_answers import local_answer, reset_answer, too_large
+from .local_keys import LocalKeys, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
 if TYPE_CHECKING:
@@ -55,13 +57,6 @@ _MAX_CHUNK_LINE = 1024
 # A request line without a version ("GET /path"): http.server takes it for HTTP/0.9, whose answers have no status
 # line nor headers. A Function URL speaks HTTP/1.1 and 2 only: refused before the function sees it.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
-_PROTOCOL_ERROR_CODES = {
-    400: "bad_request",
-    408: "timeout",
-    413: PayloadTooLarge.code,
-    414: PayloadTooLarge.code,
-    431: PayloadTooLarge.code,
-}
 
 
 class _HttpServer(ThreadingHTTPServer):
@@ -213,7 +208,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         status = HTTPStatus(code)
         self.close_connection = True
         message = clip(message or status.phrase)  # http.server's messages quote the request line whole
-        self._send(error_response(code, _PROTOCOL_ERROR_CODES.get(code, f"http_{code}"), message))
+        self._send(protocol_error(code, message))
         log.warning("%s %s %d (%s)", self.command or "-", clip(self.path) if self.command else "-", code, message)
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -246,12 +241,14 @@ class LocalServer:
         config: Mapping[str, Any] | None = None,
         play_callers: bool = False,
         config_name: str | None = None,
+        key_file: str | Path | None = None,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
-        file's path, or, for `config`, "the config given to LocalServer"."""
+        file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
+        (local_keys.py: made there if missing; without one, made at start for this run)."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -265,6 +262,8 @@ class LocalServer:
         self._verbose = verbose
         self._allow_reset = allow_reset
         self._play_callers = play_callers
+        self._key_file = key_file
+        self.keys: LocalKeys | None = None  # the keys of opaque ids, when the config has opaque counters
         self._invoker: HandlerInvoker | None = None
         self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
         self._saved_environment: dict[str, str | None] = {}
@@ -286,6 +285,9 @@ class LocalServer:
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             ensure_tables(self.deployment, self.backend.endpoint_url)
+            self.keys = open_keys(
+                self.deployment.config, self._key_file, persistent=self.backend.endpoint_url is not None
+            )
             self.app = self._build_app()
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             # Imported here, after the environment: the document's route table imports the handlers, whose
@@ -339,6 +341,7 @@ class LocalServer:
             region=self.deployment.region,
             series_table=self.deployment.series_table,
             access=self._access(),
+            opaque_keys=self.keys.stored if self.keys is not None else None,
             config_name=self.config_name,
         )
 
@@ -385,6 +388,8 @@ class LocalServer:
     def _release(self) -> None:
         """Undo start(): the backend, the environment."""
         self._dynamodb = None
+        if self.keys is not None:
+            self.keys.close()
         self.backend.stop()
         for name, value in self._saved_environment.items():
             if value is None:

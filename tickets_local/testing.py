@@ -60,6 +60,7 @@ class LocalTickets:
         play_callers: bool = False,
         config_file: str | Path | None = None,
         config_name: str | None = None,
+        key_file: str | Path | None = None,
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
@@ -68,7 +69,8 @@ class LocalTickets:
         each request signed by the caller its client names (tickets_client's `play_caller`); `config_file` a
         cdk.json to read instead of `config`, with the ledger beside it (its epochs decide where changed
         layouts start); `config_name` what the server's answers call the config (a key strictKeys refuses
-        names it; default: `config_file`'s path, or "the config given to LocalTickets")."""
+        names it; default: `config_file`'s path, or "the config given to LocalTickets"); `key_file` the keys of
+        opaque counters' ids (made there if missing; default: made at start, and `key_file` then names where)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
@@ -79,6 +81,7 @@ class LocalTickets:
         self.config_name = config_name or (
             str(config_file) if config_file is not None else "the config given to LocalTickets"
         )
+        self.key_file = Path(key_file) if key_file is not None else None  # the server's, once started
         self.banner = ""  # what the server printed when it started (url, backend, region, tables)
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -111,6 +114,8 @@ class LocalTickets:
             command.append("--verbose")
         if self.play_callers:
             command.append("--play-callers")
+        if self.key_file is not None:
+            command += ["--key-file", str(self.key_file)]
         # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(
@@ -125,7 +130,9 @@ class LocalTickets:
         except BaseException:
             self.stop()
             raise
-        self._url = next(line.split()[1] for line in self.banner.splitlines() if line.strip().startswith("url:"))
+        self._url = _banner_field(self.banner, "url")
+        made = _banner_field(self.banner, "keys") if self.key_file is None else None  # a key file made at start
+        self.key_file = Path(made) if made is not None else self.key_file
         # After the banner the handler's log lines (a warning per refused request) go to stdout: read and
         # drop them, or a pipe nobody reads fills and the server stalls in the middle of a request.
         threading.Thread(target=_drain, args=(self._process.stdout,), daemon=True).start()
@@ -200,6 +207,11 @@ class LocalTickets:
                     )
                 printed += chunk
         return printed.decode()
+
+
+def _banner_field(banner: str, name: str) -> str | None:
+    """The first word after `name:` on the banner's line of that name (the url, the key file), if it has one."""
+    return next((line.split()[1] for line in banner.splitlines() if line.strip().startswith(f"{name}:")), None)
 
 
 def _child_environment() -> dict[str, str]:

@@ -42,15 +42,9 @@ class StoredRules:
         self._why = ""
 
     def read_at_cold_start(self) -> None:
-        """The read a new execution environment makes before its first request: a transient failure (throttled,
-        as a burst of cold starts may be; a fault in SSM; no answer) is tried again after a random pause, up to
-        SSM_COLD_START_ATTEMPTS attempts. A failure is kept: each request then answers 503 and asks again."""
-        for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
-            if attempt:
-                self._pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
-            failure = self._try_read()
-            if failure is None or classify(failure) is not Failure.UNAVAILABLE:
-                return
+        """The read a new execution environment makes before its first request (read_at_cold_start below). A
+        failure is kept: each request then answers 503 and asks again."""
+        read_at_cold_start(self._try_read, self._pause)
 
     def __call__(self) -> Rules:
         """The rules; in a request, one attempt of at most SSM's timeouts (timing.py) when they are not read yet,
@@ -91,6 +85,18 @@ class StoredRules:
 
 class _Entries(list[tuple[str, Any]]):
     """A JSON object's (name, value) pairs, in order, duplicates kept."""
+
+
+def read_at_cold_start(try_read: Callable[[], Exception | None], pause: Callable[[float], None]) -> None:
+    """An SSM read at cold start (the access rules', the opaque ids' keys): `try_read` (its failure, or None), and
+    after a transient failure (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a
+    random pause, up to SSM_COLD_START_ATTEMPTS attempts in all."""
+    for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
+        if attempt:
+            pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
+        failure = try_read()
+        if failure is None or classify(failure) is not Failure.UNAVAILABLE:
+            return
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:

@@ -26,6 +26,7 @@ from .store import CounterStore
 
 if TYPE_CHECKING:
     from .access import Rules
+    from .opaque_secret import StoredKeys
     from .series.store import SeriesStore
 
 __all__ = ["App", "create_app", "dynamodb_client"]
@@ -77,6 +78,7 @@ def create_app(
     series_table: str | None = None,
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     access: Callable[[], Rules] | None = None,
+    opaque_keys: StoredKeys | None = None,
     config_name: str = "cdk.json",
 ) -> App:
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
@@ -84,7 +86,8 @@ def create_app(
     function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
     the settings configure series. `clock`: what says which period a new series number falls in.
     `access`: the deployment's access rules (docs/how-to/access-rules.md), or an Unavailable error when
-    they cannot be read; None: every invoker may do everything. `config_name`: what refusals call the config
+    they cannot be read; None: every invoker may do everything. `opaque_keys`: the keys of opaque counters' ids
+    (tickets/opaque_secret.py; None: opaque counters answer 503). `config_name`: what refusals call the config
     (a key strictKeys refuses names it): the local server and the test kit name theirs."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
@@ -103,6 +106,7 @@ def create_app(
         region=region or os.environ.get("AWS_REGION"),
         clock=clock,
         access=access,
+        opaque_keys=opaque_keys,
     )
     served = routes.served(settings)
     dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)

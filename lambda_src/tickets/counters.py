@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -12,6 +13,9 @@ from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
+
+if TYPE_CHECKING:
+    from .opaque import OpaqueIds
 
 
 def next_default_ticket(runtime: Runtime, request: Request) -> Response:
@@ -36,9 +40,16 @@ def compat_ticket(runtime: Runtime, request: Request) -> Response:
 
 
 def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
+    """The counter's state. An opaque counter's says its key version and which versions the function holds (never a
+    key); its lanes' `last` are tickets, as every counter's are: whoever may `read` it may know its volume
+    (docs/explanation/opaque-ids.md)."""
     asked = protocol.state_request(key, request.raw_query_string, request.body)  # the key decoded, as the rules name it
     runtime.authorize(request, asked)
-    return json_response(200, runtime.issuer.state(asked))
+    state = runtime.issuer.state(asked)
+    counter = runtime.issuer.counter(asked)
+    if counter.opaque is not None:
+        state["opaque"] = runtime.opaque_state(counter)
+    return json_response(200, state)
 
 
 def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None) -> Response:
@@ -47,7 +58,7 @@ def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None)
         return json_response(200, issued)
     if route == protocol.BLOCKS_ROUTE:
         return text_response(protocol.render_block_text(issued["first"], issued["last"], issued["step"]))
-    return text_response(protocol.render_text(protocol.tickets_of(issued)))
+    return text_response(protocol.render_text(protocol.issued_values(issued)))
 
 
 def _issued_for(
@@ -83,7 +94,10 @@ def _issued_for(
             raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
         if route == protocol.BLOCKS_ROUTE:
             runtime.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
-        return _issue_and_record(runtime, described)
+        counter = runtime.issuer.counter(asked.key)
+        # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).
+        ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
+        return _issue_and_record(runtime, described, ids)
 
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is None:
@@ -92,7 +106,7 @@ def _issued_for(
     return once(request.event, require_idempotency_key(idempotency_key), described, runtime.deadline, checked_issue)
 
 
-def _issue_and_record(runtime: Runtime, described: dict[str, Any]) -> dict[str, Any]:
+def _issue_and_record(runtime: Runtime, described: dict[str, Any], ids: OpaqueIds | None) -> dict[str, Any]:
     key, count = described["key"], described["count"]
     issued = runtime.issuer.issue(key, count)
     metrics = runtime.metrics
@@ -113,5 +127,10 @@ def _issue_and_record(runtime: Runtime, described: dict[str, Any]) -> dict[str, 
         correlation_id=runtime.logger.get_correlation_id(),
         tickets_left=issued.tickets_left,
     )
-    answer = issued.range_json() if described.get("route") == protocol.BLOCKS_ROUTE else issued.to_json()
+    if described.get("route") == protocol.BLOCKS_ROUTE:
+        answer: Mapping[str, Any] = issued.range_json()
+    elif ids is not None:  # stored as answered: a retry gets these ids, whatever key version encodes later
+        answer = issued.ids_json(ids.encode_all(range(issued.first, issued.last + 1, issued.step)))
+    else:
+        answer = issued.to_json()
     return dict(answer)  # as Idempotency-Key's records store and replay it: plain JSON

@@ -32,6 +32,12 @@ class BadRequest(TicketsError):
     code = "bad_request"
 
 
+class OpaqueCounter(BadRequest):
+    """A range block of an opaque counter (and so a client's lease): its tickets are answered only as ids."""
+
+    code = "opaque_counter"
+
+
 class Forbidden(TicketsError):
     status = 403
     code = "forbidden"

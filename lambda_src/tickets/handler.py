@@ -29,6 +29,20 @@ def _access_rules(session: Any) -> Any:
     return rules
 
 
+def _opaque_keys(session: Any) -> Any:
+    """The keys of opaque ids (opaque_secret.StoredKeys), read now (cold start) from the SSM parameter the environment
+    names; None without. Only a function with opaque counters loads tickets.opaque."""
+    from .settings import OPAQUE_KEYS_ENV
+
+    name = os.environ.get(OPAQUE_KEYS_ENV)
+    if not name:
+        return None
+    from .access_store import ssm_client
+    from .opaque_secret import parameter_keys
+
+    return parameter_keys(name, ssm_client(session))  # if it fails, each request answers 503 and tries again
+
+
 def _build() -> Any:
     from .app import create_app, dynamodb_client
     from .botocore_session import new_session
@@ -42,6 +56,7 @@ def _build() -> Any:
         os.environ[IDEMPOTENCY_TABLE_ENV],
         series_table=os.environ.get(SERIES_TABLE_ENV),
         access=_access_rules(session),
+        opaque_keys=_opaque_keys(session),
     )
 
 

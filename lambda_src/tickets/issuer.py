@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import BadRequest, Exhausted, NotFound, Unavailable, echo, exhausted
-from .keys import echo_count
+from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable, echo, exhausted
+from .keys import MAX_COUNT, echo_count
 from .lane_item import LAST, STEP
-from .messages import Block, CounterState, LaneState
+from .messages import Block, CounterState, IssuedIds, LaneState
 from .messages import Issued as IssuedAnswer
 from .sequence import Lane, lanes_of
 from .settings import CounterConfig, Settings
@@ -93,6 +93,13 @@ class Issued:
         body: IssuedAnswer = {"key": self.key, "ticket": self.first}
         if self.count > 1:
             body["tickets"] = self.tickets
+        return body
+
+    def ids_json(self, ids: list[str]) -> IssuedIds:
+        """The answer of /{key} for an opaque counter: the tickets' ids (`ids`, in order), never the tickets."""
+        body: IssuedIds = {"key": self.key, "id": ids[0]}
+        if self.count > 1:
+            body["ids"] = ids
         return body
 
     def range_json(self) -> Block:
@@ -185,8 +192,14 @@ class Issuer:
                 self._learn(lane, last)
 
     def check_block(self, key: str, count: int) -> None:
-        """Refuse a range block larger than the key's (or the deployment's) maxBlock allows."""
-        limit = self._settings.block_limit(self._counter(key))
+        """Refuse a range block of an opaque counter, or larger than the key's (or the deployment's) maxBlock allows."""
+        counter = self.counter(key)
+        if counter.opaque is not None:
+            raise OpaqueCounter(
+                f"{echo(key)} is an opaque counter: a range block would hand out tickets, and a caller cannot encode "
+                f"them without the key. Take up to {MAX_COUNT} ids a request: GET /{key}?count=N"
+            )
+        limit = self._settings.block_limit(counter)
         if count > limit:
             raise BadRequest(
                 f"invalid count {echo_count(count)}: a block of {echo(key)} holds at most {limit} tickets"
@@ -229,7 +242,8 @@ class Issuer:
             state["epoch"] = {"number": counter.epoch, "fence": counter.fence, "start": counter.start}
         return state
 
-    def _counter(self, key: str) -> CounterConfig:
+    def counter(self, key: str) -> CounterConfig:
+        """The key's config; 404 for a key strictKeys does not serve."""
         counter = self._settings.counter(key)
         if counter is None:
             raise NotFound(
@@ -239,5 +253,5 @@ class Issuer:
         return counter
 
     def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:
-        counter = self._counter(key)
+        counter = self.counter(key)
         return counter, list(_region_lanes(key, counter, self._settings.region_slot, self._settings.region_slots))

@@ -14,6 +14,7 @@ from .settings import CounterConfig
 
 Key = Annotated[str, "Key"]
 Ticket = Annotated[int, "Ticket"]
+OpaqueId = Annotated[str, "OpaqueId"]  # an opaque counter's id of a ticket (tickets/opaque.py)
 Count = Annotated[int, "Count"]
 BlockCount = Annotated[int, "BlockCount"]
 Step = Annotated[int, "Step"]
@@ -52,6 +53,17 @@ class Issued(TypedDict):
     tickets: NotRequired[list[Ticket]]
 
 
+class IssuedIds(TypedDict):
+    """An opaque counter's answer: the ids of its tickets, never the tickets (docs/explanation/opaque-ids.md)."""
+
+    key: Key
+    id: OpaqueId
+    ids: NotRequired[list[OpaqueId]]
+
+
+IssuedAnswer = Issued | IssuedIds  # the ticket routes' answer: an opaque counter's is IssuedIds
+
+
 class Block(TypedDict):
     key: Key
     first: Ticket
@@ -79,6 +91,12 @@ class EpochState(TypedDict):
     start: Ticket
 
 
+class OpaqueState(TypedDict):
+    keyVersion: int
+    idsPerVersion: int
+    keyVersionsHeld: list[int] | None
+
+
 class CounterState(TypedDict):
     key: Key
     last: Ticket | None
@@ -87,6 +105,7 @@ class CounterState(TypedDict):
     region: RegionSlot
     lanes: list[LaneState]
     epoch: NotRequired[EpochState]
+    opaque: NotRequired[OpaqueState]
 
 
 class Health(TypedDict):

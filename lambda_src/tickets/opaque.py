@@ -24,14 +24,23 @@ Python's standard library; keyed BLAKE2b is, and costs less than half what HMAC-
 Each round's BLAKE2b is keyed once, with the version's key, and reads the round's number, the domain and the
 counter's name (the tweak: one key serves every counter, each with its own permutation) before it is copied
 for each half it mixes in.
+
+A round's function of a half is fixed, and a half is below a: where a is at most TABLE_HALVES, each round keeps
+what it computed in a table (an array of a 16-bit entries, filled as halves come), so a warm function pays BLAKE2b
+once per half and round rather than once per id (10 digits: a = 10,000, 200 KB per key version; the ids are the
+same, tests/unit/test_opaque.py pins them). An array of 16-bit entries, not a list: a list's entries point at
+integers strewn over the heap, and between two requests the rest of the call pushes them out of the processor's
+caches (measured side by side, bench/README.md). A wider domain computes each time.
 """
 
 from __future__ import annotations
 
+import array
 import base64
 import binascii
+import functools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from hashlib import blake2b
 from math import isqrt
@@ -41,13 +50,12 @@ ALPHABETS = {"digits": "0123456789", "base32": "0123456789ABCDEFGHJKMNPQRSTVWXYZ
 CHECKS = ("luhn",)  # Luhn mod R: mod 10 for digits, mod 32 for base32 (the check stays in the alphabet)
 KEY_VERSIONS = 10  # the default V; like every default here, never to change (ids were made with it)
 ROUNDS = 10  # FF1's
+# The widest half whose rounds keep a table: an entry is below the half's modulus, at most this, so it takes 2 bytes
+# (array "H"), and 2**16 - 1 is free to mean "not computed yet": 10 x 2 bytes per half, at most 1.3 MB a version.
+TABLE_HALVES = 2**16 - 1
+_UNSET = 2**16 - 1
 KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
-_READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
-_PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
-
-
-class OpaqueIdError(ValueError):
-    """An id that is not one of this counter's: the message says what is wrong with it."""
+KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>", "2": ...}}, one key per version'
 
 
 class OpaqueKeyError(ValueError):
@@ -84,21 +92,25 @@ class OpaqueConfig:
         return cls(raw["width"], raw["alphabet"], raw.get("check"), raw["keyVersions"], raw["keyVersion"])
 
 
-# A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in, and the modulus of
-# the half it adds to (a, b, a, b, ...).
-_Rounds = tuple[tuple[Callable[[], Any], int], ...]
+# A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in; the modulus of the half it
+# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (_UNSET: not yet computed), or
+# None when the halves are too many to keep.
+_Round = tuple[Callable[[], Any], int, "array.array[int] | None"]
+_Rounds = tuple[_Round, ...]
 
 
 class OpaqueIds:
-    """One counter's ids under the given keys (key version -> key): encode a ticket, decode an id."""
+    """One counter's ids under the given keys (key version -> key): encode a ticket (the function's part; decoding
+    is tickets_deploy.opaque_decode's, outside the function's asset)."""
 
     def __init__(self, config: OpaqueConfig, keys: Mapping[int, bytes], tweak: str):
         self.config = config
         radix = config.radix
         self._symbols = ALPHABETS[config.alphabet]
-        self._doubled = tuple(2 * code // radix + 2 * code % radix for code in range(radix))  # Luhn's doubling
-        self._to_python = str.maketrans(self._symbols, _PYTHON_DIGITS[:radix])
+        self._pairs, self._pair_radix, self._radix = _pairs(config.alphabet), radix * radix, radix
+        self._check = config.check is not None
         self._payload = config.width - (config.check is not None)
+        self._pair_steps, self._odd = range((self._payload + 1) // 2), self._payload % 2
         self._size = config.ids_per_version
         if not 1 <= self._size <= 2**100:  # so that each half is below 2**64: 8 bytes
             raise ValueError(f"{config}: holds {self._size} ids per key version (1 .. 2**100)")
@@ -106,7 +118,12 @@ class OpaqueIds:
         self._b = -(-self._size // a)
         self._rounds: dict[int, _Rounds] = {
             version: tuple(
-                (_round_state(key, config, tweak, version, i).copy, (a, self._b)[i % 2]) for i in range(ROUNDS)
+                (
+                    _round_state(key, config, tweak, version, i).copy,
+                    (a, self._b)[i % 2],
+                    array.array("H", [_UNSET]) * a if a <= TABLE_HALVES else None,  # a half is below a (b <= a)
+                )
+                for i in range(ROUNDS)
             )
             for version, key in keys.items()
             if 1 <= version <= config.key_versions
@@ -114,62 +131,54 @@ class OpaqueIds:
 
     def encode(self, ticket: int, version: int | None = None) -> str:
         """`ticket`'s id under `version` (default: the config's key_version)."""
-        version = self.config.key_version if version is None else version
-        if not 0 <= ticket < self._size:
-            raise ValueError(f"ticket {ticket} is outside this domain's 0 .. {self._size - 1}")
-        x = self._walk(ticket, self._version_rounds(version), _forward)
-        versions = self.config.key_versions
-        return self._text(x * versions + (version - 1 + _spread(x, versions)) % versions)
+        return self.encode_all((ticket,), version)[0]
 
-    def decode(self, text: str) -> tuple[int, int]:
-        """The (ticket, key version) an id was made from; OpaqueIdError when it is not an id of this domain."""
-        given = text
-        if self.config.alphabet == "base32":
-            text = text.upper().translate(_READS)
-        if len(text) != self.config.width:
-            raise OpaqueIdError(f"{given!r} has {len(text)} characters: these ids have {self.config.width}")
-        for position, symbol in enumerate(text, 1):
-            if symbol not in self._symbols:
-                raise OpaqueIdError(f"{given!r}: {symbol!r} (character {position}) is not one of {self._symbols}")
-        value = int(text[: self._payload].translate(self._to_python), self.config.radix)
-        if self._text(value) != text:  # the payload writes `value`: only the check character can differ
-            raise OpaqueIdError(f"{given!r}: its check character is wrong (a character mistyped, or two swapped)")
-        versions = self.config.key_versions
-        if value >= self._size * versions:
-            raise OpaqueIdError(
-                f"{given!r} is not an id these settings make (its value is above {versions} x {self._size})"
-            )
-        x = value // versions
-        version = (value - _spread(x, versions)) % versions + 1
-        return self._walk(x, self._version_rounds(version), _backward), version
+    def encode_all(self, tickets: Iterable[int], version: int | None = None) -> list[str]:
+        """The id of each ticket, in order: a list's ids with the version's rounds looked up once."""
+        version = self.config.key_version if version is None else version
+        rounds, b, size, versions = self._version_rounds(version), self._b, self._size, self.config.key_versions
+        made = []
+        for ticket in tickets:
+            if not 0 <= ticket < size:
+                raise ValueError(f"ticket {ticket} is outside this domain's 0 .. {size - 1}")
+            x = _forward(ticket, rounds, b)
+            while x >= size:  # cycle-walking: the network maps [0, a*b) onto itself, and leaves [M, a*b)
+                x = _forward(x, rounds, b)
+            made.append(self._text(x * versions + (version - 1 + _spread(x, versions)) % versions))
+        return made
 
     def _text(self, value: int) -> str:
         """`value` in the payload's characters, then its check character (Luhn mod R: the code that makes the
         sum zero, the payload's codes added from the right, every other one doubled, starting with the last;
         a doubled code counts as the sum of its two base-R digits). Luhn catches every single-character error
-        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z)."""
-        symbols, doubled, radix = self._symbols, self._doubled, self.config.radix
-        text, total = "", 0
-        for position in range(self._payload):
-            value, code = divmod(value, radix)
-            text = symbols[code] + text
-            total += code if position % 2 else doubled[code]
-        return text + symbols[-total % radix] if self.config.check else text
+        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z). Written two characters at
+        a time from the right (_pairs), half the steps of a loop over characters, the costlier part of an id
+        after the rounds; an odd payload's extra leading character is a 0, which adds nothing to the sum."""
+        pairs, pair_radix = self._pairs, self._pair_radix
+        pieces, total = [], 0
+        for _ in self._pair_steps:
+            value, pair = divmod(value, pair_radix)
+            piece, part = pairs[pair]
+            pieces.append(piece)
+            total += part
+        pieces.reverse()
+        text = "".join(pieces)[self._odd :]
+        return text + self._symbols[-total % self._radix] if self._check else text
 
     def _version_rounds(self, version: int) -> _Rounds:
-        if not 1 <= version <= self.config.key_versions:
-            raise OpaqueKeyError(f"key version {version} is outside these ids' 1 .. {self.config.key_versions}")
-        if version not in self._rounds:
-            held = ", ".join(str(each) for each in sorted(self._rounds)) or "none"
-            raise OpaqueKeyError(f"key version {version} is not among the keys given (they hold versions {held})")
+        """The rounds of a key version given (the function gives the one it encodes with; tickets_deploy's
+        OpaqueCodec, for any version asked, says which are held)."""
         return self._rounds[version]
 
-    def _walk(self, value: int, rounds: _Rounds, step: Callable[[int, _Rounds, int], int]) -> int:
-        """Cycle-walking: the network maps [0, a*b) onto itself; repeated, it leaves [M, a*b) for [0, M)."""
-        value = step(value, rounds, self._b)
-        while value >= self._size:
-            value = step(value, rounds, self._b)
-        return value
+
+@functools.cache
+def _pairs(alphabet: str) -> list[tuple[str, int]]:
+    """Each pair of codes (high, low), at index high * R + low: its two characters, and its part of Luhn's sum, the
+    low code doubled (a pair's low character is an even number of places from the payload's right end)."""
+    symbols = ALPHABETS[alphabet]
+    radix = len(symbols)
+    doubled = [2 * code // radix + 2 * code % radix for code in range(radix)]  # Luhn's doubling
+    return [(symbols[high] + symbols[low], high + doubled[low]) for high in range(radix) for low in range(radix)]
 
 
 def _spread(x: int, versions: int) -> int:
@@ -180,21 +189,21 @@ def _spread(x: int, versions: int) -> int:
 
 def _forward(value: int, rounds: _Rounds, b: int) -> int:
     left, right = divmod(value, b)  # left in [0, a), right in [0, b); after an even number of rounds, again
-    for copy, modulus in rounds:
-        mixing = copy()
-        mixing.update(right.to_bytes(8, "big"))
-        # 16 bytes of BLAKE2b modulo a half below 2**50: a bias below 2**-78
-        left, right = right, (left + int.from_bytes(mixing.digest(), "big")) % modulus
+    for copy, modulus, table in rounds:
+        mixed = table[right] if table is not None else _UNSET  # the table's look-up inline: most ids find it there
+        left, right = right, (left + (_mixed(copy, modulus, table, right) if mixed == _UNSET else mixed)) % modulus
     return left * b + right
 
 
-def _backward(value: int, rounds: _Rounds, b: int) -> int:
-    left, right = divmod(value, b)
-    for copy, modulus in reversed(rounds):
-        mixing = copy()
-        mixing.update(left.to_bytes(8, "big"))
-        left, right = (right - int.from_bytes(mixing.digest(), "big")) % modulus, left
-    return left * b + right
+def _mixed(copy: Callable[[], Any], modulus: int, table: array.array[int] | None, half: int) -> int:
+    """The round's keyed BLAKE2b of `half`, modulo the half it is added to (16 bytes of BLAKE2b modulo a half
+    below 2**50: a bias below 2**-78), kept in the round's table when it has one."""
+    mixing = copy()
+    mixing.update(half.to_bytes(8, "big"))
+    mixed = int.from_bytes(mixing.digest(), "big") % modulus
+    if table is not None:
+        table[half] = mixed
+    return mixed
 
 
 def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, round_number: int) -> Any:

@@ -225,20 +225,24 @@ def _quality(ranges: list[tuple[str, float]], kind: str, subtype: str) -> float:
     return best_quality
 
 
-def tickets_of(issued: dict[str, Any]) -> list[int]:
-    """The tickets of an answer of /{key} (its JSON form lists them only when there are several)."""
+def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
+    """The tickets of an answer of /{key}, or an opaque counter's ids (its JSON form lists them only when there
+    are several)."""
+    if "id" in issued:
+        ids: list[str] = issued.get("ids", [issued["id"]])
+        return ids
     tickets: list[int] = issued.get("tickets", [issued["ticket"]])
     return tickets
 
 
 def render_bare(issued: dict[str, Any]) -> str:
-    """The compatibility route's answer, as the API Gateway counter pattern gives it: the bare number,
-    with no newline (a caller may parse the whole body as one integer); several tickets one a line."""
-    return "\n".join(map(str, tickets_of(issued)))
+    """The compatibility route's answer, as the API Gateway counter pattern gives it: the bare number (an opaque
+    counter's id), with no newline (a caller may parse the whole body as one integer); several one a line."""
+    return "\n".join(map(str, issued_values(issued)))
 
 
-def render_text(tickets: list[int]) -> str:
-    return "".join(f"{ticket}\n" for ticket in tickets)
+def render_text(values: list[int] | list[str]) -> str:
+    return "".join(f"{value}\n" for value in values)
 
 
 def render_block_text(first: int, last: int, step: int) -> str:

@@ -37,7 +37,7 @@ class Route:
     operation: Operation
     query: tuple[Query, ...] = ()
     body: type | None = None  # the JSON body a POST may carry (messages.py)
-    answer: type | None = None  # its JSON answer (messages.py); None: text only
+    answer: Any = None  # its JSON answer (a messages.py type, or a union of them); None: text only
     text: str | None = None  # the schema of its text/plain answer, when it has one
     idempotency_key: Literal["optional", "required"] | None = None  # the Idempotency-Key header it takes
 
@@ -70,7 +70,7 @@ class Route:
 
 # What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
-_ISSUED: dict[str, Any] = {"answer": messages.Issued, "text": "IssuedText", "idempotency_key": "optional"}
+_ISSUED: dict[str, Any] = {"answer": messages.IssuedAnswer, "text": "IssuedText", "idempotency_key": "optional"}
 
 ROUTES = (
     Route(

@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
-from .errors import TicketsError, forbidden
+from .errors import TicketsError, Unavailable, forbidden
 from .issuer import Issuer
 from .settings import Settings
 from .timing import Deadline
@@ -22,7 +22,11 @@ from .wire import Request
 if TYPE_CHECKING:
     from .access import Rules
     from .idempotency import IdempotentIssue
+    from .messages import OpaqueState
+    from .opaque import OpaqueIds
+    from .opaque_secret import StoredKeys
     from .series.store import SeriesStore
+    from .settings import CounterConfig
 
 
 # Lambda's own Invocations metric counts requests; a refusal or a state read adds no metric of ours.
@@ -63,7 +67,10 @@ class Runtime:
     logger: Logger = field(default_factory=lambda: logger)
     # The deployment's access rules (docs/how-to/access-rules.md); None: every invoker may do everything.
     access: Callable[[], Rules] | None = None
+    # The keys of opaque ids (tickets/opaque_secret.py); None: this function has none, and opaque counters answer 503.
+    opaque_keys: StoredKeys | None = None
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
+    _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
         """403 unless a rule lets this caller do the route's operation on `key`. Each handler calls it as soon
@@ -74,6 +81,29 @@ class Runtime:
         if not self.access().allows(identity, request.operation, key):
             self.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
             raise forbidden(identity.describe(), request.operation, key)
+
+    def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
+        """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables
+        fill as it runs); 503 while the function cannot read that version's key. tickets.opaque is imported here,
+        by the first request of an opaque counter: a function without one never loads it."""
+        assert counter.opaque is not None
+        made = self._opaque_ids.get((key, counter.opaque))
+        if made is None:
+            from .opaque import OpaqueIds
+
+            if self.opaque_keys is None:
+                raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")
+            version = counter.opaque.key_version
+            made = OpaqueIds(counter.opaque, {version: self.opaque_keys.keys(version)[version]}, key)
+            self._opaque_ids[(key, counter.opaque)] = made
+        return made
+
+    def opaque_state(self, counter: CounterConfig) -> OpaqueState:
+        """What GET /_counters/{key} says of an opaque counter's ids: never a key, only which versions are held."""
+        assert counter.opaque is not None
+        held = self.opaque_keys.held() if self.opaque_keys is not None else None
+        opaque = counter.opaque
+        return {"keyVersion": opaque.key_version, "idsPerVersion": opaque.ids_per_version, "keyVersionsHeld": held}
 
     def idempotent_issue(self) -> IdempotentIssue:
         """Powertools' idempotency around an issue, imported on first use: most requests carry no header."""

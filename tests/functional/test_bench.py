@@ -18,6 +18,7 @@ from moto import mock_aws
 
 from bench import ceiling, local, package, readme, report, writes
 from bench.__main__ import DURATION
+from bench.child import run_in_child
 from bench.environment import (
     BASELINE_MODULE,
     COUNTER_TABLE,
@@ -114,10 +115,21 @@ def test_the_user_suite_figure_checks_each_tests_ticket(tickets_servers):
         local._user_suite(second_slot.url, tests=1, start_seconds=0.5)
 
 
+def test_the_opaque_figures_come_from_answers_checked_against_the_counters_key():
+    """bench/opaque.py on a small scale (no timing): every handler answers, every answer is checked (the ids against
+    the ones the key makes), and what the ids add is each median over the plain counter's."""
+    figures = run_in_child("bench.opaque", rounds=1, calls=2, list_calls=1, filled=10)
+    us = figures["opaque_us"]
+    assert (us["calls_each"], us["list_calls_each"], us["list"], figures["opaque_filled"]) == (2, 1, 1000, 10)
+    assert figures["opaque_added_one"] == us["opaque_one"] / us["plain_one"] - 1
+    assert figures["opaque_added_list"] == us["opaque_list"] / us["plain_list"] - 1
+    assert figures["opaque_ratios"]["opaque_list"] == us["opaque_list"] / us["baseline"]
+
+
 def test_the_readme_table_marks_each_goal_and_names_the_run():
     table = report.markdown_table(SAMPLE_RESULTS)
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == 17  # 16, and the cold start with access rules
+    assert len(rows) == 19  # 16, the cold start with access rules, and an opaque counter's one id and list
     assert "| 1.05 (305 ms vs 290 ms; SSM's own latency not included) | ≤ 1.10 ✓ |" in next(
         row for row in rows if "with access rules" in row
     )
@@ -129,6 +141,11 @@ def test_the_readme_table_marks_each_goal_and_names_the_run():
         "111 tests/s (1.80 s, after a start-up of 0.50 s; then a reset: 60 ms) | ≥ 200 tests/s ✗ **missed** |" in table
     )
     assert "1,000 x1, 2,000 x1, 1,000,000 x7; settled at 1,000,000; 1,500,000 unused" in table
+    one_id = next(row for row in rows if row.startswith("| opaque counter's warm call, one id"))
+    assert one_id.endswith(
+        "| +4.0% (260 µs vs 250 µs; / baseline: 1.04 vs 1.00; a young function's, its tables empty: +12.0%) | ≤ +5% ✓ |"
+    )
+    assert "| +700% (3,200 µs vs 400 µs: 2.80 µs an id; median of 100 calls each) | ≤ +5% ✗ **missed** |" in table
     assert table.endswith("One `make bench` run: 131 s on 2 CPUs, Python 3.11.7, load average 0.4 at the start.\n")
 
 
@@ -196,4 +213,17 @@ SAMPLE_RESULTS = {
     "user_suite_start_s": 0.5,
     "user_suite_tests_per_s": 111.0,
     "user_suite_reset_ms": 60.0,
+    "opaque_us": {
+        "baseline": 250.0,
+        "plain_one": 250.0,
+        "opaque_one": 260.0,
+        "plain_list": 400.0,
+        "opaque_list": 3200.0,
+        "list": 1000,
+        "list_calls_each": 100,
+    },
+    "opaque_ratios": {"plain_one": 1.0, "opaque_one": 1.04},
+    "opaque_added_one": 0.04,
+    "opaque_added_one_young": 0.12,
+    "opaque_added_list": 7.0,
 }

@@ -83,6 +83,8 @@ def run_case(case: dict[str, Any]) -> tuple[Any, int, list[float]]:
         try:
             if call["method"] == "block":
                 result: Any = client.block(call["key"], call["count"], idempotent=call.get("idempotent", True))
+            elif call["method"] == "nextIds":
+                result = client.next_ids(call["key"], call.get("count", 1), idempotent=call.get("idempotent", True))
             else:
                 result = client.next(call["key"], call.get("count", 1), idempotent=call.get("idempotent", True))
         except TicketsError as error:
@@ -99,6 +101,8 @@ def test_conformance(case):
         assert {"status": result.status, "code": result.code} == expect["error"]
     elif "block" in expect:
         assert result == Block(**expect["block"])
+    elif "ids" in expect:
+        assert result == expect["ids"]
     else:
         assert result == expect["tickets"]
     assert attempts == expect["attempts"]

@@ -1,7 +1,8 @@
 """`python -m tickets_admin encode` and `decode`: an opaque counter's tickets as ids and back, with the settings
-from cdk.json or, with --service, from the ledger alone, and the keys from a key file; every refusal says what
-is wrong. Neither command touches a table (no --region, no --endpoint-url). And the function's cold start:
-one without an opaque counter never loads tickets.opaque."""
+from cdk.json or, with --service, from the ledger alone, and the keys from a key file or the service's SSM
+parameter (`put-key` writes it, in every region: tests/functional/test_opaque_keys.py); every refusal says what
+is wrong. Neither command touches a table (no --endpoint-url). And the function's cold start: one without an
+opaque counter never loads tickets.opaque."""
 
 from __future__ import annotations
 
@@ -115,9 +116,7 @@ def test_refusals_say_what_is_wrong(admin, args, says):
     assert (status, out) == (1, []) and err.startswith("error: ") and says in err, err
 
 
-def test_the_keys_must_be_given_and_readable(admin, tmp_path):
-    status, _, err = admin("encode", "orders", "5", key_file=None)
-    assert status == 1 and "give the keys with --key-file PATH" in err
+def test_the_keys_must_be_readable(admin, tmp_path):
     status, _, err = admin("encode", "orders", "5", key_file="absent.json")
     assert status == 1 and "absent.json: cannot be read (No such file or directory)" in err
     (tmp_path / "short.json").write_text(json.dumps({"1": base64.b64encode(b"short").decode()}))
@@ -139,7 +138,7 @@ def test_the_commands_run_as_a_user_runs_them_and_touch_no_table(tmp_path):
     helped = subprocess.run(
         [sys.executable, "-m", "tickets_admin", "encode", "--help"], cwd=REPO, capture_output=True, text=True
     )
-    assert "--key-file PATH" in helped.stdout and "--region" not in helped.stdout
+    assert "--key-file PATH" in helped.stdout and "--region REGION" in helped.stdout  # the keys' parameter's
     assert "--endpoint-url" not in helped.stdout
 
 

@@ -1,6 +1,7 @@
 """cdk-nag, the gate a platform team's CDK app runs, on a user's app built from the installed wheel: examples/cdk-app
 (two services, one with a customer-managed key and access rules, in two regions, with alarms and a dashboard)
-and a stack with the construct's other options (series, a public URL with reserved concurrency, callers),
+and a stack with the construct's other options (series, a public URL with reserved concurrency, callers, an
+opaque counter, whose function may read its keys' SSM parameter),
 checked by cdk-nag's AwsSolutions pack under each major a user may have: cdk-nag 2 (an Aspect: findings are
 error and warning annotations) and cdk-nag 3 (a validation plugin: findings are in the validation report).
 The construct carries its own suppressions with reasons (tickets_cdk/suppressions.py), so no finding is on
@@ -32,7 +33,7 @@ MORE_OPTIONS = """
 more = cdk.Stack(app, "ShopMore", env=cdk.Environment(region="eu-west-1"))
 TicketService(
     more, "Tokens", table_name="shop-tokens", auth="NONE", reserved_concurrency=5, strict_keys=True,
-    counters={"tokens": {"start": 1}},
+    counters={"tokens": {"start": 1}, "numbers": {"max": 99999999, "opaque": {"width": 10, "alphabet": "digits"}}},
 )
 books = TicketService(
     more, "Books", table_name="shop-books", callers=["111122223333"], access={"111122223333": {"series": ["*"]}},

@@ -50,6 +50,8 @@ TERMS = {
     "pending-fence": r"\bpending fences?\b",
     "tickets-left": r"\btickets left\b",
     "days-left": r"\bdays left\b",
+    "opaque-id": r"\bopaque ids?\b",
+    "key-version": r"\bkey versions?\b",
 }
 # And terms the glossary defines that pages may use without a link at each first use.
 MORE_GLOSSARY_ENTRIES = {"compat", "ledger-version", "layout", "rollout-rule", "retired-slot", "stopped-lane", "signer"}

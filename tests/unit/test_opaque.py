@@ -8,21 +8,24 @@ from __future__ import annotations
 
 import base64
 import json
+from math import isqrt
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueIdError, OpaqueIds, OpaqueKeyError, parse_keys
+from tickets import opaque
+from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueKeyError, parse_keys
+from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 
 KEY_1, KEY_2, KEY_3 = bytes(range(32)), bytes(range(32, 64)), bytes(range(64, 96))
 KEYS = {1: KEY_1, 2: KEY_2, 3: KEY_3}
 TEN_DIGITS_LUHN = OpaqueConfig(10, "digits", "luhn")
 
 
-def ids_of(config: OpaqueConfig, keys: dict[int, bytes] | None = None, tweak: str = "orders") -> OpaqueIds:
+def ids_of(config: OpaqueConfig, keys: dict[int, bytes] | None = None, tweak: str = "orders") -> OpaqueCodec:
     versions = range(1, config.key_versions + 1)
-    return OpaqueIds(config, keys if keys is not None else {v: bytes([v]) * 32 for v in versions}, tweak)
+    return OpaqueCodec(config, keys if keys is not None else {v: bytes([v]) * 32 for v in versions}, tweak)
 
 
 # Small enough to enumerate: every ticket under every version. M = R**(width - check) // V: 500, 333, 1024, 33 (a
@@ -123,6 +126,33 @@ def test_the_permutation_is_pinned():
     assert [ids.encode(t, 2) for t in (0, 1)] == ["6844852092", "0411372659"]
     base32 = ids_of(OpaqueConfig(12, "base32", "luhn"), {1: KEY_1})
     assert [base32.encode(t) for t in (0, 1, 2**40)] == ["APPDWNX9RK5W", "F2D4NW2QYRRT", "JW1ZT0A885EW"]
+    # Domains whose rounds keep tables (tickets.opaque.TABLE_HALVES), an odd payload and an even one, no check
+    # character and base32's: made by the code before the tables, as the ones above were.
+    base32_table = ids_of(OpaqueConfig(6, "base32", "luhn"), {1: KEY_1})
+    assert base32_table.encode_all([0, 1, 2, 3_000_000]) == ["J3GVC4", "AEWPZG", "SG4D6W", "GDYWYW"]
+    seven = ids_of(OpaqueConfig(7, "digits", None, 1), {1: KEY_1})
+    assert seven.encode_all([0, 1, 2, 9_999_999]) == ["9658412", "5358009", "3173998", "6274559"]
+
+
+# 7 base32 characters, 9 key versions: halves below a = 61,788, near the widest a table keeps (2**16 - 1, the
+# entries 16 bits wide, 2**16 - 1 meaning "not computed yet").
+WIDE_TABLES = OpaqueConfig(7, "base32", None, 9)
+
+
+@pytest.mark.parametrize("config", [TEN_DIGITS_LUHN, OpaqueConfig(6, "base32", "luhn"), SMALL[3], WIDE_TABLES], ids=str)
+def test_the_rounds_tables_change_no_id(config, monkeypatch):
+    """A round's table keeps what its BLAKE2b gave: the same ids and tickets, encoded one by one or as a list,
+    with tables filled as they go and with none (TABLE_HALVES 0), both ways, twice (the second time from the
+    tables)."""
+    assert isqrt(config.ids_per_version - 1) + 1 <= opaque.TABLE_HALVES
+    with_tables = ids_of(config, KEYS)
+    tickets = [*range(min(3_000, config.ids_per_version)), config.ids_per_version - 1]
+    made = [with_tables.encode_all(tickets) for _ in range(2)]
+    monkeypatch.setattr(opaque, "TABLE_HALVES", 0)
+    without = ids_of(config, KEYS)
+    assert all(table is None for _, _, table in without._rounds[1])
+    assert made[0] == made[1] == without.encode_all(tickets) == [with_tables.encode(t) for t in tickets]
+    assert [with_tables.decode(each)[0] for each in made[0]] == [without.decode(each)[0] for each in made[0]] == tickets
 
 
 # --- the check character -------------------------------------------------------------------------------
@@ -130,10 +160,10 @@ def test_the_permutation_is_pinned():
 
 def test_luhn_mod_10_is_the_standard_luhn():
     """The Luhn algorithm's own example: 7992739871 has the check digit 3 (ISO/IEC 7812-1, Annex B)."""
-    assert OpaqueIds(OpaqueConfig(11, "digits", "luhn", 1), {}, "x")._text(7992739871) == "79927398713"
+    assert OpaqueCodec(OpaqueConfig(11, "digits", "luhn", 1), {}, "x")._text(7992739871) == "79927398713"
 
 
-def check_accepts(ids: OpaqueIds, text: str) -> bool:
+def check_accepts(ids: OpaqueCodec, text: str) -> bool:
     """Does the id's check character pass (whatever else decode may then refuse)?"""
     try:
         ids.decode(text)

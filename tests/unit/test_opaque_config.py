@@ -11,11 +11,11 @@ import pytest
 
 from ledger_examples import BASE, config, one_service
 from tickets.opaque import OpaqueConfig, OpaqueKeyError, parse_keys
-from tickets.settings import CounterConfig, Settings
+from tickets.settings import OPAQUE_KEYS_ENV, CounterConfig, Settings
 from tickets_deploy.config import parse_config, parse_props, to_raw
 from tickets_deploy.environment import handler_environment
 from tickets_deploy.ledger import CounterRecord, LedgerError, from_text, record, record_services, to_text
-from tickets_deploy.opaque_keys import new_key_file_text, read_key_file
+from tickets_deploy.opaque_keys import new_key_file_text, opaque_keys_parameter, read_key_file
 from tickets_deploy.rules import ConfigError
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
@@ -120,12 +120,13 @@ def test_a_series_cannot_be_opaque_and_synthesis_says_why():
     )
 
 
-def test_the_function_refuses_to_serve_an_opaque_counter_until_its_answers_carry_ids():
-    """Until then it would hand out plain tickets of a counter the ledger records as opaque: synthesis and the
-    local server (both build the function's environment) stop before anything is deployed or recorded."""
-    with pytest.raises(ConfigError, match=r"^tickets.counters.orders.opaque: this version of Tickets checks"):
-        handler_environment(opaque_config(TEN_DIGITS), "us-east-1", counter_table="t", idempotency_table="i")
-    handler_environment(config(), "us-east-1", counter_table="t", idempotency_table="i")
+def test_the_function_is_told_where_its_keys_are_never_what_they_are():
+    """An opaque counter's function gets the name of its service's keys' parameter (one per service, the same in
+    every region), and nothing else of the keys; a deployment without opaque counters gets no such variable."""
+    environment = handler_environment(opaque_config(TEN_DIGITS), "us-east-1", counter_table="t", idempotency_table="i")
+    assert environment[OPAQUE_KEYS_ENV] == "/tickets/tickets-counters/opaque-keys"  # the table name
+    assert opaque_keys_parameter("shop-orders") == "/tickets/shop-orders/opaque-keys"
+    assert OPAQUE_KEYS_ENV not in handler_environment(config(), "us-east-1", counter_table="t", idempotency_table="i")
 
 
 # --- the ledger ----------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
     client = TicketsClient("https://abc123.lambda-url.us-east-1.on.aws")   # signs: AWS_IAM
     client.next("orders")            # [5000]
     client.next("orders", count=3)   # [5001, 5002, 5003], one request
+    client.next_ids("order-numbers", count=2)   # ["4829173650", "0756218394"]: an opaque counter's ids
     client.block("orders", 1000000)  # Block(first=5004, last=1005003, step=1, count=1000000), one request
     client.state("orders")           # the counter's state, issues nothing
     client.series("invoices", ref="order 88412")   # SeriesNumber(key, series="2026-27", ticket=1043, id=...)
@@ -133,11 +134,21 @@ class TicketsClient:
         block (a gap), and the server saves its idempotency writes."""
         return _tickets(self.issue(key, count, idempotent=idempotent), count)
 
+    def next_ids(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> list[str]:
+        """`count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order,
+        which the ids do not show. An opaque counter answers ids, never tickets: `next` refuses its answer
+        (code `opaque_counter`), and this method a plain counter's (`not_opaque`)."""
+        return _ids(self.issue(key, count, idempotent=idempotent), count)
+
     def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
-        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, once its tickets check out."""
+        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, or an opaque counter's
+        {"key": "orders", "id": "4829173650"}, once its tickets (or ids) check out."""
         query = f"?count={count}" if count != 1 else ""
         answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
-        _tickets(answer, count)
+        if "id" in answer:
+            _ids(answer, count)
+        else:
+            _tickets(answer, count)
         return answer
 
     def block(self, key: str, count: int, *, idempotent: bool = True) -> Block:
@@ -247,6 +258,12 @@ def _is_ticket(value: object) -> TypeGuard[int]:
 
 def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
+    if "id" in answer and "ticket" not in answer:
+        raise TicketsError(
+            200,
+            "opaque_counter",
+            f"the counter is opaque: it answers ids, not tickets; take them with next_ids(): {answer!r:.200}",
+        )
     tickets = answer.get("tickets", [answer.get("ticket")])
     if not (
         isinstance(tickets, list)
@@ -260,6 +277,24 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     if len(steps) > 1 or min(steps, default=1) < 1:
         raise TicketsError(200, "bad_response", f"the tickets are not ascending by one step: {answer!r:.200}")
     return tickets
+
+
+def _ids(answer: dict[str, Any], count: int) -> list[str]:
+    """An opaque counter's ids, checked: `count` different non-empty strings, the first `id`."""
+    if "ticket" in answer and "id" not in answer:
+        raise TicketsError(
+            200, "not_opaque", f"the counter is not opaque: it answers tickets; take them with next(). {answer!r:.200}"
+        )
+    ids = answer.get("ids", [answer.get("id")])
+    if not (
+        isinstance(ids, list)
+        and len(ids) == count
+        and all(isinstance(each, str) and each for each in ids)
+        and len(set(ids)) == count
+        and answer.get("id") == ids[0]
+    ):
+        raise TicketsError(200, "bad_response", f"asked for {count} ids, got {answer!r:.200}")
+    return ids
 
 
 def _json_body(fields: dict[str, Any]) -> bytes:

@@ -16,7 +16,9 @@ of 1x-2x keeps a steady rate from flipping between two sizes.) Blocks never exce
 may lower it under a running lease: when the server refuses a block with 400, the lease halves the
 size until a block is accepted (below `block_size` too, down to 1) and never asks for more than that
 size again. A 400 at every size down to 1 is not about the size: it is raised, and the lease's sizes
-stay as they were.
+stay as they were. An opaque counter (cdk.json's `counters.KEY.opaque`) answers no block: its tickets are
+only ever shown as ids, which only the server's key makes. Its 400 `opaque_counter` is raised at once, by
+the first `next()`; take its ids with `TicketsClient.next_ids` instead.
 
 Prefetch. The next block is fetched in the background once the tickets left in the current
 block, at the observed rate, would last less than a few (PREFETCH_LATENCIES) of the slowest
@@ -213,8 +215,9 @@ class TicketLease:
                 block = self._client.block(self.key, size, idempotent=False)
             except TicketsError as err:
                 # The server's maxBlock (perhaps lowered since the last block) is a 400 whose limit is
-                # stated only in prose: halve until a block is accepted.
-                if err.status == 400 and size > 1:
+                # stated only in prose: halve until a block is accepted. An opaque counter's 400 is no
+                # matter of size: it never answers blocks.
+                if err.status == 400 and err.code != "opaque_counter" and size > 1:
                     size, refused = size // 2, True
                     continue
                 raise

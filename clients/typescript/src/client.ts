@@ -5,6 +5,7 @@
  *     const client = new TicketsClient("https://abc123.lambda-url.us-east-1.on.aws"); // signs: AWS_IAM
  *     await client.next("orders");            // [5000]
  *     await client.next("orders", 3);         // [5001, 5002, 5003], one request
+ *     await client.nextIds("order-numbers", 2); // ["4829173650", "0756218394"]: an opaque counter's ids
  *     await client.block("orders", 1000000);  // Block { first: 5004, last: 1005003, step: 1, count: 1000000 }
  *     await client.state("orders");           // the counter's state, issues nothing
  *
@@ -159,11 +160,24 @@ export class TicketsClient {
     return checkedTickets(await this.issue(key, count, options), count);
   }
 
-  /** The server's whole answer, e.g. {key: "orders", ticket: 5000}, once its tickets check out. */
+  /**
+   * `count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order,
+   * which the ids do not show. An opaque counter answers ids, never tickets: `next` refuses its answer
+   * (code `opaque_counter`), and this method a plain counter's (`not_opaque`).
+   */
+  async nextIds(key?: string, count = 1, options: RequestOptions = {}): Promise<string[]> {
+    return checkedIds(await this.issue(key, count, options), count);
+  }
+
+  /**
+   * The server's whole answer, e.g. {key: "orders", ticket: 5000}, or an opaque counter's
+   * {key: "orders", id: "4829173650"}, once its tickets (or ids) check out.
+   */
   async issue(key?: string, count = 1, options: RequestOptions = {}): Promise<Answer> {
     const query = count !== 1 ? `?count=${count}` : "";
     const answer = await this.request("POST", keyPath(key) + query, options.idempotent ?? true);
-    checkedTickets(answer, count);
+    if ("id" in answer) checkedIds(answer, count);
+    else checkedTickets(answer, count);
     return answer;
   }
 
@@ -290,6 +304,13 @@ function isTicket(holder: object, key: string | number): boolean {
 
 /** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
+  if ("id" in answer && !("ticket" in answer)) {
+    throw new TicketsError(
+      200,
+      "opaque_counter",
+      `the counter is opaque: it answers ids, not tickets; take them with nextIds(): ${show(answer)}`,
+    );
+  }
   const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
   if (
     !Array.isArray(tickets) ||
@@ -305,6 +326,25 @@ function checkedTickets(answer: Answer, count: number): number[] {
     throw new TicketsError(200, "bad_response", `the tickets are not ascending by one step: ${show(answer)}`);
   }
   return tickets as number[];
+}
+
+/** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
+function checkedIds(answer: Answer, count: number): string[] {
+  if ("ticket" in answer && !("id" in answer)) {
+    const said = `the counter is not opaque: it answers tickets; take them with next(): ${show(answer)}`;
+    throw new TicketsError(200, "not_opaque", said);
+  }
+  const ids = "ids" in answer ? answer.ids : [answer.id];
+  if (
+    !Array.isArray(ids) ||
+    ids.length !== count ||
+    !ids.every((each) => typeof each === "string" && each !== "") ||
+    new Set(ids).size !== count ||
+    answer.id !== ids[0]
+  ) {
+    throw new TicketsError(200, "bad_response", `asked for ${count} ids, got ${show(answer)}`);
+  }
+  return ids as string[];
 }
 
 function retryable(error: TicketsError, idempotent: boolean): boolean {

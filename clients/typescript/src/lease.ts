@@ -12,7 +12,10 @@
  * (at most 1,000,000, the protocol's limit). A deployment may allow less (its maxBlock), and a deploy
  * may lower it under a running lease: when the server refuses a block with 400, the lease halves the
  * size until a block is accepted (below `blockSize` too, down to 1) and never asks for more than that
- * size again. A 400 at every size down to 1 is not about the size: it is raised.
+ * size again. A 400 at every size down to 1 is not about the size: it is raised. An opaque counter
+ * (cdk.json's `counters.KEY.opaque`) answers no block: its tickets are only ever shown as ids, which only
+ * the server's key makes. Its 400 `opaque_counter` is raised at once, by the first `next()`; take its ids
+ * with `TicketsClient.nextIds` instead.
  *
  * Prefetch. The next block is fetched in the background once the tickets left in the current block,
  * at the observed rate, would last less than PREFETCH_LATENCIES of the slowest recent fetch times.
@@ -210,8 +213,9 @@ export class TicketLease {
         block = await this.client.block(this.key, size, { idempotent: false });
       } catch (err) {
         // The server's maxBlock (perhaps lowered since the last block) is a 400 whose limit is stated
-        // only in prose: halve until a block is accepted.
-        if (err instanceof TicketsError && err.status === 400 && size > 1) {
+        // only in prose: halve until a block is accepted. An opaque counter's 400 is no matter of size:
+        // it never answers blocks.
+        if (err instanceof TicketsError && err.status === 400 && err.code !== "opaque_counter" && size > 1) {
           size = Math.floor(size / 2);
           refused = true;
           continue;

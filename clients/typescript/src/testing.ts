@@ -33,6 +33,8 @@ export interface LocalTicketsOptions {
   region?: string;
   /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local); default: moto inside the server's process. */
   endpointUrl?: string;
+  /** The keys of opaque counters' ids, a key file (made there if missing); default: made at start. */
+  keyFile?: string;
 }
 
 export interface LocalTickets {
@@ -40,6 +42,8 @@ export interface LocalTickets {
   readonly url: string;
   /** What the server printed when it started: url, backend, region and slot, tables. */
   readonly banner: string;
+  /** With opaque counters: the key file their ids are made with (python -m tickets_admin decode --key-file). */
+  readonly keyFile: string | undefined;
   /** Every counter and idempotency record gone, and the handler's cached state with them. */
   reset(): Promise<void>;
   /** Stop the server and wait for it to exit. */
@@ -52,6 +56,7 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
   args.push("--config-json", JSON.stringify(options.config ?? DEFAULT_CONFIG));
   if (options.region) args.push("--region", options.region);
   if (options.endpointUrl) args.push("--endpoint-url", options.endpointUrl);
+  if (options.keyFile) args.push("--key-file", options.keyFile);
   const child = spawn(python, args, { stdio: ["pipe", "pipe", "pipe"] });
   let log = ""; // the server's stderr, its end kept: one line per request, and why it failed
   child.stderr?.on("data", (chunk: Buffer) => {
@@ -66,9 +71,11 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     throw err;
   }
   const url = /^\s*url:\s+(http:\/\/\S+)$/m.exec(banner)?.[1] as string;
+  const keyFile = options.keyFile ?? /^\s*keys:\s+(\S+)/m.exec(banner)?.[1];
   return {
     url,
     banner,
+    keyFile,
     reset: async () => {
       const status = await post(url + RESET_PATH);
       if (status !== 200) throw new Error(`the local server did not reset (HTTP ${status}):\n${log}`);

@@ -23,10 +23,11 @@ interface ScriptedReply {
 
 interface Case {
   name: string;
-  call: { method: "next" | "block"; key: string; count?: number; maxAttempts?: number; idempotent?: boolean };
+  call: { method: "next" | "nextIds" | "block"; key: string; count?: number; maxAttempts?: number; idempotent?: boolean };
   replies: ScriptedReply[];
   expect: {
     tickets?: number[];
+    ids?: string[];
     block?: { first: number; last: number; step: number; count: number };
     error?: { status: number | null; code: string };
     attempts: number;
@@ -91,10 +92,9 @@ describe("conformance (clients/conformance.json)", () => {
         await client.state("warm-up"); // the case's first attempt goes out on a kept-alive connection
         const options = { idempotent: call.idempotent ?? true };
         try {
-          result =
-            call.method === "block"
-              ? await client.block(call.key, call.count as number, options)
-              : await client.next(call.key, call.count ?? 1, options);
+          if (call.method === "block") result = await client.block(call.key, call.count as number, options);
+          else if (call.method === "nextIds") result = await client.nextIds(call.key, call.count ?? 1, options);
+          else result = await client.next(call.key, call.count ?? 1, options);
         } catch (err) {
           result = err;
         }
@@ -107,6 +107,8 @@ describe("conformance (clients/conformance.json)", () => {
       } else if (expect.block) {
         const { first, last, step, count } = expect.block;
         assert.deepEqual(result, new Block(first, last, step, count));
+      } else if (expect.ids) {
+        assert.deepEqual(result, expect.ids);
       } else {
         assert.deepEqual(result, expect.tickets);
       }

@@ -76,3 +76,52 @@ test("the package exports the helper as tickets-client/testing", async () => {
   assert.equal(exported.startLocalTickets, startLocalTickets);
   assert.deepEqual(exported.DEFAULT_CONFIG, DEFAULT_CONFIG);
 });
+
+describe("an opaque counter (counters.KEY.opaque)", () => {
+  const OPAQUE = { width: 10, alphabet: "digits", check: "luhn" };
+  let tickets: LocalTickets;
+  before(async () => {
+    tickets = await startLocalTickets({
+      python: PYTHON,
+      config: { regions: { "us-east-1": 0 }, strictKeys: true, counters: { orders: { max: 99999999, opaque: OPAQUE } } },
+    });
+  });
+  after(async () => tickets.stop());
+
+  test("nextIds returns its ids, distinct 10-digit strings, and the key file they were made with", async () => {
+    const client = new TicketsClient(tickets.url);
+    const ids = [...(await client.nextIds("orders", 5)), ...(await client.nextIds("orders"))];
+    assert.equal(ids.length, 6);
+    assert.equal(new Set(ids).size, 6);
+    for (const id of ids) assert.match(id, /^[0-9]{10}$/);
+    assert.match(tickets.keyFile ?? "", /opaque-keys\.json$/);
+  });
+
+  test("next() refuses its answer, naming nextIds", async () => {
+    const client = new TicketsClient(tickets.url);
+    await assert.rejects(
+      client.next("orders"),
+      (err: unknown) => err instanceof TicketsError && err.code === "opaque_counter" && /nextIds/.test(err.message),
+    );
+  });
+
+  test("a lease is refused at its first next(), with one request and the server's reason", async () => {
+    const { TicketLease } = await import("../src/index.js");
+    const requests: number[] = [];
+    const client = new TicketsClient(tickets.url);
+    const counting = {
+      block: (key: string, count: number, options?: { idempotent?: boolean }) => {
+        requests.push(count);
+        return client.block(key, count, options);
+      },
+    };
+    const lease = new TicketLease(counting, "orders");
+    await assert.rejects(
+      lease.next(),
+      (err: unknown) =>
+        err instanceof TicketsError && err.status === 400 && err.code === "opaque_counter" && /ids/.test(err.message),
+    );
+    assert.deepEqual(requests, [1000]); // not halved down to 1, as a maxBlock refusal would be
+    await lease.close();
+  });
+});

@@ -1,0 +1,119 @@
+"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): a secret outside the function's
+environment, its template and its logs, read once at cold start (handler.py) from the SSM SecureString parameter the
+environment names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a
+counter asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
+
+`read_secret` is the one call that reads it; `unlogged` keeps botocore's DEBUG lines, which print a request's
+parameters and a response's body, from ever carrying it (the function's own log level may be set to DEBUG).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .errors import Unavailable
+from .opaque import KEY_FORMAT, OpaqueKeyError, parse_keys
+
+RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), SSM is asked again at most this often
+HOW_TO = "docs/how-to/opaque-order-numbers.md"
+# botocore's loggers whose DEBUG lines hold a call's parameters (endpoint) and its answer's body (parsers).
+_BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
+
+
+def read_secret(name: str, ssm: Any = None) -> str:
+    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged. `ssm`: the client
+    to read with (access_store.ssm_client's, on the handler's session; a new one by default)."""
+    from .access_store import ssm_client
+
+    with unlogged():
+        value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
+    return value
+
+
+def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
+    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
+    after a pause: access_store.read_at_cold_start); a failure is kept: each request of an opaque counter then
+    answers 503 and tries again."""
+    from .access_store import read_at_cold_start
+
+    keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
+    read_at_cold_start(keys.try_read, pause)
+    return keys
+
+
+class _Quiet(logging.Filter):
+    """Drops the records of the body loggers made on a thread while it is inside `unlogged`."""
+
+    inside = threading.local()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not getattr(self.inside, "depth", 0)
+
+
+_QUIET = _Quiet()
+for _name in _BODY_LOGGERS:
+    logging.getLogger(_name).addFilter(_QUIET)
+
+
+@contextlib.contextmanager
+def unlogged() -> Iterator[None]:
+    """botocore's calls on this thread log no parameter and no body until the block ends (its other lines stay)."""
+    inside = _Quiet.inside
+    inside.depth = getattr(inside, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        inside.depth -= 1
+
+
+class StoredKeys:
+    """The keys (version -> key), read on first use and kept; `keys(version)` raises Unavailable (503) while they
+    cannot be read or lack that version, asking again at most every RETRY_AFTER_FAILURE_SECONDS."""
+
+    def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
+        """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""
+        self._read, self._where, self._clock = read, where, clock
+        self._keys: Mapping[int, bytes] | None = None
+        self._tried_at: float | None = None
+        self._why = ""
+
+    def keys(self, version: int) -> Mapping[int, bytes]:
+        due = self._tried_at is None or self._clock() - self._tried_at >= RETRY_AFTER_FAILURE_SECONDS
+        if (self._keys is None or version not in self._keys) and due:
+            self.try_read()
+        if self._keys is None:
+            raise Unavailable(
+                f"this function cannot read the keys of its opaque ids ({self._why}); nothing was issued. "
+                f"The operator puts them in {self._where}: python -m tickets_admin put-key ({HOW_TO})"
+            )
+        if version not in self._keys:
+            held = ", ".join(map(str, sorted(self._keys)))
+            raise Unavailable(
+                f"the keys of opaque ids in {self._where} hold key versions {held}, not {version}, which this counter "
+                f"encodes with; nothing was issued. Add it: python -m tickets_admin put-key ({HOW_TO})"
+            )
+        return self._keys
+
+    def held(self) -> list[int] | None:
+        """The key versions held (never a key), or None while the secret cannot be read."""
+        if self._tried_at is None:
+            self.try_read()
+        return sorted(self._keys) if self._keys is not None else None
+
+    def try_read(self) -> Exception | None:
+        """Read the secret now: its failure (kept, for the requests to report), or None."""
+        self._tried_at = self._clock()
+        try:
+            self._keys = parse_keys(self._read())
+        except OpaqueKeyError as err:  # its message may quote the text (a key written where a version goes): not here
+            self._why = f"its value is not a JSON object of key versions to base64 keys: {KEY_FORMAT}"
+            return err
+        except Exception as err:  # SSM's answer, or no answer: its type and message name no key
+            self._why = f"{type(err).__name__}: {err}"[:200]
+            return err
+        return None

@@ -1,0 +1,67 @@
+"""An opaque counter's ids read back (`python -m tickets_admin decode`, and the tests): the inverse of the keyed
+permutation of tickets/opaque.py, which says what an id is. The function only ever encodes, so decoding is not in
+its code asset, whose size has a goal (bench/report.py's package_bytes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tickets.opaque import _UNSET, OpaqueConfig, OpaqueIds, OpaqueKeyError, _mixed, _Rounds, _spread  # shared
+
+_READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
+_PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
+
+
+class OpaqueIdError(ValueError):
+    """An id that is not one of this counter's: the message says what is wrong with it."""
+
+
+class OpaqueCodec(OpaqueIds):
+    """One counter's ids under the given keys (key version -> key): encode a ticket, and decode an id."""
+
+    def __init__(self, config: OpaqueConfig, keys: Mapping[int, bytes], tweak: str):
+        super().__init__(config, keys, tweak)
+        self._to_python = str.maketrans(self._symbols, _PYTHON_DIGITS[: config.radix])
+
+    def decode(self, text: str) -> tuple[int, int]:
+        """The (ticket, key version) an id was made from; OpaqueIdError when it is not an id of this domain."""
+        given, config = text, self.config
+        if config.alphabet == "base32":
+            text = text.upper().translate(_READS)
+        if len(text) != config.width:
+            raise OpaqueIdError(f"{given!r} has {len(text)} characters: these ids have {config.width}")
+        for position, symbol in enumerate(text, 1):
+            if symbol not in self._symbols:
+                raise OpaqueIdError(f"{given!r}: {symbol!r} (character {position}) is not one of {self._symbols}")
+        value = int(text[: config.width - (config.check is not None)].translate(self._to_python), config.radix)
+        if self._text(value) != text:  # the payload writes `value`: only the check character can differ
+            raise OpaqueIdError(f"{given!r}: its check character is wrong (a character mistyped, or two swapped)")
+        versions, size = config.key_versions, config.ids_per_version
+        if value >= size * versions:
+            raise OpaqueIdError(f"{given!r} is not an id these settings make (its value is above {versions} x {size})")
+        x = value // versions
+        version = (value - _spread(x, versions)) % versions + 1
+        rounds, b = self._version_rounds(version), self._b
+        ticket = _backward(x, rounds, b)
+        while ticket >= size:  # cycle-walking, backwards
+            ticket = _backward(ticket, rounds, b)
+        return ticket, version
+
+    def _version_rounds(self, version: int) -> _Rounds:
+        """The rounds of `version`, any the caller asks for (encode --key-version, or an id's): OpaqueKeyError
+        naming the versions held when its key was not given."""
+        if not 1 <= version <= self.config.key_versions:
+            raise OpaqueKeyError(f"key version {version} is outside these ids' 1 .. {self.config.key_versions}")
+        if version not in self._rounds:
+            held = ", ".join(str(each) for each in sorted(self._rounds)) or "none"
+            raise OpaqueKeyError(f"key version {version} is not among the keys given (they hold versions {held})")
+        return self._rounds[version]
+
+
+def _backward(value: int, rounds: _Rounds, b: int) -> int:
+    """The rounds of tickets.opaque's _forward undone, last first."""
+    left, right = divmod(value, b)
+    for copy, modulus, table in reversed(rounds):
+        found = table[left] if table is not None else _UNSET
+        left, right = (right - (_mixed(copy, modulus, table, left) if found == _UNSET else found)) % modulus, left
+    return left * b + right
