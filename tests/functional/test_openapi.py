@@ -14,9 +14,9 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
+from openapi_support import DOCUMENT, METHODS, dereference, operations
 
 from common import EXAMPLE_CONFIG
 from local_support import TICKETS_CONFIG, call
@@ -31,8 +31,6 @@ from tickets_local.testing import LocalTickets
 
 TESTS = Path(__file__).resolve().parents[1]  # the helper modules (schemathesis_hooks.py)
 REPO = TESTS.parent
-DOCUMENT = json.loads((REPO / "openapi.json").read_text())  # the default config's
-METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 # Schemathesis per operation: a few dozen examples (fewer while iterating: TICKETS_SCHEMATHESIS_EXAMPLES=5),
 # every check, one worker and no randomness (the same requests in the same order on every run).
 EXAMPLES_PER_OPERATION = int(os.environ.get("TICKETS_SCHEMATHESIS_EXAMPLES", "25"))
@@ -40,26 +38,6 @@ EXAMPLES_PER_OPERATION = int(os.environ.get("TICKETS_SCHEMATHESIS_EXAMPLES", "25
 COMPAT = {"path": "v1.counter"}
 COMPAT_DOCUMENT = openapi.document(Settings(compat_path=COMPAT["path"]))
 DOCUMENTS = {"default": (EXAMPLE_CONFIG, DOCUMENT), "compat": ({**EXAMPLE_CONFIG, "compat": COMPAT}, COMPAT_DOCUMENT)}
-
-
-def lookup(reference: str, document: dict[str, Any] = DOCUMENT) -> dict[str, Any]:
-    node: Any = document
-    for part in reference.removeprefix("#/").split("/"):
-        node = node[part]
-    return node
-
-
-def dereference(node: dict[str, Any], document: dict[str, Any] = DOCUMENT) -> dict[str, Any]:
-    while "$ref" in node:
-        node = lookup(node["$ref"], document)
-    return node
-
-
-def operations(document: dict[str, Any] = DOCUMENT) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for path, item in document["paths"].items():
-        for method, operation in item.items():
-            if method in METHODS:
-                yield path, method, operation
 
 
 @pytest.mark.parametrize("name", DOCUMENTS)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
+from openapi_support import DOCUMENT, dereference
 
 from moto_deployment import COUNTER_TABLE, Region
 from tickets.settings import Settings
@@ -24,7 +25,6 @@ from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import applied_beside, init_ledger_file, read_ledger_file, record_services, write_ledger_file
 from tickets_local import openapi
 
-DOCUMENT = json.loads((Path(__file__).resolve().parents[2] / "openapi.json").read_text())
 SERIES = {"invoices": {"start": 1, "format": "INV-{series}-{n:05}"}}
 OLD = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": True, "counters": {"orders": {"start": 5000}}}
 FENCED = {**OLD, "counters": {"orders": {"start": 5000, "shards": 3}, "hot": {"start": 10, "stride": 5, "shards": 4}}}
@@ -40,22 +40,13 @@ def operation_of(path: str, method: str, document: dict[str, Any]) -> dict[str, 
     raise AssertionError(f"{method} {path}: no documented operation")
 
 
-def resolved(node: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in node:
-        target: Any = document
-        for part in node["$ref"].removeprefix("#/").split("/"):
-            target = target[part]
-        node = target
-    return node
-
-
 def assert_documented(region: Region, path: str, method: str = "GET", document=DOCUMENT, **event: Any) -> Any:
     """Call the handler and validate its answer against the schema the document gives its route, method and
     status (the document itself is the root, so every $ref in it resolves)."""
     answer = region.call(path, method, **event)
     responses = operation_of(path, method, document)["responses"]
     assert str(answer.status) in responses, (path, method, answer.status, answer.body)
-    schema = resolved(responses[str(answer.status)], document)["content"]["application/json"]["schema"]
+    schema = dereference(responses[str(answer.status)], document)["content"]["application/json"]["schema"]
     Draft202012Validator({**document, **schema}).validate(answer.body)
     return answer
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from openapi_spec_validator import validate
+from openapi_support import DOCUMENT, dereference, operations
 
 from tickets import __version__, errors, messages
 from tickets.routes import ROUTES, compat_route
@@ -21,31 +21,9 @@ from tickets.settings import Settings
 from tickets_local import openapi
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENT = json.loads((REPO / "openapi.json").read_text())  # the default config's
-METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 COMPAT_DOCUMENT = openapi.document(Settings(compat_path="v1.counter"))
 DOCUMENTS = {"default": DOCUMENT, "compat": COMPAT_DOCUMENT}
 PARTS = json.loads((REPO / "tickets_local" / "openapi_parts.json").read_text())
-
-
-def lookup(reference: str, document: dict[str, Any] = DOCUMENT) -> dict[str, Any]:
-    node: Any = document
-    for part in reference.removeprefix("#/").split("/"):
-        node = node[part]
-    return node
-
-
-def dereference(node: dict[str, Any], document: dict[str, Any] = DOCUMENT) -> dict[str, Any]:
-    while "$ref" in node:
-        node = lookup(node["$ref"], document)
-    return node
-
-
-def operations(document: dict[str, Any] = DOCUMENT) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for path, item in document["paths"].items():
-        for method, operation in item.items():
-            if method in METHODS:
-                yield path, method, operation
 
 
 def error_codes(response: dict[str, Any]) -> set[str]:
