@@ -135,10 +135,12 @@ def _docstring_edit(found: _Docstring, lines: list[str]) -> tuple[tuple[int, int
 
 @dataclass(frozen=True)
 class _Annotation:
-    """A signature's annotation to remove: the node holding it (an argument or the function) and its field."""
+    """A signature's annotation to remove: the node holding it (an argument or the function), its field, and the
+    column on the annotation's line where the removal starts (after the argument's name; the blanks before `->`)."""
 
     owner: ast.arg | ast.FunctionDef | ast.AsyncFunctionDef
     field: str  # "annotation" (an argument's) or "returns" (the function's)
+    cut_from: int
 
 
 def _annotations(tree: ast.AST, lines: list[str]) -> Iterator[_Annotation]:
@@ -152,10 +154,12 @@ def _annotations(tree: ast.AST, lines: list[str]) -> Iterator[_Annotation]:
         for argument in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, *extra]:
             annotation = argument.annotation
             if annotation is not None and argument.lineno == annotation.lineno == annotation.end_lineno:
-                yield _Annotation(argument, "annotation")
+                name_end = _column(lines, argument.lineno, argument.col_offset) + len(argument.arg)
+                yield _Annotation(argument, "annotation", name_end)
         returns = node.returns
-        if returns is not None and returns.lineno == returns.end_lineno and _arrow(returns, lines) is not None:
-            yield _Annotation(node, "returns")
+        arrow = _arrow(returns, lines) if returns is not None and returns.lineno == returns.end_lineno else None
+        if arrow is not None:
+            yield _Annotation(node, "returns", arrow)
 
 
 def _arrow(returns: ast.expr, lines: list[str]) -> int | None:
@@ -172,12 +176,7 @@ def _annotation_edit(found: _Annotation, lines: list[str]) -> tuple[tuple[int, i
     annotation = getattr(found.owner, found.field)
     assert annotation.end_lineno is not None and annotation.end_col_offset is not None  # ast.parse sets them
     end = (annotation.end_lineno, _column(lines, annotation.end_lineno, annotation.end_col_offset))
-    if isinstance(found.owner, ast.arg):
-        name_end = _column(lines, found.owner.lineno, found.owner.col_offset) + len(found.owner.arg)
-        return (found.owner.lineno, name_end), end, ""
-    arrow = _arrow(annotation, lines)
-    assert arrow is not None  # _annotations yields only results whose `->` is on their line
-    return (annotation.lineno, arrow), end, ""
+    return (annotation.lineno, found.cut_from), end, ""
 
 
 def _comment_edits(source: str) -> Iterator[tuple[tuple[int, int], tuple[int, int], str]]:
