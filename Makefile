@@ -42,6 +42,11 @@ NODE_DIR := .tools/node
 NODE := $(NODE_DIR)/.installed-$(NODE_VERSION)
 export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(PATH)
 export TICKETS_NODE_VERSION := $(NODE_VERSION)
+# Python writes its bytecode (__pycache__, git-ignored, never in the asset or the packages) even where the caller's
+# environment says not to, as many container images do: `make test` starts hundreds of Python processes (servers,
+# synthesis, the CLIs), and each would compile every module it imports again, botocore, moto and aws_cdk
+# among them (an import of aws_cdk's modules: 3.0 s of CPU without bytecode, 0.8 s with).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy bench clean version
 
@@ -99,23 +104,32 @@ $(CHECKOV): requirements-checkov.txt | $(UV)
 # The tests come in tiers, a folder each (tests/*/, CONTRIBUTING.md): `make test-unit` runs the fast one
 # alone (pure modules: no moto, no CDK, no subprocess; its conftest fails a run that imports one of them);
 # `make test-functional`, `test-models`, `test-synth` and `test-packaging` each run one of the others.
+# The functional tier runs on FUNCTIONAL_WORKERS processes (pytest-xdist, a test file to a process: its module
+# fixtures, servers and dynalites, start once per file as in one process).
+FUNCTIONAL_WORKERS ?= 2
+
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
 
-test-functional test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-functional: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	$(PY) -m pytest -n $(FUNCTIONAL_WORKERS) --dist loadfile tests/functional
+
+test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
 # `make test` runs every tier in six groups, three at a time on the machine's two cores (each group waits on
-# servers and subprocesses part of the time), each printing its report when it ends: the functional tier; the
-# tiers that synthesise and build (synth, packaging) in two processes, the tests that build and install the
-# packages (marked `installs`: they share the wheel, .venv-examples and .venv-sets, so one process) and the rest
-# (where tests/installed.py refuses to build or install: TICKETS_TESTS_NO_INSTALLS); the models; the TypeScript
-# client's tests (node's test runner, against a local server from this .venv); the unit tier in a run of its own
-# (so its import check runs here too). Longest first: make starts them in this order, so no long group starts
-# last. npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group
-# runs even when another failed; make test fails if any did.
-test: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
-	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-functional test-build-installs test-build-others test-models test-typescript test-unit
+# servers and subprocesses part of the time), each printing its report when it ends: the unit tier in a run of
+# its own (so its import check runs here too), first, while the others' Node and npm packages install (each
+# group's rule names what it needs, and this one make installs each once); the functional tier on its
+# FUNCTIONAL_WORKERS processes; the tiers that synthesise and build (synth, packaging) in two processes, the tests
+# that build and install the packages (marked `installs`: they share the wheel, .venv-examples and .venv-sets,
+# so one process) and the rest (where tests/installed.py refuses to build or install:
+# TICKETS_TESTS_NO_INSTALLS); the models; the TypeScript client's tests (node's test runner, against a local
+# server from this .venv). Then longest first: make starts them in this order, so no long group starts last.
+# npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs
+# even when another failed; make test fails if any did.
+test: $(DEV_DEPS)
+	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-build-installs test-build-others test-models test-typescript
 
 test-build-installs: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/synth tests/packaging -m installs

@@ -396,7 +396,7 @@ class TestRoutes:
         assert "cookies" not in events[0] and events[0]["isBase64Encoded"] is False
 
     def test_sixteen_clients_get_distinct_dense_tickets(self, server):
-        threads, per_thread, start = 16, 200, TICKETS_CONFIG["counters"]["load"]["start"]
+        threads, per_thread, start = 16, 50, TICKETS_CONFIG["counters"]["load"]["start"]
         results: list[list[int]] = [[] for _ in range(threads)]
         failures: list[str] = []
         barrier = threading.Barrier(threads)
