@@ -111,15 +111,10 @@ FUNCTIONAL_WORKERS ?= 2
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
 
-# The functional tier and the models need Node and dynalite (npm install) besides the dev set; the tiers that
-# synthesise and build also pack the TypeScript client and run checkov.
-test-functional: $(DEV_DEPS) $(CDK)
+test-functional: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest -n $(FUNCTIONAL_WORKERS) --dist loadfile tests/functional
 
-test-models: $(DEV_DEPS) $(CDK)
-	$(PY) -m pytest tests/models
-
-test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
 # `make test` runs every tier in six groups, three at a time on the machine's two cores (each group waits on
