@@ -8,9 +8,9 @@ import functools
 import json
 from typing import Any
 
-import cfnlint.api
 from cfnlint.config import ConfigMixIn
-from cfnlint.runner import Runner
+from cfnlint.decode.decode import decode_str
+from cfnlint.runner import Runner, run_template_by_data
 
 
 @functools.cache
@@ -20,6 +20,9 @@ def _rules() -> Any:
 
 
 def cfn_lint_errors(template: dict[str, Any], region: str) -> list[str]:
-    """cfn-lint's errors (its E rules; warnings are left out) for `template` deployed in `region`."""
-    matches = cfnlint.api.lint(json.dumps(template), rules=_rules(), regions=[region])
+    """cfn-lint's errors (its E rules; warnings are left out) for `template` deployed in `region`. cfn-lint's own
+    run of a decoded template with the loaded rules: its `api.lint` would load them again on every call (it reuses
+    only a RulesCollection, which the runner's rules are not)."""
+    decoded, errors = decode_str(json.dumps(template))
+    matches = errors or run_template_by_data(decoded, ConfigMixIn(regions=[region]), _rules())
     return [str(match) for match in matches if match.rule.id.startswith("E")]

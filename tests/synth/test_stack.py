@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import importlib.metadata
 import io
 import json
@@ -788,6 +789,15 @@ def test_cfn_lint_finds_no_errors_in_any_region_the_config_accepts(request, fixt
     synthesised = request.getfixturevalue(fixture)
     errors = {region: cfn_lint_errors(synthesised.template_json(region), region) for region in synthesised.stacks}
     assert errors == {region: [] for region in synthesised.stacks}
+
+
+def test_cfn_lint_errors_finds_a_property_the_resource_type_lacks_and_a_type_the_region_lacks(two_regions):
+    """The check above can fail: cfn-lint's errors come back for a template that has one."""
+    template = copy.deepcopy(two_regions.template_json("us-east-1"))
+    template["Resources"]["Stray"] = {"Type": "AWS::SNS::Topic", "Properties": {"NoSuchProperty": 1}}
+    assert [error for error in cfn_lint_errors(template, "us-east-1") if "NoSuchProperty" in error]
+    template["Resources"]["Stray"] = {"Type": "AWS::Lambda::NoSuchType", "Properties": {}}
+    assert [error for error in cfn_lint_errors(template, "us-east-1") if "E3006" in error]
 
 
 def test_cdk_json_sets_every_feature_flag_that_differs_from_its_default(deployed_default):
