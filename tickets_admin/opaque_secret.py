@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 from tickets.botocore_session import new_session
 from tickets.opaque import OpaqueKeyError, parse_keys
 from tickets.opaque_secret import unlogged
-from tickets_deploy.opaque_keys import NEW_KEY_BYTES, opaque_keys_parameter
+from tickets_deploy.opaque_keys import NEW_KEY_BYTES, key_versions_in_use, opaque_keys_parameter
 
 from .registry import Command, Context
 from .table import AdminError
@@ -102,7 +102,7 @@ def deployed_keys(context: Context, region: str | None) -> dict[int, bytes]:
 
 
 def _put_key(args: argparse.Namespace, context: Context) -> int:
-    wanted = {counter.opaque.key_version for counter in context.config.counters.values() if counter.opaque}
+    wanted = key_versions_in_use(context.config)
     if not wanted:
         raise AdminError(f"no counter of {context.config_file} is opaque (counters.KEY.opaque): there is no key to put")
     most = max(counter.opaque.key_versions for counter in context.config.counters.values() if counter.opaque)

@@ -30,8 +30,13 @@ def opaque_keys_parameter(table_name: str) -> str:
     return f"{PARAMETER_PREFIX}{table_name}/opaque-keys"
 
 
+def key_versions_in_use(config: DeploymentConfig) -> set[int]:
+    """The key versions the config's opaque counters encode with (their keyVersion): the keys it needs held."""
+    return {counter.opaque.key_version for counter in config.counters.values() if counter.opaque is not None}
+
+
 def has_opaque_counters(config: DeploymentConfig) -> bool:
-    return any(counter.opaque is not None for counter in config.counters.values())
+    return bool(key_versions_in_use(config))
 
 
 def read_key_file(path: Path) -> dict[int, bytes]:

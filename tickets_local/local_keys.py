@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tickets.opaque import OpaqueKeyError
 from tickets.opaque_secret import StoredKeys
-from tickets_deploy.opaque_keys import new_key_file_text, read_key_file
+from tickets_deploy.opaque_keys import key_versions_in_use, new_key_file_text, read_key_file
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
 
@@ -40,7 +40,7 @@ class LocalKeys:
 
 def open_keys(config: DeploymentConfig, key_file: str | Path | None, *, persistent: bool) -> LocalKeys | None:
     """The keys for `config`'s opaque counters (None without any). `persistent`: the tables outlive the server."""
-    versions = sorted({counter.opaque.key_version for counter in config.counters.values() if counter.opaque})
+    versions = sorted(key_versions_in_use(config))
     if not versions:
         return None
     if key_file is None:
