@@ -100,7 +100,84 @@ def read_at_cold_start(try_read: Callable[[], Exception | None], pause: Callable
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:
-    """botocore's SSM client with SSM_CONFIG. `session`: the botocore session to make it with (the handler's,
-    which its DynamoDB client shares: a new one costs a cold start ~5 ms); a new one by default. `where`:
-    create_client's region_name, endpoint_url or credentials, if not the environment's."""
-    return (session or new_session()).create_client("ssm", config=SSM_CONFIG, **where)
+    """botocore's SSM client with SSM_CONFIG, described by SSM_READS_MODEL (its two reads). `session`: the botocore
+    session to make it with (the handler's, which its DynamoDB client shares: a new one costs a cold start ~5 ms);
+    a new one by default. `where`: create_client's region_name, endpoint_url or credentials, if not the
+    environment's."""
+    session = session or new_session()
+    loader = session.get_component("data_loader")
+    session.register_component("data_loader", _TwoReadsOfSSM(loader))
+    try:
+        return session.create_client("ssm", config=SSM_CONFIG, **where)
+    finally:
+        session.register_component("data_loader", loader)
+
+
+class _TwoReadsOfSSM:
+    """A session's data loader that answers SSM's API description with SSM_READS_MODEL. botocore's own describes
+    SSM's 150-odd operations (about 1 MB of JSON): parsing it and making a method of each took a cold start with
+    access rules about 20 ms (bench/README.md, the cold start with access rules)."""
+
+    def __init__(self, loader: Any):
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def load_service_model(self, service_name: str, type_name: str, api_version: str | None = None) -> Any:
+        if (service_name, type_name) == ("ssm", "service-2"):
+            return SSM_READS_MODEL
+        return self._loader.load_service_model(service_name, type_name, api_version)
+
+
+# SSM's API description (botocore's data files: ssm, 2014-11-06, service-2) cut to the two calls the function makes,
+# GetParameters (the access rules) and GetParameter (the opaque ids' keys), and what their answers' names and values
+# need: every entry is the installed botocore's own (tests/functional/test_access_store.py holds each one to it);
+# what is left out (documentation, constraints, the answers' other fields, error shapes) only describes.
+SSM_READS_MODEL: dict[str, Any] = {
+    "version": "2.0",
+    "metadata": {
+        "apiVersion": "2014-11-06",
+        "endpointPrefix": "ssm",
+        "jsonVersion": "1.1",
+        "protocol": "json",
+        "serviceId": "SSM",
+        "signatureVersion": "v4",
+        "targetPrefix": "AmazonSSM",
+    },
+    "operations": {
+        name: {
+            "name": name,
+            "http": {"method": "POST", "requestUri": "/"},
+            "input": {"shape": f"{name}Request"},
+            "output": {"shape": f"{name}Result"},
+        }
+        for name in ("GetParameter", "GetParameters")
+    },
+    "shapes": {
+        "Boolean": {"type": "boolean"},
+        "GetParameterRequest": {
+            "type": "structure",
+            "required": ["Name"],
+            "members": {"Name": {"shape": "PSParameterName"}, "WithDecryption": {"shape": "Boolean"}},
+        },
+        "GetParameterResult": {"type": "structure", "members": {"Parameter": {"shape": "Parameter"}}},
+        "GetParametersRequest": {
+            "type": "structure",
+            "required": ["Names"],
+            "members": {"Names": {"shape": "ParameterNameList"}, "WithDecryption": {"shape": "Boolean"}},
+        },
+        "GetParametersResult": {
+            "type": "structure",
+            "members": {"Parameters": {"shape": "ParameterList"}, "InvalidParameters": {"shape": "ParameterNameList"}},
+        },
+        "PSParameterName": {"type": "string"},
+        "PSParameterValue": {"type": "string"},
+        "Parameter": {
+            "type": "structure",
+            "members": {"Name": {"shape": "PSParameterName"}, "Value": {"shape": "PSParameterValue"}},
+        },
+        "ParameterList": {"type": "list", "member": {"shape": "Parameter"}},
+        "ParameterNameList": {"type": "list", "member": {"shape": "PSParameterName"}},
+    },
+}

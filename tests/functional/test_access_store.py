@@ -14,13 +14,20 @@ import time
 from typing import Any
 
 import boto3
+import botocore.session
 import pytest
 
 from access_support import ACCOUNT, closed_port_url, error_answer, role_session, ssm_stub, values_answer
 from moto_deployment import Region, function_client, function_url_event
 from tickets import timing
 from tickets.access import ACCESS_PARAMETERS_ENV
-from tickets.access_store import RETRY_AFTER_FAILURE_SECONDS, SSM_CONFIG, StoredRules, ssm_client
+from tickets.access_store import (
+    RETRY_AFTER_FAILURE_SECONDS,
+    SSM_CONFIG,
+    SSM_READS_MODEL,
+    StoredRules,
+    ssm_client,
+)
 from tickets.app import create_app
 from tickets.errors import Unavailable
 from tickets_deploy.config import parse_config
@@ -30,6 +37,62 @@ RULES = {
     "p0": json.dumps({"*": {"read": ["*"]}}),
     "p1": json.dumps({f"arn:aws:iam::{ACCOUNT}:role/orders-service": {"issue": ["orders"]}}),
 }
+
+
+def _cut(model: dict[str, Any], operations: list[str]) -> dict[str, Any]:
+    """A botocore service model cut to `operations` and the shapes they reach, without documentation."""
+
+    def undocumented(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: undocumented(entry) for key, entry in value.items() if key != "documentation"}
+        return [undocumented(entry) for entry in value] if isinstance(value, list) else value
+
+    shapes: set[str] = set()
+
+    def reach(name: str) -> None:
+        if name not in shapes:
+            shapes.add(name)
+            shape = model["shapes"][name]
+            references = [*(shape.get(key) for key in ("member", "key", "value")), *shape.get("members", {}).values()]
+            for reference in filter(None, references):
+                reach(reference["shape"])
+
+    for operation in operations:
+        described = model["operations"][operation]
+        for reference in [described["input"], described["output"], *described.get("errors", [])]:
+            reach(reference["shape"])
+    return {
+        "version": model["version"],
+        "metadata": model["metadata"],
+        "operations": {operation: undocumented(model["operations"][operation]) for operation in operations},
+        "shapes": {name: undocumented(model["shapes"][name]) for name in sorted(shapes)},
+    }
+
+
+def _within(ours: Any, theirs: Any, where: str = "") -> None:
+    """Every entry of `ours` is `theirs`' (a dict may leave entries out; anything else is equal)."""
+    if isinstance(ours, dict):
+        assert isinstance(theirs, dict), where
+        for key, value in ours.items():
+            assert key in theirs, f"{where}/{key}: not in botocore's SSM model"
+            _within(value, theirs[key], f"{where}/{key}")
+    else:
+        assert ours == theirs, f"{where}: {ours!r} in SSM_READS_MODEL, {theirs!r} in botocore's SSM model"
+
+
+def test_the_ssm_client_is_described_by_ssms_own_model_cut_to_its_two_reads():
+    full = botocore.session.get_session().get_component("data_loader").load_service_model("ssm", "service-2")
+    _within(SSM_READS_MODEL, _cut(full, ["GetParameter", "GetParameters"]))
+    assert sorted(ssm_client(region_name="us-east-1").meta.service_model.operation_names) == [
+        "GetParameter",
+        "GetParameters",
+    ]
+    assert len(full["operations"]) > 100  # what a client made from botocore's own model parses and builds
+    session = botocore.session.get_session()
+    ssm_client(session, region_name="us-east-1")  # the handler's session, shared with its DynamoDB client
+    dynamodb = session.create_client("dynamodb", region_name="us-east-1")
+    assert len(dynamodb.meta.service_model.operation_names) > 30  # its loader was given back: other models whole
+    assert len(session.create_client("ssm", region_name="us-east-1").meta.service_model.operation_names) > 100
 
 
 def test_one_get_parameters_call_with_aws_endpoint_url_ssm_honoured(monkeypatch):

@@ -58,6 +58,7 @@ def _run_reference(text: str) -> dict[str, object]:
         "implicit": ns["implicit"](),
         "blocks": [ns["blocks"](True), ns["blocks"](False)],
         "matched": [ns["matched"](1), ns["matched"](2)],
+        "continued": [ns["continued"](True), ns["continued"](False)],
         "text": ns["TEXT"],
         "hash": ns["HASH"],
         "doc": ns["doc_reader"](),
@@ -75,6 +76,7 @@ def test_the_reference_file_does_the_same_stripped_but_for_its_docstrings():
     assert stripped.pop("signature") == "(key, *parts, count=1, **extra)"
     assert stripped == source
     assert stripped["text"].splitlines()[1].endswith("too   ")  # a string's '#' and trailing blanks are its own
+    assert stripped["continued"][0].splitlines()[1].startswith("    a multi-line")  # and its leading blanks
 
 
 def _string_statement_lines(tree: ast.AST) -> set[int]:
