@@ -59,14 +59,18 @@ def strip_source(source: str, filename: str = "<source>") -> str:
     """`source` without comments and string statements (docstrings), each line on its original line number."""
     lines = _lines(source)
     tree = ast.parse(source, filename)
+    tokens = list(tokenize.generate_tokens(io.StringIO(source, newline="").readline))
     docstrings = [found for found in _docstrings(tree, lines) if found is not None]
+    annotations = list(_annotations(tree, lines))
     edits = [
-        *_comment_edits(source),
+        *_comment_edits(tokens, lines),
         *(_docstring_edit(found, lines) for found in docstrings),
-        *(_annotation_edit(found, lines) for found in _annotations(tree, lines)),
+        *(_annotation_edit(found, lines) for found in annotations),
     ]
-    stripped = _reindent(_apply(lines, edits))
-    _check(source, docstrings, stripped, filename)
+    applied = _lines(_apply(lines, edits))
+    # Lines that moved are not the source's lines: left as they are, for _check to refuse them.
+    stripped = _reindent(applied, tokens) if len(applied) == len(lines) else "".join(applied)
+    _check(_without(tree, docstrings, annotations), stripped, filename)
     return stripped
 
 
@@ -186,10 +190,11 @@ def _annotation_edit(found: _Annotation, lines: list[str]) -> tuple[tuple[int, i
     return (annotation.lineno, found.cut_from), end, ""
 
 
-def _comment_edits(source: str) -> Iterator[tuple[tuple[int, int], tuple[int, int], str]]:
+def _comment_edits(
+    tokens: list[tokenize.TokenInfo], lines: list[str]
+) -> Iterator[tuple[tuple[int, int], tuple[int, int], str]]:
     """Each comment, with the blanks before it, except the lines Python reads (encoding, `#!`)."""
-    lines = _lines(source)
-    for token in tokenize.generate_tokens(io.StringIO(source, newline="").readline):
+    for token in tokens:
         if token.type != tokenize.COMMENT:
             continue
         row, column = token.start
@@ -216,18 +221,19 @@ def _apply(lines: list[str], edits: list[tuple[tuple[int, int], tuple[int, int],
     return text
 
 
-def _reindent(text: str) -> str:
-    """`text` with each statement's line indented one blank a block level, each line that continues a statement
-    not at all, and each line that begins inside a string (or a comment's line) as it was."""
-    widths, in_string = _indentation(tokenize.generate_tokens(io.StringIO(text, newline="").readline))
-    lines = _lines(text)
+def _reindent(lines: list[str], tokens: list[tokenize.TokenInfo]) -> str:
+    """The stripped `lines` with each statement's line indented one blank a block level, each line that continues
+    a statement not at all, and each line that begins inside a string as it was. `tokens`: the source's, whose
+    lines the stripped ones are (a statement begins on the same line in both; a line the stripping emptied stays
+    empty)."""
+    widths, in_string = _indentation(tokens)
     for row, blanks in widths.items():
-        if row not in in_string:
+        if row not in in_string and lines[row - 1].strip():
             lines[row - 1] = " " * blanks + lines[row - 1].lstrip(" \t\f")
     return "".join(lines)
 
 
-def _indentation(tokens: Iterator[tokenize.TokenInfo]) -> tuple[dict[int, int], set[int]]:
+def _indentation(tokens: list[tokenize.TokenInfo]) -> tuple[dict[int, int], set[int]]:
     """The new indentation of each line where a token begins (its block's depth where a statement begins, none
     where one continues), and the lines that begin inside a string."""
     widths: dict[int, int] = {}
@@ -250,26 +256,24 @@ def _indentation(tokens: Iterator[tokenize.TokenInfo]) -> tuple[dict[int, int], 
     return widths, in_string
 
 
-def _check(source: str, removed: list[_Docstring], stripped: str, filename: str) -> None:
-    """The stripped text parses to the source's tree minus the removed statements, each node on its line."""
-    expected = _without(source, removed)
+def _check(expected: ast.Module, stripped: str, filename: str) -> None:
+    """The stripped text parses to the expected tree (_without's), each node on its line."""
     try:
         got = ast.parse(stripped, filename)
     except SyntaxError as error:
         message = f"{filename}: stripping comments, docstrings and annotations broke the syntax: {error}"
         raise StripError(message) from error
-    if ast.dump(got) != ast.dump(expected) or _line_numbers(got) != _line_numbers(expected):
+    if not _alike(got, expected):
         raise StripError(
             f"{filename}: stripping comments, docstrings and annotations would change the code or move its lines"
         )
 
 
-def _without(source: str, removed: list[_Docstring]) -> ast.Module:
-    """The source's tree with the removed statements gone (a `pass` on the same line where one takes the place)
-    and the removed annotations with them."""
+def _without(tree: ast.Module, removed: list[_Docstring], annotations: list[_Annotation]) -> ast.Module:
+    """The source's `tree`, changed in place to what the stripped text must parse to: the removed statements gone
+    (a `pass` on the same line where one takes the place), and the removed annotations with them."""
     as_pass = {(found.node.lineno, found.node.col_offset): found.as_pass for found in removed}
-    tree = ast.parse(source)
-    for annotation in list(_annotations(tree, _lines(source))):
+    for annotation in annotations:
         setattr(annotation.owner, annotation.field, None)
     for body in list(_bodies(tree)):
         kept: list[ast.stmt] = []
@@ -283,5 +287,22 @@ def _without(source: str, removed: list[_Docstring]) -> ast.Module:
     return tree
 
 
-def _line_numbers(tree: ast.AST) -> list[int]:
-    return [getattr(node, "lineno", 0) for node in ast.walk(tree)]
+def _alike(got: object, expected: object) -> bool:
+    """Two trees alike node for node: each node's type, fields and line number (what comparing their ast.dump and
+    the line of every node says, in one walk; columns may differ: the indentation shrank)."""
+    pending = [(got, expected)]
+    while pending:
+        one, other = pending.pop()
+        if type(one) is not type(other):
+            return False
+        if isinstance(one, ast.AST):
+            if getattr(one, "lineno", None) != getattr(other, "lineno", None):
+                return False
+            pending.extend((getattr(one, name, None), getattr(other, name, None)) for name in one._fields)
+        elif isinstance(one, list):
+            if len(one) != len(other):  # type: ignore[arg-type]  # the same type: a list
+                return False
+            pending.extend(zip(one, other))  # type: ignore[call-overload]
+        elif one != other:
+            return False
+    return True

@@ -192,3 +192,19 @@ def test_a_stripping_that_would_break_the_syntax_stops_the_build(monkeypatch):
     monkeypatch.setattr(strip, "_docstring_edit", lambda found, lines: ((found.start[0], 0), found.end, ""))
     with pytest.raises(StripError, match=r"^tickets/y\.py: .* broke the syntax"):
         strip_source('class Empty:\n    """Only a docstring."""\n', "tickets/y.py")
+
+
+def test_an_indentation_that_would_change_the_code_stops_the_build(monkeypatch):
+    # A statement's line shrunk to a shallower block may still parse, as other code (here the function's last
+    # statement moved out of it to the module): the check compares the trees, not only the syntax.
+    source = "def f():\n    x = 1\n    return x\n"
+
+    def last_line_at_the_top(tokens):
+        widths, in_string = indentation(tokens)
+        return {**widths, 3: 0}, in_string
+
+    indentation = strip._indentation
+    assert strip_source(source) == "def f():\n x = 1\n return x\n"
+    monkeypatch.setattr(strip, "_indentation", last_line_at_the_top)
+    with pytest.raises(StripError, match=r"^tickets/z\.py: .* change the code"):
+        strip_source(source, "tickets/z.py")
