@@ -103,7 +103,10 @@ def ssm_client(session: Any = None, **where: Any) -> Any:
     """botocore's SSM client with SSM_CONFIG, described by SSM_READS_MODEL (its two reads). `session`: the botocore
     session to make it with (the handler's, which its DynamoDB client shares: a new one costs a cold start ~5 ms);
     a new one by default. `where`: create_client's region_name, endpoint_url or credentials, if not the
-    environment's."""
+    environment's. The session keeps one set of error classes per service, made when a client first needs them
+    (its first error answer): once this one has, an SSM client of the same session has none modelled (its errors
+    are ClientErrors with their codes, all the function reads). Make a whole SSM client on a session of its own.
+    Not for two threads at once: the session's data loader is swapped while the client is made."""
     session = session or new_session()
     loader = session.get_component("data_loader")
     session.register_component("data_loader", _TwoReadsOfSSM(loader))
@@ -133,7 +136,8 @@ class _TwoReadsOfSSM:
 # SSM's API description (botocore's data files: ssm, 2014-11-06, service-2) cut to the two calls the function makes,
 # GetParameters (the access rules) and GetParameter (the opaque ids' keys), and what their answers' names and values
 # need: every entry is the installed botocore's own (tests/functional/test_access_store.py holds each one to it);
-# what is left out (documentation, constraints, the answers' other fields, error shapes) only describes.
+# what is left out (documentation, the answers' other fields, error shapes) only describes, but for the constraints
+# (a name's length, at most 10 names), which SSM checks instead of botocore: an invalid request either way.
 SSM_READS_MODEL: dict[str, Any] = {
     "version": "2.0",
     "metadata": {

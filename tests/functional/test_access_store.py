@@ -89,10 +89,17 @@ def test_the_ssm_client_is_described_by_ssms_own_model_cut_to_its_two_reads():
     ]
     assert len(full["operations"]) > 100  # what a client made from botocore's own model parses and builds
     session = botocore.session.get_session()
-    ssm_client(session, region_name="us-east-1")  # the handler's session, shared with its DynamoDB client
+    trimmed = ssm_client(session, region_name="us-east-1")  # the handler's session, shared with its DynamoDB client
+    trimmed.exceptions  # noqa: B018  # made on first use, as by the first error answer the client reads
     dynamodb = session.create_client("dynamodb", region_name="us-east-1")
     assert len(dynamodb.meta.service_model.operation_names) > 30  # its loader was given back: other models whole
-    assert len(session.create_client("ssm", region_name="us-east-1").meta.service_model.operation_names) > 100
+    assert dynamodb.exceptions.ConditionalCheckFailedException  # and their error classes
+    whole_ssm = session.create_client("ssm", region_name="us-east-1")
+    assert len(whole_ssm.meta.service_model.operation_names) > 100
+    # What ssm_client's docstring says: the session's SSM error classes are the cut model's (none) from then on.
+    with pytest.raises(AttributeError):
+        whole_ssm.exceptions.ParameterNotFound  # noqa: B018
+    assert botocore.session.get_session().create_client("ssm", region_name="us-east-1").exceptions.ParameterNotFound
 
 
 def test_one_get_parameters_call_with_aws_endpoint_url_ssm_honoured(monkeypatch):

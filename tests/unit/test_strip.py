@@ -208,3 +208,18 @@ def test_an_indentation_that_would_change_the_code_stops_the_build(monkeypatch):
     monkeypatch.setattr(strip, "_indentation", last_line_at_the_top)
     with pytest.raises(StripError, match=r"^tickets/z\.py: .* change the code"):
         strip_source(source, "tickets/z.py")
+
+
+@pytest.mark.parametrize(
+    ("source", "other"),
+    [
+        ("x = 1\n", "x = 2\n"),  # a value
+        ("x = 1\n", "x = True\n"),  # a value equal, of another type
+        ("x = 1\n", "y = 1\n"),  # a name
+        ("x = [1, 2]\n", "x = [1]\n"),  # a list's length
+        ("x = 1\ny = 2\n", "x = 1\n\ny = 2\n"),  # a line
+    ],
+)
+def test_the_check_tells_trees_apart_by_value_type_name_length_and_line(source, other):
+    assert strip._alike(ast.parse(source), ast.parse(source))
+    assert not strip._alike(ast.parse(other), ast.parse(source))
