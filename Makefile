@@ -11,6 +11,8 @@
 
 PYTHON ?= python3
 VENV := .venv
+# What `python -m venv` is given besides the venv's path (tests/installed.py's make_set_python: --without-pip).
+VENV_ARGS :=
 PY := $(VENV)/bin/python
 # pip only bootstraps uv, which installs every set: the same pinned requirement files, in seconds where pip took
 # minutes (a fresh clone's `make test` spent most of its first minutes installing).
@@ -51,7 +53,7 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy bench clean version
 
 $(PY):
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
 
 $(UV): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)

@@ -37,6 +37,13 @@ from tickets_deploy.ledger import LedgerError  # noqa: E402
 from tickets_deploy.predeploy import PredeployError  # noqa: E402
 from tickets_deploy.rules import ConfigError  # noqa: E402
 
+# The CDK's built-in CloudFormation validation (aws-cdk-lib 2.275: App's builtinCloudFormationValidation, on unless
+# CDK_VALIDATION=false) starts a WebAssembly engine in each process that synthesises, 1.5 s of CPU, and more for each
+# template: off in the tests (and the processes they start), whose templates cfn-lint checks (tests/synth/linting.py).
+# It stays on where a user meets it, `make synth` and the example app from the wheel (installed.synth_app's
+# `validation`), whose reports must be empty. `CDK_VALIDATION=true make test` runs it everywhere.
+os.environ.setdefault("CDK_VALIDATION", "false")
+
 # The Powertools settings the stack gives the function (service name, metrics namespace): read when
 # tickets.app is imported, so set first.
 os.environ.update(POWERTOOLS_ENVIRONMENT)

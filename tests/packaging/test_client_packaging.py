@@ -20,6 +20,7 @@ import pytest
 import tickets
 import tickets_client
 import tickets_client.client
+from installed import BUILD_SDIST_AND_WHEEL
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_CLIENT = REPO / "clients" / "python"
@@ -69,7 +70,7 @@ def test_each_client_carries_the_license_and_a_readme(client):
 def test_the_python_client_builds_and_passes_twine_check_strict(tmp_path):
     """The sdist and wheel as PyPI would take them: a readme (long_description) and the license text."""
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(tmp_path), str(PYTHON_CLIENT)],
+        [*BUILD_SDIST_AND_WHEEL, "--outdir", str(tmp_path), str(PYTHON_CLIENT)],
         capture_output=True,
         text=True,
         timeout=300,

@@ -3,8 +3,9 @@ clone: a venv made by the Makefile's own rule for that set (tests/installed.py's
 the package linked with --no-deps, the set; pip printing no ERROR line), in which what the target runs runs:
 
 - the CDK set (`make init`, `make synth`): `python -m tickets_cdk init` on a copy of the reference app without
-  a ledger, as a fresh clone has, then `cdk synth --quiet` with the pinned CLI and the summary make synth
-  prints (tools/synth_summary.py), with no botocore, Powertools or moto in the venv;
+  a ledger, as a fresh clone has, then `cdk synth --quiet` with the pinned CLI (the CDK's built-in CloudFormation
+  validation on, as for a user: it and cdk-nag find nothing) and the summary make synth prints
+  (tools/synth_summary.py), with no botocore, Powertools or moto in the venv;
 - the deploy set (what `make deploy` adds to the CDK set): `python -m tickets_deploy predeploy` reads that
   assembly and ledger and goes as far as AWS: with no credentials here, it stops before its first call, saying so;
 - the serve set (`make serve`): the local server, from the repository's cdk.json, answers a ticket.
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from installed import REPO, environment, make_set_python
+from installed import REPO, environment, make_set_python, validation_findings, with_cdk_validation
 from tickets_deploy.config import load_config_file
 from tickets_deploy.ledger import init_ledger, read_ledger_file
 from tickets_local.testing import LocalTickets
@@ -61,7 +62,8 @@ def synthesised(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str
     shutil.copytree(REPO / "stacks", app_dir / "stacks", ignore=shutil.ignore_patterns("__pycache__"))
     (app_dir / ".venv").symlink_to(python.parent.parent)
     init = run(python, "-m", "tickets_cdk", "init", cwd=app_dir)
-    synth = run(CDK_CLI, "synth", "--quiet", cwd=app_dir) if init.returncode == 0 else init
+    env = environment() | with_cdk_validation(True)  # as a user's `make synth` runs
+    synth = run(CDK_CLI, "synth", "--quiet", cwd=app_dir, env=env) if init.returncode == 0 else init
     return app_dir, init, synth
 
 
@@ -83,6 +85,7 @@ def test_make_init_and_make_synth_run_with_the_cdk_set_alone(synthesised):
     assert ledger.versions[0].change == "python -m tickets_cdk init"
 
     assert synth.returncode == 0, synth.stdout + synth.stderr
+    assert validation_findings(app_dir / "cdk.out") == []  # cdk-nag's and the CDK's own CloudFormation validation
     summary = run(python, REPO / "tools" / "synth_summary.py", "cdk.out", cwd=app_dir)
     assert summary.returncode == 0, summary.stderr
     lines = summary.stdout.splitlines()

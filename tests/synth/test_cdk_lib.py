@@ -24,7 +24,15 @@ from linting import cfn_lint_errors
 import tickets
 import tickets_cdk
 from bench.report import GOALS
-from installed import EXAMPLE, built_wheel, environment, installed_python, synth_app, synthesised_example
+from installed import (
+    EXAMPLE,
+    built_wheel,
+    environment,
+    installed_python,
+    synth_app,
+    synthesised_example,
+    validation_findings,
+)
 from tickets_cdk import TicketAlarms, TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
 from tickets_cdk.powertools import POWERTOOLS_VERSION
@@ -340,6 +348,9 @@ def test_the_wheel_installs_only_tickets_names_and_everything_it_reads():
 def test_the_example_app_synthesises_from_the_installed_wheel(user_python, tmp_path):
     app_dir, done = synthesised_example()  # the copy test_checkov.py reads too
     assert done.returncode == 0, done.stderr[-3000:]
+    # The CDK's built-in CloudFormation validation ran (the app has no other plugin to write the report), as at a
+    # user's synthesis, and found nothing: no warning for the user to read.
+    assert validation_findings(app_dir / "cdk.out") == []
     ledger_before = (EXAMPLE / "tickets.lock.json").read_bytes()  # the copy's, before synthesis
     # The installed copy, not the repository's.
     where = subprocess.run(

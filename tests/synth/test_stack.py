@@ -22,7 +22,7 @@ from aws_cdk.assertions import Annotations, Capture, Match, Template  # noqa: E4
 from linting import cfn_lint_errors
 
 from app import main, synthesize  # noqa: E402
-from installed import validation_findings
+from installed import validation_findings, with_cdk_validation
 from stacks.tickets_stack import add_stacks
 from tickets import timing  # noqa: E402
 from tickets.errors import TicketsError  # noqa: E402
@@ -770,6 +770,26 @@ def test_the_cdk_nag_gate_stops_a_synthesis_with_a_finding(tmp_path):
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
     assert "AwsSolutions-SNS3 at Tickets-us-east-1/Stray/Resource" in validation_findings(tmp_path / "cdk.out")
+
+
+@pytest.mark.slow
+def test_the_cdks_own_validation_writes_what_it_finds_into_the_report(tmp_path):
+    """The tests that synthesise as a user does (the example app, `make synth`) turn the CDK's built-in
+    CloudFormation validation on and read its findings with validation_findings: they can fail. A property the
+    resource type lacks is reported, as a warning that does not stop the synthesis."""
+    script = (
+        "import sys, aws_cdk as cdk\n"
+        "app = cdk.App(outdir=sys.argv[1])\n"
+        "stack = cdk.Stack(app, 'Shop', env=cdk.Environment(region='us-east-1'))\n"
+        "cdk.CfnResource(stack, 'Stray', type='AWS::SNS::Topic', properties={'NoSuchProperty': 1})\n"
+        "app.synth()\n"
+    )
+    env = {**os.environ, **with_cdk_validation(True)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "cdk.out")], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert validation_findings(tmp_path / "cdk.out") == ["F3002 at Shop/Stray"]
 
 
 def test_every_nag_suppression_gives_a_specific_reason(two_regions):
