@@ -107,8 +107,9 @@ $(CHECKOV): requirements-checkov.txt | $(UV)
 # alone (pure modules: no moto, no CDK, no subprocess; its conftest fails a run that imports one of them);
 # `make test-functional`, `test-models`, `test-synth` and `test-packaging` each run one of the others.
 # The functional tier runs on FUNCTIONAL_WORKERS processes (pytest-xdist, a test file to a process: its module
-# fixtures, servers and dynalites, start once per file as in one process).
+# fixtures, servers and dynalites, start once per file as in one process), the models on MODEL_WORKERS.
 FUNCTIONAL_WORKERS ?= 2
+MODEL_WORKERS ?= 2
 
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
@@ -116,7 +117,10 @@ test-unit: $(DEV_DEPS)
 test-functional: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest -n $(FUNCTIONAL_WORKERS) --dist loadfile tests/functional
 
-test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-models: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+	$(PY) -m pytest -n $(MODEL_WORKERS) --dist loadfile tests/models
+
+test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
 # `make test` runs every tier in six groups, three at a time on the machine's two cores (each group waits on
@@ -126,8 +130,10 @@ test-models test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 # FUNCTIONAL_WORKERS processes; the tiers that synthesise and build (synth, packaging) in two processes, the tests
 # that build and install the packages (marked `installs`: they share the wheel, .venv-examples and .venv-sets,
 # so one process) and the rest (where tests/installed.py refuses to build or install:
-# TICKETS_TESTS_NO_INSTALLS); the models; the TypeScript client's tests (node's test runner, against a local
-# server from this .venv). Then longest first: make starts them in this order, so no long group starts last.
+# TICKETS_TESTS_NO_INSTALLS); the models, on MODEL_WORKERS processes (they start after the build tier's others and
+# end last: on one process, they left a core idle for their last 45 s); the TypeScript client's tests (node's test
+# runner, against a local server from this .venv). Then longest first: make starts them in this order, so no long
+# group starts last.
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs
 # even when another failed; make test fails if any did.
 test: $(DEV_DEPS)

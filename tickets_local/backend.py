@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, WaiterError
 
+from tickets.botocore_session import new_session
 from tickets.tables import (
     COUNTER_KEY,
     IDEMPOTENCY_KEY,
@@ -73,7 +73,7 @@ class MotoBackend:
 
     def empty(self, deployment: LocalDeployment) -> None:
         """The tables, empty: made anew, which in moto costs a few calls however many items they held."""
-        client = boto3.client("dynamodb", region_name=deployment.region, config=_SETUP_CONFIG)
+        client = _dynamodb(region_name=deployment.region, config=_SETUP_CONFIG)
         for table in (deployment.counter_table, deployment.idempotency_table, deployment.series_table):
             if table is not None:
                 client.delete_table(TableName=table)
@@ -105,10 +105,16 @@ class EndpointBackend:
         empty_tables(deployment, self.endpoint_url)
 
 
+def _dynamodb(**arguments: Any) -> Any:
+    """A DynamoDB client for setting the tables up, from a session that shares botocore's parsed models with the
+    handler's client (tickets.botocore_session): a server's start pays for them once, not twice."""
+    return new_session().create_client("dynamodb", **arguments)
+
+
 def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
     """Create the counter and idempotency tables (and the series table, when series are configured) if
     missing; reuse them if present."""
-    client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
+    client = _dynamodb(region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
     where = endpoint_url or "moto"
     try:
         _ensure_table(client, create_table_arguments(deployment.counter_table, COUNTER_KEY))
@@ -164,7 +170,7 @@ def _enable_ttl(client: Any, name: str) -> None:
 
 def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
     """Delete every item of the counter, idempotency and series tables (the tables stay)."""
-    client = boto3.client("dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
+    client = _dynamodb(region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
     tables = [(deployment.counter_table, [COUNTER_KEY]), (deployment.idempotency_table, [IDEMPOTENCY_KEY])]
     if deployment.series_table is not None:
         tables.append((deployment.series_table, [SERIES_PARTITION_KEY, SERIES_SORT_KEY]))
