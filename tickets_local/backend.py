@@ -130,18 +130,20 @@ def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None
 
 def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
     name = arguments["TableName"]
+    status = None  # the table's, when an answer gave it
     try:
         table = client.describe_table(TableName=name)["Table"]
     except ClientError as err:
         if err.response["Error"]["Code"] != "ResourceNotFoundException":
             raise
         try:
-            client.create_table(**arguments)
+            status = client.create_table(**arguments)["TableDescription"].get("TableStatus")
             log.info("created table %s", name)
         except ClientError as create_err:
             if create_err.response["Error"]["Code"] != "ResourceInUseException":
                 raise  # ResourceInUse: another server created it a moment ago, which is fine
     else:
+        status = table.get("TableStatus")
         expected = arguments["KeySchema"]
         if table.get("KeySchema") != expected:
             raise BackendError(
@@ -149,7 +151,8 @@ def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
                 f"handler needs {expected}; delete it or point the server elsewhere"
             )
         log.info("reusing table %s", name)
-    client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+    if status != "ACTIVE":  # a new table is CREATING for a while in DynamoDB (moto's and dynalite's are not)
+        client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
 
 
 def _enable_ttl(client: Any, name: str) -> None:
