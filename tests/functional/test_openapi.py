@@ -31,10 +31,10 @@ from tickets_local.testing import LocalTickets
 
 TESTS = Path(__file__).resolve().parents[1]  # the helper modules (schemathesis_hooks.py)
 REPO = TESTS.parent
-# Schemathesis per operation: fifteen examples in `make test`, on each of three configs (more with a larger
+# Schemathesis per operation: ten examples in `make test`, on each of three configs (more with a larger
 # TICKETS_SCHEMATHESIS_EXAMPLES, fewer while iterating: 5), every check, one worker and no randomness (the
 # same requests in the same order on every run).
-EXAMPLES_PER_OPERATION = int(os.environ.get("TICKETS_SCHEMATHESIS_EXAMPLES", "15"))
+EXAMPLES_PER_OPERATION = int(os.environ.get("TICKETS_SCHEMATHESIS_EXAMPLES", "10"))
 # A compatibility path with a regular expression's metacharacter: it must be served (and documented) literally.
 COMPAT = {"path": "v1.counter"}
 COMPAT_DOCUMENT = openapi.document(Settings(compat_path=COMPAT["path"]))

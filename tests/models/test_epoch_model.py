@@ -40,7 +40,7 @@ from hypothesis.stateful import (
 
 from tickets.epochs import STOPPED, Layout, epoch_start, fence_above, item_key, items_of
 
-EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "40"))
 MAX = 10**9
 # (old layout, new layout) of `orders`: the worked examples of docs/explanation/epochs-and-fences.md and two more.
 CHANGES = (

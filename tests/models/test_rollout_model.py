@@ -47,7 +47,7 @@ KEYS = ("default", "orders", "foo", "bar")
 # Layouts a counter may be given; {} is the unconfigured layout.
 LAYOUTS = ({}, {"start": 1000}, {"shards": 2}, {"stride": 3}, {"start": 7, "shards": 3})
 MAXES = (None, 40, 3000)
-EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "30"))
 
 
 class Rollouts(RuleBasedStateMachine):

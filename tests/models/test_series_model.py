@@ -50,7 +50,7 @@ def dynalite():
         yield endpoint
 
 
-EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "40"))
 KEY = "invoices"
 CALLER = "arn:aws:iam::123456789012:role/billing"
 SERIES_NAMES = ("2026", "2027")  # a retry may come in the next period: it keeps its first attempt's series

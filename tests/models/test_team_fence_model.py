@@ -75,7 +75,7 @@ ACCOUNT = "111111111111"  # every synthesis's account (a ledger of several refus
 EDITS = ("shards", "add", "move", "remove")
 OUTCOMES = ("every stack succeeds", *(f"{region} rolls back" for region in REGIONS))
 FENCE_RUNS = ("every region", "one region a run")
-EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "12"))
 REFUSALS = {(503, "unavailable"), (409, "config_mismatch"), (409, "exhausted"), (404, "not_found")}
 
 

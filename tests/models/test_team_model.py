@@ -67,7 +67,7 @@ KEYS = ("orders", "foo")  # orders is configured from make init on; a branch may
 # strides, regions and refused changes on one line of versions; this model, what branches add.)
 LAYOUTS = ({}, {"start": 1000}, {"shards": 2})
 EDITS = (("strictKeys", True), ("strictKeys", False), *(("foo", layout) for layout in LAYOUTS))
-EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "15"))
 TODAY = os.environ.get("TICKETS_TEAM_MODEL") == "today"
 TABLE = "tickets-counters"
 
