@@ -226,6 +226,11 @@ class SeriesModel(RuleBasedStateMachine):
 
     @invariant()
     def every_number_has_exactly_one_entry(self) -> None:
+        self._checked_entries()
+
+    def _checked_entries(self) -> dict[str, list[Entry]]:
+        """The journal's entries by Idempotency-Key, read once, after its checks: each series' audit is clean,
+        each request holds one entry, and every answer given is the entry held."""
         table = SeriesTable(self.client, self.table)
         holders: dict[str, list[Entry]] = {}
         for head in table.heads(KEY):
@@ -242,6 +247,7 @@ class SeriesModel(RuleBasedStateMachine):
         for idempotency_key, answers in self.answers.items():
             held = [(e.series, e.ticket) for e in holders.get(idempotency_key, [])]
             assert all([(a.series, a.ticket)] == held for a in answers), (idempotency_key, answers, held)
+        return holders
 
     def teardown(self) -> None:
         """Run everything to its end; then every key must get its number, and every entry be answered."""
@@ -257,11 +263,8 @@ class SeriesModel(RuleBasedStateMachine):
                     self.command(request, "call")
                 outcome = request.outcome
                 assert isinstance(outcome, Entry) or getattr(outcome, "code", None) == "exhausted", outcome
-            self.every_number_has_exactly_one_entry()
-            table = SeriesTable(self.client, self.table)
-            for head in table.heads(KEY):
-                for entry in table.entries(head):
-                    assert entry.idempotency_key in self.answers, f"{entry} was never answered"
+            for idempotency_key, entries in self._checked_entries().items():
+                assert idempotency_key in self.answers, f"{entries[0]} was never answered"
         finally:
             for request in list(self.live):  # only after a failure: end the threads
                 self.command(request, "crash_before")
