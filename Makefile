@@ -110,17 +110,19 @@ $(CHECKOV): requirements-checkov.txt | $(UV)
 # fixtures, servers and dynalites, start once per file as in one process), the models on MODEL_WORKERS.
 FUNCTIONAL_WORKERS ?= 2
 MODEL_WORKERS ?= 2
+# What every tier but the unit tier needs: the dev set, the CDK CLI and dynalite, the TypeScript client, checkov.
+TIER_DEPS := $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
 
-test-functional: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-functional: $(TIER_DEPS)
 	$(PY) -m pytest -n $(FUNCTIONAL_WORKERS) --dist loadfile tests/functional
 
-test-models: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-models: $(TIER_DEPS)
 	$(PY) -m pytest -n $(MODEL_WORKERS) --dist loadfile tests/models
 
-test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-synth test-packaging: $(TIER_DEPS)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
 # `make test` runs every tier in six groups, three at a time on the machine's two cores (each group waits on
@@ -139,10 +141,10 @@ test-synth test-packaging: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
 test: $(DEV_DEPS)
 	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-build-installs test-build-others test-models test-typescript
 
-test-build-installs: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-build-installs: $(TIER_DEPS)
 	$(PY) -m pytest tests/synth tests/packaging -m installs
 
-test-build-others: $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+test-build-others: $(TIER_DEPS)
 	TICKETS_TESTS_NO_INSTALLS=1 $(PY) -m pytest tests/synth tests/packaging -m "not installs"
 
 test-typescript: $(DEV_DEPS) $(TS_DEPS)
