@@ -1,8 +1,9 @@
 """The OpenAPI document (tickets_local/openapi.py) against the running code: exactly the handler's routes and
-methods, served by the local server for its config, and true of the running code by schemathesis (`st run`,
-every check) over real HTTP, without and with the compatibility route, and on a config with shards, series,
-access rules and a fenced key. The document's own checks (valid, current, derived): tests/unit/test_api_document.py;
-the handler's answers against it: test_openapi_answers.py."""
+methods, served by the local server for its config (without and with the compatibility route), and true of the
+running code by schemathesis (`st run`, every check) over real HTTP, with the compatibility route (whose document
+holds every operation of the default one) and on a config with shards, series, access rules and a fenced key.
+The document's own checks (valid, current, derived): tests/unit/test_api_document.py; the handler's answers against
+it: test_openapi_answers.py."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from tickets_local.testing import LocalTickets
 
 TESTS = Path(__file__).resolve().parents[1]  # the helper modules (schemathesis_hooks.py)
 REPO = TESTS.parent
-# Schemathesis per operation: ten examples in `make test`, on each of three configs (more with a larger
+# Schemathesis per operation: ten examples in `make test`, on each of two configs (more with a larger
 # TICKETS_SCHEMATHESIS_EXAMPLES, fewer while iterating: 5), every check, one worker and no randomness (the
 # same requests in the same order on every run).
 EXAMPLES_PER_OPERATION = int(os.environ.get("TICKETS_SCHEMATHESIS_EXAMPLES", "10"))
@@ -148,7 +149,25 @@ def test_help_names_the_document_path():
     assert OPENAPI_PATH in result.stdout
 
 
+def test_the_compat_document_is_the_default_one_and_its_route():
+    """Why schemathesis runs on the compat config and not also on the default one (the same config without the
+    compatibility route): every operation of the default document is in the compat one, the same."""
+    route = f"/{COMPAT['path']}"
+    assert route not in DOCUMENT["paths"] and route in COMPAT_DOCUMENT["paths"]
+    paths = {path: item for path, item in COMPAT_DOCUMENT["paths"].items() if path != route}
+    without = {**COMPAT_DOCUMENT, "paths": paths}
+    assert without["paths"] == DOCUMENT["paths"]
+    assert {**without, "components": DOCUMENT["components"]} == DOCUMENT
+    assert DOCUMENT["components"]["schemas"].items() <= COMPAT_DOCUMENT["components"]["schemas"].items()
+    assert {name: part for name, part in COMPAT_DOCUMENT["components"].items() if name != "schemas"} == {
+        name: part for name, part in DOCUMENT["components"].items() if name != "schemas"
+    }
+
+
+# On the compat config (every operation of the default one, and its route: the test above) and on the one with
+# shards, series, access rules and a fenced key.
 @pytest.mark.slow
+@pytest.mark.parametrize("server", ["compat", "layouts"], indirect=True)
 def test_schemathesis_finds_no_difference_between_the_document_and_the_code(server, tmp_path):
     """Every check schemathesis has (status codes, content types, headers, response schemas, valid requests
     accepted, invalid ones refused, undocumented methods 405 with Allow, ...) over real HTTP. The
