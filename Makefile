@@ -27,6 +27,7 @@ DEV_DEPS := $(VENV)/.dev
 CDK := node_modules/.bin/cdk
 TS_CLIENT := clients/typescript
 TS_DEPS := $(TS_CLIENT)/node_modules/.installed
+TS_BUILD := $(TS_CLIENT)/dist/.built
 # checkov pins boto3, botocore and packaging below the project's: it has a virtual environment of its own.
 CHECKOV_VENV := .venv-checkov
 CHECKOV := $(CHECKOV_VENV)/.installed
@@ -92,13 +93,19 @@ $(CDK): package.json $(NODE)
 	touch $@
 
 # The TypeScript client's dependencies, exactly as its committed lockfile pins them (npm ci, as the release
-# builds it), then its build (dist/, tsc from its devDependencies): the package has no install script, so it
-# is built before it is packed or linked (docs/how-to/release.md). Its build is `tsc -b`, incremental (the state in
-# dist/.tsbuildinfo, outside the packed dist/src): `npm test` and the packaging tests build again, which costs
-# nothing when no source changed (3.5 s of CPU each with tsc -p). It rebuilds what a changed source needs; after
-# deleting a built file, delete dist/ (make clean does) for a build from nothing.
+# builds it). Then its build (dist/, tsc from its devDependencies): the package has no install script, so it
+# is built before it is packed or linked (docs/how-to/release.md). The build is `tsc -b`, incremental (its state
+# in dist/.tsbuildinfo, outside the packed dist/src): `npm test` and the packaging tests build again, which costs
+# little when no source changed (3.5 s of CPU each with tsc -p). tsc -b looks at the client's own files only,
+# so after new dependencies the build here is forced (--force); the stamp makes it once per change, before the
+# groups of `make test` that build again, two of which run at once. After deleting a built file, delete dist/
+# (make clean does).
 $(TS_DEPS): $(TS_CLIENT)/package.json $(TS_CLIENT)/package-lock.json $(NODE)
-	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error && npm run build
+	cd $(TS_CLIENT) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(TS_BUILD): $(TS_DEPS) $(NODE) $(TS_CLIENT)/tsconfig.json $(wildcard $(TS_CLIENT)/src/*.ts $(TS_CLIENT)/test/*.ts)
+	cd $(TS_CLIENT) && npm run build -- --force
 	touch $@
 
 $(CHECKOV): requirements-checkov.txt | $(UV)
@@ -114,7 +121,7 @@ $(CHECKOV): requirements-checkov.txt | $(UV)
 FUNCTIONAL_WORKERS ?= 2
 MODEL_WORKERS ?= 2
 # What every tier but the unit tier needs: the dev set, the CDK CLI and dynalite, the TypeScript client, checkov.
-TIER_DEPS := $(DEV_DEPS) $(CDK) $(TS_DEPS) $(CHECKOV)
+TIER_DEPS := $(DEV_DEPS) $(CDK) $(TS_BUILD) $(CHECKOV)
 
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
@@ -140,8 +147,8 @@ test-synth test-packaging: $(TIER_DEPS)
 # runner, against a local server from this .venv). Then longest first: make starts them in this order, so no long
 # group starts last.
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs
-# even when another failed; make test fails if any did. The installs are that make's too (no prerequisite here):
-# .venv is made while Node and the npm packages install (made first, alone, it kept a core idle for 10 s).
+# even when another failed; make test fails if any did. `test` itself has no prerequisite, so .venv is made
+# by that make too, while Node and the npm packages install (made first, alone, it kept a core idle for 10 s).
 test:
 	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-build-installs test-build-others test-models test-typescript
 
@@ -151,7 +158,7 @@ test-build-installs: $(TIER_DEPS)
 test-build-others: $(TIER_DEPS)
 	TICKETS_TESTS_NO_INSTALLS=1 $(PY) -m pytest tests/synth tests/packaging -m "not installs"
 
-test-typescript: $(DEV_DEPS) $(TS_DEPS)
+test-typescript: $(DEV_DEPS) $(TS_BUILD)
 	cd $(TS_CLIENT) && npm test
 
 # ruff (lint, mccabe complexity, format) everywhere; mypy --strict on every product package (the Lambda's, the

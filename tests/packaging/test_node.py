@@ -30,7 +30,7 @@ def test_the_makefile_pins_an_lts_node_and_puts_it_first_on_path():
     assert "node@$(NODE_VERSION)" in MAKEFILE
     assert re.search(r"^export PATH := \$\(CURDIR\)/\$\(NODE_DIR\)/node_modules/\.bin:\$\(PATH\)$", MAKEFILE, re.M)
     # Every target that starts Node installs the pinned one first.
-    for target in ("$(CDK)", "$(TS_DEPS)"):
+    for target in ("$(CDK)", "$(TS_DEPS)", "$(TS_BUILD)"):
         assert re.search(rf"^{re.escape(target)}:.*\$\(NODE\)", MAKEFILE, re.MULTILINE), target
 
 
