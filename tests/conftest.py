@@ -16,9 +16,11 @@ from pathlib import Path
 
 # The cyclic collector, tuned for test processes, which import much and keep it (moto, botocore, aws_cdk: a worker
 # holds 300,000 to 600,000 objects). At Python's thresholds (700, 10, 10) a full collection of all of them ran every
-# few seconds: 12 to 13 s of a functional run's 74 s of CPU in its two workers. A young generation of 50,000 makes
-# every collection rarer (the same run: 4 s). Cyclic garbage is freed later, never lost to a test.
-gc.set_threshold(50_000, 20, 20)
+# few seconds: 13 to 15 s of the functional tier's 74 to 78 s of CPU in its two workers. A young generation of 50,000
+# objects makes every collection rarer: 4 s of 62 s, for 60 to 120 MB more memory a worker (at most 340 and 400 MB).
+# The older generations keep Python's ratios (on 3.14, whose collector is incremental, the second number is its
+# default scan rate and the third is unused).
+gc.set_threshold(50_000, 10, 10)
 
 # Powertools outside Lambda, and credentials moto accepts: set before anything imports boto3.
 os.environ.update(
@@ -70,10 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _asset_under_test()
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Everything the run made, frozen just before the interpreter exits: its exit then does not scan it all again
-    to free what the process' end frees anyway. With the thresholds above, tests/synth/test_access_stack.py alone
-    took 5.0-5.3 s of CPU (its jsii kernel included), 6.4-7.2 s without."""
+    """Everything the run made, frozen once every plugin is done (pytest's own last collection, which reports what a
+    `__del__` raised, has run): the interpreter's exit then does not scan it all again to free what the process'
+    end frees anyway."""
     gc.freeze()
 
 
