@@ -162,6 +162,8 @@ def test_the_compat_document_is_the_default_one_and_its_route():
     assert {name: part for name, part in COMPAT_DOCUMENT["components"].items() if name != "schemas"} == {
         name: part for name, part in DOCUMENT["components"].items() if name != "schemas"
     }
+    # And the code serves the default config's routes the same: the compat path adds its route, nothing else.
+    assert routes.served(Settings(compat_path=COMPAT["path"]))[:-1] == routes.served(Settings())
 
 
 # On the compat config (every operation of the default one, and its route: the test above) and on the one with

@@ -67,10 +67,10 @@ def test_the_installed_packages_come_from_the_environment_not_the_checkout(pytho
 
 # The whole folder as one session: default/, a module's and a test's own config, and configured/'s
 # conftest.py, shuffled across modules and folders, on two workers (each its own servers, each running its share
-# of the shuffled order: configs interleave in both). Every test collected passes (none skipped). Each folder
-# alone, in its written order, in one process, runs from this checkout in tests/functional/test_plugin.py. Each
-# seed of TICKETS_USER_SUITE_SEEDS (none in make test since 2026-11-28, which ran seed 1 too: 12 s for what the
-# two kinds of run above already cover; e.g. `1,2,3`) adds a run of the whole folder shuffled in one process.
+# of the shuffled order). Every test collected passes (none skipped). Each folder alone, in its written order, in
+# one process, runs from this checkout in tests/functional/test_plugin.py. Each seed of TICKETS_USER_SUITE_SEEDS
+# (e.g. `1,2,3`) adds a run of the whole folder shuffled in one process: make test runs none (until 2026-11-28 it
+# ran seed 1, 12 s).
 SEEDS = [int(seed) for seed in os.environ.get("TICKETS_USER_SUITE_SEEDS", "").split(",") if seed.strip()]
 
 
