@@ -142,8 +142,8 @@ test-synth test-packaging: $(TIER_DEPS)
 # FUNCTIONAL_WORKERS processes; the tiers that synthesise and build (synth, packaging) in two processes, the tests
 # that build and install the packages (marked `installs`: they share the wheel, .venv-examples and .venv-sets,
 # so one process) and the rest (where tests/installed.py refuses to build or install:
-# TICKETS_TESTS_NO_INSTALLS); the models, on MODEL_WORKERS processes (they start after the build tier's others and
-# end last: on one process, they left a core idle for their last 45 s); the TypeScript client's tests (node's test
+# TICKETS_TESTS_NO_INSTALLS); the models, on MODEL_WORKERS processes (they start after the build tier's others: on
+# one process, they ended last and left a core idle for their last 45 s); the TypeScript client's tests (node's test
 # runner, against a local server from this .venv). Then longest first: make starts them in this order, so no long
 # group starts last.
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs
