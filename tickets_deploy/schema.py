@@ -73,9 +73,8 @@ class DeploymentConfig:
         prop="region_slot",
         prop_type="int",
         default_doc="(required)",
-        doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once. A removed region's "
-        "slot is never given to another. Only regions with Lambda Function URLs and Powertools' public layer "
-        "parameters (`SERVED_REGIONS` in `tickets_deploy/regions.py`); others are refused with the reason.",
+        doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once, never given to "
+        "another region. Regions without Function URLs or Powertools' layer are refused (`tickets_deploy/regions.py`).",
         parse=_regions,
         from_prop=regions_from_prop,
         to_prop=regions_to_prop,
@@ -101,8 +100,7 @@ class DeploymentConfig:
         prop_type="str",
         default_doc=f'`"{DEFAULT_TABLE_NAME}"`',
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
-        "by it. A deployment from before this field: "
-        "[Upgrading](../how-to/upgrade.md#a-deployment-made-before-the-fixed-table-name).",
+        "by it.",
         parse=_table_name,
         permanent=True,
     )
@@ -193,8 +191,8 @@ class DeploymentConfig:
         default=365,
         prop_type="int",
         default_doc="`365`",
-        doc="the function's log retention in days (one of CloudWatch's periods): the logs are the audit trail of "
-        "who got which tickets. Control Tower's proactive control CT.CLOUDWATCH.PR.2 requires at least 365.",
+        doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
+        "CT.CLOUDWATCH.PR.2 asks for at least 365.",
         parse=_log_retention,
     )
     memory_size: int = declare(
