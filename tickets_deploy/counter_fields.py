@@ -46,8 +46,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
     _counter_field(
         "stride",
         "`1`",
-        "the spacing of key K's tickets (1 or more): each is ≡ `start` (mod `stride`); with one lane, consecutive "
-        "tickets are `stride` apart, and a lane's step is `stride × regionSlots × shards`.",
+        "the spacing of key K's tickets (1 or more): each is ≡ `start` (mod `stride`).",
         _counter_stride,
         permanent=True,
         fenced=True,
@@ -78,12 +77,9 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "opaque",
         "none",
         '`{"width": 10, "alphabet": "digits", "check": "luhn"}`: the key answers '
-        "[opaque ids](../glossary.md#opaque-id) of its tickets, which a keyed permutation makes, telling nothing of "
-        "their order or number. `alphabet`: "
-        "`digits` (width up to 15) or `base32` (Crockford's); `check` `luhn`: the last character a Luhn check; "
-        "`keyVersions` (10): room for key rotations; `keyVersion` (1): the key in use, which only grows. `max` must "
-        "be below R^(width less the check) / keyVersions, R = 10 or 32 "
-        "([order numbers](../how-to/opaque-order-numbers.md)).",
+        "[opaque ids](../glossary.md#opaque-id). `alphabet` `digits` (width up to 15) or `base32`; `check` `luhn`; "
+        "`keyVersions` (10); `keyVersion` (1), which only grows. `max` must be below "
+        "R^(width less the check) / keyVersions, R = 10 or 32 ([order numbers](../how-to/opaque-order-numbers.md)).",
         parse_opaque,
         permanent=True,
         needs=("max",),

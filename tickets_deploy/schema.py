@@ -73,9 +73,8 @@ class DeploymentConfig:
         prop="region_slot",
         prop_type="int",
         default_doc="(required)",
-        doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once. A removed region's "
-        "slot is never given to another. Only regions with Lambda Function URLs and Powertools' public layer "
-        "parameters (`SERVED_REGIONS` in `tickets_deploy/regions.py`); others are refused with the reason.",
+        doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once, never given to "
+        "another region. Regions without Function URLs or Powertools' layer are refused (`tickets_deploy/regions.py`).",
         parse=_regions,
         from_prop=regions_from_prop,
         to_prop=regions_to_prop,
@@ -101,8 +100,7 @@ class DeploymentConfig:
         prop_type="str",
         default_doc=f'`"{DEFAULT_TABLE_NAME}"`',
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
-        "by it. A deployment from before this field: "
-        "[Upgrading](../how-to/upgrade.md#a-deployment-made-before-the-fixed-table-name).",
+        "by it.",
         parse=_table_name,
         permanent=True,
     )
@@ -130,9 +128,8 @@ class DeploymentConfig:
         default=False,
         prop_type="bool",
         default_doc="`false`",
-        doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404. While "
-        "unconfigured keys are served, a counter added later keeps their layout "
-        "([why](../explanation/ledger.md#the-rollout-rule)).",
+        doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404 "
+        "([why it matters](../how-to/add-a-counter.md)).",
         parse=boolean,
         setting=True,
         one_numbering=True,
@@ -158,10 +155,7 @@ class DeploymentConfig:
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
         default_doc="`{}`",
-        doc="name → a journaled series (`start`, `period`, `periodStartMonth`, `utcOffset`, `format`, "
-        "`formatMaxLength`, `max`): dense numbers, each with one journal entry, for invoices "
-        "([series](series.md)). Never removed, never changed, never a counter's name; adds the "
-        "series table `<tableName>-series`.",
+        doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
         parse=_series,
         encode=encode_series,
         from_prop=series_from_prop,
@@ -193,8 +187,8 @@ class DeploymentConfig:
         default=365,
         prop_type="int",
         default_doc="`365`",
-        doc="the function's log retention in days (one of CloudWatch's periods): the logs are the audit trail of "
-        "who got which tickets. Control Tower's proactive control CT.CLOUDWATCH.PR.2 requires at least 365.",
+        doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
+        "CT.CLOUDWATCH.PR.2 asks for at least 365.",
         parse=_log_retention,
     )
     memory_size: int = declare(
@@ -212,8 +206,8 @@ class DeploymentConfig:
         prop_type="Seconds | int",
         default_doc=f"`{timing.FUNCTION_TIMEOUT_SECONDS}`",
         doc=f"the function's timeout in seconds, {timing.MIN_FUNCTION_TIMEOUT_SECONDS}–"
-        f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}: the request budget must fit, and a hung invocation ends within "
-        "seconds (`lambda_src/tickets/timing.py`); requests end at their deadline, not at the timeout.",
+        f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
+        "(`lambda_src/tickets/timing.py`).",
         parse=_function_timeout,
         from_prop=seconds_from_prop,
         prop_doc="a `Duration` of whole seconds, or seconds",
@@ -240,8 +234,8 @@ class DeploymentConfig:
         default=30,
         prop_type="int",
         default_doc="`30`",
-        doc="the `CounterRunningOut` alarm fires when, at its recent rate, a counter's lane reaches its `max` within "
-        "this many days (1–3650) ([monitoring](monitoring.md)).",
+        doc="`CounterRunningOut` fires when a lane would reach `max` within this many days (1–3650) "
+        "([monitoring](monitoring.md)).",
         parse=_alarm_days_left,
         owner="TicketAlarms",
     )
@@ -260,8 +254,8 @@ class DeploymentConfig:
         default=(),
         prop_type="Sequence[str]",
         default_doc="`[]`",
-        doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL: the stack grants "
-        "both invoke actions to each ([callers](../how-to/call-from-another-account.md)).",
+        doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL "
+        "([callers](../how-to/call-from-another-account.md)).",
         parse=_callers,
         needs=("auth",),
     )
@@ -271,9 +265,8 @@ class DeploymentConfig:
         default=None,
         prop_type="Mapping[str, str]",
         default_doc="off",
-        doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number, like the API '
-        "Gateway counter; the path is literal and hides the key `counter` from `/counter` "
-        "([moving from it](../how-to/migrate.md)).",
+        doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number '
+        "([the route](http-api.md#the-compatibility-route)).",
         parse=_compat,
         encode=encode_compat,
         to_prop=compat_to_prop,
@@ -286,8 +279,8 @@ class DeploymentConfig:
         default=None,
         prop_type="Mapping[str, Mapping[str, Sequence[str]]]",
         default_doc="none: every invoker may do everything",
-        doc="principal -> operation (`issue`, `series`, `void`, `read`) -> key patterns; what no rule allows is "
-        "refused (403) ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`; not permanent.",
+        doc="principal -> operation -> key patterns; what no rule allows is 403 "
+        "([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=_access,
         encode=encode_access,
         to_prop=access_to_prop,
