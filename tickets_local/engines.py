@@ -82,7 +82,7 @@ class DynamoDBLocal:
         self.url = ""
 
     def start(self) -> DynamoDBLocal:
-        java, jar = checked_java(), dynamodb_local_jar(self._home)
+        jar, java = dynamodb_local_jar(self._home), checked_java()
         for _ in range(_START_ATTEMPTS):
             port = _free_port()
             self._process = subprocess.Popen(
