@@ -37,7 +37,7 @@ class Engine:
             return self._stack.enter_context(SerialMotoServer()).url
         if self.name == "dynalite":
             return self._stack.enter_context(running_dynalite(self._directory))
-        engine = _dynamodb_local().start()
+        engine = dynamodb_local().start()
         self._stack.callback(engine.stop)
         return engine.url
 
@@ -57,7 +57,7 @@ def running_engine(name: str, directory: Path) -> Iterator[Engine]:
         yield Engine(name, directory, stack)
 
 
-def _dynamodb_local() -> DynamoDBLocal:
+def dynamodb_local() -> DynamoDBLocal:
     """DynamoDB Local as `make test-functional` installs it. Skips where Java 17+ is missing, except in CI, which
     must run these tests."""
     home = REPO / DYNAMODB_LOCAL_HOME

@@ -28,6 +28,7 @@ from common import EXAMPLE_CONFIG
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import INIT_COMMAND, ledger_path_beside, record_services, write_ledger_file
 from tickets_deploy.rules import ConfigError
+from tickets_local.engines import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 DYNALITE = REPO / "node_modules" / ".bin" / "dynalite"
@@ -273,7 +274,7 @@ def running_dynalite(path: Path | None = None) -> Iterator[str]:
             "or `npm install --no-package-lock`"
         )
     for _ in range(DYNALITE_START_ATTEMPTS):
-        port = _free_port()  # another process may take it before dynalite binds: then try another
+        port = free_port()  # another process may take it before dynalite binds: then try another
         process = subprocess.Popen(
             [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"]
             + ([] if path is None else ["--path", str(path)]),
@@ -336,12 +337,6 @@ def assert_clients_get_distinct_dense_tickets(
     assert duplicates == 0
     assert sorted(tickets) == list(range(start, start + clients * per_client))
     assert all(result == sorted(result) for result in results)  # each client's tickets increase
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _listening(process: subprocess.Popen, seconds: float = 15) -> bool:

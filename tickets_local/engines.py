@@ -84,7 +84,7 @@ class DynamoDBLocal:
     def start(self) -> DynamoDBLocal:
         jar, java = dynamodb_local_jar(self._home), checked_java()
         for _ in range(_START_ATTEMPTS):
-            port = _free_port()
+            port = free_port()
             self._process = subprocess.Popen(
                 [java, *JVM_OPTIONS, "-Djava.library.path=DynamoDBLocal_lib", "-jar", jar.name]
                 + ["-inMemory", "-sharedDb", "-port", str(port)],
@@ -143,7 +143,8 @@ def backend_for(name: str, endpoint_url: str | None) -> MotoBackend | EndpointBa
     return BACKENDS[name]()
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free now (another process may take it before it is bound)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]

@@ -31,14 +31,14 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from engine_support import ENGINES, running_engine
-from local_support import assert_clients_get_distinct_dense_tickets, call, write_cdk_json
+from engine_support import ENGINES, dynamodb_local, running_engine
+from local_support import REPO, assert_clients_get_distinct_dense_tickets, call, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_admin.__main__ import main as admin_main
 from tickets_admin.journal import SeriesTable
 from tickets_client import TicketsClient, TicketsError
 from tickets_local.deployment import load_deployment
-from tickets_local.engines import DYNAMODB_LOCAL_HOME_ENV
+from tickets_local.engines import DYNAMODB_LOCAL_HOME, DYNAMODB_LOCAL_HOME_ENV
 from tickets_local.server import LocalServer
 from tickets_local.testing import LocalTickets
 
@@ -259,6 +259,38 @@ def test_the_dynamodb_local_backend_says_what_to_install(tmp_path, java, install
     assert done.returncode == 1
     assert done.stderr.startswith(refusal.format(home=home, bin=bin_directory)), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_dynamodb_local_backend_starts_with_the_server_and_ends_with_its_process():
+    """`--backend dynamodb-local` (make serve BACKEND=dynamodb-local): the server starts DynamoDB Local, serves on it,
+    and takes it along when it ends, even by kill -9 (Linux)."""
+    dynamodb_local()  # skips where Java is missing, as the tier's engine does
+    environment = {**os.environ, DYNAMODB_LOCAL_HOME_ENV: str(REPO / DYNAMODB_LOCAL_HOME)}
+    command = [sys.executable, "-m", "tickets_local", "--port", "0", "--backend", "dynamodb-local"]
+    server = subprocess.Popen(
+        [*command, "--config-json", json.dumps(CONFIG)], stdout=subprocess.PIPE, text=True, env=environment
+    )
+    try:
+        banner = [server.stdout.readline() for _ in range(3)]
+        url, backend = (line.split(maxsplit=1)[1].strip() for line in banner[1:3])
+        assert backend.startswith("DynamoDB Local (Amazon's) at http://127.0.0.1:"), banner
+        assert call(url, "/orders?count=2").json()["tickets"] == [5000, 5001]
+    finally:
+        server.kill()
+        server.wait()
+    engine_url = backend.split()[4].rstrip(",")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _answers(engine_url):
+        time.sleep(0.1)
+    assert not _answers(engine_url)
+
+
+def _answers(url: str) -> bool:
+    try:
+        call(url, "/")
+    except OSError:
+        return False
+    return True
 
 
 def test_sixteen_clients_on_one_key_through_two_servers_get_distinct_dense_tickets(servers):
