@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,12 +36,23 @@ class Engine:
 
     def _start(self) -> str:
         if self.name == "moto":
-            return self._stack.enter_context(SerialMotoServer()).url
+            return self._moto_process()
         if self.name == "dynalite":
             return self._stack.enter_context(running_dynalite(self._directory))
         engine = dynamodb_local().start()
         self._stack.callback(engine.stop)
         return engine.url
+
+    def _moto_process(self) -> str:
+        """SerialMotoServer in a process of its own, as the other engines are: in the test's process its answers
+        waited for Python's lock behind the test's client threads, past the handler's read timeout on a busy
+        machine."""
+        process = subprocess.Popen(
+            [sys.executable, __file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        self._stack.callback(process.wait, timeout=30)
+        self._stack.callback(process.stdin.close)  # type: ignore[union-attr]
+        return process.stdout.readline().decode().strip()  # type: ignore[union-attr]
 
     def client(self):
         return boto3.client("dynamodb", endpoint_url=self.url, region_name="us-east-1")
@@ -72,3 +85,9 @@ def dynamodb_local() -> DynamoDBLocal:
     except BackendError as err:
         pytest.fail(f"{err} (make test-functional installs it too)")
     return DynamoDBLocal(home)
+
+
+if __name__ == "__main__":  # the moto engine's process: its URL on stdout, until stdin closes
+    with SerialMotoServer() as moto:
+        print(moto.url, flush=True)
+        sys.stdin.read()

@@ -327,7 +327,7 @@ def assert_clients_get_distinct_dense_tickets(
     elapsed = time.perf_counter() - began
 
     tickets = [t for result in results for t in result]
-    assert failures == []
+    assert failures == [], failures[:3]
     assert len(tickets) == clients * per_client
     duplicates = len(tickets) - len(set(tickets))
     print(
