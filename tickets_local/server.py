@@ -26,8 +26,9 @@ from tickets.access import Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
 
-from .backend import EndpointBackend, MotoBackend, ensure_tables
+from .backend import ensure_tables
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
+from .engines import backend_for
 from .events import (
     MAX_REQUEST_BYTES,
     HttpRequest,
@@ -242,13 +243,15 @@ class LocalServer:
         play_callers: bool = False,
         config_name: str | None = None,
         key_file: str | Path | None = None,
+        backend: str = "moto",
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run)."""
+        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: the DynamoDB
+        started with the server (engines.BACKENDS), unless `endpoint_url` names one."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -257,7 +260,7 @@ class LocalServer:
             if config is None
             else deployment_from_config(config, region, config_name)
         )
-        self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
+        self.backend = backend_for(backend, endpoint_url)
         self._address = (host, port)
         self._verbose = verbose
         self._allow_reset = allow_reset
@@ -285,9 +288,7 @@ class LocalServer:
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             ensure_tables(self.deployment, self.backend.endpoint_url)
-            self.keys = open_keys(
-                self.deployment.config, self._key_file, persistent=self.backend.endpoint_url is not None
-            )
+            self.keys = open_keys(self.deployment.config, self._key_file, persistent=self.backend.persistent)
             self.app = self._build_app()
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             # Imported here, after the environment: the document's route table imports the handlers, whose

@@ -22,7 +22,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from local_support import TICKETS_CONFIG, call, raw_exchange, write_cdk_json
+from local_support import TICKETS_CONFIG, assert_clients_get_distinct_dense_tickets, call, raw_exchange, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.rules import ConfigError
 from tickets_local import invoker as invoker_module
@@ -396,42 +396,7 @@ class TestRoutes:
         assert "cookies" not in events[0] and events[0]["isBase64Encoded"] is False
 
     def test_sixteen_clients_get_distinct_dense_tickets(self, server):
-        threads, per_thread, start = 16, 50, TICKETS_CONFIG["counters"]["load"]["start"]
-        results: list[list[int]] = [[] for _ in range(threads)]
-        failures: list[str] = []
-        barrier = threading.Barrier(threads)
-        port = int(server.url.rsplit(":", 1)[1])
-
-        def client(index: int) -> None:
-            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            barrier.wait()
-            for _ in range(per_thread):
-                reply = call(server.url, "/load", connection=connection)
-                if reply.status != 200:
-                    failures.append(f"{reply.status} {reply.body!r}")
-                    return
-                results[index].append(reply.json()["ticket"])
-            connection.close()
-
-        began = time.perf_counter()
-        workers = [threading.Thread(target=client, args=(i,)) for i in range(threads)]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join(timeout=300)
-        elapsed = time.perf_counter() - began
-
-        tickets = [t for result in results for t in result]
-        assert failures == []
-        assert len(tickets) == threads * per_thread
-        duplicates = len(tickets) - len(set(tickets))
-        print(
-            f"\n{len(tickets)} requests from {threads} clients in {elapsed:.1f} s "
-            f"({len(tickets) / elapsed:.0f}/s), duplicates: {duplicates}"
-        )
-        assert duplicates == 0
-        assert sorted(tickets) == list(range(start, start + threads * per_thread))
-        assert all(result == sorted(result) for result in results)  # each client's tickets increase
+        assert_clients_get_distinct_dense_tickets([server.url], "load", TICKETS_CONFIG["counters"]["load"]["start"])
 
 
 class TestResponseTranslation:

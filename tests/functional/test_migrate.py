@@ -1,8 +1,8 @@
 """`python -m tickets_admin migrate` on moto: an old API Gateway counter table (partition key `systemKey`, a
 string; value `counter`, a number) carried over under the real handler: raised above old value +
 margin, already above, dry run, safe to repeat, skipped items listed, refusals, errors, --help.
-(On dynalite: tests/functional/test_dynalite.py; the whole move with the compatibility route:
-tests/functional/test_compat.py.)"""
+(On moto's server, dynalite and DynamoDB Local: tests/functional/test_engines.py; the whole move with the
+compatibility route: tests/functional/test_compat.py.)"""
 
 from __future__ import annotations
 

@@ -456,7 +456,7 @@ def test_a_stride_traded_for_region_slots_is_refused_on_a_shard_that_never_issue
 
 class WithoutFailedItems:
     """moto as dynalite answers: a failed condition comes back without the item, and there are no
-    transactions. (tests/functional/test_dynalite.py runs against dynalite itself, where node is installed.)"""
+    transactions. (tests/functional/test_engines.py runs against dynalite itself.)"""
 
     def __init__(self, client):
         self._client = client
