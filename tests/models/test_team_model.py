@@ -54,6 +54,7 @@ from tickets_deploy.ledger import (
     read_ledger_file,
     record,
     record_services,
+    upgrade_text,
     write_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
@@ -185,7 +186,7 @@ class TeamModel(RuleBasedStateMachine):
         try:
             if self.today:
                 try:
-                    previous = from_text(ledger_text).services[TABLE]
+                    previous = upgrade_text(ledger_text).services[TABLE]
                 except (ValueError, KeyError, TypeError) as err:
                     raise LedgerError(f"not a Tickets ledger ({err})") from None
                 return todays_ledger_text(record(config, previous))

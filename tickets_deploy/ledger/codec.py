@@ -1,6 +1,7 @@
 """tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change
-is a small diff; `from_text` reads every format the project wrote (tests/unit/test_ledger_formats.py); the
-version id hashes the services as the file writes them."""
+is a small diff; `from_text` reads the current format and refuses an older one naming UPGRADE_COMMAND, and
+`upgrade_text` reads every format the project wrote (tests/unit/test_ledger_formats.py); the version id hashes
+the services as the file writes them."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from .model import (
     VERSION_DIGITS,
     CounterRecord,
     Ledger,
+    LedgerError,
     LedgerFile,
     SlotRecord,
     Version,
@@ -134,13 +136,14 @@ def to_text(ledger: LedgerFile) -> str:
 
 
 def from_text(text: str) -> LedgerFile:
-    """A ledger file from its text, lineage not checked (check_lineage). A format-1 ledger (one service:
-    top-level tableName, regionSlots, slots, counters) is read as that service with one root version."""
+    """A ledger file in the current format from its text, lineage not checked (check_lineage); LedgerError
+    naming UPGRADE_COMMAND for an older format."""
     raw = json.loads(text)
     if isinstance(raw, dict) and "tableName" in raw:
-        service = _service_from(raw, "the ledger", format_1=True)
-        services = {service.table_name: service}
-        return LedgerFile(services, (Version(version_id(None, services), None, FORMAT_1_CHANGE),))
+        raise LedgerError(
+            f"format 1, written before the ledger had versions: upgrade it once, `{UPGRADE_COMMAND}`, and commit it "
+            "(docs/how-to/upgrade.md)"
+        )
     _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
     services = {
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name}, f"services.{name}")
@@ -163,20 +166,29 @@ def from_text(text: str) -> LedgerFile:
     return LedgerFile(services, tuple(versions))
 
 
+def upgrade_text(text: str) -> LedgerFile:
+    """A ledger in any format the project wrote, as the current format holds it. Format 1 (one service at the
+    top, no versions) is that service with one root version; written before the rollout rule, it lacks
+    unconfiguredKeysServed and defaultKeysServed and reads as if every key could have been served unconfigured,
+    the safe side."""
+    raw = json.loads(text)
+    if not (isinstance(raw, dict) and "tableName" in raw):
+        return from_text(text)
+    flags = {"unconfiguredKeysServed": True, "defaultKeysServed": []}
+    _fields(raw, "the ledger", required={"regionSlots", "tableName", "slots", "counters"}, optional={"//", *flags})
+    service = _service_from({**flags, **{name: value for name, value in raw.items() if name != "//"}}, "the ledger")
+    services = {service.table_name: service}
+    return LedgerFile(services, (Version(version_id(None, services), None, FORMAT_1_CHANGE),))
+
+
+UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 FORMAT_1_CHANGE = "recorded before the ledger had versions (format 1)"
 _VERSION = re.compile(f"[0-9a-f]{{{VERSION_DIGITS}}}")
 
 
-def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
-    """One service. A format-1 ledger written before the rollout rule lacks unconfiguredKeysServed and
-    defaultKeysServed: it is read as if every key could have been served unconfigured, the safe side."""
-    flags = {"unconfiguredKeysServed", "defaultKeysServed"}
-    _fields(
-        raw,
-        where,
-        required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else {"series", "deployed", "epochs", "fencing"},
-    )
+def _service_from(raw: Any, where: str) -> Ledger:
+    required = {"regionSlots", "tableName", "slots", "counters", "unconfiguredKeysServed", "defaultKeysServed"}
+    _fields(raw, where, required=required, optional={"series", "deployed", "epochs", "fencing"})
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
         raise ValueError("tableName: not a string")
@@ -185,10 +197,10 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
     series = {
         key: _series_from(key, entry, region_slots) for key, entry in _object(raw.get("series", {}), "series").items()
     }
-    served = raw.get("unconfiguredKeysServed", True)
+    served = raw["unconfiguredKeysServed"]
     if not isinstance(served, bool):
         raise ValueError("unconfiguredKeysServed: must be true or false")
-    default_keys = raw.get("defaultKeysServed", [])
+    default_keys = raw["defaultKeysServed"]
     if not isinstance(default_keys, list) or not all(isinstance(key, str) for key in default_keys):
         raise ValueError("defaultKeysServed: must be a list of keys")
     recorded = _epochs_from(raw.get("epochs", {}))
