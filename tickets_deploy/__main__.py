@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tickets import __version__
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, check_lineage, from_text, upgrade_text, write_ledger_file
+from tickets_deploy.ledger import LEDGER_FILE, check_lineage, upgrade_text, write_ledger_file
 
 ONE_INIT = (
     "init: a deployment's ledger is started by `python -m tickets_cdk init` in the directory of the app's cdk.json "
@@ -35,36 +35,26 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tickets_deploy",
         description="The deploy side's command: `predeploy` checks, before `cdk deploy`, the ledger version every "
         "region runs (each region of the assembly and each the ledger ever gave a slot) and the Powertools layer's "
-        "SSM parameter (python -m tickets_deploy predeploy --help). "
+        "SSM parameter (python -m tickets_deploy predeploy --help); `upgrade-ledger [PATH]` rewrites a ledger of an "
+        "older format in the current one. "
         "A deployment's ledger is started by `python -m tickets_cdk init`.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument(
-        "command",
-        choices=["predeploy", "upgrade-ledger"],
-        help="predeploy: what make deploy checks in AWS; upgrade-ledger [PATH]: a ledger in the current format",
-    )
+    parser.add_argument("command", choices=["predeploy", "upgrade-ledger"])
     parser.parse_args(arguments)  # exits: --version, --help, or a command it does not know
     return 2
 
 
 def upgrade_ledger(path: Path) -> int:
-    """Rewrite the ledger at `path` in the current format, read as the older format's reader read it; a ledger
-    already current is left as it is. Its lineage is checked first, as every read does."""
+    """Rewrite the ledger at `path` in the current format, as its own format's reader read it, lineage checked."""
     try:
-        text = path.read_text(encoding="utf-8")
-        ledger = upgrade_text(text)
+        ledger = upgrade_text(path.read_text(encoding="utf-8"))
         check_lineage(ledger, str(path))
     except (OSError, ValueError, TypeError, KeyError) as err:
         print(f"upgrade-ledger: {path}: {err}", file=sys.stderr)
         return 2
-    try:
-        from_text(text)
-    except LedgerError:  # an older format
-        write_ledger_file(path, ledger)
-        print(f"{path}: upgraded to the current format ({ledger.versions[-1].change}). Commit it.")
-        return 0
-    print(f"{path}: in the current format already; nothing written.")
+    write_ledger_file(path, ledger)
+    print(f"{path}: in the current format ({ledger.versions[-1].change}). Commit it if it changed.")
     return 0
 
 

@@ -24,7 +24,6 @@ from tickets.settings import ALWAYS_WRITTEN, COUNTER_ALWAYS_WRITTEN, CounterConf
 from tickets_deploy.__main__ import main as tickets_deploy
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import (
-    FORMAT_1_CHANGE,
     LedgerError,
     LedgerFile,
     Version,
@@ -119,7 +118,7 @@ def test_an_old_ledger_upgrades_and_accepts_what_it_recorded(name: str) -> None:
     ledger = upgraded(name)
     assert sorted(ledger.services) == sorted(ACCEPTED[name])
     if name.startswith("format-1"):
-        assert [version.change for version in ledger.versions] == [FORMAT_1_CHANGE]
+        assert [version.change for version in ledger.versions] == ["recorded before the ledger had versions (format 1)"]
     configs = {table: parse_config({"tableName": table, **raw}) for table, raw in ACCEPTED[name].items()}
     account = {
         "format-1-rollout-rule.json": "111122223333",
@@ -135,18 +134,19 @@ def test_an_old_ledger_upgrades_and_accepts_what_it_recorded(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_reading_refuses_an_older_format_naming_the_upgrade_which_rewrites_it_once(tmp_path, capsys, name) -> None:
+def test_reading_refuses_an_older_format_naming_the_upgrade_which_rewrites_it_once_for_all(
+    tmp_path, capsys, name
+) -> None:
     path = tmp_path / "tickets.lock.json"
     path.write_text((LEDGERS / name).read_text(encoding="utf-8"))
     if name.startswith("format-1"):
-        with pytest.raises(LedgerError, match="format 1, .*`python -m tickets_deploy upgrade-ledger`"):
+        with pytest.raises(LedgerError, match="format 1 .*`python -m tickets_deploy upgrade-ledger`"):
             read_ledger_file(path)
-        assert tickets_deploy(["upgrade-ledger", str(path)]) == 0
-        assert "upgraded to the current format" in capsys.readouterr().out
+    assert tickets_deploy(["upgrade-ledger", str(path)]) == 0
+    assert "in the current format" in capsys.readouterr().out
     assert read_ledger_file(path) == upgraded(name)
     text = path.read_text(encoding="utf-8")
     assert tickets_deploy(["upgrade-ledger", str(path)]) == 0 and path.read_text(encoding="utf-8") == text
-    assert "current format already; nothing written" in capsys.readouterr().out
 
 
 def test_format_1_before_the_rollout_rule_is_read_on_the_safe_side() -> None:
@@ -269,3 +269,11 @@ def test_a_counter_s_epoch_and_fence_are_left_out_until_a_fence_sets_them() -> N
     settings = Settings(counters={"orders": fenced, "plain": plain})
     assert Settings.from_json(settings.to_json()) == settings
     assert set(json.loads(settings.to_json())["counters"]["plain"]) == set(COUNTER_ALWAYS_WRITTEN)
+
+
+def test_the_upgrade_refuses_what_the_old_reader_refused_and_writes_nothing(tmp_path, capsys) -> None:
+    path = tmp_path / "tickets.lock.json"
+    path.write_text('{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}')
+    assert tickets_deploy(["upgrade-ledger", str(path)]) == 2
+    assert "slots.1: not a slot below regionSlots (1)" in capsys.readouterr().err
+    assert json.loads(path.read_text())["tableName"] == "t"

@@ -27,7 +27,7 @@ from its modules (tests/unit/test_house.py holds it). Its modules, each on the o
 
 from __future__ import annotations
 
-from .codec import FORMAT_1_CHANGE, from_text, to_text, upgrade_text, version_id
+from .codec import from_text, to_text, upgrade_text, version_id
 from .deployed import config_from_ledger
 from .epochs import applied, fence_refusals, layout_changes, record_epochs
 from .fences import Change, KeyEpoch, PendingFence
@@ -66,7 +66,6 @@ from .rules import record
 
 __all__ = [
     "COMMENT",
-    "FORMAT_1_CHANGE",
     "INIT_COMMAND",
     "LEDGER_FILE",
     "LEDGER_VERSION_OUTPUT",

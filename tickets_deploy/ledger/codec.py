@@ -1,7 +1,6 @@
 """tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change
-is a small diff; `from_text` reads the current format and refuses an older one naming UPGRADE_COMMAND, and
-`upgrade_text` reads every format the project wrote (tests/unit/test_ledger_formats.py); the version id hashes
-the services as the file writes them."""
+is a small diff; `from_text` reads the current format, `upgrade_text` every format the project wrote
+(tests/unit/test_ledger_formats.py); the version id hashes the services as the file writes them."""
 
 from __future__ import annotations
 
@@ -78,10 +77,12 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
 
 
 def _epochs_fields(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    for epoch in ledger.epochs:
-        by_key.setdefault(epoch.key, []).append(epoch.to_json())
-    return dict(sorted(by_key.items()))
+    keys = sorted({epoch.key for epoch in ledger.epochs})
+    return {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in keys}
+
+
+# The service's fields written one entry a line (the others on one line each).
+_BLOCKS = {"counters", "epochs", "series", "slots"}
 
 
 def to_text(ledger: LedgerFile) -> str:
@@ -94,33 +95,14 @@ def to_text(ledger: LedgerFile) -> str:
         return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
 
     def service(name: str, ledger: Ledger) -> str:
-        fields = _service_fields(ledger)
         inner = "      "
-        return (
-            f"    {json.dumps(name)}: {{\n"
-            + ",\n".join(
-                [
-                    block("counters", fields["counters"], inner),
-                    f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
-                    *(
-                        [f'{inner}"deployed": {json.dumps(fields["deployed"], sort_keys=True)}']
-                        if "deployed" in fields
-                        else []
-                    ),
-                    *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
-                    *(
-                        [f'{inner}"fencing": {json.dumps(fields["fencing"], sort_keys=True)}']
-                        if "fencing" in fields
-                        else []
-                    ),
-                    f'{inner}"regionSlots": {fields["regionSlots"]}',
-                    *([block("series", fields["series"], inner)] if "series" in fields else []),
-                    block("slots", fields["slots"], inner),
-                    f'{inner}"unconfiguredKeysServed": {json.dumps(fields["unconfiguredKeysServed"])}',
-                ]
-            )
-            + "\n    }"
-        )
+        rows = [
+            block(field, value, inner)
+            if field in _BLOCKS
+            else f"{inner}{json.dumps(field)}: {json.dumps(value, sort_keys=True)}"
+            for field, value in sorted(_service_fields(ledger).items())
+        ]
+        return f"    {json.dumps(name)}: {{\n" + ",\n".join(rows) + "\n    }"
 
     services = ",\n".join(service(name, s) for name, s in sorted(ledger.services.items()))
     versions = ",\n".join(
@@ -140,10 +122,7 @@ def from_text(text: str) -> LedgerFile:
     naming UPGRADE_COMMAND for an older format."""
     raw = json.loads(text)
     if isinstance(raw, dict) and "tableName" in raw:
-        raise LedgerError(
-            f"format 1, written before the ledger had versions: upgrade it once, `{UPGRADE_COMMAND}`, and commit it "
-            "(docs/how-to/upgrade.md)"
-        )
+        raise LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
     _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
     services = {
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name}, f"services.{name}")
@@ -154,23 +133,22 @@ def from_text(text: str) -> LedgerFile:
     versions = []
     for index, entry in enumerate(raw["versions"]):
         _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
-        if not isinstance(entry["id"], str) or not _VERSION.fullmatch(entry["id"]):
-            raise ValueError(f"versions[{index}].id: not {VERSION_DIGITS} hex digits")
-        if entry["parent"] is not None and not (
-            isinstance(entry["parent"], str) and _VERSION.fullmatch(entry["parent"])
+        if not (
+            _is_version(entry["id"])
+            and (entry["parent"] is None or _is_version(entry["parent"]))
+            and isinstance(entry["change"], str)
         ):
-            raise ValueError(f"versions[{index}].parent: not null or {VERSION_DIGITS} hex digits")
-        if not isinstance(entry["change"], str):
-            raise ValueError(f"versions[{index}].change: not a string")
+            raise ValueError(
+                f"versions[{index}]: id and parent (or null) not {VERSION_DIGITS} hex digits or change not text"
+            )
         versions.append(Version(entry["id"], entry["parent"], entry["change"]))
     return LedgerFile(services, tuple(versions))
 
 
 def upgrade_text(text: str) -> LedgerFile:
-    """A ledger in any format the project wrote, as the current format holds it. Format 1 (one service at the
-    top, no versions) is that service with one root version; written before the rollout rule, it lacks
-    unconfiguredKeysServed and defaultKeysServed and reads as if every key could have been served unconfigured,
-    the safe side."""
+    """A ledger in any format the project wrote, in the current one. Format 1 (one service at the top) is that
+    service with one root version; without unconfiguredKeysServed and defaultKeysServed (before the rollout
+    rule), as if every key could have been served unconfigured: the safe side."""
     raw = json.loads(text)
     if not (isinstance(raw, dict) and "tableName" in raw):
         return from_text(text)
@@ -178,12 +156,15 @@ def upgrade_text(text: str) -> LedgerFile:
     _fields(raw, "the ledger", required={"regionSlots", "tableName", "slots", "counters"}, optional={"//", *flags})
     service = _service_from({**flags, **{name: value for name, value in raw.items() if name != "//"}}, "the ledger")
     services = {service.table_name: service}
-    return LedgerFile(services, (Version(version_id(None, services), None, FORMAT_1_CHANGE),))
+    version = Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
+    return LedgerFile(services, (version,))
 
 
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
-FORMAT_1_CHANGE = "recorded before the ledger had versions (format 1)"
-_VERSION = re.compile(f"[0-9a-f]{{{VERSION_DIGITS}}}")
+
+
+def _is_version(raw: Any) -> bool:
+    return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{VERSION_DIGITS}}}", raw) is not None
 
 
 def _service_from(raw: Any, where: str) -> Ledger:
@@ -221,7 +202,7 @@ def _service_from(raw: Any, where: str) -> Ledger:
 def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
     """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
     _fields(raw, "fencing", required={"id", "keys"}, optional=set())
-    if not isinstance(raw["id"], str) or not _VERSION.fullmatch(raw["id"]):
+    if not _is_version(raw["id"]):
         raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
     keys = _object(raw["keys"], "fencing.keys")
     if not keys:
@@ -276,17 +257,13 @@ def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
     return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
 
 
-# The lowest value of each layout field the ledger reads (every layout field is a whole number).
-_LAYOUT_LOW = {"start": 0}
-
-
 def _counter_from(key: str, entry: Any) -> CounterRecord:
     """Every layout field (LAYOUT_FIELDS): start, stride and shards, whole numbers every ledger ever written has,
     and opaque where it was set, as cdk.json writes it (it must read back unchanged)."""
     names = {each.name for each in LAYOUT_FIELDS}
     _fields(entry, f"counters.{key}", required=names - OPTIONAL_LAYOUT_FIELDS, optional=set(OPTIONAL_LAYOUT_FIELDS))
     numbers = {
-        each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=_LAYOUT_LOW.get(each.name, 1))
+        each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=0 if each.name == "start" else 1)
         for each in LAYOUT_FIELDS
         if each.name not in OPTIONAL_LAYOUT_FIELDS
     }
