@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tickets import __version__
-from tickets_deploy.ledger import LEDGER_FILE, check_lineage, upgrade_text, write_ledger_file
+from tickets_deploy.ledger import LEDGER_FILE, check_lineage, to_text, upgrade_text, write_ledger_file
 
 ONE_INIT = (
     "init: a deployment's ledger is started by `python -m tickets_cdk init` in the directory of the app's cdk.json "
@@ -48,13 +48,17 @@ def main(argv: list[str] | None = None) -> int:
 def upgrade_ledger(path: Path) -> int:
     """Rewrite the ledger at `path` in the current format, as its own format's reader read it, lineage checked."""
     try:
-        ledger = upgrade_text(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        ledger = upgrade_text(text)
         check_lineage(ledger, str(path))
     except (OSError, ValueError, TypeError, KeyError) as err:
         print(f"upgrade-ledger: {path}: {err}", file=sys.stderr)
         return 2
+    if to_text(ledger) == text:
+        print(f"{path}: in the current format already; nothing written.")
+        return 0
     write_ledger_file(path, ledger)
-    print(f"{path}: in the current format ({ledger.versions[-1].change}). Commit it if it changed.")
+    print(f"{path}: rewritten in the current format, last version {ledger.version}. Commit it.")
     return 0
 
 

@@ -143,10 +143,11 @@ def test_reading_refuses_an_older_format_naming_the_upgrade_which_rewrites_it_on
         with pytest.raises(LedgerError, match="format 1 .*`python -m tickets_deploy upgrade-ledger`"):
             read_ledger_file(path)
     assert tickets_deploy(["upgrade-ledger", str(path)]) == 0
-    assert "in the current format" in capsys.readouterr().out
+    assert f"rewritten in the current format, last version {upgraded(name).version}" in capsys.readouterr().out
     assert read_ledger_file(path) == upgraded(name)
     text = path.read_text(encoding="utf-8")
     assert tickets_deploy(["upgrade-ledger", str(path)]) == 0 and path.read_text(encoding="utf-8") == text
+    assert "in the current format already; nothing written" in capsys.readouterr().out
 
 
 def test_format_1_before_the_rollout_rule_is_read_on_the_safe_side() -> None:

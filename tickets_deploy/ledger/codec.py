@@ -7,13 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickets.opaque import OpaqueConfig
-from tickets.series.config import SeriesConfigError, parse_series
+from tickets.series.config import parse_series
 from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import MAX_TICKET, ConfigError, exact_integer
+from tickets_deploy.rules import MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_number
 
 from .deployed import check_deployed
@@ -213,8 +213,7 @@ def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
         numbers = [epoch.number for epoch in recorded if epoch.key == key]
         if _whole(entry["epoch"], f"{where}.epoch", low=1) != len(numbers) + 1:
             raise ValueError(f"{where}.epoch: not the epoch after the last recorded ({len(numbers)})")
-        for side in ("from", "to"):
-            _layout_from(entry[side], f"{where}.{side}")
+        _layouts_from(entry, where)
     return PendingFence.from_json(raw)
 
 
@@ -229,8 +228,7 @@ def _epochs_from(raw: Any) -> tuple[KeyEpoch, ...]:
             _fields(entry, where, required={"epoch", "fence", "from", "to"}, optional=set())
             _whole(entry["epoch"], f"{where}.epoch", low=1)
             _whole(entry["fence"], f"{where}.fence", low=0)
-            for side in ("from", "to"):
-                _layout_from(entry[side], f"{where}.{side}")
+            _layouts_from(entry, where)
             epoch = KeyEpoch.from_json(key, entry)
             if epoch.number != index + 1 or epoch.fence < epoch.old.start:
                 raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
@@ -238,11 +236,12 @@ def _epochs_from(raw: Any) -> tuple[KeyEpoch, ...]:
     return tuple(found)
 
 
-def _layout_from(raw: Any, where: str) -> None:
+def _layouts_from(entry: Any, where: str) -> None:
     names = {"regionSlots", "shards", "start", "stride"}
-    _fields(raw, where, required=names, optional=set())
-    for name in sorted(names):
-        _whole(raw[name], f"{where}.{name}", low=0 if name == "start" else 1)
+    for side in ("from", "to"):
+        _fields(entry[side], f"{where}.{side}", required=names, optional=set())
+        for name in sorted(names):
+            _whole(entry[side][name], f"{where}.{side}.{name}", low=0 if name == "start" else 1)
 
 
 def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
@@ -271,27 +270,26 @@ def _counter_from(key: str, entry: Any) -> CounterRecord:
 
 
 def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
-    if raw is None:
-        return None
-    try:
-        opaque = opaque_settings(raw, where)
-    except ConfigError as err:
-        raise ValueError(str(err)) from None
-    if opaque.to_json() != raw:
-        raise ValueError(f"{where}: not as the config records opaque settings ({_fields_text(opaque.to_json())})")
-    return opaque
+    return None if raw is None else _as_recorded(lambda: opaque_settings(raw, where), raw, where, "opaque settings")
 
 
 def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
     """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
     never written, so an option added later reads an older record as its default)."""
-    try:
-        parsed = parse_series(key, entry, region_slots=region_slots, where=f"series.{key}")
-    except SeriesConfigError as err:
-        raise ValueError(str(err)) from None
-    if parsed.to_json() != entry:
-        raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
+    where = f"series.{key}"
+    _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
     return dict(entry)
+
+
+def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:
+    """What `parse` (the config's parser) makes of `raw`, which it must write back unchanged."""
+    try:
+        parsed = parse()
+    except ValueError as err:  # the config's error, as the ledger's
+        raise ValueError(str(err)) from None
+    if parsed.to_json() != raw:
+        raise ValueError(f"{where}: not as the config records {what} ({_fields_text(parsed.to_json())})")
+    return parsed
 
 
 def _object(raw: Any, where: str) -> dict[str, Any]:
