@@ -1,14 +1,17 @@
 """python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts
-(predeploy.py). A deployment's ledger is started by the one init, `python -m tickets_cdk init` (`make init`),
-which runs the app to learn the services it declares; `python -m tickets_deploy init`, which read only
-cdk.json's `tickets` object, was a second one and now names it."""
+(predeploy.py); `upgrade-ledger [PATH]`: a ledger of an older format rewritten in the current one. A
+deployment's ledger is started by the one init, `python -m tickets_cdk init` (`make init`), which runs the app
+to learn the services it declares; `python -m tickets_deploy init`, which read only cdk.json's `tickets`
+object, was a second one and now names it."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from tickets import __version__
+from tickets_deploy.ledger import LEDGER_FILE, check_lineage, to_text, upgrade_text, write_ledger_file
 
 ONE_INIT = (
     "init: a deployment's ledger is started by `python -m tickets_cdk init` in the directory of the app's cdk.json "
@@ -23,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         from tickets_deploy import predeploy
 
         return predeploy.main(arguments[1:])
+    if arguments[:1] == ["upgrade-ledger"]:
+        return upgrade_ledger(Path(arguments[1] if arguments[1:] else LEDGER_FILE))
     if arguments[:1] == ["init"]:
         print(ONE_INIT, file=sys.stderr)
         return 2
@@ -30,13 +35,31 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m tickets_deploy",
         description="The deploy side's command: `predeploy` checks, before `cdk deploy`, the ledger version every "
         "region runs (each region of the assembly and each the ledger ever gave a slot) and the Powertools layer's "
-        "SSM parameter (python -m tickets_deploy predeploy --help). "
+        "SSM parameter (python -m tickets_deploy predeploy --help); `upgrade-ledger [PATH]` rewrites a ledger of an "
+        "older format in the current one. "
         "A deployment's ledger is started by `python -m tickets_cdk init`.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("command", choices=["predeploy"], help="predeploy: what make deploy checks in AWS")
+    parser.add_argument("command", choices=["predeploy", "upgrade-ledger"])
     parser.parse_args(arguments)  # exits: --version, --help, or a command it does not know
     return 2
+
+
+def upgrade_ledger(path: Path) -> int:
+    """Rewrite the ledger at `path` in the current format, as its own format's reader read it, lineage checked."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        ledger = upgrade_text(text)
+        check_lineage(ledger, str(path))
+    except (OSError, ValueError, TypeError, KeyError) as err:
+        print(f"upgrade-ledger: {path}: {err}", file=sys.stderr)
+        return 2
+    if to_text(ledger) == text:
+        print(f"{path}: in the current format already; nothing written.")
+        return 0
+    write_ledger_file(path, ledger)
+    print(f"{path}: rewritten in the current format, last version {ledger.version}. Commit it.")
+    return 0
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ from tickets_deploy.ledger import (
     read_ledger_file,
     record,
     record_services,
+    to_text,
+    upgrade_text,
     write_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
@@ -185,7 +187,7 @@ class TeamModel(RuleBasedStateMachine):
         try:
             if self.today:
                 try:
-                    previous = from_text(ledger_text).services[TABLE]
+                    previous = upgrade_text(ledger_text).services[TABLE]
                 except (ValueError, KeyError, TypeError) as err:
                     raise LedgerError(f"not a Tickets ledger ({err})") from None
                 return todays_ledger_text(record(config, previous))
@@ -378,7 +380,10 @@ class TeamModel(RuleBasedStateMachine):
         checkout = self.scratch / f"checkout-{commit.id}"
         checkout.mkdir(exist_ok=True)
         (checkout / "cdk.json").write_text(commit.cdk_json)
-        (checkout / "tickets.lock.json").write_text(commit.ledger)
+        # today's ledger (format 1) as its reader read it, now by the upgrade
+        (checkout / "tickets.lock.json").write_text(
+            to_text(upgrade_text(commit.ledger)) if self.today else commit.ledger
+        )
         handler = self.handler(region)
         before = handler.items()
         argv = ["raise", key, "--above", str(above), "--config", str(checkout / "cdk.json"), "--region", region]

@@ -369,31 +369,24 @@ def test_an_empty_counters_object_stays_on_one_line():
     assert '      "counters": {},\n' in to_text(one_service(record(parse_config({"regions": {"us-east-1": 0}}), None)))
 
 
-def test_a_ledger_from_before_the_rollout_rule_is_read_on_the_safe_side():
-    """It cannot say whether unconfigured keys were ever served, so it is read as if they were."""
-    old = (
-        '{"regionSlots": 1, "tableName": "ttt", "slots": {"0": {"region": "us-east-1"}}, '
-        '"counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}}}'
-    )
-    ledger = from_text(old).services["ttt"]
-    assert ledger.unconfigured_keys_served and ledger.served_unconfigured("anything")
-    strict = {"regions": {"us-east-1": 0}, "strictKeys": True, "tableName": "ttt"}
-    with pytest.raises(LedgerError, match="counters.foo: a new counter"):
-        record(parse_config({**strict, "counters": {"orders": {"start": 5000}, "foo": {"start": 9}}}), ledger)
-
-
 @pytest.mark.parametrize(
     "text",
     [
         "{",
         "[]",
         '{"regionSlots": 1}',
-        '{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}',
-        '{"regionSlots": 1, "tableName": "t", "slots": {"0": {"region": "x", "retired": false}}, "counters": {}}',
-        '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {"a": {"start": 1, "stride": 0, "shards": 1}}}',
-        '{"regionSlots": 1, "tableName": "t", "slots": {}, '
-        '"counters": {"a": {"start": 1.5, "stride": 1, "shards": 1}}}',
-        '{"regionSlots": 1, "tableName": "t", "slots": {}, "counters": {}, "extra": 1}',
+        *(
+            '{"services": {"t": {"regionSlots": 1, "defaultKeysServed": [], "unconfiguredKeysServed": true, '
+            + service
+            + '}}, "versions": []}'
+            for service in [
+                '"slots": {"1": {"region": "us-east-1"}}, "counters": {}',
+                '"slots": {"0": {"region": "x", "retired": false}}, "counters": {}',
+                '"slots": {}, "counters": {"a": {"start": 1, "stride": 0, "shards": 1}}',
+                '"slots": {}, "counters": {"a": {"start": 1.5, "stride": 1, "shards": 1}}',
+                '"slots": {}, "counters": {}, "extra": 1',
+            ]
+        ),
     ],
 )
 def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
@@ -446,26 +439,6 @@ def test_a_history_cut_at_its_start_is_refused(main_file, tmp_path):
     write_ledger_file(path, cut)
     with pytest.raises(LedgerError, match="names a parent .* its history was cut"):
         read_ledger_file(path)
-
-
-def test_a_format_1_ledger_is_one_root_version_and_is_written_back_in_format_2(tmp_path):
-    old = {
-        "regionSlots": 1,
-        "tableName": "tickets-counters",
-        "slots": {"0": {"region": "us-east-1"}},
-        "counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}},
-        "unconfiguredKeysServed": False,
-        "defaultKeysServed": ["default"],
-    }
-    path = tmp_path / "tickets.lock.json"
-    path.write_text(json.dumps(old))
-    previous = read_ledger_file(path)
-    assert previous.versions == (Version(version_id(None, previous.services), None, previous.versions[0].change),)
-    assert on(MAIN, previous) is previous  # nothing changed: nothing to write, the same version
-    grown = on(PR_B, previous)
-    write_ledger_file(path, grown)
-    assert read_ledger_file(path) == grown and grown.versions[-1].parent == previous.version
-    assert "services" in json.loads(path.read_text())
 
 
 def test_services_are_recorded_apart_and_kept_when_not_declared(main_file):

@@ -1,5 +1,6 @@
-"""Every ledger format the project ever wrote still reads, and accepts the config it recorded, and the
-encodings derived from the schema leave an option at its default out, so a field or series option added
+"""Every ledger format the project ever wrote upgrades (`python -m tickets_deploy upgrade-ledger`) to the current
+one as its reader read it, and accepts the config it recorded; reading refuses an older format naming the upgrade.
+The encodings derived from the schema leave an option at its default out, so a field or series option added
 later never makes an older ledger or an older function environment unreadable.
 
 The fixtures (tests/fixtures/ledgers/) were written by the codecs of their time: format 1 before the
@@ -17,10 +18,24 @@ from pathlib import Path
 
 import pytest
 
+from ledger_examples import MAIN, PR_B, on
 from tickets.series.config import SERIES_OPTIONS, SeriesConfig, parse_series
 from tickets.settings import ALWAYS_WRITTEN, COUNTER_ALWAYS_WRITTEN, CounterConfig, Settings
+from tickets_deploy.__main__ import main as tickets_deploy
 from tickets_deploy.config import parse_config
-from tickets_deploy.ledger import FORMAT_1_CHANGE, read_ledger_file, record_services
+from tickets_deploy.ledger import (
+    LedgerError,
+    LedgerFile,
+    Version,
+    check_lineage,
+    from_text,
+    read_ledger_file,
+    record,
+    record_services,
+    upgrade_text,
+    version_id,
+    write_ledger_file,
+)
 from tickets_deploy.schema import FIELDS
 
 LEDGERS = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
@@ -91,12 +106,19 @@ def test_every_format_ever_written_has_a_fixture() -> None:
     assert sorted(path.name for path in LEDGERS.glob("*.json")) == sorted(ACCEPTED)
 
 
+def upgraded(name: str) -> LedgerFile:
+    """The fixture as `upgrade-ledger` leaves it, its lineage checked."""
+    ledger = upgrade_text((LEDGERS / name).read_text(encoding="utf-8"))
+    check_lineage(ledger, name)
+    return ledger
+
+
 @pytest.mark.parametrize("name", sorted(ACCEPTED))
-def test_an_old_ledger_reads_and_accepts_what_it_recorded(name: str) -> None:
-    ledger = read_ledger_file(LEDGERS / name)  # its lineage checked too
+def test_an_old_ledger_upgrades_and_accepts_what_it_recorded(name: str) -> None:
+    ledger = upgraded(name)
     assert sorted(ledger.services) == sorted(ACCEPTED[name])
     if name.startswith("format-1"):
-        assert [version.change for version in ledger.versions] == [FORMAT_1_CHANGE]
+        assert [version.change for version in ledger.versions] == ["recorded before the ledger had versions (format 1)"]
     configs = {table: parse_config({"tableName": table, **raw}) for table, raw in ACCEPTED[name].items()}
     account = {
         "format-1-rollout-rule.json": "111122223333",
@@ -111,14 +133,63 @@ def test_an_old_ledger_reads_and_accepts_what_it_recorded(name: str) -> None:
         assert recorded is ledger  # nothing new: the same version
 
 
+@pytest.mark.parametrize("name", sorted(ACCEPTED))
+def test_reading_refuses_an_older_format_naming_the_upgrade_which_rewrites_it_once_for_all(
+    tmp_path, capsys, name
+) -> None:
+    path = tmp_path / "tickets.lock.json"
+    path.write_text((LEDGERS / name).read_text(encoding="utf-8"))
+    if name.startswith("format-1"):
+        with pytest.raises(LedgerError, match="format 1 .*`python -m tickets_deploy upgrade-ledger`"):
+            read_ledger_file(path)
+    assert tickets_deploy(["upgrade-ledger", str(path)]) == 0
+    assert f"rewritten in the current format, last version {upgraded(name).version}" in capsys.readouterr().out
+    assert read_ledger_file(path) == upgraded(name)
+    text = path.read_text(encoding="utf-8")
+    assert tickets_deploy(["upgrade-ledger", str(path)]) == 0 and path.read_text(encoding="utf-8") == text
+    assert "in the current format already; nothing written" in capsys.readouterr().out
+
+
 def test_format_1_before_the_rollout_rule_is_read_on_the_safe_side() -> None:
-    (service,) = read_ledger_file(LEDGERS / "format-1-before-rollout-rule.json").services.values()
+    (service,) = upgraded("format-1-before-rollout-rule.json").services.values()
     assert service.unconfigured_keys_served  # any key could have been served unconfigured
     assert service.counters["orders"].start == 5000
 
 
+def test_a_ledger_from_before_the_rollout_rule_is_upgraded_on_the_safe_side():
+    """It cannot say whether unconfigured keys were ever served, so it is read as if they were."""
+    old = (
+        '{"regionSlots": 1, "tableName": "ttt", "slots": {"0": {"region": "us-east-1"}}, '
+        '"counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}}}'
+    )
+    ledger = upgrade_text(old).services["ttt"]
+    assert ledger.unconfigured_keys_served and ledger.served_unconfigured("anything")
+    strict = {"regions": {"us-east-1": 0}, "strictKeys": True, "tableName": "ttt"}
+    with pytest.raises(LedgerError, match="counters.foo: a new counter"):
+        record(parse_config({**strict, "counters": {"orders": {"start": 5000}, "foo": {"start": 9}}}), ledger)
+
+
+def test_a_format_1_ledger_is_one_root_version_and_is_written_back_in_the_current_format(tmp_path):
+    old = {
+        "regionSlots": 1,
+        "tableName": "tickets-counters",
+        "slots": {"0": {"region": "us-east-1"}},
+        "counters": {"orders": {"start": 5000, "stride": 1, "shards": 1}},
+        "unconfiguredKeysServed": False,
+        "defaultKeysServed": ["default"],
+    }
+    previous = upgrade_text(json.dumps(old))
+    assert previous.versions == (Version(version_id(None, previous.services), None, previous.versions[0].change),)
+    assert on(MAIN, previous) is previous  # nothing changed: nothing to write, the same version
+    grown = on(PR_B, previous)
+    path = tmp_path / "tickets.lock.json"
+    write_ledger_file(path, grown)
+    assert read_ledger_file(path) == grown and grown.versions[-1].parent == previous.version
+    assert "services" in json.loads(path.read_text()) and from_text(path.read_text()) == grown
+
+
 def test_the_series_fixture_holds_big_numbers_retired_slots_and_accounts() -> None:
-    (service,) = read_ledger_file(LEDGERS / "format-2-series.json").services.values()
+    (service,) = upgraded("format-2-series.json").services.values()
     assert service.counters["orders"].start == 36028797018963969
     assert service.slots[1].retired and service.slots[2].accounts == ("111122223333",)
     assert set(service.series) == {"invoices", "plain"}
@@ -199,3 +270,11 @@ def test_a_counter_s_epoch_and_fence_are_left_out_until_a_fence_sets_them() -> N
     settings = Settings(counters={"orders": fenced, "plain": plain})
     assert Settings.from_json(settings.to_json()) == settings
     assert set(json.loads(settings.to_json())["counters"]["plain"]) == set(COUNTER_ALWAYS_WRITTEN)
+
+
+def test_the_upgrade_refuses_what_the_old_reader_refused_and_writes_nothing(tmp_path, capsys) -> None:
+    path = tmp_path / "tickets.lock.json"
+    path.write_text('{"regionSlots": 1, "tableName": "t", "slots": {"1": {"region": "us-east-1"}}, "counters": {}}')
+    assert tickets_deploy(["upgrade-ledger", str(path)]) == 2
+    assert "slots.1: not a slot below regionSlots (1)" in capsys.readouterr().err
+    assert json.loads(path.read_text())["tableName"] == "t"

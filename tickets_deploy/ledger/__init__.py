@@ -17,7 +17,7 @@ from its modules (tests/unit/test_house.py holds it). Its modules, each on the o
   fences.py    what the ledger records of fences: KeyEpoch, a PendingFence of Changes
   model.py     what the ledger holds: Ledger (a service), LedgerFile (the services and their versions)
   deployed.py  the `deployed` settings (the schema's `recorded` fields) and config_from_ledger
-  codec.py     tickets.lock.json's text, every format ever written (tests/fixtures/ledgers), version ids
+  codec.py     tickets.lock.json's text, version ids, and the upgrade of older formats (tests/fixtures/ledgers)
   epochs.py    layout changes above a fence: which keys a config changes, what no fence makes safe, the
                settings above it (docs/explanation/epochs-and-fences.md)
   rules.py     the rollout rule (`record`: what could repeat a ticket is refused)
@@ -27,7 +27,7 @@ from its modules (tests/unit/test_house.py holds it). Its modules, each on the o
 
 from __future__ import annotations
 
-from .codec import FORMAT_1_CHANGE, from_text, to_text, version_id
+from .codec import from_text, to_text, upgrade_text, version_id
 from .deployed import config_from_ledger
 from .epochs import applied, fence_refusals, layout_changes, record_epochs
 from .fences import Change, KeyEpoch, PendingFence
@@ -47,7 +47,7 @@ from .file import (
     service_config,
     write_ledger_file,
 )
-from .history import record_services
+from .history import check_lineage, record_services
 from .model import (
     COMMENT,
     INIT_COMMAND,
@@ -66,7 +66,6 @@ from .rules import record
 
 __all__ = [
     "COMMENT",
-    "FORMAT_1_CHANGE",
     "INIT_COMMAND",
     "LEDGER_FILE",
     "LEDGER_VERSION_OUTPUT",
@@ -85,6 +84,7 @@ __all__ = [
     "applied",
     "applied_beside",
     "applied_from",
+    "check_lineage",
     "check_config_file",
     "config_from_ledger",
     "fence_refusals",
@@ -103,6 +103,7 @@ __all__ = [
     "refuse_existing_ledger",
     "service_config",
     "to_text",
+    "upgrade_text",
     "version_id",
     "write_ledger_file",
 ]

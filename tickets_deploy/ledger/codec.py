@@ -1,19 +1,19 @@
 """tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change
-is a small diff; `from_text` reads every format the project wrote (tests/unit/test_ledger_formats.py); the
-version id hashes the services as the file writes them."""
+is a small diff; `from_text` reads the current format, `upgrade_text` every format the project wrote
+(tests/unit/test_ledger_formats.py); the version id hashes the services as the file writes them."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickets.opaque import OpaqueConfig
-from tickets.series.config import SeriesConfigError, parse_series
+from tickets.series.config import parse_series
 from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import MAX_TICKET, ConfigError, exact_integer
+from tickets_deploy.rules import MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_number
 
 from .deployed import check_deployed
@@ -25,6 +25,7 @@ from .model import (
     VERSION_DIGITS,
     CounterRecord,
     Ledger,
+    LedgerError,
     LedgerFile,
     SlotRecord,
     Version,
@@ -76,10 +77,12 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
 
 
 def _epochs_fields(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    for epoch in ledger.epochs:
-        by_key.setdefault(epoch.key, []).append(epoch.to_json())
-    return dict(sorted(by_key.items()))
+    keys = sorted({epoch.key for epoch in ledger.epochs})
+    return {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in keys}
+
+
+# The service's fields written one entry a line (the others on one line each).
+_BLOCKS = {"counters", "epochs", "series", "slots"}
 
 
 def to_text(ledger: LedgerFile) -> str:
@@ -92,33 +95,14 @@ def to_text(ledger: LedgerFile) -> str:
         return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
 
     def service(name: str, ledger: Ledger) -> str:
-        fields = _service_fields(ledger)
         inner = "      "
-        return (
-            f"    {json.dumps(name)}: {{\n"
-            + ",\n".join(
-                [
-                    block("counters", fields["counters"], inner),
-                    f'{inner}"defaultKeysServed": {json.dumps(fields["defaultKeysServed"])}',
-                    *(
-                        [f'{inner}"deployed": {json.dumps(fields["deployed"], sort_keys=True)}']
-                        if "deployed" in fields
-                        else []
-                    ),
-                    *([block("epochs", fields["epochs"], inner)] if "epochs" in fields else []),
-                    *(
-                        [f'{inner}"fencing": {json.dumps(fields["fencing"], sort_keys=True)}']
-                        if "fencing" in fields
-                        else []
-                    ),
-                    f'{inner}"regionSlots": {fields["regionSlots"]}',
-                    *([block("series", fields["series"], inner)] if "series" in fields else []),
-                    block("slots", fields["slots"], inner),
-                    f'{inner}"unconfiguredKeysServed": {json.dumps(fields["unconfiguredKeysServed"])}',
-                ]
-            )
-            + "\n    }"
-        )
+        rows = [
+            block(field, value, inner)
+            if field in _BLOCKS
+            else f"{inner}{json.dumps(field)}: {json.dumps(value, sort_keys=True)}"
+            for field, value in sorted(_service_fields(ledger).items())
+        ]
+        return f"    {json.dumps(name)}: {{\n" + ",\n".join(rows) + "\n    }"
 
     services = ",\n".join(service(name, s) for name, s in sorted(ledger.services.items()))
     versions = ",\n".join(
@@ -134,13 +118,11 @@ def to_text(ledger: LedgerFile) -> str:
 
 
 def from_text(text: str) -> LedgerFile:
-    """A ledger file from its text, lineage not checked (check_lineage). A format-1 ledger (one service:
-    top-level tableName, regionSlots, slots, counters) is read as that service with one root version."""
+    """A ledger file in the current format from its text, lineage not checked (check_lineage); LedgerError
+    naming UPGRADE_COMMAND for an older format."""
     raw = json.loads(text)
     if isinstance(raw, dict) and "tableName" in raw:
-        service = _service_from(raw, "the ledger", format_1=True)
-        services = {service.table_name: service}
-        return LedgerFile(services, (Version(version_id(None, services), None, FORMAT_1_CHANGE),))
+        raise LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
     _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
     services = {
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name}, f"services.{name}")
@@ -151,32 +133,43 @@ def from_text(text: str) -> LedgerFile:
     versions = []
     for index, entry in enumerate(raw["versions"]):
         _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
-        if not isinstance(entry["id"], str) or not _VERSION.fullmatch(entry["id"]):
-            raise ValueError(f"versions[{index}].id: not {VERSION_DIGITS} hex digits")
-        if entry["parent"] is not None and not (
-            isinstance(entry["parent"], str) and _VERSION.fullmatch(entry["parent"])
+        if not (
+            _is_version(entry["id"])
+            and (entry["parent"] is None or _is_version(entry["parent"]))
+            and isinstance(entry["change"], str)
         ):
-            raise ValueError(f"versions[{index}].parent: not null or {VERSION_DIGITS} hex digits")
-        if not isinstance(entry["change"], str):
-            raise ValueError(f"versions[{index}].change: not a string")
+            raise ValueError(
+                f"versions[{index}]: id and parent (or null) not {VERSION_DIGITS} hex digits or change not text"
+            )
         versions.append(Version(entry["id"], entry["parent"], entry["change"]))
     return LedgerFile(services, tuple(versions))
 
 
-FORMAT_1_CHANGE = "recorded before the ledger had versions (format 1)"
-_VERSION = re.compile(f"[0-9a-f]{{{VERSION_DIGITS}}}")
+def upgrade_text(text: str) -> LedgerFile:
+    """A ledger in any format the project wrote, in the current one. Format 1 (one service at the top) is that
+    service with one root version; without unconfiguredKeysServed and defaultKeysServed (before the rollout
+    rule), as if every key could have been served unconfigured: the safe side."""
+    raw = json.loads(text)
+    if not (isinstance(raw, dict) and "tableName" in raw):
+        return from_text(text)
+    flags = {"unconfiguredKeysServed": True, "defaultKeysServed": []}
+    _fields(raw, "the ledger", required={"regionSlots", "tableName", "slots", "counters"}, optional={"//", *flags})
+    service = _service_from({**flags, **{name: value for name, value in raw.items() if name != "//"}}, "the ledger")
+    services = {service.table_name: service}
+    version = Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
+    return LedgerFile(services, (version,))
 
 
-def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
-    """One service. A format-1 ledger written before the rollout rule lacks unconfiguredKeysServed and
-    defaultKeysServed: it is read as if every key could have been served unconfigured, the safe side."""
-    flags = {"unconfiguredKeysServed", "defaultKeysServed"}
-    _fields(
-        raw,
-        where,
-        required={"regionSlots", "tableName", "slots", "counters"} | (set() if format_1 else flags),
-        optional=({"//"} | flags) if format_1 else {"series", "deployed", "epochs", "fencing"},
-    )
+UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
+
+
+def _is_version(raw: Any) -> bool:
+    return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{VERSION_DIGITS}}}", raw) is not None
+
+
+def _service_from(raw: Any, where: str) -> Ledger:
+    required = {"regionSlots", "tableName", "slots", "counters", "unconfiguredKeysServed", "defaultKeysServed"}
+    _fields(raw, where, required=required, optional={"series", "deployed", "epochs", "fencing"})
     region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
     if not isinstance(raw["tableName"], str):
         raise ValueError("tableName: not a string")
@@ -185,10 +178,10 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
     series = {
         key: _series_from(key, entry, region_slots) for key, entry in _object(raw.get("series", {}), "series").items()
     }
-    served = raw.get("unconfiguredKeysServed", True)
+    served = raw["unconfiguredKeysServed"]
     if not isinstance(served, bool):
         raise ValueError("unconfiguredKeysServed: must be true or false")
-    default_keys = raw.get("defaultKeysServed", [])
+    default_keys = raw["defaultKeysServed"]
     if not isinstance(default_keys, list) or not all(isinstance(key, str) for key in default_keys):
         raise ValueError("defaultKeysServed: must be a list of keys")
     recorded = _epochs_from(raw.get("epochs", {}))
@@ -209,7 +202,7 @@ def _service_from(raw: Any, where: str, *, format_1: bool = False) -> Ledger:
 def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
     """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
     _fields(raw, "fencing", required={"id", "keys"}, optional=set())
-    if not isinstance(raw["id"], str) or not _VERSION.fullmatch(raw["id"]):
+    if not _is_version(raw["id"]):
         raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
     keys = _object(raw["keys"], "fencing.keys")
     if not keys:
@@ -220,8 +213,7 @@ def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
         numbers = [epoch.number for epoch in recorded if epoch.key == key]
         if _whole(entry["epoch"], f"{where}.epoch", low=1) != len(numbers) + 1:
             raise ValueError(f"{where}.epoch: not the epoch after the last recorded ({len(numbers)})")
-        for side in ("from", "to"):
-            _layout_from(entry[side], f"{where}.{side}")
+        _layouts_from(entry, where)
     return PendingFence.from_json(raw)
 
 
@@ -236,8 +228,7 @@ def _epochs_from(raw: Any) -> tuple[KeyEpoch, ...]:
             _fields(entry, where, required={"epoch", "fence", "from", "to"}, optional=set())
             _whole(entry["epoch"], f"{where}.epoch", low=1)
             _whole(entry["fence"], f"{where}.fence", low=0)
-            for side in ("from", "to"):
-                _layout_from(entry[side], f"{where}.{side}")
+            _layouts_from(entry, where)
             epoch = KeyEpoch.from_json(key, entry)
             if epoch.number != index + 1 or epoch.fence < epoch.old.start:
                 raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
@@ -245,11 +236,12 @@ def _epochs_from(raw: Any) -> tuple[KeyEpoch, ...]:
     return tuple(found)
 
 
-def _layout_from(raw: Any, where: str) -> None:
+def _layouts_from(entry: Any, where: str) -> None:
     names = {"regionSlots", "shards", "start", "stride"}
-    _fields(raw, where, required=names, optional=set())
-    for name in sorted(names):
-        _whole(raw[name], f"{where}.{name}", low=0 if name == "start" else 1)
+    for side in ("from", "to"):
+        _fields(entry[side], f"{where}.{side}", required=names, optional=set())
+        for name in sorted(names):
+            _whole(entry[side][name], f"{where}.{side}.{name}", low=0 if name == "start" else 1)
 
 
 def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
@@ -264,17 +256,13 @@ def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
     return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
 
 
-# The lowest value of each layout field the ledger reads (every layout field is a whole number).
-_LAYOUT_LOW = {"start": 0}
-
-
 def _counter_from(key: str, entry: Any) -> CounterRecord:
     """Every layout field (LAYOUT_FIELDS): start, stride and shards, whole numbers every ledger ever written has,
     and opaque where it was set, as cdk.json writes it (it must read back unchanged)."""
     names = {each.name for each in LAYOUT_FIELDS}
     _fields(entry, f"counters.{key}", required=names - OPTIONAL_LAYOUT_FIELDS, optional=set(OPTIONAL_LAYOUT_FIELDS))
     numbers = {
-        each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=_LAYOUT_LOW.get(each.name, 1))
+        each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=0 if each.name == "start" else 1)
         for each in LAYOUT_FIELDS
         if each.name not in OPTIONAL_LAYOUT_FIELDS
     }
@@ -282,27 +270,26 @@ def _counter_from(key: str, entry: Any) -> CounterRecord:
 
 
 def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
-    if raw is None:
-        return None
-    try:
-        opaque = opaque_settings(raw, where)
-    except ConfigError as err:
-        raise ValueError(str(err)) from None
-    if opaque.to_json() != raw:
-        raise ValueError(f"{where}: not as the config records opaque settings ({_fields_text(opaque.to_json())})")
-    return opaque
+    return None if raw is None else _as_recorded(lambda: opaque_settings(raw, where), raw, where, "opaque settings")
 
 
 def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
     """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
     never written, so an option added later reads an older record as its default)."""
-    try:
-        parsed = parse_series(key, entry, region_slots=region_slots, where=f"series.{key}")
-    except SeriesConfigError as err:
-        raise ValueError(str(err)) from None
-    if parsed.to_json() != entry:
-        raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
+    where = f"series.{key}"
+    _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
     return dict(entry)
+
+
+def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:
+    """What `parse` (the config's parser) makes of `raw`, which it must write back unchanged."""
+    try:
+        parsed = parse()
+    except ValueError as err:  # the config's error, as the ledger's
+        raise ValueError(str(err)) from None
+    if parsed.to_json() != raw:
+        raise ValueError(f"{where}: not as the config records {what} ({_fields_text(parsed.to_json())})")
+    return parsed
 
 
 def _object(raw: Any, where: str) -> dict[str, Any]:

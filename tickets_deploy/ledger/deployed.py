@@ -8,7 +8,7 @@ never refused, but it records a new version, so the ledger says what is deployed
 A ledger written before the `deployed` object existed (Tickets 0.2) reads as `deployed` unknown (None): the
 app's next synthesis records it, as one version (`record_services(..., upgrade=True)`); a check alone
 (tickets_admin's, or reading the ledger) leaves an older ledger byte for byte as it was
-(tests/unit/test_ledger_formats.py)."""
+(tests/unit/test_ledger.py)."""
 
 from __future__ import annotations
 

@@ -37,6 +37,8 @@ def read_ledger_file(path: Path) -> LedgerFile:
         raise LedgerError(f"{path}: cannot read it ({err})") from None
     try:
         ledger = from_text(text)
+    except LedgerError as err:  # an older format: the upgrade names itself
+        raise LedgerError(f"{path}: {err}") from None
     except (ValueError, TypeError, KeyError) as err:
         if "<<<<<<<" in text:
             raise LedgerError(

@@ -95,14 +95,9 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
 
 
 def _added(old: Ledger, ledger: Ledger) -> list[str]:
-    said = []
-    added = [key for key in ledger.counters if key not in old.counters]
-    if added:
-        said.append(f"counters {', '.join(added)} added")
-    added_series = [key for key in ledger.series if key not in old.series]
-    if added_series:
-        said.append(f"series {', '.join(added_series)} added")
-    return said
+    counters = [key for key in ledger.counters if key not in old.counters]
+    series = [key for key in ledger.series if key not in old.series]
+    return [f"{kind} {', '.join(keys)} added" for kind, keys in (("counters", counters), ("series", series)) if keys]
 
 
 def _key_versions(old: Ledger, ledger: Ledger) -> list[str]:
@@ -181,13 +176,12 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
             f"{where}: versions: the first version {first.id} names a parent ({first.parent}): its history was "
             f"cut. Restore the ledger from version control (git log -- {LEDGER_FILE})."
         )
-    seen: dict[str, Version] = {}
-    for before, version in zip(ledger.versions, ledger.versions[1:], strict=False):
-        seen[before.id] = before
-        if version.parent == before.id:
+    ids = [version.id for version in ledger.versions]
+    for index, version in enumerate(ledger.versions[1:], 1):
+        if version.parent == ids[index - 1]:
             continue
-        if version.parent in seen:
-            sibling = ledger.versions[[v.id for v in ledger.versions].index(version.parent) + 1]
+        if version.parent in ids[:index]:
+            sibling = ledger.versions[ids.index(version.parent) + 1]
             raise LedgerError(
                 f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
                 f"children of {version.parent}: two branches recorded a change each and a merge kept both, so "
@@ -195,7 +189,7 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
             )
         raise LedgerError(
             f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
-            f"({before.id}): the history is not a single line. {way_out}"
+            f"({ids[index - 1]}): the history is not a single line. {way_out}"
         )
     last = ledger.versions[-1]
     actual = version_id(last.parent, ledger.services)
