@@ -51,7 +51,7 @@ export TICKETS_NODE_VERSION := $(NODE_VERSION)
 # among them (an import of aws_cdk's modules: 3.0 s of CPU without bytecode, 0.8 s with).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy bench clean version
+.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy destroy adopt bench clean version
 
 $(PY):
 	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
@@ -172,10 +172,11 @@ lint: $(DEV_DEPS)
 serve: $(SERVE_DEPS)
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
-# A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
-# app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
+# A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one (FORCE=1: one that
+# records no deployment). It runs the app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
+FORCE ?=
 init: $(CDK_DEPS) $(NODE)
-	$(PY) -m tickets_cdk init
+	$(PY) -m tickets_cdk init$(if $(filter 1 yes true,$(FORCE)), --force)
 
 # Then what it wrote: each stack, its region and outputs, the ledger version (tools/synth_summary.py).
 synth: $(CDK_DEPS) $(CDK)
@@ -199,6 +200,25 @@ deploy: $(CDK_DEPS) $(DEPLOY_DEPS) $(CDK)
 	$(CDK) synth --quiet --output cdk.out
 	$(PY) -m tickets_deploy predeploy --assembly cdk.out
 	$(CDK) deploy --all --app cdk.out
+
+# One region's stack (Tickets-REGION, app.py) deleted by the pinned CDK CLI on the pinned Node, from one synthesis:
+# the stack is named first (tools/synth_summary.py), then the CLI asks. The tables stay (RemovalPolicy.RETAIN;
+# adopting them again: docs/how-to/deploy.md#deploy-again-after-a-destroy). Before removing the region from cdk.json.
+ifneq ($(filter destroy adopt,$(MAKECMDGOALS)),)
+ifeq ($(REGION),)
+$(error make destroy REGION=<region> deletes the stack Tickets-<region> (its tables are retained); make adopt REGION=<region> MAPPING=FILE adopts them again)
+endif
+endif
+destroy: $(CDK_DEPS) $(CDK)
+	rm -rf cdk.out
+	$(CDK) synth --quiet --output cdk.out
+	$(PY) tools/synth_summary.py cdk.out --destroy Tickets-$(REGION)
+	$(CDK) destroy --app cdk.out Tickets-$(REGION)
+
+# A destroyed region's retained tables adopted again by its stack (cdk import; MAPPING: the logical ids' file,
+# docs/how-to/deploy.md#deploy-again-after-a-destroy); then make deploy creates the rest around them.
+adopt: $(CDK_DEPS) $(CDK)
+	$(CDK) import Tickets-$(REGION) --resource-mapping $(MAPPING)
 
 # The files written from the code, written again (tools/generate.py): README.md's configuration table and
 # tickets_cdk/props.py from the schema, openapi.json from the route table. A test fails, naming this target,
