@@ -205,8 +205,8 @@ def _say_what_was_recorded(path: Path, previous: LedgerFile, ledger: LedgerFile)
         print(
             f"{region}: account {new_account} is new to the ledger, so its tables start empty and every counter "
             "starts at its start there. That is right for a deployment of its own (staging beside production). "
-            "If it replaces a deployment in another account, run `python -m tickets_admin export` against the "
-            "old tables and `python -m tickets_admin raise KEY --above N` here for every key before callers "
-            "switch (docs/how-to/deploy.md#moving-to-another-account).",
+            "If it replaces a deployment in another account, run `.venv/bin/python -m tickets_admin export` against "
+            "the old tables and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key before "
+            "callers switch (docs/how-to/deploy.md#moving-to-another-account).",
             file=sys.stderr,
         )

@@ -147,7 +147,7 @@ def test_a_recorded_counters_changed_start_stride_or_shards_is_refused(deployed,
     message = refusal(deployed, counters=counters(orders={"start": 5000, "shards": 2, name: value}))
     assert message.startswith(f"counters.orders.{name}: the ledger records {old}, cdk.json says {value}.")
     assert "add a new counter key" in message
-    assert f"or change {name} above a fence: `python -m tickets_admin fence`" in message
+    assert f"or change {name} above a fence: `.venv/bin/python -m tickets_admin fence`" in message
     assert "`make deploy FENCE=1` runs it" in message  # in a clone, the runnable form of the same command
 
 
@@ -241,8 +241,8 @@ def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_un
     message = refusal(loose, strictKeys=False, counters=counters(foo={"start": 1000}))
     assert message.startswith("counters.foo: a new counter with start 1000, stride 1, shards 1, but a recorded ")
     assert "served keys nobody configured (strictKeys false)" in message
-    assert "`python -m tickets_admin raise foo --above N`" in message
-    assert "`python -m tickets_admin fence` stops the unconfigured lanes of foo in every region" in message
+    assert "`.venv/bin/python -m tickets_admin raise foo --above N`" in message
+    assert "`.venv/bin/python -m tickets_admin fence` stops the unconfigured lanes of foo in every region" in message
     assert "`make deploy FENCE=1`" in message
 
 
@@ -658,8 +658,13 @@ def test_while_a_fence_is_pending_every_config_is_refused_naming_both_ways_out(d
         with pytest.raises(LedgerError) as refused:
             record(tickets, ledger)
         said = str(refused.value)
-        assert said.startswith(f"fencing: `python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1")
-        assert "run `python -m tickets_admin fence`" in said and "`python -m tickets_admin fence --undo`" in said
+        assert said.startswith(
+            f"fencing: `.venv/bin/python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1"
+        )
+        assert (
+            "run `.venv/bin/python -m tickets_admin fence`" in said
+            and "`.venv/bin/python -m tickets_admin fence --undo`" in said
+        )
     assert record_epochs(ledger, []).fencing is None  # recording the epochs ends it
 
 
