@@ -43,6 +43,8 @@ def test_make_destroy_runs_the_pinned_cli_on_one_regions_stack_and_wants_the_reg
         "node_modules/.bin/cdk destroy --app cdk.out Tickets-eu-west-1",
     ]
     assert not [line for line in planned if "npx" in line]
+    adopting = make("-n", "adopt", "REGION=eu-west-1", "MAPPING=mapping.json").stdout.splitlines()
+    assert adopting[-1] == "node_modules/.bin/cdk import Tickets-eu-west-1 --resource-mapping mapping.json"
     refused = subprocess.run(["make", "-n", "destroy"], cwd=REPO, capture_output=True, text=True)
     assert refused.returncode != 0 and refused.stdout == ""
     assert "make destroy REGION=<region> deletes the stack Tickets-<region> (its tables are retained)" in refused.stderr

@@ -138,8 +138,8 @@ def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> N
     if not replace_undeployed:
         raise LedgerError(
             f"{path}: a ledger exists already. It records no deployment (no synthesis for an account, which "
-            "every deploy runs first), so you may start over: `make init FORCE=1` (`"
-            f"{INIT_COMMAND} --force`) replaces it with one for what the app declares now."
+            "every deploy runs first), so you may start over: `make init FORCE=1` (in your own app "
+            f"`.venv/bin/{INIT_COMMAND} --force`) replaces it with one for what the app declares now."
         )
 
 
