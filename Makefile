@@ -53,12 +53,12 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy destroy adopt bench clean version
 
-# The Python that made .venv (its version and installation), kept in .venv/.python: a .venv made by another Python
-# (a new python3 on PATH, a removed one) is made again, here before any rule looks at it.
-PYTHON_ID := $(shell $(PYTHON) -c 'import sys; print(sys.implementation.cache_tag, sys.base_prefix)')
+# A .venv made by another Python (a new python3 on PATH, or one since removed, whose venv no longer runs) is made
+# again, before any rule looks at it: its interpreter must say the version and installation $(PYTHON) says.
+PYTHON_ID = import sys; print(sys.implementation.cache_tag, sys.base_prefix)
 ifneq ($(wildcard $(VENV)/pyvenv.cfg),)
-ifneq ($(shell cat $(VENV)/.python 2>/dev/null),$(PYTHON_ID))
-$(info $(VENV) was made by another Python than $(PYTHON) ($(PYTHON_ID)): making it again)
+ifneq ($(shell $(PY) -c '$(PYTHON_ID)' 2>/dev/null),$(shell $(PYTHON) -c '$(PYTHON_ID)'))
+$(info $(VENV) was made by another Python than $(PYTHON): making it again)
 $(shell rm -rf $(VENV))
 endif
 endif
@@ -71,7 +71,6 @@ help:
 
 $(PY):
 	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
-	echo '$(PYTHON_ID)' > $(VENV)/.python
 
 $(UV): | $(PY)
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
