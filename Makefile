@@ -52,7 +52,23 @@ export TICKETS_NODE_VERSION := $(NODE_VERSION)
 # among them (an import of aws_cdk's modules: 3.0 s of CPU without bytecode, 0.8 s with).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy bench clean version
+.PHONY: help generated test test-unit test-functional test-models test-synth test-packaging test-build-installs test-build-others test-typescript lint serve init synth bootstrap deploy destroy adopt bench clean version
+
+# A .venv made by another Python (a new python3 on PATH, or one since removed, whose venv no longer runs) is made
+# again, before any rule looks at it: its interpreter must say the version and installation $(PYTHON) says.
+PYTHON_ID = import sys; print(sys.implementation.cache_tag, sys.base_prefix)
+ifneq ($(wildcard $(VENV)/pyvenv.cfg),)
+ifneq ($(shell $(PY) -c '$(PYTHON_ID)' 2>/dev/null),$(shell $(PYTHON) -c '$(PYTHON_ID)'))
+$(info $(VENV) was made by another Python than $(PYTHON): making it again)
+$(shell rm -rf $(VENV))
+endif
+endif
+
+# Bare `make` lists the targets: each target's `## ` line above it, read by `make help`.
+.DEFAULT_GOAL := help
+## list the targets, each with what it does
+help:
+	@awk '/^## /{doc = substr($$0, 4); next} /^[a-z][a-z -]*:/ && doc {sub(/:.*/, ""); printf "make %-26s %s\n", $$0, doc} {doc = ""}' $(MAKEFILE_LIST)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
@@ -135,15 +151,19 @@ MODEL_WORKERS ?= 2
 # What every tier but the unit tier needs: the dev set, the CDK CLI and dynalite, the TypeScript client, checkov.
 TIER_DEPS := $(DEV_DEPS) $(CDK) $(TS_BUILD) $(CHECKOV)
 
+## the unit tier alone (pure modules; seconds)
 test-unit: $(DEV_DEPS)
 	$(PY) -m pytest tests/unit
 
+## the functional tier: the handler on every backend, the local server, the clients, the admin CLI
 test-functional: $(TIER_DEPS) $(DYNAMODB_LOCAL)
 	$(PY) -m pytest -n $(FUNCTIONAL_WORKERS) --dist loadfile tests/functional
 
+## the stateful models (rollout, team, fences, epochs, series)
 test-models: $(TIER_DEPS)
 	$(PY) -m pytest -n $(MODEL_WORKERS) --dist loadfile tests/models
 
+## one building tier: the synthesised stacks, or the built packages
 test-synth test-packaging: $(TIER_DEPS)
 	$(PY) -m pytest tests/$(@:test-%=%)
 
@@ -161,41 +181,51 @@ test-synth test-packaging: $(TIER_DEPS)
 # npm install (package.json) also brings dynalite, the second DynamoDB the tests run against. Every group runs
 # even when another failed; make test fails if any did. `test` itself has no prerequisite, so .venv is made
 # by that make too, while Node and the npm packages install (made first, alone, it kept a core idle for 10 s).
+## every test, in six groups three at a time (about 5 minutes)
 test:
 	$(MAKE) --no-print-directory --keep-going --jobs=3 --output-sync=target test-unit test-functional test-build-installs test-build-others test-models test-typescript
 
+## the synth and packaging tests that build and install the packages
 test-build-installs: $(TIER_DEPS)
 	$(PY) -m pytest tests/synth tests/packaging -m installs
 
+## the other synth and packaging tests
 test-build-others: $(TIER_DEPS)
 	TICKETS_TESTS_NO_INSTALLS=1 $(PY) -m pytest tests/synth tests/packaging -m "not installs"
 
+## the TypeScript client's tests, against a local server
 test-typescript: $(DEV_DEPS) $(TS_BUILD)
 	cd $(TS_CLIENT) && npm test
 
 # ruff (lint, mccabe complexity, format) everywhere; mypy --strict on every product package (the Lambda's, the
 # deploy side, the construct library, the local server and test kit, the admin CLI, the Python client), the
 # reference app and the tools.
+## ruff (lint, format) and mypy --strict
 lint: $(DEV_DEPS)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin tickets_local stacks app.py tools
 
+## run Tickets locally on PORT (8000), from cdk.json (BACKEND=dynamodb-local: on Amazon's DynamoDB Local)
 serve: $(SERVE_DEPS) $(if $(filter dynamodb-local,$(BACKEND)),$(DYNAMODB_LOCAL))
 	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
-# A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
-# app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
+# A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one (FORCE=1: one that
+# records no deployment). It runs the app once (cdk.json's `app`), as any CDK app using tickets_cdk would.
+FORCE ?=
+## write the deployment's ledger, tickets.lock.json (FORCE=1: again, before any deploy)
 init: $(CDK_DEPS) $(NODE)
-	$(PY) -m tickets_cdk init
+	$(PY) -m tickets_cdk init$(if $(filter 1 yes true,$(FORCE)), --force)
 
 # Then what it wrote: each stack, its region and outputs, the ledger version (tools/synth_summary.py).
+## synthesise every region's stack into cdk.out, and say what it wrote
 synth: $(CDK_DEPS) $(CDK)
 	$(CDK) synth --quiet
 	$(PY) tools/synth_summary.py cdk.out
 
 # Once per account and region before a first deploy: `cdk bootstrap` of every region the app's stacks name, in the
 # account of the caller's credentials, with the pinned CLI on the pinned Node (npx would take the machine's).
+## cdk bootstrap, once per account and region, before a first deploy
 bootstrap: $(CDK_DEPS) $(CDK)
 	$(CDK) bootstrap
 
@@ -203,8 +233,9 @@ bootstrap: $(CDK_DEPS) $(CDK)
 # ledger ever gave a slot too; the Powertools layer's SSM parameter: tickets_deploy/predeploy.py, with botocore
 # from the deploy set), then deploy exactly it.
 # FENCE=1 first moves every key whose layout cdk.json changes above a fence in every region's table
-# (python -m tickets_admin fence, with the deploy's credentials), as a synthesis refusal asks.
+# (.venv/bin/python -m tickets_admin fence, with the deploy's credentials), as a synthesis refusal asks.
 FENCE ?=
+## check the synthesised stacks against what each region runs, then deploy them (FENCE=1: fence first)
 deploy: $(CDK_DEPS) $(DEPLOY_DEPS) $(CDK)
 	$(if $(filter 1 yes true,$(FENCE)),$(PY) -m tickets_admin fence)
 	rm -rf cdk.out
@@ -212,18 +243,43 @@ deploy: $(CDK_DEPS) $(DEPLOY_DEPS) $(CDK)
 	$(PY) -m tickets_deploy predeploy --assembly cdk.out
 	$(CDK) deploy --all --app cdk.out
 
+# One region's stack (Tickets-REGION, app.py) deleted by the pinned CDK CLI on the pinned Node, from one synthesis:
+# the stack is named first (tools/synth_summary.py), then the CLI asks. The tables stay (RemovalPolicy.RETAIN;
+# adopting them again: docs/how-to/deploy.md#deploy-again-after-a-destroy). Before removing the region from cdk.json.
+ifneq ($(filter destroy adopt,$(MAKECMDGOALS)),)
+ifeq ($(REGION),)
+$(error make destroy REGION=<region> deletes the stack Tickets-<region> (its tables are retained); make adopt REGION=<region> MAPPING=FILE adopts them again)
+endif
+endif
+## delete one region's stack: REGION=... (its tables are retained)
+destroy: $(CDK_DEPS) $(CDK)
+	rm -rf cdk.out
+	$(CDK) synth --quiet --output cdk.out
+	$(PY) tools/synth_summary.py cdk.out --destroy Tickets-$(REGION)
+	$(CDK) destroy --app cdk.out Tickets-$(REGION)
+
+# A destroyed region's retained tables adopted again by its stack (cdk import; MAPPING: the logical ids' file,
+# docs/how-to/deploy.md#deploy-again-after-a-destroy); then make deploy creates the rest around them.
+## adopt a destroyed region's retained tables again: REGION=... MAPPING=FILE (cdk import)
+adopt: $(CDK_DEPS) $(CDK)
+	$(CDK) import Tickets-$(REGION) --resource-mapping $(MAPPING)
+
 # The files written from the code, written again (tools/generate.py): README.md's configuration table and
 # tickets_cdk/props.py from the schema, openapi.json from the route table. A test fails, naming this target,
 # when one of them is out of date.
+## write the generated files again (configuration table, props.py, openapi.json)
 generated: $(SERVE_DEPS)
 	$(PY) tools/generate.py
 
 # A release's version, written everywhere it is (tools/set_version.py; docs/how-to/release.md).
+## set the release version everywhere: VERSION=X.Y.Z
 version: $(PY)
 	$(PY) tools/set_version.py $(VERSION)
 
+## the benchmark, against a bare baseline handler (bench/README.md)
 bench: $(DEV_DEPS)
 	$(PY) -m bench
 
+## remove every venv, Node, node_modules and build output
 clean:
 	rm -rf $(VENV) .venv-sets .tools node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

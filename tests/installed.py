@@ -63,6 +63,24 @@ BUILD_SDIST_AND_WHEEL = (sys.executable, "-m", "build", "--installer", "uv", "--
 NO_INSTALLS = "TICKETS_TESTS_NO_INSTALLS"
 
 
+# A release (.github/workflows/release.yml) tests the very files it publishes: its build job makes them once, and
+# each Python of its test matrix downloads them to the directory this variable names (python/ and npm/ in it),
+# where the tests take them instead of building their own (released()).
+RELEASE_DIST = "TICKETS_RELEASE_DIST"
+
+
+def released(pattern: str) -> Path | None:
+    """The one file under RELEASE_DIST matching `pattern` (e.g. `python/tickets_server-*.whl`); None when the
+    variable is not set (the tests build their own). RuntimeError if not exactly one file matches."""
+    where = os.environ.get(RELEASE_DIST)
+    if not where:
+        return None
+    found = sorted(Path(where).resolve().glob(pattern))
+    if len(found) != 1:
+        raise RuntimeError(f"{RELEASE_DIST}={where}: {len(found)} files match {pattern}, not one")
+    return found[0]
+
+
 def _installs_allowed() -> None:
     if os.environ.get(NO_INSTALLS):
         raise RuntimeError(
@@ -77,8 +95,11 @@ def built_distributions() -> dict[str, Path]:
     the process ends: what a release uploads (tests/packaging/test_distributions.py checks both), and the wheel,
     built from that sdist, is the one every environment here installs. Built from the sdist, it holds what a
     clean tree gives (setuptools stages packages in build/ and never empties it: a file removed since an
-    earlier in-tree build would ship)."""
+    earlier in-tree build would ship). In a release's tests, the release's own (released())."""
     _installs_allowed()
+    wheel = released("python/tickets_server-*.whl")
+    if wheel is not None:
+        return {"wheel": wheel, "sdist": released("python/tickets_server-*.tar.gz") or wheel}
     destination = _scratch("tickets-dist-")
     done = subprocess.run(
         [*BUILD_SDIST_AND_WHEEL, "--outdir", str(destination), str(REPO)],

@@ -12,6 +12,7 @@ import os
 import select
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -71,7 +72,8 @@ class SerialMotoServer:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        port = self._server.server_address[1]
+        return f"https://localhost:{port}" if self._tls else f"http://127.0.0.1:{port}"
 
     def reset(self) -> None:
         call(self.url, "/moto-api/reset", method="POST")
@@ -155,10 +157,11 @@ class Recorded:
 class StubServer:
     """Answers each request with the next scripted (status, headers, body) and records what came.
     `close_after_reply` drops the connection after each answer without saying so, like a server
-    whose keep-alive timeout just passed."""
+    whose keep-alive timeout just passed. With `tls` (a server context), it serves https://localhost:PORT."""
 
     replies: list[tuple[int, dict[str, str], bytes]]
     close_after_reply: bool = False
+    tls: ssl.SSLContext | None = None
     requests: list[Recorded] = field(default_factory=list)
     connections: int = 0
 
@@ -193,7 +196,7 @@ class StubServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._http = LoopbackHttp(Handler)
+        self._http = LoopbackHttp(Handler, self.tls)
         return self
 
     @property
@@ -208,14 +211,18 @@ class LoopbackHttp:
     """A handler class served on 127.0.0.1 (a free port) from a daemon thread, until stop(): the stub
     servers' common part."""
 
-    def __init__(self, handler: type[BaseHTTPRequestHandler]):
+    def __init__(self, handler: type[BaseHTTPRequestHandler], tls: ssl.SSLContext | None = None):
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
+        self._tls = tls
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        port = self._server.server_address[1]
+        return f"https://localhost:{port}" if self._tls else f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
         self._server.shutdown()

@@ -1,4 +1,4 @@
-"""`python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
+"""`.venv/bin/python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
 migrate an old counter table's values, fence a layout change, export and audit a series' journal, encode
 and decode an opaque counter's ids, or put their keys in the service's parameter."""
 
@@ -38,17 +38,17 @@ conditional: it is safe to run while the service issues tickets, and safe to rep
 
 EPILOG = """\
 examples:
-  python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
-  python -m tickets_admin raise orders --above 120000 --region eu-west-1
-  python -m tickets_admin list
-  python -m tickets_admin fence                                 # after a layout change in cdk.json
-  python -m tickets_admin --service shop-order-numbers raise orders --above 120000 --region us-east-1
-  python -m tickets_admin export > counters.jsonl
-  python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
-  python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
+  .venv/bin/python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
+  .venv/bin/python -m tickets_admin raise orders --above 120000 --region eu-west-1
+  .venv/bin/python -m tickets_admin list
+  .venv/bin/python -m tickets_admin fence                                 # after a layout change in cdk.json
+  .venv/bin/python -m tickets_admin --service shop-order-numbers raise orders --above 120000 --region us-east-1
+  .venv/bin/python -m tickets_admin export > counters.jsonl
+  .venv/bin/python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
+  .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
       --margin 100000
-  python -m tickets_admin put-key                               # the keys of opaque ids, every region
-  python -m tickets_admin decode orders 4829173650
+  .venv/bin/python -m tickets_admin put-key                               # the keys of opaque ids, every region
+  .venv/bin/python -m tickets_admin decode orders 4829173650
 
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role);
 with --endpoint-url and none set, dummy ones, which local endpoints accept.
@@ -85,7 +85,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
 
     parser = argparse.ArgumentParser(
-        prog="python -m tickets_admin",
+        prog=".venv/bin/python -m tickets_admin",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

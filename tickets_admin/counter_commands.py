@@ -46,8 +46,8 @@ brought back (or dropped) is stopped again first, as the fence left it."""
 
 RAISE_EPILOG = """\
 examples:
-  python -m tickets_admin raise orders --above 120000
-  python -m tickets_admin raise orders --above 120000 --region eu-west-1 --table shop-tickets"""
+  .venv/bin/python -m tickets_admin raise orders --above 120000
+  .venv/bin/python -m tickets_admin raise orders --above 120000 --region eu-west-1 --table shop-tickets"""
 
 EXPORT_DESCRIPTION = """\
 Print every item of the counter table (all keys, all lanes) as JSON Lines: one JSON
@@ -63,8 +63,8 @@ step 0, and stoppedStep the step they had."""
 
 EXPORT_EPILOG = """\
 examples:
-  python -m tickets_admin export > counters.jsonl
-  python -m tickets_admin export --region eu-west-1 --table restored-tickets"""
+  .venv/bin/python -m tickets_admin export > counters.jsonl
+  .venv/bin/python -m tickets_admin export --region eu-west-1 --table restored-tickets"""
 
 LIST_DESCRIPTION = """\
 Print the counters of this region's table, one a line: the key, how many lanes its items
@@ -87,10 +87,10 @@ over 10 minutes or more; its alarm is CounterRunningOut.)"""
 
 LIST_EPILOG = """\
 examples:
-  python -m tickets_admin list
-  python -m tickets_admin list --rate-over 60          # and each key's time left at the last minute's rate
-  python -m tickets_admin list --region eu-west-1
-  python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
+  .venv/bin/python -m tickets_admin list
+  .venv/bin/python -m tickets_admin list --rate-over 60          # and each key's time left at the last minute's rate
+  .venv/bin/python -m tickets_admin list --region eu-west-1
+  .venv/bin/python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
   (make serve on its in-process moto: curl http://127.0.0.1:8000/_local/counters)"""
 
 

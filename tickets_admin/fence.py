@@ -1,4 +1,4 @@
-"""`python -m tickets_admin fence`: stop the old layout's lanes of every key whose layout cdk.json
+"""`.venv/bin/python -m tickets_admin fence`: stop the old layout's lanes of every key whose layout cdk.json
 changes, in every region's table, and record the fence and the new layout in the ledger as a new epoch
 (docs/explanation/epochs-and-fences.md, docs/how-to/change-a-layout.md).
 
@@ -69,11 +69,11 @@ branch changed the layout: merge its ledger first) and a region with no table.""
 
 FENCE_EPILOG = """\
 examples:
-  python -m tickets_admin fence                      # every region of cdk.json and the ledger
-  python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
-  python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
-  python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
-  python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
+  .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
+  .venv/bin/python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
+  .venv/bin/python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
+  .venv/bin/python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
+  .venv/bin/python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
       --endpoint-url eu-west-1=http://127.0.0.1:8002"""
 
 

@@ -1,4 +1,4 @@
-"""The old lanes of one fence, in every region's table, for `python -m tickets_admin fence` (fence.py).
+"""The old lanes of one fence, in every region's table, for `.venv/bin/python -m tickets_admin fence` (fence.py).
 
 `survey` reads them all before anything is written, and refuses what a fence must never pass by: a lane another
 fence stopped (its `fencedBy` is not this ledger's fence: another line of history, a branch, changed the key's

@@ -219,10 +219,10 @@ that holds more than one number. A number being issued while this runs may show 
 
 SERIES_EPILOG = """\
 examples:
-  python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
-  python -m tickets_admin journal invoices --format csv > invoices.csv
-  python -m tickets_admin audit invoices
-  python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
+  .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
+  .venv/bin/python -m tickets_admin journal invoices --format csv > invoices.csv
+  .venv/bin/python -m tickets_admin audit invoices
+  .venv/bin/python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
 
 
 def _series_arguments(parser: argparse.ArgumentParser) -> None:

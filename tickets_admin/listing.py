@@ -1,4 +1,4 @@
-"""The counters of a counter table, one line each: what `python -m tickets_admin list` prints and the
+"""The counters of a counter table, one line each: what `.venv/bin/python -m tickets_admin list` prints and the
 local server's GET /_local/counters answers. Read from the table's items (a Scan), never from cdk.json:
 it shows what was issued, including keys no config names. Only the tickets left before each key's max
 need its config (`max_of`), and the time left a second read (`with_rates`)."""

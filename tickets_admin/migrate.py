@@ -75,11 +75,11 @@ region (--region; --from-region names the old table's):
 
 MIGRATE_EPILOG = """\
 examples:
-  python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
+  .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --margin 100000 --dry-run
-  python -m tickets_admin migrate --from-table counters --from-region us-east-1 \\
+  .venv/bin/python -m tickets_admin migrate --from-table counters --from-region us-east-1 \\
       --key-attribute systemKey --value-attribute counter --margin 100000 --region eu-west-1
-  python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
+  .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --verify"""
 
 

@@ -1,4 +1,4 @@
-"""`python -m tickets_admin encode KEY TICKET` and `decode KEY ID`: an opaque counter's tickets as its ids and
+"""`.venv/bin/python -m tickets_admin encode KEY TICKET` and `decode KEY ID`: an opaque counter's tickets as its ids and
 back (tickets.opaque), with the counter's settings from cdk.json (or --service's ledger) and the keys from a key
 file. Neither reads nor writes a table."""
 
@@ -36,10 +36,10 @@ A ticket has an id whether or not the counter issued it; the domain holds 0 .. M
 
 ENCODE_EPILOG = """\
 examples:
-  python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
-  python -m tickets_admin encode orders 5000 --key-file tickets-keys.json
-  python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
-  python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
+  .venv/bin/python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
+  .venv/bin/python -m tickets_admin encode orders 5000 --key-file tickets-keys.json
+  .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
+  .venv/bin/python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
 
 DECODE_DESCRIPTION = f"""\
 Print the ticket and the key version of each ID of the opaque counter KEY (counters.KEY.opaque
@@ -52,9 +52,9 @@ alphabet, or whose check character fails (a character mistyped, two swapped) is 
 
 DECODE_EPILOG = """\
 examples:
-  python -m tickets_admin decode orders 4829173650              # the keys from the service's parameter
-  python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
-  python -m tickets_admin --service shop decode orders 4829173650 0411372659 --key-file tickets-keys.json"""
+  .venv/bin/python -m tickets_admin decode orders 4829173650              # the keys from the service's parameter
+  .venv/bin/python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
+  .venv/bin/python -m tickets_admin --service shop decode orders 4829173650 0411372659 --key-file tickets-keys.json"""
 
 
 def load_keys(args: argparse.Namespace, context: Context) -> dict[int, bytes]:

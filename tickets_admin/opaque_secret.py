@@ -1,7 +1,7 @@
-"""The keys of a deployed service's opaque ids, in its SSM SecureString parameter (tickets_deploy.opaque_keys), with
-the operator's credentials: read them (encode and decode without --key-file), and `python -m tickets_admin put-key`,
-which writes them to every region (docs/how-to/opaque-order-numbers.md). No key is ever printed, logged or put in an
-error.
+"""The keys of a deployed service's opaque ids, in its SSM SecureString parameter (tickets_deploy.opaque_keys), with the
+operator's credentials: read them (encode and decode without --key-file), and `.venv/bin/python -m tickets_admin
+put-key`, which writes them to every region (docs/how-to/opaque-order-numbers.md). No key is ever printed, logged or put
+in an error.
 
 put-key makes every region's parameter hold the same keys: those any region holds already (a version two regions
 hold with different keys is refused: their ids could meet), plus a new random key for each version the config's
@@ -32,7 +32,8 @@ from .table import AdminError
 
 SSM_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 5})
 DESCRIPTION = (
-    "the keys of Tickets' opaque ids (docs/how-to/opaque-order-numbers.md): written by python -m tickets_admin put-key"
+    "the keys of Tickets' opaque ids (docs/how-to/opaque-order-numbers.md): written by "
+    ".venv/bin/python -m tickets_admin put-key"
 )
 
 
@@ -95,8 +96,8 @@ def deployed_keys(context: Context, region: str | None) -> dict[int, bytes]:
     keys = parameter.read()
     if keys is None:
         raise AdminError(
-            f"{parameter.name} does not exist in {parameter.region}: put the keys there with python -m tickets_admin "
-            "put-key, or give a key file with --key-file PATH"
+            f"{parameter.name} does not exist in {parameter.region}: put the keys there with "
+            ".venv/bin/python -m tickets_admin put-key, or give a key file with --key-file PATH"
         )
     return keys
 
@@ -161,9 +162,9 @@ synthesise and deploy."""
 
 PUT_KEY_EPILOG = """\
 examples:
-  python -m tickets_admin put-key                       # before the first deploy of an opaque counter
-  python -m tickets_admin put-key --kms-key-id alias/shop-tickets
-  python -m tickets_admin --service shop-order-numbers put-key --version 2"""
+  .venv/bin/python -m tickets_admin put-key                       # before the first deploy of an opaque counter
+  .venv/bin/python -m tickets_admin put-key --kms-key-id alias/shop-tickets
+  .venv/bin/python -m tickets_admin --service shop-order-numbers put-key --version 2"""
 
 
 def _put_key_arguments(parser: argparse.ArgumentParser) -> None:

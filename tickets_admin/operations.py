@@ -211,8 +211,8 @@ def _stopped_problem(item_key: str, key: str) -> str:
     return (
         f"{item_key} was stopped at a fence: {key}'s layout is being changed, and the ledger beside --config does not "
         "record that change yet (a fence not finished, or this is not the deployment's latest cdk.json and ledger). "
-        "Finish the change with `python -m tickets_admin fence` (run with the new cdk.json), then raise the new "
-        "layout's lanes"
+        "Finish the change with `.venv/bin/python -m tickets_admin fence` (run with the new cdk.json), then raise the "
+        "new layout's lanes"
     )
 
 

@@ -36,7 +36,7 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 @dataclass(frozen=True)
 class Command:
     name: str
-    help: str  # one line, for `python -m tickets_admin --help`
+    help: str  # one line, for `.venv/bin/python -m tickets_admin --help`
     description: str
     epilog: str
     run: Callable[[argparse.Namespace, Context], int]

@@ -12,7 +12,15 @@ from pathlib import Path
 
 from tickets import __version__
 from tickets_deploy.config import parse_config
-from tickets_deploy.ledger import LEDGER_FILE, LedgerError, init_ledger_file, ledger_path_beside, refuse_existing_ledger
+from tickets_deploy.ledger import (
+    LEDGER_FILE,
+    LedgerError,
+    init_ledger_file,
+    ledger_path_beside,
+    one_way_choices,
+    read_ledger_file,
+    refuse_existing_ledger,
+)
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
 
@@ -31,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         description=f"Start a deployment: run the CDK app of the cdk.json in DIR once (its `app` command, with "
         f"its context) to learn which TicketService it declares, then write their first ledger ({LEDGER_FILE}, "
         "beside cdk.json). Run once, before the first deploy, and commit the ledger with cdk.json; synthesis "
-        "refuses to run without it and keeps it from then on. It never replaces a ledger that exists.",
+        "refuses to run without it and keeps it from then on. It never replaces a ledger that records a deployment.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("command", choices=["init"], help="init: write the first ledger")
@@ -39,9 +47,14 @@ def main(argv: list[str] | None = None) -> int:
         "--dir", type=Path, default=Path.cwd(), help="the app's directory, with its cdk.json (default: here)"
     )
     parser.add_argument("--app", help="the command that runs the app (default: cdk.json's `app`)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="start over: replace a ledger that records no deployment (never one that does)",
+    )
     args = parser.parse_args(argv)
     try:
-        path, configs = init(args.dir, args.app)
+        path, configs = init(args.dir, args.app, force=args.force)
     except (InitError, ConfigError, LedgerError) as err:
         print(f"init: {err}", file=sys.stderr)
         return 2
@@ -52,12 +65,16 @@ def main(argv: list[str] | None = None) -> int:
             f"{name}: regionSlots {config.region_slots}, regions {regions}, {len(config.counters)} counter(s), {served}"
         )
     print(f"{path}: wrote the ledger of {len(configs)} service(s). Commit it with cdk.json.")
+    for said in one_way_choices(None, read_ledger_file(path)):
+        print(f"one-way: {said}")
     return 0
 
 
-def init(directory: Path, app_command: str | None = None) -> tuple[Path, dict[str, DeploymentConfig]]:
-    """Run the app in `directory` to learn its services, then write their first ledger; returns its path
-    and the services' configs by table name."""
+def init(
+    directory: Path, app_command: str | None = None, *, force: bool = False
+) -> tuple[Path, dict[str, DeploymentConfig]]:
+    """Run the app in `directory` to learn its services, then write their first ledger (`force`: over one that
+    records no deployment); returns its path and the services' configs by table name."""
     cdk_json = directory.resolve() / "cdk.json"
     try:
         document = json.loads(cdk_json.read_text(encoding="utf-8"))
@@ -73,7 +90,7 @@ def init(directory: Path, app_command: str | None = None) -> tuple[Path, dict[st
         context = {**context, **json.loads(local_context.read_text(encoding="utf-8"))}
     explicit = context.get(LEDGER_PATH_CONTEXT)
     path = (cdk_json.parent / explicit).resolve() if explicit else ledger_path_beside(cdk_json)
-    refuse_existing_ledger(path)  # before running the app
+    refuse_existing_ledger(path, replace_undeployed=force)  # before running the app
     command = app_command or document.get("app")
     if not command:
         raise InitError(f'{cdk_json}: no "app" command to run (or pass --app "python3 app.py")')
@@ -105,7 +122,7 @@ def init(directory: Path, app_command: str | None = None) -> tuple[Path, dict[st
     if not raw:
         raise InitError(f"the app ({command}) declares no TicketService; nothing was written")
     configs = {name: parse_config(config) for name, config in raw.items()}
-    init_ledger_file(path, configs)  # the first synthesis records the account
+    init_ledger_file(path, configs, replace_undeployed=force)  # the first synthesis records the account
     return path, configs
 
 

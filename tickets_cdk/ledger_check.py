@@ -35,6 +35,7 @@ from tickets_deploy.ledger import (
     LedgerFile,
     ledger_path_beside,
     new_accounts,
+    one_way_choices,
     read_ledger_file,
     record_services,
     write_ledger_file,
@@ -198,12 +199,14 @@ def _say_what_was_recorded(path: Path, previous: LedgerFile, ledger: LedgerFile)
         f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
         file=sys.stderr,
     )
+    for said in one_way_choices(previous, ledger):
+        print(f"one-way: {said}", file=sys.stderr)
     for region, new_account in new_accounts(previous, ledger):
         print(
             f"{region}: account {new_account} is new to the ledger, so its tables start empty and every counter "
             "starts at its start there. That is right for a deployment of its own (staging beside production). "
-            "If it replaces a deployment in another account, run `python -m tickets_admin export` against the "
-            "old tables and `python -m tickets_admin raise KEY --above N` here for every key before callers "
-            "switch (docs/how-to/deploy.md#moving-to-another-account).",
+            "If it replaces a deployment in another account, run `.venv/bin/python -m tickets_admin export` against "
+            "the old tables and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key before "
+            "callers switch (docs/how-to/deploy.md#moving-to-another-account).",
             file=sys.stderr,
         )

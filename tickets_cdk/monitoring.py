@@ -87,8 +87,8 @@ class TicketAlarms(Construct):
             "CounterRunningOut",
             service.metric_counter_days_left(),
             f"At its recent rate a counter's lane reaches its max within {days_left} days (alarmDaysLeft), for 3 "
-            "hours running; the function's logs (CounterDaysLeft, key) and `python -m tickets_admin list --rate-over "
-            "60` name the key. Raise max or plan a new key.",
+            "hours running; the function's logs (CounterDaysLeft, key) and `.venv/bin/python -m tickets_admin list "
+            "--rate-over 60` name the key. Raise max or plan a new key.",
             threshold=days_left,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=3,

@@ -62,9 +62,9 @@ def powertools_layer_arn() -> str:
 def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
     """Where a service with opaque counters keeps their keys, an SSM SecureString parameter (its name), which the
     function alone may read, by name (no wildcard); None without opaque counters. The construct names it and does
-    not make it (tickets_deploy/opaque_keys.py says why): `python -m tickets_admin put-key` writes it. A parameter
-    encrypted with the service's encryption_key is decrypted by the function's grant on that key; with SSM's own
-    key (aws/ssm), by SSM on the function's behalf."""
+    not make it (tickets_deploy/opaque_keys.py says why): `.venv/bin/python -m tickets_admin put-key` writes it. A
+    parameter encrypted with the service's encryption_key is decrypted by the function's grant on that key; with SSM's
+    own key (aws/ssm), by SSM on the function's behalf."""
     if not has_opaque_counters(config):
         return None
     name = opaque_keys_parameter(config.table_name)

@@ -41,7 +41,7 @@ class Field:
     from_prop: PropReader = same_prop
     to_prop: PropReader = same_prop
     permanent: bool = False
-    # Permanent in place, but may change above a fence (`python -m tickets_admin fence`): the README says so.
+    # Permanent in place, but may change above a fence (`.venv/bin/python -m tickets_admin fence`): the README says so.
     fenced: bool = False
     setting: bool = False
     owner: str = "TicketService"

@@ -1,5 +1,5 @@
-"""An opaque counter's ids read back (`python -m tickets_admin decode`, and the tests): the inverse of the keyed
-permutation of tickets/opaque.py, which says what an id is. The function only ever encodes, so decoding is not in
+"""An opaque counter's ids read back (`.venv/bin/python -m tickets_admin decode`, and the tests): the inverse of the
+keyed permutation of tickets/opaque.py, which says what an id is. The function only ever encodes, so decoding is not in
 its code asset, whose size has a goal (bench/report.py's package_bytes)."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The local server's keys of opaque ids (docs/reference/local-server.md): the key file given with --key-file (made
-there when it does not exist yet), or, when none is given, a new one made at start in a temporary directory and
-removed at stop. Either way the banner prints its path, so `python -m tickets_admin decode KEY ID --key-file PATH`
-reads the ids this server answers. On an endpoint the tables outlive the server: a new key at each start could give
-a later ticket the id of an earlier one, so there the key file must be given."""
+there when it does not exist yet), or, when none is given, a new one made at start in a temporary directory and removed
+at stop. Either way the banner prints its path, so `.venv/bin/python -m tickets_admin decode KEY ID --key-file PATH`
+reads the ids this server answers. On an endpoint the tables outlive the server: a new key at each start could give a
+later ticket the id of an earlier one, so there the key file must be given."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ class LocalKeys:
 
     def describe(self) -> str:
         made = "made at start" if self.made else "given"
-        return f"{self.path} ({made}; python -m tickets_admin decode KEY ID --key-file {self.path})"
+        return f"{self.path} ({made}; .venv/bin/python -m tickets_admin decode KEY ID --key-file {self.path})"
 
     def close(self) -> None:
         """Forget keys made for this run only (with their temporary directory); a given file stays."""
@@ -63,8 +63,8 @@ def open_keys(config: DeploymentConfig, key_file: str | Path | None, *, persiste
     if missing:
         raise ConfigError(
             f"--key-file {path} holds key versions {', '.join(map(str, sorted(held)))}, not {missing[0]}, which an "
-            f"opaque counter's keyVersion asks for: add that version's key to the file (python -m tickets_admin "
-            "encode --help shows the format)"
+            f"opaque counter's keyVersion asks for: add that version's key to the file (.venv/bin/python -m "
+            "tickets_admin encode --help shows the format)"
         )
     return LocalKeys(path, made=False)
 

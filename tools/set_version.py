@@ -1,9 +1,10 @@
 """Set the release version everywhere it is written: `make version VERSION=X.Y.Z` (docs/how-to/release.md).
 
-`tickets.__version__` is the version; three files repeat it because they are read where that module is not:
-the Python client is a distribution of its own (built from clients/python alone), npm reads package.json, and
-the TypeScript client's User-Agent is a literal of its compiled code. This command writes all four from one
-argument, and tests/packaging/test_client_packaging.py fails whenever they differ.
+`tickets.__version__` is the version; four files repeat it because they are read where that module is not:
+the Python client is a distribution of its own (built from clients/python alone), npm reads package.json and its
+lockfile (the package's own entry, twice), and the TypeScript client's User-Agent is a literal of its compiled
+code. This command writes them all from one argument (openapi.json's is generated: `make generated`), and
+tests/packaging/test_client_packaging.py fails whenever they differ.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ PLACES = (
     ("lambda_src/tickets/__init__.py", r'^__version__ = "([^"]+)"$'),
     ("clients/python/tickets_client/version.py", r'^__version__ = "([^"]+)"$'),
     ("clients/typescript/package.json", r'^  "version": "([^"]+)",$'),
+    ("clients/typescript/package-lock.json", r'^  "name": "tickets-client",\n  "version": "([^"]+)",$'),
+    ("clients/typescript/package-lock.json", r'^      "name": "tickets-client",\n      "version": "([^"]+)",$'),
     ("clients/typescript/src/client.ts", r'^export const USER_AGENT = "tickets-client-ts/([^"]+)";'),
 )
 
@@ -28,17 +31,17 @@ def set_version(version: str, root: Path = ROOT) -> list[Path]:
     (before writing anything)."""
     if not SEMVER.fullmatch(version):
         raise ValueError(f"{version!r} is not a semantic version (X.Y.Z, optionally -pre)")
-    edits = []
+    edits: dict[Path, str] = {}
     for name, pattern in PLACES:
         path = root / name
-        text = path.read_text()
+        text = edits.get(path) or path.read_text()
         line = re.compile(pattern, re.MULTILINE)
         if len(line.findall(text)) != 1:
             raise ValueError(f"{name}: expected one line matching {pattern}; fix it by hand first")
-        edits.append((path, line.sub(lambda match: match.group(0).replace(match.group(1), version), text)))
-    for path, text in edits:
+        edits[path] = line.sub(lambda match: match.group(0).replace(match.group(1), version), text)
+    for path, text in edits.items():
         path.write_text(text)
-    return [path for path, _ in edits]
+    return list(edits)
 
 
 def main(argv: list[str]) -> int:

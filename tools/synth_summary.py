@@ -3,6 +3,7 @@ its template and its outputs, and the ledger version the stacks were synthesised
 output; `make deploy` checks it before CloudFormation starts). Read from the assembly's manifest and templates.
 
     python tools/synth_summary.py cdk.out
+    python tools/synth_summary.py cdk.out --destroy STACK   (make destroy: the stack it deletes, or why it cannot)
 """
 
 from __future__ import annotations
@@ -54,10 +55,31 @@ def summary(assembly: Path) -> str:
     return "\n".join(lines)
 
 
+class NotInTheApp(Exception):
+    """The stack `make destroy` was asked for is not in the assembly."""
+
+
+def to_destroy(assembly: Path, name: str) -> str:
+    """What `make destroy` deletes, said before the CDK CLI asks; NotInTheApp if the app no longer declares it."""
+    found = {stack["name"]: stack["region"] for stack in stacks(assembly)}
+    if name not in found:
+        raise NotInTheApp(
+            f"the app declares no stack {name} (its stacks: {', '.join(found) or 'none'}); the CDK CLI destroys only "
+            "the app's stacks. A region removed from cdk.json: put it back on its slot, make destroy, then remove it"
+        )
+    return (
+        f"make destroy: the stack {name} in {found[name]} (its function, URL, alarms and dashboard); its tables and "
+        "log group are retained (docs/how-to/deploy.md#destroy)"
+    )
+
+
 def main(argv: list[str]) -> int:
     assembly = Path(argv[0] if argv else "cdk.out")
     try:
-        print(summary(assembly))
+        print(to_destroy(assembly, argv[2]) if argv[1:2] == ["--destroy"] else summary(assembly))
+    except NotInTheApp as err:
+        print(f"make destroy: {err}", file=sys.stderr)
+        return 1
     except (OSError, ValueError, KeyError) as err:
         print(f"{assembly}: cannot read the cloud assembly ({err}); synthesise first (make synth)", file=sys.stderr)
         return 1

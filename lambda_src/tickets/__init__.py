@@ -7,4 +7,4 @@ without a cloud.
 
 # The one place the release is written: the packages' metadata (pyproject.toml), `GET /_health` and every
 # command's --version read it from here.
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -23,7 +23,7 @@ EPOCH_SEPARATOR = "@"  # not allowed in keys either: no version, old or new, nam
 STOPPED = 0  # a stopped lane's `step`: every version's condition asks for its configured step, always >= 1
 # The operator's command that stops the old lanes and records the epoch (tickets_admin/fence.py), and the one that
 # undoes a fence begun and never recorded: every message about a stopped lane names them.
-FENCE_COMMAND = "python -m tickets_admin fence"
+FENCE_COMMAND = ".venv/bin/python -m tickets_admin fence"
 FENCE_UNDO_COMMAND = f"{FENCE_COMMAND} --undo"
 
 

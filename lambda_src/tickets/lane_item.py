@@ -29,7 +29,7 @@ STOPPED_STEP = "stoppedStep"  # the step a lane had before a fence stopped it (i
 FENCED_BY = "fencedBy"  # the id of the fence that stopped the lane (the ledger records the fence under it)
 FENCE_SEALED = "fenceSealed"  # set once that fence is being recorded: from then on it can never be undone
 LANE = (STEP, FIRST)  # what code writes with every lane item's `last`
-RAISE_COMMAND = "python -m tickets_admin raise"
+RAISE_COMMAND = ".venv/bin/python -m tickets_admin raise"
 
 Item = dict[str, Any]  # as DynamoDB's JSON: {"counter": {"S": "orders"}, "last": {"N": "5003"}, ...}
 

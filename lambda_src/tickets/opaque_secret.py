@@ -89,13 +89,13 @@ class StoredKeys:
         if self._keys is None:
             raise Unavailable(
                 f"this function cannot read the keys of its opaque ids ({self._why}); nothing was issued. "
-                f"The operator puts them in {self._where}: python -m tickets_admin put-key ({HOW_TO})"
+                f"The operator puts them in {self._where}: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
             )
         if version not in self._keys:
             held = ", ".join(map(str, sorted(self._keys)))
             raise Unavailable(
                 f"the keys of opaque ids in {self._where} hold key versions {held}, not {version}, which this counter "
-                f"encodes with; nothing was issued. Add it: python -m tickets_admin put-key ({HOW_TO})"
+                f"encodes with; nothing was issued. Add it: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
             )
         return self._keys
 

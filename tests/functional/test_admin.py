@@ -202,7 +202,7 @@ def test_refused_then_raised_above_n_then_issued_above_n(api, admin):
     assert refusal.status == 409 and refusal.body["error"] == "config_mismatch"
     assert api.items() == [unwritten]
     command = refusal.body["message"].split("`")[1]
-    assert command == "python -m tickets_admin raise invoices --above 91"
+    assert command == ".venv/bin/python -m tickets_admin raise invoices --above 91"
     status, out, _ = admin(EXAMPLE_CONFIG, *command.split()[3:])
     assert (
         status == 0
@@ -259,7 +259,7 @@ def test_a_lane_item_edited_off_its_lane_is_refused_naming_raise_which_puts_it_b
     refusal = api.get("/invoices")  # the advance writes (no condition sees a modulo), then refuses
     assert refusal.status == 409 and refusal.body["error"] == "config_mismatch" and "ticket" not in refusal.body
     command = refusal.body["message"].split("`")[1]
-    assert command == "python -m tickets_admin raise invoices --above 105"
+    assert command == ".venv/bin/python -m tickets_admin raise invoices --above 105"
     status, out, _ = admin(EXAMPLE_CONFIG, *command.split()[3:])
     assert status == 0 and out[1].endswith("-> last 101, now a lane (first 1, step 10); next ticket 111")
     assert tickets_of(api.get("/invoices")) == [111]

@@ -103,7 +103,7 @@ def test_one_region_to_two_and_shards_1_to_4_above_the_fence(aws, tmp_path: Path
     assert stopped.status == 503 and stopped.body["error"] == "unavailable" and "Retry-After" in stopped.headers
     assert "stopped at a fence" in stopped.body["message"]
     assert (
-        "`python -m tickets_admin fence` or undoes it with `python -m tickets_admin fence --undo`"
+        "`.venv/bin/python -m tickets_admin fence` or undoes it with `.venv/bin/python -m tickets_admin fence --undo`"
         in (stopped.body["message"])
     )
 
@@ -197,7 +197,9 @@ def test_a_key_served_unconfigured_gets_a_layout_of_its_own_with_the_fence_its_r
     with pytest.raises(LedgerError) as refused:
         synthesise(config_file, own)
     assert "counters.parcels: a new counter with start 3, stride 7, shards 1" in str(refused.value)
-    assert "`python -m tickets_admin fence`" in str(refused.value) and "`make deploy FENCE=1`" in str(refused.value)
+    assert "`.venv/bin/python -m tickets_admin fence`" in str(refused.value) and "`make deploy FENCE=1`" in str(
+        refused.value
+    )
 
     status, out, _ = fence(config_file)
     assert status == 0 and "parcels: fence 6; epoch 1 (start 3, stride 7, shards 1, regionSlots 1) starts at 10" in out
@@ -304,7 +306,9 @@ def test_a_changed_start_is_refused_naming_the_fence_and_taken_above_it(aws, tmp
 
     later = {**OLD, "counters": {"orders": {"start": 9000}}}
     checkout(tmp_path, later)
-    with pytest.raises(LedgerError, match=r"counters\.orders\.start: .*or change start above a fence: `python -m"):
+    with pytest.raises(
+        LedgerError, match=r"counters\.orders\.start: .*or change start above a fence: `.venv/bin/python -m"
+    ):
         synthesise(config_file, later)
     status, out, _ = fence(config_file)
     assert status == 0 and "orders: fence 5003; epoch 1" in out, out

@@ -4,7 +4,7 @@ Two dynalites, one per region. A local server of the old layout (regionSlots 1, 
 with one shard, strictKeys false) issues under load from several threads: single tickets, lists and
 range blocks of `orders` and `hot`, and a key nobody configured. While it does, cdk.json is edited
 (eu-west-1 on slot 1 of 2, `hot` on 4 shards, strictKeys true), the ledger refuses it naming the fence
-command, `python -m tickets_admin fence` runs as a process against both endpoints, the ledger accepts
+command, `.venv/bin/python -m tickets_admin fence` runs as a process against both endpoints, the ledger accepts
 the config, and servers of the new layout start in both regions and take load too, while the old server
 keeps running (a region not yet deployed). Every ticket is collected: none repeats, each lies on its
 layout's lane of the issuing region's slot, the new ones at or above the fence; the old server answers

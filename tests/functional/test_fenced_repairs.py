@@ -283,6 +283,6 @@ def test_raise_refuses_a_stopped_lane_naming_the_fence_that_finishes_the_change(
     before = deployment.snapshot()
     status, _, err = deployment.repair("raise", "orders", "--above", "9000")
     assert status == 1
-    assert "orders was stopped at a fence" in err and "`python -m tickets_admin fence`" in err
+    assert "orders was stopped at a fence" in err and "`.venv/bin/python -m tickets_admin fence`" in err
     assert "check --config" not in err and err.rstrip().endswith("Nothing was written.")
     assert deployment.snapshot() == before

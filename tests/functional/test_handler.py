@@ -290,7 +290,7 @@ def test_an_item_code_did_not_write_is_refused_untouched_naming_raise(api, key, 
     for count in ("1", "2", "1"):  # every request refused: none may move `last` or add step and first
         answer = api.get(f"/{key}", query={"count": count})
         assert_error(answer, 409, "config_mismatch")
-        assert f"`python -m tickets_admin {command}`" in answer.body["message"]
+        assert f"`.venv/bin/python -m tickets_admin {command}`" in answer.body["message"]
     assert api.items() == [unwritten]
 
 

@@ -4,7 +4,7 @@ The function (real Function URL events, on moto) puts the lane's `tickets_left` 
 metrics line and, once one instance has seen the lane's `last` move over a window of RATE_WINDOW_SECONDS or
 more, the metric `CounterDaysLeft` (at most once every REPORT_SECONDS per lane and instance), from the `last`
 its UpdateItem already returns: no other DynamoDB call.
-`python -m tickets_admin list` shows each key's tickets left, and with --rate-over the tickets issued between
+`.venv/bin/python -m tickets_admin list` shows each key's tickets left, and with --rate-over the tickets issued between
 two reads and the time left at that rate: on dynalite, behind the local server."""
 
 from __future__ import annotations

@@ -294,7 +294,7 @@ def test_a_layout_without_first_or_stride_is_refused_not_completed_from_the_conf
     for answer in on_shards(api, [3, 2, 1]):
         assert answer.status == 409 and answer.body["error"] == "config_mismatch", answer
         assert "lacks first and stride" in answer.body["message"]
-        assert "`python -m tickets_admin raise hot --above N`" in answer.body["message"]
+        assert "`.venv/bin/python -m tickets_admin raise hot --above N`" in answer.body["message"]
     assert api.items() == legacy
 
 
@@ -507,7 +507,10 @@ def test_without_failed_items_every_refusal_is_still_a_409_and_writes_nothing(dy
     api.put_item({"counter": {"S": "invoices"}, "last": {"N": "21"}})  # on the lane, typed in by hand
     before = api.items()
     answer = api.get("/invoices")
-    assert answer.status == 409 and "`python -m tickets_admin raise invoices --above 21`" in answer.body["message"]
+    assert (
+        answer.status == 409
+        and "`.venv/bin/python -m tickets_admin raise invoices --above 21`" in answer.body["message"]
+    )
     assert api.items() == before
 
 

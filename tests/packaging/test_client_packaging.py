@@ -20,7 +20,7 @@ import pytest
 import tickets
 import tickets_client
 import tickets_client.client
-from installed import BUILD_SDIST_AND_WHEEL
+from installed import BUILD_SDIST_AND_WHEEL, released
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_CLIENT = REPO / "clients" / "python"
@@ -68,15 +68,18 @@ def test_each_client_carries_the_license_and_a_readme(client):
 @pytest.mark.slow
 @pytest.mark.installs
 def test_the_python_client_builds_and_passes_twine_check_strict(tmp_path):
-    """The sdist and wheel as PyPI would take them: a readme (long_description) and the license text."""
-    build = subprocess.run(
-        [*BUILD_SDIST_AND_WHEEL, "--outdir", str(tmp_path), str(PYTHON_CLIENT)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert build.returncode == 0, build.stderr[-2000:]
-    built = sorted(tmp_path.iterdir())
+    """The sdist and wheel as PyPI would take them: a readme (long_description) and the license text. In a
+    release's tests, the release's own (installed.released)."""
+    wheel = released("python/tickets_client-*.whl")
+    if wheel is None:
+        build = subprocess.run(
+            [*BUILD_SDIST_AND_WHEEL, "--outdir", str(tmp_path), str(PYTHON_CLIENT)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert build.returncode == 0, build.stderr[-2000:]
+    built = sorted(tmp_path.iterdir()) if wheel is None else [wheel, released("python/tickets_client-*.tar.gz")]
     assert [path.name for path in built] == [
         f"tickets_client-{tickets.__version__}-py3-none-any.whl",
         f"tickets_client-{tickets.__version__}.tar.gz",
@@ -109,7 +112,11 @@ def built_typescript_client() -> Path:
 
 @pytest.fixture(scope="module")
 def tarball(tmp_path_factory) -> Path:
-    """The npm tarball as a release packs it: built first, then `npm pack` (no script runs)."""
+    """The npm tarball as a release packs it: built first, then `npm pack` (no script runs); in a release's tests,
+    the release's own (installed.released)."""
+    packed_by_the_release = released("npm/tickets-client-*.tgz")
+    if packed_by_the_release is not None:
+        return packed_by_the_release
     destination = tmp_path_factory.mktemp("npm-pack")
     output = npm("pack", "--json", "--pack-destination", str(destination), cwd=built_typescript_client()).stdout
     [packed] = json.loads(output)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from installed import released
 from local_support import write_cdk_json
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,7 +63,8 @@ def test_the_client_depends_on_botocore_only():
 @pytest.mark.installs
 def test_the_python_client_installs_into_a_clean_venv_and_works_outside_the_repo(tmp_path):
     """`pip install ./clients/python` into a new venv (botocore from the index or pip's cache), then the
-    console command and the module run from a directory outside the repo, against the local server.
+    console command and the module run from a directory outside the repo, against the local server (in a
+    release's tests, its wheel: installed.released).
     The venv gets no pip of its own (ensurepip takes half a minute on a busy machine): this pip
     installs into it (`--python`)."""
     from tickets_local.server import LocalServer
@@ -82,7 +84,7 @@ def test_the_python_client_installs_into_a_clean_venv_and_works_outside_the_repo
         return done
 
     pip = (sys.executable, "-m", "pip", "--python", python, "--disable-pip-version-check")
-    run(*pip, "install", "--quiet", "--no-compile", CLIENT, timeout=180)
+    run(*pip, "install", "--quiet", "--no-compile", released("python/tickets_client-*.whl") or CLIENT, timeout=180)
 
     installed = json.loads(run(*pip, "list", "--format", "json").stdout)
     names = {package["name"].lower() for package in installed}

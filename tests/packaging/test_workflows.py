@@ -3,8 +3,9 @@ vendored copy) and clean under zizmor's audits (its pedantic persona), both offl
 commit to its current major; every job with a timeout. CI runs once per change (pull requests, and pushes to
 main), cancels a pull request's superseded runs, caches pip's and npm's downloads keyed on the files that pin
 them, and tests every Python the packages claim (3.14, the Lambda runtime, among them) on Node 22. A release
-runs lint and the tests, builds every package once (the TypeScript client from its lockfile), checks them as
-the registries read them, restores no cache, and publishes with trusted publishing (OIDC) and provenance."""
+builds every package once (the TypeScript client from its lockfile), checks them as the registries read them,
+runs lint and the tests on each Python of that matrix against those built files, restores no cache, and publishes
+those same files with trusted publishing (OIDC) and provenance."""
 
 from __future__ import annotations
 
@@ -164,25 +165,51 @@ def test_ci_runs_lint_and_tests_on_every_claimed_python_the_lambda_runtime_among
     assert [step.get("run") for step in ci["jobs"]["lint"]["steps"] if "run" in step] == ["make lint"]
 
 
-def test_a_release_tests_and_checks_the_packages_before_publishing_with_trusted_publishing_and_provenance():
+def test_a_release_builds_once_tests_those_files_on_every_python_then_publishes_them():
+    """The build job alone builds (the wheels, the sdists, the npm tarball) and uploads them; each Python of CI's
+    matrix downloads them, lints and runs make test on them (TICKETS_RELEASE_DIST: tests/installed.py's released()
+    takes them instead of building); the publish jobs wait for every one and publish the same artifacts."""
+    from installed import RELEASE_DIST
+
     release = workflow("release.yml")
     assert release[True] == {"push": {"tags": ["v*"]}}
     assert release["concurrency"]["cancel-in-progress"] is False
     jobs = release["jobs"]
-    assert [step.get("run") for step in jobs["check"]["steps"] if step.get("run", "").startswith("make")] == [
-        "make lint",
-        "make test",
-    ]
-    assert jobs["build"]["needs"] == "check"
+    assert "needs" not in jobs["build"]
     built = "\n".join(step.get("run", "") for step in jobs["build"]["steps"])
     assert "twine check --strict dist/python/*" in built and "check-wheel-contents dist/python/*.whl" in built
     assert "npm ci " in built and "--no-package-lock" not in built  # the client from its committed lockfile
-    assert jobs["pypi"]["needs"] == jobs["npm"]["needs"] == "build"
+    uploaded = {
+        step["with"]["name"]: step["with"]["path"] for step in uses(jobs["build"]["steps"], "actions/upload-artifact")
+    }
+    assert uploaded == {"python": "dist/python/", "npm": "dist/npm/"}
+    for job, spec in jobs.items():  # nothing is built twice
+        if job != "build":
+            ran = "\n".join(step.get("run", "") for step in spec["steps"])
+            assert "-m build" not in ran and "npm pack" not in ran and "npm run build" not in ran, job
+
+    test = jobs["test"]
+    assert test["needs"] == "build" and test["strategy"]["fail-fast"] is True
+    assert test["strategy"]["matrix"]["python"] == workflow("ci.yml")["jobs"]["test"]["strategy"]["matrix"]["python"]
+    (python,) = uses(test["steps"], "actions/setup-python")
+    assert python["with"]["python-version"] == "${{ matrix.python }}"
+    downloaded = {
+        step["with"]["name"]: step["with"]["path"] for step in uses(test["steps"], "actions/download-artifact")
+    }
+    runs = [step for step in test["steps"] if "run" in step]
+    assert [step["run"] for step in runs] == ["make lint", "make test"]
+    where = runs[1]["env"][RELEASE_DIST]
+    assert downloaded == {"python": f"{where}/python/", "npm": f"{where}/npm/"}
+
+    for job, artifact in (("pypi", "python"), ("npm", "npm")):  # the tested files, and only after every Python
+        assert jobs[job]["needs"] == ["build", "test"]
+        (download,) = uses(jobs[job]["steps"], "actions/download-artifact")
+        assert download["with"]["name"] == artifact
     for job in ("pypi", "npm"):  # OIDC: no stored token anywhere
         assert jobs[job]["permissions"] == {"id-token": "write"}
     assert uses(jobs["pypi"]["steps"], "pypa/gh-action-pypi-publish")
     publish = next(step["run"] for step in jobs["npm"]["steps"] if "publish" in step.get("run", ""))
-    assert "--provenance" in publish
+    assert "--provenance" in publish and "dist/tickets-client-*.tgz" in publish
     text = (WORKFLOWS / "release.yml").read_text()
     assert "secrets." not in text
     # Nothing cached is restored into a release (cache poisoning): it builds from what the tag holds.
@@ -192,3 +219,18 @@ def test_a_release_tests_and_checks_the_packages_before_publishing_with_trusted_
             assert "cache" not in step.get("with", {}), job
         for step in uses(spec["steps"], "actions/setup-node"):
             assert step["with"]["package-manager-cache"] is False, job
+
+
+def test_the_tests_take_the_releases_built_files_when_told(tmp_path, monkeypatch):
+    from installed import RELEASE_DIST, released
+
+    monkeypatch.delenv(RELEASE_DIST, raising=False)
+    assert released("python/tickets_server-*.whl") is None  # the tests build their own
+    (tmp_path / "python").mkdir()
+    wheel = tmp_path / "python" / "tickets_server-0.3.0-py3-none-any.whl"
+    wheel.write_bytes(b"")
+    monkeypatch.setenv(RELEASE_DIST, str(tmp_path))
+    assert released("python/tickets_server-*.whl") == wheel
+    (tmp_path / "python" / "tickets_server-0.2.0-py3-none-any.whl").write_bytes(b"")
+    with pytest.raises(RuntimeError, match="2 files match python/tickets_server-\\*.whl, not one"):
+        released("python/tickets_server-*.whl")

@@ -438,3 +438,29 @@ def test_a_wider_padding_stops_synthesis_naming_the_field_and_the_limit():
         f"more than the {MAX_WIDTH} allowed (a number has at most 16): use a width from 1 to {MAX_WIDTH}, such as "
         "{n:016}"
     )
+
+
+def counters_that_fit(key_length: int) -> int:
+    """How many counters like the shipped `invoices` ({"start": 1, "stride": 10}), with keys of `key_length`
+    characters, the function's environment takes before synthesis refuses one more."""
+    count = 0
+    while True:
+        keys = [f"k{index:0{key_length - 1}d}" for index in range(count + 1)]
+        config = parse_config(
+            {"regions": {"us-east-1": 0}, "counters": {key: {"start": 1, "stride": 10} for key in keys}}
+        )
+        try:
+            handler_environment(config, "us-east-1", counter_table="c", idempotency_table="i")
+        except ConfigError as refused:
+            assert "configure only keys that need a non-default start" in str(refused)
+            return count
+        count += 1
+
+
+def test_the_readme_states_how_many_counters_fit():
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    eight, sixteen = counters_that_fit(8), counters_that_fit(16)
+    assert (eight, sixteen) == (42, 37)
+    assert (
+        f"Up to {eight} counters fit in `counters` with 8-character keys ({sixteen} with 16-character keys)" in readme
+    )

@@ -31,6 +31,7 @@ from tickets_deploy.ledger import (
     init_ledger_file,
     layout_changes,
     new_accounts,
+    one_way_choices,
     read_ledger,
     read_ledger_file,
     record,
@@ -146,7 +147,7 @@ def test_a_recorded_counters_changed_start_stride_or_shards_is_refused(deployed,
     message = refusal(deployed, counters=counters(orders={"start": 5000, "shards": 2, name: value}))
     assert message.startswith(f"counters.orders.{name}: the ledger records {old}, cdk.json says {value}.")
     assert "add a new counter key" in message
-    assert f"or change {name} above a fence: `python -m tickets_admin fence`" in message
+    assert f"or change {name} above a fence: `.venv/bin/python -m tickets_admin fence`" in message
     assert "`make deploy FENCE=1` runs it" in message  # in a clone, the runnable form of the same command
 
 
@@ -240,8 +241,8 @@ def test_the_issue_scenario_a_new_counter_with_its_own_start_is_refused_while_un
     message = refusal(loose, strictKeys=False, counters=counters(foo={"start": 1000}))
     assert message.startswith("counters.foo: a new counter with start 1000, stride 1, shards 1, but a recorded ")
     assert "served keys nobody configured (strictKeys false)" in message
-    assert "`python -m tickets_admin raise foo --above N`" in message
-    assert "`python -m tickets_admin fence` stops the unconfigured lanes of foo in every region" in message
+    assert "`.venv/bin/python -m tickets_admin raise foo --above N`" in message
+    assert "`.venv/bin/python -m tickets_admin fence` stops the unconfigured lanes of foo in every region" in message
     assert "`make deploy FENCE=1`" in message
 
 
@@ -480,16 +481,44 @@ def _cdk_json(directory: Path, tickets: dict) -> Path:
     return path
 
 
-def test_init_writes_the_ledger_once_and_never_replaces_it(tmp_path):
-    """init_ledger_file, the one implementation of init (python -m tickets_cdk init, tests/synth/test_cdk_lib.py)."""
+def test_init_writes_the_ledger_once_and_replaces_it_only_while_it_records_no_deployment(tmp_path):
+    """init_ledger_file, the one implementation of init (python -m tickets_cdk init, tests/synth/test_cdk_lib.py):
+    a ledger never synthesised for an account (every deploy is) may start over with --force, and says so."""
     config = load_config_file(_cdk_json(tmp_path, {"regions": {"us-east-1": 0}, "strictKeys": True}))
     path = tmp_path / "tickets.lock.json"
     init_ledger_file(path, {config.table_name: config})
     written = path.read_bytes()
     assert read_ledger(path) == record(config, None)
-    with pytest.raises(LedgerError, match="a ledger exists already; it is never replaced"):
+    with pytest.raises(LedgerError, match="a ledger exists already. It records no deployment") as refused:
         init_ledger_file(path, {config.table_name: config})
+    assert "make init FORCE=1" in str(refused.value) and "python -m tickets_cdk init --force" in str(refused.value)
     assert path.read_bytes() == written
+    wider = replace(config, region_slots=4)
+    init_ledger_file(path, {config.table_name: wider}, replace_undeployed=True)
+    assert read_ledger(path).region_slots == 4
+    write_ledger_file(path, record_services(read_ledger_file(path), {config.table_name: wider}, "111111111111"))
+    deployed_text = path.read_bytes()
+    with pytest.raises(LedgerError, match=r"never replaced .* records a deployment \(us-east-1 in 111111111111\)"):
+        init_ledger_file(path, {config.table_name: config}, replace_undeployed=True)
+    assert path.read_bytes() == deployed_text
+
+
+def test_the_first_record_of_a_one_way_choice_says_it_is_one_way(deployed):
+    loose = record(config(strictKeys=False, regions={"us-east-1": 0}), None)
+    assert one_way_choices(None, loose) == [
+        "tickets-counters: slot 0 is us-east-1's for good (a removed region keeps it: its retained table holds the "
+        "slot's numbers)",
+        "tickets-counters: strictKeys false is recorded for good: a counter configured later keeps the layout of "
+        "unconfigured keys unless fenced, even after strictKeys true (docs/how-to/add-a-counter.md)",
+    ]
+    assert one_way_choices(loose, record(config(strictKeys=False, regions={"us-east-1": 0}), loose)) == []  # once
+    assert one_way_choices(deployed, record(config(), deployed, "111111111111")) == []
+    two = record(config(regions={"us-east-1": 0, "eu-west-1": 1, "eu-central-1": 2}), deployed)
+    assert [said.split(" (")[0] for said in one_way_choices(deployed, two)] == [
+        "tickets-counters: slot 2 is eu-central-1's for good"
+    ]
+    file = one_service(two)
+    assert one_way_choices(one_service(deployed), file) == one_way_choices(deployed, two)
 
 
 def test_python_m_tickets_deploy_init_names_the_one_init_and_writes_nothing(tmp_path, capsys):
@@ -602,8 +631,13 @@ def test_while_a_fence_is_pending_every_config_is_refused_naming_both_ways_out(d
         with pytest.raises(LedgerError) as refused:
             record(tickets, ledger)
         said = str(refused.value)
-        assert said.startswith(f"fencing: `python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1")
-        assert "run `python -m tickets_admin fence`" in said and "`python -m tickets_admin fence --undo`" in said
+        assert said.startswith(
+            f"fencing: `.venv/bin/python -m tickets_admin fence` began fence {fence.id} (orders to epoch 1"
+        )
+        assert (
+            "run `.venv/bin/python -m tickets_admin fence`" in said
+            and "`.venv/bin/python -m tickets_admin fence --undo`" in said
+        )
     assert record_epochs(ledger, []).fencing is None  # recording the epochs ends it
 
 

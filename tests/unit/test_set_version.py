@@ -3,11 +3,13 @@ is written, on a copy of the repository's own files."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+import tickets
 from tools.set_version import PLACES, ROOT, set_version
 
 
@@ -26,7 +28,7 @@ def test_every_place_gets_the_version_and_nothing_else_changes(copy: Path):
         after = (copy / name).read_text()
         assert "9.8.7" in after
         changed = [(a, b) for a, b in zip(before[name].splitlines(), after.splitlines()) if a != b]
-        assert len(changed) == 1, name  # the version's line, and only it
+        assert len(changed) == [place for place, _ in PLACES].count(name), name  # the version's lines, only they
 
 
 @pytest.mark.parametrize("version", ["1.2", "v1.2.3", "01.2.3", "1.2.3 "])
@@ -44,3 +46,12 @@ def test_a_place_whose_line_is_gone_stops_it_before_anything_is_written(copy: Pa
     with pytest.raises(ValueError, match="expected one line"):
         set_version("9.8.7", copy)
     assert (copy / PLACES[0][0]).read_text() == first
+
+
+def test_the_package_carries_the_version_the_changelog_and_the_docs_describe():
+    """The version under way is the CHANGELOG's top section, and every version the docs pin is that one."""
+    top = re.findall(r"^## \[(\d+\.\d+\.\d+)\]", (ROOT / "CHANGELOG.md").read_text(), re.MULTILINE)[0]
+    assert tickets.__version__ == top
+    docs = "".join(page.read_text() for page in (ROOT / "docs").rglob("*.md"))
+    pinned = set(re.findall(r"tickets-server\[cdk\]==(\d+\.\d+\.\d+)", docs))
+    assert pinned == {top}

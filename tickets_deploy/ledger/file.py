@@ -118,20 +118,40 @@ def read_ledger(path: Path) -> Ledger:
     return next(iter(services.values()))
 
 
-def refuse_existing_ledger(path: Path) -> None:
-    """LedgerError if a ledger exists at `path`: init never replaces one."""
-    if path.exists():
+def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> None:
+    """LedgerError if a ledger exists at `path` that init may not replace: one that records an account (every
+    deploy synthesises for its account first) or cannot be read. One that records none was never deployed:
+    `replace_undeployed` (init --force) starts it over, and the refusal without it says so."""
+    if not path.exists():
+        return
+    try:
+        services = read_ledger_file(path).services.values()
+    except LedgerError as err:
         raise LedgerError(
-            f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued). "
-            "Synthesis checks the app against it."
+            f"{path}: a ledger exists already; it is never replaced, and cannot be read:\n{err}"
+        ) from None
+    deployed = sorted({f"{slot.region} in {account}" for each in services for slot in each.slots.values()
+                       for account in slot.accounts})  # fmt: skip
+    if deployed:
+        raise LedgerError(
+            f"{path}: a ledger exists already; it is never replaced (a new one would forget what was issued): it "
+            f"records a deployment ({', '.join(deployed)}). Synthesis checks the app against it."
+        )
+    if not replace_undeployed:
+        raise LedgerError(
+            f"{path}: a ledger exists already. It records no deployment (no synthesis for an account, which "
+            "every deploy runs first), so you may start over: `make init FORCE=1` (in your own app "
+            f"`.venv/bin/{INIT_COMMAND} --force`) replaces it with one for what the app declares now."
         )
 
 
-def init_ledger_file(path: Path, configs: Mapping[str, DeploymentConfig]) -> LedgerFile:
-    """Write the first ledger for `configs` (by table name); LedgerError if one exists (never replaced).
+def init_ledger_file(
+    path: Path, configs: Mapping[str, DeploymentConfig], *, replace_undeployed: bool = False
+) -> LedgerFile:
+    """Write the first ledger for `configs` (by table name); LedgerError if one exists (refuse_existing_ledger).
     The one implementation of init: `python -m tickets_cdk init` (`make init`) calls it with the services the
     app declares."""
-    refuse_existing_ledger(path)
+    refuse_existing_ledger(path, replace_undeployed=replace_undeployed)
     ledger = record_services(None, configs, None, INIT_COMMAND)  # no account yet: the first synthesis records it
     write_ledger_file(path, ledger)
     return ledger
@@ -161,6 +181,27 @@ def new_accounts(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFi
         for account in entry.accounts
         if slot not in old_slots or account not in old_slots[slot].accounts
     ]
+
+
+def one_way_choices(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFile) -> list[str]:
+    """What `ledger` records for the first time that can never be taken back, each with why: a region's slot,
+    and serving unconfigured keys (strictKeys false)."""
+    if isinstance(ledger, LedgerFile):
+        before = previous.services if isinstance(previous, LedgerFile) else {}
+        return [said for name, each in ledger.services.items() for said in one_way_choices(before.get(name), each)]
+    old = previous if isinstance(previous, Ledger) else Ledger(ledger.region_slots, ledger.table_name)
+    said = [
+        f"{ledger.table_name}: slot {slot} is {entry.region}'s for good (a removed region keeps it: its retained "
+        "table holds the slot's numbers)"
+        for slot, entry in ledger.slots.items()
+        if slot not in old.slots
+    ]
+    if ledger.unconfigured_keys_served and (previous is None or not old.unconfigured_keys_served):
+        said.append(
+            f"{ledger.table_name}: strictKeys false is recorded for good: a counter configured later keeps the "
+            "layout of unconfigured keys unless fenced, even after strictKeys true (docs/how-to/add-a-counter.md)"
+        )
+    return said
 
 
 def applied_beside(config: DeploymentConfig, config_file: str | Path) -> DeploymentConfig:

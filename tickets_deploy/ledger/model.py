@@ -98,7 +98,7 @@ class Ledger:
     # series is permanent, field by field, and never removed (docs/reference/series.md).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
-    # (`python -m tickets_admin fence` records them; docs/explanation/epochs-and-fences.md).
+    # (`.venv/bin/python -m tickets_admin fence` records them; docs/explanation/epochs-and-fences.md).
     epochs: tuple[KeyEpoch, ...] = ()
     # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
     # out (tickets_deploy/ledger/deployed.py); None: a ledger written before they were recorded.

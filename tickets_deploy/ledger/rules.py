@@ -166,7 +166,7 @@ _MAKE_FENCE = "with this repository's Makefile, `make deploy FENCE=1` runs it, t
 def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
     why = {  # each follows "the ledger records X, cdk.json says Y.": a sentence of its own
         "start": "Every lane's first ticket moves with start, so new lanes would overlap the numbers old "
-        "lanes issued. To skip ahead, keep start and run `python -m tickets_admin raise {key} "
+        "lanes issued. To skip ahead, keep start and run `.venv/bin/python -m tickets_admin raise {key} "
         "--above N` in each region",
         "stride": "Lanes interleave by stride; with another stride new lanes would overlap the numbers old "
         "lanes issued",
@@ -210,8 +210,8 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             "with the new one, and the two sets of lanes would repeat tickets. To give it this layout, fence it: "
             f"`{FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region's table and records where "
             f"its own lanes begin ({_MAKE_FENCE}). Or configure it with start, stride and shards as unconfigured "
-            f"keys have them (max and maxBlock may differ), then `python -m tickets_admin raise {key} --above N` "
-            "in each region to begin above N (docs/explanation/ledger.md#the-rollout-rule)."
+            f"keys have them (max and maxBlock may differ), then `.venv/bin/python -m tickets_admin raise {key} "
+            "--above N` in each region to begin above N (docs/explanation/ledger.md#the-rollout-rule)."
         )
     return problems
 

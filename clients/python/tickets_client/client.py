@@ -1,4 +1,4 @@
-"""A client for a Tickets Function URL (or the local server): standard library plus botocore for SigV4.
+"""A client for a Tickets Function URL (or the local server): botocore for SigV4, urllib3 for its connections.
 
     client = TicketsClient("https://abc123.lambda-url.us-east-1.on.aws")   # signs: AWS_IAM
     client.next("orders")            # [5000]
@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
-import select
-import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
+
+import urllib3
 
 from .errors import TicketsError
 from .retry_after import retry_after
@@ -352,48 +354,35 @@ def _server_error(status: int, body: bytes) -> TicketsError:
 
 
 class _Transport:
-    """One keep-alive connection per thread: a ticket costs a round trip, not a TCP (and TLS) handshake."""
+    """Keep-alive connections (urllib3's pool, which replaces one the server closed while idle before sending, as
+    undici does): a ticket costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or
+    HTTP_PROXY names unless NO_PROXY exempts the host (a CONNECT tunnel for https); TLS verified against the CA
+    bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's
+    own policy decides, and every failure to exchange is an OSError to it (a failed attempt)."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
-        self._connection_class = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        self._host, self._port, self._timeout = host, port, timeout
-        self._local = threading.local()
+        netloc = f"[{host}]" if ":" in host else host
+        self._origin = f"{scheme}://{netloc}" + (f":{port}" if port else "")
+        self._timeout = urllib3.Timeout(connect=timeout, read=timeout)
+        proxies = urllib.request.getproxies_environment()
+        proxy = None if urllib.request.proxy_bypass(host) else proxies.get(scheme)
+        ca_bundle = os.environ.get("AWS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or None
+        pools: dict[str, Any] = {"maxsize": 16, "ca_certs": ca_bundle}
+        self._manager = urllib3.ProxyManager(proxy, **pools) if proxy else urllib3.PoolManager(**pools)
 
     def send(
         self, method: str, target: str, headers: dict[str, str], body: bytes = b""
     ) -> tuple[int, dict[str, str], bytes]:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None and _closed_by_server(connection):
-            connection.close()  # the server closed it while idle: not a failed attempt, a new connection
-            connection = None
-        if connection is None:
-            connection = self._connection_class(self._host, self._port, timeout=self._timeout)
-            self._local.connection = connection
-        # A connection dropped during the exchange raises: the caller counts a failed attempt.
-        return self._exchange(connection, method, target, headers, body)
-
-    def _exchange(
-        self, connection: http.client.HTTPConnection, method: str, target: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, dict[str, str], bytes]:
         try:
-            connection.request(method, target, body=body if method == "POST" else None, headers=headers)
-            response = connection.getresponse()
-            body = response.read()
-        except BaseException:
-            connection.close()
-            self._local.connection = None
-            raise
-        if response.will_close:
-            connection.close()
-            self._local.connection = None
-        return response.status, {name.lower(): value for name, value in response.getheaders()}, body
-
-
-def _closed_by_server(connection: http.client.HTTPConnection) -> bool:
-    """An idle keep-alive connection the server has closed (or sent something on unasked) reads as
-    ready: reusing it would fail the request, so the client opens a new one first (as undici does)."""
-    sock = connection.sock
-    if sock is None:
-        return False
-    readable, _, _ = select.select([sock], [], [], 0)
-    return bool(readable)
+            response = self._manager.urlopen(
+                method,
+                self._origin + target,
+                body=body if method == "POST" else None,
+                headers=headers,
+                retries=False,
+                redirect=False,
+                timeout=self._timeout,
+            )
+        except urllib3.exceptions.HTTPError as err:  # a dropped or refused connection, a timeout, TLS, the proxy
+            raise ConnectionError(f"{type(err).__name__}: {err}") from err
+        return response.status, {name.lower(): value for name, value in response.headers.items()}, response.data

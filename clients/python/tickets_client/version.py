@@ -2,4 +2,4 @@
 it here. The client installs without the server, so it cannot import tickets.__version__; the two are
 released together, and tests/functional/test_listing.py checks they are equal."""
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -28,7 +28,7 @@ import { STATUS_CODES } from "node:http";
 import { TicketsError } from "./errors.js";
 import { type CredentialSource, Signer, functionUrlRegion } from "./signing.js";
 
-export const USER_AGENT = "tickets-client-ts/0.2.0"; // the package.json version (tests/packaging/test_client_packaging.py)
+export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version (tests/packaging/test_client_packaging.py)
 export const BACKOFF_BASE_SECONDS = 0.1;
 export const BACKOFF_CAP_SECONDS = 5.0;
 export const MAX_RETRY_AFTER_SECONDS = 30.0; // a Retry-After beyond this is honoured only this far

@@ -42,7 +42,7 @@ export interface LocalTickets {
   readonly url: string;
   /** What the server printed when it started: url, backend, region and slot, tables. */
   readonly banner: string;
-  /** With opaque counters: the key file their ids are made with (python -m tickets_admin decode --key-file). */
+  /** With opaque counters: the key file their ids are made with (.venv/bin/python -m tickets_admin decode --key-file). */
   readonly keyFile: string | undefined;
   /** Every counter and idempotency record gone, and the handler's cached state with them. */
   reset(): Promise<void>;
