@@ -24,7 +24,7 @@ from docs_text import (
     words,
 )
 
-README_WORDS = 1500  # a landing page (issue 36)
+README_WORDS = 1500  # a landing page
 PAGE_WORDS = 5000
 # Each term of art a page must link to its glossary entry where it first uses it, by the entry's anchor, as
 # prose writes it. Plain words match in any case; camelCase names and the header only as written.
