@@ -243,6 +243,32 @@ def test_each_name_is_imported_from_the_module_that_defines_it():
     assert sorted(taken_from_elsewhere(IMPORTS, MODULES)) == []
 
 
+def private_imports(imports: list[tuple[Path, str, str | None, ast.stmt]], ours: set[str]) -> set[str]:
+    """`from M import _name` of a module M of ours (product, bench, tools, tests) in another file: a name used
+    outside its module is public in fact, so it is named as such (beside what it serves) or moved where it is used."""
+    return {
+        f"{_shown(path)}: from {module} import {name}"
+        for path, module, name, _ in imports
+        if module in ours
+        and name is not None
+        and name.startswith("_")
+        and not name.startswith("__")
+        and f"{module}.{name}" not in ours
+    }
+
+
+def test_no_module_imports_another_ones_private_name():
+    assert sorted(private_imports(IMPORTS, {_module_name(path) for path in python_files()})) == []
+
+
+def test_the_private_import_check_sees_one(tmp_path):
+    planted = _planted(tmp_path, {"inner": "_hidden = 1\nshown = 2\n", "user": "from .inner import _hidden, shown\n"})
+    imports = [
+        (path, module, name, st) for found, path in planted.items() for module, name, st in imported_names(found, path)
+    ]
+    assert private_imports(imports, set(planted)) == {"planted/user.py: from planted.inner import _hidden"}
+
+
 def passed_on(found: dict[str, Path]) -> set[str]:
     """Names a module (not a package's `__init__.py`) marks for others to take from it: `import x as x`, or an
     `__all__` naming what it imported."""

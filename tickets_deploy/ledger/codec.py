@@ -28,7 +28,7 @@ from .model import (
     LedgerFile,
     SlotRecord,
     Version,
-    _fields_text,
+    fields_text,
 )
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
@@ -289,7 +289,7 @@ def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
     except ConfigError as err:
         raise ValueError(str(err)) from None
     if opaque.to_json() != raw:
-        raise ValueError(f"{where}: not as the config records opaque settings ({_fields_text(opaque.to_json())})")
+        raise ValueError(f"{where}: not as the config records opaque settings ({fields_text(opaque.to_json())})")
     return opaque
 
 
@@ -301,7 +301,7 @@ def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
     except SeriesConfigError as err:
         raise ValueError(str(err)) from None
     if parsed.to_json() != entry:
-        raise ValueError(f"series.{key}: not as the config records a series ({_fields_text(parsed.to_json())})")
+        raise ValueError(f"series.{key}: not as the config records a series ({fields_text(parsed.to_json())})")
     return dict(entry)
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import JournalEntry, SeriesNumber
+from ..messages import JournalEntry, SeriesNumber, Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 
@@ -54,13 +54,6 @@ def iso_time(epoch_millis: int) -> str:
 
 
 @dataclass(frozen=True)
-class Void:
-    by: str
-    at: str
-    reason: str
-
-
-@dataclass(frozen=True)
 class Entry:
     key: str
     series: str
@@ -90,7 +83,7 @@ class Entry:
             "voided": None,
         }
         if self.void is not None:
-            encoded["voided"] = {"by": self.void.by, "at": self.void.at, "reason": self.void.reason}
+            encoded["voided"] = self.void
         return encoded
 
     def to_item(self) -> Item:
@@ -113,9 +106,9 @@ class Entry:
             value = item.get(name)
             return None if value is None else str(value["S"])
 
-        void = None
+        void: Void | None = None
         if "voidedBy" in item:
-            void = Void(item["voidedBy"]["S"], item["voidedAt"]["S"], item["voidReason"]["S"])
+            void = {"by": item["voidedBy"]["S"], "at": item["voidedAt"]["S"], "reason": item["voidReason"]["S"]}
         return cls(
             key=item["key"]["S"],
             series=item["series"]["S"],
@@ -157,7 +150,7 @@ class IssueRequest:
 
 
 @dataclass(frozen=True)
-class Issued:
+class IssuedEntry:
     entry: Entry
     replayed: bool  # a retry answered with its first attempt's entry
 
