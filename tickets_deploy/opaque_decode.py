@@ -1,6 +1,6 @@
 """An opaque counter's ids read back (`python -m tickets_admin decode`, and the tests): the inverse of the keyed
-permutation of tickets/opaque.py, which says what an id is. The function only ever encodes, so decoding is not in
-its code asset, whose size has a goal (bench/report.py's package_bytes)."""
+permutation of tickets/opaque.py, which says what an id is. The function only ever encodes: decoding is the
+operator's."""
 
 from __future__ import annotations
 

@@ -25,6 +25,8 @@ MAX_PATH_CHARS = 256
 
 @dataclass(frozen=True)
 class Asked:
+    """What a ticket route's path, query and body ask for, merged (the body alone is messages.TicketRequest)."""
+
     key: str
     count: int
     named: bool = True  # False: no key was named, `key` is the route's default
