@@ -74,17 +74,14 @@ class Entry:
 
     def to_json(self) -> JournalEntry:
         """The entry as the journal route and `tickets_admin journal` give it."""
-        encoded: JournalEntry = {
+        return {
             **self.answer(),
             "time": self.time,
             "caller": self.caller,
             "idempotencyKey": self.idempotency_key,
             "ref": self.ref,
-            "voided": None,
+            "voided": self.void,
         }
-        if self.void is not None:
-            encoded["voided"] = self.void
-        return encoded
 
     def to_item(self) -> Item:
         item: Item = {
