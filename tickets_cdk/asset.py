@@ -21,18 +21,13 @@ HANDLER = "tickets.handler.lambda_handler"
 PACKAGE = Path(tickets.__file__).resolve().parent
 
 
-def asset_files(package: Path = PACKAGE) -> dict[str, Path]:
-    """Archive name (`tickets/...`) -> source file, for every file of the asset: the package minus bytecode."""
+def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
+    """Archive name (`tickets/...`) -> bytes, for every file of the package but its bytecode: what the function gets."""
     return {
-        f"{package.name}/{path.relative_to(package).as_posix()}": path
+        f"{package.name}/{path.relative_to(package).as_posix()}": path.read_bytes()
         for path in sorted(package.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")
     }
-
-
-def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
-    """Archive name -> what the function gets: each file's bytes."""
-    return {name: path.read_bytes() for name, path in asset_files(package).items()}
 
 
 def write_asset(destination: Path, package: Path = PACKAGE) -> Path:
