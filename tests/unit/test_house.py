@@ -2,8 +2,9 @@
 direction (the Lambda's `tickets` on nothing of ours; the deploy side on it; the construct library, the admin
 CLI and the local server on those), no module imports another that imports it back, no product module grows
 past 400 lines (split it along its seams instead), each name is imported from the one module that defines it
-(no module passes on what it imported: a package's `__init__.py` is its public API, the one exception), and a
-package with one public API is entered only through it. Read from the source: nothing is imported.
+(no module passes on what it imported: a package's `__init__.py` is its public API, the one exception), no file
+imports another module's `_private` name, and a package with one public API is entered only through it. Read
+from the source: nothing is imported.
 
 An import counts wherever it is written: at module level, inside a function (deferred) and under
 `if TYPE_CHECKING:` (type-only). A cycle through a deferred or type-only import is a knot all the same: the
