@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .environment import BASELINE_MODULE, tickets_app
-from .warm import _StubbedHandler, plain_answer
+from .warm import StubbedHandler, plain_answer
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 COUNTERS = {
@@ -44,18 +44,18 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
         made = ids.encode_all(tickets)
         return {"key": key, "id": made[0], **({"ids": made} if len(made) > 1 else {})}
 
-    def tickets(key: str, count: int, answer: Any, made_before: int = 0) -> _StubbedHandler:
+    def tickets(key: str, count: int, answer: Any, made_before: int = 0) -> StubbedHandler:
         """A handler of its own (one Stubber per client), its opaque counter's rounds' tables filled by the ids of
         `made_before` tickets first (a busy function's steady state; 0: a young function's, empty)."""
         app = tickets_app(COUNTERS, opaque_keys=keys)
         runtime = app.dispatcher.runtime
         runtime.opaque_ids("bench-opaque", runtime.settings.counters["bench-opaque"]).encode_all(range(made_before))
         attributes = lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}  # noqa: E731
-        return _StubbedHandler(app.lambda_handler, app.dynamodb, attributes, key=key, count=count, answer=answer)
+        return StubbedHandler(app.lambda_handler, app.dynamodb, attributes, key=key, count=count, answer=answer)
 
     baseline_module = importlib.import_module(BASELINE_MODULE)
     handlers = {
-        "baseline": _StubbedHandler(
+        "baseline": StubbedHandler(
             baseline_module.lambda_handler,
             baseline_module.table.meta.client,
             lambda last: {"last": {"N": str(last)}},

@@ -1,6 +1,5 @@
 """The Lambda code asset as the construct builds it (tickets_cdk.asset: the `tickets` package minus
-`__pycache__` and `*.pyc`, each Python file without comments, docstrings and signatures' annotations, indented one
-blank a level: tickets_cdk/strip.py), zipped with deflate."""
+`__pycache__` and `*.pyc`), zipped with deflate."""
 
 from __future__ import annotations
 

@@ -54,11 +54,11 @@ def cold(rows: int) -> None:
 
 def warm(rows: int, calls: int) -> None:
     from .environment import function_url_event, lambda_context, tickets_app
-    from .warm import KEY, _StubbedHandler
+    from .warm import KEY, StubbedHandler
 
     with environment(handler_env()), contextlib.redirect_stdout(open(os.devnull, "w")) as null:
         app = tickets_app()
-        handler = _StubbedHandler(
+        handler = StubbedHandler(
             app.lambda_handler, app.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
         )
         handler.run_round(100)  # warm up
@@ -88,7 +88,7 @@ def line(rounds: int, calls: int) -> None:
     import statistics
 
     from .environment import BASELINE_MODULE, tickets_app
-    from .warm import _StubbedHandler
+    from .warm import StubbedHandler
 
     with environment(handler_env()), contextlib.redirect_stdout(open(os.devnull, "w")) as null:
         app, baseline = tickets_app(), importlib.import_module(BASELINE_MODULE)
@@ -105,12 +105,12 @@ def line(rounds: int, calls: int) -> None:
         def no_audit(metrics: object, **fields: object) -> None:
             pass
 
-        stubbed = _StubbedHandler(
+        stubbed = StubbedHandler(
             app.lambda_handler, app.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
         )
         variants = {  # name: (handler, audit record)
             "baseline": (
-                _StubbedHandler(
+                StubbedHandler(
                     baseline.lambda_handler, baseline.table.meta.client, lambda last: {"last": {"N": str(last)}}
                 ),
                 None,

@@ -28,7 +28,7 @@ def plain_answer(key: str, tickets: range) -> dict[str, Any]:
     return {"key": key, "ticket": tickets[0], **({"tickets": list(tickets)} if len(tickets) > 1 else {})}
 
 
-class _StubbedHandler:
+class StubbedHandler:
     """A handler whose DynamoDB client answers from a queue of canned UpdateItem responses; each call asks for
     `count` tickets of `key`, and must answer what `answer(key, tickets)` says."""
 
@@ -89,10 +89,10 @@ def measure(rounds: int = 8, calls: int = 500) -> dict:
     tickets = tickets_app()
     baseline_module = importlib.import_module(BASELINE_MODULE)
     handlers = {
-        "baseline": _StubbedHandler(
+        "baseline": StubbedHandler(
             baseline_module.lambda_handler, baseline_module.table.meta.client, lambda last: {"last": {"N": str(last)}}
         ),
-        "tickets": _StubbedHandler(
+        "tickets": StubbedHandler(
             tickets.lambda_handler, tickets.dynamodb, lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}
         ),
     }

@@ -12,10 +12,6 @@ EXAMPLE_CONFIG = {  # the README's example (Configuration)
     "strictKeys": False,
     "counters": {"orders": {"start": 5000}, "invoices": {"start": 1, "stride": 10}},
 }
-# tests/functional/test_asset.py runs handler tests on the Lambda asset as the construct builds it (comments and
-# docstrings stripped), put first on PYTHONPATH: this variable names it, and the run refuses any other `tickets`
-# (tests/conftest.py).
-ASSET_UNDER_TEST = "TICKETS_ASSET_UNDER_TEST"
 PLUGIN_ENTRY_POINT = "tickets"  # pyproject.toml: [project.entry-points.pytest11]
 BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
 

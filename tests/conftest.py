@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import importlib
 import os
-from pathlib import Path
 
 # The cyclic collector, tuned for test processes, which import much and keep it (moto, botocore, aws_cdk: a worker
 # holds 300,000 to 600,000 objects). At Python's thresholds (700, 10, 10) a full collection of all of them ran every
@@ -37,14 +36,8 @@ os.environ.update(
 import pytest  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 
-from common import ASSET_UNDER_TEST, PLUGIN_ENTRY_POINT, lowercase_sentence_starts  # noqa: E402
-from tickets.errors import TicketsError  # noqa: E402
-from tickets.series.config import SeriesConfigError  # noqa: E402
-from tickets_deploy.access import AccessRuleError  # noqa: E402
+from common import PLUGIN_ENTRY_POINT  # noqa: E402
 from tickets_deploy.environment import POWERTOOLS_ENVIRONMENT  # noqa: E402
-from tickets_deploy.ledger import LedgerError  # noqa: E402
-from tickets_deploy.predeploy import PredeployError  # noqa: E402
-from tickets_deploy.rules import ConfigError  # noqa: E402
 
 # The CDK's built-in CloudFormation validation (aws-cdk-lib 2.275: App's builtinCloudFormationValidation, on unless
 # CDK_VALIDATION=false) starts a WebAssembly engine in each process that synthesises, 1.5 s of CPU, and more for each
@@ -69,7 +62,6 @@ def pytest_configure(config: pytest.Config) -> None:
     An install registers it under its entry point's name; a checkout run from source, here."""
     if not config.pluginmanager.has_plugin(PLUGIN_ENTRY_POINT):
         config.pluginmanager.register(importlib.import_module("tickets_local.pytest_plugin"), PLUGIN_ENTRY_POINT)
-    _asset_under_test()
 
 
 @pytest.hookimpl(trylast=True)
@@ -78,57 +70,3 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     `__del__` raised, has run): the interpreter's exit then does not scan it all again to free what the process'
     end frees anyway."""
     gc.freeze()
-
-
-def _asset_under_test() -> str | None:
-    """With ASSET_UNDER_TEST set, the `tickets` this run imports must be that asset's, stripped: else the run
-    stops before any test (a run that passed on lambda_src/ would prove nothing about the asset)."""
-    root = os.environ.get(ASSET_UNDER_TEST)
-    if not root:
-        return None
-    import tickets
-
-    where = Path(tickets.__file__).resolve()
-    if not where.is_relative_to(Path(root).resolve()) or tickets.__doc__ is not None:
-        raise pytest.UsageError(
-            f"{ASSET_UNDER_TEST}={root}, but this run imports tickets from {where} "
-            f"({'unstripped' if tickets.__doc__ else 'stripped'}): put the asset first on PYTHONPATH"
-        )
-    return f"tickets: the Lambda asset at {root}, stripped (imported from {where})"
-
-
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    under_test = _asset_under_test()
-    return [under_test] if under_test else []
-
-
-# Every refusal a test makes (the HTTP errors, and the config's, the ledger's and predeploy's), in this process,
-# is read after the test: a sentence in it must not start in lower case ("...says 301. every lane's..."). The
-# messages are collected by wrapping the refusals' constructors, so that every tier checks what it produces.
-REFUSALS = (TicketsError, SeriesConfigError, AccessRuleError, ConfigError, LedgerError, PredeployError)
-_MESSAGES: list[str] = []
-
-
-def _collecting_messages(kind: type[Exception]) -> None:
-    original = kind.__init__
-
-    def init(self: Exception, *args: object, **kwargs: object) -> None:
-        original(self, *args, **kwargs)
-        if args and isinstance(args[0], str):
-            _MESSAGES.append(args[0])
-
-    kind.__init__ = init  # type: ignore[method-assign]
-
-
-for _kind in REFUSALS:
-    _collecting_messages(_kind)
-
-
-@pytest.fixture(autouse=True)
-def _refusals_start_their_sentences_in_upper_case(request: pytest.FixtureRequest):
-    _MESSAGES.clear()
-    yield
-    found = sorted({start for message in _MESSAGES for start in lowercase_sentence_starts(message)})
-    _MESSAGES.clear()
-    if found:
-        pytest.fail(f"{request.node.nodeid}: a refusal starts a sentence in lower case: {found}", pytrace=False)

@@ -23,16 +23,11 @@ FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.M | re.S)  # fence
 CODE_SPAN = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"\[(?P<text>(?:[^\]`]|`[^`\n]*`)*)\]\((?P<target>[^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
-WORDS_PER_MINUTE = 230
 
 
 def words(path: Path) -> int:
     """Words as `wc -w` counts them: runs of characters between whitespace, code included."""
     return len(path.read_text(encoding="utf-8").split())
-
-
-def reading_minutes(path: Path) -> int:
-    return round(words(path) / WORDS_PER_MINUTE)
 
 
 def without_fences(markdown: str) -> str:

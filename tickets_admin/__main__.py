@@ -1,7 +1,4 @@
-"""`.venv/bin/python -m tickets_admin`: raise a counter above a number, list the counters, export every counter item,
-migrate an old counter table's values, fence a layout change, export and audit a series' journal, encode
-and decode an opaque counter's ids, or put their keys in the service's parameter."""
-
+# The module's docstring (`python -m tickets_admin`: each command and its help) is made from COMMANDS, below.
 from __future__ import annotations
 
 import argparse
@@ -25,6 +22,7 @@ COMMANDS: tuple[Command, ...] = (
     *opaque_commands.COMMANDS,
     opaque_secret.COMMAND,
 )
+__doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 
 DESCRIPTION = """\
 Operate on a Tickets deployment's counter table, in one region. The table's name, the
@@ -36,23 +34,23 @@ construct, which has no cdk.json config), everything comes from the ledger alone
 service's settings as its last recorded version deployed them. Every write is
 conditional: it is safe to run while the service issues tickets, and safe to repeat."""
 
-EPILOG = """\
-examples:
-  .venv/bin/python -m tickets_admin raise orders --above 120000           # the first region in cdk.json
-  .venv/bin/python -m tickets_admin raise orders --above 120000 --region eu-west-1
-  .venv/bin/python -m tickets_admin list
-  .venv/bin/python -m tickets_admin fence                                 # after a layout change in cdk.json
-  .venv/bin/python -m tickets_admin --service shop-order-numbers raise orders --above 120000 --region us-east-1
-  .venv/bin/python -m tickets_admin export > counters.jsonl
-  .venv/bin/python -m tickets_admin export --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
-  .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey --value-attribute counter \
-      --margin 100000
-  .venv/bin/python -m tickets_admin put-key                               # the keys of opaque ids, every region
-  .venv/bin/python -m tickets_admin decode orders 4829173650
+CREDENTIALS = """\
+Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role); with
+--endpoint-url http://127.0.0.1:8001 (make serve ENDPOINT_URL=...) and none set, dummy ones, which
+local endpoints accept. Errors print "error: <what to do>" on stderr and exit with status 1."""
 
-Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role);
-with --endpoint-url and none set, dummy ones, which local endpoints accept.
-Errors print "error: <what to do>" on stderr and exit with status 1."""
+
+def first_example(command: Command) -> list[str]:
+    """The first example of a command's epilog (its lines, a continued one included)."""
+    lines = command.epilog.splitlines()
+    start = next(index for index, line in enumerate(lines) if f"tickets_admin {command.name}" in line)
+    end = start
+    while lines[end].endswith("\\"):
+        end += 1
+    return lines[start : end + 1]
+
+
+EPILOG = "\n".join(["examples:", *(line for each in COMMANDS for line in first_example(each)), "", CREDENTIALS])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from tickets.keys import KEY_RULE, is_valid_key
-from tickets.settings import Settings
+from tickets.settings import Settings, unserved
 from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import LEDGER_FILE, Ledger, applied, check_config_file, ledger_path_beside, read_ledger_file
 
@@ -112,8 +112,8 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
     counter = settings.counter(args.key)
     if counter is None:
         raise AdminError(
-            f"{args.key!r} is not configured in {context.config_file} and strictKeys is on, so the "
-            f"service does not serve it: add it to tickets.counters there first (synthesis records it)"
+            f"{args.key!r} is not configured: {unserved(args.key, str(context.config_file))}, so the service does not "
+            "serve it: add it to tickets.counters there first (synthesis records it)"
         )
     lanes = key_lanes(args.key, counter, settings.region_slot, settings.region_slots, _ledger(context))
     epoch = f" (epoch {counter.epoch}, above its fence at {counter.fence})" if counter.epoch else ""

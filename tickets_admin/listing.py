@@ -10,6 +10,7 @@ from typing import Any
 
 from tickets.epochs import EPOCH_SEPARATOR, STOPPED
 from tickets.lane_item import LAST, STEP, Item, number
+from tickets.sequence import tickets_left as lane_tickets_left
 from tickets.tables import COUNTER_KEY, is_counter_item
 
 SHARD_SEPARATOR = "#"  # a sharded key's lanes are the items `key#0`, `key#1`, ...; `key@1`: its epoch 1
@@ -61,7 +62,7 @@ def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
         last, step = number(item, LAST), number(item, STEP)
         if last is None or step is None:
             return None
-        left += 0 if step == STOPPED else max(0, (max_ - last) // step)
+        left += 0 if step == STOPPED else lane_tickets_left(max_, last, step)
     return left
 
 

@@ -20,7 +20,7 @@ from tickets.errors import clip
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.lane_item import LAST, Item, number
 from tickets.sequence import Lane
-from tickets.settings import Settings
+from tickets.settings import Settings, unserved
 from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
 from tickets_deploy.ledger import Ledger
 
@@ -252,8 +252,8 @@ def migrate(
         counter = settings.counter(key)
         if counter is None:
             report(
-                f"{key}: NOT MIGRATED: strictKeys is on and cdk.json does not configure {key!r}: add it to "
-                "tickets.counters there, then migrate again"
+                f"{key}: NOT MIGRATED: {unserved(key, 'cdk.json')}: add it to tickets.counters there, then migrate "
+                "again"
             )
             counts["not migrated"] += 1
             continue
@@ -316,7 +316,7 @@ def verify(
     for key, value in old.values.items():
         counter = settings.counter(key)
         if counter is None:
-            report(f"{key}: NOT SERVED: strictKeys is on and cdk.json does not configure {key!r}")
+            report(f"{key}: NOT SERVED: {unserved(key, 'cdk.json')}")
             counts["not served"] += 1
             continue
         lanes = key_lanes(key, counter, settings.region_slot, settings.region_slots, ledger)

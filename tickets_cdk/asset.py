@@ -2,10 +2,9 @@
 
 The package is found where Python imports it from (site-packages after `pip install`, lambda_src/ in a
 clone), and written without bytecode into a staging directory whose top level is `tickets/`, as Lambda
-imports it (handler `tickets.handler.lambda_handler`). Each Python file is written without its comments and
-docstrings, every line where it was (tickets_cdk/strip.py says why that is safe): the function gets the code,
-the source keeps the explanations. CDK hashes the staged files (their names and bytes), so the directory's own
-name never reaches a template, and the same package gives the same asset hash on every machine.
+imports it (handler `tickets.handler.lambda_handler`), each file as it is written. CDK hashes the staged files
+(their names and bytes), so the directory's own name never reaches a template, and the same package gives the same
+asset hash on every machine.
 """
 
 from __future__ import annotations
@@ -18,27 +17,16 @@ from pathlib import Path
 
 import tickets
 
-from .strip import strip_python_file
-
 HANDLER = "tickets.handler.lambda_handler"
 PACKAGE = Path(tickets.__file__).resolve().parent
 
 
-def asset_files(package: Path = PACKAGE) -> dict[str, Path]:
-    """Archive name (`tickets/...`) -> source file, for every file of the asset: the package minus bytecode."""
+def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
+    """Archive name (`tickets/...`) -> bytes, for every file of the package but its bytecode: what the function gets."""
     return {
-        f"{package.name}/{path.relative_to(package).as_posix()}": path
+        f"{package.name}/{path.relative_to(package).as_posix()}": path.read_bytes()
         for path in sorted(package.rglob("*"))
         if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo")
-    }
-
-
-def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
-    """Archive name -> what the function gets: each Python file stripped of comments, docstrings and signatures'
-    annotations, any other file (py.typed) as it is."""
-    return {
-        name: strip_python_file(path.read_bytes(), name) if path.suffix == ".py" else path.read_bytes()
-        for name, path in asset_files(package).items()
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from .field import Field, parse_fields
 from .rules import (
     ConfigError,
-    _require_object,
+    require_object,
 )
 from .schema import FIELDS, DeploymentConfig
 
@@ -58,7 +58,7 @@ def parse_config(raw: Any) -> DeploymentConfig:
     """cdk.json's `tickets` object, checked field by field (FIELDS)."""
     if raw is None:
         raise ConfigError('tickets: missing; add a "tickets" object to the context in cdk.json')
-    _require_object(raw, "tickets", {each.name for each in FIELDS})
+    require_object(raw, "tickets", {each.name for each in FIELDS})
     parsed = parse_fields(
         FIELDS, lambda each: raw.get(each.name, each.default), lambda each: f"tickets.{each.name}", {}
     )

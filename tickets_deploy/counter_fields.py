@@ -16,12 +16,12 @@ from .field import Field, default_of, parse_fields
 from .opaque_rules import parse_opaque
 from .rules import (
     ConfigError,
-    _counter_max,
-    _counter_max_block,
-    _counter_shards,
-    _counter_start,
-    _counter_stride,
-    _require_object,
+    counter_max_block_rule,
+    counter_max_rule,
+    counter_shards_rule,
+    counter_start_rule,
+    counter_stride_rule,
+    require_object,
 )
 from .shapes import encode_number
 
@@ -40,14 +40,14 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "start",
         "`1`",
         "the first ticket of key K (0 or more); keys not in `counters` use the defaults.",
-        _counter_start,
+        counter_start_rule,
         permanent=True,
     ),
     _counter_field(
         "stride",
         "`1`",
         "the spacing of key K's tickets (1 or more): each is ≡ `start` (mod `stride`).",
-        _counter_stride,
+        counter_stride_rule,
         permanent=True,
         fenced=True,
     ),
@@ -55,14 +55,14 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "max",
         "`2^53-1`",
         "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
-        _counter_max,
+        counter_max_rule,
         recorded=True,
     ),
     _counter_field(
         "shards",
         "`1`",
         "items the key's writes are spread over (1..100), for hot keys.",
-        _counter_shards,
+        counter_shards_rule,
         permanent=True,
         fenced=True,
     ),
@@ -70,7 +70,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "maxBlock",
         "`maxBlock`",
         "the same as `maxBlock`, for key K; at most `maxBlock`.",
-        _counter_max_block,
+        counter_max_block_rule,
         recorded=True,
     ),
     _counter_field(
@@ -99,7 +99,7 @@ def parse_counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[st
 def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) -> CounterConfig:
     if not is_valid_key(key):
         raise ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
-    _require_object(raw, where, {each.name for each in COUNTER_FIELDS})
+    require_object(raw, where, {each.name for each in COUNTER_FIELDS})
     parsed = parse_fields(
         COUNTER_FIELDS,
         lambda each: raw.get(each.name, each.default),

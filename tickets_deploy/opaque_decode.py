@@ -1,12 +1,12 @@
-"""An opaque counter's ids read back (`.venv/bin/python -m tickets_admin decode`, and the tests): the inverse of the
-keyed permutation of tickets/opaque.py, which says what an id is. The function only ever encodes, so decoding is not in
-its code asset, whose size has a goal (bench/report.py's package_bytes)."""
+"""An opaque counter's ids read back (`python -m tickets_admin decode`, and the tests): the inverse of the keyed
+permutation of tickets/opaque.py, which says what an id is. The function only ever encodes: decoding is the
+operator's."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tickets.opaque import _UNSET, OpaqueConfig, OpaqueIds, OpaqueKeyError, _mixed, _Rounds, _spread  # shared
+from tickets.opaque import NOT_COMPUTED, OpaqueConfig, OpaqueIds, OpaqueKeyError, Rounds, round_mix, spread  # shared
 
 _READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
 _PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
@@ -40,14 +40,14 @@ class OpaqueCodec(OpaqueIds):
         if value >= size * versions:
             raise OpaqueIdError(f"{given!r} is not an id these settings make (its value is above {versions} x {size})")
         x = value // versions
-        version = (value - _spread(x, versions)) % versions + 1
+        version = (value - spread(x, versions)) % versions + 1
         rounds, b = self._version_rounds(version), self._b
         ticket = _backward(x, rounds, b)
         while ticket >= size:  # cycle-walking, backwards
             ticket = _backward(ticket, rounds, b)
         return ticket, version
 
-    def _version_rounds(self, version: int) -> _Rounds:
+    def _version_rounds(self, version: int) -> Rounds:
         """The rounds of `version`, any the caller asks for (encode --key-version, or an id's): OpaqueKeyError
         naming the versions held when its key was not given."""
         if not 1 <= version <= self.config.key_versions:
@@ -58,10 +58,13 @@ class OpaqueCodec(OpaqueIds):
         return self._rounds[version]
 
 
-def _backward(value: int, rounds: _Rounds, b: int) -> int:
+def _backward(value: int, rounds: Rounds, b: int) -> int:
     """The rounds of tickets.opaque's _forward undone, last first."""
     left, right = divmod(value, b)
     for copy, modulus, table in reversed(rounds):
-        found = table[left] if table is not None else _UNSET
-        left, right = (right - (_mixed(copy, modulus, table, left) if found == _UNSET else found)) % modulus, left
+        found = table[left] if table is not None else NOT_COMPUTED
+        left, right = (
+            (right - (round_mix(copy, modulus, table, left) if found == NOT_COMPUTED else found)) % modulus,
+            left,
+        )
     return left * b + right

@@ -9,7 +9,7 @@ from typing import Any
 from tickets.opaque import ALPHABETS, CHECKS, KEY_VERSIONS, OpaqueConfig
 from tickets.settings import MAX_SAFE_INTEGER
 
-from .rules import ConfigError, _require_object, _whole_number
+from .rules import ConfigError, require_object, whole_number
 
 # The widest id of each alphabet. Digits: 15, so that an id read as a number stays a JavaScript-safe integer
 # (below 2^53 - 1). Base32: 20 characters, 100 bits, far above every ticket (2^63 - 1).
@@ -53,7 +53,7 @@ def opaque_settings(value: Any, where: str) -> OpaqueConfig:
         value = value.to_json()
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: must be an object such as {EXAMPLE}, got {value!r}")
-    _require_object(value, where, FIELDS)
+    require_object(value, where, FIELDS)
     alphabet = value.get("alphabet")
     if alphabet not in ALPHABETS:
         raise ConfigError(f"{where}.alphabet: must be one of {', '.join(ALPHABETS)}, got {alphabet!r}")
@@ -65,8 +65,8 @@ def opaque_settings(value: Any, where: str) -> OpaqueConfig:
     why = " (an id read as a number stays a JavaScript-safe integer)" if alphabet == "digits" else ""
     if isinstance(width, int) and not isinstance(width, bool) and width > widest:
         raise ConfigError(f"{where}.width: at most {widest} for {alphabet}{why}, got {width}")
-    width = _whole_number(width, f"{where}.width", low=MIN_WIDTH, high=widest)
-    versions = _whole_number(
+    width = whole_number(width, f"{where}.width", low=MIN_WIDTH, high=widest)
+    versions = whole_number(
         value.get("keyVersions", KEY_VERSIONS), f"{where}.keyVersions", low=1, high=MAX_KEY_VERSIONS
     )
     version = value.get("keyVersion", 1)
@@ -75,7 +75,7 @@ def opaque_settings(value: Any, where: str) -> OpaqueConfig:
             f"{where}.keyVersion: {version} is above keyVersions ({versions}), the versions these ids leave room for"
         )
     return OpaqueConfig(
-        width, alphabet, check, versions, _whole_number(version, f"{where}.keyVersion", low=1, high=versions)
+        width, alphabet, check, versions, whole_number(version, f"{where}.keyVersion", low=1, high=versions)
     )
 
 

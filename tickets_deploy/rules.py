@@ -66,11 +66,11 @@ class ConfigError(ValueError):
 Parser = Callable[[Any, Mapping[str, Any], str], Any]
 
 
-def _region_slots(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return _whole_number(value, where, low=1, high=1000)
+def region_slots_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return whole_number(value, where, low=1, high=1000)
 
 
-def _regions(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int]:
+def regions_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int]:
     region_slots = parsed["region_slots"]
     if not isinstance(value, dict) or not value:
         raise ConfigError(f'{where}: must map at least one region name to its slot, e.g. {{"us-east-1": 0}}')
@@ -95,7 +95,7 @@ def _regions(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int
     return dict(value)
 
 
-def _table_name(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+def table_name_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     if not isinstance(value, str) or not TABLE_NAME_PATTERN.fullmatch(value):
         raise ConfigError(
             f"{where}: must be a DynamoDB table name, 3-243 characters from "
@@ -105,13 +105,13 @@ def _table_name(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     return value
 
 
-def _default_key(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+def default_key_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     if not is_valid_key(value):
         raise ConfigError(f"{where}: {value!r} is not a valid key ({KEY_RULE})")
     return str(value)
 
 
-def _auth(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+def auth_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     if value not in AUTH_TYPES:
         raise ConfigError(f"{where}: must be one of {', '.join(AUTH_TYPES)}, got {value!r}")
     return str(value)
@@ -124,19 +124,19 @@ def boolean(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
     return value
 
 
-def _max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return _whole_number(value, where, low=1, high=MAX_BLOCK)
+def max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return whole_number(value, where, low=1, high=MAX_BLOCK)
 
 
-def _reserved_concurrency(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    return None if value is None else _whole_number(value, where, low=1, high=10000)
+def reserved_concurrency_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
+    return None if value is None else whole_number(value, where, low=1, high=10000)
 
 
-def _idempotency_expiry(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return _whole_number(value, where, low=60, high=7 * 86400)
+def idempotency_expiry_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return whole_number(value, where, low=60, high=7 * 86400)
 
 
-def _log_retention(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+def log_retention_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     if value not in LOG_RETENTION_DAYS or isinstance(value, bool):
         raise ConfigError(f"{where}: must be one of CloudWatch's retention periods {LOG_RETENTION_DAYS}, got {value!r}")
     return int(value)
@@ -146,11 +146,11 @@ def _log_retention(value: Any, parsed: Mapping[str, Any], where: str) -> int:
 MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10240
 
 
-def _memory_size(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return _whole_number(value, where, low=MIN_MEMORY_MB, high=MAX_MEMORY_MB)
+def memory_size_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return whole_number(value, where, low=MIN_MEMORY_MB, high=MAX_MEMORY_MB)
 
 
-def _function_timeout(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+def function_timeout_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     low, high = timing.MIN_FUNCTION_TIMEOUT_SECONDS, timing.MAX_FUNCTION_TIMEOUT_SECONDS
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or not low <= value <= high:
         raise ConfigError(
@@ -163,53 +163,53 @@ def _function_timeout(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     return int(value)
 
 
-def _cors_origins(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def cors_origins_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not all(isinstance(o, str) and o for o in value):
         raise ConfigError(f'{where}: must be a list of origins such as "https://app.example.com"')
     return tuple(value)
 
 
-def _alarm_email(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+def alarm_email_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
     if value is not None and (not isinstance(value, str) or "@" not in value):
         raise ConfigError(f"{where}: must be an e-mail address, got {value!r}")
     return value
 
 
-def _alarm_days_left(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return _whole_number(value, where, low=1, high=3650)
+def alarm_days_left_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return whole_number(value, where, low=1, high=3650)
 
 
-def _callers(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
     return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
 
 
-def _compat(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+def compat_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
     return _compat_path(value, parsed["default_key"], parsed["counters"], where)
 
 
-def _counter_start(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+def counter_start_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     return exact_integer(value, low=0, high=MAX_TICKET, where=where)
 
 
-def _counter_stride(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+def counter_stride_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     return exact_integer(value, low=1, high=MAX_TICKET, where=where)
 
 
-def _counter_max(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     maximum = exact_integer(value, low=0, high=MAX_TICKET, where=where)
     if maximum < parsed["start"]:
         raise ConfigError(f"{where}: must be >= start ({parsed['start']}), got {maximum}")
     return maximum
 
 
-def _counter_shards(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return _whole_number(value, where, low=1, high=MAX_SHARDS)
+def counter_shards_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
+    return whole_number(value, where, low=1, high=MAX_SHARDS)
 
 
-def _counter_max_block(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
+def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
     if value is None:  # the deployment's maxBlock
         return None
-    max_block = _whole_number(value, where, low=1, high=MAX_BLOCK)
+    max_block = whole_number(value, where, low=1, high=MAX_BLOCK)
     if max_block > parsed["deployment_max_block"]:  # lowers tickets.maxBlock for this key, never raises it
         raise ConfigError(
             f"{where}: must be at most tickets.maxBlock ({parsed['deployment_max_block']}), got {max_block}"
@@ -250,7 +250,7 @@ def _compat_path(
     from /path, which stays reachable as /?key=path (docs/how-to/migrate.md)."""
     if raw is None:
         return None
-    _require_object(raw, where, {"path"})
+    require_object(raw, where, {"path"})
     path = raw.get("path")
     if not is_valid_key(path):
         raise ConfigError(
@@ -264,7 +264,7 @@ def _compat_path(
     return str(path)
 
 
-def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
+def require_object(raw: Any, where: str, allowed: set[str]) -> None:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: must be an object, got {type(raw).__name__}")
     unknown = sorted(set(raw) - allowed)
@@ -272,7 +272,7 @@ def _require_object(raw: Any, where: str, allowed: set[str]) -> None:
         raise ConfigError(f"{where}.{unknown[0]}: unknown field (known: {', '.join(sorted(allowed))})")
 
 
-def _whole_number(value: Any, where: str, *, low: int, high: int) -> int:
+def whole_number(value: Any, where: str, *, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ConfigError(f"{where}: must be a whole number from {low} to {high}, got {value!r}")
     return value
@@ -303,14 +303,14 @@ def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
     return value
 
 
-def _access(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+def access_rule(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
     try:
         return parse_access(value, parsed["auth"], where)
     except AccessRuleError as err:
         raise ConfigError(str(err)) from None
 
 
-def _series(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
+def series_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, SeriesConfig]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{where}: must be an object mapping names to series (docs/reference/series.md)")
     counters = {*parsed["counters"], parsed["default_key"]}

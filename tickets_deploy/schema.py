@@ -29,25 +29,25 @@ from .counter_fields import counters_from_prop, parse_counters
 from .field import Field, declare, entries_of
 from .rules import (
     DEFAULT_TABLE_NAME,
-    _access,
-    _alarm_days_left,
-    _alarm_email,
-    _auth,
-    _callers,
-    _compat,
-    _cors_origins,
-    _default_key,
-    _function_timeout,
-    _idempotency_expiry,
-    _log_retention,
-    _max_block,
-    _memory_size,
-    _region_slots,
-    _regions,
-    _reserved_concurrency,
-    _series,
-    _table_name,
+    access_rule,
+    alarm_days_left_rule,
+    alarm_email_rule,
+    auth_rule,
     boolean,
+    callers_rule,
+    compat_rule,
+    cors_origins_rule,
+    default_key_rule,
+    function_timeout_rule,
+    idempotency_expiry_rule,
+    log_retention_rule,
+    max_block_rule,
+    memory_size_rule,
+    region_slots_rule,
+    regions_rule,
+    reserved_concurrency_rule,
+    series_rule,
+    table_name_rule,
 )
 from .shapes import (
     access_to_prop,
@@ -75,7 +75,7 @@ class DeploymentConfig:
         default_doc="(required)",
         doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once, never given to "
         "another region. Regions without Function URLs or Powertools' layer are refused (`tickets_deploy/regions.py`).",
-        parse=_regions,
+        parse=regions_rule,
         from_prop=regions_from_prop,
         to_prop=regions_to_prop,
         permanent=True,
@@ -88,7 +88,7 @@ class DeploymentConfig:
         prop_type="int",
         default_doc="`1`",
         doc="how many slots there are (room to add regions later).",
-        parse=_region_slots,
+        parse=region_slots_rule,
         permanent=True,
         fenced=True,
         setting=True,
@@ -101,7 +101,7 @@ class DeploymentConfig:
         default_doc=f'`"{DEFAULT_TABLE_NAME}"`',
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
-        parse=_table_name,
+        parse=table_name_rule,
         permanent=True,
     )
     default_key: str = declare(
@@ -110,7 +110,7 @@ class DeploymentConfig:
         prop_type="str",
         default_doc='`"default"`',
         doc="the key of `GET /`.",
-        parse=_default_key,
+        parse=default_key_rule,
         setting=True,
         one_numbering=True,
         recorded=True,
@@ -121,7 +121,7 @@ class DeploymentConfig:
         prop_type="str",
         default_doc='`"AWS_IAM"`',
         doc="Function URL auth: `AWS_IAM` (SigV4) or `NONE` (public).",
-        parse=_auth,
+        parse=auth_rule,
     )
     strict_keys: bool = declare(
         "strictKeys",
@@ -156,7 +156,7 @@ class DeploymentConfig:
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
         default_doc="`{}`",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
-        parse=_series,
+        parse=series_rule,
         encode=encode_series,
         from_prop=series_from_prop,
         permanent=True,
@@ -171,7 +171,7 @@ class DeploymentConfig:
         prop_type="int",
         default_doc="none",
         doc="caps the function's concurrency (cost and abuse; set it with `auth: NONE`).",
-        parse=_reserved_concurrency,
+        parse=reserved_concurrency_rule,
     )
     idempotency_expiry_seconds: int = declare(
         "idempotencyExpirySeconds",
@@ -179,7 +179,7 @@ class DeploymentConfig:
         prop_type="int",
         default_doc="`3600`",
         doc="how long an `Idempotency-Key` is remembered (60 s .. 7 days).",
-        parse=_idempotency_expiry,
+        parse=idempotency_expiry_rule,
         setting=True,
     )
     log_retention_days: int = declare(
@@ -189,7 +189,7 @@ class DeploymentConfig:
         default_doc="`365`",
         doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
         "CT.CLOUDWATCH.PR.2 asks for at least 365.",
-        parse=_log_retention,
+        parse=log_retention_rule,
     )
     memory_size: int = declare(
         "memorySize",
@@ -197,7 +197,7 @@ class DeploymentConfig:
         prop_type="int",
         default_doc="`256`",
         doc="the function's memory in MB (128–10240; Lambda gives CPU in proportion).",
-        parse=_memory_size,
+        parse=memory_size_rule,
     )
     timeout_seconds: int = declare(
         "timeoutSeconds",
@@ -208,7 +208,7 @@ class DeploymentConfig:
         doc=f"the function's timeout in seconds, {timing.MIN_FUNCTION_TIMEOUT_SECONDS}–"
         f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
         "(`lambda_src/tickets/timing.py`).",
-        parse=_function_timeout,
+        parse=function_timeout_rule,
         from_prop=seconds_from_prop,
         prop_doc="a `Duration` of whole seconds, or seconds",
     )
@@ -218,7 +218,7 @@ class DeploymentConfig:
         prop_type="Sequence[str]",
         default_doc="`[]`",
         doc="origins allowed by the Function URL's CORS; none means no CORS at all.",
-        parse=_cors_origins,
+        parse=cors_origins_rule,
     )
     alarm_email: str | None = declare(
         "alarmEmail",
@@ -226,7 +226,7 @@ class DeploymentConfig:
         prop_type="str",
         default_doc="none",
         doc="an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
-        parse=_alarm_email,
+        parse=alarm_email_rule,
         owner="TicketAlarms",
     )
     alarm_days_left: int = declare(
@@ -236,7 +236,7 @@ class DeploymentConfig:
         default_doc="`30`",
         doc="`CounterRunningOut` fires when a lane would reach `max` within this many days (1–3650) "
         "([monitoring](monitoring.md)).",
-        parse=_alarm_days_left,
+        parse=alarm_days_left_rule,
         owner="TicketAlarms",
     )
     max_block: int = declare(
@@ -245,7 +245,7 @@ class DeploymentConfig:
         prop_type="int",
         default_doc="`1000000`",
         doc="the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
-        parse=_max_block,
+        parse=max_block_rule,
         setting=True,
         recorded=True,
     )
@@ -256,7 +256,7 @@ class DeploymentConfig:
         default_doc="`[]`",
         doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL "
         "([callers](../how-to/call-from-another-account.md)).",
-        parse=_callers,
+        parse=callers_rule,
         needs=("auth",),
     )
     compat_path: str | None = declare(  # the compatibility route's path segment; None: off
@@ -267,7 +267,7 @@ class DeploymentConfig:
         default_doc="off",
         doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number '
         "([the route](http-api.md#the-compatibility-route)).",
-        parse=_compat,
+        parse=compat_rule,
         encode=encode_compat,
         to_prop=compat_to_prop,
         setting=True,
@@ -281,7 +281,7 @@ class DeploymentConfig:
         default_doc="none: every invoker may do everything",
         doc="principal -> operation -> key patterns; what no rule allows is 403 "
         "([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
-        parse=_access,
+        parse=access_rule,
         encode=encode_access,
         to_prop=access_to_prop,
         needs=("auth",),

@@ -37,6 +37,10 @@ PARTS = "openapi_parts.json"  # package data of tickets_local (pyproject.toml)
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _EXAMPLE_KEY = "3f2b8c2e-8f7a-4f0e-9a53-0d2f4d1c9b7e"  # a UUID, as the document advises
 _REF = "#/components/schemas/"
+# The error responses every operation may answer, whatever its route: a bad request (400), the Function URL's and the
+# access rules' refusal (403), a bug (500), and the Function URL's own 429 and 502. An operation's entry in
+# openapi_parts.json lists only the errors of its own.
+COMMON_ERRORS = ("BadRequest", "FunctionUrlForbidden", "FunctionUrlThrottled", "InternalError", "FunctionUrlBadGateway")
 
 
 # An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
@@ -210,7 +214,10 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
         header = Query(IDEMPOTENCY_HEADER, messages.IdempotencyKey, required=route.idempotency_key == "required")
         parameters.append({**_parameter(header, "header", described_as, schemas), "example": _EXAMPLE_KEY})
     responses = {"200": _answer(route, prose, schemas)}
-    for name in prose["errors"]:
+    repeated = set(COMMON_ERRORS) & set(prose["errors"])
+    if repeated:
+        raise ValueError(f"{PARTS}: operations.{_function(route)} lists {sorted(repeated)}, which every operation has")
+    for name in (*COMMON_ERRORS, *prose["errors"]):
         responses[_status(parts["responses"][name])] = {"$ref": f"#/components/responses/{name}"}
     item = {}
     for method in route.methods:

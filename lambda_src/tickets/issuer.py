@@ -22,10 +22,9 @@ from typing import Protocol
 from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable, echo, exhausted
 from .keys import MAX_COUNT, echo_count
 from .lane_item import LAST, STEP
-from .messages import Block, CounterState, IssuedIds, LaneState
-from .messages import Issued as IssuedAnswer
-from .sequence import Lane, lanes_of
-from .settings import CounterConfig, Settings
+from .messages import Block, CounterState, Issued, IssuedIds, LaneState
+from .sequence import Lane, lanes_of, tickets_left
+from .settings import CounterConfig, Settings, unserved
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
@@ -51,7 +50,7 @@ class Store(Protocol):
 
 
 @dataclass(frozen=True)
-class Issued:
+class IssuedTickets:
     """`count` tickets of one lane: first, first + step, ..., last. Held as these four numbers, so
     a block of a million tickets is as cheap to answer as one ticket; only the list route lists it."""
 
@@ -64,13 +63,13 @@ class Issued:
     per_day: float | None = None  # the lane's tickets a day at its recent rate, when due (Issuer._per_day)
 
     @classmethod
-    def of(cls, key: str, block: range, counter: CounterConfig, per_day: float | None = None) -> Issued:
+    def of(cls, key: str, block: range, counter: CounterConfig, per_day: float | None = None) -> IssuedTickets:
         return cls(key, block.start, block[-1], block.step, len(block), counter, per_day)
 
     @property
     def tickets_left(self) -> int:
         """How many more tickets this lane can issue before max (a lane's tickets are `step` apart)."""
-        return (self.counter.max - self.last) // self.step
+        return tickets_left(self.counter.max, self.last, self.step)
 
     @property
     def days_left(self) -> float | None:
@@ -88,9 +87,9 @@ class Issued:
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
-    def to_json(self) -> IssuedAnswer:
+    def to_json(self) -> Issued:
         """The answer of /{key}: the first ticket, and the list when there are more."""
-        body: IssuedAnswer = {"key": self.key, "ticket": self.first}
+        body: Issued = {"key": self.key, "ticket": self.first}
         if self.count > 1:
             body["tickets"] = self.tickets
         return body
@@ -125,7 +124,7 @@ class Issuer:
         # item key -> (since, last then, per day, reported): _per_day's
         self._windows: dict[str, tuple[float, int, float | None, float]] = {}
 
-    def issue(self, key: str, count: int) -> Issued:
+    def issue(self, key: str, count: int) -> IssuedTickets:
         counter, lanes = self._lanes(key)
         self._shuffle(lanes)
         candidates = [lane for lane in lanes if self._may_fit(lane, count)]
@@ -149,7 +148,7 @@ class Issuer:
                 if unavailable >= _UNAVAILABLE_LANES_TRIED:
                     break
                 continue
-            return Issued.of(key, lane.block(last, count), counter, self._per_day(lane, last))
+            return IssuedTickets.of(key, lane.block(last, count), counter, self._per_day(lane, last))
         raise failure or exhausted(key, count, counter.max, lanes[0].step)
 
     def _per_day(self, lane: Lane, last: int) -> float | None:
@@ -247,8 +246,8 @@ class Issuer:
         counter = self._settings.counter(key)
         if counter is None:
             raise NotFound(
-                f"unknown key {key!r}: strictKeys is on and only the keys in {self._config_name} (and the default key) "
-                "are served"
+                f"unknown key {key!r}: {unserved(key, self._config_name)}: only the keys in {self._config_name} (and "
+                "the default key) are served"
             )
         return counter
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 # What the line carries about an issuance, by name: the key, how many tickets, the first and last of
 # them (a list's or a range block's), the Function URL request id the request's log lines carry, and how
-# many more tickets the lane can issue before max (Issued.tickets_left).
+# many more tickets the lane can issue before max (IssuedTickets.tickets_left).
 AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id", "tickets_left")
 
 

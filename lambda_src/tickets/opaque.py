@@ -7,7 +7,7 @@ P = width - (1 if check else 0) characters write a value below R**P, which `keyV
 
     M = R**P // V                  ids per key version: tickets 0 .. M-1 have an id under each version
     x = P_version(ticket)          a keyed permutation of [0, M), one key per version
-    value = x*V + (version - 1 + s(x)) % V      s(x): a public hash of x onto [0, V) (_spread)
+    value = x*V + (version - 1 + s(x)) % V      s(x): a public hash of x onto [0, V) (spread)
     x = value // V, version = (value - s(x)) % V + 1
 
 So two key versions never give one id ((version, x) -> value is one-to-one), anyone can read the version off
@@ -53,7 +53,7 @@ ROUNDS = 10  # FF1's
 # The widest half whose rounds keep a table: an entry is below the half's modulus, at most this, so it takes 2 bytes
 # (array "H"), and 2**16 - 1 is free to mean "not computed yet": 10 x 2 bytes per half, at most 1.3 MB a version.
 TABLE_HALVES = 2**16 - 1
-_UNSET = 2**16 - 1
+NOT_COMPUTED = 2**16 - 1
 KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
 KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>", "2": ...}}, one key per version'
 
@@ -93,10 +93,10 @@ class OpaqueConfig:
 
 
 # A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in; the modulus of the half it
-# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (_UNSET: not yet computed), or
+# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (NOT_COMPUTED: not yet computed), or
 # None when the halves are too many to keep.
 _Round = tuple[Callable[[], Any], int, "array.array[int] | None"]
-_Rounds = tuple[_Round, ...]
+Rounds = tuple[_Round, ...]
 
 
 class OpaqueIds:
@@ -116,12 +116,12 @@ class OpaqueIds:
             raise ValueError(f"{config}: holds {self._size} ids per key version (1 .. 2**100)")
         a = isqrt(self._size - 1) + 1
         self._b = -(-self._size // a)
-        self._rounds: dict[int, _Rounds] = {
+        self._rounds: dict[int, Rounds] = {
             version: tuple(
                 (
                     _round_state(key, config, tweak, version, i).copy,
                     (a, self._b)[i % 2],
-                    array.array("H", [_UNSET]) * a if a <= TABLE_HALVES else None,  # a half is below a (b <= a)
+                    array.array("H", [NOT_COMPUTED]) * a if a <= TABLE_HALVES else None,  # a half is below a (b <= a)
                 )
                 for i in range(ROUNDS)
             )
@@ -144,7 +144,7 @@ class OpaqueIds:
             x = _forward(ticket, rounds, b)
             while x >= size:  # cycle-walking: the network maps [0, a*b) onto itself, and leaves [M, a*b)
                 x = _forward(x, rounds, b)
-            made.append(self._text(x * versions + (version - 1 + _spread(x, versions)) % versions))
+            made.append(self._text(x * versions + (version - 1 + spread(x, versions)) % versions))
         return made
 
     def _text(self, value: int) -> str:
@@ -165,7 +165,7 @@ class OpaqueIds:
         text = "".join(pieces)[self._odd :]
         return text + self._symbols[-total % self._radix] if self._check else text
 
-    def _version_rounds(self, version: int) -> _Rounds:
+    def _version_rounds(self, version: int) -> Rounds:
         """The rounds of a key version given (the function gives the one it encodes with; tickets_deploy's
         OpaqueCodec, for any version asked, says which are held)."""
         return self._rounds[version]
@@ -181,21 +181,26 @@ def _pairs(alphabet: str) -> list[tuple[str, int]]:
     return [(symbols[high] + symbols[low], high + doubled[low]) for high in range(radix) for low in range(radix)]
 
 
-def _spread(x: int, versions: int) -> int:
+def spread(x: int, versions: int) -> int:
     """A public hash of x onto [0, V) (Knuth's multiplicative hashing, by 2**64 over the golden ratio) that
     the version is added to: uniform, and no character of an id repeats another (as x % V would make one)."""
     return (x * 0x9E3779B97F4A7C15 % 2**64) * versions >> 64
 
 
-def _forward(value: int, rounds: _Rounds, b: int) -> int:
+def _forward(value: int, rounds: Rounds, b: int) -> int:
     left, right = divmod(value, b)  # left in [0, a), right in [0, b); after an even number of rounds, again
     for copy, modulus, table in rounds:
-        mixed = table[right] if table is not None else _UNSET  # the table's look-up inline: most ids find it there
-        left, right = right, (left + (_mixed(copy, modulus, table, right) if mixed == _UNSET else mixed)) % modulus
+        mixed = (
+            table[right] if table is not None else NOT_COMPUTED
+        )  # the table's look-up inline: most ids find it there
+        left, right = (
+            right,
+            (left + (round_mix(copy, modulus, table, right) if mixed == NOT_COMPUTED else mixed)) % modulus,
+        )
     return left * b + right
 
 
-def _mixed(copy: Callable[[], Any], modulus: int, table: array.array[int] | None, half: int) -> int:
+def round_mix(copy: Callable[[], Any], modulus: int, table: array.array[int] | None, half: int) -> int:
     """The round's keyed BLAKE2b of `half`, modulo the half it is added to (16 bytes of BLAKE2b modulo a half
     below 2**50: a bias below 2**-78), kept in the round's table when it has one."""
     mixing = copy()

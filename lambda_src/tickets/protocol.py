@@ -24,7 +24,9 @@ MAX_PATH_CHARS = 256
 
 
 @dataclass(frozen=True)
-class TicketRequest:
+class Asked:
+    """What a ticket route's path, query and body ask for, merged (the body alone is messages.TicketRequest)."""
+
     key: str
     count: int
     named: bool = True  # False: no key was named, `key` is the route's default
@@ -46,21 +48,21 @@ def decode_path_key(segment: str) -> str:
 
 def ticket_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
-) -> TicketRequest:
+) -> Asked:
     """Merge path, query and body into one request; they may repeat each other but not disagree.
     `default_key`: the key of a request that names none (`named` False says so: a route that needs a
     key refuses it). `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a
     range block."""
     if not raw_query and not body.strip():  # the common request, `GET /orders`: the path says it all
         if path_key is None:
-            return TicketRequest(key=default_key, count=1, named=False)
-        return TicketRequest(key=decode_path_key(path_key), count=1)
+            return Asked(key=default_key, count=1, named=False)
+        return Asked(key=decode_path_key(path_key), count=1)
     return merged_request(path_key, raw_query, body, default_key, max_count)
 
 
 def merged_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
-) -> TicketRequest:
+) -> Asked:
     """ticket_request's general case. It also answers a request with no query and no body, as
     ticket_request's shortcut does (tests/unit/test_protocol.py holds the two equal)."""
     query = query_parameters(raw_query)
@@ -84,7 +86,7 @@ def merged_request(
     parsed = {parse_count(value, max_count) for value in counts}
     if len(parsed) > 1:
         raise BadRequest("the query and the body ask for different counts; give one")
-    return TicketRequest(key=key, count=parsed.pop() if parsed else 1, named=bool(keys))
+    return Asked(key=key, count=parsed.pop() if parsed else 1, named=bool(keys))
 
 
 def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .epochs import item_base, item_key
 from .settings import CounterConfig
 
-__all__ = ["Lane", "lanes_of"]
+__all__ = ["Lane", "lanes_of", "tickets_left"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,11 @@ class Lane:
     def limit(self, count: int) -> int:
         """The highest `last` from which `count` more tickets still fit under max."""
         return self.max - count * self.step
+
+
+def tickets_left(maximum: int, last: int, step: int) -> int:
+    """How many more tickets a lane whose `last` this is can issue before `maximum` (its tickets are `step` apart)."""
+    return max(0, (maximum - last) // step)
 
 
 def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: int) -> list[Lane]:

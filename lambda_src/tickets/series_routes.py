@@ -60,9 +60,9 @@ def void_series_number(runtime: Runtime, request: Request, key: str) -> Response
 
     protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
-    entry, voided_now = journal.void(key, void.series, void.ticket, caller(request.event), void.reason)
+    entry, voided_now = journal.void(key, void["series"], void["ticket"], caller(request.event), void["reason"])
     if voided_now:  # a repeated void answers the first and is not counted again
-        series_metric(runtime.metrics, "SeriesVoided", key, void.series)
+        series_metric(runtime.metrics, "SeriesVoided", key, void["series"])
     return json_response(200, entry.to_json())
 
 

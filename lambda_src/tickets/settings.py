@@ -52,6 +52,11 @@ class CounterConfig:
         return cls(**_decoded(cls, raw, _COUNTER_CODECS))
 
 
+def unserved(key: str, config_name: str) -> str:
+    """Why Settings.counter has no config for `key`: strictKeys' one refusal (the function's 404, tickets_admin's)."""
+    return f"strictKeys is on and {config_name} does not configure {key!r}"
+
+
 @dataclass(frozen=True)
 class Settings:
     """What one region's handler needs to know, carried in its environment."""

@@ -247,7 +247,7 @@ def test_a_request_whose_rules_get_no_answer_is_a_503_within_its_deadline(deploy
 
 # --- the entry point, as Lambda imports it ------------------------------------------------------------------
 
-_CHILD = """
+CHILD = """
 import gc, json, sys, time
 import tickets.handler as entry
 import tickets.access_store
@@ -275,7 +275,7 @@ def _cold_start(access_env: dict[str, str], events: list[dict[str, Any]], pause:
         "AWS_ENDPOINT_URL_DYNAMODB": closed_port_url(),
     }
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(events), str(pause)],
+        [sys.executable, "-c", CHILD, json.dumps(events), str(pause)],
         env=env,
         capture_output=True,
         text=True,

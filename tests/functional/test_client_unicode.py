@@ -12,7 +12,7 @@ import pytest
 
 from tickets.series.journal import MAX_REASON_CHARS, MAX_REF_CHARS
 from tickets.series.requests import MAX_BODY_BYTES
-from tickets_client.client import TicketsClient, _json_body
+from tickets_client.client import TicketsClient, json_body
 
 REPO = Path(__file__).resolve().parents[2]
 WIDE = "\U00020000"  # CJK Extension B: 4 bytes in UTF-8, a surrogate pair (12 bytes) escaped in JSON
@@ -22,13 +22,13 @@ CONFIG = {"regions": {"us-east-1": 0}, "regionSlots": 1, "series": {"wide": {"st
 def test_the_longest_reason_fits_the_body_limit_only_unescaped():
     fields = {"series": "all", "ticket": 1, "reason": WIDE * MAX_REASON_CHARS}
     assert len(json.dumps(fields).encode()) > MAX_BODY_BYTES  # what the client sent before
-    assert len(_json_body(fields)) < MAX_BODY_BYTES
-    assert _json_body(fields).decode("utf-8") == json.dumps(fields, ensure_ascii=False)
+    assert len(json_body(fields)) < MAX_BODY_BYTES
+    assert json_body(fields).decode("utf-8") == json.dumps(fields, ensure_ascii=False)
 
 
 def test_text_that_is_not_unicode_is_refused_before_sending():
     with pytest.raises(ValueError, match="lone surrogate"):
-        _json_body({"ref": "\ud800"})
+        json_body({"ref": "\ud800"})
 
 
 @pytest.mark.slow

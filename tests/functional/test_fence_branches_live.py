@@ -1,5 +1,5 @@
-"""Finding 1 of issue 37 with real processes: a dynalite per region, local servers as each region's deployed
-function (reading a checkout's cdk.json and ledger), `.venv/bin/python -m tickets_admin fence` as a process, and
+"""Finding 1 (tests/models/test_team_fence_model.py) with real processes: a dynalite per region, local servers as each
+region's deployed function (reading a checkout's cdk.json and ledger), `python -m tickets_admin fence` as a process, and
 `python -m tickets_deploy predeploy` against CloudFormation's answers (a stand-in: tests/cloud_assembly.py).
 
 Branch a fences `orders` from 1 to 2 shards and is deployed to us-east-1; branch b, opened from the same main,

@@ -1,5 +1,6 @@
 """Fences that take several runs, fences left unfinished, and fences of two lines of history, through the real
-handler on moto (docs/how-to/change-a-layout.md): issue 37's findings 1, 2 and 6.
+handler on moto (docs/how-to/change-a-layout.md): the fence's findings 1, 2 and 6 (finding 1:
+tests/models/test_team_fence_model.py).
 
 A fence is recorded as pending in the ledger before any lane is stopped, each stopped lane carrying its id: runs over
 disjoint sets of regions add up and the one that leaves no region unfenced records the epoch; an abandoned fence is

@@ -1,6 +1,6 @@
 """`tickets_admin fence` when a region the ledger gives a slot was synthesised but never deployed: its table does
 not exist, and fence, which must read every such region's old lanes, names that cause and the way out (deploy it
-first) instead of only "check --table and --region" (issue 37, finding 6). Through the real handler on moto."""
+first) instead of only "check --table and --region" (the fence's finding 6). Through the real handler on moto."""
 
 from __future__ import annotations
 

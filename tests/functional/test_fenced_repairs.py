@@ -134,7 +134,7 @@ def test_raise_after_a_restore_on_a_key_fenced_to_shards_raises_the_new_lanes_on
     highest = max(issued)
     stopped = deployment.item("orders")
 
-    deployment.restore(after_fence)  # the epoch's lanes are gone: the function would issue 5005 again
+    deployment.restore(after_fence)  # the epoch's lanes are gone: the function would hand out 5005 again
     status, out, err = deployment.repair("raise", "orders", "--above", str(highest))
     assert status == 0, err
     assert "orders@1#0 (lane 0): unused -> last" in out and "orders@1#1 (lane 1): unused -> last" in out

@@ -19,7 +19,7 @@ import boto3
 import pytest
 
 from access_support import closed_port_url, error_answer, ssm_stub
-from functional.test_access_store import _CHILD
+from functional.test_access_store import CHILD
 from local_support import write_cdk_json
 from moto_deployment import function_url_event
 from tickets import timing
@@ -257,7 +257,7 @@ def test_the_entry_point_reads_the_keys_once_at_cold_start_with_its_one_session(
     with ssm_stub(lambda seen: next(throttled, None) or (200, value)) as stub:
         env = {**os.environ, **environment, "AWS_ENDPOINT_URL_SSM": stub.url}
         env["AWS_ENDPOINT_URL_DYNAMODB"] = closed_port_url()
-        command = [sys.executable, "-c", _CHILD, events, "0"]
+        command = [sys.executable, "-c", CHILD, events, "0"]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     answers = json.loads(done.stdout.strip().splitlines()[-1])["answers"]

@@ -16,9 +16,9 @@ built with the settings synthesis gives it (tickets_deploy.ledger.applied over t
 
 Every ticket is checked as it is issued: none twice across all regions; and a refused request changed no table.
 
-On the code before issue 37 it found finding 1 within 500 examples (6 minutes with shrinking), the shortest
-counterexample replayed below (test_finding_1_*): a fence on one branch, a move to another region on a branch
-opened before, its fence blind to the first, and a deploy that never read the region the first branch runs in.
+On the code before the fence read other fences' stops it found finding 1 within 500 examples (6 minutes with shrinking),
+the shortest counterexample replayed below (test_finding_1_*): a fence on one branch, a move to another region on a
+branch opened before, its fence blind to the first, and a deploy that never read the region the first branch runs in.
 `TICKETS_MODEL_EXAMPLES=300 pytest tests/models/test_team_fence_model.py` runs more histories than `make test`'s.
 """
 
@@ -374,9 +374,9 @@ def model():
     machine.teardown()
 
 
-# --- finding 1 of issue 37: the model's shortest counterexample on the code before it, replayed ---------------------
+# --- finding 1: the model's shortest counterexample on the code before its fix, replayed ---------------------------
 #
-# On the code before issue 37 (its fence and pre-deploy check; TICKETS_MODEL_EXAMPLES=500) the model failed with:
+# On the code before the fix (its fence and pre-deploy check; TICKETS_MODEL_EXAMPLES=500) the model failed with:
 #     state.start(seed=0, runs='every region', pull_requests=['shards', 'move'])
 #     state.deploy_a_branch(data=data(...), outcome='every stack succeeds')   # Draw 1: 'a'
 #     state.deploy_a_branch(data=data(...), outcome='every stack succeeds')   # Draw 2: 'b'
@@ -392,8 +392,8 @@ def finding_1(model: FenceTeamModel) -> None:
     model.deploy("b")
 
 
-class BeforeIssue37(FenceTeamModel):
-    """The fence and the pre-deploy check as they were before issue 37 (the model's mutation): the fence took a lane
+class BeforeTheFix(FenceTeamModel):
+    """The fence and the pre-deploy check as they were before the fix (the model's mutation): the fence took a lane
     stopped by another fence for one of its own; the check read only the regions of the cloud assembly."""
 
     old_fence = True
@@ -412,7 +412,7 @@ class BeforeIssue37(FenceTeamModel):
             lasts = [self.stop_any(region, name) for region in needed for name in names]
             recorded.append(change.epoch(fence_above(change.old.start, lasts)))
         services = {**file.services, TABLE: record_epochs(file.services[TABLE], recorded)}
-        version = Version(version_id(file.version, services), file.version, "fence (before issue 37)")
+        version = Version(version_id(file.version, services), file.version, "fence (before the fix)")
         write_ledger_file(path, replace(file, services=services, versions=(*file.versions, version)))
 
     @staticmethod
@@ -433,8 +433,8 @@ class BeforeIssue37(FenceTeamModel):
         return predeploy.check(stacks, ledger, blind.client, report=lambda _: None)
 
 
-def test_finding_1_replayed_repeats_tickets_with_the_fence_and_check_before_issue_37() -> None:
-    model = BeforeIssue37()
+def test_finding_1_replayed_repeats_tickets_with_the_fence_and_check_before_the_fix() -> None:
+    model = BeforeTheFix()
     try:
         with pytest.raises(AssertionError, match="orders 5001 issued twice: by eu-west-1 and by us-east-1"):
             finding_1(model)
@@ -458,10 +458,10 @@ def test_finding_1_replayed_is_refused_by_the_fence_and_its_way_out_issues_above
     assert min(t for t, region in model.issued["orders"].items() if region == "eu-west-1") >= merged.epochs[-1].fence
 
 
-def test_finding_1_with_the_fence_before_issue_37_is_refused_by_the_pre_deploy_check() -> None:
-    """The check alone: b's move recorded as the fence before issue 37 recorded it; b's deploy reads us-east-1, which
+def test_finding_1_with_the_fence_before_the_fix_is_refused_by_the_pre_deploy_check() -> None:
+    """The check alone: b's move recorded as the fence before the fix recorded it; b's deploy reads us-east-1, which
     b's ledger retired, finds a's version there, and stops."""
-    model = BeforeIssue37()
+    model = BeforeTheFix()
     model.old_predeploy = False
     try:
         finding_1(model)

@@ -15,7 +15,7 @@ After every step: no ticket of a key was issued twice across all regions, and a 
 no table.
 
 TICKETS_TEAM_MODEL=today runs the same model on today's ledger (one service per file, no versions, no
-lineage check, no pre-deploy check): it finds hole 1 of issue 21 (two pull requests merged by git).
+lineage check, no pre-deploy check): it finds the hole of two pull requests merged by git.
 `TICKETS_MODEL_EXAMPLES=200 pytest tests/models/test_team_model.py` runs more histories than `make test`'s.
 """
 

@@ -15,7 +15,7 @@ import pytest
 from installed import environment, user_venv
 
 pytestmark = [pytest.mark.slow, pytest.mark.installs]
-TESTKIT_BUDGET_MB = 150  # the whole venv, as `du -sm` counts it (issue 36: it was 594 MB with aws-cdk-lib)
+TESTKIT_BUDGET_MB = 150  # the whole venv, as `du -sm` counts it (it was 594 MB with aws-cdk-lib)
 THE_CDK = ("aws_cdk", "constructs", "jsii", "cdk_nag")
 
 

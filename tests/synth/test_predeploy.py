@@ -212,9 +212,10 @@ def deploy_moved(tmp_path, aws, capsys, first, us_east_1: str, eu_west_1: str | 
 
 
 def test_a_retired_region_on_another_lines_version_stops_a_deploy_that_leaves_it_out(tmp_path, aws, capsys, history):
-    """Finding 1 of issue 37, at deploy: a branch moved the service to eu-west-1 (us-east-1 retired) while
-    us-east-1 runs another branch's version. The assembly holds eu-west-1 alone, a first deploy; the check once
-    looked no further, and both regions then issued the same tickets. us-east-1's stack is found by the table."""
+    """Finding 1 (tests/models/test_team_fence_model.py), at deploy: a branch moved the service to eu-west-1
+    (us-east-1 retired) while us-east-1 runs another branch's version. The assembly holds eu-west-1 alone, a first
+    deploy; the check once looked no further, and both regions then issued the same tickets. us-east-1's stack is
+    found by the table."""
     first, _, branch = history
     moved, status, said = deploy_moved(tmp_path, aws, capsys, first, branch.version, None)
     assert status == 1, said

@@ -1,7 +1,7 @@
-"""The documents a reader meets (README.md and docs/) hold together: links go to files and headings that exist,
-the README and every page stay within their word limits, a stated reading time is measured, every page is in
-the index, and the glossary defines each term of art, which every page links at its first use. What the
-documents name (paths, make targets, `python -m` modules) is checked in test_docs_names.py."""
+"""The documents a reader meets (README.md and docs/) hold together: links go to files and headings that exist, the
+README and every page stay within their word limits, every page is in the index once, and the glossary defines each term
+of art, which every page links at its first use. What the documents name (paths, make targets, `python -m` modules) is
+checked in test_docs_names.py."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ from docs_text import (
     README,
     REPO,
     anchors,
-    reading_minutes,
     relative_links,
     resolve,
     segments,
     words,
 )
 
-README_WORDS = 1500  # a landing page (issue 36)
+README_WORDS = 1500  # a landing page
 PAGE_WORDS = 5000
 # Each term of art a page must link to its glossary entry where it first uses it, by the entry's anchor, as
 # prose writes it. Plain words match in any case; camelCase names and the header only as written.
@@ -107,42 +106,17 @@ def test_the_readme_gives_both_set_up_commands():
     assert "make serve" in text and "make test" in text
 
 
-# --- reading times -------------------------------------------------------------------------------------------
+# --- the index ---------------------------------------------------------------------------------------------
 
-_INDEX_ROW = re.compile(r"^\| \[[^\]]+\]\((?P<page>[^)#]+)\) \|[^|]*\| (?P<minutes>\d+) \|$", re.M)
-# A time stated in a page's own text: "12 minutes to read", "a 12-minute read", "twenty minutes to read".
-_NUMBER_WORDS = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"]
-_NUMBER_WORDS += ["thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
-_NUMBERS = {word: number for number, word in enumerate(_NUMBER_WORDS, start=1)} | {"thirty": 30, "forty": 40}
-_STATED = re.compile(rf"\b(\d+|{'|'.join(_NUMBERS)})(?:\s|-)(?:minutes?|min)\b(?:\s+to)?\s+read", re.I)
+_INDEX_ROW = re.compile(r"^\| \[[^\]]+\]\((?P<page>[^)#]+)\) \|[^|]*\|$", re.M)
 
 
-def stated_minutes(text: str) -> list[int]:
-    return [int(found) if found.isdigit() else _NUMBERS[found.lower()] for found in _STATED.findall(text)]
-
-
-def test_the_index_states_each_pages_measured_reading_time():
-    """docs/README.md lists every page once, with words / 230 a minute, rounded."""
+def test_the_index_lists_every_page_once():
     index = INDEX.read_text(encoding="utf-8")
-    stated = {(INDEX.parent / row["page"]).resolve(): int(row["minutes"]) for row in _INDEX_ROW.finditer(index)}
+    listed = [(INDEX.parent / row["page"]).resolve() for row in _INDEX_ROW.finditer(index)]
     pages = {page.resolve() for page in PAGES} - {README.resolve(), INDEX.resolve()}
-    assert set(stated) == pages, (sorted(map(str, pages - set(stated))), sorted(map(str, set(stated) - pages)))
-    wrong = {
-        _name(page): f"says {minutes}, measures {reading_minutes(page)}"
-        for page, minutes in stated.items()
-        if minutes != reading_minutes(page)
-    }
-    assert not wrong, f"docs/README.md's reading times (words / 230, rounded): {wrong}"
-
-
-@pytest.mark.parametrize("page", PAGES, ids=_name)
-def test_a_reading_time_a_page_states_is_measured(page):
-    for stated in stated_minutes(page.read_text(encoding="utf-8")):
-        assert stated == reading_minutes(page), f"{_name(page)} says {stated} minutes: {words(page)} words"
-
-
-def test_a_stated_reading_time_is_found():
-    assert stated_minutes("About twenty minutes to read. About 20 minutes to read; a 3-minute read") == [20, 20, 3]
+    assert len(listed) == len(set(listed))
+    assert set(listed) == pages, (sorted(map(str, pages - set(listed))), sorted(map(str, set(listed) - pages)))
 
 
 # --- the glossary --------------------------------------------------------------------------------------------

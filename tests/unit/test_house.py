@@ -2,8 +2,9 @@
 direction (the Lambda's `tickets` on nothing of ours; the deploy side on it; the construct library, the admin
 CLI and the local server on those), no module imports another that imports it back, no product module grows
 past 400 lines (split it along its seams instead), each name is imported from the one module that defines it
-(no module passes on what it imported: a package's `__init__.py` is its public API, the one exception), and a
-package with one public API is entered only through it. Read from the source: nothing is imported.
+(no module passes on what it imported: a package's `__init__.py` is its public API, the one exception), no file
+imports another module's `_private` name, and a package with one public API is entered only through it. Read
+from the source: nothing is imported.
 
 An import counts wherever it is written: at module level, inside a function (deferred) and under
 `if TYPE_CHECKING:` (type-only). A cycle through a deferred or type-only import is a knot all the same: the
@@ -241,6 +242,32 @@ def taken_from_elsewhere(imports: list[tuple[Path, str, str | None, ast.stmt]], 
 
 def test_each_name_is_imported_from_the_module_that_defines_it():
     assert sorted(taken_from_elsewhere(IMPORTS, MODULES)) == []
+
+
+def private_imports(imports: list[tuple[Path, str, str | None, ast.stmt]], ours: set[str]) -> set[str]:
+    """`from M import _name` of a module M of ours (product, bench, tools, tests) in another file: a name used
+    outside its module is public in fact, so it is named as such (beside what it serves) or moved where it is used."""
+    return {
+        f"{_shown(path)}: from {module} import {name}"
+        for path, module, name, _ in imports
+        if module in ours
+        and name is not None
+        and name.startswith("_")
+        and not name.startswith("__")
+        and f"{module}.{name}" not in ours
+    }
+
+
+def test_no_module_imports_another_ones_private_name():
+    assert sorted(private_imports(IMPORTS, {_module_name(path) for path in python_files()})) == []
+
+
+def test_the_private_import_check_sees_one(tmp_path):
+    planted = _planted(tmp_path, {"inner": "_hidden = 1\nshown = 2\n", "user": "from .inner import _hidden, shown\n"})
+    imports = [
+        (path, module, name, st) for found, path in planted.items() for module, name, st in imported_names(found, path)
+    ]
+    assert private_imports(imports, set(planted)) == {"planted/user.py: from planted.inner import _hidden"}
 
 
 def passed_on(found: dict[str, Path]) -> set[str]:

@@ -107,7 +107,7 @@ def test_a_changed_region_slots_is_refused(deployed):
 
 
 def test_the_issue_scenario_growing_region_slots_to_add_a_region_is_refused():
-    """Deployed with one slot; a second region by raising regionSlots would issue 2, 4, 6 again."""
+    """Deployed with one slot; a second region by raising regionSlots would hand out 2, 4, 6 again."""
     one = record(parse_config({"regions": {"us-east-1": 0}}), None)
     with pytest.raises(LedgerError, match=r"^regionSlots: the ledger records 1, cdk.json says 2\."):
         record(parse_config({"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}), one)

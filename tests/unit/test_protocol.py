@@ -15,7 +15,7 @@ from tickets.errors import ECHO_CHARS, BadRequest, PayloadTooLarge, echo
 from tickets.keys import MAX_COUNT, parse_count, require_idempotency_key, require_key
 from tickets.protocol import (
     MAX_BODY_BYTES,
-    TicketRequest,
+    Asked,
     decode_path_key,
     merged_request,
     normalise_path,
@@ -61,23 +61,23 @@ def test_render_text_is_one_ticket_a_line():
 @pytest.mark.parametrize(
     "path_key, query, body, expected",
     [
-        (None, None, b"", TicketRequest("default", 1, named=False)),
-        (None, "", b"", TicketRequest("default", 1, named=False)),
-        ("orders", None, b"", TicketRequest("orders", 1)),
-        (None, "key=orders", b"", TicketRequest("orders", 1)),
-        (None, "systemKey=orders", b"", TicketRequest("orders", 1)),
-        (None, None, b'{"key": "orders", "count": 3}', TicketRequest("orders", 3)),
+        (None, None, b"", Asked("default", 1, named=False)),
+        (None, "", b"", Asked("default", 1, named=False)),
+        ("orders", None, b"", Asked("orders", 1)),
+        (None, "key=orders", b"", Asked("orders", 1)),
+        (None, "systemKey=orders", b"", Asked("orders", 1)),
+        (None, None, b'{"key": "orders", "count": 3}', Asked("orders", 3)),
         (
             "orders",
             "key=orders&systemKey=orders&count=5",
             b'{"key": "orders", "count": 5}',
-            TicketRequest("orders", 5),
+            Asked("orders", 5),
         ),  # repeating the same thing everywhere is fine
-        ("a%3Ab", None, b"", TicketRequest("a:b", 1)),  # the path is still percent-encoded
-        (None, "key=a%3Ab", b"", TicketRequest("a:b", 1)),  # and so is the raw query string
-        (None, "count=1000", b"", TicketRequest("default", 1000, named=False)),
-        (None, "count=2&&key=orders", b"", TicketRequest("orders", 2)),  # an empty pair is nothing
-        (None, None, b"  \n", TicketRequest("default", 1, named=False)),  # a blank body is no body
+        ("a%3Ab", None, b"", Asked("a:b", 1)),  # the path is still percent-encoded
+        (None, "key=a%3Ab", b"", Asked("a:b", 1)),  # and so is the raw query string
+        (None, "count=1000", b"", Asked("default", 1000, named=False)),
+        (None, "count=2&&key=orders", b"", Asked("orders", 2)),  # an empty pair is nothing
+        (None, None, b"  \n", Asked("default", 1, named=False)),  # a blank body is no body
     ],
 )
 def test_ticket_request_merges_path_query_and_body(path_key, query, body, expected):

@@ -29,7 +29,7 @@ from .model import (
     LedgerFile,
     SlotRecord,
     Version,
-    _fields_text,
+    fields_text,
 )
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
@@ -288,7 +288,7 @@ def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> A
     except ValueError as err:  # the config's error, as the ledger's
         raise ValueError(str(err)) from None
     if parsed.to_json() != raw:
-        raise ValueError(f"{where}: not as the config records {what} ({_fields_text(parsed.to_json())})")
+        raise ValueError(f"{where}: not as the config records {what} ({fields_text(parsed.to_json())})")
     return parsed
 
 

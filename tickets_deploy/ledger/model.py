@@ -112,7 +112,7 @@ class Ledger:
         return self.unconfigured_keys_served or key in self.default_keys_served
 
 
-def _fields_text(fields: Mapping[str, Any]) -> str:
+def fields_text(fields: Mapping[str, Any]) -> str:
     return ", ".join(f"{name} {value!r}" for name, value in sorted(fields.items()))
 
 

@@ -14,7 +14,7 @@ from tickets_deploy.schema import DeploymentConfig
 
 from .deployed import deployed_settings
 from .epochs import covered, synthesis_problems
-from .model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, _fields_text
+from .model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord, fields_text
 
 
 def record(
@@ -72,7 +72,7 @@ def _series_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         series = config.series.get(key)
         if series is None:
             problems.append(
-                f"{where}: the ledger records the series {key} ({_fields_text(recorded)}), cdk.json no longer "
+                f"{where}: the ledger records the series {key} ({fields_text(recorded)}), cdk.json no longer "
                 f"configures it. A series is never removed: its journal must stay reachable and its numbers are "
                 f"never issued again under another setting. Keep {key} in cdk.json as recorded (it may stay unused)."
             )

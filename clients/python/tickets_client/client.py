@@ -176,7 +176,7 @@ class TicketsClient:
         it numbers, up to 128 characters). Always sends an Idempotency-Key, the same on every retry, so
         a lost answer never costs a number; pass your own (stored with the document) to get the same
         number back after your process restarts."""
-        body = b"" if ref is None else _json_body({"ref": ref})
+        body = b"" if ref is None else json_body({"ref": ref})
         answer = self._request(
             "POST", f"/_series{_key_path(key)}", idempotent=True, idempotency_key=idempotency_key, body=body
         )
@@ -188,7 +188,7 @@ class TicketsClient:
     def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
         """Void a number (`POST /_series/{key}/void`): the journal entry, with who voided it, when and why.
         Safe to retry: a number is voided once, and voiding again answers the first void."""
-        body = _json_body({"series": series, "ticket": ticket, "reason": reason})
+        body = json_body({"series": series, "ticket": ticket, "reason": reason})
         return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
 
     def journal(
@@ -299,7 +299,7 @@ def _ids(answer: dict[str, Any], count: int) -> list[str]:
     return ids
 
 
-def _json_body(fields: dict[str, Any]) -> bytes:
+def json_body(fields: dict[str, Any]) -> bytes:
     """A request body as UTF-8 JSON, non-ASCII text unescaped: escaped (`\\ud840\\udc00`), a character
     outside the BMP takes 12 bytes instead of 4, and the longest reason docs/reference/series.md allows would
     not fit the server's body limit. Text that is not valid Unicode (a lone surrogate) is refused here."""

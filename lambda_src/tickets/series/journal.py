@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..messages import JournalEntry, SeriesNumber
+from ..messages import JournalEntry, SeriesNumber, Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 
@@ -54,13 +54,6 @@ def iso_time(epoch_millis: int) -> str:
 
 
 @dataclass(frozen=True)
-class Void:
-    by: str
-    at: str
-    reason: str
-
-
-@dataclass(frozen=True)
 class Entry:
     key: str
     series: str
@@ -81,17 +74,14 @@ class Entry:
 
     def to_json(self) -> JournalEntry:
         """The entry as the journal route and `tickets_admin journal` give it."""
-        encoded: JournalEntry = {
+        return {
             **self.answer(),
             "time": self.time,
             "caller": self.caller,
             "idempotencyKey": self.idempotency_key,
             "ref": self.ref,
-            "voided": None,
+            "voided": self.void,
         }
-        if self.void is not None:
-            encoded["voided"] = {"by": self.void.by, "at": self.void.at, "reason": self.void.reason}
-        return encoded
 
     def to_item(self) -> Item:
         item: Item = {
@@ -113,9 +103,9 @@ class Entry:
             value = item.get(name)
             return None if value is None else str(value["S"])
 
-        void = None
+        void: Void | None = None
         if "voidedBy" in item:
-            void = Void(item["voidedBy"]["S"], item["voidedAt"]["S"], item["voidReason"]["S"])
+            void = {"by": item["voidedBy"]["S"], "at": item["voidedAt"]["S"], "reason": item["voidReason"]["S"]}
         return cls(
             key=item["key"]["S"],
             series=item["series"]["S"],
@@ -157,7 +147,7 @@ class IssueRequest:
 
 
 @dataclass(frozen=True)
-class Issued:
+class IssuedEntry:
     entry: Entry
     replayed: bool  # a retry answered with its first attempt's entry
 

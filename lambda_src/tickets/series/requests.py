@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadRequest, PayloadTooLarge, echo
+from ..messages import VoidRequest
 from ..protocol import json_body, query_parameters_of
 from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
@@ -15,13 +16,6 @@ MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the
 DEFAULT_PAGE = 100
 MAX_SERIES_CHARS = 32  # a period's name (2026, 2026-27) or `all`, with -rSLOT
 MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
-
-
-@dataclass(frozen=True)
-class VoidRequest:
-    series: str
-    ticket: int
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -49,7 +43,7 @@ def void_request(body: str | None, is_base64: bool) -> VoidRequest:
     reason = fields["reason"]
     if not isinstance(reason, str) or not 1 <= len(reason) <= MAX_REASON_CHARS:
         raise BadRequest(f"reason must be a string of 1-{MAX_REASON_CHARS} characters, got {echo(reason)}")
-    return VoidRequest(_series(fields["series"]), _number(fields["ticket"], "ticket"), reason)
+    return {"series": _series(fields["series"]), "ticket": _number(fields["ticket"], "ticket"), "reason": reason}
 
 
 def journal_request(raw_query: str | None) -> JournalRequest:

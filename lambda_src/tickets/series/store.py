@@ -28,14 +28,14 @@ from botocore.exceptions import ClientError
 
 from .. import dynamodb_errors
 from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
+from ..messages import Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .journal import (
     Entry,
-    Issued,
+    IssuedEntry,
     IssueRequest,
     Item,
     RequestItem,
-    Void,
     entries_partition,
     entry_key,
     head_key,
@@ -77,7 +77,7 @@ class SeriesStore:
         self._token = token
         self._marks = {} if marks is None else marks
 
-    def issue(self, request: IssueRequest) -> Issued:
+    def issue(self, request: IssueRequest) -> IssuedEntry:
         """One number of the series and its entry; the same entry for every retry of the request.
         Uncontended: GetItem (head; skipped when this process knows the mark), PutItem (request),
         PutItem (entry), UpdateItem (head)."""
@@ -92,21 +92,21 @@ class SeriesStore:
             if not isinstance(replay, Entry):
                 self._release(request, owner)
                 raise
-            return Issued(replay, replayed=True)
+            return IssuedEntry(replay, replayed=True)
         stored = self._create_request(request, owner, number)
         if stored is None:
             return self._take(request, owner, request.series, number, taken_over=False)
         # A retry: answer its entry, wait for it, or take the expired attempt's place.
         resumed = self._resume(request, stored, owner)
         if isinstance(resumed, Entry):
-            return Issued(resumed, replayed=True)
+            return IssuedEntry(resumed, replayed=True)
         if resumed is None:
             resumed = self._next(request, stored.series, owner)
             self._claim(request, owner, resumed)
         # else first the number the attempts before may still be putting an entry for
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
-    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> Issued:
+    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> IssuedEntry:
         """Put the entry of `number`, claimed by the request; while another entry has it, claim the next.
         `taken_over`: the request's lock passed from an earlier attempt, whose entry may land late."""
         for _ in range(CLAIM_ATTEMPTS):
@@ -125,7 +125,7 @@ class SeriesStore:
             found = self._own_entry(request, series, number) if taken and taken_over else None
             if not taken or found is not None:
                 self._marks[(request.key, series)] = number
-                return Issued(entry, replayed=False) if found is None else Issued(found, replayed=True)
+                return IssuedEntry(entry, replayed=False) if found is None else IssuedEntry(found, replayed=True)
             number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
             self._claim(request, owner, number)
         raise Unavailable(
@@ -136,7 +136,7 @@ class SeriesStore:
     def void(self, key: str, series: str, number: int, caller: str, reason: str) -> tuple[Entry, bool]:
         """Record the void on the entry; a void is never undone, so a repeated void answers the first.
         Returns the entry and whether this call voided it (False: voided before)."""
-        void = Void(caller, iso_time(self._now()), reason)
+        void: Void = {"by": caller, "at": iso_time(self._now()), "reason": reason}
         try:
             response = self._call(
                 "update_item",
@@ -145,7 +145,11 @@ class SeriesStore:
                 UpdateExpression="SET voidedBy = :by, voidedAt = :at, voidReason = :reason",
                 ConditionExpression="attribute_exists(#pk) AND attribute_not_exists(voidedBy)",
                 ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
-                ExpressionAttributeValues={":by": {"S": void.by}, ":at": {"S": void.at}, ":reason": {"S": reason}},
+                ExpressionAttributeValues={
+                    ":by": {"S": void["by"]},
+                    ":at": {"S": void["at"]},
+                    ":reason": {"S": reason},
+                },
                 ReturnValues="ALL_NEW",
             )
         except ClientError as err:
