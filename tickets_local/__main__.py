@@ -14,7 +14,7 @@ from typing import Any
 import tickets
 from tickets_deploy.rules import ConfigError
 
-from .backend import BackendError
+from .backend import BACKENDS, DEFAULT_BACKEND, BackendError
 from .deployment import ledger_refusal
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .server import LocalServer
@@ -22,21 +22,22 @@ from .server import LocalServer
 DESCRIPTION = """\
 Serve Tickets locally: the deployed handler (tickets.app, as tickets.handler builds it) behind a local
 Lambda Function URL (payload format 2.0), with the settings the stack derives from
-cdk.json for one region. No AWS account needed: DynamoDB is moto, in this process,
-unless --endpoint-url names another DynamoDB. The server itself answers
+cdk.json for one region. No AWS account needed: DynamoDB is held in this process's memory
+unless --backend or --endpoint-url names another. The server itself answers
 GET /_local/openapi.json with the API's OpenAPI document for this config (with the
 compatibility route when cdk.json sets compat) and GET /_local/counters with the
 counters of its table (key, lanes, last, step)."""
 
 EPILOG = """\
 examples:
-  python -m tickets_local                       # http://127.0.0.1:8000, moto in-process
+  python -m tickets_local                       # http://127.0.0.1:8000, DynamoDB in memory
+  python -m tickets_local --backend moto        # moto's DynamoDB in this process
   python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
 
   python -m tickets_local --key-file tickets-local-keys.json   # opaque counters' keys, kept across restarts
 
-make serve passes PORT=, REGION=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names."""
+make serve passes PORT=, REGION=, BACKEND=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names."""
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -60,12 +61,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "(default: the first configured region)",
     )
     parser.add_argument(
+        "--backend",
+        choices=sorted(BACKENDS),
+        default=None,
+        help=f"where the tables are (docs/reference/backends.md; default: {DEFAULT_BACKEND}, or endpoint with "
+        "--endpoint-url)",
+    )
+    parser.add_argument(
         "--endpoint-url",
         default=None,
         metavar="URL",
         help="a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
-        "DynamoDB itself); tables are created if missing and reused otherwise, so "
-        "counters persist across restarts (default: moto in this process)",
+        "DynamoDB itself) for the endpoint backend; tables are created if missing and reused otherwise, so "
+        "counters persist across restarts",
     )
     parser.add_argument(
         "--config",
@@ -139,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             config_path=args.config,
             region=args.region,
             endpoint_url=args.endpoint_url,
+            backend=args.backend,
             host=args.host,
             port=args.port,
             verbose=args.verbose,

@@ -26,7 +26,7 @@ from tickets.access import Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
 
-from .backend import EndpointBackend, MotoBackend, ensure_tables
+from .backend import make_backend
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
 from .events import (
     MAX_REQUEST_BYTES,
@@ -242,13 +242,15 @@ class LocalServer:
         play_callers: bool = False,
         config_name: str | None = None,
         key_file: str | Path | None = None,
+        backend: str | None = None,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run)."""
+        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: a name of
+        backend.BACKENDS (default: the endpoint given, else in memory)."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -257,7 +259,7 @@ class LocalServer:
             if config is None
             else deployment_from_config(config, region, config_name)
         )
-        self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
+        self.backend = make_backend(backend, endpoint_url)
         self._address = (host, port)
         self._verbose = verbose
         self._allow_reset = allow_reset
@@ -284,7 +286,7 @@ class LocalServer:
             self._set_environment(
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
-            ensure_tables(self.deployment, self.backend.endpoint_url)
+            self.backend.prepare(self.deployment)
             self.keys = open_keys(
                 self.deployment.config, self._key_file, persistent=self.backend.endpoint_url is not None
             )
@@ -329,10 +331,10 @@ class LocalServer:
 
     def _build_app(self) -> App:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
-        from tickets.app import create_app, dynamodb_client
+        from tickets.app import create_app
 
         if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
-            self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
+            self._dynamodb = self.backend.client(self.deployment.region)
         return create_app(
             self.deployment.settings,
             self._dynamodb,
