@@ -33,6 +33,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV := $(CHECKOV_VENV)/.installed
 PORT ?= 8000
 REGION ?=
+BACKEND ?=
 ENDPOINT_URL ?=
 KEY_FILE ?=
 
@@ -170,7 +171,7 @@ lint: $(DEV_DEPS)
 	$(VENV)/bin/mypy lambda_src/tickets tickets_deploy tickets_cdk clients/python/tickets_client tickets_admin tickets_local stacks app.py tools
 
 serve: $(SERVE_DEPS)
-	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
+	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
 
 # A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one. It runs the
 # app once (cdk.json's `app`), as any CDK app using tickets_cdk would.

@@ -249,8 +249,7 @@ class LocalServer:
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: a name of
-        backend.BACKENDS (default: the endpoint given, else in memory)."""
+        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: backend.py's."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
