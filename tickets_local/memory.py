@@ -16,8 +16,9 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -88,12 +89,10 @@ def _name(token: str, names: dict[str, str]) -> str:
     return names[token] if token.startswith("#") else token
 
 
-def _either(left: Condition, right: Condition) -> Condition:
-    return lambda *item: left(*item) or right(*item)
-
-
-def _both(left: Condition, right: Condition) -> Condition:
-    return lambda *item: left(*item) and right(*item)
+_JOINED: dict[str, Callable[[Condition, Condition], Condition]] = {
+    "OR": lambda left, right: lambda *item: left(*item) or right(*item),
+    "AND": lambda left, right: lambda *item: left(*item) and right(*item),
+}
 
 
 class _Parser:
@@ -120,19 +119,17 @@ class _Parser:
         self.at += 1
         return token
 
-    def condition(self) -> Condition:
-        either = self.conjunction()
-        while self.peek() == "OR":
-            self.take()
-            either = _either(either, self.conjunction())
-        return either
+    def condition(self, joined_by: str = "OR") -> Condition:
+        """Terms joined by OR, each of them terms joined by AND (which binds tighter)."""
 
-    def conjunction(self) -> Condition:
-        both = self.term()
-        while self.peek() == "AND":
+        def part() -> Condition:
+            return self.condition("AND") if joined_by == "OR" else self.term()
+
+        joined = part()
+        while self.peek() == joined_by:
             self.take()
-            both = _both(both, self.term())
-        return both
+            joined = _JOINED[joined_by](joined, part())
+        return joined
 
     def term(self) -> Condition:
         if self.peek() == "NOT":
@@ -169,20 +166,19 @@ class _Parser:
 
     def value(self) -> Operand:
         """An update's value: an operand, if_not_exists(path, operand), or two of those added or subtracted."""
-        left = self.if_not_exists() if self.peek() == "IF_NOT_EXISTS" else self.operand()
+        left = self.if_not_exists()
         if self.peek() not in ("+", "-"):
             return left
         sign = 1 if self.take() == "+" else -1
-        right = self.if_not_exists() if self.peek() == "IF_NOT_EXISTS" else self.operand()
+        right = self.if_not_exists()
         return lambda *item: _add(left(*item), right(*item), sign)
 
     def if_not_exists(self) -> Operand:
+        if self.peek() != "IF_NOT_EXISTS":
+            return self.operand()
         self.take()
         self.take("(")
-        path = self.operand()
-        self.take(",")
-        default = self.operand()
-        self.take(")")
+        path, _, default, _ = self.operand(), self.take(","), self.operand(), self.take(")")
         return lambda *item: path(*item) or default(*item)
 
     def update(self) -> tuple[list[tuple[str, Operand]], list[str]]:
@@ -322,7 +318,7 @@ class MemoryDynamoDB:
         """Scan's paginator (the counters listing reads through one): a single page."""
         if operation != "scan":
             raise _invalid(f"the memory backend has no paginator for {operation}")
-        return _OnePage(self.scan)
+        return SimpleNamespace(paginate=lambda **request: iter([self.scan(**request)]))
 
     def _table(self, request: dict[str, Any], operation: str) -> _Table:
         if not _KNOWN.issuperset(request):
@@ -359,11 +355,3 @@ class MemoryDynamoDB:
         returned = {"ALL_OLD": old, "UPDATED_OLD": old, "ALL_NEW": new, "UPDATED_NEW": new}
         attributes = returned.get(request.get("ReturnValues", "NONE"))
         return {"Attributes": dict(attributes)} if attributes else {}
-
-
-class _OnePage:
-    def __init__(self, call: Callable[..., dict[str, Any]]):
-        self._call = call
-
-    def paginate(self, **request: Any) -> Iterator[dict[str, Any]]:
-        yield self._call(**request)
