@@ -341,7 +341,8 @@ class MemoryDynamoDB:
             names, values = request.get("ExpressionAttributeNames", {}), request.get("ExpressionAttributeValues", {})
             try:
                 if condition is not None and not _condition(condition)(old or {}, names, values):
-                    shown = {"Item": dict(old)} if old and request.get("ReturnValuesOnConditionCheckFailure") else {}
+                    asked = request.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD"
+                    shown = {"Item": dict(old)} if old and asked else {}
                     raise _error(
                         "ConditionalCheckFailedException", "The conditional request failed", operation, **shown
                     )
