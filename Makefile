@@ -33,6 +33,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV := $(CHECKOV_VENV)/.installed
 PORT ?= 8000
 REGION ?=
+BACKEND ?=
 ENDPOINT_URL ?=
 KEY_FILE ?=
 BACKEND ?=

@@ -10,36 +10,47 @@
   lease took and settled on, the tickets it left unused at close, the latency of one request
   for the largest block, and the rate at which the lease hands out tickets when blocks cost
   nothing (a block source in memory).
-- keep-alive: one `TicketsClient` (one keep-alive connection), `next()` one ticket at a time: the
-  latency of each call, p50 and p99, as a test calling the local server sees it; then the same
-  without an Idempotency-Key.
-- user suite: what a test suite pays with the test kit's server (tickets_local.testing.LocalTickets,
-  a process of its own): its start-up, until it listens; USER_SUITE_TESTS single-ticket "tests"
-  through one shared client, each on a key of its own whose first ticket it checks; then one
-  reset() of what the suite and the keep-alive calls left.
+- keep-alive: one `TicketsClient` (one keep-alive connection) to the test kit's server
+  (tickets_local.testing.LocalTickets, a process of its own, on its default backend), `next()` one ticket at
+  a time, as a test calling it sees it, with and without an Idempotency-Key, interleaved with GETs to a bare
+  stdlib server answering a constant JSON (bench/bare_server.py, a process of its own too): p50 and p99, and
+  next()'s p50 over the bare GET's.
+- reset: the test kit's reset(), as a suite calls it before each test.
+- user suite: bench/user_suite.py, USER_SUITE_TESTS single-ticket tests through the pytest plugin, a reset
+  before each, in a pytest process of its own; the same tests against the bare server, for pytest's own pace.
 Runs in a child process (bench.child).
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .environment import bench_config
+from .environment import REPO, bench_config
 
 LOAD_THREADS = 16
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
 LEASE_WARM_UP_SECONDS = 2.0
 LEASE_SECONDS = 5.0  # the sustained figure: at least 5 s of hand-outs
 _CHUNK = 1000  # tickets taken between two looks at the clock
-KEEP_ALIVE_REQUESTS = 500
-USER_SUITE_TESTS = 200
+KEEP_ALIVE_REQUESTS = 600  # of each: keyed, unkeyed and bare, in rounds of _ROUND
+_ROUND = 50
+RESETS = 200
+USER_SUITE_TESTS = 500
+SUITE_TIMEOUT_SECONDS = 120
 
 
 def measure(
@@ -62,43 +73,90 @@ def measure(
     return figures
 
 
-def measure_test_kit(keep_alive_requests: int = KEEP_ALIVE_REQUESTS, user_suite_tests: int = USER_SUITE_TESTS) -> dict:
-    """The local server as a test suite runs it: in a process of its own (LocalTickets), from cdk.json's config."""
+def measure_test_kit(
+    keep_alive_requests: int = KEEP_ALIVE_REQUESTS, user_suite_tests: int = USER_SUITE_TESTS, resets: int = RESETS
+) -> dict:
+    """The local server as a test suite runs it: in a process of its own (LocalTickets, its default backend), side by
+    side with a bare stdlib server (bench/bare_server.py) in the same run."""
     from tickets_local.testing import LocalTickets
 
-    began = time.perf_counter()
-    with LocalTickets(bench_config()) as server:
-        started = time.perf_counter() - began
-        figures = _user_suite(server.url, user_suite_tests, started)
-        figures.update(_keep_alive(server.url, keep_alive_requests))
-        began = time.perf_counter()  # the tables now hold the suite's counters and idempotency records
-        server.reset()
-        figures["user_suite_reset_ms"] = 1000 * (time.perf_counter() - began)
+    with _bare_server() as bare_url:
+        began = time.perf_counter()
+        with LocalTickets(bench_config()) as server:
+            figures = {"test_kit_start_s": time.perf_counter() - began}
+            figures.update(_keep_alive(server.url, bare_url, keep_alive_requests))
+            figures.update(_resets(server, resets))
+        figures.update(_user_suite(user_suite_tests))
+        figures["user_suite_bare_tests_per_s"] = _user_suite(user_suite_tests, bare_url)["user_suite_tests_per_s"]
     return figures
 
 
-def _keep_alive(url: str, requests: int) -> dict:
+@contextlib.contextmanager
+def _bare_server() -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.bare_server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
+    )
+    try:
+        assert process.stdout is not None
+        yield f"http://127.0.0.1:{int(process.stdout.readline())}"
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()  # it stops when its standard input closes
+        process.wait(timeout=10)
+
+
+def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
+    """`next()` on one keep-alive connection, with its Idempotency-Key and without, and a bare GET on another,
+    interleaved in rounds so that the machine's moods fall on all three alike."""
     from tickets_client.client import TicketsClient
 
     client = TicketsClient(url)
     client.next("bench-keep-alive")  # the connection opens here, and the key's item is created
-    latencies = []
-    for _ in range(requests):
-        began = time.perf_counter()
-        client.next("bench-keep-alive")
-        latencies.append(time.perf_counter() - began)
-    # The same without an Idempotency-Key: the server then skips the idempotency record's two writes.
-    unkeyed = []
-    for _ in range(requests):
-        began = time.perf_counter()
-        client.next("bench-keep-alive", idempotent=False)
-        unkeyed.append(time.perf_counter() - began)
-    return {
-        "keep_alive_requests": requests,
-        "keep_alive_p50_ms": 1000 * _percentile(latencies, 0.50),
-        "keep_alive_p99_ms": 1000 * _percentile(latencies, 0.99),
-        "keep_alive_unkeyed_p50_ms": 1000 * _percentile(unkeyed, 0.50),
+    parts = urlsplit(bare_url)
+    bare = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+
+    def get() -> None:
+        bare.request("GET", "/bench-keep-alive")
+        bare.getresponse().read()
+
+    calls: dict[str, Callable[[], Any]] = {
+        "keyed": lambda: client.next("bench-keep-alive"),
+        "unkeyed": lambda: client.next("bench-keep-alive", idempotent=False),
+        "bare": get,
     }
+    latencies: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(requests // _ROUND):
+        for name, call in calls.items():
+            for _ in range(_ROUND):
+                began = time.perf_counter()
+                call()
+                latencies[name].append(time.perf_counter() - began)
+    bare.close()
+    p50 = {name: _percentile(values, 0.50) for name, values in latencies.items()}
+    return {
+        "keep_alive_requests": len(latencies["keyed"]),
+        "keep_alive_p50_ms": 1000 * p50["keyed"],
+        "keep_alive_p99_ms": 1000 * _percentile(latencies["keyed"], 0.99),
+        "keep_alive_unkeyed_p50_ms": 1000 * p50["unkeyed"],
+        "bare_get_p50_ms": 1000 * p50["bare"],
+        "keep_alive_ratio": p50["keyed"] / p50["bare"],
+    }
+
+
+def _resets(server: Any, resets: int) -> dict:
+    """`reset()` as a suite calls it before each test, after a request left something to empty."""
+    from tickets_client.client import TicketsClient
+
+    client = TicketsClient(server.url)
+    latencies = []
+    for _ in range(resets):
+        client.next("bench-reset")
+        began = time.perf_counter()
+        server.reset()
+        latencies.append(time.perf_counter() - began)
+    if client.next("bench-reset") != [1]:
+        raise AssertionError("after a reset, the first ticket of a key is not 1")
+    return {"reset_p50_ms": 1000 * _percentile(latencies, 0.50), "reset_p99_ms": 1000 * _percentile(latencies, 0.99)}
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -106,22 +164,32 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _user_suite(url: str, tests: int, start_seconds: float) -> dict:
-    """`tests` single-ticket tests through one client, as a suite shares the plugin's tickets_client."""
-    from tickets_client.client import TicketsClient
+def _user_suite(tests: int, bare_url: str | None = None) -> dict:
+    """bench/user_suite.py's `tests` tests in a pytest process of their own, through the pytest plugin (or, given
+    `bare_url`, against the bare server): the first test, which starts the server, apart from the rate of the rest."""
+    from . import user_suite
 
-    client = TicketsClient(url)
-    began = time.perf_counter()
-    for test in range(tests):
-        key = f"bench-suite-test-{test}"  # a key per test: its first ticket is known
-        if client.next(key) != [1]:
-            raise AssertionError(f"{key}: the first ticket of a new key is not 1")
-    elapsed = time.perf_counter() - began
+    with tempfile.TemporaryDirectory(prefix="tickets-bench-suite-") as directory:
+        results = Path(directory) / "suite.json"
+        environment = {**os.environ, user_suite.SUITE_TESTS: str(tests), user_suite.SUITE_RESULTS: str(results)}
+        environment.update({user_suite.SUITE_BARE: bare_url} if bare_url else {})
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "bench.user_suite", "-p", "no:cacheprovider", "-q"]
+            + ["bench/user_suite.py"],
+            cwd=REPO,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=SUITE_TIMEOUT_SECONDS,
+        )
+        if done.returncode != 0 or not results.exists():
+            raise AssertionError(f"the user suite failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        suite = json.loads(results.read_text())
     return {
-        "user_suite_start_s": start_seconds,
-        "user_suite_tests": tests,
-        "user_suite_s": elapsed,
-        "user_suite_tests_per_s": tests / elapsed,
+        "user_suite_tests": suite["tests"],
+        "user_suite_start_s": suite["first_s"],
+        "user_suite_s": suite["rest_s"],
+        "user_suite_tests_per_s": (suite["tests"] - 1) / suite["rest_s"],
     }
 
 

@@ -3,8 +3,11 @@ fixtures (tests/functional/conftest.py) and the stateful models (tests/models) b
 
 `Region(config, region)` is one region's deployment: the app built by `create_app` with that region's
 settings (exactly what the stack gives the function) and its own tables in moto (the caller holds
-`mock_aws` open; the fixture `deploy` does). `Region.call(...)` builds an event from
-`fixtures/function_url_event.json` and returns the status, headers and parsed body.
+`mock_aws` open; the fixture `deploy` does), or in the local server's memory backend (tickets_local.memory) when
+given one: a module whose tests are backend-generic runs them on both (`EVERY_BACKEND = True`, the functional
+tier's conftest.py).
+`Region.call(...)` builds an event from `fixtures/function_url_event.json` and returns the status, headers and
+parsed body.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from tickets_deploy.config import parse_config
 from tickets_deploy.environment import region_settings
 from tickets_local.events import event_from
 from tickets_local.invoker import LambdaContext
+from tickets_local.memory import MemoryDynamoDB
 
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
 # The keys of opaque ids a Region's function holds (a key per version, fixed: no test depends on a random draw), as
@@ -45,6 +49,7 @@ OPAQUE_KEYS_TEXT = json.dumps({str(version): base64.b64encode(key).decode() for 
 COUNTER_TABLE = "tickets-test"
 IDEMPOTENCY_TABLE = "tickets-idempotency-test"
 SERIES_TABLE = "tickets-test-series"
+BACKENDS = ("moto", "memory")
 
 
 @dataclass
@@ -95,19 +100,41 @@ def function_client(region: str):
     return dynamodb_client(region_name=region)
 
 
-class Region:
-    """One region's deployment: its app, built by create_app as the function builds it, and its tables in moto."""
+class _Recorded:
+    """The memory backend's client, noting each call's (operation, table) while `calls` is a list, as
+    Region.dynamodb_calls notes botocore's."""
 
-    def __init__(self, config: dict, region: str):
+    def __init__(self, client: MemoryDynamoDB):
+        self._client = client
+        self.calls: list[tuple[str, str | None]] | None = None
+
+    def __getattr__(self, operation: str) -> Any:
+        call = getattr(self._client, operation)
+
+        def recorded(**request: Any) -> Any:
+            if self.calls is not None:
+                self.calls.append(("".join(part.title() for part in operation.split("_")), request.get("TableName")))
+            return call(**request)
+
+        return recorded
+
+
+class Region:
+    """One region's deployment: its app, built by create_app as the function builds it, and its tables in moto
+    (or in `memory`, one region's tables of the memory backend, which the tests and the function share)."""
+
+    def __init__(self, config: dict, region: str, memory: MemoryDynamoDB | None = None):
         self.region = region
         self.config = parse_config(config)
         self.settings = region_settings(self.config, region)  # what the stack puts in the function's environment
-        self.client = test_client(region)
+        self.memory = None if memory is None else _Recorded(memory)
+        self.client = test_client(region) if memory is None else memory
+        self.function_client = function_client(region) if self.memory is None else self.memory
         self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
         # The keys of opaque ids, as the function reads them (tickets.opaque_secret): a test may give others.
         self.opaque_keys = StoredKeys(lambda: OPAQUE_KEYS_TEXT, "the tests' keys")
         self._app: App | None = None
-        existing = self.client.list_tables()["TableNames"]
+        existing = self.client.list_tables()["TableNames"] if memory is None else []
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
             if table not in existing:
                 self.client.create_table(**create_table_arguments(table, key))
@@ -120,7 +147,7 @@ class Region:
         each Region (so each test) has its own Issuer, which remembers exhausted lanes."""
         if self._app is None:
             picks = {"shuffle": self.shuffle} if self.shuffle is not None else {}
-            client = function_client(self.region)
+            client = self.function_client
             rules = self.config.access  # the access rules, as the function reads them from the stack's parameters
             self._app = create_app(
                 self.settings,
@@ -166,6 +193,13 @@ class Region:
     def dynamodb_calls(self) -> Iterator[list[tuple[str, str | None]]]:
         """Every (operation, table) the function's own DynamoDB client sends while open."""
         calls: list[tuple[str, str | None]] = []
+        if self.memory is not None:
+            self.memory.calls = calls
+            try:
+                yield calls
+            finally:
+                self.memory.calls = None
+            return
 
         def record(params: dict, model: Any, **_: Any) -> None:
             calls.append((model.name, params.get("TableName")))
@@ -190,11 +224,20 @@ def aws():
 
 
 @pytest.fixture
-def deploy(aws):
-    """deploy(config, region) -> Region, with the app built from that cdk.json-style config."""
+def backend(request) -> str:
+    """Where `deploy`'s tables are: moto, unless a module asks for each of BACKENDS (`EVERY_BACKEND = True`)."""
+    return getattr(request, "param", "moto")
+
+
+@pytest.fixture
+def deploy(aws, backend):
+    """deploy(config, region) -> Region, with the app built from that cdk.json-style config, on `backend`: each
+    region's tables its own, as in moto."""
+    memory: dict[str, MemoryDynamoDB] = {}
 
     def deploy(config: dict | None = None, region: str = "us-east-1") -> Region:
-        return Region(EXAMPLE_CONFIG if config is None else config, region)
+        tables = memory.setdefault(region, MemoryDynamoDB()) if backend == "memory" else None
+        return Region(EXAMPLE_CONFIG if config is None else config, region, tables)
 
     return deploy
 

@@ -16,22 +16,23 @@ from tickets_deploy.rules import ConfigError
 
 from .backend import BackendError
 from .deployment import ledger_refusal
-from .engines import BACKENDS, DYNAMODB_LOCAL_HOME, DYNAMODB_LOCAL_HOME_ENV
+from .engines import BACKENDS, DEFAULT_BACKEND
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .server import LocalServer
 
 DESCRIPTION = """\
 Serve Tickets locally: the deployed handler (tickets.app, as tickets.handler builds it) behind a local
 Lambda Function URL (payload format 2.0), with the settings the stack derives from
-cdk.json for one region. No AWS account needed: DynamoDB is moto, in this process,
-unless --backend starts another (Amazon's DynamoDB Local) or --endpoint-url names one. The server itself answers
+cdk.json for one region. No AWS account needed: DynamoDB is held in this process's memory
+unless --backend or --endpoint-url names another. The server itself answers
 GET /_local/openapi.json with the API's OpenAPI document for this config (with the
 compatibility route when cdk.json sets compat) and GET /_local/counters with the
 counters of its table (key, lanes, last, step)."""
 
 EPILOG = """\
 examples:
-  python -m tickets_local                       # http://127.0.0.1:8000, moto in-process
+  python -m tickets_local                       # http://127.0.0.1:8000, DynamoDB in memory
+  python -m tickets_local --backend moto        # moto's DynamoDB in this process
   python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
   python -m tickets_local --backend dynamodb-local   # Amazon's DynamoDB Local (Java 17+), started and stopped with it
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
@@ -64,19 +65,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--backend",
-        default="moto",
-        choices=BACKENDS,
-        help="the DynamoDB the server starts and stops with it: moto in this process (the default), or "
-        f"dynamodb-local, Amazon's DynamoDB Local in memory (Java 17+; {DYNAMODB_LOCAL_HOME_ENV} names where it is "
-        f"installed, default {DYNAMODB_LOCAL_HOME}); --endpoint-url replaces it",
+        choices=sorted(BACKENDS),
+        default=None,
+        help=f"where the tables are (docs/reference/backends.md; default: {DEFAULT_BACKEND}, or endpoint with "
+        "--endpoint-url)",
     )
     parser.add_argument(
         "--endpoint-url",
         default=None,
         metavar="URL",
         help="a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
-        "DynamoDB itself); tables are created if missing and reused otherwise, so "
-        "counters persist across restarts (default: moto in this process)",
+        "DynamoDB itself) for the endpoint backend; tables are created if missing and reused otherwise, so "
+        "counters persist across restarts",
     )
     parser.add_argument(
         "--config",
@@ -150,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
             config_path=args.config,
             region=args.region,
             endpoint_url=args.endpoint_url,
+            backend=args.backend,
             host=args.host,
             port=args.port,
             verbose=args.verbose,
@@ -158,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
             play_callers=args.play_callers,
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
             key_file=args.key_file,
-            backend=args.backend,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the

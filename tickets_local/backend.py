@@ -1,15 +1,15 @@
-"""Where the local handler's DynamoDB lives: moto in this process, or any DynamoDB-compatible
-endpoint (DynamoDB itself, DynamoDB Local, dynalite, a moto server).
+"""Where the local handler's DynamoDB lives (docs/reference/backends.md): in memory (memory.py, the default), moto in
+this process, or any DynamoDB-compatible endpoint (DynamoDB itself, DynamoDB Local, dynalite, a moto server).
+engines.py's BACKENDS names them, one entry each.
 
-Either way the tables are made from `tickets.tables.create_table_arguments`, the
-definition the stack uses, and an existing table is reused, so on an endpoint the
-counters survive a restart of the local server.
+Every way the tables are made from `tickets.tables.create_table_arguments`, the definition the stack uses; on an
+endpoint an existing table is reused, so there the counters survive a restart of the local server.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Protocol
 
 import botocore.session
 from botocore.config import Config
@@ -27,6 +27,7 @@ from tickets.tables import (
 )
 
 from .deployment import LocalDeployment
+from .memory import MemoryDynamoDB
 
 log = logging.getLogger("tickets_local")
 
@@ -41,7 +42,75 @@ class BackendError(RuntimeError):
     """The DynamoDB backend cannot be used; the message says why and what to do."""
 
 
-class MotoBackend:
+class Backend(Protocol):
+    description: str  # what the server's banner says of it
+    endpoint_url: str | None  # where its tables are, when another process holds them
+    persistent: bool  # whether the tables outlive the server (opaque counters then need a key file)
+
+    def environment(self) -> dict[str, str | None]:
+        """What the process's environment needs while it serves (None: unset)."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        """The deployment's tables, made if missing."""
+
+    def client(self, region: str) -> Any:
+        """The handler's DynamoDB client."""
+
+    def empty(self, deployment: LocalDeployment) -> None:
+        """Every item of the deployment's tables gone (the tables stay)."""
+
+
+class MemoryBackend:
+    """The tables in this process's memory (memory.py): nothing to install, a call in microseconds, a reset in the
+    time of a few assignments, nothing kept after stop. Atomic, as each call holds one lock."""
+
+    description = "in memory (counters last until the server stops)"
+    endpoint_url: str | None = None
+    persistent = False
+
+    def __init__(self) -> None:
+        self._tables = MemoryDynamoDB()
+
+    def environment(self) -> dict[str, str | None]:
+        return {}
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        for arguments in table_arguments(deployment):
+            self._tables.create_table(**arguments)
+
+    def client(self, region: str) -> Any:
+        return self._tables
+
+    def empty(self, deployment: LocalDeployment) -> None:
+        self._tables.empty()
+
+
+class _BotocoreClient:
+    """The handler's client of a backend reached through botocore: made as the function makes its own."""
+
+    endpoint_url: str | None
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        ensure_tables(deployment, self.endpoint_url)
+
+    def client(self, region: str) -> Any:
+        # Imported now: Powertools reads its settings (the server's environment) when tickets.app makes its logger.
+        from tickets.app import dynamodb_client
+
+        return dynamodb_client(region_name=region, endpoint_url=self.endpoint_url)
+
+
+class MotoBackend(_BotocoreClient):
     """moto's DynamoDB inside this process: nothing to install, nothing kept after stop.
 
     moto is process-global (it patches botocore), and not safe for concurrent calls:
@@ -51,7 +120,7 @@ class MotoBackend:
     description = (
         "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"
     )
-    endpoint_url = None
+    endpoint_url: str | None = None
     persistent = False  # whether the tables outlive the server (opaque counters then need a key file)
 
     def __init__(self) -> None:
@@ -81,7 +150,7 @@ class MotoBackend:
         ensure_tables(deployment, None)
 
 
-class EndpointBackend:
+class EndpointBackend(_BotocoreClient):
     """A DynamoDB-compatible endpoint reached over HTTP."""
 
     persistent = True
@@ -108,6 +177,18 @@ class EndpointBackend:
         empty_tables(deployment, self.endpoint_url)
 
 
+def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
+    """CreateTable's arguments for the counter and idempotency tables, and the series table when series are
+    configured: the stack's definitions."""
+    arguments = [
+        create_table_arguments(deployment.counter_table, COUNTER_KEY),
+        create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY),
+    ]
+    if deployment.series_table is not None:
+        arguments.append(create_series_table_arguments(deployment.series_table))
+    return arguments
+
+
 def _dynamodb(**arguments: Any) -> Any:
     """A DynamoDB client for setting the tables up, from a session that shares botocore's parsed models with the
     handler's client (tickets.botocore_session): a server's start pays for them once, not twice."""
@@ -120,11 +201,9 @@ def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None
     client = _dynamodb(region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
     where = endpoint_url or "moto"
     try:
-        _ensure_table(client, create_table_arguments(deployment.counter_table, COUNTER_KEY))
-        _ensure_table(client, create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY))
+        for arguments in table_arguments(deployment):
+            _ensure_table(client, arguments)
         _enable_ttl(client, deployment.idempotency_table)
-        if deployment.series_table is not None:
-            _ensure_table(client, create_series_table_arguments(deployment.series_table))
     except (BotoCoreError, ClientError) as err:
         raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
     except WaiterError:

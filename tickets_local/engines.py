@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .backend import BackendError, EndpointBackend, MotoBackend
+from .backend import Backend, BackendError, EndpointBackend, MemoryBackend, MotoBackend
 
 # Where `make serve BACKEND=dynamodb-local` installs the npm package (a git-ignored folder, from the repository's
 # root); TICKETS_DYNAMODB_LOCAL names another folder that holds DynamoDBLocal.jar at any depth.
@@ -130,19 +130,31 @@ class DynamoDBLocalBackend(EndpointBackend):
         self._engine.stop()
 
 
-BACKENDS: dict[str, Callable[[], MotoBackend | EndpointBackend]] = {
-    "moto": MotoBackend,
-    "dynamodb-local": DynamoDBLocalBackend,
+# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets):
+# each makes its backend from the --endpoint-url given (None if none).
+BACKENDS: dict[str, Callable[[str | None], Backend]] = {
+    "memory": lambda endpoint_url: MemoryBackend(),
+    "moto": lambda endpoint_url: MotoBackend(),
+    "endpoint": lambda endpoint_url: EndpointBackend(_required(endpoint_url, "endpoint")),
+    "dynamodb-local": lambda endpoint_url: DynamoDBLocalBackend(),
 }
+DEFAULT_BACKEND = "memory"
 
 
-def backend_for(name: str, endpoint_url: str | None) -> MotoBackend | EndpointBackend:
-    """The backend called `name`, or the endpoint at `endpoint_url` when one is given (any backend's name aside)."""
-    if endpoint_url:
-        return EndpointBackend(endpoint_url)
+def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
+    """The backend `name` names; by default the endpoint, when one is given, else DEFAULT_BACKEND."""
+    name = name or ("endpoint" if endpoint_url else DEFAULT_BACKEND)
     if name not in BACKENDS:
-        raise BackendError(f"no backend {name!r}: one of {', '.join(BACKENDS)}")
-    return BACKENDS[name]()
+        raise BackendError(f"no backend {name!r}: choose one of {', '.join(BACKENDS)}")
+    if endpoint_url and name != "endpoint":
+        raise BackendError(f"--endpoint-url names a DynamoDB for the endpoint backend, not {name!r}: drop one")
+    return BACKENDS[name](endpoint_url)
+
+
+def _required(endpoint_url: str | None, name: str) -> str:
+    if not endpoint_url:
+        raise BackendError(f"the {name} backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
+    return endpoint_url
 
 
 def free_port() -> int:

@@ -6,9 +6,10 @@ Registered through the `pytest11` entry point: installing the package is all it 
 - `tickets_config`: cdk.json's `tickets` object for the server, as a dict. Override it (any scope) in a
   conftest.py, a module or one test (`@pytest.mark.parametrize("tickets_config", [...])`) to serve your
   deployment's counters; the default is DEFAULT_CONFIG.
-- `tickets_servers` (session): the pool, `tickets_servers(config, region=None, endpoint_url=None)`: one
-  running server per distinct config (compared as canonical JSON), region and endpoint, started on first
-  use and stopped with the session (with pytest-xdist, each worker's session has its own).
+- `tickets_servers` (session): the pool, `tickets_servers(config, region=None, endpoint_url=None, backend=None)`:
+  one running server per distinct config (compared as canonical JSON), region, endpoint and backend, started on
+  first use and stopped with the session (with pytest-xdist, each worker's session has its own). The backend is
+  `pytest --tickets-backend NAME`'s unless a call names one (docs/reference/backends.md; default: memory).
 - `tickets_server` (per test): the pool's server for this test's `tickets_config`, shared with every test
   of the same config: its counters carry over from test to test. `.url`, `.reset()`.
 - `tickets_fresh_server` (per test): the same server, reset before the test: every counter and
@@ -44,6 +45,16 @@ def canonical_config(config: Mapping[str, Any]) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tickets-backend",
+        default=None,
+        metavar="NAME",
+        help="the DynamoDB behind the Tickets test kit's servers: memory (the default), moto, or endpoint with "
+        "a server's endpoint_url (docs/reference/backends.md)",
+    )
+
+
 @pytest.fixture(scope="session")
 def tickets_config() -> dict[str, Any]:
     """cdk.json's `tickets` object for `tickets_server`; override it to serve your own config."""
@@ -53,18 +64,29 @@ def tickets_config() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def tickets_servers() -> Iterator[ServerFactory]:
-    """`tickets_servers(config, region=None, endpoint_url=None)`: a running LocalTickets, started on
-    the first call with those arguments and stopped at the end of the session."""
+def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
+    """`tickets_servers(config, region=None, endpoint_url=None, backend=None)`: a running LocalTickets, started
+    on the first call with those arguments and stopped at the end of the session."""
     from tickets_local.testing import LocalTickets
 
-    running: dict[tuple[str, str | None, str | None], LocalTickets] = {}
+    running: dict[tuple[str, str | None, str | None, str | None], LocalTickets] = {}
+    chosen: str | None = pytestconfig.getoption("tickets_backend")
 
-    def server(config: Mapping[str, Any], region: str | None = None, endpoint_url: str | None = None) -> LocalTickets:
-        key = (canonical_config(config), region, endpoint_url)
+    def server(
+        config: Mapping[str, Any],
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        backend: str | None = None,
+    ) -> LocalTickets:
+        backend = backend or (chosen if not endpoint_url else None)
+        key = (canonical_config(config), region, endpoint_url, backend)
         if key not in running:
             running[key] = LocalTickets(
-                copy.deepcopy(dict(config)), region=region, endpoint_url=endpoint_url, config_name=CONFIG_NAME
+                copy.deepcopy(dict(config)),
+                region=region,
+                endpoint_url=endpoint_url,
+                config_name=CONFIG_NAME,
+                backend=backend,
             ).start()
         return running[key]
 

@@ -26,9 +26,8 @@ from tickets.access import Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
 
-from .backend import ensure_tables
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
-from .engines import backend_for
+from .engines import make_backend
 from .events import (
     MAX_REQUEST_BYTES,
     HttpRequest,
@@ -243,15 +242,15 @@ class LocalServer:
         play_callers: bool = False,
         config_name: str | None = None,
         key_file: str | Path | None = None,
-        backend: str = "moto",
+        backend: str | None = None,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: the DynamoDB
-        started with the server (engines.BACKENDS), unless `endpoint_url` names one."""
+        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: backend.py's
+        BACKENDS names them."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -260,7 +259,7 @@ class LocalServer:
             if config is None
             else deployment_from_config(config, region, config_name)
         )
-        self.backend = backend_for(backend, endpoint_url)
+        self.backend = make_backend(backend, endpoint_url)
         self._address = (host, port)
         self._verbose = verbose
         self._allow_reset = allow_reset
@@ -287,7 +286,7 @@ class LocalServer:
             self._set_environment(
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
-            ensure_tables(self.deployment, self.backend.endpoint_url)
+            self.backend.prepare(self.deployment)
             self.keys = open_keys(self.deployment.config, self._key_file, persistent=self.backend.persistent)
             self.app = self._build_app()
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
@@ -330,10 +329,10 @@ class LocalServer:
 
     def _build_app(self) -> App:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
-        from tickets.app import create_app, dynamodb_client
+        from tickets.app import create_app
 
         if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
-            self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
+            self._dynamodb = self.backend.client(self.deployment.region)
         return create_app(
             self.deployment.settings,
             self._dynamodb,

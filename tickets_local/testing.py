@@ -4,10 +4,10 @@
         TicketsClient(tickets.url).next("orders")   # [5000]
         tickets.reset()                             # every counter gone: the next "orders" is 5000 again
 
-The server (`python -m tickets_local`, the same interpreter) runs the real handler on its own embedded
-DynamoDB (moto, in its process) or on `endpoint_url`. Nothing of it runs in the caller's process:
-botocore is not patched, the environment is not changed, and a `mock_aws` of the caller's own sees
-none of its tables. The pytest plugin (tickets_local.pytest_plugin) is built on this class.
+The server (`python -m tickets_local`, the same interpreter) runs the real handler on the DynamoDB its
+`backend` names (docs/reference/backends.md; by default held in its memory) or on `endpoint_url`. Nothing of it
+runs in the caller's process: botocore is not patched, the environment is not changed, and a `mock_aws` of the
+caller's own sees none of its tables. The pytest plugin (tickets_local.pytest_plugin) is built on this class.
 
 Imports the standard library only: the pytest plugin imports this module in every session.
 """
@@ -15,6 +15,7 @@ Imports the standard library only: the pytest plugin imports this module in ever
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib.util
 import io
 import json
@@ -26,11 +27,10 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any, cast
+from urllib.parse import urlsplit
 
 from .local_paths import RESET_PATH
 
@@ -61,19 +61,22 @@ class LocalTickets:
         config_file: str | Path | None = None,
         config_name: str | None = None,
         key_file: str | Path | None = None,
+        backend: str | None = None,
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
-        endpoint (default: moto inside the server's process, gone when it stops); `python` the
+        endpoint (default: none, the tables in the server's memory, gone when it stops); `python` the
         interpreter to run it with (default: this one); `play_callers`: enforce the config's access rules,
         each request signed by the caller its client names (tickets_client's `play_caller`); `config_file` a
         cdk.json to read instead of `config`, with the ledger beside it (its epochs decide where changed
         layouts start); `config_name` what the server's answers call the config (a key strictKeys refuses
         names it; default: `config_file`'s path, or "the config given to LocalTickets"); `key_file` the keys of
-        opaque counters' ids (made there if missing; default: made at start, and `key_file` then names where)."""
+        opaque counters' ids (made there if missing; default: made at start, and `key_file` then names where);
+        `backend` the server's --backend (memory, moto, endpoint: default memory, or endpoint with `endpoint_url`)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
+        self.backend = backend
         self.python = python or sys.executable
         self.verbose = verbose
         self.play_callers = play_callers
@@ -86,6 +89,8 @@ class LocalTickets:
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._resets: http.client.HTTPConnection | None = None  # reset()'s keep-alive connection
+        self._resets_lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -110,6 +115,8 @@ class LocalTickets:
             command += ["--region", self.region]
         if self.endpoint_url:
             command += ["--endpoint-url", self.endpoint_url]
+        if self.backend:
+            command += ["--backend", self.backend]
         if self.verbose:
             command.append("--verbose")
         if self.play_callers:
@@ -141,15 +148,33 @@ class LocalTickets:
     def reset(self) -> None:
         """Every counter and idempotency record gone, and the handler's cached state with it (a new
         execution environment): the next ticket of every key is its first again. On an endpoint, the
-        tables there are emptied, whoever else uses them."""
-        request = urllib.request.Request(self.url + RESET_PATH, method="POST", data=b"")
-        try:
-            with urllib.request.urlopen(request, timeout=60) as answer:
-                answer.read()
-        except (urllib.error.URLError, OSError) as err:
-            raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
+        tables there are emptied, whoever else uses them. On one keep-alive connection: a suite resets before
+        every test, and a new connection each time would cost more than the reset (bench/README.md)."""
+        with self._resets_lock:
+            for attempt in range(2):  # a kept connection the server closed meanwhile (idle, restarted) is made anew
+                if self._resets is None:
+                    parts = urlsplit(self.url)
+                    self._resets = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+                try:
+                    self._resets.request("POST", RESET_PATH, body=b"")
+                    answer = self._resets.getresponse()
+                    body = answer.read()
+                except (http.client.HTTPException, OSError) as err:
+                    self._close_resets()
+                    if attempt:
+                        raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
+                    continue
+                if answer.status != 200:
+                    raise LocalTicketsError(f"the local server did not reset ({answer.status}: {body[:500]!r})")
+                return
+
+    def _close_resets(self) -> None:
+        if self._resets is not None:
+            self._resets.close()
+            self._resets = None
 
     def stop(self) -> None:
+        self._close_resets()
         self.ask_to_stop()
         process, self._process, self._url = self._process, None, None
         if process is not None:

@@ -26,6 +26,11 @@ from tickets.app import create_app
 from tickets.errors import Unavailable
 from tickets_deploy.access import AccessRuleError, parse_rules
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+MOTO_ONLY = {
+    "test_a_function_that_cannot_read_its_rules_refuses_with_503_and_tries_again_later"
+}  # an app on moto's client of its own
+
 OTHER_ACCOUNT = "444455556666"
 ORG = "o-a1b2c3d4e5"
 INVOICES = {"start": 1, "period": "yearly", "format": "INV-{series}-{n}"}

@@ -16,6 +16,9 @@ from moto_deployment import IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_e
 from tickets.routes import ROUTES, route_of
 from tickets.runtime import logger as app_logger
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+MOTO_ONLY = {"test_max_block_lowers_the_bound_per_deployment_and_per_key"}  # botocore's _make_api_call
+
 MILLION = 1_000_000
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from common import EXAMPLE_CONFIG
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+
 SMALL_BLOCKS = {**EXAMPLE_CONFIG, "counters": {**EXAMPLE_CONFIG["counters"], "small": {"maxBlock": 100}}}
 
 

@@ -3,10 +3,8 @@ valid ticket, never a 5xx, and a refused request leaves every counter unchanged.
 
 from __future__ import annotations
 
-import functools
 import json
 
-import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -29,18 +27,11 @@ def server(tmp_path_factory):
         yield running
 
 
-@functools.cache
-def _client(region: str):
-    """Made once: a client takes ~20 ms to make, twice an example (moto intercepts it while the server runs)."""
-    return boto3.client("dynamodb", region_name=region)
-
-
 def counters(server: LocalServer) -> list[dict]:
     """Every item of the counter table: a refused request must change none, whatever key it named.
-    (The server is in this process, on moto, and idle between requests, so a scan is safe.)"""
-    items = _client(server.deployment.region).scan(TableName=server.deployment.counter_table, ConsistentRead=True)[
-        "Items"
-    ]
+    (The server is in this process, and idle between requests: its own client's scan is safe.)"""
+    assert server.app is not None
+    items = server.app.dynamodb.scan(TableName=server.deployment.counter_table, ConsistentRead=True)["Items"]
     return sorted(items, key=lambda item: item["counter"]["S"])
 
 

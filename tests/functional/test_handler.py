@@ -13,6 +13,8 @@ from common import BROWSER_ACCEPT, EXAMPLE_CONFIG
 from moto_deployment import Answer, FakeLambdaContext, function_url_event
 from tickets.runtime import logger as app_logger
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+
 TEXT = {"accept": "text/plain"}
 
 

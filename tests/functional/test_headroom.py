@@ -23,6 +23,8 @@ from tickets_admin import counter_commands
 from tickets_admin.__main__ import main as admin_main
 from tickets_local.server import LocalServer
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+
 # 864,601 = 601 + 864,000: after ticket 601, at one ticket a second, exactly 10 days are left.
 STOCK = {"regions": {"us-east-1": 0}, "counters": {"stock": {"max": 864601}}}
 

@@ -11,8 +11,17 @@ import pytest
 from botocore.exceptions import ClientError, ReadTimeoutError
 from moto.core.models import botocore_stubber as moto_dynamodb
 
-from moto_deployment import COUNTER_TABLE, EVENT_TEMPLATE, IDEMPOTENCY_TABLE, FakeLambdaContext, function_url_event
+from moto_deployment import (
+    COUNTER_TABLE,
+    EVENT_TEMPLATE,
+    IDEMPOTENCY_TABLE,
+    FakeLambdaContext,
+    function_url_event,
+)
 from tickets import timing
+
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+MOTO_ONLY = {"test_a_lost_answer_to_the_lock_write_is_a_503_and_the_lock_ends_at_the_deadline"}  # moto's stubber
 
 
 def once(key: str) -> dict:

@@ -27,6 +27,7 @@ from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.rules import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local import server as server_module
+from tickets_local.backend import BackendError, EndpointBackend, MemoryBackend
 from tickets_local.deployment import ledger_refusal, load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
 from tickets_local.server import LocalServer
@@ -35,10 +36,10 @@ FIXTURE_EVENT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="class")
-def server(tickets_servers):
-    """The test kit's server (a process of its own), its counters emptied for this class."""
-    running = tickets_servers(TICKETS_CONFIG)
+@pytest.fixture(scope="class", params=["memory", "moto"])
+def server(tickets_servers, request):
+    """The test kit's server (a process of its own) on each backend in turn, its counters emptied for this class."""
+    running = tickets_servers(TICKETS_CONFIG, backend=request.param)
     running.reset()
     return running
 
@@ -499,8 +500,9 @@ def test_two_servers_in_one_process_serve_their_own_configs_at_once(tmp_path):
     same moto, each on its own lane, started and used together."""
     tickets = {**TICKETS_CONFIG, "regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": 2}
     config = write_cdk_json(tmp_path, tickets)
-    with LocalServer(config_path=config, region="us-east-1") as east, LocalServer(config_path=config) as first:
-        with LocalServer(config_path=config, region="eu-west-1") as west:
+    on_moto = {"config_path": config, "backend": "moto"}
+    with LocalServer(**on_moto, region="us-east-1") as east, LocalServer(**on_moto) as first:
+        with LocalServer(**on_moto, region="eu-west-1") as west:
             assert call(east.url, "/orders?count=2").json()["tickets"] == [5000, 5002]
             assert call(west.url, "/orders?count=2").json()["tickets"] == [5001, 5003]
             assert call(first.url, "/orders").json()["ticket"] == 5004  # the first region's lane, as east's
@@ -568,7 +570,10 @@ def test_command_prints_a_banner_answers_and_stops_on_sigterm(tmp_path):
         url = next(line.split()[1] for line in banner if line.strip().startswith("url:"))
         curl_line = next(line for line in banner if "curl -s" in line)
         assert curl_line.strip().endswith(f"curl -s {url}/orders")
-        assert any("moto in-process" in line for line in banner)
+        assert any(
+            line.split() == ["backend:", "in", "memory", "(counters", "last", "until", "the", "server", "stops)"]
+            for line in banner
+        )
         assert any("us-east-1 (slot 0 of 1)" in line for line in banner)
         assert call(url, "/orders").json() == {"key": "orders", "ticket": 5000}
     finally:
@@ -578,6 +583,20 @@ def test_command_prints_a_banner_answers_and_stops_on_sigterm(tmp_path):
     assert code == 0, stderr
     assert "Traceback" not in stderr
     assert "GET /orders 200" in stderr  # one log line per request
+
+
+def test_a_backend_is_named_once_and_an_endpoint_goes_with_the_endpoint_backend(tmp_path):
+    config = write_cdk_json(tmp_path)
+    assert isinstance(LocalServer(config_path=config).backend, MemoryBackend)  # the default
+    assert isinstance(LocalServer(config_path=config, endpoint_url="http://127.0.0.1:1").backend, EndpointBackend)
+    with pytest.raises(
+        BackendError, match=r"the endpoint backend needs --endpoint-url \(make serve ENDPOINT_URL=...\)"
+    ):
+        LocalServer(config_path=config, backend="endpoint")
+    with pytest.raises(BackendError, match="--endpoint-url names a DynamoDB for the endpoint backend, not 'moto'"):
+        LocalServer(config_path=config, backend="moto", endpoint_url="http://127.0.0.1:1")
+    with pytest.raises(BackendError, match="no backend 'mongo': choose one of memory, moto, endpoint, dynamodb-local"):
+        LocalServer(config_path=config, backend="mongo")
 
 
 @pytest.mark.slow

@@ -17,6 +17,8 @@ from moto_deployment import FakeLambdaContext, function_url_event
 from tickets.log_format import AUDIT_FIELDS
 from tickets.runtime import logger
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+
 REPO = Path(__file__).resolve().parents[2]
 REQUEST_ID = "5d24d88b-audit-test"
 BIG = 2**62 + 1  # above 2^53: a float would round it

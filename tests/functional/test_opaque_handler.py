@@ -18,6 +18,8 @@ from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets.opaque_secret import RETRY_AFTER_FAILURE_SECONDS, StoredKeys
 from tickets_deploy.opaque_decode import OpaqueCodec
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 CONFIG = {
     "regions": {"us-east-1": 0},

@@ -170,3 +170,22 @@ def test_a_reset_that_fails_is_a_json_500_and_the_server_goes_on(tmp_path, monke
         failed = call(server.url, RESET_PATH, method="POST")
         assert (failed.status, failed.json()["error"]) == (500, "reset_failed")
         assert TicketsClient(server.url).next("orders") == [5000]
+
+
+@pytest.mark.slow
+def test_the_plugins_backend_option_picks_every_servers_backend_unless_a_call_names_one(tmp_path):
+    (tmp_path / "test_backends.py").write_text(
+        textwrap.dedent(
+            """
+            def backend_of(server):
+                return next(line.split()[1] for line in server.banner.splitlines() if "backend:" in line)
+
+            def test_the_pools_servers(tickets_servers, tickets_server):
+                assert backend_of(tickets_server) == "moto"
+                assert backend_of(tickets_servers({"regions": {"us-east-1": 0}}, backend="memory")) == "in"
+            """
+        )
+    )
+    result = run_pytest("-q", "-p", "no:cacheprovider", "--tickets-backend", "moto", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "1 passed" in result.stdout

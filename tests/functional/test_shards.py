@@ -21,6 +21,9 @@ from tickets.sequence import lanes_of
 from tickets.settings import CounterConfig, Settings
 from tickets.store import CounterStore
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
+MOTO_ONLY = {"test_a_new_shard_records_the_layout_first_then_creates_its_item"}  # botocore's transact_write_items
+
 TWO_REGIONS = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},
     "regionSlots": 2,

@@ -31,7 +31,9 @@ export interface LocalTicketsOptions {
   python?: string;
   /** One of the config's regions (default: the first): its slot decides the tickets' lane. */
   region?: string;
-  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local); default: moto inside the server's process. */
+  /** Where the server's tables are (docs/reference/backends.md): "memory" (the default), "moto", or "endpoint". */
+  backend?: string;
+  /** A DynamoDB-compatible endpoint (dynalite, DynamoDB Local) for the endpoint backend. */
   endpointUrl?: string;
   /** The keys of opaque counters' ids, a key file (made there if missing); default: made at start. */
   keyFile?: string;
@@ -55,6 +57,7 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
   const args = ["-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"];
   args.push("--config-json", JSON.stringify(options.config ?? DEFAULT_CONFIG));
   if (options.region) args.push("--region", options.region);
+  if (options.backend) args.push("--backend", options.backend);
   if (options.endpointUrl) args.push("--endpoint-url", options.endpointUrl);
   if (options.keyFile) args.push("--key-file", options.keyFile);
   const child = spawn(python, args, { stdio: ["pipe", "pipe", "pipe"] });

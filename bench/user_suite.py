@@ -1,0 +1,66 @@
+"""A user's suite of single-ticket tests, through the pytest plugin as a user's suite runs it: each test takes
+`tickets_fresh_server` (a reset before it) and `tickets_client`, and checks that its first ticket is 1. bench/local.py
+runs it in a pytest process of its own (`-p bench.user_suite`: these hooks time it) and reads what they wrote.
+
+With SUITE_BARE set (a bare server's URL, bench/bare_server.py), each test instead GETs that server's constant JSON
+on one keep-alive connection, with no server of ours and no reset: what pytest itself allows here.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+SUITE_TESTS, SUITE_BARE, SUITE_RESULTS = "TICKETS_BENCH_SUITE_TESTS", "TICKETS_BENCH_SUITE_BARE", "TICKETS_BENCH_SUITE"
+_began: list[float] = []  # when each test's setup began
+_ended: list[float] = []  # when each test's teardown ended
+
+
+@pytest.fixture(scope="session")
+def _bare_connection() -> http.client.HTTPConnection:
+    parts = urlsplit(os.environ[SUITE_BARE])
+    return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+
+
+@pytest.fixture
+def first_ticket(request: pytest.FixtureRequest) -> Callable[[], Any]:
+    if os.environ.get(SUITE_BARE):
+        connection = request.getfixturevalue("_bare_connection")
+
+        def bare() -> Any:
+            connection.request("GET", "/orders")
+            return [json.loads(connection.getresponse().read())["ticket"]]
+
+        return bare
+    request.getfixturevalue("tickets_fresh_server")
+    client = request.getfixturevalue("tickets_client")
+    return lambda: client.next("orders")
+
+
+@pytest.mark.parametrize("test", range(int(os.environ.get(SUITE_TESTS, "10"))))
+def test_a_new_counter_starts_at_one(first_ticket: Callable[[], Any], test: int) -> None:
+    assert first_ticket() == [1]
+
+
+def pytest_runtest_logstart() -> None:
+    _began.append(time.perf_counter())
+
+
+def pytest_runtest_logfinish() -> None:
+    _ended.append(time.perf_counter())
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The first test (with the server's start) apart, then the rate of every test after it."""
+    if os.environ.get(SUITE_RESULTS) and len(_ended) > 1:
+        first, rest = _ended[0] - _began[0], _ended[-1] - _began[1]
+        figures = {"tests": len(_ended), "failed": session.testsfailed, "first_s": first, "rest_s": rest}
+        Path(os.environ[SUITE_RESULTS]).write_text(json.dumps(figures))

@@ -1,0 +1,82 @@
+"""The memory backend's DynamoDB calls where the handler's tests on every backend do not reach (a journal's pages,
+what it refuses), against the answers DynamoDB (and moto) give; the handler's own tests run on it too
+(EVERY_BACKEND in test_handler.py and the others)."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import ClientError
+
+from tickets.tables import COUNTER_KEY, create_series_table_arguments, create_table_arguments
+from tickets_local.memory import MemoryDynamoDB
+
+
+@pytest.fixture
+def memory() -> MemoryDynamoDB:
+    tables = MemoryDynamoDB()
+    tables.create_table(**create_table_arguments("counters", COUNTER_KEY))
+    tables.create_table(**create_series_table_arguments("series"))
+    return tables
+
+
+def code(failed: pytest.ExceptionInfo[ClientError]) -> str:
+    return failed.value.response["Error"]["Code"]
+
+
+def test_a_failed_condition_writes_nothing_and_shows_the_item_when_asked(memory):
+    key = {COUNTER_KEY: {"S": "orders"}}
+    update = {"TableName": "counters", "Key": key, "UpdateExpression": "SET #l = if_not_exists(#l, :z) + :one"}
+    update |= {"ExpressionAttributeNames": {"#l": "last"}, "ExpressionAttributeValues": {":z": {"N": "0"}}}
+    update["ExpressionAttributeValues"][":one"] = {"N": "1"}
+    assert memory.update_item(**update, ReturnValues="UPDATED_NEW") == {"Attributes": {"last": {"N": "1"}}}
+    refused = {**update, "ConditionExpression": "#l <> :one AND NOT attribute_not_exists(#l)"}
+    with pytest.raises(ClientError) as failed:
+        memory.update_item(**refused, ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    assert (code(failed), failed.value.response["Item"]) == (
+        "ConditionalCheckFailedException",
+        {**key, "last": {"N": "1"}},
+    )
+    with pytest.raises(ClientError) as failed:
+        memory.update_item(**refused)
+    assert "Item" not in failed.value.response
+    assert memory.get_item(TableName="counters", Key=key) == {"Item": {**key, "last": {"N": "1"}}}
+    assert memory.batch_get_item(RequestItems={"counters": {"Keys": [key, {COUNTER_KEY: {"S": "none"}}]}}) == {
+        "Responses": {"counters": [{**key, "last": {"N": "1"}}]},
+        "UnprocessedKeys": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({"UpdateExpression": "ADD #l :one"}, "knows SET and REMOVE, not ADD"),
+        ({"UpdateExpression": "SET #l = :one", "ScanIndexForward": False}, "does not implement ScanIndexForward"),
+        ({"UpdateExpression": "SET #l = :two"}, "undefined: ':two'"),
+        ({"UpdateExpression": "SET #l = :one", "ConditionExpression": "begins_with(#l, :one)"}, "no comparison"),
+        ({"UpdateExpression": "SET #l = #l + :one"}, "refers to an attribute that does not exist"),
+    ],
+)
+def test_what_the_code_never_writes_is_refused_naming_it(memory, request_, message):
+    with pytest.raises(ClientError, match=message) as failed:
+        memory.update_item(
+            TableName="counters",
+            Key={COUNTER_KEY: {"S": "orders"}},
+            ExpressionAttributeNames={"#l": "last"},
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            **request_,
+        )
+    assert code(failed) == "ValidationException"
+    assert memory.scan(TableName="counters")["Items"] == []
+
+
+def test_a_journal_is_paged_in_its_numbers_order_across_queries(memory):
+    for number in (10, 9, 2, 1, 100):  # in no order, and 100 after 9 as numbers, not as text
+        memory.put_item(TableName="series", Item={"pk": {"S": "e#k#s"}, "n": {"N": str(number)}})
+    memory.put_item(TableName="series", Item={"pk": {"S": "e#k#other"}, "n": {"N": "5"}})
+    query = {"TableName": "series", "KeyConditionExpression": "#pk = :pk AND #n > :after"}
+    query |= {"ExpressionAttributeNames": {"#pk": "pk", "#n": "n"}}
+    query["ExpressionAttributeValues"] = {":pk": {"S": "e#k#s"}, ":after": {"N": "1"}}
+    first = memory.query(**query, Limit=2)
+    assert [item["n"]["N"] for item in first["Items"]] == ["2", "9"]
+    rest = memory.query(**query, Limit=5, ExclusiveStartKey=first["LastEvaluatedKey"])
+    assert [item["n"]["N"] for item in rest["Items"]] == ["10", "100"] and "LastEvaluatedKey" not in rest
