@@ -24,6 +24,7 @@ from tickets.access import Rules
 from tickets.keys import MAX_BLOCK
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
+from tickets.workers.config import PoolConfig
 
 from .counter_fields import counters_from_prop, parse_counters
 from .field import Field, declare, entries_of
@@ -47,6 +48,7 @@ from .rules import (
     _reserved_concurrency,
     _series,
     _table_name,
+    _workers,
     boolean,
 )
 from .shapes import (
@@ -170,6 +172,18 @@ class DeploymentConfig:
         prop_doc="each series as cdk.json writes it, or a SeriesConfig",
         needs=("counters", "default_key", "region_slots"),
         one_numbering=True,
+    )
+    workers: Mapping[str, PoolConfig] = declare(
+        "workers",
+        default={},
+        prop_type="Mapping[str, Mapping[str, int] | PoolConfig]",
+        default_doc="`{}`",
+        doc='pool name → `{"size": 1..65536, "ttlSeconds": 10..86400}`: worker ids `0..size-1` leased to one '
+        "process at a time ([worker ids](../how-to/worker-ids.md)); adds the workers table `<tableName>-workers`.",
+        parse=_workers,
+        encode=encode_series,
+        setting=True,
+        prop_doc="each pool as cdk.json writes it, or a PoolConfig",
     )
     reserved_concurrency: int | None = declare(
         "reservedConcurrency",

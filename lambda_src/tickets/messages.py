@@ -25,6 +25,11 @@ PageSize = Annotated[int, "PageSize"]
 IdempotencyKey = Annotated[str, "IdempotencyKey"]
 Reason = Annotated[str, "Reason"]
 Ref = Annotated[str, "Ref"]
+Pool = Annotated[str, "Key"]  # a worker pool's name has a key's syntax
+Worker = Annotated[int, "Worker"]
+Epoch = Annotated[int, "Epoch"]
+Millis = Annotated[int, "Millis"]  # ms since the Unix epoch, by the service's clock
+Owner = Annotated[str, "Owner"]
 
 
 class TicketRequest(TypedDict, total=False):
@@ -151,3 +156,41 @@ class JournalPage(TypedDict):
     series: SeriesName
     entries: list[JournalEntry]
     next: Number | None
+
+
+class WorkerRequest(TypedDict, total=False):
+    owner: Owner
+
+
+class LeaseRequest(TypedDict):
+    epoch: Epoch
+
+
+class WorkerLease(TypedDict):
+    pool: Pool
+    worker: Worker
+    epoch: Epoch
+    expiresAt: Millis
+    ttlSeconds: int
+
+
+class WorkerRelease(TypedDict):
+    pool: Pool
+    worker: Worker
+    epoch: Epoch
+    released: bool
+    message: NotRequired[str]
+
+
+class LiveLease(TypedDict):
+    worker: Worker
+    epoch: Epoch
+    owner: Owner | None
+    expiresAt: Millis
+
+
+class WorkerPool(TypedDict):
+    pool: Pool
+    size: int
+    ttlSeconds: int
+    leases: list[LiveLease]

@@ -15,7 +15,7 @@ from .settings import Settings
 
 RESERVED_PREFIX = "_"
 # What a route does: the access rules' operation (Runtime.authorize, before any replay and any DynamoDB call).
-Operation = Literal["issue", "series", "void", "read", "none"]
+Operation = Literal["issue", "series", "void", "read", "workers", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 
 
@@ -153,6 +153,43 @@ ROUTES = (
         ),
         answer=messages.JournalPage,
     ),
+    # Worker-id leases (docs/how-to/worker-ids.md): two routes a path, one a method.
+    Route(
+        "/_workers/{pool}",
+        ("POST",),
+        "workers.routes.acquire_worker",
+        "Lease a free worker id of a pool",
+        "workers",
+        body=messages.WorkerRequest,
+        answer=messages.WorkerLease,
+        idempotency_key="optional",
+    ),
+    Route(
+        "/_workers/{pool}",
+        ("GET",),
+        "workers.routes.list_workers",
+        "A pool's live leases",
+        "workers",
+        answer=messages.WorkerPool,
+    ),
+    Route(
+        "/_workers/{pool}/{worker}",
+        ("PUT",),
+        "workers.routes.renew_worker",
+        "Renew a worker id's lease, held at the body's epoch",
+        "workers",
+        body=messages.LeaseRequest,
+        answer=messages.WorkerLease,
+    ),
+    Route(
+        "/_workers/{pool}/{worker}",
+        ("DELETE",),
+        "workers.routes.release_worker",
+        "Release a worker id's lease early",
+        "workers",
+        body=messages.LeaseRequest,
+        answer=messages.WorkerRelease,
+    ),
 )
 
 
@@ -180,6 +217,12 @@ def route_of(path: str, routes: tuple[Route, ...]) -> Route | None:
     """The route that serves `path` (normalised: no trailing slash); a literal path before a template."""
     matching = [route for route in routes if route.matches(path)]
     return min(matching, key=lambda route: len(route.parameters), default=None)
+
+
+def allowed(route: Route, routes: tuple[Route, ...]) -> str:
+    """The `Allow` header of a 405 on the route's path: the methods of every route on it (one a method, or one
+    for several)."""
+    return ", ".join(method for each in routes if each.path == route.path for method in each.methods)
 
 
 def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
