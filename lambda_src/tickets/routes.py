@@ -230,7 +230,7 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
     for route in routes:
         if route.parameters and route.path.startswith(f"{path}/"):
             return f"{path} needs a key: {route.describe()}"
-    listed = [route.path for route in routes]
+    listed = list(dict.fromkeys(route.path for route in routes))
     return f"no such path; use {', '.join(listed[:-1])} or {listed[-1]}"
 
 

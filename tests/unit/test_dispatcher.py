@@ -117,4 +117,4 @@ def test_a_handlers_error_is_its_answer_and_a_crash_a_500_that_says_nothing_of_i
 def test_a_route_without_its_handler_fails_when_the_app_is_built():
     routes = served(Settings())
     with pytest.raises(KeyError, match="health.health"):
-        Dispatcher(routes, {route.handler: recording(route.handler, []) for route in routes[:-4]}, SERVICES)
+        Dispatcher(routes, {route.handler: recording(route.handler, []) for route in routes[:-8]}, SERVICES)

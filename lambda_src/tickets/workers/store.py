@@ -51,7 +51,7 @@ class WorkerStore:
 
     def acquire(self, pool: str, config: PoolConfig, owner: str | None, now: int) -> Lease:
         """A free id of the pool, searched from a random one: the first id after it with no live lease."""
-        start, live = random.randrange(config.size), []
+        start, live = random.randrange(config.size), list[int]()
         for low, high in ((start, config.size), (0, start)):
             for worker in free_workers(self._items(pool, low, high), low, high, now, live):
                 values = {":zero": 0, ":one": 1, ":expires": now + config.ttl_seconds * 1000, ":now": now}
