@@ -25,7 +25,6 @@ PageSize = Annotated[int, "PageSize"]
 IdempotencyKey = Annotated[str, "IdempotencyKey"]
 Reason = Annotated[str, "Reason"]
 Ref = Annotated[str, "Ref"]
-Pool = Annotated[str, "Key"]  # a worker pool's name has a key's syntax
 Worker = Annotated[int, "Worker"]
 Epoch = Annotated[int, "Epoch"]
 Millis = Annotated[int, "Millis"]  # ms since the Unix epoch, by the service's clock
@@ -167,7 +166,7 @@ class LeaseRequest(TypedDict):
 
 
 class WorkerLease(TypedDict):
-    pool: Pool
+    pool: Key
     worker: Worker
     epoch: Epoch
     expiresAt: Millis
@@ -175,7 +174,7 @@ class WorkerLease(TypedDict):
 
 
 class WorkerRelease(TypedDict):
-    pool: Pool
+    pool: Key
     worker: Worker
     epoch: Epoch
     released: bool
@@ -190,7 +189,7 @@ class LiveLease(TypedDict):
 
 
 class WorkerPool(TypedDict):
-    pool: Pool
+    pool: Key
     size: int
     ttlSeconds: int
     leases: list[LiveLease]

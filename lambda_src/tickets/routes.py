@@ -70,6 +70,13 @@ class Route:
 
 # What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
+_ACQUIRE: dict[str, Any] = {
+    "body": messages.WorkerRequest,
+    "answer": messages.WorkerLease,
+    "idempotency_key": "optional",
+}
+_RENEW: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerLease}
+_RELEASE: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerRelease}
 _ISSUED: dict[str, Any] = {"answer": messages.IssuedAnswer, "text": "IssuedText", "idempotency_key": "optional"}
 
 ROUTES = (
@@ -153,42 +160,15 @@ ROUTES = (
         ),
         answer=messages.JournalPage,
     ),
-    # Worker-id leases (docs/how-to/worker-ids.md): two routes a path, one a method.
-    Route(
-        "/_workers/{pool}",
-        ("POST",),
-        "workers.routes.acquire_worker",
-        "Lease a free worker id of a pool",
-        "workers",
-        body=messages.WorkerRequest,
-        answer=messages.WorkerLease,
-        idempotency_key="optional",
-    ),
-    Route(
-        "/_workers/{pool}",
-        ("GET",),
-        "workers.routes.list_workers",
-        "A pool's live leases",
-        "workers",
-        answer=messages.WorkerPool,
-    ),
-    Route(
-        "/_workers/{pool}/{worker}",
-        ("PUT",),
-        "workers.routes.renew_worker",
-        "Renew a worker id's lease, held at the body's epoch",
-        "workers",
-        body=messages.LeaseRequest,
-        answer=messages.WorkerLease,
-    ),
-    Route(
-        "/_workers/{pool}/{worker}",
-        ("DELETE",),
-        "workers.routes.release_worker",
-        "Release a worker id's lease early",
-        "workers",
-        body=messages.LeaseRequest,
-        answer=messages.WorkerRelease,
+    # Worker-id leases (docs/how-to/worker-ids.md): one route a method, two on each path.
+    *(
+        Route(f"/_workers/{{pool}}{path}", (method,), f"workers.routes.{name}", summary, "workers", **shapes)
+        for path, method, name, summary, shapes in (
+            ("", "POST", "acquire_worker", "Lease a free worker id of a pool", _ACQUIRE),
+            ("", "GET", "list_workers", "A pool's live leases", {"answer": messages.WorkerPool}),
+            ("/{worker}", "PUT", "renew_worker", "Renew a worker id's lease, held at the body's epoch", _RENEW),
+            ("/{worker}", "DELETE", "release_worker", "Release a worker id's lease early", _RELEASE),
+        )
     ),
 )
 

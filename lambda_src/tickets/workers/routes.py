@@ -7,38 +7,36 @@ from typing import Any
 from .. import protocol
 from ..errors import BadRequest, NotFound, echo
 from ..keys import require_idempotency_key
-from ..messages import WorkerLease, WorkerPool, WorkerRelease
+from ..messages import WorkerPool, WorkerRelease
 from ..runtime import Runtime
 from ..wire import Request, Response, json_response
 from .config import MAX_EPOCH, MAX_OWNER_CHARS, OWNER_PATTERN, PoolConfig
-from .store import Lease, WorkerStore
+from .store import WorkerStore
 
 
 def acquire_worker(runtime: Runtime, request: Request, pool: str) -> Response:
     """A free worker id of the pool; a retry with the same Idempotency-Key gets the same grant."""
     name = _authorized(runtime, request, pool)
-    owner = _fields(request, "owner").get("owner")
+    owner = _field(request, "owner")
     if owner is not None and (not isinstance(owner, str) or OWNER_PATTERN.fullmatch(owner) is None):
         raise BadRequest(f"the body's owner must be 1-{MAX_OWNER_CHARS} printable ASCII characters, got {echo(owner)}")
 
     def grant() -> dict[str, Any]:
         config = _config(runtime, name)  # after any replay: a retry gets its grant whatever the config says now
-        return dict(_lease(name, config, _store(runtime).acquire(name, config, owner, _now(runtime))))
+        return dict(_store(runtime).acquire(name, config, owner, _now(runtime)).granted(name, config))
 
-    idempotency_key = request.headers.get("idempotency-key")
-    if idempotency_key is None:
+    key = request.headers.get("idempotency-key")
+    if key is None:
         return json_response(200, grant())
-    once = runtime.idempotent_issue()
     described = {"route": "workers", "pool": name, "owner": owner}
-    return json_response(
-        200, once(request.event, require_idempotency_key(idempotency_key), described, runtime.deadline, grant)
-    )
+    once = runtime.idempotent_issue()
+    return json_response(200, once(request.event, require_idempotency_key(key), described, runtime.deadline, grant))
 
 
 def renew_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> Response:
     """The lease held at the body's epoch, for another ttl from now; 409 lease_lost when it is not held."""
     name, config, number, epoch = _held(runtime, request, pool, worker)
-    return json_response(200, _lease(name, config, _store(runtime).renew(name, number, epoch, config, _now(runtime))))
+    return json_response(200, _store(runtime).renew(name, number, epoch, config, _now(runtime)).granted(name, config))
 
 
 def release_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> Response:
@@ -57,16 +55,8 @@ def list_workers(runtime: Runtime, request: Request, pool: str) -> Response:
     name = _authorized(runtime, request, pool)
     protocol.no_query_nor_body(f"GET /_workers/{name}", request.raw_query_string, request.body)
     config = _config(runtime, name)
-    leases = _store(runtime).leases(name, config.size, _now(runtime))
-    answer: WorkerPool = {
-        "pool": name,
-        "size": config.size,
-        "ttlSeconds": config.ttl_seconds,
-        "leases": [
-            {"worker": each.worker, "epoch": each.epoch, "owner": each.owner, "expiresAt": each.expires_at}
-            for each in leases
-        ],
-    }
+    leases = [lease.live() for lease in _store(runtime).leases(name, config.size, _now(runtime))]
+    answer: WorkerPool = {"pool": name, "size": config.size, "ttlSeconds": config.ttl_seconds, "leases": leases}
     return json_response(200, answer)
 
 
@@ -80,9 +70,7 @@ def _config(runtime: Runtime, name: str) -> PoolConfig:
     config = runtime.settings.workers.get(name)
     if config is None:
         configured = ", ".join(sorted(runtime.settings.workers)) or "none"
-        raise NotFound(
-            f"{echo(name)} is not a configured worker pool (configured: {configured}); see docs/how-to/worker-ids.md"
-        )
+        raise NotFound(f"{echo(name)} is not a configured worker pool (configured: {configured})")
     return config
 
 
@@ -91,35 +79,22 @@ def _held(runtime: Runtime, request: Request, pool: str, worker: str) -> tuple[s
     name = _authorized(runtime, request, pool)
     config = _config(runtime, name)
     if not (worker.isascii() and worker.isdigit() and len(worker) <= 5 and int(worker) < config.size):
-        raise BadRequest(
-            f"invalid worker {echo(worker)}: a worker of pool {name!r} is a whole number from 0 to {config.size - 1}"
-        )
-    epoch = _fields(request, "epoch").get("epoch")
-    if isinstance(epoch, float) and epoch.is_integer():
-        epoch = int(epoch)
+        raise BadRequest(f"invalid worker {echo(worker)}: pool {name!r}'s are whole numbers 0 to {config.size - 1}")
+    epoch = _field(request, "epoch")
+    epoch = int(epoch) if isinstance(epoch, float) and epoch.is_integer() else epoch
     if isinstance(epoch, bool) or not isinstance(epoch, int) or not 1 <= epoch <= MAX_EPOCH:
         raise BadRequest(f'the body must be {{"epoch": E}}, E the integer epoch of the lease, got {echo(epoch)}')
     return name, config, int(worker), epoch
 
 
-def _fields(request: Request, allowed: str) -> dict[str, Any]:
-    """The body's JSON object, whose one field may be `allowed`; no query."""
+def _field(request: Request, allowed: str) -> Any:
+    """The value of the body's one field (a JSON object's, None when absent); no query."""
     protocol.no_query_nor_body(f"{request.method} {request.path}", request.raw_query_string, None)
     body = protocol.request_body(request.body, request.is_base64_encoded)
     fields = protocol.json_body(body, f'{{"{allowed}": ...}}') if body.strip() else {}
     if not isinstance(fields, dict) or set(fields) - {allowed}:
         raise BadRequest(f"the body must be empty or a JSON object with at most the field {allowed!r}")
-    return fields
-
-
-def _lease(pool: str, config: PoolConfig, lease: Lease) -> WorkerLease:
-    return {
-        "pool": pool,
-        "worker": lease.worker,
-        "epoch": lease.epoch,
-        "expiresAt": lease.expires_at,
-        "ttlSeconds": config.ttl_seconds,
-    }
+    return fields.get(allowed)
 
 
 def _store(runtime: Runtime) -> WorkerStore:
@@ -128,5 +103,5 @@ def _store(runtime: Runtime) -> WorkerStore:
 
 
 def _now(runtime: Runtime) -> int:
-    """The service's clock, in ms (runtime.clock: the function's time.time(); tests give their own)."""
+    """The service's clock in ms: runtime.clock, the function's time (tests give their own)."""
     return int(runtime.clock().timestamp() * 1000)

@@ -1,7 +1,7 @@
 """The one place that talks to the workers table (docs/explanation/worker-leases.md). An item per (pool, worker id)
-holds the id's last lease: its epoch, its expiry (ms, by the service's clock) and its owner. An item is never
-deleted, so an id's epoch only grows. Every grant and renewal is one conditional UpdateItem; the reads (Query) only
-suggest which id to try, so a stale read costs a retry, never a shared id."""
+holds the id's last lease: its epoch, its expiry (ms, by the service's clock) and its owner; it is never deleted, so
+an id's epoch only grows. Every grant and renewal is one conditional UpdateItem; a read (Query) only suggests which
+id to try, so a stale read costs a retry, never a shared id."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from .. import dynamodb_errors
 from ..errors import LeaseLost, PoolFull
+from ..messages import LiveLease, WorkerLease
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import PoolConfig, free_workers, retry_after_seconds
 
@@ -38,82 +39,63 @@ class Lease:
 
     @classmethod
     def of(cls, item: dict[str, Any]) -> Lease:
-        owner = item.get("owner")
-        return cls(
-            int(item[SERIES_SORT_KEY]["N"]), int(item["epoch"]["N"]), int(item["expiresAt"]["N"]), owner and owner["S"]
-        )
+        owner = item.get("owner", {}).get("S")
+        return cls(int(item[SERIES_SORT_KEY]["N"]), int(item["epoch"]["N"]), int(item["expiresAt"]["N"]), owner)
+
+    def granted(self, pool: str, config: PoolConfig) -> WorkerLease:
+        expires, ttl = self.expires_at, config.ttl_seconds
+        return WorkerLease(pool=pool, worker=self.worker, epoch=self.epoch, expiresAt=expires, ttlSeconds=ttl)
+
+    def live(self) -> LiveLease:
+        return {"worker": self.worker, "epoch": self.epoch, "owner": self.owner, "expiresAt": self.expires_at}
 
 
 class WorkerStore:
     def __init__(self, client: Any, table_name: str):
-        self._client = client
-        self._table = table_name
+        self._client, self._table = client, table_name
 
     def acquire(self, pool: str, config: PoolConfig, owner: str | None, now: int) -> Lease:
-        """A free id of the pool, searched from a random one: the first id after it with no live lease."""
+        """A free id, searched from a random one on: an id with no item or an expired lease; a lost race, the next."""
         start, live = random.randrange(config.size), list[int]()
+        update = _GRANT + (", #o = :owner" if owner else " REMOVE #o")
+        values = {":zero": 0, ":one": 1, ":expires": now + config.ttl_seconds * 1000, ":now": now}
         for low, high in ((start, config.size), (0, start)):
-            for worker in free_workers(self._items(pool, low, high), low, high, now, live):
-                values = {":zero": 0, ":one": 1, ":expires": now + config.ttl_seconds * 1000, ":now": now}
-                granted = self._update(
-                    pool,
-                    worker,
-                    f"{_GRANT}{', #o = :owner' if owner else ' REMOVE #o'}",
-                    _FREE,
-                    values | ({":owner": owner} if owner else {}),
-                )
+            leases = (Lease.of(item) for item in self._items(pool, low, high, FIRST_PAGE))
+            for worker in free_workers(((each.worker, each.expires_at) for each in leases), low, high, now, live):
+                granted = self._update(pool, worker, update, _FREE, values | ({":owner": owner} if owner else {}))
                 if granted is not None:
                     return granted
         seconds = retry_after_seconds(live, now, config.ttl_seconds)
-        raise PoolFull(
-            f"every id of pool {pool!r} is leased; the earliest lease expires in {seconds} s: retry then",
-            headers={"Retry-After": str(seconds)},
-        )
+        full = f"every id of pool {pool!r} is leased; the earliest lease expires in {seconds} s: retry then"
+        raise PoolFull(full, headers={"Retry-After": str(seconds)})
 
     def renew(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> Lease:
         values = {":expires": now + config.ttl_seconds * 1000, ":epoch": epoch, ":now": now}
         renewed = self._update(pool, worker, "SET #x = :expires", _HELD, values)
         if renewed is None:
-            raise LeaseLost(
-                f"the lease of worker {worker} at epoch {epoch} expired or was granted again: stop using the id "
-                "and acquire a new one"
-            )
+            raise LeaseLost(f"worker {worker}'s lease at epoch {epoch} expired or was granted again: stop using it")
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, now: int) -> bool:
-        """Expire the lease now (its item, and so the id's epoch, stays); False: it was not held at `epoch`."""
-        return (
-            self._update(pool, worker, "SET #x = :zero", _HELD, {":zero": 0, ":epoch": epoch, ":now": now}) is not None
-        )
+        """Expire the lease now (the item, so the id's epoch, stays); False: it was not held at `epoch`."""
+        values = {":zero": 0, ":epoch": epoch, ":now": now}
+        return self._update(pool, worker, "SET #x = :zero", _HELD, values) is not None
 
     def leases(self, pool: str, size: int, now: int) -> list[Lease]:
         """The pool's live leases, by worker id."""
-        return [
-            Lease.of(item) for item in self._pages(pool, 0, size, filter_live=now) if int(item["expiresAt"]["N"]) > now
-        ]
+        return [lease for item in self._items(pool, 0, size) if (lease := Lease.of(item)).expires_at > now]
 
-    def _items(self, pool: str, low: int, high: int) -> Iterator[tuple[int, int]]:
-        for item in self._pages(pool, low, high, first_page=FIRST_PAGE):
-            yield int(item[SERIES_SORT_KEY]["N"]), int(item["expiresAt"]["N"])
-
-    def _pages(
-        self, pool: str, low: int, high: int, *, first_page: int | None = None, filter_live: int | None = None
-    ) -> Iterator[dict[str, Any]]:
-        """The items of workers low .. high-1, in order, read a page at a time as they are wanted."""
-        if low >= high:
-            return
+    def _items(self, pool: str, low: int, high: int, first_page: int = 0) -> Iterator[dict[str, Any]]:
+        """The items of workers low .. high-1, in order, a page read as it is wanted (the first of `first_page`)."""
+        names = {name: _NAMES[name] for name in ("#pk", "#n")}
         request: dict[str, Any] = {
             "TableName": self._table,
+            "ExpressionAttributeNames": names,
             "KeyConditionExpression": "#pk = :pool AND #n BETWEEN :low AND :high",
-            "ExpressionAttributeNames": {name: _NAMES[name] for name in ("#pk", "#n")},
             "ExpressionAttributeValues": _values({":pool": pool, ":low": low, ":high": high - 1}),
             **({"Limit": first_page} if first_page else {}),
         }
-        if filter_live is not None:
-            request["FilterExpression"] = "#x > :now"
-            request["ExpressionAttributeNames"]["#x"] = _NAMES["#x"]
-            request["ExpressionAttributeValues"][":now"] = {"N": str(filter_live)}
-        while True:
+        while low < high:
             page = dynamodb_errors.call(self._client, "query", request, _UNAVAILABLE)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
@@ -123,15 +105,15 @@ class WorkerStore:
 
     def _update(self, pool: str, worker: int, update: str, condition: str, values: dict[str, Any]) -> Lease | None:
         """One conditional UpdateItem of the id's item: the lease it leaves, or None when the condition failed."""
-        expression = f"{update} {condition}"
+        used = f"{update} {condition}"
         request = {
             "TableName": self._table,
             "Key": _values({SERIES_PARTITION_KEY: pool, SERIES_SORT_KEY: worker}),
             "UpdateExpression": update,
             "ConditionExpression": condition,
-            "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in expression},
-            "ExpressionAttributeValues": _values(values),
             "ReturnValues": "ALL_NEW",
+            "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in used},
+            "ExpressionAttributeValues": _values(values),
         }
         try:
             return Lease.of(dynamodb_errors.call(self._client, "update_item", request, _UNAVAILABLE)["Attributes"])
