@@ -17,8 +17,9 @@ GOALS = {
     # At most 48 KB, zipped as the construct builds it: the package without comments and docstrings
     # (tickets_cdk/strip.py), 40.7 KB when that came in (the source itself zipped to 62.5 KB, near the 64 KB goal
     # then), and without signatures' annotations since opaque ids came, indented one blank a level since the SSM
-    # client's trimmed model needed room. What a cold start pays is measured directly (cold_start.py).
-    "package_bytes": 48_000,
+    # client's trimmed model needed room. What a cold start pays is measured directly (cold_start.py). 53 KB since
+    # worker-id leases (tickets/workers: 5.2 KB of it); the asset was 47.4 KB before them.
+    "package_bytes": 53_000,
     "keep_alive_p50_ms": 3.0,  # at most
     # At most: what an opaque counter's ids add to the same plain counter's warm call (issue 39): 0.05 is 5% more.
     "opaque_added_one": 0.05,
