@@ -295,6 +295,19 @@ def running_dynalite(path: Path | None = None) -> Iterator[str]:
         process.wait(timeout=10)
 
 
+def dynalite_answers(endpoint: str) -> bool:
+    """Whether a dynalite still answers: it dies when a request it reads is cut off (a kill -9 of the local server
+    while it sends one), and is then started again on its tables (running_dynalite's `path`)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1").list_tables()
+    except (BotoCoreError, ClientError):
+        return False
+    return True
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -17,34 +17,13 @@ import time
 
 import boto3
 import pytest
-from botocore.exceptions import BotoCoreError, ClientError
 
-from local_support import running_dynalite
+from local_support import dynalite_answers, running_dynalite
 from tickets_admin.journal import SeriesTable
 from tickets_client import TicketsClient, TicketsError
 from tickets_local.testing import LocalTickets
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def tables_directory(tmp_path):
-    return tmp_path / "dynalite"
-
-
-@pytest.fixture
-def dynalite(tables_directory):
-    """A dynalite of this test's own, its tables in tables_directory (local_support.running_dynalite)."""
-    with running_dynalite(tables_directory) as endpoint:
-        yield endpoint
-
-
-def _answers(endpoint: str) -> bool:
-    try:
-        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1").list_tables()
-    except (BotoCoreError, ClientError):
-        return False
-    return True
 
 
 KEY = "invoices"
@@ -53,7 +32,8 @@ CLIENTS = 4
 ANSWERED_BEFORE_THE_KILL = 40  # numbers answered before the kill: the kill lands mid-run, whenever that is
 
 
-def test_kill_9_mid_run_leaves_every_number_accounted_for(dynalite, tables_directory) -> None:
+def test_kill_9_mid_run_leaves_every_number_accounted_for(dynalite_on_disk, tables_directory) -> None:
+    dynalite = dynalite_on_disk  # its tables in tables_directory (tests/functional/conftest.py)
     answered: dict[str, int] = {}  # Idempotency-Key -> the number it was answered
     unanswered: list[str] = []  # keys whose request got no answer (in flight at the kill, or after it)
     lock = threading.Lock()
@@ -84,7 +64,9 @@ def test_kill_9_mid_run_leaves_every_number_accounted_for(dynalite, tables_direc
     assert len(unanswered) == CLIENTS
 
     with contextlib.ExitStack() as restarted:
-        endpoint = dynalite if _answers(dynalite) else restarted.enter_context(running_dynalite(tables_directory))
+        endpoint = (
+            dynalite if dynalite_answers(dynalite) else restarted.enter_context(running_dynalite(tables_directory))
+        )
         _retry_and_audit(endpoint, answered, unanswered)
 
 

@@ -17,11 +17,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import boto3
 import pytest
-from botocore.exceptions import BotoCoreError, ClientError
 
-from local_support import call, running_dynalite
+from local_support import call, dynalite_answers, running_dynalite
 from tickets_local.testing import LocalTickets
 
 pytestmark = pytest.mark.slow
@@ -37,24 +35,13 @@ LOAD_SECONDS = float(os.environ.get("TICKETS_WORKERS_LOAD_SECONDS", "4"))
 CLIENTS = 64
 
 
-@pytest.fixture
-def tables_directory(tmp_path):
-    return tmp_path / "dynalite"
-
-
-@pytest.fixture
-def dynalite(tables_directory):
-    with running_dynalite(tables_directory) as endpoint:
-        yield endpoint
-
-
 def _post(url: str, path: str, body: dict | None = None, **headers: str) -> tuple[int, dict, dict]:
     reply = call(url, path, "POST", headers=headers, body=None if body is None else json.dumps(body).encode())
     return reply.status, reply.json(), reply.headers
 
 
-def test_concurrent_acquires_never_share_an_id_and_a_full_pool_is_503_with_retry_after(dynalite):
-    with LocalTickets(CONFIG, endpoint_url=dynalite) as server:
+def test_concurrent_acquires_never_share_an_id_and_a_full_pool_is_503_with_retry_after(dynalite_on_disk):
+    with LocalTickets(CONFIG, endpoint_url=dynalite_on_disk) as server:
         with ThreadPoolExecutor(24) as pool:
             answers = list(
                 pool.map(lambda index: _post(server.url, "/_workers/small", {"owner": f"c{index}"}), range(24))
@@ -125,14 +112,6 @@ def _holder(servers: Servers, stop: float, grants: list[Grant], counts: Counter,
             grants.append(grant)
 
 
-def _answers(endpoint: str) -> bool:
-    try:
-        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1").list_tables()
-    except (BotoCoreError, ClientError):
-        return False
-    return True
-
-
 def overlaps(grants: list[Grant]) -> list[tuple[Grant, Grant]]:
     """Pairs of grants of one id whose [start, end] overlap, and grants of one id whose epochs do not grow."""
     found = []
@@ -145,8 +124,8 @@ def overlaps(grants: list[Grant]) -> list[tuple[Grant, Grant]]:
     return found
 
 
-def test_64_clients_never_overlap_across_a_kill_9_of_the_server(dynalite, tables_directory, capsys):
-    first = LocalTickets(CONFIG, endpoint_url=dynalite).start()
+def test_64_clients_never_overlap_across_a_kill_9_of_the_server(dynalite_on_disk, tables_directory, capsys):
+    first = LocalTickets(CONFIG, endpoint_url=dynalite_on_disk).start()
     servers = Servers()
     servers.url = first.url
     grants: list[Grant] = []
@@ -162,7 +141,8 @@ def test_64_clients_never_overlap_across_a_kill_9_of_the_server(dynalite, tables
         os.kill(first._process.pid, signal.SIGKILL)  # type: ignore[union-attr]
         first.stop()
         killed_at = time.monotonic() - began
-        endpoint = dynalite if _answers(dynalite) else restarted.enter_context(running_dynalite(tables_directory))
+        alive = dynalite_answers(dynalite_on_disk)
+        endpoint = dynalite_on_disk if alive else restarted.enter_context(running_dynalite(tables_directory))
         second = restarted.enter_context(LocalTickets(CONFIG, endpoint_url=endpoint))
         servers.url = second.url
         restarted_at = time.monotonic() - began

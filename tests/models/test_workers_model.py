@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from moto import mock_aws
 
+from common import model_settings
 from moto_deployment import FakeLambdaContext, function_url_event
 from tickets.app import create_app, dynamodb_client
 from tickets.settings import Settings
@@ -232,14 +232,7 @@ class WorkerLeases(RuleBasedStateMachine):
 
 
 def test_worker_leases_model_on_moto() -> None:
-    shrink = os.environ.get("TICKETS_MODEL_SHRINK") == "1"
-    WorkerLeases.TestCase.settings = settings(
-        max_examples=EXAMPLES,
-        stateful_step_count=40,
-        deadline=None,
-        phases=list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    WorkerLeases.TestCase.settings = model_settings(EXAMPLES, 40)
     with mock_aws():
         WorkerLeases.TestCase().runTest()
 
