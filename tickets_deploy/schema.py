@@ -300,8 +300,8 @@ class DeploymentConfig:
         default=None,
         prop_type="Mapping[str, Mapping[str, Sequence[str]]]",
         default_doc="none: every invoker may do everything",
-        doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule allows is "
-        "refused (403) ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`; not permanent.",
+        doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
+        "allows is refused (403) ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`; not permanent.",
         parse=_access,
         encode=encode_access,
         to_prop=access_to_prop,
