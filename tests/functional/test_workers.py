@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from access_support import role_session
 from moto_deployment import IDEMPOTENCY_TABLE, WORKERS_TABLE
 
 POOL = "snowflake"
@@ -114,3 +115,21 @@ def test_bad_input_is_4xx_and_writes_nothing(pools, method, path, body, status):
 def test_the_allow_header_joins_a_paths_routes(pools):
     answer = pools.call(f"/_workers/{POOL}/0", "POST")
     assert (answer.status, answer.headers["Allow"]) == (405, "PUT, DELETE")
+
+
+def test_access_rules_name_the_pools_a_caller_may_use_with_the_workers_operation(deploy):
+    """The operation `workers`, matched against the pool like a key: refused before any read or write."""
+    fleet = "arn:aws:iam::111122223333:role/fleet"
+    region = deploy({**CONFIG, "access": {fleet: {"workers": ["snow*"]}, "111122223333": {"issue": ["*"]}}})
+    allowed = region.post(f"/_workers/{POOL}", iam=role_session("fleet"))
+    assert allowed.status == 200
+    with region.dynamodb_calls() as calls:
+        refused = [
+            region.post("/_workers/one", iam=role_session("fleet")),
+            region.call(
+                f"/_workers/{POOL}/{allowed.body['worker']}", "PUT", body='{"epoch": 1}', iam=role_session("other")
+            ),
+            region.get(f"/_workers/{POOL}", iam=role_session("other")),
+        ]
+    assert [(answer.status, answer.body["error"]) for answer in refused] == [(403, "forbidden")] * 3
+    assert calls == []
