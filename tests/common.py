@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
 
 EXAMPLE_CONFIG = {  # the README's example (Configuration)
     "defaultKey": "default",
@@ -26,3 +28,19 @@ def lowercase_sentence_starts(message: str) -> list[str]:
     """Each place in `message` where a sentence starts with a lower-case word, with what precedes it."""
     text = _QUOTED.sub("'…'", message)
     return [text[max(0, found.start() - 30) : found.end()] for found in _LOWER_START.finditer(text)]
+
+
+def model_settings(examples: int, steps: int) -> Any:
+    """A stateful model's hypothesis settings (tests/models): `examples` histories of up to `steps` steps, no
+    deadline. Shrinking a history takes minutes: a failure prints its whole history unless TICKETS_MODEL_SHRINK=1
+    asks for the shortest."""
+    from hypothesis import HealthCheck, Phase, settings
+
+    shrink = os.environ.get("TICKETS_MODEL_SHRINK") == "1"
+    return settings(
+        max_examples=examples,
+        stateful_step_count=steps,
+        deadline=None,
+        phases=list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )

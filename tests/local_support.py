@@ -346,6 +346,19 @@ def assert_clients_get_distinct_dense_tickets(
     assert all(result == sorted(result) for result in results)  # each client's tickets increase
 
 
+def dynalite_answers(endpoint: str) -> bool:
+    """Whether a dynalite still answers: it dies when a request it reads is cut off (a kill -9 of the local server
+    while it sends one), and is then started again on its tables (running_dynalite's `path`)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1").list_tables()
+    except (BotoCoreError, ClientError):
+        return False
+    return True
+
+
 def _listening(process: subprocess.Popen, seconds: float = 15) -> bool:
     """True once this dynalite says it listens ("Dynalite listening at: ..."); False if it exited first
     (the port was taken meanwhile). A connection alone could reach another process on the port: one

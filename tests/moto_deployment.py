@@ -50,6 +50,7 @@ COUNTER_TABLE = "tickets-test"
 IDEMPOTENCY_TABLE = "tickets-idempotency-test"
 SERIES_TABLE = "tickets-test-series"
 BACKENDS = ("moto", "memory")
+WORKERS_TABLE = "tickets-test-workers"
 
 
 @dataclass
@@ -138,8 +139,9 @@ class Region:
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
             if table not in existing:
                 self.client.create_table(**create_table_arguments(table, key))
-        if SERIES_TABLE not in existing:
-            self.client.create_table(**create_series_table_arguments(SERIES_TABLE))
+        for table in (SERIES_TABLE, WORKERS_TABLE):  # the series table's shape, both
+            if table not in existing:
+                self.client.create_table(**create_series_table_arguments(table))
 
     @property
     def handler(self) -> App:
@@ -156,6 +158,7 @@ class Region:
                 IDEMPOTENCY_TABLE,
                 region=self.region,
                 series_table=SERIES_TABLE,
+                workers_table=WORKERS_TABLE,
                 access=None if rules is None else (lambda: rules),
                 opaque_keys=self.opaque_keys,
                 **picks,

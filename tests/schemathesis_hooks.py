@@ -9,7 +9,9 @@ on its own and cannot relate one to another:
 - the compatibility route (tag `compat`, at the configured path) needs a key (`systemKey`, `key` or the
   body's), any of them;
 - a series route (tag `series`) serves only the configured series (local_support.SERIES_KEY), and a
-  void names a number the series issued (the hook takes one).
+  void names a number the series issued (the hook takes one);
+- a worker route (tag `workers`) serves only the configured pool (POOL), and a renewal or a release names a
+  lease held, its worker id and epoch (the hook takes one).
 With TICKETS_PLAY_CALLER set (a server started with --play-callers, its access rules enforced; schemathesis's
 own requests carry the caller through its --header option), the hook's own requests are signed by it too.
 Schemathesis draws every parameter independently, so a request it means to be valid breaks these
@@ -35,6 +37,8 @@ SERIES_TAG = "series"
 PLAY_CALLER_HEADER = "x-tickets-play-caller"  # tickets_local.events (not imported: this runs in schemathesis)
 PLAYED_CALLER = os.environ.get("TICKETS_PLAY_CALLER")
 SERIES_KEY = "vat-invoices"  # the series of local_support.TICKETS_CONFIG (not imported: this runs in schemathesis)
+WORKERS_TAG = "workers"
+POOL = "snowflake"  # the pool of tests/functional/test_openapi.py's configs, every worker id in range
 
 
 @schemathesis.hook
@@ -51,6 +55,12 @@ def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
         key = SERIES_KEY
         if case.operation.path.endswith("/void"):
             _void_an_issued_number(context, case, body)
+    if WORKERS_TAG in (case.operation.tags or []):
+        case.path_parameters = {**(case.path_parameters or {}), "pool": POOL}
+        key = POOL
+        if "worker" in case.path_parameters:  # a renewal or a release: of a lease held
+            lease = _post(case, f"/_workers/{POOL}", {})
+            case.path_parameters["worker"], body["epoch"] = lease["worker"], lease["epoch"]
     _one_request_per_idempotency_key(case, key, query, body)
 
 
@@ -83,23 +93,23 @@ def _one_request_per_idempotency_key(
         # Still drawn, and still repeated whenever the same request is drawn twice (a replay); but
         # never the same header for two different requests.
         count = query.get("count", body.get("count", 1))
-        request = json.dumps([headers[IDEMPOTENCY_HEADER], case.operation.path, key, str(count), body.get("ref")])
+        drawn = [headers[IDEMPOTENCY_HEADER], case.operation.path, key, str(count), body.get("ref"), body.get("owner")]
+        request = json.dumps(drawn)
         headers[IDEMPOTENCY_HEADER] = hashlib.sha256(request.encode()).hexdigest()
 
 
 def _void_an_issued_number(context: Any, case: Any, body: MutableMapping[str, Any]) -> None:
     """A void names a number the series issued: take one (a real POST /_series/{key}) and name it."""
+    idempotency_key = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+    number = _post(case, f"/_series/{SERIES_KEY}", {IDEMPOTENCY_HEADER: idempotency_key})
+    body["series"], body["ticket"] = number["series"], number["ticket"]
+
+
+def _post(case: Any, path: str, headers: dict[str, str]) -> Any:
+    """A real POST to the server under test (signed by the played caller, when there is one): its JSON answer."""
     import urllib.request
 
-    base = case.operation.base_url or ""
-    issued = urllib.request.Request(
-        f"{base}/_series/{SERIES_KEY}",
-        method="POST",
-        headers={
-            IDEMPOTENCY_HEADER: hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest(),
-            **({PLAY_CALLER_HEADER: PLAYED_CALLER} if PLAYED_CALLER is not None else {}),
-        },
-    )
-    with urllib.request.urlopen(issued, timeout=10) as answer:
-        number = json.loads(answer.read())
-    body["series"], body["ticket"] = number["series"], number["ticket"]
+    played = {PLAY_CALLER_HEADER: PLAYED_CALLER} if PLAYED_CALLER is not None else {}
+    request = urllib.request.Request(f"{case.operation.base_url or ''}{path}", method="POST", headers=headers | played)
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return json.loads(answer.read())

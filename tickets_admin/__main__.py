@@ -10,7 +10,7 @@ from tickets_deploy.config import load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 from tickets_deploy.rules import ConfigError
 
-from . import counter_commands, fence, journal, opaque_commands, opaque_secret
+from . import counter_commands, fence, journal, opaque_commands, opaque_secret, workers
 from .registry import Command, Context
 from .table import AdminError
 
@@ -21,6 +21,7 @@ COMMANDS: tuple[Command, ...] = (
     *journal.COMMANDS,
     *opaque_commands.COMMANDS,
     opaque_secret.COMMAND,
+    workers.COMMAND,
 )
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 

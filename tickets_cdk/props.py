@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
+from tickets.workers.config import PoolConfig
 from tickets_deploy.shapes import Seconds
 
 
@@ -27,6 +28,8 @@ class TicketServiceProps(TypedDict, total=False):
     counters: Mapping[str, Mapping[str, Any] | CounterConfig] | None
     # each series as cdk.json writes it, or a SeriesConfig
     series: Mapping[str, Mapping[str, Any] | SeriesConfig] | None
+    # each pool as cdk.json writes it, or a PoolConfig
+    workers: Mapping[str, Mapping[str, int] | PoolConfig] | None
     reserved_concurrency: int | None
     idempotency_expiry_seconds: int | None
     log_retention_days: int | None

@@ -21,6 +21,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from tickets import tables
 from tickets_deploy.opaque_keys import has_opaque_counters, opaque_keys_parameter
 from tickets_deploy.schema import DeploymentConfig
 
@@ -157,6 +158,50 @@ def table(
     )
     table.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
     return table
+
+
+def service_tables(
+    scope: Construct,
+    config: DeploymentConfig,
+    table_ids: tuple[str, str, str, str],
+    removal_policy: RemovalPolicy,
+    encryption_key: kms.IKey | None,
+) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
+    """The counter and idempotency tables, the series table where series are configured and the workers table
+    where pools are (their logical ids in that order)."""
+    # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
+    # instead of starting a new, empty one where every counter would begin again at its start.
+    encrypted = encryption(encryption_key)
+    counters = table(scope, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted)
+    idempotency = table(
+        scope,
+        table_ids[1],
+        tables.IDEMPOTENCY_KEY,
+        removal_policy,
+        time_to_live_attribute=tables.IDEMPOTENCY_TTL,
+        **encrypted,
+    )
+    # The series table only when series are configured, the workers table only when pools are (the series
+    # table's shape both, tickets/tables.py). Fixed names for the same reason as the counter table's: a journal
+    # is kept for good (no TTL), and a new, empty workers table would grant every id again from epoch 1.
+    series, workers = (
+        table(
+            scope,
+            table_id,
+            tables.SERIES_PARTITION_KEY,
+            removal_policy,
+            table_name=f"{config.table_name}{suffix}",
+            sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+            **encrypted,
+        )
+        if configured
+        else None
+        for configured, table_id, suffix in (
+            (config.series, table_ids[2], tables.SERIES_TABLE_SUFFIX),
+            (config.workers, table_ids[3], tables.WORKERS_TABLE_SUFFIX),
+        )
+    )
+    return counters, idempotency, series, workers
 
 
 def throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:

@@ -17,14 +17,13 @@ from aws_cdk import (
     Token,
 )
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from tickets import errors, tables
+from tickets import errors
 from tickets_deploy.config import parse_props
 from tickets_deploy.environment import METRICS_NAMESPACE, handler_environment
 from tickets_deploy.ledger import LedgerError, applied_from
@@ -46,10 +45,9 @@ from .resources import (
     allow_logs,
     allow_opaque_keys,
     cors_options,
-    encryption,
     invoke_policy,
     powertools_layer_arn,
-    table,
+    service_tables,
     throttled_requests,
 )
 
@@ -62,6 +60,9 @@ SERIES_ACTIONS = (
     "dynamodb:DeleteItem",
     "dynamodb:Query",
 )
+# Every call tickets/workers/store.py makes on the workers table: a lease is one conditional UpdateItem, a search or
+# a listing a Query; nothing deletes an item (an id's epoch only grows).
+WORKERS_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:Query")
 # The props that are fields of cdk.json's `tickets` object (tickets_deploy.schema.FIELDS).
 FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService")
 
@@ -86,11 +87,14 @@ class TicketService(Construct):
       an imported key must already allow it (docs/reference/construct.md#encryption-and-security-checks).
 
     With `access` (the cdk.json field, or `{}`) the function enforces access rules, and the grants
-    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`) add to them (docs/how-to/access-rules.md).
+    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`, `grant_workers`) add to them
+    (docs/how-to/access-rules.md).
 
     With `series` configured (docs/reference/series.md) it also creates the series table, `<table_name>-series`
     (logical id: the construct's id followed by `SeriesTable`), with the same protection, and grants the
-    function only the calls the journal makes on it (tickets/series/store.py).
+    function only the calls the journal makes on it (tickets/series/store.py). With `workers` pools
+    (docs/how-to/worker-ids.md), likewise the workers table, `<table_name>-workers` (logical id: the construct's id
+    followed by `WorkersTable`), with only the calls tickets/workers/store.py makes.
 
     The stack must name its region (env=Environment(region=...)): whether Function URLs exist there and
     which slot is this region's are decided at synthesis. Synthesis of the app checks every TicketService
@@ -140,7 +144,10 @@ class TicketService(Construct):
         ledger_check.register(self, declared)
 
         self.encryption_key = encryption_key
-        self._tables(config, (*table_ids, f"{prefix}SeriesTable"), removal_policy, encryption_key)
+        all_ids = (*table_ids, f"{prefix}SeriesTable", f"{prefix}WorkersTable")
+        self.table, self.idempotency_table, self.series_table, self.workers_table = service_tables(
+            self, config, all_ids, removal_policy, encryption_key
+        )
 
         # The audit trail of which request got which tickets: kept with the tables when the stack goes.
         self.log_group = logs.LogGroup(
@@ -185,15 +192,10 @@ class TicketService(Construct):
                 idempotency_table=self.idempotency_table.table_name,
                 service_name=self.service_name,
                 series_table=self.series_table.table_name if self.series_table is not None else None,
+                workers_table=self.workers_table.table_name if self.workers_table is not None else None,
             ),
         )
-        # Only the calls the handler makes (store.py, Powertools idempotency), only on these tables.
-        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
-        self.idempotency_table.grant(
-            role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
-        )
-        if self.series_table is not None:
-            self.series_table.grant(role, *SERIES_ACTIONS)
+        self._grant_tables(role)
         if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
             encryption_key.grant_encrypt_decrypt(role)
         self.opaque_keys_parameter: str | None = allow_opaque_keys(role, config)  # its name; None: no opaque counter
@@ -210,42 +212,16 @@ class TicketService(Construct):
         for caller in config.callers:
             admit_caller(self.function, caller)
 
-    def _tables(
-        self,
-        config: DeploymentConfig,
-        table_ids: tuple[str, str, str],
-        removal_policy: RemovalPolicy,
-        encryption_key: kms.IKey | None,
-    ) -> None:
-        """The counter and idempotency tables, and the series table where series are configured (their
-        logical ids in that order)."""
-        # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
-        # instead of starting a new, empty one where every counter would begin again at its start.
-        encrypted = encryption(encryption_key)
-        self.table = table(
-            self, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted
+    def _grant_tables(self, role: iam.IRole) -> None:
+        """Only the calls the handler makes (store.py, Powertools idempotency, the series' and the workers'
+        stores), only on these tables."""
+        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
+        self.idempotency_table.grant(
+            role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
         )
-        self.idempotency_table = table(
-            self,
-            table_ids[1],
-            tables.IDEMPOTENCY_KEY,
-            removal_policy,
-            time_to_live_attribute=tables.IDEMPOTENCY_TTL,
-            **encrypted,
-        )
-        # Only when series are configured (a deployment without them has no such table). A fixed name for
-        # the same reason as the counter table's; a journal is kept for good: no TTL.
-        self.series_table: dynamodb.Table | None = None
-        if config.series:
-            self.series_table = table(
-                self,
-                table_ids[2],
-                tables.SERIES_PARTITION_KEY,
-                removal_policy,
-                table_name=f"{config.table_name}{tables.SERIES_TABLE_SUFFIX}",
-                sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
-                **encrypted,
-            )
+        for sorted_table, actions in ((self.series_table, SERIES_ACTIONS), (self.workers_table, WORKERS_ACTIONS)):
+            if sorted_table is not None:
+                sorted_table.grant(role, *actions)
 
     # --- grants -------------------------------------------------------------------------------------
 
@@ -264,6 +240,10 @@ class TicketService(Construct):
     def grant_read(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
         """Let `grantee` read the state of `keys` (`GET /_counters/{key}`) and their journals."""
         return self._grant(grantee, "read", keys)
+
+    def grant_workers(self, grantee: iam.IGrantable, pools: Sequence[str] | None = None) -> iam.Grant:
+        """Let `grantee` lease, renew, release and list worker ids of the pools `pools` (`/_workers/{pool}`)."""
+        return self._grant(grantee, "workers", pools)
 
     def _grant(self, grantee: iam.IGrantable, operation: str, keys: Sequence[str] | None) -> iam.Grant:
         """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs, each only

@@ -10,6 +10,7 @@ from tickets.settings import (
     OPAQUE_KEYS_ENV,
     SERIES_TABLE_ENV,
     SETTINGS_ENV,
+    WORKERS_TABLE_ENV,
     Settings,
 )
 
@@ -40,12 +41,15 @@ def handler_environment(
     idempotency_table: str,
     service_name: str = SERVICE_NAME,
     series_table: str | None = None,
+    workers_table: str | None = None,
 ) -> dict[str, str]:
     """The function's environment for `region`, with the names of the tables it is to use (the series
     table's when series are configured) and the service name its metrics and logs carry (the metrics'
     `service` dimension: one per deployed service)."""
     if config.series and series_table is None:
         raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
+    if config.workers and workers_table is None:
+        raise ConfigError("tickets.workers: pools are configured, so the function needs the workers table's name")
     encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(
@@ -58,6 +62,7 @@ def handler_environment(
         COUNTER_TABLE_ENV: counter_table,
         IDEMPOTENCY_TABLE_ENV: idempotency_table,
         **({SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
+        **({WORKERS_TABLE_ENV: workers_table} if config.workers and workers_table else {}),
         # The keys' parameter by its name (the value is read at cold start, never put here): every region's
         # function of the service reads one key, so no two regions' ids meet.
         **({OPAQUE_KEYS_ENV: opaque_keys_parameter(config.table_name)} if has_opaque_counters(config) else {}),

@@ -58,6 +58,7 @@ from typing import Any, TypedDict
 
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
+from tickets.workers.config import PoolConfig
 from tickets_deploy.shapes import Seconds
 
 

@@ -13,6 +13,7 @@ from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
+from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
 from .access import AccessRuleError, parse_access
 from .regions import refusal
@@ -338,6 +339,25 @@ def series_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, 
             grown = "lacks {series}" in str(err) and not periods  # refused for regionSlots > 1 only
             raise ConfigError(str(err) + (_NO_WAY_TO_MORE_REGIONS if grown else "")) from None
     return series
+
+
+def workers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, PoolConfig]:
+    """Worker pools (docs/how-to/worker-ids.md): name -> {size, ttlSeconds}, or a PoolConfig (the construct's)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f'{where}: must map pool names to pools, e.g. {{"snowflake": {{"size": 1024, "ttlSeconds": 60}}}}'
+        )
+    pools = {}
+    for name, raw in value.items():
+        if not is_valid_key(name):
+            raise ConfigError(f"{where}: invalid pool name {name!r}; a pool name is {KEY_RULE}")
+        at = f"{where}.{name}"
+        raw = raw.to_json() if isinstance(raw, PoolConfig) else raw
+        require_object(raw, at, {"size", "ttlSeconds"})
+        size = whole_number(raw.get("size"), f"{at}.size", low=1, high=MAX_POOL_SIZE)
+        ttl = whole_number(raw.get("ttlSeconds"), f"{at}.ttlSeconds", low=MIN_TTL_SECONDS, high=MAX_TTL_SECONDS)
+        pools[name] = PoolConfig(size, ttl)
+    return pools
 
 
 # Said when regionSlots grew under a series whose ids lack {series}: for a series the ledger records already, adding

@@ -24,6 +24,7 @@ from tickets.access import Rules
 from tickets.keys import MAX_BLOCK
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
+from tickets.workers.config import PoolConfig
 
 from .counter_fields import counters_from_prop, parse_counters
 from .field import Field, declare, entries_of
@@ -48,6 +49,7 @@ from .rules import (
     reserved_concurrency_rule,
     series_rule,
     table_name_rule,
+    workers_rule,
 )
 from .shapes import (
     access_to_prop,
@@ -165,6 +167,18 @@ class DeploymentConfig:
         needs=("counters", "default_key", "region_slots"),
         one_numbering=True,
     )
+    workers: Mapping[str, PoolConfig] = declare(
+        "workers",
+        default={},
+        prop_type="Mapping[str, Mapping[str, int] | PoolConfig]",
+        default_doc="`{}`",
+        doc='pool name → `{"size": 1..65536, "ttlSeconds": 10..86400}`: worker ids `0..size-1` leased to one '
+        "process at a time ([worker ids](../how-to/worker-ids.md)); adds the workers table `<tableName>-workers`.",
+        parse=workers_rule,
+        encode=encode_series,
+        setting=True,
+        prop_doc="each pool as cdk.json writes it, or a PoolConfig",
+    )
     reserved_concurrency: int | None = declare(
         "reservedConcurrency",
         default=None,
@@ -279,8 +293,8 @@ class DeploymentConfig:
         default=None,
         prop_type="Mapping[str, Mapping[str, Sequence[str]]]",
         default_doc="none: every invoker may do everything",
-        doc="principal -> operation -> key patterns; what no rule allows is 403 "
-        "([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
+        doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
+        "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=access_rule,
         encode=encode_access,
         to_prop=access_to_prop,

@@ -27,6 +27,7 @@ def encode_counters(counters: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def encode_series(series: Mapping[str, Any]) -> dict[str, Any]:
+    """Series, or worker pools: each by its config's to_json."""
     return {key: each.to_json() for key, each in series.items()}
 
 

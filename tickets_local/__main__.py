@@ -241,7 +241,7 @@ def banner(server: LocalServer) -> str:
             f"  backend:  {server.backend.description}",
             f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
-            + (f", {deployment.series_table}" if deployment.series_table else ""),
+            + "".join(f", {table}" for table in (deployment.series_table, deployment.workers_table) if table),
             f"  try:      curl -s {server.url}{deployment.sample_path}",
             *([f"  keys:     {server.keys.describe()}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",

@@ -144,7 +144,13 @@ class MotoBackend(_BotocoreClient):
     def empty(self, deployment: LocalDeployment) -> None:
         """The tables, empty: made anew, which in moto costs a few calls however many items they held."""
         client = _dynamodb(region_name=deployment.region, config=_SETUP_CONFIG)
-        for table in (deployment.counter_table, deployment.idempotency_table, deployment.series_table):
+        tables = (
+            deployment.counter_table,
+            deployment.idempotency_table,
+            deployment.series_table,
+            deployment.workers_table,
+        )
+        for table in tables:
             if table is not None:
                 client.delete_table(TableName=table)
         ensure_tables(deployment, None)
@@ -184,8 +190,9 @@ def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
         create_table_arguments(deployment.counter_table, COUNTER_KEY),
         create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY),
     ]
-    if deployment.series_table is not None:
-        arguments.append(create_series_table_arguments(deployment.series_table))
+    for sorted_table in (deployment.series_table, deployment.workers_table):  # the one shape (tickets/tables.py)
+        if sorted_table is not None:
+            arguments.append(create_series_table_arguments(sorted_table))
     return arguments
 
 
@@ -257,8 +264,11 @@ def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
     """Delete every item of the counter, idempotency and series tables (the tables stay)."""
     client = _dynamodb(region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
     tables = [(deployment.counter_table, [COUNTER_KEY]), (deployment.idempotency_table, [IDEMPOTENCY_KEY])]
-    if deployment.series_table is not None:
-        tables.append((deployment.series_table, [SERIES_PARTITION_KEY, SERIES_SORT_KEY]))
+    tables += [
+        (table, [SERIES_PARTITION_KEY, SERIES_SORT_KEY])
+        for table in (deployment.series_table, deployment.workers_table)
+        if table
+    ]
     for table, keys in tables:
         names = {f"#k{index}": key for index, key in enumerate(keys)}
         for page in client.get_paginator("scan").paginate(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tickets.settings import Settings
-from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX, SERIES_TABLE_SUFFIX
+from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX, SERIES_TABLE_SUFFIX, WORKERS_TABLE_SUFFIX
 from tickets_deploy.config import load_config_file, parse_config, pick_region
 from tickets_deploy.environment import handler_environment, region_settings
 from tickets_deploy.ledger import LedgerError, applied_beside, check_config_file, ledger_path_beside
@@ -43,6 +43,11 @@ class LocalDeployment:
         return f"{self.counter_table}{SERIES_TABLE_SUFFIX}" if self.settings.series else None
 
     @property
+    def workers_table(self) -> str | None:
+        """The stack's name for the workers table; None when no pool is configured (no table)."""
+        return f"{self.counter_table}{WORKERS_TABLE_SUFFIX}" if self.settings.workers else None
+
+    @property
     def sample_path(self) -> str:
         """A path worth curling: the first configured counter, else the default key."""
         return "/" + next(iter(self.config.counters), "")
@@ -60,6 +65,7 @@ class LocalDeployment:
             counter_table=self.counter_table,
             idempotency_table=self.idempotency_table,
             series_table=self.series_table,
+            workers_table=self.workers_table,
         )
         return {
             **{name: value for name, value in function_environment.items() if name.startswith("POWERTOOLS_")},

@@ -26,9 +26,10 @@ from typing import Any
 import tickets
 from tickets import errors, keys, messages
 from tickets.opaque import ALPHABETS, OpaqueConfig
-from tickets.routes import Query, Route, served
+from tickets.routes import Query, Route, allowed, served
 from tickets.series import journal, requests
 from tickets.settings import COUNTER_ALWAYS_WRITTEN, MAX_SAFE_INTEGER, CounterConfig, Settings
+from tickets.workers.config import MAX_EPOCH, MAX_POOL_SIZE, OWNER_PATTERN
 from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.opaque_rules import MAX_WIDTH, MIN_WIDTH
 from tickets_deploy.rules import MAX_TICKET
@@ -78,6 +79,10 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "IssuedText": {"type": "string", "pattern": f"^({value}\\n){count_lines}$"},
         "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
         "BlockText": {"type": "string", "pattern": "^[0-9]+ [0-9]+ [0-9]+\\n$"},
+        "Worker": {"type": "integer", "minimum": 0, "maximum": MAX_POOL_SIZE - 1},
+        "Epoch": {"type": "integer", "minimum": 1, "maximum": MAX_EPOCH},
+        "Millis": {"type": "integer", "minimum": 0, "description": "ms since the Unix epoch, by the service's clock"},
+        "Owner": {"type": "string", "pattern": f"^{OWNER_PATTERN.pattern}$"},
         "IdempotencyKey": {
             "type": "string",
             "minLength": 1,
@@ -178,9 +183,11 @@ def document(settings: Settings) -> dict[str, Any]:
     doc: dict[str, Any] = parts["document"]
     schemas = _Schemas(parts["schemas"])
     routes = served(settings)
-    paths = {route.path: _path_item(route, parts, schemas) for route in routes}
+    paths: dict[str, Any] = {}
+    for route in routes:  # a path's routes, one a method, make one path item
+        paths.setdefault(route.path, {}).update(_path_item(route, parts, schemas))
     components = doc.pop("components")
-    components["headers"]["Allow"]["schema"]["enum"] = list(dict.fromkeys(route.allow for route in routes))
+    components["headers"]["Allow"]["schema"]["enum"] = list(dict.fromkeys(allowed(route, routes) for route in routes))
     components["responses"] = {
         name: _error_response(entry, schemas) for name, entry in parts["responses"].items() if _used(name, paths)
     }
@@ -207,7 +214,8 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
         )
     described_as = {**parts["parameters"], **prose.get("parameters", {})}  # an operation's own words first
     parameters = [
-        _parameter(Query(name, messages.Key, True), "path", described_as, schemas) for name in route.parameters
+        _parameter(Query(name, _PATH_TYPES.get(name, messages.Key), True), "path", described_as, schemas)
+        for name in route.parameters
     ]
     parameters += [_parameter(query, "query", described_as, schemas) for query in route.query]
     if route.idempotency_key is not None:
@@ -228,10 +236,13 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
             "tags": prose["tags"],
             "parameters": parameters,
         }
-        if method == "POST" and route.body is not None:
+        if method != "GET" and route.body is not None:
             described["requestBody"] = _request_body(route.body, parts, schemas)
         item[method.lower()] = {**described, "responses": dict(sorted(responses.items()))}
     return item
+
+
+_PATH_TYPES = {"worker": messages.Worker}  # a path parameter's type, when it is not a key
 
 
 def _function(route: Route) -> str:

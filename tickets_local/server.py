@@ -340,6 +340,7 @@ class LocalServer:
             self.deployment.idempotency_table,
             region=self.deployment.region,
             series_table=self.deployment.series_table,
+            workers_table=self.deployment.workers_table,
             access=self._access(),
             opaque_keys=self.keys.stored if self.keys is not None else None,
             config_name=self.config_name,

@@ -9,7 +9,7 @@ from typing import Any
 
 from .caller import iam_fields
 
-OPERATIONS = ("issue", "series", "void", "read")  # what each route does (routes.Route.operation)
+OPERATIONS = ("issue", "series", "void", "read", "workers")  # what each route does (routes.Route.operation)
 # Where a deployed function finds its rules: SSM parameters the stack writes (tickets_cdk/access_rules.py) and
 # access_store.py reads. Here, in a module with no AWS import, so that synthesis (which imports them) needs no
 # botocore.

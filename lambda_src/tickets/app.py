@@ -76,6 +76,7 @@ def create_app(
     shuffle: Callable[[list[Lane]], None] = random.shuffle,
     region: str | None = None,
     series_table: str | None = None,
+    workers_table: str | None = None,
     clock: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
     access: Callable[[], Rules] | None = None,
     opaque_keys: StoredKeys | None = None,
@@ -84,13 +85,16 @@ def create_app(
     """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
     at random, unless a test pins them. `region`: the one GET /_health names; by default the
     function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
-    the settings configure series. `clock`: what says which period a new series number falls in.
+    the settings configure series; `workers_table`, the leases' table, when they configure worker pools. `clock`: what
+    says which period a new series number falls in, and when a worker id's lease expires.
     `access`: the deployment's access rules (docs/how-to/access-rules.md), or an Unavailable error when
     they cannot be read; None: every invoker may do everything. `opaque_keys`: the keys of opaque counters' ids
     (tickets/opaque_secret.py; None: opaque counters answer 503). `config_name`: what refusals call the config
     (a key strictKeys refuses names it): the local server and the test kit name theirs."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
+    if settings.workers and workers_table is None:
+        raise ValueError("these settings configure worker pools: create_app needs their table (workers_table)")
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     issuer = Issuer(settings, CounterStore(client, counter_table), shuffle, config_name)
@@ -103,6 +107,7 @@ def create_app(
         # The journal's code is loaded only where series are configured: most functions serve none, and
         # its modules would only add to their cold start.
         journal=_series_store(client, series_table) if settings.series and series_table else None,
+        workers_table=workers_table,
         region=region or os.environ.get("AWS_REGION"),
         clock=clock,
         access=access,

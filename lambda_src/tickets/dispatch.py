@@ -11,7 +11,7 @@ from . import protocol
 from .caller import iam_fields
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
-from .routes import Route, not_found_message, route_of
+from .routes import Route, allowed, not_found_message, route_of
 from .wire import Request, Response, json_response
 
 Handler = Callable[..., Response]  # (runtime, request, **path parameters) -> Response
@@ -67,10 +67,11 @@ class Dispatcher:
         route = route_of(request.path, self.routes)
         if route is None:
             return self.refused(NotFound(not_found_message(request.path, self.routes)))
-        if request.method in route.methods:  # as sent: a lower-case `get` was 405 here, and stays so
+        allow = allowed(route, self.routes)
+        if request.method in allow.split(", "):  # as sent: a lower-case `get` was 405 here, and stays so
             # A path segment with a character no URL carries (`"`, a backslash, ...): no key has them.
             return self.refused(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
-        return self.refused(MethodNotAllowed(f"this path accepts {route.allow}", headers={"Allow": route.allow}))
+        return self.refused(MethodNotAllowed(f"this path accepts {allow}", headers={"Allow": allow}))
 
     def refused(self, raised: Exception) -> Response:
         """The JSON error of what was raised: a TicketsError as it says; anything else is a bug, a 500."""

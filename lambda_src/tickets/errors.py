@@ -74,6 +74,13 @@ def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
     )
 
 
+class LeaseLost(TicketsError):
+    """A worker id's lease expired or was granted again (tickets/workers): its holder must stop using the id."""
+
+    status = 409
+    code = "lease_lost"
+
+
 class ConfigMismatch(TicketsError):
     status = 409
     code = "config_mismatch"
@@ -103,3 +110,10 @@ class Unavailable(TicketsError):
 
     def __init__(self, message: str):
         super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
+
+
+class PoolFull(TicketsError):
+    """Every id of a worker pool is leased; Retry-After: until the earliest lease expires."""
+
+    status = 503
+    code = "pool_full"

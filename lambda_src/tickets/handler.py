@@ -46,7 +46,14 @@ def _opaque_keys(session: Any) -> Any:
 def _build() -> Any:
     from .app import create_app, dynamodb_client
     from .botocore_session import new_session
-    from .settings import COUNTER_TABLE_ENV, IDEMPOTENCY_TABLE_ENV, SERIES_TABLE_ENV, SETTINGS_ENV, Settings
+    from .settings import (
+        COUNTER_TABLE_ENV,
+        IDEMPOTENCY_TABLE_ENV,
+        SERIES_TABLE_ENV,
+        SETTINGS_ENV,
+        WORKERS_TABLE_ENV,
+        Settings,
+    )
 
     session = new_session()  # one for both clients: they are made together, from one environment
     return create_app(
@@ -55,6 +62,7 @@ def _build() -> Any:
         os.environ[COUNTER_TABLE_ENV],
         os.environ[IDEMPOTENCY_TABLE_ENV],
         series_table=os.environ.get(SERIES_TABLE_ENV),
+        workers_table=os.environ.get(WORKERS_TABLE_ENV),
         access=_access_rules(session),
         opaque_keys=_opaque_keys(session),
     )

@@ -25,6 +25,10 @@ PageSize = Annotated[int, "PageSize"]
 IdempotencyKey = Annotated[str, "IdempotencyKey"]
 Reason = Annotated[str, "Reason"]
 Ref = Annotated[str, "Ref"]
+Worker = Annotated[int, "Worker"]
+Epoch = Annotated[int, "Epoch"]
+Millis = Annotated[int, "Millis"]  # ms since the Unix epoch, by the service's clock
+Owner = Annotated[str, "Owner"]
 
 
 class TicketRequest(TypedDict, total=False):
@@ -151,3 +155,41 @@ class JournalPage(TypedDict):
     series: SeriesName
     entries: list[JournalEntry]
     next: Number | None
+
+
+class WorkerRequest(TypedDict, total=False):
+    owner: Owner
+
+
+class LeaseRequest(TypedDict):
+    epoch: Epoch
+
+
+class WorkerLease(TypedDict):
+    pool: Key
+    worker: Worker
+    epoch: Epoch
+    expiresAt: Millis
+    ttlSeconds: int
+
+
+class WorkerRelease(TypedDict):
+    pool: Key
+    worker: Worker
+    epoch: Epoch
+    released: bool
+    message: NotRequired[str]
+
+
+class LiveLease(TypedDict):
+    worker: Worker
+    epoch: Epoch
+    owner: Owner | None
+    expiresAt: Millis
+
+
+class WorkerPool(TypedDict):
+    pool: Key
+    size: int
+    ttlSeconds: int
+    leases: list[LiveLease]

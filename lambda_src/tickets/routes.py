@@ -15,7 +15,7 @@ from .settings import Settings
 
 RESERVED_PREFIX = "_"
 # What a route does: the access rules' operation (Runtime.authorize, before any replay and any DynamoDB call).
-Operation = Literal["issue", "series", "void", "read", "none"]
+Operation = Literal["issue", "series", "void", "read", "workers", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 
 
@@ -70,6 +70,13 @@ class Route:
 
 # What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
+_ACQUIRE: dict[str, Any] = {
+    "body": messages.WorkerRequest,
+    "answer": messages.WorkerLease,
+    "idempotency_key": "optional",
+}
+_RENEW: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerLease}
+_RELEASE: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerRelease}
 _ISSUED: dict[str, Any] = {"answer": messages.IssuedAnswer, "text": "IssuedText", "idempotency_key": "optional"}
 
 ROUTES = (
@@ -153,6 +160,16 @@ ROUTES = (
         ),
         answer=messages.JournalPage,
     ),
+    # Worker-id leases (docs/how-to/worker-ids.md): one route a method, two on each path.
+    *(
+        Route(f"/_workers/{{pool}}{path}", (method,), f"workers.routes.{name}", summary, "workers", **shapes)
+        for path, method, name, summary, shapes in (
+            ("", "POST", "acquire_worker", "Lease a free worker id of a pool", _ACQUIRE),
+            ("", "GET", "list_workers", "A pool's live leases", {"answer": messages.WorkerPool}),
+            ("/{worker}", "PUT", "renew_worker", "Renew a worker id's lease, held at the body's epoch", _RENEW),
+            ("/{worker}", "DELETE", "release_worker", "Release a worker id's lease early", _RELEASE),
+        )
+    ),
 )
 
 
@@ -182,12 +199,18 @@ def route_of(path: str, routes: tuple[Route, ...]) -> Route | None:
     return min(matching, key=lambda route: len(route.parameters), default=None)
 
 
+def allowed(route: Route, routes: tuple[Route, ...]) -> str:
+    """The `Allow` header of a 405 on the route's path: the methods of every route on it (one a method, or one
+    for several)."""
+    return ", ".join(method for each in routes if each.path == route.path for method in each.methods)
+
+
 def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
     """What a 404 on an unknown path says: the route it lacks a key for, or every path there is."""
     for route in routes:
         if route.parameters and route.path.startswith(f"{path}/"):
             return f"{path} needs a key: {route.describe()}"
-    listed = [route.path for route in routes]
+    listed = list(dict.fromkeys(route.path for route in routes))
     return f"no such path; use {', '.join(listed[:-1])} or {listed[-1]}"
 
 

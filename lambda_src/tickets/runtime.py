@@ -61,6 +61,7 @@ class Runtime:
     client: Any  # the DynamoDB client bound to the deadline
     idempotency_table: str
     journal: SeriesStore | None  # the series store, where the settings configure series
+    workers_table: str | None  # the worker leases' table, where the settings configure pools
     region: str | None  # the one GET /_health names
     clock: Callable[[], datetime.datetime]
     metrics: Metrics = field(default_factory=lambda: metrics)  # the request's one EMF line

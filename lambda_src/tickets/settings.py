@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .keys import MAX_BLOCK
 from .series.config import SeriesConfig
+from .workers.config import PoolConfig
 
 if TYPE_CHECKING:  # imported where a counter is opaque: a function without one never compiles tickets.opaque
     from .opaque import OpaqueConfig
@@ -22,6 +23,7 @@ SETTINGS_ENV = "TICKETS_SETTINGS"
 COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 SERIES_TABLE_ENV = "TICKETS_SERIES_TABLE"  # set only when series are configured
+WORKERS_TABLE_ENV = "TICKETS_WORKERS_TABLE"  # set only when worker pools are configured
 # The SSM SecureString parameter holding the keys of opaque ids (tickets/opaque_secret.py): its name, never its
 # value; set only when a counter is opaque.
 OPAQUE_KEYS_ENV = "TICKETS_OPAQUE_KEYS_PARAMETER"
@@ -70,6 +72,7 @@ class Settings:
     max_block: int = MAX_BLOCK
     compat_path: str | None = None  # the compatibility route's path segment; None: off
     series: Mapping[str, SeriesConfig] = field(default_factory=dict)  # config `series`, by key
+    workers: Mapping[str, PoolConfig] = field(default_factory=dict)  # config `workers`, by pool
 
     def block_limit(self, counter: CounterConfig) -> int:
         """The most tickets one range block of this counter may hold."""
@@ -129,6 +132,10 @@ _CODECS: dict[str, _Codec] = {
     "series": (
         lambda series: {key: each.to_json() for key, each in series.items()},
         lambda raw: {key: SeriesConfig.from_json(each) for key, each in raw.items()},
+    ),
+    "workers": (
+        lambda pools: {name: pool.to_json() for name, pool in pools.items()},
+        lambda raw: {name: PoolConfig.from_json(pool) for name, pool in raw.items()},
     ),
 }
 

@@ -1,4 +1,4 @@
-"""The shape of the two DynamoDB tables, in one place for the stack and the local server (what a
+"""The shape of the DynamoDB tables, in one place for the stack and the local server (what a
 counter item holds: lane_item.py)."""
 
 from __future__ import annotations
@@ -42,8 +42,13 @@ SERIES_SORT_KEY = "n"
 SERIES_TABLE_SUFFIX = "-series"
 
 
+# The workers table (tickets/workers/store.py) has the series table's shape: `pk` a pool, `n` a worker id, so that
+# a pool's leases are listed and searched in worker order by Query. It exists only when pools are configured.
+WORKERS_TABLE_SUFFIX = "-workers"
+
+
 def create_series_table_arguments(table_name: str) -> dict[str, Any]:
-    """Arguments for DynamoDB CreateTable of the series table, matching the stack's."""
+    """Arguments for DynamoDB CreateTable of the series table (or the workers table), matching the stack's."""
     return {
         "TableName": table_name,
         "KeySchema": [

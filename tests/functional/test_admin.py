@@ -731,3 +731,19 @@ def test_service_with_a_ledger_from_before_the_deployed_settings_says_how_to_rec
     old = REPO / "tests" / "fixtures" / "ledgers" / "format-2-two-services.json"
     status, _, err = run_admin("--service", "shop-order-numbers", "--ledger", str(old), "list")
     assert status == 1 and "written before it recorded the deployed settings" in err and "--config" in err
+
+
+def test_workers_prints_a_pools_live_leases_by_worker_id(deploy, admin):
+    """`tickets_admin workers POOL` reads the leases with the function's own store: each live one, its epoch,
+    expiry and owner; a pool the config does not name is refused."""
+    pools = {"regions": {"us-east-1": 0}, "workers": {"snowflake": {"size": 4, "ttlSeconds": 60}}}
+    region = deploy(pools)
+    leases = [region.post("/_workers/snowflake", body=json.dumps({"owner": f"api-{n}"})).body for n in range(2)]
+    released = leases.pop()
+    region.call(f"/_workers/snowflake/{released['worker']}", "DELETE", body=json.dumps({"epoch": 1}))
+    status, lines, _ = admin(pools, "workers", "snowflake")
+    assert status == 0
+    assert lines[0] == "pool snowflake: 1 of 4 ids leased (ttl 60 s)"
+    [line] = lines[1:]
+    assert line.split()[:3] == [str(leases[0]["worker"]), "epoch", "1"] and line.endswith("owner api-0")
+    assert admin(pools, "workers", "elsewhere")[0] == 1

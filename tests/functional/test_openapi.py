@@ -51,31 +51,33 @@ def test_paths_and_methods_are_the_handlers_routes(deploy, name):
     region = deploy(config)
     served = routes.served(region.settings)
     assert region.handler.dispatcher.routes == served
-    assert list(document["paths"]) == [route.path for route in served]
+    assert list(document["paths"]) == list(dict.fromkeys(route.path for route in served))
     for path, item in document["paths"].items():
-        sample = path.replace("{key}", "orders")
+        sample = path.replace("{key}", "orders").replace("{pool}", "snowflake").replace("{worker}", "0")
         documented = {method.upper() for method in item if method in METHODS}
         for method in ("GET", "POST", "PUT", "DELETE", "PATCH"):
             answer = region.call(sample, method, query={"key": "orders"} if "compat" in path else None)
-            if method in documented and path.startswith("/_series/"):  # its handler's 404: no such series here
-                assert "not a configured series" in answer.body["message"], (path, method, answer)
+            if method in documented and path.startswith(("/_series/", "/_workers/")):  # its handler's 404: none here
+                assert "not a configured" in answer.body["message"], (path, method, answer)
             elif method in documented:
                 assert answer.status not in (404, 405), (path, method, answer)
             else:
                 assert (answer.status, set(answer.headers["Allow"].split(", "))) == (405, documented), (path, method)
     allow = dereference(document["components"]["responses"]["MethodNotAllowed"], document)["headers"]["Allow"]
-    assert set(dereference(allow, document)["schema"]["enum"]) == {route.allow for route in served}
+    assert set(dereference(allow, document)["schema"]["enum"]) == {routes.allowed(route, served) for route in served}
 
 
+WORKERS = {"workers": {"snowflake": {"size": 65536, "ttlSeconds": 60}}}  # schemathesis_hooks.POOL: any id in range
 PLAYED = "arn:aws:iam::111122223333:role/checkout"  # the caller every request of schemathesis's signs as
 # The tests' config with shards, series, access rules and a key moved to another layout above a fence (its
 # epoch recorded in the ledger beside cdk.json, as `python -m tickets_admin fence` records it): the answers
 # these add (lanes of every shard, an epoch and a fence in a counter's state, 403s) are schemathesis's too.
 LAYOUTS = {
     **TICKETS_CONFIG,
+    **WORKERS,
     "defaultKey": "orders",
     "counters": {**TICKETS_CONFIG["counters"], "hot": {"start": 10, "stride": 5, "shards": 4}},
-    "access": {PLAYED: {"issue": ["*"], "read": ["*"], "series": ["vat-*"], "void": ["vat-*"]}},
+    "access": {PLAYED: {"issue": ["*"], "read": ["*"], "series": ["vat-*"], "void": ["vat-*"], "workers": ["*"]}},
 }
 FENCED = {**LAYOUTS, "counters": {**LAYOUTS["counters"], "orders": {"start": 5000, "shards": 3}}}
 
@@ -107,7 +109,7 @@ def server(request, tickets_servers, tmp_path_factory) -> Iterator[LocalTickets]
         ) as running:
             yield running
         return
-    config = TICKETS_CONFIG if request.param == "default" else {**TICKETS_CONFIG, "compat": COMPAT}
+    config = {**TICKETS_CONFIG, **WORKERS, **({} if request.param == "default" else {"compat": COMPAT})}
     running = tickets_servers(config)
     running.reset()
     yield running

@@ -28,11 +28,11 @@ from typing import Any
 
 import boto3
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from moto import mock_aws
 
+from common import model_settings
 from local_support import running_dynalite
 from tickets.errors import TicketsError, Unavailable
 from tickets.series.config import SeriesConfig
@@ -273,16 +273,7 @@ class SeriesModel(RuleBasedStateMachine):
 
 def _run(client: Any, examples: int) -> None:
     SeriesModel.client = client
-    # Shrinking a history of threads takes minutes: a failure prints its whole history unless
-    # TICKETS_MODEL_SHRINK=1 asks for the shortest.
-    shrink = os.environ.get("TICKETS_MODEL_SHRINK") == "1"
-    SeriesModel.TestCase.settings = settings(
-        max_examples=examples,
-        stateful_step_count=30,
-        deadline=None,
-        phases=list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate],
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
-    )
+    SeriesModel.TestCase.settings = model_settings(examples, 30)
     SeriesModel.TestCase().runTest()
 
 

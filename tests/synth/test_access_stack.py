@@ -20,8 +20,10 @@ from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, func
 from tickets.access import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
 from tickets.access_store import StoredRules
 from tickets.app import create_app
+from tickets.settings import WORKERS_TABLE_ENV
 from tickets_cdk import TicketService
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT
+from tickets_cdk.service import WORKERS_ACTIONS
 from tickets_deploy.access import parse_rules
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LedgerFile, init_ledger, record, to_text
@@ -40,6 +42,7 @@ class Synthesised:
             stack,
             "Invoices",
             series={"invoices": {"start": 1, "period": "yearly", "format": "INV-{series}-{n}"}},
+            workers={"snowflake": {"size": 1024, "ttlSeconds": 60}},
             access={"o-a1b2c3d4e5": {"read": ["*"]}, "444455556666": {"issue": ["partner-*"]}, **MANY},
             encryption_key=self.key,
             removal_policy=RemovalPolicy.DESTROY,
@@ -51,6 +54,8 @@ class Synthesised:
         self.service.grant_series(self.billing, keys=["invoices"])
         self.service.grant_read(self.billing, keys=["invoices"])
         self.service.grant_void(self.auditor)  # no keys: every key, written "*"
+        self.fleet = iam.Role(stack, "FleetRole", assumed_by=iam.AccountRootPrincipal())
+        self.service.grant_workers(self.fleet, ["snowflake"])
         for n in range(GRANTED_ROLES):
             self.service.grant_issue(iam.Role(stack, f"Team{n}", assumed_by=iam.AccountRootPrincipal()), keys=["t"])
         self.stack = stack
@@ -105,7 +110,7 @@ def _role_arns(synthesised: Synthesised, longest: bool = False) -> dict[str, str
 
 def test_grants_give_both_invoke_actions_through_the_url_and_add_the_grantee_s_rule(synthesised):
     function = _logical_id(synthesised, synthesised.service.function)
-    for grantee in (synthesised.orders, synthesised.billing, synthesised.auditor):
+    for grantee in (synthesised.orders, synthesised.billing, synthesised.auditor, synthesised.fleet):
         policies = [
             resource["Properties"]
             for resource in synthesised.template.find_resources("AWS::IAM::Policy").values()
@@ -120,15 +125,16 @@ def test_grants_give_both_invoke_actions_through_the_url_and_add_the_grantee_s_r
         assert all(s["Resource"] == {"Fn::GetAtt": [function, "Arn"]} for s in statements)
     arns = _role_arns(synthesised)
     rules = _all_rules(synthesised, arns)
-    orders, billing, auditor = (
+    orders, billing, auditor, fleet = (
         arns[_logical_id(synthesised, grantee)]
-        for grantee in (synthesised.orders, synthesised.billing, synthesised.auditor)
+        for grantee in (synthesised.orders, synthesised.billing, synthesised.auditor, synthesised.fleet)
     )
     assert rules[orders] == {"issue": ["orders", "orders-*"]}
     assert rules[billing] == {"read": ["invoices"], "series": ["invoices"]}
     assert rules[auditor] == {"void": ["*"]}
+    assert rules[fleet] == {"workers": ["snowflake"]}  # grant_workers
     assert rules["o-a1b2c3d4e5"] == {"read": ["*"]}
-    assert len(rules) == 2 + len(MANY) + 3 + GRANTED_ROLES
+    assert len(rules) == 2 + len(MANY) + 4 + GRANTED_ROLES
     parse_rules(rules, "access")  # what the function will read is valid rules
 
 
@@ -196,7 +202,7 @@ def test_the_digest_changes_with_the_rules_only():
 def test_every_table_and_the_log_group_use_the_customer_managed_key(synthesised):
     key = _logical_id(synthesised, synthesised.key)
     tables = synthesised.template.find_resources("AWS::DynamoDB::Table")
-    assert len(tables) == 3  # counters, idempotency, series
+    assert len(tables) == 4  # counters, idempotency, series, workers
     for table in tables.values():
         assert table["Properties"]["SSESpecification"] == {
             "KMSMasterKeyId": {"Fn::GetAtt": [key, "Arn"]},
@@ -324,3 +330,23 @@ def test_the_synthesised_rules_decide_real_requests_as_written(synthesised, depl
         iam=user(auditor),
     )
     assert voided.status != 403, voided
+
+
+@pytest.mark.slow
+def test_worker_pools_get_their_table_its_two_calls_and_grant_workers_a_rule(synthesised):
+    """The workers table (the series table's shape, a fixed name), on which the function may only UpdateItem and
+    Query (tickets/workers/store.py), and its name in the function's environment (grant_workers' rule: above)."""
+    workers_id = "InvoicesWorkersTable"  # the construct's id and WorkersTable, as the series table's is
+    table = synthesised.resources[workers_id]
+    assert table["Properties"]["TableName"] == "tickets-counters-workers"
+    assert [key["AttributeName"] for key in table["Properties"]["KeySchema"]] == ["pk", "n"]
+    assert table["Properties"]["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    statements = [
+        statement
+        for resource in synthesised.template.find_resources("AWS::IAM::Policy").values()
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if workers_id in json.dumps(statement["Resource"])
+    ]
+    assert [sorted(statement["Action"]) for statement in statements] == [sorted(WORKERS_ACTIONS)]
+    [function] = synthesised.template.find_resources("AWS::Lambda::Function").values()
+    assert function["Properties"]["Environment"]["Variables"][WORKERS_TABLE_ENV] == {"Ref": workers_id}

@@ -145,9 +145,10 @@ def first_unlinked_uses(page: Path, glossary: Path = GLOSSARY) -> dict[str, str]
 
 
 def _is_entry(link: tuple[Path, str], glossary: Path, term: str) -> bool:
-    """A link to the term's entry, or to a longer term's that begins with it (a "ledger version" link)."""
+    """A link to the term's entry, or to a longer term's that begins or ends with it (a "ledger version" link, a
+    "lease epoch" one)."""
     path, anchor = link
-    return path == glossary and (anchor == term or anchor.startswith(f"{term}-"))
+    return path == glossary and (anchor == term or anchor.startswith(f"{term}-") or anchor.endswith(f"-{term}"))
 
 
 @pytest.mark.parametrize("page", [page for page in PAGES if page != GLOSSARY], ids=_name)

@@ -24,6 +24,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "lambda_src" / "tickets"
         ("/_counters/orders", "GET"),
         ("/_blocks/orders", "GET, POST"),
         ("/_health", "GET"),
+        ("/_workers/snowflake", "POST"),  # one route a method: the dispatch's Allow joins them (routes.allowed)
+        ("/_workers/snowflake/17", "PUT"),
         ("/a/b", None),
         ("/_counters/a/b", None),
         ("/_x", None),  # the `_` prefix is the service's: never a key
@@ -79,17 +81,21 @@ def test_each_route_names_its_operation():
         "/_series/{key}": "series",
         "/_series/{key}/void": "void",
         "/_series/{key}/journal": "read",
+        "/_workers/{pool}": "workers",
+        "/_workers/{pool}/{worker}": "workers",
     }
-    assert all(route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES)
+    assert all(route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES[:-4])
+    assert [route.parameters for route in ROUTES[-4:]] == [("pool",), ("pool",), ("pool", "worker"), ("pool", "worker")]
 
 
 def test_404_texts_come_from_the_table():
     assert not_found_message("/_counters", ROUTES) == "/_counters needs a key: GET /_counters/{key}"
     assert not_found_message("/_blocks", ROUTES) == "/_blocks needs a key: GET or POST /_blocks/{key}"
     assert not_found_message("/_series", ROUTES) == "/_series needs a key: POST /_series/{key}"
+    assert not_found_message("/_workers", ROUTES) == "/_workers needs a key: POST /_workers/{pool}"
     assert not_found_message("/a/b", COMPAT) == (
         "no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}, /_health, /_series/{key}, "
-        "/_series/{key}/void, /_series/{key}/journal or /v1.counter"
+        "/_series/{key}/void, /_series/{key}/journal, /_workers/{pool}, /_workers/{pool}/{worker} or /v1.counter"
     )
 
 

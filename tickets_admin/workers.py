@@ -1,0 +1,57 @@
+"""`tickets_admin workers POOL`: a worker pool's live leases, read with the function's own store
+(tickets.workers.store), so what is printed is what the service grants by (docs/how-to/worker-ids.md)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+
+from tickets.tables import WORKERS_TABLE_SUFFIX
+from tickets.workers.store import WorkerStore
+
+from .registry import Command, Context
+from .table import CounterTable
+
+EPILOG = """\
+examples:
+  python -m tickets_admin workers snowflake
+  python -m tickets_admin workers snowflake --endpoint-url http://127.0.0.1:8001"""
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("pool", metavar="POOL", help="the pool, as cdk.json's tickets.workers names it")
+
+
+def _workers(args: argparse.Namespace, context: Context) -> int:
+    config = context.config.workers.get(args.pool)
+    if config is None:
+        print(f"{args.pool!r} is not a pool of {context.config_file} (tickets.workers)", file=sys.stderr)
+        return 1
+    name = f"{context.table_name}{WORKERS_TABLE_SUFFIX}"
+    table = CounterTable(
+        name, context.region, context.endpoint_url, named_by="--table (the workers table is NAME-workers)"
+    )
+    now = int(time.time() * 1000)  # this machine's clock: the leases' expiries are the service's
+    with table.dynamodb_errors():
+        leases = WorkerStore(table.client, name).leases(args.pool, config.size, now)
+    print(f"pool {args.pool}: {len(leases)} of {config.size} ids leased (ttl {config.ttl_seconds} s)")
+    for lease in leases:
+        expires = datetime.datetime.fromtimestamp(lease.expires_at / 1000, datetime.UTC).isoformat(timespec="seconds")
+        left = (lease.expires_at - now) / 1000
+        print(
+            f"{lease.worker:>5}  epoch {lease.epoch:<6} expires {expires} (in {left:.0f} s)  owner {lease.owner or '-'}"
+        )
+    return 0
+
+
+COMMAND = Command(
+    "workers",
+    "print a worker pool's live leases",
+    "Print the live leases of a worker pool (cdk.json tickets.workers): each worker id, its epoch, when its lease\n"
+    "expires by the service's clock (and in how long, by this machine's), and its owner.",
+    EPILOG,
+    _workers,
+    _arguments,
+)
