@@ -27,7 +27,8 @@ WORKERS_CONFIG = {
 HOLDERS, RUN_SECONDS, PAUSED, PAUSE_SECONDS = 16, 32, 4, TTL + 3
 
 # One holder: leases a worker id, takes Snowflake ids in bursts, closes and leases again every few seconds (so ids
-# change hands), and after a loss (it was paused) leases again; at the end it writes what it took and held.
+# change hands), and after a loss (it was paused) leases again; says "leased" once it first holds one, and at the
+# end writes what it took and held.
 HOLDER = """
 import json, random, sys, time
 from tickets_client import LeaseLost, PoolFull, Snowflake, TicketsClient, WorkerLease
@@ -39,15 +40,18 @@ while time.monotonic() < end:
     except PoolFull as full:
         time.sleep(full.retry_after or 1)
         continue
-    held = {"worker": lease.worker, "epoch": lease.epoch, "ids": [], "lost": False}
+    held = {"worker": lease.grant.worker, "epoch": lease.grant.epoch, "ids": []}
     leases.append(held)
+    if len(leases) == 1:
+        print("leased", flush=True)
     ids, until = Snowflake(lease), time.monotonic() + random.uniform(1, 4)
     try:
         while time.monotonic() < min(until, end):
             held["ids"] += [ids.next() for _ in range(20)]
             time.sleep(0.02)
     except LeaseLost:
-        held["lost"] = True
+        pass
+    held["lost"] = lease.lost  # a holder resumed past its burst's end takes no id, so it asks
     lease.close()
 with open(out, "w") as file:
     json.dump(leases, file)
@@ -99,11 +103,16 @@ def test_a_full_pool_raises_pool_full_with_its_retry_after_and_is_not_retried(se
 def test_snowflake_ids_are_unique_across_16_processes_whose_leases_expire_and_are_granted_again(server, tmp_path):
     outputs = [tmp_path / f"holder-{index}.json" for index in range(HOLDERS)]
     holders = [
-        subprocess.Popen([sys.executable, "-c", HOLDER, server.url, str(out), str(index), str(RUN_SECONDS)])
+        subprocess.Popen(
+            [sys.executable, "-c", HOLDER, server.url, str(out), str(index), str(RUN_SECONDS)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         for index, out in enumerate(outputs)
     ]
     try:
-        time.sleep(4)
+        for holder in holders:
+            assert holder.stdout is not None and holder.stdout.readline() == "leased\n"
         for holder in holders[:PAUSED]:  # frozen past the ttl: their leases expire, free for the others to take
             os.kill(holder.pid, signal.SIGSTOP)
         time.sleep(PAUSE_SECONDS)
@@ -128,7 +137,10 @@ def test_snowflake_ids_are_unique_across_16_processes_whose_leases_expire_and_ar
         used = [(min(lease["ids"]) >> 22, max(lease["ids"]) >> 22) for lease in held if lease["ids"]]
         assert all(before[1] < after[0] for before, after in zip(used, used[1:])), f"worker {worker}: overlap"
     lost = [lease for lease in leases if lease["lost"]]
-    assert {lease["holder"] for lease in lost} >= set(range(PAUSED)), "every paused holder lost its lease"
+    paused = [
+        (lease["holder"], lease["worker"], lease["epoch"], lease["lost"]) for lease in leases if lease["holder"] < 4
+    ]
+    assert {lease["holder"] for lease in lost} >= set(range(PAUSED)), f"every paused holder loses a lease: {paused}"
     regranted = [
         lease
         for lease in lost
@@ -138,3 +150,4 @@ def test_snowflake_ids_are_unique_across_16_processes_whose_leases_expire_and_ar
         )
     ]
     assert regranted, "no lease of a paused holder was granted to another holder"
+    print(f"{len(ids)} ids, {len(leases)} leases, {len(lost)} lost, {len(regranted)} granted to another holder after")

@@ -168,12 +168,13 @@ class WorkerLease:
         return self._grant.worker
 
     @property
-    def epoch(self) -> int:
-        return self._grant.epoch
+    def grant(self) -> WorkerGrant:
+        """The last grant or renewal as the service answered it, lost or not (for logs: `worker` is checked)."""
+        return self._grant
 
     @property
-    def ttl_seconds(self) -> int:
-        return self._grant.ttl_seconds
+    def epoch(self) -> int:
+        return self._grant.epoch
 
     @property
     def margin_seconds(self) -> float:

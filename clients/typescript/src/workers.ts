@@ -90,7 +90,7 @@ export function workerGrant(answer: Record<string, unknown>): WorkerGrant {
 /** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on a timer, released by `close()`. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   readonly pool: string;
-  private grant: WorkerGrant;
+  private current: WorkerGrant;
   private safeEndAt = 0;
   private renewAt = 0;
   private loss: LeaseLost | null = null;
@@ -110,7 +110,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   ) {
     super();
     this.pool = grant.pool;
-    this.grant = grant;
+    this.current = grant;
     this.fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
     this.margin = options.marginSeconds;
     this.monotonic = options.monotonic ?? monotonicSeconds;
@@ -146,19 +146,20 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   /** The worker id, while it is this process's: throws LeaseLost after a loss (an Error once closed). */
   get worker(): number {
     this.check();
-    return this.grant.worker;
+    return this.current.worker;
+  }
+
+  /** The last grant or renewal as the service answered it, lost or not (for logs: `worker` is checked). */
+  get grant(): WorkerGrant {
+    return this.current;
   }
 
   get epoch(): number {
-    return this.grant.epoch;
-  }
-
-  get ttlSeconds(): number {
-    return this.grant.ttlSeconds;
+    return this.current.epoch;
   }
 
   get marginSeconds(): number {
-    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.grant.ttlSeconds);
+    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.current.ttlSeconds);
   }
 
   /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
@@ -199,7 +200,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     await this.renewing;
     if (this.noticeLoss()) return false;
     try {
-      return await this.client.releaseWorker(this.pool, this.grant.worker, this.grant.epoch);
+      return await this.client.releaseWorker(this.pool, this.current.worker, this.current.epoch);
     } catch (err) {
       if (err instanceof TicketsError) return false;
       throw err;
@@ -210,7 +211,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     if (this.closed || this.noticeLoss()) return null;
     const now = this.monotonic();
     if (now < this.renewAt) return this.renewAt - now;
-    const { worker, epoch, ttlSeconds } = this.grant;
+    const { worker, epoch, ttlSeconds } = this.current;
     try {
       this.extend(await this.client.renewWorker(this.pool, worker, epoch), now);
     } catch (err) {
@@ -229,18 +230,18 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has passed. */
   private extend(grant: WorkerGrant, sent: number): void {
-    if (grant.pool !== this.pool || grant.worker !== this.grant.worker) {
+    if (grant.pool !== this.pool || grant.worker !== this.current.worker) {
       throw new TicketsError(200, "bad_response", `asked for a lease of ${this.pool}, got ${JSON.stringify(grant)}`);
     }
     if (this.noticeLoss()) return;
-    this.grant = grant;
+    this.current = grant;
     this.safeEndAt = sent + grant.ttlSeconds - this.marginSeconds;
     this.renewAt = sent + this.fraction * grant.ttlSeconds;
   }
 
   private noticeLoss(): LeaseLost | null {
     if (this.loss === null && this.safeEndAt > 0 && this.monotonic() >= this.safeEndAt) {
-      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.grant.worker} passed unrenewed`));
+      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.current.worker} passed unrenewed`));
     }
     return this.loss;
   }

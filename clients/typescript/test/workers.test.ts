@@ -3,18 +3,25 @@
  * the bit layout, a clock gone back, a millisecond's sequence used up); then against the local server with a pool of
  * 16: ids unique across 16 processes whose leases expire and are granted again, and a full pool's 503. */
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { type ChildProcess, fork } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
 
 import {
   ClockRollback,
   LeaseLost,
   PoolFull,
   Snowflake,
+  TicketsClient,
   TicketsError,
   type WorkerGrant,
   WorkerLease,
   type WorkerSource,
 } from "../src/index.js";
+import { type LocalTickets, startLocalTickets } from "../src/testing.js";
+import { REPO, recordingSleep } from "./support.js";
 
 const EPOCH_MS = 1_735_689_600_000;
 
@@ -283,5 +290,113 @@ describe("Snowflake", () => {
     clocks.wallMs += 500;
     issued.push(await ids.next());
     assert.ok((issued[0] as bigint) < (issued[1] as bigint) && (issued[1] as bigint) < (issued[2] as bigint));
+  });
+});
+
+const TTL = 10; // the smallest ttl a pool may have (docs/reference/configuration.md)
+const WORKERS_CONFIG = {
+  regions: { "us-east-1": 0 },
+  regionSlots: 1,
+  strictKeys: false,
+  workers: { shared: { size: 16, ttlSeconds: TTL }, single: { size: 1, ttlSeconds: TTL } },
+};
+const HOLDERS = 16;
+const PAUSED = 4;
+const RUN_SECONDS = 32;
+
+interface Held {
+  worker: number;
+  epoch: number;
+  ids: string[];
+  lost: boolean;
+  holder: number;
+}
+
+describe("against the local server (a pool of 16, ttl 10 s)", () => {
+  let tickets: LocalTickets;
+  before(async () => {
+    const python = process.env.TICKETS_PYTHON ?? join(REPO, ".venv", "bin", "python");
+    tickets = await startLocalTickets({ config: WORKERS_CONFIG, python });
+  });
+  after(async () => tickets.stop());
+
+  test("the four methods: an Idempotency-Key's retry gets the same grant; renew, list, release, a stale epoch", async () => {
+    const client = new TicketsClient(tickets.url);
+    const idempotencyKey = `ts-restart-safe-${Date.now()}`;
+    const grant = await client.acquireWorker("shared", { owner: "api-7", idempotencyKey });
+    assert.deepEqual(await client.acquireWorker("shared", { owner: "api-7", idempotencyKey }), grant);
+    assert.ok(grant.worker >= 0 && grant.worker < 16 && grant.epoch >= 1 && grant.ttlSeconds === TTL);
+    const renewed = await client.renewWorker("shared", grant.worker, grant.epoch);
+    assert.ok(renewed.epoch === grant.epoch && renewed.expiresAt >= grant.expiresAt);
+    const listed = await client.listWorkers("shared");
+    const mine = (listed.leases as { worker: number; owner: string }[]).find((lease) => lease.worker === grant.worker);
+    assert.equal(listed.size, 16);
+    assert.equal(mine?.owner, "api-7");
+    await assert.rejects(client.renewWorker("shared", grant.worker, grant.epoch + 1), isLoss);
+    assert.equal(await client.releaseWorker("shared", grant.worker, grant.epoch), true);
+    assert.equal(await client.releaseWorker("shared", grant.worker, grant.epoch), false);
+    await assert.rejects(client.renewWorker("shared", grant.worker, grant.epoch), isLoss);
+  });
+
+  test("a full pool's 503 throws PoolFull with its Retry-After, not retried", async () => {
+    const waits: number[] = [];
+    const client = new TicketsClient(tickets.url, { sleep: recordingSleep(waits) });
+    const lease = await WorkerLease.acquire(client, "single", { owner: "first" });
+    try {
+      await assert.rejects(client.acquireWorker("single"), (err: unknown) => {
+        assert.ok(err instanceof PoolFull && err.status === 503 && err.code === "pool_full");
+        assert.ok(err.retryAfter !== null && err.retryAfter >= 1 && err.retryAfter <= TTL, `${err.retryAfter}`);
+        assert.match(err.message, new RegExp(`retry after ${err.retryAfter} s`));
+        return true;
+      });
+      assert.deepEqual(waits, []);
+    } finally {
+      assert.equal(await lease.close(), true);
+    }
+    assert.equal((await client.acquireWorker("single")).worker, 0);
+  });
+
+  test("Snowflake ids are unique across 16 processes whose leases expire (paused) and are granted again", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "tickets-holders-"));
+    const holderScript = join(REPO, "clients", "typescript", "dist", "test", "worker-holder.js");
+    const outputs = Array.from({ length: HOLDERS }, (_, index) => join(folder, `holder-${index}.json`));
+    const holders: ChildProcess[] = outputs.map((out, index) =>
+      fork(holderScript, [tickets.url, out, String(index), String(RUN_SECONDS)], { stdio: "inherit" }),
+    );
+    const exits = holders.map((holder) => new Promise<number | null>((done) => holder.on("exit", (code) => done(code))));
+    try {
+      await Promise.all(holders.map((holder) => new Promise((leased) => holder.once("message", leased))));
+      for (const holder of holders.slice(0, PAUSED)) holder.kill("SIGSTOP"); // past the ttl: their leases expire
+      await new Promise((done) => setTimeout(done, (TTL + 3) * 1000));
+      for (const holder of holders.slice(0, PAUSED)) holder.kill("SIGCONT");
+      assert.deepEqual(await Promise.all(exits), Array(HOLDERS).fill(0));
+    } finally {
+      for (const holder of holders) if (holder.exitCode === null) holder.kill("SIGKILL");
+    }
+    const leases: Held[] = outputs.flatMap((out, holder) =>
+      (JSON.parse(readFileSync(out, "utf8")) as Omit<Held, "holder">[]).map((lease) => ({ ...lease, holder })),
+    );
+    const ids = leases.flatMap((lease) => lease.ids);
+    assert.ok(ids.length > 10_000, `${ids.length} ids`);
+    assert.equal(new Set(ids).size, ids.length, "an id was issued twice");
+    const byWorker = new Map<number, Held[]>();
+    for (const lease of leases) {
+      assert.ok(lease.ids.every((id) => Number((BigInt(id) >> 12n) & 1023n) === lease.worker));
+      byWorker.set(lease.worker, [...(byWorker.get(lease.worker) ?? []), lease]);
+    }
+    for (const [worker, held] of byWorker) {
+      held.sort((a, b) => a.epoch - b.epoch);
+      assert.equal(new Set(held.map((lease) => lease.epoch)).size, held.length, `worker ${worker}: an epoch granted twice`);
+      const used = held.filter((lease) => lease.ids.length).map((lease) => lease.ids.map((id) => BigInt(id) >> 22n));
+      const spans = used.map((ms) => [ms.reduce((a, b) => (a < b ? a : b)), ms.reduce((a, b) => (a > b ? a : b))]);
+      spans.slice(1).forEach((span, i) => assert.ok((spans[i]?.[1] as bigint) < (span[0] as bigint), `worker ${worker}: overlap`));
+    }
+    const lost = leases.filter((lease) => lease.lost);
+    assert.ok([...Array(PAUSED).keys()].every((holder) => lost.some((lease) => lease.holder === holder)), "every paused holder loses a lease");
+    const regranted = lost.filter((lease) =>
+      (byWorker.get(lease.worker) ?? []).some((other) => other.epoch > lease.epoch && other.holder !== lease.holder),
+    );
+    assert.ok(regranted.length > 0, "no lease of a paused holder was granted to another holder");
+    console.log(`${ids.length} ids, ${leases.length} leases, ${lost.length} lost, ${regranted.length} granted to another holder after`);
   });
 });
