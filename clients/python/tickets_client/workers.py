@@ -224,8 +224,8 @@ class WorkerLease:
                 return None
             with self._lock:  # no answer, or the service busy: try again before the safe end
                 self._renew_at = now + min(RENEW_RETRY_SECONDS, self._fraction * grant.ttl_seconds)
-            return None if self._loss() is not None else max(0.0, self._renew_at - self._monotonic())
-        self._extend(renewed, now)
+        else:
+            self._extend(renewed, now)
         return None if self._loss() is not None else max(0.0, self._renew_at - self._monotonic())
 
     def close(self) -> bool:
@@ -254,7 +254,7 @@ class WorkerLease:
     def _extend(self, grant: WorkerGrant, sent: float) -> None:
         """A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has
         passed (a loss is for good)."""
-        if grant.pool != self.pool or grant.worker != self._grant.worker:
+        if (grant.pool, grant.worker, grant.epoch) != (self.pool, self._grant.worker, self._grant.epoch):
             raise TicketsError(200, "bad_response", f"asked for a lease of {self.pool!r}, got {grant!r}")
         if self._loss() is not None:
             return

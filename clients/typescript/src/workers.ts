@@ -230,7 +230,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has passed. */
   private extend(grant: WorkerGrant, sent: number): void {
-    if (grant.pool !== this.pool || grant.worker !== this.current.worker) {
+    if (grant.pool !== this.pool || grant.worker !== this.current.worker || grant.epoch !== this.current.epoch) {
       throw new TicketsError(200, "bad_response", `asked for a lease of ${this.pool}, got ${JSON.stringify(grant)}`);
     }
     if (this.noticeLoss()) return;
