@@ -1,4 +1,4 @@
-"""Python client for Tickets: `TicketsClient` (SigV4, retries, idempotency keys, range blocks) and
+"""Python client for Tickets: `TicketsClient` (SigV4, retries, idempotency keys, range blocks, worker ids),
 `TicketLease` (adaptively sized range blocks with background prefetch), `WorkerLease` (a worker id, renewed)
 and `Snowflake` (ids on one). Standard library plus botocore, nothing else.
 
