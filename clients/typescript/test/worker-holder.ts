@@ -1,4 +1,4 @@
-/** One holder of test/workers.test.ts's 16 (a process of its own, so the test can pause it): leases a worker id of
+/** One holder of workers.test.ts's 16 (a process of its own, so the test can pause it): leases a worker id of
  * the pool "shared", takes Snowflake ids in bursts, closes and leases again every few seconds (so ids change hands),
  * leases again after a loss; tells its parent "leased" once it first holds one, and at the end writes what it held. */
 import { writeFileSync } from "node:fs";
