@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from local_support import LoopbackHttp
-from tickets_client import Block, TicketsClient, TicketsError
+from tickets_client import Block, TicketsClient, TicketsError, WorkerGrant
 from tickets_client.retry_after import retry_after
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "clients" / "conformance.json").read_text())["cases"]
@@ -22,22 +22,27 @@ WARM_UP_PATH = "/_counters/warm-up"  # the runner's request before each case, no
 
 class ScriptedServer:
     """Answers the case's replies in order (the last one again once they run out); `drop` reads the
-    request and closes the connection unanswered. Counts the requests of the case."""
+    request and closes the connection unanswered. Counts the requests of the case, and keeps the last one (method,
+    path, JSON body or None) and the Idempotency-Keys they carried."""
 
     def __init__(self, replies: list[dict[str, Any]]):
         self.replies = replies
         self.requests = 0
+        self.sent: dict[str, Any] = {}
+        self.keys: set[str] = set()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def _reply(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.path == WARM_UP_PATH:
                     self._send(200, {}, json.dumps({"key": "warm-up", "last": 0}).encode())
                     return
                 server.requests += 1
+                server.sent = {"method": self.command, "path": self.path, "body": json.loads(body) if body else None}
+                server.keys |= {self.headers["Idempotency-Key"]} if "Idempotency-Key" in self.headers else set()
                 reply = server.replies[min(server.requests, len(server.replies)) - 1]
                 if reply.get("drop"):
                     self.close_connection = True  # and nothing written
@@ -54,7 +59,7 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            do_GET = do_POST = _reply
+            do_GET = do_POST = do_PUT = do_DELETE = _reply
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -73,39 +78,58 @@ class ScriptedServer:
         self._http.stop()
 
 
-def run_case(case: dict[str, Any]) -> tuple[Any, int, list[float]]:
-    """(the call's result or its TicketsError, the requests the case's call sent, the waits)."""
+def run_case(case: dict[str, Any]) -> tuple[Any, ScriptedServer, list[float]]:
+    """(the call's result or its TicketsError, the server with what the case's call sent, the waits)."""
     call = case["call"]
     delays: list[float] = []
     with ScriptedServer(case["replies"]) as server:
         client = TicketsClient(server.url, max_attempts=call.get("maxAttempts", 5), sleep=delays.append)
         client.state("warm-up")  # the case's first attempt goes out on a kept-alive connection
         try:
-            if call["method"] == "block":
-                result: Any = client.block(call["key"], call["count"], idempotent=call.get("idempotent", True))
-            elif call["method"] == "nextIds":
-                result = client.next_ids(call["key"], call.get("count", 1), idempotent=call.get("idempotent", True))
-            else:
-                result = client.next(call["key"], call.get("count", 1), idempotent=call.get("idempotent", True))
+            result = call_of(client, call)
         except TicketsError as error:
             result = error
-    return result, server.requests, delays
+    return result, server, delays
+
+
+def call_of(client: TicketsClient, call: dict[str, Any]) -> Any:
+    key, idempotent = call["key"], call.get("idempotent", True)
+    calls = {
+        "block": lambda: client.block(key, call["count"], idempotent=idempotent),
+        "nextIds": lambda: client.next_ids(key, call.get("count", 1), idempotent=idempotent),
+        "next": lambda: client.next(key, call.get("count", 1), idempotent=idempotent),
+        "acquireWorker": lambda: client.acquire_worker(key, call.get("owner")),
+        "renewWorker": lambda: client.renew_worker(key, call["worker"], call["epoch"]),
+        "releaseWorker": lambda: client.release_worker(key, call["worker"], call["epoch"]),
+        "listWorkers": lambda: client.list_workers(key),
+    }
+    return calls[call["method"]]()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["name"] for case in CASES])
 def test_conformance(case):
-    result, attempts, delays = run_case(case)
+    result, server, delays = run_case(case)
     expect = case["expect"]
     if "error" in expect:
         assert isinstance(result, TicketsError), f"expected {expect['error']}, got {result!r}"
         assert {"status": result.status, "code": result.code} == expect["error"]
+        assert result.retry_after == expect.get("retryAfter", result.retry_after)
+    elif "grant" in expect:
+        grant = expect["grant"]
+        assert result == WorkerGrant(
+            grant["pool"], grant["worker"], grant["epoch"], grant["expiresAt"], grant["ttlSeconds"]
+        )
+    elif "released" in expect or "pool" in expect:
+        assert result == expect.get("released", expect.get("pool"))
     elif "block" in expect:
         assert result == Block(**expect["block"])
     elif "ids" in expect:
         assert result == expect["ids"]
     else:
         assert result == expect["tickets"]
-    assert attempts == expect["attempts"]
+    assert server.requests == expect["attempts"]
+    assert server.sent == expect.get("sent", server.sent)
+    assert len(server.keys) == expect.get("keys", len(server.keys))
     assert len(delays) == len(expect["delays"]), delays
     for delay, (low, high) in zip(delays, expect["delays"], strict=True):
         assert low <= delay <= high, (delays, expect["delays"])

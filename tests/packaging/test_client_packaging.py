@@ -38,10 +38,16 @@ def test_the_public_names_import_from_the_package_root():
     assert issubclass(TicketsError, Exception) and callable(TicketsClient)
     assert set(tickets_client.__all__) == {
         "Block",
+        "ClockRollback",
+        "LeaseLost",
+        "PoolFull",
         "SeriesNumber",
+        "Snowflake",
         "TicketLease",
         "TicketsClient",
         "TicketsError",
+        "WorkerGrant",
+        "WorkerLease",
         "__version__",
     }
 

@@ -45,6 +45,7 @@ from .errors import TicketsError
 from .retry_after import retry_after
 from .signing import Signer, function_url_region
 from .version import __version__
+from .workers import WorkerRoutes
 
 __all__ = ["Block", "SeriesNumber", "TicketsClient"]
 
@@ -90,7 +91,7 @@ PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
-class TicketsClient:
+class TicketsClient(WorkerRoutes):
     def __init__(
         self,
         url: str,
@@ -238,10 +239,10 @@ class TicketsClient:
             else:
                 if status < 300:
                     return _json_object(status, body_read)
-                failure = _server_error(status, body_read)
+                failure = _server_error(status, body_read, retry_after(response_headers.get("retry-after")))
                 if not _retryable(failure, idempotent):
                     raise failure
-                delay = max(retry_after(response_headers.get("retry-after")) or 0.0, _backoff(attempts))
+                delay = max(failure.retry_after or 0.0, _backoff(attempts))
             if _in_progress(failure):
                 give_up = waited >= IN_PROGRESS_RETRY_SECONDS or attempts >= IN_PROGRESS_MAX_ATTEMPTS
             else:
@@ -314,9 +315,9 @@ def _key_path(key: str | None) -> str:
 
 
 def _retryable(error: TicketsError, idempotent: bool) -> bool:
-    # A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get
-    # that answer instead of new tickets.
-    return error.status in (429, 503) or _in_progress(error) or (idempotent and error.status in _GATEWAY_ERRORS)
+    # A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that answer.
+    busy = error.status in (429, 503) and error.code != "pool_full"  # a full pool frees an id at an expiry
+    return busy or _in_progress(error) or (idempotent and error.status in _GATEWAY_ERRORS)
 
 
 def _in_progress(error: TicketsError) -> bool:
@@ -339,7 +340,7 @@ def _json_object(status: int, body: bytes) -> dict[str, Any]:
     return answer
 
 
-def _server_error(status: int, body: bytes) -> TicketsError:
+def _server_error(status: int, body: bytes, wait: float | None = None) -> TicketsError:
     """The server's {"error", "message"}; for other bodies (a proxy's page, AWS's own 403
     {"Message": "Forbidden"}), a code made from the status and what text there is."""
     try:
@@ -347,10 +348,10 @@ def _server_error(status: int, body: bytes) -> TicketsError:
     except ValueError:
         answer = None
     if isinstance(answer, dict) and isinstance(answer.get("error"), str):
-        return TicketsError(status, answer["error"], str(answer.get("message", "")))
+        return TicketsError(status, answer["error"], str(answer.get("message", "")), wait)
     text = (answer.get("Message") or answer.get("message")) if isinstance(answer, dict) else None
     text = text or body.decode("utf-8", "replace").strip()[:200] or http.client.responses.get(status, "")
-    return TicketsError(status, f"http_{status}", str(text))
+    return TicketsError(status, f"http_{status}", str(text), wait)
 
 
 class _Transport:
@@ -377,7 +378,7 @@ class _Transport:
             response = self._manager.urlopen(
                 method,
                 self._origin + target,
-                body=body if method == "POST" else None,
+                body=body or None,
                 headers=headers,
                 retries=False,
                 redirect=False,

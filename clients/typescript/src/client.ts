@@ -27,6 +27,7 @@ import { STATUS_CODES } from "node:http";
 
 import { TicketsError } from "./errors.js";
 import { type CredentialSource, Signer, functionUrlRegion } from "./signing.js";
+import { LeaseLost, PoolFull, type WorkerGrant, workerGrant } from "./workers.js";
 
 export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version (tests/packaging/test_client_packaging.py)
 export const BACKOFF_BASE_SECONDS = 0.1;
@@ -242,6 +243,53 @@ export class TicketsClient {
     }
   }
 
+  /**
+   * A free worker id of `pool` (`POST /_workers/{pool}`). One Idempotency-Key (`idempotencyKey`, else a new
+   * UUID) for every attempt, so an acquire retried after a lost answer gets the same grant. A full pool is not
+   * retried: it throws PoolFull, with the seconds until the earliest expiry in `retryAfter`.
+   */
+  async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
+    const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
+    const key = options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {};
+    try {
+      return workerGrant(await this.request("POST", poolPath(pool), { idempotent: true, body, ...key }));
+    } catch (err) {
+      if (!(err instanceof TicketsError) || err.code !== "pool_full") throw err;
+      const wait = err.retryAfter === null ? "" : `; retry after ${err.retryAfter} s`;
+      throw new PoolFull(err.status, err.code, `${err.message}${wait}`, err.retryAfter);
+    }
+  }
+
+  /** `PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost throws LeaseLost. */
+  async renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant> {
+    const body = JSON.stringify({ epoch });
+    try {
+      return workerGrant(await this.request("PUT", poolPath(pool, worker), { idempotent: false, repeatable: true, body }));
+    } catch (err) {
+      if (!(err instanceof TicketsError) || err.code !== "lease_lost") throw err;
+      throw new LeaseLost(err.status, err.code, err.message);
+    }
+  }
+
+  /** `DELETE /_workers/{pool}/{worker}`: whether this released the lease (false: stale, or released already). */
+  async releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean> {
+    const body = JSON.stringify({ epoch });
+    const answer = await this.request("DELETE", poolPath(pool, worker), { idempotent: false, repeatable: true, body });
+    if (typeof answer.released !== "boolean") {
+      throw new TicketsError(200, "bad_response", `the server's answer is not a release: ${show(answer)}`);
+    }
+    return answer.released;
+  }
+
+  /** `GET /_workers/{pool}`: {pool, size, ttlSeconds, leases: [{worker, epoch, owner, expiresAt}]}, live leases only. */
+  async listWorkers(pool: string): Promise<Answer> {
+    const answer = await this.request("GET", poolPath(pool), { idempotent: false, repeatable: true });
+    if (!isTicket(answer, "size") || !Array.isArray(answer.leases)) {
+      throw new TicketsError(200, "bad_response", `the server's answer is not a pool: ${show(answer)}`);
+    }
+    return answer;
+  }
+
   private async request(method: string, path: string, how: boolean | Sent): Promise<Answer> {
     const sending: Sent = typeof how === "boolean" ? { idempotent: how } : how;
     const idempotent = sending.idempotent || sending.repeatable === true;
@@ -249,7 +297,7 @@ export class TicketsClient {
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
     if (sending.body) headers["content-type"] = "application/json";
-    const body = method === "POST" ? (sending.body ?? "") : undefined;
+    const body = method === "GET" ? undefined : (sending.body ?? "");
     let attempts = 0;
     let failedAttempts = 0;
     let waited = 0;
@@ -267,9 +315,9 @@ export class TicketsClient {
         });
         const text = await response.text();
         if (response.status < 300) return jsonObject(response.status, text);
-        failure = serverError(response.status, text);
+        failure = serverError(response.status, text, retryAfter(response.headers.get("retry-after")));
         if (!retryable(failure, idempotent)) throw failure;
-        delay = Math.max(retryAfter(response.headers.get("retry-after")) ?? 0, backoff(attempts));
+        delay = Math.max(failure.retryAfter ?? 0, backoff(attempts));
       } catch (err) {
         if (err instanceof TicketsError) throw err;
         failure = new TicketsError(null, "unreachable", `no answer from ${this.url}: ${describe(err)}`);
@@ -287,6 +335,10 @@ export class TicketsClient {
       waited += delay;
     }
   }
+}
+
+function poolPath(pool: string, worker?: number): string {
+  return `/_workers/${encodeURIComponent(pool)}${worker === undefined ? "" : `/${worker}`}`;
 }
 
 function keyPath(key: string | undefined): string {
@@ -351,7 +403,8 @@ function retryable(error: TicketsError, idempotent: boolean): boolean {
   // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that
   // answer instead of new tickets.
   const status = error.status ?? 0;
-  return status === 429 || status === 503 || inProgress(error) || (idempotent && GATEWAY_ERRORS.has(status));
+  const busy = (status === 429 || status === 503) && error.code !== "pool_full"; // a full pool frees an id at an expiry
+  return busy || inProgress(error) || (idempotent && GATEWAY_ERRORS.has(status));
 }
 
 /** 409 in_progress: the first attempt with this Idempotency-Key is still running; its answer follows. */
@@ -450,14 +503,14 @@ function noteNonIntegers(this: object, key: string, value: unknown, context?: { 
  * The server's {error, message}; for other bodies (a proxy's page, AWS's own 403 {"Message":
  * "Forbidden"}), a code made from the status and what text there is.
  */
-function serverError(status: number, text: string): TicketsError {
+function serverError(status: number, text: string, wait: number | null = null): TicketsError {
   const answer = parseJson(text);
   const fields = answer !== null && typeof answer === "object" ? (answer as Answer) : {};
   if (typeof fields.error === "string") {
-    return new TicketsError(status, fields.error, String(fields.message ?? ""));
+    return new TicketsError(status, fields.error, String(fields.message ?? ""), wait);
   }
   const message = fields.Message ?? fields.message ?? (text.trim().slice(0, 200) || STATUS_CODES[status] || "");
-  return new TicketsError(status, `http_${status}`, String(message));
+  return new TicketsError(status, `http_${status}`, String(message), wait);
 }
 
 function parseJson(text: string, noting = false): unknown {

@@ -1,5 +1,6 @@
-/** Tickets' TypeScript client: `TicketsClient` (SigV4, retries, idempotency keys, range blocks) and
- * `TicketLease` (adaptively sized range blocks with background prefetch). See docs/reference/clients.md. */
+/** Tickets' TypeScript client: `TicketsClient` (SigV4, retries, idempotency keys, range blocks),
+ * `TicketLease` (adaptively sized range blocks with background prefetch), `WorkerLease` (a worker id, renewed)
+ * and `Snowflake` (ids on one). See docs/reference/clients.md. */
 export {
   Block,
   type ClientOptions,
@@ -15,3 +16,14 @@ export {
 export { TicketsError } from "./errors.js";
 export { type BlockSource, type LeaseOptions, TicketLease } from "./lease.js";
 export { type AwsCredentials, type CredentialSource, functionUrlRegion } from "./signing.js";
+export {
+  ClockRollback,
+  LeaseLost,
+  PoolFull,
+  Snowflake,
+  type SnowflakeOptions,
+  type WorkerGrant,
+  WorkerLease,
+  type WorkerLeaseOptions,
+  type WorkerSource,
+} from "./workers.js";

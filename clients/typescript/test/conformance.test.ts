@@ -23,30 +23,65 @@ interface ScriptedReply {
 
 interface Case {
   name: string;
-  call: { method: "next" | "nextIds" | "block"; key: string; count?: number; maxAttempts?: number; idempotent?: boolean };
+  call: {
+    method: "next" | "nextIds" | "block" | "acquireWorker" | "renewWorker" | "releaseWorker" | "listWorkers";
+    key: string;
+    count?: number;
+    maxAttempts?: number;
+    idempotent?: boolean;
+    owner?: string;
+    worker?: number;
+    epoch?: number;
+  };
   replies: ScriptedReply[];
   expect: {
     tickets?: number[];
     ids?: string[];
     block?: { first: number; last: number; step: number; count: number };
+    grant?: Record<string, unknown>;
+    released?: boolean;
+    pool?: Record<string, unknown>;
     error?: { status: number | null; code: string };
+    retryAfter?: number;
     attempts: number;
     delays: [number, number][];
+    sent?: { method: string; path: string; body: unknown };
+    keys?: number;
   };
+}
+
+/** The case's call on `client`. */
+function callOf(client: TicketsClient, call: Case["call"]): Promise<unknown> {
+  const options = { idempotent: call.idempotent ?? true };
+  const { key, worker, epoch } = call;
+  const calls = {
+    block: () => client.block(key, call.count as number, options),
+    nextIds: () => client.nextIds(key, call.count ?? 1, options),
+    next: () => client.next(key, call.count ?? 1, options),
+    acquireWorker: () => client.acquireWorker(key, call.owner !== undefined ? { owner: call.owner } : {}),
+    renewWorker: () => client.renewWorker(key, worker as number, epoch as number),
+    releaseWorker: () => client.releaseWorker(key, worker as number, epoch as number),
+    listWorkers: () => client.listWorkers(key),
+  };
+  return calls[call.method]();
 }
 
 const CASES = (JSON.parse(readFileSync(join(REPO, "clients", "conformance.json"), "utf8")) as { cases: Case[] }).cases;
 const WARM_UP_PATH = "/_counters/warm-up"; // the runner's request before each case, not one of the case's
 
 /** Answers the case's replies in order (the last one again once they run out); `drop` reads the request
- * and closes the connection unanswered. Counts the requests of the case. */
+ * and closes the connection unanswered. Counts the requests of the case, and keeps the last one (method, path,
+ * JSON body or null) and the Idempotency-Keys they carried. */
 class ScriptedServer {
   requests = 0;
+  sent: { method: string; path: string; body: unknown } | null = null;
+  readonly keys = new Set<string>();
   private readonly server: Server;
 
   constructor(private readonly replies: ScriptedReply[]) {
     this.server = createServer((request: IncomingMessage, response: ServerResponse) => {
-      request.resume();
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
         if (request.url === WARM_UP_PATH) {
           response.writeHead(200, { "content-type": "application/json" });
@@ -54,6 +89,10 @@ class ScriptedServer {
           return;
         }
         this.requests++;
+        const body = Buffer.concat(chunks).toString();
+        this.sent = { method: request.method ?? "", path: request.url ?? "", body: body ? JSON.parse(body) : null };
+        const key = request.headers["idempotency-key"];
+        if (typeof key === "string") this.keys.add(key);
         const reply = this.replies[Math.min(this.requests, this.replies.length) - 1] as ScriptedReply;
         if (reply.drop) {
           request.socket.destroy();
@@ -90,11 +129,8 @@ describe("conformance (clients/conformance.json)", () => {
       try {
         const client = new TicketsClient(server.url, { maxAttempts: call.maxAttempts ?? 5, sleep: recordingSleep(delays) });
         await client.state("warm-up"); // the case's first attempt goes out on a kept-alive connection
-        const options = { idempotent: call.idempotent ?? true };
         try {
-          if (call.method === "block") result = await client.block(call.key, call.count as number, options);
-          else if (call.method === "nextIds") result = await client.nextIds(call.key, call.count ?? 1, options);
-          else result = await client.next(call.key, call.count ?? 1, options);
+          result = await callOf(client, call);
         } catch (err) {
           result = err;
         }
@@ -104,6 +140,9 @@ describe("conformance (clients/conformance.json)", () => {
       if (expect.error) {
         assert.ok(result instanceof TicketsError, `expected ${JSON.stringify(expect.error)}, got ${String(result)}`);
         assert.deepEqual({ status: result.status, code: result.code }, expect.error);
+        if (expect.retryAfter !== undefined) assert.equal(result.retryAfter, expect.retryAfter);
+      } else if (expect.grant || expect.pool || expect.released !== undefined) {
+        assert.deepEqual(result, expect.grant ?? expect.pool ?? expect.released);
       } else if (expect.block) {
         const { first, last, step, count } = expect.block;
         assert.deepEqual(result, new Block(first, last, step, count));
@@ -113,6 +152,8 @@ describe("conformance (clients/conformance.json)", () => {
         assert.deepEqual(result, expect.tickets);
       }
       assert.equal(server.requests, expect.attempts);
+      if (expect.sent) assert.deepEqual(server.sent, expect.sent);
+      if (expect.keys !== undefined) assert.equal(server.keys.size, expect.keys);
       assert.equal(delays.length, expect.delays.length, `${delays}`);
       delays.forEach((delay, index) => {
         const [low, high] = expect.delays[index] as [number, number];

@@ -1,0 +1,379 @@
+"""Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one (docs/reference/clients.md).
+
+    client = TicketsClient(url)
+    with WorkerLease(client, "snowflake", owner="api-7") as lease:   # acquires; renews in the background
+        ids = Snowflake(lease)
+        order_id = ids.next()   # 41 bits of milliseconds, 10 of the worker id, 12 of sequence
+
+A lease's worker id is this process's alone only until its safe end: the monotonic time at which it SENT the
+request that granted or last renewed it, plus the pool's ttl, minus a margin (default max(1 s, 10% of the ttl))
+for the service's clock skew across function instances, this clock's rate error and this process's pauses. The
+service's `expiresAt` is its wall clock, never compared with ours. The lease renews at a fraction of the ttl
+(default 1/3). A renewal refused (409 lease_lost), or a safe end passed without a renewal, loses the lease for
+good: `lost` turns true, `on_lost` is called once, and `worker` raises LeaseLost; so does the generator.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeGuard
+from urllib.parse import quote
+
+from .errors import TicketsError
+
+DEFAULT_RENEW_FRACTION = 1 / 3
+MIN_MARGIN_SECONDS = 1.0
+MARGIN_FRACTION = 0.1  # of the ttl: the default margin is the larger of the two
+RENEW_RETRY_SECONDS = 1.0  # after a renewal that got no answer, the next try (sooner if the safe end is nearer)
+DEFAULT_EPOCH_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: with 41 bits of milliseconds, ids last until 2094
+DEFAULT_TIME_BITS, DEFAULT_WORKER_BITS, DEFAULT_SEQUENCE_BITS = 41, 10, 12
+ID_BITS = 63  # a signed 64-bit integer's, so ids stay positive in every language and database
+DEFAULT_MAX_ROLLBACK_SECONDS = 1.0  # how far back the wall clock may step before the generator raises
+
+
+@dataclass(frozen=True)
+class WorkerGrant:
+    """A lease as the service answered it: `expires_at` is milliseconds by ITS wall clock (for display only)."""
+
+    pool: str
+    worker: int
+    epoch: int
+    expires_at: int
+    ttl_seconds: int
+
+
+class PoolFull(TicketsError):
+    """503 pool_full: every worker id of the pool is leased. `retry_after`: seconds until the earliest expiry."""
+
+
+class LeaseLost(TicketsError):
+    """The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal."""
+
+
+class ClockRollback(TicketsError):
+    """The wall clock went back further than the generator waits: it raises rather than repeat an id."""
+
+
+class WorkerRoutes:
+    """TicketsClient's worker-lease methods: its transport, signing, retries and error mapping, the four routes.
+    A 503 pool_full is not retried (the wait is the ttl's, not a blip's): it raises PoolFull."""
+
+    _request: Callable[..., dict[str, Any]]
+
+    def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
+        """A free worker id of `pool` (`POST /_workers/{pool}`). One Idempotency-Key (`idempotency_key`, else a
+        new UUID) for every attempt, so an acquire retried after a lost answer gets the same grant."""
+        body = b"" if owner is None else _body({"owner": owner})
+        try:
+            answer = self._request(
+                "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, body=body
+            )
+        except TicketsError as err:
+            if err.code != "pool_full":
+                raise
+            wait = "" if err.retry_after is None else f"; retry after {err.retry_after:g} s"
+            raise PoolFull(err.status, err.code, f"{err.message}{wait}", err.retry_after) from None
+        return _grant(answer)
+
+    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
+        """`PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost raises
+        LeaseLost. Safe to retry: renewing twice only extends."""
+        try:
+            answer = self._request("PUT", _pool_path(pool, worker), repeatable=True, body=_body({"epoch": epoch}))
+        except TicketsError as err:
+            if err.code != "lease_lost":
+                raise
+            raise LeaseLost(err.status, err.code, err.message) from None
+        return _grant(answer)
+
+    def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
+        """`DELETE /_workers/{pool}/{worker}`: whether this released the lease (False: stale or released already)."""
+        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, body=_body({"epoch": epoch}))
+        if not isinstance(answer.get("released"), bool):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
+        return bool(answer["released"])
+
+    def list_workers(self, pool: str) -> dict[str, Any]:
+        """`GET /_workers/{pool}`: {"pool", "size", "ttlSeconds", "leases": [{"worker", "epoch", "owner",
+        "expiresAt"}]}, the live leases by worker id."""
+        answer = self._request("GET", _pool_path(pool), repeatable=True)
+        if not _whole(answer.get("size")) or not isinstance(answer.get("leases"), list):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
+        return answer
+
+
+class WorkerSource(Protocol):
+    def acquire_worker(
+        self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None
+    ) -> WorkerGrant: ...
+    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant: ...
+    def release_worker(self, pool: str, worker: int, epoch: int) -> bool: ...
+    def list_workers(self, pool: str) -> dict[str, Any]: ...
+
+
+class WorkerLease:
+    """One worker id of `pool`, acquired at construction, renewed by a daemon thread (`background=False`: by
+    whoever calls `renew_due()`), released by `close()`. Thread-safe."""
+
+    def __init__(
+        self,
+        client: WorkerSource,
+        pool: str,
+        owner: str | None = None,
+        *,
+        renew_fraction: float = DEFAULT_RENEW_FRACTION,
+        margin_seconds: float | None = None,
+        on_lost: Callable[[LeaseLost], None] | None = None,
+        idempotency_key: str | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+        background: bool = True,
+    ):
+        """`idempotency_key`: your own, kept across a restart to get the same grant back; the grant may then be
+        old, so the lease renews it at once and times its safe end from that renewal."""
+        if not 0 < renew_fraction < 1:
+            raise ValueError(f"renew_fraction must be between 0 and 1, got {renew_fraction}")
+        if margin_seconds is not None and not margin_seconds >= 0:
+            raise ValueError(f"margin_seconds must be 0 or more, got {margin_seconds}")
+        self.pool = pool
+        self._client, self._monotonic, self._on_lost = client, monotonic, on_lost
+        self._fraction, self._margin = renew_fraction, margin_seconds
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._lost: LeaseLost | None = None
+        self._closed = False
+        self._size: int | None = None
+        sent = monotonic()
+        grant = client.acquire_worker(pool, owner, idempotency_key=idempotency_key)
+        if idempotency_key is not None:
+            sent = monotonic()
+            grant = client.renew_worker(pool, grant.worker, grant.epoch)
+        self._grant, self._safe_end, self._renew_at = grant, 0.0, 0.0
+        if self.margin_seconds >= grant.ttl_seconds:
+            client.release_worker(pool, grant.worker, grant.epoch)
+            raise ValueError(f"a margin of {self.margin_seconds} s leaves nothing of a {grant.ttl_seconds} s ttl")
+        self._extend(grant, sent)
+        self._thread: threading.Thread | None = None
+        if background:
+            self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)
+            self._thread.start()
+
+    @property
+    def worker(self) -> int:
+        """The worker id, while it is this process's: raises LeaseLost after a loss (RuntimeError once closed)."""
+        self.check()
+        return self._grant.worker
+
+    @property
+    def grant(self) -> WorkerGrant:
+        """The last grant or renewal as the service answered it, lost or not (for logs: `worker` is checked)."""
+        return self._grant
+
+    @property
+    def epoch(self) -> int:
+        return self._grant.epoch
+
+    @property
+    def margin_seconds(self) -> float:
+        ttl = self._grant.ttl_seconds
+        return self._margin if self._margin is not None else max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * ttl)
+
+    @property
+    def safe_end(self) -> float:
+        """The monotonic time until which the worker id is this process's, unless renewed before it."""
+        return self._safe_end
+
+    @property
+    def lost(self) -> bool:
+        return self._loss() is not None
+
+    @property
+    def size(self) -> int:
+        """The pool's size (read once, from `GET /_workers/{pool}`)."""
+        if self._size is None:
+            self._size = int(self._client.list_workers(self.pool)["size"])
+        return self._size
+
+    def check(self) -> None:
+        """Raises LeaseLost once the lease is lost, RuntimeError once closed; else nothing (no network)."""
+        if self._closed:
+            raise RuntimeError("this WorkerLease is closed")
+        if (loss := self._loss()) is not None:
+            raise loss
+
+    def renew_due(self) -> float | None:
+        """Renew if a renewal is due; the seconds until the next is (None once lost or closed). The daemon
+        thread's step; tests with a manual clock call it."""
+        if self._closed or self._loss() is not None:
+            return None
+        now = self._monotonic()
+        if now < self._renew_at:
+            return self._renew_at - now
+        grant = self._grant
+        try:
+            renewed = self._client.renew_worker(self.pool, grant.worker, grant.epoch)
+        except LeaseLost as err:
+            self._lose(err)
+            return None
+        except TicketsError as err:
+            if err.status is not None and 400 <= err.status < 500 and err.status != 429:
+                self._lose(LeaseLost(err.status, err.code, f"the renewal was refused: {err.message}"))
+                return None
+            with self._lock:  # no answer, or the service busy: try again before the safe end
+                self._renew_at = now + min(RENEW_RETRY_SECONDS, self._fraction * grant.ttl_seconds)
+        else:
+            self._extend(renewed, now)
+        return None if self._loss() is not None else max(0.0, self._renew_at - self._monotonic())
+
+    def close(self) -> bool:
+        """Stop renewing and release the worker id; whether the service released it (False: lost, or the
+        release failed: it then expires at its ttl)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self._loss() is not None:
+            return False
+        try:
+            return self._client.release_worker(self.pool, self._grant.worker, self._grant.epoch)
+        except TicketsError:
+            return False
+
+    def __enter__(self) -> WorkerLease:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _extend(self, grant: WorkerGrant, sent: float) -> None:
+        """A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has
+        passed (a loss is for good)."""
+        if (grant.pool, grant.worker, grant.epoch) != (self.pool, self._grant.worker, self._grant.epoch):
+            raise TicketsError(200, "bad_response", f"asked for a lease of {self.pool!r}, got {grant!r}")
+        if self._loss() is not None:
+            return
+        with self._lock:
+            if self._safe_end and self._monotonic() >= self._safe_end:
+                return
+            self._grant = grant
+            self._safe_end = sent + grant.ttl_seconds - self.margin_seconds
+            self._renew_at = sent + self._fraction * grant.ttl_seconds
+
+    def _loss(self) -> LeaseLost | None:
+        """The loss, noticed now if the safe end has passed."""
+        if self._lost is None and self._safe_end and self._monotonic() >= self._safe_end:
+            self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self._grant.worker} passed unrenewed"))
+        return self._lost
+
+    def _lose(self, loss: LeaseLost) -> None:
+        with self._lock:
+            if self._lost is not None:
+                return
+            self._lost = loss
+        self._stop.set()
+        if self._on_lost is not None:
+            self._on_lost(loss)
+
+    def _renew_until_stopped(self) -> None:
+        delay = self.renew_due()
+        while delay is not None and not self._stop.wait(min(delay, max(0.0, self._safe_end - self._monotonic()))):
+            delay = self.renew_due()
+
+
+class Snowflake:
+    """Snowflake-style ids on a WorkerLease: (milliseconds since `epoch_ms`) << (worker_bits + sequence_bits) |
+    worker << sequence_bits | sequence. Thread-safe. Stops issuing (raises LeaseLost) once its lease is lost;
+    when the wall clock goes back, waits up to `max_rollback_seconds` for it to catch up, else raises
+    ClockRollback: an id is never issued twice. Its wall clock must agree with other holders' within the
+    lease's margin (a worker id changes hands no sooner than that after its last holder stopped)."""
+
+    def __init__(
+        self,
+        lease: WorkerLease,
+        *,
+        epoch_ms: int = DEFAULT_EPOCH_MS,
+        time_bits: int = DEFAULT_TIME_BITS,
+        worker_bits: int = DEFAULT_WORKER_BITS,
+        sequence_bits: int = DEFAULT_SEQUENCE_BITS,
+        max_rollback_seconds: float = DEFAULT_MAX_ROLLBACK_SECONDS,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
+        """`clock`: the wall clock in seconds since the Unix epoch; `sleep`: how to wait (tests pass fakes)."""
+        layout = {"time_bits": time_bits, "worker_bits": worker_bits, "sequence_bits": sequence_bits}
+        if any(not _whole(bits) or bits < 0 for bits in layout.values()) or time_bits < 1:
+            raise ValueError(f"bit counts are whole numbers, time_bits at least 1: {layout}")
+        if sum(layout.values()) > ID_BITS:
+            raise ValueError(f"{time_bits} + {worker_bits} + {sequence_bits} bits do not fit {ID_BITS}")
+        if not max_rollback_seconds >= 0:
+            raise ValueError(f"max_rollback_seconds must be 0 or more, got {max_rollback_seconds}")
+        if lease.size > 1 << worker_bits:
+            raise ValueError(f"pool {lease.pool!r} holds {lease.size} worker ids: more than {worker_bits} bits hold")
+        self.lease, self.epoch_ms = lease, epoch_ms
+        self._time_limit, self._sequence_limit = 1 << time_bits, 1 << sequence_bits
+        self._time_shift, self._worker_shift = worker_bits + sequence_bits, sequence_bits
+        self._max_rollback_ms = max_rollback_seconds * 1000
+        self._clock, self._sleep = clock, sleep
+        self._lock = threading.Lock()
+        self._last_ms, self._sequence = -1, 0
+
+    def next(self) -> int:
+        with self._lock:
+            self.lease.check()
+            now = self._millisecond()
+            if now == self._last_ms:
+                self._sequence += 1
+                while self._sequence == self._sequence_limit:  # this millisecond's ids are used up: the next one
+                    self._sleep(0.0005)
+                    if (now := self._millisecond()) > self._last_ms:
+                        self._sequence = 0
+            else:
+                self._sequence = 0
+            elapsed = now - self.epoch_ms
+            if not 0 <= elapsed < self._time_limit:
+                raise ValueError(f"{now} ms is outside the {self._time_limit} ms from epoch_ms {self.epoch_ms}")
+            worker = self.lease.worker  # checked again after any wait
+            self._last_ms = now
+            return elapsed << self._time_shift | worker << self._worker_shift | self._sequence
+
+    def _millisecond(self) -> int:
+        """Now in whole milliseconds, never before the last id's: a clock gone back is waited for up to the bound."""
+        now = int(self._clock() * 1000)
+        while now < self._last_ms:
+            behind = self._last_ms - now
+            if behind > self._max_rollback_ms:
+                raise ClockRollback(
+                    None,
+                    "clock_rollback",
+                    f"the clock went back {behind} ms (waits up to "
+                    f"{self._max_rollback_ms:g} ms): no id, rather than one issued twice",
+                )
+            self._sleep(behind / 1000)
+            now = int(self._clock() * 1000)
+        return now
+
+
+def _grant(answer: dict[str, Any]) -> WorkerGrant:
+    pool, numbers = answer.get("pool"), [answer.get(name) for name in ("worker", "epoch", "expiresAt", "ttlSeconds")]
+    counted = [n for n in numbers if _whole(n) and n >= 0]
+    if not isinstance(pool, str) or len(counted) != len(numbers) or counted[1] < 1:
+        raise TicketsError(200, "bad_response", f"the server's answer is not a worker lease: {answer!r:.200}")
+    return WorkerGrant(pool, *counted)
+
+
+def _whole(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _pool_path(pool: str, worker: int | None = None) -> str:
+    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
+
+
+def _body(fields: dict[str, Any]) -> bytes:
+    return json.dumps(fields).encode()

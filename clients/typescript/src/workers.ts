@@ -1,0 +1,365 @@
+/**
+ * Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one; the Python client's
+ * (clients/python/tickets_client/workers.py), with the same defaults and rules (docs/reference/clients.md).
+ *
+ *     const lease = await WorkerLease.acquire(new TicketsClient(url), "snowflake", { owner: "api-7" });
+ *     lease.on("lost", (loss) => console.error(loss.message));
+ *     const ids = await Snowflake.on(lease);
+ *     const orderId = await ids.next(); // a bigint: 41 bits of milliseconds, 10 of the worker id, 12 of sequence
+ *     await lease.close();              // releases the worker id
+ *
+ * A lease's worker id is this process's alone only until its safe end: the monotonic time at which it SENT the
+ * request that granted or last renewed it, plus the pool's ttl, minus a margin (default max(1 s, 10% of the ttl))
+ * for the service's clock skew, this clock's rate error and this process's pauses; the service's `expiresAt` is
+ * never compared with our clock. The lease renews at a fraction of the ttl (default 1/3) on an unref'd timer, so
+ * it never holds the process open. A renewal refused (409 lease_lost), or a safe end passed without a renewal,
+ * loses the lease for good: `lost` turns true, the "lost" event and `onLost` fire once, `worker` throws LeaseLost.
+ */
+import { EventEmitter } from "node:events";
+
+import { TicketsError } from "./errors.js";
+
+export const DEFAULT_RENEW_FRACTION = 1 / 3;
+export const MIN_MARGIN_SECONDS = 1.0;
+export const MARGIN_FRACTION = 0.1; // of the ttl: the default margin is the larger of the two
+export const RENEW_RETRY_SECONDS = 1.0; // after a renewal that got no answer, the next try
+export const DEFAULT_EPOCH_MS = 1_735_689_600_000; // 2025-01-01T00:00:00Z: with 41 bits of milliseconds, until 2094
+export const DEFAULT_TIME_BITS = 41;
+export const DEFAULT_WORKER_BITS = 10;
+export const DEFAULT_SEQUENCE_BITS = 12;
+export const ID_BITS = 63; // a signed 64-bit integer's, so ids stay positive in every language and database
+export const DEFAULT_MAX_ROLLBACK_SECONDS = 1.0; // how far back the wall clock may step before the generator throws
+
+/** A lease as the service answered it: `expiresAt` is milliseconds by ITS wall clock (for display only). */
+export interface WorkerGrant {
+  pool: string;
+  worker: number;
+  epoch: number;
+  expiresAt: number;
+  ttlSeconds: number;
+}
+
+/** 503 pool_full: every worker id of the pool is leased; `retryAfter`: seconds until the earliest expiry. */
+export class PoolFull extends TicketsError {
+  override name = "PoolFull";
+}
+
+/** The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal. */
+export class LeaseLost extends TicketsError {
+  override name = "LeaseLost";
+}
+
+/** The wall clock went back further than the generator waits: it throws rather than repeat an id. */
+export class ClockRollback extends TicketsError {
+  override name = "ClockRollback";
+}
+
+/** What a WorkerLease needs of a client: TicketsClient's four worker methods. */
+export interface WorkerSource {
+  acquireWorker(pool: string, options?: { owner?: string; idempotencyKey?: string }): Promise<WorkerGrant>;
+  renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant>;
+  releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean>;
+  listWorkers(pool: string): Promise<Record<string, unknown>>;
+}
+
+export interface WorkerLeaseOptions {
+  owner?: string;
+  renewFraction?: number;
+  marginSeconds?: number;
+  onLost?: (loss: LeaseLost) => void;
+  /** Your own, kept across a restart to get the same grant back; it may be old, so the lease renews it at once. */
+  idempotencyKey?: string;
+  /** Seconds on a monotonic clock (tests pass a manual one). */
+  monotonic?: () => number;
+  /** Renew on a timer (default true); false: whoever calls renewDue() renews. */
+  background?: boolean;
+}
+
+const monotonicSeconds = (): number => performance.now() / 1000;
+
+/** A checked grant from a server's answer (TicketsClient's worker methods). */
+export function workerGrant(answer: Record<string, unknown>): WorkerGrant {
+  const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
+  const numbers = [worker, epoch, expiresAt, ttlSeconds];
+  if (typeof pool !== "string" || !numbers.every((n) => Number.isSafeInteger(n) && (n as number) >= 0) || (epoch as number) < 1) {
+    throw new TicketsError(200, "bad_response", `the server's answer is not a worker lease: ${JSON.stringify(answer).slice(0, 200)}`);
+  }
+  return { pool, worker, epoch, expiresAt, ttlSeconds } as WorkerGrant;
+}
+
+/** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on a timer, released by `close()`. */
+export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
+  readonly pool: string;
+  private current: WorkerGrant;
+  private safeEndAt = 0;
+  private renewAt = 0;
+  private loss: LeaseLost | null = null;
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  private renewing: Promise<number | null> | null = null;
+  private poolSize: number | null = null;
+  private readonly fraction: number;
+  private readonly margin: number | undefined;
+  private readonly monotonic: () => number;
+
+  private constructor(
+    private readonly client: WorkerSource,
+    grant: WorkerGrant,
+    sent: number,
+    options: WorkerLeaseOptions,
+  ) {
+    super();
+    this.pool = grant.pool;
+    this.current = grant;
+    this.fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
+    this.margin = options.marginSeconds;
+    this.monotonic = options.monotonic ?? monotonicSeconds;
+    this.extend(grant, sent);
+    if (options.onLost) this.on("lost", options.onLost);
+  }
+
+  /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
+  static async acquire(client: WorkerSource, pool: string, options: WorkerLeaseOptions = {}): Promise<WorkerLease> {
+    const fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
+    if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewFraction must be between 0 and 1, got ${fraction}`);
+    if (options.marginSeconds !== undefined && !(options.marginSeconds >= 0)) {
+      throw new RangeError(`marginSeconds must be 0 or more, got ${options.marginSeconds}`);
+    }
+    const monotonic = options.monotonic ?? monotonicSeconds;
+    const { owner, idempotencyKey } = options;
+    let sent = monotonic();
+    let grant = await client.acquireWorker(pool, { ...(owner !== undefined ? { owner } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
+    if (idempotencyKey !== undefined) {
+      sent = monotonic();
+      grant = await client.renewWorker(pool, grant.worker, grant.epoch);
+    }
+    const margin = options.marginSeconds ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * grant.ttlSeconds);
+    if (margin >= grant.ttlSeconds) {
+      await client.releaseWorker(pool, grant.worker, grant.epoch);
+      throw new RangeError(`a margin of ${margin} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
+    }
+    const lease = new WorkerLease(client, grant, sent, options);
+    if (options.background ?? true) lease.schedule(lease.renewAt - sent);
+    return lease;
+  }
+
+  /** The worker id, while it is this process's: throws LeaseLost after a loss (an Error once closed). */
+  get worker(): number {
+    this.check();
+    return this.current.worker;
+  }
+
+  /** The last grant or renewal as the service answered it, lost or not (for logs: `worker` is checked). */
+  get grant(): WorkerGrant {
+    return this.current;
+  }
+
+  get epoch(): number {
+    return this.current.epoch;
+  }
+
+  get marginSeconds(): number {
+    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.current.ttlSeconds);
+  }
+
+  /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
+  get safeEnd(): number {
+    return this.safeEndAt;
+  }
+
+  get lost(): boolean {
+    return this.noticeLoss() !== null;
+  }
+
+  /** The pool's size (read once, from `GET /_workers/{pool}`). */
+  async size(): Promise<number> {
+    this.poolSize ??= Number((await this.client.listWorkers(this.pool)).size);
+    return this.poolSize;
+  }
+
+  /** Throws LeaseLost once the lease is lost, an Error once closed; else nothing (no network). */
+  check(): void {
+    if (this.closed) throw new Error("this WorkerLease is closed");
+    const loss = this.noticeLoss();
+    if (loss) throw loss;
+  }
+
+  /** Renew if a renewal is due; the seconds until the next is (null once lost or closed). Calls share one renewal. */
+  renewDue(): Promise<number | null> {
+    this.renewing ??= this.renewIfDue().finally(() => {
+      this.renewing = null;
+    });
+    return this.renewing;
+  }
+
+  /** Stop renewing and release the worker id; whether the service released it (false: lost, or the release failed). */
+  async close(): Promise<boolean> {
+    if (this.closed) return false;
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.renewing;
+    if (this.noticeLoss()) return false;
+    try {
+      return await this.client.releaseWorker(this.pool, this.current.worker, this.current.epoch);
+    } catch (err) {
+      if (err instanceof TicketsError) return false;
+      throw err;
+    }
+  }
+
+  private async renewIfDue(): Promise<number | null> {
+    if (this.closed || this.noticeLoss()) return null;
+    const now = this.monotonic();
+    if (now < this.renewAt) return this.renewAt - now;
+    const { worker, epoch, ttlSeconds } = this.current;
+    try {
+      this.extend(await this.client.renewWorker(this.pool, worker, epoch), now);
+    } catch (err) {
+      if (err instanceof LeaseLost) {
+        this.lose(err);
+      } else if (err instanceof TicketsError && err.status !== null && err.status >= 400 && err.status < 500 && err.status !== 429) {
+        this.lose(new LeaseLost(err.status, err.code, `the renewal was refused: ${err.message}`));
+      } else if (err instanceof TicketsError) {
+        this.renewAt = now + Math.min(RENEW_RETRY_SECONDS, this.fraction * ttlSeconds); // no answer: try again soon
+      } else {
+        throw err;
+      }
+    }
+    return this.noticeLoss() || this.closed ? null : Math.max(0, this.renewAt - this.monotonic());
+  }
+
+  /** A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has passed. */
+  private extend(grant: WorkerGrant, sent: number): void {
+    if (grant.pool !== this.pool || grant.worker !== this.current.worker || grant.epoch !== this.current.epoch) {
+      throw new TicketsError(200, "bad_response", `asked for a lease of ${this.pool}, got ${JSON.stringify(grant)}`);
+    }
+    if (this.noticeLoss()) return;
+    this.current = grant;
+    this.safeEndAt = sent + grant.ttlSeconds - this.marginSeconds;
+    this.renewAt = sent + this.fraction * grant.ttlSeconds;
+  }
+
+  private noticeLoss(): LeaseLost | null {
+    if (this.loss === null && this.safeEndAt > 0 && this.monotonic() >= this.safeEndAt) {
+      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.current.worker} passed unrenewed`));
+    }
+    return this.loss;
+  }
+
+  private lose(loss: LeaseLost): void {
+    if (this.loss !== null) return;
+    this.loss = loss;
+    if (this.timer) clearTimeout(this.timer);
+    this.emit("lost", loss);
+  }
+
+  /** The next renewal on a timer that never holds the process open; it wakes at the safe end too, to report a loss. */
+  private schedule(delay: number): void {
+    const wait = Math.max(0, Math.min(delay, this.safeEndAt - this.monotonic()));
+    this.timer = setTimeout(async () => {
+      const next = await this.renewDue().catch(() => RENEW_RETRY_SECONDS);
+      if (next !== null && !this.closed) this.schedule(next);
+    }, wait * 1000);
+    this.timer.unref();
+  }
+}
+
+export interface SnowflakeOptions {
+  epochMs?: number;
+  timeBits?: number;
+  workerBits?: number;
+  sequenceBits?: number;
+  maxRollbackSeconds?: number;
+  /** The wall clock in milliseconds since the Unix epoch (default Date.now); tests pass a manual one. */
+  clock?: () => number;
+  /** How to wait (tests pass one that moves their clock). */
+  sleep?: (seconds: number) => Promise<void>;
+}
+
+/**
+ * Snowflake-style ids (bigints) on a WorkerLease: (milliseconds since `epochMs`) << (workerBits + sequenceBits) |
+ * worker << sequenceBits | sequence. Concurrent callers are served one at a time. Stops issuing (throws LeaseLost)
+ * once its lease is lost; when the wall clock goes back, waits up to `maxRollbackSeconds` for it, else throws
+ * ClockRollback: an id is never issued twice. Its wall clock must agree with other holders' within the margin.
+ */
+export class Snowflake {
+  private lastMs = -1;
+  private sequence = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private constructor(
+    readonly lease: WorkerLease,
+    readonly epochMs: number,
+    private readonly timeBits: number,
+    private readonly workerBits: number,
+    private readonly sequenceBits: number,
+    private readonly maxRollbackMs: number,
+    private readonly clock: () => number,
+    private readonly sleep: (seconds: number) => Promise<void>,
+  ) {}
+
+  /** A generator on `lease`, its layout checked: the bits fit 63, and the pool's size fits the worker bits. */
+  static async on(lease: WorkerLease, options: SnowflakeOptions = {}): Promise<Snowflake> {
+    const timeBits = options.timeBits ?? DEFAULT_TIME_BITS;
+    const workerBits = options.workerBits ?? DEFAULT_WORKER_BITS;
+    const sequenceBits = options.sequenceBits ?? DEFAULT_SEQUENCE_BITS;
+    const maxRollback = options.maxRollbackSeconds ?? DEFAULT_MAX_ROLLBACK_SECONDS;
+    const layout = { timeBits, workerBits, sequenceBits };
+    if (!Object.values(layout).every((bits) => Number.isInteger(bits) && bits >= 0) || timeBits < 1) {
+      throw new RangeError(`bit counts are whole numbers, timeBits at least 1: ${JSON.stringify(layout)}`);
+    }
+    if (timeBits + workerBits + sequenceBits > ID_BITS) {
+      throw new RangeError(`${timeBits} + ${workerBits} + ${sequenceBits} bits do not fit ${ID_BITS}`);
+    }
+    if (!(maxRollback >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollback}`);
+    const size = await lease.size();
+    if (size > 2 ** workerBits) throw new RangeError(`pool ${lease.pool} holds ${size} worker ids: more than ${workerBits} bits hold`);
+    const sleep = options.sleep ?? ((seconds: number) => new Promise<void>((done) => setTimeout(done, seconds * 1000)));
+    const epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
+    return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, options.clock ?? Date.now, sleep);
+  }
+
+  /** The next id. */
+  next(): Promise<bigint> {
+    const issued = this.queue.then(() => this.issue());
+    this.queue = issued.catch(() => undefined);
+    return issued;
+  }
+
+  private async issue(): Promise<bigint> {
+    this.lease.check();
+    let now = await this.millisecond();
+    if (now === this.lastMs) {
+      this.sequence++;
+      while (this.sequence === 2 ** this.sequenceBits) {
+        await this.sleep(0.0005); // this millisecond's ids are used up: the next one
+        if ((now = await this.millisecond()) > this.lastMs) this.sequence = 0;
+      }
+    } else {
+      this.sequence = 0;
+    }
+    const elapsed = now - this.epochMs;
+    if (!(elapsed >= 0 && elapsed < 2 ** this.timeBits)) {
+      throw new RangeError(`${now} ms is outside the ${2 ** this.timeBits} ms from epochMs ${this.epochMs}`);
+    }
+    const worker = this.lease.worker; // checked again after any wait
+    this.lastMs = now;
+    const { workerBits, sequenceBits } = this;
+    return (BigInt(elapsed) << BigInt(workerBits + sequenceBits)) | (BigInt(worker) << BigInt(sequenceBits)) | BigInt(this.sequence);
+  }
+
+  /** Now in whole milliseconds, never before the last id's: a clock gone back is waited for up to the bound. */
+  private async millisecond(): Promise<number> {
+    let now = Math.floor(this.clock());
+    while (now < this.lastMs) {
+      const behind = this.lastMs - now;
+      if (behind > this.maxRollbackMs) {
+        const said = `the clock went back ${behind} ms (waits up to ${this.maxRollbackMs} ms): no id, rather than one issued twice`;
+        throw new ClockRollback(null, "clock_rollback", said);
+      }
+      await this.sleep(behind / 1000);
+      now = Math.floor(this.clock());
+    }
+    return now;
+  }
+}
