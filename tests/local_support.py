@@ -72,8 +72,7 @@ class SerialMotoServer:
 
     @property
     def url(self) -> str:
-        port = self._server.server_address[1]
-        return f"https://localhost:{port}" if self._tls else f"http://127.0.0.1:{port}"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def reset(self) -> None:
         call(self.url, "/moto-api/reset", method="POST")

@@ -1,6 +1,7 @@
-"""Worker-id leases through the real handler on real Function URL events, on moto (docs/how-to/worker-ids.md):
-a lease's life, an idempotent acquire, a full pool's 503 with Retry-After, and bad input answered 4xx with nothing
-written. Concurrency is on dynalite (test_workers_dynalite.py); the protocol's model is tests/models."""
+"""Worker-id leases through the real handler on real Function URL events, on moto and the memory backend
+(docs/how-to/worker-ids.md): a lease's life, an idempotent acquire, a full pool's 503 with Retry-After, and bad
+input answered 4xx with nothing written. Concurrency is on dynalite (test_workers_dynalite.py); the protocol's model
+is tests/models."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from access_support import role_session
 from moto_deployment import IDEMPOTENCY_TABLE, WORKERS_TABLE
 
+EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
 POOL = "snowflake"
 CONFIG = {
     "regions": {"us-east-1": 0},

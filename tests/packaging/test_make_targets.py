@@ -4,6 +4,7 @@ again."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -15,8 +16,10 @@ MAKEFILE = (REPO / "Makefile").read_text()
 
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:
+    """A make of its own, as a user's shell runs it (not a sub-make of `make test`: MAKELEVEL and MAKEFLAGS unset)."""
+    env = {name: value for name, value in os.environ.items() if name not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     return subprocess.run(
-        ["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=120
+        ["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
     )
 
 

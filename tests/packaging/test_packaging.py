@@ -1,9 +1,10 @@
 """What the packages declare: the server's pyproject names what its code imports (in ranges that hold
 the pins of requirements*.txt), and the Python client installs on its own, into a clean venv, with
-botocore as its only dependency."""
+botocore (and urllib3, which botocore requires) as its only dependencies."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -46,17 +47,20 @@ def pinned(*files: str) -> dict[str, str]:
 def test_the_server_declares_what_it_imports_in_ranges_holding_the_pinned_versions():
     ranges = declared(REPO / "pyproject.toml")
     pins = pinned("requirements-serve.txt", "requirements.txt")
-    assert set(ranges) == set(pins)
+    assert set(ranges) | set(declared(CLIENT / "pyproject.toml")) == set(pins)  # the serve set has the client's too
     for name, requirement in ranges.items():
         assert requirement.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {requirement}"
     packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     assert "tickets_client" not in packages  # the client is clients/python's package
 
 
-def test_the_client_depends_on_botocore_only():
+def test_the_client_depends_on_botocore_and_what_it_brings_only():
+    """botocore, and urllib3 (the transport, for proxies and CA bundles), which botocore itself requires."""
     requirements = declared(CLIENT / "pyproject.toml")
-    assert list(requirements) == ["botocore"]
-    assert requirements["botocore"].specifier.contains(pinned("requirements-serve.txt")["botocore"])
+    assert list(requirements) == ["botocore", "urllib3"]
+    assert any(Requirement(each).name == "urllib3" for each in importlib.metadata.requires("botocore") or [])
+    for name, requirement in requirements.items():
+        assert requirement.specifier.contains(pinned("requirements-serve.txt")[name])
 
 
 @pytest.mark.slow
