@@ -96,6 +96,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "whose tables outlive the server, opaque counters need one)",
     )
     parser.add_argument(
+        "--ledger",
+        default=None,
+        metavar="PATH",
+        help="the deployment ledger whose epochs to serve, read whole or refused (default: tickets.lock.json beside "
+        "--config; none with --config-json). On an endpoint a server needs one, and its table's fences must agree",
+    )
+    parser.add_argument(
+        "--without-ledger",
+        action="store_true",
+        help="on an endpoint, serve without a ledger: for a deployment whose layouts never changed (the table's "
+        "fences are still checked)",
+    )
+    parser.add_argument(
         "--verbose",
         action="store_true",
         help="also print the handler's INFO logs and its EMF metrics lines, which carry the audit of each "
@@ -147,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
             play_callers=args.play_callers,
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
             key_file=args.key_file,
+            ledger=args.ledger,
+            without_ledger=args.without_ledger,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the
@@ -230,6 +245,7 @@ def banner(server: LocalServer) -> str:
             f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
             + (f", {deployment.series_table}" if deployment.series_table else ""),
+            f"  ledger:   {server.ledger_path if server.ledger is not None else 'none (layouts as written)'}",
             f"  try:      curl -s {server.url}{deployment.sample_path}",
             *([f"  keys:     {server.keys.describe()}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from tickets.access import Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
+from tickets_deploy.ledger import applied
 
 from .backend import EndpointBackend, MotoBackend, ensure_tables
 from .deployment import LocalDeployment, deployment_from_config, load_deployment
@@ -40,6 +41,7 @@ from .events import (
     protocol_error,
 )
 from .invoker import HandlerInvoker
+from .layout_check import check_table, ledger_path, require_ledger, served_ledger
 from .local_answers import local_answer, reset_answer, too_large
 from .local_keys import LocalKeys, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
@@ -242,21 +244,30 @@ class LocalServer:
         play_callers: bool = False,
         config_name: str | None = None,
         key_file: str | Path | None = None,
+        ledger: str | Path | None = None,
+        without_ledger: bool = False,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run)."""
+        (local_keys.py: made there if missing; without one, made at start for this run). `ledger`: the ledger whose
+        epochs it serves (default: the one beside `config_path`); `without_ledger`: on an endpoint, serve without one
+        (layout_check.py)."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
-        self.deployment: LocalDeployment = (
+        written = (
             load_deployment(config_path, region)
             if config is None
             else deployment_from_config(config, region, config_name)
         )
+        self.ledger_path = ledger_path(config_path if config is None else None, ledger)
+        self.ledger = served_ledger(self.ledger_path, written.config)
+        # Above its fences, as deployed: each key's epoch as the ledger records it.
+        self.deployment = LocalDeployment(applied(written.config, self.ledger), written.region)
+        self._written, self._without_ledger = written.config, without_ledger
         self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
         self._address = (host, port)
         self._verbose = verbose
@@ -280,6 +291,12 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         try:
+            require_ledger(
+                self._written,
+                self.ledger,
+                persistent=self.backend.endpoint_url is not None,
+                without_ledger=self._without_ledger,
+            )
             self.backend.start()
             self._set_environment(
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
@@ -289,6 +306,7 @@ class LocalServer:
                 self.deployment.config, self._key_file, persistent=self.backend.endpoint_url is not None
             )
             self.app = self._build_app()
+            check_table(self._dynamodb, self.deployment.counter_table, self.deployment.config, self.ledger)
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             # Imported here, after the environment: the document's route table imports the handlers, whose
             # Powertools Logger and Metrics read POWERTOOLS_* when they are created.

@@ -1,0 +1,119 @@
+"""What a local server checks of its layout before it serves (docs/reference/local-server.md#the-ledger-it-serves-with):
+the ledger that says each key's epoch, read whole or refused, and the table's own records of fences, so that a server
+started from another checkout (no ledger, an older one, `--config-json`) never serves a layout older than its table's.
+
+A config alone cannot tell whether a key changed layout above a fence: only the ledger records it. Without one, a
+server on moto in this process serves cdk.json's layouts as first layouts (its tables are new and gone at stop);
+on an endpoint, whose tables are a deployment's, it refuses unless told those are its first layouts
+(`--without-ledger`), and refuses a ledger that records no fence for a layout the config changes. Either way, the
+table tells what it can: a key's lanes of a later epoch than the one this server would serve, or its lanes of that
+epoch stopped by a fence its ledger does not have pending.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED
+from tickets.lane_item import STEP, fenced_by, number
+from tickets.tables import COUNTER_KEY, is_counter_item
+from tickets_admin.listing import scan
+from tickets_deploy.ledger import (
+    LEDGER_FILE,
+    Ledger,
+    LedgerError,
+    layout_changes,
+    ledger_path_beside,
+    read_ledger_file,
+)
+from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import DeploymentConfig
+
+WITHOUT_LEDGER = "--without-ledger"
+GIVE_IT = f"give the server its deployment's ledger: --ledger PATH, or {LEDGER_FILE} beside --config"
+
+
+def ledger_path(config_path: str | Path | None, given: str | Path | None) -> Path | None:
+    """The ledger a server serves with: --ledger, else the one beside --config (none for a config given as JSON)."""
+    if given is not None:
+        path = Path(given)
+        if not path.exists():
+            raise ConfigError(f"--ledger {path}: no such file")
+        return path
+    return ledger_path_beside(Path(config_path)) if config_path is not None else None
+
+
+def served_ledger(path: Path | None, config: DeploymentConfig) -> Ledger | None:
+    """The ledger's record of `config`'s service (None: no ledger, or it records no such service). A ledger that
+    cannot be read (git conflict markers, a broken file) is refused: served without it, a key fenced there would
+    be served in its old layout."""
+    if path is None or not path.exists():
+        return None
+    try:
+        return read_ledger_file(path).services.get(config.table_name)
+    except LedgerError as err:
+        raise ConfigError(f"the ledger is refused, so nothing is served: {err}") from None
+
+
+def require_ledger(written: DeploymentConfig, ledger: Ledger | None, *, persistent: bool, without_ledger: bool) -> None:
+    """On an endpoint, whose tables are a deployment's, a server needs the ledger (or --without-ledger), and a ledger
+    that records every layout `written` (cdk.json as written) gives: one that changes a layout needs the epoch of a
+    fence, and a ledger that records none (an older one) cannot tell which."""
+    if not persistent:
+        return
+    if ledger is None and not without_ledger:
+        raise ConfigError(
+            "no ledger records this config's service, and on an endpoint the tables are a deployment's: a key whose "
+            "layout changed above a fence would be served in its first layout, repeating tickets. "
+            f"{GIVE_IT}; or, for a deployment whose layouts never changed, {WITHOUT_LEDGER}"
+        )
+    changes = layout_changes(written, ledger) if ledger is not None else []
+    if changes:
+        said = "; ".join(
+            f"{change.key}: {change.old.describe()} -> {change.configured.describe()}" for change in changes
+        )
+        raise ConfigError(
+            f"the ledger records no fence for the layouts this config changes ({said}): served, their lanes would "
+            f"begin below what the old ones issued. {GIVE_IT[0].upper()}{GIVE_IT[1:]} (the one that records the "
+            f"fence), or run `{FENCE_COMMAND}` first"
+        )
+
+
+def table_refusals(items: list[dict[str, Any]], settings_config: DeploymentConfig, ledger: Ledger | None) -> list[str]:
+    """Why the table's records refuse the epochs this server would serve (`settings_config`, the ledger applied)."""
+    pending = ledger.fencing.id if ledger is not None and ledger.fencing is not None else None
+    problems = []
+    for item in items:
+        name = item[COUNTER_KEY]["S"]
+        if not is_counter_item(name):
+            continue
+        key, _, epoch_text = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
+        served = _served_epoch(settings_config, key)
+        if served is None:
+            continue
+        epoch = int(epoch_text or 0)
+        if epoch > served:
+            problems.append(
+                f"{name}: {key}'s lanes of epoch {epoch} (above a fence); this server would serve epoch {served}"
+            )
+        elif epoch == served and number(item, STEP) == STOPPED and fenced_by(item) != pending:
+            problems.append(f"{name}: stopped by fence {fenced_by(item)}; this server would serve it (epoch {served})")
+    return problems
+
+
+def _served_epoch(config: DeploymentConfig, key: str) -> int | None:
+    if key in config.counters:
+        return config.counters[key].epoch
+    return None if config.strict_keys and key != config.default_key else 0
+
+
+def check_table(client: Any, table: str, config: DeploymentConfig, ledger: Ledger | None) -> None:
+    """Refuse to serve (ConfigError) where the table records a later layout than the one this server would serve."""
+    problems = table_refusals(list(scan(client, table)), config, ledger)
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        raise ConfigError(
+            f"table {table} records a later layout than this server's ({shown}). Served, it would repeat tickets or "
+            f"answer 503: {GIVE_IT} (the one that records those fences)"
+        )
