@@ -64,7 +64,7 @@ def table(dynalite, config_path):
 @pytest.fixture(scope="module")
 def shared_server(dynalite, table):
     """One local server (a process of its own) on the module's dynalite."""
-    with LocalTickets(CONFIG, endpoint_url=dynalite) as running:
+    with LocalTickets(CONFIG, endpoint_url=dynalite, arguments=["--without-ledger"]) as running:
         yield running
 
 

@@ -57,7 +57,7 @@ def test_kill_9_mid_run_leaves_every_number_accounted_for(dynalite, tables_direc
     answered: dict[str, int] = {}  # Idempotency-Key -> the number it was answered
     unanswered: list[str] = []  # keys whose request got no answer (in flight at the kill, or after it)
     lock = threading.Lock()
-    first = LocalTickets(CONFIG, endpoint_url=dynalite).start()
+    first = LocalTickets(CONFIG, endpoint_url=dynalite, arguments=["--without-ledger"]).start()
 
     def issue(client_index: int) -> None:
         client = TicketsClient(first.url, max_attempts=2, timeout=5)
@@ -89,7 +89,7 @@ def test_kill_9_mid_run_leaves_every_number_accounted_for(dynalite, tables_direc
 
 
 def _retry_and_audit(dynalite: str, answered: dict[str, int], unanswered: list[str]) -> None:
-    with LocalTickets(CONFIG, endpoint_url=dynalite) as second:
+    with LocalTickets(CONFIG, endpoint_url=dynalite, arguments=["--without-ledger"]) as second:
         client = TicketsClient(second.url)
         # Each in-flight key retried (409 in_progress until the killed attempt's lock expires), and some
         # answered ones asked again: the numbers they were given.
