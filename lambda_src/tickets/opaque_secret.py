@@ -77,7 +77,7 @@ class StoredKeys:
 
     def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
         """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""
-        self._read, self._where, self._clock = read, where, clock
+        self._read, self.where, self._clock = read, where, clock
         self._keys: Mapping[int, bytes] | None = None
         self._tried_at: float | None = None
         self._why = ""
@@ -89,12 +89,12 @@ class StoredKeys:
         if self._keys is None:
             raise Unavailable(
                 f"this function cannot read the keys of its opaque ids ({self._why}); nothing was issued. "
-                f"The operator puts them in {self._where}: python -m tickets_admin put-key ({HOW_TO})"
+                f"The operator puts them in {self.where}: python -m tickets_admin put-key ({HOW_TO})"
             )
         if version not in self._keys:
             held = ", ".join(map(str, sorted(self._keys)))
             raise Unavailable(
-                f"the keys of opaque ids in {self._where} hold key versions {held}, not {version}, which this counter "
+                f"the keys of opaque ids in {self.where} hold key versions {held}, not {version}, which this counter "
                 f"encodes with; nothing was issued. Add it: python -m tickets_admin put-key ({HOW_TO})"
             )
         return self._keys
