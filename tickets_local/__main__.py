@@ -34,7 +34,7 @@ examples:
   python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
 
-  python -m tickets_local --key-file tickets-local-keys.json   # opaque counters' keys, kept across restarts
+  python -m tickets_local --key-file .tickets-local/keys.json   # opaque counters' keys, kept (git-ignored)
 
 make serve passes PORT=, REGION=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names."""
 
@@ -91,9 +91,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         metavar="PATH",
         help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (python -m "
-        "tickets_admin encode --help shows it), made there if PATH does not exist; the banner prints it for "
+        "tickets_admin encode --help shows it), made there if PATH does not exist and the table's opaque counters "
+        "never issued (keep it out of version control: .tickets-local/ is git-ignored); the banner prints it for "
         "python -m tickets_admin decode (default: a new key made at start, gone at stop; with --endpoint-url, "
         "whose tables outlive the server, opaque counters need one)",
+    )
+    parser.add_argument(
+        "--new-key-file",
+        action="store_true",
+        help="make a missing --key-file even though the table's opaque counters issued ids before keys' fingerprints "
+        "were recorded (a table that recorded one is refused whatever the flags: its ids would repeat)",
     )
     parser.add_argument(
         "--ledger",
@@ -162,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             key_file=args.key_file,
             ledger=args.ledger,
             without_ledger=args.without_ledger,
+            new_key_file=args.new_key_file,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the

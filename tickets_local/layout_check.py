@@ -18,7 +18,6 @@ from typing import Any
 from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED
 from tickets.lane_item import STEP, fenced_by, number
 from tickets.tables import COUNTER_KEY, is_counter_item
-from tickets_admin.listing import scan
 from tickets_deploy.ledger import (
     LEDGER_FILE,
     Ledger,
@@ -108,12 +107,12 @@ def _served_epoch(config: DeploymentConfig, key: str) -> int | None:
     return None if config.strict_keys and key != config.default_key else 0
 
 
-def check_table(client: Any, table: str, config: DeploymentConfig, ledger: Ledger | None) -> None:
-    """Refuse to serve (ConfigError) where the table records a later layout than the one this server would serve."""
-    problems = table_refusals(list(scan(client, table)), config, ledger)
+def check_table(items: list[dict[str, Any]], config: DeploymentConfig, ledger: Ledger | None) -> None:
+    """Refuse to serve (ConfigError) where the table's `items` record a later layout than this server would serve."""
+    problems = table_refusals(items, config, ledger)
     if problems:
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         raise ConfigError(
-            f"table {table} records a later layout than this server's ({shown}). Served, it would repeat tickets or "
-            f"answer 503: {GIVE_IT} (the one that records those fences)"
+            f"the counter table records a later layout than this server's ({shown}). Served, it would repeat tickets "
+            f"or answer 503: {GIVE_IT} (the one that records those fences)"
         )

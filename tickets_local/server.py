@@ -246,13 +246,15 @@ class LocalServer:
         key_file: str | Path | None = None,
         ledger: str | Path | None = None,
         without_ledger: bool = False,
+        new_key_file: bool = False,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run). `ledger`: the ledger whose
+        (local_keys.py: made there if missing, for a table whose opaque counters never issued or with `new_key_file`;
+        without one, made at start for this run). `ledger`: the ledger whose
         epochs it serves (default: the one beside `config_path`); `without_ledger`: on an endpoint, serve without one
         (layout_check.py)."""
         if config_name is None:
@@ -267,7 +269,7 @@ class LocalServer:
         self.ledger = served_ledger(self.ledger_path, written.config)
         # Above its fences, as deployed: each key's epoch as the ledger records it.
         self.deployment = LocalDeployment(applied(written.config, self.ledger), written.region)
-        self._written, self._without_ledger = written.config, without_ledger
+        self._written, self._without_ledger, self._new_key_file = written.config, without_ledger, new_key_file
         self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
         self._address = (host, port)
         self._verbose = verbose
@@ -302,11 +304,16 @@ class LocalServer:
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             ensure_tables(self.deployment, self.backend.endpoint_url)
+            table = list(scan(self._client(), self.deployment.counter_table))
+            check_table(table, self.deployment.config, self.ledger)
             self.keys = open_keys(
-                self.deployment.config, self._key_file, persistent=self.backend.endpoint_url is not None
+                self.deployment.config,
+                self._key_file,
+                persistent=self.backend.endpoint_url is not None,
+                table=table,
+                new_key_file=self._new_key_file,
             )
             self.app = self._build_app()
-            check_table(self._dynamodb, self.deployment.counter_table, self.deployment.config, self.ledger)
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             # Imported here, after the environment: the document's route table imports the handlers, whose
             # Powertools Logger and Metrics read POWERTOOLS_* when they are created.
@@ -347,13 +354,11 @@ class LocalServer:
 
     def _build_app(self) -> App:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
-        from tickets.app import create_app, dynamodb_client
+        from tickets.app import create_app
 
-        if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
-            self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
         return create_app(
             self.deployment.settings,
-            self._dynamodb,
+            self._client(),
             self.deployment.counter_table,
             self.deployment.idempotency_table,
             region=self.deployment.region,
@@ -362,6 +367,15 @@ class LocalServer:
             opaque_keys=self.keys.stored if self.keys is not None else None,
             config_name=self.config_name,
         )
+
+    def _client(self) -> Any:
+        """The function's DynamoDB client, made once (after the environment: tickets.app's Powertools reads it) and
+        kept across resets: a client holds no app state, and costs ~0.1 s to make."""
+        from tickets.app import dynamodb_client
+
+        if self._dynamodb is None:
+            self._dynamodb = dynamodb_client(region_name=self.deployment.region, endpoint_url=self.backend.endpoint_url)
+        return self._dynamodb
 
     def _access(self) -> Callable[[], Rules] | None:
         """The config's rules, enforced only where requests can be signed: when this server plays callers."""

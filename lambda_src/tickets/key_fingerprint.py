@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Iterable
 from typing import Any
 
 from . import dynamodb_errors
@@ -34,8 +35,16 @@ class KeyReplaced(Unavailable):
     until the operator restores the key (the metric OpaqueKeyReplaced, and its alarm, say so)."""
 
 
+ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}opaque-key#"
+
+
 def item_name(version: int) -> str:
-    return f"{RESERVED_ITEM_PREFIX}opaque-key#{version}"
+    return f"{ITEM_PREFIX}{version}"
+
+
+def recorded_versions(names: Iterable[str]) -> list[int]:
+    """The key versions whose fingerprints items named `names` record."""
+    return sorted(int(name.removeprefix(ITEM_PREFIX)) for name in names if name.startswith(ITEM_PREFIX))
 
 
 def fingerprint(key: bytes) -> str:
