@@ -36,7 +36,17 @@ TICKETS = {
 def admin_decode(config: Path, key_file: Path, ids: list[str]) -> list[str]:
     """`python -m tickets_admin decode orders ID... --key-file PATH`, as an operator runs it."""
     result = subprocess.run(
-        [sys.executable, "-m", "tickets_admin", "decode", "orders", *ids, "--key-file", str(key_file)],
+        [
+            sys.executable,
+            "-m",
+            "tickets_admin",
+            "decode",
+            "orders",
+            *ids,
+            "--key-file",
+            str(key_file),
+            "--no-table-check",
+        ],
         cwd=config.parent,
         capture_output=True,
         text=True,
