@@ -1,7 +1,7 @@
 """`python -m tickets_admin encode KEY TICKET` and `decode KEY ID`: an opaque counter's tickets as its ids and
 back (tickets.opaque), with the counter's settings from cdk.json (or --service's ledger) and the keys from a key
 file or the service's parameter. Each reads the counter table's records of its key versions' fingerprints
-(tickets/key_fingerprint.py) and refuses a key that is not the one the table's ids of that version were made with;
+(tickets/opaque_secret.py) and refuses a key that is not the one the table's ids of that version were made with;
 neither writes."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tickets.key_fingerprint import item_name, replaced
 from tickets.opaque import OpaqueKeyError
+from tickets.opaque_secret import replaced
+from tickets.tables import FINGERPRINT_PREFIX
 from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 from tickets_deploy.opaque_keys import read_key_file
 
@@ -88,7 +89,7 @@ def _check_fingerprints(keys: dict[int, bytes], args: argparse.Namespace, contex
     table = CounterTable(context.table_name, context.region, context.endpoint_url)
     try:
         with table.dynamodb_errors():
-            items = {version: table.get(item_name(version)) for version in sorted(keys)}
+            items = {version: table.get(f"{FINGERPRINT_PREFIX}{version}") for version in sorted(keys)}
     except AdminError as err:
         raise AdminError(f"{err} (the keys' fingerprints are read there; --no-table-check skips it)") from None
     for version, item in items.items():

@@ -96,8 +96,7 @@ class TicketAlarms(Construct):
         if service.opaque_keys_parameter is not None:  # only where a counter is opaque
             self._alarm(
                 "OpaqueKeyReplaced",
-                # The handler counts it in the line of its 503, which count_error gives the code dimension.
-                service.metric("OpaqueKeyReplaced", code="unavailable"),
+                service.metric_errors("key_replaced"),
                 "The function holds another key for a key version than the one its first ids were made with (the "
                 "SSM parameter recreated?): it answers 503 for that counter. Restore the key "
                 "(docs/explanation/opaque-ids.md#a-key-is-what-it-was).",

@@ -253,9 +253,9 @@ def banner(server: LocalServer) -> str:
             f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
             + (f", {deployment.series_table}" if deployment.series_table else ""),
-            f"  ledger:   {server.ledger_path if server.ledger is not None else 'none (layouts as written)'}",
+            f"  ledger:   {server.layout.ledger_path if server.layout.ledger else 'none (layouts as written)'}",
             f"  try:      curl -s {server.url}{deployment.sample_path}",
-            *([f"  keys:     {server.keys.describe()}"] if server.keys is not None else []),
+            *([f"  keys:     {server.keys.describe(server.backend.endpoint_url)}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",
             f"  counters: {server.url}{COUNTERS_PATH}",
             "Ctrl-C stops it.",

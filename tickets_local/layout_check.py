@@ -12,22 +12,27 @@ epoch stopped by a fence its ledger does not have pending.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED
 from tickets.lane_item import STEP, fenced_by, number
 from tickets.tables import COUNTER_KEY, is_counter_item
+from tickets_admin.listing import scan
 from tickets_deploy.ledger import (
     LEDGER_FILE,
     Ledger,
     LedgerError,
+    applied,
     layout_changes,
     ledger_path_beside,
     read_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
+
+from .deployment import LocalDeployment
 
 WITHOUT_LEDGER = "--without-ledger"
 GIVE_IT = f"give the server its deployment's ledger: --ledger PATH, or {LEDGER_FILE} beside --config"
@@ -116,3 +121,35 @@ def check_table(items: list[dict[str, Any]], config: DeploymentConfig, ledger: L
             f"the counter table records a later layout than this server's ({shown}). Served, it would repeat tickets "
             f"or answer 503: {GIVE_IT} (the one that records those fences)"
         )
+
+
+@dataclass(frozen=True)
+class ServedLayout:
+    """What a server serves: `written` (the config as given) above its ledger's fences (`deployment`)."""
+
+    written: LocalDeployment
+    ledger_path: Path | None
+    ledger: Ledger | None
+    without_ledger: bool
+
+    @classmethod
+    def of(
+        cls, written: LocalDeployment, config_path: str | Path | None, ledger: str | Path | None, without_ledger: bool
+    ) -> ServedLayout:
+        path = ledger_path(config_path, ledger)
+        return cls(written, path, served_ledger(path, written.config), without_ledger)
+
+    @property
+    def deployment(self) -> LocalDeployment:
+        return LocalDeployment(applied(self.written.config, self.ledger), self.written.region)
+
+    def require(self, *, persistent: bool) -> None:
+        """Before anything is made: the ledger, where the tables are a deployment's (require_ledger)."""
+        require_ledger(self.written.config, self.ledger, persistent=persistent, without_ledger=self.without_ledger)
+
+    def table(self, client: Any) -> list[dict[str, Any]]:
+        """The counter table's items, once they agree with the layout served (check_table)."""
+        deployment = self.deployment
+        items = list(scan(client, deployment.counter_table))
+        check_table(items, deployment.config, self.ledger)
+        return items

@@ -4,7 +4,7 @@ removed at stop. Either way the banner prints its path, so `python -m tickets_ad
 reads the ids this server answers. On an endpoint the tables outlive the server: a new key at each start could give
 a later ticket the id of an earlier one, so there the key file must be given.
 
-A key is what it was (tickets/key_fingerprint.py): a key file is made only for a table that has issued no opaque id
+A key is what it was (tickets/opaque_secret.py): a key file is made only for a table that has issued no opaque id
 (no key version's fingerprint recorded, no opaque counter's lane), unless --new-key-file says to; and the server
 refuses to start with a key whose fingerprint is not the one the table recorded for its version. Keep key files out
 of version control: `.tickets-local/`, which .gitignore covers, is the place the docs use."""
@@ -18,11 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR
-from tickets.key_fingerprint import item_name, recorded_versions, replaced
 from tickets.lane_item import Item
 from tickets.opaque import OpaqueKeyError
-from tickets.opaque_secret import StoredKeys
-from tickets.tables import COUNTER_KEY
+from tickets.opaque_secret import StoredKeys, replaced
+from tickets.tables import COUNTER_KEY, FINGERPRINT_PREFIX
 from tickets_deploy.opaque_keys import key_versions_in_use, new_key_file_text, read_key_file
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
@@ -37,9 +36,12 @@ class LocalKeys:
         self.path, self.made, self._temporary = path, made, temporary
         self.stored = StoredKeys(lambda: path.read_text(encoding="utf-8"), f"the key file {path}")
 
-    def describe(self) -> str:
+    def describe(self, endpoint_url: str | None) -> str:
+        """Where the keys are, and the decode command that reads this server's ids (its table: at the endpoint, or
+        none outside this process on moto)."""
         made = "made at start" if self.made else "given"
-        return f"{self.path} ({made}; python -m tickets_admin decode KEY ID --key-file {self.path})"
+        table = f"--endpoint-url {endpoint_url}" if endpoint_url else "--no-table-check"
+        return f"{self.path} ({made}; python -m tickets_admin decode KEY ID --key-file {self.path} {table})"
 
     def close(self) -> None:
         """Forget keys made for this run only (with their temporary directory); a given file stays."""
@@ -51,7 +53,6 @@ class LocalKeys:
 def open_keys(
     config: DeploymentConfig,
     key_file: str | Path | None,
-    *,
     persistent: bool,
     table: Sequence[Item] = (),  # the counter table's items, read at start
     new_key_file: bool = False,
@@ -89,7 +90,7 @@ def open_keys(
             "encode --help shows the format)"
         )
     for version in versions:
-        problem = replaced(version, held[version], items.get(item_name(version)), f"--key-file {path}")
+        problem = replaced(version, held[version], items.get(f"{FINGERPRINT_PREFIX}{version}"), f"--key-file {path}")
         if problem is not None:
             raise ConfigError(problem)
     return LocalKeys(path, made=made)
@@ -98,7 +99,9 @@ def open_keys(
 def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file: object, new_key_file: bool) -> None:
     """A key file is made only for a table whose opaque counters never issued (or with --new-key-file)."""
     opaque = {key for key, counter in config.counters.items() if counter.opaque is not None}
-    versions = recorded_versions(items)
+    versions = sorted(
+        int(name.removeprefix(FINGERPRINT_PREFIX)) for name in items if name.startswith(FINGERPRINT_PREFIX)
+    )
     lanes = sorted(name for name in items if name.split(SHARD_SEPARATOR)[0].split(EPOCH_SEPARATOR)[0] in opaque)
     if versions:
         what = f"ids of key versions {', '.join(map(str, versions))} (their keys' fingerprints are recorded)"

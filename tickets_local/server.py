@@ -25,12 +25,10 @@ from typing import TYPE_CHECKING, Any
 from tickets.access import Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
-from tickets_deploy.ledger import applied
 
 from .backend import EndpointBackend, MotoBackend, ensure_tables
-from .deployment import LocalDeployment, deployment_from_config, load_deployment
+from .deployment import deployment_from_config, load_deployment
 from .events import (
-    MAX_REQUEST_BYTES,
     HttpRequest,
     HttpResponse,
     PlayedCallerError,
@@ -41,8 +39,8 @@ from .events import (
     protocol_error,
 )
 from .invoker import HandlerInvoker
-from .layout_check import check_table, ledger_path, require_ledger, served_ledger
-from .local_answers import local_answer, reset_answer, too_large
+from .layout_check import ServedLayout
+from .local_answers import local_answer, read_body, reset_answer
 from .local_keys import LocalKeys, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
@@ -55,7 +53,6 @@ log = logging.getLogger("tickets_local")
 # wait for SYN retries (a p99 near 1 s was measured). Size it for the load instead.
 LISTEN_BACKLOG = 128
 IDLE_KEEP_ALIVE_SECONDS = 30
-_MAX_CHUNK_LINE = 1024
 # A request line without a version ("GET /path"): http.server takes it for HTTP/0.9, whose answers have no status
 # line nor headers. A Function URL speaks HTTP/1.1 and 2 only: refused before the function sees it.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
@@ -127,7 +124,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         )
 
     def _answer(self) -> HttpResponse:
-        body = self._read_body()
+        body = read_body(self.headers, self.rfile)
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
@@ -155,38 +152,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
             log.exception("the handler raised; answering 502 as a Function URL does")
             return bad_gateway("the function failed; see the server's log")
         return http_response(result)
-
-    def _read_body(self) -> bytes | HttpResponse:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            return self._read_chunked()
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            return error_response(400, "bad_request", "the Content-Length header is not a number")
-        if length > MAX_REQUEST_BYTES:
-            return too_large()
-        return self.rfile.read(length)
-
-    def _read_chunked(self) -> bytes | HttpResponse:
-        body = bytearray()
-        while True:
-            line = self.rfile.readline(_MAX_CHUNK_LINE)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                size = -1
-            if size < 0:
-                return error_response(400, "bad_request", "malformed chunked request body")
-            if size == 0:
-                while self.rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers carry nothing the event has a place for
-                return bytes(body)
-            if len(body) + size > MAX_REQUEST_BYTES:
-                return too_large()
-            body += self.rfile.read(size)
-            self.rfile.readline(_MAX_CHUNK_LINE)
 
     def _send(self, response: HttpResponse) -> None:
         """The status line, the headers and the body in one write to `wfile` (http.server's send_header and
@@ -252,11 +217,8 @@ class LocalServer:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
-        file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing, for a table whose opaque counters never issued or with `new_key_file`;
-        without one, made at start for this run). `ledger`: the ledger whose
-        epochs it serves (default: the one beside `config_path`); `without_ledger`: on an endpoint, serve without one
-        (layout_check.py)."""
+        file's path, or, for `config`, "the config given to LocalServer". `key_file`, `new_key_file`: the keys of
+        opaque ids (local_keys.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py)."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -265,11 +227,9 @@ class LocalServer:
             if config is None
             else deployment_from_config(config, region, config_name)
         )
-        self.ledger_path = ledger_path(config_path if config is None else None, ledger)
-        self.ledger = served_ledger(self.ledger_path, written.config)
-        # Above its fences, as deployed: each key's epoch as the ledger records it.
-        self.deployment = LocalDeployment(applied(written.config, self.ledger), written.region)
-        self._written, self._without_ledger, self._new_key_file = written.config, without_ledger, new_key_file
+        self.layout = ServedLayout.of(written, config_path if config is None else None, ledger, without_ledger)
+        self.deployment = self.layout.deployment  # above its fences, as deployed
+        self._new_key_file = new_key_file
         self.backend = EndpointBackend(endpoint_url) if endpoint_url else MotoBackend()
         self._address = (host, port)
         self._verbose = verbose
@@ -293,26 +253,14 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         try:
-            require_ledger(
-                self._written,
-                self.ledger,
-                persistent=self.backend.endpoint_url is not None,
-                without_ledger=self._without_ledger,
-            )
+            self.layout.require(persistent=self.backend.endpoint_url is not None)
             self.backend.start()
             self._set_environment(
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             ensure_tables(self.deployment, self.backend.endpoint_url)
-            table = list(scan(self._client(), self.deployment.counter_table))
-            check_table(table, self.deployment.config, self.ledger)
-            self.keys = open_keys(
-                self.deployment.config,
-                self._key_file,
-                persistent=self.backend.endpoint_url is not None,
-                table=table,
-                new_key_file=self._new_key_file,
-            )
+            persistent, table = self.backend.endpoint_url is not None, self.layout.table(self._client())
+            self.keys = open_keys(self.deployment.config, self._key_file, persistent, table, self._new_key_file)
             self.app = self._build_app()
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             # Imported here, after the environment: the document's route table imports the handlers, whose
@@ -369,8 +317,7 @@ class LocalServer:
         )
 
     def _client(self) -> Any:
-        """The function's DynamoDB client, made once (after the environment: tickets.app's Powertools reads it) and
-        kept across resets: a client holds no app state, and costs ~0.1 s to make."""
+        """The app's client, made after the environment; kept across resets (no app state, ~0.1 s to make)."""
         from tickets.app import dynamodb_client
 
         if self._dynamodb is None:

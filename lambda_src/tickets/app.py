@@ -93,7 +93,8 @@ def create_app(
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
-    issuer = Issuer(settings, CounterStore(client, counter_table), shuffle, config_name)
+    store = CounterStore(client, counter_table)
+    issuer = Issuer(settings, store, shuffle, config_name)
     runtime = Runtime(
         settings=settings,
         issuer=issuer,
@@ -107,7 +108,7 @@ def create_app(
         clock=clock,
         access=access,
         opaque_keys=opaque_keys,
-        counter_table=counter_table,
+        counter_store=store,
     )
     served = routes.served(settings)
     dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)

@@ -161,7 +161,8 @@ def test_the_state_of_a_function_that_cannot_read_its_keys_says_so(deploy):
 def test_a_replaced_key_answers_503_naming_its_version_and_counts_it(deploy, capsys):
     """The first id of a version records its key's fingerprint (nothing of the key) in a reserved item; a function
     holding another key for that version (a parameter lost and made again) answers 503 naming the version, issues
-    nothing, and counts OpaqueKeyReplaced (its alarm: tickets_cdk/monitoring.py). Another version still serves."""
+    nothing, and counts it (Errors of code key_replaced; its alarm: tickets_cdk/monitoring.py). Another version still
+    serves."""
     region = deploy(CONFIG)
     first = region.get("/orders").body["id"]
     [record] = [item for item in region.items() if item["counter"]["S"] == "_opaque-key#1"]
@@ -174,14 +175,15 @@ def test_a_replaced_key_answers_503_naming_its_version_and_counts_it(deploy, cap
     capsys.readouterr()
     for path, query in (("/orders", None), ("/codes", {"count": "3"}), ("/counter", {"systemKey": "orders"})):
         answer = region.get(path, query=query)
-        assert answer.status == 503 and answer.body["error"] == "unavailable", answer.body
-        assert answer.body["message"].startswith(
-            "key version 1 in the SSM parameter /tickets/tickets/opaque-keys is not the key this table's ids of key "
-            "version 1 were made with"
+        assert answer.status == 503 and answer.body["error"] == "key_replaced", answer.body
+        assert answer.body["message"] == (
+            "key version 1 in the SSM parameter /tickets/tickets/opaque-keys is not the key its first ids were made "
+            "with: restore it"
         )
     assert region.items() == before  # nothing issued
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
-    assert [line.get("OpaqueKeyReplaced") for line in lines if "_aws" in line] == [[1.0]] * 3
+    metrics = [line for line in lines if "_aws" in line]
+    assert [(line.get("Errors"), line["code"]) for line in metrics] == [([1.0], "key_replaced")] * 3
     rotated = {**CONFIG, "counters": {**CONFIG["counters"]}}
     rotated["counters"]["orders"] = {**CONFIG["counters"]["orders"], "opaque": {**TEN_DIGITS, "keyVersion": 2}}
     later = deploy(rotated)  # rotation: key version 2, whose first use records its own fingerprint

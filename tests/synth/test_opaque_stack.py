@@ -119,15 +119,15 @@ def _reads_as_keys(text: str) -> bool:
 
 
 def test_a_service_with_an_opaque_counter_alarms_on_a_replaced_key(synthesised):
-    """Its 503s for a key version whose key is not the one its first ids were made with (OpaqueKeyReplaced, counted
-    in the line count_error gives the code dimension); a service without an opaque counter has no such alarm."""
+    """Its 503s for a key version whose key is not the one its first ids were made with (Errors of code key_replaced);
+    a service without an opaque counter has no such alarm."""
     watched = [
         {each["Name"]: each["Value"] for each in resource["Properties"]["Dimensions"]}
         for resource in synthesised.resources.values()
         if resource["Type"] == "AWS::CloudWatch::Alarm"
-        and resource["Properties"].get("MetricName") == "OpaqueKeyReplaced"
+        and resource["Properties"]["AlarmDescription"].startswith("The function holds another key")
     ]
-    assert watched == [{"code": "unavailable", "service": "shop-orders"}]
+    assert watched == [{"code": "key_replaced", "service": "shop-orders"}]
 
 
 def test_no_key_nor_a_place_for_one_is_in_the_template(synthesised):
