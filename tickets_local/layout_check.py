@@ -1,4 +1,4 @@
-"""What a local server checks of its layout before it serves (docs/reference/local-server.md#the-ledger-it-serves-with):
+"""What a local server checks of its layout before it serves (docs/reference/local-server.md):
 the ledger that says each key's epoch, read whole or refused, and the table's own records of fences, so that a server
 started from another checkout (no ledger, an older one, `--config-json`) never serves a layout older than its table's.
 
