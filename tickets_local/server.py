@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickets.access import Rules
+from tickets.access import Identity, Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
 
@@ -36,6 +36,7 @@ from .events import (
     error_response,
     function_url_event,
     http_response,
+    played_identity,
     protocol_error,
 )
 from .invoker import HandlerInvoker
@@ -67,13 +68,13 @@ class _HttpServer(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         invoker: HandlerInvoker,
-        local_routes: dict[str, Callable[[], bytes]],
+        local_routes: dict[str, Callable[[Identity | None], bytes]],
         reset: Callable[[], None] | None = None,
         play_callers: bool = False,
     ):
         self.invoker = invoker
         self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
-        self.local_routes = local_routes  # path -> the JSON it answers to GET
+        self.local_routes = local_routes  # path -> the JSON it answers to GET (given the played caller, if any)
         self.reset = reset  # None: the reset route is refused
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -130,7 +131,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return body
         local = self.server.local_routes.get(self.path.partition("?")[0])
         if local is not None:
-            return local_answer(self.command, local)
+            try:  # on a server that plays callers, its own answers follow the played caller's rules too
+                caller = played_identity(self.headers) if self.server.play_callers else None
+            except PlayedCallerError as err:
+                return error_response(400, "bad_request", str(err))
+            return local_answer(self.command, lambda: local(caller))
         if self.path.partition("?")[0] == RESET_PATH:
             return reset_answer(self.command, self.server.reset)
         request = HttpRequest(
@@ -268,7 +273,7 @@ class LocalServer:
             from . import openapi
 
             document = openapi.render(self.deployment.settings)  # the document of this config
-            local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
+            local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
             self._http = _HttpServer(
                 self._address,
                 invoker,
@@ -331,13 +336,16 @@ class LocalServer:
             return None
         return lambda: rules
 
-    def _counters(self, invoker: HandlerInvoker) -> bytes:
+    def _counters(self, invoker: HandlerInvoker, caller: Identity | None) -> bytes:
         """Every counter item of the table, as GET /_local/counters answers: read through the function's
-        client, between invocations (moto is not safe to share: invoker.py)."""
+        client, between invocations (moto is not safe to share: invoker.py); with the rules enforced, only the
+        keys the played `caller` may read (GET /_counters/{key}'s operation)."""
         if self.app is None:
             raise RuntimeError("the server is not running; call start() first")
-        app, table = self.app, self.deployment.counter_table
+        app, table, rules = self.app, self.deployment.counter_table, self._access()
         listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
+        if rules is not None and caller is not None:
+            listed = [each for each in listed if rules().allows(caller, "read", each["key"])]
         return json.dumps({"counters": listed}, separators=(",", ":")).encode()
 
     def stop(self) -> None:
