@@ -5,7 +5,7 @@ started from another checkout (no ledger, an older one, `--config-json`) never s
 A config alone cannot tell whether a key changed layout above a fence: only the ledger records it. Without one, a
 server on moto in this process serves cdk.json's layouts as first layouts (its tables are new and gone at stop);
 on an endpoint, whose tables are a deployment's, it refuses unless told those are its first layouts
-(`--without-ledger`), and refuses a ledger that records no fence for a layout the config changes. Either way, the
+(`--without-ledger`), and serves there only what synthesis would accept against its ledger. Either way, the
 table tells what it can: a key's lanes of a later epoch than the one this server would serve, or its lanes of that
 epoch stopped by a fence its ledger does not have pending.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED
+from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
 from tickets.lane_item import STEP, fenced_by, number
 from tickets.tables import COUNTER_KEY, is_counter_item
 from tickets_admin.listing import scan
@@ -24,10 +24,11 @@ from tickets_deploy.ledger import (
     LEDGER_FILE,
     Ledger,
     LedgerError,
+    LedgerFile,
     applied,
-    layout_changes,
     ledger_path_beside,
     read_ledger_file,
+    record_services,
 )
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
@@ -35,7 +36,7 @@ from tickets_deploy.schema import DeploymentConfig
 from .deployment import LocalDeployment
 
 WITHOUT_LEDGER = "--without-ledger"
-GIVE_IT = f"give the server its deployment's ledger: --ledger PATH, or {LEDGER_FILE} beside --config"
+GIVE_IT = f"Give the server its deployment's ledger: --ledger PATH, or {LEDGER_FILE} beside --config"
 
 
 def ledger_path(config_path: str | Path | None, given: str | Path | None) -> Path | None:
@@ -48,40 +49,40 @@ def ledger_path(config_path: str | Path | None, given: str | Path | None) -> Pat
     return ledger_path_beside(Path(config_path)) if config_path is not None else None
 
 
-def served_ledger(path: Path | None, config: DeploymentConfig) -> Ledger | None:
-    """The ledger's record of `config`'s service (None: no ledger, or it records no such service). A ledger that
-    cannot be read (git conflict markers, a broken file) is refused: served without it, a key fenced there would
-    be served in its old layout."""
+def read_ledger(path: Path | None) -> LedgerFile | None:
+    """The ledger file at `path` (None: there is none). One that cannot be read (git conflict markers, a broken file)
+    is refused: served without it, a key fenced there would be served in its old layout."""
     if path is None or not path.exists():
         return None
     try:
-        return read_ledger_file(path).services.get(config.table_name)
+        return read_ledger_file(path)
     except LedgerError as err:
         raise ConfigError(f"the ledger is refused, so nothing is served: {err}") from None
 
 
-def require_ledger(written: DeploymentConfig, ledger: Ledger | None, *, persistent: bool, without_ledger: bool) -> None:
-    """On an endpoint, whose tables are a deployment's, a server needs the ledger (or --without-ledger), and a ledger
-    that records every layout `written` (cdk.json as written) gives: one that changes a layout needs the epoch of a
-    fence, and a ledger that records none (an older one) cannot tell which."""
+def require_ledger(
+    written: DeploymentConfig, file: LedgerFile | None, *, persistent: bool, without_ledger: bool
+) -> None:
+    """On an endpoint, whose tables are a deployment's, a server needs a ledger that records its service (or
+    --without-ledger), and serves only what synthesis would accept against it (`written`: cdk.json as written): a
+    layout changed without the fence that ledger records, or a region moved, is refused there as at synthesis."""
     if not persistent:
         return
-    if ledger is None and not without_ledger:
+    if file is None or written.table_name not in file.services:
+        if without_ledger:
+            return
         raise ConfigError(
             "no ledger records this config's service, and on an endpoint the tables are a deployment's: a key whose "
             "layout changed above a fence would be served in its first layout, repeating tickets. "
             f"{GIVE_IT}; or, for a deployment whose layouts never changed, {WITHOUT_LEDGER}"
         )
-    changes = layout_changes(written, ledger) if ledger is not None else []
-    if changes:
-        said = "; ".join(
-            f"{change.key}: {change.old.describe()} -> {change.configured.describe()}" for change in changes
-        )
+    try:
+        record_services(file, {written.table_name: written})
+    except LedgerError as err:
         raise ConfigError(
-            f"the ledger records no fence for the layouts this config changes ({said}): served, their lanes would "
-            f"begin below what the old ones issued. {GIVE_IT[0].upper()}{GIVE_IT[1:]} (the one that records the "
-            f"fence), or run `{FENCE_COMMAND}` first"
-        )
+            f"the ledger refuses this config, as synthesis would, and on an endpoint the tables are a deployment's: "
+            f"{err}\n{GIVE_IT} (one that records what the config needs)"
+        ) from None
 
 
 def table_refusals(items: list[dict[str, Any]], settings_config: DeploymentConfig, ledger: Ledger | None) -> list[str]:
@@ -129,7 +130,7 @@ class ServedLayout:
 
     written: LocalDeployment
     ledger_path: Path | None
-    ledger: Ledger | None
+    file: LedgerFile | None
     without_ledger: bool
 
     @classmethod
@@ -137,7 +138,12 @@ class ServedLayout:
         cls, written: LocalDeployment, config_path: str | Path | None, ledger: str | Path | None, without_ledger: bool
     ) -> ServedLayout:
         path = ledger_path(config_path, ledger)
-        return cls(written, path, served_ledger(path, written.config), without_ledger)
+        return cls(written, path, read_ledger(path), without_ledger)
+
+    @property
+    def ledger(self) -> Ledger | None:
+        """The ledger's record of this service (None: no ledger, or none of it)."""
+        return self.file.services.get(self.written.config.table_name) if self.file is not None else None
 
     @property
     def deployment(self) -> LocalDeployment:
@@ -145,7 +151,7 @@ class ServedLayout:
 
     def require(self, *, persistent: bool) -> None:
         """Before anything is made: the ledger, where the tables are a deployment's (require_ledger)."""
-        require_ledger(self.written.config, self.ledger, persistent=persistent, without_ledger=self.without_ledger)
+        require_ledger(self.written.config, self.file, persistent=persistent, without_ledger=self.without_ledger)
 
     def table(self, client: Any) -> list[dict[str, Any]]:
         """The counter table's items, once they agree with the layout served (check_table)."""

@@ -67,7 +67,7 @@ def test_a_server_without_the_deployments_ledger_refuses_what_would_repeat_a_tic
         assert "--ledger PATH" in message and "--without-ledger" in message, message
         # The ledger before the fence: it records no fence for the layout cdk.json changes.
         message = refusal(config=NEW, region="eu-west-1", endpoint_url=west, arguments=["--ledger", str(older)])
-        assert "the ledger records no fence for the layouts this config changes (default:" in message, message
+        assert "the ledger refuses this config, as synthesis would" in message and "tickets_admin fence" in message
         # Told its layouts are first ones, on a table the fence stopped: the table's records refuse it.
         message = refusal(config=NEW, region="us-east-1", endpoint_url=east, arguments=["--without-ledger"])
         assert "orders: stopped by fence" in message and "--ledger PATH" in message, message
