@@ -9,7 +9,9 @@ conflict resolved by taking ours, theirs or both sides' lines, or the whole ledg
 may be deployed: `make deploy` checks every region of the branch's config with the real pre-deploy
 check (tickets_deploy.predeploy, DescribeStacks answered from the model's regions), then each region's
 stack may succeed or roll back. Between steps it issues tickets through the real handler on moto (one
-table per region) and runs `tickets_admin raise` from a checkout of the version a region runs.
+table per region) and runs `tickets_admin raise` from a checkout of the version a region runs. A local server started
+from another checkout (one branch's cdk.json beside another's ledger, or none) issues there too when its checks at
+start let it (tickets_local/layout_check.py).
 
 After every step: no ticket of a key was issued twice across all regions, and a refused request changed
 no table.
@@ -43,8 +45,10 @@ from moto import mock_aws
 from cloud_assembly import CloudFormationStandIn
 from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
+from tickets_admin.listing import scan
 from tickets_deploy import predeploy
 from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import (
     COMMENT,
     Ledger,
@@ -58,6 +62,8 @@ from tickets_deploy.ledger import (
 )
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.shapes import encode_number
+from tickets_local.deployment import LocalDeployment
+from tickets_local.layout_check import ServedLayout, check_table
 
 REGION_SLOTS = 2  # as in the issue: two regions, so a start of 1000 moves a lane onto the other region's
 REGIONS = ("us-east-1", "eu-west-1")
@@ -370,6 +376,36 @@ class TeamModel(RuleBasedStateMachine):
         for ticket in tickets:
             assert ticket not in seen, f"{key} {ticket} issued twice: by {seen[ticket]} and by {region}"
             seen[ticket] = region
+
+    @precondition(lambda self: not self.today)
+    @rule(
+        region=st.sampled_from(REGIONS),
+        config_from=st.sampled_from(BRANCHES),
+        ledger_from=st.sampled_from((None, *BRANCHES)),
+        key=st.sampled_from(KEYS),
+    )
+    def serve_from_another_checkout(self, region: str, config_from: str, ledger_from: str | None, key: str) -> None:
+        """A local server on a region's table, started from another checkout: one branch's cdk.json beside another's
+        ledger, or none. It serves only what its checks at start let it (tickets_local/layout_check.py); what it
+        then issues must never repeat a ticket either."""
+        config = parse_config(self.config(self.heads[config_from]))
+        file = None if ledger_from is None else self.ledger_file(self.commits[self.heads[ledger_from]])
+        layout = ServedLayout(LocalDeployment(config, region), None, file, without_ledger=False)
+        try:
+            layout.require(persistent=True)
+            server = Region(self.config(self.heads[config_from]), region)
+            check_table(list(scan(server.client, COUNTER_TABLE)), layout.deployment.config, layout.ledger)
+        except ConfigError:
+            return
+        server.settings = region_settings(layout.deployment.config, region)
+        server.pick_lanes(self.lane_picks.shuffle)
+        answer = server.get(f"/{key}")
+        if answer.status != 200:  # the table's conditions refuse a lane of another layout: nothing written
+            assert answer.body["error"] in ("not_found", "exhausted", "config_mismatch"), answer
+            return
+        seen = self.issued.setdefault(key, {})
+        assert answer.body["ticket"] not in seen, f"{key} {answer.body['ticket']} issued twice: by another checkout"
+        seen[answer.body["ticket"]] = region
 
     @rule(region=st.sampled_from(REGIONS), key=st.sampled_from(KEYS), above=st.integers(0, 1500))
     def raise_key(self, region: str, key: str, above: int) -> None:
