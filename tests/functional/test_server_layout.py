@@ -9,12 +9,10 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_fence import checkout, synthesise
+from test_fence import checkout, fence_process, synthesise
 
 from local_support import running_dynalite
 from tickets_deploy.config import parse_config
@@ -44,13 +42,7 @@ def test_a_server_without_the_deployments_ledger_refuses_what_would_repeat_a_tic
             issued_east = [_post(old, "/orders?count=20") for _ in range(2)]
         older = shutil.copy(main / "tickets.lock.json", tmp_path / "older.lock.json")
         checkout(main, NEW)
-        fence = subprocess.run(
-            [sys.executable, "-m", "tickets_admin", "fence", "--config", str(config_file)]
-            + ["--endpoint-url", f"us-east-1={east}", "--endpoint-url", f"eu-west-1={west}"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        fence = fence_process(config_file, east, west)
         assert fence.returncode == 0, fence.stderr
         synthesise(config_file, NEW)
         epochs = read_ledger_file(main / "tickets.lock.json").services["tickets-counters"].epochs
