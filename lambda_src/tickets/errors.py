@@ -103,3 +103,10 @@ class Unavailable(TicketsError):
 
     def __init__(self, message: str):
         super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
+
+
+class KeyReplaced(Unavailable):
+    """The key held for an opaque counter's key version is not the one its first ids were made with
+    (tickets/opaque_secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
+
+    code = "key_replaced"

@@ -7,8 +7,8 @@ A key version is what it was (docs/explanation/opaque-ids.md#a-key-is-what-it-wa
 fingerprint (HMAC-SHA256 of a fixed label under the key, 128 bits: whether two keys are one, nothing of the key) in
 the counter table's reserved item `_opaque-key#V` (tables.FINGERPRINT_PREFIX: no counter route can name it), once
 per process with `if_not_exists` (store.py's `fingerprint`); a key with another fingerprint for that version answers
-503 (KeyReplaced), for its ids would meet those already issued. tickets_admin's encode and decode and the local server
-read it too.
+503 (errors.KeyReplaced), for its ids would meet those already issued. tickets_admin's encode and decode and the
+local server read it too.
 
 `read_secret` is the one call that reads it; `unlogged` keeps botocore's DEBUG lines, which print a request's
 parameters and a response's body, from ever carrying it (the function's own log level may be set to DEBUG).
@@ -31,13 +31,6 @@ RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), S
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
 # botocore's loggers whose DEBUG lines hold a call's parameters (endpoint) and its answer's body (parsers).
 _BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
-
-
-class KeyReplaced(Unavailable):
-    """A key not the one the table's ids of its version were made with: 503, counted as Errors of its code, whose
-    alarm is TicketAlarms' OpaqueKeyReplaced."""
-
-    code = "key_replaced"
 
 
 def fingerprint(key: bytes) -> str:

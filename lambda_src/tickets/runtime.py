@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
-from .errors import TicketsError, Unavailable, forbidden
+from .errors import KeyReplaced, TicketsError, Unavailable, forbidden
 from .issuer import Issuer
 from .settings import Settings
 from .timing import Deadline
@@ -92,7 +92,7 @@ class Runtime:
         made = self._opaque_ids.get((key, counter.opaque))
         if made is None:
             from .opaque import OpaqueIds
-            from .opaque_secret import KeyReplaced, fingerprint, replaced
+            from .opaque_secret import fingerprint, replaced
 
             if self.opaque_keys is None:
                 raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")

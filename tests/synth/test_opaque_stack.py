@@ -197,7 +197,7 @@ def test_the_synthesised_stacks_handler_serves_ids_that_decode_to_their_tickets(
     ids = OpaqueCodec(config.counters["orders"].opaque, keys, "orders")
     assert [ids.decode(each) for each in made] == [(ticket, 1) for ticket in range(5000, 5000 + SERVED)]
     sample = made[:: max(1, SERVED // 25)]
-    _, out = _admin("decode", "orders", *sample, ledger=synthesised.ledger)
+    _, out = _admin("decode", "orders", *sample, "--no-table-check", ledger=synthesised.ledger)  # its table: the tests'
     assert out.splitlines() == [
         f"{each} -> ticket {5000 + at * max(1, SERVED // 25)} (key version 1)" for at, each in enumerate(sample)
     ]
