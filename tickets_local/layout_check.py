@@ -5,7 +5,7 @@ started from another checkout (no ledger, an older one, `--config-json`) never s
 A config alone cannot tell whether a key changed layout above a fence: only the ledger records it. Without one, a
 server on moto in this process serves cdk.json's layouts as first layouts (its tables are new and gone at stop);
 on an endpoint, whose tables are a deployment's, it refuses unless told those are its first layouts
-(`--without-ledger`), and serves there only what synthesis would accept against its ledger. Either way, the
+(`--without-ledger`), and serves there only a config its ledger records. Either way, the
 table tells what it can: a key's lanes of a later epoch than the one this server would serve, or its lanes of that
 epoch stopped by a fence its ledger does not have pending.
 """
@@ -64,8 +64,8 @@ def require_ledger(
     written: DeploymentConfig, file: LedgerFile | None, *, persistent: bool, without_ledger: bool
 ) -> None:
     """On an endpoint, whose tables are a deployment's, a server needs a ledger that records its service (or
-    --without-ledger), and serves only what synthesis would accept against it (`written`: cdk.json as written): a
-    layout changed without the fence that ledger records, or a region moved, is refused there as at synthesis."""
+    --without-ledger) and `written` (cdk.json as written) as synthesis recorded it: a layout changed without the fence
+    that ledger records, or a region moved, is refused there as at synthesis, and so is a change not yet synthesised."""
     if not persistent:
         return
     if file is None or written.table_name not in file.services:
@@ -77,12 +77,18 @@ def require_ledger(
             f"{GIVE_IT}; or, for a deployment whose layouts never changed, {WITHOUT_LEDGER}"
         )
     try:
-        record_services(file, {written.table_name: written})
+        recorded = record_services(file, {written.table_name: written}).version == file.version
     except LedgerError as err:
         raise ConfigError(
             f"the ledger refuses this config, as synthesis would, and on an endpoint the tables are a deployment's: "
             f"{err}\n{GIVE_IT} (one that records what the config needs)"
         ) from None
+    if not recorded:  # accepted, not yet synthesised: what it records could meet another unsynthesised change
+        raise ConfigError(
+            "the ledger does not record this config: on an endpoint, whose tables are a deployment's, a server "
+            f"serves only a config its ledger records. Synthesise it (make synth) and commit the ledger. {GIVE_IT} "
+            "(one that records it)"
+        )
 
 
 def table_refusals(items: list[dict[str, Any]], settings_config: DeploymentConfig, ledger: Ledger | None) -> list[str]:

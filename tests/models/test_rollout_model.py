@@ -17,7 +17,6 @@ recorded layout gives the region that issued it, and no request was refused for 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import io
 import json
@@ -30,9 +29,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from moto import mock_aws
+from replaced_keys import CODES, ReplacedKeys
 
 from moto_deployment import COUNTER_TABLE, Region
-from tickets.opaque_secret import StoredKeys
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_admin.listing import scan
 from tickets_deploy.config import parse_config
@@ -57,8 +56,6 @@ KEYS = ("default", "orders", "foo", "bar")
 LAYOUTS = ({}, {"start": 1000}, {"shards": 2}, {"stride": 3}, {"start": 7, "shards": 3})
 MAXES = (None, 40, 3000)
 EXAMPLES = int(os.environ.get("TICKETS_MODEL_EXAMPLES", "30"))
-# An opaque counter beside them (no rule reconfigures it), whose ids must never repeat, even after a key replaced.
-CODES = {"max": 99_999_999, "opaque": {"width": 10, "alphabet": "digits", "check": "luhn"}}
 
 
 class Rollouts(RuleBasedStateMachine):
@@ -72,8 +69,7 @@ class Rollouts(RuleBasedStateMachine):
         self.slot: dict[str, int] = {}  # region -> its slot (the ledger never lets it change)
         self.issued: dict[str, dict[int, str]] = {}  # key -> ticket -> the region that issued it
         self.handlers: dict[tuple[str, int], Region] = {}
-        self.keys: dict[str, str] = {}  # region -> its opaque keys' text, where a key was replaced
-        self.ids: dict[str, str] = {}  # every opaque id issued -> the region that issued it
+        self.replaced = ReplacedKeys()  # an opaque counter beside the keys (no rule reconfigures it)
         self.aws = mock_aws()
         self.aws.start()
         self.scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"rollouts-{os.getpid()}-{id(self)}"
@@ -169,8 +165,7 @@ class Rollouts(RuleBasedStateMachine):
         if (region, version) not in self.handlers:
             self.handlers[region, version] = Region(self.versions[version], region)
             self.handlers[region, version].pick_lanes(self.lane_picks.shuffle)
-            if region in self.keys:
-                self.handlers[region, version].opaque_keys = StoredKeys(lambda: self.keys[region], "its parameter")
+            self.replaced.give(self.handlers[region, version], region)
         return self.handlers[region, version]
 
     @rule(
@@ -236,22 +231,14 @@ class Rollouts(RuleBasedStateMachine):
 
     @rule(data=st.data(), seed=st.integers(0, 2**32 - 1))
     def replace_a_key(self, data: st.DataObject, seed: int) -> None:
-        """A region's keys' parameter lost and made again: another key for version 1, in a new execution
-        environment. Its table refuses it (key_replaced) once it recorded version 1's fingerprint."""
         region = data.draw(st.sampled_from(sorted(self.deployed)))
-        self.keys[region] = json.dumps({"1": base64.b64encode(random.Random(seed).randbytes(32)).decode()})
+        self.replaced.replace(region, seed)
         self.handlers = {(r, v): handler for (r, v), handler in self.handlers.items() if r != region}
 
     @rule(data=st.data(), count=st.integers(1, 20))
     def issue_ids(self, data: st.DataObject, count: int) -> None:
         region = data.draw(st.sampled_from(sorted(self.deployed)))
-        answer = self.handler(region).get("/codes", query={"count": count})
-        if answer.status != 200:
-            assert (answer.status, answer.body["error"]) == (503, "key_replaced") and region in self.keys, answer
-            return
-        for made in answer.body.get("ids", [answer.body["id"]]):
-            assert made not in self.ids, f"id {made} issued twice: by {self.ids[made]} and by {region}"
-            self.ids[made] = region
+        self.replaced.take(self.handler(region), region, count)
 
     def take(self, server: Region, region: str, key: str, count: int) -> None:
         answer = server.get(f"/{key}", query={"count": count})
