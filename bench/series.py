@@ -30,7 +30,7 @@ def measure(endpoint_url: str | None = None, seconds: float = SECONDS) -> dict[s
     from tickets_client import TicketsClient
     from tickets_local.server import LocalServer
 
-    with LocalServer(config=CONFIG, endpoint_url=endpoint_url) as server:
+    with LocalServer(config=CONFIG, endpoint_url=endpoint_url, without_ledger=True) as server:
         client = TicketsClient(server.url)
         rates = {
             "plain tickets (no Idempotency-Key)": _rate(lambda: client.next("orders", idempotent=False), seconds),

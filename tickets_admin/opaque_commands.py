@@ -1,6 +1,8 @@
 """`.venv/bin/python -m tickets_admin encode KEY TICKET` and `decode KEY ID`: an opaque counter's tickets as its ids and
 back (tickets.opaque), with the counter's settings from cdk.json (or --service's ledger) and the keys from a key
-file. Neither reads nor writes a table."""
+file or the service's parameter. Each reads the counter table's records of its key versions' fingerprints
+(tickets/opaque_secret.py) and refuses a key that is not the one the table's ids of that version were made with;
+neither writes."""
 
 from __future__ import annotations
 
@@ -8,13 +10,15 @@ import argparse
 from pathlib import Path
 
 from tickets.opaque import OpaqueKeyError
+from tickets.opaque_secret import replaced
+from tickets.tables import FINGERPRINT_PREFIX
 from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 from tickets_deploy.opaque_keys import read_key_file
 
 from .counter_commands import whole_number
 from .opaque_secret import deployed_keys
 from .registry import Command, Context
-from .table import AdminError
+from .table import AdminError, CounterTable
 
 KEY_FILE = """\
 The keys are the deployed service's, read from its SSM parameter /tickets/<tableName>/
@@ -25,7 +29,10 @@ of key versions to keys, each 16 to 64 random bytes in base64 (32 recommended), 
 per version, e.g. {"1": "<44 characters>", "2": "..."}. Make one with:
   python -c "import base64, json, secrets; print(json.dumps({'1':
   base64.b64encode(secrets.token_bytes(32)).decode()}))" > tickets-keys.json
-Keep it secret: whoever holds it can read the order of every id (not only decode one)."""
+Keep it secret: whoever holds it can read the order of every id (not only decode one).
+The counter table in --region (at --endpoint-url) must record no other key for a version
+the keys hold (its fingerprint, recorded at the version's first use): --no-table-check
+skips that, for a table that is gone (a local server's on moto)."""
 
 ENCODE_DESCRIPTION = f"""\
 Print the id of each TICKET of the opaque counter KEY (counters.KEY.opaque in cdk.json):
@@ -71,7 +78,24 @@ def _ids(args: argparse.Namespace, context: Context) -> OpaqueCodec:
     counter = context.config.counters.get(args.key)
     if counter is None or counter.opaque is None:
         raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")
-    return OpaqueCodec(counter.opaque, load_keys(args, context), args.key)
+    keys = load_keys(args, context)
+    if not args.no_table_check:
+        _check_fingerprints(keys, args, context)
+    return OpaqueCodec(counter.opaque, keys, args.key)
+
+
+def _check_fingerprints(keys: dict[int, bytes], args: argparse.Namespace, context: Context) -> None:
+    """Refuse a key whose version the table recorded with another key's fingerprint: its ids are not the table's."""
+    table = CounterTable(context.table_name, context.region, context.endpoint_url)
+    try:
+        with table.dynamodb_errors():
+            items = {version: table.get(f"{FINGERPRINT_PREFIX}{version}") for version in sorted(keys)}
+    except AdminError as err:
+        raise AdminError(f"{err} (the keys' fingerprints are read there; --no-table-check skips it)") from None
+    for version, item in items.items():
+        problem = replaced(version, keys[version], item, _keys_named(args))
+        if problem is not None:
+            raise AdminError(problem)
 
 
 def _keys_named(args: argparse.Namespace) -> str:
@@ -118,9 +142,9 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--key-file", type=Path, default=None, metavar="PATH", help="the keys, by version (the format below)"
     )
     parser.add_argument(
-        "--region",
-        default=None,
-        help="the region whose parameter to read the keys from, without --key-file (default: the first in cdk.json)",
+        "--no-table-check",
+        action="store_true",
+        help="do not read the counter table's fingerprints of the key versions (for a table that is gone)",
     )
 
 
@@ -149,7 +173,6 @@ COMMANDS = (
         ENCODE_EPILOG,
         _encode,
         _encode_arguments,
-        uses_table=False,
     ),
     Command(
         "decode",
@@ -158,6 +181,5 @@ COMMANDS = (
         DECODE_EPILOG,
         _decode,
         _decode_arguments,
-        uses_table=False,
     ),
 )

@@ -16,8 +16,8 @@ from .table import CounterTable
 
 EPILOG = """\
 examples:
-  python -m tickets_admin workers snowflake
-  python -m tickets_admin workers snowflake --endpoint-url http://127.0.0.1:8001"""
+  .venv/bin/python -m tickets_admin workers snowflake
+  .venv/bin/python -m tickets_admin workers snowflake --endpoint-url http://127.0.0.1:8001"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

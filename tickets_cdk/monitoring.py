@@ -93,6 +93,14 @@ class TicketAlarms(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=3,
         )
+        if service.opaque_keys_parameter is not None:  # only where a counter is opaque
+            self._alarm(
+                "OpaqueKeyReplaced",
+                service.metric_errors("key_replaced"),
+                "The function holds another key for a key version than the one its first ids were made with (the "
+                "SSM parameter recreated?): it answers 503 for that counter. Restore the key "
+                "(docs/explanation/opaque-ids.md#a-key-is-what-it-was).",
+            )
         # Every alarm above by its id, for the dashboard's alarm widget and the metrics they watch.
         self.alarms: dict[str, cloudwatch.Alarm] = {
             child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)

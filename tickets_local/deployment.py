@@ -11,7 +11,7 @@ from tickets.settings import Settings
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX, SERIES_TABLE_SUFFIX, WORKERS_TABLE_SUFFIX
 from tickets_deploy.config import load_config_file, parse_config, pick_region
 from tickets_deploy.environment import handler_environment, region_settings
-from tickets_deploy.ledger import LedgerError, applied_beside, check_config_file, ledger_path_beside
+from tickets_deploy.ledger import LedgerError, check_config_file, ledger_path_beside
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
 
@@ -77,8 +77,9 @@ class LocalDeployment:
 
 
 def load_deployment(config_path: str | Path, region: str | None) -> LocalDeployment:
-    """Read cdk.json and pick the region; ConfigError with a message a user can act on."""
-    config = applied_beside(load_config_file(config_path), config_path)  # above its fences, as deployed
+    """Read cdk.json and pick the region; ConfigError with a message a user can act on. As written: the server
+    applies its ledger's epochs (layout_check.py)."""
+    config = load_config_file(config_path)
     return LocalDeployment(config, pick_region(config, region, config_path))
 
 

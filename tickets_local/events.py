@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN
+from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN, Identity
 from tickets.errors import PayloadTooLarge
 from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIPAL_RULE
 
@@ -89,6 +89,14 @@ def played_caller(principal: str) -> dict[str, Any]:
     else:
         raise PlayedCallerError(f"{PLAY_CALLER_HEADER}: cannot play {principal[:200]!r}: it must be {PRINCIPAL_RULE}")
     return identity
+
+
+def played_identity(headers: Any) -> Identity:
+    """The caller a request plays (PLAY_CALLER_HEADER), as the function's access rules see it; unsigned without one."""
+    principal = headers.get(PLAY_CALLER_HEADER)
+    return (
+        Identity.of({"requestContext": {"authorizer": {"iam": played_caller(principal)}}}) if principal else Identity()
+    )
 
 
 def _signer(account: str, user_arn: str, unique_id: str) -> dict[str, Any]:

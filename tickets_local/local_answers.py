@@ -1,10 +1,12 @@
 """The local server's own answers (tickets_local.local_paths): its documents, the reset, and a request over
-Lambda's payload limit."""
+Lambda's payload limit or malformed (read_body)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from email.message import Message
+from io import BufferedIOBase
 
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge
 
@@ -41,3 +43,41 @@ def too_large() -> HttpResponse:
     return error_response(
         413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
     )
+
+
+_MAX_CHUNK_LINE = 1024
+
+
+def read_body(headers: Message, rfile: BufferedIOBase) -> bytes | HttpResponse:
+    """A request's body, by its Content-Length or chunked; a refusal if malformed or over Lambda's payload limit."""
+    if "chunked" in headers.get("Transfer-Encoding", "").lower():
+        return _read_chunked(rfile)
+    try:
+        length = int(headers.get("Content-Length") or 0)
+    except ValueError:
+        length = -1
+    if length < 0:
+        return error_response(400, "bad_request", "the Content-Length header is not a number")
+    if length > MAX_REQUEST_BYTES:
+        return too_large()
+    return rfile.read(length)
+
+
+def _read_chunked(rfile: BufferedIOBase) -> bytes | HttpResponse:
+    body = bytearray()
+    while True:
+        line = rfile.readline(_MAX_CHUNK_LINE)
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            size = -1
+        if size < 0:
+            return error_response(400, "bad_request", "malformed chunked request body")
+        if size == 0:
+            while rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
+                pass  # trailers carry nothing the event has a place for
+            return bytes(body)
+        if len(body) + size > MAX_REQUEST_BYTES:
+            return too_large()
+        body += rfile.read(size)
+        rfile.readline(_MAX_CHUNK_LINE)

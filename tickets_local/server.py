@@ -22,14 +22,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickets.access import Rules
+from tickets.access import Identity, Rules
 from tickets.errors import clip
 from tickets_admin.listing import counters, scan
 
-from .deployment import LocalDeployment, deployment_from_config, load_deployment
+from .deployment import deployment_from_config, load_deployment
 from .engines import make_backend
 from .events import (
-    MAX_REQUEST_BYTES,
     HttpRequest,
     HttpResponse,
     PlayedCallerError,
@@ -37,10 +36,12 @@ from .events import (
     error_response,
     function_url_event,
     http_response,
+    played_identity,
     protocol_error,
 )
 from .invoker import HandlerInvoker
-from .local_answers import local_answer, reset_answer, too_large
+from .layout_check import ServedLayout
+from .local_answers import local_answer, read_body, reset_answer
 from .local_keys import LocalKeys, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
@@ -53,7 +54,6 @@ log = logging.getLogger("tickets_local")
 # wait for SYN retries (a p99 near 1 s was measured). Size it for the load instead.
 LISTEN_BACKLOG = 128
 IDLE_KEEP_ALIVE_SECONDS = 30
-_MAX_CHUNK_LINE = 1024
 # A request line without a version ("GET /path"): http.server takes it for HTTP/0.9, whose answers have no status
 # line nor headers. A Function URL speaks HTTP/1.1 and 2 only: refused before the function sees it.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
@@ -68,13 +68,13 @@ class _HttpServer(ThreadingHTTPServer):
         self,
         address: tuple[str, int],
         invoker: HandlerInvoker,
-        local_routes: dict[str, Callable[[], bytes]],
+        local_routes: dict[str, Callable[[Identity | None], bytes]],
         reset: Callable[[], None] | None = None,
         play_callers: bool = False,
     ):
         self.invoker = invoker
         self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
-        self.local_routes = local_routes  # path -> the JSON it answers to GET
+        self.local_routes = local_routes  # path -> the JSON it answers to GET (given the played caller, if any)
         self.reset = reset  # None: the reset route is refused
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
@@ -125,13 +125,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
         )
 
     def _answer(self) -> HttpResponse:
-        body = self._read_body()
+        body = read_body(self.headers, self.rfile)
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
         local = self.server.local_routes.get(self.path.partition("?")[0])
         if local is not None:
-            return local_answer(self.command, local)
+            try:  # on a server that plays callers, its own answers follow the played caller's rules too
+                caller = played_identity(self.headers) if self.server.play_callers else None
+            except PlayedCallerError as err:
+                return error_response(400, "bad_request", str(err))
+            return local_answer(self.command, lambda: local(caller))
         if self.path.partition("?")[0] == RESET_PATH:
             return reset_answer(self.command, self.server.reset)
         request = HttpRequest(
@@ -153,38 +157,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
             log.exception("the handler raised; answering 502 as a Function URL does")
             return bad_gateway("the function failed; see the server's log")
         return http_response(result)
-
-    def _read_body(self) -> bytes | HttpResponse:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            return self._read_chunked()
-        try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            length = -1
-        if length < 0:
-            return error_response(400, "bad_request", "the Content-Length header is not a number")
-        if length > MAX_REQUEST_BYTES:
-            return too_large()
-        return self.rfile.read(length)
-
-    def _read_chunked(self) -> bytes | HttpResponse:
-        body = bytearray()
-        while True:
-            line = self.rfile.readline(_MAX_CHUNK_LINE)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                size = -1
-            if size < 0:
-                return error_response(400, "bad_request", "malformed chunked request body")
-            if size == 0:
-                while self.rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
-                    pass  # trailers carry nothing the event has a place for
-                return bytes(body)
-            if len(body) + size > MAX_REQUEST_BYTES:
-                return too_large()
-            body += self.rfile.read(size)
-            self.rfile.readline(_MAX_CHUNK_LINE)
 
     def _send(self, response: HttpResponse) -> None:
         """The status line, the headers and the body in one write to `wfile` (http.server's send_header and
@@ -243,22 +215,28 @@ class LocalServer:
         config_name: str | None = None,
         key_file: str | Path | None = None,
         backend: str | None = None,
+        ledger: str | Path | None = None,
+        without_ledger: bool = False,
+        new_key_file: bool = False,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
-        file's path, or, for `config`, "the config given to LocalServer". `key_file`: the keys of opaque ids
-        (local_keys.py: made there if missing; without one, made at start for this run). `backend`: backend.py's
-        BACKENDS names them."""
+        file's path, or, for `config`, "the config given to LocalServer". `key_file`, `new_key_file`: the keys of
+        opaque ids (local_keys.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py).
+        `backend`: engines.py's BACKENDS names them."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
-        self.deployment: LocalDeployment = (
+        written = (
             load_deployment(config_path, region)
             if config is None
             else deployment_from_config(config, region, config_name)
         )
+        self.layout = ServedLayout.of(written, config_path if config is None else None, ledger, without_ledger)
+        self.deployment = self.layout.deployment  # above its fences, as deployed
+        self._new_key_file = new_key_file
         self.backend = make_backend(backend, endpoint_url)
         self._address = (host, port)
         self._verbose = verbose
@@ -282,12 +260,16 @@ class LocalServer:
 
     def start(self) -> LocalServer:
         try:
+            self.layout.require(persistent=self.backend.persistent)
             self.backend.start()
             self._set_environment(
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             self.backend.prepare(self.deployment)
-            self.keys = open_keys(self.deployment.config, self._key_file, persistent=self.backend.persistent)
+            table = self.layout.table(self._client())
+            self.keys = open_keys(
+                self.deployment.config, self._key_file, self.backend.persistent, table, self._new_key_file
+            )
             self.app = self._build_app()
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
             # Imported here, after the environment: the document's route table imports the handlers, whose
@@ -295,7 +277,7 @@ class LocalServer:
             from . import openapi
 
             document = openapi.render(self.deployment.settings)  # the document of this config
-            local_routes = {OPENAPI_PATH: lambda: document, COUNTERS_PATH: lambda: self._counters(invoker)}
+            local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
             self._http = _HttpServer(
                 self._address,
                 invoker,
@@ -331,11 +313,9 @@ class LocalServer:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
         from tickets.app import create_app
 
-        if self._dynamodb is None:  # kept across resets: a client holds no app state, and costs ~0.1 s to make
-            self._dynamodb = self.backend.client(self.deployment.region)
         return create_app(
             self.deployment.settings,
-            self._dynamodb,
+            self._client(),
             self.deployment.counter_table,
             self.deployment.idempotency_table,
             region=self.deployment.region,
@@ -346,6 +326,12 @@ class LocalServer:
             config_name=self.config_name,
         )
 
+    def _client(self) -> Any:
+        """The app's client, made after the environment; kept across resets (no app state, ~0.1 s to make)."""
+        if self._dynamodb is None:
+            self._dynamodb = self.backend.client(self.deployment.region)
+        return self._dynamodb
+
     def _access(self) -> Callable[[], Rules] | None:
         """The config's rules, enforced only where requests can be signed: when this server plays callers."""
         rules = self.deployment.config.access
@@ -353,13 +339,16 @@ class LocalServer:
             return None
         return lambda: rules
 
-    def _counters(self, invoker: HandlerInvoker) -> bytes:
+    def _counters(self, invoker: HandlerInvoker, caller: Identity | None) -> bytes:
         """Every counter item of the table, as GET /_local/counters answers: read through the function's
-        client, between invocations (moto is not safe to share: invoker.py)."""
+        client, between invocations (moto is not safe to share: invoker.py); with the rules enforced, only the
+        keys the played `caller` may read (GET /_counters/{key}'s operation)."""
         if self.app is None:
             raise RuntimeError("the server is not running; call start() first")
-        app, table = self.app, self.deployment.counter_table
+        app, table, rules = self.app, self.deployment.counter_table, self._access()
         listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
+        if rules is not None and caller is not None:
+            listed = [each for each in listed if rules().allows(caller, "read", each["key"])]
         return json.dumps({"counters": listed}, separators=(",", ":")).encode()
 
     def stop(self) -> None:

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
 from urllib.parse import urlsplit
@@ -62,6 +62,7 @@ class LocalTickets:
         config_name: str | None = None,
         key_file: str | Path | None = None,
         backend: str | None = None,
+        arguments: Sequence[str] = (),
     ):
         """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
         None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
@@ -72,7 +73,8 @@ class LocalTickets:
         layouts start); `config_name` what the server's answers call the config (a key strictKeys refuses
         names it; default: `config_file`'s path, or "the config given to LocalTickets"); `key_file` the keys of
         opaque counters' ids (made there if missing; default: made at start, and `key_file` then names where);
-        `backend` the server's --backend (memory, moto, endpoint: default memory, or endpoint with `endpoint_url`)."""
+        `backend` the server's --backend (memory, moto, endpoint: default memory, or endpoint with `endpoint_url`);
+        `arguments` more of python -m tickets_local's flags (`--ledger PATH`, `--without-ledger`)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
@@ -85,6 +87,7 @@ class LocalTickets:
             str(config_file) if config_file is not None else "the config given to LocalTickets"
         )
         self.key_file = Path(key_file) if key_file is not None else None  # the server's, once started
+        self.arguments = list(arguments)
         self.banner = ""  # what the server printed when it started (url, backend, region, tables)
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
@@ -123,6 +126,7 @@ class LocalTickets:
             command.append("--play-callers")
         if self.key_file is not None:
             command += ["--key-file", str(self.key_file)]
+        command += self.arguments
         # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(

@@ -97,7 +97,8 @@ def create_app(
         raise ValueError("these settings configure worker pools: create_app needs their table (workers_table)")
     deadline = timing.Deadline()
     client = timing.DeadlineBoundClient(dynamodb, deadline)
-    issuer = Issuer(settings, CounterStore(client, counter_table), shuffle, config_name)
+    store = CounterStore(client, counter_table)
+    issuer = Issuer(settings, store, shuffle, config_name)
     runtime = Runtime(
         settings=settings,
         issuer=issuer,
@@ -112,6 +113,7 @@ def create_app(
         clock=clock,
         access=access,
         opaque_keys=opaque_keys,
+        counter_store=store,
     )
     served = routes.served(settings)
     dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from . import protocol
-from .errors import BadRequest
+from .errors import BadRequest, Exhausted
 from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
 from .log_format import record_issuance
 from .runtime import Runtime
@@ -97,7 +97,12 @@ def _issued_for(
         counter = runtime.issuer.counter(asked.key)
         # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).
         ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
-        return _issue_and_record(runtime, described, ids)
+        try:
+            return _issue_and_record(runtime, described, ids)
+        except Exhausted:  # an opaque counter's says nothing of how many are left (its max, its step)
+            if ids is None:
+                raise
+            raise Exhausted(f"{asked.key} cannot issue that many more: ask for fewer. Nothing was issued.") from None
 
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is None:

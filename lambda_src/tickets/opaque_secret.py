@@ -3,6 +3,13 @@ environment, its template and its logs, read once at cold start (handler.py) fro
 environment names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a
 counter asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
 
+A key version is what it was (docs/explanation/opaque-ids.md#a-key-is-what-it-was): its first use records the key's
+fingerprint (HMAC-SHA256 of a fixed label under the key, 128 bits: whether two keys are one, nothing of the key) in
+the counter table's reserved item `_opaque-key#V` (tables.FINGERPRINT_PREFIX: no counter route can name it), once
+per process with `if_not_exists` (store.py's `fingerprint`); a key with another fingerprint for that version answers
+503 (errors.KeyReplaced), for its ids would meet those already issued. tickets_admin's encode and decode and the
+local server read it too.
+
 `read_secret` is the one call that reads it; `unlogged` keeps botocore's DEBUG lines, which print a request's
 parameters and a response's body, from ever carrying it (the function's own log level may be set to DEBUG).
 """
@@ -10,6 +17,7 @@ parameters and a response's body, from ever carrying it (the function's own log 
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import threading
 import time
@@ -23,6 +31,18 @@ RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), S
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
 # botocore's loggers whose DEBUG lines hold a call's parameters (endpoint) and its answer's body (parsers).
 _BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
+
+
+def fingerprint(key: bytes) -> str:
+    return hmac.new(key, b"tickets key fingerprint", "sha256").hexdigest()[:32]
+
+
+def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: str) -> str | None:
+    """Why `key` (from `where`) cannot serve `version`, whose fingerprint item is `item` (None: it can)."""
+    stored = (item or {}).get("fingerprint", {}).get("S")
+    if stored is None or hmac.compare_digest(stored, fingerprint(key)):
+        return None
+    return f"key version {version} in {where} is not the key its first ids were made with: restore it"
 
 
 def read_secret(name: str, ssm: Any = None) -> str:
@@ -77,7 +97,7 @@ class StoredKeys:
 
     def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
         """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""
-        self._read, self._where, self._clock = read, where, clock
+        self._read, self.where, self._clock = read, where, clock
         self._keys: Mapping[int, bytes] | None = None
         self._tried_at: float | None = None
         self._why = ""
@@ -89,12 +109,12 @@ class StoredKeys:
         if self._keys is None:
             raise Unavailable(
                 f"this function cannot read the keys of its opaque ids ({self._why}); nothing was issued. "
-                f"The operator puts them in {self._where}: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
+                f"The operator puts them in {self.where}: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
             )
         if version not in self._keys:
             held = ", ".join(map(str, sorted(self._keys)))
             raise Unavailable(
-                f"the keys of opaque ids in {self._where} hold key versions {held}, not {version}, which this counter "
+                f"the keys of opaque ids in {self.where} hold key versions {held}, not {version}, which this counter "
                 f"encodes with; nothing was issued. Add it: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
             )
         return self._keys

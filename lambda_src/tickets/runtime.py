@@ -13,7 +13,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
-from .errors import TicketsError, Unavailable, forbidden
+from .errors import KeyReplaced, TicketsError, Unavailable, forbidden
 from .issuer import Issuer
 from .settings import Settings
 from .timing import Deadline
@@ -70,6 +70,7 @@ class Runtime:
     access: Callable[[], Rules] | None = None
     # The keys of opaque ids (tickets/opaque_secret.py); None: this function has none, and opaque counters answer 503.
     opaque_keys: StoredKeys | None = None
+    counter_store: Any = None  # the CounterStore, which records a key version's fingerprint (tickets/opaque_secret.py)
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
@@ -85,17 +86,23 @@ class Runtime:
 
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
         """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables
-        fill as it runs); 503 while the function cannot read that version's key. tickets.opaque is imported here,
-        by the first request of an opaque counter: a function without one never loads it."""
+        fill as it runs); 503 while the function cannot read that version's key, or holds another key than the one
+        the table's ids of that version were made with (opaque_secret.replaced: once per process). tickets.opaque
+        is imported here, by the first request of an opaque counter: a function without one never loads it."""
         assert counter.opaque is not None
         made = self._opaque_ids.get((key, counter.opaque))
         if made is None:
             from .opaque import OpaqueIds
+            from .opaque_secret import fingerprint, replaced
 
             if self.opaque_keys is None:
                 raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")
             version = counter.opaque.key_version
-            made = OpaqueIds(counter.opaque, {version: self.opaque_keys.keys(version)[version]}, key)
+            secret = self.opaque_keys.keys(version)[version]
+            recorded = self.counter_store.fingerprint(version, fingerprint(secret))
+            if problem := replaced(version, secret, recorded, self.opaque_keys.where):
+                raise KeyReplaced(problem)
+            made = OpaqueIds(counter.opaque, {version: secret}, key)
             self._opaque_ids[(key, counter.opaque)] = made
         return made
 

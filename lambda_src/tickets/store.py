@@ -30,7 +30,7 @@ from .epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED
 from .errors import ConfigMismatch, Unavailable, exhausted
 from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, layout_contradiction, missing, number
 from .sequence import Lane
-from .tables import COUNTER_KEY
+from .tables import COUNTER_KEY, FINGERPRINT_PREFIX
 
 _MAY_BE_SPENT = "; no ticket was handed out, but the write may have been applied: its tickets are then a gap. Retry"
 _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
@@ -172,6 +172,17 @@ class CounterStore:
             if not request:
                 return found
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
+
+    def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
+        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque_secret.py)."""
+        item: dict[str, Any] = self._call(
+            "update_item",
+            **self._on(f"{FINGERPRINT_PREFIX}{version}"),
+            UpdateExpression="SET fingerprint = if_not_exists(fingerprint, :f)",
+            ExpressionAttributeValues={":f": {"S": fingerprint}},
+            ReturnValues="ALL_NEW",
+        )["Attributes"]
+        return item
 
     def _on(self, item_key: str) -> dict[str, Any]:
         return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}

@@ -122,3 +122,26 @@ def test_a_played_account_or_organization_is_a_well_formed_signer_that_its_rules
         ("111122223333", "a"): 403,
         ("111122223333", "b"): 403,
     }
+
+
+def test_the_servers_list_of_counters_follows_the_played_callers_read_rules():
+    """GET /_local/counters on a server that plays callers lists only the keys the caller may read (as GET
+    /_counters/{key} would answer it): the organization reads every key, the orders role none, nobody none; a
+    caller that cannot be played is a 400."""
+    with LocalServer(config=CONFIG, play_callers=True) as server:
+        TicketsClient(server.url, play_caller=ORDERS_ROLE).next("orders")
+        TicketsClient(server.url, play_caller=ORDERS_ROLE).next("orders-eu")
+
+        def listed(**headers: str) -> list[str]:
+            answer = call(server.url, "/_local/counters", headers=headers)
+            assert answer.status == 200, answer.body
+            return [each["key"] for each in answer.json()["counters"]]
+
+        assert {"orders", "orders-eu"} <= set(listed(**{SERVER_HEADER: "o-a1b2c3d4e5"}))  # moto is the process'
+
+        assert listed(**{SERVER_HEADER: ORDERS_ROLE}) == [] and listed() == []
+        refused = call(server.url, "/_local/counters", headers={SERVER_HEADER: "someone"})
+        assert refused.status == 400 and "cannot play" in refused.json()["message"]
+    with LocalServer(config=CONFIG) as server:  # no caller played, no rule enforced: every counter
+        TicketsClient(server.url).next("invoices")
+        assert "invoices" in [each["key"] for each in call(server.url, "/_local/counters").json()["counters"]]

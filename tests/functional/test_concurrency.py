@@ -71,7 +71,8 @@ def regions():
         endpoints = {region: stack.enter_context(running_dynalite()) for region in REGIONS}
         servers = {
             region: [
-                LocalTickets(CONFIG, region=region, endpoint_url=endpoints[region]) for _ in range(SERVERS_PER_REGION)
+                LocalTickets(CONFIG, region=region, endpoint_url=endpoints[region], arguments=["--without-ledger"])
+                for _ in range(SERVERS_PER_REGION)
             ]
             for region in REGIONS
         }

@@ -8,6 +8,7 @@ import io
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,17 @@ def synthesise(config_file: Path, tickets: dict) -> None:
     ledger = config_file.parent / "tickets.lock.json"
     config = parse_config(tickets)
     write_ledger_file(ledger, record_services(read_ledger_file(ledger), {config.table_name: config}))
+
+
+def fence_process(config_file: Path, east: str, west: str) -> subprocess.CompletedProcess[str]:
+    """`python -m tickets_admin fence` run as an operator runs it, on us-east-1's and eu-west-1's endpoints."""
+    return subprocess.run(
+        [sys.executable, "-m", "tickets_admin", "fence", "--config", str(config_file)]
+        + ["--endpoint-url", f"us-east-1={east}", "--endpoint-url", f"eu-west-1={west}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def fence(config_file: Path, *more: str) -> tuple[int, str, str]:

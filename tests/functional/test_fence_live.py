@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -25,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-from test_fence import checkout, synthesise
+from test_fence import checkout, fence_process, synthesise
 
 from local_support import running_dynalite
 from tickets.epochs import Layout
@@ -109,13 +107,7 @@ def test_adding_a_region_and_shards_under_load_never_repeats_a_ticket(tmp_path: 
         with pytest.raises(LedgerError, match="python -m tickets_admin fence"):
             synthesise(config_file, NEW)
         fenced_at = time.monotonic()
-        fence = subprocess.run(
-            [sys.executable, "-m", "tickets_admin", "fence", "--config", str(config_file)]
-            + ["--endpoint-url", f"us-east-1={east}", "--endpoint-url", f"eu-west-1={west}"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        fence = fence_process(config_file, east, west)
         assert fence.returncode == 0, fence.stderr
         synthesise(config_file, NEW)  # accepted now
         ledger = read_ledger_file(tmp_path / "tickets.lock.json").services["tickets-counters"]

@@ -1,7 +1,8 @@
 """`python -m tickets_admin encode` and `decode`: an opaque counter's tickets as ids and back, with the settings
 from cdk.json or, with --service, from the ledger alone, and the keys from a key file or the service's SSM
 parameter (`put-key` writes it, in every region: tests/functional/test_opaque_keys.py); every refusal says what
-is wrong. Neither command touches a table (no --endpoint-url). And the function's cold start: one without an
+is wrong. Here neither reads its table (--no-table-check: tests/functional/test_opaque_keys.py and
+test_opaque_local.py read it). And the function's cold start: one without an
 opaque counter never loads tickets.opaque."""
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def admin(tmp_path):
         keys = ["--key-file", str(tmp_path / key_file)] if key_file else []
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = main([*args, "--config", str(config), *keys])
+            status = main([*args, "--config", str(config), *keys, "--no-table-check"])
         return status, out.getvalue().splitlines(), err.getvalue()
 
     return run
@@ -93,7 +94,7 @@ def test_with_service_the_settings_come_from_the_ledger(admin, tmp_path):
     with contextlib.redirect_stdout(out):
         status = main(
             ["--service", "shop", "--ledger", str(tmp_path / "tickets.lock.json"), "decode", "orders", "8752842271"]
-            + ["--key-file", str(tmp_path / "keys.json")]
+            + ["--key-file", str(tmp_path / "keys.json"), "--no-table-check"]
         )
     assert status == 0 and out.getvalue() == "8752842271 -> ticket 0 (key version 1)\n"
 
@@ -124,11 +125,12 @@ def test_the_keys_must_be_readable(admin, tmp_path):
     assert status == 1 and "short.json: keys: '1' must be a key version (1, 2, ...) and its key 16 to 64 bytes" in err
 
 
-def test_the_commands_run_as_a_user_runs_them_and_touch_no_table(tmp_path):
+def test_the_commands_run_as_a_user_runs_them(tmp_path):
     write_cdk_json(tmp_path, TICKETS)
     (tmp_path / "keys.json").write_text(json.dumps(KEYS))
     result = subprocess.run(
-        [sys.executable, "-m", "tickets_admin", "decode", "orders", "6844852092", "--key-file", "keys.json"],
+        [sys.executable, "-m", "tickets_admin", "decode", "orders", "6844852092", "--key-file", "keys.json"]
+        + ["--no-table-check"],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -139,7 +141,7 @@ def test_the_commands_run_as_a_user_runs_them_and_touch_no_table(tmp_path):
         [sys.executable, "-m", "tickets_admin", "encode", "--help"], cwd=REPO, capture_output=True, text=True
     )
     assert "--key-file PATH" in helped.stdout and "--region REGION" in helped.stdout  # the keys' parameter's
-    assert "--endpoint-url" not in helped.stdout
+    assert "--endpoint-url URL" in helped.stdout and "--no-table-check" in helped.stdout  # the fingerprints' table
 
 
 def test_a_function_without_an_opaque_counter_never_loads_the_permutation():

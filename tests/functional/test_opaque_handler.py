@@ -158,3 +158,37 @@ def test_the_state_of_a_function_that_cannot_read_its_keys_says_so(deploy):
     region.opaque_keys = StoredKeys(_missing, "the parameter")
     region._app = None  # a new execution environment, whose read fails
     assert region.get("/_counters/orders").body["opaque"]["keyVersionsHeld"] is None
+
+
+def test_a_replaced_key_answers_503_naming_its_version_and_counts_it(deploy, capsys):
+    """The first id of a version records its key's fingerprint (nothing of the key) in a reserved item; a function
+    holding another key for that version (a parameter lost and made again) answers 503 naming the version, issues
+    nothing, and counts it (Errors of code key_replaced; its alarm: tickets_cdk/monitoring.py). Another version still
+    serves."""
+    region = deploy(CONFIG)
+    first = region.get("/orders").body["id"]
+    [record] = [item for item in region.items() if item["counter"]["S"] == "_opaque-key#1"]
+    assert set(record) == {"counter", "fingerprint"} and re.fullmatch(r"[0-9a-f]{32}", record["fingerprint"]["S"])
+    assert not any(base64.b64encode(key).decode() in json.dumps(record) for key in OPAQUE_KEYS.values())
+    other = {"1": base64.b64encode(bytes(range(100, 132))).decode(), "2": base64.b64encode(OPAQUE_KEYS[2]).decode()}
+    region.opaque_keys = StoredKeys(lambda: json.dumps(other), "the SSM parameter /tickets/tickets/opaque-keys")
+    region._app = None  # a new execution environment, with the recreated parameter
+    before = region.items()
+    capsys.readouterr()
+    for path, query in (("/orders", None), ("/codes", {"count": "3"}), ("/counter", {"systemKey": "orders"})):
+        answer = region.get(path, query=query)
+        assert answer.status == 503 and answer.body["error"] == "key_replaced", answer.body
+        assert answer.body["message"] == (
+            "key version 1 in the SSM parameter /tickets/tickets/opaque-keys is not the key its first ids were made "
+            "with: restore it"
+        )
+    assert region.items() == before  # nothing issued
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    metrics = [line for line in lines if "_aws" in line]
+    assert [(line.get("Errors"), line["code"]) for line in metrics] == [([1.0], "key_replaced")] * 3
+    rotated = {**CONFIG, "counters": {**CONFIG["counters"]}}
+    rotated["counters"]["orders"] = {**CONFIG["counters"]["orders"], "opaque": {**TEN_DIGITS, "keyVersion": 2}}
+    later = deploy(rotated)  # rotation: key version 2, whose first use records its own fingerprint
+    later.opaque_keys = region.opaque_keys
+    assert decoded([later.get("/orders").body["id"]], keyVersion=2) == [(5001, 2)]
+    assert decoded([first]) == [(5000, 1)]

@@ -26,13 +26,16 @@ from tickets import timing
 from tickets.access_store import ssm_client
 from tickets.errors import Unavailable
 from tickets.opaque import parse_keys
-from tickets.opaque_secret import parameter_keys, read_secret
+from tickets.opaque_secret import fingerprint, parameter_keys, read_secret
 from tickets.settings import OPAQUE_KEYS_ENV
+from tickets.store import CounterStore
+from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_admin.__main__ import main
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import handler_environment
 
-PARAMETER = "/tickets/shop/opaque-keys"
+TABLE = "shop"
+PARAMETER = f"/tickets/{TABLE}/opaque-keys"
 REGIONS = ("eu-west-1", "us-east-1")
 TICKETS = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},
@@ -154,6 +157,8 @@ def test_put_key_refusals(admin, args, tickets, says):
 
 
 def test_encode_and_decode_read_the_services_parameter_without_a_key_file(admin):
+    for region in REGIONS:  # the service's tables, where the keys' fingerprints are recorded
+        boto3.client("dynamodb", region_name=region).create_table(**create_table_arguments(TABLE, COUNTER_KEY))
     status, _, err = admin("encode", "orders", "5000")
     assert status == 1 and f"{PARAMETER} does not exist in us-east-1" in err and "put-key" in err
     admin("put-key")
@@ -162,6 +167,19 @@ def test_encode_and_decode_read_the_services_parameter_without_a_key_file(admin)
     made = out.split()[2]
     assert admin("decode", "orders", made)[1] == f"{made} -> ticket 5000 (key version 1)\n"
     assert secrets_in(out, stored("us-east-1")) == []
+    # A function in eu-west-1 recorded another key for version 1 (a parameter lost and made again there): both
+    # commands refuse that region's ids, naming the version.
+    other = check_key_with(bytes(range(100, 132)), "eu-west-1")
+    for command in (("encode", "orders", "5000"), ("decode", "orders", made)):
+        status, _, err = admin(*command, "--region", "eu-west-1")
+        assert status == 1 and "key version 1 in the service's parameter is not the key its first ids were" in err, err
+    assert other not in err
+
+
+def check_key_with(key: bytes, region: str) -> str:
+    """What a function holding `key` for version 1 records at its first id (tickets/opaque_secret.py)."""
+    CounterStore(boto3.client("dynamodb", region_name=region), TABLE).fingerprint(1, fingerprint(key))
+    return fingerprint(key)
 
 
 class _Everything(logging.Handler):

@@ -5,7 +5,10 @@ counters with their layouts, max changes, strictKeys on and off, the default key
 ledger must refuse), runs each through the real ledger, and deploys the accepted versions region by
 region in any order: a region may be updated, rolled back or left on any earlier accepted version.
 Between deploys it issues single tickets, lists and range blocks in random regions through the real
-handler on moto (one table per region), and runs `tickets_admin raise` now and then. After every step:
+handler on moto (one table per region), and runs `tickets_admin raise` now and then. A server started from another
+checkout (any version's cdk.json, or an edit the ledger refused, with no ledger, an older one or the newest) issues
+there too when the local server's checks at start let it (tickets_local/layout_check.py), and a key replaced is
+refused (an opaque counter's key version whose fingerprint the table recorded). After every step:
 no ticket of a key was issued twice across all regions, every ticket lies on the lane its key's
 recorded layout gives the region that issued it, and no request was refused for a changed layout.
 
@@ -26,10 +29,13 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 from moto import mock_aws
+from replaced_keys import CODES, ReplacedKeys
 
 from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
+from tickets_admin.listing import scan
 from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import (
     UNCONFIGURED,
     CounterRecord,
@@ -40,6 +46,8 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
+from tickets_local.deployment import LocalDeployment
+from tickets_local.layout_check import ServedLayout, check_table
 
 REGION_SLOTS = 3
 REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")
@@ -54,12 +62,14 @@ class Rollouts(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.versions: list[dict] = []  # every config the ledger accepted, oldest first
+        self.refused: list[dict] = []  # edits the ledger refused: what another checkout may still hold
         self.ledger: Ledger | None = None
         self.files: list[LedgerFile] = []  # the ledger file as each accepted version left it
         self.deployed: dict[str, int] = {}  # region -> the version its stack runs now
         self.slot: dict[str, int] = {}  # region -> its slot (the ledger never lets it change)
         self.issued: dict[str, dict[int, str]] = {}  # key -> ticket -> the region that issued it
         self.handlers: dict[tuple[str, int], Region] = {}
+        self.replaced = ReplacedKeys()  # an opaque counter beside the keys (no rule reconfigures it)
         self.aws = mock_aws()
         self.aws.start()
         self.scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"rollouts-{os.getpid()}-{id(self)}"
@@ -77,7 +87,7 @@ class Rollouts(RuleBasedStateMachine):
         pick lanes from a generator seeded by the example, so a history replays exactly."""
         self.lane_picks = random.Random(seed)
         first = {"regions": {"us-east-1": 0, "eu-west-1": 1}, "regionSlots": REGION_SLOTS, "strictKeys": strict}
-        first["counters"] = {"orders": dict(orders)}
+        first["counters"] = {"orders": dict(orders), "codes": CODES}
         self.record(first, None)
         for region, slot in first["regions"].items():
             self.deployed[region], self.slot[region] = 0, slot
@@ -96,7 +106,8 @@ class Rollouts(RuleBasedStateMachine):
         try:
             self.record(raw, self.files[-1])
         except (ConfigError, LedgerError):
-            return  # refused: nothing recorded, nothing to deploy
+            self.refused.append(raw)  # refused: nothing recorded, nothing to deploy
+            return
 
     @rule(key=st.sampled_from(KEYS), layout=st.sampled_from(LAYOUTS))
     def configure_counter(self, key: str, layout: dict) -> None:
@@ -154,6 +165,7 @@ class Rollouts(RuleBasedStateMachine):
         if (region, version) not in self.handlers:
             self.handlers[region, version] = Region(self.versions[version], region)
             self.handlers[region, version].pick_lanes(self.lane_picks.shuffle)
+            self.replaced.give(self.handlers[region, version], region)
         return self.handlers[region, version]
 
     @rule(
@@ -195,6 +207,46 @@ class Rollouts(RuleBasedStateMachine):
         argv = ["raise", key, "--above", str(above), "--config", str(cdk_json), "--region", region]
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             tickets_admin([*argv, "--table", COUNTER_TABLE])  # a refusal (exit 1) writes nothing
+
+    @rule(data=st.data(), ledger=st.sampled_from(["none", "older", "newest"]), key=st.sampled_from(KEYS))
+    def serve_from_another_checkout(self, data: st.DataObject, ledger: str, key: str) -> None:
+        """A local server on a region's table (an endpoint), started from another checkout: any accepted version's
+        cdk.json or a refused edit, beside no ledger, an older one or the newest. It serves only if its checks at
+        start let it (with no ledger, never: --without-ledger is an operator's word), and what it then issues
+        keeps every invariant."""
+        raw = data.draw(st.sampled_from(self.versions + self.refused))
+        region = data.draw(st.sampled_from(sorted(self.deployed)))
+        try:
+            config = parse_config(raw)
+            file = {"none": None, "older": data.draw(st.sampled_from(self.files)), "newest": self.files[-1]}[ledger]
+            layout = ServedLayout(LocalDeployment(config, region), None, file, without_ledger=False)
+            layout.require(persistent=True)
+            server = Region(raw, region)
+            check_table(list(scan(server.client, COUNTER_TABLE)), layout.deployment.config, layout.ledger)
+        except (ConfigError, KeyError):  # refused at start (KeyError: the checkout's cdk.json lacks the region)
+            return
+        server.settings = region_settings(layout.deployment.config, region)
+        server.pick_lanes(self.lane_picks.shuffle)
+        self.take(server, region, key, data.draw(st.integers(1, 50)))
+
+    @rule(data=st.data(), seed=st.integers(0, 2**32 - 1))
+    def replace_a_key(self, data: st.DataObject, seed: int) -> None:
+        region = data.draw(st.sampled_from(sorted(self.deployed)))
+        self.replaced.replace(region, seed)
+        self.handlers = {(r, v): handler for (r, v), handler in self.handlers.items() if r != region}
+
+    @rule(data=st.data(), count=st.integers(1, 20))
+    def issue_ids(self, data: st.DataObject, count: int) -> None:
+        region = data.draw(st.sampled_from(sorted(self.deployed)))
+        self.replaced.take(self.handler(region), region, count)
+
+    def take(self, server: Region, region: str, key: str, count: int) -> None:
+        answer = server.get(f"/{key}", query={"count": count})
+        if answer.status == 200:
+            for ticket in answer.body.get("tickets", [answer.body.get("ticket")]):
+                seen = self.issued.setdefault(key, {})
+                assert ticket not in seen, f"{key} {ticket} issued twice: by {seen[ticket]} and another checkout"
+                seen[ticket] = region
 
     # --- what must hold after every step -----------------------------------------------------------
 

@@ -9,7 +9,9 @@ conflict resolved by taking ours, theirs or both sides' lines, or the whole ledg
 may be deployed: `make deploy` checks every region of the branch's config with the real pre-deploy
 check (tickets_deploy.predeploy, DescribeStacks answered from the model's regions), then each region's
 stack may succeed or roll back. Between steps it issues tickets through the real handler on moto (one
-table per region) and runs `tickets_admin raise` from a checkout of the version a region runs.
+table per region) and runs `tickets_admin raise` from a checkout of the version a region runs. A local server started
+from another checkout (one branch's cdk.json beside another's ledger, or none) issues there too when its checks at
+start let it (tickets_local/layout_check.py); a region's opaque key may be replaced (tests/replaced_keys.py).
 
 After every step: no ticket of a key was issued twice across all regions, and a refused request changed
 no table.
@@ -39,12 +41,15 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from moto import mock_aws
+from replaced_keys import CODES, ReplacedKeys
 
 from cloud_assembly import CloudFormationStandIn
 from moto_deployment import COUNTER_TABLE, Region
 from tickets_admin.__main__ import main as tickets_admin
+from tickets_admin.listing import scan
 from tickets_deploy import predeploy
 from tickets_deploy.config import parse_config
+from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import (
     COMMENT,
     Ledger,
@@ -60,6 +65,8 @@ from tickets_deploy.ledger import (
 )
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.shapes import encode_number
+from tickets_local.deployment import LocalDeployment
+from tickets_local.layout_check import ServedLayout, check_table
 
 REGION_SLOTS = 2  # as in the issue: two regions, so a start of 1000 moves a lane onto the other region's
 REGIONS = ("us-east-1", "eu-west-1")
@@ -166,6 +173,8 @@ class TeamModel(RuleBasedStateMachine):
         self.deployed: dict[str, int] = {}  # region -> the commit its stack runs
         self.issued: dict[str, dict[int, str]] = {}  # key -> ticket -> the region that issued it
         self.handlers: dict[tuple[str, int], Region] = {}
+        self.replaced = ReplacedKeys()  # an opaque counter beside the keys, on today's ledger's successor only
+        self.served: list[LedgerFile] = []  # the ledgers servers from other checkouts served with
         self.aws = mock_aws()
         self.aws.start()
         self.scratch = Path(tempfile.mkdtemp(prefix="team-model-"))
@@ -225,7 +234,7 @@ class TeamModel(RuleBasedStateMachine):
         """`make init` on main, committed, then deployed to both regions."""
         self.lane_picks = random.Random(seed)
         tickets = {"regions": dict(zip(REGIONS, range(REGION_SLOTS), strict=True)), "regionSlots": REGION_SLOTS}
-        tickets.update(strictKeys=strict, counters={"orders": dict(orders)})
+        tickets.update(strictKeys=strict, counters={"orders": dict(orders), **({} if self.today else {"codes": CODES})})
         config = parse_config(tickets)
         if self.today:
             ledger = todays_ledger_text(record(config, None))
@@ -340,7 +349,7 @@ class TeamModel(RuleBasedStateMachine):
     def handler(self, region: str) -> Region:
         commit_id = self.deployed[region]
         if (region, commit_id) not in self.handlers:
-            self.handlers[region, commit_id] = Region(self.config(commit_id), region)
+            self.handlers[region, commit_id] = self.replaced.give(Region(self.config(commit_id), region), region)
             self.handlers[region, commit_id].pick_lanes(self.lane_picks.shuffle)
         return self.handlers[region, commit_id]
 
@@ -373,6 +382,53 @@ class TeamModel(RuleBasedStateMachine):
             assert ticket not in seen, f"{key} {ticket} issued twice: by {seen[ticket]} and by {region}"
             seen[ticket] = region
 
+    @precondition(lambda self: not self.today)
+    @rule(region=st.sampled_from(REGIONS), seed=st.integers(0, 2**32 - 1))
+    def replace_a_key(self, region: str, seed: int) -> None:
+        self.replaced.replace(region, seed)
+        self.handlers = {(r, c): handler for (r, c), handler in self.handlers.items() if r != region}
+
+    @precondition(lambda self: not self.today)
+    @rule(region=st.sampled_from(REGIONS), count=st.integers(1, 20))
+    def issue_ids(self, region: str, count: int) -> None:
+        self.replaced.take(self.handler(region), region, count)
+
+    @precondition(lambda self: not self.today)
+    @rule(
+        region=st.sampled_from(REGIONS),
+        config_from=st.sampled_from(BRANCHES),
+        ledger_from=st.sampled_from((None, *BRANCHES)),
+        key=st.sampled_from(KEYS),
+    )
+    def serve_from_another_checkout(self, region: str, config_from: str, ledger_from: str | None, key: str) -> None:
+        """A local server on a region's table, started from another checkout: one branch's cdk.json beside another's
+        ledger, or none. It serves only what its checks at start let it (tickets_local/layout_check.py); what it
+        then issues must never repeat a ticket either."""
+        config = parse_config(self.config(self.heads[config_from]))
+        file = None if ledger_from is None else self.ledger_file(self.commits[self.heads[ledger_from]])
+        if file is not None and not self.on_the_deployed_line(file):
+            # A second line of history: predeploy refuses to deploy it beside the first, but a local server has no
+            # deployed state to check it against (docs/explanation/threat-model.md): its operator's to avoid.
+            return
+        layout = ServedLayout(LocalDeployment(config, region), None, file, without_ledger=False)
+        try:
+            layout.require(persistent=True)
+            server = Region(self.config(self.heads[config_from]), region)
+            check_table(list(scan(server.client, COUNTER_TABLE)), layout.deployment.config, layout.ledger)
+        except ConfigError:
+            return
+        server.settings = region_settings(layout.deployment.config, region)
+        server.pick_lanes(self.lane_picks.shuffle)
+        if file is not None:
+            self.served.append(file)
+        answer = server.get(f"/{key}")
+        if answer.status != 200:  # the table's conditions refuse a lane of another layout: nothing written
+            assert answer.body["error"] in ("not_found", "exhausted", "config_mismatch"), answer
+            return
+        seen = self.issued.setdefault(key, {})
+        assert answer.body["ticket"] not in seen, f"{key} {answer.body['ticket']} issued twice: by another checkout"
+        seen[answer.body["ticket"]] = region
+
     @rule(region=st.sampled_from(REGIONS), key=st.sampled_from(KEYS), above=st.integers(0, 1500))
     def raise_key(self, region: str, key: str, above: int) -> None:
         """`python -m tickets_admin raise` from a checkout of the commit the region runs."""
@@ -394,6 +450,12 @@ class TeamModel(RuleBasedStateMachine):
             assert handler.items() == before, f"a refused raise changed {region}'s table: {err.getvalue()}"
 
     # --- what must hold after every step ------------------------------------------------------------------
+
+    def on_the_deployed_line(self, file: LedgerFile) -> bool:
+        """Is `file`'s version one the other's ancestor with every deployed version and every version served?"""
+        running = [self.ledger_file(self.commits[c]) for c in set(self.deployed.values())] + self.served
+        x = file.version or ""
+        return all(file.is_ancestor(y := (one.version or ""), x) or one.is_ancestor(x, y) for one in running)
 
     @invariant()
     def every_deployed_version_lies_on_one_line(self) -> None:

@@ -39,6 +39,7 @@ NOT_IN_THE_REPOSITORY = {
     "table.md": "what make bench writes into bench/out/ (bench/README.md)",
     "manifest.json": "a cloud assembly's (cdk.out), which synthesis writes",
     "validation-report.json": "the validation plugins' report in a cloud assembly (cdk-nag, the CDK's own)",
+    ".tickets-local/": "the local server's key files' folder (git-ignored), as --key-file names it",
     "update_ssm.yml": "a workflow of Powertools' own repository, which publishes its layers' parameters",
 }
 # `python -m` modules that are not the repository's own, each with what it is.
