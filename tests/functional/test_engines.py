@@ -44,6 +44,8 @@ from tickets_local.testing import LocalTickets
 
 pytestmark = pytest.mark.slow
 
+# The tables of a config of the test's own, layouts never changed: no ledger (docs/reference/local-server.md).
+WITHOUT_LEDGER = ["--without-ledger"]
 CONFIG = {
     "regions": {"us-east-1": 0},
     "counters": {
@@ -84,7 +86,7 @@ def table(engine, config_path):
 def servers(engine, table):
     """SERVERS local servers (processes of their own) on the engine, started at once."""
     with contextlib.ExitStack() as stack:
-        running = [LocalTickets(CONFIG, endpoint_url=engine.url) for _ in range(SERVERS)]
+        running = [LocalTickets(CONFIG, endpoint_url=engine.url, arguments=WITHOUT_LEDGER) for _ in range(SERVERS)]
         for server in running:
             stack.callback(server.stop)
         with ThreadPoolExecutor(SERVERS) as starting:
@@ -464,7 +466,7 @@ def test_kill_9_mid_run_leaves_every_number_accounted_for(engine) -> None:
     answered: dict[str, int] = {}  # Idempotency-Key -> the number it was answered
     unanswered: list[str] = []  # keys whose request got no answer (in flight at the kill, or after it)
     lock = threading.Lock()
-    first = LocalTickets(SERIES_CONFIG, endpoint_url=engine.url).start()
+    first = LocalTickets(SERIES_CONFIG, endpoint_url=engine.url, arguments=WITHOUT_LEDGER).start()
 
     def issue(client_index: int) -> None:
         client = TicketsClient(first.url, max_attempts=2, timeout=5)
@@ -495,7 +497,7 @@ def test_kill_9_mid_run_leaves_every_number_accounted_for(engine) -> None:
 
 
 def _retry_and_audit(engine, answered: dict[str, int], unanswered: list[str]) -> None:
-    with LocalTickets(SERIES_CONFIG, endpoint_url=engine.url) as second:
+    with LocalTickets(SERIES_CONFIG, endpoint_url=engine.url, arguments=WITHOUT_LEDGER) as second:
         client = TicketsClient(second.url)
         # Each in-flight key retried (409 in_progress until the killed attempt's lock expires), and some
         # answered ones asked again: the numbers they were given.

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.slow
 
 TTL_SECONDS = 10
 MARGIN = max(1.0, TTL_SECONDS / 10)  # the clients' default margin
+# The tables of a config of the test's own, layouts never changed: no ledger (docs/reference/local-server.md).
+WITHOUT_LEDGER = ["--without-ledger"]
 CONFIG = {
     "regions": {"us-east-1": 0},
     "tableName": "workers-test",
@@ -41,7 +43,7 @@ def _post(url: str, path: str, body: dict | None = None, **headers: str) -> tupl
 
 
 def test_concurrent_acquires_never_share_an_id_and_a_full_pool_is_503_with_retry_after(dynalite_on_disk):
-    with LocalTickets(CONFIG, endpoint_url=dynalite_on_disk) as server:
+    with LocalTickets(CONFIG, endpoint_url=dynalite_on_disk, arguments=WITHOUT_LEDGER) as server:
         with ThreadPoolExecutor(24) as pool:
             answers = list(
                 pool.map(lambda index: _post(server.url, "/_workers/small", {"owner": f"c{index}"}), range(24))
@@ -127,7 +129,7 @@ def overlaps(grants: list[Grant]) -> list[tuple[Grant, Grant]]:
 
 
 def test_64_clients_never_overlap_across_a_kill_9_of_the_server(dynalite_on_disk, tables_directory, capsys):
-    first = LocalTickets(CONFIG, endpoint_url=dynalite_on_disk).start()
+    first = LocalTickets(CONFIG, endpoint_url=dynalite_on_disk, arguments=WITHOUT_LEDGER).start()
     servers = Servers()
     servers.url = first.url
     grants: list[Grant] = []
@@ -146,7 +148,7 @@ def test_64_clients_never_overlap_across_a_kill_9_of_the_server(dynalite_on_disk
         killed_at = time.monotonic() - began
         alive = dynalite_answers(dynalite_on_disk)
         endpoint = dynalite_on_disk if alive else restarted.enter_context(running_dynalite(tables_directory))
-        second = restarted.enter_context(LocalTickets(CONFIG, endpoint_url=endpoint))
+        second = restarted.enter_context(LocalTickets(CONFIG, endpoint_url=endpoint, arguments=WITHOUT_LEDGER))
         servers.url = second.url
         restarted_at = time.monotonic() - began
         for thread in threads:

@@ -25,6 +25,7 @@ from docs_text import (
 
 README_WORDS = 1500  # a landing page
 PAGE_WORDS = 5000
+DOCS_WORDS = 22_000  # every page of docs/ together: short pages, each fact once
 # Each term of art a page must link to its glossary entry where it first uses it, by the entry's anchor, as
 # prose writes it. Plain words match in any case; camelCase names and the header only as written.
 TERMS = {
@@ -99,6 +100,8 @@ def test_the_readme_is_a_landing_page_and_no_page_is_too_long():
     assert words(README) <= README_WORDS, f"README.md has {words(README)} words, at most {README_WORDS}"
     long = {_name(page): words(page) for page in PAGES if words(page) > PAGE_WORDS}
     assert not long, f"pages over {PAGE_WORDS} words (split them): {long}"
+    total = sum(words(page) for page in PAGES if page != README)
+    assert total <= DOCS_WORDS, f"docs/ has {total} words, at most {DOCS_WORDS}: say each thing once, and shortly"
 
 
 def test_the_readme_gives_both_set_up_commands():
