@@ -42,7 +42,8 @@ def test_an_unsharded_key_issues_from_its_one_item_in_order():
     store = MemoryStore()
     issuer = Issuer(Settings(), store)
     assert [issuer.issue(Asked("orders", count)).tickets for count in (1, 3)] == [[1], [2, 3, 4]]
-    assert (store.items, store.writes, store.reads) == ({"orders": {"last": 4, "step": 1}}, ["orders"] * 2, [])
+    assert store.items == {"orders": {"last": 4, "step": 1, "first": 1}}
+    assert (store.writes, store.reads) == (["orders"] * 2, [])
 
 
 def test_the_region_slot_picks_the_lane():
