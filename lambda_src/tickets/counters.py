@@ -86,7 +86,7 @@ def _issued_for(
     def checked_issue() -> dict[str, Any]:
         if compat and not asked.named:
             raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
-        if route == protocol.BLOCKS_ROUTE:
+        if asked.route == protocol.BLOCKS_ROUTE:
             runtime.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
         counter = runtime.issuer.counter(asked.key)
         # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).

@@ -25,7 +25,7 @@ MAX_PATH_CHARS = 256
 
 @dataclass(frozen=True)
 class Asked:
-    """A ticket route's request: its route, and what its path, query and body ask for (the body: TicketRequest)."""
+    """A ticket route's request: the route, and what path, query and body ask for (the body: messages.TicketRequest)."""
 
     key: str
     count: int
