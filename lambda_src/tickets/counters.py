@@ -9,7 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from . import protocol
 from .errors import BadRequest, Exhausted
-from .keys import MAX_BLOCK, MAX_COUNT, require_idempotency_key
+from .keys import require_idempotency_key
 from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
@@ -78,27 +78,21 @@ def _issued_for(
         # Without a key, the compatibility route's URL means what it meant before compat was configured,
         # the key named like its path: a retry from then replays; a new request is refused below.
         request.path.lstrip("/") if compat else runtime.settings.default_key,
-        max_count=MAX_BLOCK if route == protocol.BLOCKS_ROUTE else MAX_COUNT,
+        route,
     )
     runtime.logger.append_keys(key=asked.key, count=asked.count)
     runtime.authorize(request, asked.key)
-    # What an Idempotency-Key's record is checked against. The ticket route's stays {key, count}, as
-    # records stored before range blocks existed say it; a block names its route, so one header cannot
-    # be answered a list on one route and a range on the other.
-    described: dict[str, Any] = {"key": asked.key, "count": asked.count}
-    if route != protocol.TICKETS_ROUTE:
-        described["route"] = route
 
     def checked_issue() -> dict[str, Any]:
         if compat and not asked.named:
             raise BadRequest("this route needs the counter's key: ?systemKey=KEY")
-        if route == protocol.BLOCKS_ROUTE:
+        if asked.route == protocol.BLOCKS_ROUTE:
             runtime.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
         counter = runtime.issuer.counter(asked.key)
         # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).
         ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
         try:
-            return _issue_and_record(runtime, described, ids)
+            return _issue_and_record(runtime, asked, ids)
         except Exhausted:  # an opaque counter's says nothing of how many are left (its max, its step)
             if ids is None:
                 raise
@@ -108,14 +102,13 @@ def _issued_for(
     if idempotency_key is None:
         return checked_issue()
     once = runtime.idempotent_issue()
-    return once(request.event, require_idempotency_key(idempotency_key), described, runtime.deadline, checked_issue)
+    return once(request.event, require_idempotency_key(idempotency_key), asked, runtime.deadline, checked_issue)
 
 
-def _issue_and_record(runtime: Runtime, described: dict[str, Any], ids: OpaqueIds | None) -> dict[str, Any]:
-    key, count = described["key"], described["count"]
-    issued = runtime.issuer.issue(key, count)
+def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | None) -> dict[str, Any]:
+    issued = runtime.issuer.issue(asked)
     metrics = runtime.metrics
-    metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=count)
+    metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=asked.count)
     if issued.near_max:
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
@@ -125,14 +118,14 @@ def _issue_and_record(runtime: Runtime, described: dict[str, Any], ids: OpaqueId
         metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
     record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
         metrics,
-        key=key,
-        count=count,
+        key=asked.key,
+        count=asked.count,
         first_ticket=issued.first,
         last_ticket=issued.last,
         correlation_id=runtime.logger.get_correlation_id(),
         tickets_left=issued.tickets_left,
     )
-    if described.get("route") == protocol.BLOCKS_ROUTE:
+    if asked.route == protocol.BLOCKS_ROUTE:
         answer: Mapping[str, Any] = issued.range_json()
     elif ids is not None:  # stored as answered: a retry gets these ids, whatever key version encodes later
         answer = issued.ids_json(ids.encode_all(range(issued.first, issued.last + 1, issued.step)))

@@ -29,12 +29,12 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 from .caller import caller
 from .dynamodb_errors import Failure, classify
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
+from .protocol import Asked
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
-# (the Function URL event, the header, the request as the handler describes it, what says the request's
-# remaining time, the issue to run unless the header has a stored answer) -> the answer
-IdempotentIssue = Callable[[dict[str, Any], str, dict[str, Any], Any, Issue], dict[str, Any]]
+# (event, header, request: a ticket route's or as another route describes it, deadline, issue) -> the answer (run's)
+IdempotentIssue = Callable[[dict[str, Any], str, Asked | dict[str, Any], Any, Issue], dict[str, Any]]
 
 
 class _Recorded(Protocol):
@@ -67,10 +67,11 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
         return issue()
 
     def run(
-        event: dict[str, Any], idempotency_key: str, request: dict[str, Any], deadline: Any, issue: Issue
+        event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], deadline: Any, issue: Issue
     ) -> dict[str, Any]:
         config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
-        call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": request}
+        recorded = request.recorded if isinstance(request, Asked) else request
+        call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": recorded}
         spent: list[bool] = []  # whether this attempt's issue ran to its end
 
         def issue_and_note() -> dict[str, Any]:

@@ -23,6 +23,7 @@ from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable,
 from .keys import MAX_COUNT, echo_count
 from .lane_item import LAST, STEP
 from .messages import Block, CounterState, Issued, IssuedIds, LaneState
+from .protocol import Asked
 from .sequence import Lane, lanes_of, tickets_left
 from .settings import CounterConfig, Settings, unserved
 
@@ -124,32 +125,32 @@ class Issuer:
         # item key -> (since, last then, per day, reported): _per_day's
         self._windows: dict[str, tuple[float, int, float | None, float]] = {}
 
-    def issue(self, key: str, count: int) -> IssuedTickets:
-        counter, lanes = self._lanes(key)
+    def issue(self, asked: Asked) -> IssuedTickets:
+        counter, lanes = self._lanes(asked.key)
         self._shuffle(lanes)
-        candidates = [lane for lane in lanes if self._may_fit(lane, count)]
+        candidates = [lane for lane in lanes if self._may_fit(lane, asked.count)]
         failure: Exhausted | Unavailable | None = None
         unavailable = 0
         surveyed = len(lanes) == 1
         while candidates:
             lane = candidates.pop(0)
             try:
-                last = self._store.advance(lane, count)
+                last = self._store.advance(lane, asked.count)
             except Exhausted as err:
-                self._learn(lane, lane.limit(count) + 1)
+                self._learn(lane, lane.limit(asked.count) + 1)
                 failure = failure if isinstance(failure, Unavailable) else err
                 if not surveyed and candidates:
                     surveyed = True
                     self._survey(lanes)
-                    candidates = [other for other in candidates if self._may_fit(other, count)]
+                    candidates = [other for other in candidates if self._may_fit(other, asked.count)]
                 continue
             except Unavailable as err:
                 failure, unavailable = err, unavailable + 1
                 if unavailable >= _UNAVAILABLE_LANES_TRIED:
                     break
                 continue
-            return IssuedTickets.of(key, lane.block(last, count), counter, self._per_day(lane, last))
-        raise failure or exhausted(key, count, counter.max, lanes[0].step)
+            return IssuedTickets.of(asked.key, lane.block(last, asked.count), counter, self._per_day(lane, last))
+        raise failure or exhausted(asked.key, asked.count, counter.max, lanes[0].step)
 
     def _per_day(self, lane: Lane, last: int) -> float | None:
         """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more (the change

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from .errors import BadRequest, PayloadTooLarge, echo
-from .keys import MAX_COUNT, echo_count, parse_count, require_key
+from .keys import MAX_BLOCK, MAX_COUNT, echo_count, parse_count, require_key
 
 # The two issuing routes: /{key} answers the tickets as a list, /_blocks/{key} as a range.
 TICKETS_ROUTE = "tickets"
@@ -25,11 +25,18 @@ MAX_PATH_CHARS = 256
 
 @dataclass(frozen=True)
 class Asked:
-    """What a ticket route's path, query and body ask for, merged (the body alone is messages.TicketRequest)."""
+    """A ticket route's request: the route, and what path, query and body ask for (the body: messages.TicketRequest)."""
 
     key: str
     count: int
     named: bool = True  # False: no key was named, `key` is the route's default
+    route: str = TICKETS_ROUTE
+
+    @property
+    def recorded(self) -> dict[str, Any]:
+        """What an Idempotency-Key's record is checked against: {key, count}, as records stored before range blocks
+        say it, and a block's route, so one header is never answered a list on one route and a range on the other."""
+        return {"key": self.key, "count": self.count} | ({} if self.route == TICKETS_ROUTE else {"route": self.route})
 
 
 def normalise_path(path: str) -> str:
@@ -47,24 +54,22 @@ def decode_path_key(segment: str) -> str:
 
 
 def ticket_request(
-    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
     """Merge path, query and body into one request; they may repeat each other but not disagree.
-    `default_key`: the key of a request that names none (`named` False says so: a route that needs a
-    key refuses it). `max_count` is the route's bound: MAX_COUNT for a list of tickets, MAX_BLOCK for a
-    range block."""
+    `default_key`: the key of a request that names none (`named` False says so: a route that needs a key refuses
+    it). The route bounds the count: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
     if not raw_query and not body.strip():  # the common request, `GET /orders`: the path says it all
-        if path_key is None:
-            return Asked(key=default_key, count=1, named=False)
-        return Asked(key=decode_path_key(path_key), count=1)
-    return merged_request(path_key, raw_query, body, default_key, max_count)
+        return Asked(default_key if path_key is None else decode_path_key(path_key), 1, path_key is not None, route)
+    return merged_request(path_key, raw_query, body, default_key, route)
 
 
 def merged_request(
-    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, max_count: int = MAX_COUNT
+    path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
     """ticket_request's general case. It also answers a request with no query and no body, as
     ticket_request's shortcut does (tests/unit/test_protocol.py holds the two equal)."""
+    max_count = MAX_BLOCK if route == BLOCKS_ROUTE else MAX_COUNT
     query = query_parameters(raw_query)
     fields = _body_fields(body, max_count)
 
@@ -86,7 +91,7 @@ def merged_request(
     parsed = {parse_count(value, max_count) for value in counts}
     if len(parsed) > 1:
         raise BadRequest("the query and the body ask for different counts; give one")
-    return Asked(key=key, count=parsed.pop() if parsed else 1, named=bool(keys))
+    return Asked(key=key, count=parsed.pop() if parsed else 1, named=bool(keys), route=route)
 
 
 def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:

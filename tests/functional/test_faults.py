@@ -220,6 +220,7 @@ def test_a_request_that_meets_endless_races_ends_in_a_503_after_a_bounded_number
     """Races are bounded by the store's and the issuer's own rounds, not by a count of calls."""
     from tickets.errors import Unavailable
     from tickets.issuer import Issuer
+    from tickets.protocol import Asked
     from tickets.settings import CounterConfig, Settings
     from tickets.store import CounterStore
 
@@ -230,7 +231,7 @@ def test_a_request_that_meets_endless_races_ends_in_a_503_after_a_bounded_number
         shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard),
     )
     with pytest.raises(Unavailable):
-        issuer.issue("hot", 1)
+        issuer.issue(Asked("hot", 1))
     assert table.calls[0] == "hot#0" and set(table.calls[1:]) <= {"hot", "hot#1"}
     # the throttled shard, then three rounds on the other: advance, read, layout, creation
     assert table.calls == ["hot#0"] + ["hot#1", "hot#1", "hot", "hot#1"] * 3

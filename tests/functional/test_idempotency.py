@@ -71,10 +71,10 @@ def test_a_duplicate_while_the_first_is_in_flight_is_409(api, monkeypatch):
     issue = api.handler.issuer.issue
     while_in_flight = []
 
-    def slow_issue(key, count):
+    def slow_issue(asked):
         if not while_in_flight:  # the client gave up waiting and sent the request again
             while_in_flight.append(api.post("/orders", headers=once("slow")))
-        return issue(key, count)
+        return issue(asked)
 
     monkeypatch.setattr(api.handler.issuer, "issue", slow_issue)
 

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from moto_deployment import COUNTER_TABLE
 from tickets.errors import ConfigMismatch, Unavailable
 from tickets.issuer import Issuer
+from tickets.protocol import Asked
 from tickets.sequence import lanes_of
 from tickets.settings import CounterConfig, Settings
 from tickets.store import CounterStore
@@ -384,7 +385,7 @@ class Interleaved:
 
 def issue_or_refusal(issuer: Issuer, count: int = 1) -> list[int] | str:
     try:
-        return issuer.issue("hot", count).tickets
+        return issuer.issue(Asked("hot", count)).tickets
     except ConfigMismatch as err:
         return err.code
 
@@ -411,7 +412,7 @@ def test_another_request_between_the_layout_and_the_shard_item_never_repeats_a_t
         CounterStore(interleaved, table),
         shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard != 2),
     )
-    assert first.issue("hot", 2).tickets == ([7, 11] if expected == [3] else [3, 7])
+    assert first.issue(Asked("hot", 2)).tickets == ([7, 11] if expected == [3] else [3, 7])
     assert interleaved.ran == [expected]
     # Whoever lost stays refused; the winner's layout goes on.
     assert issue_or_refusal(meanwhile) == ([15] if expected == [3] else "config_mismatch")
@@ -635,7 +636,7 @@ def test_a_throttled_survey_still_issues_from_a_shard_with_room(api):
         CounterStore(client, COUNTER_TABLE),
         shuffle=lambda lanes: lanes.sort(key=lambda lane: lane.shard),
     )
-    assert issuer.issue("hot", 1).tickets == [2]  # shard 1's first ticket
+    assert issuer.issue(Asked("hot", 1)).tickets == [2]  # shard 1's first ticket
     assert client.reads == 2  # the survey, throttled, then the read that finds shard 1's item absent
 
 

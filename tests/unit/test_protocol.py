@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from common import BROWSER_ACCEPT
 from tickets.errors import ECHO_CHARS, BadRequest, PayloadTooLarge, echo
-from tickets.keys import MAX_COUNT, parse_count, require_idempotency_key, require_key
+from tickets.keys import MAX_BLOCK, MAX_COUNT, parse_count, require_idempotency_key, require_key
 from tickets.protocol import (
+    BLOCKS_ROUTE,
     MAX_BODY_BYTES,
     Asked,
     decode_path_key,
@@ -137,6 +138,20 @@ def test_a_request_with_no_query_nor_body_takes_the_shortcut_to_the_same_answer(
 def test_ticket_request_refuses(path_key, query, body, complaint):
     with pytest.raises(BadRequest, match=re.escape(complaint)):
         ticket_request(path_key, query, body, "default")
+
+
+@pytest.mark.parametrize("query, body", [(None, b""), ("count=3", b""), (None, b'{"count": 3}')])
+def test_a_requests_route_bounds_its_count_and_only_a_blocks_is_recorded(query, body):
+    """Idempotency-Key records stored before range blocks existed say {key, count}: a ticket request's still does."""
+    tickets, block = (ticket_request("orders", query, body, "default", route) for route in ("tickets", BLOCKS_ROUTE))
+    assert (tickets.route, tickets.recorded) == ("tickets", {"key": "orders", "count": tickets.count})
+    assert (block.route, block.recorded) == ("blocks", {"key": "orders", "count": block.count, "route": "blocks"})
+    big = f"count={MAX_COUNT + 1}"
+    with pytest.raises(BadRequest, match=f"from 1 to {MAX_COUNT}"):
+        ticket_request("orders", big, b"", "default")
+    assert ticket_request("orders", big, b"", "default", BLOCKS_ROUTE).count == MAX_COUNT + 1
+    with pytest.raises(BadRequest, match=f"from 1 to {MAX_BLOCK}"):
+        ticket_request("orders", f"count={MAX_BLOCK + 1}", b"", "default", BLOCKS_ROUTE)
 
 
 @pytest.mark.parametrize(
