@@ -6,6 +6,7 @@ is tests/models."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -52,9 +53,13 @@ def test_a_lease_is_acquired_listed_renewed_released_and_granted_again_at_a_high
     assert again["released"] is False and "nothing changed" in again["message"]
     assert pools.call(path, "PUT", body=held).status == 409  # released: that lease is lost
     assert pools.get(f"/_workers/{POOL}").body["leases"] == []
-    # The pool of one: its one id, released, granted again one epoch higher.
+    # The pool of one: its one id, released, is granted again one epoch higher, but not before the hand-over gap
+    # (max(1 s, 10% of the ttl): the holders' margin), so ids made on the next holder's clock never meet the last's.
     assert pools.post("/_workers/one").body["epoch"] == 1
     assert pools.call("/_workers/one/0", "DELETE", body=held).body["released"] is True
+    within = pools.post("/_workers/one")
+    assert (within.status, within.body["error"], within.headers["Retry-After"]) == (503, "pool_full", "1")
+    time.sleep(1.0)
     assert (pools.post("/_workers/one").body["worker"], pools.get("/_workers/one").body["leases"][0]["epoch"]) == (0, 2)
 
 

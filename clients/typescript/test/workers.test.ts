@@ -353,6 +353,14 @@ describe("against the local server (a pool of 16, ttl 10 s)", () => {
     } finally {
       assert.equal(await lease.close(), true);
     }
+    // Released, the id is granted again after the hand-over gap (the holders' margin), not at once.
+    let gap = 0;
+    await assert.rejects(client.acquireWorker("single"), (err: unknown) => {
+      assert.ok(err instanceof PoolFull && err.retryAfter !== null);
+      gap = err.retryAfter;
+      return true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, gap * 1000));
     assert.equal((await client.acquireWorker("single")).worker, 0);
   });
 

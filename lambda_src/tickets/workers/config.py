@@ -21,6 +21,13 @@ class PoolConfig:
     size: int
     ttl_seconds: int
 
+    @property
+    def hand_over_ms(self) -> int:
+        """How long a released id waits before it is granted again: the clients' default margin, max(1 s, 10% of
+        the ttl), so ids made by its last holder's clock and its next one's never meet, as after an expiry
+        (docs/explanation/worker-leases.md#what-a-holder-must-do)."""
+        return max(1000, self.ttl_seconds * 100)
+
     def to_json(self) -> dict[str, Any]:
         return {"size": self.size, "ttlSeconds": self.ttl_seconds}
 

@@ -24,9 +24,11 @@ _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
     "expires after the pool's ttl); retry after the Retry-After delay",
 )
 _NAMES = {"#pk": SERIES_PARTITION_KEY, "#n": SERIES_SORT_KEY, "#e": "epoch", "#x": "expiresAt", "#o": "owner"}
+_NAMES["#f"] = "freeAt"  # a released id is granted again only from then: its holder's margin, as at an expiry
 FIRST_PAGE = 64  # items the first read of a search takes: enough to find a free id in all but a nearly full pool
 _GRANT = "SET #e = if_not_exists(#e, :zero) + :one, #x = :expires"
-_FREE = "attribute_not_exists(#e) OR #x <= :now"  # never granted, released, or expired by this function's clock
+# Never granted, or expired by this function's clock, and past a release's hand-over gap.
+_FREE = "(attribute_not_exists(#e) OR #x <= :now) AND (attribute_not_exists(#f) OR #f <= :now)"
 _HELD = "#e = :epoch AND #x > :now"  # the lease of that epoch, unexpired
 
 
@@ -36,11 +38,14 @@ class Lease:
     epoch: int
     expires_at: int  # ms since the Unix epoch, by the service's clock
     owner: str | None
+    free_at: int = 0  # after a release: when the id may be granted again
 
     @classmethod
     def of(cls, item: dict[str, Any]) -> Lease:
-        owner = item.get("owner", {}).get("S")
-        return cls(int(item[SERIES_SORT_KEY]["N"]), int(item["epoch"]["N"]), int(item["expiresAt"]["N"]), owner)
+        owner, free_at = item.get("owner", {}).get("S"), int(item.get("freeAt", {}).get("N", 0))
+        return cls(
+            int(item[SERIES_SORT_KEY]["N"]), int(item["epoch"]["N"]), int(item["expiresAt"]["N"]), owner, free_at
+        )
 
     def granted(self, pool: str, config: PoolConfig) -> WorkerLease:
         expires, ttl = self.expires_at, config.ttl_seconds
@@ -61,7 +66,8 @@ class WorkerStore:
         values = {":zero": 0, ":one": 1, ":expires": now + config.ttl_seconds * 1000, ":now": now}
         for low, high in ((start, config.size), (0, start)):
             leases = (Lease.of(item) for item in self._items(pool, low, high, FIRST_PAGE))
-            for worker in free_workers(((each.worker, each.expires_at) for each in leases), low, high, now, live):
+            taken = ((each.worker, max(each.expires_at, each.free_at)) for each in leases)
+            for worker in free_workers(taken, low, high, now, live):
                 granted = self._update(pool, worker, update, _FREE, values | ({":owner": owner} if owner else {}))
                 if granted is not None:
                     return granted
@@ -76,10 +82,11 @@ class WorkerStore:
             raise LeaseLost(f"worker {worker}'s lease at epoch {epoch} expired or was granted again: stop using it")
         return renewed
 
-    def release(self, pool: str, worker: int, epoch: int, now: int) -> bool:
-        """Expire the lease now (the item, so the id's epoch, stays); False: it was not held at `epoch`."""
-        values = {":zero": 0, ":epoch": epoch, ":now": now}
-        return self._update(pool, worker, "SET #x = :zero", _HELD, values) is not None
+    def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
+        """End the lease now (the item, so the id's epoch, stays), the id free again after the hand-over gap; False:
+        it was not held at `epoch`."""
+        values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
+        return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
     def leases(self, pool: str, size: int, now: int) -> list[Lease]:
         """The pool's live leases, by worker id."""
@@ -92,6 +99,7 @@ class WorkerStore:
             "TableName": self._table,
             "ExpressionAttributeNames": names,
             "KeyConditionExpression": "#pk = :pool AND #n BETWEEN :low AND :high",
+            "ConsistentRead": True,  # a stale page would miss an id just freed, or answer pool_full for nothing
             "ExpressionAttributeValues": _values({":pool": pool, ":low": low, ":high": high - 1}),
             **({"Limit": first_page} if first_page else {}),
         }
