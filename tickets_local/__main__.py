@@ -133,6 +133,12 @@ def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
         "(off by default: no request is signed here, and the rules are not enforced)",
     )
     parser.add_argument(
+        "--reset-mark",
+        metavar="FILE",
+        help="a file of one 8-byte counter (tickets_local/reset_mark.py): whenever it moved, the tables are emptied "
+        "and the handler's state rebuilt before the next request is served (how the test kit resets without a wait)",
+    )
+    parser.add_argument(
         "--exit-with-stdin",
         action="store_true",
         help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
@@ -159,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             play_callers=args.play_callers,
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
             key_file=args.key_file,
+            reset_mark=args.reset_mark,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the

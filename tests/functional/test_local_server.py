@@ -615,3 +615,21 @@ def test_the_handlers_powertools_settings_come_from_the_server_not_from_import_o
     probe = "import sys, tickets_local.server, tickets_local.__main__; print('tickets.runtime' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+def test_a_reset_mark_moved_empties_the_tables_and_rebuilds_the_handler_before_the_next_invocation(tmp_path):
+    from tickets_local.reset_mark import ResetMark
+
+    mark = ResetMark.create()
+    try:
+        with LocalServer(config_path=write_cdk_json(tmp_path), reset_mark=mark.path) as server:
+            first = server.app
+            assert [call(server.url, "/orders").json()["ticket"] for _ in range(2)] == [5000, 5001]
+            assert server.app is first  # an unmoved mark resets nothing
+            mark.bump()
+            assert server.app is first  # nothing happens until the server serves something
+            assert call(server.url, "/orders").json()["ticket"] == 5000
+            assert server.app is not first
+    finally:
+        mark.close(remove=True)
+    assert not mark.path.exists()
