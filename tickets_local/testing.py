@@ -107,27 +107,9 @@ class LocalTickets:
     def start(self) -> LocalTickets:
         if self._process is not None:
             raise RuntimeError("the local server is already running")
-        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
-        if self.config_file is not None:
-            command += ["--config", str(self.config_file)]
-        else:
-            command += ["--config-json", json.dumps(self.config)]
-        command += ["--config-name", self.config_name]
-        if self.region:
-            command += ["--region", self.region]
-        if self.endpoint_url:
-            command += ["--endpoint-url", self.endpoint_url]
-        if self.backend:
-            command += ["--backend", self.backend]
-        if self.verbose:
-            command.append("--verbose")
-        if self.play_callers:
-            command.append("--play-callers")
-        if self.key_file is not None:
-            command += ["--key-file", str(self.key_file)]
         if self.endpoint_url is None and self.backend != "endpoint":  # the server's own tables: reset by a mark
             self._mark = ResetMark.create()
-            command += ["--reset-mark", str(self._mark.path)]
+        command = self._command()
         # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(
@@ -149,6 +131,30 @@ class LocalTickets:
         # drop them, or a pipe nobody reads fills and the server stalls in the middle of a request.
         threading.Thread(target=_drain, args=(self._process.stdout,), daemon=True).start()
         return self
+
+    def _command(self) -> list[str]:
+        """`python -m tickets_local` with this server's options."""
+        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
+        if self.config_file is not None:
+            command += ["--config", str(self.config_file)]
+        else:
+            command += ["--config-json", json.dumps(self.config)]
+        command += ["--config-name", self.config_name]
+        if self.region:
+            command += ["--region", self.region]
+        if self.endpoint_url:
+            command += ["--endpoint-url", self.endpoint_url]
+        if self.backend:
+            command += ["--backend", self.backend]
+        if self.verbose:
+            command.append("--verbose")
+        if self.play_callers:
+            command.append("--play-callers")
+        if self.key_file is not None:
+            command += ["--key-file", str(self.key_file)]
+        if self._mark is not None:
+            command += ["--reset-mark", str(self._mark.path)]
+        return command
 
     def reset(self) -> None:
         """Every counter and idempotency record gone, and the handler's cached state with it (a new
