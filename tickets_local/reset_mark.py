@@ -22,7 +22,7 @@ _SIZE = 8  # one aligned store: a reader never sees half of it
 
 
 class ResetMark:
-    """The mapped counter: `bump()` (the test kit's reset), `moved()` (the server's question), `close()`."""
+    """The mapped counter: `bump()` (the test kit's reset), `moved()` and `seen()` (the server's), `close()`."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
@@ -41,11 +41,14 @@ class ResetMark:
     def bump(self) -> None:
         self._map[:_SIZE] = ((int.from_bytes(self._map[:_SIZE], "little") + 1) % 2**64).to_bytes(_SIZE, "little")
 
-    def moved(self) -> bool:
-        """Whether the counter moved since the last call (or since this mark was opened)."""
+    def moved(self) -> bytes | None:
+        """The counter, if it moved since the value last `seen` (or since this mark was opened)."""
         now = self._map[:_SIZE]
-        moved, self._seen = now != self._seen, now
-        return moved
+        return now if now != self._seen else None
+
+    def seen(self, value: bytes) -> None:
+        """The reset `value` asked for is done: a reset that failed is tried again at the next request."""
+        self._seen = value
 
     def close(self, *, remove: bool = False) -> None:
         self._map.close()

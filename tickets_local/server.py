@@ -323,8 +323,11 @@ class LocalServer:
 
     def _catch_up(self) -> None:
         """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""
-        if self._mark is not None and self._mark.moved():
+        mark = self._mark
+        moved = mark.moved() if mark is not None else None
+        if mark is not None and moved is not None:
             self._empty_and_rebuild()
+            mark.seen(moved)  # not before: a reset that failed (a 502) is tried again, never skipped
 
     def _build_app(self) -> App:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
