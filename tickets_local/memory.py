@@ -147,7 +147,13 @@ class _Parser:
             path = self.operand()
             self.take(")")
             return lambda *item: (path(*item) is not None) == exists
-        left, comparison = self.operand(), _COMPARISONS.get(self.take())
+        left = self.operand()
+        if self.peek() == "BETWEEN":  # a sort key's range (the worker pools' query): low <= left <= high
+            self.take()
+            low, _, high = self.operand(), self.take("AND"), self.operand()
+            at_least, at_most = _COMPARISONS[">="], _COMPARISONS["<="]
+            return lambda *item: at_least(left(*item), low(*item)) and at_most(left(*item), high(*item))
+        comparison = _COMPARISONS.get(self.take())
         if comparison is None:
             raise _invalid(f"the memory backend knows no comparison {self.tokens[self.at - 1]!r}")
         right = self.operand()
