@@ -147,9 +147,12 @@ def markdown_table(results: dict) -> str:
             f"≤ {GOALS['keep_alive_ratio']:.0f} {_mark(met['keep_alive_ratio'])}",
         ),
         (
-            "the test kit's reset() (every table emptied, the handler built anew), as a suite calls it",
-            f"p50 {results['reset_p50_ms']:.2f} ms, p99 {results['reset_p99_ms']:.1f} ms",
-            f"p50 ≤ {GOALS['reset_p50_ms']:.0f} ms {_mark(met['reset_p50_ms'])}",
+            "the test kit's reset() as a suite calls it before each test (every table emptied, the handler built "
+            "anew): reset() and the `next()` after it, over a `next()` alone, p50",
+            f"{results['reset_p50_ms']:.2f} ms (reset() {results['reset_call_p50_ms']:.3f} ms, a mark the server "
+            f"reads; the next() after it {results['reset_next_p50_ms']:.2f} ms, without a reset "
+            f"{results['reset_alone_p50_ms']:.2f} ms)",
+            f"≤ {GOALS['reset_p50_ms']:.0f} ms {_mark(met['reset_p50_ms'])}",
         ),
         (
             f"a user's suite: {results['user_suite_tests']} single-ticket pytest tests through the pytest plugin "

@@ -153,6 +153,12 @@ def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
         "(off by default: no request is signed here, and the rules are not enforced)",
     )
     parser.add_argument(
+        "--reset-mark",
+        metavar="FILE",
+        help="a file of one 8-byte counter (tickets_local/reset_mark.py): whenever it moved, the tables are emptied "
+        "and the handler's state rebuilt before the next request is served (how the test kit resets without a wait)",
+    )
+    parser.add_argument(
         "--exit-with-stdin",
         action="store_true",
         help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
@@ -182,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             ledger=args.ledger,
             without_ledger=args.without_ledger,
             new_key_file=args.new_key_file,
+            reset_mark=args.reset_mark,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the

@@ -3,6 +3,7 @@ settings the stack would give that region's function."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ class LocalDeployment:
         """A path worth curling: the first configured counter, else the default key."""
         return "/" + next(iter(self.config.counters), "")
 
-    @property
+    @functools.cached_property  # read at every build of the app, so at every reset
     def settings(self) -> Settings:
         """Exactly the settings the stack gives this region's function."""
         return region_settings(self.config, self.region)

@@ -54,18 +54,23 @@ def _metrics() -> Metrics:
 
 
 class HandlerInvoker:
-    def __init__(self, region: str, handler: Callable[[dict[str, Any], Any], Any]):
+    def __init__(
+        self, region: str, handler: Callable[[dict[str, Any], Any], Any], catch_up: Callable[[], None] = lambda: None
+    ):
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
         self.handler = handler  # replaced, between invocations, by LocalServer.reset
+        self._catch_up = catch_up  # run first under the lock: a reset the test kit marked (reset_mark.py)
 
     def between_invocations(self, call: Callable[[], T]) -> T:
         """Run `call` (a read of the server's own tables, a reset) while no invocation runs: moto is not
         safe to share, and a reset replaces the handler."""
         with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
             return call()
 
     def invoke(self, event: dict[str, Any]) -> Any:
         with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
             # The function's clock starts when it runs, as in Lambda: time spent queued for the lock is
             # not the invocation's (it would eat into the request's deadline and end in 503s).
             context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)

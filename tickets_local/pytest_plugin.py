@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import json
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -106,30 +107,33 @@ def tickets_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, 
     return tickets_servers(tickets_config)
 
 
+# tickets_fresh_server and tickets_client ask the pool themselves rather than through tickets_server: each fixture a
+# test goes through costs pytest tens of microseconds, a sizeable part of a single-ticket test (bench/README.md).
 @pytest.fixture
-def tickets_fresh_server(tickets_server: LocalTickets) -> LocalTickets:
+def tickets_fresh_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> LocalTickets:
     """`tickets_server`, reset before this test: its counters and Idempotency-Keys start empty."""
-    tickets_server.reset()
-    return tickets_server
+    server = tickets_servers(tickets_config)
+    server.reset()
+    return server
 
 
-@pytest.fixture(scope="session")
-def _tickets_clients() -> dict[str, TicketsClient]:
-    """One TicketsClient per server URL, kept for the session (its keep-alive connection with it)."""
-    return {}
+_CLIENTS: weakref.WeakKeyDictionary[LocalTickets, TicketsClient] = weakref.WeakKeyDictionary()
 
 
 @pytest.fixture
-def tickets_client(tickets_server: LocalTickets, _tickets_clients: dict[str, TicketsClient]) -> TicketsClient:
-    """A TicketsClient for `tickets_server` (from the `tickets-client` package)."""
-    try:
-        from tickets_client.client import TicketsClient
-    except ImportError:
-        pytest.fail(
-            "the tickets_client fixture needs the Python client: pip install tickets-client "
-            "(from the Tickets repository: pip install ./clients/python)",
-            pytrace=False,
-        )
-    if tickets_server.url not in _tickets_clients:
-        _tickets_clients[tickets_server.url] = TicketsClient(tickets_server.url)
-    return _tickets_clients[tickets_server.url]
+def tickets_client(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> TicketsClient:
+    """A TicketsClient for `tickets_server` (from the `tickets-client` package): one per server, and one keep-alive
+    connection with it, for the session."""
+    server = tickets_servers(tickets_config)
+    client = _CLIENTS.get(server)
+    if client is None:
+        try:
+            from tickets_client.client import TicketsClient
+        except ImportError:
+            pytest.fail(
+                "the tickets_client fixture needs the Python client: pip install tickets-client "
+                "(from the Tickets repository: pip install ./clients/python)",
+                pytrace=False,
+            )
+        client = _CLIENTS[server] = TicketsClient(server.url)
+    return client

@@ -44,6 +44,7 @@ from .layout_check import ServedLayout
 from .local_answers import local_answer, read_body, reset_answer
 from .local_keys import LocalKeys, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
+from .reset_mark import ResetMark
 
 if TYPE_CHECKING:
     from tickets.app import App
@@ -107,7 +108,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        _answer_without_delay(self.connection)
+        # Nagle's algorithm off: with it on, an answer written in more than one piece waits for the client's delayed
+        # ACK (~40 ms) on every keep-alive request after the first; _send writes once, this covers any other answer.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def __getattr__(self, name: str) -> Any:
         # Every method goes to the function, as a Function URL sends it: the handler decides
@@ -187,13 +190,6 @@ class _RequestHandler(BaseHTTPRequestHandler):
         pass  # what http.server would log, send_error and _serve already log, one line each
 
 
-def _answer_without_delay(connection: socket.socket) -> None:
-    """Turn Nagle's algorithm off on an accepted connection. With it on, a response written in more
-    than one piece waits for the client's delayed ACK (~40 ms) on every keep-alive request after the
-    first; _send writes once, and this covers any answer written otherwise."""
-    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-
 class LocalServer:
     """The deployed handler behind a local Function URL, served from a background thread.
 
@@ -218,6 +214,7 @@ class LocalServer:
         ledger: str | Path | None = None,
         without_ledger: bool = False,
         new_key_file: bool = False,
+        reset_mark: str | Path | None = None,
     ):
         """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
         enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
@@ -225,7 +222,8 @@ class LocalServer:
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`, `new_key_file`: the keys of
         opaque ids (local_keys.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py).
-        `backend`: engines.py's BACKENDS names them."""
+        `backend`: engines.py's BACKENDS names them. `reset_mark`: a reset_mark.py file; a reset is due whenever
+        its counter moved."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -243,6 +241,8 @@ class LocalServer:
         self._allow_reset = allow_reset
         self._play_callers = play_callers
         self._key_file = key_file
+        self._reset_mark = reset_mark
+        self._mark: ResetMark | None = None  # opened by start()
         self.keys: LocalKeys | None = None  # the keys of opaque ids, when the config has opaque counters
         self._invoker: HandlerInvoker | None = None
         self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
@@ -271,20 +271,16 @@ class LocalServer:
                 self.deployment.config, self._key_file, self.backend.persistent, table, self._new_key_file
             )
             self.app = self._build_app()
-            self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler)
+            self._mark = ResetMark(self._reset_mark) if self._reset_mark is not None else None
+            self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler, self._catch_up)
             # Imported here, after the environment: the document's route table imports the handlers, whose
             # Powertools Logger and Metrics read POWERTOOLS_* when they are created.
             from . import openapi
 
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
-            self._http = _HttpServer(
-                self._address,
-                invoker,
-                local_routes,
-                self.reset if self._allow_reset else None,
-                play_callers=self._play_callers,
-            )
+            reset = self.reset if self._allow_reset else None
+            self._http = _HttpServer(self._address, invoker, local_routes, reset, play_callers=self._play_callers)
         except BaseException:
             self._release()
             raise
@@ -300,14 +296,21 @@ class LocalServer:
         invocations. On an endpoint, the tables there are emptied, whoever else uses them."""
         if self._invoker is None:
             raise RuntimeError("the server is not running; call start() first")
-        invoker = self._invoker
+        self._invoker.between_invocations(self._empty_and_rebuild)
 
-        def empty_and_rebuild() -> None:
-            self.backend.empty(self.deployment)
-            self.app = self._build_app()
-            invoker.handler = self.app.lambda_handler
+    def _empty_and_rebuild(self) -> None:
+        assert self._invoker is not None
+        self.backend.empty(self.deployment)
+        self.app = self._build_app()
+        self._invoker.handler = self.app.lambda_handler
 
-        invoker.between_invocations(empty_and_rebuild)
+    def _catch_up(self) -> None:
+        """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""
+        mark = self._mark
+        moved = mark.moved() if mark is not None else None
+        if mark is not None and moved is not None:
+            self._empty_and_rebuild()
+            mark.seen(moved)  # not before: a reset that failed (a 502) is tried again, never skipped
 
     def _build_app(self) -> App:
         # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
@@ -378,12 +381,10 @@ class LocalServer:
     def _release(self) -> None:
         """Undo start(): the backend, the environment."""
         self._dynamodb = None
+        if self._mark is not None:
+            self._mark.close()
         if self.keys is not None:
             self.keys.close()
         self.backend.stop()
-        for name, value in self._saved_environment.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        self._set_environment(dict(self._saved_environment))  # each as it was
         self._saved_environment.clear()

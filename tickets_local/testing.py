@@ -33,6 +33,7 @@ from typing import IO, Any, cast
 from urllib.parse import urlsplit
 
 from .local_paths import RESET_PATH
+from .reset_mark import ResetMark
 
 # The `tickets` config when a test names none: one region, one lane per key (so every key's tickets are
 # dense: 1, 2, 3...), and any key accepted.
@@ -92,8 +93,9 @@ class LocalTickets:
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._resets: http.client.HTTPConnection | None = None  # reset()'s keep-alive connection
+        self._resets: http.client.HTTPConnection | None = None  # reset()'s keep-alive connection (an endpoint's)
         self._resets_lock = threading.Lock()
+        self._mark: ResetMark | None = None  # how reset() asks the server, unless the tables are an endpoint's
 
     @property
     def url(self) -> str:
@@ -108,25 +110,9 @@ class LocalTickets:
     def start(self) -> LocalTickets:
         if self._process is not None:
             raise RuntimeError("the local server is already running")
-        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
-        if self.config_file is not None:
-            command += ["--config", str(self.config_file)]
-        else:
-            command += ["--config-json", json.dumps(self.config)]
-        command += ["--config-name", self.config_name]
-        if self.region:
-            command += ["--region", self.region]
-        if self.endpoint_url:
-            command += ["--endpoint-url", self.endpoint_url]
-        if self.backend:
-            command += ["--backend", self.backend]
-        if self.verbose:
-            command.append("--verbose")
-        if self.play_callers:
-            command.append("--play-callers")
-        if self.key_file is not None:
-            command += ["--key-file", str(self.key_file)]
-        command += self.arguments
+        if self.endpoint_url is None and self.backend != "endpoint":  # the server's own tables: reset by a mark
+            self._mark = ResetMark.create()
+        command = self._command()
         # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(
@@ -149,11 +135,42 @@ class LocalTickets:
         threading.Thread(target=_drain, args=(self._process.stdout,), daemon=True).start()
         return self
 
+    def _command(self) -> list[str]:
+        """`python -m tickets_local` with this server's options."""
+        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
+        if self.config_file is not None:
+            command += ["--config", str(self.config_file)]
+        else:
+            command += ["--config-json", json.dumps(self.config)]
+        command += ["--config-name", self.config_name]
+        if self.region:
+            command += ["--region", self.region]
+        if self.endpoint_url:
+            command += ["--endpoint-url", self.endpoint_url]
+        if self.backend:
+            command += ["--backend", self.backend]
+        if self.verbose:
+            command.append("--verbose")
+        if self.play_callers:
+            command.append("--play-callers")
+        if self.key_file is not None:
+            command += ["--key-file", str(self.key_file)]
+        if self._mark is not None:
+            command += ["--reset-mark", str(self._mark.path)]
+        return command + self.arguments
+
     def reset(self) -> None:
         """Every counter and idempotency record gone, and the handler's cached state with it (a new
-        execution environment): the next ticket of every key is its first again. On an endpoint, the
-        tables there are emptied, whoever else uses them. On one keep-alive connection: a suite resets before
-        every test, and a new connection each time would cost more than the reset (bench/README.md)."""
+        execution environment): the next ticket of every key is its first again. On the server's own tables, a
+        mark the server reads before it serves anything (reset_mark.py): no request, no wait. On an endpoint, the
+        tables there are emptied now, whoever else uses them, by a request on one keep-alive connection: a suite
+        resets before every test, and a new connection each time would cost more than the reset."""
+        if self._mark is not None:
+            if not self.running:
+                raise LocalTicketsError(f"the local server is not running, so it cannot reset\n{self.log_tail()}")
+            with self._resets_lock:  # two threads' bumps must both move it
+                self._mark.bump()
+            return
         with self._resets_lock:
             for attempt in range(2):  # a kept connection the server closed meanwhile (idle, restarted) is made anew
                 if self._resets is None:
@@ -179,6 +196,9 @@ class LocalTickets:
 
     def stop(self) -> None:
         self._close_resets()
+        if self._mark is not None:
+            self._mark.close(remove=True)
+            self._mark = None
         self.ask_to_stop()
         process, self._process, self._url = self._process, None, None
         if process is not None:

@@ -4,6 +4,7 @@ bench): its runtime (what every handler is given) and the dispatch by the route 
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib
 import os
 import random
@@ -130,6 +131,7 @@ def create_app(
     return App(dynamodb, issuer, dispatcher, lambda_handler)
 
 
+@functools.cache  # the same function every time: an app built again (the local server's reset) looks it up once
 def bind(handler: str) -> Handler:
     """A route's handler by its name in the table, `module.function` of this package (its feature module)."""
     module, function = handler.rsplit(".", 1)

@@ -30,6 +30,7 @@ from tickets_local import server as server_module
 from tickets_local.backend import BackendError, EndpointBackend, MemoryBackend
 from tickets_local.deployment import ledger_refusal, load_deployment
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
+from tickets_local.reset_mark import ResetMark
 from tickets_local.server import LocalServer
 
 FIXTURE_EVENT = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "function_url_event.json").read_text())
@@ -615,3 +616,32 @@ def test_the_handlers_powertools_settings_come_from_the_server_not_from_import_o
     probe = "import sys, tickets_local.server, tickets_local.__main__; print('tickets.runtime' in sys.modules)"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "False"
+
+
+def test_a_reset_mark_moved_empties_the_tables_and_rebuilds_the_handler_before_the_next_invocation(tmp_path):
+    """What the test kit's reset() asks of its server; a reset that fails is a 502, then tried again."""
+    mark = ResetMark.create()
+    try:
+        with LocalServer(config_path=write_cdk_json(tmp_path), reset_mark=mark.path) as server:
+            first = server.app
+            assert [call(server.url, "/orders").json()["ticket"] for _ in range(2)] == [5000, 5001]
+            assert server.app is first  # an unmoved mark resets nothing
+            mark.bump()
+            assert server.app is first  # nothing happens until the server serves something
+            assert call(server.url, "/orders").json()["ticket"] == 5000
+            assert server.app is not first
+            empty, failed = server.backend.empty, []
+
+            def fail_once(deployment):
+                if not failed:
+                    failed.append(deployment)
+                    raise OSError("the tables could not be emptied")
+                empty(deployment)
+
+            server.backend.empty = fail_once
+            mark.bump()
+            assert call(server.url, "/orders").status == 502  # the reset failed: nothing served from the old tables
+            assert call(server.url, "/orders").json()["ticket"] == 5000  # tried again, and done
+    finally:
+        mark.close(remove=True)
+    assert not mark.path.exists()

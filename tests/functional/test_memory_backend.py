@@ -80,3 +80,14 @@ def test_a_journal_is_paged_in_its_numbers_order_across_queries(memory):
     assert [item["n"]["N"] for item in first["Items"]] == ["2", "9"]
     rest = memory.query(**query, Limit=5, ExclusiveStartKey=first["LastEvaluatedKey"])
     assert [item["n"]["N"] for item in rest["Items"]] == ["10", "100"] and "LastEvaluatedKey" not in rest
+
+
+def test_a_range_of_sort_keys_is_queried_with_between_its_ends_included(memory):
+    """The worker pools' query (tickets/workers/store.py): one pool's ids from low to high, both ends included."""
+    for number in (0, 1, 5, 9, 10, 11):
+        memory.put_item(TableName="series", Item={"pk": {"S": "pool"}, "n": {"N": str(number)}})
+    memory.put_item(TableName="series", Item={"pk": {"S": "other"}, "n": {"N": "5"}})
+    query = {"TableName": "series", "KeyConditionExpression": "#pk = :pool AND #n BETWEEN :low AND :high"}
+    query |= {"ExpressionAttributeNames": {"#pk": "pk", "#n": "n"}}
+    query["ExpressionAttributeValues"] = {":pool": {"S": "pool"}, ":low": {"N": "1"}, ":high": {"N": "10"}}
+    assert [item["n"]["N"] for item in memory.query(**query)["Items"]] == ["1", "5", "9", "10"]

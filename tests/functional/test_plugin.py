@@ -189,3 +189,53 @@ def test_the_plugins_backend_option_picks_every_servers_backend_unless_a_call_na
     result = run_pytest("-q", "-p", "no:cacheprovider", "--tickets-backend", "moto", cwd=tmp_path)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "1 passed" in result.stdout
+
+
+@pytest.mark.slow
+def test_a_marked_reset_empties_the_tables_before_whatever_the_server_serves_next(tmp_path):
+    """reset() only moves the server's mark (reset_mark.py): a test that makes no request costs nothing, two resets
+    in a row are one, and the request after it finds empty tables on any connection, the counters listing too."""
+    with LocalTickets(CONFIG) as tickets:
+        client = TicketsClient(tickets.url)
+        assert client.next("orders") == [5000]
+        tickets.reset()
+        tickets.reset()  # a test that made no request: the next test's reset is still the only one due
+        assert call(tickets.url, "/_local/counters").json() == {"counters": []}  # a new connection, no invocation
+        assert client.next("orders") == [5000]  # the kept connection
+        assert call(tickets.url, "/orders").json()["ticket"] == 5002  # no second reset on the way
+        tickets.reset()
+        assert call(tickets.url, "/orders").json()["ticket"] == 5000
+    with pytest.raises(RuntimeError, match="not running"):
+        tickets.reset()
+
+
+@pytest.mark.slow
+def test_resets_isolate_every_test_under_xdist_each_worker_with_its_own_servers(tmp_path):
+    """Each pytest-xdist worker has its own server (and mark): tests spread over two workers, each taking the same
+    key's first ticket after a reset, on the plugin's client or a connection of their own, all see an empty table."""
+    (tmp_path / "test_isolated.py").write_text(
+        textwrap.dedent(
+            """
+            import json
+            import urllib.request
+
+            import pytest
+
+            @pytest.mark.parametrize("test", range(20))
+            def test_the_first_ticket_is_one(tickets_fresh_server, tickets_client, test):
+                if test % 2:
+                    assert tickets_client.next("orders") == [1]
+                else:
+                    with urllib.request.urlopen(tickets_fresh_server.url + "/orders") as answer:
+                        assert json.load(answer)["ticket"] == 1
+                assert tickets_client.next("orders") == [2]
+
+            @pytest.mark.parametrize("test", range(4))
+            def test_a_reset_without_a_request(tickets_fresh_server, test):
+                pass
+            """
+        )
+    )
+    result = run_pytest("-q", "-p", "no:cacheprovider", "-p", "xdist", "-n", "2", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "24 passed" in result.stdout

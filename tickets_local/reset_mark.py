@@ -1,0 +1,56 @@
+"""A reset as a mark: the test kit (tickets_local.testing) asks its server for empty tables without waiting for it.
+
+A file of one 8-byte counter, mapped into both processes. `LocalTickets.reset()` adds one to it and returns: no
+request, no wait. The server (`--reset-mark FILE`) reads it before every invocation and every read of its tables
+(tickets_local.invoker) and, when it moved, empties its tables and rebuilds its app first. So whatever request
+reaches the server after a reset() (on any connection, from any client) finds empty tables, a test that makes no
+request costs nothing, and each server (each pytest-xdist worker's too) has a mark of its own. A suite then pays
+one round trip per test instead of two (bench/README.md). A reset() returns before the tables are emptied: where
+others read them too (an endpoint), the test kit resets by a request instead.
+
+Imports the standard library only: the pytest plugin imports the test kit, and the test kit this, in every session.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+from pathlib import Path
+
+_SIZE = 8  # one aligned store: a reader never sees half of it
+
+
+class ResetMark:
+    """The mapped counter: `bump()` (the test kit's reset), `moved()` and `seen()` (the server's), `close()`."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        with open(self.path, "r+b") as file:  # the mapping outlives the file object
+            self._map = mmap.mmap(file.fileno(), _SIZE)
+        self._seen = self._map[:_SIZE]
+
+    @classmethod
+    def create(cls) -> ResetMark:
+        """A new mark in a temporary file (removed by close())."""
+        handle, path = tempfile.mkstemp(prefix="tickets-reset-mark-")
+        os.write(handle, bytes(_SIZE))
+        os.close(handle)
+        return cls(path)
+
+    def bump(self) -> None:
+        self._map[:_SIZE] = ((int.from_bytes(self._map[:_SIZE], "little") + 1) % 2**64).to_bytes(_SIZE, "little")
+
+    def moved(self) -> bytes | None:
+        """The counter, if it moved since the value last `seen` (or since this mark was opened)."""
+        now = self._map[:_SIZE]
+        return now if now != self._seen else None
+
+    def seen(self, value: bytes) -> None:
+        """The reset `value` asked for is done: a reset that failed is tried again at the next request."""
+        self._seen = value
+
+    def close(self, *, remove: bool = False) -> None:
+        self._map.close()
+        if remove:
+            self.path.unlink(missing_ok=True)
