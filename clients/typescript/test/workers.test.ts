@@ -389,6 +389,17 @@ describe("against the local server (a pool of 16, ttl 10 s)", () => {
     await assert.rejects(client.renewWorker("shared", grant.worker, grant.epoch), isLoss);
   });
 
+  test("a restart with its own Idempotency-Key after a release leases afresh (the replayed grant is refused)", async () => {
+    const client = new TicketsClient(tickets.url);
+    const options = { idempotencyKey: `ts-restart-${Date.now()}`, background: false };
+    const first = await WorkerLease.acquire(client, "shared", options);
+    await first.close();
+    const again = await WorkerLease.acquire(client, "shared", options);
+    assert.notDeepEqual([again.worker, again.epoch], [first.grant.worker, first.grant.epoch]);
+    assert.ok(!again.lost);
+    await again.close();
+  });
+
   test("a full pool's 503 throws PoolFull with its Retry-After, not retried", async () => {
     const waits: number[] = [];
     const client = new TicketsClient(tickets.url, { sleep: recordingSleep(waits) });
