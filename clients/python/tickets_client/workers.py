@@ -36,6 +36,9 @@ DEFAULT_EPOCH_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: with 41 bits of mi
 DEFAULT_TIME_BITS, DEFAULT_WORKER_BITS, DEFAULT_SEQUENCE_BITS = 41, 10, 12
 ID_BITS = 63  # a signed 64-bit integer's, so ids stay positive in every language and database
 DEFAULT_MAX_ROLLBACK_SECONDS = 1.0  # how far back the wall clock may step before the generator raises
+_process = [os.getpid()]  # this process's id, noted again in a forked child: a lease checks it with no syscall
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=lambda: _process.__setitem__(0, os.getpid()))
 
 
 @dataclass(frozen=True)
@@ -144,7 +147,7 @@ class WorkerLease:
             raise ValueError(f"margin_seconds must be 0 or more, got {margin_seconds}")
         self.pool = pool
         monotonic = monotonic or _since_boot
-        self._client, self._monotonic, self._on_lost, self._pid = client, monotonic, on_lost, os.getpid()
+        self._client, self._monotonic, self._on_lost, self._pid = client, monotonic, on_lost, _process[0]
         self._fraction, self._margin = renew_fraction, margin_seconds
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -286,7 +289,7 @@ class WorkerLease:
         return self._lost
 
     def _forked(self) -> bool:
-        return os.getpid() != self._pid
+        return _process[0] != self._pid
 
     def _lose(self, loss: LeaseLost) -> None:
         with self._lock:
