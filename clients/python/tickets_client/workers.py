@@ -11,8 +11,7 @@ for the service's clock skew across function instances, this clock's rate error 
 service's `expiresAt` is its wall clock, never compared with ours. The lease renews at a fraction of the ttl
 (default 1/3). A renewal refused (409 lease_lost), or a safe end passed without a renewal, loses the lease for
 good: `lost` turns true, `on_lost` is called once, and `worker` raises LeaseLost; so does the generator.
-The monotonic clock counts a system suspend where it can (CLOCK_BOOTTIME), and a lease copied into a forked child
-is lost there (the id and its renewals stay with the parent).
+Its clock counts a system suspend (CLOCK_BOOTTIME); in a forked child the lease is lost (the id stays the parent's).
 """
 
 from __future__ import annotations
@@ -243,7 +242,7 @@ class WorkerLease:
     def close(self) -> bool:
         """Stop renewing and release the worker id; whether the service released it (False: lost, or the
         release failed: it then expires at its ttl)."""
-        if self._forked():  # the parent's id: never released from here (and the lock may be a held copy)
+        if _process[0] != self._pid:  # the parent's id: never released from here (and the lock may be a held copy)
             self._closed = True
             return False
         with self._lock:
@@ -282,14 +281,11 @@ class WorkerLease:
 
     def _loss(self) -> LeaseLost | None:
         """The loss, noticed now if the safe end has passed; in a forked child, always (no lock, no on_lost)."""
-        if self._forked():
+        if _process[0] != self._pid:
             return LeaseLost(None, "lease_lost", f"worker {self._grant.worker} is process {self._pid}'s, not a fork's")
         if self._lost is None and self._safe_end and self._monotonic() >= self._safe_end:
             self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self._grant.worker} passed unrenewed"))
         return self._lost
-
-    def _forked(self) -> bool:
-        return _process[0] != self._pid
 
     def _lose(self, loss: LeaseLost) -> None:
         with self._lock:
@@ -377,8 +373,7 @@ class Snowflake:
 
 
 def _since_boot() -> float:
-    """Seconds on CLOCK_BOOTTIME (Linux), which counts a system suspend as the holder's pause; CLOCK_MONOTONIC
-    (time.monotonic) stops during one, so a safe end on it would come late by the suspend."""
+    """Seconds on CLOCK_BOOTTIME (Linux), which counts a system suspend as a pause; time.monotonic stops in one."""
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
