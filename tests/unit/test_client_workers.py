@@ -82,7 +82,8 @@ class MemoryPool:
             raise PoolFull(503, "pool_full", "full", min(expiry for _, expiry in self.leases.values()) - now)
         self.epochs[free[0]] = self.epochs.get(free[0], 0) + 1
         self.leases[free[0]] = (self.epochs[free[0]], now + self.ttl)
-        self.granted[idempotency_key or f"new-{len(self.keys)}"] = self._answer(free[0])
+        if idempotency_key is not None:
+            self.granted[idempotency_key] = self._answer(free[0])
         return self._answer(free[0])
 
     def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
