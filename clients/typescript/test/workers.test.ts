@@ -1,7 +1,8 @@
 /** WorkerLease and Snowflake (src/workers.ts): on a manual clock and an in-memory pool that keeps the lease protocol's
- * rules (renewal timing, the safe end timed from the send, loss on a 409 and on a safe end passed, release on close,
- * the bit layout, a clock gone back, a millisecond's sequence used up); then against the local server with a pool of
- * 16: ids unique across 16 processes whose leases expire and are granted again, and a full pool's 503. */
+ * rules (renewal timing, the safe end timed from the send, loss on a 409 and on a safe end passed by either clock,
+ * release on close, a replayed grant released since, the bit layout, a clock gone back (also mid-wait), a
+ * millisecond's sequence used up); then against the local server with a pool of 16: ids unique across 16 processes
+ * whose leases expire and are granted again, a restart with its own key after a release, and a full pool's 503. */
 import assert from "node:assert/strict";
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
