@@ -1,7 +1,7 @@
-"""The Python client's worker-id leases against the local server over real HTTP: the four methods, a full pool's
-503 as PoolFull with its Retry-After, and Snowflake ids unique across 16 processes sharing a pool of 16 while some
-are paused (SIGSTOP) past the ttl, so their leases expire and are granted again during the run. The same on a
-manual clock: tests/unit/test_client_workers.py."""
+"""The Python client's worker-id leases against the local server over real HTTP: the four methods, a full pool's 503 as
+PoolFull with its Retry-After, a restart with its own idempotency key after a release, and Snowflake ids unique across
+16 processes sharing a pool of 16 while some are paused (SIGSTOP) past the ttl, so their leases expire and are granted
+again during the run. The same on a manual clock: tests/unit/test_client_workers.py."""
 
 from __future__ import annotations
 
@@ -100,6 +100,17 @@ def test_a_full_pool_raises_pool_full_with_its_retry_after_and_is_not_retried(se
         client.acquire_worker("single")
     time.sleep(gap.value.retry_after)
     assert client.acquire_worker("single").worker == 0
+
+
+def test_a_restart_with_its_own_idempotency_key_after_a_release_leases_afresh(server):
+    """The key's record replays the released grant, whose renewal is refused: the lease acquires under a new key."""
+    client, key = TicketsClient(server.url), f"restart-{time.time_ns()}"
+    with WorkerLease(client, "shared", idempotency_key=key, background=False) as first:
+        released = first.grant
+    replayed = client.acquire_worker("shared", idempotency_key=key)
+    assert (replayed.worker, replayed.epoch) == (released.worker, released.epoch)  # the key's record lives on
+    with WorkerLease(client, "shared", idempotency_key=key, background=False) as again:
+        assert (again.worker, again.epoch) != (released.worker, released.epoch) and not again.lost
 
 
 @pytest.mark.slow

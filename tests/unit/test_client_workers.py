@@ -1,11 +1,14 @@
 """The Python client's WorkerLease and Snowflake (clients/python/tickets_client/workers.py) on a manual clock and an
 in-memory pool that keeps the lease protocol's rules: when renewals go out, the safe end timed from the send, loss
-on a 409 and on a safe end passed, release on close, the bit layout and its checks, a clock gone back, a
-millisecond's sequence used up. Against the real server: tests/functional/test_worker_clients.py."""
+on a 409, on a safe end passed (a suspend counted) and in a forked child, release on close, a replayed grant
+released since, the bit layout and its checks, a clock gone back (also mid-wait), a millisecond's sequence used up.
+Against the real server: tests/functional/test_worker_clients.py."""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -56,6 +59,8 @@ class MemoryPool:
         self.epochs: dict[int, int] = {}
         self.calls: list[tuple[str, float]] = []
         self.latency, self.unreachable = 0.0, False
+        self.granted: dict[str, WorkerGrant] = {}  # an Idempotency-Key's grant, replayed for the same key
+        self.keys: list[str | None] = []
 
     def _call(self, name: str) -> float:
         self.calls.append((name, self.clock.monotonic()))
@@ -70,11 +75,16 @@ class MemoryPool:
 
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
         now = self._call("acquire")
+        self.keys.append(idempotency_key)
+        if idempotency_key in self.granted:
+            return self.granted[idempotency_key]
         free = [w for w in range(self.size) if w not in self.leases or self.leases[w][1] <= now]
         if not free:
             raise PoolFull(503, "pool_full", "full", min(expiry for _, expiry in self.leases.values()) - now)
         self.epochs[free[0]] = self.epochs.get(free[0], 0) + 1
         self.leases[free[0]] = (self.epochs[free[0]], now + self.ttl)
+        if idempotency_key is not None:
+            self.granted[idempotency_key] = self._answer(free[0])
         return self._answer(free[0])
 
     def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
@@ -220,6 +230,62 @@ def test_an_own_idempotency_key_renews_at_once_so_an_old_replayed_grant_is_not_t
     assert pool.names() == ["acquire", "renew"] and not lease.lost
 
 
+def test_a_replayed_grant_released_since_is_replaced_by_a_fresh_acquire_under_a_new_key(pool, clock):
+    """A restart with its own key after the last holder released: the replay's renewal is refused, so one
+    acquire under a new key, rather than a lease_lost on every restart while the key's record lasts."""
+    first = lease_on(pool, clock, idempotency_key="order-service-7")
+    first.close()
+    again = lease_on(pool, clock, idempotency_key="order-service-7")
+    assert pool.names()[-3:] == ["acquire", "renew", "acquire"]
+    assert pool.keys == ["order-service-7", "order-service-7", None]  # None: the client's own new key
+    assert not again.lost and again.epoch > first.epoch and again.safe_end == clock.monotonic() + 27
+    assert again.renew_due() is not None and not again.lost
+
+
+def test_the_default_monotonic_clock_counts_a_system_suspend(pool, clock, monkeypatch):
+    """CLOCK_MONOTONIC stops while the machine is suspended, CLOCK_BOOTTIME does not: a suspend longer than the
+    ttl must lose the lease on waking, not leave it with a safe end still ahead."""
+    if not hasattr(time, "CLOCK_BOOTTIME"):
+        pytest.skip("no CLOCK_BOOTTIME here")
+    since_boot = [5000.0]
+    monkeypatch.setattr(time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(time, "clock_gettime", lambda which: since_boot[0] if which == time.CLOCK_BOOTTIME else 0.0)
+    lease = WorkerLease(pool, "pool", background=False)
+    assert lease.safe_end == 5000 + 27 and not lease.lost
+    since_boot[0] += 60  # suspended for a minute: the monotonic clock did not move
+    assert lease.lost
+    with pytest.raises(LeaseLost):
+        _ = lease.worker
+
+
+def test_a_forked_child_never_uses_the_parents_worker_id(pool, clock):
+    """A pre-fork server (gunicorn --preload) copies the lease into each child, without its renewals: there
+    the lease is lost (the generator stops, close releases nothing), while the parent keeps it."""
+    lease = lease_on(pool, clock)
+    ids = snowflake_on(lease, clock)
+    ids.next()
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child reports through the pipe)
+        said = []
+        try:
+            for attempt in (lambda: lease.worker, ids.next, lease.check):
+                try:
+                    said.append(f"issued {attempt()}")
+                except LeaseLost:
+                    said.append("lost")
+            said += [f"lost={lease.lost}", f"released={lease.close()}", f"calls={pool.names()}"]
+        finally:
+            os.write(write, ";".join(said).encode())
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as answer:
+        told = answer.read()
+    assert os.waitpid(child, 0)[1] == 0
+    assert told == "lost;lost;lost;lost=True;released=False;calls=['acquire']"
+    assert lease.worker == 0 and not lease.lost and ids.next() > 0
+
+
 @pytest.mark.parametrize("options", [{"renew_fraction": 0}, {"renew_fraction": 1}, {"margin_seconds": -1}])
 def test_impossible_lease_options_are_refused(pool, clock, options):
     with pytest.raises(ValueError):
@@ -312,6 +378,26 @@ def test_a_clock_gone_back_beyond_the_bound_raises_and_never_repeats_an_id(pool,
     clock.wall_now += 0.5
     issued.append(ids.next())
     assert issued == sorted(set(issued))
+
+
+def test_a_clock_gone_back_while_waiting_for_the_next_millisecond_never_spills_into_the_worker_bits(pool, clock):
+    """The sequence used up, the wait for the next millisecond meets a clock gone back beyond the bound: it
+    raises, and a call on that same millisecond again waits, rather than counting past the sequence's bits."""
+    ids = snowflake_on(lease_on(pool, clock), clock, sequence_bits=2)
+    issued = [ids.next() for _ in range(4)]  # sequence 0..3: this millisecond's all
+    stuck_ms = clock.wall_now
+
+    def sleep_while_the_clock_steps_back(seconds: float) -> None:
+        clock.slept.append(seconds)
+        clock.wall_now = stuck_ms - 5 if len(clock.slept) == 1 else clock.wall_now + seconds
+
+    ids._sleep = sleep_while_the_clock_steps_back
+    with pytest.raises(ClockRollback):
+        ids.next()
+    clock.wall_now = stuck_ms  # back on the used-up millisecond
+    issued += [ids.next(), ids.next()]
+    assert [i >> 2 & 1023 for i in issued] == [0] * 6  # worker 0 throughout: no sequence carried into its bits
+    assert issued == sorted(set(issued)) and issued[4] >> 12 == (issued[0] >> 12) + 1
 
 
 def test_threads_sharing_a_generator_never_get_one_id_twice(pool, clock):

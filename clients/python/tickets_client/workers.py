@@ -11,11 +11,13 @@ for the service's clock skew across function instances, this clock's rate error 
 service's `expiresAt` is its wall clock, never compared with ours. The lease renews at a fraction of the ttl
 (default 1/3). A renewal refused (409 lease_lost), or a safe end passed without a renewal, loses the lease for
 good: `lost` turns true, `on_lost` is called once, and `worker` raises LeaseLost; so does the generator.
+Its clock counts a system suspend (CLOCK_BOOTTIME); in a forked child the lease is lost (the id stays the parent's).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +35,9 @@ DEFAULT_EPOCH_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: with 41 bits of mi
 DEFAULT_TIME_BITS, DEFAULT_WORKER_BITS, DEFAULT_SEQUENCE_BITS = 41, 10, 12
 ID_BITS = 63  # a signed 64-bit integer's, so ids stay positive in every language and database
 DEFAULT_MAX_ROLLBACK_SECONDS = 1.0  # how far back the wall clock may step before the generator raises
+_process = [os.getpid()]  # this process's id, noted again in a forked child: a lease checks it with no syscall
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=lambda: _process.__setitem__(0, os.getpid()))
 
 
 @dataclass(frozen=True)
@@ -129,17 +134,19 @@ class WorkerLease:
         margin_seconds: float | None = None,
         on_lost: Callable[[LeaseLost], None] | None = None,
         idempotency_key: str | None = None,
-        monotonic: Callable[[], float] = time.monotonic,
+        monotonic: Callable[[], float] | None = None,
         background: bool = True,
     ):
         """`idempotency_key`: your own, kept across a restart to get the same grant back; the grant may then be
-        old, so the lease renews it at once and times its safe end from that renewal."""
+        old, so the lease renews it at once and times its safe end from that renewal (a replayed grant since
+        released or expired: a fresh acquire under a new key). `monotonic`: seconds (default: since boot)."""
         if not 0 < renew_fraction < 1:
             raise ValueError(f"renew_fraction must be between 0 and 1, got {renew_fraction}")
         if margin_seconds is not None and not margin_seconds >= 0:
             raise ValueError(f"margin_seconds must be 0 or more, got {margin_seconds}")
         self.pool = pool
-        self._client, self._monotonic, self._on_lost = client, monotonic, on_lost
+        monotonic = monotonic or _since_boot
+        self._client, self._monotonic, self._on_lost, self._pid = client, monotonic, on_lost, _process[0]
         self._fraction, self._margin = renew_fraction, margin_seconds
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -150,7 +157,11 @@ class WorkerLease:
         grant = client.acquire_worker(pool, owner, idempotency_key=idempotency_key)
         if idempotency_key is not None:
             sent = monotonic()
-            grant = client.renew_worker(pool, grant.worker, grant.epoch)
+            try:
+                grant = client.renew_worker(pool, grant.worker, grant.epoch)
+            except LeaseLost:  # the key's old grant, released or expired since: a fresh one, under a new key
+                sent = monotonic()
+                grant = client.acquire_worker(pool, owner)
         self._grant, self._safe_end, self._renew_at = grant, 0.0, 0.0
         if self.margin_seconds >= grant.ttl_seconds:
             client.release_worker(pool, grant.worker, grant.epoch)
@@ -231,6 +242,9 @@ class WorkerLease:
     def close(self) -> bool:
         """Stop renewing and release the worker id; whether the service released it (False: lost, or the
         release failed: it then expires at its ttl)."""
+        if _process[0] != self._pid:  # the parent's id: never released from here (and the lock may be a held copy)
+            self._closed = True
+            return False
         with self._lock:
             if self._closed:
                 return False
@@ -266,7 +280,9 @@ class WorkerLease:
             self._renew_at = sent + self._fraction * grant.ttl_seconds
 
     def _loss(self) -> LeaseLost | None:
-        """The loss, noticed now if the safe end has passed."""
+        """The loss, noticed now if the safe end has passed; in a forked child, always (no lock, no on_lost)."""
+        if _process[0] != self._pid:
+            return LeaseLost(None, "lease_lost", f"worker {self._grant.worker} is process {self._pid}'s, not a fork's")
         if self._lost is None and self._safe_end and self._monotonic() >= self._safe_end:
             self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self._grant.worker} passed unrenewed"))
         return self._lost
@@ -324,23 +340,20 @@ class Snowflake:
         self._last_ms, self._sequence = -1, 0
 
     def next(self) -> int:
-        with self._lock:
-            self.lease.check()
+        self.lease.check()  # before the lock: a forked child's copy of it may be held
+        with self._lock:  # the state changes only once an id is made: a raise midway leaves it as it was
             now = self._millisecond()
-            if now == self._last_ms:
-                self._sequence += 1
-                while self._sequence == self._sequence_limit:  # this millisecond's ids are used up: the next one
-                    self._sleep(0.0005)
-                    if (now := self._millisecond()) > self._last_ms:
-                        self._sequence = 0
-            else:
-                self._sequence = 0
+            sequence = self._sequence + 1 if now == self._last_ms else 0
+            while sequence >= self._sequence_limit:  # this millisecond's ids are used up: the next one
+                self._sleep(0.0005)
+                if (now := self._millisecond()) > self._last_ms:
+                    sequence = 0
             elapsed = now - self.epoch_ms
             if not 0 <= elapsed < self._time_limit:
                 raise ValueError(f"{now} ms is outside the {self._time_limit} ms from epoch_ms {self.epoch_ms}")
             worker = self.lease.worker  # checked again after any wait
-            self._last_ms = now
-            return elapsed << self._time_shift | worker << self._worker_shift | self._sequence
+            self._last_ms, self._sequence = now, sequence
+            return elapsed << self._time_shift | worker << self._worker_shift | sequence
 
     def _millisecond(self) -> int:
         """Now in whole milliseconds, never before the last id's: a clock gone back is waited for up to the bound."""
@@ -357,6 +370,12 @@ class Snowflake:
             self._sleep(behind / 1000)
             now = int(self._clock() * 1000)
         return now
+
+
+def _since_boot() -> float:
+    """Seconds on CLOCK_BOOTTIME (Linux), which counts a system suspend as a pause; time.monotonic stops in one."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.monotonic() if boottime is None else time.clock_gettime(boottime)
 
 
 def _grant(answer: dict[str, Any]) -> WorkerGrant:

@@ -14,6 +14,8 @@
  * never compared with our clock. The lease renews at a fraction of the ttl (default 1/3) on an unref'd timer, so
  * it never holds the process open. A renewal refused (409 lease_lost), or a safe end passed without a renewal,
  * loses the lease for good: `lost` turns true, the "lost" event and `onLost` fire once, `worker` throws LeaseLost.
+ * performance.now() stops while the machine is suspended, so the wall clock's time since the send is checked too:
+ * the safe end has passed when EITHER clock says so (a wall clock stepped back never extends it).
  */
 import { EventEmitter } from "node:events";
 
@@ -71,11 +73,17 @@ export interface WorkerLeaseOptions {
   idempotencyKey?: string;
   /** Seconds on a monotonic clock (tests pass a manual one). */
   monotonic?: () => number;
+  /** Milliseconds on the wall clock (default Date.now), which counts a suspend (tests pass a manual one). */
+  wallClock?: () => number;
   /** Renew on a timer (default true); false: whoever calls renewDue() renews. */
   background?: boolean;
 }
 
 const monotonicSeconds = (): number => performance.now() / 1000;
+
+/** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
+type Sent = readonly [monotonic: number, wallMs: number];
+const stamp = (options: WorkerLeaseOptions): Sent => [(options.monotonic ?? monotonicSeconds)(), (options.wallClock ?? Date.now)()];
 
 /** A checked grant from a server's answer (TicketsClient's worker methods). */
 export function workerGrant(answer: Record<string, unknown>): WorkerGrant {
@@ -92,6 +100,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   readonly pool: string;
   private current: WorkerGrant;
   private safeEndAt = 0;
+  private wallSafeEndMs = 0;
   private renewAt = 0;
   private loss: LeaseLost | null = null;
   private closed = false;
@@ -101,11 +110,12 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   private readonly fraction: number;
   private readonly margin: number | undefined;
   private readonly monotonic: () => number;
+  private readonly wallClock: () => number;
 
   private constructor(
     private readonly client: WorkerSource,
     grant: WorkerGrant,
-    sent: number,
+    sent: Sent,
     options: WorkerLeaseOptions,
   ) {
     super();
@@ -114,6 +124,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     this.fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
     this.margin = options.marginSeconds;
     this.monotonic = options.monotonic ?? monotonicSeconds;
+    this.wallClock = options.wallClock ?? Date.now;
     this.extend(grant, sent);
     if (options.onLost) this.on("lost", options.onLost);
   }
@@ -125,13 +136,19 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     if (options.marginSeconds !== undefined && !(options.marginSeconds >= 0)) {
       throw new RangeError(`marginSeconds must be 0 or more, got ${options.marginSeconds}`);
     }
-    const monotonic = options.monotonic ?? monotonicSeconds;
     const { owner, idempotencyKey } = options;
-    let sent = monotonic();
-    let grant = await client.acquireWorker(pool, { ...(owner !== undefined ? { owner } : {}), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
+    const owned = owner !== undefined ? { owner } : {};
+    let sent = stamp(options);
+    let grant = await client.acquireWorker(pool, { ...owned, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
     if (idempotencyKey !== undefined) {
-      sent = monotonic();
-      grant = await client.renewWorker(pool, grant.worker, grant.epoch);
+      sent = stamp(options);
+      try {
+        grant = await client.renewWorker(pool, grant.worker, grant.epoch);
+      } catch (err) {
+        if (!(err instanceof LeaseLost)) throw err;
+        sent = stamp(options); // the key's old grant, released or expired since: a fresh one, under a new key
+        grant = await client.acquireWorker(pool, owned);
+      }
     }
     const margin = options.marginSeconds ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * grant.ttlSeconds);
     if (margin >= grant.ttlSeconds) {
@@ -139,7 +156,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
       throw new RangeError(`a margin of ${margin} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
     }
     const lease = new WorkerLease(client, grant, sent, options);
-    if (options.background ?? true) lease.schedule(lease.renewAt - sent);
+    if (options.background ?? true) lease.schedule(lease.renewAt - sent[0]);
     return lease;
   }
 
@@ -209,11 +226,12 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   private async renewIfDue(): Promise<number | null> {
     if (this.closed || this.noticeLoss()) return null;
-    const now = this.monotonic();
+    const sent: Sent = [this.monotonic(), this.wallClock()];
+    const now = sent[0];
     if (now < this.renewAt) return this.renewAt - now;
     const { worker, epoch, ttlSeconds } = this.current;
     try {
-      this.extend(await this.client.renewWorker(this.pool, worker, epoch), now);
+      this.extend(await this.client.renewWorker(this.pool, worker, epoch), sent);
     } catch (err) {
       if (err instanceof LeaseLost) {
         this.lose(err);
@@ -229,18 +247,20 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   }
 
   /** A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has passed. */
-  private extend(grant: WorkerGrant, sent: number): void {
+  private extend(grant: WorkerGrant, [sent, sentWallMs]: Sent): void {
     if (grant.pool !== this.pool || grant.worker !== this.current.worker || grant.epoch !== this.current.epoch) {
       throw new TicketsError(200, "bad_response", `asked for a lease of ${this.pool}, got ${JSON.stringify(grant)}`);
     }
     if (this.noticeLoss()) return;
     this.current = grant;
     this.safeEndAt = sent + grant.ttlSeconds - this.marginSeconds;
+    this.wallSafeEndMs = sentWallMs + (grant.ttlSeconds - this.marginSeconds) * 1000;
     this.renewAt = sent + this.fraction * grant.ttlSeconds;
   }
 
   private noticeLoss(): LeaseLost | null {
-    if (this.loss === null && this.safeEndAt > 0 && this.monotonic() >= this.safeEndAt) {
+    const passed = this.monotonic() >= this.safeEndAt || this.wallClock() >= this.wallSafeEndMs;
+    if (this.loss === null && this.safeEndAt > 0 && passed) {
       this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.current.worker} passed unrenewed`));
     }
     return this.loss;
@@ -327,25 +347,21 @@ export class Snowflake {
   }
 
   private async issue(): Promise<bigint> {
-    this.lease.check();
+    this.lease.check(); // the state changes only once an id is made: a throw midway leaves it as it was
     let now = await this.millisecond();
-    if (now === this.lastMs) {
-      this.sequence++;
-      while (this.sequence === 2 ** this.sequenceBits) {
-        await this.sleep(0.0005); // this millisecond's ids are used up: the next one
-        if ((now = await this.millisecond()) > this.lastMs) this.sequence = 0;
-      }
-    } else {
-      this.sequence = 0;
+    let sequence = now === this.lastMs ? this.sequence + 1 : 0;
+    while (sequence >= 2 ** this.sequenceBits) {
+      await this.sleep(0.0005); // this millisecond's ids are used up: the next one
+      if ((now = await this.millisecond()) > this.lastMs) sequence = 0;
     }
     const elapsed = now - this.epochMs;
     if (!(elapsed >= 0 && elapsed < 2 ** this.timeBits)) {
       throw new RangeError(`${now} ms is outside the ${2 ** this.timeBits} ms from epochMs ${this.epochMs}`);
     }
     const worker = this.lease.worker; // checked again after any wait
-    this.lastMs = now;
+    [this.lastMs, this.sequence] = [now, sequence];
     const { workerBits, sequenceBits } = this;
-    return (BigInt(elapsed) << BigInt(workerBits + sequenceBits)) | (BigInt(worker) << BigInt(sequenceBits)) | BigInt(this.sequence);
+    return (BigInt(elapsed) << BigInt(workerBits + sequenceBits)) | (BigInt(worker) << BigInt(sequenceBits)) | BigInt(sequence);
   }
 
   /** Now in whole milliseconds, never before the last id's: a clock gone back is waited for up to the bound. */

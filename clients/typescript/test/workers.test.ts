@@ -1,7 +1,8 @@
 /** WorkerLease and Snowflake (src/workers.ts): on a manual clock and an in-memory pool that keeps the lease protocol's
- * rules (renewal timing, the safe end timed from the send, loss on a 409 and on a safe end passed, release on close,
- * the bit layout, a clock gone back, a millisecond's sequence used up); then against the local server with a pool of
- * 16: ids unique across 16 processes whose leases expire and are granted again, and a full pool's 503. */
+ * rules (renewal timing, the safe end timed from the send, loss on a 409 and on a safe end passed by either clock,
+ * release on close, a replayed grant released since, the bit layout, a clock gone back (also mid-wait), a
+ * millisecond's sequence used up); then against the local server with a pool of 16: ids unique across 16 processes
+ * whose leases expire and are granted again, a restart with its own key after a release, and a full pool's 503. */
 import assert from "node:assert/strict";
 import { type ChildProcess, fork } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -50,6 +51,8 @@ class MemoryPool implements WorkerSource {
   readonly calls: [string, number][] = [];
   latency = 0;
   unreachable = false;
+  readonly granted = new Map<string, WorkerGrant>(); // an Idempotency-Key's grant, replayed for the same key
+  readonly keys: (string | undefined)[] = [];
 
   constructor(
     private readonly clocks: Clocks,
@@ -73,8 +76,11 @@ class MemoryPool implements WorkerSource {
     return { pool: "pool", worker, epoch, expiresAt: Math.round(expiry * 1000), ttlSeconds: this.ttl };
   }
 
-  async acquireWorker(): Promise<WorkerGrant> {
+  async acquireWorker(_pool: string, options: { idempotencyKey?: string } = {}): Promise<WorkerGrant> {
     const now = this.call("acquire");
+    this.keys.push(options.idempotencyKey);
+    const replayed = this.granted.get(options.idempotencyKey ?? "");
+    if (replayed) return replayed;
     const free = [...Array(this.size).keys()].filter((w) => (this.leases.get(w)?.expiry ?? 0) <= now);
     if (free.length === 0) {
       const earliest = Math.min(...[...this.leases.values()].map((lease) => lease.expiry));
@@ -83,6 +89,7 @@ class MemoryPool implements WorkerSource {
     const worker = free[0] as number;
     this.epochs.set(worker, (this.epochs.get(worker) ?? 0) + 1);
     this.leases.set(worker, { epoch: this.epochs.get(worker) as number, expiry: now + this.ttl });
+    if (options.idempotencyKey !== undefined) this.granted.set(options.idempotencyKey, this.answer(worker));
     return this.answer(worker);
   }
 
@@ -112,7 +119,7 @@ function setUp(size = 4): { clocks: Clocks; pool: MemoryPool } {
 }
 
 const leaseOn = (pool: MemoryPool, clocks: Clocks, options = {}): Promise<WorkerLease> =>
-  WorkerLease.acquire(pool, "pool", { monotonic: clocks.monotonic, background: false, ...options });
+  WorkerLease.acquire(pool, "pool", { monotonic: clocks.monotonic, wallClock: clocks.wall, background: false, ...options });
 
 const snowflakeOn = (lease: WorkerLease, clocks: Clocks, options = {}): Promise<Snowflake> =>
   Snowflake.on(lease, { clock: clocks.wall, sleep: clocks.sleep, ...options });
@@ -206,6 +213,31 @@ describe("WorkerLease", () => {
     assert.deepEqual(pool.names(), ["acquire", "renew"]);
   });
 
+  test("a replayed grant released since is replaced by a fresh acquire under a new key", async () => {
+    const { clocks, pool } = setUp();
+    const first = await leaseOn(pool, clocks, { idempotencyKey: "order-service-7" });
+    await first.close();
+    const again = await leaseOn(pool, clocks, { idempotencyKey: "order-service-7" }); // a restart: the old grant replayed
+    assert.deepEqual(pool.names().slice(-3), ["acquire", "renew", "acquire"]);
+    assert.deepEqual(pool.keys, ["order-service-7", "order-service-7", undefined]); // undefined: the client's own new key
+    assert.ok(!again.lost && again.epoch > first.epoch);
+    assert.equal(again.safeEnd, clocks.monotonic() + 27);
+  });
+
+  test("a suspend stops performance.now(), not the wall clock: either passing the safe end loses the lease", async () => {
+    const { clocks, pool } = setUp();
+    const lease = await leaseOn(pool, clocks);
+    clocks.wallMs += 26_000; // suspended: the monotonic clock stood still
+    assert.ok(!lease.lost);
+    clocks.wallMs += 1000;
+    assert.ok(lease.lost);
+    assert.throws(() => lease.worker, isLoss);
+    const stepped = await leaseOn(pool, clocks);
+    clocks.wallMs -= 60_000; // a wall clock stepped back extends nothing
+    clocks.monotonicNow += 27;
+    assert.ok(stepped.lost);
+  });
+
   test("impossible options are refused; a margin as long as the ttl releases the grant", async () => {
     const { clocks, pool } = setUp();
     for (const options of [{ renewFraction: 0 }, { renewFraction: 1 }, { marginSeconds: -1 }]) {
@@ -278,6 +310,26 @@ describe("Snowflake", () => {
     assert.deepEqual(clocks.slept, [0.5]);
   });
 
+  test("a clock gone back while waiting for the next millisecond never spills the sequence into the worker bits", async () => {
+    const { clocks, pool } = setUp();
+    const stuckMs = clocks.wallMs;
+    const ids = await snowflakeOn(await leaseOn(pool, clocks), clocks, {
+      sequenceBits: 2,
+      sleep: async (seconds: number) => {
+        clocks.slept.push(seconds);
+        clocks.wallMs = clocks.slept.length === 1 ? stuckMs - 5000 : clocks.wallMs + seconds * 1000;
+      },
+    });
+    const issued = [];
+    for (let i = 0; i < 4; i++) issued.push(await ids.next()); // sequence 0..3: this millisecond's all
+    await assert.rejects(ids.next(), ClockRollback); // the wait for the next one met a clock gone back 5 s
+    clocks.wallMs = stuckMs; // back on the used-up millisecond
+    issued.push(await ids.next(), await ids.next());
+    assert.deepEqual(issued.map((id) => (id >> 2n) & 1023n), [0n, 0n, 0n, 0n, 0n, 0n]); // worker 0 throughout
+    assert.equal(new Set(issued).size, 6);
+    assert.equal((issued[4] as bigint) >> 12n, ((issued[0] as bigint) >> 12n) + 1n);
+  });
+
   test("a clock gone back beyond the bound throws, and no id is ever repeated", async () => {
     const { clocks, pool } = setUp();
     const ids = await snowflakeOn(await leaseOn(pool, clocks), clocks);
@@ -336,6 +388,17 @@ describe("against the local server (a pool of 16, ttl 10 s)", () => {
     assert.equal(await client.releaseWorker("shared", grant.worker, grant.epoch), true);
     assert.equal(await client.releaseWorker("shared", grant.worker, grant.epoch), false);
     await assert.rejects(client.renewWorker("shared", grant.worker, grant.epoch), isLoss);
+  });
+
+  test("a restart with its own Idempotency-Key after a release leases afresh (the replayed grant is refused)", async () => {
+    const client = new TicketsClient(tickets.url);
+    const options = { idempotencyKey: `ts-restart-${Date.now()}`, background: false };
+    const first = await WorkerLease.acquire(client, "shared", options);
+    await first.close();
+    const again = await WorkerLease.acquire(client, "shared", options);
+    assert.notDeepEqual([again.worker, again.epoch], [first.grant.worker, first.grant.epoch]);
+    assert.ok(!again.lost);
+    await again.close();
   });
 
   test("a full pool's 503 throws PoolFull with its Retry-After, not retried", async () => {
