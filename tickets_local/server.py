@@ -122,10 +122,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         started = time.perf_counter()
         response = self._answer() if self.request_version != "HTTP/0.9" else _NO_VERSION
-        self._send(response)
+        # Logged before the answer leaves: a caller that stops the server once answered finds the line written.
         log.info(
             "%s %s %d %.1fms", self.command, clip(self.path), response.status, (time.perf_counter() - started) * 1000
         )
+        self._send(response)
 
     def _answer(self) -> HttpResponse:
         body = read_body(self.headers, self.rfile)
