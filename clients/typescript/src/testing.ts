@@ -37,6 +37,8 @@ export interface LocalTicketsOptions {
   endpointUrl?: string;
   /** The keys of opaque counters' ids, a key file (made there if missing); default: made at start. */
   keyFile?: string;
+  /** More of the server's flags, e.g. ["--without-ledger"] for tables on an endpoint (docs/reference/local-server.md). */
+  serverArgs?: string[];
 }
 
 export interface LocalTickets {
@@ -60,6 +62,7 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
   if (options.backend) args.push("--backend", options.backend);
   if (options.endpointUrl) args.push("--endpoint-url", options.endpointUrl);
   if (options.keyFile) args.push("--key-file", options.keyFile);
+  args.push(...(options.serverArgs ?? []));
   const child = spawn(python, args, { stdio: ["pipe", "pipe", "pipe"] });
   let log = ""; // the server's stderr, its end kept: one line per request, and why it failed
   child.stderr?.on("data", (chunk: Buffer) => {
