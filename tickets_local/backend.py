@@ -20,8 +20,6 @@ from tickets.tables import (
     COUNTER_KEY,
     IDEMPOTENCY_KEY,
     IDEMPOTENCY_TTL,
-    SERIES_PARTITION_KEY,
-    SERIES_SORT_KEY,
     create_series_table_arguments,
     create_table_arguments,
 )
@@ -144,15 +142,8 @@ class MotoBackend(_BotocoreClient):
     def empty(self, deployment: LocalDeployment) -> None:
         """The tables, empty: made anew, which in moto costs a few calls however many items they held."""
         client = _dynamodb(region_name=deployment.region, config=_SETUP_CONFIG)
-        tables = (
-            deployment.counter_table,
-            deployment.idempotency_table,
-            deployment.series_table,
-            deployment.workers_table,
-        )
-        for table in tables:
-            if table is not None:
-                client.delete_table(TableName=table)
+        for arguments in table_arguments(deployment):
+            client.delete_table(TableName=arguments["TableName"])
         ensure_tables(deployment, None)
 
 
@@ -184,8 +175,8 @@ class EndpointBackend(_BotocoreClient):
 
 
 def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
-    """CreateTable's arguments for the counter and idempotency tables, and the series table when series are
-    configured: the stack's definitions."""
+    """CreateTable's arguments for the deployment's tables: the counter and idempotency tables, and the series and
+    workers tables when configured (the stack's definitions). Every backend makes and empties these."""
     arguments = [
         create_table_arguments(deployment.counter_table, COUNTER_KEY),
         create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY),
@@ -261,15 +252,10 @@ def _enable_ttl(client: Any, name: str) -> None:
 
 
 def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Delete every item of the counter, idempotency and series tables (the tables stay)."""
+    """Delete every item of the deployment's tables (table_arguments; the tables stay)."""
     client = _dynamodb(region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG)
-    tables = [(deployment.counter_table, [COUNTER_KEY]), (deployment.idempotency_table, [IDEMPOTENCY_KEY])]
-    tables += [
-        (table, [SERIES_PARTITION_KEY, SERIES_SORT_KEY])
-        for table in (deployment.series_table, deployment.workers_table)
-        if table
-    ]
-    for table, keys in tables:
+    for arguments in table_arguments(deployment):
+        table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
         names = {f"#k{index}": key for index, key in enumerate(keys)}
         for page in client.get_paginator("scan").paginate(
             TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names, ConsistentRead=True

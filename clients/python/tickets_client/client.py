@@ -41,6 +41,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import urllib3
 
+from .body import json_body
 from .errors import TicketsError
 from .retry_after import retry_after
 from .signing import Signer, function_url_region
@@ -298,16 +299,6 @@ def _ids(answer: dict[str, Any], count: int) -> list[str]:
     ):
         raise TicketsError(200, "bad_response", f"asked for {count} ids, got {answer!r:.200}")
     return ids
-
-
-def json_body(fields: dict[str, Any]) -> bytes:
-    """A request body as UTF-8 JSON, non-ASCII text unescaped: escaped (`\\ud840\\udc00`), a character
-    outside the BMP takes 12 bytes instead of 4, and the longest reason docs/reference/series.md allows would
-    not fit the server's body limit. Text that is not valid Unicode (a lone surrogate) is refused here."""
-    try:
-        return json.dumps(fields, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(f"not valid Unicode text (a lone surrogate at {err.start}): {fields!r:.200}") from None
 
 
 def _key_path(key: str | None) -> str:

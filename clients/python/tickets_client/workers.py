@@ -16,7 +16,6 @@ Its clock counts a system suspend (CLOCK_BOOTTIME); in a forked child the lease 
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeGuard
 from urllib.parse import quote
 
+from .body import json_body
 from .errors import TicketsError
 
 DEFAULT_RENEW_FRACTION = 1 / 3
@@ -72,7 +72,7 @@ class WorkerRoutes:
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
         """A free worker id of `pool` (`POST /_workers/{pool}`). One Idempotency-Key (`idempotency_key`, else a
         new UUID) for every attempt, so an acquire retried after a lost answer gets the same grant."""
-        body = b"" if owner is None else _body({"owner": owner})
+        body = b"" if owner is None else json_body({"owner": owner})
         try:
             answer = self._request(
                 "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, body=body
@@ -88,7 +88,7 @@ class WorkerRoutes:
         """`PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost raises
         LeaseLost. Safe to retry: renewing twice only extends."""
         try:
-            answer = self._request("PUT", _pool_path(pool, worker), repeatable=True, body=_body({"epoch": epoch}))
+            answer = self._request("PUT", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch}))
         except TicketsError as err:
             if err.code != "lease_lost":
                 raise
@@ -97,7 +97,7 @@ class WorkerRoutes:
 
     def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
         """`DELETE /_workers/{pool}/{worker}`: whether this released the lease (False: stale or released already)."""
-        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, body=_body({"epoch": epoch}))
+        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch}))
         if not isinstance(answer.get("released"), bool):
             raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
         return bool(answer["released"])
@@ -392,7 +392,3 @@ def _whole(value: object) -> TypeGuard[int]:
 
 def _pool_path(pool: str, worker: int | None = None) -> str:
     return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
-
-
-def _body(fields: dict[str, Any]) -> bytes:
-    return json.dumps(fields).encode()
