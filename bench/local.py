@@ -4,7 +4,6 @@ suite runs it (bench/README.md says what each figure times). Runs in a child pro
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import statistics
@@ -16,8 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
+from .bare_server import connect
 from .environment import REPO, bench_config
 
 LOAD_THREADS, LOAD_SECONDS = 16, 4.0
@@ -84,8 +83,7 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
 
     client = TicketsClient(url)
     client.next("bench-keep-alive")  # the connection opens here, and the key's item is created
-    parts = urlsplit(bare_url)
-    bare = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    bare = connect(bare_url)
 
     def get() -> None:
         bare.request("GET", "/bench-keep-alive")
@@ -182,14 +180,13 @@ def _user_suite(tests: int, bare_url: str | None = None) -> dict:
 
 def _load(url: str) -> dict:
     """LOAD_THREADS clients, each on a keep-alive connection of its own, ask one key for single tickets."""
-    parts = urlsplit(url)
     start = threading.Barrier(LOAD_THREADS + 1)
     tickets: list[int] = []
     latencies: list[float] = []
     failures: list[str] = []
 
     def client() -> None:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+        connection = connect(url)
         start.wait()
         deadline = time.perf_counter() + LOAD_SECONDS
         while time.perf_counter() < deadline:
