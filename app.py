@@ -20,14 +20,10 @@ from tickets_deploy.rules import ConfigError
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
-class LedgerRefusal(LedgerError):
-    """The ledger refused the app: no template was written, and the ledger is as it was."""
-
-
 def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
     """Build the stacks from cdk.json's config and synthesise them; the library's ledger check (at
     `ledger_path`) runs first and writes the ledger only when it changed. Returns the stacks by region;
-    LedgerRefusal if the ledger refused."""
+    LedgerError if the ledger refused (no template was written, and the ledger is as it was)."""
     if app.node.try_get_context(LEDGER_PATH_CONTEXT) is None:
         app.node.set_context(LEDGER_PATH_CONTEXT, str(ledger_path))
     config = parse_config(app.node.try_get_context("tickets"))
@@ -37,7 +33,7 @@ def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | Non
     except Exception:
         check = TicketsLedgerCheck.of(app)
         if check.problem is not None:
-            raise LedgerRefusal(check.problem) from None
+            raise LedgerError(check.problem) from None
         raise
     return stacks
 

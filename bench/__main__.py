@@ -1,8 +1,4 @@
-"""`python -m bench` (or `make bench`): every figure, one run, ratios side by side.
-
-Prints the table of bench/README.md and writes it to table.md, with results.json and
-results.png, in --out.
-"""
+"""`python -m bench` (or `make bench`): every figure, one run, ratios side by side (bench/README.md)."""
 
 from __future__ import annotations
 
@@ -13,18 +9,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import ceiling, cold_start, package, report
+from . import cold_start, package, report
 from .child import run_in_child
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 DURATION = "about a minute on 2 cores"  # as measured; bench/README.md says the same
-
-
-def _phase(name: str, results: dict, measure) -> None:
-    print(f"bench: {name}...", file=sys.stderr, flush=True)
-    began = time.perf_counter()
-    results.update(measure())
-    results["phase_seconds"][name] = round(time.perf_counter() - began, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,8 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench",
         description="Measure Tickets against a bare single-UpdateItem baseline (bench/baseline.py): cold start, warm "
         "call, what opaque ids add to a warm call, DynamoDB writes per ticket and per range block, per-key ceiling, "
-        "local server load, "
-        f"client lease throughput and package size. Takes {DURATION}.",
+        f"local server load, client lease throughput and package size. Takes {DURATION}.",
     )
     parser.add_argument(
         "--out",
@@ -49,22 +37,26 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cold-samples must be at least 1")
 
     began = time.perf_counter()
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count()}
     results: dict = {
         "phase_seconds": {},
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
-        },
+        "machine": {**machine, "load_average_at_start": [round(load, 2) for load in os.getloadavg()]},
     }
-    _phase("package size", results, package.measure)
-    _phase("writes per ticket (moto)", results, lambda: run_in_child("bench.writes"))
-    _phase("warm calls (Stubber)", results, lambda: run_in_child("bench.warm", rounds=40, calls=100))
-    _phase("opaque ids' warm calls (Stubber)", results, lambda: run_in_child("bench.opaque"))
-    _phase("local server and lease", results, lambda: run_in_child("bench.local"))
-    _phase("cold start", results, lambda: cold_start.measure(args.cold_samples))
+    phases = {
+        "package size": package.measure,
+        "writes per ticket (moto)": lambda: run_in_child("bench.writes"),
+        "warm calls (Stubber)": lambda: run_in_child("bench.warm", rounds=40, calls=100),
+        "opaque ids' warm calls (Stubber)": lambda: run_in_child("bench.opaque"),
+        "local server and lease": lambda: run_in_child("bench.local"),
+        "cold start": lambda: cold_start.measure(args.cold_samples),
+    }
+    for name, measure in phases.items():
+        print(f"bench: {name}...", file=sys.stderr, flush=True)
+        phase_began = time.perf_counter()
+        results.update(measure())
+        results["phase_seconds"][name] = round(time.perf_counter() - phase_began, 1)
     writes = {int(count): value for count, value in results["writes_per_ticket"].items()}
-    results["per_key_ceiling"] = ceiling.per_key_ceiling(writes, results["baseline_writes_per_ticket"])
+    results["per_key_ceiling"] = report.per_key_ceiling(writes, results["baseline_writes_per_ticket"])
     results["seconds"] = round(time.perf_counter() - began, 1)
 
     args.out.mkdir(parents=True, exist_ok=True)

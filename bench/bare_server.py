@@ -1,45 +1,61 @@
-"""The floor a local server's answer is measured against (bench/local.py): Python's own HTTP server answering every
-keep-alive GET (and POST) with one constant JSON, Nagle's algorithm off, in a process of its own as the test kit's
-server is.
+"""Loopback HTTP servers that answer every request with one constant body, Nagle's algorithm off.
 
-`python -m bench.bare_server` prints its port and serves until its standard input closes.
+`python -m bench.bare_server` is the floor a local server's answer is measured against (bench/local.py): a constant
+JSON on every keep-alive GET (and POST), in a process of its own as the test kit's server is; it prints its port and
+serves until its standard input closes. `serving` runs one in a thread (bench/ssm_stub.py's SSM stand-in).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 ANSWER = b'{"key":"bare","ticket":1}'
 
 
-class _Constant(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-    disable_nagle_algorithm = True  # TCP_NODELAY: its headers and body, written apart, go at once
-
-    def do_GET(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(ANSWER)))
-        self.end_headers()
-        self.wfile.write(ANSWER)
-
-    do_POST = do_GET  # so that a client's POST (TicketsClient.next) can be timed against it too
-
-    def log_message(self, *args: object) -> None:
-        pass
+def connect(url: str) -> HTTPConnection:
+    """A keep-alive connection to the server at `url` (opened by its first request)."""
+    parts = urlsplit(url)
+    return HTTPConnection(parts.hostname or "", parts.port, timeout=10)
 
 
-def main() -> int:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Constant)
+@contextmanager
+def serving(answer: bytes = ANSWER, content_type: str = "application/json") -> Iterator[str]:
+    """A server answering `answer` to every request, on a thread, while open; yields its URL."""
+
+    class Constant(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive
+        disable_nagle_algorithm = True  # TCP_NODELAY: its headers and body, written apart, go at once
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        do_POST = do_GET  # a client's POST (TicketsClient.next, an SSM call) gets the same answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Constant)
     server.daemon_threads = True
-    print(server.server_address[1], flush=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    sys.stdin.read()  # until whoever started it ends
-    return 0
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with serving() as url:
+        print(url.rsplit(":", 1)[1], flush=True)
+        sys.stdin.read()  # until whoever started it ends

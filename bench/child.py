@@ -1,12 +1,7 @@
-"""Each measurement runs in a fresh interpreter of its own.
-
-The handler module, moto, Powertools' process-wide logger and the environment all
-belong to a process; a child per measurement keeps one from colouring the next. The
-child's stdout, where the handlers write log lines and EMF metrics as they do in
-Lambda, goes to the null device; the figures come back through a JSON file.
-
-`python -m bench.child MODULE RESULTS_FILE KWARGS_JSON` is the child's side.
-"""
+"""Each measurement in a fresh interpreter of its own: the handler module, moto, Powertools' process-wide logger and
+the environment belong to a process, and one measurement must not colour the next. The child's stdout, where the
+handlers write log lines and EMF metrics as they do in Lambda, goes to the null device; the figures come back
+through a JSON file. `python -m bench.child MODULE RESULTS_FILE KWARGS_JSON` is the child's side."""
 
 from __future__ import annotations
 
@@ -20,8 +15,6 @@ from typing import Any
 
 from .environment import LAMBDA_SRC, REPO, child_env, handler_env
 
-CHILD_TIMEOUT_SECONDS = 240
-
 
 def run_in_child(module: str, **kwargs: Any) -> dict:
     """`module.measure(**kwargs)` in a fresh interpreter, with the handlers' environment."""
@@ -34,19 +27,13 @@ def run_in_child(module: str, **kwargs: Any) -> dict:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
-            timeout=CHILD_TIMEOUT_SECONDS,
+            timeout=240,
         )
         if done.returncode != 0:
             raise RuntimeError(f"{module} failed in its child process:\n{done.stderr.strip()}")
         return json.loads(results.read_text())
 
 
-def main(argv: list[str]) -> int:
-    module, results, kwargs = argv[0], Path(argv[1]), json.loads(argv[2])
-    figures = importlib.import_module(module).measure(**kwargs)
-    results.write_text(json.dumps(figures))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    module, results, kwargs = sys.argv[1:]
+    Path(results).write_text(json.dumps(importlib.import_module(module).measure(**json.loads(kwargs))))

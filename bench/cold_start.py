@@ -1,13 +1,7 @@
-"""Cold start: a fresh interpreter imports the handler module, which builds its clients.
-
-Each sample is its own `python -c` process, timed inside the child with perf_counter
-around the import alone (interpreter start-up is the same for both and is left out).
-The children import from a copy of the code asset without bytecode, as Lambda imports
-from /var/task, which is read-only: there every cold start compiles the asset's modules.
-Tickets and baseline children alternate (ABBA), with the same environment. A third child, Tickets with
-access rules (50 principals, read from an SSM stand-in at import: bench/ssm_stub.py), is measured in the
-same rounds: its ratio to Tickets without rules is what reading the rules costs a cold start.
-"""
+"""Cold start (bench/README.md): a fresh `python -c` per sample imports the handler module, timed inside the child
+around the import alone, from a copy of the code asset without bytecode (as Lambda's read-only /var/task). Tickets,
+the baseline and Tickets with access rules (50 principals read from an SSM stand-in, bench/ssm_stub.py) alternate
+ABBA with the same environment."""
 
 from __future__ import annotations
 
@@ -18,12 +12,11 @@ import tempfile
 from pathlib import Path
 
 from .environment import child_env, handler_env
-from .package import BASELINE_ASSET_NAME, build_task_root
+from .package import BASELINE, build_task_root
 from .ssm_stub import RULES_PRINCIPALS, ssm_stub
 
 TICKETS_HANDLER = "tickets.handler"
-WITH_RULES = "tickets.handler, with access rules"
-BASELINE_HANDLER = Path(BASELINE_ASSET_NAME).stem
+BASELINE_HANDLER = BASELINE.stem
 _CHILD = """
 import importlib, sys, time
 started = time.perf_counter()
@@ -47,27 +40,21 @@ def measure(samples: int = 15) -> dict:
         task_root = build_task_root(Path(directory))
         env = child_env(handler_env(), [task_root])
         children = {  # what each child imports, with which environment
-            TICKETS_HANDLER: (TICKETS_HANDLER, env),
-            BASELINE_HANDLER: (BASELINE_HANDLER, env),
-            WITH_RULES: (TICKETS_HANDLER, {**env, **rules_env}),
+            "tickets": (TICKETS_HANDLER, env),
+            "baseline": (BASELINE_HANDLER, env),
+            "with_rules": (TICKETS_HANDLER, {**env, **rules_env}),
         }
-        times: dict[str, list[float]] = {name: [] for name in children}
         for module, child_environment in children.values():  # once each first, so the OS has all in its cache
             time_import(module, child_environment, task_root)
+        times: dict[str, list[float]] = {name: [] for name in children}
         for index in range(samples):
-            order = list(children) if index % 2 == 0 else list(reversed(children))
-            for name in order:
-                module, child_environment = children[name]
-                times[name].append(time_import(module, child_environment, task_root))
-    tickets, baseline, with_rules = times[TICKETS_HANDLER], times[BASELINE_HANDLER], times[WITH_RULES]
+            for name in list(children) if index % 2 == 0 else reversed(children):
+                times[name].append(time_import(*children[name], task_root))
+    ms = {name: 1000 * statistics.median(measured) for name, measured in times.items()}
     return {
-        "cold_start_rules_ratio": statistics.median(with_rules) / statistics.median(tickets),
-        "cold_start_rules_ms": {"with_rules": 1000 * statistics.median(with_rules), "principals": RULES_PRINCIPALS},
-        "cold_start_ratio": statistics.median(tickets) / statistics.median(baseline),
-        "cold_start_ms": {
-            "tickets": 1000 * statistics.median(tickets),
-            "baseline": 1000 * statistics.median(baseline),
-            "samples": samples,
-        },
-        "cold_start_pair_ratios": [t / b for t, b in zip(tickets, baseline)],
+        "cold_start_rules_ratio": ms["with_rules"] / ms["tickets"],
+        "cold_start_rules_ms": {"with_rules": ms["with_rules"], "principals": RULES_PRINCIPALS},
+        "cold_start_ratio": ms["tickets"] / ms["baseline"],
+        "cold_start_ms": {"tickets": ms["tickets"], "baseline": ms["baseline"], "samples": samples},
+        "cold_start_pair_ratios": [t / b for t, b in zip(times["tickets"], times["baseline"])],
     }

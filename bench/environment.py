@@ -1,10 +1,5 @@
-"""What both handlers run with in the benchmark: one environment, one event, one context.
-
-Tickets and the baseline always get the same process environment, so neither pays for
-configuration the other skips. The Powertools settings are those of the deployed
-function (the stack sets no log level, so INFO; metrics on), except tracing: outside
-Lambda there is no X-Ray daemon, so it is off, as POWERTOOLS_TRACE_DISABLED says.
-"""
+"""What both handlers run with in the benchmark (bench/README.md, Environment): one environment, one event, one
+context, so that neither pays for configuration the other skips."""
 
 from __future__ import annotations
 
@@ -19,67 +14,57 @@ from typing import Any
 import tickets
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import handler_environment, region_settings
-from tickets_deploy.schema import DeploymentConfig
 
 REPO = Path(__file__).resolve().parent.parent
-CDK_JSON = REPO / "cdk.json"
 # The asset root of the `tickets` this interpreter imports: lambda_src/ through the editable
 # install, or a candidate copy put first with PYTHONPATH (measured before it is applied).
 LAMBDA_SRC = Path(tickets.__file__).resolve().parent.parent
-EVENT_FIXTURE = REPO / "tests" / "fixtures" / "function_url_event.json"
 REGION = "us-east-1"
 COUNTER_TABLE = "tickets-bench"
 IDEMPOTENCY_TABLE = "tickets-bench-idempotency"
 BASELINE_MODULE = "bench.baseline"
 
 POWERTOOLS_AS_DEPLOYED = {
-    "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon here; see the module docstring
+    "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon outside Lambda
     "POWERTOOLS_LOG_LEVEL": "INFO",  # what the stack leaves in force: it sets no level
     "POWERTOOLS_METRICS_DISABLED": "false",
 }
 # Credentials that moto and the Stubber accept; nothing here ever reaches AWS.
-FAKE_AWS = {
-    "AWS_DEFAULT_REGION": REGION,
-    "AWS_REGION": REGION,
-    "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench",
-    "AWS_SESSION_TOKEN": "bench",
+FAKE_AWS = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION} | {
+    name: "bench" for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 }
 # Any of these would send the handlers' calls somewhere else than the Stubber or moto expect.
 _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
 
 
+def bench_config() -> dict[str, Any]:
+    """cdk.json's `tickets` config, serving keys nobody configured: the bench names keys of its own
+    (bench-writes-N, bench-load, a suite's keys), whatever the repository's strictKeys says."""
+    raw = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]["tickets"]
+    return {**raw, "strictKeys": False}
+
+
+def _config_and_region(extra_counters: dict[str, dict] | None) -> tuple[Any, str]:
+    raw = bench_config()
+    config = parse_config({**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}})
+    return config, next(iter(config.regions))
+
+
 def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
-    """The variables both handlers get (to be laid over the current environment): the function
-    environment the stack gives cdk.json's first region, with the bench's tables and counters."""
-    config = _config(extra_counters)
-    function_env = handler_environment(
-        config, next(iter(config.regions)), counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE
-    )
+    """The variables both handlers get (laid over the current environment): the function environment the stack
+    gives cdk.json's first region, with the bench's tables and counters."""
+    config, region = _config_and_region(extra_counters)
+    function_env = handler_environment(config, region, counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE)
     return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
 
 
 def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any = None) -> Any:
-    """Tickets as its function runs it (tickets.app.create_app), with the settings handler_env gives
-    the function, on the bench's tables. Powertools reads its settings (handler_env's) on import.
+    """Tickets as its function runs it (tickets.app.create_app), with handler_env's settings, on the bench's tables.
     `opaque_keys`: the keys of opaque counters' ids (tickets.opaque_secret.StoredKeys), if any."""
     from tickets.app import create_app, dynamodb_client
 
-    config = _config(extra_counters)
-    settings = region_settings(config, next(iter(config.regions)))
+    settings = region_settings(*_config_and_region(extra_counters))
     return create_app(settings, dynamodb_client(), COUNTER_TABLE, IDEMPOTENCY_TABLE, opaque_keys=opaque_keys)
-
-
-def bench_config() -> dict[str, Any]:
-    """cdk.json's `tickets` config, serving keys nobody configured: the bench names keys of its own
-    (bench-writes-N, bench-load, a suite's keys), whatever the repository's strictKeys says."""
-    raw: dict[str, Any] = json.loads(CDK_JSON.read_text(encoding="utf-8"))["context"]["tickets"]
-    return {**raw, "strictKeys": False}
-
-
-def _config(extra_counters: dict[str, dict] | None) -> DeploymentConfig:
-    raw = bench_config()
-    return parse_config({**raw, "counters": {**raw.get("counters", {}), **(extra_counters or {})}})
 
 
 def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
@@ -103,12 +88,11 @@ def environment(variables: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-_EVENT_TEMPLATE = json.loads(EVENT_FIXTURE.read_text(encoding="utf-8"))
+_EVENT_TEMPLATE = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
 
 
 def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
-    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id: the
-    local server's and the tests' builder."""
+    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id."""
     from tickets_local.events import event_from
 
     return event_from(_EVENT_TEMPLATE, path, query=query)

@@ -1,30 +1,9 @@
-"""The local server (tickets_local) over real HTTP on 127.0.0.1, and the client's block lease.
-
-- load: 16 threads, each on its own keep-alive connection, ask one key for single tickets
-  for a fixed time; every ticket is collected, so duplicates are counted, not assumed.
-- per request: one thread, one `TicketsClient.next()` (one HTTP request) per ticket.
-- lease: one thread takes tickets from `TicketLease` (range blocks from /_blocks, sized by the
-  lease itself from LEASE_START_BLOCK up, prefetched in the background): a warm-up while the
-  lease grows its blocks, then the sustained rate over LEASE_SECONDS, every ticket checked
-  (consecutive: the lease is the key's only consumer). Reported beside it: the block sizes the
-  lease took and settled on, the tickets it left unused at close, the latency of one request
-  for the largest block, and the rate at which the lease hands out tickets when blocks cost
-  nothing (a block source in memory).
-- keep-alive: one `TicketsClient` (one keep-alive connection) to the test kit's server
-  (tickets_local.testing.LocalTickets, a process of its own, on its default backend), `next()` one ticket at
-  a time, as a test calling it sees it, with and without an Idempotency-Key, interleaved with GETs to a bare
-  stdlib server answering a constant JSON (bench/bare_server.py, a process of its own too): p50 and p99, and
-  next()'s p50 over the bare GET's.
-- reset: what the test kit's reset() costs a test: reset() and the next() after it, over a next() alone.
-- user suite: bench/user_suite.py, USER_SUITE_TESTS single-ticket tests through the pytest plugin, a reset
-  before each, in a pytest process of its own; the same tests against the bare server, for pytest's own pace.
-Runs in a child process (bench.child).
-"""
+"""The local server (tickets_local) over real HTTP on 127.0.0.1, the client's block lease, and the test kit as a
+suite runs it (bench/README.md says what each figure times). Runs in a child process (bench.child)."""
 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import statistics
@@ -34,42 +13,34 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
+from typing import Any, NamedTuple
 
+from .bare_server import connect
 from .environment import REPO, bench_config
 
-LOAD_THREADS = 16
+LOAD_THREADS, LOAD_SECONDS = 16, 4.0
+PER_REQUEST_SECONDS = 2.0
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
 LEASE_WARM_UP_SECONDS = 2.0
 LEASE_SECONDS = 5.0  # the sustained figure: at least 5 s of hand-outs
+HANDOUT_CEILING_SECONDS = 2.0
 _CHUNK = 1000  # tickets taken between two looks at the clock
 KEEP_ALIVE_REQUESTS = 600  # of each: keyed, unkeyed and bare, in rounds of _ROUND
 _ROUND = 50
 RESETS = 200
 USER_SUITE_TESTS = 500
-SUITE_TIMEOUT_SECONDS = 120
 
 
-def measure(
-    load_seconds: float = 4.0,
-    per_request_seconds: float = 2.0,
-    lease_seconds: float = LEASE_SECONDS,
-    lease_warm_up_seconds: float = LEASE_WARM_UP_SECONDS,
-    handout_ceiling_seconds: float = 2.0,
-    keep_alive_requests: int = KEEP_ALIVE_REQUESTS,
-    user_suite_tests: int = USER_SUITE_TESTS,
-) -> dict:
+def measure() -> dict:
     from tickets_local.server import LocalServer
 
     with LocalServer(config=bench_config(), port=0) as server:
-        figures = _load(server.url, load_seconds)
-        figures.update(_per_request(server.url, per_request_seconds))
-        figures.update(_lease(server.url, lease_seconds, lease_warm_up_seconds))
-    figures.update(_lease_handout_ceiling(handout_ceiling_seconds))
-    figures.update(measure_test_kit(keep_alive_requests, user_suite_tests))
+        figures = _load(server.url)
+        figures.update(_per_request(server.url))
+        figures.update(_lease(server.url))
+    figures.update(_lease_handout_ceiling())
+    figures.update(measure_test_kit())
     return figures
 
 
@@ -112,8 +83,7 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
 
     client = TicketsClient(url)
     client.next("bench-keep-alive")  # the connection opens here, and the key's item is created
-    parts = urlsplit(bare_url)
-    bare = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    bare = connect(bare_url)
 
     def get() -> None:
         bare.request("GET", "/bench-keep-alive")
@@ -195,7 +165,7 @@ def _user_suite(tests: int, bare_url: str | None = None) -> dict:
             env=environment,
             capture_output=True,
             text=True,
-            timeout=SUITE_TIMEOUT_SECONDS,
+            timeout=120,
         )
         if done.returncode != 0 or not results.exists():
             raise AssertionError(f"the user suite failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
@@ -208,15 +178,17 @@ def _user_suite(tests: int, bare_url: str | None = None) -> dict:
     }
 
 
-def _load(url: str, seconds: float) -> dict:
-    parts = urlsplit(url)
+def _load(url: str) -> dict:
+    """LOAD_THREADS clients, each on a keep-alive connection of its own, ask one key for single tickets."""
     start = threading.Barrier(LOAD_THREADS + 1)
-    results: list[tuple[list[int], list[float], list[str]]] = [([], [], []) for _ in range(LOAD_THREADS)]
+    tickets: list[int] = []
+    latencies: list[float] = []
+    failures: list[str] = []
 
-    def client(tickets: list[int], latencies: list[float], failures: list[str]) -> None:
-        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    def client() -> None:
+        connection = connect(url)
         start.wait()
-        deadline = time.perf_counter() + seconds
+        deadline = time.perf_counter() + LOAD_SECONDS
         while time.perf_counter() < deadline:
             began = time.perf_counter()
             connection.request("GET", "/bench-load", headers={"Accept": "application/json"})
@@ -229,7 +201,7 @@ def _load(url: str, seconds: float) -> dict:
                 failures.append(f"{response.status} {body[:200]!r}")
         connection.close()
 
-    threads = [threading.Thread(target=client, args=result) for result in results]
+    threads = [threading.Thread(target=client) for _ in range(LOAD_THREADS)]
     for thread in threads:
         thread.start()
     start.wait()
@@ -237,13 +209,10 @@ def _load(url: str, seconds: float) -> dict:
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
-    tickets = [ticket for result in results for ticket in result[0]]
-    latencies = sorted(latency for result in results for latency in result[1])
-    failures = [failure for result in results for failure in result[2]]
     return {
         "local_rps": len(latencies) / elapsed,
-        "local_p50_ms": 1000 * latencies[len(latencies) // 2],
-        "local_p99_ms": 1000 * latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))],
+        "local_p50_ms": 1000 * _percentile(latencies, 0.50),
+        "local_p99_ms": 1000 * _percentile(latencies, 0.99),
         "local_requests": len(latencies),
         "local_duplicates": len(tickets) - len(set(tickets)),
         "local_failures": len(failures),
@@ -252,21 +221,22 @@ def _load(url: str, seconds: float) -> dict:
     }
 
 
-def _per_request(url: str, seconds: float) -> dict:
+def _per_request(url: str) -> dict:
     from tickets_client.client import TicketsClient
 
     client = TicketsClient(url)
     issued: list[int] = []
-    deadline = time.perf_counter() + seconds
+    deadline = time.perf_counter() + PER_REQUEST_SECONDS
     began = time.perf_counter()
     while time.perf_counter() < deadline:
         issued.extend(client.next("bench-per-request"))
     elapsed = time.perf_counter() - began
-    _check_increasing(issued, "one request per ticket")
+    if any(b <= a for a, b in zip(issued, issued[1:])):
+        raise AssertionError("one request per ticket: tickets did not increase")
     return {"per_request_tickets_per_s": len(issued) / elapsed}
 
 
-def _lease(url: str, seconds: float, warm_up_seconds: float) -> dict:
+def _lease(url: str) -> dict:
     from tickets_client.client import MAX_BLOCK, TicketsClient
     from tickets_client.lease import TicketLease
 
@@ -278,16 +248,15 @@ def _lease(url: str, seconds: float, warm_up_seconds: float) -> dict:
         block_latencies.append(time.perf_counter() - began)
     lease = TicketLease(client, "bench-lease", block_size=LEASE_START_BLOCK)
     # The lease sizes its blocks itself: the warm-up is where it grows from LEASE_START_BLOCK.
-    warm_up = _drain(lease, warm_up_seconds)
-    sustained = _drain(lease, seconds, warm_up.next_ticket)
-    settled = lease.current_block_size
-    sizes = lease.block_sizes
+    warm_up = _drain(lease, LEASE_WARM_UP_SECONDS)
+    sustained = _drain(lease, LEASE_SECONDS, warm_up.next_ticket)
+    settled, sizes = lease.current_block_size, lease.block_sizes
     unused = lease.close()
     return {
-        "lease_tickets_per_s": sustained.per_s,
+        "lease_tickets_per_s": sustained.taken / sustained.seconds,
         "lease_tickets": sustained.taken,
         "lease_seconds": round(sustained.seconds, 2),
-        "lease_warm_up_tickets_per_s": warm_up.per_s,
+        "lease_warm_up_tickets_per_s": warm_up.taken / warm_up.seconds,
         "lease_warm_up_seconds": round(warm_up.seconds, 2),
         "lease_start_block": LEASE_START_BLOCK,
         "lease_block_size_settled": settled,
@@ -312,24 +281,19 @@ class _InstantBlocks:
         return block
 
 
-def _lease_handout_ceiling(seconds: float) -> dict:
+def _lease_handout_ceiling() -> dict:
     from tickets_client.lease import TicketLease
 
     lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
-    drained = _drain(lease, seconds)
+    drained = _drain(lease, HANDOUT_CEILING_SECONDS)
     lease.close()
-    return {"lease_handout_ceiling_per_s": drained.per_s}
+    return {"lease_handout_ceiling_per_s": drained.taken / drained.seconds}
 
 
-@dataclass(frozen=True)
-class _Drained:
+class _Drained(NamedTuple):
     taken: int
     seconds: float
     next_ticket: int
-
-    @property
-    def per_s(self) -> float:
-        return self.taken / self.seconds
 
 
 def _drain(lease: Any, seconds: float, expected_first: int | None = None) -> _Drained:
@@ -349,8 +313,3 @@ def _drain(lease: Any, seconds: float, expected_first: int | None = None) -> _Dr
         taken += _CHUNK
     elapsed = time.perf_counter() - began
     return _Drained(taken, elapsed, expected_first if expected_first is not None else 1)
-
-
-def _check_increasing(issued: list[int], what: str) -> None:
-    if any(b <= a for a, b in zip(issued, issued[1:])):
-        raise AssertionError(f"{what}: tickets did not increase")

@@ -1,23 +1,19 @@
-"""What opaque ids cost a warm call (docs/explanation/opaque-ids.md): an opaque counter's one id and list of 1,000
-ids, beside the same plain counter's one ticket and list of 1,000 tickets, and the baseline, in one child process,
-in interleaved rounds (warm.py's stubbed handlers: no I/O, every answer checked, the ids against the ones the
-counter's key makes). The figures: each call's median over the baseline's (the warm ratio), and what the ids add to
-the plain counter's ratio. Both counters are configured alike (start 5000, max 99,999,999, one lane); the opaque
-one answers 10 digits with a Luhn check, its key read once, as at cold start. Its rounds' tables
-(tickets/opaque.py) are filled first by FILLED ids, as a busy function's are, except for `opaque_one_young`: a
-young function's, empty at the start and filling as the run goes."""
+"""What opaque ids cost a warm call (bench/README.md, docs/explanation/opaque-ids.md): an opaque counter's one id
+and list of 1,000 ids beside the same plain counter's tickets and the baseline, in warm.py's interleaved rounds, every
+answer checked (the ids against the ones the counter's key makes). Its rounds' tables (tickets/opaque.py) are filled
+first by FILLED ids, as a busy function's are, except for `opaque_one_young`: a young function's, empty at first."""
 
 from __future__ import annotations
 
 import base64
-import importlib
+import functools
 import json
 import statistics
 import time
 from typing import Any
 
-from .environment import BASELINE_MODULE, tickets_app
-from .warm import StubbedHandler, plain_answer
+from .environment import tickets_app
+from .warm import StubbedHandler, median_us, plain_answer
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 COUNTERS = {
@@ -29,11 +25,10 @@ LIST = 1000  # ids (and tickets) in a list request: the most one request may tak
 # halves a round; 200,000 ids leave about e^-20 of them empty).
 FILLED = 200_000
 KEY = bytes(range(32))
-_WARM_UP_ROUNDS = 1
 
 
 def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int = FILLED) -> dict[str, Any]:
-    """Run in a child process (bench.child): the baseline and five Tickets handlers in one interpreter."""
+    """The baseline and five Tickets handlers in one interpreter (a child process, bench.child)."""
     from tickets.opaque import OpaqueConfig, OpaqueIds
     from tickets.opaque_secret import StoredKeys
 
@@ -53,30 +48,23 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
         # table whose first opaque id was made with this key answers (the function checks it once per process).
         runtime.counter_store.fingerprint = lambda version, digest: {"fingerprint": {"S": digest}}
         runtime.opaque_ids("bench-opaque", runtime.settings.counters["bench-opaque"]).encode_all(range(made_before))
-        attributes = lambda last: {"last": {"N": str(last)}, "step": {"N": "1"}}  # noqa: E731
-        return StubbedHandler(app.lambda_handler, app.dynamodb, attributes, key=key, count=count, answer=answer)
+        return StubbedHandler.tickets(app, key=key, count=count, answer=answer)
 
-    baseline_module = importlib.import_module(BASELINE_MODULE)
     handlers = {
-        "baseline": StubbedHandler(
-            baseline_module.lambda_handler,
-            baseline_module.table.meta.client,
-            lambda last: {"last": {"N": str(last)}},
-            key="bench-plain",
-        ),
+        "baseline": StubbedHandler.baseline("bench-plain"),
         "plain_one": tickets("bench-plain", 1, plain_answer),
         "opaque_one_young": tickets("bench-opaque", 1, opaque_answer),
         "opaque_one": tickets("bench-opaque", 1, opaque_answer, filled),
         "plain_list": tickets("bench-plain", LIST, plain_answer),
         "opaque_list": tickets("bench-opaque", LIST, opaque_answer, filled),
     }
-    durations: dict[str, list[float]] = {name: [] for name in handlers}
-    for round_index in range(_WARM_UP_ROUNDS + rounds):
-        for name, handler in handlers.items():
-            measured = handler.run_round(list_calls if name.endswith("_list") else calls)
-            if round_index >= _WARM_UP_ROUNDS:
-                durations[name].extend(measured)
-    us = {name: 1e6 * statistics.median(measured) for name, measured in durations.items()}
+    us = median_us(
+        rounds,
+        {
+            name: functools.partial(handler.run_round, list_calls if name.endswith("_list") else calls)
+            for name, handler in handlers.items()
+        },
+    )
     ratio = {name: us[name] / us["baseline"] for name in handlers if name != "baseline"}
     return {
         "opaque_us": {**us, "calls_each": rounds * calls, "list_calls_each": rounds * list_calls, "list": LIST},

@@ -1,5 +1,5 @@
-"""`python -m bench.readme`: put the table of the last `make bench` run (bench/out/table.md) into
-bench/README.md, between its two markers, and change nothing else."""
+"""`python -m bench.readme [TABLE]`: put the table of the last `make bench` run (TABLE, by default
+bench/out/table.md) into bench/README.md, between its two markers, and change nothing else."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 from .__main__ import DEFAULT_OUT
-from .environment import REPO
 
 START = "<!-- bench table: `python -m bench.readme` puts bench/out/table.md here -->"
 END = "<!-- end of bench table -->"
-REPORT = REPO / "bench" / "README.md"  # the one place the table lives
+REPORT = Path(__file__).with_name("README.md")  # the one place the table lives
 
 
 def splice(readme: str, table: str) -> str:
@@ -26,22 +25,14 @@ def splice(readme: str, table: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.readme", description=__doc__)
-    parser.add_argument(
-        "--table",
-        type=Path,
-        default=DEFAULT_OUT / "table.md",
-        help="the table to put in (default: the last run's, bench/out/table.md)",
-    )
-    parser.add_argument("--readme", type=Path, default=REPORT, help="the report to change (default: bench/README.md)")
-    args = parser.parse_args(argv)
+    parser.add_argument("table", nargs="?", type=Path, default=DEFAULT_OUT / "table.md")
+    table = parser.parse_args(argv).table
     try:
-        args.readme.write_text(
-            splice(args.readme.read_text(encoding="utf-8"), args.table.read_text(encoding="utf-8")), encoding="utf-8"
-        )
+        REPORT.write_text(splice(REPORT.read_text(encoding="utf-8"), table.read_text(encoding="utf-8")), "utf-8")
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(f"put {args.table} into {args.readme}")
+    print(f"put {table} into {REPORT}")
     return 0
 
 

@@ -15,9 +15,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+
+from bench.bare_server import connect
 
 SUITE_TESTS, SUITE_BARE, SUITE_RESULTS = "TICKETS_BENCH_SUITE_TESTS", "TICKETS_BENCH_SUITE_BARE", "TICKETS_BENCH_SUITE"
 _began: list[float] = []  # when each test's setup began
@@ -26,8 +27,7 @@ _ended: list[float] = []  # when each test's teardown ended
 
 @pytest.fixture(scope="session")
 def _bare_connection() -> http.client.HTTPConnection:
-    parts = urlsplit(os.environ[SUITE_BARE])
-    return http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    return connect(os.environ[SUITE_BARE])
 
 
 @pytest.fixture

@@ -1,17 +1,14 @@
-"""DynamoDB writes per ticket, counted (not assumed) on moto through the real handlers.
-
-A botocore hook on each handler's own client counts every DynamoDB call it makes, by
-operation, while the handler answers real Function URL events asking for blocks of
-`count` tickets. Every ticket returned is checked: the right number, all distinct,
-increasing from one request to the next.
-"""
+"""DynamoDB writes per ticket, counted (not assumed) on moto through the real handlers (bench/README.md): a botocore
+hook on each handler's own client counts its calls by operation, and every ticket returned is checked (the right
+number, all distinct, increasing from one request to the next)."""
 
 from __future__ import annotations
 
 import importlib
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .environment import (
@@ -29,62 +26,53 @@ COUNTS = (1, 10, 100, 1000)
 BLOCK_KEY, BLOCK_REQUESTS = "bench-blocks", 3  # range blocks of the most tickets a request may take
 SHARDED_KEY, SHARDS = "bench-sharded", 4  # a sharded counter: still one write per request?
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
-SHARD_ITEM_PREFIX = f"{SHARDED_KEY}#"  # a lane's item; the plain key's item only records the layout
+_LANE_SETUP_REQUESTS = 200
 
 
-class CallCounter:
-    """While open, counts the DynamoDB API calls one botocore client makes, and the items its
-    UpdateItem/PutItem/DeleteItem calls name."""
+class Counted:
+    """The DynamoDB API calls one client made, by operation, and the items its writes named."""
 
-    _EVENT = "before-parameter-build.dynamodb"
-
-    def __init__(self, client: Any):
+    def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.items_written: set[str] = set()
-        self._events = client.meta.events
-        self._id = f"bench-call-counter-{id(self)}"
-
-    def __enter__(self) -> CallCounter:
-        self._events.register(self._EVENT, self._count, unique_id=self._id)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._events.unregister(self._EVENT, unique_id=self._id)
-
-    def _count(self, params: dict, model: Any, **_: Any) -> None:
-        self.calls[model.name] += 1
-        if model.name in WRITE_OPERATIONS and "Key" in params:
-            self.items_written.add(repr(params["Key"]))
 
     @property
     def writes(self) -> int:
         return sum(n for operation, n in self.calls.items() if operation in WRITE_OPERATIONS)
 
 
-def _tickets_of(result: dict, count: int) -> list[int]:
-    body = json.loads(result["body"])
-    if result["statusCode"] != 200:
-        raise AssertionError(f"the handler refused a request: {result['statusCode']} {body}")
-    tickets = body.get("tickets", [body["ticket"]])
-    if len(tickets) != count or len(set(tickets)) != count:
-        raise AssertionError(f"asked for {count} tickets, got {len(tickets)} ({len(set(tickets))} distinct)")
-    return tickets
+@contextmanager
+def counting(client: Any) -> Iterator[Counted]:
+    counted, events, unique_id = Counted(), client.meta.events, f"bench-call-counter-{id(client)}"
+
+    def count(params: dict, model: Any, **_: Any) -> None:
+        counted.calls[model.name] += 1
+        if model.name in WRITE_OPERATIONS and "Key" in params:
+            counted.items_written.add(repr(params["Key"]))
+
+    events.register("before-parameter-build.dynamodb", count, unique_id=unique_id)
+    try:
+        yield counted
+    finally:
+        events.unregister("before-parameter-build.dynamodb", unique_id=unique_id)
 
 
-def _issue(handler: Any, path: str, count: int, requests: int, after: int = 0) -> list[int]:
+def _issue(handler: Any, path: str, count: int = 1, requests: int = 1, after: int = 0) -> list[int]:
     """`requests` requests for `count` tickets each; every ticket, checked to increase from `after` on."""
     issued: list[int] = []
     for _ in range(requests):
         query = {"count": str(count)} if count > 1 else None
-        tickets = _tickets_of(handler(function_url_event(path, query), lambda_context()), count)
+        result = handler(function_url_event(path, query), lambda_context())
+        body = json.loads(result["body"])
+        if result["statusCode"] != 200:
+            raise AssertionError(f"the handler refused a request: {result['statusCode']} {body}")
+        tickets = body.get("tickets", [body["ticket"]])
+        if len(tickets) != count or len(set(tickets)) != count:
+            raise AssertionError(f"asked for {count} tickets, got {len(tickets)} ({len(set(tickets))} distinct)")
         if tickets[0] <= (issued[-1] if issued else after):
             raise AssertionError(f"{path}: ticket {tickets[0]} came after {issued[-1] if issued else after}")
         issued.extend(tickets)
     return issued
-
-
-def _issue_one(handler: Any, path: str) -> int:
-    return _tickets_of(handler(function_url_event(path), lambda_context()), 1)[0]
 
 
 def _create_tables() -> None:
@@ -111,9 +99,9 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
         calls: dict[str, dict[str, int]] = {}
         for count in counts:
             path = f"/bench-writes-{count}"
-            with CallCounter(client) as first:
-                opened = _issue(handler, path, count, 1)
-            with CallCounter(client) as steady:
+            with counting(client) as first:
+                opened = _issue(handler, path, count)
+            with counting(client) as steady:
                 issued = _issue(handler, path, count, requests, after=opened[-1])
             first_request[count] = first.writes
             per_count[count] = steady.writes / len(issued)
@@ -121,7 +109,7 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
         sharded = _sharded(handler, client, sharded_requests)
         blocks = _blocks(handler, client)
         baseline_module = importlib.import_module(BASELINE_MODULE)
-        with CallCounter(baseline_module.table.meta.client) as baseline:
+        with counting(baseline_module.table.meta.client) as baseline:
             baseline_issued = _issue(baseline_module.lambda_handler, "/bench-writes-baseline", 1, requests)
         calls["baseline"] = dict(baseline.calls)
     return {
@@ -135,25 +123,23 @@ def measure(counts: Iterable[int] = COUNTS, requests: int = 20, sharded_requests
     }
 
 
-_LANE_SETUP_REQUESTS = 200
-
-
 def _sharded(handler: Any, client: Any, requests: int) -> dict:
     """A key with SHARDS lanes: requests until every lane's item exists (their first writes set
     them up), then `requests` single tickets counted in steady state. Lanes interleave, so
     tickets are checked distinct, not increasing."""
-    path = f"/{SHARDED_KEY}"
-    with CallCounter(client) as setup:
-        issued = []
-        while len([item for item in setup.items_written if SHARD_ITEM_PREFIX in item]) < SHARDS:
+    path, lane_item = f"/{SHARDED_KEY}", f"{SHARDED_KEY}#"  # a lane's item; the key's own only records the layout
+    with counting(client) as setup:
+        issued: list[int] = []
+        while len([item for item in setup.items_written if lane_item in item]) < SHARDS:
             if len(issued) == _LANE_SETUP_REQUESTS:
                 raise AssertionError(
-                    f"{_LANE_SETUP_REQUESTS} requests wrote {len(setup.items_written)} "
-                    f"of {SHARDED_KEY}'s {SHARDS} lane items"
+                    f"{_LANE_SETUP_REQUESTS} requests wrote {len(setup.items_written)} of {SHARDED_KEY}'s {SHARDS} "
+                    "lane items"
                 )
-            issued.append(_issue_one(handler, path))
-    with CallCounter(client) as steady:
-        issued += [_issue_one(handler, path) for _ in range(requests)]
+            issued += _issue(handler, path)
+    with counting(client) as steady:
+        for _ in range(requests):
+            issued += _issue(handler, path)
     if len(set(issued)) != len(issued):
         raise AssertionError(f"{SHARDED_KEY}: {len(issued) - len(set(issued))} duplicate tickets")
     return {
@@ -185,7 +171,7 @@ def _blocks(handler: Any, client: Any) -> dict:
         return answer
 
     after = block()["last"]
-    with CallCounter(client) as counted:
+    with counting(client) as counted:
         for _ in range(BLOCK_REQUESTS):
             answer = block()
             if answer["first"] != after + answer["step"]:

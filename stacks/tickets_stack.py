@@ -34,34 +34,23 @@ class TicketsStack(Stack):
         )
         dashboard = TicketDashboard(self, "Dashboard", service=service, alarms=alarms)
 
-        CfnOutput(self, "FunctionUrl", value=service.url.url, description="POST or GET {url}{key} for a ticket")
-        CfnOutput(self, "TableName", value=service.table.table_name, description="The counter table")
-        CfnOutput(
-            self,
-            "DashboardName",
-            value=dashboard.dashboard.dashboard_name,
-            description="The CloudWatch dashboard (its name is generated)",
-        )
-        CfnOutput(
-            self,
-            "RegionSlot",
-            value=str(config.regions[region]),
-            description=f"This region's slot of {config.region_slots}",
-        )
+        outputs = {
+            "FunctionUrl": (service.url.url, "POST or GET {url}{key} for a ticket"),
+            "TableName": (service.table.table_name, "The counter table"),
+            "DashboardName": (dashboard.dashboard.dashboard_name, "The CloudWatch dashboard (its name is generated)"),
+            "RegionSlot": (str(config.regions[region]), f"This region's slot of {config.region_slots}"),
+        }
         if service.invoke_policy is not None:
-            CfnOutput(
-                self,
-                "InvokePolicyArn",
-                value=service.invoke_policy.managed_policy_arn,
-                description="Attach to a caller's role or user: lambda:InvokeFunctionUrl and lambda:InvokeFunction",
+            outputs["InvokePolicyArn"] = (
+                service.invoke_policy.managed_policy_arn,
+                "Attach to a caller's role or user: lambda:InvokeFunctionUrl and lambda:InvokeFunction",
             )
-            CfnOutput(
-                self,
-                "FunctionArn",
-                value=service.function.function_arn,
-                description="The Resource of a caller's own policy in another account "
-                "(docs/how-to/call-from-another-account.md)",
+            outputs["FunctionArn"] = (
+                service.function.function_arn,
+                "The Resource of a caller's own policy in another account (docs/how-to/call-from-another-account.md)",
             )
+        for name, (value, description) in outputs.items():
+            CfnOutput(self, name, value=value, description=description)
         _warn_about_public_access(self, config)
 
 

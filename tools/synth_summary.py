@@ -15,9 +15,6 @@ from typing import Any
 
 from tickets_deploy.ledger import LEDGER_VERSION_OUTPUT
 
-STACK_ARTIFACT = "aws:cloudformation:stack"
-NESTED_ASSEMBLY = "cdk:cloud-assembly"
-
 
 def stacks(assembly: Path) -> list[dict[str, Any]]:
     """Each stack of the assembly (nested assemblies, a CDK Stage's, included): name, region, template
@@ -26,19 +23,18 @@ def stacks(assembly: Path) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
         properties = artifact.get("properties", {})
-        if artifact.get("type") == NESTED_ASSEMBLY:
+        if artifact.get("type") == "cdk:cloud-assembly":
             found += stacks(assembly / properties["directoryName"])
-        elif artifact.get("type") == STACK_ARTIFACT:
-            template_file = assembly / properties["templateFile"]
-            outputs = json.loads(template_file.read_text(encoding="utf-8")).get("Outputs", {})
-            version = outputs.get(LEDGER_VERSION_OUTPUT, {}).get("Value")
+        elif artifact.get("type") == "aws:cloudformation:stack":
+            template = assembly / properties["templateFile"]
+            outputs = json.loads(template.read_text(encoding="utf-8")).get("Outputs", {})
             found.append(
                 {
                     "name": properties.get("stackName", artifact_id),
                     "region": artifact.get("environment", "").rsplit("/", 1)[-1],
-                    "template": template_file,
+                    "template": template,
                     "outputs": sorted(outputs),
-                    "ledger_version": version,
+                    "ledger_version": outputs.get(LEDGER_VERSION_OUTPUT, {}).get("Value"),
                 }
             )
     return found
@@ -50,8 +46,10 @@ def summary(assembly: Path) -> str:
     ledger = f"ledger version {', '.join(versions)}" if versions else "no Tickets stack"
     lines = [f"{assembly}: {len(found)} stack(s), {ledger}"]
     for stack in found:
-        lines.append(f"  {stack['name']} ({stack['region']}): {stack['template']}")
-        lines.append(f"    outputs: {', '.join(stack['outputs']) or 'none'}")
+        lines += [
+            f"  {stack['name']} ({stack['region']}): {stack['template']}",
+            f"    outputs: {', '.join(stack['outputs']) or 'none'}",
+        ]
     return "\n".join(lines)
 
 

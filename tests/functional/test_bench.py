@@ -16,7 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from bench import ceiling, local, package, readme, report, writes
+from bench import local, package, readme, report, writes
 from bench.__main__ import DURATION
 from bench.child import run_in_child
 from bench.environment import (
@@ -71,7 +71,7 @@ def test_baseline_handler_issues_increasing_tickets_on_moto():
 
 
 def test_per_key_ceiling_follows_the_counted_writes():
-    result = ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, baseline_writes_per_ticket=1.0)
+    result = report.per_key_ceiling({1: 1.0, 1000: 0.001}, baseline_writes_per_ticket=1.0)
 
     assert result["baseline"] == 1000
     assert result["tickets"][1] == {1: 1000, 1000: 1_000_000}
@@ -196,7 +196,7 @@ SAMPLE_RESULTS = {
     "sharded": {"shards": 4, "writes_per_ticket": 1.0},
     "block_tickets_per_write": 1_000_000.0,
     "block_count": 1_000_000,
-    "per_key_ceiling": ceiling.per_key_ceiling({1: 1.0, 1000: 0.001}, 1.0),
+    "per_key_ceiling": report.per_key_ceiling({1: 1.0, 1000: 0.001}, 1.0),
     "lease_tickets_per_s": 900_000.0,
     "lease_seconds": 5.0,
     "lease_warm_up_seconds": 2.0,
