@@ -10,19 +10,10 @@ from tickets_deploy.config import load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 from tickets_deploy.rules import ConfigError
 
-from . import counter_commands, fence, journal, opaque_commands, opaque_secret, workers
-from .registry import Command, Context
+from .registry import Command, Context, find_commands
 from .table import AdminError
 
-# Every command, in the order `--help` lists them; each is its arguments and its run function (registry.py).
-COMMANDS: tuple[Command, ...] = (
-    *counter_commands.COMMANDS,
-    fence.COMMAND,
-    *journal.COMMANDS,
-    *opaque_commands.COMMANDS,
-    opaque_secret.COMMAND,
-    workers.COMMAND,
-)
+COMMANDS = find_commands()
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 
 DESCRIPTION = """\
@@ -42,7 +33,6 @@ local endpoints accept. Errors print "error: <what to do>" on stderr and exit wi
 
 
 def first_example(command: Command) -> list[str]:
-    """The first example of a command's epilog (its lines, a continued one included)."""
     lines = command.epilog.splitlines()
     start = next(index for index, line in enumerate(lines) if f"tickets_admin {command.name}" in line)
     end = start
@@ -105,7 +95,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_to(commands, common, one_region)
+        one_region_options = command.uses_table and not command.several_regions
+        subparser = commands.add_parser(
+            command.name,
+            parents=[common, one_region] if one_region_options else [common],
+            description=command.description,
+            epilog=command.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            help=command.help,
+        )
+        command.arguments(subparser)
+        # _context reads --region and --endpoint-url only where the parser has them
+        subparser.set_defaults(run=command.run, one_region=one_region_options)
     return parser.parse_args(argv)
 
 
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 def _context(args: argparse.Namespace) -> Context:
     """The config from --config (cdk.json), or with --service from the ledger alone. A command working on
     several regions (fence) reads its own --region and --endpoint-url: the context names the first region."""
-    region_given, endpoint_url = (None, None) if args.several_regions else (args.region, args.endpoint_url)
+    region_given, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
     if args.service is None:
         config = load_config_file(args.config)
         region = pick_region(config, region_given, args.config)

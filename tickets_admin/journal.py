@@ -1,16 +1,11 @@
-"""A series' journal read from its table: export it (`tickets_admin journal`) and audit it
-(`tickets_admin audit`). The audit is the check tests/models/test_series_model.py runs after every step.
-
-Read with the function's own store (tickets.series.store), so what is audited is what the service
-wrote and reads: heads by a Scan of the series table, entries by Query in number order.
-"""
+"""A series' journal read from its table with the function's own store (tickets.series.store), for `tickets_admin
+journal` and `audit` (the check tests/models/test_series_model.py runs after every step)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import io
-import itertools
 import json
 import re
 import sys
@@ -23,10 +18,10 @@ from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
 from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
 
-from .registry import Command, Context
+from .registry import Context
 from .table import CounterTable
 
-PAGE = 500  # entries per Query while exporting or auditing
+EVERY_ENTRY = 2**31 - 1  # a Query's largest Limit: its own pages (1 MB each) are followed to the end
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 CSV_COLUMNS = (
     "key",
@@ -147,14 +142,8 @@ class SeriesTable:
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:
-        """Every entry of the series in number order, page by page (the journal route's Query)."""
-        after = head.start - 1
-        while True:
-            page = self._store.page(head.key, head.series, after, PAGE)
-            yield from page
-            if len(page) < PAGE:
-                return
-            after = page[-1].ticket
+        """Every entry of the series in number order, a Query page at a time (the journal route's)."""
+        return self._store.entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
 
     def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:
         return [audit(head, self.entries(head)) for head in self.heads(key, series)]
@@ -204,19 +193,6 @@ def _numbers(numbers: list[int], shown: int = 50) -> str:
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
 
 
-JOURNAL_DESCRIPTION = """\
-Print the journal of the series KEY (every series of it, or the one --series names), in number
-order: one entry per number, with its series, time, caller, Idempotency-Key, ref and void.
-JSON Lines by default, or CSV with a header row. Read from the series table (<tableName>-series)
-with consistent Query pages, as GET /_series/KEY/journal reads it."""
-
-AUDIT_DESCRIPTION = """\
-Check every series of KEY (or the one --series names) from its first number to its last: each
-number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
-one. Prints per series the numbers it spans, how many were issued and how many voided; exits 1
-naming every number that is unaccounted (no entry) or recorded twice, and every Idempotency-Key
-that holds more than one number. A number being issued while this runs may show as the series' last number."""
-
 SERIES_EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
@@ -225,76 +201,18 @@ examples:
   .venv/bin/python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
 
 
-def _series_arguments(parser: argparse.ArgumentParser) -> None:
+def series_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
     parser.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
 
 
-def _journal_arguments(parser: argparse.ArgumentParser) -> None:
-    _series_arguments(parser)
-    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
-
-
-def _series_table(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable]:
-    name = f"{context.table_name}{SERIES_TABLE_SUFFIX}"
-    table = CounterTable(
-        name, context.region, context.endpoint_url, named_by="--table (the series table is NAME-series)"
-    )
-    return table, SeriesTable(table.client, name)
-
-
-def _heads(args: argparse.Namespace, table: CounterTable, journal: SeriesTable) -> list[Head]:
-    """KEY's series (or the one --series names); says so on stderr when there are none."""
+def series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:
+    """The series table and KEY's series (or the one --series names); says so on stderr when there are none."""
+    table = context.counter_table(SERIES_TABLE_SUFFIX)
+    journal = SeriesTable(table.client, table.table)
     with table.dynamodb_errors():
         heads = journal.heads(args.key, args.series)
     if not heads:
         named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
         print(f"no {named} in table {table.table}", file=sys.stderr)
-    return heads
-
-
-def _journal(args: argparse.Namespace, context: Context) -> int:
-    table, journal = _series_table(args, context)
-    heads = _heads(args, table, journal)
-    if not heads:
-        return 1 if args.series else 0
-    with table.dynamodb_errors():
-        entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
-        for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
-            print(line)
-    return 0
-
-
-def _audit(args: argparse.Namespace, context: Context) -> int:
-    table, journal = _series_table(args, context)
-    heads = _heads(args, table, journal)
-    if not heads:
-        return 1 if args.series else 0
-    with table.dynamodb_errors():
-        audits = [audit(head, journal.entries(head)) for head in heads]
-    for result in audits:
-        for line in result.lines():
-            print(printable(line))
-    failed = [result for result in audits if not result.clean]
-    print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
-    return 1 if failed else 0
-
-
-COMMANDS = (
-    Command(
-        "journal",
-        "print a series' journal (JSON Lines or CSV)",
-        JOURNAL_DESCRIPTION,
-        SERIES_EPILOG,
-        _journal,
-        _journal_arguments,
-    ),
-    Command(
-        "audit",
-        "check that every number of a series has exactly one journal entry",
-        AUDIT_DESCRIPTION,
-        SERIES_EPILOG,
-        _audit,
-        _series_arguments,
-    ),
-)
+    return table, journal, heads

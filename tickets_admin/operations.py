@@ -1,28 +1,14 @@
-"""What the commands do, on a CounterTable: `raise_key` and `export_items`.
-
-`raise_key(KEY, above=N)` makes every lane of KEY in one region next issue its smallest ticket
-above N, for a restore that rewound `last` or a move from another counter. It never lowers a
-lane: each write is conditional on `last` being lower than the new value, so a lane the service
-moved past the target meanwhile is left alone and reported. An item the service did not write (no
-`step` or `first`: typed in by hand, or left by version 0.1.0), or whose `last` is off its lane, is
-made a lane whose next ticket is above both N and its own `last`, by a compare-and-set on that
-`last`; a sharded key's incomplete layout is completed from the config. It refuses, before writing
-anything, a lane whose stored step, first ticket or shard layout disagrees with the config, and a
-target past the counter's max.
-
-On a key whose layout changed above a fence, `lanes` are its current epoch's (tickets_admin/key_lanes.py) and
-`stopped` names every item of its earlier epochs: those are never raised or restarted. A restore from before a
-fence brings them back (their step as it was); they are stopped again, as `fence` left them, before any lane
-is raised.
-"""
+"""`raise_key`: make every lane of a key in one region next issue its smallest ticket above N (`raise`, `migrate`),
+never lowering one: each write is conditional on `last` being lower than the new value. On a key whose layout
+changed above a fence, the items of its earlier epochs (`stopped`) are never raised: a restore from before a fence
+brings them back, and they are stopped again first, as `fence` left them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from tickets import lane_item
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
@@ -40,7 +26,6 @@ from tickets.lane_item import (
     number,
 )
 from tickets.sequence import Lane
-from tickets.tables import COUNTER_KEY, is_counter_item
 
 from .table import AdminError, CounterTable
 
@@ -120,8 +105,8 @@ def raise_key(
     layout = table.get(plain_key) if sharded else None
     problems = [
         problem
-        for problem in ([_layout_problem(lanes[0], layout)] if sharded else [])
-        + [_lane_problem(lane, table.get(lane.item_key)) for lane in lanes]
+        for problem in ([_problem(lanes[0], layout, layout=True)] if sharded else [])
+        + [_problem(lane, table.get(lane.item_key)) for lane in lanes]
         if problem
     ]
     if problems:
@@ -133,7 +118,7 @@ def raise_key(
         # then fails on the plain item instead of issuing numbers these lanes own.
         if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
             raise AdminError(
-                _layout_problem(lanes[0], table.get(plain_key))
+                _problem(lanes[0], table.get(plain_key), layout=True)
                 or f"{plain_key}: its layout changed meanwhile; run the command again. Nothing was written."
             )
         report(f"{plain_key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
@@ -150,7 +135,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
     raced = False
     for _ in range(_ATTEMPTS):
         item = table.get(lane.item_key)
-        problem = _lane_problem(lane, item)
+        problem = _problem(lane, item)
         if problem:
             raise AdminError(f"{problem}\nThe lanes listed above were done; this one and the rest were not.")
         before = number(item, LAST)
@@ -202,56 +187,20 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
 # The fence id a lane stopped again after a restore records (tickets.lane_item.FENCED_BY), sealed at once: the
 # fence that first stopped it was recorded long ago, and nothing may put it back.
 RESTOPPED_BY = "raise-after-restore"
-_CHECK_CONFIG = "check --config and --region, or the config changed after tickets were issued"
 
 
-def _stopped_problem(item_key: str, key: str) -> str:
-    """A lane the config says is current was stopped at a fence: the layout changed after the ledger this config
-    is checked against was written, or a fence of it has not been recorded yet."""
+def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:
+    """Why this stored lane item (with `layout`: a sharded key's plain item) is not the configured one, or None."""
+    if item is None:
+        return None
+    if number(item, STEP) == STOPPED:  # the layout changed after the ledger this config is checked against
+        return (
+            f"{lane.plain_key if layout else lane.item_key} was stopped at a fence: {lane.key}'s layout is being "
+            "changed, and the ledger beside --config does not record that change yet (a fence not finished, or this "
+            "is not the deployment's latest cdk.json and ledger). Finish the change with `.venv/bin/python -m "
+            "tickets_admin fence` (run with the new cdk.json), then raise the new layout's lanes"
+        )
+    changed = (layout_contradiction if layout else contradiction)(lane, item)
     return (
-        f"{item_key} was stopped at a fence: {key}'s layout is being changed, and the ledger beside --config does not "
-        "record that change yet (a fence not finished, or this is not the deployment's latest cdk.json and ledger). "
-        "Finish the change with `.venv/bin/python -m tickets_admin fence` (run with the new cdk.json), then raise the "
-        "new layout's lanes"
+        f"{changed}; check --config and --region, or the config changed after tickets were issued" if changed else None
     )
-
-
-def _lane_problem(lane: Lane, item: Item | None) -> str | None:
-    """Why this stored lane item is not the configured lane, or None."""
-    if item is not None and number(item, STEP) == STOPPED:
-        return _stopped_problem(lane.item_key, lane.key)
-    changed = contradiction(lane, item) if item is not None else None
-    return f"{changed}; {_CHECK_CONFIG}" if changed else None
-
-
-def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
-    """Why a sharded key's plain item contradicts the configured layout, or None."""
-    if item is not None and number(item, STEP) == STOPPED:
-        return _stopped_problem(shard_zero.plain_key, shard_zero.key)
-    changed = layout_contradiction(shard_zero, item) if item is not None else None
-    return f"{changed}; {_CHECK_CONFIG}" if changed else None
-
-
-def export_items(table: CounterTable) -> Iterator[str]:
-    """Every counter item of the table as one JSON object a line, in the order of its `counter`; not the
-    records tickets_admin keeps beside them (tables.is_counter_item: `migrate`'s targets)."""
-    items = sorted(
-        (_plain(item) for item in table.scan() if is_counter_item(item.get(COUNTER_KEY, {}).get("S", ""))),
-        key=lambda item: str(item.get(COUNTER_KEY)),
-    )
-    for item in items:
-        yield json.dumps(item, sort_keys=True)
-
-
-def _plain(item: Item) -> dict[str, Any]:
-    """Strings and whole numbers as themselves (numbers exactly, however large); anything else in
-    DynamoDB's typed form, e.g. {"N": "12.5"}, so nothing is rounded or lost."""
-    plain: dict[str, Any] = {}
-    for name, value in item.items():
-        if "S" in value:
-            plain[name] = value["S"]
-        elif "N" in value and number(item, name) is not None:
-            plain[name] = number(item, name)
-        else:
-            plain[name] = value
-    return plain
