@@ -55,20 +55,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     one_region = argparse.ArgumentParser(add_help=False)  # fence works on several regions: its own options
     one_region.add_argument(
         "--region",
-        default=None,
         help="a region from cdk.json's tickets.regions; its slot decides its lanes "
         "(default: the first configured region)",
     )
     one_region.add_argument(
         "--endpoint-url",
-        default=None,
         metavar="URL",
         help="a DynamoDB-compatible endpoint, e.g. the one given to make serve ENDPOINT_URL= "
         "(default: DynamoDB itself)",
     )
     common.add_argument(
         "--table",
-        default=None,
         metavar="NAME",
         help="the counter table (default: tableName in cdk.json, which the stack and the local server use)",
     )
@@ -82,31 +79,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
     parser.add_argument(
         "--service",
-        default=None,
         metavar="TABLE",
         help="take the service's config from the ledger alone, by its table name, instead of from --config "
         "(an app built on the construct)",
     )
     parser.add_argument(
         "--ledger",
-        default=None,
         metavar="PATH",
         help=f"the ledger --service reads (default: {LEDGER_FILE} beside cdk.json, in the current directory)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        one_region_options = command.uses_table and not command.several_regions
         subparser = commands.add_parser(
             command.name,
-            parents=[common, one_region] if one_region_options else [common],
+            parents=[common, one_region] if command.one_region else [common],
             description=command.description,
             epilog=command.epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             help=command.help,
         )
         command.arguments(subparser)
-        # _context reads --region and --endpoint-url only where the parser has them
-        subparser.set_defaults(run=command.run, one_region=one_region_options)
+        subparser.set_defaults(run=command.run, one_region=command.one_region)
     return parser.parse_args(argv)
 
 
@@ -122,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _context(args: argparse.Namespace) -> Context:
-    """The config from --config (cdk.json), or with --service from the ledger alone. A command working on
-    several regions (fence) reads its own --region and --endpoint-url: the context names the first region."""
+    """The config from --config (cdk.json), or with --service from the ledger alone."""
     region_given, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
     if args.service is None:
         config = load_config_file(args.config)

@@ -203,7 +203,7 @@ examples:
 
 def series_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
-    parser.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
+    parser.add_argument("--series", metavar="S", help="one series name (default: all of KEY's)")
 
 
 def series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:

@@ -111,9 +111,7 @@ def deployed_keys(context: Context) -> dict[int, bytes]:
 def codec_arguments(parser: argparse.ArgumentParser) -> None:
     """encode's and decode's: the counter and its keys."""
     parser.add_argument("key", metavar="KEY", help="the opaque counter")
-    parser.add_argument(
-        "--key-file", type=Path, default=None, metavar="PATH", help="the keys, by version (the format below)"
-    )
+    parser.add_argument("--key-file", type=Path, metavar="PATH", help="the keys, by version (the format below)")
     parser.add_argument(
         "--no-table-check",
         action="store_true",

@@ -42,37 +42,8 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class LaneResult:
-    lane: Lane
     outcome: Outcome
-    before: int | None  # the stored `last`; None: the lane has issued nothing
-    after: int | None
-    stored: str | None = None  # the stored `last` as written, when it is not a whole number
-
-    @property
-    def needs_attention(self) -> bool:
-        return self.outcome is Outcome.OFF_LANE
-
-    def describe(self) -> str:
-        lane, name = self.lane, f"{self.lane.item_key} (lane {self.lane.index})"
-        before = "unused" if self.before is None else f"last {self.before}"
-        if self.outcome is Outcome.RAISED:
-            assert self.after is not None
-            return f"{name}: {before} -> last {self.after}; next ticket {self.after + lane.step}"
-        if self.outcome is Outcome.MADE_LANE:
-            assert self.after is not None
-            return (
-                f"{name}: {before} -> last {self.after}, now a lane (first {lane.first}, step {lane.step}); "
-                f"next ticket {self.after + lane.step}"
-            )
-        if self.outcome is Outcome.ALREADY_ABOVE:
-            following = lane.first if self.before is None else self.before + lane.step
-            return f"{name}: already above: {before}, next ticket {following}"
-        if self.outcome is Outcome.MOVED_PAST:
-            return f"{name}: moved past the target meanwhile ({before}); left alone"
-        return (
-            f"{name}: NOT CHANGED: last {self.stored} is not a whole number; the service refuses to issue "
-            "from it until the item is fixed by hand"
-        )
+    line: str  # what was found and done, as the commands print it
 
 
 def next_ticket_above(lane: Lane, above: int) -> int:
@@ -93,13 +64,11 @@ def raise_key(
 ) -> list[LaneResult]:
     """Raise every lane of `key` (this region's `lanes`, in the key's current epoch) so its next ticket is above
     `above`, after making sure the items of its earlier epochs (`stopped`) are stopped."""
-    targets = {lane.item_key: next_ticket_above(lane, above) for lane in lanes}
     for lane in lanes:
-        if targets[lane.item_key] > lane.max:
+        if (target := next_ticket_above(lane, above)) > lane.max:
             raise AdminError(
-                f"{lane.item_key}: the lane's next ticket above {above} would be "
-                f"{targets[lane.item_key]}, past the counter's max ({lane.max}); raise max in "
-                "cdk.json and deploy first. Nothing was written."
+                f"{lane.item_key}: the lane's next ticket above {above} would be {target}, past the counter's max "
+                f"({lane.max}); raise max in cdk.json and deploy first. Nothing was written."
             )
     sharded, plain_key = lanes[0].shards > 1, lanes[0].plain_key  # `key`, or `key@N` in epoch N
     layout = table.get(plain_key) if sharded else None
@@ -125,37 +94,43 @@ def raise_key(
     results = []
     for lane in lanes:
         result = _raise_lane(table, lane, above)
-        report(result.describe())
+        report(result.line)
         results.append(result)
     return results
 
 
 def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
-    target_last = next_ticket_above(lane, above) - lane.step
-    raced = False
+    name, target_last, raced = f"{lane.item_key} (lane {lane.index})", next_ticket_above(lane, above) - lane.step, False
     for _ in range(_ATTEMPTS):
         item = table.get(lane.item_key)
         problem = _problem(lane, item)
         if problem:
             raise AdminError(f"{problem}\nThe lanes listed above were done; this one and the rest were not.")
         before = number(item, LAST)
+        was = "unused" if before is None else f"last {before}"
         if item is None:
-            if target_last <= lane.seed:
-                return LaneResult(lane, Outcome.ALREADY_ABOVE, None, None)  # its first ticket is above the target
+            if target_last <= lane.seed:  # its first ticket is above the target
+                return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {lane.first}")
             outcome, after, request = Outcome.RAISED, target_last, lane_item.create(lane, target_last)
         elif LAST in item and before is None:
-            return LaneResult(lane, Outcome.OFF_LANE, None, None, stored=json.dumps(item[LAST]))
+            return LaneResult(
+                Outcome.OFF_LANE,
+                f"{name}: NOT CHANGED: last {json.dumps(item[LAST])} is not a whole number; the service refuses to "
+                "issue from it until the item is fixed by hand",
+            )
         elif missing(item, LANE) or (before is not None and not lane.accepts_last(before)):
             # Not a lane yet, or off it: whatever it issued is at most its `last`, so go above that too.
-            floor = above if before is None else max(above, before)
-            after = next_ticket_above(lane, floor) - lane.step
+            after = next_ticket_above(lane, above if before is None else max(above, before)) - lane.step
             outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
         elif before is not None and before >= target_last:
-            return LaneResult(lane, Outcome.MOVED_PAST if raced else Outcome.ALREADY_ABOVE, before, before)
+            if raced:
+                return LaneResult(Outcome.MOVED_PAST, f"{name}: moved past the target meanwhile ({was}); left alone")
+            return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {before + lane.step}")
         else:
             outcome, after, request = Outcome.RAISED, target_last, lane_item.raise_last(lane, target_last)
         if table.write(lane.item_key, request):
-            return LaneResult(lane, outcome, before, after)
+            made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
+            return LaneResult(outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
         raced = True  # the service wrote first: read again and see where the lane is now
     raise AdminError(
         f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "

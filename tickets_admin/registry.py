@@ -77,10 +77,9 @@ class Command:
     epilog: str  # `examples:` first: the first also stands in `tickets_admin --help`
     run: Callable[[argparse.Namespace, Context], int]
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
-    # True: on several regions' tables at once (fence), declaring its own, repeatable --region and --endpoint-url.
-    several_regions: bool = False
-    # False: works without the counter table (put-key): no --region nor --endpoint-url.
-    uses_table: bool = True
+    # False: no --region nor --endpoint-url (fence declares its own, repeatable; put-key writes every region): the
+    # context names the first region.
+    one_region: bool = True
 
 
 def find_commands() -> tuple[Command, ...]:

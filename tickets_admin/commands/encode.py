@@ -32,7 +32,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--key-version",
         type=int,
-        default=None,
         metavar="N",
         help="the key version to encode with (default: the counter's keyVersion)",
     )

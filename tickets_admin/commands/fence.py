@@ -70,7 +70,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--region",
         action="append",
-        default=None,
         metavar="R",
         help="fence only this region (repeatable); the epoch is recorded once every region is fenced "
         "(default: every region cdk.json names and every region the ledger gave a slot)",
@@ -78,7 +77,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--endpoint-url",
         action="append",
-        default=None,
         metavar="[REGION=]URL",
         help="a DynamoDB-compatible endpoint: URL for every region, or REGION=URL, repeated, one per region",
     )
@@ -90,7 +88,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fence-id",
-        default=None,
         metavar="ID",
         help="with --undo: the fence to undo when no ledger records it any more (its id, as a refusal names it and "
         "each lane it stopped records it in fencedBy); every region of this ledger's table is read for its lanes",
@@ -326,5 +323,5 @@ COMMAND = Command(
     FENCE_EPILOG,
     _fence,
     _arguments,
-    several_regions=True,
+    one_region=False,
 )

@@ -203,8 +203,10 @@ class _Run:
         taken = f"the old callers took {target.target + 1} .. {value}, above the target {target.describe()}"
         issued = _issued(self.table, lanes.every_epoch, target.target, value, self.region)
         if issued is None:
-            return f"{taken}; Tickets has issued none of those numbers in {self.region} yet, but its next ones are "
-            "among them"
+            return (
+                f"{taken}; Tickets has issued none of those numbers in {self.region} yet, but its next ones are "
+                "among them"
+            )
         return f"{taken}; Tickets has issued {issued[0]} of those numbers {issued[1]}: each twice"
 
     def migrate(self, key: str, value: int, lanes: KeyLanes, recorded: Target | None) -> str:
@@ -217,7 +219,7 @@ class _Run:
         except AdminError as err:
             say(f"{key}: NOT MIGRATED: not raised above {target}: {' '.join(str(err).splitlines())}")
             return "not migrated"
-        if any(result.needs_attention for result in results):
+        if any(result.outcome is Outcome.OFF_LANE for result in results):
             outcome = "not migrated"  # the lane lines say which stored value needs a fix by hand
         else:
             outcome = "raised" if any(result.outcome is Outcome.RAISED for result in results) else "already above"
@@ -332,7 +334,6 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--from-region",
-        default=None,
         metavar="REGION",
         help="the old counter table's region (default: --region, the Tickets region raised): an API Gateway "
         "counter lives in one region, and every Tickets region is migrated from it",

@@ -89,7 +89,6 @@ def _put_key_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--kms-key-id",
-        default=None,
         metavar="KEY",
         help="the KMS key to encrypt the parameter with (default: the one it has, else SSM's own, aws/ssm)",
     )
@@ -102,5 +101,5 @@ COMMAND = Command(
     EPILOG,
     _put_key,
     _put_key_arguments,
-    uses_table=False,
+    one_region=False,
 )

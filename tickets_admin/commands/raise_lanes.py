@@ -8,7 +8,7 @@ from tickets.settings import unserved
 
 from ..cli import counter_key, say, whole_number
 from ..key_lanes import key_lanes
-from ..operations import raise_key
+from ..operations import Outcome, raise_key
 from ..registry import Command, Context
 from ..table import AdminError
 
@@ -71,7 +71,7 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
         flush=True,
     )
     results = raise_key(table, args.key, lanes.current, args.above, say, stopped=lanes.stopped)
-    return 1 if any(result.needs_attention for result in results) else 0
+    return 1 if any(result.outcome is Outcome.OFF_LANE for result in results) else 0
 
 
 COMMAND = Command(
