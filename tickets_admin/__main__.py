@@ -106,8 +106,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        context = _context(args)
-        status: int = args.run(args, context)
+        status: int = args.run(args, _context(args))
     except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -118,13 +117,13 @@ def _context(args: argparse.Namespace) -> Context:
     """The config from --config (cdk.json), or with --service from the ledger alone."""
     region_given, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
     if args.service is None:
+        path, named = Path(args.config), args.config
         config = load_config_file(args.config)
-        region = pick_region(config, region_given, args.config)
-        return Context(config, Path(args.config), region, endpoint_url, args.table)
-    ledger = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
-    config = service_config(ledger, args.service)
-    region = pick_region(config, region_given, f"{ledger} (service {args.service})")
-    return Context(config, ledger, region, endpoint_url, args.table, from_ledger=True)
+    else:
+        path = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
+        config, named = service_config(path, args.service), f"{path} (service {args.service})"
+    region = pick_region(config, region_given, named)
+    return Context(config, path, region, endpoint_url, args.table, from_ledger=args.service is not None)
 
 
 if __name__ == "__main__":

@@ -11,13 +11,14 @@ import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
 from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
 
+from .listing import scan
 from .registry import Context
 from .table import CounterTable
 
@@ -46,29 +47,25 @@ class Head:
     last: int  # the high-water mark: every number from start to last has an entry
 
 
-@dataclass
+@dataclass(frozen=True)
 class SeriesAudit:
     """One series checked from its first number to its last."""
 
-    key: str
-    series: str
-    start: int
-    mark: int
-    last: int | None = None  # the highest number with an entry (mark, or mark + 1 while one is being issued)
-    issued: int = 0
-    voided: int = 0
-    unaccounted: list[int] = field(default_factory=list)  # numbers without an entry
-    twice: list[int] = field(default_factory=list)  # numbers recorded by more than one entry
-    # (caller, Idempotency-Key) -> its numbers, for each request that holds more than one entry
-    reused: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    head: Head
+    last: int | None  # the highest number with an entry (the mark, or mark + 1 while one is being issued)
+    issued: int
+    voided: int
+    unaccounted: list[int]  # numbers without an entry
+    twice: list[int]  # numbers recorded by more than one entry
+    reused: dict[tuple[str, str], list[int]]  # (caller, Idempotency-Key) -> its numbers, where more than one
 
     @property
     def clean(self) -> bool:
         return not self.unaccounted and not self.twice and not self.reused
 
     def lines(self) -> list[str]:
-        span = "no numbers" if self.last is None else f"numbers {self.start}..{self.last}"
-        lines = [f"{self.key} {self.series}: {span}: {self.issued} issued, {self.voided} voided"]
+        span = "no numbers" if self.last is None else f"numbers {self.head.start}..{self.last}"
+        lines = [f"{self.head.key} {self.head.series}: {span}: {self.issued} issued, {self.voided} voided"]
         if self.unaccounted:
             lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
         if self.twice:
@@ -81,23 +78,25 @@ class SeriesAudit:
 
 
 def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
-    """Every number from the head's start to the highest of its mark and its entries must have exactly
-    one entry, and every request (caller and Idempotency-Key) at most one. `entries` in any order (a
-    table's, or an export's)."""
-    result = SeriesAudit(head.key, head.series, head.start, head.last)
+    """Every number from the head's start to the highest of its mark and its entries must have exactly one entry,
+    and every request (caller and Idempotency-Key) at most one. `entries` in any order (a table's, or an export's)."""
     counts: Counter[int] = Counter()
     requests: dict[tuple[str, str], list[int]] = {}
+    voided = 0
     for entry in entries:
         counts[entry.ticket] += 1
-        result.voided += entry.void is not None
+        voided += entry.void is not None
         requests.setdefault((entry.caller, entry.idempotency_key), []).append(entry.ticket)
-    result.reused = {request: sorted(numbers) for request, numbers in requests.items() if len(numbers) > 1}
     top = max([head.last, *counts])
-    result.last = top if top >= head.start else None
-    result.unaccounted = [n for n in range(head.start, top + 1) if n not in counts]
-    result.twice = sorted(n for n, count in counts.items() if count > 1)
-    result.issued = len(counts)
-    return result
+    return SeriesAudit(
+        head,
+        top if top >= head.start else None,
+        len(counts),
+        voided,
+        [n for n in range(head.start, top + 1) if n not in counts],
+        sorted(n for n, count in counts.items() if count > 1),
+        {request: sorted(numbers) for request, numbers in requests.items() if len(numbers) > 1},
+    )
 
 
 class SeriesTable:
@@ -114,31 +113,25 @@ class SeriesTable:
         up from that entry (no head: the mark is below the start, so at most the start has an entry)."""
         heads: dict[str, Head] = {}
         first_entries: dict[str, int] = {}
-        for page in self._client.get_paginator("scan").paginate(
-            TableName=self._table,
-            ConsistentRead=True,
+        for item in scan(
+            self._client,
+            self._table,
             FilterExpression="begins_with(#pk, :heads) OR begins_with(#pk, :entries)",
             ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
             ExpressionAttributeValues={":heads": {"S": f"head#{key}#"}, ":entries": {"S": f"entry#{key}#"}},
         ):
-            for item in page.get("Items", []):
-                kind, _, named = item[SERIES_PARTITION_KEY]["S"].partition("#")
-                name = named[len(key) + 1 :]
-                if series is not None and name != series:
-                    continue
-                if kind == "head":
-                    heads[name] = Head(key, name, int(item["start"]["N"]), int(item["last"]["N"]))
-                else:
-                    number = int(item[SERIES_SORT_KEY]["N"])
-                    first_entries[name] = min(number, first_entries.get(name, number))
-        for name, first in first_entries.items():
-            # From the lowest of the head's start and the first entry: an entry below the recorded start is
-            # audited too, never skipped.
-            head = heads.get(name)
-            if head is None:
-                heads[name] = Head(key, name, first, first - 1)
+            kind, _, named = item[SERIES_PARTITION_KEY]["S"].partition("#")
+            name = named[len(key) + 1 :]
+            if series is not None and name != series:
+                continue
+            if kind == "head":
+                heads[name] = Head(key, name, int(item["start"]["N"]), int(item["last"]["N"]))
             else:
-                heads[name] = replace(head, start=min(head.start, first))
+                number = int(item[SERIES_SORT_KEY]["N"])
+                first_entries[name] = min(number, first_entries.get(name, number))
+        for name, first in first_entries.items():  # an entry below the recorded start is audited too
+            head = heads.get(name, Head(key, name, first, first - 1))
+            heads[name] = replace(head, start=min(head.start, first))
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:

@@ -100,6 +100,7 @@ def duration(seconds: float) -> str:
     return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
-def scan(client: Any, table: str) -> Iterable[Item]:
-    for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+def scan(client: Any, table: str, **request: Any) -> Iterable[Item]:
+    """Every item of `table` (matching `request`'s filter, if any), read consistently, page by page."""
+    for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **request):
         yield from page.get("Items", [])
