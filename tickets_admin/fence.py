@@ -40,7 +40,6 @@ class RegionLanes:
     items: dict[str, lane_item.Item | None]
 
     def stopped_by(self, fence: str) -> bool:
-        """Has `fence` stopped every one of them?"""
         return all(item is not None and fenced_by(item) == fence for item in self.items.values())
 
     def stopped_by_any_fence(self) -> bool:

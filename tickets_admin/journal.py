@@ -100,8 +100,6 @@ def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
 
 
 class SeriesTable:
-    """A series table through a botocore DynamoDB client."""
-
     def __init__(self, client: Any, table_name: str):
         self._client = client
         self._table = table_name

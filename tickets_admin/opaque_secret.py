@@ -120,7 +120,6 @@ def codec_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def keys_named(args: argparse.Namespace) -> str:
-    """Where the keys came from, as an error names them."""
     return f"--key-file {args.key_file}" if args.key_file is not None else "the service's parameter"
 
 

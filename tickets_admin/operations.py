@@ -47,7 +47,6 @@ class LaneResult:
 
 
 def next_ticket_above(lane: Lane, above: int) -> int:
-    """The lane's smallest ticket greater than `above`."""
     if above < lane.first:
         return lane.first
     return lane.ticket((above - lane.first) // lane.step + 1)
@@ -139,10 +138,8 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
-    """Make sure an item of an earlier epoch is stopped, as `fence` left it: stop it again if a restore from before
-    its fence brought it back (or dropped it: then it is written stopped, so no function of the old layout can
-    create it), and seal it, so no `fence --undo` ever puts it back. Never raised, never restarted. What was found,
-    as a report line."""
+    """Make sure an item of an earlier epoch is stopped, as `fence` left it (a restore from before its fence may have
+    brought it back, or dropped it), and sealed, so no `fence --undo` puts it back; what was found, as a line."""
     epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
     for _ in range(_ATTEMPTS):
         item = table.get(name)

@@ -67,7 +67,6 @@ class CounterTable:
             raise self._explain(err) from None
 
     def get(self, item_key: str) -> Item | None:
-        """The item, read consistently, or None if there is none."""
         return (self._call("get_item", item_key, ConsistentRead=True) or {}).get("Item")
 
     def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
@@ -88,7 +87,6 @@ class CounterTable:
             yield from scan(self.client, self.table)
 
     def _call(self, operation: str, item_key: str, **request: Any) -> dict[str, Any] | None:
-        """One call on the item; None if its condition failed."""
         with self.dynamodb_errors():
             try:
                 response: dict[str, Any] = getattr(self.client, operation)(

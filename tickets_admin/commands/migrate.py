@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, NamedTuple
 
 from tickets.errors import clip
 from tickets.keys import KEY_RULE, is_valid_key
@@ -132,17 +132,11 @@ class DryRunTable(CounterTable):
         return True
 
 
-@dataclass(frozen=True)
-class Target:
-    """What the first run that raised a key recorded: the old callers may take numbers up to `target`, no higher."""
+class Target(NamedTuple):
+    """What the first run that raised a key recorded: the old callers may take numbers up to `value`, no higher."""
 
-    target: int
-    old_value: int
-    margin: int
-    at: str
-
-    def describe(self) -> str:
-        return f"{self.target} (old value {self.old_value} + margin {self.margin}, recorded {self.at})"
+    value: int
+    described: str  # "VALUE (old value V + margin M, recorded AT)"
 
 
 def _read_target(table: CounterTable, key: str) -> Target | None:
@@ -155,7 +149,7 @@ def _read_target(table: CounterTable, key: str) -> Target | None:
             f"{MIGRATION_ITEM_PREFIX + key}: a migration record without a whole target, oldValue and margin; "
             "it was edited by hand: restore it from a backup (a point-in-time restore of the table)"
         )
-    return Target(target, old_value, margin, item["at"]["S"])
+    return Target(target, f"{target} (old value {old_value} + margin {margin}, recorded {item['at']['S']})")
 
 
 def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) -> None:
@@ -200,8 +194,8 @@ class _Run:
     now: str
 
     def overlap(self, lanes: KeyLanes, target: Target, value: int) -> str:
-        taken = f"the old callers took {target.target + 1} .. {value}, above the target {target.describe()}"
-        issued = _issued(self.table, lanes.every_epoch, target.target, value, self.region)
+        taken = f"the old callers took {target.value + 1} .. {value}, above the target {target.described}"
+        issued = _issued(self.table, lanes.every_epoch, target.value, value, self.region)
         if issued is None:
             return (
                 f"{taken}; Tickets has issued none of those numbers in {self.region} yet, but its next ones are "
@@ -241,9 +235,9 @@ class _Run:
 
     def verify(self, key: str, value: int, lanes: KeyLanes, recorded: Target | None) -> str:
         if recorded is not None:
-            if value > recorded.target:
+            if value > recorded.value:
                 return "overlap"
-            say(f"{key}: within its target: the old counter is at {value}, the target {recorded.describe()}")
+            say(f"{key}: within its target: the old counter is at {value}, the target {recorded.described}")
             return "within"
         issued = _issued(self.table, lanes.every_epoch, -1, value, self.region)
         said = (
@@ -302,7 +296,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
             continue
         lanes = key_lanes(key, counter, settings.region_slot, settings.region_slots, ledger)
         recorded = _read_target(table, key)
-        if recorded is not None and value > recorded.target:
+        if recorded is not None and value > recorded.value:
             say(f"{key}: OVERLAP: {run.overlap(lanes, recorded, value)}")
             counts["overlap"] += not verify
         counts[(run.verify if verify else run.migrate)(key, value, lanes, recorded)] += 1
