@@ -95,8 +95,16 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _fence(args: argparse.Namespace, context: Context) -> int:
+    if context.from_ledger:
+        raise AdminError(
+            "fence compares an edited cdk.json (--config) with the ledger beside it; --service has only the "
+            "ledger's config, which it records already: run fence with --config"
+        )
     path = context.ledger_path()
-    file, ledger = _ledger(context, path)
+    file = read_ledger_file(path)
+    ledger = file.services.get(context.config.table_name)
+    if ledger is None:
+        raise AdminError(f"{path} records no service {context.config.table_name!r}: synthesise it first")
     if args.fence_id is not None and not args.undo:
         raise AdminError("--fence-id names the fence --undo puts back: add --undo")
     if args.undo:
@@ -220,20 +228,6 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
     else:
         say(f"fence {fence_id} undone ({path} never recorded it)")
     return 0
-
-
-def _ledger(context: Context, path: Path) -> tuple[LedgerFile, Ledger]:
-    """The ledger file beside cdk.json and the service it records for the config."""
-    if context.from_ledger:
-        raise AdminError(
-            "fence compares an edited cdk.json (--config) with the ledger beside it; --service has only the "
-            "ledger's config, which it records already: run fence with --config"
-        )
-    file = read_ledger_file(path)
-    ledger = file.services.get(context.config.table_name)
-    if ledger is None:
-        raise AdminError(f"{path} records no service {context.config.table_name!r}: synthesise it first")
-    return file, ledger
 
 
 def _tables(context: Context, args: argparse.Namespace, ledger: Ledger) -> dict[str, CounterTable]:
