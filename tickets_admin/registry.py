@@ -84,8 +84,5 @@ class Command:
 
 def find_commands() -> tuple[Command, ...]:
     """The `COMMAND` of every module in tickets_admin/commands/, by module name: `--help` lists them so."""
-    found = []
-    for module in pkgutil.iter_modules(commands.__path__):
-        command: Command = importlib.import_module(f"{commands.__name__}.{module.name}").COMMAND
-        found.append(command)
-    return tuple(found)
+    found = pkgutil.iter_modules(commands.__path__)
+    return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)
