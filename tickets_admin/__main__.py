@@ -10,19 +10,10 @@ from tickets_deploy.config import load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 from tickets_deploy.rules import ConfigError
 
-from . import counter_commands, fence, journal, opaque_commands, opaque_secret, workers
-from .registry import Command, Context
+from .registry import Command, Context, find_commands
 from .table import AdminError
 
-# Every command, in the order `--help` lists them; each is its arguments and its run function (registry.py).
-COMMANDS: tuple[Command, ...] = (
-    *counter_commands.COMMANDS,
-    fence.COMMAND,
-    *journal.COMMANDS,
-    *opaque_commands.COMMANDS,
-    opaque_secret.COMMAND,
-    workers.COMMAND,
-)
+COMMANDS = find_commands()
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 
 DESCRIPTION = """\
@@ -42,7 +33,6 @@ local endpoints accept. Errors print "error: <what to do>" on stderr and exit wi
 
 
 def first_example(command: Command) -> list[str]:
-    """The first example of a command's epilog (its lines, a continued one included)."""
     lines = command.epilog.splitlines()
     start = next(index for index, line in enumerate(lines) if f"tickets_admin {command.name}" in line)
     end = start
@@ -65,20 +55,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     one_region = argparse.ArgumentParser(add_help=False)  # fence works on several regions: its own options
     one_region.add_argument(
         "--region",
-        default=None,
         help="a region from cdk.json's tickets.regions; its slot decides its lanes "
         "(default: the first configured region)",
     )
     one_region.add_argument(
         "--endpoint-url",
-        default=None,
         metavar="URL",
         help="a DynamoDB-compatible endpoint, e.g. the one given to make serve ENDPOINT_URL= "
         "(default: DynamoDB itself)",
     )
     common.add_argument(
         "--table",
-        default=None,
         metavar="NAME",
         help="the counter table (default: tableName in cdk.json, which the stack and the local server use)",
     )
@@ -92,28 +79,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
     parser.add_argument(
         "--service",
-        default=None,
         metavar="TABLE",
         help="take the service's config from the ledger alone, by its table name, instead of from --config "
         "(an app built on the construct)",
     )
     parser.add_argument(
         "--ledger",
-        default=None,
         metavar="PATH",
         help=f"the ledger --service reads (default: {LEDGER_FILE} beside cdk.json, in the current directory)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
-        command.add_to(commands, common, one_region)
+        subparser = commands.add_parser(
+            command.name,
+            parents=[common, one_region] if command.one_region else [common],
+            description=command.description,
+            epilog=command.epilog,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            help=command.help,
+        )
+        command.arguments(subparser)
+        subparser.set_defaults(run=command.run, one_region=command.one_region)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        context = _context(args)
-        status: int = args.run(args, context)
+        status: int = args.run(args, _context(args))
     except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
@@ -121,17 +114,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _context(args: argparse.Namespace) -> Context:
-    """The config from --config (cdk.json), or with --service from the ledger alone. A command working on
-    several regions (fence) reads its own --region and --endpoint-url: the context names the first region."""
-    region_given, endpoint_url = (None, None) if args.several_regions else (args.region, args.endpoint_url)
+    """The config from --config (cdk.json), or with --service from the ledger alone."""
+    region_given, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
     if args.service is None:
+        path, named = Path(args.config), args.config
         config = load_config_file(args.config)
-        region = pick_region(config, region_given, args.config)
-        return Context(config, Path(args.config), region, endpoint_url, args.table)
-    ledger = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
-    config = service_config(ledger, args.service)
-    region = pick_region(config, region_given, f"{ledger} (service {args.service})")
-    return Context(config, ledger, region, endpoint_url, args.table, from_ledger=True)
+    else:
+        path = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
+        config, named = service_config(path, args.service), f"{path} (service {args.service})"
+    region = pick_region(config, region_given, named)
+    return Context(config, path, region, endpoint_url, args.table, from_ledger=args.service is not None)
 
 
 if __name__ == "__main__":

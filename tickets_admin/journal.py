@@ -1,32 +1,28 @@
-"""A series' journal read from its table: export it (`tickets_admin journal`) and audit it
-(`tickets_admin audit`). The audit is the check tests/models/test_series_model.py runs after every step.
-
-Read with the function's own store (tickets.series.store), so what is audited is what the service
-wrote and reads: heads by a Scan of the series table, entries by Query in number order.
-"""
+"""A series' journal read from its table with the function's own store (tickets.series.store), for `tickets_admin
+journal` and `audit` (the check tests/models/test_series_model.py runs after every step)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
 import io
-import itertools
 import json
 import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
 from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
 
-from .registry import Command, Context
+from .listing import scan
+from .registry import Context
 from .table import CounterTable
 
-PAGE = 500  # entries per Query while exporting or auditing
+EVERY_ENTRY = 2**31 - 1  # a Query's largest Limit: its own pages (1 MB each) are followed to the end
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 CSV_COLUMNS = (
     "key",
@@ -51,29 +47,25 @@ class Head:
     last: int  # the high-water mark: every number from start to last has an entry
 
 
-@dataclass
+@dataclass(frozen=True)
 class SeriesAudit:
     """One series checked from its first number to its last."""
 
-    key: str
-    series: str
-    start: int
-    mark: int
-    last: int | None = None  # the highest number with an entry (mark, or mark + 1 while one is being issued)
-    issued: int = 0
-    voided: int = 0
-    unaccounted: list[int] = field(default_factory=list)  # numbers without an entry
-    twice: list[int] = field(default_factory=list)  # numbers recorded by more than one entry
-    # (caller, Idempotency-Key) -> its numbers, for each request that holds more than one entry
-    reused: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    head: Head
+    last: int | None  # the highest number with an entry (the mark, or mark + 1 while one is being issued)
+    issued: int
+    voided: int
+    unaccounted: list[int]  # numbers without an entry
+    twice: list[int]  # numbers recorded by more than one entry
+    reused: dict[tuple[str, str], list[int]]  # (caller, Idempotency-Key) -> its numbers, where more than one
 
     @property
     def clean(self) -> bool:
         return not self.unaccounted and not self.twice and not self.reused
 
     def lines(self) -> list[str]:
-        span = "no numbers" if self.last is None else f"numbers {self.start}..{self.last}"
-        lines = [f"{self.key} {self.series}: {span}: {self.issued} issued, {self.voided} voided"]
+        span = "no numbers" if self.last is None else f"numbers {self.head.start}..{self.last}"
+        lines = [f"{self.head.key} {self.head.series}: {span}: {self.issued} issued, {self.voided} voided"]
         if self.unaccounted:
             lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
         if self.twice:
@@ -86,28 +78,28 @@ class SeriesAudit:
 
 
 def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
-    """Every number from the head's start to the highest of its mark and its entries must have exactly
-    one entry, and every request (caller and Idempotency-Key) at most one. `entries` in any order (a
-    table's, or an export's)."""
-    result = SeriesAudit(head.key, head.series, head.start, head.last)
+    """Every number from the head's start to the highest of its mark and its entries must have exactly one entry,
+    and every request (caller and Idempotency-Key) at most one. `entries` in any order (a table's, or an export's)."""
     counts: Counter[int] = Counter()
     requests: dict[tuple[str, str], list[int]] = {}
+    voided = 0
     for entry in entries:
         counts[entry.ticket] += 1
-        result.voided += entry.void is not None
+        voided += entry.void is not None
         requests.setdefault((entry.caller, entry.idempotency_key), []).append(entry.ticket)
-    result.reused = {request: sorted(numbers) for request, numbers in requests.items() if len(numbers) > 1}
     top = max([head.last, *counts])
-    result.last = top if top >= head.start else None
-    result.unaccounted = [n for n in range(head.start, top + 1) if n not in counts]
-    result.twice = sorted(n for n, count in counts.items() if count > 1)
-    result.issued = len(counts)
-    return result
+    return SeriesAudit(
+        head,
+        top if top >= head.start else None,
+        len(counts),
+        voided,
+        [n for n in range(head.start, top + 1) if n not in counts],
+        sorted(n for n, count in counts.items() if count > 1),
+        {request: sorted(numbers) for request, numbers in requests.items() if len(numbers) > 1},
+    )
 
 
 class SeriesTable:
-    """A series table through a botocore DynamoDB client."""
-
     def __init__(self, client: Any, table_name: str):
         self._client = client
         self._table = table_name
@@ -119,42 +111,30 @@ class SeriesTable:
         up from that entry (no head: the mark is below the start, so at most the start has an entry)."""
         heads: dict[str, Head] = {}
         first_entries: dict[str, int] = {}
-        for page in self._client.get_paginator("scan").paginate(
-            TableName=self._table,
-            ConsistentRead=True,
+        for item in scan(
+            self._client,
+            self._table,
             FilterExpression="begins_with(#pk, :heads) OR begins_with(#pk, :entries)",
             ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
             ExpressionAttributeValues={":heads": {"S": f"head#{key}#"}, ":entries": {"S": f"entry#{key}#"}},
         ):
-            for item in page.get("Items", []):
-                kind, _, named = item[SERIES_PARTITION_KEY]["S"].partition("#")
-                name = named[len(key) + 1 :]
-                if series is not None and name != series:
-                    continue
-                if kind == "head":
-                    heads[name] = Head(key, name, int(item["start"]["N"]), int(item["last"]["N"]))
-                else:
-                    number = int(item[SERIES_SORT_KEY]["N"])
-                    first_entries[name] = min(number, first_entries.get(name, number))
-        for name, first in first_entries.items():
-            # From the lowest of the head's start and the first entry: an entry below the recorded start is
-            # audited too, never skipped.
-            head = heads.get(name)
-            if head is None:
-                heads[name] = Head(key, name, first, first - 1)
+            kind, _, named = item[SERIES_PARTITION_KEY]["S"].partition("#")
+            name = named[len(key) + 1 :]
+            if series is not None and name != series:
+                continue
+            if kind == "head":
+                heads[name] = Head(key, name, int(item["start"]["N"]), int(item["last"]["N"]))
             else:
-                heads[name] = replace(head, start=min(head.start, first))
+                number = int(item[SERIES_SORT_KEY]["N"])
+                first_entries[name] = min(number, first_entries.get(name, number))
+        for name, first in first_entries.items():  # an entry below the recorded start is audited too
+            head = heads.get(name, Head(key, name, first, first - 1))
+            heads[name] = replace(head, start=min(head.start, first))
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:
-        """Every entry of the series in number order, page by page (the journal route's Query)."""
-        after = head.start - 1
-        while True:
-            page = self._store.page(head.key, head.series, after, PAGE)
-            yield from page
-            if len(page) < PAGE:
-                return
-            after = page[-1].ticket
+        """Every entry of the series in number order, a Query page at a time (the journal route's)."""
+        return self._store.entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
 
     def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:
         return [audit(head, self.entries(head)) for head in self.heads(key, series)]
@@ -204,19 +184,6 @@ def _numbers(numbers: list[int], shown: int = 50) -> str:
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
 
 
-JOURNAL_DESCRIPTION = """\
-Print the journal of the series KEY (every series of it, or the one --series names), in number
-order: one entry per number, with its series, time, caller, Idempotency-Key, ref and void.
-JSON Lines by default, or CSV with a header row. Read from the series table (<tableName>-series)
-with consistent Query pages, as GET /_series/KEY/journal reads it."""
-
-AUDIT_DESCRIPTION = """\
-Check every series of KEY (or the one --series names) from its first number to its last: each
-number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
-one. Prints per series the numbers it spans, how many were issued and how many voided; exits 1
-naming every number that is unaccounted (no entry) or recorded twice, and every Idempotency-Key
-that holds more than one number. A number being issued while this runs may show as the series' last number."""
-
 SERIES_EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
@@ -225,76 +192,18 @@ examples:
   .venv/bin/python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
 
 
-def _series_arguments(parser: argparse.ArgumentParser) -> None:
+def series_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
-    parser.add_argument("--series", default=None, metavar="S", help="one series name (default: all of KEY's)")
+    parser.add_argument("--series", metavar="S", help="one series name (default: all of KEY's)")
 
 
-def _journal_arguments(parser: argparse.ArgumentParser) -> None:
-    _series_arguments(parser)
-    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
-
-
-def _series_table(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable]:
-    name = f"{context.table_name}{SERIES_TABLE_SUFFIX}"
-    table = CounterTable(
-        name, context.region, context.endpoint_url, named_by="--table (the series table is NAME-series)"
-    )
-    return table, SeriesTable(table.client, name)
-
-
-def _heads(args: argparse.Namespace, table: CounterTable, journal: SeriesTable) -> list[Head]:
-    """KEY's series (or the one --series names); says so on stderr when there are none."""
+def series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:
+    """The series table and KEY's series (or the one --series names); says so on stderr when there are none."""
+    table = context.counter_table(SERIES_TABLE_SUFFIX)
+    journal = SeriesTable(table.client, table.table)
     with table.dynamodb_errors():
         heads = journal.heads(args.key, args.series)
     if not heads:
         named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
         print(f"no {named} in table {table.table}", file=sys.stderr)
-    return heads
-
-
-def _journal(args: argparse.Namespace, context: Context) -> int:
-    table, journal = _series_table(args, context)
-    heads = _heads(args, table, journal)
-    if not heads:
-        return 1 if args.series else 0
-    with table.dynamodb_errors():
-        entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
-        for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
-            print(line)
-    return 0
-
-
-def _audit(args: argparse.Namespace, context: Context) -> int:
-    table, journal = _series_table(args, context)
-    heads = _heads(args, table, journal)
-    if not heads:
-        return 1 if args.series else 0
-    with table.dynamodb_errors():
-        audits = [audit(head, journal.entries(head)) for head in heads]
-    for result in audits:
-        for line in result.lines():
-            print(printable(line))
-    failed = [result for result in audits if not result.clean]
-    print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
-    return 1 if failed else 0
-
-
-COMMANDS = (
-    Command(
-        "journal",
-        "print a series' journal (JSON Lines or CSV)",
-        JOURNAL_DESCRIPTION,
-        SERIES_EPILOG,
-        _journal,
-        _journal_arguments,
-    ),
-    Command(
-        "audit",
-        "check that every number of a series has exactly one journal entry",
-        AUDIT_DESCRIPTION,
-        SERIES_EPILOG,
-        _audit,
-        _series_arguments,
-    ),
-)
+    return table, journal, heads

@@ -1,11 +1,6 @@
-"""A key's lanes in one region, across its epochs (docs/explanation/epochs-and-fences.md): what `raise` and `migrate`
-write and read on a key whose layout changed above a fence.
-
-The deployed function issues from the key's current epoch only (`orders@1`, `orders@1#0`, ...: the layout the
-ledger records last for it), so the repairs raise those lanes. Every earlier epoch's lanes were stopped at their
-fence (`tickets_admin fence`) and are never raised or restarted; they still hold what they issued, which
-`migrate --verify` counts.
-"""
+"""A key's lanes in one region, across its epochs (docs/explanation/epochs-and-fences.md): the deployed function
+issues from the current epoch's, which `raise` and `migrate` raise; the earlier epochs' were stopped at their fences
+and are never raised or restarted, but still hold what they issued, which `migrate --verify` counts."""
 
 from __future__ import annotations
 

@@ -1,30 +1,24 @@
-"""The counters of a counter table, one line each: what `.venv/bin/python -m tickets_admin list` prints and the
-local server's GET /_local/counters answers. Read from the table's items (a Scan), never from cdk.json:
-it shows what was issued, including keys no config names. Only the tickets left before each key's max
-need its config (`max_of`), and the time left a second read (`with_rates`)."""
+"""The counters of a counter table, one line each, read from its items (a Scan), never from cdk.json: what
+`tickets_admin list` prints and the local server's GET /_local/counters answers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tickets.epochs import EPOCH_SEPARATOR, STOPPED
+from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.sequence import tickets_left as lane_tickets_left
 from tickets.tables import COUNTER_KEY, is_counter_item
 
-SHARD_SEPARATOR = "#"  # a sharded key's lanes are the items `key#0`, `key#1`, ...; `key@1`: its epoch 1
 COLUMNS = ("key", "lanes", "last", "step")
 LEFT_COLUMN = "left"  # with max_of: the tickets the key's lanes here can still issue before max
 ISSUED_COLUMN, TIME_LEFT_COLUMN = "issued", "time left"  # with_rates: between two reads, and left at that rate
 
 
 def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None = None) -> list[dict[str, Any]]:
-    """Per key, sorted: how many lanes this table holds (an item with a `last`), the highest `last` among
-    them (null if none issued), and the step stored on its items (null on an item code did not write).
-    With `max_of` (a key's max, None where the config serves no such key), also `left`: how many more
-    tickets those lanes can issue (tickets_left).
-    The records tickets_admin keeps beside the counters (`migrate`'s targets) are not counters: left out."""
+    """Per key, sorted: its lanes here (items with a `last`), their highest `last` and the step stored on its items;
+    with `max_of` (a key's max, None where the config serves no such key), also `left` (tickets_left)."""
     grouped: dict[str, list[Item]] = {}
     for item in items:
         item_key = item[COUNTER_KEY]["S"]
@@ -52,9 +46,8 @@ def _by_key_then_epoch(name: str) -> tuple[str, int]:
 
 
 def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
-    """How many more tickets these lane items can issue before `max_`: each lane's tickets are its `step` apart,
-    so (max - last) // step each, and none for a lane stopped at a fence. None when it cannot be told: no max
-    (a key the config does not serve), or an item without a step (not written by code) or a whole-number last."""
+    """How many more tickets these lane items can issue before `max_` (none for a lane stopped at a fence); None
+    without a max, or for an item without a step (not written by code) or a whole-number last."""
     if max_ is None:
         return None
     left = 0
@@ -67,9 +60,9 @@ def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
 
 
 def with_rates(before: list[dict[str, Any]], after: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
-    """`after` (a listing with `left`) with, per key, the tickets issued since `before` (read `seconds` earlier:
-    the fall in `left`, which counts a lane's tickets exactly, whoever took them) and the time `left` lasts at
-    that rate, in seconds: None when nothing was issued, or the key was not in both reads, or gained a lane."""
+    """`after` (a listing with `left`) with, per key, the tickets issued since `before` (read `seconds` earlier: the
+    fall in `left`, exact whoever took them) and the seconds `left` lasts at that rate (None when nothing was issued,
+    the key was not in both reads, or gained a lane)."""
     earlier = {row["key"]: row.get(LEFT_COLUMN) for row in before}
     rated = []
     for row in after:
@@ -82,7 +75,6 @@ def with_rates(before: list[dict[str, Any]], after: list[dict[str, Any]], second
 
 
 def table_lines(listed: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS) -> list[str]:
-    """The listing as aligned columns under a header, `-` for null."""
     rows = [list(columns)] + [[_cell(row, column) for column in columns] for row in listed]
     widths = [max(len(row[index]) for row in rows) for index in range(len(columns))]
     return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
@@ -102,14 +94,13 @@ _UNITS = (("years", 31_557_600), ("days", 86_400), ("h", 3_600), ("min", 60))  #
 
 
 def duration(seconds: float) -> str:
-    """A time left as an operator reads it: in the largest unit of which it is two or more (else minutes), one
-    decimal below 10."""
+    """In the largest unit of which it is two or more (else minutes), one decimal below 10."""
     unit, length = next(((unit, length) for unit, length in _UNITS if seconds >= 2 * length), _UNITS[-1])
     value = seconds / length
     return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
-def scan(client: Any, table: str) -> Iterable[Item]:
-    """Every item of `table` through a botocore DynamoDB client, read consistently, page by page."""
-    for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True):
+def scan(client: Any, table: str, **request: Any) -> Iterable[Item]:
+    """Every item of `table` (matching `request`'s filter, if any), read consistently, page by page."""
+    for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **request):
         yield from page.get("Items", [])

@@ -1,28 +1,14 @@
-"""What the commands do, on a CounterTable: `raise_key` and `export_items`.
-
-`raise_key(KEY, above=N)` makes every lane of KEY in one region next issue its smallest ticket
-above N, for a restore that rewound `last` or a move from another counter. It never lowers a
-lane: each write is conditional on `last` being lower than the new value, so a lane the service
-moved past the target meanwhile is left alone and reported. An item the service did not write (no
-`step` or `first`: typed in by hand, or left by version 0.1.0), or whose `last` is off its lane, is
-made a lane whose next ticket is above both N and its own `last`, by a compare-and-set on that
-`last`; a sharded key's incomplete layout is completed from the config. It refuses, before writing
-anything, a lane whose stored step, first ticket or shard layout disagrees with the config, and a
-target past the counter's max.
-
-On a key whose layout changed above a fence, `lanes` are its current epoch's (tickets_admin/key_lanes.py) and
-`stopped` names every item of its earlier epochs: those are never raised or restarted. A restore from before a
-fence brings them back (their step as it was); they are stopped again, as `fence` left them, before any lane
-is raised.
-"""
+"""`raise_key`: make every lane of a key in one region next issue its smallest ticket above N (`raise`, `migrate`),
+never lowering one: each write is conditional on `last` being lower than the new value. On a key whose layout
+changed above a fence, the items of its earlier epochs (`stopped`) are never raised: a restore from before a fence
+brings them back, and they are stopped again first, as `fence` left them."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
 
 from tickets import lane_item
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
@@ -40,7 +26,6 @@ from tickets.lane_item import (
     number,
 )
 from tickets.sequence import Lane
-from tickets.tables import COUNTER_KEY, is_counter_item
 
 from .table import AdminError, CounterTable
 
@@ -57,41 +42,11 @@ class Outcome(Enum):
 
 @dataclass(frozen=True)
 class LaneResult:
-    lane: Lane
     outcome: Outcome
-    before: int | None  # the stored `last`; None: the lane has issued nothing
-    after: int | None
-    stored: str | None = None  # the stored `last` as written, when it is not a whole number
-
-    @property
-    def needs_attention(self) -> bool:
-        return self.outcome is Outcome.OFF_LANE
-
-    def describe(self) -> str:
-        lane, name = self.lane, f"{self.lane.item_key} (lane {self.lane.index})"
-        before = "unused" if self.before is None else f"last {self.before}"
-        if self.outcome is Outcome.RAISED:
-            assert self.after is not None
-            return f"{name}: {before} -> last {self.after}; next ticket {self.after + lane.step}"
-        if self.outcome is Outcome.MADE_LANE:
-            assert self.after is not None
-            return (
-                f"{name}: {before} -> last {self.after}, now a lane (first {lane.first}, step {lane.step}); "
-                f"next ticket {self.after + lane.step}"
-            )
-        if self.outcome is Outcome.ALREADY_ABOVE:
-            following = lane.first if self.before is None else self.before + lane.step
-            return f"{name}: already above: {before}, next ticket {following}"
-        if self.outcome is Outcome.MOVED_PAST:
-            return f"{name}: moved past the target meanwhile ({before}); left alone"
-        return (
-            f"{name}: NOT CHANGED: last {self.stored} is not a whole number; the service refuses to issue "
-            "from it until the item is fixed by hand"
-        )
+    line: str  # what was found and done, as the commands print it
 
 
 def next_ticket_above(lane: Lane, above: int) -> int:
-    """The lane's smallest ticket greater than `above`."""
     if above < lane.first:
         return lane.first
     return lane.ticket((above - lane.first) // lane.step + 1)
@@ -108,20 +63,18 @@ def raise_key(
 ) -> list[LaneResult]:
     """Raise every lane of `key` (this region's `lanes`, in the key's current epoch) so its next ticket is above
     `above`, after making sure the items of its earlier epochs (`stopped`) are stopped."""
-    targets = {lane.item_key: next_ticket_above(lane, above) for lane in lanes}
     for lane in lanes:
-        if targets[lane.item_key] > lane.max:
+        if (target := next_ticket_above(lane, above)) > lane.max:
             raise AdminError(
-                f"{lane.item_key}: the lane's next ticket above {above} would be "
-                f"{targets[lane.item_key]}, past the counter's max ({lane.max}); raise max in "
-                "cdk.json and deploy first. Nothing was written."
+                f"{lane.item_key}: the lane's next ticket above {above} would be {target}, past the counter's max "
+                f"({lane.max}); raise max in cdk.json and deploy first. Nothing was written."
             )
     sharded, plain_key = lanes[0].shards > 1, lanes[0].plain_key  # `key`, or `key@N` in epoch N
     layout = table.get(plain_key) if sharded else None
     problems = [
         problem
-        for problem in ([_layout_problem(lanes[0], layout)] if sharded else [])
-        + [_lane_problem(lane, table.get(lane.item_key)) for lane in lanes]
+        for problem in ([_problem(lanes[0], layout, layout=True)] if sharded else [])
+        + [_problem(lane, table.get(lane.item_key)) for lane in lanes]
         if problem
     ]
     if problems:
@@ -133,44 +86,50 @@ def raise_key(
         # then fails on the plain item instead of issuing numbers these lanes own.
         if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
             raise AdminError(
-                _layout_problem(lanes[0], table.get(plain_key))
+                _problem(lanes[0], table.get(plain_key), layout=True)
                 or f"{plain_key}: its layout changed meanwhile; run the command again. Nothing was written."
             )
         report(f"{plain_key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
     results = []
     for lane in lanes:
         result = _raise_lane(table, lane, above)
-        report(result.describe())
+        report(result.line)
         results.append(result)
     return results
 
 
 def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
-    target_last = next_ticket_above(lane, above) - lane.step
-    raced = False
+    name, target_last, raced = f"{lane.item_key} (lane {lane.index})", next_ticket_above(lane, above) - lane.step, False
     for _ in range(_ATTEMPTS):
         item = table.get(lane.item_key)
-        problem = _lane_problem(lane, item)
+        problem = _problem(lane, item)
         if problem:
             raise AdminError(f"{problem}\nThe lanes listed above were done; this one and the rest were not.")
         before = number(item, LAST)
+        was = "unused" if before is None else f"last {before}"
         if item is None:
-            if target_last <= lane.seed:
-                return LaneResult(lane, Outcome.ALREADY_ABOVE, None, None)  # its first ticket is above the target
+            if target_last <= lane.seed:  # its first ticket is above the target
+                return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {lane.first}")
             outcome, after, request = Outcome.RAISED, target_last, lane_item.create(lane, target_last)
         elif LAST in item and before is None:
-            return LaneResult(lane, Outcome.OFF_LANE, None, None, stored=json.dumps(item[LAST]))
+            return LaneResult(
+                Outcome.OFF_LANE,
+                f"{name}: NOT CHANGED: last {json.dumps(item[LAST])} is not a whole number; the service refuses to "
+                "issue from it until the item is fixed by hand",
+            )
         elif missing(item, LANE) or (before is not None and not lane.accepts_last(before)):
             # Not a lane yet, or off it: whatever it issued is at most its `last`, so go above that too.
-            floor = above if before is None else max(above, before)
-            after = next_ticket_above(lane, floor) - lane.step
+            after = next_ticket_above(lane, above if before is None else max(above, before)) - lane.step
             outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
         elif before is not None and before >= target_last:
-            return LaneResult(lane, Outcome.MOVED_PAST if raced else Outcome.ALREADY_ABOVE, before, before)
+            if raced:
+                return LaneResult(Outcome.MOVED_PAST, f"{name}: moved past the target meanwhile ({was}); left alone")
+            return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {before + lane.step}")
         else:
             outcome, after, request = Outcome.RAISED, target_last, lane_item.raise_last(lane, target_last)
         if table.write(lane.item_key, request):
-            return LaneResult(lane, outcome, before, after)
+            made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
+            return LaneResult(outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
         raced = True  # the service wrote first: read again and see where the lane is now
     raise AdminError(
         f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
@@ -179,10 +138,8 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
-    """Make sure an item of an earlier epoch is stopped, as `fence` left it: stop it again if a restore from before
-    its fence brought it back (or dropped it: then it is written stopped, so no function of the old layout can
-    create it), and seal it, so no `fence --undo` ever puts it back. Never raised, never restarted. What was found,
-    as a report line."""
+    """Make sure an item of an earlier epoch is stopped, as `fence` left it (a restore from before its fence may have
+    brought it back, or dropped it), and sealed, so no `fence --undo` puts it back; what was found, as a line."""
     epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
     for _ in range(_ATTEMPTS):
         item = table.get(name)
@@ -202,56 +159,20 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
 # The fence id a lane stopped again after a restore records (tickets.lane_item.FENCED_BY), sealed at once: the
 # fence that first stopped it was recorded long ago, and nothing may put it back.
 RESTOPPED_BY = "raise-after-restore"
-_CHECK_CONFIG = "check --config and --region, or the config changed after tickets were issued"
 
 
-def _stopped_problem(item_key: str, key: str) -> str:
-    """A lane the config says is current was stopped at a fence: the layout changed after the ledger this config
-    is checked against was written, or a fence of it has not been recorded yet."""
+def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:
+    """Why this stored lane item (with `layout`: a sharded key's plain item) is not the configured one, or None."""
+    if item is None:
+        return None
+    if number(item, STEP) == STOPPED:  # the layout changed after the ledger this config is checked against
+        return (
+            f"{lane.plain_key if layout else lane.item_key} was stopped at a fence: {lane.key}'s layout is being "
+            "changed, and the ledger beside --config does not record that change yet (a fence not finished, or this "
+            "is not the deployment's latest cdk.json and ledger). Finish the change with `.venv/bin/python -m "
+            "tickets_admin fence` (run with the new cdk.json), then raise the new layout's lanes"
+        )
+    changed = (layout_contradiction if layout else contradiction)(lane, item)
     return (
-        f"{item_key} was stopped at a fence: {key}'s layout is being changed, and the ledger beside --config does not "
-        "record that change yet (a fence not finished, or this is not the deployment's latest cdk.json and ledger). "
-        "Finish the change with `.venv/bin/python -m tickets_admin fence` (run with the new cdk.json), then raise the "
-        "new layout's lanes"
+        f"{changed}; check --config and --region, or the config changed after tickets were issued" if changed else None
     )
-
-
-def _lane_problem(lane: Lane, item: Item | None) -> str | None:
-    """Why this stored lane item is not the configured lane, or None."""
-    if item is not None and number(item, STEP) == STOPPED:
-        return _stopped_problem(lane.item_key, lane.key)
-    changed = contradiction(lane, item) if item is not None else None
-    return f"{changed}; {_CHECK_CONFIG}" if changed else None
-
-
-def _layout_problem(shard_zero: Lane, item: Item | None) -> str | None:
-    """Why a sharded key's plain item contradicts the configured layout, or None."""
-    if item is not None and number(item, STEP) == STOPPED:
-        return _stopped_problem(shard_zero.plain_key, shard_zero.key)
-    changed = layout_contradiction(shard_zero, item) if item is not None else None
-    return f"{changed}; {_CHECK_CONFIG}" if changed else None
-
-
-def export_items(table: CounterTable) -> Iterator[str]:
-    """Every counter item of the table as one JSON object a line, in the order of its `counter`; not the
-    records tickets_admin keeps beside them (tables.is_counter_item: `migrate`'s targets)."""
-    items = sorted(
-        (_plain(item) for item in table.scan() if is_counter_item(item.get(COUNTER_KEY, {}).get("S", ""))),
-        key=lambda item: str(item.get(COUNTER_KEY)),
-    )
-    for item in items:
-        yield json.dumps(item, sort_keys=True)
-
-
-def _plain(item: Item) -> dict[str, Any]:
-    """Strings and whole numbers as themselves (numbers exactly, however large); anything else in
-    DynamoDB's typed form, e.g. {"N": "12.5"}, so nothing is rounded or lost."""
-    plain: dict[str, Any] = {}
-    for name, value in item.items():
-        if "S" in value:
-            plain[name] = value["S"]
-        elif "N" in value and number(item, name) is not None:
-            plain[name] = number(item, name)
-        else:
-            plain[name] = value
-    return plain

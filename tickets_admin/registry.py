@@ -1,21 +1,28 @@
-"""tickets_admin's commands: each is one `Command`, its arguments and its run function together, declared
-beside the code it runs (tickets_admin/counter_commands.py, tickets_admin/journal.py). `main` builds one
-subparser per command and runs the one chosen; every command is given the same `Context`."""
+"""tickets_admin's commands: one module per command in tickets_admin/commands/, each declaring its `COMMAND` (its
+arguments, help and run function together), found by `find_commands`; every command is given the same `Context`."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import pkgutil
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from tickets.settings import Settings
+from tickets_deploy.environment import region_settings
+from tickets_deploy.ledger import LEDGER_FILE, Ledger, applied, check_config_file, ledger_path_beside, read_ledger_file
 from tickets_deploy.schema import DeploymentConfig
+
+from . import commands
+from .table import CounterTable
 
 
 @dataclass(frozen=True)
 class Context:
-    """What every command is given: the parsed config, the region it operates in, and the options
-    common to all commands."""
+    """What every command is given: the parsed config, the region it operates in, and the common options."""
 
     config: DeploymentConfig
     config_file: Path
@@ -28,9 +35,38 @@ class Context:
     def table_name(self) -> str:
         return self.table or self.config.table_name
 
+    def counter_table(self, suffix: str = "") -> CounterTable:
+        """The counter table in the region, or the table named after it with `suffix` (-series, -workers)."""
+        named_by = f"--table (the {suffix[1:]} table is NAME{suffix})" if suffix else None
+        return CounterTable(self.table_name + suffix, self.region, self.endpoint_url, named_by=named_by)
 
-def _no_arguments(parser: argparse.ArgumentParser) -> None:
-    """A command with only the common options."""
+    def ledger_path(self) -> Path:
+        return self.config_file if self.from_ledger else ledger_path_beside(self.config_file)
+
+    def ledger(self) -> Ledger | None:
+        """The service's ledger (beside cdk.json, or --service's): its epochs say which lanes each key has. None
+        without one (only with --endpoint-url: check_ledger)."""
+        path = self.ledger_path()
+        return read_ledger_file(path).services.get(self.config.table_name) if path.exists() else None
+
+    def settings(self) -> Settings:
+        """The region's settings as its function runs them: a key whose layout changed serves its latest epoch."""
+        return region_settings(applied(self.config, self.ledger()), self.region)
+
+    def check_ledger(self) -> None:
+        """raise and migrate write lanes with cdk.json's layouts: the ledger beside it must accept that config, as
+        synthesis would, or a layout no version deployed could be written into a deployed table (which then refuses
+        the key). Only a local endpoint may go without a ledger (make serve before the ledger is written)."""
+        if self.from_ledger:
+            return
+        if self.endpoint_url is not None and not self.ledger_path().exists():
+            print(
+                f"note: no {LEDGER_FILE} beside {self.config_file}: the layouts are taken from it unchecked "
+                "(allowed only with --endpoint-url)",
+                file=sys.stderr,
+            )
+            return
+        check_config_file(self.config_file, self.config)
 
 
 @dataclass(frozen=True)
@@ -38,29 +74,15 @@ class Command:
     name: str
     help: str  # one line, for `.venv/bin/python -m tickets_admin --help`
     description: str
-    epilog: str
+    epilog: str  # `examples:` first: the first also stands in `tickets_admin --help`
     run: Callable[[argparse.Namespace, Context], int]
-    arguments: Callable[[argparse.ArgumentParser], None] = field(default=_no_arguments)
-    # False: the command works in one region, given as the common --region and --endpoint-url (the
-    # Context's). True: on several regions' tables at once (fence), declaring its own, repeatable.
-    several_regions: bool = False
-    # False: works from the config alone (encode, decode), without a table: no --region nor --endpoint-url.
-    uses_table: bool = True
+    arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    # False: no --region nor --endpoint-url (fence declares its own, repeatable; put-key writes every region): the
+    # context names the first region.
+    one_region: bool = True
 
-    def add_to(
-        self,
-        commands: argparse._SubParsersAction[argparse.ArgumentParser],
-        common: argparse.ArgumentParser,
-        one_region: argparse.ArgumentParser,
-    ) -> None:
-        parser = commands.add_parser(
-            self.name,
-            parents=[common, one_region] if self.uses_table and not self.several_regions else [common],
-            description=self.description,
-            epilog=self.epilog,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-            help=self.help,
-        )
-        self.arguments(parser)
-        # _context reads --region and --endpoint-url only where the parser has them
-        parser.set_defaults(run=self.run, several_regions=self.several_regions or not self.uses_table)
+
+def find_commands() -> tuple[Command, ...]:
+    """The `COMMAND` of every module in tickets_admin/commands/, by module name: `--help` lists them so."""
+    found = pkgutil.iter_modules(commands.__path__)
+    return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)

@@ -1,10 +1,6 @@
-"""Every DynamoDB call tickets_admin makes, on the counter table, through a plain botocore client.
-
-Each write is conditional, so it is safe while the service issues tickets: a write that would lower
-a lane's `last` or contradict its recorded layout fails its condition and changes nothing, and the
-caller reads the item again to say what happened. Any other failure becomes an AdminError whose
-message says what to do.
-"""
+"""Every DynamoDB call tickets_admin makes on a table, through a plain botocore client. Each write is conditional, so
+it is safe while the service issues tickets: a write whose condition fails changes nothing, and the caller reads the
+item again to say what happened. Any other failure becomes an AdminError whose message says what to do."""
 
 from __future__ import annotations
 
@@ -21,6 +17,8 @@ from tickets.errors import TicketsError
 from tickets.lane_item import Item
 from tickets.tables import COUNTER_KEY
 
+from .listing import scan
+
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
 
@@ -30,8 +28,7 @@ class AdminError(RuntimeError):
 
 
 class MissingTable(AdminError):
-    """The table does not exist where the command looked: a command that knows why it might not (fence: a region
-    never deployed) says so."""
+    """No such table where the command looked (fence says why there might be none: a region never deployed)."""
 
 
 class CounterTable:
@@ -41,122 +38,83 @@ class CounterTable:
         region: str,
         endpoint_url: str | None = None,
         *,
-        named_by: str = "--table (default: tableName in cdk.json)",  # what sets `table`, for the errors
-        region_named_by: str = "--region (default: the first region in cdk.json)",  # and what sets `region`
+        named_by: str | None = None,  # what sets `table`, for the errors
+        region_named_by: str = "--region (default: the first region in cdk.json)",
     ):
-        self.table = table
-        self.region = region
-        self._named_by = named_by
-        self._region_named_by = region_named_by
+        self.table, self.region = table, region
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
+        self._named_by = f"{named_by or '--table (default: tableName in cdk.json)'} and {region_named_by}"
         session = new_session()
         credentials: dict[str, str] = {}
         if endpoint_url and session.get_credentials() is None:
             # DynamoDB Local, dynalite and moto accept any credentials, but botocore signs nothing without some.
             credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        self._client = session.create_client(
+        self.client: Any = session.create_client(
             "dynamodb", region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
         )
 
-    @property
-    def client(self) -> Any:
-        """The botocore client, for the series commands (tickets_admin/journal.py reads through the service's store)."""
-        return self._client
+    @contextmanager
+    def dynamodb_errors(self) -> Iterator[None]:
+        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError) as an
+        AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
+        try:
+            yield
+        except TicketsError as err:
+            if not isinstance(err.__cause__, (ClientError, BotoCoreError)):
+                raise AdminError(err.message) from None
+            raise self._explain(err.__cause__) from None
+        except (ClientError, BotoCoreError) as err:
+            raise self._explain(err) from None
 
-    def explain(self, err: ClientError | BotoCoreError) -> AdminError:
-        """An AdminError saying what to do about a failed call on this table."""
+    def get(self, item_key: str) -> Item | None:
+        return (self._call("get_item", item_key, ConsistentRead=True) or {}).get("Item")
+
+    def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
+        """One conditional UpdateItem (`request` from tickets.lane_item), returning the item as it left it; None if its
+        condition failed: the item changed meanwhile, and nothing was written."""
+        response = self._call("update_item", item_key, ReturnValues="ALL_NEW", **request)
+        return None if response is None else response.get("Attributes", {})
+
+    def write(self, item_key: str, request: dict[str, Any]) -> bool:
+        """`update`: False if its condition failed."""
+        return self.update(item_key, request) is not None
+
+    def delete(self, item_key: str, request: dict[str, Any]) -> bool:
+        return self._call("delete_item", item_key, **request) is not None
+
+    def scan(self) -> Iterator[Item]:
+        with self.dynamodb_errors():
+            yield from scan(self.client, self.table)
+
+    def _call(self, operation: str, item_key: str, **request: Any) -> dict[str, Any] | None:
+        with self.dynamodb_errors():
+            try:
+                response: dict[str, Any] = getattr(self.client, operation)(
+                    TableName=self.table, Key={COUNTER_KEY: {"S": item_key}}, **request
+                )
+            except ClientError as err:
+                if is_condition_failure(err):
+                    return None
+                raise
+        return response
+
+    def _explain(self, err: ClientError | BotoCoreError) -> AdminError:
+        """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
         if isinstance(err, NoCredentialsError):
             return AdminError(NO_CREDENTIALS)
         if isinstance(err, BotoCoreError):
             return AdminError(f"cannot reach the {self._where}: {err}")
-        return self._explain(err)
-
-    @contextmanager
-    def dynamodb_errors(self) -> Iterator[None]:
-        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError)
-        as an AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
-        try:
-            yield
-        except TicketsError as err:
-            cause = err.__cause__
-            if isinstance(cause, (ClientError, BotoCoreError)):
-                raise self.explain(cause) from None
-            raise AdminError(err.message) from None
-        except (ClientError, BotoCoreError) as err:
-            raise self.explain(err) from None
-
-    def get(self, item_key: str) -> Item | None:
-        """The item, read consistently, or None if there is none."""
-        return self._call("get_item", TableName=self.table, Key=_key(item_key), ConsistentRead=True).get("Item")
-
-    def write(self, item_key: str, request: dict[str, Any]) -> bool:
-        """One conditional UpdateItem on `item_key` (`request` from tickets.lane_item); False if its
-        condition failed: the item changed meanwhile, and nothing was written."""
-        try:
-            self._call("update_item", TableName=self.table, Key=_key(item_key), **request)
-        except ClientError:  # _call lets only a failed condition through
-            return False
-        return True
-
-    def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
-        """`write`, returning the item as the write left it; None if the condition failed."""
-        try:
-            response = self._call(
-                "update_item", TableName=self.table, Key=_key(item_key), ReturnValues="ALL_NEW", **request
-            )
-        except ClientError:  # _call lets only a failed condition through
-            return None
-        item: Item = response.get("Attributes", {})
-        return item
-
-    def delete(self, item_key: str, request: dict[str, Any]) -> bool:
-        """One conditional DeleteItem on `item_key` (`request` from tickets.lane_item); False if its condition
-        failed: the item changed meanwhile, and nothing was deleted."""
-        try:
-            self._call("delete_item", TableName=self.table, Key=_key(item_key), **request)
-        except ClientError:  # _call lets only a failed condition through
-            return False
-        return True
-
-    def scan(self) -> Iterator[Item]:
-        """Every item, page by page, read consistently."""
-        request: dict[str, Any] = {"TableName": self.table, "ConsistentRead": True}
-        while True:
-            page = self._call("scan", **request)
-            yield from page.get("Items", [])
-            if "LastEvaluatedKey" not in page:
-                return
-            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-    def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**request)
-            return response
-        except ClientError as err:
-            if is_condition_failure(err):
-                raise
-            raise self.explain(err) from None
-        except BotoCoreError as err:
-            raise self.explain(err) from None
-
-    def _explain(self, err: ClientError) -> AdminError:
-        """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
-        failure = classify(err)
+        failure, code, message = classify(err), error_code(err), err.response.get("Error", {}).get("Message", "")
         if failure is Failure.MISSING_TABLE:
-            return MissingTable(f"no {self._where}: check {self._named_by} and {self._region_named_by}")
+            return MissingTable(f"no {self._where}: check {self._named_by}")
         if failure is Failure.UNAVAILABLE:
             return AdminError(
                 f"DynamoDB throttled the {self._where} beyond the retries, or was unavailable; what was done is "
                 "printed above; run the command again (it is safe to repeat)"
             )
-        code, message = error_code(err), err.response.get("Error", {}).get("Message", "")
         if failure is Failure.ACCESS_DENIED:
             return AdminError(
                 f"DynamoDB denied a request to the {self._where} ({code}): the credentials in use may not "
                 f"use this table: {message}"
             )
         return AdminError(f"DynamoDB refused a request to the {self._where}: {code}: {message}")
-
-
-def _key(item_key: str) -> dict[str, dict[str, str]]:
-    return {COUNTER_KEY: {"S": item_key}}

@@ -8,7 +8,7 @@ from typing import Any
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
 # Items that are not counters: their `counter` starts with "_", which no key (a letter or digit first:
 # keys.KEY_PATTERN) and so no key#shard can. The service never addresses them; tickets_admin's export
-# skips them. `tickets_admin migrate` records its targets there (tickets_admin/migrate.py).
+# skips them. `tickets_admin migrate` records its targets there (tickets_admin/commands/migrate.py).
 RESERVED_ITEM_PREFIX = "_"
 FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque_secret.py)
 

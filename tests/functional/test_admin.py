@@ -472,14 +472,14 @@ def test_export_reads_every_page(api, admin):
         api.put_item({"counter": {"S": f"k{n:02d}"}, "last": {"N": str(n)}})
     table = CounterTable(COUNTER_TABLE, "us-east-1")
     pages = []
-    original = table._client.scan
+    original = table.client.scan
 
     def small_pages(**request):
         page = original(**request, Limit=7)
         pages.append(len(page["Items"]))
         return page
 
-    table._client.scan = small_pages
+    table.client.scan = small_pages
     assert len(list(table.scan())) == 30
     assert len(pages) >= 5
 
@@ -516,7 +516,7 @@ def test_no_credentials_is_a_clear_error(tmp_path, capsys, monkeypatch):
 
 def test_throttling_beyond_the_retries_is_a_clear_error(aws):
     table = CounterTable(COUNTER_TABLE, "us-east-1")
-    with Stubber(table._client) as stub:
+    with Stubber(table.client) as stub:
         stub.add_client_error("scan", service_error_code="ThrottlingException", http_status_code=400)
         with pytest.raises(AdminError) as raised:
             list(table.scan())

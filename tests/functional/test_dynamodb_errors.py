@@ -140,7 +140,7 @@ ADMIN_SAYS = {
 def test_tickets_admin_says_each_code_by_its_meaning(aws, code):
     status, meaning = CODES[code]
     table = CounterTable(COUNTER_TABLE, "us-east-1")
-    with Stubber(table._client) as stub:
+    with Stubber(table.client) as stub:
         stub.add_client_error("scan", service_error_code=code, http_status_code=status)
         with pytest.raises(AdminError) as raised:
             list(table.scan())
@@ -152,7 +152,7 @@ def test_tickets_admin_says_each_code_by_its_meaning(aws, code):
 
 def test_tickets_admin_lets_a_failed_condition_through_to_its_caller(aws):
     table = CounterTable(COUNTER_TABLE, "us-east-1")
-    with Stubber(table._client) as stub:
+    with Stubber(table.client) as stub:
         stub.add_client_error("update_item", service_error_code="ConditionalCheckFailedException", http_status_code=400)
         written = {"UpdateExpression": "SET x = :x", "ExpressionAttributeValues": {":x": {"N": "1"}}}
         assert table.write("orders", written) is False

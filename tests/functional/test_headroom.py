@@ -19,8 +19,8 @@ import tickets.issuer
 from local_support import call, running_dynalite, write_cdk_json
 from moto_deployment import COUNTER_TABLE
 from tickets.issuer import RATE_WINDOW_SECONDS, REPORT_SECONDS
-from tickets_admin import counter_commands
 from tickets_admin.__main__ import main as admin_main
+from tickets_admin.commands import list as list_command
 from tickets_local.server import LocalServer
 
 EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)
@@ -125,7 +125,7 @@ def test_list_rate_over_shows_the_tickets_issued_between_two_reads_and_the_time_
                     assert call(server.url, "/stock?count=100").status == 200
                 self.now += seconds
 
-        monkeypatch.setattr(counter_commands, "time", Waiting())
+        monkeypatch.setattr(list_command, "time", Waiting())
         status, lines, err = admin_list(config_path, endpoint, "--rate-over", "600")
         assert (status, err) == (0, "reading the table again in 600 s, for each key's rate\n")
         assert lines == [

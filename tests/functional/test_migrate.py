@@ -20,7 +20,7 @@ from common import EXAMPLE_CONFIG
 from local_support import write_cdk_json
 from moto_deployment import COUNTER_TABLE
 from tickets_admin.__main__ import main
-from tickets_admin.migrate import read_old_counters
+from tickets_admin.commands.migrate import read_old_counters
 
 REPO = Path(__file__).resolve().parents[2]
 OLD_TABLE = "old-counters"

@@ -11,8 +11,7 @@ import time
 from tickets.tables import WORKERS_TABLE_SUFFIX
 from tickets.workers.store import WorkerStore
 
-from .registry import Command, Context
-from .table import CounterTable
+from ..registry import Command, Context
 
 EPILOG = """\
 examples:
@@ -29,13 +28,10 @@ def _workers(args: argparse.Namespace, context: Context) -> int:
     if config is None:
         print(f"{args.pool!r} is not a pool of {context.config_file} (tickets.workers)", file=sys.stderr)
         return 1
-    name = f"{context.table_name}{WORKERS_TABLE_SUFFIX}"
-    table = CounterTable(
-        name, context.region, context.endpoint_url, named_by="--table (the workers table is NAME-workers)"
-    )
+    table = context.counter_table(WORKERS_TABLE_SUFFIX)
     now = int(time.time() * 1000)  # this machine's clock: the leases' expiries are the service's
     with table.dynamodb_errors():
-        leases = WorkerStore(table.client, name).leases(args.pool, config.size, now)
+        leases = WorkerStore(table.client, table.table).leases(args.pool, config.size, now)
     print(f"pool {args.pool}: {len(leases)} of {config.size} ids leased (ttl {config.ttl_seconds} s)")
     for lease in leases:
         expires = datetime.datetime.fromtimestamp(lease.expires_at / 1000, datetime.UTC).isoformat(timespec="seconds")

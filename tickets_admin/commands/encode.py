@@ -1,0 +1,60 @@
+"""`tickets_admin encode KEY TICKET...`: an opaque counter's tickets as its ids (tickets.opaque); writes nothing."""
+
+from __future__ import annotations
+
+import argparse
+
+from tickets.opaque import OpaqueKeyError
+
+from ..cli import whole_number
+from ..opaque_secret import KEY_FILE, codec_arguments, keys_named, opaque_codec
+from ..registry import Command, Context
+from ..table import AdminError
+
+DESCRIPTION = f"""\
+Print the id of each TICKET of the opaque counter KEY (counters.KEY.opaque in cdk.json):
+the keyed permutation its answers apply, under the counter's keyVersion (or --key-version).
+A ticket has an id whether or not the counter issued it; the domain holds 0 .. M-1.
+
+{KEY_FILE}"""
+
+EPILOG = """\
+examples:
+  .venv/bin/python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
+  .venv/bin/python -m tickets_admin encode orders 5000 --key-file tickets-keys.json
+  .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
+  .venv/bin/python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    codec_arguments(parser)
+    parser.add_argument("tickets", metavar="TICKET", nargs="+", type=whole_number, help="a ticket (0 or more)")
+    parser.add_argument(
+        "--key-version",
+        type=int,
+        metavar="N",
+        help="the key version to encode with (default: the counter's keyVersion)",
+    )
+
+
+def _encode(args: argparse.Namespace, context: Context) -> int:
+    ids = opaque_codec(args, context)
+    version = ids.config.key_version if args.key_version is None else args.key_version
+    size, versions = ids.config.ids_per_version, ids.config.key_versions
+    if not 1 <= version <= versions:
+        raise AdminError(f"--key-version {version}: the ids of {args.key} have key versions 1 to {versions}")
+    lines = []
+    for ticket in args.tickets:
+        if ticket >= size:
+            raise AdminError(f"ticket {ticket}: the ids of {args.key} hold tickets 0 to {size - 1}")
+        try:
+            lines.append(f"{ticket} -> {ids.encode(ticket, version)} (key version {version})")
+        except OpaqueKeyError as err:
+            raise AdminError(f"{keys_named(args)}: {err}") from None
+    print("\n".join(lines))
+    return 0
+
+
+COMMAND = Command(
+    "encode", "print the id of each TICKET of the opaque counter KEY", DESCRIPTION, EPILOG, _encode, _arguments
+)

@@ -1,0 +1,321 @@
+"""`tickets_admin fence`: stop the old layout's lanes of every key whose layout cdk.json changes, in every region's
+table (tickets_admin/fence.py), and record the fence and the new layout in the ledger as a new epoch
+(docs/explanation/epochs-and-fences.md). The ledger records the fence as pending before any lane is stopped."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, fence_above, item_base
+from tickets_deploy.ledger import (
+    VERSION_DIGITS,
+    Change,
+    KeyEpoch,
+    Ledger,
+    LedgerError,
+    LedgerFile,
+    PendingFence,
+    Version,
+    fence_refusals,
+    layout_changes,
+    read_ledger_file,
+    record_epochs,
+    record_services,
+    version_id,
+    write_ledger_file,
+)
+from tickets_deploy.schema import DeploymentConfig
+
+from .. import fence as fence_lanes
+from ..cli import say
+from ..registry import Command, Context
+from ..table import AdminError, CounterTable
+
+FENCE_DESCRIPTION = """\
+Change a live layout (regionSlots, a key's shards or stride, a new counter for a key
+that was served unconfigured) above a fence. Edit cdk.json first; synthesis refuses the
+change and names this command. For every key whose layout changes it stops the key's
+lanes of the old layout in every region's table (each lane's step becomes 0, which every
+version refuses: a fence-aware function answers 503 and retries, version 0.2.0 answers
+409 config_mismatch), reads each lane's final last, and records in the ledger
+(tickets.lock.json) the fence, one above every ticket any old lane issued, and the new
+layout, whose lanes begin at or above it. It prints, per key, the fence and the new
+layout's first ticket. Then synthesise and deploy: the new lanes issue above the fence.
+
+The ledger records the fence as pending before any lane is stopped: runs over parts of
+the regions (--region) add up, and the fence is recorded by the run that leaves no region
+unfenced. Until then synthesis refuses every config, naming this command and --undo,
+which puts the stopped lanes back (only while the fence was recorded nowhere). Safe while
+the service issues tickets, and safe to repeat. It refuses, before writing anything, a
+change no fence can make safe (regionSlots down; regionSlots changed while keys nobody
+configured may be served: strictKeys must be true), a lane another fence stopped (another
+branch changed the layout: merge its ledger first) and a region with no table."""
+
+FENCE_EPILOG = """\
+examples:
+  .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
+  .venv/bin/python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
+  .venv/bin/python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
+  .venv/bin/python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
+  .venv/bin/python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
+      --endpoint-url eu-west-1=http://127.0.0.1:8002"""
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    """Several regions at once: --region and --endpoint-url repeated (the common ones are for one region)."""
+    parser.add_argument(
+        "--region",
+        action="append",
+        metavar="R",
+        help="fence only this region (repeatable); the epoch is recorded once every region is fenced "
+        "(default: every region cdk.json names and every region the ledger gave a slot)",
+    )
+    parser.add_argument(
+        "--endpoint-url",
+        action="append",
+        metavar="[REGION=]URL",
+        help="a DynamoDB-compatible endpoint: URL for every region, or REGION=URL, repeated, one per region",
+    )
+    parser.add_argument(
+        "--undo",
+        action="store_true",
+        help="undo the fence the ledger records as pending (begun, never recorded): put back every lane it "
+        "stopped, in every region; refused once it was recorded anywhere",
+    )
+    parser.add_argument(
+        "--fence-id",
+        metavar="ID",
+        help="with --undo: the fence to undo when no ledger records it any more (its id, as a refusal names it and "
+        "each lane it stopped records it in fencedBy); every region of this ledger's table is read for its lanes",
+    )
+
+
+def _fence(args: argparse.Namespace, context: Context) -> int:
+    if context.from_ledger:
+        raise AdminError(
+            "fence compares an edited cdk.json (--config) with the ledger beside it; --service has only the "
+            "ledger's config, which it records already: run fence with --config"
+        )
+    path = context.ledger_path()
+    file = read_ledger_file(path)
+    ledger = file.services.get(context.config.table_name)
+    if ledger is None:
+        raise AdminError(f"{path} records no service {context.config.table_name!r}: synthesise it first")
+    if args.fence_id is not None and not args.undo:
+        raise AdminError("--fence-id names the fence --undo puts back: add --undo")
+    if args.undo:
+        return _undo(args, context, file, ledger, path)
+    config = context.config
+    changes = _changes(config, file, ledger, path)
+    if not changes:
+        say(f"nothing to fence: the ledger already records every layout {context.config_file} gives")
+        return 0
+    tables = _tables(context, args, ledger)
+    regions = args.region or sorted(set(tables) | set(config.regions))
+    pending = ledger.fencing
+    # Every region's old lanes are read before any is stopped, a partial run's (--region) too: another region may
+    # hold a lane another fence stopped, or lanes that already put the new start above max.
+    lanes = fence_lanes.survey(tables, changes, pending.id if pending else None, path)
+    _check_max(config, changes, lanes, _after_refusal(lanes))
+    if pending is None:
+        pending = PendingFence(secrets.token_hex(VERSION_DIGITS // 2), tuple(changes))
+        file = _write(path, file, replace(ledger, fencing=pending), f"fence begun: {pending.describe()}")
+    for region in regions:
+        if region not in lanes:
+            say(f"{region}: no slot in the old layout, so no old lanes: nothing to stop")
+            continue
+        fence_lanes.stop(lanes[region], pending.id)
+        say(f"{region}: stopped the old lanes of {', '.join(change.key for change in changes)}")
+    unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
+    if unfenced:
+        say(
+            f"not recorded yet: {', '.join(unfenced)} still to fence (run `{FENCE_COMMAND} --region R` for "
+            f"each, or `{FENCE_COMMAND}`); the lanes stopped so far stay stopped (their regions answer 503 "
+            f"for the key) until a run leaves no region unfenced, or `{FENCE_UNDO_COMMAND}` puts them back. "
+            f"{path} records the fence as pending ({pending.id}): commit it"
+        )
+        return 0
+    return _record(config, file, pending, lanes, path)
+
+
+def _record(
+    config: DeploymentConfig,
+    file: LedgerFile,
+    pending: PendingFence,
+    lanes: dict[str, fence_lanes.RegionLanes],
+    path: Path,
+) -> int:
+    """Seal every stopped lane, reading its final last, and record the epochs above them. The lasts of stopped lanes
+    never change again (only an undo could move them), so max is checked on them before any seal: refused, the fence
+    can still be undone."""
+    _check_max(
+        config,
+        pending.changes,
+        lanes,
+        "the old lanes stay stopped (their regions answer 503 for the key) and the fence stays pending; or "
+        f"`{FENCE_UNDO_COMMAND}` puts them back",
+    )
+    recorded: list[KeyEpoch] = [
+        change.epoch(fence_above(change.old.start, fence_lanes.seal(lanes.values(), change, pending.id)))
+        for change in pending.changes
+    ]
+    service = record_epochs(file.services[config.table_name], recorded)
+    change = "fence: " + ", ".join(f"{e.key} above {e.fence} (epoch {e.number})" for e in recorded)
+    _write(path, file, service, change)
+    for epoch in recorded:
+        say(
+            f"{epoch.key}: fence {epoch.fence}; epoch {epoch.number} ({epoch.configured.describe()}) starts at "
+            f"{epoch.start}"
+        )
+    say(f"recorded in {path}; now synthesise and deploy (docs/how-to/change-a-layout.md)")
+    return 0
+
+
+def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[Change]:
+    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked
+    as a new fence is (nothing written on a refusal)."""
+    planned = layout_changes(config, ledger)
+    pending = ledger.fencing
+    if pending is not None:
+        if tuple(planned) != pending.changes:
+            given = "; ".join(change.describe() for change in planned) or "no layout change"
+            raise AdminError(
+                f"{path} records fence {pending.id} as pending ({pending.describe()}), begun and never recorded: the "
+                f"lanes it stopped answer 503. cdk.json gives {given} instead. Finish it: give cdk.json those layouts "
+                f"and run `{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (it puts the stopped "
+                "lanes back). Nothing was written."
+            )
+        return planned
+    problems = fence_refusals(config, ledger)
+    if problems:
+        raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
+    if planned:
+        _check_rest(file, config, planned)
+        _check_one_account(ledger)
+    return planned
+
+
+def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: Ledger, path: Path) -> int:
+    """Put back every lane the pending fence (or the fence --fence-id names) stopped, in every region, and forget
+    it; refused (before any write) once it was recorded somewhere: a sealed lane, or a lane of the epoch it begins."""
+    pending = ledger.fencing
+    fence_id = args.fence_id or (pending.id if pending else None)
+    if fence_id is None:
+        raise AdminError(
+            f"{path} records no pending fence: nothing to undo (a recorded fence is never undone; a fence no ledger "
+            "records is undone with --fence-id ID)"
+        )
+    tables = _tables(context, args, ledger)
+    if pending is not None and pending.id == fence_id:
+        lanes = fence_lanes.survey(tables, pending.changes, pending.id, path)
+        next_items = [item_base(change.key, change.number) for change in pending.changes]
+    else:
+        lanes = {region: fence_lanes.stopped_lanes(table, region, fence_id) for region, table in tables.items()}
+        next_items = fence_lanes.next_epoch_items(name for each in lanes.values() for name in each.items)
+    problems = [problem for each in lanes.values() for problem in fence_lanes.undo_refusals(each, next_items, fence_id)]
+    if problems:
+        raise AdminError(f"fence {fence_id} cannot be undone; nothing was written:\n" + "\n".join(problems))
+    for region, each in sorted(lanes.items()):
+        put_back = fence_lanes.unstop(each, fence_id)
+        say(f"{region}: put back {', '.join(put_back)}" if put_back else f"{region}: nothing was stopped")
+    if pending is not None and pending.id == fence_id:
+        _write(path, file, replace(ledger, fencing=None), f"fence undone: {pending.describe()}")
+        say(f"fence {fence_id} undone; {path} records no pending fence: commit it")
+    else:
+        say(f"fence {fence_id} undone ({path} never recorded it)")
+    return 0
+
+
+def _tables(context: Context, args: argparse.Namespace, ledger: Ledger) -> dict[str, CounterTable]:
+    """A table per region the ledger ever gave a slot (retired ones included: they hold old lanes), at its endpoint
+    (--endpoint-url URL for every region, or REGION=URL, repeated)."""
+    regions = sorted({entry.region for entry in ledger.slots.values()})
+    endpoints: dict[str, str] = {}
+    for each in args.endpoint_url or []:
+        region, equals, url = each.partition("=")
+        if not equals or "://" in region:
+            endpoints.update(dict.fromkeys(regions, each))
+        else:
+            endpoints[region] = url
+    return {region: CounterTable(context.table_name, region, endpoints.get(region)) for region in regions}
+
+
+def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[Change]) -> None:
+    """Refuse, before writing anything, a config the ledger would refuse for another reason than the fence."""
+    name = config.table_name
+    trial = record_epochs(file.services[name], [change.epoch(change.old.start) for change in changes])
+    try:
+        record_services(replace(file, services={**file.services, name: trial}), {name: config})
+    except LedgerError as err:
+        raise LedgerError(f"fence refused, nothing was written: cdk.json has other problems:\n{err}") from None
+
+
+def _check_one_account(ledger: Ledger) -> None:
+    """Refuse a ledger shared by several accounts (staging and production from one cdk.json): fence reaches the
+    tables of the account whose credentials it runs with, and an epoch recorded after stopping one account's
+    lanes would let another account's new lanes issue numbers its old lanes already issued."""
+    accounts = sorted({account for slot in ledger.slots.values() for account in slot.accounts})
+    if len(accounts) > 1:
+        raise LedgerError(
+            f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
+            f"({', '.join(accounts)}), and fence stops the lanes of one account only (the credentials it runs "
+            "with). Give each account its own ledger before changing a layout (docs/how-to/change-a-layout.md)"
+        )
+
+
+def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
+    """What a refusal before any write leaves behind: nothing, or the lanes an earlier run stopped."""
+    if any(each.stopped_by_any_fence() for each in lanes.values()):
+        return (
+            "this run stopped and recorded nothing; the lanes an earlier run stopped stay stopped (their regions "
+            f"answer 503 for the key) until a run of fence records the epoch, or `{FENCE_UNDO_COMMAND}` puts "
+            "them back"
+        )
+    return "nothing was stopped or recorded"
+
+
+def _check_max(
+    config: DeploymentConfig, changes: Sequence[Change], lanes: dict[str, fence_lanes.RegionLanes], then: str
+) -> None:
+    """A new layout must begin at or below max: checked on the old lanes as they stand before this run stops any
+    (lanes only grow, so the fence found after stopping them is at least this one), and on their final lasts."""
+    for change in changes:
+        names = fence_lanes.old_items([change])
+        lasts = [
+            fence_lanes.final_last(name, item)
+            for each in lanes.values()
+            for name in names
+            if (item := each.items[name]) is not None
+        ]
+        epoch, counter = change.epoch(fence_above(change.old.start, lasts)), config.counters.get(change.key)
+        if counter is not None and epoch.start > counter.max:
+            raise AdminError(
+                f"counters.{epoch.key}: its new layout would start at {epoch.start}, above max ({counter.max}); "
+                f"raise max in cdk.json and run fence again ({then})"
+            )
+
+
+def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> LedgerFile:
+    """The ledger file with `service` as its service's new state, one version more (`change` says what), written."""
+    services = {**file.services, service.table_name: service}
+    parent = file.version
+    written = replace(
+        file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change))
+    )
+    write_ledger_file(path, written)
+    return written
+
+
+COMMAND = Command(
+    "fence",
+    "stop the old layout's lanes above a fence in every region and record the epoch in the ledger",
+    FENCE_DESCRIPTION,
+    FENCE_EPILOG,
+    _fence,
+    _arguments,
+    one_region=False,
+)

@@ -1,0 +1,36 @@
+"""`tickets_admin journal KEY`: a series' journal, as JSON Lines or CSV."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+
+from ..journal import SERIES_EPILOG, csv_lines, jsonl, series_arguments, series_heads
+from ..registry import Command, Context
+
+DESCRIPTION = """\
+Print the journal of the series KEY (every series of it, or the one --series names), in number
+order: one entry per number, with its series, time, caller, Idempotency-Key, ref and void.
+JSON Lines by default, or CSV with a header row. Read from the series table (<tableName>-series)
+with consistent Query pages, as GET /_series/KEY/journal reads it."""
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    series_arguments(parser)
+    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl", help="default: jsonl")
+
+
+def _journal(args: argparse.Namespace, context: Context) -> int:
+    table, journal, heads = series_heads(args, context)
+    if not heads:
+        return 1 if args.series else 0
+    with table.dynamodb_errors():
+        entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
+        for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
+            print(line)
+    return 0
+
+
+COMMAND = Command(
+    "journal", "print a series' journal (JSON Lines or CSV)", DESCRIPTION, SERIES_EPILOG, _journal, _arguments
+)

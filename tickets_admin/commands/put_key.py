@@ -1,0 +1,105 @@
+"""`tickets_admin put-key`: the same keys in every region's parameter: those any region holds (a version two regions
+hold with different keys is refused: their ids could meet), and a new random key for each version wanted that none
+holds. Every region is read before any is written, so a run that stopped half-way is finished by running it again."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from collections.abc import Mapping
+
+from tickets_deploy.opaque_keys import NEW_KEY_BYTES, key_versions_in_use
+
+from ..opaque_secret import KeysParameter
+from ..registry import Command, Context
+from ..table import AdminError
+
+DESCRIPTION = """\
+Put the keys of the opaque counters' ids in the service's SSM SecureString parameter,
+/tickets/<tableName>/opaque-keys, in every region of cdk.json: the function reads it at
+cold start (its name is in the function's environment; its value never is). Every region
+gets the same keys, those any region holds already and a new random key (32 bytes from
+the system's secure source) for each key version the counters' keyVersion, or --version,
+asks for that no region holds. An existing version's key is never changed (ids made with
+it must decode forever). Every region is read before any is written: run it again after a
+failure to finish. Prints the versions each region holds, never a key. Your credentials
+need ssm:GetParameter, ssm:PutParameter and ssm:DescribeParameters on the parameter, and
+the KMS key's use (with --kms-key-id: your TicketService's encryption_key, the same alias
+in every region). Rotation: raise a counter's keyVersion in cdk.json, run put-key, then
+synthesise and deploy."""
+
+EPILOG = """\
+examples:
+  .venv/bin/python -m tickets_admin put-key                       # before the first deploy of an opaque counter
+  .venv/bin/python -m tickets_admin put-key --kms-key-id alias/shop-tickets
+  .venv/bin/python -m tickets_admin --service shop-order-numbers put-key --version 2"""
+
+
+def _put_key(args: argparse.Namespace, context: Context) -> int:
+    wanted = key_versions_in_use(context.config)
+    if not wanted:
+        raise AdminError(f"no counter of {context.config_file} is opaque (counters.KEY.opaque): there is no key to put")
+    most = max(counter.opaque.key_versions for counter in context.config.counters.values() if counter.opaque)
+    for version in args.version or ():
+        if not 1 <= version <= most:
+            raise AdminError(f"--version {version}: the counters' ids have key versions 1 to {most} (keyVersions)")
+        wanted.add(version)
+    parameters = [KeysParameter(context.table_name, region) for region in sorted(context.config.regions)]
+    held = {parameter.region: parameter.read() for parameter in parameters}  # every region read before any write
+    keys = _union(held, parameters[0].name)
+    made = sorted(version for version in wanted if version not in keys)
+    keys.update({version: secrets.token_bytes(NEW_KEY_BYTES) for version in made})
+    for parameter in parameters:
+        versions = ", ".join(map(str, sorted(keys)))
+        if held[parameter.region] == keys:
+            print(f"{parameter.region}: {parameter.name} holds key versions {versions}: unchanged")
+            continue
+        kept = parameter.encryption_key() if held[parameter.region] is not None else None
+        parameter.write(keys, args.kms_key_id or kept)
+        print(f"{parameter.region}: {parameter.name} now holds key versions {versions}")
+    if made:
+        print(f"new: key version(s) {', '.join(map(str, made))}, {NEW_KEY_BYTES} random bytes each (never printed)")
+    return 0
+
+
+def _union(held: Mapping[str, dict[int, bytes] | None], name: str) -> dict[int, bytes]:
+    """Every version any region holds, refused when two regions hold one version with different keys."""
+    keys: dict[int, bytes] = {}
+    holder: dict[int, str] = {}
+    for region, region_keys in sorted(held.items()):
+        for version, key in (region_keys or {}).items():
+            if version in keys and keys[version] != key:
+                raise AdminError(
+                    f"{name}: key version {version} differs between {holder[version]} and {region} (put-key never "
+                    "writes it so), and ids those regions made with it may be equal. Nothing was written. Make both "
+                    "hold one key for it by hand (aws ssm put-parameter), see docs/how-to/opaque-order-numbers.md"
+                )
+            keys.setdefault(version, key)
+            holder.setdefault(version, region)
+    return keys
+
+
+def _put_key_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--version",
+        type=int,
+        action="append",
+        metavar="N",
+        help="also make key version N when no region holds it (repeatable; default: the counters' keyVersion)",
+    )
+    parser.add_argument(
+        "--kms-key-id",
+        metavar="KEY",
+        help="the KMS key to encrypt the parameter with (default: the one it has, else SSM's own, aws/ssm)",
+    )
+
+
+COMMAND = Command(
+    "put-key",
+    "put the opaque ids' keys in the service's SSM parameter, in every region",
+    DESCRIPTION,
+    EPILOG,
+    _put_key,
+    _put_key_arguments,
+    one_region=False,
+)
