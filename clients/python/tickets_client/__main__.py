@@ -16,11 +16,11 @@ from .version import __version__
 DEFAULT_URL = "http://127.0.0.1:8000"
 MODULE_PROG = "python -m tickets_client"
 COMMAND_PROG = "tickets-client"  # the console script of clients/python/pyproject.toml
-EPILOG = """\
+EPILOG = f"""\
 examples:
-  %(prog)s next orders                    # {"key": "orders", "ticket": 5000}
+  %(prog)s next orders                    # {{"key": "orders", "ticket": 5000}}
   %(prog)s next orders --count 3 --text   # three tickets, one a line
-  %(prog)s block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
+  %(prog)s block orders --count 1000000   # {{"first": ..., "last": ..., "step": 1, "count": 1000000}}
   %(prog)s state orders
   TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s next orders
 
@@ -30,10 +30,8 @@ AWS_IAM Function URL need lambda:InvokeFunctionUrl and lambda:InvokeFunction on 
 
 `next` sends an Idempotency-Key, the same on every retry. Retried: 429, 503 and lost
 connections (--max-attempts), 502 and 504 (for `next` only: it carries the key), and
-409 in_progress for up to {retry} s of waiting (the function's {timeout} s timeout and a margin).
-Errors print "error: <code>: <message>" on stderr and exit with status 1.""".replace(
-    "{retry}", str(IN_PROGRESS_RETRY_SECONDS)
-).replace("{timeout}", str(FUNCTION_TIMEOUT_SECONDS))
+409 in_progress for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting (the function's {FUNCTION_TIMEOUT_SECONDS} s timeout
+and a margin). Errors print "error: <code>: <message>" on stderr and exit with status 1."""
 
 
 def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Namespace:

@@ -13,13 +13,10 @@ export {
   type SeriesOptions,
   TicketsClient,
 } from "./client.js";
-export { TicketsError } from "./errors.js";
+export { ClockRollback, LeaseLost, PoolFull, TicketsError } from "./errors.js";
 export { type BlockSource, type LeaseOptions, TicketLease } from "./lease.js";
 export { type AwsCredentials, type CredentialSource, functionUrlRegion } from "./signing.js";
 export {
-  ClockRollback,
-  LeaseLost,
-  PoolFull,
   Snowflake,
   type SnowflakeOptions,
   type WorkerGrant,
