@@ -55,7 +55,7 @@ class TicketLease:
         target_seconds: float = DEFAULT_TARGET_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ):
-        if not isinstance(key, str) or not key:
+        if not key:
             raise ValueError(f"a lease needs a key (range blocks come from /_blocks/{{key}}), got {key!r}")
         if not 1 <= max_block <= MAX_BLOCK:
             raise ValueError(f"max_block must be 1..{MAX_BLOCK}, got {max_block}")

@@ -32,10 +32,7 @@ export interface LeaseOptions {
   clock?: () => number;
 }
 
-interface Fetched {
-  block: Block;
-  latency: number;
-}
+type Fetched = { block: Block; latency: number };
 
 /** Any number of concurrent callers may share one lease; no ticket is handed out twice. */
 export class TicketLease {
@@ -62,7 +59,7 @@ export class TicketLease {
     options: LeaseOptions = {},
   ) {
     const { maxBlock = MAX_BLOCK, blockSize = DEFAULT_BLOCK_SIZE, targetSeconds = DEFAULT_TARGET_SECONDS } = options;
-    if (typeof key !== "string" || !key) {
+    if (!key) {
       throw new TypeError(`a lease needs a key (range blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
     }
     if (!Number.isInteger(maxBlock) || maxBlock < 1 || maxBlock > MAX_BLOCK) {

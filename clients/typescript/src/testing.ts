@@ -91,38 +91,26 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
 function announced(child: ChildProcess, python: string, log: () => string): Promise<string> {
   return new Promise((found, failed) => {
     let stdout = "";
-    const timer = setTimeout(
-      () => failed(new Error(`the local server did not start in ${START_TIMEOUT_SECONDS} s:\n${log()}`)),
-      START_TIMEOUT_SECONDS * 1000,
-    );
+    const late = (): void => failed(new Error(`the local server did not start in ${START_TIMEOUT_SECONDS} s:\n${log()}`));
+    setTimeout(late, START_TIMEOUT_SECONDS * 1000).unref(); // a no-op once settled; unref'd, it holds no process open
     const onData = (chunk: Buffer): void => {
       stdout += chunk.toString();
       if (stdout.includes(BANNER_END)) {
-        clearTimeout(timer);
         child.stdout?.off("data", onData);
         child.stdout?.resume(); // what follows ("stopped") is not waited for
         found(stdout);
       }
     };
     child.stdout?.on("data", onData);
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      failed(
-        new Error(
-          `cannot run ${python} (set TICKETS_PYTHON, or pass python, to a Python with Tickets installed): ${err.message}`,
-        ),
-      );
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      // The exit may come before the last of stderr: read it once the streams have closed.
-      setImmediate(() => failed(new Error(exitedBefore(python, code, log()))));
-    });
+    const why = "set TICKETS_PYTHON, or pass python, to a Python with Tickets installed";
+    child.once("error", (err) => failed(new Error(`cannot run ${python} (${why}): ${err.message}`)));
+    // The exit may come before the last of stderr: read it once the streams have closed.
+    child.once("exit", (code) => setImmediate(() => failed(new Error(exitedBefore(python, code, log())))));
   });
 }
 
 /** Why the server exited before it listened; a Python without Tickets is told where to find or install it. */
-export function exitedBefore(python: string, code: number | null, log: string): string {
+function exitedBefore(python: string, code: number | null, log: string): string {
   if (/No module named '?tickets_local/.test(log)) {
     return (
       `${python} has no tickets_local (No module named tickets_local): set TICKETS_PYTHON (or pass python) to a ` +
