@@ -296,10 +296,8 @@ class WorkerLease:
 
 class Snowflake:
     """Snowflake-style ids on a WorkerLease: (milliseconds since `epoch_ms`) << (worker_bits + sequence_bits) |
-    worker << sequence_bits | sequence. Thread-safe. Stops issuing (raises LeaseLost) once its lease is lost;
-    when the wall clock goes back, waits up to `max_rollback_seconds` for it to catch up, else raises
-    ClockRollback: an id is never issued twice. Its wall clock must agree with other holders' within the
-    lease's margin (a worker id changes hands no sooner than that after its last holder stopped)."""
+    worker << sequence_bits | sequence. Thread-safe. Raises LeaseLost once its lease is lost; a wall clock gone back
+    is waited for up to `max_rollback_seconds`, else ClockRollback: an id is never issued twice."""
 
     def __init__(
         self,

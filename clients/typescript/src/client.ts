@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 
 import { LeaseLost, PoolFull, TicketsError } from "./errors.js";
-import { type CredentialSource, Signer, functionUrlRegion } from "./signing.js";
+import { type CredentialSource, type Signer, functionUrlRegion, signer } from "./signing.js";
 import { type WorkerGrant, workerGrant } from "./workers.js";
 
 export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version (tests/packaging/test_client_packaging.py)
@@ -112,7 +112,7 @@ export class TicketsClient {
       if (region === null) {
         throw new TypeError(`signing needs a region; pass region (the URL ${JSON.stringify(url)} does not name one)`);
       }
-      this.signer = new Signer(region, options.credentials);
+      this.signer = signer(region, options.credentials);
     }
     this.timeoutSeconds = options.timeoutSeconds ?? 5;
     this.maxAttempts = maxAttempts;
@@ -237,7 +237,7 @@ export class TicketsClient {
     let waited = 0;
     for (;;) {
       attempts++;
-      const sent = this.signer ? await this.signer.headers(method, target, headers, body ?? "") : headers;
+      const sent = this.signer ? await this.signer(method, target, headers, body ?? "") : headers;
       let failure: TicketsError;
       let delay: number;
       try {
