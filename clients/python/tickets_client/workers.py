@@ -220,13 +220,12 @@ class WorkerLease:
             renewed = self._client.renew_worker(self.pool, grant.worker, grant.epoch)
         except LeaseLost as err:
             self._lose(err)
-            return None
         except TicketsError as err:
             if err.status is not None and 400 <= err.status < 500 and err.status != 429:
                 self._lose(LeaseLost(err.status, err.code, f"the renewal was refused: {err.message}"))
-                return None
-            with self._lock:  # no answer, or the service busy: try again before the safe end
-                self._renew_at = now + min(RENEW_RETRY_SECONDS, self._fraction * grant.ttl_seconds)
+            else:
+                with self._lock:  # no answer, or the service busy: try again before the safe end
+                    self._renew_at = now + min(RENEW_RETRY_SECONDS, self._fraction * grant.ttl_seconds)
         else:
             self._extend(renewed, now)
         return None if self._loss() is not None else max(0.0, self._renew_at - self._monotonic())

@@ -58,7 +58,6 @@ const monotonicSeconds = (): number => performance.now() / 1000;
 
 /** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
 type Sent = readonly [monotonic: number, wallMs: number];
-const stamp = (options: WorkerLeaseOptions): Sent => [(options.monotonic ?? monotonicSeconds)(), (options.wallClock ?? Date.now)()];
 
 /** A checked grant from a server's answer (TicketsClient's worker methods). */
 export function workerGrant(answer: Record<string, unknown>): WorkerGrant {
@@ -86,50 +85,48 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<number | null> | null = null;
   private poolSize: number | null = null;
-  private readonly fraction: number;
-  private readonly monotonic: () => number;
-  private readonly wallClock: () => number;
 
   private constructor(
     private readonly client: WorkerSource,
     grant: WorkerGrant,
     sent: Sent,
     private readonly margin: number | undefined,
-    options: WorkerLeaseOptions,
+    private readonly fraction: number,
+    private readonly monotonic: () => number,
+    private readonly wallClock: () => number,
   ) {
     super();
     this.pool = grant.pool;
     this.current = grant;
-    this.fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
-    this.monotonic = options.monotonic ?? monotonicSeconds;
-    this.wallClock = options.wallClock ?? Date.now;
     this.extend(grant, sent);
-    if (options.onLost) this.on("lost", options.onLost);
   }
 
   /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
   static async acquire(client: WorkerSource, pool: string, options: WorkerLeaseOptions = {}): Promise<WorkerLease> {
     const { owner, idempotencyKey, marginSeconds: margin, renewFraction: fraction = DEFAULT_RENEW_FRACTION } = options;
+    const { monotonic = monotonicSeconds, wallClock = Date.now } = options;
+    const stamp = (): Sent => [monotonic(), wallClock()];
     if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewFraction must be between 0 and 1, got ${fraction}`);
     if (margin !== undefined && !(margin >= 0)) throw new RangeError(`marginSeconds must be 0 or more, got ${margin}`);
     const owned = owner !== undefined ? { owner } : {};
-    let sent = stamp(options);
+    let sent = stamp();
     let grant = await client.acquireWorker(pool, { ...owned, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
     if (idempotencyKey !== undefined) {
-      sent = stamp(options);
+      sent = stamp();
       try {
         grant = await client.renewWorker(pool, grant.worker, grant.epoch);
       } catch (err) {
         if (!(err instanceof LeaseLost)) throw err;
-        sent = stamp(options); // the key's old grant, released or expired since: a fresh one, under a new key
+        sent = stamp(); // the key's old grant, released or expired since: a fresh one, under a new key
         grant = await client.acquireWorker(pool, owned);
       }
     }
-    const lease = new WorkerLease(client, grant, sent, margin, options);
+    const lease = new WorkerLease(client, grant, sent, margin, fraction, monotonic, wallClock);
     if (lease.marginSeconds >= grant.ttlSeconds) {
       await client.releaseWorker(pool, grant.worker, grant.epoch);
       throw new RangeError(`a margin of ${lease.marginSeconds} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
     }
+    if (options.onLost) lease.on("lost", options.onLost);
     if (options.background ?? true) lease.schedule(lease.renewAt - sent[0]);
     return lease;
   }
