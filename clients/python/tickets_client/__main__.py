@@ -68,16 +68,16 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    def subcommand(name: str, summary: str, description: str) -> argparse.ArgumentParser:
         return commands.add_parser(name, parents=[common], help=summary, description=description)
 
-    issue = command(
+    issue = subcommand(
         "next", "issue the next ticket(s) of a key", "Issue the next ticket(s) of KEY and print the server's JSON."
     )
     issue.add_argument("key", nargs="?", metavar="KEY", help="the counter (default: the deployment's defaultKey)")
     issue.add_argument("--count", type=int, default=1, help="how many tickets, 1..1000, in one request (default: 1)")
     issue.add_argument("--text", action="store_true", help="print the bare tickets, one a line")
-    block = command(
+    block = subcommand(
         "block",
         "reserve a range block of tickets of a key",
         "Reserve COUNT tickets of KEY in one request and print the block as JSON: first, last, step and count.",
@@ -85,7 +85,7 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
     block.add_argument("key", metavar="KEY", help="the counter")
     count_help = "how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)"
     block.add_argument("--count", type=int, required=True, help=count_help)
-    state = command(
+    state = subcommand(
         "state", "show a counter's state; issues nothing", "Print KEY's state (last ticket, step, config) as JSON."
     )
     state.add_argument("key", metavar="KEY", help="the counter")

@@ -9,7 +9,7 @@ import { STATUS_CODES } from "node:http";
 
 import { LeaseLost, PoolFull, TicketsError } from "./errors.js";
 import { type CredentialSource, type Signer, functionUrlRegion, signer } from "./signing.js";
-import { type WorkerGrant, workerGrant } from "./workers.js";
+import type { WorkerGrant } from "./workers.js";
 
 export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version (tests/packaging/test_client_packaging.py)
 export const BACKOFF_BASE_SECONDS = 0.1;
@@ -322,6 +322,16 @@ function checkedIds(answer: Answer, count: number): string[] {
     throw badResponse(`asked for ${count} ids, got `, answer);
   }
   return ids as string[];
+}
+
+/** A worker lease's grant, checked: whole numbers, an epoch from 1. */
+function workerGrant(answer: Answer): WorkerGrant {
+  const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
+  const numbers = [worker, epoch, expiresAt, ttlSeconds];
+  if (typeof pool !== "string" || !numbers.every((n) => Number.isSafeInteger(n) && (n as number) >= 0) || (epoch as number) < 1) {
+    throw badResponse("the server's answer is not a worker lease: ", answer);
+  }
+  return { pool, worker, epoch, expiresAt, ttlSeconds } as WorkerGrant;
 }
 
 function retryable(error: TicketsError, idempotent: boolean | undefined): boolean {

@@ -59,16 +59,6 @@ const monotonicSeconds = (): number => performance.now() / 1000;
 /** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
 type Sent = readonly [monotonic: number, wallMs: number];
 
-/** A checked grant from a server's answer (TicketsClient's worker methods). */
-export function workerGrant(answer: Record<string, unknown>): WorkerGrant {
-  const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
-  const numbers = [worker, epoch, expiresAt, ttlSeconds];
-  if (typeof pool !== "string" || !numbers.every((n) => Number.isSafeInteger(n) && (n as number) >= 0) || (epoch as number) < 1) {
-    throw new TicketsError(200, "bad_response", `the server's answer is not a worker lease: ${JSON.stringify(answer).slice(0, 200)}`);
-  }
-  return { pool, worker, epoch, expiresAt, ttlSeconds } as WorkerGrant;
-}
-
 /**
  * One worker id of a pool, acquired by `WorkerLease.acquire`, renewed at a fraction of the ttl on an unref'd timer
  * (it never holds the process open), released by `close()`. A renewal refused, or a safe end passed unrenewed, loses
