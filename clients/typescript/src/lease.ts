@@ -9,7 +9,7 @@
  * lease), and the lease never asks for more again; a 400 at every size down to 1, or an opaque counter's
  * `opaque_counter` (its ids come from `TicketsClient.nextIds`), is thrown. Tickets never handed out are skipped.
  */
-import { Block, MAX_BLOCK, type RequestOptions } from "./client.js";
+import { Block, MAX_BLOCK, type TicketsClient } from "./client.js";
 import { TicketsError } from "./errors.js";
 
 export const DEFAULT_BLOCK_SIZE = 1000;
@@ -20,9 +20,7 @@ const LATENCIES_KEPT = 4;
 // prefetch. Within a run, `next()` only counts.
 export const RUNS_PER_BLOCK = 16;
 
-export interface BlockSource {
-  block(key: string, count: number, options?: RequestOptions): Promise<Block>;
-}
+export type BlockSource = Pick<TicketsClient, "block">;
 
 export interface LeaseOptions {
   blockSize?: number;

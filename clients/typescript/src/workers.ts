@@ -9,6 +9,7 @@
 import { EventEmitter } from "node:events";
 import { setTimeout as sleepMs } from "node:timers/promises";
 
+import type { TicketsClient } from "./client.js";
 import { ClockRollback, LeaseLost, TicketsError } from "./errors.js";
 
 export const DEFAULT_RENEW_FRACTION = 1 / 3;
@@ -32,12 +33,7 @@ export interface WorkerGrant {
 }
 
 /** What a WorkerLease needs of a client: TicketsClient's four worker methods. */
-export interface WorkerSource {
-  acquireWorker(pool: string, options?: { owner?: string; idempotencyKey?: string }): Promise<WorkerGrant>;
-  renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant>;
-  releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean>;
-  listWorkers(pool: string): Promise<Record<string, unknown>>;
-}
+export type WorkerSource = Pick<TicketsClient, "acquireWorker" | "renewWorker" | "releaseWorker" | "listWorkers">;
 
 export interface WorkerLeaseOptions {
   owner?: string;
