@@ -108,14 +108,7 @@ export class TicketLease {
     this.handed = this.released = 0;
     const pending = this.pending;
     this.pending = null;
-    if (pending !== null) {
-      try {
-        unused += (await pending).block.count;
-      } catch {
-        // a failed prefetch left nothing unused
-      }
-    }
-    return unused;
+    return unused + ((await pending?.then(({ block }) => block.count, () => 0)) ?? 0); // a failed prefetch: nothing unused
   }
 
   /** The current run is used up, not the block: release its next run. */
