@@ -192,10 +192,10 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     } catch (err) {
       if (!(err instanceof TicketsError)) throw err;
       const status = err.status ?? 0;
+      const refused = status >= 400 && status < 500 && status !== 429;
       if (err instanceof LeaseLost) this.lose(err);
-      else if (status >= 400 && status < 500 && status !== 429) {
-        this.lose(new LeaseLost(err.status, err.code, `the renewal was refused: ${err.message}`));
-      } else this.renewAt = now + Math.min(RENEW_RETRY_SECONDS, this.fraction * ttlSeconds); // no answer: try again soon
+      else if (refused) this.lose(new LeaseLost(err.status, err.code, `the renewal was refused: ${err.message}`));
+      else this.renewAt = now + Math.min(RENEW_RETRY_SECONDS, this.fraction * ttlSeconds); // no answer: try again soon
     }
     return this.noticeLoss() || this.closed ? null : Math.max(0, this.renewAt - this.monotonic());
   }
