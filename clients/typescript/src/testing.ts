@@ -66,13 +66,10 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
   });
   const stop = (): Promise<void> => stopChild(child);
-  let banner: string;
-  try {
-    banner = await announced(child, python, () => log);
-  } catch (err) {
+  const banner = await announced(child, python, () => log).catch(async (err: unknown) => {
     await stop();
     throw err;
-  }
+  });
   const url = /^\s*url:\s+(http:\/\/\S+)$/m.exec(banner)?.[1] as string;
   const keyFile = options.keyFile ?? /^\s*keys:\s+(\S+)/m.exec(banner)?.[1];
   return {

@@ -273,12 +273,10 @@ export class Snowflake {
 
   /** A generator on `lease`, its layout checked: the bits fit 63, and the pool's size fits the worker bits. */
   static async on(lease: WorkerLease, options: SnowflakeOptions = {}): Promise<Snowflake> {
-    const {
-      timeBits = DEFAULT_TIME_BITS,
-      workerBits = DEFAULT_WORKER_BITS,
-      sequenceBits = DEFAULT_SEQUENCE_BITS,
-      maxRollbackSeconds: maxRollback = DEFAULT_MAX_ROLLBACK_SECONDS,
-    } = options;
+    const timeBits = options.timeBits ?? DEFAULT_TIME_BITS;
+    const workerBits = options.workerBits ?? DEFAULT_WORKER_BITS;
+    const sequenceBits = options.sequenceBits ?? DEFAULT_SEQUENCE_BITS;
+    const maxRollback = options.maxRollbackSeconds ?? DEFAULT_MAX_ROLLBACK_SECONDS;
     const layout = { timeBits, workerBits, sequenceBits };
     if (!Object.values(layout).every((bits) => Number.isInteger(bits) && bits >= 0) || timeBits < 1) {
       throw new RangeError(`bit counts are whole numbers, timeBits at least 1: ${JSON.stringify(layout)}`);
