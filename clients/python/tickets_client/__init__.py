@@ -1,9 +1,5 @@
-"""Python client for Tickets: `TicketsClient` (SigV4, retries, idempotency keys, range blocks, worker ids),
-`TicketLease` (adaptively sized range blocks with background prefetch), `WorkerLease` (a worker id, renewed)
-and `Snowflake` (ids on one). Standard library, botocore and urllib3 (which botocore requires).
-
-    from tickets_client import TicketsClient, TicketLease, TicketsError, Block, WorkerLease, Snowflake
-"""
+"""Python client for Tickets (docs/reference/clients.md): `TicketsClient`, `TicketLease` (range blocks, prefetched),
+`WorkerLease` (a worker id, renewed) and `Snowflake` (ids on one). Standard library, botocore and urllib3."""
 
 from .client import Block, SeriesNumber, TicketsClient
 from .errors import TicketsError

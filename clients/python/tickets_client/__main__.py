@@ -16,11 +16,11 @@ from .version import __version__
 DEFAULT_URL = "http://127.0.0.1:8000"
 MODULE_PROG = "python -m tickets_client"
 COMMAND_PROG = "tickets-client"  # the console script of clients/python/pyproject.toml
-EPILOG = """\
+EPILOG = f"""\
 examples:
-  %(prog)s next orders                    # {"key": "orders", "ticket": 5000}
+  %(prog)s next orders                    # {{"key": "orders", "ticket": 5000}}
   %(prog)s next orders --count 3 --text   # three tickets, one a line
-  %(prog)s block orders --count 1000000   # {"first": ..., "last": ..., "step": 1, "count": 1000000}
+  %(prog)s block orders --count 1000000   # {{"first": ..., "last": ..., "step": 1, "count": 1000000}}
   %(prog)s state orders
   TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s next orders
 
@@ -30,10 +30,9 @@ AWS_IAM Function URL need lambda:InvokeFunctionUrl and lambda:InvokeFunction on 
 
 `next` sends an Idempotency-Key, the same on every retry. Retried: 429, 503 and lost
 connections (--max-attempts), 502 and 504 (for `next` only: it carries the key), and
-409 in_progress for up to {retry} s of waiting (the function's {timeout} s timeout and a margin).
-Errors print "error: <code>: <message>" on stderr and exit with status 1.""".replace(
-    "{retry}", str(IN_PROGRESS_RETRY_SECONDS)
-).replace("{timeout}", str(FUNCTION_TIMEOUT_SECONDS))
+409 in_progress for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting (the function's {FUNCTION_TIMEOUT_SECONDS} s \
+timeout and a margin).
+Errors print "error: <code>: <message>" on stderr and exit with status 1."""
 
 
 def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Namespace:
@@ -68,34 +67,26 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    issue = commands.add_parser(
-        "next",
-        parents=[common],
-        help="issue the next ticket(s) of a key",
-        description="Issue the next ticket(s) of KEY and print the server's JSON.",
+
+    def subcommand(name: str, summary: str, description: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[common], help=summary, description=description)
+
+    issue = subcommand(
+        "next", "issue the next ticket(s) of a key", "Issue the next ticket(s) of KEY and print the server's JSON."
     )
     issue.add_argument("key", nargs="?", metavar="KEY", help="the counter (default: the deployment's defaultKey)")
     issue.add_argument("--count", type=int, default=1, help="how many tickets, 1..1000, in one request (default: 1)")
     issue.add_argument("--text", action="store_true", help="print the bare tickets, one a line")
-    block = commands.add_parser(
+    block = subcommand(
         "block",
-        parents=[common],
-        help="reserve a range block of tickets of a key",
-        description="Reserve COUNT tickets of KEY in one request and print the block "
-        "as JSON: first, last, step and count.",
+        "reserve a range block of tickets of a key",
+        "Reserve COUNT tickets of KEY in one request and print the block as JSON: first, last, step and count.",
     )
     block.add_argument("key", metavar="KEY", help="the counter")
-    block.add_argument(
-        "--count",
-        type=int,
-        required=True,
-        help="how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)",
-    )
-    state = commands.add_parser(
-        "state",
-        parents=[common],
-        help="show a counter's state; issues nothing",
-        description="Print KEY's state (last ticket, step, config) as JSON.",
+    count_help = "how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)"
+    block.add_argument("--count", type=int, required=True, help=count_help)
+    state = subcommand(
+        "state", "show a counter's state; issues nothing", "Print KEY's state (last ticket, step, config) as JSON."
     )
     state.add_argument("key", metavar="KEY", help="the counter")
     return parser.parse_args(argv)

@@ -1,41 +1,14 @@
-"""Block leasing: one request buys a range block of tickets, handed out one by one in-process.
+"""Block leasing (docs/reference/clients.md): one request buys a range block of tickets, handed out one by one
+in-process, the next block fetched in the background (Meituan Leaf's "segment" mode, double-buffered).
 
     lease = TicketLease(TicketsClient(url), "orders")
     order_id = lease.next()   # no network on almost every call
 
-This is Meituan Leaf's "segment" mode (and Didi tinyid's client), double-buffered and sized
-adaptively. Each block comes from `POST /_blocks/{key}?count=N`: one request and one DynamoDB
-write whatever N is, answered as first, last and step.
-
-Sizing. The first block holds `block_size` tickets. Whenever the lease asks for a block, it
-looks at the rate at which tickets are being taken: if a block of the current size is used up
-faster than `target_seconds`, the next block is twice as big; if it would last more than twice
-`target_seconds`, half as big (never below `block_size`); in between, the same size. (The band
-of 1x-2x keeps a steady rate from flipping between two sizes.) Blocks never exceed `max_block`
-(at most 1,000,000, the protocol's limit). A deployment may allow less (`maxBlock`), and a deploy
-may lower it under a running lease: when the server refuses a block with 400, the lease halves the
-size until a block is accepted (below `block_size` too, down to 1) and never asks for more than that
-size again. A 400 at every size down to 1 is not about the size: it is raised, and the lease's sizes
-stay as they were. An opaque counter (cdk.json's `counters.KEY.opaque`) answers no block: its tickets are
-only ever shown as ids, which only the server's key makes. Its 400 `opaque_counter` is raised at once, by
-the first `next()`; take its ids with `TicketsClient.next_ids` instead.
-
-Prefetch. The next block is fetched in the background once the tickets left in the current
-block, at the observed rate, would last less than a few (PREFETCH_LATENCIES) of the slowest
-recent fetch times: at a steady rate `next()` then never waits for the network.
-
-The trade. Bigger blocks mean fewer requests and writes, and bigger gaps: tickets of a lease
-that are never handed out are skipped, not reused (the server issued the whole block, and
-nothing hands tickets back). Closing a lease, or a process stopping, leaves at most the rest of
-the current block and the whole prefetched one unused: up to 2 x `max_block` tickets. `close()`
-says how many. Where gaps matter, lower `max_block` or `target_seconds`.
-
-Order. Tickets are unique, always. A block is ascending (first, first + step, ...), and every
-thread's tickets from one block ascend. Across blocks the lease is ascending only when the key
-has ONE lane in this region (`shards` = 1, however many regions): each block then comes from
-that lane, after the previous one. On a sharded key each block comes from a lane the server
-picks at random, so a later block may hold smaller tickets than an earlier one. Across leases
-(processes, hosts) tickets interleave block by block: they are not globally ordered in time.
+Blocks grow and shrink to last `target_seconds` at the measured rate (a band of 1x-2x keeps a steady rate from
+flipping between two sizes). A 400 on a block halves the size until one is accepted (a deployment's `maxBlock`,
+perhaps lowered under a running lease) and the lease never asks for more again; a 400 at every size down to 1, or
+an opaque counter's `opaque_counter` (its ids come from `TicketsClient.next_ids`), is raised. Tickets never handed
+out are skipped, not reused: `close()` says how many.
 """
 
 from __future__ import annotations
@@ -54,8 +27,7 @@ from .errors import TicketsError
 
 DEFAULT_BLOCK_SIZE = 1000
 DEFAULT_TARGET_SECONDS = 1.0
-# Prefetch when the current block would last less than this many of the slowest recent fetches.
-PREFETCH_LATENCIES = 3
+PREFETCH_LATENCIES = 3  # prefetch when the block would last less than this many of the slowest recent fetches
 _LATENCIES_KEPT = 4
 # A block is handed out in this many runs; between two runs the lease looks at the clock, measures
 # the rate and decides whether to prefetch. Within a run, `next()` only steps an iterator.
@@ -83,7 +55,7 @@ class TicketLease:
         target_seconds: float = DEFAULT_TARGET_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ):
-        if not isinstance(key, str) or not key:
+        if not key:
             raise ValueError(f"a lease needs a key (range blocks come from /_blocks/{{key}}), got {key!r}")
         if not 1 <= max_block <= MAX_BLOCK:
             raise ValueError(f"max_block must be 1..{MAX_BLOCK}, got {max_block}")
@@ -115,9 +87,7 @@ class TicketLease:
         self._ceiling = max_block
 
     def next(self) -> int:
-        """The next ticket. Waits for the network only when the current block is used up and the
-        next one has not arrived; a failed prefetch raises here, as TicketsError, and the next call
-        tries again."""
+        """The next ticket; a failed prefetch raises here, as TicketsError, and the next call tries again."""
         if _ITERATOR_STEP_IS_ATOMIC:
             for ticket in self._run:  # the common case: no lock, no other work
                 return ticket
@@ -139,9 +109,7 @@ class TicketLease:
             return dict(self._sizes)
 
     def close(self) -> int:
-        """Stop prefetching, waiting for a fetch already in flight (at most the client's timeout per
-        attempt). Returns how many tickets are left unused: the rest of the current block and the
-        prefetched one, which are skipped (see the module's doc)."""
+        """Stop prefetching, waiting for a fetch in flight; how many tickets are left unused (skipped)."""
         with self._lock:
             self._closed = True
             unused = operator.length_hint(self._run) + len(self._block) - self._released
@@ -193,8 +161,7 @@ class TicketLease:
             self._pending = self._prefetcher.submit(self._fetch, self._next_size())
 
     def _next_size(self) -> int:
-        """Leaf's rule: double while a block lasts less than the target, halve when it lasts more
-        than twice the target, within block_size..max_block, and never above what the server accepts."""
+        """Double while a block lasts less than the target, halve past twice it; never above what the server accepts."""
         size = len(self._block) or self.block_size
         if self._rate is not None:
             lasts = size / self._rate
@@ -205,18 +172,15 @@ class TicketLease:
         return min(max(self.block_size, size), self._ceiling)
 
     def _fetch(self, size: int) -> tuple[Block, float]:
-        """A block of `size` tickets and how long it took. No Idempotency-Key: a lease skips unused
-        tickets anyway, so a block burned by a retry after a lost answer is one more gap, while the
-        key would cost the server two more DynamoDB writes per block."""
+        """A block and how long it took. No Idempotency-Key: a block a retry burns is one more gap; a key, two more
+        writes."""
         refused = False
         while True:
             began = self._clock()
             try:
                 block = self._client.block(self.key, size, idempotent=False)
             except TicketsError as err:
-                # The server's maxBlock (perhaps lowered since the last block) is a 400 whose limit is
-                # stated only in prose: halve until a block is accepted. An opaque counter's 400 is no
-                # matter of size: it never answers blocks.
+                # The server's maxBlock is a 400 whose limit is stated only in prose: halve until a block is accepted.
                 if err.status == 400 and err.code != "opaque_counter" and size > 1:
                     size, refused = size // 2, True
                     continue

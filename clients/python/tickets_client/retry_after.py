@@ -8,16 +8,19 @@ import time
 
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
 
-
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTH = "(" + "|".join(_MONTHS) + ")"
-_TIME = "([0-9]{2}):([0-9]{2}):([0-9]{2})"
+_MONTH = "(?P<month>" + "|".join(_MONTHS) + ")"
+_TIME = "(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
 # RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
-_IMF_FIXDATE = re.compile(rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{{2}}) {_MONTH} ([0-9]{{4}}) {_TIME} GMT")
-_RFC850_DATE = re.compile(
-    rf"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), ([0-9]{{2}})-{_MONTH}-([0-9]{{2}}) {_TIME} GMT"
-)
-_ASCTIME_DATE = re.compile(rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} ([0-9 ][0-9]) {_TIME} ([0-9]{{4}})")
+_HTTP_DATES = [
+    re.compile(form)
+    for form in (
+        rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} GMT",
+        rf"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?P<day>[0-9]{{2}})-{_MONTH}-"
+        rf"(?P<year>[0-9]{{2}}) {_TIME} GMT",
+        rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} (?P<day>[0-9 ][0-9]) {_TIME} (?P<year>[0-9]{{4}})",
+    )
+]
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -27,36 +30,27 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
     value = (value or "").strip(" \t")
     if re.fullmatch("[0-9]+", value):
         return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap
-    date = _http_date(value, datetime.datetime.now(datetime.UTC) if now is None else _utc(now))
-    if date is None:
+    now = time.time() if now is None else now
+    date = _http_date(value, datetime.datetime.fromtimestamp(now, datetime.UTC).year)
+    return None if date is None else min(max(date.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+def _http_date(value: str, this_year: int) -> datetime.datetime | None:
+    found = next((match for form in _HTTP_DATES if (match := form.fullmatch(value))), None)
+    if found is None:
         return None
-    now_seconds = time.time() if now is None else now
-    return min(max(date.timestamp() - now_seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
-
-
-def _utc(seconds: float) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
-
-
-def _http_date(value: str, now: datetime.datetime) -> datetime.datetime | None:
-    if match := _IMF_FIXDATE.fullmatch(value):
-        day, month, year, hour, minute, second = match.groups()
-    elif match := _RFC850_DATE.fullmatch(value):
-        day, month, short_year, hour, minute, second = match.groups()
-        # A two-digit year more than 50 years ahead is the most recent past year with those digits.
-        full_year = now.year // 100 * 100 + int(short_year)
-        if full_year > now.year + 50:
-            full_year -= 100
-        elif full_year + 100 <= now.year + 50:
-            full_year += 100
-        year = str(full_year)
-    elif match := _ASCTIME_DATE.fullmatch(value):
-        month, day, hour, minute, second, year = match.groups()
-    else:
-        return None
+    year = int(found["year"])
+    if len(found["year"]) == 2:
+        # RFC 850's two-digit year: one more than 50 years ahead is the most recent past year with those digits.
+        year += this_year // 100 * 100
+        if year > this_year + 50:
+            year -= 100
+        elif year + 100 <= this_year + 50:
+            year += 100
     try:
+        day, hour, minute, second = (int(found[name]) for name in ("day", "hour", "minute", "second"))
         return datetime.datetime(
-            int(year), _MONTHS.index(month) + 1, int(day), int(hour), int(minute), int(second), tzinfo=datetime.UTC
+            year, _MONTHS.index(found["month"]) + 1, day, hour, minute, second, tzinfo=datetime.UTC
         )
     except ValueError:  # 31 Feb, 25:00
         return None

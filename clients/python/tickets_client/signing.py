@@ -28,9 +28,8 @@ class Signer:
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
         """`headers` plus Authorization, X-Amz-Date and, for temporary credentials, X-Amz-Security-Token."""
-        from botocore.auth import (
-            SigV4Auth,
-        )  # botocore takes a good part of a second to import: only signing clients pay for it
+        # botocore takes a good part of a second to import: only signing clients pay for it
+        from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
         request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))

@@ -1,17 +1,11 @@
 """Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one (docs/reference/clients.md).
 
-    client = TicketsClient(url)
-    with WorkerLease(client, "snowflake", owner="api-7") as lease:   # acquires; renews in the background
-        ids = Snowflake(lease)
-        order_id = ids.next()   # 41 bits of milliseconds, 10 of the worker id, 12 of sequence
+    with WorkerLease(TicketsClient(url), "snowflake", owner="api-7") as lease:   # acquires; renews in the background
+        order_id = Snowflake(lease).next()   # 41 bits of milliseconds, 10 of the worker id, 12 of sequence
 
-A lease's worker id is this process's alone only until its safe end: the monotonic time at which it SENT the
-request that granted or last renewed it, plus the pool's ttl, minus a margin (default max(1 s, 10% of the ttl))
-for the service's clock skew across function instances, this clock's rate error and this process's pauses. The
-service's `expiresAt` is its wall clock, never compared with ours. The lease renews at a fraction of the ttl
-(default 1/3). A renewal refused (409 lease_lost), or a safe end passed without a renewal, loses the lease for
-good: `lost` turns true, `on_lost` is called once, and `worker` raises LeaseLost; so does the generator.
-Its clock counts a system suspend (CLOCK_BOOTTIME); in a forked child the lease is lost (the id stays the parent's).
+A worker id is this process's only until its safe end: the time (on a clock that counts a suspend, CLOCK_BOOTTIME)
+at which it SENT the request that granted or last renewed it, plus the ttl, minus a margin; the service's
+`expiresAt` is never compared with our clock. In a forked child the lease is lost (the id stays the parent's).
 """
 
 from __future__ import annotations
@@ -64,40 +58,26 @@ class ClockRollback(TicketsError):
 
 
 class WorkerRoutes:
-    """TicketsClient's worker-lease methods: its transport, signing, retries and error mapping, the four routes.
-    A 503 pool_full is not retried (the wait is the ttl's, not a blip's): it raises PoolFull."""
+    """TicketsClient's worker-lease methods, on its `_request`. A 503 pool_full is not retried (an id frees at an
+    expiry, not after a blip): it raises PoolFull; a 409 lease_lost raises LeaseLost."""
 
     _request: Callable[..., dict[str, Any]]
 
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
-        """A free worker id of `pool` (`POST /_workers/{pool}`). One Idempotency-Key (`idempotency_key`, else a
-        new UUID) for every attempt, so an acquire retried after a lost answer gets the same grant."""
+        """A free worker id of `pool` (`POST /_workers/{pool}`), one Idempotency-Key (`idempotency_key`, else a new
+        UUID) for every attempt, so an acquire retried after a lost answer gets the same grant."""
         body = b"" if owner is None else json_body({"owner": owner})
-        try:
-            answer = self._request(
-                "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, body=body
-            )
-        except TicketsError as err:
-            if err.code != "pool_full":
-                raise
-            wait = "" if err.retry_after is None else f"; retry after {err.retry_after:g} s"
-            raise PoolFull(err.status, err.code, f"{err.message}{wait}", err.retry_after) from None
-        return _grant(answer)
+        return _grant(
+            self._worker_request("POST", pool, None, idempotent=True, idempotency_key=idempotency_key, body=body)
+        )
 
     def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
-        """`PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost raises
-        LeaseLost. Safe to retry: renewing twice only extends."""
-        try:
-            answer = self._request("PUT", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch}))
-        except TicketsError as err:
-            if err.code != "lease_lost":
-                raise
-            raise LeaseLost(err.status, err.code, err.message) from None
-        return _grant(answer)
+        """`PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry (twice only extends)."""
+        return _grant(self._worker_request("PUT", pool, worker, repeatable=True, body=json_body({"epoch": epoch})))
 
     def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
         """`DELETE /_workers/{pool}/{worker}`: whether this released the lease (False: stale or released already)."""
-        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch}))
+        answer = self._worker_request("DELETE", pool, worker, repeatable=True, body=json_body({"epoch": epoch}))
         if not isinstance(answer.get("released"), bool):
             raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
         return bool(answer["released"])
@@ -105,10 +85,22 @@ class WorkerRoutes:
     def list_workers(self, pool: str) -> dict[str, Any]:
         """`GET /_workers/{pool}`: {"pool", "size", "ttlSeconds", "leases": [{"worker", "epoch", "owner",
         "expiresAt"}]}, the live leases by worker id."""
-        answer = self._request("GET", _pool_path(pool), repeatable=True)
+        answer = self._worker_request("GET", pool, None, repeatable=True)
         if not _whole(answer.get("size")) or not isinstance(answer.get("leases"), list):
             raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
         return answer
+
+    def _worker_request(self, method: str, pool: str, worker: int | None, **sending: Any) -> dict[str, Any]:
+        path = f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
+        try:
+            return self._request(method, path, **sending)
+        except TicketsError as err:
+            if err.code == "pool_full":
+                wait = "" if err.retry_after is None else f"; retry after {err.retry_after:g} s"
+                raise PoolFull(err.status, err.code, f"{err.message}{wait}", err.retry_after) from None
+            if err.code == "lease_lost":
+                raise LeaseLost(err.status, err.code, err.message) from None
+            raise
 
 
 class WorkerSource(Protocol):
@@ -228,13 +220,12 @@ class WorkerLease:
             renewed = self._client.renew_worker(self.pool, grant.worker, grant.epoch)
         except LeaseLost as err:
             self._lose(err)
-            return None
         except TicketsError as err:
             if err.status is not None and 400 <= err.status < 500 and err.status != 429:
                 self._lose(LeaseLost(err.status, err.code, f"the renewal was refused: {err.message}"))
-                return None
-            with self._lock:  # no answer, or the service busy: try again before the safe end
-                self._renew_at = now + min(RENEW_RETRY_SECONDS, self._fraction * grant.ttl_seconds)
+            else:
+                with self._lock:  # no answer, or the service busy: try again before the safe end
+                    self._renew_at = now + min(RENEW_RETRY_SECONDS, self._fraction * grant.ttl_seconds)
         else:
             self._extend(renewed, now)
         return None if self._loss() is not None else max(0.0, self._renew_at - self._monotonic())
@@ -304,10 +295,8 @@ class WorkerLease:
 
 class Snowflake:
     """Snowflake-style ids on a WorkerLease: (milliseconds since `epoch_ms`) << (worker_bits + sequence_bits) |
-    worker << sequence_bits | sequence. Thread-safe. Stops issuing (raises LeaseLost) once its lease is lost;
-    when the wall clock goes back, waits up to `max_rollback_seconds` for it to catch up, else raises
-    ClockRollback: an id is never issued twice. Its wall clock must agree with other holders' within the
-    lease's margin (a worker id changes hands no sooner than that after its last holder stopped)."""
+    worker << sequence_bits | sequence. Thread-safe. Raises LeaseLost once its lease is lost; a wall clock gone back
+    is waited for up to `max_rollback_seconds`, else ClockRollback: an id is never issued twice."""
 
     def __init__(
         self,
@@ -388,7 +377,3 @@ def _grant(answer: dict[str, Any]) -> WorkerGrant:
 
 def _whole(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _pool_path(pool: str, worker: int | None = None) -> str:
-    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")

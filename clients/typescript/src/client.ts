@@ -1,33 +1,15 @@
 /**
- * A client for a Tickets Function URL (or the local server), the Python client's (clients/python)
- * twin: the same requests, retries, idempotency keys and errors.
- *
- *     const client = new TicketsClient("https://abc123.lambda-url.us-east-1.on.aws"); // signs: AWS_IAM
- *     await client.next("orders");            // [5000]
- *     await client.next("orders", 3);         // [5001, 5002, 5003], one request
- *     await client.nextIds("order-numbers", 2); // ["4829173650", "0756218394"]: an opaque counter's ids
- *     await client.block("orders", 1000000);  // Block { first: 5004, last: 1005003, step: 1, count: 1000000 }
- *     await client.state("orders");           // the counter's state, issues nothing
- *
- * Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a retry
- * after a lost answer gets the first answer instead of burning tickets.
- *
- * Retries: 429, 503 and lost connections, up to `maxAttempts` attempts; 502 and 504 (the function
- * failed or timed out, perhaps after issuing) only for requests that carry an Idempotency-Key, whose
- * retry gets that first answer; and 409 `in_progress` (the first attempt with this key still holds its
- * lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past `maxAttempts`: a first attempt that
- * crashed holds the lock until its request's deadline, before the function's timeout. Waits are capped exponential backoff with full
- * jitter, and at least the server's Retry-After.
- *
- * docs/reference/clients.md states the rules both clients share (Retry-After, what counts as an attempt, which
- * answers are refused); clients/conformance.json holds the cases both clients' tests run.
+ * A client for a Tickets Function URL (or the local server), the Python client's twin: the same requests,
+ * retries, idempotency keys and errors (docs/reference/clients.md; clients/conformance.json holds the cases both
+ * clients' tests run). Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
+ * retry after a lost answer gets the first answer instead of burning tickets.
  */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 
-import { TicketsError } from "./errors.js";
-import { type CredentialSource, Signer, functionUrlRegion } from "./signing.js";
-import { LeaseLost, PoolFull, type WorkerGrant, workerGrant } from "./workers.js";
+import { LeaseLost, PoolFull, TicketsError } from "./errors.js";
+import { type CredentialSource, type Signer, functionUrlRegion, signer } from "./signing.js";
+import type { WorkerGrant } from "./workers.js";
 
 export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version (tests/packaging/test_client_packaging.py)
 export const BACKOFF_BASE_SECONDS = 0.1;
@@ -39,7 +21,7 @@ export const FUNCTION_TIMEOUT_SECONDS = 10;
 export const IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5; // past the lock's expiry, with a margin
 export const IN_PROGRESS_MAX_ATTEMPTS = 60; // a bound on attempts too, whatever the jitter draws
 export const MAX_BLOCK = 1_000_000; // the most tickets one /_blocks request may ask for (a deployment may allow fewer)
-const GATEWAY_ERRORS = new Set([502, 504]);
+export const JOURNAL_PAGE = 100; // entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 /** `count` tickets of one lane: first, first + step, ..., last. */
 export class Block {
@@ -78,10 +60,7 @@ export interface ClientOptions {
 }
 
 export interface RequestOptions {
-  /**
-   * Send an Idempotency-Key (default true). false sends none: a retry after a lost answer then burns
-   * that block (a gap), and the server saves its idempotency writes.
-   */
+  /** Send an Idempotency-Key (default true); false: a retry after a lost answer burns that block (a gap). */
   idempotent?: boolean;
 }
 
@@ -98,18 +77,13 @@ export interface SeriesNumber {
 export interface SeriesOptions {
   /** The document this number is for (up to 128 characters), kept in the journal. */
   ref?: string;
-  /**
-   * The Idempotency-Key (default: a new UUID, the same for all attempts). Store your own with the
-   * document to get the same number back after your process restarts.
-   */
+  /** The Idempotency-Key (default: a new UUID); store your own with the document to get its number back after a restart. */
   idempotencyKey?: string;
 }
 
-export const JOURNAL_PAGE = 100; // entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
-
 interface Sent {
-  idempotent: boolean; // send an Idempotency-Key
-  idempotencyKey?: string;
+  idempotent?: boolean; // send an Idempotency-Key: `idempotencyKey`, else a new UUID, one for all attempts
+  idempotencyKey?: string | undefined;
   body?: string;
   repeatable?: boolean; // answered alike however often it comes: a 502 or 504 may be retried
 }
@@ -117,20 +91,15 @@ interface Sent {
 export class TicketsClient {
   readonly url: string;
   private readonly base: URL;
-  private readonly signer: Signer | null;
+  private readonly signer: Signer | null = null;
   private readonly timeoutSeconds: number;
   private readonly maxAttempts: number;
   private readonly sleep: (seconds: number) => Promise<void>;
   private readonly fetch: typeof fetch;
 
   constructor(url: string, options: ClientOptions = {}) {
-    let base: URL;
-    try {
-      base = new URL(url);
-    } catch {
-      throw new TypeError(`not an http(s) URL: ${JSON.stringify(url)}`);
-    }
-    if ((base.protocol !== "http:" && base.protocol !== "https:") || !base.hostname) {
+    const base = URL.canParse(url) ? new URL(url) : null;
+    if ((base?.protocol !== "http:" && base?.protocol !== "https:") || !base.hostname) {
       throw new TypeError(`not an http(s) URL: ${JSON.stringify(url)}`);
     }
     const maxAttempts = options.maxAttempts ?? 5;
@@ -139,12 +108,11 @@ export class TicketsClient {
     this.base = base;
     const urlRegion = functionUrlRegion(base.hostname);
     const region = options.region ?? urlRegion;
-    this.signer = null;
     if (options.sign ?? urlRegion !== null) {
       if (region === null) {
         throw new TypeError(`signing needs a region; pass region (the URL ${JSON.stringify(url)} does not name one)`);
       }
-      this.signer = new Signer(region, options.credentials);
+      this.signer = signer(region, options.credentials);
     }
     this.timeoutSeconds = options.timeoutSeconds ?? 5;
     this.maxAttempts = maxAttempts;
@@ -162,62 +130,48 @@ export class TicketsClient {
   }
 
   /**
-   * `count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order,
-   * which the ids do not show. An opaque counter answers ids, never tickets: `next` refuses its answer
-   * (code `opaque_counter`), and this method a plain counter's (`not_opaque`).
+   * `count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order, which
+   * the ids do not show. `next` refuses an opaque counter's answer (`opaque_counter`), this a plain one's (`not_opaque`).
    */
   async nextIds(key?: string, count = 1, options: RequestOptions = {}): Promise<string[]> {
     return checkedIds(await this.issue(key, count, options), count);
   }
 
-  /**
-   * The server's whole answer, e.g. {key: "orders", ticket: 5000}, or an opaque counter's
-   * {key: "orders", id: "4829173650"}, once its tickets (or ids) check out.
-   */
+  /** The server's whole answer, e.g. {key: "orders", ticket: 5000} or {key, id}, once its tickets (or ids) check out. */
   async issue(key?: string, count = 1, options: RequestOptions = {}): Promise<Answer> {
     const query = count !== 1 ? `?count=${count}` : "";
-    const answer = await this.request("POST", keyPath(key) + query, options.idempotent ?? true);
+    const answer = await this.request("POST", keyPath(key) + query, { idempotent: options.idempotent ?? true });
     if ("id" in answer) checkedIds(answer, count);
     else checkedTickets(answer, count);
     return answer;
   }
 
-  /**
-   * `count` new tickets of `key` as a range (`POST /_blocks/{key}`): one request and one write for up
-   * to MAX_BLOCK tickets, and an answer of four numbers whatever the count.
-   */
+  /** `count` new tickets of `key` as a range (`POST /_blocks/{key}`): one request and one write, up to MAX_BLOCK. */
   async block(key: string, count: number, options: RequestOptions = {}): Promise<Block> {
-    const answer = await this.request("POST", `/_blocks${keyPath(key)}?count=${count}`, options.idempotent ?? true);
-    const numbers = [answer.first, answer.last, answer.step, answer.count];
-    if (!(["first", "last", "step", "count"] as const).every((name) => isTicket(answer, name))) {
-      throw new TicketsError(200, "bad_response", `the server's answer is not a block: ${show(answer)}`);
-    }
-    const block = new Block(...(numbers as [number, number, number, number]));
+    const path = `/_blocks${keyPath(key)}?count=${count}`;
+    const answer = await this.request("POST", path, { idempotent: options.idempotent ?? true });
+    const names = ["first", "last", "step", "count"] as const;
+    if (!names.every((name) => isTicket(answer, name))) throw badResponse("the server's answer is not a block: ", answer);
+    const block = new Block(...(names.map((name) => answer[name]) as [number, number, number, number]));
     if (block.count !== count || block.step < 1 || block.last !== block.ticket(count - 1)) {
-      throw new TicketsError(200, "bad_response", `asked for a block of ${count} tickets, got ${show(answer)}`);
+      throw badResponse(`asked for a block of ${count} tickets, got `, answer);
     }
     return block;
   }
 
   /** The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used. */
   async state(key: string): Promise<Answer> {
-    return this.request("GET", "/_counters" + keyPath(key), false);
+    return this.request("GET", "/_counters" + keyPath(key));
   }
 
-  /**
-   * The next number of the series `key` (`POST /_series/{key}`), journaled with `ref`. Always sends an
-   * Idempotency-Key, the same on every retry, so a lost answer never costs a number.
-   */
+  /** The next number of the series `key` (`POST /_series/{key}`), journaled with `ref`; always with an Idempotency-Key. */
   async series(key: string, options: SeriesOptions = {}): Promise<SeriesNumber> {
     const body = options.ref === undefined ? "" : JSON.stringify({ ref: options.ref });
-    const answer = await this.request("POST", `/_series${keyPath(key)}`, {
-      idempotent: true,
-      body,
-      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
-    });
+    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
+    const answer = await this.request("POST", `/_series${keyPath(key)}`, sent);
     const id = answer.id ?? null;
     if (!isTicket(answer, "ticket") || typeof answer.series !== "string" || (id !== null && typeof id !== "string")) {
-      throw new TicketsError(200, "bad_response", `the server's answer is not a series number: ${show(answer)}`);
+      throw badResponse("the server's answer is not a series number: ", answer);
     }
     return { key: typeof answer.key === "string" ? answer.key : key, series: answer.series, ticket: answer.ticket as number, id };
   }
@@ -225,7 +179,7 @@ export class TicketsClient {
   /** Void a number (`POST /_series/{key}/void`); safe to retry: voiding again answers the first void. */
   async void(key: string, series: string, ticket: number, reason: string): Promise<Answer> {
     const body = JSON.stringify({ series, ticket, reason });
-    return this.request("POST", `/_series${keyPath(key)}/void`, { idempotent: false, repeatable: true, body });
+    return this.request("POST", `/_series${keyPath(key)}/void`, { repeatable: true, body });
   }
 
   /** Every journal entry of the series above `after`, in order, fetched a page of `limit` at a time. */
@@ -233,10 +187,8 @@ export class TicketsClient {
     let from = after;
     for (;;) {
       const query = new URLSearchParams({ series, limit: String(limit), ...(from !== undefined ? { after: String(from) } : {}) });
-      const page = await this.request("GET", `/_series${keyPath(key)}/journal?${query}`, { idempotent: false, repeatable: true });
-      if (!Array.isArray(page.entries)) {
-        throw new TicketsError(200, "bad_response", `the server's answer is not a journal page: ${show(page)}`);
-      }
+      const page = await this.request("GET", `/_series${keyPath(key)}/journal?${query}`, { repeatable: true });
+      if (!Array.isArray(page.entries)) throw badResponse("the server's answer is not a journal page: ", page);
       yield* page.entries as Answer[];
       if (typeof page.next !== "number") return;
       from = page.next;
@@ -244,55 +196,37 @@ export class TicketsClient {
   }
 
   /**
-   * A free worker id of `pool` (`POST /_workers/{pool}`). One Idempotency-Key (`idempotencyKey`, else a new
-   * UUID) for every attempt, so an acquire retried after a lost answer gets the same grant. A full pool is not
-   * retried: it throws PoolFull, with the seconds until the earliest expiry in `retryAfter`.
+   * A free worker id of `pool` (`POST /_workers/{pool}`), one Idempotency-Key (`idempotencyKey`, else a new UUID)
+   * for every attempt. A full pool is not retried: it throws PoolFull (`retryAfter`: seconds to the earliest expiry).
    */
   async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
     const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
-    const key = options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {};
-    try {
-      return workerGrant(await this.request("POST", poolPath(pool), { idempotent: true, body, ...key }));
-    } catch (err) {
-      if (!(err instanceof TicketsError) || err.code !== "pool_full") throw err;
-      const wait = err.retryAfter === null ? "" : `; retry after ${err.retryAfter} s`;
-      throw new PoolFull(err.status, err.code, `${err.message}${wait}`, err.retryAfter);
-    }
+    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
+    return workerGrant(await this.request("POST", poolPath(pool), sent));
   }
 
   /** `PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost throws LeaseLost. */
   async renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant> {
-    const body = JSON.stringify({ epoch });
-    try {
-      return workerGrant(await this.request("PUT", poolPath(pool, worker), { idempotent: false, repeatable: true, body }));
-    } catch (err) {
-      if (!(err instanceof TicketsError) || err.code !== "lease_lost") throw err;
-      throw new LeaseLost(err.status, err.code, err.message);
-    }
+    const sent = { repeatable: true, body: JSON.stringify({ epoch }) };
+    return workerGrant(await this.request("PUT", poolPath(pool, worker), sent));
   }
 
   /** `DELETE /_workers/{pool}/{worker}`: whether this released the lease (false: stale, or released already). */
   async releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean> {
-    const body = JSON.stringify({ epoch });
-    const answer = await this.request("DELETE", poolPath(pool, worker), { idempotent: false, repeatable: true, body });
-    if (typeof answer.released !== "boolean") {
-      throw new TicketsError(200, "bad_response", `the server's answer is not a release: ${show(answer)}`);
-    }
+    const sent = { repeatable: true, body: JSON.stringify({ epoch }) };
+    const answer = await this.request("DELETE", poolPath(pool, worker), sent);
+    if (typeof answer.released !== "boolean") throw badResponse("the server's answer is not a release: ", answer);
     return answer.released;
   }
 
   /** `GET /_workers/{pool}`: {pool, size, ttlSeconds, leases: [{worker, epoch, owner, expiresAt}]}, live leases only. */
   async listWorkers(pool: string): Promise<Answer> {
-    const answer = await this.request("GET", poolPath(pool), { idempotent: false, repeatable: true });
-    if (!isTicket(answer, "size") || !Array.isArray(answer.leases)) {
-      throw new TicketsError(200, "bad_response", `the server's answer is not a pool: ${show(answer)}`);
-    }
+    const answer = await this.request("GET", poolPath(pool), { repeatable: true });
+    if (!isTicket(answer, "size") || !Array.isArray(answer.leases)) throw badResponse("the server's answer is not a pool: ", answer);
     return answer;
   }
 
-  private async request(method: string, path: string, how: boolean | Sent): Promise<Answer> {
-    const sending: Sent = typeof how === "boolean" ? { idempotent: how } : how;
-    const idempotent = sending.idempotent || sending.repeatable === true;
+  private async request(method: string, path: string, sending: Sent = {}): Promise<Answer> {
     const target = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
@@ -303,7 +237,7 @@ export class TicketsClient {
     let waited = 0;
     for (;;) {
       attempts++;
-      const sent = this.signer ? await this.signer.headers(method, target, headers, body ?? "") : headers;
+      const sent = this.signer ? await this.signer(method, target, headers, body ?? "") : headers;
       let failure: TicketsError;
       let delay: number;
       try {
@@ -316,20 +250,16 @@ export class TicketsClient {
         const text = await response.text();
         if (response.status < 300) return jsonObject(response.status, text);
         failure = serverError(response.status, text, retryAfter(response.headers.get("retry-after")));
-        if (!retryable(failure, idempotent)) throw failure;
+        if (!retryable(failure, sending.idempotent || sending.repeatable)) throw failure;
         delay = Math.max(failure.retryAfter ?? 0, backoff(attempts));
       } catch (err) {
         if (err instanceof TicketsError) throw err;
         failure = new TicketsError(null, "unreachable", `no answer from ${this.url}: ${describe(err)}`);
         delay = backoff(attempts);
       }
-      let giveUp: boolean;
-      if (inProgress(failure)) {
-        giveUp = waited >= IN_PROGRESS_RETRY_SECONDS || attempts >= IN_PROGRESS_MAX_ATTEMPTS;
-      } else {
-        failedAttempts++;
-        giveUp = failedAttempts >= this.maxAttempts;
-      }
+      const giveUp = inProgress(failure)
+        ? waited >= IN_PROGRESS_RETRY_SECONDS || attempts >= IN_PROGRESS_MAX_ATTEMPTS
+        : ++failedAttempts >= this.maxAttempts;
       if (giveUp) throw failure;
       await this.sleep(delay);
       waited += delay;
@@ -357,11 +287,8 @@ function isTicket(holder: object, key: string | number): boolean {
 /** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
   if ("id" in answer && !("ticket" in answer)) {
-    throw new TicketsError(
-      200,
-      "opaque_counter",
-      `the counter is opaque: it answers ids, not tickets; take them with nextIds(): ${show(answer)}`,
-    );
+    const said = "the counter is opaque: it answers ids, not tickets; take them with nextIds():";
+    throw new TicketsError(200, "opaque_counter", `${said} ${show(answer)}`);
   }
   const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
   if (
@@ -371,20 +298,18 @@ function checkedTickets(answer: Answer, count: number): number[] {
     !isTicket(answer, "ticket") ||
     answer.ticket !== tickets[0]
   ) {
-    throw new TicketsError(200, "bad_response", `asked for ${count} tickets, got ${show(answer)}`);
+    throw badResponse(`asked for ${count} tickets, got `, answer);
   }
   const steps = new Set(tickets.slice(1).map((ticket: number, index) => ticket - (tickets[index] as number)));
-  if (steps.size > 1 || Math.min(...steps, 1) < 1) {
-    throw new TicketsError(200, "bad_response", `the tickets are not ascending by one step: ${show(answer)}`);
-  }
+  if (steps.size > 1 || Math.min(...steps, 1) < 1) throw badResponse("the tickets are not ascending by one step: ", answer);
   return tickets as number[];
 }
 
 /** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
 function checkedIds(answer: Answer, count: number): string[] {
   if ("ticket" in answer && !("id" in answer)) {
-    const said = `the counter is not opaque: it answers tickets; take them with next(): ${show(answer)}`;
-    throw new TicketsError(200, "not_opaque", said);
+    const said = "the counter is not opaque: it answers tickets; take them with next():";
+    throw new TicketsError(200, "not_opaque", `${said} ${show(answer)}`);
   }
   const ids = "ids" in answer ? answer.ids : [answer.id];
   if (
@@ -394,17 +319,27 @@ function checkedIds(answer: Answer, count: number): string[] {
     new Set(ids).size !== count ||
     answer.id !== ids[0]
   ) {
-    throw new TicketsError(200, "bad_response", `asked for ${count} ids, got ${show(answer)}`);
+    throw badResponse(`asked for ${count} ids, got `, answer);
   }
   return ids as string[];
 }
 
-function retryable(error: TicketsError, idempotent: boolean): boolean {
+/** A worker lease's grant, checked: whole numbers, an epoch from 1. */
+function workerGrant(answer: Answer): WorkerGrant {
+  const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
+  const numbers = [worker, epoch, expiresAt, ttlSeconds];
+  if (typeof pool !== "string" || !numbers.every((n) => Number.isSafeInteger(n) && (n as number) >= 0) || (epoch as number) < 1) {
+    throw badResponse("the server's answer is not a worker lease: ", answer);
+  }
+  return { pool, worker, epoch, expiresAt, ttlSeconds } as WorkerGrant;
+}
+
+function retryable(error: TicketsError, idempotent: boolean | undefined): boolean {
   // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that
   // answer instead of new tickets.
   const status = error.status ?? 0;
   const busy = (status === 429 || status === 503) && error.code !== "pool_full"; // a full pool frees an id at an expiry
-  return busy || inProgress(error) || (idempotent && GATEWAY_ERRORS.has(status));
+  return busy || inProgress(error) || (idempotent === true && (status === 502 || status === 504));
 }
 
 /** 409 in_progress: the first attempt with this Idempotency-Key is still running; its answer follows. */
@@ -418,14 +353,14 @@ export function backoff(attempt: number): number {
 }
 
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
-const MONTH = `(${MONTHS.join("|")})`;
-const TIME = "([0-9]{2}):([0-9]{2}):([0-9]{2})";
+const MONTH = `(?<month>${MONTHS.join("|")})`;
+const TIME = "(?<hour>[0-9]{2}):(?<minute>[0-9]{2}):(?<second>[0-9]{2})";
 // RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
-const IMF_FIXDATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) ${MONTH} ([0-9]{4}) ${TIME} GMT$`);
-const RFC850_DATE = new RegExp(
-  `^(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), ([0-9]{2})-${MONTH}-([0-9]{2}) ${TIME} GMT$`,
-);
-const ASCTIME_DATE = new RegExp(`^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} ([0-9 ][0-9]) ${TIME} ([0-9]{4})$`);
+const HTTP_DATES = [
+  `(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?<day>[0-9]{2}) ${MONTH} (?<year>[0-9]{4}) ${TIME} GMT`,
+  `(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?<day>[0-9]{2})-${MONTH}-(?<year>[0-9]{2}) ${TIME} GMT`,
+  `(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} (?<day>[0-9 ][0-9]) ${TIME} (?<year>[0-9]{4})`,
+].map((form) => new RegExp(`^${form}$`));
 
 /**
  * Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
@@ -442,37 +377,22 @@ export function retryAfter(header: string | null, nowMs: number = Date.now()): n
 
 /** Milliseconds since the epoch of an HTTP-date, or null. */
 function httpDate(value: string, thisYear: number): number | null {
-  let fields: (string | undefined)[];
-  let match: RegExpExecArray | null;
-  if ((match = IMF_FIXDATE.exec(value))) {
-    const [, day, month, year, hour, minute, second] = match;
-    fields = [year, month, day, hour, minute, second];
-  } else if ((match = RFC850_DATE.exec(value))) {
-    const [, day, month, shortYear, hour, minute, second] = match;
-    // A two-digit year more than 50 years ahead is the most recent past year with those digits.
-    let year = Math.floor(thisYear / 100) * 100 + Number(shortYear);
+  const found = HTTP_DATES.map((form) => form.exec(value)?.groups).find((groups) => groups !== undefined);
+  if (found === undefined) return null;
+  let year = Number(found.year);
+  if (found.year?.length === 2) {
+    // RFC 850's two-digit year: one more than 50 years ahead is the most recent past year with those digits.
+    year += Math.floor(thisYear / 100) * 100;
     if (year > thisYear + 50) year -= 100;
     else if (year + 100 <= thisYear + 50) year += 100;
-    fields = [String(year), month, day, hour, minute, second];
-  } else if ((match = ASCTIME_DATE.exec(value))) {
-    const [, month, day, hour, minute, second, year] = match;
-    fields = [year, month, day, hour, minute, second];
-  } else {
-    return null;
   }
-  const [year, month, day, hour, minute, second] = fields.map((field, index) =>
-    index === 1 ? MONTHS.indexOf(field as string) : Number(field),
-  ) as [number, number, number, number, number, number];
+  const month = MONTHS.indexOf(found.month as string);
+  const [day, hour, minute, second] = [found.day, found.hour, found.minute, found.second].map(Number) as [number, number, number, number];
   const date = new Date(Date.UTC(year, month, day, hour, minute, second));
   // Date.UTC rolls 31 Feb over into March, and 25:00 into the next day: such a date is no date.
-  const exact =
-    date.getUTCFullYear() === year &&
-    date.getUTCMonth() === month &&
-    date.getUTCDate() === day &&
-    date.getUTCHours() === hour &&
-    date.getUTCMinutes() === minute &&
-    date.getUTCSeconds() === second;
-  return exact ? date.getTime() : null;
+  const fields = [year, month, day, hour, minute, second];
+  const read = [date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()];
+  return read.every((field, index) => field === fields[index]) ? date.getTime() : null;
 }
 
 function jsonObject(status: number, text: string): Answer {
@@ -500,17 +420,18 @@ function noteNonIntegers(this: object, key: string, value: unknown, context?: { 
 }
 
 /**
- * The server's {error, message}; for other bodies (a proxy's page, AWS's own 403 {"Message":
- * "Forbidden"}), a code made from the status and what text there is.
+ * The server's {error, message} (pool_full as PoolFull, lease_lost as LeaseLost); for other bodies (a proxy's
+ * page, AWS's own 403 {"Message": "Forbidden"}), a code made from the status and what text there is.
  */
-function serverError(status: number, text: string, wait: number | null = null): TicketsError {
+function serverError(status: number, text: string, wait: number | null): TicketsError {
   const answer = parseJson(text);
   const fields = answer !== null && typeof answer === "object" ? (answer as Answer) : {};
-  if (typeof fields.error === "string") {
-    return new TicketsError(status, fields.error, String(fields.message ?? ""), wait);
-  }
-  const message = fields.Message ?? fields.message ?? (text.trim().slice(0, 200) || STATUS_CODES[status] || "");
-  return new TicketsError(status, `http_${status}`, String(message), wait);
+  const { error: code } = fields;
+  const message = String(fields.message ?? "");
+  if (code === "pool_full") return new PoolFull(status, code, `${message}${wait === null ? "" : `; retry after ${wait} s`}`, wait);
+  if (typeof code === "string") return new (code === "lease_lost" ? LeaseLost : TicketsError)(status, code, message, wait);
+  const said = fields.Message ?? fields.message ?? (text.trim().slice(0, 200) || STATUS_CODES[status] || "");
+  return new TicketsError(status, `http_${status}`, String(said), wait);
 }
 
 function parseJson(text: string, noting = false): unknown {
@@ -520,6 +441,10 @@ function parseJson(text: string, noting = false): unknown {
   } catch {
     return null;
   }
+}
+
+function badResponse(said: string, answer: Answer): TicketsError {
+  return new TicketsError(200, "bad_response", `${said}${show(answer)}`);
 }
 
 function show(answer: Answer): string {

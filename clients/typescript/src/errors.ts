@@ -1,9 +1,8 @@
-/** The one error the client raises for a refused or failed request. */
+/** The error the client raises for a refused or failed request, and its kinds a caller may wait on or handle. */
 export class TicketsError extends Error {
   /**
-   * `status` is the HTTP status (null when no answer came back); `code` and `message` are the
-   * server's `error` and `message`, or the client's own for failures it saw itself; `retryAfter` the seconds
-   * of the answer's Retry-After (null without one).
+   * `status`: the HTTP status (null when no answer came back); `code` and `message`: the server's `error` and
+   * `message`, or the client's own; `retryAfter`: the seconds of the answer's Retry-After (null without one).
    */
   constructor(
     readonly status: number | null,
@@ -18,4 +17,19 @@ export class TicketsError extends Error {
   override toString(): string {
     return `${this.name}: ${this.code}: ${this.message}`;
   }
+}
+
+/** 503 pool_full: every worker id of the pool is leased; `retryAfter`: seconds until the earliest expiry. */
+export class PoolFull extends TicketsError {
+  override name = "PoolFull";
+}
+
+/** The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal. */
+export class LeaseLost extends TicketsError {
+  override name = "LeaseLost";
+}
+
+/** The wall clock went back further than the generator waits: it throws rather than repeat an id. */
+export class ClockRollback extends TicketsError {
+  override name = "ClockRollback";
 }

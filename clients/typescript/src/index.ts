@@ -1,6 +1,4 @@
-/** Tickets' TypeScript client: `TicketsClient` (SigV4, retries, idempotency keys, range blocks),
- * `TicketLease` (adaptively sized range blocks with background prefetch), `WorkerLease` (a worker id, renewed)
- * and `Snowflake` (ids on one). See docs/reference/clients.md. */
+/** Tickets' TypeScript client (docs/reference/clients.md): TicketsClient, TicketLease, WorkerLease and Snowflake. */
 export {
   Block,
   type ClientOptions,
@@ -13,13 +11,10 @@ export {
   type SeriesOptions,
   TicketsClient,
 } from "./client.js";
-export { TicketsError } from "./errors.js";
+export { ClockRollback, LeaseLost, PoolFull, TicketsError } from "./errors.js";
 export { type BlockSource, type LeaseOptions, TicketLease } from "./lease.js";
 export { type AwsCredentials, type CredentialSource, functionUrlRegion } from "./signing.js";
 export {
-  ClockRollback,
-  LeaseLost,
-  PoolFull,
   Snowflake,
   type SnowflakeOptions,
   type WorkerGrant,

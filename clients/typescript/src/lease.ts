@@ -1,45 +1,26 @@
 /**
- * Block leasing: one request buys a range block of tickets, handed out one by one in-process; the
- * Python client's TicketLease (clients/python/tickets_client/lease.py), with the same sizing.
+ * Block leasing, the Python client's TicketLease with the same sizing (docs/reference/clients.md): one request buys
+ * a range block of tickets, handed out one by one in-process, the next fetched in the background.
  *
  *     const lease = new TicketLease(new TicketsClient(url), "orders");
  *     const orderId = await lease.next(); // no network on almost every call
  *
- * Sizing. The first block holds `blockSize` tickets. Whenever the lease asks for a block, it looks at
- * the rate at which tickets are being taken: if a block of the current size is used up faster than
- * `targetSeconds`, the next block is twice as big; if it would last more than twice `targetSeconds`,
- * half as big (never below `blockSize`); in between, the same size. Blocks never exceed `maxBlock`
- * (at most 1,000,000, the protocol's limit). A deployment may allow less (its maxBlock), and a deploy
- * may lower it under a running lease: when the server refuses a block with 400, the lease halves the
- * size until a block is accepted (below `blockSize` too, down to 1) and never asks for more than that
- * size again. A 400 at every size down to 1 is not about the size: it is raised. An opaque counter
- * (cdk.json's `counters.KEY.opaque`) answers no block: its tickets are only ever shown as ids, which only
- * the server's key makes. Its 400 `opaque_counter` is raised at once, by the first `next()`; take its ids
- * with `TicketsClient.nextIds` instead.
- *
- * Prefetch. The next block is fetched in the background once the tickets left in the current block,
- * at the observed rate, would last less than PREFETCH_LATENCIES of the slowest recent fetch times.
- *
- * The trade. Tickets of a lease that are never handed out are skipped, not reused: closing a lease,
- * or a process stopping, leaves at most the rest of the current block and the prefetched one unused.
- * `close()` says how many. Tickets are unique, always; a lease ascends across blocks only on a key
- * with one lane in its region (see docs/reference/clients.md).
+ * A 400 on a block halves the size until one is accepted (a deployment's maxBlock, perhaps lowered under a running
+ * lease), and the lease never asks for more again; a 400 at every size down to 1, or an opaque counter's
+ * `opaque_counter` (its ids come from `TicketsClient.nextIds`), is thrown. Tickets never handed out are skipped.
  */
-import { Block, MAX_BLOCK, type RequestOptions } from "./client.js";
+import { Block, MAX_BLOCK, type TicketsClient } from "./client.js";
 import { TicketsError } from "./errors.js";
 
 export const DEFAULT_BLOCK_SIZE = 1000;
 export const DEFAULT_TARGET_SECONDS = 1.0;
-// Prefetch when the current block would last less than this many of the slowest recent fetches.
-export const PREFETCH_LATENCIES = 3;
+export const PREFETCH_LATENCIES = 3; // prefetch when the block would last less than this many of the slowest fetches
 const LATENCIES_KEPT = 4;
-// A block is handed out in this many runs; between two runs the lease looks at the clock, measures the
-// rate and decides whether to prefetch (without waiting). Within a run, `next()` only counts.
+// A block is handed out in this many runs; between two runs the lease measures the rate and decides whether to
+// prefetch. Within a run, `next()` only counts.
 export const RUNS_PER_BLOCK = 16;
 
-export interface BlockSource {
-  block(key: string, count: number, options?: RequestOptions): Promise<Block>;
-}
+export type BlockSource = Pick<TicketsClient, "block">;
 
 export interface LeaseOptions {
   blockSize?: number;
@@ -49,10 +30,7 @@ export interface LeaseOptions {
   clock?: () => number;
 }
 
-interface Fetched {
-  block: Block;
-  latency: number;
-}
+type Fetched = { block: Block; latency: number };
 
 /** Any number of concurrent callers may share one lease; no ticket is handed out twice. */
 export class TicketLease {
@@ -78,10 +56,8 @@ export class TicketLease {
     readonly key: string,
     options: LeaseOptions = {},
   ) {
-    const maxBlock = options.maxBlock ?? MAX_BLOCK;
-    const blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
-    const targetSeconds = options.targetSeconds ?? DEFAULT_TARGET_SECONDS;
-    if (typeof key !== "string" || !key) {
+    const { maxBlock = MAX_BLOCK, blockSize = DEFAULT_BLOCK_SIZE, targetSeconds = DEFAULT_TARGET_SECONDS } = options;
+    if (!key) {
       throw new TypeError(`a lease needs a key (range blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
     }
     if (!Number.isInteger(maxBlock) || maxBlock < 1 || maxBlock > MAX_BLOCK) {
@@ -98,10 +74,7 @@ export class TicketLease {
     this.clock = options.clock ?? (() => performance.now() / 1000);
   }
 
-  /**
-   * The next ticket. Waits for the network only when the current block is used up and the next one
-   * has not arrived; a failed prefetch rejects here, with its TicketsError, and the next call tries again.
-   */
+  /** The next ticket; a failed prefetch rejects here, with its TicketsError, and the next call tries again. */
   async next(): Promise<number> {
     for (;;) {
       if (this.handed < this.block.count) {
@@ -126,10 +99,7 @@ export class TicketLease {
     return new Map(this.sizes);
   }
 
-  /**
-   * Stop prefetching, waiting for a fetch in flight. Resolves to how many tickets are left unused: the
-   * rest of the current block and the prefetched one, which are skipped.
-   */
+  /** Stop prefetching, waiting for a fetch in flight; how many tickets are left unused (skipped). */
   async close(): Promise<number> {
     this.closed = true;
     await this.switching?.catch(() => {}); // a move to the next block under way lands first, and is counted
@@ -138,14 +108,7 @@ export class TicketLease {
     this.handed = this.released = 0;
     const pending = this.pending;
     this.pending = null;
-    if (pending !== null) {
-      try {
-        unused += (await pending).block.count;
-      } catch {
-        // a failed prefetch left nothing unused
-      }
-    }
-    return unused;
+    return unused + ((await pending?.then(({ block }) => block.count, () => 0)) ?? 0); // a failed prefetch: nothing unused
   }
 
   /** The current run is used up, not the block: release its next run. */
@@ -185,10 +148,7 @@ export class TicketLease {
     }
   }
 
-  /**
-   * Leaf's rule: double while a block lasts less than the target, halve when it lasts more than twice
-   * the target, within blockSize..maxBlock, and never above what the server accepts.
-   */
+  /** Double while a block lasts less than the target, halve past twice it; never above what the server accepts. */
   private nextSize(): number {
     let size = this.block.count || this.blockSize;
     if (this.rate !== null) {
@@ -199,11 +159,7 @@ export class TicketLease {
     return Math.min(Math.max(this.blockSize, size), this.ceiling);
   }
 
-  /**
-   * A block of `size` tickets and how long it took. No Idempotency-Key: a lease skips unused tickets
-   * anyway, so a block burned by a retry after a lost answer is one more gap, while the key would cost
-   * the server two more DynamoDB writes per block.
-   */
+  /** A block and how long it took. No Idempotency-Key: a block a retry burns is one more gap; a key, two more writes. */
   private async fetch(size: number): Promise<Fetched> {
     let refused = false;
     for (;;) {
@@ -212,9 +168,7 @@ export class TicketLease {
       try {
         block = await this.client.block(this.key, size, { idempotent: false });
       } catch (err) {
-        // The server's maxBlock (perhaps lowered since the last block) is a 400 whose limit is stated
-        // only in prose: halve until a block is accepted. An opaque counter's 400 is no matter of size:
-        // it never answers blocks.
+        // The server's maxBlock is a 400 whose limit is stated only in prose: halve until a block is accepted.
         if (err instanceof TicketsError && err.status === 400 && err.code !== "opaque_counter" && size > 1) {
           size = Math.floor(size / 2);
           refused = true;

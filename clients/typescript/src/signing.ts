@@ -26,24 +26,18 @@ export interface AwsCredentials {
 /** Credentials, or a function that finds them (refreshing temporary ones), like the SDK's providers. */
 export type CredentialSource = AwsCredentials | (() => Promise<AwsCredentials>);
 
-/** Signs each attempt afresh (a signature is valid for 5 minutes; retries may outlast it). */
-export class Signer {
-  private readonly credentials: () => Promise<AwsCredentials>;
+/** Signs each attempt afresh (a signature is valid for 5 minutes; retries may outlast it): `headers` plus
+ * authorization, x-amz-date and, for temporary credentials, x-amz-security-token. `credentials`: default, the SDK's
+ * chain (environment, ~/.aws config and SSO, container or instance role). */
+export type Signer = (method: string, url: URL, headers: Record<string, string>, body: string) => Promise<Record<string, string>>;
 
-  /** `credentials`: default, the SDK's chain (environment, ~/.aws config and SSO, container or instance role). */
-  constructor(
-    readonly region: string,
-    credentials?: CredentialSource,
-  ) {
-    const source = credentials ?? defaultProvider();
-    this.credentials = typeof source === "function" ? source : async () => source;
-  }
-
-  /** `headers` plus authorization, x-amz-date and, for temporary credentials, x-amz-security-token. */
-  async headers(method: string, url: URL, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
+export function signer(region: string, credentials?: CredentialSource): Signer {
+  const source = credentials ?? defaultProvider();
+  const found = typeof source === "function" ? source : async () => source;
+  return async (method, url, headers, body) => {
     let credentials: AwsCredentials;
     try {
-      credentials = await this.credentials();
+      credentials = await found();
     } catch (err) {
       throw new TicketsError(
         null,
@@ -52,8 +46,8 @@ export class Signer {
           `(environment, ~/.aws config and SSO, container or instance role): ${(err as Error).message}`,
       );
     }
-    const signer = new SignatureV4({ service: SERVICE, region: this.region, credentials, sha256: Sha256, applyChecksum: false });
-    const signed = await signer.sign({
+    const sigv4 = new SignatureV4({ service: SERVICE, region, credentials, sha256: Sha256, applyChecksum: false });
+    const signed = await sigv4.sign({
       method,
       protocol: url.protocol,
       hostname: url.hostname,
@@ -65,5 +59,5 @@ export class Signer {
     });
     const { host: _host, ...sent } = signed.headers; // fetch sends Host itself, from the URL: the signed value
     return sent;
-  }
+  };
 }

@@ -1,14 +1,11 @@
-/** Tickets for your tests (`tickets-client/testing`): the real handler behind a local Function URL, on an
- * embedded DynamoDB, in a process of its own.
+/** Tickets for your tests (`tickets-client/testing`, docs/how-to/test-your-code.md): the real handler behind a local
+ * Function URL, in a process of its own (`python -m tickets_local`, from a Python with Tickets and its `testing`
+ * extra). It stops with stop(), or when your process ends (it stops when its stdin closes).
  *
  *     const tickets = await startLocalTickets({ config: { regions: { "us-east-1": 0 }, counters: { orders: { start: 5000 } } } });
  *     await new TicketsClient(tickets.url).next("orders");   // [5000]
  *     await tickets.reset();                                 // every counter gone: "orders" starts at 5000 again
- *     await tickets.stop();
- *
- * Prerequisite: a Python (3.11+) with Tickets installed with its `testing` extra: the helper runs
- * `python -m tickets_local`, as the Python test kit does (docs/how-to/test-your-code.md). Nothing of it runs in your
- * process; if your process ends without stop(), the server ends with it (it stops when its stdin closes). */
+ */
 import { type ChildProcess, spawn } from "node:child_process";
 import { request } from "node:http";
 
@@ -69,13 +66,10 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
   });
   const stop = (): Promise<void> => stopChild(child);
-  let banner: string;
-  try {
-    banner = await announced(child, python, () => log);
-  } catch (err) {
+  const banner = await announced(child, python, () => log).catch(async (err: unknown) => {
     await stop();
     throw err;
-  }
+  });
   const url = /^\s*url:\s+(http:\/\/\S+)$/m.exec(banner)?.[1] as string;
   const keyFile = options.keyFile ?? /^\s*keys:\s+(\S+)/m.exec(banner)?.[1];
   return {
@@ -94,38 +88,26 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
 function announced(child: ChildProcess, python: string, log: () => string): Promise<string> {
   return new Promise((found, failed) => {
     let stdout = "";
-    const timer = setTimeout(
-      () => failed(new Error(`the local server did not start in ${START_TIMEOUT_SECONDS} s:\n${log()}`)),
-      START_TIMEOUT_SECONDS * 1000,
-    );
+    const late = (): void => failed(new Error(`the local server did not start in ${START_TIMEOUT_SECONDS} s:\n${log()}`));
+    setTimeout(late, START_TIMEOUT_SECONDS * 1000).unref(); // a no-op once settled; unref'd, it holds no process open
     const onData = (chunk: Buffer): void => {
       stdout += chunk.toString();
       if (stdout.includes(BANNER_END)) {
-        clearTimeout(timer);
         child.stdout?.off("data", onData);
         child.stdout?.resume(); // what follows ("stopped") is not waited for
         found(stdout);
       }
     };
     child.stdout?.on("data", onData);
-    child.once("error", (err) => {
-      clearTimeout(timer);
-      failed(
-        new Error(
-          `cannot run ${python} (set TICKETS_PYTHON, or pass python, to a Python with Tickets installed): ${err.message}`,
-        ),
-      );
-    });
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      // The exit may come before the last of stderr: read it once the streams have closed.
-      setImmediate(() => failed(new Error(exitedBefore(python, code, log()))));
-    });
+    const why = "set TICKETS_PYTHON, or pass python, to a Python with Tickets installed";
+    child.once("error", (err) => failed(new Error(`cannot run ${python} (${why}): ${err.message}`)));
+    // The exit may come before the last of stderr: read it once the streams have closed.
+    child.once("exit", (code) => setImmediate(() => failed(new Error(exitedBefore(python, code, log())))));
   });
 }
 
 /** Why the server exited before it listened; a Python without Tickets is told where to find or install it. */
-export function exitedBefore(python: string, code: number | null, log: string): string {
+function exitedBefore(python: string, code: number | null, log: string): string {
   if (/No module named '?tickets_local/.test(log)) {
     return (
       `${python} has no tickets_local (No module named tickets_local): set TICKETS_PYTHON (or pass python) to a ` +

@@ -1,25 +1,16 @@
 /**
- * Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one; the Python client's
- * (clients/python/tickets_client/workers.py), with the same defaults and rules (docs/reference/clients.md).
- *
- *     const lease = await WorkerLease.acquire(new TicketsClient(url), "snowflake", { owner: "api-7" });
- *     lease.on("lost", (loss) => console.error(loss.message));
- *     const ids = await Snowflake.on(lease);
- *     const orderId = await ids.next(); // a bigint: 41 bits of milliseconds, 10 of the worker id, 12 of sequence
- *     await lease.close();              // releases the worker id
- *
- * A lease's worker id is this process's alone only until its safe end: the monotonic time at which it SENT the
- * request that granted or last renewed it, plus the pool's ttl, minus a margin (default max(1 s, 10% of the ttl))
- * for the service's clock skew, this clock's rate error and this process's pauses; the service's `expiresAt` is
- * never compared with our clock. The lease renews at a fraction of the ttl (default 1/3) on an unref'd timer, so
- * it never holds the process open. A renewal refused (409 lease_lost), or a safe end passed without a renewal,
- * loses the lease for good: `lost` turns true, the "lost" event and `onLost` fire once, `worker` throws LeaseLost.
- * performance.now() stops while the machine is suspended, so the wall clock's time since the send is checked too:
- * the safe end has passed when EITHER clock says so (a wall clock stepped back never extends it).
+ * Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one, the Python client's twin
+ * (docs/reference/clients.md). A worker id is this process's only until its safe end: the monotonic time at which
+ * it SENT the request that granted or last renewed it, plus the ttl, minus a margin; the service's `expiresAt` is
+ * never compared with our clock. performance.now() stops while the machine is suspended, so the wall clock's time
+ * since the send is checked too: the safe end has passed when EITHER clock says so (a wall clock stepped back never
+ * extends it).
  */
 import { EventEmitter } from "node:events";
+import { setTimeout as sleepMs } from "node:timers/promises";
 
-import { TicketsError } from "./errors.js";
+import type { TicketsClient } from "./client.js";
+import { ClockRollback, LeaseLost, TicketsError } from "./errors.js";
 
 export const DEFAULT_RENEW_FRACTION = 1 / 3;
 export const MIN_MARGIN_SECONDS = 1.0;
@@ -41,28 +32,8 @@ export interface WorkerGrant {
   ttlSeconds: number;
 }
 
-/** 503 pool_full: every worker id of the pool is leased; `retryAfter`: seconds until the earliest expiry. */
-export class PoolFull extends TicketsError {
-  override name = "PoolFull";
-}
-
-/** The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal. */
-export class LeaseLost extends TicketsError {
-  override name = "LeaseLost";
-}
-
-/** The wall clock went back further than the generator waits: it throws rather than repeat an id. */
-export class ClockRollback extends TicketsError {
-  override name = "ClockRollback";
-}
-
 /** What a WorkerLease needs of a client: TicketsClient's four worker methods. */
-export interface WorkerSource {
-  acquireWorker(pool: string, options?: { owner?: string; idempotencyKey?: string }): Promise<WorkerGrant>;
-  renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant>;
-  releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean>;
-  listWorkers(pool: string): Promise<Record<string, unknown>>;
-}
+export type WorkerSource = Pick<TicketsClient, "acquireWorker" | "renewWorker" | "releaseWorker" | "listWorkers">;
 
 export interface WorkerLeaseOptions {
   owner?: string;
@@ -83,19 +54,12 @@ const monotonicSeconds = (): number => performance.now() / 1000;
 
 /** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
 type Sent = readonly [monotonic: number, wallMs: number];
-const stamp = (options: WorkerLeaseOptions): Sent => [(options.monotonic ?? monotonicSeconds)(), (options.wallClock ?? Date.now)()];
 
-/** A checked grant from a server's answer (TicketsClient's worker methods). */
-export function workerGrant(answer: Record<string, unknown>): WorkerGrant {
-  const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
-  const numbers = [worker, epoch, expiresAt, ttlSeconds];
-  if (typeof pool !== "string" || !numbers.every((n) => Number.isSafeInteger(n) && (n as number) >= 0) || (epoch as number) < 1) {
-    throw new TicketsError(200, "bad_response", `the server's answer is not a worker lease: ${JSON.stringify(answer).slice(0, 200)}`);
-  }
-  return { pool, worker, epoch, expiresAt, ttlSeconds } as WorkerGrant;
-}
-
-/** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on a timer, released by `close()`. */
+/**
+ * One worker id of a pool, acquired by `WorkerLease.acquire`, renewed at a fraction of the ttl on an unref'd timer
+ * (it never holds the process open), released by `close()`. A renewal refused, or a safe end passed unrenewed, loses
+ * it for good: `lost` turns true, the "lost" event (and `onLost`) fires once, `worker` throws LeaseLost.
+ */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   readonly pool: string;
   private current: WorkerGrant;
@@ -107,55 +71,48 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<number | null> | null = null;
   private poolSize: number | null = null;
-  private readonly fraction: number;
-  private readonly margin: number | undefined;
-  private readonly monotonic: () => number;
-  private readonly wallClock: () => number;
 
   private constructor(
     private readonly client: WorkerSource,
     grant: WorkerGrant,
     sent: Sent,
-    options: WorkerLeaseOptions,
+    private readonly margin: number | undefined,
+    private readonly fraction: number,
+    private readonly monotonic: () => number,
+    private readonly wallClock: () => number,
   ) {
     super();
     this.pool = grant.pool;
     this.current = grant;
-    this.fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
-    this.margin = options.marginSeconds;
-    this.monotonic = options.monotonic ?? monotonicSeconds;
-    this.wallClock = options.wallClock ?? Date.now;
     this.extend(grant, sent);
-    if (options.onLost) this.on("lost", options.onLost);
   }
 
   /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
   static async acquire(client: WorkerSource, pool: string, options: WorkerLeaseOptions = {}): Promise<WorkerLease> {
-    const fraction = options.renewFraction ?? DEFAULT_RENEW_FRACTION;
+    const { owner, idempotencyKey, marginSeconds: margin, renewFraction: fraction = DEFAULT_RENEW_FRACTION } = options;
+    const { monotonic = monotonicSeconds, wallClock = Date.now } = options;
+    const stamp = (): Sent => [monotonic(), wallClock()];
     if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewFraction must be between 0 and 1, got ${fraction}`);
-    if (options.marginSeconds !== undefined && !(options.marginSeconds >= 0)) {
-      throw new RangeError(`marginSeconds must be 0 or more, got ${options.marginSeconds}`);
-    }
-    const { owner, idempotencyKey } = options;
+    if (margin !== undefined && !(margin >= 0)) throw new RangeError(`marginSeconds must be 0 or more, got ${margin}`);
     const owned = owner !== undefined ? { owner } : {};
-    let sent = stamp(options);
+    let sent = stamp();
     let grant = await client.acquireWorker(pool, { ...owned, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
     if (idempotencyKey !== undefined) {
-      sent = stamp(options);
+      sent = stamp();
       try {
         grant = await client.renewWorker(pool, grant.worker, grant.epoch);
       } catch (err) {
         if (!(err instanceof LeaseLost)) throw err;
-        sent = stamp(options); // the key's old grant, released or expired since: a fresh one, under a new key
+        sent = stamp(); // the key's old grant, released or expired since: a fresh one, under a new key
         grant = await client.acquireWorker(pool, owned);
       }
     }
-    const margin = options.marginSeconds ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * grant.ttlSeconds);
-    if (margin >= grant.ttlSeconds) {
+    const lease = new WorkerLease(client, grant, sent, margin, fraction, monotonic, wallClock);
+    if (lease.marginSeconds >= grant.ttlSeconds) {
       await client.releaseWorker(pool, grant.worker, grant.epoch);
-      throw new RangeError(`a margin of ${margin} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
+      throw new RangeError(`a margin of ${lease.marginSeconds} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
     }
-    const lease = new WorkerLease(client, grant, sent, options);
+    if (options.onLost) lease.on("lost", options.onLost);
     if (options.background ?? true) lease.schedule(lease.renewAt - sent[0]);
     return lease;
   }
@@ -233,15 +190,12 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     try {
       this.extend(await this.client.renewWorker(this.pool, worker, epoch), sent);
     } catch (err) {
-      if (err instanceof LeaseLost) {
-        this.lose(err);
-      } else if (err instanceof TicketsError && err.status !== null && err.status >= 400 && err.status < 500 && err.status !== 429) {
-        this.lose(new LeaseLost(err.status, err.code, `the renewal was refused: ${err.message}`));
-      } else if (err instanceof TicketsError) {
-        this.renewAt = now + Math.min(RENEW_RETRY_SECONDS, this.fraction * ttlSeconds); // no answer: try again soon
-      } else {
-        throw err;
-      }
+      if (!(err instanceof TicketsError)) throw err;
+      const status = err.status ?? 0;
+      const refused = status >= 400 && status < 500 && status !== 429;
+      if (err instanceof LeaseLost) this.lose(err);
+      else if (refused) this.lose(new LeaseLost(err.status, err.code, `the renewal was refused: ${err.message}`));
+      else this.renewAt = now + Math.min(RENEW_RETRY_SECONDS, this.fraction * ttlSeconds); // no answer: try again soon
     }
     return this.noticeLoss() || this.closed ? null : Math.max(0, this.renewAt - this.monotonic());
   }
@@ -298,9 +252,8 @@ export interface SnowflakeOptions {
 
 /**
  * Snowflake-style ids (bigints) on a WorkerLease: (milliseconds since `epochMs`) << (workerBits + sequenceBits) |
- * worker << sequenceBits | sequence. Concurrent callers are served one at a time. Stops issuing (throws LeaseLost)
- * once its lease is lost; when the wall clock goes back, waits up to `maxRollbackSeconds` for it, else throws
- * ClockRollback: an id is never issued twice. Its wall clock must agree with other holders' within the margin.
+ * worker << sequenceBits | sequence, for one caller at a time. Throws LeaseLost once its lease is lost; a wall clock
+ * gone back is waited for up to `maxRollbackSeconds`, else ClockRollback: an id is never issued twice.
  */
 export class Snowflake {
   private lastMs = -1;
@@ -334,7 +287,7 @@ export class Snowflake {
     if (!(maxRollback >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollback}`);
     const size = await lease.size();
     if (size > 2 ** workerBits) throw new RangeError(`pool ${lease.pool} holds ${size} worker ids: more than ${workerBits} bits hold`);
-    const sleep = options.sleep ?? ((seconds: number) => new Promise<void>((done) => setTimeout(done, seconds * 1000)));
+    const sleep = options.sleep ?? ((seconds: number) => sleepMs(seconds * 1000));
     const epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
     return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, options.clock ?? Date.now, sleep);
   }
