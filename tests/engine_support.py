@@ -16,8 +16,7 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
 from local_support import REPO, SerialMotoServer, running_dynalite
-from tickets_local.backend import BackendError
-from tickets_local.engines import DYNAMODB_LOCAL_HOME, DynamoDBLocal, checked_java, dynamodb_local_jar
+from tickets_local.engines import DYNAMODB_LOCAL_HOME, BackendError, DynamoDBLocal, checked_java, dynamodb_local_jar
 
 ENGINES = ("moto", "dynalite", "dynamodb-local")
 
