@@ -25,12 +25,18 @@ from tickets import tables
 from tickets_deploy.opaque_keys import has_opaque_counters, opaque_keys_parameter
 from tickets_deploy.schema import DeploymentConfig
 
-from .powertools import layer_parameter
+from .powertools import POWERTOOLS_VERSION
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
 READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque_secret.py makes
+# What a caller of the AWS_IAM Function URL needs (function URLs created since October 2025 require both actions),
+# each action only through the URL (docs/how-to/call-from-another-account.md): its condition.
+URL_INVOKE_CONDITIONS = {
+    "lambda:InvokeFunctionUrl": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
+    "lambda:InvokeFunction": {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
+}
 
 
 def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:
@@ -56,7 +62,7 @@ def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | Non
 def powertools_layer_arn() -> str:
     """The layer of the pinned Powertools release (POWERTOOLS_VERSION), for this runtime and architecture: a
     dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
-    parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name)
+    parameter = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{POWERTOOLS_VERSION}"
     return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 
 
@@ -75,23 +81,14 @@ def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
 
 
 def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
-    """What a caller of the AWS_IAM Function URL needs, and nothing else: function URLs created since
-    October 2025 require both actions. Attached to callers by the operator (see README)."""
+    """What a caller of the AWS_IAM Function URL needs, and nothing else; attached to callers by the operator."""
     return iam.ManagedPolicy(
         scope,
         "InvokePolicy",
         description="Call the Tickets Function URL (SigV4)",
         statements=[
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunctionUrl"],
-                resources=[function.function_arn],
-                conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
-            ),
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"],
-                resources=[function.function_arn],
-                conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
-            ),
+            iam.PolicyStatement(actions=[action], resources=[function.function_arn], conditions=conditions)
+            for action, conditions in URL_INVOKE_CONDITIONS.items()
         ],
     )
 
@@ -110,13 +107,6 @@ def admit_caller(function: lambda_.Function, caller: str) -> None:
     function.add_permission(
         f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
     )
-
-
-def encryption(key: kms.IKey | None) -> dict[str, Any]:
-    """A table's encryption options: the customer-managed key, or DynamoDB's default (an AWS-owned key)."""
-    if key is None:
-        return {}
-    return {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": key}
 
 
 def allow_logs(key: kms.IKey, stack: Stack) -> None:
@@ -170,8 +160,13 @@ def service_tables(
     """The counter and idempotency tables, the series table where series are configured and the workers table
     where pools are (their logical ids in that order)."""
     # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
-    # instead of starting a new, empty one where every counter would begin again at its start.
-    encrypted = encryption(encryption_key)
+    # instead of starting a new, empty one where every counter would begin again at its start. Without
+    # encryption_key, DynamoDB's default encryption (an AWS-owned key).
+    encrypted: dict[str, Any] = (
+        {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": encryption_key}
+        if encryption_key is not None
+        else {}
+    )
     counters = table(scope, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted)
     idempotency = table(
         scope,

@@ -169,23 +169,6 @@ class EndpointBackend(Backend):
         return {}  # the server gives its client endpoint_url itself
 
 
-class DynamoDBLocalBackend(EndpointBackend):
-    """The server's own DynamoDB Local: started with the server, gone (and its counters with it) when it stops."""
-
-    persistent = False
-
-    def __init__(self) -> None:
-        super().__init__("")
-        self._engine = DynamoDBLocal()
-
-    def start(self) -> None:
-        self.endpoint_url = self._engine.start().url
-        self.description = f"DynamoDB Local (Amazon's) at {self.endpoint_url}, in memory: counters go when it stops"
-
-    def stop(self) -> None:
-        self._engine.stop()
-
-
 def _endpoint(endpoint_url: str | None) -> Backend:
     if not endpoint_url:
         raise BackendError("the endpoint backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
@@ -198,7 +181,7 @@ BACKENDS: dict[str, Callable[[str | None], Backend]] = {
     "memory": lambda endpoint_url: MemoryBackend(),
     "moto": lambda endpoint_url: MotoBackend(),
     "endpoint": _endpoint,
-    "dynamodb-local": lambda endpoint_url: DynamoDBLocalBackend(),
+    "dynamodb-local": lambda endpoint_url: DynamoDBLocal(),
 }
 DEFAULT_BACKEND = "memory"
 
@@ -329,17 +312,19 @@ def dynamodb_local_jar(home: Path | None = None) -> Path:
     return jar
 
 
-class DynamoDBLocal:
-    """Amazon's DynamoDB Local in a process of its own, in memory, on a free loopback port: start(), url, stop().
-    Every caller shares one database whatever its credentials and region (-sharedDb), as tickets_admin and the
-    server do with one table."""
+class DynamoDBLocal(EndpointBackend):
+    """Amazon's DynamoDB Local in a process of its own, in memory, on a free loopback port: started with the server,
+    gone (and its counters with it) when it stops. Every caller shares one database whatever its credentials and
+    region (-sharedDb), as tickets_admin and the server do with one table."""
+
+    persistent = False
 
     def __init__(self, home: Path | None = None):
+        super().__init__("")
         self._home = home
         self._process: subprocess.Popen[bytes] | None = None
-        self.url = ""
 
-    def start(self) -> DynamoDBLocal:
+    def start(self) -> None:
         jar, java = dynamodb_local_jar(self._home), checked_java()
         for _ in range(_START_ATTEMPTS):
             port = free_port()
@@ -352,9 +337,10 @@ class DynamoDBLocal:
                 stderr=subprocess.DEVNULL,
                 preexec_fn=_ending_with_this_process(),
             )
-            self.url = f"http://127.0.0.1:{port}"
+            self.endpoint_url = f"http://127.0.0.1:{port}"
+            self.description = f"DynamoDB Local (Amazon's) at {self.endpoint_url}, in memory: counters go when it stops"
             if _answers(self._process, port):
-                return self
+                return
             self.stop()
         raise BackendError(f"DynamoDB Local ({jar}) did not start in {_START_ATTEMPTS} attempts")
 

@@ -17,7 +17,10 @@ log = logging.getLogger("tickets_local")
 
 
 def local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
-    return _refused(method, "GET", "this path of the local server accepts GET") or _ok(answer())
+    if method != "GET":
+        refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
+        return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
 
 
 def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
@@ -25,26 +28,15 @@ def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
         return error_response(
             404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
         )
-    refused = _refused(method, "POST", f"{RESET_PATH} accepts POST")
-    if refused is not None:
-        return refused
+    if method != "POST":
+        refusal = error_response(405, MethodNotAllowed.code, f"{RESET_PATH} accepts POST")
+        return HttpResponse(405, [*refusal.headers, ("Allow", "POST")], refusal.body)
     try:
         reset()
     except Exception:
         log.exception("the reset failed")
         return error_response(500, "reset_failed", "the reset failed; see the server's log")
-    return _ok(b'{"reset":true}')
-
-
-def _refused(method: str, allowed: str, message: str) -> HttpResponse | None:
-    if method == allowed:
-        return None
-    refusal = error_response(405, MethodNotAllowed.code, message)
-    return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
-
-
-def _ok(body: bytes) -> HttpResponse:
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
+    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], b'{"reset":true}')
 
 
 def too_large() -> HttpResponse:
