@@ -199,10 +199,11 @@ def service_tables(
     return counters, idempotency, series, workers
 
 
-def throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:
-    """Throttled requests of these operations, summed. DynamoDB publishes ThrottledRequests only for an
+def throttled_requests(table: dynamodb.Table, actions: Sequence[str]) -> cloudwatch.MathExpression:
+    """Throttled requests of these actions' operations, summed. DynamoDB publishes ThrottledRequests only for an
     operation that was throttled, and `a + b` has no value where either series has none (CDK's
     metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
+    operations = [action.removeprefix("dynamodb:") for action in actions]
     terms = {
         operation.lower(): table.metric_throttled_requests_for_operation(
             operation, period=METRIC_PERIOD, statistic="Sum"

@@ -52,6 +52,10 @@ from .resources import (
     throttled_requests,
 )
 
+# Every call the handler makes on the counter table (store.py) and Powertools idempotency on its own: the role may
+# make only these, and the throttle metrics sum over them.
+COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
+IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # Every call tickets/series/store.py makes on the series table, and no other (no Scan, no BatchWriteItem):
 # DeleteItem only removes a refused request's own request item.
 SERIES_ACTIONS = (
@@ -189,15 +193,15 @@ class TicketService(Construct):
             admit_caller(self.function, caller)
 
     def _grant_tables(self, role: iam.IRole) -> None:
-        """Only the calls the handler makes (store.py, Powertools idempotency, the series' and the workers'
-        stores), only on these tables."""
-        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
-        self.idempotency_table.grant(
-            role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
-        )
-        for sorted_table, actions in ((self.series_table, SERIES_ACTIONS), (self.workers_table, WORKERS_ACTIONS)):
-            if sorted_table is not None:
-                sorted_table.grant(role, *actions)
+        """Only the calls the handler makes, only on these tables."""
+        for table, actions in (
+            (self.table, COUNTER_ACTIONS),
+            (self.idempotency_table, IDEMPOTENCY_ACTIONS),
+            (self.series_table, SERIES_ACTIONS),
+            (self.workers_table, WORKERS_ACTIONS),
+        ):
+            if table is not None:
+                table.grant(role, *actions)
 
     # --- grants -------------------------------------------------------------------------------------
 
@@ -289,11 +293,11 @@ class TicketService(Construct):
 
     def metric_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the counter table, over every operation the handler calls on it."""
-        return throttled_requests(self.table, ["UpdateItem", "BatchGetItem"])
+        return throttled_requests(self.table, COUNTER_ACTIONS)
 
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the idempotency table, over every operation Powertools calls on it."""
-        return throttled_requests(self.idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"])
+        return throttled_requests(self.idempotency_table, IDEMPOTENCY_ACTIONS)
 
 
 def _signature_with_props() -> inspect.Signature:

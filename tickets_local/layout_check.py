@@ -1,13 +1,8 @@
-"""What a local server checks of its layout before it serves (docs/reference/local-server.md):
-the ledger that says each key's epoch, read whole or refused, and the table's own records of fences, so that a server
-started from another checkout (no ledger, an older one, `--config-json`) never serves a layout older than its table's.
-
-A config alone cannot tell whether a key changed layout above a fence: only the ledger records it. Without one, a
-server on moto in this process serves cdk.json's layouts as first layouts (its tables are new and gone at stop);
-on an endpoint, whose tables are a deployment's, it refuses unless told those are its first layouts
-(`--without-ledger`), and serves there only a config its ledger records. Either way, the
-table tells what it can: a key's lanes of a later epoch than the one this server would serve, or its lanes of that
-epoch stopped by a fence its ledger does not have pending.
+"""What a local server checks of its layout before it serves (docs/reference/local-server.md), so that a server
+started from another checkout (no ledger, an older one, `--config-json`) never serves a layout older than its
+table's: only the ledger records whether a key changed layout above a fence (ServedLayout.require), and the table
+tells what it can: a key's lanes of a later epoch than the one served, or of that epoch stopped by a fence its
+ledger does not have pending (check_table).
 """
 
 from __future__ import annotations
