@@ -133,12 +133,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "issuance (JSON, as in CloudWatch)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
-    add_testing_arguments(parser)
-    return parser.parse_args(argv)
-
-
-def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
-    """What a program that starts the server for its tests needs (tickets_local.testing, the Node helper)."""
+    # What a program that starts the server for its tests needs (tickets_local.testing, the Node helper):
     parser.add_argument(
         "--allow-reset",
         action="store_true",
@@ -163,6 +158,7 @@ def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
     )
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
