@@ -129,27 +129,6 @@ def allow_logs(key: kms.IKey, stack: Stack) -> None:
     )
 
 
-def table(
-    scope: Construct, logical_id: str, partition_key: str, removal_policy: RemovalPolicy, **options: Any
-) -> dynamodb.Table:
-    """A table with point-in-time recovery, deletion protection (unless DESTROY) and this logical id."""
-    table = dynamodb.Table(
-        scope,
-        logical_id,
-        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
-        deletion_protection=removal_policy != RemovalPolicy.DESTROY,
-        removal_policy=removal_policy,
-        **options,
-    )
-    table.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
-    return table
-
-
 def service_tables(
     scope: Construct,
     config: DeploymentConfig,
@@ -158,36 +137,45 @@ def service_tables(
     encryption_key: kms.IKey | None,
 ) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
     """The counter and idempotency tables, the series table where series are configured and the workers table
-    where pools are (their logical ids in that order)."""
-    # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
-    # instead of starting a new, empty one where every counter would begin again at its start. Without
-    # encryption_key, DynamoDB's default encryption (an AWS-owned key).
+    where pools are (their logical ids in that order), each with point-in-time recovery, deletion protection
+    (unless DESTROY) and its logical id; without encryption_key, DynamoDB's default encryption (an AWS-owned key)."""
     encrypted: dict[str, Any] = (
         {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": encryption_key}
         if encryption_key is not None
         else {}
     )
-    counters = table(scope, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted)
-    idempotency = table(
-        scope,
-        table_ids[1],
-        tables.IDEMPOTENCY_KEY,
-        removal_policy,
-        time_to_live_attribute=tables.IDEMPOTENCY_TTL,
-        **encrypted,
-    )
+
+    def table(logical_id: str, partition_key: str, **options: Any) -> dynamodb.Table:
+        made = dynamodb.Table(
+            scope,
+            logical_id,
+            partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
+            deletion_protection=removal_policy != RemovalPolicy.DESTROY,
+            removal_policy=removal_policy,
+            **options,
+            **encrypted,
+        )
+        made.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
+        return made
+
+    # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
+    # instead of starting a new, empty one where every counter would begin again at its start.
+    counters = table(table_ids[0], tables.COUNTER_KEY, table_name=config.table_name)
+    idempotency = table(table_ids[1], tables.IDEMPOTENCY_KEY, time_to_live_attribute=tables.IDEMPOTENCY_TTL)
     # The series table only when series are configured, the workers table only when pools are (the series
     # table's shape both, tickets/tables.py). Fixed names for the same reason as the counter table's: a journal
     # is kept for good (no TTL), and a new, empty workers table would grant every id again from epoch 1.
     series, workers = (
         table(
-            scope,
             table_id,
             tables.SERIES_PARTITION_KEY,
-            removal_policy,
             table_name=f"{config.table_name}{suffix}",
             sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
-            **encrypted,
         )
         if configured
         else None

@@ -48,13 +48,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
     count_lines = f"{{1,{keys.MAX_COUNT}}}"
     value = f"[{_ID_CHARACTERS}]+"
     return {
-        "Key": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": keys.MAX_KEY_CHARS,
-            "pattern": f"^{keys.KEY_PATTERN.pattern}$",
-            "description": keys.KEY_RULE,
-        },
+        "Key": _text(keys.MAX_KEY_CHARS, keys.KEY_PATTERN.pattern, description=keys.KEY_RULE),
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
         "BlockCount": {"type": "integer", "minimum": 1, "maximum": keys.MAX_BLOCK},
         "Ticket": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_TICKET},
@@ -66,10 +60,10 @@ def _scalars() -> dict[str, dict[str, Any]]:
         },
         "Step": {"type": "integer", "minimum": 1},
         "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
-        "SeriesName": {"type": "string", "minLength": 1, "maxLength": requests.MAX_SERIES_CHARS, "pattern": "^[^#]+$"},
+        "SeriesName": _text(requests.MAX_SERIES_CHARS, "[^#]+"),
         "Time": {"type": "string", "format": "date-time"},
-        "Reason": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REASON_CHARS},
-        "Ref": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REF_CHARS},
+        "Reason": _text(journal.MAX_REASON_CHARS),
+        "Ref": _text(journal.MAX_REF_CHARS),
         "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
         "IssuedText": {"type": "string", "pattern": f"^({value}\\n){count_lines}$"},
         "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
@@ -78,12 +72,18 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Epoch": {"type": "integer", "minimum": 1, "maximum": MAX_EPOCH},
         "Millis": {"type": "integer", "minimum": 0, "description": "ms since the Unix epoch, by the service's clock"},
         "Owner": {"type": "string", "pattern": f"^{OWNER_PATTERN.pattern}$"},
-        "IdempotencyKey": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": keys.MAX_IDEMPOTENCY_KEY_CHARS,
-            "pattern": f"^{keys.IDEMPOTENCY_KEY_PATTERN.pattern}$",
-        },
+        "IdempotencyKey": _text(keys.MAX_IDEMPOTENCY_KEY_CHARS, keys.IDEMPOTENCY_KEY_PATTERN.pattern),
+    }
+
+
+def _text(max_length: int, pattern: str | None = None, **described: str) -> dict[str, Any]:
+    """A non-empty string of at most `max_length` characters, of `pattern` whole."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": max_length,
+        **({"pattern": f"^{pattern}$"} if pattern else {}),
+        **described,
     }
 
 
