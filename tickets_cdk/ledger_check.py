@@ -41,7 +41,6 @@ from tickets_deploy.services import DeclaredService, as_props, by_account, decla
 from .access_rules import lazy_string
 
 CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root
-VERSION_OUTPUT = LEDGER_VERSION_OUTPUT  # the output every stack with a service carries
 LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # context naming the ledger explicitly (cdk synth -c tickets:ledgerPath=…)
 DECLARE_ENV = "TICKETS_CDK_DECLARE"  # set by `python -m tickets_cdk init`: the file to declare the services in
 
@@ -132,10 +131,10 @@ def register(scope: Construct, service: DeclaredService) -> None:
     stack = Stack.of(scope)
     refuse_clash(service, check.registered)
     check.registered.append(service)
-    if stack.node.try_find_child(VERSION_OUTPUT) is None:
+    if stack.node.try_find_child(LEDGER_VERSION_OUTPUT) is None:
         CfnOutput(
             stack,
-            VERSION_OUTPUT,
+            LEDGER_VERSION_OUTPUT,
             value=lazy_string(check.written_version),
             description=f"The {LEDGER_FILE} version this stack was synthesised with (make deploy checks it)",
         )
