@@ -22,7 +22,6 @@ from tickets_deploy.schema import FIELDS
 from .resources import METRIC_PERIOD
 from .service import TicketService, error_codes
 
-PERIOD = METRIC_PERIOD
 DASHBOARD_PERIOD = Duration.minutes(1)  # Lambda's and the handler's metrics have one-minute resolution
 _ALARM_EMAIL, _ALARM_DAYS_LEFT = (
     next(each for each in FIELDS if each.prop == prop) for prop in ("alarm_email", "alarm_days_left")
@@ -57,12 +56,12 @@ class TicketAlarms(Construct):
 
         self._alarm(
             "FunctionErrors",
-            function.metric_errors(period=PERIOD, statistic="Sum"),
+            function.metric_errors(period=METRIC_PERIOD, statistic="Sum"),
             "The Tickets function crashed or timed out (handled refusals are not errors).",
         )
         self._alarm(
             "FunctionThrottles",
-            function.metric_throttles(period=PERIOD, statistic="Sum"),
+            function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
