@@ -16,8 +16,7 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
 from local_support import REPO, SerialMotoServer, running_dynalite
-from tickets_local.backend import BackendError
-from tickets_local.engines import DYNAMODB_LOCAL_HOME, DynamoDBLocal, checked_java, dynamodb_local_jar
+from tickets_local.engines import DYNAMODB_LOCAL_HOME, BackendError, DynamoDBLocal, checked_java, dynamodb_local_jar
 
 ENGINES = ("moto", "dynalite", "dynamodb-local")
 
@@ -39,9 +38,10 @@ class Engine:
             return self._moto_process()
         if self.name == "dynalite":
             return self._stack.enter_context(running_dynalite(self._directory))
-        engine = dynamodb_local().start()
+        engine = dynamodb_local()
+        engine.start()
         self._stack.callback(engine.stop)
-        return engine.url
+        return engine.endpoint_url
 
     def _moto_process(self) -> str:
         """SerialMotoServer in a process of its own, as the other engines are: in the test's process its answers

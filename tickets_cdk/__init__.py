@@ -26,13 +26,12 @@ if _MISSING:
     )
 
 if TYPE_CHECKING:
-    from .dashboard import TicketDashboard
-    from .monitoring import TicketAlarms
+    from .monitoring import TicketAlarms, TicketDashboard
     from .service import TicketService
 
 __all__ = ["TicketAlarms", "TicketDashboard", "TicketService", "__version__"]
 
-_LAZY = {"TicketService": "service", "TicketAlarms": "monitoring", "TicketDashboard": "dashboard"}
+_LAZY = {"TicketService": "service", "TicketAlarms": "monitoring", "TicketDashboard": "monitoring"}
 
 
 def __getattr__(name: str) -> Any:

@@ -55,8 +55,8 @@ class AccessRulesStore(Construct):
                 self.add(grant.principal, operation, patterns)
         if not self._parameters:
             self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
-        function.add_environment(ACCESS_PARAMETERS_ENV, _lazy(self._names))
-        function.add_environment(ACCESS_DIGEST_ENV, _lazy(self._digest))
+        function.add_environment(ACCESS_PARAMETERS_ENV, lazy_string(self._names))
+        function.add_environment(ACCESS_DIGEST_ENV, lazy_string(self._digest))
 
     def add(
         self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
@@ -87,7 +87,7 @@ class AccessRulesStore(Construct):
             self,
             f"Rules{index}",
             description="Tickets access rules (docs/how-to/access-rules.md); part of the rules, written by the stack",
-            string_value=_lazy(lambda: self._value(index)),
+            string_value=lazy_string(lambda: self._value(index)),
             tier=ssm.ParameterTier.STANDARD,
         )
         # Only the call tickets/access_store.py makes (GetParameters), on this parameter. Not grant_read: it
@@ -136,7 +136,7 @@ class AccessRulesStore(Construct):
 
 @jsii.implements(IStringProducer)
 class _Produced:
-    """A string computed at synthesis, once every grant is known (Lazy.string's producer)."""
+    """A string computed at synthesis, once every grant is known (Lazy's producer)."""
 
     def __init__(self, produce: Callable[[], str]):
         self._produce = produce
@@ -145,7 +145,7 @@ class _Produced:
         return self._produce()
 
 
-def _lazy(produce: Callable[[], str]) -> str:
+def lazy_string(produce: Callable[[], str]) -> str:
     return Lazy.uncached_string(_Produced(produce))  # the cached Lazy.string calls a Python producer without a context
 
 

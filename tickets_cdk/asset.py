@@ -1,10 +1,6 @@
-"""The Lambda code asset: the installed `tickets` package (the handler and its plain modules), nothing else.
-
-The package is found where Python imports it from (site-packages after `pip install`, lambda_src/ in a
-clone), and written without bytecode into a staging directory whose top level is `tickets/`, as Lambda
-imports it (handler `tickets.handler.lambda_handler`), each file as it is written. CDK hashes the staged files
-(their names and bytes), so the directory's own name never reaches a template, and the same package gives the same
-asset hash on every machine.
+"""The Lambda code asset: the installed `tickets` package (where Python imports it from: site-packages after `pip
+install`, lambda_src/ in a clone), without bytecode, staged under `tickets/` as Lambda imports it. CDK hashes the
+staged files (names and bytes), so the same package gives the same asset hash on every machine.
 """
 
 from __future__ import annotations

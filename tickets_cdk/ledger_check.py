@@ -1,17 +1,13 @@
 """The deployment ledger, enforced by the construct itself: any app that contains a TicketService is checked
 against its ledger (tickets.lock.json beside the app's cdk.json) when it synthesises.
 
-The ledger is per app: the first TicketService adds one `TicketsLedgerCheck` construct to the app's root,
-which every later one registers with. Its validation runs in the CDK's validation phase (before any
-template is written): it gathers every service of every stack, by table name (one service deployed in
-several regions, one stack each, shares a name and an entry, with a slot per region), checks them with
-tickets_deploy.ledger.record_services (the rollout rule included). A refusal, or no ledger at all, stops
-synthesis with the reason. Each stack with a service outputs `TicketsLedgerVersion`, the ledger version it
-was synthesised with: a Lazy value, resolved as synthesis writes the templates, after the whole app passed
-validation; only then, and only if something changed, is the ledger written.
-
-`python -m tickets_cdk init` runs the app with DECLARE_ENV naming a file: the check then writes what the
-app declares there (cdk.json's shape, by table name) instead of reading the ledger.
+The first TicketService adds the app's one `TicketsLedgerCheck` to its root; every service registers with it. It
+validates in the CDK's validation phase, before any template is written: every service of every stack, by table
+name (one service in several regions shares an entry, a slot per region), through
+tickets_deploy.ledger.record_services (the rollout rule included); a refusal, or no ledger, stops synthesis. Each
+stack with a service outputs `TicketsLedgerVersion`, a Lazy value resolved as the templates are written, after the
+whole app passed validation: only then, and only if something changed, is the ledger written.
+`python -m tickets_cdk init` sets DECLARE_ENV to a file: the check then writes there what the app declares.
 """
 
 from __future__ import annotations
@@ -23,7 +19,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsii
-from aws_cdk import CfnOutput, IStringProducer, Lazy, Stack
+from aws_cdk import CfnOutput, Stack
 from constructs import Construct, IValidation
 
 from tickets_deploy.config import to_raw
@@ -40,17 +36,18 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
-from tickets_deploy.schema import DeploymentConfig
 from tickets_deploy.services import DeclaredService, as_props, by_account, declared, refuse_clash
 
+from .access_rules import lazy_string
+
 CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root
-VERSION_OUTPUT = LEDGER_VERSION_OUTPUT  # the output every stack with a service carries
 LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # context naming the ledger explicitly (cdk synth -c tickets:ledgerPath=…)
 DECLARE_ENV = "TICKETS_CDK_DECLARE"  # set by `python -m tickets_cdk init`: the file to declare the services in
 
 
+@jsii.implements(IValidation)
 class TicketsLedgerCheck(Construct):
-    """The app's one ledger check (see the module's docstring); found with `TicketsLedgerCheck.of(scope)`."""
+    """The app's one ledger check; found with `TicketsLedgerCheck.of(scope)`."""
 
     def __init__(self, root: Construct):
         super().__init__(root, CHECK_ID)
@@ -59,7 +56,7 @@ class TicketsLedgerCheck(Construct):
         self.ledger_path: Path | None = None
         self.problem: str | None = None  # why the ledger refused the app, once it did
         self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # recorded, not yet written
-        self.node.add_validation(_Validation(self))
+        self.node.add_validation(self)
         _say_refusals_once(self)
 
     @classmethod
@@ -74,7 +71,7 @@ class TicketsLedgerCheck(Construct):
 
     def validate(self) -> list[str]:
         try:
-            configs = self.declared()
+            configs = declared(self.registered)
         except ValueError as err:
             return [str(err)]
         declare_to = os.environ.get(DECLARE_ENV)
@@ -102,36 +99,29 @@ class TicketsLedgerCheck(Construct):
         self.unwritten = (path, previous, ledger) if ledger is not previous else None
         return []
 
-    def write_recorded(self) -> None:
-        """Write what validation recorded, once; say what is new."""
+    def written_version(self) -> str:
+        """The version synthesised with; what validation recorded written first, once (saying what is new)."""
         if self.unwritten is not None:
             path, previous, ledger = self.unwritten
             self.unwritten = None
             write_ledger_file(path, ledger)
-            _say_what_was_recorded(path, previous, ledger)
-
-    def declared(self) -> dict[str, DeploymentConfig]:
-        """Every service of the app, by table name (tickets_deploy.services.declared)."""
-        return declared(self.registered)
-
-
-@jsii.implements(IValidation)
-class _Validation:
-    def __init__(self, check: TicketsLedgerCheck):
-        self.check = check
-
-    def validate(self) -> list[str]:
-        return self.check.validate()
-
-
-@jsii.implements(IStringProducer)
-class _LedgerVersion:
-    def __init__(self, check: TicketsLedgerCheck):
-        self.check = check
-
-    def produce(self, context: Any) -> str:
-        self.check.write_recorded()
-        return self.check.version or "unrecorded"
+            print(
+                f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
+                file=sys.stderr,
+            )
+            for said in one_way_choices(previous, ledger):
+                print(f"one-way: {said}", file=sys.stderr)
+            for region, new_account in new_accounts(previous, ledger):
+                print(
+                    f"{region}: account {new_account} is new to the ledger, so its tables start empty and every "
+                    "counter starts at its start there. That is right for a deployment of its own (staging beside "
+                    "production). If it replaces a deployment in another account, run `.venv/bin/python -m "
+                    "tickets_admin export` against the old tables and `.venv/bin/python -m tickets_admin raise KEY "
+                    "--above N` here for every key before callers switch "
+                    "(docs/how-to/deploy.md#moving-to-another-account).",
+                    file=sys.stderr,
+                )
+        return self.version or "unrecorded"
 
 
 def register(scope: Construct, service: DeclaredService) -> None:
@@ -141,11 +131,11 @@ def register(scope: Construct, service: DeclaredService) -> None:
     stack = Stack.of(scope)
     refuse_clash(service, check.registered)
     check.registered.append(service)
-    if stack.node.try_find_child(VERSION_OUTPUT) is None:
+    if stack.node.try_find_child(LEDGER_VERSION_OUTPUT) is None:
         CfnOutput(
             stack,
-            VERSION_OUTPUT,
-            value=Lazy.uncached_string(_LedgerVersion(check)),
+            LEDGER_VERSION_OUTPUT,
+            value=lazy_string(check.written_version),
             description=f"The {LEDGER_FILE} version this stack was synthesised with (make deploy checks it)",
         )
 
@@ -192,21 +182,3 @@ def _say_refusals_once(check: TicketsLedgerCheck) -> None:
         print(str(error).replace("ValidationFailedWithErrors: ", "", 1), file=sys.stderr)
 
     sys.excepthook = hook
-
-
-def _say_what_was_recorded(path: Path, previous: LedgerFile, ledger: LedgerFile) -> None:
-    print(
-        f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
-        file=sys.stderr,
-    )
-    for said in one_way_choices(previous, ledger):
-        print(f"one-way: {said}", file=sys.stderr)
-    for region, new_account in new_accounts(previous, ledger):
-        print(
-            f"{region}: account {new_account} is new to the ledger, so its tables start empty and every counter "
-            "starts at its start there. That is right for a deployment of its own (staging beside production). "
-            "If it replaces a deployment in another account, run `.venv/bin/python -m tickets_admin export` against "
-            "the old tables and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key before "
-            "callers switch (docs/how-to/deploy.md#moving-to-another-account).",
-            file=sys.stderr,
-        )

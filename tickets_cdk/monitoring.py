@@ -1,10 +1,13 @@
-"""Alarms an operator needs before users notice: crashes, throttling, and counters nearing max or running out."""
+"""What an operator watches, opt-in: alarms before users notice (crashes, throttling, counters nearing max or running
+out), and one CloudWatch dashboard per stack (what the service hands out and refuses, how fast, where it is
+throttled, how busy it is, and the state of every alarm)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_iam as iam
@@ -17,9 +20,9 @@ from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import FIELDS
 
 from .resources import METRIC_PERIOD
-from .service import TicketService
+from .service import TicketService, error_codes
 
-PERIOD = METRIC_PERIOD
+DASHBOARD_PERIOD = Duration.minutes(1)  # Lambda's and the handler's metrics have one-minute resolution
 _ALARM_EMAIL, _ALARM_DAYS_LEFT = (
     next(each for each in FIELDS if each.prop == prop) for prop in ("alarm_email", "alarm_days_left")
 )
@@ -53,12 +56,12 @@ class TicketAlarms(Construct):
 
         self._alarm(
             "FunctionErrors",
-            function.metric_errors(period=PERIOD, statistic="Sum"),
+            function.metric_errors(period=METRIC_PERIOD, statistic="Sum"),
             "The Tickets function crashed or timed out (handled refusals are not errors).",
         )
         self._alarm(
             "FunctionThrottles",
-            function.metric_throttles(period=PERIOD, statistic="Sum"),
+            function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
         # Every operation the handler calls on each table (store.py; Powertools idempotency).
@@ -155,3 +158,86 @@ def _for_own_alarms(scope: Construct, allowed: list[str], resource: str) -> iam.
             "ArnLike": {"aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:{stack.account}:alarm:*"},
         },
     )
+
+
+class TicketDashboard(Construct):
+    """A CloudWatch dashboard of one TicketService and the state of `alarms` (a TicketAlarms, or any alarms)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        service: TicketService,
+        alarms: TicketAlarms | Sequence[cloudwatch.IAlarm] = (),
+    ):
+        super().__init__(scope, construct_id)
+        function = service.function
+        reserved_concurrency = service.config.reserved_concurrency
+        table_throttles = service.metric_table_throttles()
+        idempotency_table_throttles = service.metric_idempotency_table_throttles()
+        if isinstance(alarms, TicketAlarms):
+            alarms = list(alarms.alarms.values())
+        # No dashboard_name: CloudFormation generates one, so two stacks (or two deployments) never clash.
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
+
+        issued = service.metric_tickets_issued(period=DASHBOARD_PERIOD, label="tickets issued")
+        refused = [service.metric_errors(code, period=DASHBOARD_PERIOD, label=code) for code in error_codes()]
+        duration = [
+            function.metric_duration(statistic=statistic, period=DASHBOARD_PERIOD, label=f"duration {statistic}")
+            for statistic in ("p50", "p99")
+        ]
+        concurrency = function.metric(
+            "ConcurrentExecutions", statistic="Maximum", period=DASHBOARD_PERIOD, label="concurrent executions"
+        )
+        cap = (
+            [cloudwatch.HorizontalAnnotation(value=reserved_concurrency, label="reserved concurrency")]
+            if reserved_concurrency
+            else None
+        )
+        # One line per operation the handler calls on each table: the very metrics the throttle alarms sum.
+        table_throttled = _per_operation(table_throttles)
+        idempotency_throttled = _per_operation(idempotency_table_throttles)
+        function_throttled = function.metric_throttles(
+            statistic="Sum", period=DASHBOARD_PERIOD, label="throttled invocations"
+        )
+
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Tickets issued", left=[issued], width=12),
+            cloudwatch.GraphWidget(title="Errors by code", left=refused, width=12, stacked=True),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Function duration (ms)", left=duration, width=12),
+            cloudwatch.GraphWidget(title="Concurrent executions", left=[concurrency], left_annotations=cap, width=12),
+        )
+        days_left = service.metric_counter_days_left(label="days left, the soonest lane at its recent rate")
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Days before a counter reaches max", left=[days_left], width=24),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Counter table throttled requests", left=table_throttled, width=8),
+            cloudwatch.GraphWidget(title="Idempotency table throttled requests", left=idempotency_throttled, width=8),
+            cloudwatch.GraphWidget(title="Function throttles", left=[function_throttled], width=8),
+        )
+        if service.series_table is not None:
+            self.dashboard.add_widgets(
+                *(
+                    cloudwatch.GraphWidget(
+                        title=f"Series numbers {what}, by key and series",
+                        left=[service.metric_series(f"Series{what.capitalize()}", period=DASHBOARD_PERIOD)],
+                        width=12,
+                    )
+                    for what in ("issued", "voided")
+                )
+            )
+        if alarms:
+            self.dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(alarms), width=24))
+
+
+def _per_operation(throttles: cloudwatch.MathExpression) -> list[cloudwatch.IMetric]:
+    """The alarm's terms as lines of their own: the graph shows which call is throttled, with no metric math."""
+    return [
+        term.with_(label=(term.dimensions or {})["Operation"], period=DASHBOARD_PERIOD)
+        for term in throttles.using_metrics.values()
+        if isinstance(term, cloudwatch.Metric)
+    ]

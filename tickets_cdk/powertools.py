@@ -10,8 +10,3 @@ layer and the tested package are one release.
 from __future__ import annotations
 
 POWERTOOLS_VERSION = "3.37.0"
-
-
-def layer_parameter(runtime: str, architecture: str, version: str = POWERTOOLS_VERSION) -> str:
-    """The public SSM parameter whose value is that release's layer ARN, e.g. for python3.14 on arm64."""
-    return f"/aws/service/powertools/python/{architecture}/{runtime}/{version}"

@@ -25,12 +25,18 @@ from tickets import tables
 from tickets_deploy.opaque_keys import has_opaque_counters, opaque_keys_parameter
 from tickets_deploy.schema import DeploymentConfig
 
-from .powertools import layer_parameter
+from .powertools import POWERTOOLS_VERSION
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
 READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque_secret.py makes
+# What a caller of the AWS_IAM Function URL needs (function URLs created since October 2025 require both actions),
+# each action only through the URL (docs/how-to/call-from-another-account.md): its condition.
+URL_INVOKE_CONDITIONS = {
+    "lambda:InvokeFunctionUrl": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
+    "lambda:InvokeFunction": {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
+}
 
 
 def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:
@@ -56,7 +62,7 @@ def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | Non
 def powertools_layer_arn() -> str:
     """The layer of the pinned Powertools release (POWERTOOLS_VERSION), for this runtime and architecture: a
     dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
-    parameter = layer_parameter(RUNTIME.name, ARCHITECTURE.name)
+    parameter = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{POWERTOOLS_VERSION}"
     return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 
 
@@ -75,23 +81,14 @@ def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
 
 
 def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
-    """What a caller of the AWS_IAM Function URL needs, and nothing else: function URLs created since
-    October 2025 require both actions. Attached to callers by the operator (see README)."""
+    """What a caller of the AWS_IAM Function URL needs, and nothing else; attached to callers by the operator."""
     return iam.ManagedPolicy(
         scope,
         "InvokePolicy",
         description="Call the Tickets Function URL (SigV4)",
         statements=[
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunctionUrl"],
-                resources=[function.function_arn],
-                conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
-            ),
-            iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"],
-                resources=[function.function_arn],
-                conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
-            ),
+            iam.PolicyStatement(actions=[action], resources=[function.function_arn], conditions=conditions)
+            for action, conditions in URL_INVOKE_CONDITIONS.items()
         ],
     )
 
@@ -110,13 +107,6 @@ def admit_caller(function: lambda_.Function, caller: str) -> None:
     function.add_permission(
         f"InvokeViaUrl {name}", principal=principal, action="lambda:InvokeFunction", invoked_via_function_url=True
     )
-
-
-def encryption(key: kms.IKey | None) -> dict[str, Any]:
-    """A table's encryption options: the customer-managed key, or DynamoDB's default (an AWS-owned key)."""
-    if key is None:
-        return {}
-    return {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": key}
 
 
 def allow_logs(key: kms.IKey, stack: Stack) -> None:
@@ -139,27 +129,6 @@ def allow_logs(key: kms.IKey, stack: Stack) -> None:
     )
 
 
-def table(
-    scope: Construct, logical_id: str, partition_key: str, removal_policy: RemovalPolicy, **options: Any
-) -> dynamodb.Table:
-    """A table with point-in-time recovery, deletion protection (unless DESTROY) and this logical id."""
-    table = dynamodb.Table(
-        scope,
-        logical_id,
-        partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
-        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-            point_in_time_recovery_enabled=True
-        ),
-        # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
-        deletion_protection=removal_policy != RemovalPolicy.DESTROY,
-        removal_policy=removal_policy,
-        **options,
-    )
-    table.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
-    return table
-
-
 def service_tables(
     scope: Construct,
     config: DeploymentConfig,
@@ -168,31 +137,45 @@ def service_tables(
     encryption_key: kms.IKey | None,
 ) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
     """The counter and idempotency tables, the series table where series are configured and the workers table
-    where pools are (their logical ids in that order)."""
+    where pools are (their logical ids in that order), each with point-in-time recovery, deletion protection
+    (unless DESTROY) and its logical id; without encryption_key, DynamoDB's default encryption (an AWS-owned key)."""
+    encrypted: dict[str, Any] = (
+        {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": encryption_key}
+        if encryption_key is not None
+        else {}
+    )
+
+    def table(logical_id: str, partition_key: str, **options: Any) -> dynamodb.Table:
+        made = dynamodb.Table(
+            scope,
+            logical_id,
+            partition_key=dynamodb.Attribute(name=partition_key, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
+            deletion_protection=removal_policy != RemovalPolicy.DESTROY,
+            removal_policy=removal_policy,
+            **options,
+            **encrypted,
+        )
+        made.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
+        return made
+
     # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
     # instead of starting a new, empty one where every counter would begin again at its start.
-    encrypted = encryption(encryption_key)
-    counters = table(scope, table_ids[0], tables.COUNTER_KEY, removal_policy, table_name=config.table_name, **encrypted)
-    idempotency = table(
-        scope,
-        table_ids[1],
-        tables.IDEMPOTENCY_KEY,
-        removal_policy,
-        time_to_live_attribute=tables.IDEMPOTENCY_TTL,
-        **encrypted,
-    )
+    counters = table(table_ids[0], tables.COUNTER_KEY, table_name=config.table_name)
+    idempotency = table(table_ids[1], tables.IDEMPOTENCY_KEY, time_to_live_attribute=tables.IDEMPOTENCY_TTL)
     # The series table only when series are configured, the workers table only when pools are (the series
     # table's shape both, tickets/tables.py). Fixed names for the same reason as the counter table's: a journal
     # is kept for good (no TTL), and a new, empty workers table would grant every id again from epoch 1.
     series, workers = (
         table(
-            scope,
             table_id,
             tables.SERIES_PARTITION_KEY,
-            removal_policy,
             table_name=f"{config.table_name}{suffix}",
             sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
-            **encrypted,
         )
         if configured
         else None
@@ -204,10 +187,11 @@ def service_tables(
     return counters, idempotency, series, workers
 
 
-def throttled_requests(table: dynamodb.Table, operations: list[str]) -> cloudwatch.MathExpression:
-    """Throttled requests of these operations, summed. DynamoDB publishes ThrottledRequests only for an
+def throttled_requests(table: dynamodb.Table, actions: Sequence[str]) -> cloudwatch.MathExpression:
+    """Throttled requests of these actions' operations, summed. DynamoDB publishes ThrottledRequests only for an
     operation that was throttled, and `a + b` has no value where either series has none (CDK's
     metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
+    operations = [action.removeprefix("dynamodb:") for action in actions]
     terms = {
         operation.lower(): table.metric_throttled_requests_for_operation(
             operation, period=METRIC_PERIOD, statistic="Sum"

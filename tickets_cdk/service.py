@@ -41,6 +41,7 @@ from .resources import (
     ARCHITECTURE,
     METRIC_PERIOD,
     RUNTIME,
+    URL_INVOKE_CONDITIONS,
     admit_caller,
     allow_logs,
     allow_opaque_keys,
@@ -51,6 +52,10 @@ from .resources import (
     throttled_requests,
 )
 
+# Every call the handler makes on the counter table (store.py) and Powertools idempotency on its own: the role may
+# make only these, and the throttle metrics sum over them.
+COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
+IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # Every call tickets/series/store.py makes on the series table, and no other (no Scan, no BatchWriteItem):
 # DeleteItem only removes a refused request's own request item.
 SERIES_ACTIONS = (
@@ -68,37 +73,12 @@ FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService
 
 
 class TicketService(Construct):
-    """Tickets in the region of the enclosing stack.
-
-    Every prop named after a cdk.json field (FIELD_PROPS: `counters`, `table_name`, `region_slot`,
-    `region_slots`, `strict_keys`, `auth`, ...) takes that field's value in snake_case, with its default
-    when omitted and its rule, as the README's configuration table lists them (tickets_deploy.schema.FIELDS);
-    `region_slot` is the slot of the stack's region. Besides them:
-
-    - `service_name`: the `service` dimension of the function's metrics and logs (default: `table_name`),
-      so two services never mix their metrics;
-    - `table_logical_ids`: the CloudFormation logical ids of the counter and idempotency tables (default:
-      the construct's id followed by `Table` and `IdempotencyTable`). They never change once deployed: a new
-      id replaces the table;
-    - `removal_policy`: of the tables and the function's log group (default RETAIN; a destroyed table
-      starts every counter again at its start, so anything else is for throwaway stacks);
-    - `encryption_key`: a customer-managed KMS key that encrypts every table and the function's log group
-      (default: none, AWS-owned keys). A key created in this stack gets the key policy CloudWatch Logs needs;
-      an imported key must already allow it (docs/reference/construct.md#encryption-and-security-checks).
-
-    With `access` (the cdk.json field, or `{}`) the function enforces access rules, and the grants
-    (`grant_issue`, `grant_series`, `grant_void`, `grant_read`, `grant_workers`) add to them
-    (docs/how-to/access-rules.md).
-
-    With `series` configured (docs/reference/series.md) it also creates the series table, `<table_name>-series`
-    (logical id: the construct's id followed by `SeriesTable`), with the same protection, and grants the
-    function only the calls the journal makes on it (tickets/series/store.py). With `workers` pools
-    (docs/how-to/worker-ids.md), likewise the workers table, `<table_name>-workers` (logical id: the construct's id
-    followed by `WorkersTable`), with only the calls tickets/workers/store.py makes.
-
-    The stack must name its region (env=Environment(region=...)): whether Function URLs exist there and
-    which slot is this region's are decided at synthesis. Synthesis of the app checks every TicketService
-    against the ledger beside the app's cdk.json (docs/how-to/use-the-construct.md).
+    """Tickets in the region of the enclosing stack, which must name its region (Function URLs exist only in some
+    regions, and the region's slot decides which tickets it issues). Each prop named after a cdk.json field
+    (FIELD_PROPS) takes that field's value in snake_case, with its default and rule; the others, `service_name`,
+    `table_logical_ids`, `removal_policy` and `encryption_key`, the grants (`grant_*`) and the metrics (`metric_*`)
+    are in docs/reference/construct.md. Synthesis of the app checks every TicketService against the ledger beside
+    the app's cdk.json (docs/how-to/use-the-construct.md).
     """
 
     def __init__(
@@ -213,15 +193,15 @@ class TicketService(Construct):
             admit_caller(self.function, caller)
 
     def _grant_tables(self, role: iam.IRole) -> None:
-        """Only the calls the handler makes (store.py, Powertools idempotency, the series' and the workers'
-        stores), only on these tables."""
-        self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
-        self.idempotency_table.grant(
-            role, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"
-        )
-        for sorted_table, actions in ((self.series_table, SERIES_ACTIONS), (self.workers_table, WORKERS_ACTIONS)):
-            if sorted_table is not None:
-                sorted_table.grant(role, *actions)
+        """Only the calls the handler makes, only on these tables."""
+        for table, actions in (
+            (self.table, COUNTER_ACTIONS),
+            (self.idempotency_table, IDEMPOTENCY_ACTIONS),
+            (self.series_table, SERIES_ACTIONS),
+            (self.workers_table, WORKERS_ACTIONS),
+        ):
+            if table is not None:
+                table.grant(role, *actions)
 
     # --- grants -------------------------------------------------------------------------------------
 
@@ -265,17 +245,11 @@ class TicketService(Construct):
                 f"{label}: keys={list(keys)!r} would limit nothing: this service has no access rules, so every "
                 "invoker may do everything. Give the service `access` (`{}` for grants only) to enforce them"
             )
-        url = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["lambda:InvokeFunctionUrl"],
-            resource_arns=[self.function.function_arn],
-            conditions={"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
-        )
-        invoke = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["lambda:InvokeFunction"],
-            resource_arns=[self.function.function_arn],
-            conditions={"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
+        url, invoke = (
+            iam.Grant.add_to_principal(
+                grantee=grantee, actions=[action], resource_arns=[self.function.function_arn], conditions=conditions
+            )
+            for action, conditions in URL_INVOKE_CONDITIONS.items()
         )
         return url.combine(invoke)
 
@@ -319,11 +293,11 @@ class TicketService(Construct):
 
     def metric_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the counter table, over every operation the handler calls on it."""
-        return throttled_requests(self.table, ["UpdateItem", "BatchGetItem"])
+        return throttled_requests(self.table, COUNTER_ACTIONS)
 
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the idempotency table, over every operation Powertools calls on it."""
-        return throttled_requests(self.idempotency_table, ["GetItem", "PutItem", "UpdateItem", "DeleteItem"])
+        return throttled_requests(self.idempotency_table, IDEMPOTENCY_ACTIONS)
 
 
 def _signature_with_props() -> inspect.Signature:

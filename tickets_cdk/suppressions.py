@@ -9,8 +9,7 @@ them; a check that does apply (a customer-managed key: the `encryption_key` prop
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from typing import Any
 
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_iam as iam
@@ -45,14 +44,11 @@ KEY_GRANT_VARIANTS = (
     "decrypts the items with it as the function, and the wildcard covers only that action's variants "
     "(GenerateDataKey*, ReEncrypt*), as aws-cdk-lib's grant_encrypt_decrypt writes them."
 )
-# cdk-nag's finding ids on the function role's policy: a rule, and in brackets what it found.
-WILDCARD_FINDINGS = {
-    "AwsSolutions-IAM5[Resource::*]": TRACING_NEEDS_EVERY_RESOURCE,
-}
-KEY_FINDINGS = {
-    "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]": KEY_GRANT_VARIANTS,
-    "AwsSolutions-IAM5[Action::kms:ReEncrypt*]": KEY_GRANT_VARIANTS,
-}
+# cdk-nag's findings on the function role's policy (rule, what it found) and their reasons.
+ROLE_FINDINGS = [("AwsSolutions-IAM5", "Resource::*", TRACING_NEEDS_EVERY_RESOURCE)]
+KEY_FINDINGS = [
+    ("AwsSolutions-IAM5", f"Action::kms:{action}", KEY_GRANT_VARIANTS) for action in ("GenerateDataKey*", "ReEncrypt*")
+]
 
 
 def explain_role(role: iam.Role, *, encrypted: bool) -> None:
@@ -62,8 +58,12 @@ def explain_role(role: iam.Role, *, encrypted: bool) -> None:
     assert isinstance(policy, iam.Policy), "the function's role has its statements (its logs) by now"
     resource = policy.node.default_child
     assert isinstance(resource, CfnResource)
-    findings = {**WILDCARD_FINDINGS, **(KEY_FINDINGS if encrypted else {})}
-    suppress(resource, cdk_nag=findings.items())
+    findings = ROLE_FINDINGS + (KEY_FINDINGS if encrypted else [])
+    rows = [{"id": rule, "reason": reason, "applies_to": [found]} for rule, found, reason in findings]
+    _suppress(resource, "cdk_nag", "rules_to_suppress", rows)  # cdk-nag 2; cdk-nag 3 reads `Rule[found]`:
+    Validations.of(resource).acknowledge(
+        *(Acknowledgment(id=f"{rule}[{found}]", reason=reason) for rule, found, reason in findings)
+    )
 
 
 def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> None:
@@ -73,38 +73,13 @@ def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> 
     if reserved_concurrency is None:
         checkov.append(("CKV_AWS_115", UNRESERVED_CONCURRENCY))
         cfn_nag.append(("W92", UNRESERVED_CONCURRENCY))
-    cfn_function = function.node.default_child
-    assert isinstance(cfn_function, CfnResource)
-    suppress(cfn_function, checkov=checkov, cfn_nag=cfn_nag)
+    resource = function.node.default_child
+    assert isinstance(resource, CfnResource)
+    _suppress(resource, "checkov", "skip", [{"id": check, "comment": reason} for check, reason in checkov])
+    _suppress(resource, "cfn_nag", "rules_to_suppress", [{"id": check, "reason": reason} for check, reason in cfn_nag])
 
 
-def suppress(
-    resource: CfnResource,
-    *,
-    checkov: Iterable[tuple[str, str]] = (),
-    cfn_nag: Iterable[tuple[str, str]] = (),
-    cdk_nag: Iterable[tuple[str, str]] = (),
-) -> None:
-    """Add these suppressions (check id, reason) to the resource's metadata, keeping any already there. A cdk-nag
-    id is a finding as cdk-nag reports it, `Rule` or `Rule[finding]`: cdk-nag 2 reads the rule with the finding
-    in `applies_to`, cdk-nag 3 the acknowledged id itself."""
-    cdk_nag = list(cdk_nag)
-    for tool, entry, rows in (
-        ("checkov", "skip", [{"id": check, "comment": reason} for check, reason in checkov]),
-        ("cfn_nag", "rules_to_suppress", [{"id": check, "reason": reason} for check, reason in cfn_nag]),
-        ("cdk_nag", "rules_to_suppress", [_cdk_nag_2(finding, reason) for finding, reason in cdk_nag]),
-    ):
-        if rows:
-            metadata = resource.get_metadata(tool) or {}
-            resource.add_metadata(tool, {**metadata, entry: [*metadata.get(entry, []), *rows]})
-    if cdk_nag:
-        acknowledged = [Acknowledgment(id=finding, reason=reason) for finding, reason in cdk_nag]
-        Validations.of(resource).acknowledge(*acknowledged)
-
-
-def _cdk_nag_2(finding: str, reason: str) -> dict[str, object]:
-    """A finding id (`AwsSolutions-IAM5[Resource::*]`) as cdk-nag 2's metadata writes its suppression."""
-    matched = re.fullmatch(r"([^\[\]]+)(?:\[(.+)\])?", finding)
-    assert matched, f"not a cdk-nag finding id: {finding!r}"
-    rule, applies_to = matched.groups()
-    return {"id": rule, "reason": reason, **({"applies_to": [applies_to]} if applies_to else {})}
+def _suppress(resource: CfnResource, tool: str, entry: str, rows: list[dict[str, Any]]) -> None:
+    """Add these suppressions to the tool's metadata on the resource, keeping any already there."""
+    metadata = resource.get_metadata(tool) or {}
+    resource.add_metadata(tool, {**metadata, entry: [*metadata.get(entry, []), *rows]})

@@ -14,9 +14,8 @@ from typing import Any
 import tickets
 from tickets_deploy.rules import ConfigError
 
-from .backend import BackendError
 from .deployment import ledger_refusal
-from .engines import BACKENDS, DEFAULT_BACKEND
+from .engines import BACKENDS, DEFAULT_BACKEND, BackendError
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .server import LocalServer
 
@@ -80,6 +79,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--config",
+        dest="config_path",
         default="cdk.json",
         metavar="PATH",
         help="the CDK config whose context.tickets to serve (default: cdk.json)",
@@ -133,12 +133,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "issuance (JSON, as in CloudWatch)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
-    add_testing_arguments(parser)
-    return parser.parse_args(argv)
-
-
-def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
-    """What a program that starts the server for its tests needs (tickets_local.testing, the Node helper)."""
+    # What a program that starts the server for its tests needs (tickets_local.testing, the Node helper):
     parser.add_argument(
         "--allow-reset",
         action="store_true",
@@ -163,6 +158,7 @@ def add_testing_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
     )
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,24 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
         signal.signal(signum, _interrupt)  # a shell may start background jobs ignoring it)
     server = None
+    served = {
+        name: value
+        for name, value in vars(args).items()
+        if name not in ("config_json", "config_name", "exit_with_stdin")
+    }
     try:
         server = LocalServer(
-            config_path=args.config,
-            region=args.region,
-            endpoint_url=args.endpoint_url,
-            backend=args.backend,
-            host=args.host,
-            port=args.port,
-            verbose=args.verbose,
-            allow_reset=args.allow_reset,
+            **served,
             config=_config_json(args.config_json),
-            play_callers=args.play_callers,
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
-            key_file=args.key_file,
-            ledger=args.ledger,
-            without_ledger=args.without_ledger,
-            new_key_file=args.new_key_file,
-            reset_mark=args.reset_mark,
         ).start()
         # What start-up made (modules, botocore's models, and moto's on moto: most of the process' objects) lives
         # as long as the process: frozen, the collector never scans it again, neither while serving nor when the
@@ -197,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         gc.freeze()
         print(banner(server), flush=True)
         if args.config_json is None:
-            _warn_if_refused(args.config)
+            _warn_if_refused(args.config_path)
         _wait(args.exit_with_stdin)
     except KeyboardInterrupt:
         pass

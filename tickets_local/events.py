@@ -1,13 +1,8 @@
-"""HTTP request -> Lambda Function URL event (payload format 2.0) -> HTTP response.
-
-Pure functions, no sockets: the server feeds them what it read off the wire; `event_from` builds an
-event from a recorded one for the tests and the bench (one builder for all three). The event
-has the shape AWS sends (see tests/fixtures/function_url_event.json), so the handler
-cannot tell the local server from a Function URL, except that there is no
-`requestContext.authorizer`: AWS adds it only for AWS_IAM auth, which the local server
-does not check. A server started with --play-callers adds it for a request that names the
-caller to play (PLAY_CALLER_HEADER), so a team can test its access rules' 403s.
-"""
+"""HTTP request -> Lambda Function URL event (payload format 2.0) -> HTTP response, without sockets; `event_from`
+builds an event from a recorded one for the tests and the bench. The event has the shape AWS sends
+(tests/fixtures/function_url_event.json), but no `requestContext.authorizer`: AWS adds it only for AWS_IAM auth,
+which the local server does not check, unless started with --play-callers, for a request that names the caller to
+play (PLAY_CALLER_HEADER), so a team can test its access rules' 403s."""
 
 from __future__ import annotations
 
@@ -64,43 +59,36 @@ class PlayedCallerError(ValueError):
 def played_caller(principal: str) -> dict[str, Any]:
     """What a Function URL's IAM authorizer would say of a request signed by `principal`: a role ARN (as one of
     its sessions), an assumed-role session ARN, a user ARN, an account id (as the account's root), or an
-    organization id (a user of account ACCOUNT_ID in that organization, named after it). Each played principal
-    is a signer of its own, with its own ARN and unique id, as two real signers are: the function scopes
-    idempotency records and journal entries by the signer (tickets.caller), so two played principals never
-    share one."""
+    organization id (a user of account ACCOUNT_ID in that organization). Each is a signer of its own, with its own
+    ARN and unique id: the function scopes idempotency records and journal entries by the signer (tickets.caller)."""
     arn = IAM_ARN_PATTERN.fullmatch(principal)
     session = ASSUMED_ROLE_PATTERN.fullmatch(principal)
     if arn is not None:
         account, kind, name = arn.groups()
-        partition = principal.split(":")[1]
         if kind == "user":
-            identity = _signer(account, principal, _unique_id("AIDA", principal))
-        else:  # the role's unique id stands for the role, whatever the session (AWS: AROA...:SESSION)
-            role = f"arn:{partition}:sts::{account}:assumed-role/{name}"
-            identity = _signer(account, f"{role}/local", f"{_unique_id('AROA', role)}:local")
-    elif session is not None:
+            return _signer(account, principal, _unique_id("AIDA", principal))
+        # the role's unique id stands for the role, whatever the session (AWS: AROA...:SESSION)
+        role = f"arn:{principal.split(':')[1]}:sts::{account}:assumed-role/{name}"
+        return _signer(account, f"{role}/local", f"{_unique_id('AROA', role)}:local")
+    if session is not None:
         role, _, session_name = principal.rpartition("/")
-        identity = _signer(session.group(1), principal, f"{_unique_id('AROA', role)}:{session_name}")
-    elif ACCOUNT_PATTERN.fullmatch(principal):
-        identity = _signer(principal, f"arn:aws:iam::{principal}:root", principal)  # the root's id: the account
-    elif ORGANIZATION_PATTERN.fullmatch(principal):
+        return _signer(session.group(1), principal, f"{_unique_id('AROA', role)}:{session_name}")
+    if ACCOUNT_PATTERN.fullmatch(principal):
+        return _signer(principal, f"arn:aws:iam::{principal}:root", principal)  # the root's id: the account
+    if ORGANIZATION_PATTERN.fullmatch(principal):
         user = f"arn:aws:iam::{ACCOUNT_ID}:user/{principal}"
-        identity = {**_signer(ACCOUNT_ID, user, _unique_id("AIDA", user)), "principalOrgId": principal}
-    else:
-        raise PlayedCallerError(f"{PLAY_CALLER_HEADER}: cannot play {principal[:200]!r}: it must be {PRINCIPAL_RULE}")
-    return identity
+        return {**_signer(ACCOUNT_ID, user, _unique_id("AIDA", user)), "principalOrgId": principal}
+    raise PlayedCallerError(f"{PLAY_CALLER_HEADER}: cannot play {principal[:200]!r}: it must be {PRINCIPAL_RULE}")
 
 
 def played_identity(headers: Any) -> Identity:
     """The caller a request plays (PLAY_CALLER_HEADER), as the function's access rules see it; unsigned without one."""
     principal = headers.get(PLAY_CALLER_HEADER)
-    return (
-        Identity.of({"requestContext": {"authorizer": {"iam": played_caller(principal)}}}) if principal else Identity()
-    )
+    return Identity.of({"requestContext": {"authorizer": {"iam": played_caller(principal)}}} if principal else {})
 
 
 def _signer(account: str, user_arn: str, unique_id: str) -> dict[str, Any]:
-    """The IAM authorizer's block for one signer, every field AWS sends."""
+    """Every field AWS sends of one signer."""
     return {
         "accessKey": "ASIALOCAL",
         "accountId": account,
@@ -131,14 +119,7 @@ def function_url_event(request: HttpRequest, *, now: float | None = None, play_c
         )
     host = headers.get("host", f"127.0.0.1:{request.server_port}")
     domain_prefix = host.split(".", 1)[0]  # AWS: the URL id, the host's first label
-    user_agent = headers.get("user-agent", "")
-
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": raw_path,
-        "rawQueryString": raw_query,
-    }
+    event: dict[str, Any] = {"version": "2.0", "routeKey": "$default", "rawPath": raw_path, "rawQueryString": raw_query}
     if cookies:
         event["cookies"] = cookies
     event["headers"] = headers
@@ -154,7 +135,7 @@ def function_url_event(request: HttpRequest, *, now: float | None = None, play_c
             "path": raw_path,
             "protocol": request.protocol,
             "sourceIp": request.source_ip,
-            "userAgent": user_agent,
+            "userAgent": headers.get("user-agent", ""),
         },
         "requestId": str(uuid.uuid4()),
         "routeKey": "$default",
@@ -164,12 +145,10 @@ def function_url_event(request: HttpRequest, *, now: float | None = None, play_c
     }
     if played is not None:
         event["requestContext"]["authorizer"] = {"iam": played_caller(played)}
+    text = _as_text(request.body, headers.get("content-type"))
     if request.body:
-        text = _as_text(request.body, headers.get("content-type"))
         event["body"] = text if text is not None else base64.b64encode(request.body).decode("ascii")
-        event["isBase64Encoded"] = text is None
-    else:
-        event["isBase64Encoded"] = False
+    event["isBase64Encoded"] = bool(request.body) and text is None
     return event
 
 
@@ -183,12 +162,11 @@ def event_from(
     base64_body: bool = False,
     iam: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A Function URL event like `template` (a recorded one: its caller, host and headers), aimed at
-    `path` (raw, still percent-encoded) with `method`, a new request id, and these parts. `query` is a
-    dict or a list of pairs (pairs may repeat a name: AWS then joins the values with commas, as here).
-    A bytes body arrives base64-encoded, as AWS sends binary; `base64_body=True` marks a str body as
-    base64 as it stands (even if it is not). `iam`: the signer as the URL's IAM authorizer describes it
-    (requestContext.authorizer.iam), if not the template's. The template is not changed."""
+    """A Function URL event like `template` (a recorded one: its caller, host and headers, left unchanged), aimed at
+    `path` (raw, still percent-encoded) with `method`, a new request id, and these parts. `query`: a dict or a list
+    of pairs (a repeated name's values are comma-joined, as AWS does). A bytes body arrives base64-encoded, as AWS
+    sends binary; `base64_body=True` marks a str body as base64 as it stands. `iam`: the signer
+    (requestContext.authorizer.iam), if not the template's."""
     pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
     event = copy.deepcopy(template)
     event["rawPath"] = path
@@ -209,14 +187,10 @@ def event_from(
 
 
 def _as_text(body: bytes, content_type: str | None) -> str | None:
-    """The body as Function URLs pass it, by its Content-Type (AWS's rule: a body is base64-encoded
-    unless its type is `text/*` or `application/json`): as text for those two; base64 for everything
-    else, a body without a type, `application/x-www-form-urlencoded` and `application/octet-stream`
-    included. None: base64. A text type's body that is not UTF-8 cannot be a JSON string either: it
-    too goes as base64."""
+    """The body as text, if Function URLs pass it so (None: base64): AWS's rule is text for `text/*` and
+    `application/json`, base64 for every other type and for none. A text body that is not UTF-8 goes as base64."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
-    is_text = media_type.startswith("text/") or media_type == "application/json"
-    if not is_text:
+    if not (media_type.startswith("text/") or media_type == "application/json"):
         return None
     try:
         return body.decode("utf-8")
@@ -225,19 +199,15 @@ def _as_text(body: bytes, content_type: str | None) -> str | None:
 
 
 def http_response(result: Any) -> HttpResponse:
-    """The HTTP answer a Function URL gives for the handler's return value.
-
-    A dict with `statusCode` is a structured response; anything else (a dict without it,
-    a list, a string, a number) is sent as 200 application/json with the value as JSON,
-    which is how Lambda reads a result that is not a structured response.
-    A malformed structured response is 502, as a Function URL answers it.
-    """
+    """The HTTP answer a Function URL gives for the handler's return value: a dict with `statusCode` is a
+    structured response (502 if malformed); anything else is 200 application/json, the value as JSON."""
     if not (isinstance(result, dict) and "statusCode" in result):
         return HttpResponse(200, [("Content-Type", "application/json")], json.dumps(result).encode())
     status = result["statusCode"]
-    headers = _present(result.get("headers"), {})
-    cookies = _present(result.get("cookies"), [])
-    body = _present(result.get("body"), "")
+    defaults: dict[str, Any] = {"headers": {}, "cookies": [], "body": ""}
+    headers, cookies, body = (
+        default if result.get(name) is None else result[name] for name, default in defaults.items()
+    )
     if (
         isinstance(status, bool)
         or not isinstance(status, int)
@@ -257,10 +227,6 @@ def http_response(result: Any) -> HttpResponse:
     lines = [(str(name), str(value)) for name, value in headers.items()]
     lines += [("Set-Cookie", str(cookie)) for cookie in cookies]
     return HttpResponse(status, lines, payload)
-
-
-def _present(value: Any, default: Any) -> Any:
-    return default if value is None else value
 
 
 def bad_gateway(message: str) -> HttpResponse:

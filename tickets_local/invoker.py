@@ -1,13 +1,8 @@
-"""Runs a Tickets app's `lambda_handler` (built by `tickets.app.create_app`, as the deployed
-function builds it), one invocation at a time in this process, whichever server receives it.
-
-One at a time is not a simplification but a requirement, twice over:
-- a Lambda execution environment never runs two invocations at once, and the handler relies
-  on it: an app's request deadline is one per app, and the Powertools logger's and metrics'
-  state are process-wide;
-- moto is process-wide and not atomic: concurrent UpdateItems on one item in moto issued
-  duplicate tickets (docs/explanation/design.md#the-local-server), where DynamoDB itself never would.
-So every invocation of every server in the process holds one lock, whatever the backend.
+"""Runs a Tickets app's `lambda_handler` (built by `tickets.app.create_app`, as the deployed function builds it), one
+invocation at a time in this process, whichever server receives it: a Lambda execution environment never runs two at
+once, and the handler relies on it (one request deadline per app, Powertools' process-wide state); and moto is
+process-wide and not atomic (concurrent UpdateItems on one item issued duplicate tickets:
+docs/explanation/design.md#the-local-server). So every invocation of every server in the process holds one lock.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """The local server's keys of opaque ids (docs/reference/local-server.md): the key file given with --key-file (made
-there when it does not exist yet), or, when none is given, a new one made at start in a temporary directory and
-removed at stop. Either way the banner prints its path, so
-`.venv/bin/python -m tickets_admin decode KEY ID --key-file PATH` reads the ids this server answers. On an endpoint
-the tables outlive the server: a new key at each start could give a later ticket the id of an earlier one, so there
-the key file must be given.
-
-A key is what it was (tickets/opaque_secret.py): a key file is made only for a table that has issued no opaque id
-(no key version's fingerprint recorded, no opaque counter's lane), unless --new-key-file says to; and the server
-refuses to start with a key whose fingerprint is not the one the table recorded for its version. Keep key files out
-of version control: `.tickets-local/`, which .gitignore covers, is the place the docs use."""
+there when it does not exist yet), or else a new one made at start in a temporary directory, removed at stop. The
+banner prints its path for `tickets_admin decode`. On an endpoint the tables outlive the server: a new key at each
+start could give a later ticket the id of an earlier one, so there the key file must be given. A key is what it was
+(tickets/opaque_secret.py): a key file is made only for a table that has issued no opaque id (unless
+--new-key-file), and one whose fingerprint is not the one the table recorded for its version is refused."""
 
 from __future__ import annotations
 
@@ -27,8 +22,6 @@ from tickets_deploy.opaque_keys import key_versions_in_use, new_key_file_text, r
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
 
-KEY_FILE_NAME = "opaque-keys.json"
-
 
 class LocalKeys:
     """Where this server's keys are (`path`), whether it made them (`made`), and the function's reader of them."""
@@ -38,8 +31,7 @@ class LocalKeys:
         self.stored = StoredKeys(lambda: path.read_text(encoding="utf-8"), f"the key file {path}")
 
     def describe(self, endpoint_url: str | None) -> str:
-        """Where the keys are, and the decode command that reads this server's ids (its table: at the endpoint, or
-        none outside this process on moto)."""
+        """Where the keys are, and the decode command that reads this server's ids."""
         made = "made at start" if self.made else "given"
         table = f"--endpoint-url {endpoint_url}" if endpoint_url else "--no-table-check"
         return f"{self.path} ({made}; .venv/bin/python -m tickets_admin decode KEY ID --key-file {self.path} {table})"
@@ -58,8 +50,7 @@ def open_keys(
     table: Sequence[Item] = (),  # the counter table's items, read at start
     new_key_file: bool = False,
 ) -> LocalKeys | None:
-    """The keys for `config`'s opaque counters (None without any). `persistent`: the tables outlive the server.
-    `new_key_file`: make a missing key file even for a table whose opaque counters issued ids before."""
+    """The keys for `config`'s opaque counters (None without any). `persistent`: the tables outlive the server."""
     versions = sorted(key_versions_in_use(config))
     if not versions:
         return None
@@ -74,7 +65,7 @@ def open_keys(
         _refuse_a_new_key(config, items, key_file, new_key_file)
     if key_file is None:
         temporary = Path(tempfile.mkdtemp(prefix="tickets-local-keys-"))
-        return LocalKeys(_new_file(temporary / KEY_FILE_NAME, versions[-1]), made=True, temporary=temporary)
+        return LocalKeys(_new_file(temporary / "opaque-keys.json", versions[-1]), made=True, temporary=temporary)
     path = Path(key_file)
     made = not path.exists()
     if made:
@@ -98,7 +89,6 @@ def open_keys(
 
 
 def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file: object, new_key_file: bool) -> None:
-    """A key file is made only for a table whose opaque counters never issued (or with --new-key-file)."""
     opaque = {key for key, counter in config.counters.items() if counter.opaque is not None}
     versions = sorted(
         int(name.removeprefix(FINGERPRINT_PREFIX)) for name in items if name.startswith(FINGERPRINT_PREFIX)

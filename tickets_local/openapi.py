@@ -1,13 +1,8 @@
-"""The API's OpenAPI document, for one deployment's settings, derived from the code: the paths, methods,
-parameters, request bodies and answers from the route table (tickets.routes), the answers' and bodies' shapes
-from their types (tickets.messages), a counter's config from CounterConfig and the config schema's field docs,
-the bounds from the constants the function checks, the error codes from tickets.errors. openapi_parts.json holds
-only prose: descriptions, examples, tags, servers, and which refusals each operation may answer.
-
-The local server serves the document of its config at GET /_local/openapi.json (with the compatibility route
-when configured, at its path). The repository's openapi.json is the document of the default config: `make
-generated` (or `python -m tickets_local.openapi > openapi.json`) writes it, and tests/unit/test_api_document.py checks
-it is current.
+"""The API's OpenAPI document for one deployment's settings, derived from the code: paths, methods, parameters,
+bodies and answers from the route table (tickets.routes), their shapes from their types (tickets.messages), a
+counter's config from CounterConfig and the config schema's field docs, bounds from the constants the function
+checks, error codes from tickets.errors. openapi_parts.json holds only prose. The local server serves its config's
+document at GET /_local/openapi.json; `make generated` writes the default config's, the repository's openapi.json.
 """
 
 from __future__ import annotations
@@ -53,13 +48,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
     count_lines = f"{{1,{keys.MAX_COUNT}}}"
     value = f"[{_ID_CHARACTERS}]+"
     return {
-        "Key": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": keys.MAX_KEY_CHARS,
-            "pattern": f"^{keys.KEY_PATTERN.pattern}$",
-            "description": keys.KEY_RULE,
-        },
+        "Key": _text(keys.MAX_KEY_CHARS, keys.KEY_PATTERN.pattern, description=keys.KEY_RULE),
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
         "BlockCount": {"type": "integer", "minimum": 1, "maximum": keys.MAX_BLOCK},
         "Ticket": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_TICKET},
@@ -71,10 +60,10 @@ def _scalars() -> dict[str, dict[str, Any]]:
         },
         "Step": {"type": "integer", "minimum": 1},
         "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
-        "SeriesName": {"type": "string", "minLength": 1, "maxLength": requests.MAX_SERIES_CHARS, "pattern": "^[^#]+$"},
+        "SeriesName": _text(requests.MAX_SERIES_CHARS, "[^#]+"),
         "Time": {"type": "string", "format": "date-time"},
-        "Reason": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REASON_CHARS},
-        "Ref": {"type": "string", "minLength": 1, "maxLength": journal.MAX_REF_CHARS},
+        "Reason": _text(journal.MAX_REASON_CHARS),
+        "Ref": _text(journal.MAX_REF_CHARS),
         "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
         "IssuedText": {"type": "string", "pattern": f"^({value}\\n){count_lines}$"},
         "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
@@ -83,19 +72,24 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Epoch": {"type": "integer", "minimum": 1, "maximum": MAX_EPOCH},
         "Millis": {"type": "integer", "minimum": 0, "description": "ms since the Unix epoch, by the service's clock"},
         "Owner": {"type": "string", "pattern": f"^{OWNER_PATTERN.pattern}$"},
-        "IdempotencyKey": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": keys.MAX_IDEMPOTENCY_KEY_CHARS,
-            "pattern": f"^{keys.IDEMPOTENCY_KEY_PATTERN.pattern}$",
-        },
+        "IdempotencyKey": _text(keys.MAX_IDEMPOTENCY_KEY_CHARS, keys.IDEMPOTENCY_KEY_PATTERN.pattern),
+    }
+
+
+def _text(max_length: int, pattern: str | None = None, **described: str) -> dict[str, Any]:
+    """A non-empty string of at most `max_length` characters, of `pattern` whole."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": max_length,
+        **({"pattern": f"^{pattern}$"} if pattern else {}),
+        **described,
     }
 
 
 @cache
-def _parts() -> dict[str, Any]:
-    parts: dict[str, Any] = json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())
-    return parts
+def _parts() -> Any:
+    return json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())
 
 
 class _Schemas:
@@ -153,10 +147,9 @@ class _Schemas:
         }
 
     def _dataclass(self, config: Any) -> dict[str, Any]:
-        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it
-        (an opaque counter's): their attributes under their camelCase names, each left out at its default unless
-        every version writes it (a counter's COUNTER_ALWAYS_WRITTEN; a nested one's: those never None);
-        described by the config schema's field docs (cdk.json's) and openapi_parts.json for the rest."""
+        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it (an
+        opaque counter's): camelCase attributes, required where every version writes them (COUNTER_ALWAYS_WRITTEN; a
+        nested one's: those never None), described by the config schema's field docs and openapi_parts.json."""
         described = {each.attribute: each.doc for each in COUNTER_FIELDS} if config is CounterConfig else {}
         prose = self.prose.get(config.__name__, {}).get("properties", {})
         hints = typing.get_type_hints(config, localns={"OpaqueConfig": OpaqueConfig})
@@ -167,8 +160,7 @@ class _Schemas:
             ticket = config is CounterConfig and hint is int
             schema = {"type": "integer", "minimum": 0, "maximum": MAX_TICKET} if ticket else self.of(hint)
             properties[name] = self._described(schema, prose.get(name, described.get(field.name)))
-            always = field.name in COUNTER_ALWAYS_WRITTEN if config is CounterConfig else "None" not in str(hint)
-            if always:
+            if field.name in COUNTER_ALWAYS_WRITTEN if config is CounterConfig else "None" not in str(hint):
                 required.append(name)
         return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
 
@@ -260,12 +252,11 @@ def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: 
 
 
 def _request_body(message: Any, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    body = {
+    return {
         "required": bool(message.__required_keys__),
         **parts["requestBodies"].get(message.__name__, {}),
         "content": {"application/json": {"schema": schemas.of(message)}},
     }
-    return body
 
 
 def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
@@ -329,11 +320,5 @@ def _operation_id(route: Route, method: str) -> str:
     return first + "".join(word.capitalize() for word in rest) + suffix
 
 
-def main() -> int:
-    """Print the document of the default config: the repository's openapi.json."""
+if __name__ == "__main__":  # the default config's document: the repository's openapi.json
     sys.stdout.buffer.write(render(Settings()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

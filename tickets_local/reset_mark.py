@@ -1,13 +1,9 @@
 """A reset as a mark: the test kit (tickets_local.testing) asks its server for empty tables without waiting for it.
 
-A file of one 8-byte counter, mapped into both processes. `LocalTickets.reset()` adds one to it and returns: no
-request, no wait. The server (`--reset-mark FILE`) reads it before every invocation and every read of its tables
-(tickets_local.invoker) and, when it moved, empties its tables and rebuilds its app first. So whatever request
-reaches the server after a reset() (on any connection, from any client) finds empty tables, a test that makes no
-request costs nothing, and each server (each pytest-xdist worker's too) has a mark of its own. A suite then pays
-one round trip per test instead of two (bench/README.md). A reset() returns before the tables are emptied: where
-others read them too (an endpoint), the test kit resets by a request instead.
-
+A file of one 8-byte counter, mapped into both processes: `LocalTickets.reset()` adds one to it and returns (no
+request, no wait); the server (`--reset-mark FILE`) reads it before every invocation and every read of its tables
+and, when it moved, empties its tables and rebuilds its app first. A suite then pays one round trip per test instead
+of two (bench/README.md). Where others read the tables too (an endpoint), the test kit resets by a request instead.
 Imports the standard library only: the pytest plugin imports the test kit, and the test kit this, in every session.
 """
 

@@ -27,8 +27,8 @@ from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.rules import ConfigError
 from tickets_local import invoker as invoker_module
 from tickets_local import server as server_module
-from tickets_local.backend import BackendError, EndpointBackend, MemoryBackend
 from tickets_local.deployment import ledger_refusal, load_deployment
+from tickets_local.engines import BackendError, EndpointBackend, MemoryBackend
 from tickets_local.events import MAX_REQUEST_BYTES, http_response
 from tickets_local.reset_mark import ResetMark
 from tickets_local.server import LocalServer
