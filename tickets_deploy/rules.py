@@ -11,7 +11,7 @@ from tickets import timing
 from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
-from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
+from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
@@ -67,8 +67,14 @@ class ConfigError(ValueError):
 Parser = Callable[[Any, Mapping[str, Any], str], Any]
 
 
-def region_slots_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=1000)
+def whole(low: int, high: int) -> Parser:
+    """The rule of a whole number from `low` to `high` (a new numeric field takes it, no rule of its own)."""
+    return lambda value, parsed, where: whole_number(value, where, low=low, high=high)
+
+
+def exact(low: int) -> Parser:
+    """The rule of a whole number from `low` to MAX_TICKET, exact above 2^53-1 (exact_integer)."""
+    return lambda value, parsed, where: exact_integer(value, low=low, high=MAX_TICKET, where=where)
 
 
 def regions_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int]:
@@ -125,16 +131,9 @@ def boolean(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
     return value
 
 
-def max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=MAX_BLOCK)
-
-
-def reserved_concurrency_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    return None if value is None else whole_number(value, where, low=1, high=10000)
-
-
-def idempotency_expiry_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=60, high=7 * 86400)
+def optional(rule: Parser) -> Parser:
+    """`rule`, or None (the field's default: not set)."""
+    return lambda value, parsed, where: None if value is None else rule(value, parsed, where)
 
 
 def log_retention_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
@@ -145,10 +144,6 @@ def log_retention_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int
 
 # Lambda's memory settings, in MB (1 MB steps); CPU comes in proportion.
 MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10240
-
-
-def memory_size_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=MIN_MEMORY_MB, high=MAX_MEMORY_MB)
 
 
 def function_timeout_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
@@ -176,35 +171,11 @@ def alarm_email_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str |
     return value
 
 
-def alarm_days_left_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=3650)
-
-
-def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
-    return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
-
-
-def compat_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
-    return _compat_path(value, parsed["default_key"], parsed["counters"], where)
-
-
-def counter_start_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return exact_integer(value, low=0, high=MAX_TICKET, where=where)
-
-
-def counter_stride_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return exact_integer(value, low=1, high=MAX_TICKET, where=where)
-
-
 def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     maximum = exact_integer(value, low=0, high=MAX_TICKET, where=where)
     if maximum < parsed["start"]:
         raise ConfigError(f"{where}: must be >= start ({parsed['start']}), got {maximum}")
     return maximum
-
-
-def counter_shards_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=MAX_SHARDS)
 
 
 def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
@@ -218,7 +189,8 @@ def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) ->
     return max_block
 
 
-def _parse_callers(raw: Any, auth: str, where: str = "tickets.callers") -> tuple[str, ...]:
+def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    raw, auth = list(value) if isinstance(value, tuple) else value, parsed["auth"]
     if not isinstance(raw, list):
         raise ConfigError(
             f'{where}: must be a list of account ids and role ARNs, e.g. ["111122223333", '
@@ -240,9 +212,7 @@ def _parse_callers(raw: Any, auth: str, where: str = "tickets.callers") -> tuple
     return tuple(raw)
 
 
-def _compat_path(
-    raw: Any, default_key: str, counters: Mapping[str, CounterConfig], where: str = "tickets.compat"
-) -> str | None:
+def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
     """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
     bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
     The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
@@ -257,7 +227,7 @@ def _compat_path(
         raise ConfigError(
             f'{where}.path: must be one path segment of {KEY_RULE} (without slashes), e.g. "counter", got {path!r}'
         )
-    if path == default_key or path in counters:
+    if path == parsed["default_key"] or path in parsed["counters"]:
         raise ConfigError(
             f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
             "would stop reaching it: choose another path"

@@ -31,7 +31,6 @@ from .field import Field, declare, entries_of
 from .rules import (
     DEFAULT_TABLE_NAME,
     access_rule,
-    alarm_days_left_rule,
     alarm_email_rule,
     auth_rule,
     boolean,
@@ -40,24 +39,18 @@ from .rules import (
     cors_origins_rule,
     default_key_rule,
     function_timeout_rule,
-    idempotency_expiry_rule,
     log_retention_rule,
-    max_block_rule,
-    memory_size_rule,
-    region_slots_rule,
+    optional,
     regions_rule,
-    reserved_concurrency_rule,
     series_rule,
     table_name_rule,
+    whole,
     workers_rule,
 )
 from .shapes import (
-    access_to_prop,
     compat_to_prop,
-    encode_access,
     encode_compat,
-    encode_counters,
-    encode_series,
+    encoded_prop,
     regions_from_prop,
     regions_to_prop,
     seconds_from_prop,
@@ -87,10 +80,8 @@ class DeploymentConfig:
     region_slots: int = declare(
         "regionSlots",
         default=1,
-        prop_type="int",
-        default_doc="`1`",
         doc="how many slots there are (room to add regions later).",
-        parse=region_slots_rule,
+        parse=whole(1, 1000),
         permanent=True,
         fenced=True,
         setting=True,
@@ -99,8 +90,6 @@ class DeploymentConfig:
     table_name: str = declare(
         "tableName",
         default=DEFAULT_TABLE_NAME,
-        prop_type="str",
-        default_doc=f'`"{DEFAULT_TABLE_NAME}"`',
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
         parse=table_name_rule,
@@ -109,8 +98,6 @@ class DeploymentConfig:
     default_key: str = declare(
         "defaultKey",
         default="default",
-        prop_type="str",
-        default_doc='`"default"`',
         doc="the key of `GET /`.",
         parse=default_key_rule,
         setting=True,
@@ -120,16 +107,12 @@ class DeploymentConfig:
     auth: str = declare(
         "auth",
         default="AWS_IAM",
-        prop_type="str",
-        default_doc='`"AWS_IAM"`',
         doc="Function URL auth: `AWS_IAM` (SigV4) or `NONE` (public).",
         parse=auth_rule,
     )
     strict_keys: bool = declare(
         "strictKeys",
         default=False,
-        prop_type="bool",
-        default_doc="`false`",
         doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404 "
         "([why it matters](../how-to/add-a-counter.md)).",
         parse=boolean,
@@ -141,10 +124,8 @@ class DeploymentConfig:
         "counters",
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | CounterConfig]",
-        default_doc="`{}`",
         doc="key → its settings (the `counters.K` rows); keys not listed use the defaults.",
         parse=parse_counters,
-        encode=encode_counters,
         from_prop=counters_from_prop,
         setting=True,
         prop_doc="each counter's fields in snake_case",
@@ -156,10 +137,8 @@ class DeploymentConfig:
         "series",
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
-        default_doc="`{}`",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
         parse=series_rule,
-        encode=encode_series,
         from_prop=series_from_prop,
         permanent=True,
         setting=True,
@@ -171,36 +150,28 @@ class DeploymentConfig:
         "workers",
         default={},
         prop_type="Mapping[str, Mapping[str, int] | PoolConfig]",
-        default_doc="`{}`",
         doc='pool name → `{"size": 1..65536, "ttlSeconds": 10..86400}`: worker ids `0..size-1` leased to one '
         "process at a time ([worker ids](../how-to/worker-ids.md)); adds the workers table `<tableName>-workers`.",
         parse=workers_rule,
-        encode=encode_series,
         setting=True,
         prop_doc="each pool as cdk.json writes it, or a PoolConfig",
     )
     reserved_concurrency: int | None = declare(
         "reservedConcurrency",
         default=None,
-        prop_type="int",
-        default_doc="none",
         doc="caps the function's concurrency (cost and abuse; set it with `auth: NONE`).",
-        parse=reserved_concurrency_rule,
+        parse=optional(whole(1, 10000)),
     )
     idempotency_expiry_seconds: int = declare(
         "idempotencyExpirySeconds",
         default=3600,
-        prop_type="int",
-        default_doc="`3600`",
         doc="how long an `Idempotency-Key` is remembered (60 s .. 7 days).",
-        parse=idempotency_expiry_rule,
+        parse=whole(60, 7 * 86400),
         setting=True,
     )
     log_retention_days: int = declare(
         "logRetentionDays",
         default=365,
-        prop_type="int",
-        default_doc="`365`",
         doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
         "CT.CLOUDWATCH.PR.2 asks for at least 365.",
         parse=log_retention_rule,
@@ -208,17 +179,14 @@ class DeploymentConfig:
     memory_size: int = declare(
         "memorySize",
         default=256,
-        prop_type="int",
-        default_doc="`256`",
         doc="the function's memory in MB (128–10240; Lambda gives CPU in proportion).",
-        parse=memory_size_rule,
+        parse=whole(128, 10240),  # MB; Lambda gives CPU in proportion
     )
     timeout_seconds: int = declare(
         "timeoutSeconds",
         prop="timeout",
         default=timing.FUNCTION_TIMEOUT_SECONDS,
         prop_type="Seconds | int",
-        default_doc=f"`{timing.FUNCTION_TIMEOUT_SECONDS}`",
         doc=f"the function's timeout in seconds, {timing.MIN_FUNCTION_TIMEOUT_SECONDS}–"
         f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
         "(`lambda_src/tickets/timing.py`).",
@@ -230,15 +198,12 @@ class DeploymentConfig:
         "corsOrigins",
         default=(),
         prop_type="Sequence[str]",
-        default_doc="`[]`",
         doc="origins allowed by the Function URL's CORS; none means no CORS at all.",
         parse=cors_origins_rule,
     )
     alarm_email: str | None = declare(
         "alarmEmail",
         default=None,
-        prop_type="str",
-        default_doc="none",
         doc="an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
         parse=alarm_email_rule,
         owner="TicketAlarms",
@@ -246,20 +211,16 @@ class DeploymentConfig:
     alarm_days_left: int = declare(
         "alarmDaysLeft",
         default=30,
-        prop_type="int",
-        default_doc="`30`",
         doc="`CounterRunningOut` fires when a lane would reach `max` within this many days (1–3650) "
         "([monitoring](monitoring.md)).",
-        parse=alarm_days_left_rule,
+        parse=whole(1, 3650),
         owner="TicketAlarms",
     )
     max_block: int = declare(
         "maxBlock",
         default=MAX_BLOCK,
-        prop_type="int",
-        default_doc="`1000000`",
         doc="the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
-        parse=max_block_rule,
+        parse=whole(1, MAX_BLOCK),
         setting=True,
         recorded=True,
     )
@@ -267,7 +228,6 @@ class DeploymentConfig:
         "callers",
         default=(),
         prop_type="Sequence[str]",
-        default_doc="`[]`",
         doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL "
         "([callers](../how-to/call-from-another-account.md)).",
         parse=callers_rule,
@@ -296,8 +256,7 @@ class DeploymentConfig:
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=access_rule,
-        encode=encode_access,
-        to_prop=access_to_prop,
+        to_prop=encoded_prop,
         needs=("auth",),
     )
 
