@@ -119,7 +119,7 @@ def _ledger_region_problems(
             where = f"{entry.region} (slot {slot}{', retired,' if entry.retired else ''} of {table})"
             try:
                 answer = client("cloudformation", entry.region).describe_stack_resources(PhysicalResourceId=table)
-                found = next(iter(answer.get("StackResources", [])), {}).get("StackName")
+                found = next((str(each["StackName"]) for each in answer.get("StackResources", [])), None)
             except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
                 if not _missing(err):
                     permission = _permission("cloudformation:DescribeStackResources")

@@ -38,6 +38,10 @@ class SlotRecord:
     retired: bool = False  # the region was removed: its retained table holds this slot's tickets
     accounts: tuple[str, ...] = ()  # every AWS account this region was synthesised for, sorted
 
+    def to_json(self) -> dict[str, Any]:
+        return {**({"accounts": list(self.accounts)} if self.accounts else {}), "region": self.region,
+                **({"retired": True} if self.retired else {})}  # fmt: skip
+
 
 # A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed; those
 # whose default is None (opaque) only when set, so that a ledger from before them reads and writes as it did.
