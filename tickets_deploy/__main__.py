@@ -1,8 +1,5 @@
-"""python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts
-(predeploy.py); `upgrade-ledger [PATH]`: a ledger of an older format rewritten in the current one. A
-deployment's ledger is started by the one init, `python -m tickets_cdk init` (`make init`), which runs the app
-to learn the services it declares; `python -m tickets_deploy init`, which read only cdk.json's `tickets`
-object, was a second one and now names it."""
+"""python -m tickets_deploy predeploy (predeploy.py) and `upgrade-ledger [PATH]` (an older ledger rewritten in
+the current format). `init` names the one init, `python -m tickets_cdk init`."""
 
 from __future__ import annotations
 

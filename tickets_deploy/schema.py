@@ -1,17 +1,11 @@
-"""One definition of each field of cdk.json's `tickets` object: DeploymentConfig, whose every attribute is
-declared with its entry (tickets_deploy.field.declare): its name in cdk.json, the construct's prop and its
-type, its default, its rule, its shapes, whether the function's settings carry it, and its README row. FIELDS
-is read off the class, in its order (the README's); a counter's fields are COUNTER_FIELDS (counter_fields.py).
-Everything else is derived from them: the parsers of cdk.json and of the props (config.py), `to_raw`, the
-function's environment (environment.py), the ledger's `deployed` settings (ledger/deployed.py), the README's
-table and tickets_cdk/props.py (generated.py; `make generated` writes both).
+"""One definition of each field of cdk.json's `tickets` object: DeploymentConfig, each attribute declared with
+its entry (tickets_deploy.field). The parsers, `to_raw`, the function's environment, the ledger's `deployed`
+settings, the configuration reference's table and tickets_cdk/props.py derive from it.
 
-Adding a field: its declaration below (its rule in tickets_deploy.rules, unless it shares one: a true/false
-field takes `boolean`), the code that uses it, `make generated`, and its docs. With `setting=True` the function
-gets it: add the attribute to tickets.settings.Settings (the function's side, which cannot import this one;
-its encoding is derived from its attributes, and tests/unit/test_config.py holds its default to this one).
-With `recorded=True` the ledger keeps its deployed value (left out at its default) and tickets_admin --service
-reads it back: nothing in the ledger's code changes.
+Adding a field: its declaration below (a rule of rules.py: `boolean`, `whole(low, high)`, ... or its own), the
+code that reads it, and `make generated`. With `setting=True` the function gets it: add the attribute to
+tickets.settings.Settings too (the Lambda package cannot import this one). With `recorded=True` the ledger keeps
+its deployed value for tickets_admin --service.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""A service's config as the ledger records it. Beside the permanent fields (tableName, regionSlots, the
-slots, each counter's layout, the series), the ledger records the deployed value of each field the schema
-marks `recorded` (defaultKey, strictKeys, maxBlock, compat, each counter's max and maxBlock) in the service's
-`deployed` object, cdk.json's spelling, a value at its default left out. They are not permanent: a change is
-never refused, but it records a new version, so the ledger says what is deployed, and `tickets_admin
---service TABLE` builds the service's config from the ledger alone (`config_from_ledger`).
-
-A ledger written before the `deployed` object existed (Tickets 0.2) reads as `deployed` unknown (None): the
-app's next synthesis records it, as one version (`record_services(..., upgrade=True)`); a check alone
-(tickets_admin's, or reading the ledger) leaves an older ledger byte for byte as it was
-(tests/unit/test_ledger.py)."""
+"""A service's config as the ledger records it: beside the permanent fields, the deployed value of each field
+the schema marks `recorded`, in the service's `deployed` object (cdk.json's spelling, a value at its default left
+out), so that `tickets_admin --service TABLE` builds the config from the ledger alone (`config_from_ledger`). A
+ledger from before `deployed` reads it as None; the next synthesis records it (`record_services(upgrade=True)`)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
-records, and the settings a function of the new layout gets (docs/explanation/epochs-and-fences.md).
-
-Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs and a fence begun and not yet
-recorded (fences.py: KeyEpoch, PendingFence), and its rollout rule (rules.py) calls `synthesis_problems`, which
-refuses every config while a fence is pending; `.venv/bin/python -m tickets_admin fence` (tickets_admin/fence.py) calls
-`layout_changes`, records the PendingFence, stops the old lanes, then `record_epochs`; every place that builds a
-function's settings calls `applied` (or file.py's `applied_from`, `applied_beside`, which read the ledger first).
-"""
+"""The ledger's epochs (docs/explanation/epochs-and-fences.md): which keys a config changes the layout of,
+whether that is safe, what `tickets_admin fence` records, and the config as a function of the new layout runs it."""
 
 from __future__ import annotations
 

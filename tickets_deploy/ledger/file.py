@@ -1,8 +1,5 @@
-"""The ledger file, tickets.lock.json beside cdk.json: read (its lineage checked, a missing or conflicted file
-refused with the way out), written whole (never half), and initialised once (init_ledger_file, the one
-implementation of init); the ledger a command checks a config against (check_config_file), the config
-`tickets_admin --service` operates with (service_config), and a config as the ledger's epochs apply it
-(applied_from, applied_beside).
+"""The ledger file beside cdk.json: read (lineage checked; a missing or conflicted file refused with the way
+out), written whole, initialised once (init_ledger_file, the one init), and what commands read through it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from tickets_deploy.schema import DeploymentConfig
 
 from .codec import version_id
 from .model import LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
-from .rules import record
+from .rules import record, table_problem
 
 
 def record_services(
@@ -22,13 +22,10 @@ def record_services(
     *,
     upgrade: bool = False,
 ) -> LedgerFile:
-    """The ledger file after deploying every service of `configs` (by table name) to `account`; each is
-    checked against its own recorded ledger with `record`, so the rollout rule holds per service. Services
-    the app no longer declares are kept as recorded. Returns `previous` itself when nothing changed, else
-    a file with one more version (`change` describes it; by default a summary of what was recorded).
-    `upgrade` (synthesis) records the deployed settings of a service recorded before the ledger held them;
-    without it, such a service is recorded without them, as the ledger's own version would.
-    LedgerError lists every problem, each prefixed by its service's table name."""
+    """The ledger file after deploying every service of `configs` (by table name) to `account`, each checked
+    against its own ledger with `record`; services no longer declared are kept. `previous` itself when nothing
+    changed, else one more version (`change`, by default a summary). LedgerError lists every problem, each
+    prefixed by its table name."""
     recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
     services = dict(recorded)
     problems: list[str] = []
@@ -65,10 +62,7 @@ def _renamed_table_problems(
         shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
         if shared:
             problems.append(
-                f"tableName: the ledger records {name!r} in {', '.join(shared)}, which cdk.json no longer "
-                f"declares, and cdk.json says {config.table_name!r}. A new name is a new, empty table, where every "
-                f"counter would start again at its start and repeat every ticket already issued. Keep {name!r} "
-                "(docs/explanation/ledger.md)."
+                table_problem(name, config.table_name, f" in {', '.join(shared)}, which cdk.json no longer declares")
             )
     return problems
 

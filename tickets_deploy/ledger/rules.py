@@ -20,16 +20,19 @@ from .model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord,
 def record(
     config: DeploymentConfig, previous: Ledger | None, account: str | None = None, *, upgrade: bool = False
 ) -> Ledger:
-    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change
-    that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
-    stands. A previous ledger from before the `deployed` settings gets them only with `upgrade` (synthesis
-    does), so a check leaves it as it was (tickets_deploy/ledger/deployed.py)."""
+    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change that could
+    repeat a ticket. `previous` None starts a deployment. `upgrade`: record the `deployed` settings in a ledger from
+    before them (synthesis does; a check leaves the ledger as it was)."""
     problems = _new_series_problems(config, previous)
     if previous is None:
         previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
     else:
         problems += [
-            *_table_problems(config, previous),
+            *(
+                [table_problem(previous.table_name, config.table_name)]
+                if config.table_name != previous.table_name
+                else []
+            ),
             *synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
@@ -116,16 +119,13 @@ def _first_id(key: str, series: SeriesConfig) -> str | None:
     return replace(series, format=_with_series(series)).render_id(key, NO_PERIOD_NAME, series.start)
 
 
-def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
-    problems = []
-    if config.table_name != previous.table_name:
-        problems.append(
-            f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
-            "name is a new, empty table, where every counter would start again at its start and repeat every "
-            f"ticket already issued. Keep {previous.table_name!r} (docs/explanation/ledger.md)."
-        )
-    # regionSlots: it grows only above fences, per key (epochs.py's synthesis_problems).
-    return problems
+def table_problem(recorded: str, configured: str, where: str = "") -> str:
+    """Another tableName (`where`: in the regions the recorded one served, when the app no longer declares it)."""
+    return (
+        f"tableName: the ledger records {recorded!r}{where}, cdk.json says {configured!r}. A new name is a new, "
+        "empty table, where every counter would start again at its start and repeat every ticket already issued. "
+        f"Keep {recorded!r} (docs/explanation/ledger.md)."
+    )
 
 
 def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
