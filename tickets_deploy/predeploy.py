@@ -8,7 +8,7 @@ starts (docs/how-to/deploy.md#before-cloudformation-starts), with the caller's c
 - every SSM parameter the templates resolve (the Powertools layer's, which a release once shipped without).
 
 Out of its reach: a region only another line's ledger knows, and deploys that do not run it (`cdk deploy` by
-hand). Tests inject the client factory and stub it with botocore's Stubber."""
+hand)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Any
 from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets_deploy.ledger import LEDGER_FILE, LEDGER_VERSION_OUTPUT, LedgerError, LedgerFile, read_ledger_file
 
-ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client
+ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client; tests stub it (Stubber)
 STACK_ARTIFACT = "aws:cloudformation:stack"
 NESTED_ASSEMBLY = "cdk:cloud-assembly"
 POWERTOOLS_PARAMETERS = "/aws/service/powertools/"
@@ -265,13 +265,9 @@ def botocore_clients() -> ClientFactory:
 def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy predeploy",
-        description="Before CloudFormation starts (make deploy runs it between synthesis and cdk deploy): "
-        "stop unless the ledger version each region runs is an ancestor of the one in the cloud assembly, in every "
-        "region of the assembly and every region the ledger ever gave a slot (retired ones and ones dropped from "
-        "cdk.json included: their stacks are found by the service's table), and unless every SSM parameter the "
-        "templates resolve (the Powertools layer) exists in its region. Reads AWS with the caller's credentials "
-        "(cloudformation:DescribeStacks, cloudformation:DescribeStackResources, ssm:GetParameter); writes nothing. "
-        "Exit status 1 lists every problem.",
+        description=f"{__doc__}\n\nReads AWS (cloudformation:DescribeStacks, cloudformation:DescribeStackResources, "
+        "ssm:GetParameter); writes nothing. Exit status 1 lists every problem.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--assembly", type=Path, default=Path("cdk.out"), help="the cloud assembly (default: cdk.out)")
     parser.add_argument(
