@@ -54,15 +54,10 @@ def layout_changes(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
     for key in served_keys(config):
         now = current(ledger, key)
         target = _configured(config.counters.get(key, _UNCONFIGURED), config.region_slots)
-        if now is None or _same(now[1], target, latest(ledger, key)):
-            continue
-        changes.append(Change(key, now[0] + 1, now[1], target))
+        epoch = latest(ledger, key)
+        if now is not None and (epoch.configured if epoch is not None else now[1]) != target:
+            changes.append(Change(key, now[0] + 1, now[1], target))
     return changes
-
-
-def _same(now: Layout, target: Layout, epoch: KeyEpoch | None) -> bool:
-    configured = epoch.configured if epoch is not None else now
-    return configured == target
 
 
 def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
@@ -123,24 +118,15 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
         problems += [
             _unconfigured_problem(change) for change in layout_changes(config, ledger) if _moves_unconfigured(change)
         ]
+    # Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse (the layout
+    # before the fence put back, or one the recorded counters agree with): served, they would take the lanes the
+    # fence stopped (or lanes no fence bounds) instead of the fenced epoch's.
     said = set(unfenced) if growing else set()
-    problems += [
-        _unfollowed_problem(change, epoch) for change, epoch in _unfollowed(config, ledger) if change.key not in said
-    ]
-    return problems + fence_refusals(config, ledger)
-
-
-def _unfollowed(config: DeploymentConfig, ledger: Ledger) -> list[tuple[Change, KeyEpoch]]:
-    """Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse: the
-    config gives the layout the ledger recorded before that fence (it was put back), or one the recorded
-    counters agree with. Without this, its functions would serve the lanes the fence stopped (or lanes no
-    fence bounds) instead of the fenced epoch's."""
-    unfollowed = []
     for change in layout_changes(config, ledger):
         epoch = latest(ledger, change.key)
-        if epoch is not None and not _counter_rules_refuse(config, ledger, change.key):
-            unfollowed.append((change, epoch))
-    return unfollowed
+        if epoch is not None and change.key not in said and not _counter_rules_refuse(config, ledger, change.key):
+            problems.append(_unfollowed_problem(change, epoch))
+    return problems + fence_refusals(config, ledger)
 
 
 def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:

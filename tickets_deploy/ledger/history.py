@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tickets_deploy.schema import DeploymentConfig
@@ -77,54 +77,38 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
             continue
         if old == ledger:
             continue
-        said = [
-            *_added(old, ledger),
-            *_key_versions(old, ledger),
-            *_slot_changes(old, ledger),
-            *_served_changes(old, ledger),
-            *_deployed_changes(old, ledger),
-        ]
+        said = [*_recorded_changes(old, ledger), *_served_changes(old, ledger), *_deployed_changes(old, ledger)]
         parts.append(f"{name}: {'; '.join(said)}")
     return "; ".join(parts) or "no change"
 
 
-def _added(old: Ledger, ledger: Ledger) -> list[str]:
-    counters = [key for key in ledger.counters if key not in old.counters]
-    series = [key for key in ledger.series if key not in old.series]
-    return [f"{kind} {', '.join(keys)} added" for kind, keys in (("counters", counters), ("series", series)) if keys]
-
-
-def _key_versions(old: Ledger, ledger: Ledger) -> list[str]:
-    """An opaque counter's new key version: the one change of its opaque settings the rules accept."""
-    said = []
+def _recorded_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
+    """Counters and series added, an opaque counter's new key version (the one change of its opaque settings the
+    rules accept), and regions on, or retired from, their slots or deployed to another account."""
+    for kind, now, recorded in (("counters", ledger.counters, old.counters), ("series", ledger.series, old.series)):
+        added = [key for key in now if key not in recorded]
+        if added:
+            yield f"{kind} {', '.join(added)} added"
     for key, counter in ledger.counters.items():
         before = old.counters.get(key)
         if before and before.opaque and counter.opaque and before.opaque.key_version != counter.opaque.key_version:
-            said.append(f"{key} key version {before.opaque.key_version} -> {counter.opaque.key_version}")
-    return said
-
-
-def _slot_changes(old: Ledger, ledger: Ledger) -> list[str]:
-    said = []
+            yield f"{key} key version {before.opaque.key_version} -> {counter.opaque.key_version}"
     for slot, entry in ledger.slots.items():
-        before = old.slots.get(slot)
-        if before is None or before.retired and not entry.retired:
-            said.append(f"{entry.region} on slot {slot}")
-        elif entry.retired and not before.retired:
-            said.append(f"{entry.region} retired from slot {slot}")
-        elif entry.accounts != before.accounts:
-            said.append(f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(before.accounts)))}")
-    return said
+        was = old.slots.get(slot)
+        if was is None or was.retired and not entry.retired:
+            yield f"{entry.region} on slot {slot}"
+        elif entry.retired and not was.retired:
+            yield f"{entry.region} retired from slot {slot}"
+        elif entry.accounts != was.accounts:
+            yield f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(was.accounts)))}"
 
 
-def _served_changes(old: Ledger, ledger: Ledger) -> list[str]:
-    said = []
+def _served_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
     if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
-        said.append("unconfigured keys served (strictKeys false)")
+        yield "unconfigured keys served (strictKeys false)"
     served = sorted(ledger.default_keys_served - old.default_keys_served)
     if served:
-        said.append(f"default key {', '.join(served)} served unconfigured")
-    return said
+        yield f"default key {', '.join(served)} served unconfigured"
 
 
 def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
