@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .rules import Parser
+from .rules import RULES_BY_TYPE, Parser
 from .shapes import encode_plain, same_prop
 
 _ENTRY = "tickets_deploy.field"  # the metadata key of a declared attribute's entry
@@ -58,7 +58,7 @@ class Field:
 def declare(name: str, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:
     """A config class's attribute that is a field: its dataclass default (a dict or list as a factory) and its
     entry (Field's arguments but `attribute` and `default`). `prop` defaults to the attribute's name, `prop_type`
-    to its annotation."""
+    to its annotation, `parse` to the annotation's rule (RULES_BY_TYPE)."""
     metadata = {_ENTRY: {"name": name, "prop": prop, **entry}}
     if default is _REQUIRED:
         return dataclasses.field(metadata=metadata)
@@ -70,19 +70,15 @@ def declare(name: str, *, default: Any = _REQUIRED, prop: str | None = None, **e
 def entries_of(config_class: type) -> tuple[Field, ...]:
     """The entries of `config_class`'s declared attributes, in its order (an attribute without a default has
     the entry's default None, which its rule refuses)."""
-    return tuple(
-        Field(
-            **{
-                "prop_type": str(declared.type).removesuffix(" | None"),
-                **declared.metadata[_ENTRY],
-                "prop": declared.metadata[_ENTRY]["prop"] or declared.name,
-            },
-            attribute=declared.name,
-            default=default_of(declared),
-        )
-        for declared in dataclasses.fields(config_class)
-        if _ENTRY in declared.metadata
-    )
+    entries = []
+    for declared in dataclasses.fields(config_class):
+        if _ENTRY in declared.metadata:
+            entry, annotation = declared.metadata[_ENTRY], str(declared.type)
+            if "parse" not in entry:  # KeyError: a field of another type declares its rule
+                entry = {**entry, "parse": RULES_BY_TYPE[annotation]}
+            entry = {"prop_type": annotation.removesuffix(" | None"), **entry, "prop": entry["prop"] or declared.name}
+            entries.append(Field(attribute=declared.name, default=default_of(declared), **entry))
+    return tuple(entries)
 
 
 def default_of(declared: dataclasses.Field[Any]) -> Any:

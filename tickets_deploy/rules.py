@@ -124,11 +124,20 @@ def auth_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     return str(value)
 
 
-# A true/false field (strictKeys): a new one takes this rule, no rule of its own.
 def boolean(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: must be true or false, got {value!r}")
     return value
+
+
+def text(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be a string, got {value!r}")
+    return value
+
+
+# The rule of a field declared without one, by its annotation: a new true/false or text field needs none.
+RULES_BY_TYPE: dict[str, Parser] = {"bool": boolean, "str": text}
 
 
 def optional(rule: Parser) -> Parser:

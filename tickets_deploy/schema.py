@@ -2,10 +2,10 @@
 its entry (tickets_deploy.field). The parsers, `to_raw`, the function's environment, the ledger's `deployed`
 settings, the configuration reference's table and tickets_cdk/props.py derive from it.
 
-Adding a field: its declaration below (a rule of rules.py: `boolean`, `whole(low, high)`, ... or its own), the
-code that reads it, and `make generated`. With `setting=True` the function gets it: add the attribute to
-tickets.settings.Settings too (the Lambda package cannot import this one). With `recorded=True` the ledger keeps
-its deployed value for tickets_admin --service.
+Adding a field: its declaration below (a true/false or text field needs no rule; others take one of rules.py,
+such as `whole(low, high)`, or their own), the code that reads it, and `make generated`. With `setting=True` the
+function gets it: add the attribute to tickets.settings.Settings too (the Lambda package cannot import this one).
+With `recorded=True` the ledger keeps its deployed value for tickets_admin --service.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from .rules import (
     access_rule,
     alarm_email_rule,
     auth_rule,
-    boolean,
     callers_rule,
     compat_rule,
     cors_origins_rule,
@@ -109,7 +108,6 @@ class DeploymentConfig:
         default=False,
         doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404 "
         "([why it matters](../how-to/add-a-counter.md)).",
-        parse=boolean,
         setting=True,
         one_numbering=True,
         recorded=True,

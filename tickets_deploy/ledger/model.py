@@ -46,7 +46,6 @@ class SlotRecord:
 # A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed; those
 # whose default is None (opaque) only when set, so that a ledger from before them reads and writes as it did.
 LAYOUT_FIELDS = tuple(each for each in COUNTER_FIELDS if each.permanent)
-OPTIONAL_LAYOUT_FIELDS = frozenset(each.name for each in LAYOUT_FIELDS if each.default is None)
 
 
 @dataclass(frozen=True)
