@@ -23,14 +23,14 @@ from .rules import (
     require_object,
     whole,
 )
-from .shapes import encode_number
+from .shapes import camel, encode_number
 
 _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
 
 
 def _counter_field(name: str, doc: str, parse: Any, **entry: Any) -> Field:
     """A counter's field `name` (cdk.json's), on CounterConfig's attribute of the same name in snake_case."""
-    attribute = re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)
+    attribute = re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)  # cdk.json's names are camel
     return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], doc, parse, **entry)
 
 
@@ -107,27 +107,20 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) ->
 
 
 def counters_from_prop(counters: Any, region: str) -> Any:
-    """Counters given as props, each a CounterConfig or its fields in snake_case, in cdk.json's shape for the
-    same rules."""
+    """Counters given as props, each a CounterConfig or its fields in snake_case (an `opaque` too, or an
+    OpaqueConfig, which its rule takes), in cdk.json's shape for the same rules. A Python int is exact at any size
+    (only cdk.json's numbers pass through Node), so a big one is passed on as the decimal string cdk.json needs."""
     if not isinstance(counters, Mapping):
         return counters
     return {key: _counter_from_prop(counter) for key, counter in counters.items()}
 
 
 def _counter_from_prop(counter: Any) -> Any:
-    """A Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on
-    as the decimal string cdk.json would need. `opaque` may be an OpaqueConfig (its rule takes it) or its
-    fields, in snake_case (key_versions) or cdk.json's names."""
     if isinstance(counter, CounterConfig):  # its cdk.json fields (an epoch and a fence come from the ledger)
-        counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
+        counter = {each.name: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
     if not isinstance(counter, Mapping):
         return counter
-    names = {each.prop: each.name for each in COUNTER_FIELDS}
-    fields = {names.get(name, name): encode_number(value) for name, value in counter.items() if value is not None}
+    fields = {camel(name): encode_number(value) for name, value in counter.items() if value is not None}
     if isinstance(fields.get("opaque"), Mapping):
-        fields["opaque"] = {_camel(name): value for name, value in fields["opaque"].items()}
+        fields["opaque"] = {camel(name): value for name, value in fields["opaque"].items()}
     return fields
-
-
-def _camel(name: str) -> str:
-    return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)

@@ -4,10 +4,10 @@ the functions here go the other ways. A field whose shapes are all alike needs n
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from tickets.series.config import SERIES_OPTIONS
 from tickets.settings import MAX_SAFE_INTEGER
 
 
@@ -58,13 +58,17 @@ def regions_to_prop(regions: Mapping[str, int], region: str) -> int:
     return regions[region]
 
 
+def camel(name: str) -> str:
+    """A prop's snake_case name (`utc_offset`) as cdk.json's (`utcOffset`); a camelCase name stays as it is."""
+    return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)
+
+
 def series_from_prop(series: Any, region: str) -> Any:
     """Series given with snake_case options (`utc_offset`) in cdk.json's shape; camelCase names are accepted too."""
     if not isinstance(series, Mapping):
         return series
-    names = {option.prop: option.name for option in SERIES_OPTIONS}
     return {
-        key: {names.get(name, name): value for name, value in each.items()} if isinstance(each, Mapping) else each
+        key: {camel(name): value for name, value in each.items()} if isinstance(each, Mapping) else each
         for key, each in series.items()
     }
 

@@ -10,7 +10,7 @@ from tickets.settings import CounterConfig
 from tickets_deploy.schema import DeploymentConfig
 
 from .fences import Change, KeyEpoch
-from .model import Ledger
+from .model import CounterRecord, Ledger
 
 _UNCONFIGURED = CounterConfig()
 
@@ -131,10 +131,11 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
 
 def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
     """Do the ledger's counter rules (rules.py) already refuse this key's start, stride or shards?"""
-    recorded, counter = ledger.counters.get(key), config.counters.get(key, _UNCONFIGURED)
-    if recorded is None:
-        return False
-    return (recorded.start, recorded.stride, recorded.shards) != (counter.start, counter.stride, counter.shards)
+    recorded = ledger.counters.get(key)
+    return (
+        recorded is not None
+        and recorded.numbering != CounterRecord.of(config.counters.get(key, _UNCONFIGURED)).numbering
+    )
 
 
 def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
