@@ -135,17 +135,19 @@ def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return flat
 
 
+MERGE_WAY_OUT = (
+    "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
+    f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
+    "change is checked after it; if the ledger refuses it, that change could repeat tickets "
+    "(docs/how-to/work-as-a-team.md)."
+)
+
+
 def check_lineage(ledger: LedgerFile, where: str) -> None:
     """LedgerError unless the history is a single line whose last version is the recorded services: two
     children of one parent (a merge kept both branches' versions) or services that do not hash to the
     last version (a hand edit, or git merging two branches' ledgers line by line) mean that two changes
     were each checked alone but never one after the other."""
-    way_out = (
-        "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
-        f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
-        "change is checked after it; if the ledger refuses it, that change could repeat tickets "
-        "(docs/how-to/work-as-a-team.md)."
-    )
     if not ledger.versions:
         raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
     first = ledger.versions[0]
@@ -163,11 +165,11 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
             raise LedgerError(
                 f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
                 f"children of {version.parent}: two branches recorded a change each and a merge kept both, so "
-                f"neither was checked after the other. {way_out}"
+                f"neither was checked after the other. {MERGE_WAY_OUT}"
             )
         raise LedgerError(
             f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
-            f"({ids[index - 1]}): the history is not a single line. {way_out}"
+            f"({ids[index - 1]}): the history is not a single line. {MERGE_WAY_OUT}"
         )
     last = ledger.versions[-1]
     actual = version_id(last.parent, ledger.services)
@@ -175,5 +177,5 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
         raise LedgerError(
             f"{where}: its services hash to {actual}, not to its last version {last.id} ({last.change}): the "
             "file was edited by hand or merged line by line from two branches' ledgers, and the merged "
-            f"services were never checked as one change after the other. {way_out}"
+            f"services were never checked as one change after the other. {MERGE_WAY_OUT}"
         )
