@@ -5,7 +5,6 @@ each entry takes its attribute and default from it: the default is written once,
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,14 +22,14 @@ from .rules import (
     require_object,
     whole,
 )
-from .shapes import camel, encode_number
+from .shapes import camel, encode_number, snake
 
 _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
 
 
 def _counter_field(name: str, doc: str, parse: Any, **entry: Any) -> Field:
     """A counter's field `name` (cdk.json's), on CounterConfig's attribute of the same name in snake_case."""
-    attribute = re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)  # cdk.json's names are camel
+    attribute = snake(name)
     return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], doc, parse, **entry)
 
 

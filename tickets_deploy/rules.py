@@ -151,10 +151,6 @@ def log_retention_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int
     return int(value)
 
 
-# Lambda's memory settings, in MB (1 MB steps); CPU comes in proportion.
-MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10240
-
-
 def function_timeout_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     low, high = timing.MIN_FUNCTION_TIMEOUT_SECONDS, timing.MAX_FUNCTION_TIMEOUT_SECONDS
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or not low <= value <= high:

@@ -63,6 +63,11 @@ def camel(name: str) -> str:
     return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)
 
 
+def snake(name: str) -> str:
+    """cdk.json's camelCase name (`utcOffset`) as a prop's or an attribute's (`utc_offset`)."""
+    return re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)
+
+
 def series_from_prop(series: Any, region: str) -> Any:
     """Series given with snake_case options (`utc_offset`) in cdk.json's shape; camelCase names are accepted too."""
     if not isinstance(series, Mapping):
