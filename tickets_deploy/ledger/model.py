@@ -97,17 +97,13 @@ class Ledger:
     # A version may run in some region long after a newer one was recorded, so both only ever grow.
     unconfigured_keys_served: bool = True
     default_keys_served: frozenset[str] = frozenset()
-    # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
-    # series is permanent, field by field, and never removed (docs/reference/series.md).
+    # Every series ever deployed, as cdk.json writes it: permanent field by field, never removed.
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
-    # (`.venv/bin/python -m tickets_admin fence` records them; docs/explanation/epochs-and-fences.md).
+    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts.
     epochs: tuple[KeyEpoch, ...] = ()
-    # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
-    # out (tickets_deploy/ledger/deployed.py); None: a ledger written before they were recorded.
+    # The last recorded version's `recorded` settings (deployed.py); None: a ledger from before them.
     deployed: Mapping[str, Any] | None = None
-    # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses every config
-    # meanwhile): the id its stopped lanes carry and the layout changes it makes.
+    # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses all meanwhile).
     fencing: PendingFence | None = None
 
     def served_unconfigured(self, key: str) -> bool:
