@@ -218,12 +218,9 @@ def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str
 
 
 def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
-    """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
-    bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
-    The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
-    of ours (those start with `_`), and it may not hide the path of a key the config names. It is
-    served literally (tickets.routes). With strictKeys false it hides the unconfigured key of its name
-    from /path, which stays reachable as /?key=path (docs/how-to/migrate.md)."""
+    """The compatibility route's path (docs/reference/http-api.md#the-compatibility-route): one segment shaped like
+    a key, so never _counters, _blocks or another route of ours (those start with `_`), and not the path of a key
+    the config names."""
     if raw is None:
         return None
     require_object(raw, where, {"path"})

@@ -126,10 +126,8 @@ class Version:
 
 @dataclass(frozen=True)
 class LedgerFile:
-    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest
-    first. Deployed stacks record the version they were synthesised with (TicketsLedgerVersion), and a
-    deploy is refused unless the version each region runs (every region of the ledger's slots, retired ones too)
-    is an ancestor of it (tickets_deploy.predeploy)."""
+    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest first
+    (each stack outputs the one it was synthesised with: tickets_deploy.predeploy)."""
 
     services: Mapping[str, Ledger]
     versions: tuple[Version, ...]

@@ -91,11 +91,9 @@ def _series_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str
 
 
 def _new_series_problems(config: DeploymentConfig, previous: Ledger | None) -> list[str]:
-    """A series the ledger would record for the first time, whose ids do not carry its series name: accepted while
-    one region issues it without periods, it would block every later regionSlots change for good (each region's
-    numbers are a series of their own, and the format, being permanent, could never take {series}). Refused when
-    it would be recorded, while adding {series} is still allowed; a series recorded before this rule stays as it
-    is (the parse of cdk.json says why regionSlots must then stay 1)."""
+    """A new series whose ids lack {series} would block every later regionSlots change for good (its format is
+    permanent): refused when it would be recorded, while adding {series} is still allowed; one recorded before
+    this rule stays as it is (the parse of cdk.json says why regionSlots must then stay 1)."""
     recorded = previous.series if previous is not None else {}
     return [
         f"series.{key}.format: {series.format!r} lacks {{series}}. Every field of a series is permanent once "
