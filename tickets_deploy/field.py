@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .rules import RULES_BY_TYPE, Parser
-from .shapes import encode_plain, same_prop
+from .shapes import camel, encode_plain, same_prop
 
 _ENTRY = "tickets_deploy.field"  # the metadata key of a declared attribute's entry
 _REQUIRED: Any = object()  # declare(default=...) for an attribute with no default (cdk.json must give it)
@@ -55,10 +55,10 @@ class Field:
         return "none" if self.default is None else f"`{json.dumps(self.encode(self.default))}`"
 
 
-def declare(name: str, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:
+def declare(name: str | None = None, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:
     """A config class's attribute that is a field: its dataclass default (a dict or list as a factory) and its
-    entry (Field's arguments but `attribute` and `default`). `prop` defaults to the attribute's name, `prop_type`
-    to its annotation, `parse` to the annotation's rule (RULES_BY_TYPE)."""
+    entry (Field's arguments but `attribute` and `default`). `name` defaults to the attribute's name in camelCase,
+    `prop` to the attribute's name, `prop_type` to its annotation, `parse` to the annotation's rule (RULES_BY_TYPE)."""
     metadata = {_ENTRY: {"name": name, "prop": prop, **entry}}
     if default is _REQUIRED:
         return dataclasses.field(metadata=metadata)
@@ -76,7 +76,12 @@ def entries_of(config_class: type) -> tuple[Field, ...]:
             entry, annotation = declared.metadata[_ENTRY], str(declared.type)
             if "parse" not in entry:  # KeyError: a field of another type declares its rule
                 entry = {**entry, "parse": RULES_BY_TYPE[annotation]}
-            entry = {"prop_type": annotation.removesuffix(" | None"), **entry, "prop": entry["prop"] or declared.name}
+            entry = {
+                "prop_type": annotation.removesuffix(" | None"),
+                **entry,
+                "name": entry["name"] or camel(declared.name),
+                "prop": entry["prop"] or declared.name,
+            }
             entries.append(Field(attribute=declared.name, default=default_of(declared), **entry))
     return tuple(entries)
 

@@ -57,7 +57,6 @@ class DeploymentConfig:
     it `needs`, which are parsed before it)."""
 
     regions: Mapping[str, int] = declare(
-        "regions",
         prop="region_slot",
         prop_type="int",
         default_doc="(required)",
@@ -71,7 +70,6 @@ class DeploymentConfig:
         needs=("region_slots",),
     )
     region_slots: int = declare(
-        "regionSlots",
         default=1,
         doc="how many slots there are (room to add regions later).",
         parse=whole(1, 1000),
@@ -81,7 +79,6 @@ class DeploymentConfig:
         one_numbering=True,
     )
     table_name: str = declare(
-        "tableName",
         default=DEFAULT_TABLE_NAME,
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
@@ -89,7 +86,6 @@ class DeploymentConfig:
         permanent=True,
     )
     default_key: str = declare(
-        "defaultKey",
         default="default",
         doc="the key of `GET /`.",
         parse=default_key_rule,
@@ -98,13 +94,11 @@ class DeploymentConfig:
         recorded=True,
     )
     auth: str = declare(
-        "auth",
         default="AWS_IAM",
         doc="Function URL auth: `AWS_IAM` (SigV4) or `NONE` (public).",
         parse=auth_rule,
     )
     strict_keys: bool = declare(
-        "strictKeys",
         default=False,
         doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404 "
         "([why it matters](../how-to/add-a-counter.md)).",
@@ -113,7 +107,6 @@ class DeploymentConfig:
         recorded=True,
     )
     counters: Mapping[str, CounterConfig] = declare(
-        "counters",
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | CounterConfig]",
         doc="key → its settings (the `counters.K` rows); keys not listed use the defaults.",
@@ -126,7 +119,6 @@ class DeploymentConfig:
         recorded=True,
     )
     series: Mapping[str, SeriesConfig] = declare(
-        "series",
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
@@ -139,7 +131,6 @@ class DeploymentConfig:
         one_numbering=True,
     )
     workers: Mapping[str, PoolConfig] = declare(
-        "workers",
         default={},
         prop_type="Mapping[str, Mapping[str, int] | PoolConfig]",
         doc='pool name → `{"size": 1..65536, "ttlSeconds": 10..86400}`: worker ids `0..size-1` leased to one '
@@ -149,33 +140,28 @@ class DeploymentConfig:
         prop_doc="each pool as cdk.json writes it, or a PoolConfig",
     )
     reserved_concurrency: int | None = declare(
-        "reservedConcurrency",
         default=None,
         doc="caps the function's concurrency (cost and abuse; set it with `auth: NONE`).",
         parse=optional(whole(1, 10000)),
     )
     idempotency_expiry_seconds: int = declare(
-        "idempotencyExpirySeconds",
         default=3600,
         doc="how long an `Idempotency-Key` is remembered (60 s .. 7 days).",
         parse=whole(60, 7 * 86400),
         setting=True,
     )
     log_retention_days: int = declare(
-        "logRetentionDays",
         default=365,
         doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
         "CT.CLOUDWATCH.PR.2 asks for at least 365.",
         parse=log_retention_rule,
     )
     memory_size: int = declare(
-        "memorySize",
         default=256,
         doc="the function's memory in MB (128–10240; Lambda gives CPU in proportion).",
         parse=whole(128, 10240),  # MB; Lambda gives CPU in proportion
     )
     timeout_seconds: int = declare(
-        "timeoutSeconds",
         prop="timeout",
         default=timing.FUNCTION_TIMEOUT_SECONDS,
         prop_type="Seconds | int",
@@ -187,21 +173,18 @@ class DeploymentConfig:
         prop_doc="a `Duration` of whole seconds, or seconds",
     )
     cors_origins: tuple[str, ...] = declare(
-        "corsOrigins",
         default=(),
         prop_type="Sequence[str]",
         doc="origins allowed by the Function URL's CORS; none means no CORS at all.",
         parse=cors_origins_rule,
     )
     alarm_email: str | None = declare(
-        "alarmEmail",
         default=None,
         doc="an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
         parse=alarm_email_rule,
         owner="TicketAlarms",
     )
     alarm_days_left: int = declare(
-        "alarmDaysLeft",
         default=30,
         doc="`CounterRunningOut` fires when a lane would reach `max` within this many days (1–3650) "
         "([monitoring](monitoring.md)).",
@@ -209,7 +192,6 @@ class DeploymentConfig:
         owner="TicketAlarms",
     )
     max_block: int = declare(
-        "maxBlock",
         default=MAX_BLOCK,
         doc="the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
         parse=whole(1, MAX_BLOCK),
@@ -217,7 +199,6 @@ class DeploymentConfig:
         recorded=True,
     )
     callers: tuple[str, ...] = declare(
-        "callers",
         default=(),
         prop_type="Sequence[str]",
         doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL "
