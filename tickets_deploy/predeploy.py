@@ -13,6 +13,7 @@ hand)."""
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -239,8 +240,7 @@ def _describe(err: Exception) -> str:
 def _permission(action: str) -> str:
     return (
         f"the deploy check (python -m tickets_deploy predeploy) needs {action} with the credentials of the deploy "
-        "(botocore's usual chain: "
-        "environment, ~/.aws, SSO, instance role)"
+        "(botocore's usual chain: environment, ~/.aws, SSO, instance role)"
     )
 
 
@@ -252,14 +252,7 @@ def _has_credentials() -> bool:
 def botocore_clients() -> ClientFactory:
     """A botocore client per (service, region), with the caller's credentials, made once."""
     session = new_session()
-    clients: dict[tuple[str, str], Any] = {}
-
-    def client(service: str, region: str) -> Any:
-        if (service, region) not in clients:
-            clients[service, region] = session.create_client(service, region_name=region)
-        return clients[service, region]
-
-    return client
+    return functools.cache(lambda service, region: session.create_client(service, region_name=region))
 
 
 def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> int:
