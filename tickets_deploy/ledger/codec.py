@@ -14,7 +14,7 @@ from tickets.epochs import Layout
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import parse_series
 from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import MAX_TICKET, exact_integer
+from tickets_deploy.rules import ACCOUNT_ID_PATTERN, MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_plain
 
 from .deployed import check_deployed
@@ -32,7 +32,6 @@ from .model import (
 )
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
-_ACCOUNT = re.compile(r"[0-9]{12}")
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 
 
@@ -185,7 +184,9 @@ def _slot(name: str, region_slots: int) -> int:
 
 def _slot_from(name: str, entry: Any) -> SlotRecord:
     accounts = _object(entry, f"slots.{name}").get("accounts", [])
-    if not isinstance(accounts, list) or not all(isinstance(a, str) and _ACCOUNT.fullmatch(a) for a in accounts):
+    if not isinstance(accounts, list) or not all(
+        isinstance(a, str) and ACCOUNT_ID_PATTERN.fullmatch(a) for a in accounts
+    ):
         raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
     if not isinstance(entry.get("region"), str):
         raise ValueError(f"slots.{name}: region must be a name")

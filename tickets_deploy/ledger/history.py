@@ -52,19 +52,13 @@ def record_services(
 
 def _renamed_table_problems(
     config: DeploymentConfig, recorded: Mapping[str, Ledger], configs: Mapping[str, DeploymentConfig]
-) -> list[str]:
+) -> Iterator[str]:
     """A service new to the ledger where a recorded one the app no longer declares served the same
     region: most likely tableName changed, and a new table restarts every counter."""
-    problems = []
     for name, ledger in recorded.items():
-        if name in configs:
-            continue
         shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
-        if shared:
-            problems.append(
-                table_problem(name, config.table_name, f" in {', '.join(shared)}, which cdk.json no longer declares")
-            )
-    return problems
+        if name not in configs and shared:
+            yield table_problem(name, config.table_name, f" in {', '.join(shared)}, which cdk.json no longer declares")
 
 
 def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
