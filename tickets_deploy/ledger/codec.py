@@ -172,7 +172,8 @@ def _service_from(raw: dict[str, Any]) -> Ledger:
     written = {**_service_fields(ledger), "tableName": ledger.table_name}
     for name in sorted(set(raw) | set(written)):
         if raw.get(name) != written.get(name):
-            raise ValueError(f"{name}: not as the ledger writes it (expected {written.get(name)!r})")
+            said = f"not as the ledger writes it ({written[name]!r})" if name in written else "not a field of a service"
+            raise ValueError(f"{name}: {said}" if name in raw else f"{name}: missing")
     return ledger
 
 
