@@ -1,8 +1,6 @@
-"""python -m tickets_deploy predeploy: what `make deploy` checks in AWS before CloudFormation starts
-(predeploy.py); `upgrade-ledger [PATH]`: a ledger of an older format rewritten in the current one. A
-deployment's ledger is started by the one init, `python -m tickets_cdk init` (`make init`), which runs the app
-to learn the services it declares; `python -m tickets_deploy init`, which read only cdk.json's `tickets`
-object, was a second one and now names it."""
+"""The deploy side's command: `predeploy` checks, before `cdk deploy`, the ledger version every region runs and the
+Powertools layer's SSM parameter (python -m tickets_deploy predeploy --help); `upgrade-ledger [PATH]` rewrites a
+ledger of an older format in the current one. A deployment's ledger is started by `python -m tickets_cdk init`."""
 
 from __future__ import annotations
 
@@ -31,14 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     if arguments[:1] == ["init"]:
         print(ONE_INIT, file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(
-        prog="python -m tickets_deploy",
-        description="The deploy side's command: `predeploy` checks, before `cdk deploy`, the ledger version every "
-        "region runs (each region of the assembly and each the ledger ever gave a slot) and the Powertools layer's "
-        "SSM parameter (python -m tickets_deploy predeploy --help); `upgrade-ledger [PATH]` rewrites a ledger of an "
-        "older format in the current one. "
-        "A deployment's ledger is started by `python -m tickets_cdk init`.",
-    )
+    parser = argparse.ArgumentParser(prog="python -m tickets_deploy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("command", choices=["predeploy", "upgrade-ledger"])
     parser.parse_args(arguments)  # exits: --version, --help, or a command it does not know

@@ -1,10 +1,6 @@
-"""cdk.json's `tickets` config: what an operator may write, read from cdk.json or from the construct's props.
-
-`parse_config` validates what an operator wrote, field by field (tickets_deploy.schema.FIELDS);
-`parse_props` the construct's keyword props by the same rules; `to_raw` writes a config back as cdk.json's
-object; `load_config_file` reads cdk.json for the local server and tickets_admin. The schema
-(tickets_deploy/schema.py), the rules (rules.py), the function's environment (environment.py) and the
-configuration reference's table (generated.py) live in their own modules: import each name from there.
+"""cdk.json's `tickets` config: `parse_config` (cdk.json's object), `parse_props` (the construct's props, by
+the same rules), `to_raw` and `props_of` (a config written back), `load_config_file` (cdk.json for the local
+server and tickets_admin).
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ each entry takes its attribute and default from it: the default is written once,
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,67 +14,63 @@ from tickets.settings import CounterConfig
 from .field import Field, default_of, parse_fields
 from .opaque_rules import parse_opaque
 from .rules import (
+    MAX_SHARDS,
     ConfigError,
     counter_max_block_rule,
     counter_max_rule,
-    counter_shards_rule,
-    counter_start_rule,
-    counter_stride_rule,
+    exact,
     require_object,
+    whole,
 )
-from .shapes import encode_number
+from .shapes import camel, encode_number, snake
 
 _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
 
 
-def _counter_field(name: str, default_doc: str, doc: str, parse: Any, **entry: Any) -> Field:
+def _counter_field(name: str, doc: str, parse: Any, **entry: Any) -> Field:
     """A counter's field `name` (cdk.json's), on CounterConfig's attribute of the same name in snake_case."""
-    attribute = re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)
-    return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], default_doc, doc, parse, **entry)
+    attribute = snake(name)
+    return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], doc, parse, **entry)
 
 
 # In the order they are parsed (a field's rule may read the ones before it) and the README lists them.
 COUNTER_FIELDS: tuple[Field, ...] = (
     _counter_field(
         "start",
-        "`1`",
         "the first ticket of key K (0 or more); keys not in `counters` use the defaults.",
-        counter_start_rule,
+        exact(0),
         permanent=True,
     ),
     _counter_field(
         "stride",
-        "`1`",
         "the spacing of key K's tickets (1 or more): each is ≡ `start` (mod `stride`).",
-        counter_stride_rule,
+        exact(1),
         permanent=True,
         fenced=True,
     ),
     _counter_field(
         "max",
-        "`2^53-1`",
         "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
         counter_max_rule,
+        default_doc="`2^53-1`",
         recorded=True,
     ),
     _counter_field(
         "shards",
-        "`1`",
         "items the key's writes are spread over (1..100), for hot keys.",
-        counter_shards_rule,
+        whole(1, MAX_SHARDS),
         permanent=True,
         fenced=True,
     ),
     _counter_field(
         "maxBlock",
-        "`maxBlock`",
         "the same as `maxBlock`, for key K; at most `maxBlock`.",
         counter_max_block_rule,
+        default_doc="`maxBlock`",
         recorded=True,
     ),
     _counter_field(
         "opaque",
-        "none",
         '`{"width": 10, "alphabet": "digits", "check": "luhn"}`: the key answers '
         "[opaque ids](../glossary.md#opaque-id). `alphabet` `digits` (width up to 15) or `base32`; `check` `luhn`; "
         "`keyVersions` (10); `keyVersion` (1), which only grows. `max` must be below "
@@ -111,27 +106,20 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) ->
 
 
 def counters_from_prop(counters: Any, region: str) -> Any:
-    """Counters given as props, each a CounterConfig or its fields in snake_case, in cdk.json's shape for the
-    same rules."""
+    """Counters given as props, each a CounterConfig or its fields in snake_case (an `opaque` too, or an
+    OpaqueConfig, which its rule takes), in cdk.json's shape for the same rules. A Python int is exact at any size
+    (only cdk.json's numbers pass through Node), so a big one is passed on as the decimal string cdk.json needs."""
     if not isinstance(counters, Mapping):
         return counters
     return {key: _counter_from_prop(counter) for key, counter in counters.items()}
 
 
 def _counter_from_prop(counter: Any) -> Any:
-    """A Python int is exact at any size (only cdk.json's numbers pass through Node), so a big one is passed on
-    as the decimal string cdk.json would need. `opaque` may be an OpaqueConfig (its rule takes it) or its
-    fields, in snake_case (key_versions) or cdk.json's names."""
     if isinstance(counter, CounterConfig):  # its cdk.json fields (an epoch and a fence come from the ledger)
-        counter = {each.prop: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
+        counter = {each.name: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
     if not isinstance(counter, Mapping):
         return counter
-    names = {each.prop: each.name for each in COUNTER_FIELDS}
-    fields = {names.get(name, name): encode_number(value) for name, value in counter.items() if value is not None}
+    fields = {camel(name): encode_number(value) for name, value in counter.items() if value is not None}
     if isinstance(fields.get("opaque"), Mapping):
-        fields["opaque"] = {_camel(name): value for name, value in fields["opaque"].items()}
+        fields["opaque"] = {camel(name): value for name, value in fields["opaque"].items()}
     return fields
-
-
-def _camel(name: str) -> str:
-    return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)

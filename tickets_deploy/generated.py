@@ -41,7 +41,7 @@ def _row(each: Field, prefix: str = "", prop_prefix: str = "") -> str:
     prop = f"`{prop_prefix}{each.prop}`" if each.owner == "TicketService" else f"`{each.owner}(…, {each.prop}=…)`"
     if each.prop_doc:
         prop += f" ({each.prop_doc})"
-    return f"| `{prefix}{each.name}` | {prop} | {each.default_doc} | {each.doc}{permanence} |"
+    return f"| `{prefix}{each.name}` | {prop} | {each.shown_default} | {each.doc}{permanence} |"
 
 
 _PROPS_HEADER = '''"""The construct's typed props that are fields of cdk.json's `tickets` object, one line each.

@@ -1,10 +1,7 @@
-"""Where the keys of opaque ids live outside the function. A deployment's: one SSM SecureString parameter per
-service, named after its table (opaque_keys_parameter), the same in every region, written by `python -m
-tickets_admin put-key` and read by the function at cold start (tickets/opaque_secret.py). The construct only
-names it and grants the read: CloudFormation cannot make a SecureString, and a value it generated per region
-would give each region its own key, so two regions' ids could meet. A key file, in the same format
-(tickets.opaque.parse_keys: a JSON object of key version to base64 key), which tickets_admin's encode and decode
-read (--key-file) and the local server reads, or makes at start when it is given none (new_key_file_text)."""
+"""Where the keys of opaque ids live outside the function: per service one SSM SecureString parameter named after
+its table (the same key in every region, so no two regions' ids meet), written by `tickets_admin put-key` and read
+at cold start; or a key file in the same format (tickets.opaque.parse_keys), which tickets_admin's encode and
+decode and the local server read."""
 
 from __future__ import annotations
 

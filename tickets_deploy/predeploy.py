@@ -1,33 +1,19 @@
-"""`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS after synthesis and before
-CloudFormation starts (docs/how-to/deploy.md#before-cloudformation-starts).
+"""`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS after synthesis and before CloudFormation
+starts (docs/how-to/deploy.md#before-cloudformation-starts), with the caller's credentials and read-only calls:
 
-It reads the cloud assembly `cdk deploy` is about to deploy (cdk.out: manifest.json and each stack's
-template) and, with the caller's credentials (read-only calls: cloudformation:DescribeStacks,
-cloudformation:DescribeStackResources, ssm:GetParameter):
+- every region of the cloud assembly, and every region the ledger ever gave a slot (retired and dropped ones
+  too: a version of another line of history running there could hand out this deploy's numbers), must run an
+  ancestor of the version being deployed (docs/explanation/ledger.md#teams). A region outside the assembly is
+  found by the service's table, whose name is fixed, so any stack name and several services per stack are found;
+- every SSM parameter the templates resolve (the Powertools layer's, which a release once shipped without).
 
-- the ledger version each region runs, in every region of the assembly and in every region the ledger
-  (tickets.lock.json) ever gave a slot, retired regions and regions dropped from cdk.json included: `cdk deploy`
-  may go ahead only if each is an ancestor of (or equal to) the version being deployed, in this checkout's
-  ledger. A region outside the assembly keeps serving whatever it runs, and its lanes count as much as any:
-  a version of another line of history (a branch, or a main this checkout has not pulled) running there
-  could hand out the numbers this deploy's lanes hand out (docs/explanation/ledger.md#teams). Such a region's stack is
-  found by the service's table, whose name is fixed (DescribeStackResources with the table as the physical
-  resource id), so an app's own stack names and several services per stack are found alike. A region with
-  no such stack, or a stack that does not exist yet, runs nothing;
-- every SSM parameter the templates resolve (`{{resolve:ssm:NAME}}`), above all the Powertools layer's
-  public parameter, which a Powertools release once shipped without (their issue #7689): CloudFormation
-  would fail midway, region after region.
-
-So a version of another line deployed in any region this ledger knows blocks this deploy. Out of its reach:
-a region only the other line's ledger knows (it added the region and its deploy reached no region this
-ledger knows: a deploy that rolled back everywhere else), and deploys that do not run it (`cdk deploy` by
-hand). Every problem is listed, then the command exits 1 and nothing is deployed. Plain botocore, one client
-per service and region; tests inject the client factory and stub it with botocore's Stubber.
-"""
+Out of its reach: a region only another line's ledger knows, and deploys that do not run it (`cdk deploy` by
+hand)."""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -36,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets_deploy.ledger import LEDGER_FILE, LEDGER_VERSION_OUTPUT, LedgerError, LedgerFile, read_ledger_file
 
-ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client
+ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client; tests stub it (Stubber)
 STACK_ARTIFACT = "aws:cloudformation:stack"
 NESTED_ASSEMBLY = "cdk:cloud-assembly"
 POWERTOOLS_PARAMETERS = "/aws/service/powertools/"
@@ -99,28 +86,21 @@ def check(
 ) -> list[str]:
     """Every problem that must stop the deploy (empty: go ahead); `report` gets a line per finding."""
     problems: list[str] = []
+    known = {version.id for version in ledger.versions}
     for stack in stacks:
-        if stack.ledger_version is not None:
-            problems.extend(_assembly_stack_problems(stack, ledger, client, report))
-    problems.extend(_ledger_region_problems(stacks, ledger, client, report))
+        deploying = stack.ledger_version
+        where = f"{stack.region}: stack {stack.name}"
+        if deploying is not None and deploying not in known:
+            problems.append(
+                f"{where}: cdk.out was synthesised with ledger version {deploying}, which this checkout's "
+                f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
+            )
+        elif deploying is not None:
+            problems += _version_problems(where, stack.region, stack.name, deploying, ledger, client, report, True)
+    problems += _ledger_region_problems(stacks, ledger, client, report)
     for region, name in sorted({(stack.region, name) for stack in stacks for name in stack.ssm_parameters}):
-        problems.extend(_parameter_problems(region, name, client, report))
+        problems += _parameter_problems(region, name, client, report)
     return problems
-
-
-def _assembly_stack_problems(
-    stack: AssemblyStack, ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
-) -> Iterator[str]:
-    deploying = stack.ledger_version
-    assert deploying is not None
-    where = f"{stack.region}: stack {stack.name}"
-    if deploying not in {version.id for version in ledger.versions}:
-        yield (
-            f"{where}: cdk.out was synthesised with ledger version {deploying}, which this checkout's "
-            f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
-        )
-        return
-    yield from _version_problems(where, stack.region, stack.name, deploying, ledger, client, report)
 
 
 def _ledger_region_problems(
@@ -134,43 +114,25 @@ def _ledger_region_problems(
         return
     if not deploying or deploying[0] not in {version.id for version in ledger.versions}:
         return  # no Tickets stack in this deploy, or its version is refused above
-    deploying_stacks = {(stack.region, stack.name) for stack in stacks}
-    checked: set[tuple[str, str]] = set()
+    checked = {(stack.region, stack.name) for stack in stacks}
     for table, service in sorted(ledger.services.items()):
         for slot, entry in sorted(service.slots.items()):
             where = f"{entry.region} (slot {slot}{', retired,' if entry.retired else ''} of {table})"
-            found = _stack_holding(where, entry.region, table, client)
-            if isinstance(found, _Problem):
-                yield found.text
-                continue
+            try:
+                answer = client("cloudformation", entry.region).describe_stack_resources(PhysicalResourceId=table)
+                found = next((str(each["StackName"]) for each in answer.get("StackResources", [])), None)
+            except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
+                if not _missing(err):
+                    permission = _permission("cloudformation:DescribeStackResources")
+                    yield f"{where}: cannot find the stack holding table {table} ({_describe(err)}); {permission}"
+                    continue
+                found = None
             if found is None:
                 report(f"{where}: no stack holds table {table}: nothing of it runs there")
-                continue
-            if (entry.region, found) in deploying_stacks | checked:
-                continue
-            checked.add((entry.region, found))
-            where = f"{where}: stack {found} (not in this deploy)"
-            yield from _version_problems(
-                where, entry.region, found, deploying[0], ledger, client, report, deployed_by_this=False
-            )
-
-
-@dataclass(frozen=True)
-class _Problem:
-    text: str
-
-
-def _stack_holding(where: str, region: str, table: str, client: ClientFactory) -> str | None | _Problem:
-    """The name of the stack that holds the table `table` in `region` (None: none does)."""
-    try:
-        answer = client("cloudformation", region).describe_stack_resources(PhysicalResourceId=table)
-    except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
-        if _error_code(err) == "ValidationError" and "does not exist" in str(err):
-            return None
-        permission = _permission("cloudformation:DescribeStackResources")
-        return _Problem(f"{where}: cannot find the stack holding table {table} ({_describe(err)}); {permission}")
-    resources = answer.get("StackResources", [])
-    return str(resources[0]["StackName"]) if resources else None
+            elif (entry.region, found) not in checked:
+                checked.add((entry.region, found))
+                where = f"{where}: stack {found} (not in this deploy)"
+                yield from _version_problems(where, entry.region, found, deploying[0], ledger, client, report, False)
 
 
 def _version_problems(
@@ -181,48 +143,43 @@ def _version_problems(
     ledger: LedgerFile,
     client: ClientFactory,
     report: Callable[[str], None],
-    *,
-    deployed_by_this: bool = True,
+    deployed_by_this: bool,
 ) -> Iterator[str]:
-    """The stack `stack_name` in `region` must run an ancestor of `deploying`, or nothing yet. `deployed_by_this`:
-    the assembly deploys it (False: a region this deploy leaves running what it runs)."""
+    """The stack must run an ancestor of `deploying`, or nothing yet (`deployed_by_this`: the assembly deploys it;
+    False: a region this deploy leaves running what it runs)."""
     try:
-        answer = client("cloudformation", region).describe_stacks(StackName=stack_name)
+        deployed_stack = client("cloudformation", region).describe_stacks(StackName=stack_name)["Stacks"][0]
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
-        if _error_code(err) == "ValidationError" and "does not exist" in str(err):
+        if _missing(err):
             report(
                 f"{where}: not deployed yet; a first deploy of ledger version {deploying}"
                 if deployed_by_this
                 else f"{where}: the stack does not exist (deleted): nothing runs there"
             )
-            return
-        permission = _permission("cloudformation:DescribeStacks")
-        yield f"{where}: cannot read the deployed stack ({_describe(err)}); {permission}"
+        else:
+            permission = _permission("cloudformation:DescribeStacks")
+            yield f"{where}: cannot read the deployed stack ({_describe(err)}); {permission}"
         return
-    deployed_stack = answer["Stacks"][0]
     status = deployed_stack.get("StackStatus", "")
+    outputs = {output["OutputKey"]: output["OutputValue"] for output in deployed_stack.get("Outputs", [])}
+    deployed = outputs.get(LEDGER_VERSION_OUTPUT)
     if status.endswith("_IN_PROGRESS"):
         yield (
             f"{where}: {status}: another deploy is under way. Wait for it to end, then deploy again "
             "(the check must see what that deploy leaves)."
         )
-        return
-    outputs = {output["OutputKey"]: output["OutputValue"] for output in deployed_stack.get("Outputs", [])}
-    deployed = outputs.get(LEDGER_VERSION_OUTPUT)
-    if deployed is None:
+    elif deployed is None:
         report(
             f"{where}: deployed without a recorded ledger version (by a Tickets release before versions, "
             f"or never completed: {status}); deploying version {deploying}"
         )
-        return
-    if ledger.is_ancestor(deployed, deploying):
-        if not deployed_by_this:
-            report(f"{where}: runs ledger version {deployed}, an ancestor of {deploying} (or the same)")
-            return
+    elif not ledger.is_ancestor(deployed, deploying):
+        yield _lineage_problem(where, deployed, deploying, ledger)
+    elif not deployed_by_this:
+        report(f"{where}: runs ledger version {deployed}, an ancestor of {deploying} (or the same)")
+    else:
         same = "the version deployed" if deployed == deploying else f"a descendant of the deployed {deployed}"
         report(f"{where}: deploying ledger version {deploying}, {same}")
-        return
-    yield _lineage_problem(where, deployed, deploying, ledger)
 
 
 def _lineage_problem(where: str, deployed: str, deploying: str, ledger: LedgerFile) -> str:
@@ -267,6 +224,10 @@ def _parameter_problems(region: str, name: str, client: ClientFactory, report: C
     report(f"{region}: SSM parameter {name} exists")
 
 
+def _missing(err: Exception) -> bool:
+    return _error_code(err) == "ValidationError" and "does not exist" in str(err)
+
+
 def _error_code(err: Exception) -> str | None:
     response = getattr(err, "response", None)
     return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
@@ -279,55 +240,27 @@ def _describe(err: Exception) -> str:
 def _permission(action: str) -> str:
     return (
         f"the deploy check (python -m tickets_deploy predeploy) needs {action} with the credentials of the deploy "
-        "(botocore's usual chain: "
-        "environment, ~/.aws, SSO, instance role)"
+        "(botocore's usual chain: environment, ~/.aws, SSO, instance role)"
     )
-
-
-_CREDENTIALS_USE = (
-    "the check reads cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter "
-    "with them"
-)
 
 
 def _has_credentials() -> bool:
     """Whether botocore's chain finds any: without, every call of the check would fail alike, once per region."""
-    from tickets.botocore_session import new_session
-
     return new_session().get_credentials() is not None
-
-
-def _no_credentials() -> str:
-    from tickets.botocore_session import NO_CREDENTIALS
-
-    return f"{NO_CREDENTIALS}; {_CREDENTIALS_USE}"
 
 
 def botocore_clients() -> ClientFactory:
     """A botocore client per (service, region), with the caller's credentials, made once."""
-    from tickets.botocore_session import new_session
-
     session = new_session()
-    clients: dict[tuple[str, str], Any] = {}
-
-    def client(service: str, region: str) -> Any:
-        if (service, region) not in clients:
-            clients[service, region] = session.create_client(service, region_name=region)
-        return clients[service, region]
-
-    return client
+    return functools.cache(lambda service, region: session.create_client(service, region_name=region))
 
 
 def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy predeploy",
-        description="Before CloudFormation starts (make deploy runs it between synthesis and cdk deploy): "
-        "stop unless the ledger version each region runs is an ancestor of the one in the cloud assembly, in every "
-        "region of the assembly and every region the ledger ever gave a slot (retired ones and ones dropped from "
-        "cdk.json included: their stacks are found by the service's table), and unless every SSM parameter the "
-        "templates resolve (the Powertools layer) exists in its region. Reads AWS with the caller's credentials "
-        "(cloudformation:DescribeStacks, cloudformation:DescribeStackResources, ssm:GetParameter); writes nothing. "
-        "Exit status 1 lists every problem.",
+        description=f"{__doc__}\n\nReads AWS (cloudformation:DescribeStacks, cloudformation:DescribeStackResources, "
+        "ssm:GetParameter); writes nothing. Exit status 1 lists every problem.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--assembly", type=Path, default=Path("cdk.out"), help="the cloud assembly (default: cdk.out)")
     parser.add_argument(
@@ -341,7 +274,8 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
         print(f"predeploy: {err}", file=sys.stderr)
         return 1
     if client is None and not _has_credentials():
-        print(f"predeploy: nothing was deployed: {_no_credentials()}", file=sys.stderr)
+        uses = "cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter"
+        print(f"predeploy: nothing was deployed: {NO_CREDENTIALS}; the check reads {uses} with them", file=sys.stderr)
         return 1
     problems = check(stacks, ledger, client or botocore_clients())
     if problems:

@@ -1,16 +1,7 @@
-"""The regions the stack can be deployed to, and why any other is refused.
-
-A region must have both pieces the stack is made of:
-- Lambda Function URLs (AWS::Lambda::Url). The Lambda guide ("Creating and managing Lambda function
-  URLs") lists the commercial regions without them; cfn-lint's copy of CloudFormation's schemas
-  also has no AWS::Lambda::Url in mx-central-1. tests/synth/test_stack.py synthesises every served region
-  and runs cfn-lint on each template for its own region.
-- the public SSM parameter /aws/service/powertools/python/... that Powertools for AWS Lambda
-  (Python) writes for each release, from which the stack resolves its layer (tickets_cdk/powertools.py).
-  Powertools writes them in the regions of its update_ssm.yml workflow (checked November 2026 at
-  aws-powertools/powertools-lambda-python commit 18efff7), commercial partition only.
-Add a region here once both hold there.
-"""
+"""The regions the stack can be deployed to, and why any other is refused. A region must have Lambda Function
+URLs (the Lambda guide's list; cfn-lint's schemas, which tests/synth/test_stack.py runs on every served region's
+template) and the public SSM parameters of Powertools' layer (its update_ssm.yml workflow, checked November 2026
+at aws-powertools/powertools-lambda-python 18efff7; commercial partition only). Add a region once both hold."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from tickets import timing
 from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
-from tickets.settings import MAX_SAFE_INTEGER, CounterConfig
+from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
@@ -67,8 +67,14 @@ class ConfigError(ValueError):
 Parser = Callable[[Any, Mapping[str, Any], str], Any]
 
 
-def region_slots_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=1000)
+def whole(low: int, high: int) -> Parser:
+    """The rule of a whole number from `low` to `high` (a new numeric field takes it, no rule of its own)."""
+    return lambda value, parsed, where: whole_number(value, where, low=low, high=high)
+
+
+def exact(low: int) -> Parser:
+    """The rule of a whole number from `low` to MAX_TICKET, exact above 2^53-1 (exact_integer)."""
+    return lambda value, parsed, where: exact_integer(value, low=low, high=MAX_TICKET, where=where)
 
 
 def regions_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, int]:
@@ -118,37 +124,31 @@ def auth_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     return str(value)
 
 
-# A true/false field (strictKeys): a new one takes this rule, no rule of its own.
 def boolean(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError(f"{where}: must be true or false, got {value!r}")
     return value
 
 
-def max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=MAX_BLOCK)
+def text(value: Any, parsed: Mapping[str, Any], where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: must be a string, got {value!r}")
+    return value
 
 
-def reserved_concurrency_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    return None if value is None else whole_number(value, where, low=1, high=10000)
+# The rule of a field declared without one, by its annotation: a new true/false or text field needs none.
+RULES_BY_TYPE: dict[str, Parser] = {"bool": boolean, "str": text}
 
 
-def idempotency_expiry_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=60, high=7 * 86400)
+def optional(rule: Parser) -> Parser:
+    """`rule`, or None (the field's default: not set)."""
+    return lambda value, parsed, where: None if value is None else rule(value, parsed, where)
 
 
 def log_retention_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     if value not in LOG_RETENTION_DAYS or isinstance(value, bool):
         raise ConfigError(f"{where}: must be one of CloudWatch's retention periods {LOG_RETENTION_DAYS}, got {value!r}")
     return int(value)
-
-
-# Lambda's memory settings, in MB (1 MB steps); CPU comes in proportion.
-MIN_MEMORY_MB, MAX_MEMORY_MB = 128, 10240
-
-
-def memory_size_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=MIN_MEMORY_MB, high=MAX_MEMORY_MB)
 
 
 def function_timeout_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
@@ -176,35 +176,11 @@ def alarm_email_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str |
     return value
 
 
-def alarm_days_left_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=3650)
-
-
-def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
-    return _parse_callers(list(value) if isinstance(value, tuple) else value, parsed["auth"], where)
-
-
-def compat_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
-    return _compat_path(value, parsed["default_key"], parsed["counters"], where)
-
-
-def counter_start_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return exact_integer(value, low=0, high=MAX_TICKET, where=where)
-
-
-def counter_stride_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return exact_integer(value, low=1, high=MAX_TICKET, where=where)
-
-
 def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     maximum = exact_integer(value, low=0, high=MAX_TICKET, where=where)
     if maximum < parsed["start"]:
         raise ConfigError(f"{where}: must be >= start ({parsed['start']}), got {maximum}")
     return maximum
-
-
-def counter_shards_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
-    return whole_number(value, where, low=1, high=MAX_SHARDS)
 
 
 def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
@@ -218,7 +194,8 @@ def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) ->
     return max_block
 
 
-def _parse_callers(raw: Any, auth: str, where: str = "tickets.callers") -> tuple[str, ...]:
+def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    raw, auth = list(value) if isinstance(value, tuple) else value, parsed["auth"]
     if not isinstance(raw, list):
         raise ConfigError(
             f'{where}: must be a list of account ids and role ARNs, e.g. ["111122223333", '
@@ -240,15 +217,10 @@ def _parse_callers(raw: Any, auth: str, where: str = "tickets.callers") -> tuple
     return tuple(raw)
 
 
-def _compat_path(
-    raw: Any, default_key: str, counters: Mapping[str, CounterConfig], where: str = "tickets.compat"
-) -> str | None:
-    """`compat: {"path": "counter"}` turns on the compatibility route GET /counter?systemKey=X (the
-    bare number, as the API Gateway counter pattern answers); absent, /counter is the key `counter`.
-    The path is one segment shaped like a key, so it can never be _counters, _blocks or another route
-    of ours (those start with `_`), and it may not hide the path of a key the config names. It is
-    served literally (tickets.routes). With strictKeys false it hides the unconfigured key of its name
-    from /path, which stays reachable as /?key=path (docs/how-to/migrate.md)."""
+def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+    """The compatibility route's path (docs/reference/http-api.md#the-compatibility-route): one segment shaped like
+    a key, so never _counters, _blocks or another route of ours (those start with `_`), and not the path of a key
+    the config names."""
     if raw is None:
         return None
     require_object(raw, where, {"path"})
@@ -257,7 +229,7 @@ def _compat_path(
         raise ConfigError(
             f'{where}.path: must be one path segment of {KEY_RULE} (without slashes), e.g. "counter", got {path!r}'
         )
-    if path == default_key or path in counters:
+    if path == parsed["default_key"] or path in parsed["counters"]:
         raise ConfigError(
             f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
             "would stop reaching it: choose another path"

@@ -1,17 +1,11 @@
-"""One definition of each field of cdk.json's `tickets` object: DeploymentConfig, whose every attribute is
-declared with its entry (tickets_deploy.field.declare): its name in cdk.json, the construct's prop and its
-type, its default, its rule, its shapes, whether the function's settings carry it, and its README row. FIELDS
-is read off the class, in its order (the README's); a counter's fields are COUNTER_FIELDS (counter_fields.py).
-Everything else is derived from them: the parsers of cdk.json and of the props (config.py), `to_raw`, the
-function's environment (environment.py), the ledger's `deployed` settings (ledger/deployed.py), the README's
-table and tickets_cdk/props.py (generated.py; `make generated` writes both).
+"""One definition of each field of cdk.json's `tickets` object: DeploymentConfig, each attribute declared with
+its entry (tickets_deploy.field). The parsers, `to_raw`, the function's environment, the ledger's `deployed`
+settings, the configuration reference's table and tickets_cdk/props.py derive from it.
 
-Adding a field: its declaration below (its rule in tickets_deploy.rules, unless it shares one: a true/false
-field takes `boolean`), the code that uses it, `make generated`, and its docs. With `setting=True` the function
-gets it: add the attribute to tickets.settings.Settings (the function's side, which cannot import this one;
-its encoding is derived from its attributes, and tests/unit/test_config.py holds its default to this one).
-With `recorded=True` the ledger keeps its deployed value (left out at its default) and tickets_admin --service
-reads it back: nothing in the ledger's code changes.
+Adding a field: its declaration below (a true/false or text field needs no rule; others take one of rules.py,
+such as `whole(low, high)`, or their own), the code that reads it, and `make generated`. With `setting=True` the
+function gets it: add the attribute to tickets.settings.Settings too (the Lambda package cannot import this one).
+With `recorded=True` the ledger keeps its deployed value for tickets_admin --service.
 """
 
 from __future__ import annotations
@@ -31,33 +25,25 @@ from .field import Field, declare, entries_of
 from .rules import (
     DEFAULT_TABLE_NAME,
     access_rule,
-    alarm_days_left_rule,
     alarm_email_rule,
     auth_rule,
-    boolean,
     callers_rule,
     compat_rule,
     cors_origins_rule,
     default_key_rule,
     function_timeout_rule,
-    idempotency_expiry_rule,
     log_retention_rule,
-    max_block_rule,
-    memory_size_rule,
-    region_slots_rule,
+    optional,
     regions_rule,
-    reserved_concurrency_rule,
     series_rule,
     table_name_rule,
+    whole,
     workers_rule,
 )
 from .shapes import (
-    access_to_prop,
     compat_to_prop,
-    encode_access,
     encode_compat,
-    encode_counters,
-    encode_series,
+    encoded_prop,
     regions_from_prop,
     regions_to_prop,
     seconds_from_prop,
@@ -71,7 +57,6 @@ class DeploymentConfig:
     it `needs`, which are parsed before it)."""
 
     regions: Mapping[str, int] = declare(
-        "regions",
         prop="region_slot",
         prop_type="int",
         default_doc="(required)",
@@ -85,32 +70,23 @@ class DeploymentConfig:
         needs=("region_slots",),
     )
     region_slots: int = declare(
-        "regionSlots",
         default=1,
-        prop_type="int",
-        default_doc="`1`",
         doc="how many slots there are (room to add regions later).",
-        parse=region_slots_rule,
+        parse=whole(1, 1000),
         permanent=True,
         fenced=True,
         setting=True,
         one_numbering=True,
     )
     table_name: str = declare(
-        "tableName",
         default=DEFAULT_TABLE_NAME,
-        prop_type="str",
-        default_doc=f'`"{DEFAULT_TABLE_NAME}"`',
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
         parse=table_name_rule,
         permanent=True,
     )
     default_key: str = declare(
-        "defaultKey",
         default="default",
-        prop_type="str",
-        default_doc='`"default"`',
         doc="the key of `GET /`.",
         parse=default_key_rule,
         setting=True,
@@ -118,33 +94,23 @@ class DeploymentConfig:
         recorded=True,
     )
     auth: str = declare(
-        "auth",
         default="AWS_IAM",
-        prop_type="str",
-        default_doc='`"AWS_IAM"`',
         doc="Function URL auth: `AWS_IAM` (SigV4) or `NONE` (public).",
         parse=auth_rule,
     )
     strict_keys: bool = declare(
-        "strictKeys",
         default=False,
-        prop_type="bool",
-        default_doc="`false`",
         doc="`true`: only keys listed in `counters` (and `defaultKey`) are served; others are 404 "
         "([why it matters](../how-to/add-a-counter.md)).",
-        parse=boolean,
         setting=True,
         one_numbering=True,
         recorded=True,
     )
     counters: Mapping[str, CounterConfig] = declare(
-        "counters",
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | CounterConfig]",
-        default_doc="`{}`",
         doc="key → its settings (the `counters.K` rows); keys not listed use the defaults.",
         parse=parse_counters,
-        encode=encode_counters,
         from_prop=counters_from_prop,
         setting=True,
         prop_doc="each counter's fields in snake_case",
@@ -153,13 +119,10 @@ class DeploymentConfig:
         recorded=True,
     )
     series: Mapping[str, SeriesConfig] = declare(
-        "series",
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
-        default_doc="`{}`",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
         parse=series_rule,
-        encode=encode_series,
         from_prop=series_from_prop,
         permanent=True,
         setting=True,
@@ -168,57 +131,40 @@ class DeploymentConfig:
         one_numbering=True,
     )
     workers: Mapping[str, PoolConfig] = declare(
-        "workers",
         default={},
         prop_type="Mapping[str, Mapping[str, int] | PoolConfig]",
-        default_doc="`{}`",
         doc='pool name → `{"size": 1..65536, "ttlSeconds": 10..86400}`: worker ids `0..size-1` leased to one '
         "process at a time ([worker ids](../how-to/worker-ids.md)); adds the workers table `<tableName>-workers`.",
         parse=workers_rule,
-        encode=encode_series,
         setting=True,
         prop_doc="each pool as cdk.json writes it, or a PoolConfig",
     )
     reserved_concurrency: int | None = declare(
-        "reservedConcurrency",
         default=None,
-        prop_type="int",
-        default_doc="none",
         doc="caps the function's concurrency (cost and abuse; set it with `auth: NONE`).",
-        parse=reserved_concurrency_rule,
+        parse=optional(whole(1, 10000)),
     )
     idempotency_expiry_seconds: int = declare(
-        "idempotencyExpirySeconds",
         default=3600,
-        prop_type="int",
-        default_doc="`3600`",
         doc="how long an `Idempotency-Key` is remembered (60 s .. 7 days).",
-        parse=idempotency_expiry_rule,
+        parse=whole(60, 7 * 86400),
         setting=True,
     )
     log_retention_days: int = declare(
-        "logRetentionDays",
         default=365,
-        prop_type="int",
-        default_doc="`365`",
         doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
         "CT.CLOUDWATCH.PR.2 asks for at least 365.",
         parse=log_retention_rule,
     )
     memory_size: int = declare(
-        "memorySize",
         default=256,
-        prop_type="int",
-        default_doc="`256`",
         doc="the function's memory in MB (128–10240; Lambda gives CPU in proportion).",
-        parse=memory_size_rule,
+        parse=whole(128, 10240),  # MB; Lambda gives CPU in proportion
     )
     timeout_seconds: int = declare(
-        "timeoutSeconds",
         prop="timeout",
         default=timing.FUNCTION_TIMEOUT_SECONDS,
         prop_type="Seconds | int",
-        default_doc=f"`{timing.FUNCTION_TIMEOUT_SECONDS}`",
         doc=f"the function's timeout in seconds, {timing.MIN_FUNCTION_TIMEOUT_SECONDS}–"
         f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
         "(`lambda_src/tickets/timing.py`).",
@@ -227,47 +173,34 @@ class DeploymentConfig:
         prop_doc="a `Duration` of whole seconds, or seconds",
     )
     cors_origins: tuple[str, ...] = declare(
-        "corsOrigins",
         default=(),
         prop_type="Sequence[str]",
-        default_doc="`[]`",
         doc="origins allowed by the Function URL's CORS; none means no CORS at all.",
         parse=cors_origins_rule,
     )
     alarm_email: str | None = declare(
-        "alarmEmail",
         default=None,
-        prop_type="str",
-        default_doc="none",
         doc="an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
         parse=alarm_email_rule,
         owner="TicketAlarms",
     )
     alarm_days_left: int = declare(
-        "alarmDaysLeft",
         default=30,
-        prop_type="int",
-        default_doc="`30`",
         doc="`CounterRunningOut` fires when a lane would reach `max` within this many days (1–3650) "
         "([monitoring](monitoring.md)).",
-        parse=alarm_days_left_rule,
+        parse=whole(1, 3650),
         owner="TicketAlarms",
     )
     max_block: int = declare(
-        "maxBlock",
         default=MAX_BLOCK,
-        prop_type="int",
-        default_doc="`1000000`",
         doc="the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
-        parse=max_block_rule,
+        parse=whole(1, MAX_BLOCK),
         setting=True,
         recorded=True,
     )
     callers: tuple[str, ...] = declare(
-        "callers",
         default=(),
         prop_type="Sequence[str]",
-        default_doc="`[]`",
         doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL "
         "([callers](../how-to/call-from-another-account.md)).",
         parse=callers_rule,
@@ -296,8 +229,7 @@ class DeploymentConfig:
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=access_rule,
-        encode=encode_access,
-        to_prop=access_to_prop,
+        to_prop=encoded_prop,
         needs=("auth",),
     )
 

@@ -9,13 +9,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from tickets.series.config import SERIES_OPTIONS
-
-from .counter_fields import COUNTER_FIELDS
 from .schema import FIELDS, DeploymentConfig
-
-SERIES_PROPS = {option.name: option.prop for option in SERIES_OPTIONS}
-COUNTER_PROPS = {each.name: each.prop for each in COUNTER_FIELDS}
+from .shapes import snake
 
 # The settings one service has in every region (one numbering): the schema's fields marked `one_numbering`.
 ONE_NUMBERING = tuple(each.attribute for each in FIELDS if each.one_numbering)
@@ -150,15 +145,9 @@ def as_props(problems: str, registered: Sequence[DeclaredService]) -> str:
 
 
 def _prop(field: re.Match[str]) -> str:
-    """cdk.json's field path (`counters.orders.start`) as the construct's prop (`counters['orders'].start`)."""
+    """cdk.json's field path (`counters.orders.maxBlock`) as the construct's prop (`counters['orders'].max_block`)."""
     props = {each.name: each.prop for each in FIELDS}
     name, key, inner = field.group("field"), field.group("key"), field.group("name")
-    if name == "regions":
-        return "region_slot"
-    if key is None:
+    if key is None or name == "regions":
         return props.get(name, name)
-    if name == "series":
-        inner = SERIES_PROPS.get(inner, inner) if inner else None
-    elif name == "counters":
-        inner = COUNTER_PROPS.get(inner, inner) if inner else None
-    return f"{props.get(name, name)}[{key!r}]" + (f".{inner}" if inner else "")
+    return f"{props.get(name, name)}[{key!r}]" + (f".{snake(inner)}" if inner else "")

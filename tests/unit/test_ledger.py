@@ -397,6 +397,24 @@ def test_a_damaged_ledger_is_refused_with_the_way_back(tmp_path, text):
         read_ledger(path)
 
 
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda service: service.update(extra=1), "extra: not a field of a service"),
+        (lambda service: service.pop("defaultKeysServed"), "defaultKeysServed: missing"),
+        (lambda service: service.update(unconfiguredKeysServed="yes"), "unconfiguredKeysServed: not as the ledger"),
+    ],
+)
+def test_a_service_is_read_only_as_the_ledger_writes_it_naming_the_field(tmp_path, change, said):
+    path = tmp_path / "tickets.lock.json"
+    init_ledger_file(path, {"tickets-counters": config()})
+    raw = json.loads(path.read_text())
+    change(raw["services"]["tickets-counters"])
+    path.write_text(json.dumps(raw))
+    with pytest.raises(LedgerError, match=f"not a Tickets ledger \\({said}"):
+        read_ledger(path)
+
+
 # --- versions: one line of history --------------------------------------------------------------
 
 

@@ -1,29 +1,8 @@
-"""The deployment ledger, tickets.lock.json: every setting that decides which numbers a lane owns, as
-ever synthesised, so that no rollout of accepted configs can hand out a number twice
-(docs/explanation/ledger.md#the-rollout-rule).
-
-A fresh table cannot know what another region, an earlier slot owner or a deleted stack issued, and
-the CDK cannot ask AWS at synthesis; the ledger, committed beside cdk.json, remembers it instead.
-Rollouts are not atomic: regions update one at a time, a failed stack rolls back, a region may stay on
-any earlier version. So the ledger also remembers which keys any recorded version served with the
-layout of an unconfigured key, and a newly configured counter among them must keep that layout.
-
-`record` compares a parsed config with the previous ledger and returns the next one, or refuses with
-a LedgerError that names each field, its old and new value, why it would repeat tickets and what to
-do instead. Plain Python (no aws_cdk), so it is tested without synthesising anything.
-
-This package's one public API is the names below: every module outside it imports them from here, never
-from its modules (tests/unit/test_house.py holds it). Its modules, each on the ones before it:
-  fences.py    what the ledger records of fences: KeyEpoch, a PendingFence of Changes
-  model.py     what the ledger holds: Ledger (a service), LedgerFile (the services and their versions)
-  deployed.py  the `deployed` settings (the schema's `recorded` fields) and config_from_ledger
-  codec.py     tickets.lock.json's text, version ids, and the upgrade of older formats (tests/fixtures/ledgers)
-  epochs.py    layout changes above a fence: which keys a config changes, what no fence makes safe, the
-               settings above it (docs/explanation/epochs-and-fences.md)
-  rules.py     the rollout rule (`record`: what could repeat a ticket is refused)
-  history.py   the versions (record_services, check_lineage)
-  file.py      the file: read, write, init, and the config a command checks or serves with it
-"""
+"""The deployment ledger, tickets.lock.json: every setting that decides which numbers a lane owns, as ever
+synthesised, and its line of versions, so that no rollout of accepted configs hands out a number twice
+(docs/explanation/ledger.md). `record` returns the next ledger for a config, or a LedgerError naming each field,
+both values, why and what to do instead. The names below are the package's one public API (tests/unit/test_house.py
+holds it); CONTRIBUTING.md lists its modules."""
 
 from __future__ import annotations
 

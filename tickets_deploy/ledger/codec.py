@@ -1,6 +1,6 @@
-"""tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change
-is a small diff; `from_text` reads the current format, `upgrade_text` every format the project wrote
-(tests/unit/test_ledger_formats.py); the version id hashes the services as the file writes them."""
+"""tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change is a
+small diff; `from_text` reads the current format, refusing what the writer would not write back; `upgrade_text`
+also reads format 1 (tests/unit/test_ledger_formats.py); the version id hashes the services as the file writes them."""
 
 from __future__ import annotations
 
@@ -10,18 +10,17 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from tickets.epochs import Layout
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import parse_series
 from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import MAX_TICKET, exact_integer
-from tickets_deploy.shapes import encode_number
+from tickets_deploy.rules import ACCOUNT_ID_PATTERN, MAX_TICKET, exact_integer
+from tickets_deploy.shapes import encode_plain
 
 from .deployed import check_deployed
-from .fences import KeyEpoch, PendingFence
+from .fences import Change, KeyEpoch, PendingFence
 from .model import (
     COMMENT,
-    LAYOUT_FIELDS,
-    OPTIONAL_LAYOUT_FIELDS,
     VERSION_DIGITS,
     CounterRecord,
     Ledger,
@@ -33,7 +32,7 @@ from .model import (
 )
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
-_ACCOUNT = re.compile(r"[0-9]{12}")
+UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 
 
 def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
@@ -48,37 +47,21 @@ def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
 
 
 def _service_fields(ledger: Ledger) -> dict[str, Any]:
-    """One service as the file writes it (and as its version id hashes it)."""
+    """One service as the file writes it (and as its version id hashes it). A field added later is written only
+    where it was ever set, so an older ledger hashes as it always did."""
+    epochs = {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in
+              sorted({epoch.key for epoch in ledger.epochs})}  # fmt: skip
     return {
-        "counters": {
-            key: {name: encode_number(value) for name, value in sorted(c.to_json().items())}
-            for key, c in sorted(ledger.counters.items())
-        },
+        "counters": encode_plain(ledger.counters),
         "defaultKeysServed": sorted(ledger.default_keys_served),
-        # Only from the version that first recorded them on: an older ledger hashes as it always did.
         **({"deployed": dict(ledger.deployed)} if ledger.deployed is not None else {}),
         "regionSlots": ledger.region_slots,
-        "slots": {
-            str(slot): {
-                **({"accounts": list(s.accounts)} if s.accounts else {}),
-                "region": s.region,
-                **({"retired": True} if s.retired else {}),
-            }
-            for slot, s in sorted(ledger.slots.items())
-        },
+        "slots": {str(slot): entry.to_json() for slot, entry in sorted(ledger.slots.items())},
         "unconfiguredKeysServed": ledger.unconfigured_keys_served,
-        # Only where a series was ever recorded: the services of older ledgers hash as they always did.
-        **({"series": {key: dict(fields) for key, fields in sorted(ledger.series.items())}} if ledger.series else {}),
-        # Only where a layout ever changed, likewise.
-        **({"epochs": _epochs_fields(ledger)} if ledger.epochs else {}),
-        # Only while a fence is begun and not recorded.
+        **({"series": {key: dict(fields) for key, fields in ledger.series.items()}} if ledger.series else {}),
+        **({"epochs": epochs} if epochs else {}),
         **({"fencing": ledger.fencing.to_json()} if ledger.fencing is not None else {}),
     }
-
-
-def _epochs_fields(ledger: Ledger) -> dict[str, list[dict[str, Any]]]:
-    keys = sorted({epoch.key for epoch in ledger.epochs})
-    return {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in keys}
 
 
 # The service's fields written one entry a line (the others on one line each).
@@ -125,7 +108,7 @@ def from_text(text: str) -> LedgerFile:
         raise LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
     _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
     services = {
-        name: _service_from({**_object(entry, f"services.{name}"), "tableName": name}, f"services.{name}")
+        name: _service_from({**_object(entry, f"services.{name}"), "tableName": name})
         for name, entry in sorted(_object(raw["services"], "services").items())
     }
     if not isinstance(raw["versions"], list):
@@ -152,133 +135,123 @@ def upgrade_text(text: str) -> LedgerFile:
     raw = json.loads(text)
     if not (isinstance(raw, dict) and "tableName" in raw):
         return from_text(text)
-    flags = {"unconfiguredKeysServed": True, "defaultKeysServed": []}
-    _fields(raw, "the ledger", required={"regionSlots", "tableName", "slots", "counters"}, optional={"//", *flags})
-    service = _service_from({**flags, **{name: value for name, value in raw.items() if name != "//"}}, "the ledger")
+    service = _service_from({"unconfiguredKeysServed": True, "defaultKeysServed": [], **raw, "//": None})
     services = {service.table_name: service}
     version = Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
     return LedgerFile(services, (version,))
-
-
-UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 
 
 def _is_version(raw: Any) -> bool:
     return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{VERSION_DIGITS}}}", raw) is not None
 
 
-def _service_from(raw: Any, where: str) -> Ledger:
-    required = {"regionSlots", "tableName", "slots", "counters", "unconfiguredKeysServed", "defaultKeysServed"}
-    _fields(raw, where, required=required, optional={"series", "deployed", "epochs", "fencing"})
-    region_slots = _whole(raw["regionSlots"], "regionSlots", low=1)
-    if not isinstance(raw["tableName"], str):
-        raise ValueError("tableName: not a string")
-    slots = {int(name): _slot_from(name, entry, region_slots) for name, entry in _object(raw["slots"], "slots").items()}
-    counters = {key: _counter_from(key, entry) for key, entry in _object(raw["counters"], "counters").items()}
-    series = {
-        key: _series_from(key, entry, region_slots) for key, entry in _object(raw.get("series", {}), "series").items()
-    }
-    served = raw["unconfiguredKeysServed"]
-    if not isinstance(served, bool):
-        raise ValueError("unconfiguredKeysServed: must be true or false")
-    default_keys = raw["defaultKeysServed"]
-    if not isinstance(default_keys, list) or not all(isinstance(key, str) for key in default_keys):
-        raise ValueError("defaultKeysServed: must be a list of keys")
-    recorded = _epochs_from(raw.get("epochs", {}))
-    return Ledger(
+def _service_from(raw: dict[str, Any]) -> Ledger:
+    """A service, each value by its rule, refused unless the writer writes it back exactly as it stands (no field
+    missing, unknown or mistyped)."""
+    raw = {name: value for name, value in raw.items() if name != "//"}
+    region_slots = _whole(raw.get("regionSlots"), "regionSlots", low=1)
+    counters = {key: _counter_from(key, entry) for key, entry in _object(raw.get("counters"), "counters").items()}
+    for key, entry in _object(raw.get("series", {}), "series").items():
+        _series_from(key, entry, region_slots)
+    epochs = tuple(_epochs_from(_object(raw.get("epochs", {}), "epochs")))
+    ledger = Ledger(
         region_slots,
         raw["tableName"],
-        dict(sorted(slots.items())),
-        dict(sorted(counters.items())),
-        unconfigured_keys_served=served,
-        default_keys_served=frozenset(default_keys),
-        series=dict(sorted(series.items())),
+        {
+            _slot(name, region_slots): _slot_from(name, entry)
+            for name, entry in _object(raw.get("slots"), "slots").items()
+        },
+        counters,
+        unconfigured_keys_served=raw.get("unconfiguredKeysServed") is True,
+        default_keys_served=frozenset(raw.get("defaultKeysServed") or ()),
+        series=dict(raw.get("series", {})),
         deployed=check_deployed(raw["deployed"], counters, "deployed") if "deployed" in raw else None,
-        epochs=recorded,
-        fencing=_fencing_from(raw["fencing"], recorded) if "fencing" in raw else None,
+        epochs=epochs,
+        fencing=_fencing_from(raw["fencing"], epochs) if "fencing" in raw else None,
     )
+    written = {**_service_fields(ledger), "tableName": ledger.table_name}
+    for name in sorted(set(raw) | set(written)):
+        if raw.get(name) != written.get(name):
+            said = f"not as the ledger writes it ({written[name]!r})" if name in written else "not a field of a service"
+            raise ValueError(f"{name}: {said}" if name in raw else f"{name}: missing")
+    return ledger
+
+
+def _slot(name: str, region_slots: int) -> int:
+    if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
+        raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
+    return int(name)
+
+
+def _slot_from(name: str, entry: Any) -> SlotRecord:
+    accounts = _object(entry, f"slots.{name}").get("accounts", [])
+    if not isinstance(accounts, list) or not all(
+        isinstance(a, str) and ACCOUNT_ID_PATTERN.fullmatch(a) for a in accounts
+    ):
+        raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
+    if not isinstance(entry.get("region"), str):
+        raise ValueError(f"slots.{name}: region must be a name")
+    return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(accounts))
 
 
 def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
     """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
-    _fields(raw, "fencing", required={"id", "keys"}, optional=set())
-    if not _is_version(raw["id"]):
+    if not _is_version(_object(raw, "fencing").get("id")):
         raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
-    keys = _object(raw["keys"], "fencing.keys")
+    keys = _object(raw.get("keys"), "fencing.keys")
     if not keys:
         raise ValueError("fencing.keys: empty")
-    for key, entry in keys.items():
+    changes = []
+    for key, entry in sorted(keys.items()):
         where = f"fencing.keys.{key}"
-        _fields(entry, where, required={"epoch", "from", "to"}, optional=set())
         numbers = [epoch.number for epoch in recorded if epoch.key == key]
-        if _whole(entry["epoch"], f"{where}.epoch", low=1) != len(numbers) + 1:
+        if _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1) != len(numbers) + 1:
             raise ValueError(f"{where}.epoch: not the epoch after the last recorded ({len(numbers)})")
-        _layouts_from(entry, where)
-    return PendingFence.from_json(raw)
+        changes.append(Change(key, entry["epoch"], _layout(entry, "from", where), _layout(entry, "to", where)))
+    return PendingFence(raw["id"], tuple(changes))
 
 
-def _epochs_from(raw: Any) -> tuple[KeyEpoch, ...]:
+def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
     """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
     found = []
-    for key, entries in _object(raw, "epochs").items():
+    for key, entries in raw.items():
         if not isinstance(entries, list):
             raise ValueError(f"epochs.{key}: not a list")
         for index, entry in enumerate(entries):
             where = f"epochs.{key}[{index}]"
-            _fields(entry, where, required={"epoch", "fence", "from", "to"}, optional=set())
-            _whole(entry["epoch"], f"{where}.epoch", low=1)
-            _whole(entry["fence"], f"{where}.fence", low=0)
-            _layouts_from(entry, where)
-            epoch = KeyEpoch.from_json(key, entry)
+            number = _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1)
+            fence = _whole(entry.get("fence"), f"{where}.fence", low=0)
+            epoch = KeyEpoch(key, number, fence, _layout(entry, "from", where), _layout(entry, "to", where))
             if epoch.number != index + 1 or epoch.fence < epoch.old.start:
                 raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
             found.append(epoch)
-    return tuple(found)
+    return found
 
 
-def _layouts_from(entry: Any, where: str) -> None:
-    names = {"regionSlots", "shards", "start", "stride"}
-    for side in ("from", "to"):
-        _fields(entry[side], f"{where}.{side}", required=names, optional=set())
-        for name in sorted(names):
-            _whole(entry[side][name], f"{where}.{side}.{name}", low=0 if name == "start" else 1)
-
-
-def _slot_from(name: str, entry: Any, region_slots: int) -> SlotRecord:
-    if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
-        raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
-    _fields(entry, f"slots.{name}", required={"region"}, optional={"retired", "accounts"})
-    if not isinstance(entry["region"], str) or entry.get("retired", True) is not True:
-        raise ValueError(f"slots.{name}: region must be a name and retired, if present, true")
-    accounts = entry.get("accounts", [])
-    if not isinstance(accounts, list) or not all(isinstance(a, str) and _ACCOUNT.fullmatch(a) for a in accounts):
-        raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
-    return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(sorted(accounts)))
+def _layout(entry: dict[str, Any], side: str, where: str) -> Layout:
+    raw, where = _object(entry.get(side), f"{where}.{side}"), f"{where}.{side}"
+    return Layout(*(_whole(raw.get(name), f"{where}.{name}", low=int(name != "start"))
+                    for name in ("start", "stride", "shards", "regionSlots")))  # fmt: skip
 
 
 def _counter_from(key: str, entry: Any) -> CounterRecord:
-    """Every layout field (LAYOUT_FIELDS): start, stride and shards, whole numbers every ledger ever written has,
-    and opaque where it was set, as cdk.json writes it (it must read back unchanged)."""
-    names = {each.name for each in LAYOUT_FIELDS}
-    _fields(entry, f"counters.{key}", required=names - OPTIONAL_LAYOUT_FIELDS, optional=set(OPTIONAL_LAYOUT_FIELDS))
-    numbers = {
-        each.attribute: _whole(entry[each.name], f"counters.{key}.{each.name}", low=0 if each.name == "start" else 1)
-        for each in LAYOUT_FIELDS
-        if each.name not in OPTIONAL_LAYOUT_FIELDS
-    }
-    return CounterRecord(**numbers, opaque=_opaque_from(entry.get("opaque"), f"counters.{key}.opaque"))
+    where = f"counters.{key}"
+    start, stride, shards = (
+        _whole(_object(entry, where).get(name), f"{where}.{name}", low=int(name != "start"))
+        for name in ("start", "stride", "shards")
+    )
+    return CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
 
 
 def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
     return None if raw is None else _as_recorded(lambda: opaque_settings(raw, where), raw, where, "opaque settings")
 
 
-def _series_from(key: str, entry: Any, region_slots: int) -> Mapping[str, Any]:
+def _series_from(key: str, entry: Any, region_slots: int) -> None:
     """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
     never written, so an option added later reads an older record as its default)."""
     where = f"series.{key}"
     _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
-    return dict(entry)
 
 
 def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:
@@ -308,6 +281,5 @@ def _fields(raw: Any, where: str, *, required: set[str], optional: set[str]) -> 
 
 
 def _whole(raw: Any, where: str, *, low: int) -> int:
-    """The ledger writes numbers as cdk.json does (decimal strings above 2^53-1), so it reads them by the
-    same rule."""
+    """The ledger writes numbers as cdk.json does (decimal strings above 2^53-1), so it reads them by the same rule."""
     return exact_integer(raw, low=low, high=MAX_TICKET, where=where)

@@ -1,14 +1,7 @@
-"""A service's config as the ledger records it. Beside the permanent fields (tableName, regionSlots, the
-slots, each counter's layout, the series), the ledger records the deployed value of each field the schema
-marks `recorded` (defaultKey, strictKeys, maxBlock, compat, each counter's max and maxBlock) in the service's
-`deployed` object, cdk.json's spelling, a value at its default left out. They are not permanent: a change is
-never refused, but it records a new version, so the ledger says what is deployed, and `tickets_admin
---service TABLE` builds the service's config from the ledger alone (`config_from_ledger`).
-
-A ledger written before the `deployed` object existed (Tickets 0.2) reads as `deployed` unknown (None): the
-app's next synthesis records it, as one version (`record_services(..., upgrade=True)`); a check alone
-(tickets_admin's, or reading the ledger) leaves an older ledger byte for byte as it was
-(tests/unit/test_ledger.py)."""
+"""A service's config as the ledger records it: beside the permanent fields, the deployed value of each field
+the schema marks `recorded`, in the service's `deployed` object (cdk.json's spelling, a value at its default left
+out), so that `tickets_admin --service TABLE` builds the config from the ledger alone (`config_from_ledger`). A
+ledger from before `deployed` reads it as None; the next synthesis records it (`record_services(upgrade=True)`)."""
 
 from __future__ import annotations
 
@@ -17,6 +10,7 @@ from typing import Any
 
 from tickets_deploy.config import parse_config
 from tickets_deploy.counter_fields import COUNTER_FIELDS
+from tickets_deploy.field import Field
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import FIELDS, DeploymentConfig
 from tickets_deploy.shapes import encode_number
@@ -30,25 +24,20 @@ DEPLOYED_COUNTER_FIELDS = {each.name: each for each in COUNTER_FIELDS if each.re
 
 def deployed_settings(config: DeploymentConfig) -> dict[str, Any]:
     """What the ledger records of `config`'s non-permanent fields: each one not at its default."""
-    deployed: dict[str, Any] = {}
-    for name, each in DEPLOYED_FIELDS.items():
-        value = getattr(config, each.attribute)
+    return _not_default(DEPLOYED_FIELDS, config)
+
+
+def _not_default(fields: Mapping[str, Field], settings: Any) -> dict[str, Any]:
+    """Each field of `settings` not at its default, encoded; `counters` by each counter's DEPLOYED_COUNTER_FIELDS."""
+    found = {}
+    for name, each in fields.items():
+        value = getattr(settings, each.attribute)
         if name == "counters":
-            value = {key: _counter_settings(counter) for key, counter in value.items()}
-            value = {key: settings for key, settings in value.items() if settings}
-            if value:
-                deployed[name] = value
-        elif value != each.default:
-            deployed[name] = each.encode(value)
-    return deployed
-
-
-def _counter_settings(counter: Any) -> dict[str, Any]:
-    return {
-        name: encode_number(getattr(counter, each.attribute))
-        for name, each in DEPLOYED_COUNTER_FIELDS.items()
-        if getattr(counter, each.attribute) != each.default
-    }
+            value = {key: _not_default(DEPLOYED_COUNTER_FIELDS, counter) for key, counter in value.items()}
+            value = {key: counter for key, counter in value.items() if counter} or each.default
+        if value != each.default:
+            found[name] = each.encode(value)
+    return found
 
 
 def check_deployed(raw: Any, counters: Mapping[str, Any], where: str) -> dict[str, Any]:

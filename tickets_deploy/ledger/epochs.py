@@ -1,12 +1,5 @@
-"""The ledger's epochs: which keys a config changes the layout of, whether that is safe, what `fence`
-records, and the settings a function of the new layout gets (docs/explanation/epochs-and-fences.md).
-
-Plain Python over tickets.epochs' arithmetic. The ledger stores the epochs and a fence begun and not yet
-recorded (fences.py: KeyEpoch, PendingFence), and its rollout rule (rules.py) calls `synthesis_problems`, which
-refuses every config while a fence is pending; `.venv/bin/python -m tickets_admin fence` (tickets_admin/fence.py) calls
-`layout_changes`, records the PendingFence, stops the old lanes, then `record_epochs`; every place that builds a
-function's settings calls `applied` (or file.py's `applied_from`, `applied_beside`, which read the ledger first).
-"""
+"""The ledger's epochs (docs/explanation/epochs-and-fences.md): which keys a config changes the layout of,
+whether that is safe, what `tickets_admin fence` records, and the config as a function of the new layout runs it."""
 
 from __future__ import annotations
 
@@ -17,7 +10,7 @@ from tickets.settings import CounterConfig
 from tickets_deploy.schema import DeploymentConfig
 
 from .fences import Change, KeyEpoch
-from .model import Ledger
+from .model import CounterRecord, Ledger
 
 _UNCONFIGURED = CounterConfig()
 
@@ -61,15 +54,10 @@ def layout_changes(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
     for key in served_keys(config):
         now = current(ledger, key)
         target = _configured(config.counters.get(key, _UNCONFIGURED), config.region_slots)
-        if now is None or _same(now[1], target, latest(ledger, key)):
-            continue
-        changes.append(Change(key, now[0] + 1, now[1], target))
+        epoch = latest(ledger, key)
+        if now is not None and (epoch.configured if epoch is not None else now[1]) != target:
+            changes.append(Change(key, now[0] + 1, now[1], target))
     return changes
-
-
-def _same(now: Layout, target: Layout, epoch: KeyEpoch | None) -> bool:
-    configured = epoch.configured if epoch is not None else now
-    return configured == target
 
 
 def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
@@ -130,32 +118,24 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
         problems += [
             _unconfigured_problem(change) for change in layout_changes(config, ledger) if _moves_unconfigured(change)
         ]
+    # Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse (the layout
+    # before the fence put back, or one the recorded counters agree with): served, they would take the lanes the
+    # fence stopped (or lanes no fence bounds) instead of the fenced epoch's.
     said = set(unfenced) if growing else set()
-    problems += [
-        _unfollowed_problem(change, epoch) for change, epoch in _unfollowed(config, ledger) if change.key not in said
-    ]
-    return problems + fence_refusals(config, ledger)
-
-
-def _unfollowed(config: DeploymentConfig, ledger: Ledger) -> list[tuple[Change, KeyEpoch]]:
-    """Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse: the
-    config gives the layout the ledger recorded before that fence (it was put back), or one the recorded
-    counters agree with. Without this, its functions would serve the lanes the fence stopped (or lanes no
-    fence bounds) instead of the fenced epoch's."""
-    unfollowed = []
     for change in layout_changes(config, ledger):
         epoch = latest(ledger, change.key)
-        if epoch is not None and not _counter_rules_refuse(config, ledger, change.key):
-            unfollowed.append((change, epoch))
-    return unfollowed
+        if epoch is not None and change.key not in said and not _counter_rules_refuse(config, ledger, change.key):
+            problems.append(_unfollowed_problem(change, epoch))
+    return problems + fence_refusals(config, ledger)
 
 
 def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
     """Do the ledger's counter rules (rules.py) already refuse this key's start, stride or shards?"""
-    recorded, counter = ledger.counters.get(key), config.counters.get(key, _UNCONFIGURED)
-    if recorded is None:
-        return False
-    return (recorded.start, recorded.stride, recorded.shards) != (counter.start, counter.stride, counter.shards)
+    recorded = ledger.counters.get(key)
+    return (
+        recorded is not None
+        and recorded.numbering != CounterRecord.of(config.counters.get(key, _UNCONFIGURED)).numbering
+    )
 
 
 def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:

@@ -5,7 +5,6 @@ epochs module."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,10 +37,6 @@ class KeyEpoch:
             "from": _layout_json(self.old),
             "to": _layout_json(self.configured),
         }
-
-    @classmethod
-    def from_json(cls, key: str, raw: Mapping[str, Any]) -> KeyEpoch:
-        return cls(key, raw["epoch"], raw["fence"], _layout_of(raw["from"]), _layout_of(raw["to"]))
 
 
 @dataclass(frozen=True)
@@ -83,18 +78,6 @@ class PendingFence:
         }
         return {"id": self.id, "keys": dict(sorted(keys.items()))}
 
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> PendingFence:
-        changes = (
-            Change(key, entry["epoch"], _layout_of(entry["from"]), _layout_of(entry["to"]))
-            for key, entry in sorted(raw["keys"].items())
-        )
-        return cls(raw["id"], tuple(changes))
-
 
 def _layout_json(layout: Layout) -> dict[str, int]:
     return {"regionSlots": layout.region_slots, "shards": layout.shards, "start": layout.start, "stride": layout.stride}
-
-
-def _layout_of(raw: Mapping[str, Any]) -> Layout:
-    return Layout(raw["start"], raw["stride"], raw["shards"], raw["regionSlots"])

@@ -1,8 +1,5 @@
-"""The ledger file, tickets.lock.json beside cdk.json: read (its lineage checked, a missing or conflicted file
-refused with the way out), written whole (never half), and initialised once (init_ledger_file, the one
-implementation of init); the ledger a command checks a config against (check_config_file), the config
-`tickets_admin --service` operates with (service_config), and a config as the ledger's epochs apply it
-(applied_from, applied_beside).
+"""The ledger file beside cdk.json: read (lineage checked; a missing or conflicted file refused with the way
+out), written whole, initialised once (init_ledger_file, the one init), and what commands read through it.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ from tickets_deploy.schema import DeploymentConfig
 from .codec import from_text, to_text
 from .deployed import config_from_ledger
 from .epochs import applied
-from .history import check_lineage, record_services
+from .history import MERGE_WAY_OUT, check_lineage, record_services
 from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile
 
 
@@ -43,7 +40,7 @@ def read_ledger_file(path: Path) -> LedgerFile:
         if "<<<<<<<" in text:
             raise LedgerError(
                 f"{path}: not a Tickets ledger (it holds git conflict markers). A ledger is never merged line by "
-                f"line: {_MERGE_WAY_OUT}"
+                f"line. {MERGE_WAY_OUT}"
             ) from None
         raise LedgerError(
             f"{path}: not a Tickets ledger ({err}); restore it from version control (git checkout -- {path.name})"
@@ -69,12 +66,6 @@ def _no_ledger(path: Path) -> str:
             "(docs/how-to/upgrade.md#from-a-version-that-shipped-a-ledger)",
         ]
     )
-
-
-_MERGE_WAY_OUT = (
-    f"take one side's ledger (`git checkout --ours -- {LEDGER_FILE}` or --theirs), keep the merged cdk.json and "
-    "synthesise again, so the other side's change is checked after it (docs/how-to/work-as-a-team.md)"
-)
 
 
 # What a refused synthesis leaves: the validation that refuses runs before any template is written, and the

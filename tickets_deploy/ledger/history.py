@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from tickets_deploy.schema import DeploymentConfig
 
 from .codec import version_id
 from .model import LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
-from .rules import record
+from .rules import record, table_problem
 
 
 def record_services(
@@ -22,13 +22,10 @@ def record_services(
     *,
     upgrade: bool = False,
 ) -> LedgerFile:
-    """The ledger file after deploying every service of `configs` (by table name) to `account`; each is
-    checked against its own recorded ledger with `record`, so the rollout rule holds per service. Services
-    the app no longer declares are kept as recorded. Returns `previous` itself when nothing changed, else
-    a file with one more version (`change` describes it; by default a summary of what was recorded).
-    `upgrade` (synthesis) records the deployed settings of a service recorded before the ledger held them;
-    without it, such a service is recorded without them, as the ledger's own version would.
-    LedgerError lists every problem, each prefixed by its service's table name."""
+    """The ledger file after deploying every service of `configs` (by table name) to `account`, each checked
+    against its own ledger with `record`; services no longer declared are kept. `previous` itself when nothing
+    changed, else one more version (`change`, by default a summary). LedgerError lists every problem, each
+    prefixed by its table name."""
     recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
     services = dict(recorded)
     problems: list[str] = []
@@ -55,22 +52,13 @@ def record_services(
 
 def _renamed_table_problems(
     config: DeploymentConfig, recorded: Mapping[str, Ledger], configs: Mapping[str, DeploymentConfig]
-) -> list[str]:
+) -> Iterator[str]:
     """A service new to the ledger where a recorded one the app no longer declares served the same
     region: most likely tableName changed, and a new table restarts every counter."""
-    problems = []
     for name, ledger in recorded.items():
-        if name in configs:
-            continue
         shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
-        if shared:
-            problems.append(
-                f"tableName: the ledger records {name!r} in {', '.join(shared)}, which cdk.json no longer "
-                f"declares, and cdk.json says {config.table_name!r}. A new name is a new, empty table, where every "
-                f"counter would start again at its start and repeat every ticket already issued. Keep {name!r} "
-                "(docs/explanation/ledger.md)."
-            )
-    return problems
+        if name not in configs and shared:
+            yield table_problem(name, config.table_name, f" in {', '.join(shared)}, which cdk.json no longer declares")
 
 
 def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
@@ -83,54 +71,38 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
             continue
         if old == ledger:
             continue
-        said = [
-            *_added(old, ledger),
-            *_key_versions(old, ledger),
-            *_slot_changes(old, ledger),
-            *_served_changes(old, ledger),
-            *_deployed_changes(old, ledger),
-        ]
+        said = [*_recorded_changes(old, ledger), *_served_changes(old, ledger), *_deployed_changes(old, ledger)]
         parts.append(f"{name}: {'; '.join(said)}")
     return "; ".join(parts) or "no change"
 
 
-def _added(old: Ledger, ledger: Ledger) -> list[str]:
-    counters = [key for key in ledger.counters if key not in old.counters]
-    series = [key for key in ledger.series if key not in old.series]
-    return [f"{kind} {', '.join(keys)} added" for kind, keys in (("counters", counters), ("series", series)) if keys]
-
-
-def _key_versions(old: Ledger, ledger: Ledger) -> list[str]:
-    """An opaque counter's new key version: the one change of its opaque settings the rules accept."""
-    said = []
+def _recorded_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
+    """Counters and series added, an opaque counter's new key version (the one change of its opaque settings the
+    rules accept), and regions on, or retired from, their slots or deployed to another account."""
+    for kind, now, recorded in (("counters", ledger.counters, old.counters), ("series", ledger.series, old.series)):
+        added = [key for key in now if key not in recorded]
+        if added:
+            yield f"{kind} {', '.join(added)} added"
     for key, counter in ledger.counters.items():
         before = old.counters.get(key)
         if before and before.opaque and counter.opaque and before.opaque.key_version != counter.opaque.key_version:
-            said.append(f"{key} key version {before.opaque.key_version} -> {counter.opaque.key_version}")
-    return said
-
-
-def _slot_changes(old: Ledger, ledger: Ledger) -> list[str]:
-    said = []
+            yield f"{key} key version {before.opaque.key_version} -> {counter.opaque.key_version}"
     for slot, entry in ledger.slots.items():
-        before = old.slots.get(slot)
-        if before is None or before.retired and not entry.retired:
-            said.append(f"{entry.region} on slot {slot}")
-        elif entry.retired and not before.retired:
-            said.append(f"{entry.region} retired from slot {slot}")
-        elif entry.accounts != before.accounts:
-            said.append(f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(before.accounts)))}")
-    return said
+        was = old.slots.get(slot)
+        if was is None or was.retired and not entry.retired:
+            yield f"{entry.region} on slot {slot}"
+        elif entry.retired and not was.retired:
+            yield f"{entry.region} retired from slot {slot}"
+        elif entry.accounts != was.accounts:
+            yield f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(was.accounts)))}"
 
 
-def _served_changes(old: Ledger, ledger: Ledger) -> list[str]:
-    said = []
+def _served_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
     if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
-        said.append("unconfigured keys served (strictKeys false)")
+        yield "unconfigured keys served (strictKeys false)"
     served = sorted(ledger.default_keys_served - old.default_keys_served)
     if served:
-        said.append(f"default key {', '.join(served)} served unconfigured")
-    return said
+        yield f"default key {', '.join(served)} served unconfigured"
 
 
 def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
@@ -157,17 +129,19 @@ def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return flat
 
 
+MERGE_WAY_OUT = (
+    "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
+    f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
+    "change is checked after it; if the ledger refuses it, that change could repeat tickets "
+    "(docs/how-to/work-as-a-team.md)."
+)
+
+
 def check_lineage(ledger: LedgerFile, where: str) -> None:
     """LedgerError unless the history is a single line whose last version is the recorded services: two
     children of one parent (a merge kept both branches' versions) or services that do not hash to the
     last version (a hand edit, or git merging two branches' ledgers line by line) mean that two changes
     were each checked alone but never one after the other."""
-    way_out = (
-        "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
-        f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
-        "change is checked after it; if the ledger refuses it, that change could repeat tickets "
-        "(docs/how-to/work-as-a-team.md)."
-    )
     if not ledger.versions:
         raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
     first = ledger.versions[0]
@@ -185,11 +159,11 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
             raise LedgerError(
                 f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
                 f"children of {version.parent}: two branches recorded a change each and a merge kept both, so "
-                f"neither was checked after the other. {way_out}"
+                f"neither was checked after the other. {MERGE_WAY_OUT}"
             )
         raise LedgerError(
             f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
-            f"({ids[index - 1]}): the history is not a single line. {way_out}"
+            f"({ids[index - 1]}): the history is not a single line. {MERGE_WAY_OUT}"
         )
     last = ledger.versions[-1]
     actual = version_id(last.parent, ledger.services)
@@ -197,5 +171,5 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
         raise LedgerError(
             f"{where}: its services hash to {actual}, not to its last version {last.id} ({last.change}): the "
             "file was edited by hand or merged line by line from two branches' ledgers, and the merged "
-            f"services were never checked as one change after the other. {way_out}"
+            f"services were never checked as one change after the other. {MERGE_WAY_OUT}"
         )

@@ -38,11 +38,14 @@ class SlotRecord:
     retired: bool = False  # the region was removed: its retained table holds this slot's tickets
     accounts: tuple[str, ...] = ()  # every AWS account this region was synthesised for, sorted
 
+    def to_json(self) -> dict[str, Any]:
+        return {**({"accounts": list(self.accounts)} if self.accounts else {}), "region": self.region,
+                **({"retired": True} if self.retired else {})}  # fmt: skip
+
 
 # A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed; those
 # whose default is None (opaque) only when set, so that a ledger from before them reads and writes as it did.
 LAYOUT_FIELDS = tuple(each for each in COUNTER_FIELDS if each.permanent)
-OPTIONAL_LAYOUT_FIELDS = frozenset(each.name for each in LAYOUT_FIELDS if each.default is None)
 
 
 @dataclass(frozen=True)
@@ -94,17 +97,13 @@ class Ledger:
     # A version may run in some region long after a newer one was recorded, so both only ever grow.
     unconfigured_keys_served: bool = True
     default_keys_served: frozenset[str] = frozenset()
-    # Every series ever deployed, with all its fields as cdk.json writes them (SeriesConfig.to_json): a
-    # series is permanent, field by field, and never removed (docs/reference/series.md).
+    # Every series ever deployed, as cdk.json writes it: permanent field by field, never removed.
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts
-    # (`.venv/bin/python -m tickets_admin fence` records them; docs/explanation/epochs-and-fences.md).
+    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts.
     epochs: tuple[KeyEpoch, ...] = ()
-    # The last recorded version's non-permanent settings, as cdk.json writes them, each at its default left
-    # out (tickets_deploy/ledger/deployed.py); None: a ledger written before they were recorded.
+    # The last recorded version's `recorded` settings (deployed.py); None: a ledger from before them.
     deployed: Mapping[str, Any] | None = None
-    # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses every config
-    # meanwhile): the id its stopped lanes carry and the layout changes it makes.
+    # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses all meanwhile).
     fencing: PendingFence | None = None
 
     def served_unconfigured(self, key: str) -> bool:
@@ -127,10 +126,8 @@ class Version:
 
 @dataclass(frozen=True)
 class LedgerFile:
-    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest
-    first. Deployed stacks record the version they were synthesised with (TicketsLedgerVersion), and a
-    deploy is refused unless the version each region runs (every region of the ledger's slots, retired ones too)
-    is an ancestor of it (tickets_deploy.predeploy)."""
+    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest first
+    (each stack outputs the one it was synthesised with: tickets_deploy.predeploy)."""
 
     services: Mapping[str, Ledger]
     versions: tuple[Version, ...]

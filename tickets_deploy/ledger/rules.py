@@ -4,6 +4,7 @@ and new value, why it would repeat tickets and what to do instead."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 from tickets.epochs import FENCE_COMMAND
@@ -20,16 +21,19 @@ from .model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord,
 def record(
     config: DeploymentConfig, previous: Ledger | None, account: str | None = None, *, upgrade: bool = False
 ) -> Ledger:
-    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change
-    that could repeat a ticket. `previous` None starts a deployment (`make init`): all is recorded as it
-    stands. A previous ledger from before the `deployed` settings gets them only with `upgrade` (synthesis
-    does), so a check leaves it as it was (tickets_deploy/ledger/deployed.py)."""
+    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change that could
+    repeat a ticket. `previous` None starts a deployment. `upgrade`: record the `deployed` settings in a ledger from
+    before them (synthesis does; a check leaves the ledger as it was)."""
     problems = _new_series_problems(config, previous)
     if previous is None:
         previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
     else:
         problems += [
-            *_table_problems(config, previous),
+            *(
+                [table_problem(previous.table_name, config.table_name)]
+                if config.table_name != previous.table_name
+                else []
+            ),
             *synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
@@ -63,15 +67,14 @@ def record(
     )
 
 
-def _series_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+def _series_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
     """A recorded series must stay in cdk.json with every field as recorded: its journal and its numbers
     were made with them (another start, period or format would repeat or reshape numbers already issued)."""
-    problems = []
     for key, recorded in previous.series.items():
         where = f"series.{key}"
         series = config.series.get(key)
         if series is None:
-            problems.append(
+            yield (
                 f"{where}: the ledger records the series {key} ({fields_text(recorded)}), cdk.json no longer "
                 f"configures it. A series is never removed: its journal must stay reachable and its numbers are "
                 f"never issued again under another setting. Keep {key} in cdk.json as recorded (it may stay unused)."
@@ -80,20 +83,17 @@ def _series_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         now = series.to_json()
         for name in sorted(set(recorded) | set(now)):
             if recorded.get(name) != now.get(name):
-                problems.append(
+                yield (
                     f"{where}.{name}: the ledger records {recorded.get(name)!r}, cdk.json says {now.get(name)!r}. "
                     "Every field of a series is permanent: its numbers and ids were issued under the recorded "
                     f"ones. Keep {key} as recorded; for another numbering, add a series under a new name."
                 )
-    return problems
 
 
 def _new_series_problems(config: DeploymentConfig, previous: Ledger | None) -> list[str]:
-    """A series the ledger would record for the first time, whose ids do not carry its series name: accepted while
-    one region issues it without periods, it would block every later regionSlots change for good (each region's
-    numbers are a series of their own, and the format, being permanent, could never take {series}). Refused when
-    it would be recorded, while adding {series} is still allowed; a series recorded before this rule stays as it
-    is (the parse of cdk.json says why regionSlots must then stay 1)."""
+    """A new series whose ids lack {series} would block every later regionSlots change for good (its format is
+    permanent): refused when it would be recorded, while adding {series} is still allowed; one recorded before
+    this rule stays as it is (the parse of cdk.json says why regionSlots must then stay 1)."""
     recorded = previous.series if previous is not None else {}
     return [
         f"series.{key}.format: {series.format!r} lacks {{series}}. Every field of a series is permanent once "
@@ -116,19 +116,16 @@ def _first_id(key: str, series: SeriesConfig) -> str | None:
     return replace(series, format=_with_series(series)).render_id(key, NO_PERIOD_NAME, series.start)
 
 
-def _table_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
-    problems = []
-    if config.table_name != previous.table_name:
-        problems.append(
-            f"tableName: the ledger records {previous.table_name!r}, cdk.json says {config.table_name!r}. A new "
-            "name is a new, empty table, where every counter would start again at its start and repeat every "
-            f"ticket already issued. Keep {previous.table_name!r} (docs/explanation/ledger.md)."
-        )
-    # regionSlots: it grows only above fences, per key (epochs.py's synthesis_problems).
-    return problems
+def table_problem(recorded: str, configured: str, where: str = "") -> str:
+    """Another tableName (`where`: in the regions the recorded one served, when the app no longer declares it)."""
+    return (
+        f"tableName: the ledger records {recorded!r}{where}, cdk.json says {configured!r}. A new name is a new, "
+        "empty table, where every counter would start again at its start and repeat every ticket already issued. "
+        f"Keep {recorded!r} (docs/explanation/ledger.md)."
+    )
 
 
-def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+def _slot_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
     recorded_slot = {entry.region: slot for slot, entry in previous.slots.items()}
     free = [
         str(slot)
@@ -136,11 +133,10 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         if slot not in previous.slots and slot not in config.regions.values()
     ]
     instead = f"never-used slots: {', '.join(free)}" if free else "no slot was never used"
-    problems = []
     for region, slot in config.regions.items():
         where = f"regions.{region}"
         if region in recorded_slot and recorded_slot[region] != slot:
-            problems.append(
+            yield (
                 f"{where}: the ledger gives {region} slot {recorded_slot[region]}, cdk.json gives slot {slot}. "
                 f"{region}'s table holds the lanes of slot {recorded_slot[region]}: on slot {slot} its new lanes "
                 f"would issue numbers that belong to slot {slot}, and slot {recorded_slot[region]}'s numbers "
@@ -150,20 +146,19 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         owner = previous.slots.get(slot)
         if owner is not None and owner.region != region:
             retired = " (retired)" if owner.retired else ""
-            problems.append(
+            yield (
                 f"{where}: the ledger gives slot {slot} to {owner.region}{retired}, cdk.json gives it to {region}. "
                 f"{owner.region}'s table, retained, holds the tickets issued on slot {slot}; {region} would "
                 f"start with an empty table and issue the same numbers again. Give {region} a slot never used "
                 f"({instead})."
             )
-    return problems
 
 
 # The fence's runnable form in a clone of this repository (a refusal names FENCE_COMMAND first, for any app).
 _MAKE_FENCE = "with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises and deploys"
 
 
-def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+def _counter_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
     why = {  # each follows "the ledger records X, cdk.json says Y.": a sentence of its own
         "start": "Every lane's first ticket moves with start, so new lanes would overlap the numbers old "
         "lanes issued. To skip ahead, keep start and run `.venv/bin/python -m tickets_admin raise {key} "
@@ -173,12 +168,11 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         "shards": "A key's lanes are laid out over its shards (step = stride x regionSlots x shards), so new "
         "lanes would reissue numbers the old ones issued",
     }
-    problems = []
     for key, recorded in previous.counters.items():
         where = f"counters.{key}"
         counter = config.counters.get(key)
         if counter is None:
-            problems.append(
+            yield (
                 f"{where}: the ledger records {key} ({recorded.describe()}), cdk.json no longer configures it. "
                 f"It would be served with the unconfigured layout ({UNCONFIGURED.describe()}), or, reconfigured "
                 f"later, with settings the ledger could no longer check, repeating its tickets. Keep {key} in "
@@ -188,7 +182,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
             if old != new and not covered(config, previous, key):
-                problems.append(
+                yield (
                     f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
                     f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
                     f"{name} above a fence: `{FENCE_COMMAND}` ({_MAKE_FENCE}; docs/how-to/change-a-layout.md)."
@@ -203,7 +197,7 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             served = f"{key} was the defaultKey of a recorded version that did not configure it"
         else:
             served = "a recorded version served keys nobody configured (strictKeys false)"
-        problems.append(
+        yield (
             f"counters.{key}: a new counter with {layout.describe()}, but {served}, with the unconfigured layout "
             f"({UNCONFIGURED.describe()}). Regions update one at a time and a failed stack rolls back, so a "
             f"region still on that version can issue {key} with the unconfigured layout while another issues it "
@@ -213,24 +207,21 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
             f"keys have them (max and maxBlock may differ), then `.venv/bin/python -m tickets_admin raise {key} "
             "--above N` in each region to begin above N (docs/explanation/ledger.md#the-rollout-rule)."
         )
-    return problems
 
 
-def _opaque_problems(config: DeploymentConfig, previous: Ledger) -> list[str]:
+def _opaque_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
     """A counter's ids were made with its recorded opaque settings: a counter is opaque from its first ticket or
     never, its settings never change, and its key version only goes forward."""
-    problems = []
     for key, counter in config.counters.items():
         recorded = previous.counters.get(key)
         if recorded is not None:
-            problems += _opaque_change(key, recorded.opaque, counter.opaque)
+            yield from _opaque_change(key, recorded.opaque, counter.opaque)
         elif counter.opaque is not None and previous.served_unconfigured(key):
-            problems.append(
+            yield (
                 f"counters.{key}.opaque: a recorded version served {key} unconfigured, so it may have handed out plain "
                 "tickets, and a counter is opaque from its first ticket: an id could equal one of them where callers "
                 "keep both. Give opaque ids a key never served (with strictKeys true, nothing serves an unknown key)."
             )
-    return problems
 
 
 def _opaque_change(key: str, old: OpaqueConfig | None, now: OpaqueConfig | None) -> list[str]:
