@@ -62,7 +62,7 @@ def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]
 def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any = None) -> Any:
     """Tickets as its function runs it (tickets.app.create_app), with the settings handler_env gives
     the function, on the bench's tables. Powertools reads its settings (handler_env's) on import.
-    `opaque_keys`: the keys of opaque counters' ids (tickets.opaque_secret.StoredKeys), if any."""
+    `opaque_keys`: the keys of opaque counters' ids (tickets.opaque.secret.StoredKeys), if any."""
     from tickets.app import create_app, dynamodb_client
 
     config = _config(extra_counters)

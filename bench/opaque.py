@@ -4,7 +4,7 @@ in interleaved rounds (warm.py's stubbed handlers: no I/O, every answer checked,
 counter's key makes). The figures: each call's median over the baseline's (the warm ratio), and what the ids add to
 the plain counter's ratio. Both counters are configured alike (start 5000, max 99,999,999, one lane); the opaque
 one answers 10 digits with a Luhn check, its key read once, as at cold start. Its rounds' tables
-(tickets/opaque.py) are filled first by FILLED ids, as a busy function's are, except for `opaque_one_young`: a
+(tickets/opaque/ids.py) are filled first by FILLED ids, as a busy function's are, except for `opaque_one_young`: a
 young function's, empty at the start and filling as the run goes."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _WARM_UP_ROUNDS = 1
 def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int = FILLED) -> dict[str, Any]:
     """Run in a child process (bench.child): the baseline and five Tickets handlers in one interpreter."""
     from tickets.opaque import OpaqueConfig, OpaqueIds
-    from tickets.opaque_secret import StoredKeys
+    from tickets.opaque.secret import StoredKeys
 
     keys = StoredKeys(lambda: json.dumps({"1": base64.b64encode(KEY).decode()}), "the bench's key")
     ids = OpaqueIds(OpaqueConfig(10, "digits", "luhn"), {1: KEY}, "bench-opaque")  # to check the answers

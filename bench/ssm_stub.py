@@ -1,6 +1,6 @@
 """A stand-in for SSM's GetParameters, over loopback HTTP, for the cold start with access rules.
 
-The function reads its rules at cold start with one GetParameters call (tickets/access_store.py); here
+The function reads its rules at cold start with one GetParameters call (tickets/access/store.py); here
 that call goes to this server (botocore honours AWS_ENDPOINT_URL_SSM), which answers the rules of
 RULES_PRINCIPALS principals at once. What it measures is the function's side of the read (the SSM
 client, the call, parsing the rules); SSM's own latency in a region (a few ms) is not in it.

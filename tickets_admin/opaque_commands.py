@@ -1,7 +1,7 @@
 """`.venv/bin/python -m tickets_admin encode KEY TICKET` and `decode KEY ID`: an opaque counter's tickets as its ids and
 back (tickets.opaque), with the counter's settings from cdk.json (or --service's ledger) and the keys from a key
 file or the service's parameter. Each reads the counter table's records of its key versions' fingerprints
-(tickets/opaque_secret.py) and refuses a key that is not the one the table's ids of that version were made with;
+(tickets/opaque/secret.py) and refuses a key that is not the one the table's ids of that version were made with;
 neither writes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from tickets.opaque import OpaqueKeyError
-from tickets.opaque_secret import replaced
+from tickets.opaque.secret import replaced
 from tickets.tables import FINGERPRINT_PREFIX
 from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 from tickets_deploy.opaque_keys import read_key_file

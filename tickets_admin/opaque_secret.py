@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from tickets.botocore_session import new_session
 from tickets.opaque import OpaqueKeyError, parse_keys
-from tickets.opaque_secret import unlogged
+from tickets.opaque.secret import unlogged
 from tickets_deploy.opaque_keys import NEW_KEY_BYTES, key_versions_in_use, opaque_keys_parameter
 
 from .registry import Command, Context

@@ -30,7 +30,7 @@ from .powertools import layer_parameter
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
-READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque_secret.py makes
+READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque/secret.py makes
 
 
 def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:

@@ -1,6 +1,6 @@
 """The `access` field (cdk.json `tickets.access`, prop `access`): who may do what, checked at synthesis.
 
-The function only matches rules (tickets/access.py); here they are checked, so the function never gets a
+The function only matches rules (tickets/access/rules.py); here they are checked, so the function never gets a
 malformed one. Rules are not permanent: the ledger records none of them, and changing them never repeats a
 ticket (docs/how-to/access-rules.md).
 """

@@ -1,6 +1,6 @@
 """Where the keys of opaque ids live outside the function. A deployment's: one SSM SecureString parameter per
 service, named after its table (opaque_keys_parameter), the same in every region, written by `python -m
-tickets_admin put-key` and read by the function at cold start (tickets/opaque_secret.py). The construct only
+tickets_admin put-key` and read by the function at cold start (tickets/opaque/secret.py). The construct only
 names it and grants the read: CloudFormation cannot make a SecureString, and a value it generated per region
 would give each region its own key, so two regions' ids could meet. A key file, in the same format
 (tickets.opaque.parse_keys: a JSON object of key version to base64 key), which tickets_admin's encode and decode

@@ -5,7 +5,7 @@ removed at stop. Either way the banner prints its path, so
 the tables outlive the server: a new key at each start could give a later ticket the id of an earlier one, so there
 the key file must be given.
 
-A key is what it was (tickets/opaque_secret.py): a key file is made only for a table that has issued no opaque id
+A key is what it was (tickets/opaque/secret.py): a key file is made only for a table that has issued no opaque id
 (no key version's fingerprint recorded, no opaque counter's lane), unless --new-key-file says to; and the server
 refuses to start with a key whose fingerprint is not the one the table recorded for its version. Keep key files out
 of version control: `.tickets-local/`, which .gitignore covers, is the place the docs use."""
@@ -21,7 +21,7 @@ from pathlib import Path
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR
 from tickets.lane_item import Item
 from tickets.opaque import OpaqueKeyError
-from tickets.opaque_secret import StoredKeys, replaced
+from tickets.opaque.secret import StoredKeys, replaced
 from tickets.tables import COUNTER_KEY, FINGERPRINT_PREFIX
 from tickets_deploy.opaque_keys import key_versions_in_use, new_key_file_text, read_key_file
 from tickets_deploy.rules import ConfigError

@@ -27,7 +27,7 @@ from .store import CounterStore
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .opaque_secret import StoredKeys
+    from .opaque.secret import StoredKeys
     from .series.store import SeriesStore
 
 __all__ = ["App", "create_app", "dynamodb_client"]
@@ -90,7 +90,7 @@ def create_app(
     says which period a new series number falls in, and when a worker id's lease expires.
     `access`: the deployment's access rules (docs/how-to/access-rules.md), or an Unavailable error when
     they cannot be read; None: every invoker may do everything. `opaque_keys`: the keys of opaque counters' ids
-    (tickets/opaque_secret.py; None: opaque counters answer 503). `config_name`: what refusals call the config
+    (tickets/opaque/secret.py; None: opaque counters answer 503). `config_name`: what refusals call the config
     (a key strictKeys refuses names it): the local server and the test kit name theirs."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")

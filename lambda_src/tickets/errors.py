@@ -121,6 +121,6 @@ class PoolFull(TicketsError):
 
 class KeyReplaced(Unavailable):
     """The key held for an opaque counter's key version is not the one its first ids were made with
-    (tickets/opaque_secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
+    (tickets/opaque/secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
 
     code = "key_replaced"

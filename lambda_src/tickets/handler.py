@@ -17,28 +17,28 @@ from typing import Any
 
 
 def _access_rules(session: Any) -> Any:
-    """The stored rules (access_store.StoredRules), read now (cold start); None without."""
+    """The stored rules (access.store.StoredRules), read now (cold start); None without."""
     from .access import ACCESS_PARAMETERS_ENV
-    from .access_store import StoredRules, ssm_client
+    from .access.store import StoredRules, ssm_client
 
     names = os.environ.get(ACCESS_PARAMETERS_ENV)
     if not names:
         return None
     rules = StoredRules(ssm_client(session), names.split(","))
-    rules.read_at_cold_start()  # if it fails, each request answers 503 and tries again (access_store.py)
+    rules.read_at_cold_start()  # if it fails, each request answers 503 and tries again (access/store.py)
     return rules
 
 
 def _opaque_keys(session: Any) -> Any:
-    """The keys of opaque ids (opaque_secret.StoredKeys), read now (cold start) from the SSM parameter the environment
+    """The keys of opaque ids (opaque.secret.StoredKeys), read now (cold start) from the SSM parameter the environment
     names; None without. Only a function with opaque counters loads tickets.opaque."""
     from .settings import OPAQUE_KEYS_ENV
 
     name = os.environ.get(OPAQUE_KEYS_ENV)
     if not name:
         return None
-    from .access_store import ssm_client
-    from .opaque_secret import parameter_keys
+    from .access.store import ssm_client
+    from .opaque.secret import parameter_keys
 
     return parameter_keys(name, ssm_client(session))  # if it fails, each request answers 503 and tries again
 

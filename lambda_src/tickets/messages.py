@@ -14,7 +14,7 @@ from .settings import CounterConfig
 
 Key = Annotated[str, "Key"]
 Ticket = Annotated[int, "Ticket"]
-OpaqueId = Annotated[str, "OpaqueId"]  # an opaque counter's id of a ticket (tickets/opaque.py)
+OpaqueId = Annotated[str, "OpaqueId"]  # an opaque counter's id of a ticket (tickets/opaque/ids.py)
 Count = Annotated[int, "Count"]
 BlockCount = Annotated[int, "BlockCount"]
 Step = Annotated[int, "Step"]

@@ -131,7 +131,7 @@ ROUTES = (
     Route(
         "/_series/{key}",
         ("POST",),
-        "series_routes.issue_series_number",
+        "series.routes.issue_series_number",
         "The next number of a series, with its journal entry",
         "series",
         body=messages.SeriesRequest,
@@ -141,7 +141,7 @@ ROUTES = (
     Route(
         "/_series/{key}/void",
         ("POST",),
-        "series_routes.void_series_number",
+        "series.routes.void_series_number",
         "Void a series number (recorded, never undone)",
         "void",
         body=messages.VoidRequest,
@@ -150,7 +150,7 @@ ROUTES = (
     Route(
         "/_series/{key}/journal",
         ("GET",),
-        "series_routes.series_journal",
+        "series.routes.series_journal",
         "A page of a series' journal, in order",
         "read",
         (

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .idempotency import IdempotentIssue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
-    from .opaque_secret import StoredKeys
+    from .opaque.secret import StoredKeys
     from .series.store import SeriesStore
     from .settings import CounterConfig
 
@@ -68,9 +68,9 @@ class Runtime:
     logger: Logger = field(default_factory=lambda: logger)
     # The deployment's access rules (docs/how-to/access-rules.md); None: every invoker may do everything.
     access: Callable[[], Rules] | None = None
-    # The keys of opaque ids (tickets/opaque_secret.py); None: this function has none, and opaque counters answer 503.
+    # The keys of opaque ids (tickets/opaque/secret.py); None: this function has none, and opaque counters answer 503.
     opaque_keys: StoredKeys | None = None
-    counter_store: Any = None  # the CounterStore, which records a key version's fingerprint (tickets/opaque_secret.py)
+    counter_store: Any = None  # the CounterStore, which records a key version's fingerprint (tickets/opaque/secret.py)
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
@@ -87,13 +87,13 @@ class Runtime:
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
         """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables
         fill as it runs); 503 while the function cannot read that version's key, or holds another key than the one
-        the table's ids of that version were made with (opaque_secret.replaced: once per process). tickets.opaque
+        the table's ids of that version were made with (opaque.secret.replaced: once per process). tickets.opaque
         is imported here, by the first request of an opaque counter: a function without one never loads it."""
         assert counter.opaque is not None
         made = self._opaque_ids.get((key, counter.opaque))
         if made is None:
             from .opaque import OpaqueIds
-            from .opaque_secret import fingerprint, replaced
+            from .opaque.secret import fingerprint, replaced
 
             if self.opaque_keys is None:
                 raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")

@@ -24,7 +24,7 @@ COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 SERIES_TABLE_ENV = "TICKETS_SERIES_TABLE"  # set only when series are configured
 WORKERS_TABLE_ENV = "TICKETS_WORKERS_TABLE"  # set only when worker pools are configured
-# The SSM SecureString parameter holding the keys of opaque ids (tickets/opaque_secret.py): its name, never its
+# The SSM SecureString parameter holding the keys of opaque ids (tickets/opaque/secret.py): its name, never its
 # value; set only when a counter is opaque.
 OPAQUE_KEYS_ENV = "TICKETS_OPAQUE_KEYS_PARAMETER"
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser: a counter's default max

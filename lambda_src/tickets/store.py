@@ -174,7 +174,7 @@ class CounterStore:
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
-        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque_secret.py)."""
+        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque/secret.py)."""
         item: dict[str, Any] = self._call(
             "update_item",
             **self._on(f"{FINGERPRINT_PREFIX}{version}"),

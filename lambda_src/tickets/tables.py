@@ -10,7 +10,7 @@ COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
 # keys.KEY_PATTERN) and so no key#shard can. The service never addresses them; tickets_admin's export
 # skips them. `tickets_admin migrate` records its targets there (tickets_admin/migrate.py).
 RESERVED_ITEM_PREFIX = "_"
-FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque_secret.py)
+FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque/secret.py)
 
 
 def is_counter_item(name: str) -> bool:

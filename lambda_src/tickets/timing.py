@@ -20,8 +20,8 @@ DYNAMODB_MAX_ATTEMPTS = 1
 DYNAMODB_CONNECT_TIMEOUT_SECONDS = 0.5
 DYNAMODB_READ_TIMEOUT_SECONDS = 1.0
 WORST_CASE_CALL_SECONDS = DYNAMODB_CONNECT_TIMEOUT_SECONDS + DYNAMODB_READ_TIMEOUT_SECONDS
-# SSM (the access rules' parameters, access_store.py): one attempt per call, with timeouts that fit a request's
-# budget, since a function that could not read them at cold start asks again in a request (access_store.py). At
+# SSM (the access rules' parameters, access/store.py): one attempt per call, with timeouts that fit a request's
+# budget, since a function that could not read them at cold start asks again in a request (access/store.py). At
 # cold start, a transient failure (a burst of new environments throttled) is tried again once, after a random pause.
 SSM_CONNECT_TIMEOUT_SECONDS = 0.5
 SSM_READ_TIMEOUT_SECONDS = 1.0

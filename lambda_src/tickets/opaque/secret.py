@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .errors import Unavailable
-from .opaque import KEY_FORMAT, OpaqueKeyError, parse_keys
+from ..errors import Unavailable
+from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), SSM is asked again at most this often
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
@@ -47,8 +47,8 @@ def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: st
 
 def read_secret(name: str, ssm: Any = None) -> str:
     """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged. `ssm`: the client
-    to read with (access_store.ssm_client's, on the handler's session; a new one by default)."""
-    from .access_store import ssm_client
+    to read with (access.store.ssm_client's, on the handler's session; a new one by default)."""
+    from ..access.store import ssm_client
 
     with unlogged():
         value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
@@ -57,9 +57,9 @@ def read_secret(name: str, ssm: Any = None) -> str:
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
     """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
-    after a pause: access_store.read_at_cold_start); a failure is kept: each request of an opaque counter then
+    after a pause: access.store.read_at_cold_start); a failure is kept: each request of an opaque counter then
     answers 503 and tries again."""
-    from .access_store import read_at_cold_start
+    from ..access.store import read_at_cold_start
 
     keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
     read_at_cold_start(keys.try_read, pause)

@@ -28,7 +28,7 @@ for each half it mixes in.
 A round's function of a half is fixed, and a half is below a: where a is at most TABLE_HALVES, each round keeps
 what it computed in a table (an array of a 16-bit entries, filled as halves come), so a warm function pays BLAKE2b
 once per half and round rather than once per id (10 digits: a = 10,000, 200 KB per key version; the ids are the
-same, tests/unit/test_opaque.py pins them). An array of 16-bit entries, not a list: a list's entries point at
+same, tests/unit/opaque/test_opaque.py pins them). An array of 16-bit entries, not a list: a list's entries point at
 integers strewn over the heap, and between two requests the rest of the call pushes them out of the processor's
 caches (measured side by side, bench/README.md). A wider domain computes each time.
 """

@@ -5,25 +5,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import protocol
-from .caller import caller
-from .errors import BadRequest, NotFound
-from .keys import require_idempotency_key
-from .messages import JournalPage
-from .runtime import Runtime, series_metric
-from .series.config import SeriesConfig
-from .wire import Request, Response, json_response
+from .. import protocol
+from ..caller import caller
+from ..errors import BadRequest, NotFound
+from ..keys import require_idempotency_key
+from ..messages import JournalPage
+from ..runtime import Runtime, series_metric
+from ..wire import Request, Response, json_response
+from .config import SeriesConfig
 
 if TYPE_CHECKING:
-    from .series.store import SeriesStore
+    from .store import SeriesStore
 
 
 def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:
     """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
     runtime.authorize(request, key)
     config, journal = _series_of(runtime, key)
-    from .series import requests as series_requests
-    from .series.journal import IssueRequest
+    from . import requests as series_requests
+    from .journal import IssueRequest
 
     protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
     ref = series_requests.issue_request(request.body, request.is_base64_encoded)
@@ -56,7 +56,7 @@ def void_series_number(runtime: Runtime, request: Request, key: str) -> Response
     """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
     runtime.authorize(request, key)
     _, journal = _series_of(runtime, key)
-    from .series import requests as series_requests
+    from . import requests as series_requests
 
     protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
@@ -70,8 +70,8 @@ def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
     """A page of the journal, in number order; `next` is the `after` of the following page."""
     runtime.authorize(request, key)
     config, journal = _series_of(runtime, key)
-    from .series import requests as series_requests
-    from .series.journal import journal_page
+    from . import requests as series_requests
+    from .journal import journal_page
 
     protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
     asked = series_requests.journal_request(request.raw_query_string)

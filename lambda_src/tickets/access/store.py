@@ -10,11 +10,11 @@ from typing import Any
 
 from botocore.config import Config
 
-from . import timing
-from .access import Rules
-from .botocore_session import new_session
-from .dynamodb_errors import Failure, classify
-from .errors import Unavailable
+from .. import timing
+from ..botocore_session import new_session
+from ..dynamodb_errors import Failure, classify
+from ..errors import Unavailable
+from .rules import Rules
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
 SSM_CONFIG = Config(
@@ -135,7 +135,7 @@ class _TwoReadsOfSSM:
 
 # SSM's API description (botocore's data files: ssm, 2014-11-06, service-2) cut to the two calls the function makes,
 # GetParameters (the access rules) and GetParameter (the opaque ids' keys), and what their answers' names and values
-# need: every entry is the installed botocore's own (tests/functional/test_access_store.py holds each one to it);
+# need: every entry is the installed botocore's own (tests/functional/access/test_access_store.py holds each one to it);
 # what is left out (documentation, the answers' other fields, error shapes) only describes, but for the constraints
 # (a name's length, at most 10 names), which SSM checks instead of botocore: an invalid request either way.
 SSM_READS_MODEL: dict[str, Any] = {
