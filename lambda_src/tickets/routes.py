@@ -40,6 +40,8 @@ class Route:
     answer: Any = None  # its JSON answer (a messages.py type, or a union of them); None: text only
     text: str | None = None  # the schema of its text/plain answer, when it has one
     idempotency_key: Literal["optional", "required"] | None = None  # the Idempotency-Key header it takes
+    # The API document's error responses it may answer beyond those every route may (tickets_local/openapi.py)
+    errors: tuple[str, ...] = ()
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -70,14 +72,30 @@ class Route:
 
 # What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
+_ISSUE_ERRORS = ("UnknownKey", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable")
 _ACQUIRE: dict[str, Any] = {
     "body": messages.WorkerRequest,
     "answer": messages.WorkerLease,
     "idempotency_key": "optional",
+    "errors": ("UnknownPool", "InProgress", "TooLarge", "IdempotencyKeyReused", "PoolFull"),
 }
-_RENEW: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerLease}
-_RELEASE: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerRelease}
-_ISSUED: dict[str, Any] = {"answer": messages.IssuedAnswer, "text": "IssuedText", "idempotency_key": "optional"}
+_LIST = {"answer": messages.WorkerPool, "errors": ("UnknownPool", "Unavailable")}
+_RENEW: dict[str, Any] = {
+    "body": messages.LeaseRequest,
+    "answer": messages.WorkerLease,
+    "errors": ("UnknownPool", "LeaseLost", "TooLarge", "Unavailable"),
+}
+_RELEASE: dict[str, Any] = {
+    "body": messages.LeaseRequest,
+    "answer": messages.WorkerRelease,
+    "errors": ("UnknownPool", "TooLarge", "Unavailable"),
+}
+_ISSUED: dict[str, Any] = {
+    "answer": messages.IssuedAnswer,
+    "text": "IssuedText",
+    "idempotency_key": "optional",
+    "errors": _ISSUE_ERRORS,
+}
 
 ROUTES = (
     Route(
@@ -111,6 +129,7 @@ ROUTES = (
         messages.Block,
         "BlockText",
         "optional",
+        _ISSUE_ERRORS,
     ),
     Route(
         "/_counters/{key}",
@@ -119,6 +138,7 @@ ROUTES = (
         "A counter's state in this region; issues nothing",
         "read",
         answer=messages.CounterState,
+        errors=("UnknownCounter", "Unavailable"),
     ),
     Route(
         "/_health",
@@ -137,6 +157,7 @@ ROUTES = (
         body=messages.SeriesRequest,
         answer=messages.SeriesNumber,
         idempotency_key="required",
+        errors=("UnknownSeries", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable"),
     ),
     Route(
         "/_series/{key}/void",
@@ -146,6 +167,7 @@ ROUTES = (
         "void",
         body=messages.VoidRequest,
         answer=messages.JournalEntry,
+        errors=("UnknownSeries", "TooLarge", "Unavailable"),
     ),
     Route(
         "/_series/{key}/journal",
@@ -159,13 +181,14 @@ ROUTES = (
             Query("limit", messages.PageSize),
         ),
         answer=messages.JournalPage,
+        errors=("UnknownSeries", "Unavailable"),
     ),
     # Worker-id leases (docs/how-to/worker-ids.md): one route a method, two on each path.
     *(
         Route(f"/_workers/{{pool}}{path}", (method,), f"workers.routes.{name}", summary, "workers", **shapes)
         for path, method, name, summary, shapes in (
             ("", "POST", "acquire_worker", "Lease a free worker id of a pool", _ACQUIRE),
-            ("", "GET", "list_workers", "A pool's live leases", {"answer": messages.WorkerPool}),
+            ("", "GET", "list_workers", "A pool's live leases", _LIST),
             ("/{worker}", "PUT", "renew_worker", "Renew a worker id's lease, held at the body's epoch", _RENEW),
             ("/{worker}", "DELETE", "release_worker", "Release a worker id's lease early", _RELEASE),
         )
@@ -185,6 +208,7 @@ def compat_route(path: str) -> Route:
         messages.TicketRequest,
         text="BareText",
         idempotency_key="optional",
+        errors=_ISSUE_ERRORS,
     )
 
 

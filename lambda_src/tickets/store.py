@@ -138,13 +138,8 @@ class CounterStore:
     def _create_shard(self, lane: Lane, count: int) -> int | None:
         """Create the shard's item with this block; None if another request created it first (advance again)."""
         last = lane.seed + count * lane.step
-        try:
-            self._call("update_item", **self._on(lane.item_key), **lane_item.create(lane, last))
-        except ClientError as err:
-            if not dynamodb_errors.is_condition_failure(err):
-                raise
-            return None
-        return last
+        request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
+        return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
         """The item whose condition failed, as it stands (None: it does not exist). Re-raises any

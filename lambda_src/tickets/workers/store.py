@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from .. import dynamodb_errors
 from ..errors import LeaseLost, PoolFull
 from ..messages import LiveLease, WorkerLease
@@ -123,12 +121,8 @@ class WorkerStore:
             "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in used},
             "ExpressionAttributeValues": _values(values),
         }
-        try:
-            return Lease.of(dynamodb_errors.call(self._client, "update_item", request, _UNAVAILABLE)["Attributes"])
-        except ClientError as err:
-            if dynamodb_errors.is_condition_failure(err):
-                return None
-            raise
+        response = dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE)
+        return None if response is None else Lease.of(response["Attributes"])
 
 
 def _values(values: dict[str, Any]) -> dict[str, Any]:
