@@ -32,8 +32,7 @@ class Dispatcher:
         runtime: Any,
         report: Report = _unreported,
     ):
-        """`handlers`: by the routes' handler names; a route whose handler is missing is a KeyError here, when
-        the app is built, never on a request. `runtime`: what every handler is given first."""
+        """`handlers`: by the routes' handler names."""
         self.routes = routes
         self.runtime = runtime
         self.report = report

@@ -52,8 +52,7 @@ class Store(Protocol):
 
 @dataclass(frozen=True)
 class IssuedTickets:
-    """`count` tickets of one lane: first, first + step, ..., last. Held as these four numbers, so
-    a block of a million tickets is as cheap to answer as one ticket; only the list route lists it."""
+    """`count` tickets of one lane: first, first + step, ..., last."""
 
     key: str
     first: int
@@ -179,9 +178,7 @@ class Issuer:
         self._last_at_least[lane.item_key] = max(known, last_at_least)
 
     def _survey(self, lanes: list[Lane]) -> None:
-        """Learn every lane's `last` from one read. Items of another step are left to advance,
-        which refuses them with the reason. A throttled read teaches nothing: the lanes are then
-        tried one by one, as if unsurveyed."""
+        """Learn every lane's `last` from one read."""
         try:
             items = self._store.read(lanes)
         except Unavailable:

@@ -49,10 +49,7 @@ class Route:
         return tuple(_PARAMETER.findall(self.path))
 
     def arguments(self, path: str) -> dict[str, str] | None:
-        """The path parameters when the dispatch gives `path` to this route's handler, else None. A
-        parameter is one segment of the characters a URL carries (the set Powertools' resolver took,
-        so answers are as before), `_` prefix included (`/_counters/_x` reaches its handler, which
-        refuses the key), except in the first segment: `/_x` is the service's, never a key."""
+        """The path parameters when the dispatch gives `path` to this route's handler, else None."""
         found = _dispatch_pattern(self.path).match(path)
         if found is None or (self.path.startswith("/{") and path[1:].startswith(RESERVED_PREFIX)):
             return None

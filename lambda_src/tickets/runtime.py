@@ -45,9 +45,8 @@ def count_error(err: TicketsError) -> None:
 
 
 def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
-    """A count of one series' numbers, by key and series, in the request's metrics line (an invocation
-    serves one request, and Powertools clears the dimensions after each line). Series are configured
-    and periods few, so the dimensions stay bounded."""
+    """A count of one series' numbers, by key and series, in the request's metrics line (an invocation serves one
+    request, and Powertools clears the dimensions after each line)."""
     metrics.add_dimension(name="key", value=key)
     metrics.add_dimension(name="series", value=series)
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
@@ -75,8 +74,7 @@ class Runtime:
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
-        """403 unless a rule lets this caller do the route's operation on `key`. Each handler calls it as soon
-        as it knows the key, so before any idempotent replay and any DynamoDB call."""
+        """403 unless a rule lets this caller do the route's operation on `key`."""
         if self.access is None:
             return
         identity = Identity.of(request.event)
@@ -85,10 +83,8 @@ class Runtime:
             raise forbidden(identity.describe(), request.operation, key)
 
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
-        """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables
-        fill as it runs); 503 while the function cannot read that version's key, or holds another key than the one
-        the table's ids of that version were made with (opaque.secret.replaced: once per process). tickets.opaque
-        is imported here, by the first request of an opaque counter: a function without one never loads it."""
+        """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables fill
+        as it runs)."""
         assert counter.opaque is not None
         made = self._opaque_ids.get((key, counter.opaque))
         if made is None:

@@ -44,9 +44,8 @@ class CounterConfig:
     opaque: OpaqueConfig | None = None  # its answers are ids (tickets.opaque); None: the tickets themselves
 
     def to_json(self) -> dict[str, Any]:
-        """Derived like Settings': each attribute under its camelCase name, left out at its default unless
-        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch, fence and opaque appear only when
-        set."""
+        """Derived like Settings': each attribute under its camelCase name, left out at its default unless every version
+        wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch, fence and opaque appear only when set."""
         return _encoded(self, COUNTER_ALWAYS_WRITTEN, _COUNTER_CODECS)
 
     @classmethod
@@ -87,9 +86,7 @@ class Settings:
         return CounterConfig()
 
     def to_json(self) -> str:
-        """Each attribute under its camelCase name (the codecs below for the nested ones). A value at its
-        default is left out, except the attributes every version wrote (ALWAYS_WRITTEN), so the environment of
-        a deployment stays byte for byte what it was when an attribute is added."""
+        """Each attribute under its camelCase name (the codecs below for the nested ones)."""
         return json.dumps(_encoded(self, ALWAYS_WRITTEN, _CODECS), separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -146,8 +143,7 @@ def _camel(name: str) -> str:
 
 
 def _encoded(value: Any, always_written: frozenset[str], codecs: Mapping[str, _Codec]) -> dict[str, Any]:
-    """A dataclass's attributes under their camelCase names, through their codecs; those at their default
-    left out unless always written."""
+    """A dataclass's attributes under their camelCase names, through their codecs."""
     return {
         _camel(each.name): codecs.get(each.name, _PLAIN)[0](getattr(value, each.name))
         for each in fields(value)

@@ -59,8 +59,7 @@ class CounterStore:
         self._jitter = jitter
 
     def advance(self, lane: Lane, count: int) -> int:
-        """Reserve `count` tickets on `lane`; returns the new `last` (the highest ticket of the block).
-        Raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
+        """Reserve `count` tickets on `lane`."""
         if lane.limit(count) < lane.seed:
             raise exhausted(lane.key, count, lane.max, lane.step)
         for _ in range(_ATTEMPTS):
@@ -84,15 +83,12 @@ class CounterStore:
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
-        """The stored `last` and `step` of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by
-        item key; an item that does not exist is left out."""
+        """The stored `last` and `step` of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by item key."""
         items = self._get([lane.item_key for lane in lanes])
         return {key: {LAST: number(item, LAST), STEP: number(item, STEP)} for key, item in items.items()}
 
     def _settle(self, lane: Lane, count: int, item: Item | None) -> int | None:
-        """After a failed condition, `item` as it was (None: it does not exist): refuse, or create
-        the item. Returns `last` if creating it issued the block, None to advance again.
-        Every refusal is decided before anything is written."""
+        """After a failed condition, `item` as it was (None: it does not exist): refuse, or create the item."""
         if item is None:
             if lane.shards == 1:
                 return None  # deleted since the write failed: the next advance creates it
@@ -142,9 +138,7 @@ class CounterStore:
         return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
-        """The item whose condition failed, as it stands (None: it does not exist). Re-raises any
-        other error. An endpoint that ignores ReturnValuesOnConditionCheckFailure leaves the item
-        out, as DynamoDB does for an item that does not exist: one consistent read tells which."""
+        """The item whose condition failed, as it stands (None: it does not exist)."""
         if not dynamodb_errors.is_condition_failure(err):
             raise err
         if "Item" in err.response:
@@ -153,8 +147,7 @@ class CounterStore:
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, Item]:
-        """These items as stored, by key, from one consistent BatchGetItem; unprocessed keys (a
-        throttled partition) are asked for again after a short, jittered pause."""
+        """These items as stored, by key, from one consistent BatchGetItem."""
         request = {self._table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
         found: dict[str, Item] = {}
         for attempt in range(_ATTEMPTS):
@@ -183,8 +176,6 @@ class CounterStore:
         return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        """The call; throttling and faults as a 503, a failed condition and a misconfiguration (a 500) raised
-        as they came (dynamodb_errors)."""
         return dynamodb_errors.call(self._client, operation, request, _UNAVAILABLE)
 
 
@@ -203,11 +194,8 @@ def _changed_config(what: str) -> ConfigMismatch:
 
 
 def _stopped(lane: Lane) -> Unavailable:
-    """The lane was stopped at a fence: the key's layout changed and this function still serves the old
-    one until its region is deployed (docs/explanation/epochs-and-fences.md), or a fence was begun and never
-    finished. Retriable: the new layout's lanes, above the fence, answer the retry once they are deployed;
-    never a 4xx, never a ticket. The operator's way out is named: a fence left unfinished answers 503 until
-    it is finished or undone."""
+    """The lane was stopped at a fence: the key's layout changed and this function still serves the old one until its
+    region is deployed (docs/explanation/epochs-and-fences.md), or a fence was begun and never finished."""
     return Unavailable(
         f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
         f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "

@@ -110,6 +110,5 @@ class Rules:
 
     @classmethod
     def from_entries(cls, entries: Iterable[tuple[str, Mapping[str, Any]]]) -> Rules:
-        """One grant per (principal, operations) entry. A principal may come twice (a role named in the rules
-        and granted by the construct, whose ARN CloudFormation resolves): a caller may do what any allows."""
+        """One grant per (principal, operations) entry."""
         return cls(tuple(Grant(p, {op: tuple(keys) for op, keys in ops.items()}) for p, ops in entries))

@@ -219,9 +219,8 @@ def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, rou
 
 
 def parse_keys(text: str) -> dict[int, bytes]:
-    """A key file's text (and, as the function will read it, the secret's): a JSON object mapping each key
-    version, a whole number as a string, to its key in base64, 16 to 64 random bytes (32 recommended),
-    e.g. {"1": "q83v..."}."""
+    """A key file's text (and, as the function will read it, the secret's): a JSON object mapping each key version, a
+    whole number as a string, to its key in base64, 16 to 64 random bytes (32 recommended), e.g. {"1": "q83v..."}."""
     try:
         raw = json.loads(text)
     except ValueError:

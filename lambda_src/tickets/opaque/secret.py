@@ -46,8 +46,7 @@ def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: st
 
 
 def read_secret(name: str, ssm: Any = None) -> str:
-    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged. `ssm`: the client
-    to read with (access.store.ssm_client's, on the handler's session; a new one by default)."""
+    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged."""
     from ..access.store import ssm_client
 
     with unlogged():
@@ -57,8 +56,7 @@ def read_secret(name: str, ssm: Any = None) -> str:
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
     """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
-    after a pause: access.store.read_at_cold_start); a failure is kept: each request of an opaque counter then
-    answers 503 and tries again."""
+    after a pause: access.store.read_at_cold_start)."""
     from ..access.store import read_at_cold_start
 
     keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
@@ -92,8 +90,7 @@ def unlogged() -> Iterator[None]:
 
 
 class StoredKeys:
-    """The keys (version -> key), read on first use and kept; `keys(version)` raises Unavailable (503) while they
-    cannot be read or lack that version, asking again at most every RETRY_AFTER_FAILURE_SECONDS."""
+    """The keys (version -> key), read on first use and kept."""
 
     def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
         """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""

@@ -120,9 +120,8 @@ class Entry:
 
 
 def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int | None]:
-    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its
-    `next`: the last entry's number when the page was full or cut, None at the journal's end. `entries`
-    is read no further than the page needs."""
+    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its `next`: the
+    last entry's number when the page was full or cut, None at the journal's end."""
     page: list[Entry] = []
     size = 0
     for entry in entries:

@@ -63,8 +63,7 @@ class SeriesStore:
         self._marks = {} if marks is None else marks
 
     def issue(self, request: IssueRequest) -> IssuedEntry:
-        """One number and its entry, the same for every retry. Uncontended: GetItem (head, unless the mark is known),
-        PutItem (request), PutItem (entry), UpdateItem (head)."""
+        """One number and its entry, the same for every retry."""
         owner = self._token()
         try:
             number = self._next(request, request.series)
@@ -91,8 +90,7 @@ class SeriesStore:
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
     def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> IssuedEntry:
-        """Put `number`'s entry; while another has it, claim the next. `taken_over`: an earlier attempt's entry may
-        land late."""
+        """Put `number`'s entry."""
         for _ in range(CLAIM_ATTEMPTS):
             entry = Entry(
                 key=request.key,
@@ -170,8 +168,7 @@ class SeriesStore:
         return int(item["last"]["N"]) if item and "last" in item else None
 
     def _next(self, request: IssueRequest, series: str, owner: str | None = None, *, fresh: bool = False) -> int:
-        """One above the mark, as last known unless `fresh` (a stale mark costs only a failed PutItem); refused past
-        max, the request's lock released."""
+        """One above the mark, as last known unless `fresh` (a stale mark costs only a failed PutItem)."""
         mark = None if fresh else self._marks.get((request.key, series))
         if mark is None:
             mark = self.mark(request.key, series)
@@ -208,8 +205,7 @@ class SeriesStore:
         return None if item is None else RequestItem.from_item(item)
 
     def _resume(self, request: IssueRequest, stored: RequestItem, owner: str) -> Entry | int | None:
-        """A retry: its first attempt's entry if it exists; 409 while that attempt may run; else take its lock and
-        return the claim read with it (None: none), the one number a paused attempt may still put an entry for."""
+        """A retry: its first attempt's entry if it exists."""
         if stored.ref != request.ref:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a series number with another ref; "
@@ -262,8 +258,7 @@ class SeriesStore:
         return self._write("put_item", Item=entry.to_item(), **_ABSENT) is not None
 
     def _raise_mark(self, request: IssueRequest, series: str, number: int) -> None:
-        """Move the head's mark up onto `number`, whose entry exists; never down. The head says the key, series and
-        first number (as first written, never from a later config) for `tickets_admin audit`."""
+        """Move the head's mark up onto `number`, whose entry exists."""
         self._write(  # None: the mark is at or past it already
             "update_item",
             Key=head_key(request.key, series),

@@ -81,8 +81,7 @@ class WorkerStore:
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
-        """End the lease now (the item, so the id's epoch, stays), the id free again after the hand-over gap; False:
-        it was not held at `epoch`."""
+        """End the lease now (the item, so the id's epoch, stays), the id free again after the hand-over gap."""
         values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
         return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
