@@ -1,15 +1,7 @@
-"""What a lane item is, in one place for the service (store.py) and tickets_admin: its attributes,
-how they are read, how a stored item compares with the configured lane, and every conditional
-write on one (UpdateItem arguments, less the table and the key). docs/explanation/design.md#items and
-docs/explanation/conditions.md explain each.
-
-Only code writes lanes. The service and tickets_admin write `step` and `first` with every lane item,
-and the whole layout (`step`, `shards`, `first`, `stride`) on a sharded key's plain item; the
-service's writes go ahead only on an item that is absent or records exactly the configured lane or
-layout. An item missing any of them (typed in by hand, or left by version 0.1.0) is refused, never
-completed from whatever config runs now; `tickets_admin raise` (`put_on_lane`, `complete_layout`)
-makes it a lane, at the operator's word.
-"""
+"""What a lane item is, for the service (store.py) and tickets_admin: its attributes, how a stored item compares with
+the configured lane, and every conditional write on one (UpdateItem arguments less table and key);
+docs/explanation/conditions.md explains each. Only code writes lanes: an item lacking `step` or `first` (typed by
+hand, or left by 0.1.0) is refused, never completed from the config running now; `tickets_admin raise` makes it one."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""The per-issuance audit record (which tickets went to which request), as fields of the request's
-one metrics line.
-
-Every issuing request prints one JSON line already: Powertools Metrics' EMF line with
-`TicketsIssued`, printed by `@metrics.log_metrics` when the invocation ends. The audit fields ride on
-it as EMF metadata (`Metrics.add_metadata`, Powertools' supported way to put high-cardinality
-fields in that line): CloudWatch turns the line's metrics into metrics and keeps every field as
-JSON that Logs Insights reads, so one line per request carries both, and no logging machinery runs
-on the warm path. docs/how-to/restore.md's Logs Insights queries read these fields (`AUDIT_FIELDS`).
-
-The line is printed when the invocation ends, even when it fails (`log_metrics` flushes in a
-`finally`), so it also tells an issuance whose answer was lost; an invocation killed in between
-(its memory, or the function's timeout, which the request's deadline keeps it well inside) loses it.
-"""
+"""The per-issuance audit record (which tickets went to which request): EMF metadata on the request's one metrics
+line (Powertools' `add_metadata`), printed when the invocation ends, even when it fails; docs/how-to/restore.md's Logs
+Insights queries read these fields (`AUDIT_FIELDS`)."""
 
 from __future__ import annotations
 

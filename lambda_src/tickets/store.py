@@ -1,19 +1,10 @@
-"""The one place that talks to the counter table.
+"""The one place that talks to the counter table (docs/explanation/conditions.md has the long form).
 
-A request is one conditional UpdateItem on its lane's item (lane_item.py builds every write). The
-condition refuses another lane (its step, or its first ticket: start and region slot), an item code
-did not write, and a block that would pass max, so nothing is read before a write and a refused
-request writes nothing. Where the endpoint returns the item a condition failed on
-(ReturnValuesOnConditionCheckFailure), that says why; where it does not (dynalite, for one), one
-consistent read of that item does. Only plain UpdateItem and BatchGetItem are used: no
-transactions, which not every DynamoDB-compatible endpoint has.
-
-A shard's item (`key#s`) is created only after the key's layout (step, shards, stride and the first
-ticket of shard 0: together they fix every shard's lane) is recorded on the plain `key` item: two
-conditional writes, layout first, once per shard item's lifetime. The layout write and an unsharded
-key's advance exclude each other on the plain item, so every shard item in a table belongs to the
-one recorded layout and no unsharded lane coexists with it; no interleaving of the two writes can
-repeat a ticket (docs/explanation/conditions.md#creating-a-shard-without-a-transaction has the long form).
+A request is one conditional UpdateItem on its lane's item (lane_item.py builds every write): the condition refuses
+another lane, an item code did not write and a block past max, so nothing is read before a write and a refused
+request writes nothing; the item a condition failed on (returned, or read once where an endpoint does not return it)
+says why. No transactions: a shard's item is created only after the key's layout is recorded on its plain item, and
+that write and an unsharded key's advance exclude each other there, so no interleaving can repeat a ticket.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
-"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): a secret outside the function's
-environment, its template and its logs, read once at cold start (handler.py) from the SSM SecureString parameter the
-environment names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a
-counter asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
-
-A key version is what it was (docs/explanation/opaque-ids.md#a-key-is-what-it-was): its first use records the key's
-fingerprint (HMAC-SHA256 of a fixed label under the key, 128 bits: whether two keys are one, nothing of the key) in
-the counter table's reserved item `_opaque-key#V` (tables.FINGERPRINT_PREFIX: no counter route can name it), once
-per process with `if_not_exists` (store.py's `fingerprint`); a key with another fingerprint for that version answers
-503 (errors.KeyReplaced), for its ids would meet those already issued. tickets_admin's encode and decode and the
-local server read it too.
-
-`read_secret` is the one call that reads it; `unlogged` keeps botocore's DEBUG lines, which print a request's
-parameters and a response's body, from ever carrying it (the function's own log level may be set to DEBUG).
+"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): an SSM SecureString read at cold start
+(handler.py), again only while unreadable or short of a version; until then an opaque counter answers 503, never a
+plain ticket. A version's first use records its key's fingerprint in the counter table's `_opaque-key#V` item;
+another key for that version answers 503 (errors.KeyReplaced). `unlogged` keeps botocore's DEBUG lines, which print
+parameters and bodies, from ever carrying a key.
 """
 
 from __future__ import annotations

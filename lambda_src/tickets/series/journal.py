@@ -1,11 +1,8 @@
 """A journal entry: the one record of a series number (who took it, when, for what, and its void).
 
-The series table holds three kinds of item, told apart by their partition key (docs/explanation/series.md):
-- the head of a series, `head#KEY#SERIES` (sort key 0): `last`, the high-water mark. Every number from
-  the series' start to `last` has an entry; at most the number `last + 1` has one too.
-- an entry, `entry#KEY#SERIES` with the number as its sort key: the journal, read in order by Query.
-- a request, `request#KEY#CALLER#IDEMPOTENCY-KEY` (sort key 0): what one Idempotency-Key asked for,
-  the number it claims, and its in-flight lock. Kept as long as the journal: a retry always gets its entry.
+The series table's three kinds of item (docs/explanation/series.md): a series' head `head#KEY#SERIES` (its mark
+`last`), its entries `entry#KEY#SERIES` by number, and a request `request#KEY#CALLER#IDEMPOTENCY-KEY` (its claim and
+lock, kept as long as the journal).
 """
 
 from __future__ import annotations
