@@ -134,11 +134,7 @@ class Void(TypedDict):
     reason: Reason
 
 
-class JournalEntry(TypedDict):
-    key: Key
-    series: SeriesName
-    ticket: Number
-    id: NotRequired[str]
+class JournalEntry(SeriesNumber):
     time: Time
     caller: str
     idempotencyKey: str

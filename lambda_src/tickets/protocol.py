@@ -67,7 +67,8 @@ def merged_request(
 ) -> Asked:
     """ticket_request's general case."""
     max_count = MAX_BLOCK if route == BLOCKS_ROUTE else MAX_COUNT
-    query = query_parameters(raw_query)
+    # From the raw query string: AWS joins a repeated parameter's values with commas in queryStringParameters.
+    query = query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
     fields = _body_fields(body, max_count)
 
     keys = {
@@ -104,11 +105,6 @@ def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint:
         raise BadRequest(f"{route} takes no query parameters{hint}")
     if body:
         raise BadRequest(f"{route} takes no body")
-
-
-def query_parameters(raw_query: str | None) -> dict[str, str]:
-    """The query's parameters, each known and given once."""
-    return query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
 
 
 def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], described: str | None = None) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -240,18 +241,20 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
 _SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
 
 
+def _compiled(template: str, parameter: Callable[[str], str], end: str = "") -> re.Pattern[str]:
+    parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
+    return re.compile(
+        "".join(parameter(part) if index % 2 else re.escape(part) for index, part in enumerate(parts)) + end
+    )
+
+
 @functools.lru_cache(maxsize=32)
 def _dispatch_pattern(template: str) -> re.Pattern[str]:
-    parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
-    regex = "".join(f"(?P<{part}>{_SEGMENT})" if index % 2 else re.escape(part) for index, part in enumerate(parts))
-    return re.compile(f"{regex}$")  # `$`, as the resolver had it: a path may end in one newline
+    # `$`, as the resolver had it: a path may end in one newline
+    return _compiled(template, lambda name: f"(?P<{name}>{_SEGMENT})", "$")
 
 
 @functools.lru_cache(maxsize=32)
 def _pattern(template: str) -> re.Pattern[str]:
-    parts = _PARAMETER.split(template)
-    # A parameter is one segment, and never one that starts with the reserved prefix.
-    regex = "".join(
-        f"(?!{re.escape(RESERVED_PREFIX)})[^/]+" if index % 2 else re.escape(part) for index, part in enumerate(parts)
-    )
-    return re.compile(regex)
+    """A parameter is one segment, and never one that starts with the reserved prefix."""
+    return _compiled(template, lambda name: f"(?!{re.escape(RESERVED_PREFIX)})[^/]+")
