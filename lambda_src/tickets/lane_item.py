@@ -50,16 +50,14 @@ _COMPLETE_LAYOUT_IF = (
     "(attribute_not_exists(#first) OR #first = :first) AND (attribute_not_exists(#stride) OR #stride = :stride) "
     "AND attribute_not_exists(#last)"
 )
-# tickets_admin fence only: stop a lane (docs/explanation/epochs-and-fences.md). One write, returning the item
-# as it leaves it, so its `last` is final: a request either wrote before it or is refused after it. The lane
-# records which fence stopped it, so a fence of another line of history (a branch) finds it and refuses.
+# tickets_admin fence only: stop a lane in one write, which returns its final `last`; the lane records which fence
+# stopped it, so a fence of another line of history finds it and refuses (docs/explanation/epochs-and-fences.md).
 _STOP = "SET #stopped = #step, #step = :stopped, #fencedBy = :fence"
 _STOP_IF = "attribute_exists(#step) AND #step <> :stopped"
 # An item with no step (absent: no old version may create it now; or typed by hand) is stopped as it is.
 _STOP_UNWRITTEN = "SET #step = :stopped, #fencedBy = :fence"
 _STOP_UNWRITTEN_IF = "attribute_not_exists(#step)"
-# Recording the fence seals each lane it stopped first (returning its final `last`): a sealed lane is never
-# put back, so no checkout can undo a fence another one recorded.
+# Recording the fence seals each lane it stopped first: a sealed lane is never put back.
 _STOPPED_BY = "#step = :stopped AND #fencedBy = :fence"
 _SEAL = "SET #sealed = :sealed"
 _UNSEALED = f"{_STOPPED_BY} AND attribute_not_exists(#sealed)"

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-# What the line carries about an issuance, by name: the key, how many tickets, the first and last of
-# them (a list's or a range block's), the Function URL request id the request's log lines carry, and how
-# many more tickets the lane can issue before max (IssuedTickets.tickets_left).
+# The key, how many tickets, the first and last, the request id its log lines carry, and the lane's tickets left.
 AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id", "tickets_left")
 
 

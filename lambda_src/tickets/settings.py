@@ -94,8 +94,7 @@ class Settings:
         return cls(**_decoded(cls, json.loads(text), _CODECS))
 
 
-# Written even at their defaults: every version before the derived encoding wrote them (`series` only
-# when configured), and the deployed functions' environments stay as they were.
+# Written even at their defaults, as every version did: deployed functions' environments stay as they were.
 ALWAYS_WRITTEN = frozenset(
     {
         "region_slot",

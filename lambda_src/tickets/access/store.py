@@ -70,9 +70,8 @@ class StoredRules:
         values = {parameter["Name"]: parameter["Value"] for parameter in answer["Parameters"]}
         entries: list[tuple[str, Any]] = []
         for name in self._names:
-            # Entries, not a dict: one principal may be written twice, in one parameter or two (the stack writes
-            # a granted role's ARN as a token; resolved, it may equal a principal the rules name), and each
-            # entry grants what it says. A dict would keep only the last.
+            # Entries, not a dict: a principal may be written twice (a granted role's ARN resolved may equal one the
+            # rules name), and each entry grants what it says.
             principals = json.loads(values[name], object_pairs_hook=_Entries)
             if not isinstance(principals, _Entries):
                 raise ValueError(f"{name}: not an object of principals")
@@ -122,11 +121,9 @@ class _TwoReadsOfSSM:
         return self._loader.load_service_model(service_name, type_name, api_version)
 
 
-# SSM's API description (botocore's data files: ssm, 2014-11-06, service-2) cut to the two calls the function makes,
-# GetParameters (the access rules) and GetParameter (the opaque ids' keys), and what their answers' names and values
-# need: every entry is the installed botocore's own (tests/functional/access/test_access_store.py holds each one to it);
-# what is left out (documentation, the answers' other fields, error shapes) only describes, but for the constraints
-# (a name's length, at most 10 names), which SSM checks instead of botocore: an invalid request either way.
+# SSM's API description (botocore's ssm 2014-11-06 service-2) cut to the function's two calls, GetParameters (access
+# rules) and GetParameter (opaque keys), and their answers' names and values: each entry is botocore's own
+# (tests/functional/access/test_access_store.py); the constraints left out SSM checks instead.
 SSM_READS_MODEL: dict[str, Any] = {
     "version": "2.0",
     "metadata": {

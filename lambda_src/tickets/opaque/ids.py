@@ -83,9 +83,8 @@ class OpaqueConfig:
         return cls(raw["width"], raw["alphabet"], raw.get("check"), raw["keyVersions"], raw["keyVersion"])
 
 
-# A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in; the modulus of the half it
-# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (NOT_COMPUTED: not yet computed), or
-# None when the halves are too many to keep.
+# A round: a copy of its keyed BLAKE2b (read all but the half it mixes in), the modulus of the half it adds to
+# (a, b, a, ...) and its table, half -> BLAKE2b modulo that (NOT_COMPUTED: not yet), or None when too many to keep.
 _Round = tuple[Callable[[], Any], int, "array.array[int] | None"]
 Rounds = tuple[_Round, ...]
 

@@ -20,9 +20,8 @@ from .config import SeriesConfig
 Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
 MAX_REF_CHARS = 128
 MAX_REASON_CHARS = 500
-# A journal page's entries stop before this many bytes (each entry counted as its JSON escaped twice, in
-# ASCII: the most any Lambda runtime's answer can make of it), so the answer stays within a Lambda
-# Function URL's 6 MB response (6,291,456 bytes) with room for the page's envelope and headers.
+# A journal page stops before this many bytes (each entry as its JSON escaped twice in ASCII, the most a Lambda
+# runtime makes of it): within a Function URL's 6 MB response, with room for the envelope and headers.
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 
 
