@@ -44,14 +44,6 @@ def count_error(err: TicketsError) -> None:
     log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
 
 
-def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
-    """A count of one series' numbers, by key and series, in the request's metrics line (an invocation serves one
-    request, and Powertools clears the dimensions after each line)."""
-    metrics.add_dimension(name="key", value=key)
-    metrics.add_dimension(name="series", value=series)
-    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
-
-
 @dataclass
 class Runtime:
     settings: Settings
