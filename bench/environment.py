@@ -60,7 +60,7 @@ def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]
 
 def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any = None) -> Any:
     """Tickets as its function runs it (tickets.app.create_app), with handler_env's settings, on the bench's tables.
-    `opaque_keys`: the keys of opaque counters' ids (tickets.opaque_secret.StoredKeys), if any."""
+    `opaque_keys`: the keys of opaque counters' ids (tickets.opaque.secret.StoredKeys), if any."""
     from tickets.app import create_app, dynamodb_client
 
     settings = region_settings(*_config_and_region(extra_counters))

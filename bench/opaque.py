@@ -1,6 +1,6 @@
 """What opaque ids cost a warm call (bench/README.md, docs/explanation/opaque-ids.md): an opaque counter's one id
 and list of 1,000 ids beside the same plain counter's tickets and the baseline, in warm.py's interleaved rounds, every
-answer checked (the ids against the ones the counter's key makes). Its rounds' tables (tickets/opaque.py) are filled
+answer checked (the ids against the ones the counter's key makes). Its rounds' tables (tickets/opaque/ids.py) are filled
 first by FILLED ids, as a busy function's are, except for `opaque_one_young`: a young function's, empty at first."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ KEY = bytes(range(32))
 def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int = FILLED) -> dict[str, Any]:
     """The baseline and five Tickets handlers in one interpreter (a child process, bench.child)."""
     from tickets.opaque import OpaqueConfig, OpaqueIds
-    from tickets.opaque_secret import StoredKeys
+    from tickets.opaque.secret import StoredKeys
 
     keys = StoredKeys(lambda: json.dumps({"1": base64.b64encode(KEY).decode()}), "the bench's key")
     ids = OpaqueIds(OpaqueConfig(10, "digits", "luhn"), {1: KEY}, "bench-opaque")  # to check the answers

@@ -1,5 +1,5 @@
 """A stand-in for SSM's GetParameters over loopback HTTP, for the cold start with access rules: the function reads
-its rules at cold start with one GetParameters call (tickets/access_store.py), which goes here (botocore honours
+its rules at cold start with one GetParameters call (tickets/access/store.py), which goes here (botocore honours
 AWS_ENDPOINT_URL_SSM) and is answered the rules of RULES_PRINCIPALS principals. SSM's own latency in a region (a
 few ms) is not in what it measures."""
 

@@ -1,4 +1,4 @@
-"""What the access tests of every tier share (tests/functional/test_access.py, test_access_store.py,
+"""What the access tests of every tier share (tests/functional/access/test_access.py, test_access_store.py,
 tests/synth/test_access_stack.py): callers as the Function URL's IAM authorizer describes them, a stand-in for an
 SSM client's GetParameters (FakeSsm), and one for SSM itself over loopback HTTP (ssm_stub: it records each request
 and answers what the test says, an error included, or nothing at all, so that a read times out)."""

@@ -28,7 +28,7 @@ from moto import mock_aws
 
 from common import EXAMPLE_CONFIG
 from tickets.app import App, create_app, dynamodb_client
-from tickets.opaque_secret import StoredKeys
+from tickets.opaque.secret import StoredKeys
 from tickets.tables import (
     COUNTER_KEY,
     IDEMPOTENCY_KEY,
@@ -132,7 +132,7 @@ class Region:
         self.client = test_client(region) if memory is None else memory
         self.function_client = function_client(region) if self.memory is None else self.memory
         self.shuffle: Any = None  # the function's lane picks: random unless a test pins them
-        # The keys of opaque ids, as the function reads them (tickets.opaque_secret): a test may give others.
+        # The keys of opaque ids, as the function reads them (tickets.opaque.secret): a test may give others.
         self.opaque_keys = StoredKeys(lambda: OPAQUE_KEYS_TEXT, "the tests' keys")
         self._app: App | None = None
         existing = self.client.list_tables()["TableNames"] if memory is None else []

@@ -10,7 +10,7 @@ import json
 import random
 
 from moto_deployment import Region
-from tickets.opaque_secret import StoredKeys
+from tickets.opaque.secret import StoredKeys
 
 CODES = {"max": 99_999_999, "opaque": {"width": 10, "alphabet": "digits", "check": "luhn"}}
 

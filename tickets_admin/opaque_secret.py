@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets.opaque import OpaqueKeyError, parse_keys
-from tickets.opaque_secret import read_secret, replaced, unlogged
+from tickets.opaque.secret import read_secret, replaced, unlogged
 from tickets.tables import FINGERPRINT_PREFIX
 from tickets_deploy.opaque_decode import OpaqueCodec
 from tickets_deploy.opaque_keys import opaque_keys_parameter, read_key_file

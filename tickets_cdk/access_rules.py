@@ -3,7 +3,7 @@
 The rules may name principals CloudFormation resolves only at deploy (a granted role's ARN), and 50 of
 them do not fit in the function's environment beside its settings, so the construct writes them to SSM
 String parameters (standard tier: at most RULES_PARAMETER_BYTES each, whole principals per parameter) and
-gives the function their names and the rules' digest (tickets/access_store.py reads them). Parameters are
+gives the function their names and the rules' digest (tickets/access/store.py reads them). Parameters are
 added as grants make the rules grow; their values are computed at synthesis, once every grant is known.
 """
 
@@ -38,7 +38,7 @@ from tickets_deploy.access import check_patterns, parse_rules
 ARN_PREFIX_BYTES = len("arn:aws-us-gov:iam::111122223333:role/")
 MAX_PATH_BYTES, MAX_NAME_BYTES = 512, 64
 TOKEN_PRINCIPAL_BYTES = ARN_PREFIX_BYTES + MAX_PATH_BYTES + MAX_NAME_BYTES
-READ_RULES_ACTION = "ssm:GetParameters"  # StoredRules' one call (tickets/access_store.py)
+READ_RULES_ACTION = "ssm:GetParameters"  # StoredRules' one call (tickets/access/store.py)
 
 
 class AccessRulesStore(Construct):
@@ -90,7 +90,7 @@ class AccessRulesStore(Construct):
             string_value=lazy_string(lambda: self._value(index)),
             tier=ssm.ParameterTier.STANDARD,
         )
-        # Only the call tickets/access_store.py makes (GetParameters), on this parameter. Not grant_read: it
+        # Only the call tickets/access/store.py makes (GetParameters), on this parameter. Not grant_read: it
         # also grants ssm:DescribeParameters, which supports no resource-level permission (IAM's service
         # authorization reference), so on a parameter's ARN it never applies.
         self._function.add_to_role_policy(

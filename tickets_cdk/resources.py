@@ -30,7 +30,7 @@ from .powertools import POWERTOOLS_VERSION
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
-READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque_secret.py makes
+READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque/secret.py makes
 # What a caller of the AWS_IAM Function URL needs (function URLs created since October 2025 require both actions),
 # each action only through the URL (docs/how-to/call-from-another-account.md): its condition.
 URL_INVOKE_CONDITIONS = {

@@ -1,4 +1,4 @@
-"""The `access` field: who may do what, checked at synthesis so the function (tickets/access.py) never gets a
+"""The `access` field: who may do what, checked at synthesis so the function (tickets/access/rules.py) never gets a
 malformed rule. Not permanent: changing rules never repeats a ticket (docs/how-to/access-rules.md).
 """
 

@@ -1,5 +1,5 @@
 """An opaque counter's ids read back (`python -m tickets_admin decode`, and the tests): the inverse of the keyed
-permutation of tickets/opaque.py, which says what an id is. The function only ever encodes: decoding is the
+permutation of tickets/opaque/ids.py, which says what an id is. The function only ever encodes: decoding is the
 operator's."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 there when it does not exist yet), or else a new one made at start in a temporary directory, removed at stop. The
 banner prints its path for `tickets_admin decode`. On an endpoint the tables outlive the server: a new key at each
 start could give a later ticket the id of an earlier one, so there the key file must be given. A key is what it was
-(tickets/opaque_secret.py): a key file is made only for a table that has issued no opaque id (unless
+(tickets/opaque/secret.py): a key file is made only for a table that has issued no opaque id (unless
 --new-key-file), and one whose fingerprint is not the one the table recorded for its version is refused."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR
 from tickets.lane_item import Item
 from tickets.opaque import OpaqueKeyError
-from tickets.opaque_secret import StoredKeys, replaced
+from tickets.opaque.secret import StoredKeys, replaced
 from tickets.tables import COUNTER_KEY, FINGERPRINT_PREFIX
 from tickets_deploy.opaque_keys import key_versions_in_use, new_key_file_text, read_key_file
 from tickets_deploy.rules import ConfigError

@@ -1,7 +1,7 @@
 """The API's OpenAPI document for one deployment's settings, derived from the code: paths, methods, parameters,
 bodies and answers from the route table (tickets.routes), their shapes from their types (tickets.messages), a
 counter's config from CounterConfig and the config schema's field docs, bounds from the constants the function
-checks, error codes from tickets.errors. openapi_parts.json holds only prose. The local server serves its config's
+checks, error codes from tickets.errors, each operation's summary and refusals from its route. openapi_parts.json holds only prose. The local server serves its config's
 document at GET /_local/openapi.json; `make generated` writes the default config's, the repository's openapi.json.
 """
 
@@ -34,8 +34,8 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 _EXAMPLE_KEY = "3f2b8c2e-8f7a-4f0e-9a53-0d2f4d1c9b7e"  # a UUID, as the document advises
 _REF = "#/components/schemas/"
 # The error responses every operation may answer, whatever its route: a bad request (400), the Function URL's and the
-# access rules' refusal (403), a bug (500), and the Function URL's own 429 and 502. An operation's entry in
-# openapi_parts.json lists only the errors of its own.
+# access rules' refusal (403), a bug (500), and the Function URL's own 429 and 502. A route (tickets.routes) lists
+# only the errors of its own.
 COMMON_ERRORS = ("BadRequest", "FunctionUrlForbidden", "FunctionUrlThrottled", "InternalError", "FunctionUrlBadGateway")
 
 
@@ -197,13 +197,10 @@ def _used(response: str, paths: dict[str, Any]) -> bool:
 
 
 def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """The route's operations: one per method, alike but for their ids and the request body (POST only)."""
-    prose = parts["operations"].get(_function(route))
-    if prose is None:
-        raise ValueError(
-            f"{PARTS}: no `operations.{_function(route)}` for {route.describe()}: write its description, tags, "
-            "answer and errors there (the rest of its operation comes from the route table)"
-        )
+    """The route's operations: one per method, alike but for their ids and the request body (POST only). Its
+    summary and errors are its route's; openapi_parts.json may describe it at more length (description, tags, answer:
+    by default its summary and its handler's module)."""
+    prose = parts["operations"].get(_function(route), {})
     described_as = {**parts["parameters"], **prose.get("parameters", {})}  # an operation's own words first
     parameters = [
         _parameter(Query(name, _PATH_TYPES.get(name, messages.Key), True), "path", described_as, schemas)
@@ -214,18 +211,18 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
         header = Query(IDEMPOTENCY_HEADER, messages.IdempotencyKey, required=route.idempotency_key == "required")
         parameters.append({**_parameter(header, "header", described_as, schemas), "example": _EXAMPLE_KEY})
     responses = {"200": _answer(route, prose, schemas)}
-    repeated = set(COMMON_ERRORS) & set(prose["errors"])
+    repeated = set(COMMON_ERRORS) & set(route.errors)
     if repeated:
-        raise ValueError(f"{PARTS}: operations.{_function(route)} lists {sorted(repeated)}, which every operation has")
-    for name in (*COMMON_ERRORS, *prose["errors"]):
+        raise ValueError(f"{route.handler}'s route lists {sorted(repeated)}, which every operation has")
+    for name in (*COMMON_ERRORS, *route.errors):
         responses[_status(parts["responses"][name])] = {"$ref": f"#/components/responses/{name}"}
     item = {}
     for method in route.methods:
         described = {
             "operationId": _operation_id(route, method),
             "summary": route.summary,
-            "description": prose["description"],
-            "tags": prose["tags"],
+            "description": prose.get("description", route.summary),
+            "tags": prose.get("tags", [route.handler.split(".")[0]]),
             "parameters": parameters,
         }
         if method != "GET" and route.body is not None:
@@ -268,7 +265,7 @@ def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str,
         text = route.text
         content["text/plain"] = {"schema": schemas.ref(text, lambda: schemas.scalars[text])}
     return {
-        "description": prose["answer"],
+        "description": prose.get("answer", route.summary),
         "headers": {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}},
         "content": content,
     }

@@ -27,7 +27,7 @@ from .store import CounterStore
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .opaque_secret import StoredKeys
+    from .opaque.secret import StoredKeys
     from .series.store import SeriesStore
 
 __all__ = ["App", "create_app", "dynamodb_client"]
@@ -51,10 +51,7 @@ tracer = Tracer() if TRACING else None
 
 
 def dynamodb_client(session: Any = None, **where: Any) -> Any:
-    """A DynamoDB client with timing.py's timeouts and attempts. botocore's, without boto3 (~40 ms of
-    cold start). `session`: the botocore session to make it with (the handler's, which its SSM client
-    shares); a new one by default. `where`: create_client's region_name, endpoint_url or credentials, if
-    not the environment's."""
+    """A DynamoDB client with timing.py's timeouts and attempts."""
     return (session or new_session()).create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
 
 
@@ -83,15 +80,7 @@ def create_app(
     opaque_keys: StoredKeys | None = None,
     config_name: str = "cdk.json",
 ) -> App:
-    """Everything one deployment's function serves with. `shuffle` orders the lanes a request tries:
-    at random, unless a test pins them. `region`: the one GET /_health names; by default the
-    function's, AWS_REGION (which Lambda sets). `series_table`: the journal's table, needed when
-    the settings configure series; `workers_table`, the leases' table, when they configure worker pools. `clock`: what
-    says which period a new series number falls in, and when a worker id's lease expires.
-    `access`: the deployment's access rules (docs/how-to/access-rules.md), or an Unavailable error when
-    they cannot be read; None: every invoker may do everything. `opaque_keys`: the keys of opaque counters' ids
-    (tickets/opaque_secret.py; None: opaque counters answer 503). `config_name`: what refusals call the config
-    (a key strictKeys refuses names it): the local server and the test kit name theirs."""
+    """Everything one deployment's function serves with."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
     if settings.workers and workers_table is None:

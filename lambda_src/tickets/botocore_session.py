@@ -1,12 +1,6 @@
-"""Sessions for the botocore clients Tickets makes: a session of its own for each client (its
-credentials and settings resolved afresh), all sharing one process's data loader.
-
-A new botocore session parses botocore's JSON models again (the endpoint rules, the service's API):
-about 110 ms a client on the machines tests and the bench run on, and 20-30 ms with the parsed
-models shared. A Lambda function makes its clients once, at start-up; a process that makes many (the
-local server and the pytest plugin, one per server they start; `tickets_admin`, one per region) pays
-that once. The models are botocore's own files, read only, as one session shares them among its clients.
-"""
+"""Sessions for the botocore clients Tickets makes, each its own (credentials resolved afresh), all sharing one
+process's data loader: a new session parses botocore's models again (about 110 ms a client here, 20-30 ms shared),
+which the local server, the test kit and tickets_admin would pay per client."""
 
 from __future__ import annotations
 

@@ -27,9 +27,7 @@ def iam_fields(event: Mapping[str, Any]) -> dict[str, str]:
 
 
 def caller(event: Mapping[str, Any]) -> str:
-    """Who signed the request (AWS_IAM auth); with auth NONE everyone is the same anonymous caller.
-    An assumed role's ARN ends in the session name, which every AssumeRole may change (botocore's
-    refreshing credentials pick a new one): the role, not the session, is the caller."""
+    """Who signed the request (AWS_IAM auth)."""
     iam = iam_fields(event)
     principal: str = iam.get("userArn") or iam.get("callerId") or "anonymous"
     if ":assumed-role/" in principal:

@@ -31,18 +31,13 @@ def reserve_block(runtime: Runtime, request: Request, key: str) -> Response:
 
 
 def compat_ticket(runtime: Runtime, request: Request) -> Response:
-    """The compatibility route (config `compat`): the named key's tickets, answered as the bare
-    number. It has no default key: the same URL without ?systemKey= issued the key named like
-    the path before compat was configured, and must not issue another counter's numbers now (it
-    stands for that key only to replay a retry of such a request: _issued_for)."""
+    """The compatibility route (config `compat`): the named key's tickets, answered as the bare number."""
     issued = _issued_for(runtime, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
     return text_response(protocol.render_bare(issued))
 
 
 def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
-    """The counter's state. An opaque counter's says its key version and which versions the function holds (never a
-    key); its lanes' `last` are tickets, as every counter's are: whoever may `read` it may know its volume
-    (docs/explanation/opaque-ids.md)."""
+    """The counter's state."""
     asked = protocol.state_request(key, request.raw_query_string, request.body)  # the key decoded, as the rules name it
     runtime.authorize(request, asked)
     state = runtime.issuer.state(asked)
@@ -64,12 +59,7 @@ def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None)
 def _issued_for(
     runtime: Runtime, request: Request, route: str, path_key: str | None, *, compat: bool = False
 ) -> dict[str, Any]:
-    """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer.
-
-    Replays first: before an Idempotency-Key's stored answer is looked up, only what makes the
-    request readable is checked (its key, count, query and body). Whatever depends on the config
-    (maxBlock, strictKeys, max, compat's need for a key) is checked in `checked_issue`, which a
-    replay never reaches, so a retry after a deploy still gets the tickets it was issued."""
+    """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
     body = protocol.request_body(request.body, request.is_base64_encoded)  # no isBase64Encoded: plain text
     asked = protocol.ticket_request(
         path_key,

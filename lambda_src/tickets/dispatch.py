@@ -32,8 +32,7 @@ class Dispatcher:
         runtime: Any,
         report: Report = _unreported,
     ):
-        """`handlers`: by the routes' handler names; a route whose handler is missing is a KeyError here, when
-        the app is built, never on a request. `runtime`: what every handler is given first."""
+        """`handlers`: by the routes' handler names."""
         self.routes = routes
         self.runtime = runtime
         self.report = report
@@ -46,7 +45,8 @@ class Dispatcher:
         try:
             normalised = _normalised(event)
             iam_fields(normalised)  # 403 for an authorizer no Function URL sends, whatever the route and rules
-            method, path = _method(normalised), normalised.get("rawPath") or "/"
+            method = normalised.get("requestContext", {}).get("http", {}).get("method", "")
+            path = normalised.get("rawPath") or "/"
             routed = self._routed(method.upper(), path)
             if routed is None:
                 return self.unrouted(Request(normalised, method, path))
@@ -91,11 +91,6 @@ def _normalised(event: dict[str, Any]) -> dict[str, Any]:
         "rawPath": protocol.normalise_path(raw_path),
         "requestContext": {**event.get("requestContext", {}), "http": {**http, "path": protocol.normalise_path(path)}},
     }
-
-
-def _method(event: dict[str, Any]) -> str:
-    method: str = event.get("requestContext", {}).get("http", {}).get("method", "")
-    return method
 
 
 UNEXPECTED = "an unexpected error, logged: no ticket was handed out, but one may have been spent (a gap)"

@@ -87,6 +87,18 @@ def call(client: Any, operation: str, request: dict[str, Any], messages: Unavail
         raise Unavailable(messages.of(err)) from err
 
 
+def conditional(
+    client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages
+) -> dict[str, Any] | None:
+    """`call`, or None when its condition failed (the write changed nothing)."""
+    try:
+        return call(client, operation, request, messages)
+    except ClientError as err:
+        if not is_condition_failure(err):
+            raise
+        return None
+
+
 def is_condition_failure(err: Exception) -> bool:
     return classify(err) is Failure.CONDITION_FAILED
 

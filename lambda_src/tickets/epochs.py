@@ -1,16 +1,9 @@
 """Epochs: a key's layout changed on a live deployment, above a fence (docs/explanation/epochs-and-fences.md).
 
-Plain arithmetic, no AWS: the service, tickets_admin's `fence`, the ledger and the rollout model share it.
-
-A key's layout (start, stride, shards, and the deployment's regionSlots) is permanent while it issues,
-because lanes interleave by it. To change it, the key's lanes of the old layout are *stopped* in every
-region's table (their `step` becomes STOPPED, which no version of the service ever configures, so every
-version's condition refuses them), and the key continues in a new *epoch*: lanes of the new layout, in
-items whose names carry the epoch (`orders@1`, `orders@1#3`), which no older version can name, whose
-tickets begin at the epoch's start: the smallest number at or above the *fence* that is congruent to
-start modulo the new stride. The fence is one more than the highest `last` of every stopped lane in
-every region (a lane's `last` bounds every ticket it ever issued, blocks included: a block is one
-write), so no new ticket can equal an old one.
+Plain arithmetic, shared by the service, tickets_admin's `fence`, the ledger and the models. The old layout's lanes
+are stopped (their `step` becomes STOPPED, which every version's condition refuses) and the key goes on in a new
+epoch, in items named `orders@1`, `orders@1#3`, from the smallest number at or above the fence (one more than every
+stopped lane's `last`) congruent to start modulo the new stride: no new ticket equals an old one.
 """
 
 from __future__ import annotations

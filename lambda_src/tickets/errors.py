@@ -6,9 +6,8 @@ ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
-    """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the
-    log line that carries it, must stay small whatever the caller sent. A string's length is its
-    own, not its repr's (no quotes, no escapes)."""
+    """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the log line that carries
+    it, must stay small whatever the caller sent."""
     return clip(repr(value), limit, length=len(value) if isinstance(value, str) else None)
 
 
@@ -121,6 +120,6 @@ class PoolFull(TicketsError):
 
 class KeyReplaced(Unavailable):
     """The key held for an opaque counter's key version is not the one its first ids were made with
-    (tickets/opaque_secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
+    (tickets/opaque/secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
 
     code = "key_replaced"

@@ -1,12 +1,8 @@
-"""The Lambda's entry point: the app (app.py) built once per execution environment, from the
-environment the stack gives the function.
+"""The Lambda's entry point: the app built once per execution environment, from its environment.
 
-The cyclic garbage collector is paused while the app is built (its imports included), and everything built is
-then frozen (gc.freeze: left out of every later collection) before collection resumes. The build makes some
-85,000 objects that live as long as the environment (botocore's models, Powertools, the clients): the
-collector's 113-130 passes during a cold start freed 500-900 objects in all (the build's own cyclic garbage,
-frozen with the rest now) and cost about 18 ms of CPU, 60 ms with access rules, whose SSM model made the passes
-fuller (bench/README.md). Frozen, they are not traversed again by the collections requests trigger.
+The garbage collector is paused while the app is built, and what it built (some 85,000 long-lived objects) frozen
+after: the collections a cold start ran freed almost nothing and cost 18 ms of CPU, 60 ms with access rules
+(bench/README.md).
 """
 
 from __future__ import annotations
@@ -17,28 +13,28 @@ from typing import Any
 
 
 def _access_rules(session: Any) -> Any:
-    """The stored rules (access_store.StoredRules), read now (cold start); None without."""
+    """The stored rules (access.store.StoredRules), read now (cold start); None without."""
     from .access import ACCESS_PARAMETERS_ENV
-    from .access_store import StoredRules, ssm_client
+    from .access.store import StoredRules, ssm_client
 
     names = os.environ.get(ACCESS_PARAMETERS_ENV)
     if not names:
         return None
     rules = StoredRules(ssm_client(session), names.split(","))
-    rules.read_at_cold_start()  # if it fails, each request answers 503 and tries again (access_store.py)
+    rules.read_at_cold_start()  # if it fails, each request answers 503 and tries again (access/store.py)
     return rules
 
 
 def _opaque_keys(session: Any) -> Any:
-    """The keys of opaque ids (opaque_secret.StoredKeys), read now (cold start) from the SSM parameter the environment
+    """The keys of opaque ids (opaque.secret.StoredKeys), read now (cold start) from the SSM parameter the environment
     names; None without. Only a function with opaque counters loads tickets.opaque."""
     from .settings import OPAQUE_KEYS_ENV
 
     name = os.environ.get(OPAQUE_KEYS_ENV)
     if not name:
         return None
-    from .access_store import ssm_client
-    from .opaque_secret import parameter_keys
+    from .access.store import ssm_client
+    from .opaque.secret import parameter_keys
 
     return parameter_keys(name, ssm_client(session))  # if it fails, each request answers 503 and tries again
 

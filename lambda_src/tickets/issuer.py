@@ -1,13 +1,8 @@
-"""Issuing tickets: pick a lane of the key, advance it, and say what was issued.
+"""Issuing tickets: pick a lane of the key, advance it, and say what was issued (plain: the store is handed in).
 
-Plain Python: the store is handed in, so this module knows nothing of DynamoDB.
-
-An Issuer lives as long as the function's execution environment, and learns which lanes are
-exhausted: a lane's `last` only increases and its `max` is fixed for the process, so a lane
-that could not fit `count` more tickets never will. Such lanes are skipped, and on the first
-exhausted lane of a request the key's other lanes are read at once (one BatchGetItem), so a
-spent sharded key costs a warm function at most one refused write and one read, once, instead
-of one write per shard on every request.
+An Issuer lives as long as the execution environment and learns which lanes are exhausted (a lane's `last` only
+increases, its `max` is fixed): those are skipped, and the first refusal reads the key's other lanes at once, so a
+spent sharded key costs a warm function one refused write and one read, once.
 """
 
 from __future__ import annotations
@@ -52,8 +47,7 @@ class Store(Protocol):
 
 @dataclass(frozen=True)
 class IssuedTickets:
-    """`count` tickets of one lane: first, first + step, ..., last. Held as these four numbers, so
-    a block of a million tickets is as cheap to answer as one ticket; only the list route lists it."""
+    """`count` tickets of one lane: first, first + step, ..., last."""
 
     key: str
     first: int
@@ -179,9 +173,7 @@ class Issuer:
         self._last_at_least[lane.item_key] = max(known, last_at_least)
 
     def _survey(self, lanes: list[Lane]) -> None:
-        """Learn every lane's `last` from one read. Items of another step are left to advance,
-        which refuses them with the reason. A throttled read teaches nothing: the lanes are then
-        tried one by one, as if unsurveyed."""
+        """Learn every lane's `last` from one read."""
         try:
             items = self._store.read(lanes)
         except Unavailable:

@@ -1,15 +1,7 @@
-"""What a lane item is, in one place for the service (store.py) and tickets_admin: its attributes,
-how they are read, how a stored item compares with the configured lane, and every conditional
-write on one (UpdateItem arguments, less the table and the key). docs/explanation/design.md#items and
-docs/explanation/conditions.md explain each.
-
-Only code writes lanes. The service and tickets_admin write `step` and `first` with every lane item,
-and the whole layout (`step`, `shards`, `first`, `stride`) on a sharded key's plain item; the
-service's writes go ahead only on an item that is absent or records exactly the configured lane or
-layout. An item missing any of them (typed in by hand, or left by version 0.1.0) is refused, never
-completed from whatever config runs now; `tickets_admin raise` (`put_on_lane`, `complete_layout`)
-makes it a lane, at the operator's word.
-"""
+"""What a lane item is, for the service (store.py) and tickets_admin: its attributes, how a stored item compares with
+the configured lane, and every conditional write on one (UpdateItem arguments less table and key);
+docs/explanation/conditions.md explains each. Only code writes lanes: an item lacking `step` or `first` (typed by
+hand, or left by 0.1.0) is refused, never completed from the config running now; `tickets_admin raise` makes it one."""
 
 from __future__ import annotations
 
@@ -58,16 +50,14 @@ _COMPLETE_LAYOUT_IF = (
     "(attribute_not_exists(#first) OR #first = :first) AND (attribute_not_exists(#stride) OR #stride = :stride) "
     "AND attribute_not_exists(#last)"
 )
-# tickets_admin fence only: stop a lane (docs/explanation/epochs-and-fences.md). One write, returning the item
-# as it leaves it, so its `last` is final: a request either wrote before it or is refused after it. The lane
-# records which fence stopped it, so a fence of another line of history (a branch) finds it and refuses.
+# tickets_admin fence only: stop a lane in one write, which returns its final `last`; the lane records which fence
+# stopped it, so a fence of another line of history finds it and refuses (docs/explanation/epochs-and-fences.md).
 _STOP = "SET #stopped = #step, #step = :stopped, #fencedBy = :fence"
 _STOP_IF = "attribute_exists(#step) AND #step <> :stopped"
 # An item with no step (absent: no old version may create it now; or typed by hand) is stopped as it is.
 _STOP_UNWRITTEN = "SET #step = :stopped, #fencedBy = :fence"
 _STOP_UNWRITTEN_IF = "attribute_not_exists(#step)"
-# Recording the fence seals each lane it stopped first (returning its final `last`): a sealed lane is never
-# put back, so no checkout can undo a fence another one recorded.
+# Recording the fence seals each lane it stopped first: a sealed lane is never put back.
 _STOPPED_BY = "#step = :stopped AND #fencedBy = :fence"
 _SEAL = "SET #sealed = :sealed"
 _UNSEALED = f"{_STOPPED_BY} AND attribute_not_exists(#sealed)"

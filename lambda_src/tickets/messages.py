@@ -1,11 +1,7 @@
-"""The API's JSON messages: every request body a route reads and every answer it gives, as types. The handlers
-build their answers as these (mypy holds them to it), and the API document's schemas are derived from them
-(tickets_local/openapi.py), so the document cannot describe a shape the function does not answer.
-
-A string in `Annotated` names the document's schema for a scalar whose bounds the code fixes elsewhere (a key's
-pattern in keys.py, a count's bound, a ticket's range); a class there (CounterConfig) is described from its
-fields. Plain typing, no AWS: the route table names these classes, and imports nothing else. No `from __future__
-import annotations` here: TypedDict reads NotRequired from evaluated annotations only (before Python 3.14)."""
+"""The API's JSON messages: every request body and answer as a type. Handlers build them (mypy holds them to it) and
+the API document derives its schemas from them (tickets_local/openapi.py). A string in `Annotated` names a scalar's
+schema; a class there (CounterConfig) is described from its fields. No `from __future__ import annotations`:
+TypedDict reads NotRequired from evaluated annotations only (before Python 3.14)."""
 
 from collections.abc import Mapping
 from typing import Annotated, Literal, NotRequired, TypedDict
@@ -14,7 +10,7 @@ from .settings import CounterConfig
 
 Key = Annotated[str, "Key"]
 Ticket = Annotated[int, "Ticket"]
-OpaqueId = Annotated[str, "OpaqueId"]  # an opaque counter's id of a ticket (tickets/opaque.py)
+OpaqueId = Annotated[str, "OpaqueId"]  # an opaque counter's id of a ticket (tickets/opaque/ids.py)
 Count = Annotated[int, "Count"]
 BlockCount = Annotated[int, "BlockCount"]
 Step = Annotated[int, "Step"]
@@ -138,11 +134,7 @@ class Void(TypedDict):
     reason: Reason
 
 
-class JournalEntry(TypedDict):
-    key: Key
-    series: SeriesName
-    ticket: Number
-    id: NotRequired[str]
+class JournalEntry(SeriesNumber):
     time: Time
     caller: str
     idempotencyKey: str

@@ -56,9 +56,7 @@ def decode_path_key(segment: str) -> str:
 def ticket_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
-    """Merge path, query and body into one request; they may repeat each other but not disagree.
-    `default_key`: the key of a request that names none (`named` False says so: a route that needs a key refuses
-    it). The route bounds the count: MAX_COUNT for a list of tickets, MAX_BLOCK for a range block."""
+    """Merge path, query and body into one request."""
     if not raw_query and not body.strip():  # the common request, `GET /orders`: the path says it all
         return Asked(default_key if path_key is None else decode_path_key(path_key), 1, path_key is not None, route)
     return merged_request(path_key, raw_query, body, default_key, route)
@@ -67,10 +65,10 @@ def ticket_request(
 def merged_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
-    """ticket_request's general case. It also answers a request with no query and no body, as
-    ticket_request's shortcut does (tests/unit/test_protocol.py holds the two equal)."""
+    """ticket_request's general case."""
     max_count = MAX_BLOCK if route == BLOCKS_ROUTE else MAX_COUNT
-    query = query_parameters(raw_query)
+    # From the raw query string: AWS joins a repeated parameter's values with commas in queryStringParameters.
+    query = query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
     fields = _body_fields(body, max_count)
 
     keys = {
@@ -107,13 +105,6 @@ def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint:
         raise BadRequest(f"{route} takes no query parameters{hint}")
     if body:
         raise BadRequest(f"{route} takes no body")
-
-
-def query_parameters(raw_query: str | None) -> dict[str, str]:
-    """The query's parameters, each known and given once. Read from the raw query string: in
-    queryStringParameters AWS joins a repeated parameter's values with commas, so `count=2&count=2`
-    would look like the count '2,2'."""
-    return query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
 
 
 def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], described: str | None = None) -> dict[str, str]:
@@ -163,10 +154,7 @@ def _body_fields(body: bytes, max_count: int) -> dict[str, Any]:
 
 
 def json_body(body: bytes, example: str) -> Any:
-    """A request body's JSON, every string of it (names and values) valid Unicode. JSON's `\\ud800` (a
-    lone surrogate) is valid JSON but no text: stored, it could never be written out as UTF-8
-    (docs/reference/series.md#text-that-is-not-unicode), so it is refused here, for every route, before
-    anything is read."""
+    """A request body's JSON, every string of it (names and values) valid Unicode."""
     try:
         parsed = json.loads(body, object_pairs_hook=unique_fields)
     except (ValueError, RecursionError):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -40,6 +41,8 @@ class Route:
     answer: Any = None  # its JSON answer (a messages.py type, or a union of them); None: text only
     text: str | None = None  # the schema of its text/plain answer, when it has one
     idempotency_key: Literal["optional", "required"] | None = None  # the Idempotency-Key header it takes
+    # The API document's error responses it may answer beyond those every route may (tickets_local/openapi.py)
+    errors: tuple[str, ...] = ()
 
     @property
     def parameters(self) -> tuple[str, ...]:
@@ -47,10 +50,7 @@ class Route:
         return tuple(_PARAMETER.findall(self.path))
 
     def arguments(self, path: str) -> dict[str, str] | None:
-        """The path parameters when the dispatch gives `path` to this route's handler, else None. A
-        parameter is one segment of the characters a URL carries (the set Powertools' resolver took,
-        so answers are as before), `_` prefix included (`/_counters/_x` reaches its handler, which
-        refuses the key), except in the first segment: `/_x` is the service's, never a key."""
+        """The path parameters when the dispatch gives `path` to this route's handler, else None."""
         found = _dispatch_pattern(self.path).match(path)
         if found is None or (self.path.startswith("/{") and path[1:].startswith(RESERVED_PREFIX)):
             return None
@@ -70,14 +70,30 @@ class Route:
 
 # What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
+_ISSUE_ERRORS = ("UnknownKey", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable")
 _ACQUIRE: dict[str, Any] = {
     "body": messages.WorkerRequest,
     "answer": messages.WorkerLease,
     "idempotency_key": "optional",
+    "errors": ("UnknownPool", "InProgress", "TooLarge", "IdempotencyKeyReused", "PoolFull"),
 }
-_RENEW: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerLease}
-_RELEASE: dict[str, Any] = {"body": messages.LeaseRequest, "answer": messages.WorkerRelease}
-_ISSUED: dict[str, Any] = {"answer": messages.IssuedAnswer, "text": "IssuedText", "idempotency_key": "optional"}
+_LIST = {"answer": messages.WorkerPool, "errors": ("UnknownPool", "Unavailable")}
+_RENEW: dict[str, Any] = {
+    "body": messages.LeaseRequest,
+    "answer": messages.WorkerLease,
+    "errors": ("UnknownPool", "LeaseLost", "TooLarge", "Unavailable"),
+}
+_RELEASE: dict[str, Any] = {
+    "body": messages.LeaseRequest,
+    "answer": messages.WorkerRelease,
+    "errors": ("UnknownPool", "TooLarge", "Unavailable"),
+}
+_ISSUED: dict[str, Any] = {
+    "answer": messages.IssuedAnswer,
+    "text": "IssuedText",
+    "idempotency_key": "optional",
+    "errors": _ISSUE_ERRORS,
+}
 
 ROUTES = (
     Route(
@@ -111,6 +127,7 @@ ROUTES = (
         messages.Block,
         "BlockText",
         "optional",
+        _ISSUE_ERRORS,
     ),
     Route(
         "/_counters/{key}",
@@ -119,6 +136,7 @@ ROUTES = (
         "A counter's state in this region; issues nothing",
         "read",
         answer=messages.CounterState,
+        errors=("UnknownCounter", "Unavailable"),
     ),
     Route(
         "/_health",
@@ -131,26 +149,28 @@ ROUTES = (
     Route(
         "/_series/{key}",
         ("POST",),
-        "series_routes.issue_series_number",
+        "series.routes.issue_series_number",
         "The next number of a series, with its journal entry",
         "series",
         body=messages.SeriesRequest,
         answer=messages.SeriesNumber,
         idempotency_key="required",
+        errors=("UnknownSeries", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable"),
     ),
     Route(
         "/_series/{key}/void",
         ("POST",),
-        "series_routes.void_series_number",
+        "series.routes.void_series_number",
         "Void a series number (recorded, never undone)",
         "void",
         body=messages.VoidRequest,
         answer=messages.JournalEntry,
+        errors=("UnknownSeries", "TooLarge", "Unavailable"),
     ),
     Route(
         "/_series/{key}/journal",
         ("GET",),
-        "series_routes.series_journal",
+        "series.routes.series_journal",
         "A page of a series' journal, in order",
         "read",
         (
@@ -159,13 +179,14 @@ ROUTES = (
             Query("limit", messages.PageSize),
         ),
         answer=messages.JournalPage,
+        errors=("UnknownSeries", "Unavailable"),
     ),
     # Worker-id leases (docs/how-to/worker-ids.md): one route a method, two on each path.
     *(
         Route(f"/_workers/{{pool}}{path}", (method,), f"workers.routes.{name}", summary, "workers", **shapes)
         for path, method, name, summary, shapes in (
             ("", "POST", "acquire_worker", "Lease a free worker id of a pool", _ACQUIRE),
-            ("", "GET", "list_workers", "A pool's live leases", {"answer": messages.WorkerPool}),
+            ("", "GET", "list_workers", "A pool's live leases", _LIST),
             ("/{worker}", "PUT", "renew_worker", "Renew a worker id's lease, held at the body's epoch", _RENEW),
             ("/{worker}", "DELETE", "release_worker", "Release a worker id's lease early", _RELEASE),
         )
@@ -185,6 +206,7 @@ def compat_route(path: str) -> Route:
         messages.TicketRequest,
         text="BareText",
         idempotency_key="optional",
+        errors=_ISSUE_ERRORS,
     )
 
 
@@ -219,18 +241,20 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
 _SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
 
 
+def _compiled(template: str, parameter: Callable[[str], str], end: str = "") -> re.Pattern[str]:
+    parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
+    return re.compile(
+        "".join(parameter(part) if index % 2 else re.escape(part) for index, part in enumerate(parts)) + end
+    )
+
+
 @functools.lru_cache(maxsize=32)
 def _dispatch_pattern(template: str) -> re.Pattern[str]:
-    parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
-    regex = "".join(f"(?P<{part}>{_SEGMENT})" if index % 2 else re.escape(part) for index, part in enumerate(parts))
-    return re.compile(f"{regex}$")  # `$`, as the resolver had it: a path may end in one newline
+    # `$`, as the resolver had it: a path may end in one newline
+    return _compiled(template, lambda name: f"(?P<{name}>{_SEGMENT})", "$")
 
 
 @functools.lru_cache(maxsize=32)
 def _pattern(template: str) -> re.Pattern[str]:
-    parts = _PARAMETER.split(template)
-    # A parameter is one segment, and never one that starts with the reserved prefix.
-    regex = "".join(
-        f"(?!{re.escape(RESERVED_PREFIX)})[^/]+" if index % 2 else re.escape(part) for index, part in enumerate(parts)
-    )
-    return re.compile(regex)
+    """A parameter is one segment, and never one that starts with the reserved prefix."""
+    return _compiled(template, lambda name: f"(?!{re.escape(RESERVED_PREFIX)})[^/]+")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .idempotency import IdempotentIssue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
-    from .opaque_secret import StoredKeys
+    from .opaque.secret import StoredKeys
     from .series.store import SeriesStore
     from .settings import CounterConfig
 
@@ -44,15 +44,6 @@ def count_error(err: TicketsError) -> None:
     log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
 
 
-def series_metric(metrics: Metrics, name: str, key: str, series: str) -> None:
-    """A count of one series' numbers, by key and series, in the request's metrics line (an invocation
-    serves one request, and Powertools clears the dimensions after each line). Series are configured
-    and periods few, so the dimensions stay bounded."""
-    metrics.add_dimension(name="key", value=key)
-    metrics.add_dimension(name="series", value=series)
-    metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
-
-
 @dataclass
 class Runtime:
     settings: Settings
@@ -68,15 +59,14 @@ class Runtime:
     logger: Logger = field(default_factory=lambda: logger)
     # The deployment's access rules (docs/how-to/access-rules.md); None: every invoker may do everything.
     access: Callable[[], Rules] | None = None
-    # The keys of opaque ids (tickets/opaque_secret.py); None: this function has none, and opaque counters answer 503.
+    # The keys of opaque ids (tickets/opaque/secret.py); None: this function has none, and opaque counters answer 503.
     opaque_keys: StoredKeys | None = None
-    counter_store: Any = None  # the CounterStore, which records a key version's fingerprint (tickets/opaque_secret.py)
+    counter_store: Any = None  # the CounterStore, which records a key version's fingerprint (tickets/opaque/secret.py)
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
-        """403 unless a rule lets this caller do the route's operation on `key`. Each handler calls it as soon
-        as it knows the key, so before any idempotent replay and any DynamoDB call."""
+        """403 unless a rule lets this caller do the route's operation on `key`."""
         if self.access is None:
             return
         identity = Identity.of(request.event)
@@ -85,15 +75,13 @@ class Runtime:
             raise forbidden(identity.describe(), request.operation, key)
 
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
-        """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables
-        fill as it runs); 503 while the function cannot read that version's key, or holds another key than the one
-        the table's ids of that version were made with (opaque_secret.replaced: once per process). tickets.opaque
-        is imported here, by the first request of an opaque counter: a function without one never loads it."""
+        """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables fill
+        as it runs)."""
         assert counter.opaque is not None
         made = self._opaque_ids.get((key, counter.opaque))
         if made is None:
             from .opaque import OpaqueIds
-            from .opaque_secret import fingerprint, replaced
+            from .opaque.secret import fingerprint, replaced
 
             if self.opaque_keys is None:
                 raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")

@@ -1,10 +1,5 @@
-"""Sequence math: which tickets a lane owns.
-
-A counter has L = regionSlots * shards lanes; lane l = slot * shards + shard.
-Ticket n (0, 1, 2, ...) of lane l is start + stride * (l + L * n), so lanes interleave
-without ever meeting, every ticket is >= start and = start (mod stride), and with one
-lane the tickets are start, start + stride, ...
-"""
+"""Which tickets a lane owns: of L = regionSlots * shards lanes, lane l = slot * shards + shard owns
+start + stride * (l + L * n), n = 0, 1, 2, ...: lanes interleave without ever meeting."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 SERIES_TABLE_ENV = "TICKETS_SERIES_TABLE"  # set only when series are configured
 WORKERS_TABLE_ENV = "TICKETS_WORKERS_TABLE"  # set only when worker pools are configured
-# The SSM SecureString parameter holding the keys of opaque ids (tickets/opaque_secret.py): its name, never its
+# The SSM SecureString parameter holding the keys of opaque ids (tickets/opaque/secret.py): its name, never its
 # value; set only when a counter is opaque.
 OPAQUE_KEYS_ENV = "TICKETS_OPAQUE_KEYS_PARAMETER"
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser: a counter's default max
@@ -44,9 +44,8 @@ class CounterConfig:
     opaque: OpaqueConfig | None = None  # its answers are ids (tickets.opaque); None: the tickets themselves
 
     def to_json(self) -> dict[str, Any]:
-        """Derived like Settings': each attribute under its camelCase name, left out at its default unless
-        every version wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch, fence and opaque appear only when
-        set."""
+        """Derived like Settings': each attribute under its camelCase name, left out at its default unless every version
+        wrote it (COUNTER_ALWAYS_WRITTEN), so maxBlock, epoch, fence and opaque appear only when set."""
         return _encoded(self, COUNTER_ALWAYS_WRITTEN, _COUNTER_CODECS)
 
     @classmethod
@@ -87,9 +86,7 @@ class Settings:
         return CounterConfig()
 
     def to_json(self) -> str:
-        """Each attribute under its camelCase name (the codecs below for the nested ones). A value at its
-        default is left out, except the attributes every version wrote (ALWAYS_WRITTEN), so the environment of
-        a deployment stays byte for byte what it was when an attribute is added."""
+        """Each attribute under its camelCase name (the codecs below for the nested ones)."""
         return json.dumps(_encoded(self, ALWAYS_WRITTEN, _CODECS), separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -97,8 +94,7 @@ class Settings:
         return cls(**_decoded(cls, json.loads(text), _CODECS))
 
 
-# Written even at their defaults: every version before the derived encoding wrote them (`series` only
-# when configured), and the deployed functions' environments stay as they were.
+# Written even at their defaults, as every version did: deployed functions' environments stay as they were.
 ALWAYS_WRITTEN = frozenset(
     {
         "region_slot",
@@ -146,8 +142,7 @@ def _camel(name: str) -> str:
 
 
 def _encoded(value: Any, always_written: frozenset[str], codecs: Mapping[str, _Codec]) -> dict[str, Any]:
-    """A dataclass's attributes under their camelCase names, through their codecs; those at their default
-    left out unless always written."""
+    """A dataclass's attributes under their camelCase names, through their codecs."""
     return {
         _camel(each.name): codecs.get(each.name, _PLAIN)[0](getattr(value, each.name))
         for each in fields(value)

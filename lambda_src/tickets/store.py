@@ -1,19 +1,10 @@
-"""The one place that talks to the counter table.
+"""The one place that talks to the counter table (docs/explanation/conditions.md has the long form).
 
-A request is one conditional UpdateItem on its lane's item (lane_item.py builds every write). The
-condition refuses another lane (its step, or its first ticket: start and region slot), an item code
-did not write, and a block that would pass max, so nothing is read before a write and a refused
-request writes nothing. Where the endpoint returns the item a condition failed on
-(ReturnValuesOnConditionCheckFailure), that says why; where it does not (dynalite, for one), one
-consistent read of that item does. Only plain UpdateItem and BatchGetItem are used: no
-transactions, which not every DynamoDB-compatible endpoint has.
-
-A shard's item (`key#s`) is created only after the key's layout (step, shards, stride and the first
-ticket of shard 0: together they fix every shard's lane) is recorded on the plain `key` item: two
-conditional writes, layout first, once per shard item's lifetime. The layout write and an unsharded
-key's advance exclude each other on the plain item, so every shard item in a table belongs to the
-one recorded layout and no unsharded lane coexists with it; no interleaving of the two writes can
-repeat a ticket (docs/explanation/conditions.md#creating-a-shard-without-a-transaction has the long form).
+A request is one conditional UpdateItem on its lane's item (lane_item.py builds every write): the condition refuses
+another lane, an item code did not write and a block past max, so nothing is read before a write and a refused
+request writes nothing; the item a condition failed on (returned, or read once where an endpoint does not return it)
+says why. No transactions: a shard's item is created only after the key's layout is recorded on its plain item, and
+that write and an unsharded key's advance exclude each other there, so no interleaving can repeat a ticket.
 """
 
 from __future__ import annotations
@@ -59,8 +50,7 @@ class CounterStore:
         self._jitter = jitter
 
     def advance(self, lane: Lane, count: int) -> int:
-        """Reserve `count` tickets on `lane`; returns the new `last` (the highest ticket of the block).
-        Raises Exhausted only when the lane's `last` is above `lane.limit(count)`."""
+        """Reserve `count` tickets on `lane`."""
         if lane.limit(count) < lane.seed:
             raise exhausted(lane.key, count, lane.max, lane.step)
         for _ in range(_ATTEMPTS):
@@ -84,15 +74,12 @@ class CounterStore:
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
-        """The stored `last` and `step` of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by
-        item key; an item that does not exist is left out."""
+        """The stored `last` and `step` of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by item key."""
         items = self._get([lane.item_key for lane in lanes])
         return {key: {LAST: number(item, LAST), STEP: number(item, STEP)} for key, item in items.items()}
 
     def _settle(self, lane: Lane, count: int, item: Item | None) -> int | None:
-        """After a failed condition, `item` as it was (None: it does not exist): refuse, or create
-        the item. Returns `last` if creating it issued the block, None to advance again.
-        Every refusal is decided before anything is written."""
+        """After a failed condition, `item` as it was (None: it does not exist): refuse, or create the item."""
         if item is None:
             if lane.shards == 1:
                 return None  # deleted since the write failed: the next advance creates it
@@ -138,18 +125,11 @@ class CounterStore:
     def _create_shard(self, lane: Lane, count: int) -> int | None:
         """Create the shard's item with this block; None if another request created it first (advance again)."""
         last = lane.seed + count * lane.step
-        try:
-            self._call("update_item", **self._on(lane.item_key), **lane_item.create(lane, last))
-        except ClientError as err:
-            if not dynamodb_errors.is_condition_failure(err):
-                raise
-            return None
-        return last
+        request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
+        return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
-        """The item whose condition failed, as it stands (None: it does not exist). Re-raises any
-        other error. An endpoint that ignores ReturnValuesOnConditionCheckFailure leaves the item
-        out, as DynamoDB does for an item that does not exist: one consistent read tells which."""
+        """The item whose condition failed, as it stands (None: it does not exist)."""
         if not dynamodb_errors.is_condition_failure(err):
             raise err
         if "Item" in err.response:
@@ -158,8 +138,7 @@ class CounterStore:
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, Item]:
-        """These items as stored, by key, from one consistent BatchGetItem; unprocessed keys (a
-        throttled partition) are asked for again after a short, jittered pause."""
+        """These items as stored, by key, from one consistent BatchGetItem."""
         request = {self._table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
         found: dict[str, Item] = {}
         for attempt in range(_ATTEMPTS):
@@ -174,7 +153,7 @@ class CounterStore:
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
-        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque_secret.py)."""
+        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque/secret.py)."""
         item: dict[str, Any] = self._call(
             "update_item",
             **self._on(f"{FINGERPRINT_PREFIX}{version}"),
@@ -188,8 +167,6 @@ class CounterStore:
         return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        """The call; throttling and faults as a 503, a failed condition and a misconfiguration (a 500) raised
-        as they came (dynamodb_errors)."""
         return dynamodb_errors.call(self._client, operation, request, _UNAVAILABLE)
 
 
@@ -208,11 +185,8 @@ def _changed_config(what: str) -> ConfigMismatch:
 
 
 def _stopped(lane: Lane) -> Unavailable:
-    """The lane was stopped at a fence: the key's layout changed and this function still serves the old
-    one until its region is deployed (docs/explanation/epochs-and-fences.md), or a fence was begun and never
-    finished. Retriable: the new layout's lanes, above the fence, answer the retry once they are deployed;
-    never a 4xx, never a ticket. The operator's way out is named: a fence left unfinished answers 503 until
-    it is finished or undone."""
+    """The lane was stopped at a fence: the key's layout changed and this function still serves the old one until its
+    region is deployed (docs/explanation/epochs-and-fences.md), or a fence was begun and never finished."""
     return Unavailable(
         f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
         f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "

@@ -6,11 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
-# Items that are not counters: their `counter` starts with "_", which no key (a letter or digit first:
-# keys.KEY_PATTERN) and so no key#shard can. The service never addresses them; tickets_admin's export
-# skips them. `tickets_admin migrate` records its targets there (tickets_admin/commands/migrate.py).
+# Items that are not counters (no key starts with "_": keys.KEY_PATTERN), such as tickets_admin/commands/migrate.py's records.
 RESERVED_ITEM_PREFIX = "_"
-FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque_secret.py)
+FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque/secret.py)
 
 
 def is_counter_item(name: str) -> bool:
@@ -20,8 +18,7 @@ def is_counter_item(name: str) -> bool:
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"
-# The stack names the counter table (config `tableName`) and lets CloudFormation name the idempotency
-# table; the local server, which needs a name for both, appends this to the counter table's.
+# The local server's idempotency table's name: the counter table's and this (the stack lets CloudFormation name it).
 IDEMPOTENCY_TABLE_SUFFIX = "-idempotency"
 
 
@@ -35,16 +32,13 @@ def create_table_arguments(table_name: str, partition_key: str) -> dict[str, Any
     }
 
 
-# The series table (tickets/series/store.py): a partition key and a numeric sort key, since a journal
-# is read in order. It exists only when series are configured; the stack names it the counter
-# table's name with this suffix, as the local server does.
+# The series table (tickets/series/store.py), only with series: a numeric sort key, as a journal is read in order.
 SERIES_PARTITION_KEY = "pk"
 SERIES_SORT_KEY = "n"
 SERIES_TABLE_SUFFIX = "-series"
 
 
-# The workers table (tickets/workers/store.py) has the series table's shape: `pk` a pool, `n` a worker id, so that
-# a pool's leases are listed and searched in worker order by Query. It exists only when pools are configured.
+# The workers table (tickets/workers/store.py), only with pools, has its shape: `pk` a pool, `n` a worker id.
 WORKERS_TABLE_SUFFIX = "-workers"
 
 

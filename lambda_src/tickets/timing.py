@@ -13,29 +13,25 @@ from typing import Any
 
 from .errors import Unavailable
 
-# One attempt per DynamoDB call: the caller's client is the one layer that retries (with jittered
-# backoff and the 503's Retry-After), so a request's worst case is known and no retry of a lost
-# write lands on the request's own idempotency lock.
+# One attempt per DynamoDB call: the caller's client is the one layer that retries, so a request's worst case is
+# known and no retry of a lost write lands on the request's own idempotency lock.
 DYNAMODB_MAX_ATTEMPTS = 1
 DYNAMODB_CONNECT_TIMEOUT_SECONDS = 0.5
 DYNAMODB_READ_TIMEOUT_SECONDS = 1.0
 WORST_CASE_CALL_SECONDS = DYNAMODB_CONNECT_TIMEOUT_SECONDS + DYNAMODB_READ_TIMEOUT_SECONDS
-# SSM (the access rules' parameters, access_store.py): one attempt per call, with timeouts that fit a request's
-# budget, since a function that could not read them at cold start asks again in a request (access_store.py). At
-# cold start, a transient failure (a burst of new environments throttled) is tried again once, after a random pause.
+# SSM (access/store.py): one attempt per call within a request's budget (a failed cold start read is tried again in
+# a request); at cold start a transient failure is tried again once, after a random pause.
 SSM_CONNECT_TIMEOUT_SECONDS = 0.5
 SSM_READ_TIMEOUT_SECONDS = 1.0
 SSM_COLD_START_ATTEMPTS = 2
 SSM_RETRY_PAUSE_SECONDS = 1.0  # at most; uniformly drawn, so a burst's second reads spread out
-# What a request may spend: three worst-case calls (an idempotent request's lock, its write and its
-# saved answer) and some room; a request on a healthy table takes milliseconds, whatever it meets.
+# What a request may spend: three worst-case calls (an idempotent request's lock, its write, its answer) and room.
 REQUEST_BUDGET_SECONDS = 5.0
 # Kept back from the function's remaining time for rendering the answer and Powertools' flush.
 RENDER_MARGIN_SECONDS = 0.25
 # Twice the budget: the deadline, never the timeout, ends a request; this only bounds a hung one.
 FUNCTION_TIMEOUT_SECONDS = 10
-# The function timeout a deployment may choose (its `timeoutSeconds`): the whole budget and the render margin
-# must fit in it, and a hung invocation must end (freeing its Idempotency-Key) within seconds.
+# A deployment's `timeoutSeconds`: the budget and the render margin fit in it; a hung invocation ends within seconds.
 MIN_FUNCTION_TIMEOUT_SECONDS = math.ceil(REQUEST_BUDGET_SECONDS + RENDER_MARGIN_SECONDS)
 MAX_FUNCTION_TIMEOUT_SECONDS = 15
 

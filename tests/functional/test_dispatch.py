@@ -1,6 +1,7 @@
 """The dispatch by the route table (lambda_src/tickets/dispatch.py): each route's operation, declared in the
 table, reaches the access check (Runtime.authorize), which every handler runs as soon as it knows its key:
-before an idempotent replay and before any DynamoDB call. The rules' own cases are tests/functional/test_access.py."""
+before an idempotent replay and before any DynamoDB call. The rules' own cases are
+tests/functional/access/test_access.py."""
 
 from __future__ import annotations
 

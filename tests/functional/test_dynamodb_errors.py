@@ -10,8 +10,8 @@ import json
 import pytest
 from botocore.exceptions import ClientError
 from botocore.stub import Stubber
-from test_series import CONFIG, NOW, Clock, with_series
 
+from functional.series.test_series import CONFIG, NOW, Clock, with_series
 from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE
 from tickets.dynamodb_errors import Failure, classify, classify_code
 from tickets_admin.table import AdminError, CounterTable

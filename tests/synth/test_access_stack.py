@@ -18,7 +18,7 @@ from aws_cdk.assertions import Template
 from access_support import FakeSsm, role_session, user
 from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, function_client
 from tickets.access import ACCESS_DIGEST_ENV, ACCESS_PARAMETERS_ENV, MAX_RULES_PARAMETERS, RULES_PARAMETER_BYTES
-from tickets.access_store import StoredRules
+from tickets.access.store import StoredRules
 from tickets.app import create_app
 from tickets.settings import WORKERS_TABLE_ENV
 from tickets_cdk import TicketService
@@ -182,7 +182,7 @@ def test_every_action_is_granted_only_where_it_applies(synthesised):
         granted.update(actions)
         if set(actions) & ONLY_ON_EVERY_RESOURCE:
             assert statement["Resource"] == "*", statement
-    # The function reads its rules with GetParameters (tickets/access_store.py) and makes no other SSM call.
+    # The function reads its rules with GetParameters (tickets/access/store.py) and makes no other SSM call.
     assert {action for action in granted if action.startswith("ssm:")} == {"ssm:GetParameters"}
     assert "xray:PutTraceSegments" in granted  # the check above saw the function's own policy
 

@@ -23,7 +23,7 @@ from moto_deployment import COUNTER_TABLE, IDEMPOTENCY_TABLE, SERIES_TABLE, func
 from opaque_statistics import luhn_valid, no_order_bound, position_p_values, spearman
 from tickets.app import create_app
 from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueKeyError, parse_keys
-from tickets.opaque_secret import parameter_keys
+from tickets.opaque.secret import parameter_keys
 from tickets.settings import OPAQUE_KEYS_ENV, SETTINGS_ENV, Settings
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_cdk import TicketAlarms, TicketService

@@ -2,7 +2,7 @@
 in-memory pool that keeps the lease protocol's rules: when renewals go out, the safe end timed from the send, loss
 on a 409, on a safe end passed (a suspend counted) and in a forked child, release on close, a replayed grant
 released since, the bit layout and its checks, a clock gone back (also mid-wait), a millisecond's sequence used up.
-Against the real server: tests/functional/test_worker_clients.py."""
+Against the real server: tests/functional/workers/test_worker_clients.py."""
 
 from __future__ import annotations
 

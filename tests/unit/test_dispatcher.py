@@ -54,9 +54,9 @@ def answer(dispatch: Dispatcher, path: str, method: str = "GET") -> tuple[int, d
         ("/_blocks/orders", "GET", "counters.reserve_block", "issue", {"key": "orders"}),
         ("/_counters/a%2Fb", "GET", "counters.counter_state", "read", {"key": "a%2Fb"}),
         ("/_health", "GET", "health.health", "none", {}),
-        ("/_series/inv", "POST", "series_routes.issue_series_number", "series", {"key": "inv"}),
-        ("/_series/inv/void", "POST", "series_routes.void_series_number", "void", {"key": "inv"}),
-        ("/_series/inv/journal", "GET", "series_routes.series_journal", "read", {"key": "inv"}),
+        ("/_series/inv", "POST", "series.routes.issue_series_number", "series", {"key": "inv"}),
+        ("/_series/inv/void", "POST", "series.routes.void_series_number", "void", {"key": "inv"}),
+        ("/_series/inv/journal", "GET", "series.routes.series_journal", "read", {"key": "inv"}),
     ],
 )
 def test_each_path_reaches_its_handler_with_its_operation_and_parameters(path, method, handler, operation, arguments):

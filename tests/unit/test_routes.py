@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tickets.access import OPERATIONS
 from tickets.routes import ROUTES, compat_route, not_found_message, route_of, served
 from tickets.settings import Settings
 
@@ -71,21 +72,30 @@ def test_the_dispatch_reads_path_parameters_as_the_resolver_did():
 
 
 def test_each_route_names_its_operation():
-    """What Runtime.authorize decides by: the operation the dispatch gives each handler with the request."""
-    assert {route.path: route.operation for route in ROUTES} == {
-        "/": "issue",
-        "/{key}": "issue",
-        "/_blocks/{key}": "issue",
-        "/_counters/{key}": "read",
-        "/_health": "none",
-        "/_series/{key}": "series",
-        "/_series/{key}/void": "void",
-        "/_series/{key}/journal": "read",
-        "/_workers/{pool}": "workers",
-        "/_workers/{pool}/{worker}": "workers",
-    }
-    assert all(route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES[:-4])
-    assert [route.parameters for route in ROUTES[-4:]] == [("pool",), ("pool",), ("pool", "worker"), ("pool", "worker")]
+    """What Runtime.authorize decides by: the operation the dispatch gives each handler with the request (a route
+    added later is held to OPERATIONS)."""
+    operations = {route.path: route.operation for route in ROUTES}
+    assert set(operations.values()) <= {*OPERATIONS, "none"}
+    assert (
+        operations.items()
+        >= {
+            "/": "issue",
+            "/{key}": "issue",
+            "/_blocks/{key}": "issue",
+            "/_counters/{key}": "read",
+            "/_health": "none",
+            "/_series/{key}": "series",
+            "/_series/{key}/void": "void",
+            "/_series/{key}/journal": "read",
+            "/_workers/{pool}": "workers",
+            "/_workers/{pool}/{worker}": "workers",
+        }.items()
+    )
+    workers = [route for route in ROUTES if route.path.startswith("/_workers")]
+    assert all(
+        route.parameters == (("key",) if "{key}" in route.path else ()) for route in ROUTES if route not in workers
+    )
+    assert [route.parameters for route in workers] == [("pool",), ("pool",), ("pool", "worker"), ("pool", "worker")]
 
 
 def test_404_texts_come_from_the_table():
@@ -93,10 +103,14 @@ def test_404_texts_come_from_the_table():
     assert not_found_message("/_blocks", ROUTES) == "/_blocks needs a key: GET or POST /_blocks/{key}"
     assert not_found_message("/_series", ROUTES) == "/_series needs a key: POST /_series/{key}"
     assert not_found_message("/_workers", ROUTES) == "/_workers needs a key: POST /_workers/{pool}"
-    assert not_found_message("/a/b", COMPAT) == (
-        "no such path; use /, /{key}, /_blocks/{key}, /_counters/{key}, /_health, /_series/{key}, "
-        "/_series/{key}/void, /_series/{key}/journal, /_workers/{pool}, /_workers/{pool}/{worker} or /v1.counter"
+    listed = (
+        "/, /{key}, /_blocks/{key}, /_counters/{key}, /_health, /_series/{key}, "
+        "/_series/{key}/void, /_series/{key}/journal, /_workers/{pool}, /_workers/{pool}/{worker}"
     )
+    known = tuple(route for route in COMPAT if route.path in listed.split(", ") or route.path == "/v1.counter")
+    assert not_found_message("/a/b", known) == f"no such path; use {listed} or /v1.counter"
+    paths = list(dict.fromkeys(route.path for route in COMPAT))  # every path, in the table's order (a new one too)
+    assert not_found_message("/a/b", COMPAT) == f"no such path; use {', '.join(paths[:-1])} or /v1.counter"
 
 
 def test_the_api_reference_lists_every_route():

@@ -1,5 +1,6 @@
-"""Series: counters whose every number is accounted for in a journal (docs/reference/series.md).
+"""Series: counters whose every number is accounted for in a journal (docs/reference/series.md): config.py (cdk.json's
+`tickets.series`, periods, ids), journal.py (entries), requests.py, store.py (the series table's calls), routes.py
+(the handlers). Exports only the config: settings.py imports it, and a function that serves no series loads no more."""
 
-A plain feature folder: config.py (what cdk.json's `tickets.series` says, period math and the id
-format), journal.py (an entry's shape) and store.py (the one place that talks to the series table).
-"""
+from .config import SeriesConfig as SeriesConfig
+from .config import parse_series as parse_series

@@ -40,9 +40,7 @@ def _option(name: str, default: Any, **encoding: Any) -> Any:
 
 @dataclass(frozen=True)
 class SeriesConfig:
-    """A parsed series; each attribute is an option (SERIES_OPTIONS reads them off the class). Adding an option:
-    its attribute here (left out of every encoding while at its default), its rule in parse_series and its line
-    in docs/reference/series.md."""
+    """A parsed series; each attribute is an option (SERIES_OPTIONS reads them off the class)."""
 
     start: int = _option("start", 1, always=True)
     # None: the numbering never restarts; "yearly": at each period's first instant
@@ -78,9 +76,7 @@ class SeriesConfig:
         return _render(self.format, key, series, number)
 
     def to_json(self) -> dict[str, Any]:
-        """cdk.json's shape (max as derived): what the settings carry and the ledger records; parse_series
-        reads it back unchanged. An option at its default is left out (SeriesOption.written), so an option
-        added later never changes what an older series encodes to, nor makes an older ledger unreadable."""
+        """cdk.json's shape (max as derived): what the settings carry and the ledger records."""
         return {
             option.name: option.encode(getattr(self, option.attribute))
             for option in SERIES_OPTIONS
@@ -244,8 +240,7 @@ def longest_id_length(text: str, key: str, series_length: int, number: int) -> i
 
 
 def largest_fitting_number(text: str, key: str, series_length: int, length: int) -> int:
-    """The largest number whose id, in the longest series name, has at most `length` characters
-    (-1: none fits). Every number of d digits has an id of the same length, so try d = 1, 2, ..."""
+    """The largest number whose id, in the longest series name, has at most `length` characters (-1: none fits)."""
     fitting = -1
     for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1):
         if longest_id_length(text, key, series_length, 10**digits - 1) > length:

@@ -1,11 +1,8 @@
 """A journal entry: the one record of a series number (who took it, when, for what, and its void).
 
-The series table holds three kinds of item, told apart by their partition key (docs/explanation/series.md):
-- the head of a series, `head#KEY#SERIES` (sort key 0): `last`, the high-water mark. Every number from
-  the series' start to `last` has an entry; at most the number `last + 1` has one too.
-- an entry, `entry#KEY#SERIES` with the number as its sort key: the journal, read in order by Query.
-- a request, `request#KEY#CALLER#IDEMPOTENCY-KEY` (sort key 0): what one Idempotency-Key asked for,
-  the number it claims, and its in-flight lock. Kept as long as the journal: a retry always gets its entry.
+The series table's three kinds of item (docs/explanation/series.md): a series' head `head#KEY#SERIES` (its mark
+`last`), its entries `entry#KEY#SERIES` by number, and a request `request#KEY#CALLER#IDEMPOTENCY-KEY` (its claim and
+lock, kept as long as the journal).
 """
 
 from __future__ import annotations
@@ -23,9 +20,8 @@ from .config import SeriesConfig
 Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
 MAX_REF_CHARS = 128
 MAX_REASON_CHARS = 500
-# A journal page's entries stop before this many bytes (each entry counted as its JSON escaped twice, in
-# ASCII: the most any Lambda runtime's answer can make of it), so the answer stays within a Lambda
-# Function URL's 6 MB response (6,291,456 bytes) with room for the page's envelope and headers.
+# A journal page stops before this many bytes (each entry as its JSON escaped twice in ASCII, the most a Lambda
+# runtime makes of it): within a Function URL's 6 MB response, with room for the envelope and headers.
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 
 
@@ -120,9 +116,8 @@ class Entry:
 
 
 def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int | None]:
-    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its
-    `next`: the last entry's number when the page was full or cut, None at the journal's end. `entries`
-    is read no further than the page needs."""
+    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its `next`: the
+    last entry's number when the page was full or cut, None at the journal's end."""
     page: list[Entry] = []
     size = 0
     for entry in entries:

@@ -40,8 +40,7 @@ def renew_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> 
 
 
 def release_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> Response:
-    """The lease ended now, so the id may be granted again after the hand-over gap; a stale epoch or a repeat changes
-    nothing."""
+    """The lease ended now, so the id may be granted again after the hand-over gap."""
     name, config, number, epoch = _held(runtime, request, pool, worker)
     released = _store(runtime).release(name, number, epoch, config, _now(runtime))
     answer: WorkerRelease = {"pool": name, "worker": number, "epoch": epoch, "released": released}

@@ -10,8 +10,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from .. import dynamodb_errors
 from ..errors import LeaseLost, PoolFull
 from ..messages import LiveLease, WorkerLease
@@ -83,8 +81,7 @@ class WorkerStore:
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
-        """End the lease now (the item, so the id's epoch, stays), the id free again after the hand-over gap; False:
-        it was not held at `epoch`."""
+        """End the lease now (the item, so the id's epoch, stays), the id free again after the hand-over gap."""
         values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
         return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
@@ -123,12 +120,8 @@ class WorkerStore:
             "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in used},
             "ExpressionAttributeValues": _values(values),
         }
-        try:
-            return Lease.of(dynamodb_errors.call(self._client, "update_item", request, _UNAVAILABLE)["Attributes"])
-        except ClientError as err:
-            if dynamodb_errors.is_condition_failure(err):
-                return None
-            raise
+        response = dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE)
+        return None if response is None else Lease.of(response["Attributes"])
 
 
 def _values(values: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The access rules' store (tickets/access_store.py): the rules read with botocore's SSM client at cold start and
+"""The access rules' store (tickets/access/store.py): the rules read with botocore's SSM client at cold start and
 in a request, on moto and on a stand-in for SSM over HTTP for what moto does not do (throttling, a denied read, no
 answer); each failure a 503 within the request's deadline, never an open door; and the entry point, imported in a
 fresh process as Lambda imports it, reading them once."""
@@ -21,7 +21,7 @@ from access_support import ACCOUNT, closed_port_url, error_answer, role_session,
 from moto_deployment import Region, function_client, function_url_event
 from tickets import timing
 from tickets.access import ACCESS_PARAMETERS_ENV
-from tickets.access_store import (
+from tickets.access.store import (
     RETRY_AFTER_FAILURE_SECONDS,
     SSM_CONFIG,
     SSM_READS_MODEL,
@@ -250,11 +250,11 @@ def test_a_request_whose_rules_get_no_answer_is_a_503_within_its_deadline(deploy
 CHILD = """
 import gc, json, sys, time
 import tickets.handler as entry
-import tickets.access_store
+import tickets.access.store
 from tickets_local.invoker import LambdaContext
 pause = float(sys.argv[2])
 if pause:
-    tickets.access_store.RETRY_AFTER_FAILURE_SECONDS = pause  # the test's, not 5 s
+    tickets.access.store.RETRY_AFTER_FAILURE_SECONDS = pause  # the test's, not 5 s
 answers = []
 for event in json.loads(sys.argv[1]):
     answers.append(entry.lambda_handler(event, LambdaContext(aws_request_id="r", invoked_function_arn="f")))

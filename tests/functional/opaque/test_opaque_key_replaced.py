@@ -24,7 +24,7 @@ from tickets_deploy.opaque_decode import OpaqueCodec
 from tickets_deploy.opaque_keys import read_key_file
 from tickets_local.testing import LocalTickets, LocalTicketsError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 TICKETS = {
     "regions": {"us-east-1": 0},

@@ -16,21 +16,12 @@ version is mixed with a hash of x, not written as a character of its own). A cou
 below M: tickets_deploy refuses a `max` of M or more. Example: 10 digits with a Luhn check and 10 versions:
 P = 9, M = 10**9 // 10 = 100,000,000, so max is at most 99,999,999.
 
-The permutation: a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with the 10 rounds of
-NIST SP 800-38G's FF1 and, like FF1's numeral-string halves, alternating moduli: each round adds to one
-half, modulo its size, a keyed BLAKE2b of the other half. A value of [M, a*b) walks the cycle (goes through
-the network again) until it falls below M, which makes a permutation of [0, M). FF1's PRF is AES, not in
-Python's standard library; keyed BLAKE2b is, and costs less than half what HMAC-SHA256 does per call here.
-Each round's BLAKE2b is keyed once, with the version's key, and reads the round's number, the domain and the
-counter's name (the tweak: one key serves every counter, each with its own permutation) before it is copied
-for each half it mixes in.
-
-A round's function of a half is fixed, and a half is below a: where a is at most TABLE_HALVES, each round keeps
-what it computed in a table (an array of a 16-bit entries, filled as halves come), so a warm function pays BLAKE2b
-once per half and round rather than once per id (10 digits: a = 10,000, 200 KB per key version; the ids are the
-same, tests/unit/test_opaque.py pins them). An array of 16-bit entries, not a list: a list's entries point at
-integers strewn over the heap, and between two requests the rest of the call pushes them out of the processor's
-caches (measured side by side, bench/README.md). A wider domain computes each time.
+The permutation: a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with FF1's 10 rounds
+(NIST SP 800-38G) and alternating moduli, each round adding to one half a keyed BLAKE2b (stdlib, half HMAC-SHA256's
+cost here) of the other, keyed with the version's key and reading the round, the domain and the counter (the tweak).
+A value of [M, a*b) walks the cycle until below M. Where a half is below TABLE_HALVES each round keeps what it
+computed in an array of 16-bit entries (a list's integers, strewn over the heap, leave the caches between requests:
+bench/README.md), so a warm function pays BLAKE2b once per half and round (tests/unit/opaque/test_opaque.py).
 """
 
 from __future__ import annotations
@@ -92,9 +83,8 @@ class OpaqueConfig:
         return cls(raw["width"], raw["alphabet"], raw.get("check"), raw["keyVersions"], raw["keyVersion"])
 
 
-# A round: a copy of its keyed BLAKE2b, which has read all but the half it mixes in; the modulus of the half it
-# adds to (a, b, a, b, ...); and its table, half -> its BLAKE2b modulo that modulus (NOT_COMPUTED: not yet computed), or
-# None when the halves are too many to keep.
+# A round: a copy of its keyed BLAKE2b (read all but the half it mixes in), the modulus of the half it adds to
+# (a, b, a, ...) and its table, half -> BLAKE2b modulo that (NOT_COMPUTED: not yet), or None when too many to keep.
 _Round = tuple[Callable[[], Any], int, "array.array[int] | None"]
 Rounds = tuple[_Round, ...]
 
@@ -219,9 +209,8 @@ def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, rou
 
 
 def parse_keys(text: str) -> dict[int, bytes]:
-    """A key file's text (and, as the function will read it, the secret's): a JSON object mapping each key
-    version, a whole number as a string, to its key in base64, 16 to 64 random bytes (32 recommended),
-    e.g. {"1": "q83v..."}."""
+    """A key file's text (and, as the function will read it, the secret's): a JSON object mapping each key version, a
+    whole number as a string, to its key in base64, 16 to 64 random bytes (32 recommended), e.g. {"1": "q83v..."}."""
     try:
         raw = json.loads(text)
     except ValueError:

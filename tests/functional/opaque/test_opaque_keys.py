@@ -1,7 +1,7 @@
 """The keys of a deployed service's opaque ids (docs/how-to/opaque-order-numbers.md), on moto's SSM: `python -m
 tickets_admin put-key` makes every region's SecureString parameter hold the same keys, never changing a version's key,
 finishing a run that stopped half-way, refusing regions that disagree before writing; encode and decode read them
-without a key file; the function reads them (tickets.opaque_secret.read_secret); and no key is ever printed, logged or
+without a key file; the function reads them (tickets.opaque.secret.read_secret); and no key is ever printed, logged or
 put in an error, botocore's DEBUG lines included."""
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ import boto3
 import pytest
 
 from access_support import closed_port_url, error_answer, ssm_stub
-from functional.test_access_store import CHILD
+from functional.access.test_access_store import CHILD
 from local_support import write_cdk_json
 from moto_deployment import function_url_event
 from tickets import timing
-from tickets.access_store import ssm_client
+from tickets.access.store import ssm_client
 from tickets.errors import Unavailable
 from tickets.opaque import parse_keys
-from tickets.opaque_secret import fingerprint, parameter_keys, read_secret
+from tickets.opaque.secret import fingerprint, parameter_keys, read_secret
 from tickets.settings import OPAQUE_KEYS_ENV
 from tickets.store import CounterStore
 from tickets.tables import COUNTER_KEY, create_table_arguments
@@ -177,7 +177,7 @@ def test_encode_and_decode_read_the_services_parameter_without_a_key_file(admin)
 
 
 def check_key_with(key: bytes, region: str) -> str:
-    """What a function holding `key` for version 1 records at its first id (tickets/opaque_secret.py)."""
+    """What a function holding `key` for version 1 records at its first id (tickets/opaque/secret.py)."""
     CounterStore(boto3.client("dynamodb", region_name=region), TABLE).fingerprint(1, fingerprint(key))
     return fingerprint(key)
 
@@ -236,7 +236,7 @@ SSM_ERRORS = [
 
 @pytest.mark.parametrize("status, code, transient", SSM_ERRORS)
 def test_the_keys_cold_start_read_asks_again_once_after_a_transient_failure_only(status, code, transient):
-    """As the access rules' read (access_store.read_at_cold_start, the one SSM read at cold start): a transient
+    """As the access rules' read (access.store.read_at_cold_start, the one SSM read at cold start): a transient
     failure is tried once more after a pause of at most SSM_RETRY_PAUSE_SECONDS, any other is not; either way the
     failure is kept, and a request at once is a 503 that names it and asks SSM nothing more."""
     pauses: list[float] = []

@@ -10,11 +10,11 @@ from typing import Any
 
 from botocore.config import Config
 
-from . import timing
-from .access import Rules
-from .botocore_session import new_session
-from .dynamodb_errors import Failure, classify
-from .errors import Unavailable
+from .. import timing
+from ..botocore_session import new_session
+from ..dynamodb_errors import Failure, classify
+from ..errors import Unavailable
+from .rules import Rules
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
 SSM_CONFIG = Config(
@@ -26,8 +26,7 @@ SSM_CONFIG = Config(
 
 
 class StoredRules:
-    """The rules, read at cold start (read_at_cold_start) or on first use, and kept; 503 (never allow-all) while
-    unreadable. `ssm`: the client to read with (ssm_client's)."""
+    """The rules, read at cold start (read_at_cold_start) or on first use, and kept."""
 
     def __init__(
         self,
@@ -42,13 +41,11 @@ class StoredRules:
         self._why = ""
 
     def read_at_cold_start(self) -> None:
-        """The read a new execution environment makes before its first request (read_at_cold_start below). A
-        failure is kept: each request then answers 503 and asks again."""
+        """The read a new execution environment makes before its first request (read_at_cold_start below)."""
         read_at_cold_start(self._try_read, self._pause)
 
     def __call__(self) -> Rules:
-        """The rules; in a request, one attempt of at most SSM's timeouts (timing.py) when they are not read yet,
-        at most every RETRY_AFTER_FAILURE_SECONDS."""
+        """The rules; 503 while unreadable, asked again at most every RETRY_AFTER_FAILURE_SECONDS."""
         if self._rules is None and (
             self._failed_at is None or self._clock() - self._failed_at >= RETRY_AFTER_FAILURE_SECONDS
         ):
@@ -73,9 +70,8 @@ class StoredRules:
         values = {parameter["Name"]: parameter["Value"] for parameter in answer["Parameters"]}
         entries: list[tuple[str, Any]] = []
         for name in self._names:
-            # Entries, not a dict: one principal may be written twice, in one parameter or two (the stack writes
-            # a granted role's ARN as a token; resolved, it may equal a principal the rules name), and each
-            # entry grants what it says. A dict would keep only the last.
+            # Entries, not a dict: a principal may be written twice (a granted role's ARN resolved may equal one the
+            # rules name), and each entry grants what it says.
             principals = json.loads(values[name], object_pairs_hook=_Entries)
             if not isinstance(principals, _Entries):
                 raise ValueError(f"{name}: not an object of principals")
@@ -100,13 +96,7 @@ def read_at_cold_start(try_read: Callable[[], Exception | None], pause: Callable
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:
-    """botocore's SSM client with SSM_CONFIG, described by SSM_READS_MODEL (its two reads). `session`: the botocore
-    session to make it with (the handler's, which its DynamoDB client shares: a new one costs a cold start ~5 ms);
-    a new one by default. `where`: create_client's region_name, endpoint_url or credentials, if not the
-    environment's. The session keeps one set of error classes per service, made when a client first needs them
-    (its first error answer): once this one has, an SSM client of the same session has none modelled (its errors
-    are ClientErrors with their codes, all the function reads). Make a whole SSM client on a session of its own.
-    Not for two threads at once: the session's data loader is swapped while the client is made."""
+    """botocore's SSM client with SSM_CONFIG, described by SSM_READS_MODEL (its two reads)."""
     session = session or new_session()
     loader = session.get_component("data_loader")
     session.register_component("data_loader", _TwoReadsOfSSM(loader))
@@ -117,9 +107,7 @@ def ssm_client(session: Any = None, **where: Any) -> Any:
 
 
 class _TwoReadsOfSSM:
-    """A session's data loader that answers SSM's API description with SSM_READS_MODEL. botocore's own describes
-    SSM's 150-odd operations (about 1 MB of JSON): parsing it and making a method of each took a cold start with
-    access rules about 20 ms (bench/README.md, the cold start with access rules)."""
+    """A session's data loader that answers SSM's API description with SSM_READS_MODEL."""
 
     def __init__(self, loader: Any):
         self._loader = loader
@@ -133,11 +121,9 @@ class _TwoReadsOfSSM:
         return self._loader.load_service_model(service_name, type_name, api_version)
 
 
-# SSM's API description (botocore's data files: ssm, 2014-11-06, service-2) cut to the two calls the function makes,
-# GetParameters (the access rules) and GetParameter (the opaque ids' keys), and what their answers' names and values
-# need: every entry is the installed botocore's own (tests/functional/test_access_store.py holds each one to it);
-# what is left out (documentation, the answers' other fields, error shapes) only describes, but for the constraints
-# (a name's length, at most 10 names), which SSM checks instead of botocore: an invalid request either way.
+# SSM's API description (botocore's ssm 2014-11-06 service-2) cut to the function's two calls, GetParameters (access
+# rules) and GetParameter (opaque keys), and their answers' names and values: each entry is botocore's own
+# (tests/functional/access/test_access_store.py); the constraints left out SSM checks instead.
 SSM_READS_MODEL: dict[str, Any] = {
     "version": "2.0",
     "metadata": {

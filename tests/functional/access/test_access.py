@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from access_support import ACCOUNT, FakeSsm, role_session, user
 from moto_deployment import Region, function_client
 from tickets.access import Identity, Rules
-from tickets.access_store import StoredRules
+from tickets.access.store import StoredRules
 from tickets.app import create_app
 from tickets.errors import Unavailable
 from tickets_deploy.access import AccessRuleError, parse_rules

@@ -5,25 +5,27 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import protocol
-from .caller import caller
-from .errors import BadRequest, NotFound
-from .keys import require_idempotency_key
-from .messages import JournalPage
-from .runtime import Runtime, series_metric
-from .series.config import SeriesConfig
-from .wire import Request, Response, json_response
+from aws_lambda_powertools.metrics import MetricUnit
+
+from .. import protocol
+from ..caller import caller
+from ..errors import BadRequest, NotFound
+from ..keys import require_idempotency_key
+from ..messages import JournalPage
+from ..runtime import Runtime
+from ..wire import Request, Response, json_response
+from .config import SeriesConfig
 
 if TYPE_CHECKING:
-    from .series.store import SeriesStore
+    from .store import SeriesStore
 
 
 def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:
     """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
     runtime.authorize(request, key)
     config, journal = _series_of(runtime, key)
-    from .series import requests as series_requests
-    from .series.journal import IssueRequest
+    from . import requests as series_requests
+    from .journal import IssueRequest
 
     protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
     ref = series_requests.issue_request(request.body, request.is_base64_encoded)
@@ -46,7 +48,7 @@ def issue_series_number(runtime: Runtime, request: Request, key: str) -> Respons
     )
     issued = journal.issue(issue)
     if not issued.replayed:
-        series_metric(runtime.metrics, "SeriesIssued", issued.entry.key, issued.entry.series)
+        _count(runtime, "SeriesIssued", issued.entry.key, issued.entry.series)
         runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
         runtime.metrics.add_metadata("correlation_id", request.request_id)
     return json_response(200, issued.entry.answer())
@@ -56,13 +58,13 @@ def void_series_number(runtime: Runtime, request: Request, key: str) -> Response
     """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
     runtime.authorize(request, key)
     _, journal = _series_of(runtime, key)
-    from .series import requests as series_requests
+    from . import requests as series_requests
 
     protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
     entry, voided_now = journal.void(key, void["series"], void["ticket"], caller(request.event), void["reason"])
     if voided_now:  # a repeated void answers the first and is not counted again
-        series_metric(runtime.metrics, "SeriesVoided", key, void["series"])
+        _count(runtime, "SeriesVoided", key, void["series"])
     return json_response(200, entry.to_json())
 
 
@@ -70,8 +72,8 @@ def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
     """A page of the journal, in number order; `next` is the `after` of the following page."""
     runtime.authorize(request, key)
     config, journal = _series_of(runtime, key)
-    from .series import requests as series_requests
-    from .series.journal import journal_page
+    from . import requests as series_requests
+    from .journal import journal_page
 
     protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
     asked = series_requests.journal_request(request.raw_query_string)
@@ -93,3 +95,11 @@ def _series_of(runtime: Runtime, key: str) -> tuple[SeriesConfig, SeriesStore]:
         configured = ", ".join(sorted(runtime.settings.series)) or "none"
         raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/reference/series.md")
     return config, runtime.journal
+
+
+def _count(runtime: Runtime, name: str, key: str, series: str) -> None:
+    """One series number in the request's metrics line, by key and series (configured, so the dimensions stay few;
+    Powertools clears them after each line, and an invocation serves one request)."""
+    runtime.metrics.add_dimension(name="key", value=key)
+    runtime.metrics.add_dimension(name="series", value=series)
+    runtime.metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)

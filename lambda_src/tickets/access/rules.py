@@ -7,11 +7,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .caller import iam_fields
+from ..caller import iam_fields
 
 OPERATIONS = ("issue", "series", "void", "read", "workers")  # what each route does (routes.Route.operation)
 # Where a deployed function finds its rules: SSM parameters the stack writes (tickets_cdk/access_rules.py) and
-# access_store.py reads. Here, in a module with no AWS import, so that synthesis (which imports them) needs no
+# store.py reads. Here, in a module with no AWS import, so that synthesis (which imports them) needs no
 # botocore.
 ACCESS_PARAMETERS_ENV = "TICKETS_ACCESS_PARAMETERS"  # comma-separated parameter names; unset: no rules
 ACCESS_DIGEST_ENV = "TICKETS_ACCESS_DIGEST"  # unread: new rules, new environment
@@ -110,6 +110,5 @@ class Rules:
 
     @classmethod
     def from_entries(cls, entries: Iterable[tuple[str, Mapping[str, Any]]]) -> Rules:
-        """One grant per (principal, operations) entry. A principal may come twice (a role named in the rules
-        and granted by the construct, whose ARN CloudFormation resolves): a caller may do what any allows."""
+        """One grant per (principal, operations) entry."""
         return cls(tuple(Grant(p, {op: tuple(keys) for op, keys in ops.items()}) for p, ops in entries))

@@ -1,5 +1,5 @@
 """Worker pools' plain parts: the config's rule, the settings' round trip, the search for a free id, a full pool's
-Retry-After (tickets/workers/config.py; the handler's side is tests/functional/test_workers.py)."""
+Retry-After (tickets/workers/config.py; the handler's side is tests/functional/workers/test_workers.py)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tickets import opaque
 from tickets.opaque import ALPHABETS, OpaqueConfig, OpaqueKeyError, parse_keys
+from tickets.opaque import ids as opaque
 from tickets_deploy.opaque_decode import OpaqueCodec, OpaqueIdError
 
 KEY_1, KEY_2, KEY_3 = bytes(range(32)), bytes(range(32, 64)), bytes(range(64, 96))
@@ -126,7 +126,7 @@ def test_the_permutation_is_pinned():
     assert [ids.encode(t, 2) for t in (0, 1)] == ["6844852092", "0411372659"]
     base32 = ids_of(OpaqueConfig(12, "base32", "luhn"), {1: KEY_1})
     assert [base32.encode(t) for t in (0, 1, 2**40)] == ["APPDWNX9RK5W", "F2D4NW2QYRRT", "JW1ZT0A885EW"]
-    # Domains whose rounds keep tables (tickets.opaque.TABLE_HALVES), an odd payload and an even one, no check
+    # Domains whose rounds keep tables (tickets.opaque.ids.TABLE_HALVES), an odd payload and an even one, no check
     # character and base32's: made by the code before the tables, as the ones above were.
     base32_table = ids_of(OpaqueConfig(6, "base32", "luhn"), {1: KEY_1})
     assert base32_table.encode_all([0, 1, 2, 3_000_000]) == ["J3GVC4", "AEWPZG", "SG4D6W", "GDYWYW"]

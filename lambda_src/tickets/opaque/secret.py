@@ -1,17 +1,8 @@
-"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): a secret outside the function's
-environment, its template and its logs, read once at cold start (handler.py) from the SSM SecureString parameter the
-environment names (tickets.settings.OPAQUE_KEYS_ENV), and again only while it is unreadable or lacks a key version a
-counter asks for. Until then each request of an opaque counter answers 503 and issues nothing: never a plain ticket.
-
-A key version is what it was (docs/explanation/opaque-ids.md#a-key-is-what-it-was): its first use records the key's
-fingerprint (HMAC-SHA256 of a fixed label under the key, 128 bits: whether two keys are one, nothing of the key) in
-the counter table's reserved item `_opaque-key#V` (tables.FINGERPRINT_PREFIX: no counter route can name it), once
-per process with `if_not_exists` (store.py's `fingerprint`); a key with another fingerprint for that version answers
-503 (errors.KeyReplaced), for its ids would meet those already issued. tickets_admin's encode and decode and the
-local server read it too.
-
-`read_secret` is the one call that reads it; `unlogged` keeps botocore's DEBUG lines, which print a request's
-parameters and a response's body, from ever carrying it (the function's own log level may be set to DEBUG).
+"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): an SSM SecureString read at cold start
+(handler.py), again only while unreadable or short of a version; until then an opaque counter answers 503, never a
+plain ticket. A version's first use records its key's fingerprint in the counter table's `_opaque-key#V` item;
+another key for that version answers 503 (errors.KeyReplaced). `unlogged` keeps botocore's DEBUG lines, which print
+parameters and bodies, from ever carrying a key.
 """
 
 from __future__ import annotations
@@ -24,8 +15,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .errors import Unavailable
-from .opaque import KEY_FORMAT, OpaqueKeyError, parse_keys
+from ..errors import Unavailable
+from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), SSM is asked again at most this often
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
@@ -46,9 +37,8 @@ def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: st
 
 
 def read_secret(name: str, ssm: Any = None) -> str:
-    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged. `ssm`: the client
-    to read with (access_store.ssm_client's, on the handler's session; a new one by default)."""
-    from .access_store import ssm_client
+    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged."""
+    from ..access.store import ssm_client
 
     with unlogged():
         value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
@@ -57,9 +47,8 @@ def read_secret(name: str, ssm: Any = None) -> str:
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
     """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
-    after a pause: access_store.read_at_cold_start); a failure is kept: each request of an opaque counter then
-    answers 503 and tries again."""
-    from .access_store import read_at_cold_start
+    after a pause: access.store.read_at_cold_start)."""
+    from ..access.store import read_at_cold_start
 
     keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
     read_at_cold_start(keys.try_read, pause)
@@ -92,8 +81,7 @@ def unlogged() -> Iterator[None]:
 
 
 class StoredKeys:
-    """The keys (version -> key), read on first use and kept; `keys(version)` raises Unavailable (503) while they
-    cannot be read or lack that version, asking again at most every RETRY_AFTER_FAILURE_SECONDS."""
+    """The keys (version -> key), read on first use and kept."""
 
     def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
         """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""

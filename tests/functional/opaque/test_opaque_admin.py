@@ -1,7 +1,7 @@
 """`python -m tickets_admin encode` and `decode`: an opaque counter's tickets as ids and back, with the settings
 from cdk.json or, with --service, from the ledger alone, and the keys from a key file or the service's SSM
-parameter (`put-key` writes it, in every region: tests/functional/test_opaque_keys.py); every refusal says what
-is wrong. Here neither reads its table (--no-table-check: tests/functional/test_opaque_keys.py and
+parameter (`put-key` writes it, in every region: tests/functional/opaque/test_opaque_keys.py); every refusal says what
+is wrong. Here neither reads its table (--no-table-check: tests/functional/opaque/test_opaque_keys.py and
 test_opaque_local.py read it). And the function's cold start: one without an
 opaque counter never loads tickets.opaque."""
 
@@ -21,7 +21,7 @@ import pytest
 from local_support import write_cdk_json
 from tickets_admin.__main__ import main
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KEYS = {"1": base64.b64encode(bytes(range(32))).decode(), "2": base64.b64encode(bytes(range(32, 64))).decode()}
 TICKETS = {
     "regions": {"us-east-1": 0},
@@ -55,7 +55,7 @@ def admin(tmp_path):
 def test_encode_then_decode_gives_back_the_tickets(admin):
     status, out, _ = admin("encode", "orders", "0", "1", "99999999")
     assert status == 0
-    assert out == [  # tests/unit/test_opaque.py pins the same ids for this key
+    assert out == [  # tests/unit/opaque/test_opaque.py pins the same ids for this key
         "0 -> 8752842271 (key version 1)",
         "1 -> 1388961516 (key version 1)",
         "99999999 -> 7139262419 (key version 1)",
