@@ -213,7 +213,7 @@ class TicketService(Construct):
             admit_caller(self.function, caller)
 
     def _grant_tables(self, role: iam.IRole) -> None:
-        """Only the calls the handler makes (store.py, Powertools idempotency, the series' and the workers'
+        """Only the calls the handler makes (store.py, idempotency.py, the series' and the workers'
         stores), only on these tables."""
         self.table.grant(role, "dynamodb:UpdateItem", "dynamodb:BatchGetItem")
         self.idempotency_table.grant(

@@ -277,8 +277,7 @@ class TestRetries:
             delays: list[float] = []
             client = TicketsClient(stub.url, sleep=no_sleep(delays))
             assert client.next("k") == [1]
-            pool = client._transport._manager.connection_from_url(stub.url)  # urllib3's, keeping the idle connection
-            idle = next(connection for connection in pool.pool.queue if connection is not None).sock
+            idle = client._transport._connection.sock  # the kept connection, idle
             assert select.select([idle], [], [], 10)[0]  # the server's close has reached the client
             assert client.next("k") == [2]
         assert stub.connections == 2 and len(stub.requests) == 2 and delays == []  # sent once, on a new connection

@@ -1,6 +1,6 @@
 """Python client for Tickets: `TicketsClient` (SigV4, retries, idempotency keys, range blocks, worker ids),
 `TicketLease` (adaptively sized range blocks with background prefetch), `WorkerLease` (a worker id, renewed)
-and `Snowflake` (ids on one). Standard library, botocore and urllib3 (which botocore requires).
+and `Snowflake` (ids on one). Standard library and botocore.
 
     from tickets_client import TicketsClient, TicketLease, TicketsError, Block, WorkerLease, Snowflake
 """
