@@ -6,11 +6,9 @@ against it, so the same header with a different request is refused rather than a
 wrongly. The caller is the signing principal, an assumed role without its session name: a
 client's credentials refreshed by a new AssumeRole (a new session name) are the same caller.
 Imported only when a request carries the header, so plain requests pay nothing for it.
-
-The record is the one Powertools' idempotency utility wrote before this module replaced it (its id, attributes,
-hashes and lock condition, byte for byte: tests/functional/test_idempotency.py holds them to Powertools' own), so a
-record either release wrote is honoured by the other during a rollout. Powertools cost a third of a keyed request's
-time here (its jmespath, hashing and record objects: bench/README.md); these are the same three calls, bare.
+The record is Powertools' idempotency utility's, which wrote it before this module (id, hashes, attributes, lock
+condition: tests/functional/test_idempotency.py holds them to Powertools' own), so either release replays the other's
+records during a rollout; the same calls without Powertools' jmespath and record objects cost a third less.
 """
 
 from __future__ import annotations
@@ -36,14 +34,23 @@ IdempotentIssue = Callable[[dict[str, Any], str, Asked | dict[str, Any], Any, Is
 
 # Powertools' names: the function's, then the decorated function's module and qualified name, as its ids began.
 _ID_PREFIX = ".tickets.idempotency.idempotent.<locals>.issue_once#"
-_IN_PROGRESS, _COMPLETED = "INPROGRESS", "COMPLETED"
-_NAMES = {"#id": IDEMPOTENCY_KEY, "#expiry": IDEMPOTENCY_TTL, "#in_progress_expiry": "in_progress_expiration"}
+_IN_PROGRESS, _COMPLETED = {"S": "INPROGRESS"}, {"S": "COMPLETED"}
 # Free: no record, or an expired one, or a lock whose attempt's deadline passed.
 _FREE = (
     "attribute_not_exists(#id) OR #expiry < :now OR "
     "(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)"
 )
-_SAVE = "SET #response_data = :response_data, #expiry = :expiry, #status = :status, #validation_key = :validation_key"
+_LOCK: dict[str, Any] = {
+    "ConditionExpression": _FREE,
+    "ExpressionAttributeNames": {"#id": IDEMPOTENCY_KEY, "#expiry": IDEMPOTENCY_TTL, "#status": "status"}
+    | {"#in_progress_expiry": "in_progress_expiration"},
+    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+}
+_SAVE: dict[str, Any] = {
+    "UpdateExpression": "SET #data = :data, #expiry = :expiry, #status = :status, #validation = :validation",
+    "ExpressionAttributeNames": {"#data": "data", "#expiry": IDEMPOTENCY_TTL, "#status": "status"}
+    | {"#validation": "validation"},
+}
 
 
 def _hash(data: Any) -> str:
@@ -57,82 +64,58 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
     than imported: runtime imports this module on first use."""
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
+    def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
+        """One call; its failure as _raise_failure says, but a lock's failed condition as it came."""
+        try:
+            answer: dict[str, Any] = getattr(client, operation)(TableName=table_name, **request)
+            return answer
+        except ClientError as err:
+            if operation == "put_item" and error_code(err) == CONDITION_FAILED_CODE:
+                raise
+            _raise_failure(err, spent=spent, logger=logger)
+        except Exception as err:
+            _raise_failure(err, spent=spent, logger=logger)
+
     def run(
         event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], deadline: Any, issue: Issue
     ) -> dict[str, Any]:
         key = {IDEMPOTENCY_KEY: {"S": prefix + _hash([caller(event), idempotency_key])}}
-        validation = _hash(request.recorded if isinstance(request, Asked) else request)
-        now = time.time()
-        lock = {  # it expires at this attempt's deadline, so a crashed attempt blocks its key no longer
-            **key,
-            IDEMPOTENCY_TTL: {"N": str(int(now + expires_after_seconds))},
-            "status": {"S": _IN_PROGRESS},
-            "in_progress_expiration": {"N": str(int(now * 1000) + deadline.get_remaining_time_in_millis())},
-            "validation": {"S": validation},
+        validation = {"S": _hash(request.recorded if isinstance(request, Asked) else request)}
+        now, left = time.time(), deadline.get_remaining_time_in_millis()
+        lock = {**key, IDEMPOTENCY_TTL: {"N": str(int(now + expires_after_seconds))}, "status": _IN_PROGRESS}
+        lock |= {"in_progress_expiration": {"N": str(int(now * 1000) + left)}, "validation": validation}
+        free = {
+            ":now": {"N": str(int(now))},
+            ":now_in_millis": {"N": str(int(now * 1000))},
+            ":inprogress": lock["status"],
         }
-        try:
-            client.put_item(
-                TableName=table_name,
-                Item=lock,
-                ConditionExpression=_FREE,
-                ExpressionAttributeNames={**_NAMES, "#status": "status"},
-                ExpressionAttributeValues={
-                    ":now": {"N": str(int(now))},
-                    ":now_in_millis": {"N": str(int(now * 1000))},
-                    ":inprogress": {"S": _IN_PROGRESS},
-                },
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as err:
-            if error_code(err) != CONDITION_FAILED_CODE:
-                _raise_failure(err, spent=False, logger=logger)
-            try:  # dynalite answers a failed condition without the record: read it
-                stored = err.response.get("Item") or client.get_item(
-                    TableName=table_name, Key=key, ConsistentRead=True
-                ).get("Item")
-            except Exception as failed:
-                _raise_failure(failed, spent=False, logger=logger)
+        try:  # the lock ends at this attempt's deadline: a crashed attempt blocks its key no longer
+            call("put_item", Item=lock, ExpressionAttributeValues=free, **_LOCK)
+        except ClientError as held:  # dynalite answers a failed condition without the record: read it
+            stored = held.response.get("Item") or call("get_item", Key=key, ConsistentRead=True).get("Item")
             return _stored_answer(stored, validation)
-        except Exception as err:
-            _raise_failure(err, spent=False, logger=logger)
         try:
             answer = issue()
         except Exception:
-            try:  # nothing to keep (a refusal, a failure): the header may be sent again
-                client.delete_item(TableName=table_name, Key=key)
-            except Exception as failed:
-                _raise_failure(failed, spent=False, logger=logger)
+            call("delete_item", Key=key)  # nothing to keep (a refusal, a failure): the header may be sent again
             raise
-        try:
-            client.update_item(
-                TableName=table_name,
-                Key=key,
-                UpdateExpression=_SAVE,
-                ExpressionAttributeNames={"#response_data": "data", "#expiry": IDEMPOTENCY_TTL, "#status": "status"}
-                | {"#validation_key": "validation"},
-                ExpressionAttributeValues={
-                    ":expiry": {"N": str(int(time.time() + expires_after_seconds))},
-                    ":response_data": {"S": json.dumps(answer, sort_keys=True)},
-                    ":status": {"S": _COMPLETED},
-                    ":validation_key": {"S": validation},
-                },
-            )
-        except Exception as err:
-            _raise_failure(err, spent=True, logger=logger)
+        saved = {":data": {"S": json.dumps(answer, sort_keys=True)}, ":status": _COMPLETED, ":validation": validation}
+        saved[":expiry"] = {"N": str(int(time.time() + expires_after_seconds))}
+        call("update_item", True, Key=key, ExpressionAttributeValues=saved, **_SAVE)
         return answer
 
     return run
 
 
-def _stored_answer(stored: dict[str, Any] | None, validation: str) -> dict[str, Any]:
+def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) -> dict[str, Any]:
     """The answer of the record the lock failed on; gone by the time it was read (the attempt that held it ended
     without an answer to keep: a refusal, a failure) or still locked, a request in flight a moment ago."""
-    if stored is not None and stored.get("validation", {}).get("S") != validation:
+    if stored is not None and stored.get("validation") != validation:
         raise IdempotencyKeyReused(
             "this Idempotency-Key was already used for a different request (route, key or count); "
             "use a new Idempotency-Key for a new request"
         )
-    if stored is None or stored.get("status", {}).get("S") != _COMPLETED or "data" not in stored:
+    if stored is None or stored.get("status") != _COMPLETED or "data" not in stored:
         raise RequestInProgress(
             "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
         )
