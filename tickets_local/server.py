@@ -125,10 +125,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def parse_request(self) -> bool:
         """http.server's, without the email parser it reads headers with (a third of a keep-alive request's time
-        on this server was that parser): a request line of three words ending HTTP/1.1 or HTTP/1.0 is read here,
-        within http.client's limits; any other, http.server reads (its refusals, HTTP/0.9)."""
+        on this server was that parser): an HTTP/1.1 request line of three words is read here, within http.client's
+        limits (_MAX_HEADERS, _MAX_LINE); any other, by http.server (its refusals, HTTP/1.0 and 0.9)."""
         words = self.raw_requestline.split()
-        if len(words) != 3 or words[2] not in (b"HTTP/1.1", b"HTTP/1.0") or words[1].startswith(b"//"):
+        if len(words) != 3 or words[2] != b"HTTP/1.1" or words[1].startswith(b"//"):
             return super().parse_request()
         self.command, self.path, self.request_version = (word.decode("iso-8859-1") for word in words)
         self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
@@ -138,23 +138,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             name, colon, value = line.partition(":")
             if line in ("\r\n", "\n", ""):
                 break
-            if len(line) > _MAX_LINE:
-                self.send_error(431, "Line too long")
-                return False
-            if not colon or line[0] in " \t":  # no obs-fold either: RFC 9112 lets a server refuse it
-                self.send_error(400, "Bad header line")
+            refusal = (431, "Line too long") if len(line) > _MAX_LINE else None
+            if refusal or not colon or line[0] in " \t":  # no obs-fold either: RFC 9112 lets a server refuse it
+                self.send_error(*(refusal or (400, "Bad header line")))
                 return False
             headers[name] = value.strip(" \t\r\n")
         else:
             self.send_error(431, "Too many headers")
             return False
-        connection = headers.get("Connection", "").lower()
-        self.close_connection = connection == "close" or (
-            self.request_version < "HTTP/1.1" and connection != "keep-alive"
-        )
-        if headers.get("Expect", "").lower() == "100-continue" and self.request_version == "HTTP/1.1":
-            return self.handle_expect_100()
-        return True
+        self.close_connection = headers.get("Connection", "").lower() == "close"
+        return headers.get("Expect", "").lower() != "100-continue" or self.handle_expect_100()
 
     def __getattr__(self, name: str) -> Any:
         # Every method goes to the function, as a Function URL sends it: the handler decides

@@ -4,7 +4,6 @@ botocore as its only dependency."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
