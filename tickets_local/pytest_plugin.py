@@ -41,11 +41,6 @@ ServerFactory = Callable[..., "LocalTickets"]
 CONFIG_NAME = "tickets_config"
 
 
-def canonical_config(config: Mapping[str, Any]) -> str:
-    """The pool's key for a config: equal configs, written in any key order, share one server."""
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--tickets-backend",
@@ -88,7 +83,8 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
             served: LocalTickets = last[3]
             return served
         backend = backend or (chosen if not endpoint_url else None)
-        key = (canonical_config(config), region, endpoint_url, backend, tuple(arguments))
+        canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))  # equal configs share a server
+        key = (canonical, region, endpoint_url, backend, tuple(arguments))
         if key not in running:
             running[key] = LocalTickets(
                 copy.deepcopy(dict(config)),

@@ -81,14 +81,11 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
     ) -> dict[str, Any]:
         key = {IDEMPOTENCY_KEY: {"S": prefix + _hash([caller(event), idempotency_key])}}
         validation = {"S": _hash(request.recorded if isinstance(request, Asked) else request)}
-        now, left = time.time(), deadline.get_remaining_time_in_millis()
-        lock = {**key, IDEMPOTENCY_TTL: {"N": str(int(now + expires_after_seconds))}, "status": _IN_PROGRESS}
-        lock |= {"in_progress_expiration": {"N": str(int(now * 1000) + left)}, "validation": validation}
-        free = {
-            ":now": {"N": str(int(now))},
-            ":now_in_millis": {"N": str(int(now * 1000))},
-            ":inprogress": lock["status"],
-        }
+        now = time.time()
+        seconds, millis, left = int(now), int(now * 1000), deadline.get_remaining_time_in_millis()
+        lock = {**key, IDEMPOTENCY_TTL: {"N": str(seconds + expires_after_seconds)}, "status": _IN_PROGRESS}
+        lock |= {"in_progress_expiration": {"N": str(millis + left)}, "validation": validation}
+        free = {":now": {"N": str(seconds)}, ":now_in_millis": {"N": str(millis)}, ":inprogress": _IN_PROGRESS}
         try:  # the lock ends at this attempt's deadline: a crashed attempt blocks its key no longer
             call("put_item", Item=lock, ExpressionAttributeValues=free, **_LOCK)
         except ClientError as held:  # dynalite answers a failed condition without the record: read it
