@@ -346,40 +346,48 @@ def _server_error(status: int, body: bytes, wait: float | None = None) -> Ticket
 
 
 class _Transport:
-    """One keep-alive connection (http.client's: the least a request costs in Python), replaced before sending when
-    the server closed it while idle, as undici does: a ticket costs a round trip, not a TCP (and TLS) handshake.
-    Through the proxy HTTPS_PROXY or HTTP_PROXY names unless NO_PROXY exempts the host (a CONNECT tunnel for https,
-    the absolute URL for http); TLS verified against the CA bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the
-    system's. No retries or redirects here: the client's own policy decides, and every failure to exchange is an
-    OSError or an HTTPException to it (a failed attempt), after which the next attempt connects anew."""
+    """Keep-alive connections (http.client's: the least a request costs in Python), one per request in flight, so
+    threads may share a client; an idle one the server closed is replaced before sending, as undici does: a ticket
+    costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names unless
+    NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
+    bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own
+    policy decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
         proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
         via = urlsplit(proxy) if proxy else None
         address = (via.hostname or "", via.port or 80) if via else (host, port)
-        if scheme == "https":
-            bundle = os.environ.get("AWS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or None
-            context = ssl.create_default_context(cafile=bundle)
-            self._connection: http.client.HTTPConnection = http.client.HTTPSConnection(
-                *address, timeout=timeout, context=context
-            )
-            if via:
-                self._connection.set_tunnel(host, port or 443)
-        else:
-            self._connection = http.client.HTTPConnection(*address, timeout=timeout)
         netloc = f"[{host}]" if ":" in host else host
         self._prefix = f"http://{netloc}" + (f":{port}" if port else "") if via and scheme == "http" else ""
+        self._idle: list[http.client.HTTPConnection] = []  # list.pop and append are atomic
+        bundle = os.environ.get("AWS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or None
+        context = ssl.create_default_context(cafile=bundle) if scheme == "https" else None
+
+        def connect() -> http.client.HTTPConnection:
+            if context is None:
+                return http.client.HTTPConnection(*address, timeout=timeout)
+            connection = http.client.HTTPSConnection(*address, timeout=timeout, context=context)
+            if via:
+                connection.set_tunnel(host, port or 443)
+            return connection
+
+        self._connect = connect
 
     def send(
         self, method: str, target: str, headers: dict[str, str], body: bytes = b""
     ) -> tuple[int, http.client.HTTPMessage, bytes]:
-        connection = self._connection
+        try:
+            connection = self._idle.pop()
+        except IndexError:  # none idle: every one is in another thread's request
+            connection = self._connect()
         if connection.sock is not None and select.select([connection.sock], [], [], 0)[0]:
             connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
         try:
             connection.request(method, self._prefix + target, body or None, headers)
             response = connection.getresponse()
-            return response.status, response.msg, response.read()
+            answer = response.status, response.msg, response.read()
         except BaseException:
             connection.close()  # whatever is left on it belongs to no request
             raise
+        self._idle.append(connection)
+        return answer
