@@ -64,7 +64,7 @@ class TicketAlarms(Construct):
             function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
-        # Every operation the handler calls on each table (store.py; Powertools idempotency).
+        # Every operation the handler calls on each table (store.py; idempotency.py).
         self._alarm(
             "TableThrottles",
             service.metric_table_throttles(),

@@ -52,7 +52,7 @@ from .resources import (
     throttled_requests,
 )
 
-# Every call the handler makes on the counter table (store.py) and Powertools idempotency on its own: the role may
+# Every call the handler makes on the counter table (store.py) and on its own (idempotency.py): the role may
 # make only these, and the throttle metrics sum over them.
 COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")

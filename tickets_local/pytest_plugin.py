@@ -41,11 +41,6 @@ ServerFactory = Callable[..., "LocalTickets"]
 CONFIG_NAME = "tickets_config"
 
 
-def canonical_config(config: Mapping[str, Any]) -> str:
-    """The pool's key for a config: equal configs, written in any key order, share one server."""
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--tickets-backend",
@@ -74,6 +69,7 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
 
     running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
     chosen: str | None = pytestconfig.getoption("tickets_backend")
+    last: list[Any] = [None, None, None, None]  # the config object last asked for, the arguments, a copy, the server
 
     def server(
         config: Mapping[str, Any],
@@ -82,8 +78,13 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
         backend: str | None = None,
         arguments: Sequence[str] = (),
     ) -> LocalTickets:
+        asked = (region, endpoint_url, backend, tuple(arguments))
+        if config is last[0] and asked == last[1] and config == last[2]:  # a suite's every test asks alike
+            served: LocalTickets = last[3]
+            return served
         backend = backend or (chosen if not endpoint_url else None)
-        key = (canonical_config(config), region, endpoint_url, backend, tuple(arguments))
+        canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))  # equal configs share a server
+        key = (canonical, region, endpoint_url, backend, tuple(arguments))
         if key not in running:
             running[key] = LocalTickets(
                 copy.deepcopy(dict(config)),
@@ -93,6 +94,7 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
                 backend=backend,
                 arguments=arguments,
             ).start()
+        last[:] = [config, asked, copy.deepcopy(config), running[key]]  # the copy: a test may change the config
         return running[key]
 
     try:

@@ -9,7 +9,6 @@ settings (POWERTOOLS_*) are process-wide: the first server started decides them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -18,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,7 @@ from .events import (
     played_identity,
     protocol_error,
 )
+from .http_base import KeepAliveServer, http_date, read_headers
 from .invoker import HandlerInvoker
 from .layout_check import ServedLayout
 from .local_answers import local_answer, read_body, reset_answer
@@ -51,20 +51,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("tickets_local")
 
-# Python's http.server listens with a backlog of 5: 16 clients connecting at once then
-# wait for SYN retries (a p99 near 1 s was measured). Size it for the load instead.
-LISTEN_BACKLOG = 128
 IDLE_KEEP_ALIVE_SECONDS = 30
 # A request line without a version ("GET /path"): http.server takes it for HTTP/0.9, whose answers have no status
 # line nor headers. A Function URL speaks HTTP/1.1 and 2 only: refused before the function sees it.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
 
 
-class _HttpServer(ThreadingHTTPServer):
-    request_queue_size = LISTEN_BACKLOG
-    daemon_threads = True
-    allow_reuse_address = True
-
+class _HttpServer(KeepAliveServer):
     def __init__(
         self,
         address: tuple[str, int],
@@ -77,27 +70,7 @@ class _HttpServer(ThreadingHTTPServer):
         self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
         self.local_routes = local_routes  # path -> the JSON it answers to GET (given the played caller, if any)
         self.reset = reset  # None: the reset route is refused
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
         super().__init__(address, _RequestHandler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        """End idle keep-alive connections, whose threads would otherwise outlive the server."""
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):  # already closed by the client
-                connection.shutdown(socket.SHUT_RDWR)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -111,6 +84,22 @@ class _RequestHandler(BaseHTTPRequestHandler):
         # Nagle's algorithm off: with it on, an answer written in more than one piece waits for the client's delayed
         # ACK (~40 ms) on every keep-alive request after the first; _send writes once, this covers any other answer.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def parse_request(self) -> bool:
+        """http.server's, with the headers read by read_headers (http_base.py): for an HTTP/1.1 request line of
+        three words; any other, http.server reads (its refusals, HTTP/1.0 and 0.9)."""
+        words = self.raw_requestline.split()
+        if len(words) != 3 or words[2] != b"HTTP/1.1" or words[1].startswith(b"//"):
+            return super().parse_request()
+        self.command, self.path, self.request_version = (word.decode("iso-8859-1") for word in words)
+        self.requestline = self.raw_requestline.decode("iso-8859-1").rstrip("\r\n")
+        headers = read_headers(self.rfile)
+        if isinstance(headers, tuple):
+            self.send_error(*headers)
+            return False
+        self.headers = headers
+        self.close_connection = headers.get("Connection", "").lower() == "close"
+        return headers.get("Expect", "").lower() != "100-continue" or self.handle_expect_100()
 
     def __getattr__(self, name: str) -> Any:
         # Every method goes to the function, as a Function URL sends it: the handler decides
@@ -166,7 +155,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         """The status line, the headers and the body in one write to `wfile` (http.server's send_header and
         end_headers would write the headers alone first), always as an HTTP/1.1 answer."""
         phrase = self.responses.get(response.status, ("",))[0]
-        lines = [f"{self.protocol_version} {response.status} {phrase}", f"Date: {self.date_time_string()}"]
+        lines = [f"{self.protocol_version} {response.status} {phrase}", f"Date: {http_date(int(time.time()))}"]
         lines += [
             f"{name}: {value}"
             for name, value in response.headers

@@ -137,27 +137,15 @@ class LocalTickets:
 
     def _command(self) -> list[str]:
         """`python -m tickets_local` with this server's options."""
-        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin"]
-        if self.config_file is not None:
-            command += ["--config", str(self.config_file)]
-        else:
-            command += ["--config-json", json.dumps(self.config)]
-        command += ["--config-name", self.config_name]
-        if self.region:
-            command += ["--region", self.region]
-        if self.endpoint_url:
-            command += ["--endpoint-url", self.endpoint_url]
-        if self.backend:
-            command += ["--backend", self.backend]
-        if self.verbose:
-            command.append("--verbose")
-        if self.play_callers:
-            command.append("--play-callers")
-        if self.key_file is not None:
-            command += ["--key-file", str(self.key_file)]
-        if self._mark is not None:
-            command += ["--reset-mark", str(self._mark.path)]
-        return command + self.arguments
+        config = ["--config-json", json.dumps(self.config)]
+        config = ["--config", str(self.config_file)] if self.config_file is not None else config
+        mark = self._mark.path if self._mark is not None else None
+        named: dict[str, object] = {"--config-name": self.config_name, "--region": self.region}
+        named |= {"--endpoint-url": self.endpoint_url, "--backend": self.backend, "--key-file": self.key_file}
+        named["--reset-mark"] = mark
+        command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin", *config]
+        command += [part for flag, value in named.items() if value for part in (flag, str(value))]
+        return command + ["--verbose"] * self.verbose + ["--play-callers"] * self.play_callers + self.arguments
 
     def reset(self) -> None:
         """Every counter and idempotency record gone, and the handler's cached state with it (a new

@@ -1,4 +1,4 @@
-"""Idempotent retries with Powertools: a repeated Idempotency-Key gets the stored answer.
+"""Idempotent retries: a repeated Idempotency-Key gets the stored answer.
 
 The record is keyed by the caller and the header (two callers who happen to pick the same
 header value must not get each other's tickets); the request (route, key, count) is validated
@@ -6,28 +6,24 @@ against it, so the same header with a different request is refused rather than a
 wrongly. The caller is the signing principal, an assumed role without its session name: a
 client's credentials refreshed by a new AssumeRole (a new session name) are the same caller.
 Imported only when a request carries the header, so plain requests pay nothing for it.
+The record is Powertools' idempotency utility's, which wrote it before this module (id, hashes, attributes, lock
+condition: tests/functional/test_idempotency.py holds them to Powertools' own), so either release replays the other's
+records during a rollout; the same calls without Powertools' jmespath and record objects cost a third less.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import time
 from collections.abc import Callable
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn
 
-from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyInconsistentStateError,
-    IdempotencyPersistenceLayerError,
-    IdempotencyValidationError,
-)
+from botocore.exceptions import ClientError
 
 from .caller import caller
-from .dynamodb_errors import Failure, classify
+from .dynamodb_errors import CONDITION_FAILED_CODE, Failure, classify, error_code
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
 from .protocol import Asked
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
@@ -36,67 +32,92 @@ Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues,
 # (event, header, request: a ticket route's or as another route describes it, deadline, issue) -> the answer (run's)
 IdempotentIssue = Callable[[dict[str, Any], str, Asked | dict[str, Any], Any, Issue], dict[str, Any]]
 
+# Powertools' names: the function's, then the decorated function's module and qualified name, as its ids began.
+_ID_PREFIX = ".tickets.idempotency.idempotent.<locals>.issue_once#"
+_IN_PROGRESS, _COMPLETED = {"S": "INPROGRESS"}, {"S": "COMPLETED"}
+# Free: no record, or an expired one, or a lock whose attempt's deadline passed.
+_FREE = (
+    "attribute_not_exists(#id) OR #expiry < :now OR "
+    "(#status = :inprogress AND attribute_exists(#in_progress_expiry) AND #in_progress_expiry < :now_in_millis)"
+)
+_LOCK: dict[str, Any] = {
+    "ConditionExpression": _FREE,
+    "ExpressionAttributeNames": {"#id": IDEMPOTENCY_KEY, "#expiry": IDEMPOTENCY_TTL, "#status": "status"}
+    | {"#in_progress_expiry": "in_progress_expiration"},
+    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+}
+_SAVE: dict[str, Any] = {
+    "UpdateExpression": "SET #data = :data, #expiry = :expiry, #status = :status, #validation = :validation",
+    "ExpressionAttributeNames": {"#data": "data", "#expiry": IDEMPOTENCY_TTL, "#status": "status"}
+    | {"#validation": "validation"},
+}
 
-class _Recorded(Protocol):
-    """`issue_once` as idempotent_function wraps it: the data must come as the keyword it names."""
 
-    def __call__(self, *, call: dict[str, Any], issue: Issue) -> dict[str, Any]: ...
+def _hash(data: Any) -> str:
+    return hashlib.md5(json.dumps(data, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
 
 
-def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logger: Logger) -> IdempotentIssue:
-    """Run an issue once per (caller, header): a stored answer is looked up before the issue runs, so
-    whatever the issue checks (the config's limits) never stands between a retry and its answer. `logger` is
-    the process's (tickets.runtime), given rather than imported: runtime imports this module on first use."""
-    persistence = DynamoDBPersistenceLayer(
-        table_name=table_name, boto3_client=client, key_attr=IDEMPOTENCY_KEY, expiry_attr=IDEMPOTENCY_TTL
-    )
-    config = IdempotencyConfig(
-        event_key_jmespath="[caller, idempotency_key]",
-        payload_validation_jmespath="request",
-        raise_on_no_idempotency_key=True,
-        expires_after_seconds=expires_after_seconds,
-    )
+def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logger: Any) -> IdempotentIssue:
+    """Run an issue once per (caller, header): the record is locked (a conditional PutItem that answers the record
+    it failed on) before the issue runs, so whatever the issue checks (the config's limits) never stands between a
+    retry and its answer; the answer is saved after it. `logger` is the process's (tickets.runtime), given rather
+    than imported: runtime imports this module on first use."""
+    prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
-    # idempotent_function is typed to return Any; this is what its decorator makes of issue_once.
-    record_once: Callable[[Callable[..., dict[str, Any]]], _Recorded] = idempotent_function(
-        data_keyword_argument="call", persistence_store=persistence, config=config
-    )
-
-    @record_once
-    def issue_once(call: dict[str, Any], issue: Issue) -> dict[str, Any]:
-        return issue()
+    def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
+        """One call; its failure as _raise_failure says, but a lock's failed condition as it came."""
+        try:
+            answer: dict[str, Any] = getattr(client, operation)(TableName=table_name, **request)
+            return answer
+        except ClientError as err:
+            if operation == "put_item" and error_code(err) == CONDITION_FAILED_CODE:
+                raise
+            _raise_failure(err, spent=spent, logger=logger)
+        except Exception as err:
+            _raise_failure(err, spent=spent, logger=logger)
 
     def run(
         event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], deadline: Any, issue: Issue
     ) -> dict[str, Any]:
-        config.register_lambda_context(deadline)  # so a crashed attempt's lock expires at its deadline
-        recorded = request.recorded if isinstance(request, Asked) else request
-        call = {"caller": caller(event), "idempotency_key": idempotency_key, "request": recorded}
-        spent: list[bool] = []  # whether this attempt's issue ran to its end
-
-        def issue_and_note() -> dict[str, Any]:
-            answer = issue()
-            spent.append(True)
-            return answer
-
+        key = {IDEMPOTENCY_KEY: {"S": prefix + _hash([caller(event), idempotency_key])}}
+        validation = {"S": _hash(request.recorded if isinstance(request, Asked) else request)}
+        now = time.time()
+        seconds, millis, left = int(now), int(now * 1000), deadline.get_remaining_time_in_millis()
+        lock = {**key, IDEMPOTENCY_TTL: {"N": str(seconds + expires_after_seconds)}, "status": _IN_PROGRESS}
+        lock |= {"in_progress_expiration": {"N": str(millis + left)}, "validation": validation}
+        free = {":now": {"N": str(seconds)}, ":now_in_millis": {"N": str(millis)}, ":inprogress": _IN_PROGRESS}
+        try:  # the lock ends at this attempt's deadline: a crashed attempt blocks its key no longer
+            call("put_item", Item=lock, ExpressionAttributeValues=free, **_LOCK)
+        except ClientError as held:  # dynalite answers a failed condition without the record: read it
+            stored = held.response.get("Item") or call("get_item", Key=key, ConsistentRead=True).get("Item")
+            return _stored_answer(stored, validation)
         try:
-            return issue_once(call=call, issue=issue_and_note)
-        except IdempotencyValidationError:
-            raise IdempotencyKeyReused(
-                "this Idempotency-Key was already used for a different request (route, key or count); "
-                "use a new Idempotency-Key for a new request"
-            ) from None
-        except (IdempotencyAlreadyInProgressError, IdempotencyInconsistentStateError):
-            # Inconsistent: each time this request found another's lock, that lock was gone (or
-            # expired) by the time it read it; that request ended without an answer to keep (a
-            # refusal, a failure), and a retry now starts anew.
-            raise RequestInProgress(
-                "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
-            ) from None
-        except IdempotencyPersistenceLayerError as err:
-            _raise_persistence_failure(err, spent=bool(spent), logger=logger)
+            answer = issue()
+        except Exception:
+            call("delete_item", Key=key)  # nothing to keep (a refusal, a failure): the header may be sent again
+            raise
+        saved = {":data": {"S": json.dumps(answer, sort_keys=True)}, ":status": _COMPLETED, ":validation": validation}
+        saved[":expiry"] = {"N": str(int(time.time() + expires_after_seconds))}
+        call("update_item", True, Key=key, ExpressionAttributeValues=saved, **_SAVE)
+        return answer
 
     return run
+
+
+def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) -> dict[str, Any]:
+    """The answer of the record the lock failed on; gone by the time it was read (the attempt that held it ended
+    without an answer to keep: a refusal, a failure) or still locked, a request in flight a moment ago."""
+    if stored is not None and stored.get("validation") != validation:
+        raise IdempotencyKeyReused(
+            "this Idempotency-Key was already used for a different request (route, key or count); "
+            "use a new Idempotency-Key for a new request"
+        )
+    if stored is None or stored.get("status") != _COMPLETED or "data" not in stored:
+        raise RequestInProgress(
+            "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
+        )
+    answer: dict[str, Any] = json.loads(stored["data"]["S"])
+    return answer
 
 
 _REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged"
@@ -104,24 +125,21 @@ _REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged
 _SPENT = "the tickets were taken, but their answer could not be saved ({why}): they are a gap, handed to no one. "
 
 
-def _raise_persistence_failure(err: IdempotencyPersistenceLayerError, *, spent: bool, logger: Logger) -> NoReturn:
+def _raise_failure(err: Exception, *, spent: bool, logger: Any) -> NoReturn:
     """As the same failure on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else the 500
     InternalErrors watches; each says whether the issue had taken its tickets (`spent`). The cause is the failure."""
-    cause = err.__cause__
-    transient = (
-        not isinstance(cause, Exception) or isinstance(cause, TicketsError) or classify(cause) is Failure.UNAVAILABLE
-    )
+    transient = isinstance(err, TicketsError) or classify(err) is Failure.UNAVAILABLE
     if transient and spent:
         raise Unavailable(
             _SPENT.format(why="throttled, failed or out of time")
             + "The same Idempotency-Key gets 409 in_progress for seconds, then new tickets"
         ) from err
-    if isinstance(cause, TicketsError):  # the deadline refused the lock's write (DeadlineBoundClient)
-        raise cause
+    if isinstance(err, TicketsError):  # the deadline refused the lock's write (DeadlineBoundClient)
+        raise err
     if transient:
         raise Unavailable(
             "the idempotency store is unavailable; nothing was issued. Retry with the same Idempotency-Key "
             "(409 in_progress means: wait and retry)"
         ) from err
     logger.exception("the idempotency table refused a call")
-    raise TicketsError(_SPENT.format(why=_REFUSED) if spent else f"nothing was issued: {_REFUSED}") from cause
+    raise TicketsError(_SPENT.format(why=_REFUSED) if spent else f"nothing was issued: {_REFUSED}") from err

@@ -102,7 +102,7 @@ class Runtime:
         return {"keyVersion": opaque.key_version, "idsPerVersion": opaque.ids_per_version, "keyVersionsHeld": held}
 
     def idempotent_issue(self) -> IdempotentIssue:
-        """Powertools' idempotency around an issue, imported on first use: most requests carry no header."""
+        """The idempotency record around an issue, imported on first use: most requests carry no header."""
         if self._idempotent_issue is None:
             from .idempotency import idempotent
 

@@ -52,7 +52,7 @@ class Deadline:
         return self._at - time.monotonic()
 
     def get_remaining_time_in_millis(self) -> int:
-        """The request's time left, as a Lambda context says it: Powertools' idempotency reads this to
+        """The request's time left, as a Lambda context says it: the idempotency lock reads this to
         let a crashed attempt's lock expire at its deadline."""
         return max(0, int(self.remaining_seconds() * 1000))
 
@@ -67,7 +67,7 @@ class Deadline:
 
 class DeadlineBoundClient:
     """A DynamoDB client whose every call starts only while it can still finish before the deadline:
-    the counter store and Powertools' idempotency both call DynamoDB through it."""
+    the counter store and the idempotency record both call DynamoDB through it."""
 
     def __init__(self, client: Any, deadline: Deadline):
         self._client = client

@@ -277,11 +277,25 @@ class TestRetries:
             delays: list[float] = []
             client = TicketsClient(stub.url, sleep=no_sleep(delays))
             assert client.next("k") == [1]
-            pool = client._transport._manager.connection_from_url(stub.url)  # urllib3's, keeping the idle connection
-            idle = next(connection for connection in pool.pool.queue if connection is not None).sock
+            [kept] = client._transport._idle  # the connection kept, idle
+            idle = kept.sock
             assert select.select([idle], [], [], 10)[0]  # the server's close has reached the client
             assert client.next("k") == [2]
         assert stub.connections == 2 and len(stub.requests) == 2 and delays == []  # sent once, on a new connection
+
+    def test_threads_sharing_one_client_each_send_on_a_connection_of_their_own(self):
+        """A lease's prefetch and a worker's renewals share their client with the caller's own requests."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from tickets_local.server import LocalServer
+
+        with LocalServer(config={"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": False}) as server:
+            client = TicketsClient(server.url)
+            with ThreadPoolExecutor(8) as pool:
+                issued = [
+                    ticket for tickets in pool.map(lambda _: client.next("shared"), range(200)) for ticket in tickets
+                ]
+        assert sorted(issued) == list(range(1, 201)) and 1 <= len(client._transport._idle) <= 8
 
 
 class TestSigning:

@@ -412,3 +412,31 @@ def test_a_compat_request_replays_after_compat_was_turned_off(deploy):
     before, after = deploy({**config, "compat": {"path": "counter"}}), deploy(config)
     first, retry = replayed(before, after, "/counter", "c-off", query={"systemKey": "counter"})
     assert (first.body, retry.status, retry.body) == ("1", 200, {"key": "counter", "ticket": 1})
+
+
+def test_a_record_the_powertools_release_wrote_is_replayed_and_powertools_reads_ours(api):
+    """During a rollout both releases serve one table: the record is the one Powertools' idempotency utility writes
+    (the previous release's), its id, hashes and attributes alike, so each release replays the other's answers."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
+
+    from tickets.caller import caller
+
+    powertools = DynamoDBPersistenceLayer(table_name=IDEMPOTENCY_TABLE, boto3_client=api.client)
+    config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="request")
+    powertools.configure(config, "tickets.idempotency.idempotent.<locals>.issue_once")  # the previous release's
+
+    def call(header: str, count: int = 1) -> dict:
+        asked = {"key": "orders", "count": count}
+        return {"caller": caller(function_url_event("/orders")), "idempotency_key": header, "request": asked}
+
+    ours = api.post("/orders", headers=once("ours"))
+    record = powertools.get_record(call("ours"))  # validates the request's hash, as the previous release does
+    assert (record.status, record.response_json_as_dict()) == ("COMPLETED", ours.body)
+    powertools.save_inprogress(call("theirs", count=2), remaining_time_in_millis=5_000)
+    powertools.save_success(call("theirs", count=2), {"key": "orders", "ticket": 4242, "tickets": [4242, 4243]})
+    counters = api.items()
+    replayed = api.post("/orders", query={"count": "2"}, headers=once("theirs"))
+    assert replayed.body == {"key": "orders", "ticket": 4242, "tickets": [4242, 4243]} and api.items() == counters
+    assert api.post("/orders", headers=once("theirs")).body["error"] == "idempotency_key_reused"
+    powertools.save_inprogress(call("locked"), remaining_time_in_millis=5_000)
+    assert api.post("/orders", headers=once("locked")).body["error"] == "in_progress"

@@ -1,10 +1,9 @@
 """What the packages declare: the server's pyproject names what its code imports (in ranges that hold
 the pins of requirements*.txt), and the Python client installs on its own, into a clean venv, with
-botocore (and urllib3, which botocore requires) as its only dependencies."""
+botocore as its only dependency."""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import os
 import subprocess
@@ -54,11 +53,10 @@ def test_the_server_declares_what_it_imports_in_ranges_holding_the_pinned_versio
     assert "tickets_client" not in packages  # the client is clients/python's package
 
 
-def test_the_client_depends_on_botocore_and_what_it_brings_only():
-    """botocore, and urllib3 (the transport, for proxies and CA bundles), which botocore itself requires."""
+def test_the_client_depends_on_botocore_only():
+    """botocore (SigV4, credentials); its connections, proxies and CA bundles are the standard library's."""
     requirements = declared(CLIENT / "pyproject.toml")
-    assert list(requirements) == ["botocore", "urllib3"]
-    assert any(Requirement(each).name == "urllib3" for each in importlib.metadata.requires("botocore") or [])
+    assert list(requirements) == ["botocore"]
     for name, requirement in requirements.items():
         assert requirement.specifier.contains(pinned("requirements-serve.txt")[name])
 

@@ -1,5 +1,5 @@
 """Python client for Tickets (docs/reference/clients.md): `TicketsClient`, `TicketLease` (range blocks, prefetched),
-`WorkerLease` (a worker id, renewed) and `Snowflake` (ids on one). Standard library, botocore and urllib3."""
+`WorkerLease` (a worker id, renewed) and `Snowflake` (ids on one). Standard library and botocore."""
 
 from .client import Block, SeriesNumber, TicketsClient
 from .errors import TicketsError

@@ -1,4 +1,4 @@
-"""A client for a Tickets Function URL (or the local server): botocore for SigV4, urllib3 for its connections.
+"""A client for a Tickets Function URL (or the local server): botocore for SigV4, http.client for its connections.
 
     client = TicketsClient("https://abc123.lambda-url.us-east-1.on.aws")   # signs: AWS_IAM
     client.next("orders")            # [5000]
@@ -31,6 +31,8 @@ import http.client
 import json
 import os
 import random
+import select
+import ssl
 import time
 import urllib.request
 import uuid
@@ -38,8 +40,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
-
-import urllib3
 
 from .body import json_body
 from .errors import TicketsError
@@ -346,35 +346,48 @@ def _server_error(status: int, body: bytes, wait: float | None = None) -> Ticket
 
 
 class _Transport:
-    """Keep-alive connections (urllib3's pool, which replaces one the server closed while idle before sending, as
-    undici does): a ticket costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or
-    HTTP_PROXY names unless NO_PROXY exempts the host (a CONNECT tunnel for https); TLS verified against the CA
-    bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's
-    own policy decides, and every failure to exchange is an OSError to it (a failed attempt)."""
+    """Keep-alive connections (http.client's: the least a request costs in Python), one per request in flight, so
+    threads may share a client; an idle one the server closed is replaced before sending, as undici does: a ticket
+    costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names unless
+    NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
+    bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own
+    policy decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
+        proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
+        via = urlsplit(proxy) if proxy else None
+        address = (via.hostname or "", via.port or 80) if via else (host, port)
         netloc = f"[{host}]" if ":" in host else host
-        self._origin = f"{scheme}://{netloc}" + (f":{port}" if port else "")
-        self._timeout = urllib3.Timeout(connect=timeout, read=timeout)
-        proxies = urllib.request.getproxies_environment()
-        proxy = None if urllib.request.proxy_bypass(host) else proxies.get(scheme)
-        ca_bundle = os.environ.get("AWS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or None
-        pools: dict[str, Any] = {"maxsize": 16, "ca_certs": ca_bundle}
-        self._manager = urllib3.ProxyManager(proxy, **pools) if proxy else urllib3.PoolManager(**pools)
+        self._prefix = f"http://{netloc}" + (f":{port}" if port else "") if via and scheme == "http" else ""
+        self._idle: list[http.client.HTTPConnection] = []  # list.pop and append are atomic
+        bundle = os.environ.get("AWS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or None
+        context = ssl.create_default_context(cafile=bundle) if scheme == "https" else None
+
+        def connect() -> http.client.HTTPConnection:
+            if context is None:
+                return http.client.HTTPConnection(*address, timeout=timeout)
+            connection = http.client.HTTPSConnection(*address, timeout=timeout, context=context)
+            if via:
+                connection.set_tunnel(host, port or 443)
+            return connection
+
+        self._connect = connect
 
     def send(
         self, method: str, target: str, headers: dict[str, str], body: bytes = b""
-    ) -> tuple[int, dict[str, str], bytes]:
+    ) -> tuple[int, http.client.HTTPMessage, bytes]:
         try:
-            response = self._manager.urlopen(
-                method,
-                self._origin + target,
-                body=body or None,
-                headers=headers,
-                retries=False,
-                redirect=False,
-                timeout=self._timeout,
-            )
-        except urllib3.exceptions.HTTPError as err:  # a dropped or refused connection, a timeout, TLS, the proxy
-            raise ConnectionError(f"{type(err).__name__}: {err}") from err
-        return response.status, {name.lower(): value for name, value in response.headers.items()}, response.data
+            connection = self._idle.pop()
+        except IndexError:  # none idle: every one is in another thread's request
+            connection = self._connect()
+        if connection.sock is not None and select.select([connection.sock], [], [], 0)[0]:
+            connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
+        try:
+            connection.request(method, self._prefix + target, body or None, headers)
+            response = connection.getresponse()
+            answer = response.status, response.msg, response.read()
+        except BaseException:
+            connection.close()  # whatever is left on it belongs to no request
+            raise
+        self._idle.append(connection)
+        return answer
