@@ -52,8 +52,8 @@ from .resources import (
     throttled_requests,
 )
 
-# Every call the handler makes on the counter table (store.py) and on its own (idempotency.py): the role may
-# make only these, and the throttle metrics sum over them.
+# Every call the handler makes on the counter table (store.py) and the idempotency table (idempotency.py): the
+# role may make only these, and the throttle metrics sum over them.
 COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # Every call tickets/series/store.py makes on the series table, and no other (no Scan, no BatchWriteItem):

@@ -1,8 +1,9 @@
 """The API's OpenAPI document for one deployment's settings, derived from the code: paths, methods, parameters,
 bodies and answers from the route table (tickets.routes), their shapes from their types (tickets.messages), a
 counter's config from CounterConfig and the config schema's field docs, bounds from the constants the function
-checks, error codes from tickets.errors, each operation's summary and refusals from its route. openapi_parts.json holds only prose. The local server serves its config's
-document at GET /_local/openapi.json; `make generated` writes the default config's, the repository's openapi.json.
+checks, error codes from tickets.errors, each operation's summary and refusals from its route. openapi_parts.json
+holds only prose. The local server serves its config's document at GET /_local/openapi.json; `make generated` writes
+the default config's, the repository's openapi.json.
 """
 
 from __future__ import annotations

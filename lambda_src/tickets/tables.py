@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
-# Items that are not counters (no key starts with "_": keys.KEY_PATTERN), such as tickets_admin/commands/migrate.py's records.
+# Items that are not counters (no key starts with "_": keys.KEY_PATTERN), e.g. tickets_admin migrate's records.
 RESERVED_ITEM_PREFIX = "_"
 FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque/secret.py)
 
