@@ -56,7 +56,7 @@ UV = Path(sys.executable).parent / "uv"
 INSTALL_TIMEOUT_SECONDS = 900
 # The tests' `python -m build`: each isolated build environment made by uv instead of pip (a release builds with
 # pip, .github/workflows/release.yml): the same setuptools from the same index, the same files, 2.5 s less CPU.
-BUILD_SDIST_AND_WHEEL = (sys.executable, "-m", "build", "--installer", "uv", "--sdist", "--wheel")
+BUILD_SDIST_AND_WHEEL = (sys.executable, "-m", "build", "--installer", "uv")  # the sdist, then the wheel built from it
 # `make test` runs the build tiers in two processes at once: the tests marked `installs` (which build the packages
 # and make the environments below, in the checkout's build/, egg-info and .venv-* folders) in one, the rest in the
 # other, with this variable set: there, making any of them is a mistake that would race the first process.
@@ -91,11 +91,11 @@ def _installs_allowed() -> None:
 
 @functools.cache
 def built_distributions() -> dict[str, Path]:
-    """`python -m build --sdist --wheel` of the repository, once per test process, into a directory removed when
-    the process ends: what a release uploads (tests/packaging/test_distributions.py checks both), and the wheel,
-    built from that sdist, is the one every environment here installs. Built from the sdist, it holds what a
-    clean tree gives (setuptools stages packages in build/ and never empties it: a file removed since an
-    earlier in-tree build would ship). In a release's tests, the release's own (released())."""
+    """`python -m build` of the repository, once per test process, into a directory removed when the process
+    ends: the sdist, then the wheel built from it (what a release uploads: tests/packaging/test_distributions.py
+    checks both), the one every environment here installs. Built from the sdist, the wheel holds what a clean tree
+    gives (setuptools stages packages in build/ and never empties it: a file removed since an earlier in-tree build
+    would ship). In a release's tests, the release's own (released())."""
     _installs_allowed()
     wheel = released("python/tickets_server-*.whl")
     if wheel is not None:

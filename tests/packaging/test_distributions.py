@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.installs]
 
 @pytest.fixture(scope="module")
 def built() -> dict[str, Path]:
-    """`python -m build --sdist --wheel` of the repository: what a release uploads (built once per process and
+    """`python -m build` of the repository: what a release uploads (built once per process and
     shared with the tests that install the wheel: tests/installed.py)."""
     built = built_distributions()
     assert [built["wheel"].name, built["sdist"].name] == [
