@@ -20,9 +20,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
 
-from .client import MAX_BLOCK, Block
+from .client import MAX_BLOCK, Block, TicketsClient
 from .errors import TicketsError
 
 DEFAULT_BLOCK_SIZE = 1000
@@ -38,16 +37,12 @@ RUNS_PER_BLOCK = 16
 _ITERATOR_STEP_IS_ATOMIC = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-class BlockSource(Protocol):
-    def block(self, key: str, count: int, *, idempotent: bool = True) -> Block: ...
-
-
 class TicketLease:
     """Thread-safe: any number of threads may share one lease; no ticket is handed out twice."""
 
     def __init__(
         self,
-        client: BlockSource,
+        client: TicketsClient,
         key: str,
         block_size: int = DEFAULT_BLOCK_SIZE,
         *,

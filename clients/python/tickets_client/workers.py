@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 from .body import json_body
@@ -103,22 +103,13 @@ class WorkerRoutes:
             raise
 
 
-class WorkerSource(Protocol):
-    def acquire_worker(
-        self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None
-    ) -> WorkerGrant: ...
-    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant: ...
-    def release_worker(self, pool: str, worker: int, epoch: int) -> bool: ...
-    def list_workers(self, pool: str) -> dict[str, Any]: ...
-
-
 class WorkerLease:
     """One worker id of `pool`, acquired at construction, renewed by a daemon thread (`background=False`: by
     whoever calls `renew_due()`), released by `close()`. Thread-safe."""
 
     def __init__(
         self,
-        client: WorkerSource,
+        client: WorkerRoutes,
         pool: str,
         owner: str | None = None,
         *,
