@@ -7,7 +7,6 @@
  *     await tickets.reset();                                 // every counter gone: "orders" starts at 5000 again
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { request } from "node:http";
 
 /** cdk.json's `tickets` when none is given: one region, one lane per key (tickets 1, 2, 3...), any key. */
 export const DEFAULT_CONFIG: Readonly<Record<string, unknown>> = Object.freeze({
@@ -77,7 +76,9 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     banner,
     keyFile,
     reset: async () => {
-      const status = await post(url + RESET_PATH);
+      const response = await fetch(url + RESET_PATH, { method: "POST" });
+      await response.arrayBuffer(); // read to its end: the connection goes back to fetch's pool
+      const status = response.status;
       if (status !== 200) throw new Error(`the local server did not reset (HTTP ${status}):\n${log}`);
     },
     stop,
@@ -125,15 +126,4 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000);
   await exited;
   clearTimeout(timer);
-}
-
-function post(url: string): Promise<number> {
-  return new Promise((answered, failed) => {
-    const sent = request(url, { method: "POST", headers: { "content-length": "0" } }, (response) => {
-      response.resume();
-      response.on("end", () => answered(response.statusCode ?? 0));
-    });
-    sent.on("error", failed);
-    sent.end();
-  });
 }
