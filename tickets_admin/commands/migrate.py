@@ -285,14 +285,10 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     for key, value in old.values.items():
         counter = settings.counter(key)
         if counter is None:
-            if verify:
-                say(f"{key}: NOT SERVED: {unserved(key, 'cdk.json')}")
-            else:
-                say(
-                    f"{key}: NOT MIGRATED: {unserved(key, 'cdk.json')}: add it to tickets.counters there, then "
-                    "migrate again"
-                )
-            counts["not served" if verify else "not migrated"] += 1
+            outcome = "not served" if verify else "not migrated"
+            fix = "" if verify else ": add it to tickets.counters there, then migrate again"
+            say(f"{key}: {outcome.upper()}: {unserved(key, 'cdk.json')}{fix}")
+            counts[outcome] += 1
             continue
         lanes = key_lanes(key, counter, settings.region_slot, settings.region_slots, ledger)
         recorded = _read_target(table, key)
