@@ -174,8 +174,6 @@ class TicketDashboard(Construct):
         super().__init__(scope, construct_id)
         function = service.function
         reserved_concurrency = service.config.reserved_concurrency
-        table_throttles = service.metric_table_throttles()
-        idempotency_table_throttles = service.metric_idempotency_table_throttles()
         if isinstance(alarms, TicketAlarms):
             alarms = list(alarms.alarms.values())
         # No dashboard_name: CloudFormation generates one, so two stacks (or two deployments) never clash.
@@ -196,8 +194,8 @@ class TicketDashboard(Construct):
             else None
         )
         # One line per operation the handler calls on each table: the very metrics the throttle alarms sum.
-        table_throttled = _per_operation(table_throttles)
-        idempotency_throttled = _per_operation(idempotency_table_throttles)
+        table_throttled = _per_operation(service.metric_table_throttles())
+        idempotency_throttled = _per_operation(service.metric_idempotency_table_throttles())
         function_throttled = function.metric_throttles(
             statistic="Sum", period=DASHBOARD_PERIOD, label="throttled invocations"
         )
