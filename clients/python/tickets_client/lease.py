@@ -1,9 +1,6 @@
 """Block leasing (docs/reference/clients.md): one request buys a range block of tickets, handed out one by one
 in-process, the next block fetched in the background (Meituan Leaf's "segment" mode, double-buffered).
 
-    lease = TicketLease(TicketsClient(url), "orders")
-    order_id = lease.next()   # no network on almost every call
-
 Blocks grow and shrink to last `target_seconds` at the measured rate (a band of 1x-2x keeps a steady rate from
 flipping between two sizes). A 400 on a block halves the size until one is accepted (a deployment's `maxBlock`,
 perhaps lowered under a running lease) and the lease never asks for more again; a 400 at every size down to 1, or

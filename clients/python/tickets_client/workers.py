@@ -1,8 +1,5 @@
 """Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one (docs/reference/clients.md).
 
-    with WorkerLease(TicketsClient(url), "snowflake", owner="api-7") as lease:   # acquires; renews in the background
-        order_id = Snowflake(lease).next()   # 41 bits of milliseconds, 10 of the worker id, 12 of sequence
-
 A worker id is this process's only until its safe end: the time (on a clock that counts a suspend, CLOCK_BOOTTIME)
 at which it SENT the request that granted or last renewed it, plus the ttl, minus a margin; the service's
 `expiresAt` is never compared with our clock. In a forked child the lease is lost (the id stays the parent's).

@@ -1,10 +1,6 @@
 /** Tickets for your tests (`tickets-client/testing`, docs/how-to/test-your-code.md): the real handler behind a local
  * Function URL, in a process of its own (`python -m tickets_local`, from a Python with Tickets and its `testing`
  * extra). It stops with stop(), or when your process ends (it stops when its stdin closes).
- *
- *     const tickets = await startLocalTickets({ config: { regions: { "us-east-1": 0 }, counters: { orders: { start: 5000 } } } });
- *     await new TicketsClient(tickets.url).next("orders");   // [5000]
- *     await tickets.reset();                                 // every counter gone: "orders" starts at 5000 again
  */
 import { type ChildProcess, spawn } from "node:child_process";
 
