@@ -64,7 +64,6 @@ class TicketAlarms(Construct):
             function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
-        # Every operation the handler calls on each table (store.py; Powertools idempotency).
         self._alarm(
             "TableThrottles",
             service.metric_table_throttles(),
@@ -193,7 +192,6 @@ class TicketDashboard(Construct):
             if reserved_concurrency
             else None
         )
-        # One line per operation the handler calls on each table: the very metrics the throttle alarms sum.
         table_throttled = _per_operation(service.metric_table_throttles())
         idempotency_throttled = _per_operation(service.metric_idempotency_table_throttles())
         function_throttled = function.metric_throttles(
