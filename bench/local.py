@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from .bare_server import connect
 from .environment import REPO, bench_config
+from .series import rate
 
 LOAD_THREADS, LOAD_SECONDS = 16, 4.0
 PER_REQUEST_SECONDS = 2.0
@@ -226,14 +227,10 @@ def _per_request(url: str) -> dict:
 
     client = TicketsClient(url)
     issued: list[int] = []
-    deadline = time.perf_counter() + PER_REQUEST_SECONDS
-    began = time.perf_counter()
-    while time.perf_counter() < deadline:
-        issued.extend(client.next("bench-per-request"))
-    elapsed = time.perf_counter() - began
+    per_second = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
     if any(b <= a for a, b in zip(issued, issued[1:])):
         raise AssertionError("one request per ticket: tickets did not increase")
-    return {"per_request_tickets_per_s": len(issued) / elapsed}
+    return {"per_request_tickets_per_s": per_second}
 
 
 def _lease(url: str) -> dict:

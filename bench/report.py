@@ -11,7 +11,6 @@ from tickets_deploy.rules import MAX_SHARDS
 ITEM_WRITES_PER_S = 1000  # what DynamoDB serves on one item (its per-partition write limit)
 AT_MOST, AT_LEAST = "≤", "≥"
 GOALS = {  # figure: (at most or at least, the goal, how the table writes it)
-    # (They were 1.30 and 1.50 before the dispatch by the route table.)
     "cold_start_ratio": (AT_MOST, 1.15, "{:.2f}"),
     "cold_start_rules_ratio": (AT_MOST, 1.10, "{:.2f}"),  # with access rules / without
     "warm_ratio": (AT_MOST, 1.15, "{:.2f}"),

@@ -35,21 +35,22 @@ def measure(endpoint_url: str | None = None, seconds: float = SECONDS) -> dict[s
     with LocalServer(config=CONFIG, endpoint_url=endpoint_url, backend=backend, without_ledger=True) as server:
         client = TicketsClient(server.url)
         rates = {
-            "plain tickets (no Idempotency-Key)": _rate(lambda: client.next("orders", idempotent=False), seconds),
-            "tickets with an Idempotency-Key": _rate(lambda: client.next("orders"), seconds),
-            "series numbers": _rate(lambda: client.series("invoices", ref="bench"), seconds),
+            "plain tickets (no Idempotency-Key)": rate(lambda: client.next("orders", idempotent=False), seconds),
+            "tickets with an Idempotency-Key": rate(lambda: client.next("orders"), seconds),
+            "series numbers": rate(lambda: client.series("invoices", ref="bench"), seconds),
         }
         audit = _audit(server)
     plain = rates["plain tickets (no Idempotency-Key)"]
     return {
         "backend": endpoint_url or "moto (embedded)",
-        "per_second": {name: round(rate, 1) for name, rate in rates.items()},
+        "per_second": {name: round(value, 1) for name, value in rates.items()},
         "series_over_plain": round(rates["series numbers"] / plain, 2),
         "audit": audit,
     }
 
 
-def _rate(call: Any, seconds: float) -> float:
+def rate(call: Any, seconds: float) -> float:
+    """Calls of `call` per second over `seconds`, after 20 calls that warm it up."""
     for _ in range(20):  # warm: first calls build clients, tables' items
         call()
     count, start = 0, time.perf_counter()

@@ -171,10 +171,8 @@ def _longest_arn(principal: iam.IPrincipal) -> int:
         return TOKEN_PRINCIPAL_BYTES
     path = resource.path
     name = resource.role_name if isinstance(resource, iam.CfnRole) else resource.user_name
-    path_bytes = (
-        len(path)
-        if isinstance(path, str) and not Token.is_unresolved(path)
-        else (1 if path is None else MAX_PATH_BYTES)
-    )
-    name_bytes = len(name) if isinstance(name, str) and not Token.is_unresolved(name) else MAX_NAME_BYTES
-    return ARN_PREFIX_BYTES + path_bytes + name_bytes
+
+    def fixed(text: object, otherwise: int) -> int:  # its length where the app fixes it
+        return len(text) if isinstance(text, str) and not Token.is_unresolved(text) else otherwise
+
+    return ARN_PREFIX_BYTES + fixed(path, 1 if path is None else MAX_PATH_BYTES) + fixed(name, MAX_NAME_BYTES)

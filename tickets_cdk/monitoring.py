@@ -64,7 +64,6 @@ class TicketAlarms(Construct):
             function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
-        # Every operation the handler calls on each table (store.py; idempotency.py).
         self._alarm(
             "TableThrottles",
             service.metric_table_throttles(),
@@ -174,8 +173,6 @@ class TicketDashboard(Construct):
         super().__init__(scope, construct_id)
         function = service.function
         reserved_concurrency = service.config.reserved_concurrency
-        table_throttles = service.metric_table_throttles()
-        idempotency_table_throttles = service.metric_idempotency_table_throttles()
         if isinstance(alarms, TicketAlarms):
             alarms = list(alarms.alarms.values())
         # No dashboard_name: CloudFormation generates one, so two stacks (or two deployments) never clash.
@@ -195,9 +192,8 @@ class TicketDashboard(Construct):
             if reserved_concurrency
             else None
         )
-        # One line per operation the handler calls on each table: the very metrics the throttle alarms sum.
-        table_throttled = _per_operation(table_throttles)
-        idempotency_throttled = _per_operation(idempotency_table_throttles)
+        table_throttled = _per_operation(service.metric_table_throttles())
+        idempotency_throttled = _per_operation(service.metric_idempotency_table_throttles())
         function_throttled = function.metric_throttles(
             statistic="Sum", period=DASHBOARD_PERIOD, label="throttled invocations"
         )

@@ -154,7 +154,6 @@ def service_tables(
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            # Protected unless the stack is to be destroyed with its tables (removal_policy DESTROY).
             deletion_protection=removal_policy != RemovalPolicy.DESTROY,
             removal_policy=removal_policy,
             **options,

@@ -22,7 +22,7 @@ from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
 
 from ..cli import say, whole_number
 from ..key_lanes import KeyLanes, key_lanes
-from ..operations import Outcome, raise_key
+from ..operations import Outcome, next_ticket_above, raise_key
 from ..registry import Command, Context
 from ..table import AdminError, CounterTable
 
@@ -171,18 +171,16 @@ def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) ->
 def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region: str) -> tuple[int, str] | None:
     """How many of the numbers low+1 .. high this region's lanes (of every epoch) have issued, and where (`in
     REGION (LOWEST .. HIGHEST)`); None if none."""
-    spans = []
-    for lane in lanes:
-        last = number(table.get(lane.item_key), LAST)
-        top = min(high, last) if last is not None else lane.first - 1
-        k_low = 0 if low < lane.first else (low - lane.first) // lane.step + 1
-        k_high = (top - lane.first) // lane.step if top >= lane.first else -1
-        if k_high >= k_low:
-            spans.append((k_high - k_low + 1, lane.ticket(k_low), lane.ticket(k_high)))
+    issued = [  # each lane's tickets above `low`, up to its last and `high`: ranges, counted, never listed
+        range(next_ticket_above(lane, low), min(high, last) + 1, lane.step)
+        for lane in lanes
+        if (last := number(table.get(lane.item_key), LAST)) is not None
+    ]
+    spans = [span for span in issued if span]
     if not spans:
         return None
-    lowest, highest = min(span[1] for span in spans), max(span[2] for span in spans)
-    return sum(span[0] for span in spans), f"in {region} ({lowest} .. {highest})"
+    lowest, highest = min(span[0] for span in spans), max(span[-1] for span in spans)
+    return sum(map(len, spans)), f"in {region} ({lowest} .. {highest})"
 
 
 @dataclass(frozen=True)
@@ -285,14 +283,10 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     for key, value in old.values.items():
         counter = settings.counter(key)
         if counter is None:
-            if verify:
-                say(f"{key}: NOT SERVED: {unserved(key, 'cdk.json')}")
-            else:
-                say(
-                    f"{key}: NOT MIGRATED: {unserved(key, 'cdk.json')}: add it to tickets.counters there, then "
-                    "migrate again"
-                )
-            counts["not served" if verify else "not migrated"] += 1
+            outcome = "not served" if verify else "not migrated"
+            fix = "" if verify else ": add it to tickets.counters there, then migrate again"
+            say(f"{key}: {outcome.upper()}: {unserved(key, 'cdk.json')}{fix}")
+            counts[outcome] += 1
             continue
         lanes = key_lanes(key, counter, settings.region_slot, settings.region_slots, ledger)
         recorded = _read_target(table, key)

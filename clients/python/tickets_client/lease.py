@@ -1,9 +1,6 @@
 """Block leasing (docs/reference/clients.md): one request buys a range block of tickets, handed out one by one
 in-process, the next block fetched in the background (Meituan Leaf's "segment" mode, double-buffered).
 
-    lease = TicketLease(TicketsClient(url), "orders")
-    order_id = lease.next()   # no network on almost every call
-
 Blocks grow and shrink to last `target_seconds` at the measured rate (a band of 1x-2x keeps a steady rate from
 flipping between two sizes). A 400 on a block halves the size until one is accepted (a deployment's `maxBlock`,
 perhaps lowered under a running lease) and the lease never asks for more again; a 400 at every size down to 1, or
@@ -20,9 +17,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
 
-from .client import MAX_BLOCK, Block
+from .client import MAX_BLOCK, Block, TicketsClient
 from .errors import TicketsError
 
 DEFAULT_BLOCK_SIZE = 1000
@@ -38,16 +34,12 @@ RUNS_PER_BLOCK = 16
 _ITERATOR_STEP_IS_ATOMIC = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-class BlockSource(Protocol):
-    def block(self, key: str, count: int, *, idempotent: bool = True) -> Block: ...
-
-
 class TicketLease:
     """Thread-safe: any number of threads may share one lease; no ticket is handed out twice."""
 
     def __init__(
         self,
-        client: BlockSource,
+        client: TicketsClient,
         key: str,
         block_size: int = DEFAULT_BLOCK_SIZE,
         *,

@@ -1,8 +1,5 @@
 """Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one (docs/reference/clients.md).
 
-    with WorkerLease(TicketsClient(url), "snowflake", owner="api-7") as lease:   # acquires; renews in the background
-        order_id = Snowflake(lease).next()   # 41 bits of milliseconds, 10 of the worker id, 12 of sequence
-
 A worker id is this process's only until its safe end: the time (on a clock that counts a suspend, CLOCK_BOOTTIME)
 at which it SENT the request that granted or last renewed it, plus the ttl, minus a margin; the service's
 `expiresAt` is never compared with our clock. In a forked child the lease is lost (the id stays the parent's).
@@ -15,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeGuard
+from typing import Any, TypeGuard
 from urllib.parse import quote
 
 from .body import json_body
@@ -103,22 +100,13 @@ class WorkerRoutes:
             raise
 
 
-class WorkerSource(Protocol):
-    def acquire_worker(
-        self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None
-    ) -> WorkerGrant: ...
-    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant: ...
-    def release_worker(self, pool: str, worker: int, epoch: int) -> bool: ...
-    def list_workers(self, pool: str) -> dict[str, Any]: ...
-
-
 class WorkerLease:
     """One worker id of `pool`, acquired at construction, renewed by a daemon thread (`background=False`: by
     whoever calls `renew_due()`), released by `close()`. Thread-safe."""
 
     def __init__(
         self,
-        client: WorkerSource,
+        client: WorkerRoutes,
         pool: str,
         owner: str | None = None,
         *,

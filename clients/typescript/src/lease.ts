@@ -2,9 +2,6 @@
  * Block leasing, the Python client's TicketLease with the same sizing (docs/reference/clients.md): one request buys
  * a range block of tickets, handed out one by one in-process, the next fetched in the background.
  *
- *     const lease = new TicketLease(new TicketsClient(url), "orders");
- *     const orderId = await lease.next(); // no network on almost every call
- *
  * A 400 on a block halves the size until one is accepted (a deployment's maxBlock, perhaps lowered under a running
  * lease), and the lease never asks for more again; a 400 at every size down to 1, or an opaque counter's
  * `opaque_counter` (its ids come from `TicketsClient.nextIds`), is thrown. Tickets never handed out are skipped.

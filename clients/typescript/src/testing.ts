@@ -1,13 +1,8 @@
 /** Tickets for your tests (`tickets-client/testing`, docs/how-to/test-your-code.md): the real handler behind a local
  * Function URL, in a process of its own (`python -m tickets_local`, from a Python with Tickets and its `testing`
  * extra). It stops with stop(), or when your process ends (it stops when its stdin closes).
- *
- *     const tickets = await startLocalTickets({ config: { regions: { "us-east-1": 0 }, counters: { orders: { start: 5000 } } } });
- *     await new TicketsClient(tickets.url).next("orders");   // [5000]
- *     await tickets.reset();                                 // every counter gone: "orders" starts at 5000 again
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { request } from "node:http";
 
 /** cdk.json's `tickets` when none is given: one region, one lane per key (tickets 1, 2, 3...), any key. */
 export const DEFAULT_CONFIG: Readonly<Record<string, unknown>> = Object.freeze({
@@ -77,7 +72,9 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     banner,
     keyFile,
     reset: async () => {
-      const status = await post(url + RESET_PATH);
+      const response = await fetch(url + RESET_PATH, { method: "POST" });
+      await response.arrayBuffer(); // read to its end: the connection goes back to fetch's pool
+      const status = response.status;
       if (status !== 200) throw new Error(`the local server did not reset (HTTP ${status}):\n${log}`);
     },
     stop,
@@ -125,15 +122,4 @@ async function stopChild(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000);
   await exited;
   clearTimeout(timer);
-}
-
-function post(url: string): Promise<number> {
-  return new Promise((answered, failed) => {
-    const sent = request(url, { method: "POST", headers: { "content-length": "0" } }, (response) => {
-      response.resume();
-      response.on("end", () => answered(response.statusCode ?? 0));
-    });
-    sent.on("error", failed);
-    sent.end();
-  });
 }

@@ -273,10 +273,9 @@ export class Snowflake {
 
   /** A generator on `lease`, its layout checked: the bits fit 63, and the pool's size fits the worker bits. */
   static async on(lease: WorkerLease, options: SnowflakeOptions = {}): Promise<Snowflake> {
-    const timeBits = options.timeBits ?? DEFAULT_TIME_BITS;
-    const workerBits = options.workerBits ?? DEFAULT_WORKER_BITS;
-    const sequenceBits = options.sequenceBits ?? DEFAULT_SEQUENCE_BITS;
-    const maxRollback = options.maxRollbackSeconds ?? DEFAULT_MAX_ROLLBACK_SECONDS;
+    const { timeBits = DEFAULT_TIME_BITS, workerBits = DEFAULT_WORKER_BITS, sequenceBits = DEFAULT_SEQUENCE_BITS } = options;
+    const { maxRollbackSeconds: maxRollback = DEFAULT_MAX_ROLLBACK_SECONDS, epochMs = DEFAULT_EPOCH_MS } = options;
+    const { clock = Date.now, sleep = (seconds: number) => sleepMs(seconds * 1000) } = options;
     const layout = { timeBits, workerBits, sequenceBits };
     if (!Object.values(layout).every((bits) => Number.isInteger(bits) && bits >= 0) || timeBits < 1) {
       throw new RangeError(`bit counts are whole numbers, timeBits at least 1: ${JSON.stringify(layout)}`);
@@ -287,9 +286,7 @@ export class Snowflake {
     if (!(maxRollback >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollback}`);
     const size = await lease.size();
     if (size > 2 ** workerBits) throw new RangeError(`pool ${lease.pool} holds ${size} worker ids: more than ${workerBits} bits hold`);
-    const sleep = options.sleep ?? ((seconds: number) => sleepMs(seconds * 1000));
-    const epochMs = options.epochMs ?? DEFAULT_EPOCH_MS;
-    return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, options.clock ?? Date.now, sleep);
+    return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, clock, sleep);
   }
 
   /** The next id. */
