@@ -9,7 +9,7 @@ from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, Layout
 from tickets.settings import CounterConfig
 from tickets_deploy.schema import DeploymentConfig
 
-from .model import Change, CounterRecord, KeyEpoch, Ledger
+from .model import Change, CounterRecord, KeyEpoch, Ledger, PendingFence
 
 _UNCONFIGURED = CounterConfig()
 
@@ -78,10 +78,8 @@ def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     return problems
 
 
-def pending_problem(ledger: Ledger) -> str:
+def pending_problem(pending: PendingFence) -> str:
     """Why nothing can be deployed while a fence is pending, and the two ways out."""
-    pending = ledger.fencing
-    assert pending is not None
     return (
         f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the old "
         "lanes it stopped, in some regions or all, answer 503 until it is finished or undone, so no config is "
@@ -96,7 +94,7 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     changes, and a regionSlots change whose keys are not yet fenced (a key's own stride, shards or start are the
     ledger's counter rules, which accept a change its latest epoch covers)."""
     if ledger.fencing is not None:
-        return [pending_problem(ledger)]
+        return [pending_problem(ledger.fencing)]
     problems, changes = [], layout_changes(config, ledger)
     unfenced = [change.key for change in changes if change.old.region_slots != config.region_slots]
     growing = bool(unfenced) and config.region_slots > ledger.region_slots
