@@ -184,7 +184,6 @@ def _counter(config: DeploymentConfig, key: str) -> CounterConfig:
 
 
 def _target(config: DeploymentConfig, key: str) -> Layout:
-    """The layout `config` gives the key."""
     return _configured(_counter(config, key), config.region_slots)
 
 
