@@ -102,14 +102,22 @@ def regions_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str,
     return dict(value)
 
 
-def table_name_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
-    if not isinstance(value, str) or not TABLE_NAME_PATTERN.fullmatch(value):
-        raise ConfigError(
-            f"{where}: must be a DynamoDB table name, 3-243 characters from "
-            f"A-Z a-z 0-9 _ . - (the local server appends {IDEMPOTENCY_TABLE_SUFFIX!r} for its "
-            f"idempotency table), got {value!r}"
-        )
-    return value
+def accepting(accepts: Callable[[Any], bool], must_be: str) -> Parser:
+    """The rule of a value `accepts` takes as it is; any other is refused: `must be {must_be}, got {value!r}`."""
+
+    def rule(value: Any, parsed: Mapping[str, Any], where: str) -> Any:
+        if not accepts(value):
+            raise ConfigError(f"{where}: must be {must_be}, got {value!r}")
+        return value
+
+    return rule
+
+
+table_name_rule = accepting(
+    lambda value: isinstance(value, str) and TABLE_NAME_PATTERN.fullmatch(value) is not None,
+    f"a DynamoDB table name, 3-243 characters from A-Z a-z 0-9 _ . - (the local server appends "
+    f"{IDEMPOTENCY_TABLE_SUFFIX!r} for its idempotency table)",
+)
 
 
 def default_key_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
@@ -118,26 +126,12 @@ def default_key_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
     return str(value)
 
 
-def auth_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
-    if value not in AUTH_TYPES:
-        raise ConfigError(f"{where}: must be one of {', '.join(AUTH_TYPES)}, got {value!r}")
-    return str(value)
-
-
-def boolean(value: Any, parsed: Mapping[str, Any], where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: must be true or false, got {value!r}")
-    return value
-
-
-def text(value: Any, parsed: Mapping[str, Any], where: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: must be a string, got {value!r}")
-    return value
-
-
+auth_rule = accepting(lambda value: value in AUTH_TYPES, f"one of {', '.join(AUTH_TYPES)}")
 # The rule of a field declared without one, by its annotation: a new true/false or text field needs none.
-RULES_BY_TYPE: dict[str, Parser] = {"bool": boolean, "str": text}
+RULES_BY_TYPE: dict[str, Parser] = {
+    "bool": accepting(lambda value: isinstance(value, bool), "true or false"),
+    "str": accepting(lambda value: isinstance(value, str), "a string"),
+}
 
 
 def optional(rule: Parser) -> Parser:
@@ -170,10 +164,7 @@ def cors_origins_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tupl
     return tuple(value)
 
 
-def alarm_email_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str | None:
-    if value is not None and (not isinstance(value, str) or "@" not in value):
-        raise ConfigError(f"{where}: must be an e-mail address, got {value!r}")
-    return value
+alarm_email_rule = optional(accepting(lambda value: isinstance(value, str) and "@" in value, "an e-mail address"))
 
 
 def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:

@@ -107,9 +107,6 @@ def by_account(
 ) -> dict[str | None, dict[str, DeploymentConfig]]:
     """The services as deployed to each account (an app may hold staging and production): the regions of
     each service that the account's stacks hold. One account, the usual case: all of them."""
-    accounts = {entry.account for entry in registered}
-    if len(accounts) == 1:
-        return {accounts.pop(): dict(configs)}
     grouped: dict[str | None, dict[str, DeploymentConfig]] = {}
     for entry in registered:
         name = entry.config.table_name

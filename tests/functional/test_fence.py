@@ -20,7 +20,7 @@ from tickets_deploy.config import parse_config
 from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import (
     LedgerError,
-    applied_beside,
+    applied_from,
     from_text,
     init_ledger_file,
     read_ledger_file,
@@ -84,7 +84,7 @@ def fence(config_file: Path, *more: str) -> tuple[int, str, str]:
 def deployed(tickets: dict, region: str, ledger_dir: Path) -> Region:
     """A region's function as synthesis builds it: its settings above the ledger's fences."""
     deployment = Region(tickets, region)
-    applied = applied_beside(deployment.config, ledger_dir / "cdk.json")
+    applied = applied_from(deployment.config, ledger_dir / "tickets.lock.json")
     deployment.settings = region_settings(applied, region)
     return deployment
 

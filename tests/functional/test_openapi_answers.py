@@ -22,7 +22,7 @@ from tickets.settings import Settings
 from tickets_admin.__main__ import main as tickets_admin
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import region_settings
-from tickets_deploy.ledger import applied_beside, init_ledger_file, read_ledger_file, record_services, write_ledger_file
+from tickets_deploy.ledger import applied_from, init_ledger_file, read_ledger_file, record_services, write_ledger_file
 from tickets_local import openapi
 
 SERIES = {"invoices": {"start": 1, "format": "INV-{series}-{n:05}"}}
@@ -53,7 +53,7 @@ def assert_documented(region: Region, path: str, method: str = "GET", document=D
 
 def deployed(tickets: dict, ledger_dir: Path) -> Region:
     region = Region(tickets, "us-east-1")
-    region.settings = region_settings(applied_beside(region.config, ledger_dir / "cdk.json"), "us-east-1")
+    region.settings = region_settings(applied_from(region.config, ledger_dir / "tickets.lock.json"), "us-east-1")
     return region
 
 

@@ -9,10 +9,8 @@ from __future__ import annotations
 from .codec import from_text, to_text, upgrade_text, version_id
 from .deployed import config_from_ledger
 from .epochs import applied, fence_refusals, layout_changes, record_epochs
-from .fences import Change, KeyEpoch, PendingFence
 from .file import (
     SYNTHESIS_REFUSED,
-    applied_beside,
     applied_from,
     check_config_file,
     init_ledger,
@@ -35,10 +33,13 @@ from .model import (
     LEDGER_VERSION_OUTPUT,
     UNCONFIGURED,
     VERSION_DIGITS,
+    Change,
     CounterRecord,
+    KeyEpoch,
     Ledger,
     LedgerError,
     LedgerFile,
+    PendingFence,
     SlotRecord,
     Version,
 )
@@ -62,7 +63,6 @@ __all__ = [
     "SlotRecord",
     "Version",
     "applied",
-    "applied_beside",
     "applied_from",
     "check_lineage",
     "check_config_file",

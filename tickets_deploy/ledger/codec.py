@@ -18,14 +18,16 @@ from tickets_deploy.rules import ACCOUNT_ID_PATTERN, MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_plain
 
 from .deployed import check_deployed
-from .fences import Change, KeyEpoch, PendingFence
 from .model import (
     COMMENT,
     VERSION_DIGITS,
+    Change,
     CounterRecord,
+    KeyEpoch,
     Ledger,
     LedgerError,
     LedgerFile,
+    PendingFence,
     SlotRecord,
     Version,
     fields_text,
@@ -201,13 +203,11 @@ def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
     keys = _object(raw.get("keys"), "fencing.keys")
     if not keys:
         raise ValueError("fencing.keys: empty")
-    changes = []
-    for key, entry in sorted(keys.items()):
-        where = f"fencing.keys.{key}"
-        numbers = [epoch.number for epoch in recorded if epoch.key == key]
-        if _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1) != len(numbers) + 1:
-            raise ValueError(f"{where}.epoch: not the epoch after the last recorded ({len(numbers)})")
-        changes.append(Change(key, entry["epoch"], _layout(entry, "from", where), _layout(entry, "to", where)))
+    changes = [_change_from(key, entry, f"fencing.keys.{key}") for key, entry in sorted(keys.items())]
+    for change in changes:
+        last = len([epoch for epoch in recorded if epoch.key == change.key])
+        if change.number != last + 1:
+            raise ValueError(f"fencing.keys.{change.key}.epoch: not the epoch after the last recorded ({last})")
     return PendingFence(raw["id"], tuple(changes))
 
 
@@ -219,28 +219,32 @@ def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
             raise ValueError(f"epochs.{key}: not a list")
         for index, entry in enumerate(entries):
             where = f"epochs.{key}[{index}]"
-            number = _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1)
-            fence = _whole(entry.get("fence"), f"{where}.fence", low=0)
-            epoch = KeyEpoch(key, number, fence, _layout(entry, "from", where), _layout(entry, "to", where))
+            epoch = _change_from(key, entry, where).epoch(_whole(entry.get("fence"), f"{where}.fence", low=0))
             if epoch.number != index + 1 or epoch.fence < epoch.old.start:
                 raise ValueError(f"{where}: not epoch {index + 1} with a fence at or above its old start")
             found.append(epoch)
     return found
 
 
-def _layout(entry: dict[str, Any], side: str, where: str) -> Layout:
-    raw, where = _object(entry.get(side), f"{where}.{side}"), f"{where}.{side}"
-    return Layout(*(_whole(raw.get(name), f"{where}.{name}", low=int(name != "start"))
-                    for name in ("start", "stride", "shards", "regionSlots")))  # fmt: skip
+def _change_from(key: str, entry: Any, where: str) -> Change:
+    """A layout change as recorded: its epoch and the layouts `from` and `to`."""
+    number = _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1)
+    old, configured = (
+        Layout(*_numbers(entry.get(side), f"{where}.{side}", ("start", "stride", "shards", "regionSlots")))
+        for side in ("from", "to")
+    )
+    return Change(key, number, old, configured)
 
 
 def _counter_from(key: str, entry: Any) -> CounterRecord:
     where = f"counters.{key}"
-    start, stride, shards = (
-        _whole(_object(entry, where).get(name), f"{where}.{name}", low=int(name != "start"))
-        for name in ("start", "stride", "shards")
-    )
+    start, stride, shards = _numbers(entry, where, ("start", "stride", "shards"))
     return CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
+
+
+def _numbers(raw: Any, where: str, names: tuple[str, ...]) -> list[int]:
+    """Whole numbers by name: a start from 0, the others from 1."""
+    return [_whole(_object(raw, where).get(name), f"{where}.{name}", low=int(name != "start")) for name in names]
 
 
 def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:

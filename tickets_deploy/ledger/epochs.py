@@ -9,8 +9,7 @@ from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, Layout
 from tickets.settings import CounterConfig
 from tickets_deploy.schema import DeploymentConfig
 
-from .fences import Change, KeyEpoch
-from .model import CounterRecord, Ledger
+from .model import Change, CounterRecord, KeyEpoch, Ledger, PendingFence
 
 _UNCONFIGURED = CounterConfig()
 
@@ -52,11 +51,9 @@ def layout_changes(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
     """Every key whose layout the config changes from the one its lanes have now."""
     changes = []
     for key in served_keys(config):
-        now = current(ledger, key)
-        target = _configured(config.counters.get(key, _UNCONFIGURED), config.region_slots)
-        epoch = latest(ledger, key)
-        if now is not None and (epoch.configured if epoch is not None else now[1]) != target:
-            changes.append(Change(key, now[0] + 1, now[1], target))
+        now, epoch = current(ledger, key), latest(ledger, key)
+        if now is not None and (epoch.configured if epoch is not None else now[1]) != _target(config, key):
+            changes.append(Change(key, now[0] + 1, now[1], _target(config, key)))
     return changes
 
 
@@ -81,10 +78,8 @@ def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     return problems
 
 
-def pending_problem(ledger: Ledger) -> str:
+def pending_problem(pending: PendingFence) -> str:
     """Why nothing can be deployed while a fence is pending, and the two ways out."""
-    pending = ledger.fencing
-    assert pending is not None
     return (
         f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the old "
         "lanes it stopped, in some regions or all, answer 503 until it is finished or undone, so no config is "
@@ -99,11 +94,9 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     changes, and a regionSlots change whose keys are not yet fenced (a key's own stride, shards or start are the
     ledger's counter rules, which accept a change its latest epoch covers)."""
     if ledger.fencing is not None:
-        return [pending_problem(ledger)]
-    problems = []
-    unfenced = [
-        change.key for change in layout_changes(config, ledger) if change.old.region_slots != config.region_slots
-    ]
+        return [pending_problem(ledger.fencing)]
+    problems, changes = [], layout_changes(config, ledger)
+    unfenced = [change.key for change in changes if change.old.region_slots != config.region_slots]
     growing = bool(unfenced) and config.region_slots > ledger.region_slots
     if growing:
         problems.append(
@@ -115,14 +108,12 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             f"{ledger.region_slots} and add regions only on its free slots (docs/how-to/add-a-region.md)."
         )
     elif config.region_slots == ledger.region_slots:
-        problems += [
-            _unconfigured_problem(change) for change in layout_changes(config, ledger) if _moves_unconfigured(change)
-        ]
+        problems += [_unconfigured_problem(change) for change in changes if _moves_unconfigured(change)]
     # Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse (the layout
     # before the fence put back, or one the recorded counters agree with): served, they would take the lanes the
     # fence stopped (or lanes no fence bounds) instead of the fenced epoch's.
     said = set(unfenced) if growing else set()
-    for change in layout_changes(config, ledger):
+    for change in changes:
         epoch = latest(ledger, change.key)
         if epoch is not None and change.key not in said and not _counter_rules_refuse(config, ledger, change.key):
             problems.append(_unfollowed_problem(change, epoch))
@@ -132,10 +123,7 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
 def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
     """Do the ledger's counter rules (rules.py) already refuse this key's start, stride or shards?"""
     recorded = ledger.counters.get(key)
-    return (
-        recorded is not None
-        and recorded.numbering != CounterRecord.of(config.counters.get(key, _UNCONFIGURED)).numbering
-    )
+    return recorded is not None and recorded.numbering != CounterRecord.of(_counter(config, key)).numbering
 
 
 def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
@@ -167,8 +155,7 @@ def _unconfigured_problem(change: Change) -> str:
 def covered(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
     """Is the key's configured layout the one its latest epoch moved it to?"""
     epoch = latest(ledger, key)
-    target = _configured(config.counters.get(key, _UNCONFIGURED), config.region_slots)
-    return epoch is not None and epoch.configured == target
+    return epoch is not None and epoch.configured == _target(config, key)
 
 
 def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig:
@@ -182,14 +169,22 @@ def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig
         epoch = latest(ledger, key)
         if epoch is None or not covered(config, ledger, key):
             continue
-        counter = counters.get(key, _UNCONFIGURED)
-        counters[key] = replace(counter, start=epoch.start, epoch=epoch.number, fence=epoch.fence)
+        counters[key] = replace(_counter(config, key), start=epoch.start, epoch=epoch.number, fence=epoch.fence)
     return replace(config, counters=counters)
 
 
 def record_epochs(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
     """The ledger with these epochs added (after `fence` stopped their old lanes everywhere), no fence pending."""
     return replace(ledger, epochs=(*ledger.epochs, *epochs), fencing=None)
+
+
+def _counter(config: DeploymentConfig, key: str) -> CounterConfig:
+    """The key's counter as `config` serves it: configured, or as an unconfigured key."""
+    return config.counters.get(key, _UNCONFIGURED)
+
+
+def _target(config: DeploymentConfig, key: str) -> Layout:
+    return _configured(_counter(config, key), config.region_slots)
 
 
 def _configured(counter: CounterConfig, region_slots: int) -> Layout:

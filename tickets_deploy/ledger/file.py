@@ -195,15 +195,10 @@ def one_way_choices(previous: Ledger | LedgerFile | None, ledger: Ledger | Ledge
     return said
 
 
-def applied_beside(config: DeploymentConfig, config_file: str | Path) -> DeploymentConfig:
-    """`applied` with the ledger beside `config_file`, if there is one: what the local server and
-    tickets_admin serve and write."""
-    return applied_from(config, ledger_path_beside(Path(config_file)))
-
-
 def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
-    """`applied` with the ledger at `ledger_path`. A missing or unreadable ledger leaves the config as it is
-    (synthesis and tickets_admin's ledger check say why)."""
+    """`applied` with the ledger at `ledger_path`, if there is one: what the local server and tickets_admin serve
+    and write. A missing or unreadable ledger leaves the config as it is (synthesis and tickets_admin's ledger
+    check say why)."""
     if not ledger_path.exists():
         return config
     try:

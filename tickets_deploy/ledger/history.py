@@ -30,8 +30,6 @@ def record_services(
     services = dict(recorded)
     problems: list[str] = []
     for name, config in sorted(configs.items()):
-        if config.table_name != name:
-            raise ValueError(f"configs: {name!r} names a config whose tableName is {config.table_name!r}")
         try:
             services[name] = record(config, recorded.get(name), account, upgrade=upgrade)
         except LedgerError as err:

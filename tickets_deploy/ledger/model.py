@@ -1,6 +1,8 @@
-"""What the deployment ledger holds: per service (counter table), its region slots, counter layouts, series
-and what was ever served unconfigured (Ledger); the file's services and its line of versions (LedgerFile).
-Plain data: the rollout rule is in rules.py, the history in history.py, the file's format in codec.py."""
+"""What the deployment ledger holds: per service (counter table), its region slots, counter layouts, series,
+what was ever served unconfigured and its fences (Ledger: each key's layout changes, KeyEpoch, and a fence begun
+and not yet recorded, a PendingFence of Changes; docs/explanation/epochs-and-fences.md); the file's services and
+its line of versions (LedgerFile). Plain data: the rollout rule is in rules.py, what a config changes above a
+fence in epochs.py, the history in history.py, the file's format in codec.py."""
 
 from __future__ import annotations
 
@@ -8,12 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tickets.epochs import Layout, epoch_start
 from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig
 from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.opaque_rules import describe
-
-from .fences import KeyEpoch, PendingFence
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
@@ -61,20 +62,18 @@ class CounterRecord:
     def of(cls, counter: CounterConfig) -> CounterRecord:
         return cls(**{each.attribute: getattr(counter, each.attribute) for each in LAYOUT_FIELDS})
 
-    def to_json(self) -> dict[str, Any]:
-        """By cdk.json's names (numbers as parsed: the codec writes big ones as strings; opaque as cdk.json
-        writes it), a field whose default is None left out while it is None."""
+    def _set(self) -> dict[str, Any]:
+        """By cdk.json's names, a field whose default is None left out while it is None."""
         values = {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
-        return {name: value.to_json() if isinstance(value, OpaqueConfig) else value for name, value in values.items()
-                if value is not None}  # fmt: skip
+        return {name: value for name, value in values.items() if value is not None}
+
+    def to_json(self) -> dict[str, Any]:
+        """Numbers as parsed (the codec writes big ones as strings), opaque as cdk.json writes it."""
+        return {name: v.to_json() if isinstance(v, OpaqueConfig) else v for name, v in self._set().items()}
 
     def describe(self) -> str:
-        values = {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
-        return ", ".join(
-            f"{name} {describe(value) if isinstance(value, OpaqueConfig) else value}"
-            for name, value in values.items()
-            if value is not None
-        )
+        set_fields = self._set().items()
+        return ", ".join(f"{name} {describe(v) if isinstance(v, OpaqueConfig) else v}" for name, v in set_fields)
 
     @property
     def numbering(self) -> CounterRecord:
@@ -84,6 +83,71 @@ class CounterRecord:
 
 # The layout the handler gives a key that cdk.json does not configure (docs/explanation/ledger.md#the-rollout-rule).
 UNCONFIGURED = CounterRecord.of(CounterConfig())
+
+
+@dataclass(frozen=True)
+class KeyEpoch:
+    """One layout change of one key, as the ledger records it."""
+
+    key: str
+    number: int  # 1, 2, ...: the key's items in this epoch are `key@number`
+    fence: int  # above every ticket the old layout's lanes issued, in every region
+    old: Layout  # the layout stopped at the fence, with the start its lanes had
+    configured: Layout  # the new layout as cdk.json writes it (its start as configured)
+
+    @property
+    def start(self) -> int:
+        """The new layout's effective start: its first ticket (lane 0's)."""
+        return epoch_start(self.fence, self.configured.start, self.configured.stride)
+
+    @property
+    def new(self) -> Layout:
+        return replace(self.configured, start=self.start)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**_change_json(self.number, self.old, self.configured), "fence": self.fence}
+
+
+@dataclass(frozen=True)
+class Change:
+    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
+
+    key: str
+    number: int
+    old: Layout
+    configured: Layout
+
+    def epoch(self, fence: int) -> KeyEpoch:
+        return KeyEpoch(self.key, self.number, fence, self.old, self.configured)
+
+    def describe(self) -> str:
+        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
+
+
+@dataclass(frozen=True)
+class PendingFence:
+    """A fence `tickets_admin fence` began and has not recorded: written to the ledger before any lane is stopped,
+    so every lane it stops (each records `id`) is known to this ledger, and so synthesis refuses every config until
+    the fence is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
+
+    id: str  # random hex: each lane it stops records it (tickets.lane_item.FENCED_BY)
+    changes: tuple[Change, ...]
+
+    def describe(self) -> str:
+        return "; ".join(change.describe() for change in self.changes)
+
+    def to_json(self) -> dict[str, Any]:
+        keys = {change.key: _change_json(change.number, change.old, change.configured) for change in self.changes}
+        return {"id": self.id, "keys": dict(sorted(keys.items()))}
+
+
+def _change_json(number: int, old: Layout, configured: Layout) -> dict[str, Any]:
+    """A layout change as the file writes it, under its key: its epoch and both layouts."""
+    return {"epoch": number, "from": _layout_json(old), "to": _layout_json(configured)}
+
+
+def _layout_json(layout: Layout) -> dict[str, int]:
+    return {"regionSlots": layout.region_slots, "shards": layout.shards, "start": layout.start, "stride": layout.stride}
 
 
 @dataclass(frozen=True)

@@ -28,12 +28,9 @@ def record(
     if previous is None:
         previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
     else:
+        if config.table_name != previous.table_name:
+            problems.append(table_problem(previous.table_name, config.table_name))
         problems += [
-            *(
-                [table_problem(previous.table_name, config.table_name)]
-                if config.table_name != previous.table_name
-                else []
-            ),
             *synthesis_problems(config, previous),
             *_slot_problems(config, previous),
             *_counter_problems(config, previous),
