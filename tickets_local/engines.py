@@ -86,19 +86,51 @@ class Backend:
     def stop(self) -> None:
         pass
 
-    def prepare(self, deployment: LocalDeployment) -> None:
-        """The deployment's tables, made if missing."""
-        ensure_tables(deployment, self.endpoint_url)
-
     def client(self, region: str) -> Any:
         # Imported now: Powertools reads its settings (the server's environment) when tickets.app makes its logger.
         from tickets.app import dynamodb_client
 
         return dynamodb_client(region_name=region, endpoint_url=self.endpoint_url)
 
+    def _setup_client(self, deployment: LocalDeployment) -> Any:
+        """A client for setting the tables up, from a session that shares botocore's parsed models with the handler's
+        client (tickets.botocore_session): a server's start pays for them once, not twice."""
+        return new_session().create_client(
+            "dynamodb", region_name=deployment.region, endpoint_url=self.endpoint_url, config=_SETUP_CONFIG
+        )
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        """The deployment's tables, made if missing and reused if present; idempotency records expire as in the
+        stack's table (where TTL is supported)."""
+        client, where = self._setup_client(deployment), self.endpoint_url or "moto"
+        try:
+            for arguments in table_arguments(deployment):
+                _ensure_table(client, arguments)
+            _enable_ttl(client, deployment.idempotency_table)
+        except (BotoCoreError, ClientError) as err:
+            raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
+        except WaiterError:
+            raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
+
     def empty(self, deployment: LocalDeployment) -> None:
         """Every item of the tables gone, item by item (the tables stay: one deleted on an endpoint takes a while)."""
-        empty_tables(deployment, self.endpoint_url)
+        client = self._setup_client(deployment)
+        for arguments in table_arguments(deployment):
+            table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
+            names = {f"#k{index}": key for index, key in enumerate(keys)}
+            for page in client.get_paginator("scan").paginate(
+                TableName=table,
+                ProjectionExpression=", ".join(names),
+                ExpressionAttributeNames=names,
+                ConsistentRead=True,
+            ):
+                for first in range(0, len(page["Items"]), _BATCH_WRITE_LIMIT):
+                    requests = [
+                        {"DeleteRequest": {"Key": key}} for key in page["Items"][first : first + _BATCH_WRITE_LIMIT]
+                    ]
+                    while requests:  # a batch may leave some unprocessed (throttling); send those again
+                        answer = client.batch_write_item(RequestItems={table: requests})
+                        requests = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 class MemoryBackend(Backend):
@@ -145,13 +177,6 @@ class MotoBackend(Backend):
             self._mock.stop()
             self._mock = None
 
-    def empty(self, deployment: LocalDeployment) -> None:
-        """The tables made anew, which in moto costs a few calls however many items they held."""
-        client = _dynamodb(deployment, None)
-        for arguments in table_arguments(deployment):
-            client.delete_table(TableName=arguments["TableName"])
-        ensure_tables(deployment, None)
-
 
 class EndpointBackend(Backend):
     """A DynamoDB-compatible endpoint reached over HTTP."""
@@ -169,31 +194,19 @@ class EndpointBackend(Backend):
         return {}  # the server gives its client endpoint_url itself
 
 
-def _endpoint(endpoint_url: str | None) -> Backend:
-    if not endpoint_url:
-        raise BackendError("the endpoint backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
-    return EndpointBackend(endpoint_url)
-
-
-# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets):
-# each makes its backend from the --endpoint-url given (None if none).
-BACKENDS: dict[str, Callable[[str | None], Backend]] = {
-    "memory": lambda endpoint_url: MemoryBackend(),
-    "moto": lambda endpoint_url: MotoBackend(),
-    "endpoint": _endpoint,
-    "dynamodb-local": lambda endpoint_url: DynamoDBLocal(),
-}
 DEFAULT_BACKEND = "memory"
 
 
 def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
-    """The backend `name` names; by default the endpoint, when one is given, else DEFAULT_BACKEND."""
+    """The backend `name` names (BACKENDS); by default the endpoint, when one is given, else DEFAULT_BACKEND."""
     name = name or ("endpoint" if endpoint_url else DEFAULT_BACKEND)
     if name not in BACKENDS:
         raise BackendError(f"no backend {name!r}: choose one of {', '.join(BACKENDS)}")
     if endpoint_url and name != "endpoint":
         raise BackendError(f"--endpoint-url names a DynamoDB for the endpoint backend, not {name!r}: drop one")
-    return BACKENDS[name](endpoint_url)
+    if name == "endpoint" and not endpoint_url:
+        raise BackendError("the endpoint backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
+    return EndpointBackend(endpoint_url) if endpoint_url else BACKENDS[name]()
 
 
 def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
@@ -208,28 +221,6 @@ def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
             if table
         ),
     ]
-
-
-def _dynamodb(deployment: LocalDeployment, endpoint_url: str | None) -> Any:
-    """A client for setting the tables up, from a session that shares botocore's parsed models with the handler's
-    client (tickets.botocore_session): a server's start pays for them once, not twice."""
-    return new_session().create_client(
-        "dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG
-    )
-
-
-def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Create the deployment's tables if missing, reuse them if present; expire idempotency records as the stack's
-    table does (where TTL is supported)."""
-    client, where = _dynamodb(deployment, endpoint_url), endpoint_url or "moto"
-    try:
-        for arguments in table_arguments(deployment):
-            _ensure_table(client, arguments)
-        _enable_ttl(client, deployment.idempotency_table)
-    except (BotoCoreError, ClientError) as err:
-        raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
-    except WaiterError:
-        raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
 
 
 def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
@@ -266,24 +257,6 @@ def _enable_ttl(client: Any, name: str) -> None:
             "this DynamoDB does not support TTL (%s); idempotency records will not expire, which only costs storage",
             err.response["Error"]["Code"],
         )
-
-
-def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Delete every item of the deployment's tables (the tables stay)."""
-    client = _dynamodb(deployment, endpoint_url)
-    for arguments in table_arguments(deployment):
-        table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
-        names = {f"#k{index}": key for index, key in enumerate(keys)}
-        for page in client.get_paginator("scan").paginate(
-            TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names, ConsistentRead=True
-        ):
-            for first in range(0, len(page["Items"]), _BATCH_WRITE_LIMIT):
-                requests = [
-                    {"DeleteRequest": {"Key": key}} for key in page["Items"][first : first + _BATCH_WRITE_LIMIT]
-                ]
-                while requests:  # a batch may leave some unprocessed (throttling); send those again
-                    answer = client.batch_write_item(RequestItems={table: requests})
-                    requests = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 def checked_java() -> str:
@@ -353,6 +326,15 @@ class DynamoDBLocal(EndpointBackend):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets).
+BACKENDS: dict[str, type[Backend]] = {
+    "memory": MemoryBackend,
+    "moto": MotoBackend,
+    "endpoint": EndpointBackend,
+    "dynamodb-local": DynamoDBLocal,
+}
 
 
 def free_port() -> int:

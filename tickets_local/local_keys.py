@@ -61,13 +61,10 @@ def open_keys(
             "key at each start could give a later ticket the id of an earlier one. Give one with --key-file PATH "
             "(made there if it does not exist; make serve ENDPOINT_URL=... KEY_FILE=.tickets-local/keys.json)"
         )
-    if key_file is None or not Path(key_file).exists():
+    made = key_file is None or not Path(key_file).exists()
+    if made:
         _refuse_a_new_key(config, items, key_file, new_key_file)
-    if key_file is None:
-        temporary = Path(tempfile.mkdtemp(prefix="tickets-local-keys-"))
-        return LocalKeys(_new_file(temporary / "opaque-keys.json", versions[-1]), made=True, temporary=temporary)
-    path = Path(key_file)
-    made = not path.exists()
+    path = Path(key_file or Path(tempfile.mkdtemp(prefix="tickets-local-keys-")) / "opaque-keys.json")
     if made:
         _new_file(path, versions[-1])
     try:
@@ -85,7 +82,7 @@ def open_keys(
         problem = replaced(version, held[version], items.get(f"{FINGERPRINT_PREFIX}{version}"), f"--key-file {path}")
         if problem is not None:
             raise ConfigError(problem)
-    return LocalKeys(path, made=made)
+    return LocalKeys(path, made, temporary=path.parent if key_file is None else None)
 
 
 def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file: object, new_key_file: bool) -> None:

@@ -272,24 +272,12 @@ def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str,
     }
 
 
-# Every error a caller can meet, by its code: the classes the function raises (tickets.errors).
-def _error_classes() -> dict[str, type[errors.TicketsError]]:
-    found: dict[str, type[errors.TicketsError]] = {}
-    pending = [errors.TicketsError]
-    while pending:
-        error = pending.pop()
-        found[error.code] = error
-        pending.extend(error.__subclasses__())
-    return found
-
-
 def _status(entry: dict[str, Any]) -> str:
-    """The status of an error response: its codes' (one status), or, from the Function URL alone, the one
-    openapi_parts.json gives."""
+    """The status of an error response: its codes' (one status, as tickets.errors' classes answer them), or, from
+    the Function URL alone, the one openapi_parts.json gives."""
     if "status" in entry:
         return str(entry["status"])
-    classes = _error_classes()
-    statuses = {classes[code].status for code in entry["errors"]}
+    statuses = {error.status for error in vars(errors).values() if getattr(error, "code", None) in entry["errors"]}
     if len(statuses) != 1:
         raise ValueError(f"{entry['errors']}: one response, but the codes answer statuses {sorted(statuses)}")
     return str(statuses.pop())
