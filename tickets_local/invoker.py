@@ -1,9 +1,6 @@
-"""Runs a Tickets app's `lambda_handler` (built by `tickets.app.create_app`, as the deployed function builds it), one
-invocation at a time in this process, whichever server receives it: a Lambda execution environment never runs two at
-once, and the handler relies on it (one request deadline per app, Powertools' process-wide state); and moto is
-process-wide and not atomic (concurrent UpdateItems on one item issued duplicate tickets:
-docs/explanation/design.md#the-local-server). So every invocation of every server in the process holds one lock.
-"""
+"""Runs a Tickets app's `lambda_handler` one invocation at a time in this process, whichever server receives it: a
+Lambda execution environment never runs two at once, and the handler relies on it (one request deadline per app,
+Powertools' process-wide state); and moto is not atomic (docs/explanation/design.md#the-local-server)."""
 
 from __future__ import annotations
 

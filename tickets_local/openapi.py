@@ -8,14 +8,12 @@ the default config's, the repository's openapi.json.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import re
 import sys
 import types
 import typing
-from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -88,11 +86,6 @@ def _text(max_length: int, pattern: str | None = None, **described: str) -> dict
     }
 
 
-@cache
-def _parts() -> Any:
-    return json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())
-
-
 class _Schemas:
     """components.schemas, filled as the operations name them: each message class and each scalar, once."""
 
@@ -115,10 +108,8 @@ class _Schemas:
         if origin in (typing.NotRequired, typing.Required):  # which fields a message requires: _message
             return self.of(arguments[0])
         if origin is typing.Annotated:
-            marker = annotation.__metadata__[0]
-            if isinstance(marker, str):
-                return self.ref(marker, lambda: self.scalars[marker])
-            return self.ref(marker.__name__, lambda: self._dataclass(marker))
+            marker = annotation.__metadata__[0]  # a scalar's name, or a class
+            return self.ref(marker, lambda: self.scalars[marker]) if isinstance(marker, str) else self.of(marker)
         if origin in (types.UnionType, typing.Union):  # `X | None`, or one of several messages (IssuedAnswer)
             present = [argument for argument in arguments if argument is not type(None)]
             if len(present) == 1:
@@ -172,7 +163,7 @@ class _Schemas:
 
 def document(settings: Settings) -> dict[str, Any]:
     """The OpenAPI document of a deployment with these settings (only the compatibility path matters)."""
-    parts = copy.deepcopy(_parts())
+    parts = json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())  # ours to change
     doc: dict[str, Any] = parts["document"]
     schemas = _Schemas(parts["schemas"])
     routes = served(settings)
@@ -226,8 +217,13 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
             "tags": prose.get("tags", [route.handler.split(".")[0]]),
             "parameters": parameters,
         }
-        if method != "GET" and route.body is not None:
-            described["requestBody"] = _request_body(route.body, parts, schemas)
+        body: Any = route.body  # a TypedDict
+        if method != "GET" and body is not None:
+            described["requestBody"] = {
+                "required": bool(body.__required_keys__),
+                **parts["requestBodies"].get(body.__name__, {}),
+                "content": {"application/json": {"schema": schemas.of(body)}},
+            }
         item[method.lower()] = {**described, "responses": dict(sorted(responses.items()))}
     return item
 
@@ -246,14 +242,6 @@ def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: 
         "required": query.required,
         "description": described_as[f"{where}:{query.name}"],
         "schema": schemas.of(query.type),
-    }
-
-
-def _request_body(message: Any, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    return {
-        "required": bool(message.__required_keys__),
-        **parts["requestBodies"].get(message.__name__, {}),
-        "content": {"application/json": {"schema": schemas.of(message)}},
     }
 
 
@@ -284,20 +272,16 @@ def _status(entry: dict[str, Any]) -> str:
 
 
 def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """An error response: the Error message with its codes; from the Function URL, AWS's own body too."""
-    response: dict[str, Any] = {"description": entry["description"]}
+    """An error response: the Error message with its codes (and Cache-Control, as every answer of Tickets); from the
+    Function URL, AWS's own body too, or alone (no codes)."""
     headers = {name: {"$ref": f"#/components/headers/{name.replace('-', '')}"} for name in entry.get("headers", [])}
-    if entry.get("cacheControl", True):
+    schema: dict[str, Any] = {"type": "object"}  # the Function URL's own answer, in AWS's format
+    if "errors" in entry:
         headers = {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}, **headers}
-    if headers:
-        response["headers"] = headers
-    if "errors" not in entry:  # the Function URL's own answer, in AWS's format
-        schema: dict[str, Any] = {"type": "object"}
-    else:
         ours = {"allOf": [schemas.of(messages.Error), {"properties": {"error": {"enum": entry["errors"]}}}]}
-        schema = {"anyOf": [ours, {"type": "object"}]} if entry.get("fromFunctionUrl") else ours
-    response["content"] = {"application/json": {"schema": schema}}
-    return response
+        schema = {"anyOf": [ours, schema]} if entry.get("fromFunctionUrl") else ours
+    described = {"description": entry["description"], **({"headers": headers} if headers else {})}
+    return {**described, "content": {"application/json": {"schema": schema}}}
 
 
 def _operation_id(route: Route, method: str) -> str:
