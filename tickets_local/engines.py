@@ -175,8 +175,6 @@ class MotoBackend(Backend):
 
 
 class EndpointBackend(Backend):
-    """A DynamoDB-compatible endpoint reached over HTTP."""
-
     persistent = True
 
     def __init__(self, endpoint_url: str):

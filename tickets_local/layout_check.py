@@ -153,7 +153,6 @@ class LocalKeys:
         self.stored = StoredKeys(lambda: path.read_text(encoding="utf-8"), f"the key file {path}")
 
     def describe(self, endpoint_url: str | None) -> str:
-        """Where the keys are, and the decode command that reads this server's ids."""
         made = "made at start" if self.made else "given"
         table = f"--endpoint-url {endpoint_url}" if endpoint_url else "--no-table-check"
         return f"{self.path} ({made}; .venv/bin/python -m tickets_admin decode KEY ID --key-file {self.path} {table})"

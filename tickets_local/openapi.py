@@ -162,7 +162,8 @@ class _Schemas:
 
 
 def document(settings: Settings) -> dict[str, Any]:
-    """The OpenAPI document of a deployment with these settings (only the compatibility path matters)."""
+    """The OpenAPI document of a deployment with these settings (only the compatibility path matters): its error
+    responses those its operations answer, and 405's."""
     parts = json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())  # ours to change
     doc: dict[str, Any] = parts["document"]
     schemas = _Schemas(parts["schemas"])
@@ -172,8 +173,9 @@ def document(settings: Settings) -> dict[str, Any]:
         paths.setdefault(route.path, {}).update(_path_item(route, parts, schemas))
     components = doc.pop("components")
     components["headers"]["Allow"]["schema"]["enum"] = list(dict.fromkeys(allowed(route, routes) for route in routes))
+    used = {"MethodNotAllowed", *COMMON_ERRORS, *(name for route in routes for name in route.errors)}
     components["responses"] = {
-        name: _error_response(entry, schemas) for name, entry in parts["responses"].items() if _used(name, paths)
+        name: _error_response(entry, schemas) for name, entry in parts["responses"].items() if name in used
     }
     components["schemas"] = dict(sorted(schemas.defined.items()))
     doc["info"] = {"title": doc["info"]["title"], "version": tickets.__version__, **doc["info"]}
@@ -182,10 +184,6 @@ def document(settings: Settings) -> dict[str, Any]:
 
 def render(settings: Settings) -> bytes:
     return (json.dumps(document(settings), indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def _used(response: str, paths: dict[str, Any]) -> bool:
-    return response == "MethodNotAllowed" or f'"#/components/responses/{response}"' in json.dumps(paths)
 
 
 def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
