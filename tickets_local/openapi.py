@@ -38,14 +38,10 @@ _REF = "#/components/schemas/"
 COMMON_ERRORS = ("BadRequest", "FunctionUrlForbidden", "FunctionUrlThrottled", "InternalError", "FunctionUrlBadGateway")
 
 
-# An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
-_ID_CHARACTERS = "".join(sorted(set("".join(ALPHABETS.values()))))
-
-
 def _scalars() -> dict[str, dict[str, Any]]:
     """The schemas of the scalars messages.py names (Annotated[..., "Name"]), from the bounds the code checks."""
-    count_lines = f"{{1,{keys.MAX_COUNT}}}"
-    value = f"[{_ID_CHARACTERS}]+"
+    # An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
+    value = f"[{''.join(sorted(set(''.join(ALPHABETS.values()))))}]+"
     return {
         "Key": _text(keys.MAX_KEY_CHARS, keys.KEY_PATTERN.pattern, description=keys.KEY_RULE),
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
@@ -64,7 +60,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Reason": _text(journal.MAX_REASON_CHARS),
         "Ref": _text(journal.MAX_REF_CHARS),
         "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
-        "IssuedText": {"type": "string", "pattern": f"^({value}\\n){count_lines}$"},
+        "IssuedText": {"type": "string", "pattern": f"^({value}\\n){{1,{keys.MAX_COUNT}}}$"},
         "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
         "BlockText": {"type": "string", "pattern": "^[0-9]+ [0-9]+ [0-9]+\\n$"},
         "Worker": {"type": "integer", "minimum": 0, "maximum": MAX_POOL_SIZE - 1},
