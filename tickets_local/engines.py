@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import http.client
+import itertools
 import logging
 import os
 import re
@@ -32,6 +33,7 @@ from tickets.tables import (
     create_series_table_arguments,
     create_table_arguments,
 )
+from tickets_admin.listing import scan
 
 from .deployment import LocalDeployment
 from .memory import MemoryDynamoDB
@@ -114,19 +116,12 @@ class Backend:
         for arguments in table_arguments(deployment):
             table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
             names = {f"#k{index}": key for index, key in enumerate(keys)}
-            for page in client.get_paginator("scan").paginate(
-                TableName=table,
-                ProjectionExpression=", ".join(names),
-                ExpressionAttributeNames=names,
-                ConsistentRead=True,
-            ):
-                for first in range(0, len(page["Items"]), _BATCH_WRITE_LIMIT):
-                    requests = [
-                        {"DeleteRequest": {"Key": key}} for key in page["Items"][first : first + _BATCH_WRITE_LIMIT]
-                    ]
-                    while requests:  # a batch may leave some unprocessed (throttling); send those again
-                        answer = client.batch_write_item(RequestItems={table: requests})
-                        requests = answer.get("UnprocessedItems", {}).get(table, [])
+            items = iter(scan(client, table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names))
+            while batch := list(itertools.islice(items, _BATCH_WRITE_LIMIT)):
+                requests = [{"DeleteRequest": {"Key": key}} for key in batch]
+                while requests:  # a batch may leave some unprocessed (throttling); send those again
+                    answer = client.batch_write_item(RequestItems={table: requests})
+                    requests = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 class MemoryBackend(Backend):
