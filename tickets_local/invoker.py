@@ -4,7 +4,6 @@ Powertools' process-wide state); and moto is not atomic (docs/explanation/design
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -39,12 +38,6 @@ class LambdaContext:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-@functools.cache
-def _metrics() -> Metrics:
-    """Made on first use, after the server set the Powertools environment Metrics reads."""
-    return Metrics()
-
-
 class HandlerInvoker:
     def __init__(
         self, region: str, handler: Callable[[dict[str, Any], Any], Any], catch_up: Callable[[], None] = lambda: None
@@ -52,6 +45,7 @@ class HandlerInvoker:
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
         self.handler = handler  # replaced, between invocations, by LocalServer.reset
         self._catch_up = catch_up  # run first under the lock: a reset the test kit marked (reset_mark.py)
+        self._metrics = Metrics()  # made by a server started, after the Powertools environment Metrics reads is set
 
     def between_invocations(self, call: Callable[[], T]) -> T:
         """Run `call` (a read of the server's own tables, a reset) while no invocation runs: moto is not
@@ -73,4 +67,4 @@ class HandlerInvoker:
                 # which then grows until it prints itself at 100 values; clearing it here does
                 # what the flush does in Lambda. (All Metrics instances share one set: one made per call cost
                 # about 50 us of a request's.)
-                _metrics().clear_metrics()
+                self._metrics.clear_metrics()
