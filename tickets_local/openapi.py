@@ -8,14 +8,12 @@ the default config's, the repository's openapi.json.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import re
 import sys
 import types
 import typing
-from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -40,14 +38,10 @@ _REF = "#/components/schemas/"
 COMMON_ERRORS = ("BadRequest", "FunctionUrlForbidden", "FunctionUrlThrottled", "InternalError", "FunctionUrlBadGateway")
 
 
-# An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
-_ID_CHARACTERS = "".join(sorted(set("".join(ALPHABETS.values()))))
-
-
 def _scalars() -> dict[str, dict[str, Any]]:
     """The schemas of the scalars messages.py names (Annotated[..., "Name"]), from the bounds the code checks."""
-    count_lines = f"{{1,{keys.MAX_COUNT}}}"
-    value = f"[{_ID_CHARACTERS}]+"
+    # An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
+    value = f"[{''.join(sorted(set(''.join(ALPHABETS.values()))))}]+"
     return {
         "Key": _text(keys.MAX_KEY_CHARS, keys.KEY_PATTERN.pattern, description=keys.KEY_RULE),
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
@@ -66,7 +60,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Reason": _text(journal.MAX_REASON_CHARS),
         "Ref": _text(journal.MAX_REF_CHARS),
         "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
-        "IssuedText": {"type": "string", "pattern": f"^({value}\\n){count_lines}$"},
+        "IssuedText": {"type": "string", "pattern": f"^({value}\\n){{1,{keys.MAX_COUNT}}}$"},
         "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
         "BlockText": {"type": "string", "pattern": "^[0-9]+ [0-9]+ [0-9]+\\n$"},
         "Worker": {"type": "integer", "minimum": 0, "maximum": MAX_POOL_SIZE - 1},
@@ -86,11 +80,6 @@ def _text(max_length: int, pattern: str | None = None, **described: str) -> dict
         **({"pattern": f"^{pattern}$"} if pattern else {}),
         **described,
     }
-
-
-@cache
-def _parts() -> Any:
-    return json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())
 
 
 class _Schemas:
@@ -115,10 +104,8 @@ class _Schemas:
         if origin in (typing.NotRequired, typing.Required):  # which fields a message requires: _message
             return self.of(arguments[0])
         if origin is typing.Annotated:
-            marker = annotation.__metadata__[0]
-            if isinstance(marker, str):
-                return self.ref(marker, lambda: self.scalars[marker])
-            return self.ref(marker.__name__, lambda: self._dataclass(marker))
+            marker = annotation.__metadata__[0]  # a scalar's name, or a class
+            return self.ref(marker, lambda: self.scalars[marker]) if isinstance(marker, str) else self.of(marker)
         if origin in (types.UnionType, typing.Union):  # `X | None`, or one of several messages (IssuedAnswer)
             present = [argument for argument in arguments if argument is not type(None)]
             if len(present) == 1:
@@ -171,8 +158,9 @@ class _Schemas:
 
 
 def document(settings: Settings) -> dict[str, Any]:
-    """The OpenAPI document of a deployment with these settings (only the compatibility path matters)."""
-    parts = copy.deepcopy(_parts())
+    """The OpenAPI document of a deployment with these settings (only the compatibility path matters): its error
+    responses those its operations answer, and 405's."""
+    parts = json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())  # ours to change
     doc: dict[str, Any] = parts["document"]
     schemas = _Schemas(parts["schemas"])
     routes = served(settings)
@@ -181,8 +169,9 @@ def document(settings: Settings) -> dict[str, Any]:
         paths.setdefault(route.path, {}).update(_path_item(route, parts, schemas))
     components = doc.pop("components")
     components["headers"]["Allow"]["schema"]["enum"] = list(dict.fromkeys(allowed(route, routes) for route in routes))
+    used = {"MethodNotAllowed", *COMMON_ERRORS, *(name for route in routes for name in route.errors)}
     components["responses"] = {
-        name: _error_response(entry, schemas) for name, entry in parts["responses"].items() if _used(name, paths)
+        name: _error_response(entry, schemas) for name, entry in parts["responses"].items() if name in used
     }
     components["schemas"] = dict(sorted(schemas.defined.items()))
     doc["info"] = {"title": doc["info"]["title"], "version": tickets.__version__, **doc["info"]}
@@ -191,10 +180,6 @@ def document(settings: Settings) -> dict[str, Any]:
 
 def render(settings: Settings) -> bytes:
     return (json.dumps(document(settings), indent=2, ensure_ascii=False) + "\n").encode()
-
-
-def _used(response: str, paths: dict[str, Any]) -> bool:
-    return response == "MethodNotAllowed" or f'"#/components/responses/{response}"' in json.dumps(paths)
 
 
 def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
@@ -226,8 +211,13 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
             "tags": prose.get("tags", [route.handler.split(".")[0]]),
             "parameters": parameters,
         }
-        if method != "GET" and route.body is not None:
-            described["requestBody"] = _request_body(route.body, parts, schemas)
+        body: Any = route.body  # a TypedDict
+        if method != "GET" and body is not None:
+            described["requestBody"] = {
+                "required": bool(body.__required_keys__),
+                **parts["requestBodies"].get(body.__name__, {}),
+                "content": {"application/json": {"schema": schemas.of(body)}},
+            }
         item[method.lower()] = {**described, "responses": dict(sorted(responses.items()))}
     return item
 
@@ -249,14 +239,6 @@ def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: 
     }
 
 
-def _request_body(message: Any, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    return {
-        "required": bool(message.__required_keys__),
-        **parts["requestBodies"].get(message.__name__, {}),
-        "content": {"application/json": {"schema": schemas.of(message)}},
-    }
-
-
 def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
     """The route's 200: its JSON answer and, where it has one, its text/plain answer."""
     content = {}
@@ -272,44 +254,28 @@ def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str,
     }
 
 
-# Every error a caller can meet, by its code: the classes the function raises (tickets.errors).
-def _error_classes() -> dict[str, type[errors.TicketsError]]:
-    found: dict[str, type[errors.TicketsError]] = {}
-    pending = [errors.TicketsError]
-    while pending:
-        error = pending.pop()
-        found[error.code] = error
-        pending.extend(error.__subclasses__())
-    return found
-
-
 def _status(entry: dict[str, Any]) -> str:
-    """The status of an error response: its codes' (one status), or, from the Function URL alone, the one
-    openapi_parts.json gives."""
+    """The status of an error response: its codes' (one status, as tickets.errors' classes answer them), or, from
+    the Function URL alone, the one openapi_parts.json gives."""
     if "status" in entry:
         return str(entry["status"])
-    classes = _error_classes()
-    statuses = {classes[code].status for code in entry["errors"]}
+    statuses = {error.status for error in vars(errors).values() if getattr(error, "code", None) in entry["errors"]}
     if len(statuses) != 1:
         raise ValueError(f"{entry['errors']}: one response, but the codes answer statuses {sorted(statuses)}")
     return str(statuses.pop())
 
 
 def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """An error response: the Error message with its codes; from the Function URL, AWS's own body too."""
-    response: dict[str, Any] = {"description": entry["description"]}
+    """An error response: the Error message with its codes (and Cache-Control, as every answer of Tickets); from the
+    Function URL, AWS's own body too, or alone (no codes)."""
     headers = {name: {"$ref": f"#/components/headers/{name.replace('-', '')}"} for name in entry.get("headers", [])}
-    if entry.get("cacheControl", True):
+    schema: dict[str, Any] = {"type": "object"}  # the Function URL's own answer, in AWS's format
+    if "errors" in entry:
         headers = {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}, **headers}
-    if headers:
-        response["headers"] = headers
-    if "errors" not in entry:  # the Function URL's own answer, in AWS's format
-        schema: dict[str, Any] = {"type": "object"}
-    else:
         ours = {"allOf": [schemas.of(messages.Error), {"properties": {"error": {"enum": entry["errors"]}}}]}
-        schema = {"anyOf": [ours, {"type": "object"}]} if entry.get("fromFunctionUrl") else ours
-    response["content"] = {"application/json": {"schema": schema}}
-    return response
+        schema = {"anyOf": [ours, schema]} if entry.get("fromFunctionUrl") else ours
+    described = {"description": entry["description"], **({"headers": headers} if headers else {})}
+    return {**described, "content": {"application/json": {"schema": schema}}}
 
 
 def _operation_id(route: Route, method: str) -> str:

@@ -40,9 +40,8 @@ from .events import (
 )
 from .http_base import KeepAliveServer, http_date, read_headers
 from .invoker import HandlerInvoker
-from .layout_check import ServedLayout
+from .layout_check import LocalKeys, ServedLayout, open_keys
 from .local_answers import local_answer, read_body, reset_answer
-from .local_keys import LocalKeys, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .reset_mark import ResetMark
 
@@ -211,7 +210,7 @@ class LocalServer:
         (unsigned without one); without, the rules are not enforced, as no request is signed here.
         `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
         file's path, or, for `config`, "the config given to LocalServer". `key_file`, `new_key_file`: the keys of
-        opaque ids (local_keys.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py).
+        opaque ids (layout_check.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py).
         `backend`: engines.py's BACKENDS names them. `reset_mark`: a reset_mark.py file; a reset is due whenever
         its counter moved."""
         if config_name is None:
