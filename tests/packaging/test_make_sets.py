@@ -94,6 +94,10 @@ def test_make_init_and_make_synth_run_with_the_cdk_set_alone(synthesised):
     assert lines[2].startswith("    outputs: ") and {"FunctionUrl", "TicketsLedgerVersion"} <= set(
         lines[2].removeprefix("    outputs: ").split(", ")
     )
+    # The operator's commands a refusal names need botocore, which this set lacks: a message naming the set-up.
+    admin = run(python, "-m", "tickets_admin", "--help", cwd=app_dir)
+    assert admin.returncode == 1 and "Traceback" not in admin.stderr
+    assert "`make .venv/.deploy` installs it" in admin.stderr
 
 
 def test_make_deploys_check_runs_with_the_deploy_set_alone(synthesised, tmp_path):
