@@ -6,7 +6,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 from botocore.config import Config
 
@@ -31,11 +31,23 @@ class StoredValue(Generic[T]):
     as `_current` is told) read again at most every RETRY_AFTER_FAILURE_SECONDS. A failure is kept (its time, its cause
     named) for the requests to report: the value stays unread, never a default."""
 
-    def __init__(self, clock: Callable[[], float]):
-        self._clock = clock
+    def __init__(self, clock: Callable[[], float], pause: Callable[[float], None]):
+        self._clock, self._pause = clock, pause
         self._value: T | None = None
         self._tried_at: float | None = None
         self._why = ""
+
+    def read_at_cold_start(self) -> Self:
+        """The read a new execution environment makes before its first request, and after a transient failure
+        (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a random pause, up to
+        SSM_COLD_START_ATTEMPTS attempts in all."""
+        for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
+            if attempt:
+                self._pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
+            failure = self.try_read()
+            if failure is None or classify(failure) is not Failure.UNAVAILABLE:
+                break
+        return self
 
     def _current(self, short: bool = False) -> T | None:
         due = self._tried_at is None or self._clock() - self._tried_at >= RETRY_AFTER_FAILURE_SECONDS
@@ -71,12 +83,8 @@ class StoredRules(StoredValue[Rules]):
         clock: Callable[[], float] = time.monotonic,
         pause: Callable[[float], None] = time.sleep,
     ):
-        super().__init__(clock)
-        self._ssm, self._names, self._pause = ssm, list(names), pause
-
-    def read_at_cold_start(self) -> None:
-        """The read a new execution environment makes before its first request (read_at_cold_start below)."""
-        read_at_cold_start(self.try_read, self._pause)
+        super().__init__(clock, pause)
+        self._ssm, self._names = ssm, list(names)
 
     def __call__(self) -> Rules:
         """The rules; 503 while unreadable."""
@@ -103,18 +111,6 @@ class StoredRules(StoredValue[Rules]):
 
 class _Entries(list[tuple[str, Any]]):
     """A JSON object's (name, value) pairs, in order, duplicates kept."""
-
-
-def read_at_cold_start(try_read: Callable[[], Exception | None], pause: Callable[[float], None]) -> None:
-    """An SSM read at cold start (the access rules', the opaque ids' keys): `try_read` (its failure, or None), and
-    after a transient failure (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a
-    random pause, up to SSM_COLD_START_ATTEMPTS attempts in all."""
-    for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
-        if attempt:
-            pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
-        failure = try_read()
-        if failure is None or classify(failure) is not Failure.UNAVAILABLE:
-            return
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..access.store import StoredValue, read_at_cold_start, ssm_client
+from ..access.store import StoredValue, ssm_client
 from ..errors import Unavailable
 from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
@@ -44,11 +44,8 @@ def read_secret(name: str, ssm: Any = None) -> str:
 
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
-    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
-    after a pause: access.store.read_at_cold_start)."""
-    keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
-    read_at_cold_start(keys.try_read, pause)
-    return keys
+    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (StoredValue.read_at_cold_start)."""
+    return StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}", pause=pause).read_at_cold_start()
 
 
 class _Quiet(logging.Filter):
@@ -79,9 +76,15 @@ def unlogged() -> Iterator[None]:
 class StoredKeys(StoredValue[Mapping[int, bytes]]):
     """The keys (version -> key); read again, as while unreadable, when short of the version asked for."""
 
-    def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        read: Callable[[], str],
+        where: str,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+    ):
         """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""
-        super().__init__(clock)
+        super().__init__(clock, pause)
         self._read_text, self.where = read, where
 
     def keys(self, version: int) -> Mapping[int, bytes]:
