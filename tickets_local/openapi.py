@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import re
 import sys
 import types
 import typing
@@ -21,6 +20,7 @@ from typing import Any
 
 import tickets
 from tickets import errors, keys, messages
+from tickets.config_json import json_name
 from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets.routes import Query, Route, allowed, served
 from tickets.series import journal, requests
@@ -156,7 +156,7 @@ class _Schemas:
         hints = typing.get_type_hints(config, localns={"OpaqueConfig": OpaqueConfig})
         properties, required = {}, []
         for field in dataclasses.fields(config):
-            name = re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), field.name)
+            name = json_name(field)
             hint = hints[field.name]
             ticket = config is CounterConfig and hint is int
             schema = {"type": "integer", "minimum": 0, "maximum": MAX_TICKET} if ticket else self.of(hint)
