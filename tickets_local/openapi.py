@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import types
 import typing
@@ -19,10 +18,11 @@ from typing import Any
 
 import tickets
 from tickets import errors, keys, messages
+from tickets.config_json import json_name
 from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets.routes import Query, Route, allowed, served
 from tickets.series import journal, requests
-from tickets.settings import COUNTER_ALWAYS_WRITTEN, MAX_SAFE_INTEGER, CounterConfig, Settings
+from tickets.settings import MAX_SAFE_INTEGER, CounterConfig, Settings
 from tickets.workers.config import MAX_EPOCH, MAX_POOL_SIZE, OWNER_PATTERN
 from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.opaque_rules import MAX_WIDTH, MIN_WIDTH
@@ -136,19 +136,19 @@ class _Schemas:
 
     def _dataclass(self, config: Any) -> dict[str, Any]:
         """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it (an
-        opaque counter's): camelCase attributes, required where every version writes them (COUNTER_ALWAYS_WRITTEN; a
-        nested one's: those never None), described by the config schema's field docs and openapi_parts.json."""
+        opaque counter's): camelCase attributes, required where every version writes them (tickets.config_json: those
+        written always or without a default), described by the config schema's field docs and openapi_parts.json."""
         described = {each.attribute: each.doc for each in COUNTER_FIELDS} if config is CounterConfig else {}
         prose = self.prose.get(config.__name__, {}).get("properties", {})
         hints = typing.get_type_hints(config, localns={"OpaqueConfig": OpaqueConfig})
         properties, required = {}, []
         for field in dataclasses.fields(config):
-            name = re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), field.name)
+            name = json_name(field)
             hint = hints[field.name]
             ticket = config is CounterConfig and hint is int
             schema = {"type": "integer", "minimum": 0, "maximum": MAX_TICKET} if ticket else self.of(hint)
             properties[name] = self._described(schema, prose.get(name, described.get(field.name)))
-            if field.name in COUNTER_ALWAYS_WRITTEN if config is CounterConfig else "None" not in str(hint):
+            if "always" in field.metadata or field.default is dataclasses.MISSING:
                 required.append(name)
         return {"type": "object", "additionalProperties": False, "required": required, "properties": properties}
 

@@ -20,9 +20,8 @@ def _access_rules(session: Any) -> Any:
     names = os.environ.get(ACCESS_PARAMETERS_ENV)
     if not names:
         return None
-    rules = StoredRules(ssm_client(session), names.split(","))
-    rules.read_at_cold_start()  # if it fails, each request answers 503 and tries again (access/store.py)
-    return rules
+    # If it fails, each request answers 503 and tries again (access/store.py).
+    return StoredRules(ssm_client(session), names.split(",")).read_at_cold_start()
 
 
 def _opaque_keys(session: Any) -> Any:

@@ -57,10 +57,6 @@ class IssuedTickets:
     counter: CounterConfig
     per_day: float | None = None  # the lane's tickets a day at its recent rate, when due (Issuer._per_day)
 
-    @classmethod
-    def of(cls, key: str, block: range, counter: CounterConfig, per_day: float | None = None) -> IssuedTickets:
-        return cls(key, block.start, block[-1], block.step, len(block), counter, per_day)
-
     @property
     def tickets_left(self) -> int:
         """How many more tickets this lane can issue before max (a lane's tickets are `step` apart)."""
@@ -143,7 +139,10 @@ class Issuer:
                 if unavailable >= _UNAVAILABLE_LANES_TRIED:
                     break
                 continue
-            return IssuedTickets.of(asked.key, lane.block(last, asked.count), counter, self._per_day(lane, last))
+            block = lane.block(last, asked.count)
+            return IssuedTickets(
+                asked.key, block.start, last, block.step, asked.count, counter, self._per_day(lane, last)
+            )
         raise failure or exhausted(asked.key, asked.count, counter.max, lanes[0].step)
 
     def _per_day(self, lane: Lane, last: int) -> float | None:

@@ -16,18 +16,9 @@ class Metadata(Protocol):
     def add_metadata(self, key: str, value: Any) -> None: ...
 
 
-def record_issuance(
-    metrics: Metadata,
-    *,
-    key: str,
-    count: int,
-    first_ticket: int,
-    last_ticket: int,
-    correlation_id: str | None,
-    tickets_left: int,
-) -> None:
-    """Put the issuance's audit fields in the request's metrics line (None values are left out)."""
-    values = (key, count, first_ticket, last_ticket, correlation_id, tickets_left)
-    for name, value in zip(AUDIT_FIELDS, values, strict=True):
-        if value is not None:
+def record_issuance(metrics: Metadata, **fields: Any) -> None:
+    """Put the issuance's audit fields (each of AUDIT_FIELDS, given by name) in the request's metrics line, in that
+    order (None values are left out)."""
+    for name in AUDIT_FIELDS:
+        if (value := fields[name]) is not None:
             metrics.add_metadata(name, value)

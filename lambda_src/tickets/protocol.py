@@ -196,28 +196,22 @@ def prefers_text(accept: str | None) -> bool:
 
 @functools.lru_cache(maxsize=64)  # a caller sends the same Accept header on every request
 def _ranks_text_first(accept: str) -> bool:
-    ranges = []
+    """Each type's quality is that of the first of its most specific ranges (type/subtype, then type/*, then */*)."""
+    best = {"text/plain": (-1, 0.0), "application/json": (-1, 0.0)}  # type -> (specificity, quality)
     for part in accept.split(",")[:32]:
-        media, _, params = part.strip().partition(";")
+        media, *params = part.split(";")
         quality = 1.0
-        for param in params.split(";"):
-            name, _, value = param.strip().partition("=")
+        for name, _, value in (param.partition("=") for param in params):
             if name.strip().lower() == "q":
                 try:
                     quality = float(value)
                 except ValueError:
                     quality = 0.0
-        ranges.append((media.strip().lower(), quality))
-    return _quality(ranges, "text", "plain") > _quality(ranges, "application", "json")
-
-
-def _quality(ranges: list[tuple[str, float]], kind: str, subtype: str) -> float:
-    best_specificity, best_quality = -1, 0.0
-    for media, quality in ranges:
-        specificity = {f"{kind}/{subtype}": 2, f"{kind}/*": 1, "*/*": 0}.get(media, -1)
-        if specificity > best_specificity:
-            best_specificity, best_quality = specificity, quality
-    return best_quality
+        for wanted, (specificity, _) in list(best.items()):
+            found = {wanted: 2, wanted.split("/")[0] + "/*": 1, "*/*": 0}.get(media.strip().lower(), -1)
+            if found > specificity:
+                best[wanted] = (found, quality)
+    return best["text/plain"][1] > best["application/json"][1]
 
 
 def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:

@@ -56,14 +56,6 @@ class Route:
             return None
         return found.groupdict()
 
-    @property
-    def allow(self) -> str:
-        """The `Allow` header of a 405 on this path."""
-        return ", ".join(self.methods)
-
-    def describe(self) -> str:
-        return f"{' or '.join(self.methods)} {self.path}"
-
     def matches(self, path: str) -> bool:
         return _pattern(self.path).fullmatch(path) is not None
 
@@ -231,7 +223,7 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
     """What a 404 on an unknown path says: the route it lacks a key for, or every path there is."""
     for route in routes:
         if route.parameters and route.path.startswith(f"{path}/"):
-            return f"{path} needs a key: {route.describe()}"
+            return f"{path} needs a key: {' or '.join(route.methods)} {route.path}"
     listed = list(dict.fromkeys(route.path for route in routes))
     return f"no such path; use {', '.join(listed[:-1])} or {listed[-1]}"
 

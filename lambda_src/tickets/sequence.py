@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .epochs import item_base, item_key
+from .epochs import Layout, item_base, item_key
 from .settings import CounterConfig
 
 __all__ = ["Lane", "lanes_of", "tickets_left"]
@@ -68,24 +68,19 @@ def tickets_left(maximum: int, last: int, step: int) -> int:
 
 def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: int) -> list[Lane]:
     """The lanes of `key` that one region (slot) owns, one per shard."""
-    lane_total = region_slots * counter.shards
-    step = counter.stride * lane_total
-    key_first = counter.start + counter.stride * region_slot * counter.shards
-    lanes = []
-    for shard in range(counter.shards):
-        index = region_slot * counter.shards + shard
-        lanes.append(
-            Lane(
-                key=key,
-                shard=shard,
-                shards=counter.shards,
-                index=index,
-                first=counter.start + counter.stride * index,
-                step=step,
-                max=counter.max,
-                key_first=key_first,
-                stride=counter.stride,
-                epoch=counter.epoch,
-            )
+    layout = Layout(counter.start, counter.stride, counter.shards, region_slots)
+    return [
+        Lane(
+            key=key,
+            shard=shard,
+            shards=counter.shards,
+            index=layout.lane(region_slot, shard),
+            first=layout.first(region_slot, shard),
+            step=layout.step,
+            max=counter.max,
+            key_first=layout.first(region_slot, 0),
+            stride=counter.stride,
+            epoch=counter.epoch,
         )
-    return lanes
+        for shard in range(counter.shards)
+    ]

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from ledger_examples import MAIN, PR_B, on
-from tickets.series.config import SERIES_OPTIONS, SeriesConfig, parse_series
-from tickets.settings import ALWAYS_WRITTEN, COUNTER_ALWAYS_WRITTEN, CounterConfig, Settings
+from tickets.config_json import json_name
+from tickets.series.config import SeriesConfig, parse_series
+from tickets.settings import CounterConfig, Settings
 from tickets_deploy.__main__ import main as tickets_deploy
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import (
@@ -198,26 +199,23 @@ def test_the_series_fixture_holds_big_numbers_retired_slots_and_accounts() -> No
 def test_a_series_option_at_its_default_is_left_out_of_every_encoding() -> None:
     """What keeps an older ledger readable when an option is added: the ledger refuses a recorded series
     unless parse_series(entry).to_json() == entry, and an option left at its default is not written."""
-    later_options = [option for option in SERIES_OPTIONS if not option.always and not option.with_period]
+    later_options = [json_name(each) for each in dataclasses.fields(SeriesConfig) if "always" not in each.metadata]
     assert later_options  # period, format, formatMaxLength: written only when set
     plain = SeriesConfig()
     for option in later_options:
-        assert option.name not in plain.to_json()
+        assert option not in plain.to_json()
     assert plain.to_json() == {"start": 1, "max": plain.max}
     assert parse_series("k", plain.to_json(), region_slots=1, where="k").to_json() == plain.to_json()
 
 
 def test_series_options_are_the_series_attributes() -> None:
-    assert sorted(option.attribute for option in SERIES_OPTIONS) == sorted(
-        each.name for each in dataclasses.fields(SeriesConfig)
-    )
-    assert [option.prop for option in SERIES_OPTIONS] == [
+    assert [json_name(each) for each in dataclasses.fields(SeriesConfig)] == [
         "start",
         "period",
-        "period_start_month",
-        "utc_offset",
+        "periodStartMonth",
+        "utcOffset",
         "format",
-        "format_max_length",
+        "formatMaxLength",
         "max",
     ]
 
@@ -231,9 +229,9 @@ def test_the_deploy_side_and_the_function_agree_on_the_settings() -> None:
 
 def test_a_setting_added_later_is_left_out_at_its_default_and_read_back() -> None:
     """An environment written before a setting existed lacks it: from_json gives the default. And a
-    setting not among ALWAYS_WRITTEN is written only when it differs from its default."""
+    setting not written always is written only when it differs from its default."""
     written = json.loads(Settings().to_json())
-    assert "series" not in written  # not in ALWAYS_WRITTEN, empty by default
+    assert "series" not in written  # not written always, empty by default
     assert set(written) == {
         "regionSlot",
         "regionSlots",
@@ -244,7 +242,8 @@ def test_a_setting_added_later_is_left_out_at_its_default_and_read_back() -> Non
         "maxBlock",
         "compatPath",
     }
-    assert {name for name in ALWAYS_WRITTEN} < {each.name for each in dataclasses.fields(Settings)}
+    always = {each.name for each in dataclasses.fields(Settings) if "always" in each.metadata}
+    assert always < {each.name for each in dataclasses.fields(Settings)}
     del written["compatPath"]
     assert Settings.from_json(json.dumps(written)) == Settings()
 
@@ -269,7 +268,7 @@ def test_a_counter_s_epoch_and_fence_are_left_out_until_a_fence_sets_them() -> N
     assert CounterConfig.from_json(fenced.to_json()) == fenced
     settings = Settings(counters={"orders": fenced, "plain": plain})
     assert Settings.from_json(settings.to_json()) == settings
-    assert set(json.loads(settings.to_json())["counters"]["plain"]) == set(COUNTER_ALWAYS_WRITTEN)
+    assert set(json.loads(settings.to_json())["counters"]["plain"]) == {"start", "stride", "max", "shards"}
 
 
 def test_the_upgrade_refuses_what_the_old_reader_refused_and_writes_nothing(tmp_path, capsys) -> None:

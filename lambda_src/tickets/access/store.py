@@ -6,7 +6,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 from botocore.config import Config
 
@@ -17,6 +17,7 @@ from ..errors import Unavailable
 from .rules import Rules
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
+T = TypeVar("T")
 SSM_CONFIG = Config(
     # One attempt: StoredRules decides when to ask again, so a read's worst case is its timeouts (timing.py).
     retries={"mode": "standard", "total_max_attempts": 1},
@@ -25,8 +26,55 @@ SSM_CONFIG = Config(
 )
 
 
-class StoredRules:
-    """The rules, read at cold start (read_at_cold_start) or on first use, and kept."""
+class StoredValue(Generic[T]):
+    """A value read from SSM at cold start (read_at_cold_start) or on first use, and kept; while unreadable (or short,
+    as `_current` is told) read again at most every RETRY_AFTER_FAILURE_SECONDS. A failure is kept (its time, its cause
+    named) for the requests to report: the value stays unread, never a default."""
+
+    def __init__(self, clock: Callable[[], float], pause: Callable[[float], None]):
+        self._clock, self._pause = clock, pause
+        self._value: T | None = None
+        self._tried_at: float | None = None
+        self._why = ""
+
+    def read_at_cold_start(self) -> Self:
+        """The read a new execution environment makes before its first request, and after a transient failure
+        (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a random pause, up to
+        SSM_COLD_START_ATTEMPTS attempts in all."""
+        for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
+            if attempt:
+                self._pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
+            failure = self.try_read()
+            if failure is None or classify(failure) is not Failure.UNAVAILABLE:
+                break
+        return self
+
+    def _current(self, short: bool = False) -> T | None:
+        due = self._tried_at is None or self._clock() - self._tried_at >= RETRY_AFTER_FAILURE_SECONDS
+        if (self._value is None or short) and due:
+            self.try_read()
+        return self._value
+
+    def try_read(self) -> Exception | None:
+        """Read now: the failure, or None."""
+        self._tried_at = self._clock()
+        try:
+            self._value = self._read()
+        except Exception as err:
+            self._why = self._cause(err)
+            return err
+        return None
+
+    def _cause(self, err: Exception) -> str:
+        """The failure as the requests' 503 names it."""
+        return f"{type(err).__name__}: {err}"[:200]
+
+    def _read(self) -> T:
+        raise NotImplementedError
+
+
+class StoredRules(StoredValue[Rules]):
+    """The access rules."""
 
     def __init__(
         self,
@@ -35,33 +83,15 @@ class StoredRules:
         clock: Callable[[], float] = time.monotonic,
         pause: Callable[[float], None] = time.sleep,
     ):
-        self._ssm, self._names, self._clock, self._pause = ssm, list(names), clock, pause
-        self._rules: Rules | None = None
-        self._failed_at: float | None = None
-        self._why = ""
-
-    def read_at_cold_start(self) -> None:
-        """The read a new execution environment makes before its first request (read_at_cold_start below)."""
-        read_at_cold_start(self._try_read, self._pause)
+        super().__init__(clock, pause)
+        self._ssm, self._names = ssm, list(names)
 
     def __call__(self) -> Rules:
-        """The rules; 503 while unreadable, asked again at most every RETRY_AFTER_FAILURE_SECONDS."""
-        if self._rules is None and (
-            self._failed_at is None or self._clock() - self._failed_at >= RETRY_AFTER_FAILURE_SECONDS
-        ):
-            self._try_read()
-        if self._rules is None:
+        """The rules; 503 while unreadable."""
+        rules = self._current()
+        if rules is None:
             raise Unavailable(f"this function cannot read its access rules ({self._why}); nothing was done")
-        return self._rules
-
-    def _try_read(self) -> Exception | None:
-        """The failure, if any: kept (its time, its cause named), the rules stay unread, never allow-all."""
-        try:
-            self._rules = self._read()
-        except Exception as err:
-            self._failed_at, self._why = self._clock(), f"{type(err).__name__}: {err}"[:200]
-            return err
-        return None
+        return rules
 
     def _read(self) -> Rules:
         answer = self._ssm.get_parameters(Names=self._names)
@@ -81,18 +111,6 @@ class StoredRules:
 
 class _Entries(list[tuple[str, Any]]):
     """A JSON object's (name, value) pairs, in order, duplicates kept."""
-
-
-def read_at_cold_start(try_read: Callable[[], Exception | None], pause: Callable[[float], None]) -> None:
-    """An SSM read at cold start (the access rules', the opaque ids' keys): `try_read` (its failure, or None), and
-    after a transient failure (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a
-    random pause, up to SSM_COLD_START_ATTEMPTS attempts in all."""
-    for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
-        if attempt:
-            pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
-        failure = try_read()
-        if failure is None or classify(failure) is not Failure.UNAVAILABLE:
-            return
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:

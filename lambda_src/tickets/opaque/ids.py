@@ -32,10 +32,12 @@ import binascii
 import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from hashlib import blake2b
 from math import isqrt
 from typing import Any
+
+from ..config_json import ALWAYS, ConfigJson
 
 ALPHABETS = {"digits": "0123456789", "base32": "0123456789ABCDEFGHJKMNPQRSTVWXYZ"}  # Crockford's base32
 CHECKS = ("luhn",)  # Luhn mod R: mod 10 for digits, mod 32 for base32 (the check stays in the alphabet)
@@ -54,14 +56,17 @@ class OpaqueKeyError(ValueError):
 
 
 @dataclass(frozen=True)
-class OpaqueConfig:
-    """A counter's opaque settings (cdk.json's `counters.K.opaque`): all but key_version are permanent."""
+class OpaqueConfig(ConfigJson):
+    """A counter's opaque settings (cdk.json's `counters.K.opaque`): all but key_version are permanent. Its JSON
+    (config_json.py) writes every field, check only when set."""
 
     width: int  # characters, the check character included
     alphabet: str  # a name in ALPHABETS
     check: str | None = None  # a name in CHECKS, or None
-    key_versions: int = KEY_VERSIONS  # V: the key versions the domain holds, each M ids
-    key_version: int = 1  # the version new tickets are encoded with (1..V); rotation raises it
+    key_versions: int = field(default=KEY_VERSIONS, metadata=ALWAYS)  # V: the key versions the domain holds, each M ids
+    key_version: int = field(
+        default=1, metadata=ALWAYS
+    )  # the version new tickets are encoded with (1..V); rotation raises it
 
     @property
     def radix(self) -> int:
@@ -71,16 +76,6 @@ class OpaqueConfig:
     def ids_per_version(self) -> int:
         """M: the tickets 0 .. M-1 have an id under each key version."""
         return int(self.radix ** (self.width - (self.check is not None))) // self.key_versions
-
-    def to_json(self) -> dict[str, Any]:
-        """As cdk.json, the function's settings and the ledger write it: every field (check only when set)."""
-        check = {"check": self.check} if self.check is not None else {}
-        versions = {"keyVersion": self.key_version, "keyVersions": self.key_versions}
-        return {"alphabet": self.alphabet, **check, **versions, "width": self.width}
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> OpaqueConfig:
-        return cls(raw["width"], raw["alphabet"], raw.get("check"), raw["keyVersions"], raw["keyVersion"])
 
 
 # A round: a copy of its keyed BLAKE2b (read all but the half it mixes in), the modulus of the half it adds to

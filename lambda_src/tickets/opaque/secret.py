@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from ..access.store import StoredValue, ssm_client
 from ..errors import Unavailable
 from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
-RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable (or short of a version), SSM is asked again at most this often
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
 # botocore's loggers whose DEBUG lines hold a call's parameters (endpoint) and its answer's body (parsers).
 _BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
@@ -38,21 +38,14 @@ def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: st
 
 def read_secret(name: str, ssm: Any = None) -> str:
     """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged."""
-    from ..access.store import ssm_client
-
     with unlogged():
         value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
     return value
 
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
-    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (a transient failure tried once more
-    after a pause: access.store.read_at_cold_start)."""
-    from ..access.store import read_at_cold_start
-
-    keys = StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}")
-    read_at_cold_start(keys.try_read, pause)
-    return keys
+    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (StoredValue.read_at_cold_start)."""
+    return StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}", pause=pause).read_at_cold_start()
 
 
 class _Quiet(logging.Filter):
@@ -80,48 +73,45 @@ def unlogged() -> Iterator[None]:
         inside.depth -= 1
 
 
-class StoredKeys:
-    """The keys (version -> key), read on first use and kept."""
+class StoredKeys(StoredValue[Mapping[int, bytes]]):
+    """The keys (version -> key); read again, as while unreadable, when short of the version asked for."""
 
-    def __init__(self, read: Callable[[], str], where: str, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        read: Callable[[], str],
+        where: str,
+        clock: Callable[[], float] = time.monotonic,
+        pause: Callable[[float], None] = time.sleep,
+    ):
         """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""
-        self._read, self.where, self._clock = read, where, clock
-        self._keys: Mapping[int, bytes] | None = None
-        self._tried_at: float | None = None
-        self._why = ""
+        super().__init__(clock, pause)
+        self._read_text, self.where = read, where
 
     def keys(self, version: int) -> Mapping[int, bytes]:
-        due = self._tried_at is None or self._clock() - self._tried_at >= RETRY_AFTER_FAILURE_SECONDS
-        if (self._keys is None or version not in self._keys) and due:
-            self.try_read()
-        if self._keys is None:
+        keys = self._current(short=version not in (self._value or {}))
+        if keys is None:
             raise Unavailable(
                 f"this function cannot read the keys of its opaque ids ({self._why}); nothing was issued. "
                 f"The operator puts them in {self.where}: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
             )
-        if version not in self._keys:
-            held = ", ".join(map(str, sorted(self._keys)))
+        if version not in keys:
+            held = ", ".join(map(str, sorted(keys)))
             raise Unavailable(
                 f"the keys of opaque ids in {self.where} hold key versions {held}, not {version}, which this counter "
                 f"encodes with; nothing was issued. Add it: .venv/bin/python -m tickets_admin put-key ({HOW_TO})"
             )
-        return self._keys
+        return keys
 
     def held(self) -> list[int] | None:
         """The key versions held (never a key), or None while the secret cannot be read."""
         if self._tried_at is None:
             self.try_read()
-        return sorted(self._keys) if self._keys is not None else None
+        return sorted(self._value) if self._value is not None else None
 
-    def try_read(self) -> Exception | None:
-        """Read the secret now: its failure (kept, for the requests to report), or None."""
-        self._tried_at = self._clock()
-        try:
-            self._keys = parse_keys(self._read())
-        except OpaqueKeyError as err:  # its message may quote the text (a key written where a version goes): not here
-            self._why = f"its value is not a JSON object of key versions to base64 keys: {KEY_FORMAT}"
-            return err
-        except Exception as err:  # SSM's answer, or no answer: its type and message name no key
-            self._why = f"{type(err).__name__}: {err}"[:200]
-            return err
-        return None
+    def _read(self) -> Mapping[int, bytes]:
+        return parse_keys(self._read_text())
+
+    def _cause(self, err: Exception) -> str:
+        if isinstance(err, OpaqueKeyError):  # its message may quote the text (a key written where a version goes)
+            return f"its value is not a JSON object of key versions to base64 keys: {KEY_FORMAT}"
+        return super()._cause(err)  # SSM's answer, or no answer: its type and message name no key

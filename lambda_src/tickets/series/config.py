@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import datetime
 import re
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from ..config_json import ALWAYS, ConfigJson, json_name
 
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser (settings.MAX_SAFE_INTEGER, without the import cycle)
 PERIODS = ("yearly",)
@@ -29,35 +30,37 @@ class SeriesConfigError(ValueError):
     """A series config that cannot be served; the message says which field and why."""
 
 
-_OPTION = "tickets.series.option"  # the metadata key of an attribute's SeriesOption (without attribute, default)
+def _with_period(config: SeriesConfig) -> bool:
+    return config.period is not None
 
 
-def _option(name: str, default: Any, **encoding: Any) -> Any:
-    """A SeriesConfig attribute that is an option: its default and its entry (SeriesOption's arguments but
-    `attribute` and `default`, which the attribute gives), in one declaration."""
-    return field(default=default, metadata={_OPTION: {"name": name, **encoding}})
+# Each attribute is an option (config_json.py writes them): the encodings already recorded in ledgers stay as they
+# are, so start and max are written always, periodStartMonth and utcOffset whenever the series has a period.
+_WITH_PERIOD = {"always": _with_period}
 
 
 @dataclass(frozen=True)
-class SeriesConfig:
-    """A parsed series; each attribute is an option (SERIES_OPTIONS reads them off the class)."""
+class SeriesConfig(ConfigJson):
+    """A parsed series, in cdk.json's shape as JSON (max as derived): what the settings carry and the ledger records."""
 
-    start: int = _option("start", 1, always=True)
+    start: int = field(default=1, metadata=ALWAYS)
     # None: the numbering never restarts; "yearly": at each period's first instant
-    period: str | None = _option("period", None)
-    period_start_month: int = _option("periodStartMonth", 1, with_period=True)
+    period: str | None = None
+    period_start_month: int = field(default=1, metadata=_WITH_PERIOD)
     # the offset in force at a period's first instant
-    utc_offset_minutes: int = _option(
-        "utcOffset",
-        0,
-        encode=lambda minutes: format_offset(minutes),
-        decode=lambda raw, name: parse_offset(raw, name),
-        with_period=True,
+    utc_offset_minutes: int = field(
+        default=0,
+        metadata={
+            **_WITH_PERIOD,
+            "name": "utcOffset",
+            "encode": lambda minutes: format_offset(minutes),
+            "decode": lambda raw: parse_offset(raw, "utcOffset"),
+        },
     )
-    format: str | None = _option("format", None)  # the answer's `id`; None: no id
-    format_max_length: int | None = _option("formatMaxLength", None)
+    format: str | None = None  # the answer's `id`; None: no id
+    format_max_length: int | None = None
     # the highest number; with formatMaxLength, the highest whose id fits
-    max: int = _option("max", MAX_SAFE_INTEGER, always=True)
+    max: int = field(default=MAX_SAFE_INTEGER, metadata=ALWAYS)
 
     def series_name(self, instant: datetime.datetime, region_slot: int, region_slots: int) -> str:
         """The series a number issued at `instant` (aware) belongs to: the period's name, and the
@@ -75,60 +78,8 @@ class SeriesConfig:
             return None
         return _render(self.format, key, series, number)
 
-    def to_json(self) -> dict[str, Any]:
-        """cdk.json's shape (max as derived): what the settings carry and the ledger records."""
-        return {
-            option.name: option.encode(getattr(self, option.attribute))
-            for option in SERIES_OPTIONS
-            if option.written(self)
-        }
 
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> SeriesConfig:
-        return cls(
-            **{
-                option.attribute: option.decode(raw[option.name], option.name)
-                for option in SERIES_OPTIONS
-                if option.name in raw
-            }
-        )
-
-
-def _same(value: Any, name: str = "") -> Any:
-    return value
-
-
-@dataclass(frozen=True)
-class SeriesOption:
-    """One option of a series, defined once: its name in cdk.json, the settings and the ledger (`name`),
-    its SeriesConfig attribute, its default and its JSON encoding. parse_series holds its rule."""
-
-    name: str
-    attribute: str
-    default: Any
-    encode: Callable[[Any], Any] = _same
-    decode: Callable[[Any, str], Any] = _same
-    # Written even at its default, as every version before this table did (`always`), or whenever the
-    # series has a period (`with_period`): the encodings already recorded in ledgers stay as they are.
-    always: bool = False
-    with_period: bool = False
-
-    @property
-    def prop(self) -> str:
-        """The construct's snake_case name of the option (`utcOffset` -> `utc_offset`)."""
-        return re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), self.name)
-
-    def written(self, config: SeriesConfig) -> bool:
-        value = getattr(config, self.attribute)
-        return self.always or (self.with_period and config.period is not None) or value != self.default
-
-
-# Each option, in SeriesConfig's order.
-SERIES_OPTIONS: tuple[SeriesOption, ...] = tuple(
-    SeriesOption(attribute=declared.name, default=declared.default, **declared.metadata[_OPTION])
-    for declared in fields(SeriesConfig)
-)
-FIELDS = tuple(option.name for option in SERIES_OPTIONS)
+FIELDS = tuple(json_name(each) for each in fields(SeriesConfig))
 
 
 def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:

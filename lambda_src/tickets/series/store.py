@@ -139,12 +139,9 @@ class SeriesStore:
         response = self._call("get_item", Key=entry_key(key, series, number), ConsistentRead=True)
         return Entry.from_item(response["Item"]) if "Item" in response else None
 
-    def page(self, key: str, series: str, after: int, limit: int) -> list[Entry]:
-        """Up to `limit` entries above `after`, in order: fewer means the journal ends there."""
-        return list(self.entries_after(key, series, after, limit))
-
     def entries_after(self, key: str, series: str, after: int, limit: int) -> Iterator[Entry]:
-        """`page`'s entries, a Query at a time as consumed; a Query ends at 1 MB whatever its Limit: followed on."""
+        """Up to `limit` entries above `after`, in order (fewer: the journal ends there), a Query at a time as
+        consumed; a Query ends at 1 MB whatever its Limit: followed on."""
         query: dict[str, Any] = {
             "KeyConditionExpression": "#pk = :pk AND #n > :after",
             "ExpressionAttributeNames": {"#pk": SERIES_PARTITION_KEY, "#n": SERIES_SORT_KEY},

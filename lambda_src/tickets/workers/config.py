@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+
+from ..config_json import ConfigJson
 
 MAX_POOL_SIZE = 65_536
 MIN_TTL_SECONDS = 10
@@ -17,7 +18,7 @@ MAX_EPOCH = 2**53 - 1  # exact in every JSON parser
 
 
 @dataclass(frozen=True)
-class PoolConfig:
+class PoolConfig(ConfigJson):
     size: int
     ttl_seconds: int
 
@@ -27,13 +28,6 @@ class PoolConfig:
         the ttl), so ids made by its last holder's clock and its next one's never meet, as after an expiry
         (docs/explanation/worker-leases.md#what-a-holder-must-do)."""
         return max(1000, self.ttl_seconds * 100)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"size": self.size, "ttlSeconds": self.ttl_seconds}
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> PoolConfig:
-        return cls(raw["size"], raw["ttlSeconds"])
 
 
 def free_workers(items: Iterable[tuple[int, int]], low: int, high: int, now: int, live: list[int]) -> Iterator[int]:

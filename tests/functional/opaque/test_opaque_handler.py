@@ -14,8 +14,9 @@ import pytest
 
 from moto_deployment import OPAQUE_KEYS, OPAQUE_KEYS_TEXT, Region
 from opaque_statistics import luhn_valid
+from tickets.access.store import RETRY_AFTER_FAILURE_SECONDS
 from tickets.opaque import ALPHABETS, OpaqueConfig
-from tickets.opaque.secret import RETRY_AFTER_FAILURE_SECONDS, StoredKeys
+from tickets.opaque.secret import StoredKeys
 from tickets_deploy.opaque_decode import OpaqueCodec
 
 EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)

@@ -236,7 +236,7 @@ SSM_ERRORS = [
 
 @pytest.mark.parametrize("status, code, transient", SSM_ERRORS)
 def test_the_keys_cold_start_read_asks_again_once_after_a_transient_failure_only(status, code, transient):
-    """As the access rules' read (access.store.read_at_cold_start, the one SSM read at cold start): a transient
+    """As the access rules' read (StoredValue.read_at_cold_start, the one SSM read at cold start): a transient
     failure is tried once more after a pause of at most SSM_RETRY_PAUSE_SECONDS, any other is not; either way the
     failure is kept, and a request at once is a 503 that names it and asks SSM nothing more."""
     pauses: list[float] = []
