@@ -345,6 +345,15 @@ def _server_error(status: int, body: bytes, wait: float | None = None) -> Ticket
     return TicketsError(status, f"http_{status}", str(text), wait)
 
 
+def _readable(sock: Any) -> bool:
+    """Whether a read would not block, by poll: select refuses a descriptor above 1023 (a busy process has those)."""
+    if not hasattr(select, "poll"):  # Windows, whose select takes any socket
+        return bool(select.select([sock], [], [], 0)[0])
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class _Transport:
     """Keep-alive connections (http.client's: the least a request costs in Python), one per request in flight, so
     threads may share a client; an idle one the server closed is replaced before sending, as undici does: a ticket
@@ -380,9 +389,9 @@ class _Transport:
             connection = self._idle.pop()
         except IndexError:  # none idle: every one is in another thread's request
             connection = self._connect()
-        if connection.sock is not None and select.select([connection.sock], [], [], 0)[0]:
-            connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
         try:
+            if connection.sock is not None and _readable(connection.sock):
+                connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
             connection.request(method, self._prefix + target, body or None, headers)
             response = connection.getresponse()
             answer = response.status, response.msg, response.read()
