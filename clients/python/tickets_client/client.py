@@ -364,7 +364,7 @@ class _Transport:
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
         proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
-        via = urlsplit(proxy) if proxy else None
+        via = urlsplit(proxy if "://" in proxy else "http://" + proxy) if proxy else None  # host:port, as botocore
         address = (via.hostname or "", via.port or 80) if via else (host, port)
         netloc = f"[{host}]" if ":" in host else host
         self._prefix = f"http://{netloc}" + (f":{port}" if port else "") if via and scheme == "http" else ""
