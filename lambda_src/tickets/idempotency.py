@@ -13,6 +13,7 @@ records during a rollout; the same calls without Powertools' jmespath and record
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -46,10 +47,17 @@ _LOCK: dict[str, Any] = {
     | {"#in_progress_expiry": "in_progress_expiration"},
     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
 }
+# This attempt's own lock, still held: a save or a delete that lands after the lock's deadline, when a retry may
+# hold the key, changes nothing (Powertools' are unconditional: a late one answered for, or freed, the retry's lock).
+_MINE: dict[str, Any] = {
+    "ConditionExpression": "#status = :inprogress AND #in_progress_expiry = :mine",
+    "ExpressionAttributeNames": {"#status": "status", "#in_progress_expiry": "in_progress_expiration"},
+}
 _SAVE: dict[str, Any] = {
     "UpdateExpression": "SET #data = :data, #expiry = :expiry, #status = :status, #validation = :validation",
-    "ExpressionAttributeNames": {"#data": "data", "#expiry": IDEMPOTENCY_TTL, "#status": "status"}
-    | {"#validation": "validation"},
+    "ConditionExpression": _MINE["ConditionExpression"],
+    "ExpressionAttributeNames": _MINE["ExpressionAttributeNames"]
+    | {"#data": "data", "#expiry": IDEMPOTENCY_TTL, "#validation": "validation"},
 }
 
 
@@ -65,12 +73,12 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
     def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
-        """One call; its failure as _raise_failure says, but a lock's failed condition as it came."""
+        """One call; its failure as _raise_failure says, but a failed condition as it came."""
         try:
             answer: dict[str, Any] = getattr(client, operation)(TableName=table_name, **request)
             return answer
         except ClientError as err:
-            if operation == "put_item" and error_code(err) == CONDITION_FAILED_CODE:
+            if error_code(err) == CONDITION_FAILED_CODE:
                 raise
             _raise_failure(err, spent=spent, logger=logger)
         except Exception as err:
@@ -91,14 +99,21 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
         except ClientError as held:  # dynalite answers a failed condition without the record: read it
             stored = held.response.get("Item") or call("get_item", Key=key, ConsistentRead=True).get("Item")
             return _stored_answer(stored, validation)
+        mine = {":inprogress": _IN_PROGRESS, ":mine": lock["in_progress_expiration"]}
         try:
             answer = issue()
         except Exception:
-            call("delete_item", Key=key)  # nothing to keep (a refusal, a failure): the header may be sent again
+            with contextlib.suppress(ClientError):  # failed: the lock is a retry's now, not this attempt's to free
+                call("delete_item", Key=key, ExpressionAttributeValues=mine, **_MINE)  # the header may be sent again
             raise
         saved = {":data": {"S": json.dumps(answer, sort_keys=True)}, ":status": _COMPLETED, ":validation": validation}
         saved[":expiry"] = {"N": str(int(time.time() + expires_after_seconds))}
-        call("update_item", True, Key=key, ExpressionAttributeValues=saved, **_SAVE)
+        try:
+            call("update_item", True, Key=key, ExpressionAttributeValues=saved | mine, **_SAVE)
+        except ClientError as taken:
+            raise Unavailable(
+                _SPENT.format(why="this attempt outlived its lock") + "The same Idempotency-Key gets the retry's answer"
+            ) from taken
         return answer
 
     return run

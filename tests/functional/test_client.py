@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import resource
 import select
 import subprocess
 import sys
@@ -282,6 +283,24 @@ class TestRetries:
             assert select.select([idle], [], [], 10)[0]  # the server's close has reached the client
             assert client.next("k") == [2]
         assert stub.connections == 2 and len(stub.requests) == 2 and delays == []  # sent once, on a new connection
+
+    def test_a_kept_connection_above_descriptor_1023_is_reused(self):
+        """A process with many files open (a busy server): select() refuses descriptors above 1023, poll does not."""
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < 1200:
+            pytest.skip(f"needs 1,200 open files, the limit is {soft}")
+        held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+        try:
+            with StubServer(
+                [json_reply(200, {"key": "k", "ticket": 1}), json_reply(200, {"key": "k", "ticket": 2})]
+            ) as stub:
+                client = TicketsClient(stub.url, sleep=no_sleep([]))
+                assert client.next("k") == [1] and client._transport._idle[0].sock.fileno() > 1023
+                assert client.next("k") == [2]
+        finally:
+            for descriptor in held:
+                os.close(descriptor)
+        assert stub.connections == 1  # the second request went on the kept connection
 
     def test_threads_sharing_one_client_each_send_on_a_connection_of_their_own(self):
         """A lease's prefetch and a worker's renewals share their client with the caller's own requests."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import select
 import socket
 import socketserver
@@ -139,3 +140,13 @@ def test_no_proxy_goes_direct_and_without_the_ca_tls_is_refused(proxy, tls, monk
     assert proxy == []
     assert (refused.value.status, refused.value.code) == (None, "unreachable")
     assert "CERTIFICATE_VERIFY_FAILED" in refused.value.message
+
+
+def test_a_proxy_named_without_a_scheme_is_an_http_proxy_as_botocore_takes_it(proxy, tls, monkeypatch):
+    """HTTPS_PROXY=host:port (curl and botocore read it as http://host:port), not a host of "" on port 80."""
+    ca, context = tls
+    monkeypatch.setenv("HTTPS_PROXY", os.environ["HTTPS_PROXY"].removeprefix("http://"))
+    monkeypatch.setenv("AWS_CA_BUNDLE", str(ca))
+    with StubServer(TICKETS[1:], tls=context) as stub:
+        assert TicketsClient(stub.url, max_attempts=1).next("orders") == [7]
+    assert len(proxy) == 1 and proxy[0].startswith("CONNECT localhost:")

@@ -3,6 +3,7 @@ the same answer and burns nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import time
@@ -340,6 +341,75 @@ def test_the_lock_of_a_lost_attempt_blocks_its_key_only_until_the_deadline(api):
     assert int(lock["in_progress_expiration"]["N"]) - started_millis <= 2_000 - 250 + 50
     time.sleep(max(0.0, int(lock["in_progress_expiration"]["N"]) / 1000 - time.time()) + 0.05)
     assert api.post("/orders", headers=once("short")).body == {"key": "orders", "ticket": 5000}
+
+
+def wait_out_the_lock(api) -> None:
+    """Sleep until the one record's lock has passed its deadline (its in_progress_expiration)."""
+    [lock] = api.items(IDEMPOTENCY_TABLE)
+    time.sleep(max(0.0, int(lock["in_progress_expiration"]["N"]) / 1000 - time.time()) + 0.05)
+
+
+def short_lived(api, header: str) -> dict:
+    """A first attempt with 3 s of the function left: its lock ends at its deadline, 2.75 s away."""
+    context = FakeLambdaContext()
+    context.get_remaining_time_in_millis = lambda: 3_000  # type: ignore[method-assign]
+    return api.handler.lambda_handler(function_url_event("/orders", "POST", headers=once(header)), context)
+
+
+def test_a_late_save_of_an_expired_lock_never_replaces_the_retrys_answer(api, monkeypatch):
+    """The first attempt's save starts before its deadline and lands after it (a slow connection): a retry took
+    the expired lock meanwhile and issued. The late save must not answer for the key: the retry's answer stands."""
+    real_update, saves, answers = api.handler.dynamodb.update_item, [], []
+
+    def update_item(**request):
+        if request["TableName"] == IDEMPOTENCY_TABLE:
+            saves.append(request)
+            if len(saves) == 1:  # the first attempt's save, on its way past the lock's deadline
+                wait_out_the_lock(api)
+                answers.append(api.post("/orders", headers=once("late-save")))  # the retry takes the expired lock
+            elif len(saves) == 2:  # the retry's save; a copy sent while the retry runs comes first
+                answers.append(api.post("/orders", headers=once("late-save")))
+        return real_update(**request)
+
+    monkeypatch.setattr(api.handler.dynamodb, "update_item", update_item)
+    first = short_lived(api, "late-save")
+    monkeypatch.undo()
+    assert first["statusCode"] == 503 and "outlived its lock" in json.loads(first["body"])["message"]
+    answers.append(api.post("/orders", headers=once("late-save")))
+    said = [answer.body.get("ticket", answer.body.get("error")) for answer in answers]
+    assert said == ["in_progress", 5001, 5001]  # the copy's, the retry's, the last one's: 5000 is a gap
+
+
+def test_a_late_delete_of_an_expired_lock_never_frees_the_retrys_lock(api, monkeypatch):
+    """The first attempt fails and deletes its lock, the delete landing after the deadline, when the retry holds
+    the lock and is issuing: a copy sent meanwhile must find the lock held (409), never issue beside the retry."""
+    real_update, real_delete = api.handler.dynamodb.update_item, api.handler.dynamodb.delete_item
+    issues, deletes, answers = [], [], []
+
+    def update_item(**request):
+        if request["TableName"] == COUNTER_TABLE:
+            issues.append(request)
+            if len(issues) == 1:
+                throttle()  # the first attempt's issue fails
+            if len(issues) == 2:  # the retry's issue: the late delete lands just before it
+                with contextlib.suppress(ClientError):
+                    real_delete(**deletes[0])
+                answers.append(api.post("/orders", headers=once("late-delete")))  # a copy sent while the retry runs
+        return real_update(**request)
+
+    def delete_item(**request):
+        deletes.append(request)  # the first attempt's delete, on its way past the lock's deadline
+        wait_out_the_lock(api)
+        answers.append(api.post("/orders", headers=once("late-delete")))  # the retry takes the expired lock
+        return {}
+
+    monkeypatch.setattr(api.handler.dynamodb, "update_item", update_item)
+    monkeypatch.setattr(api.handler.dynamodb, "delete_item", delete_item)
+    assert short_lived(api, "late-delete")["statusCode"] == 503
+    monkeypatch.undo()
+    answers.append(api.post("/orders", headers=once("late-delete")))
+    said = [answer.body.get("ticket", answer.body.get("error")) for answer in answers]
+    assert said == ["in_progress", 5000, 5000]  # the copy's, the retry's, the last one's
 
 
 # --- replays first: a stored answer whatever the config now says ------------------------------------

@@ -345,17 +345,24 @@ def _server_error(status: int, body: bytes, wait: float | None = None) -> Ticket
     return TicketsError(status, f"http_{status}", str(text), wait)
 
 
+def _readable(sock: Any) -> bool:
+    """Whether a read would not block, by poll: select refuses a descriptor above 1023 (a busy process has those)."""
+    if hasattr(select, "poll"):
+        (poller := select.poll()).register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])  # Windows, whose select takes any socket
+
+
 class _Transport:
-    """Keep-alive connections (http.client's: the least a request costs in Python), one per request in flight, so
+    """Keep-alive connections (http.client's, the least a request costs in Python), one per request in flight, so
     threads may share a client; an idle one the server closed is replaced before sending, as undici does: a ticket
     costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names unless
-    NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
-    bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own
-    policy decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
+    NO_PROXY exempts the host (CONNECT for https, the absolute URL for http); TLS verified against AWS_CA_BUNDLE or
+    SSL_CERT_FILE, else the system's CAs. No retries or redirects: every failure is an OSError or HTTPException."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
         proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
-        via = urlsplit(proxy) if proxy else None
+        via = urlsplit(proxy if "://" in proxy else "http://" + proxy) if proxy else None  # host:port, as botocore
         address = (via.hostname or "", via.port or 80) if via else (host, port)
         netloc = f"[{host}]" if ":" in host else host
         self._prefix = f"http://{netloc}" + (f":{port}" if port else "") if via and scheme == "http" else ""
@@ -380,9 +387,9 @@ class _Transport:
             connection = self._idle.pop()
         except IndexError:  # none idle: every one is in another thread's request
             connection = self._connect()
-        if connection.sock is not None and select.select([connection.sock], [], [], 0)[0]:
-            connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
         try:
+            if connection.sock is not None and _readable(connection.sock):
+                connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
             connection.request(method, self._prefix + target, body or None, headers)
             response = connection.getresponse()
             answer = response.status, response.msg, response.read()
