@@ -97,7 +97,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(headers, tuple):
             self.send_error(*headers)
             return False
-        self.headers = headers
+        self.headers = headers  # type: ignore[assignment]  # its get() and items() are all this handler reads
         self.close_connection = headers.get("Connection", "").lower() == "close"
         return headers.get("Expect", "").lower() != "100-continue" or self.handle_expect_100()
 
