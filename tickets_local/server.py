@@ -65,11 +65,13 @@ class _HttpServer(KeepAliveServer):
         local_routes: dict[str, Callable[[Identity | None], bytes]],
         reset: Callable[[], None] | None = None,
         play_callers: bool = False,
+        answered: Callable[[], None] = lambda: None,
     ):
         self.invoker = invoker
         self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
         self.local_routes = local_routes  # path -> the JSON it answers to GET (given the played caller, if any)
         self.reset = reset  # None: the reset route is refused
+        self.answered = answered  # run after each answer has left: work kept off the requests' time
         super().__init__(address, _RequestHandler)
 
 
@@ -116,6 +118,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             "%s %s %d %.1fms", self.command, clip(self.path), response.status, (time.perf_counter() - started) * 1000
         )
         self._send(response)
+        self.server.answered()
 
     def _answer(self) -> HttpResponse:
         body = read_body(self.headers, self.rfile)
@@ -238,6 +241,7 @@ class LocalServer:
         self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
         self._saved_environment: dict[str, str | None] = {}
         self.app: App | None = None  # built by start()
+        self._spare: App | None = None  # the app the next reset serves with, built after an answer left
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -270,7 +274,9 @@ class LocalServer:
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
             reset = self.reset if self._allow_reset else None
-            self._http = _HttpServer(self._address, invoker, local_routes, reset, play_callers=self._play_callers)
+            self._http = _HttpServer(
+                self._address, invoker, local_routes, reset, play_callers=self._play_callers, answered=self._spare_app
+            )
         except BaseException:
             self._release()
             raise
@@ -291,8 +297,14 @@ class LocalServer:
     def _empty_and_rebuild(self) -> None:
         assert self._invoker is not None
         self.backend.empty(self.deployment)
-        self.app = self._build_app()
+        self.app, self._spare = self._spare or self._build_app(), None
         self._invoker.handler = self.app.lambda_handler
+
+    def _spare_app(self) -> None:
+        """The next reset's app, built while no request waits for it (a test kit's suite resets before every test): a
+        new app, never served, is what a reset would build."""
+        if (self._allow_reset or self._mark is not None) and self._spare is None:
+            self._spare = self._build_app()
 
     def _catch_up(self) -> None:
         """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""
