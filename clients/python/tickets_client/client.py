@@ -10,19 +10,10 @@
     client.void("invoices", "2026-27", 1043, "order cancelled")
     for entry in client.journal("invoices", "2026-27"): ...
 
-Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
-retry after a lost answer gets the first answer instead of burning tickets.
-
-Retries: 429, 503 and lost connections, up to `max_attempts` attempts; 502 and 504 (the
-function failed or timed out, perhaps after issuing) only for requests that carry an
-Idempotency-Key, whose retry gets that first answer; and 409 `in_progress` (the first attempt
-with this key still holds its lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past
-`max_attempts`: a first attempt that crashed holds the lock until its request's deadline, before the
-function's timeout.
-Waits are capped exponential backoff with full jitter, and at least the server's Retry-After.
-
-docs/reference/clients.md states the rules both clients share (Retry-After, what counts as an attempt, which
-answers are refused); clients/conformance.json holds the cases both clients' tests run.
+Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a retry after a lost answer
+gets the first answer instead of burning tickets. Which answers are retried, after what wait (capped exponential
+backoff with full jitter, at least the server's Retry-After), and which are refused: docs/reference/clients.md, the
+rules both clients share; clients/conformance.json holds the cases both clients' tests run.
 """
 
 from __future__ import annotations
@@ -401,31 +392,28 @@ class _Headers(dict[str, str]):
 
 
 class _Response(http.client.HTTPResponse):
-    """http.client's response with its headers read without the email parser, which took half the client's time of a
-    request (bench/README.md); the body's framing (chunked, Content-Length, keep-alive) decided as http.client's
-    begin() decides it, with the same limits on the headers."""
+    """http.client's response with its headers read without its email parser (half the client's time of a request);
+    the body's framing (chunked, Content-Length, keep-alive) decided as http.client's begin() decides it."""
 
     _method: str | None  # http.client's own, untyped in typeshed
     _read_status: Callable[[], tuple[str, int, str]]
     _check_close: Callable[[], bool]
 
     def begin(self) -> None:
-        version, status, reason = self._read_status()
-        while status == http.client.CONTINUE:  # an interim answer: its headers skipped
-            self._read_headers()
-            version, status, reason = self._read_status()
+        while (status_line := self._read_status())[1] == http.client.CONTINUE:
+            self._read_headers()  # an interim answer's
+        version, status, reason = status_line
         if not version.startswith("HTTP/1.") and version != "HTTP/0.9":
             raise http.client.UnknownProtocol(version)
-        self.code = self.status = status
-        self.reason, self.version = reason.strip(), 10 if version in ("HTTP/1.0", "HTTP/0.9") else 11
+        self.code, self.status, self.reason = status, status, reason.strip()
+        self.version = 10 if version in ("HTTP/1.0", "HTTP/0.9") else 11
         self.headers = self.msg = self._read_headers()  # type: ignore[assignment]
-        self.chunked = self.headers.get("transfer-encoding", "").lower() == "chunked"
-        self.chunk_left, self.will_close = None, self._check_close()
+        self.chunked, self.chunk_left = self.headers.get("transfer-encoding", "").lower() == "chunked", None
         length = self.headers.get("content-length", "").strip()
         self.length = int(length) if length.isdigit() and not self.chunked else None
         if status in (204, 304) or 100 <= status < 200 or self._method == "HEAD":
             self.length = 0
-        self.will_close = self.will_close or (not self.chunked and self.length is None)
+        self.will_close = self._check_close() or (not self.chunked and self.length is None)
 
     def _read_headers(self) -> _Headers:
         headers = _Headers()
@@ -435,7 +423,6 @@ class _Response(http.client.HTTPResponse):
                 raise http.client.LineTooLong("header line")
             if line in (b"\r\n", b"\n", b""):
                 return headers
-            name, _, value = line.decode("iso-8859-1").partition(":")
-            name, value = name.strip().lower(), value.strip()
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+            name, _, value = (part.strip() for part in line.decode("iso-8859-1").partition(":"))
+            headers[name.lower()] = f"{headers[name.lower()]}, {value}" if name.lower() in headers else value
         raise http.client.HTTPException("got more than 100 headers")
