@@ -45,7 +45,7 @@ def tickets_config() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
+def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
     """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running
     LocalTickets, started on the first call with those arguments and stopped at the end of the session.
     `arguments`: more of the server's flags, such as `--without-ledger` for tables on an endpoint
@@ -53,7 +53,7 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
     from tickets_local.testing import LocalTickets
 
     running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
-    chosen: str | None = pytestconfig.getoption("tickets_backend")
+    chosen: str | None = request.config.getoption("tickets_backend")  # not pytestconfig: a fixture less per test
     last: list[Any] = [None, None, None, None]  # the config object last asked for, the arguments, a copy, the server
 
     def server(
