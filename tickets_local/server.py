@@ -1,10 +1,7 @@
-"""The local Function URL: an HTTP server in front of the deployed handler.
-
-`LocalServer` is the Python API (tests, the benchmark); `python -m tickets_local` wraps
-it in a command. Each LocalServer builds its own app with `tickets.app.create_app`, from
-its config's settings and its own DynamoDB client, so several may run in one process, with
-different configs; their invocations take turns (invoker.py says why). The Powertools
-settings (POWERTOOLS_*) are process-wide: the first server started decides them.
+"""The local Function URL: an HTTP server in front of the deployed handler. `LocalServer` is the Python API (tests, the
+benchmark); `python -m tickets_local` wraps it in a command. Each LocalServer builds its own app (tickets.app's
+create_app) with its own DynamoDB client, so several may run in one process; their invocations take turns (invoker.py
+says why). The Powertools settings (POWERTOOLS_*) are process-wide: the first server started decides them.
 """
 
 from __future__ import annotations
@@ -209,14 +206,9 @@ class LocalServer:
         new_key_file: bool = False,
         reset_mark: str | Path | None = None,
     ):
-        """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
-        enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
-        (unsigned without one); without, the rules are not enforced, as no request is signed here.
-        `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
-        file's path, or, for `config`, "the config given to LocalServer". `key_file`, `new_key_file`: the keys of
-        opaque ids (local_keys.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py).
-        `backend`: engines.py's BACKENDS names them. `reset_mark`: a reset_mark.py file; a reset is due whenever
-        its counter moved."""
+        """Each argument is `python -m tickets_local`'s flag of that name (docs/reference/local-server.md); `config`,
+        cdk.json's `tickets` object itself, replaces the file at `config_path` (`config_name` by default "the config
+        given to LocalServer"). Without `play_callers`, the access rules are not enforced: no request is signed here."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name

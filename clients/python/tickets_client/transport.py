@@ -1,5 +1,9 @@
-"""The client's HTTP exchanges: keep-alive connections of http.client's, through a proxy if the environment names one,
-and a response read without http.client's email parser."""
+"""The client's HTTP exchanges: keep-alive connections (http.client's: the least a request costs in Python), one per
+request in flight, so threads may share a client; an idle one the server closed is replaced before sending, as undici
+does: a ticket costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names
+unless NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
+bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own policy
+decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
 
 from __future__ import annotations
 
@@ -14,12 +18,7 @@ from urllib.parse import urlsplit
 
 
 class Transport:
-    """Keep-alive connections (http.client's: the least a request costs in Python), one per request in flight, so
-    threads may share a client; an idle one the server closed is replaced before sending, as undici does: a ticket
-    costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names unless
-    NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
-    bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own
-    policy decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
+    """One origin's connections (the module says how they are kept and where they go)."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
         proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
