@@ -294,8 +294,8 @@ class LocalServer:
 
     def _spare_app(self) -> None:
         """The next reset's app, built while no request waits for it (a test kit's suite resets before every test): a
-        new app, never served, is what a reset would build."""
-        if (self._allow_reset or self._mark is not None) and self._spare is None:
+        new app, never served, is what a reset would build. None once the server stops."""
+        if (self._allow_reset or self._mark is not None) and self._spare is None and self._http is not None:
             self._spare = self._build_app()
 
     def _catch_up(self) -> None:
