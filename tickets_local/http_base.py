@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import email.utils
 import functools
-import http.client
 import socket
 import threading
 from http.server import ThreadingHTTPServer
@@ -50,10 +49,18 @@ class KeepAliveServer(ThreadingHTTPServer):
                 connection.shutdown(socket.SHUT_RDWR)
 
 
-def read_headers(rfile: BufferedIOBase) -> http.client.HTTPMessage | tuple[int, str]:
+class Headers(dict[str, str]):
+    """A request's headers by lower-cased name, a repeated one's values comma-joined (cookies by `; `), as the event
+    carries them; `get` takes a name in any case."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return super().get(name.lower(), default)
+
+
+def read_headers(rfile: BufferedIOBase) -> Headers | tuple[int, str]:
     """The headers after a request line, or the refusal (status, message) of a line too long, too many lines, or
     a line that is no header (obs-fold included: RFC 9112 lets a server refuse it)."""
-    headers = http.client.HTTPMessage()
+    headers = Headers()
     for _ in range(MAX_HEADERS + 1):
         line = rfile.readline(MAX_LINE + 1).decode("iso-8859-1")
         name, colon, value = line.partition(":")
@@ -61,7 +68,8 @@ def read_headers(rfile: BufferedIOBase) -> http.client.HTTPMessage | tuple[int, 
             return headers
         if len(line) > MAX_LINE or not colon or line[0] in " \t":
             return (431, "Line too long") if len(line) > MAX_LINE else (400, "Bad header line")
-        headers[name] = value.strip(" \t\r\n")
+        name, value = name.lower(), value.strip(" \t\r\n")
+        headers[name] = f"{headers[name]}{'; ' if name == 'cookie' else ','}{value}" if name in headers else value
     return 431, "Too many headers"
 
 

@@ -1,25 +1,10 @@
-"""pytest fixtures for testing your code against Tickets, without AWS (the package's `testing` extra;
-docs/how-to/test-your-code.md).
+"""pytest fixtures for testing your code against Tickets, without AWS (the package's `testing` extra), registered
+through the `pytest11` entry point: `tickets_config`, `tickets_servers` (the pool, one server per distinct config,
+region, endpoint and backend), `tickets_server`, `tickets_fresh_server` (reset before the test) and `tickets_client`;
+docs/how-to/test-your-code.md says what each gives and how to override the config.
 
-Registered through the `pytest11` entry point: installing the package is all it takes.
-
-- `tickets_config`: cdk.json's `tickets` object for the server, as a dict. Override it (any scope) in a
-  conftest.py, a module or one test (`@pytest.mark.parametrize("tickets_config", [...])`) to serve your
-  deployment's counters; the default is DEFAULT_CONFIG.
-- `tickets_servers` (session): the pool, `tickets_servers(config, region=None, endpoint_url=None, backend=None)`:
-  one running server per distinct config (compared as canonical JSON), region, endpoint and backend, started on
-  first use and stopped with the session (with pytest-xdist, each worker's session has its own). The backend is
-  `pytest --tickets-backend NAME`'s unless a call names one (docs/reference/backends.md; default: memory).
-- `tickets_server` (per test): the pool's server for this test's `tickets_config`, shared with every test
-  of the same config: its counters carry over from test to test. `.url`, `.reset()`.
-- `tickets_fresh_server` (per test): the same server, reset before the test: every counter and
-  Idempotency-Key starts empty, whatever ran before and in whatever order.
-- `tickets_client` (per test): a `tickets_client.client.TicketsClient` for that server (the `tickets-client`
-  package); one client, and one keep-alive connection, per server for the whole session.
-
-Your process is left alone: botocore is not patched, the environment is not changed, and your own
-`mock_aws` sees none of the server's tables. Nothing is imported beyond pytest and the standard
-library until a fixture is used.
+Your process is left alone: botocore is not patched, the environment is not changed, and your own `mock_aws` sees none
+of the server's tables. Nothing is imported beyond pytest and the standard library until a fixture is used.
 """
 
 from __future__ import annotations
@@ -60,7 +45,7 @@ def tickets_config() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
+def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
     """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running
     LocalTickets, started on the first call with those arguments and stopped at the end of the session.
     `arguments`: more of the server's flags, such as `--without-ledger` for tables on an endpoint
@@ -68,7 +53,7 @@ def tickets_servers(pytestconfig: pytest.Config) -> Iterator[ServerFactory]:
     from tickets_local.testing import LocalTickets
 
     running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
-    chosen: str | None = pytestconfig.getoption("tickets_backend")
+    chosen: str | None = request.config.getoption("tickets_backend")  # not pytestconfig: a fixture less per test
     last: list[Any] = [None, None, None, None]  # the config object last asked for, the arguments, a copy, the server
 
     def server(

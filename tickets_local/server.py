@@ -1,10 +1,7 @@
-"""The local Function URL: an HTTP server in front of the deployed handler.
-
-`LocalServer` is the Python API (tests, the benchmark); `python -m tickets_local` wraps
-it in a command. Each LocalServer builds its own app with `tickets.app.create_app`, from
-its config's settings and its own DynamoDB client, so several may run in one process, with
-different configs; their invocations take turns (invoker.py says why). The Powertools
-settings (POWERTOOLS_*) are process-wide: the first server started decides them.
+"""The local Function URL: an HTTP server in front of the deployed handler. `LocalServer` is the Python API (tests, the
+benchmark); `python -m tickets_local` wraps it in a command. Each LocalServer builds its own app (tickets.app's
+create_app) with its own DynamoDB client, so several may run in one process; their invocations take turns (invoker.py
+says why). The Powertools settings (POWERTOOLS_*) are process-wide: the first server started decides them.
 """
 
 from __future__ import annotations
@@ -64,11 +61,13 @@ class _HttpServer(KeepAliveServer):
         local_routes: dict[str, Callable[[Identity | None], bytes]],
         reset: Callable[[], None] | None = None,
         play_callers: bool = False,
+        answered: Callable[[], None] = lambda: None,
     ):
         self.invoker = invoker
         self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
         self.local_routes = local_routes  # path -> the JSON it answers to GET (given the played caller, if any)
         self.reset = reset  # None: the reset route is refused
+        self.answered = answered  # run after each answer has left: work kept off the requests' time
         super().__init__(address, _RequestHandler)
 
 
@@ -96,7 +95,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(headers, tuple):
             self.send_error(*headers)
             return False
-        self.headers = headers
+        self.headers = headers  # type: ignore[assignment]  # its get() and items() are all this handler reads
         self.close_connection = headers.get("Connection", "").lower() == "close"
         return headers.get("Expect", "").lower() != "100-continue" or self.handle_expect_100()
 
@@ -115,6 +114,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             "%s %s %d %.1fms", self.command, clip(self.path), response.status, (time.perf_counter() - started) * 1000
         )
         self._send(response)
+        self.server.answered()
 
     def _answer(self) -> HttpResponse:
         body = read_body(self.headers, self.rfile)
@@ -205,14 +205,9 @@ class LocalServer:
         new_key_file: bool = False,
         reset_mark: str | Path | None = None,
     ):
-        """`config`, cdk.json's `tickets` object itself, replaces the file at `config_path`. `play_callers`:
-        enforce the config's access rules, each request signed by the caller its PLAY_CALLER_HEADER names
-        (unsigned without one); without, the rules are not enforced, as no request is signed here.
-        `config_name`: what the answers call the config (a key strictKeys refuses names it); by default the
-        file's path, or, for `config`, "the config given to LocalServer". `key_file`, `new_key_file`: the keys of
-        opaque ids (layout_check.py). `ledger`, `without_ledger`: the ledger whose epochs it serves (layout_check.py).
-        `backend`: engines.py's BACKENDS names them. `reset_mark`: a reset_mark.py file; a reset is due whenever
-        its counter moved."""
+        """Each argument is `python -m tickets_local`'s flag of that name (docs/reference/local-server.md); `config`,
+        cdk.json's `tickets` object itself, replaces the file at `config_path` (`config_name` by default "the config
+        given to LocalServer"). Without `play_callers`, the access rules are not enforced: no request is signed here."""
         if config_name is None:
             config_name = str(config_path) if config is None else "the config given to LocalServer"
         self.config_name = config_name
@@ -237,6 +232,7 @@ class LocalServer:
         self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
         self._saved_environment: dict[str, str | None] = {}
         self.app: App | None = None  # built by start()
+        self._spare: App | None = None  # the app the next reset serves with, built after an answer left
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -269,7 +265,9 @@ class LocalServer:
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
             reset = self.reset if self._allow_reset else None
-            self._http = _HttpServer(self._address, invoker, local_routes, reset, play_callers=self._play_callers)
+            self._http = _HttpServer(
+                self._address, invoker, local_routes, reset, play_callers=self._play_callers, answered=self._spare_app
+            )
         except BaseException:
             self._release()
             raise
@@ -290,8 +288,14 @@ class LocalServer:
     def _empty_and_rebuild(self) -> None:
         assert self._invoker is not None
         self.backend.empty(self.deployment)
-        self.app = self._build_app()
+        self.app, self._spare = self._spare or self._build_app(), None
         self._invoker.handler = self.app.lambda_handler
+
+    def _spare_app(self) -> None:
+        """The next reset's app, built while no request waits for it (a test kit's suite resets before every test): a
+        new app, never served, is what a reset would build. None once the server stops."""
+        if (self._allow_reset or self._mark is not None) and self._spare is None and self._http is not None:
+            self._spare = self._build_app()
 
     def _catch_up(self) -> None:
         """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""

@@ -150,3 +150,13 @@ def test_a_proxy_named_without_a_scheme_is_an_http_proxy_as_botocore_takes_it(pr
     with StubServer(TICKETS[1:], tls=context) as stub:
         assert TicketsClient(stub.url, max_attempts=1).next("orders") == [7]
     assert len(proxy) == 1 and proxy[0].startswith("CONNECT localhost:")
+
+
+def test_an_https_proxy_is_refused_at_once_naming_it(monkeypatch):
+    """TLS to the proxy itself would be TLS inside TLS, which the client's http.client cannot do: a clear refusal
+    when the client is made, rather than every attempt failing on a plain-text connection to a TLS port."""
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3129")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with pytest.raises(ValueError, match=r"proxy 'https://proxy.example:3129': only an http:// proxy is supported"):
+        TicketsClient("https://abc.lambda-url.us-east-1.on.aws", sign=False)

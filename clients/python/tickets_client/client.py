@@ -10,31 +10,18 @@
     client.void("invoices", "2026-27", 1043, "order cancelled")
     for entry in client.journal("invoices", "2026-27"): ...
 
-Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
-retry after a lost answer gets the first answer instead of burning tickets.
-
-Retries: 429, 503 and lost connections, up to `max_attempts` attempts; 502 and 504 (the
-function failed or timed out, perhaps after issuing) only for requests that carry an
-Idempotency-Key, whose retry gets that first answer; and 409 `in_progress` (the first attempt
-with this key still holds its lock) for up to IN_PROGRESS_RETRY_SECONDS of waiting, past
-`max_attempts`: a first attempt that crashed holds the lock until its request's deadline, before the
-function's timeout.
-Waits are capped exponential backoff with full jitter, and at least the server's Retry-After.
-
-docs/reference/clients.md states the rules both clients share (Retry-After, what counts as an attempt, which
-answers are refused); clients/conformance.json holds the cases both clients' tests run.
+Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a retry after a lost answer
+gets the first answer instead of burning tickets. Which answers are retried, after what wait (capped exponential
+backoff with full jitter, at least the server's Retry-After), and which are refused: docs/reference/clients.md, the
+rules both clients share; clients/conformance.json holds the cases both clients' tests run.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
-import os
 import random
-import select
-import ssl
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,6 +32,7 @@ from .body import json_body
 from .errors import TicketsError
 from .retry_after import retry_after
 from .signing import Signer, function_url_region
+from .transport import Transport
 from .version import __version__
 from .workers import WorkerRoutes
 
@@ -123,7 +111,7 @@ class TicketsClient(WorkerRoutes):
             if region is None:
                 raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
             self._signer = Signer(region)
-        self._transport = _Transport(parts.scheme, parts.hostname, parts.port, timeout)
+        self._transport = Transport(parts.scheme, parts.hostname, parts.port, timeout)
         self._max_attempts = max_attempts
         self._sleep = sleep
         self._played = {PLAY_CALLER_HEADER: play_caller} if play_caller is not None else {}
@@ -343,58 +331,3 @@ def _server_error(status: int, body: bytes, wait: float | None = None) -> Ticket
     text = (answer.get("Message") or answer.get("message")) if isinstance(answer, dict) else None
     text = text or body.decode("utf-8", "replace").strip()[:200] or http.client.responses.get(status, "")
     return TicketsError(status, f"http_{status}", str(text), wait)
-
-
-def _readable(sock: Any) -> bool:
-    """Whether a read would not block, by poll: select refuses a descriptor above 1023 (a busy process has those)."""
-    if hasattr(select, "poll"):
-        (poller := select.poll()).register(sock, select.POLLIN)
-        return bool(poller.poll(0))
-    return bool(select.select([sock], [], [], 0)[0])  # Windows, whose select takes any socket
-
-
-class _Transport:
-    """Keep-alive connections (http.client's, the least a request costs in Python), one per request in flight, so
-    threads may share a client; an idle one the server closed is replaced before sending, as undici does: a ticket
-    costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names unless
-    NO_PROXY exempts the host (CONNECT for https, the absolute URL for http); TLS verified against AWS_CA_BUNDLE or
-    SSL_CERT_FILE, else the system's CAs. No retries or redirects: every failure is an OSError or HTTPException."""
-
-    def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
-        proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
-        via = urlsplit(proxy if "://" in proxy else "http://" + proxy) if proxy else None  # host:port, as botocore
-        address = (via.hostname or "", via.port or 80) if via else (host, port)
-        netloc = f"[{host}]" if ":" in host else host
-        self._prefix = f"http://{netloc}" + (f":{port}" if port else "") if via and scheme == "http" else ""
-        self._idle: list[http.client.HTTPConnection] = []  # list.pop and append are atomic
-        bundle = os.environ.get("AWS_CA_BUNDLE") or os.environ.get("SSL_CERT_FILE") or None
-        context = ssl.create_default_context(cafile=bundle) if scheme == "https" else None
-
-        def connect() -> http.client.HTTPConnection:
-            if context is None:
-                return http.client.HTTPConnection(*address, timeout=timeout)
-            connection = http.client.HTTPSConnection(*address, timeout=timeout, context=context)
-            if via:
-                connection.set_tunnel(host, port or 443)
-            return connection
-
-        self._connect = connect
-
-    def send(
-        self, method: str, target: str, headers: dict[str, str], body: bytes = b""
-    ) -> tuple[int, http.client.HTTPMessage, bytes]:
-        try:
-            connection = self._idle.pop()
-        except IndexError:  # none idle: every one is in another thread's request
-            connection = self._connect()
-        try:
-            if connection.sock is not None and _readable(connection.sock):
-                connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
-            connection.request(method, self._prefix + target, body or None, headers)
-            response = connection.getresponse()
-            answer = response.status, response.msg, response.read()
-        except BaseException:
-            connection.close()  # whatever is left on it belongs to no request
-            raise
-        self._idle.append(connection)
-        return answer
