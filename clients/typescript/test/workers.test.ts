@@ -5,7 +5,7 @@
  * whose leases expire and are granted again, a restart with its own key after a release, and a full pool's 503. */
 import assert from "node:assert/strict";
 import { type ChildProcess, fork } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -431,8 +431,11 @@ describe("against the local server (a pool of 16, ttl 10 s)", () => {
     const folder = mkdtempSync(join(tmpdir(), "tickets-holders-"));
     const holderScript = join(REPO, "clients", "typescript", "dist", "test", "worker-holder.js");
     const outputs = Array.from({ length: HOLDERS }, (_, index) => join(folder, `holder-${index}.json`));
+    const go = join(folder, "go");
     const holders: ChildProcess[] = outputs.map((out, index) =>
-      fork(holderScript, [tickets.url, out, String(index), String(RUN_SECONDS)], { stdio: "inherit" }),
+      fork(holderScript, [tickets.url, out, String(index), String(RUN_SECONDS), ...(index < PAUSED ? [go] : [])], {
+        stdio: "inherit",
+      }),
     );
     const exits = holders.map((holder) => new Promise<number | null>((done) => holder.on("exit", (code) => done(code))));
     try {
@@ -440,6 +443,7 @@ describe("against the local server (a pool of 16, ttl 10 s)", () => {
       for (const holder of holders.slice(0, PAUSED)) holder.kill("SIGSTOP"); // past the ttl: their leases expire
       await new Promise((done) => setTimeout(done, (TTL + 3) * 1000));
       for (const holder of holders.slice(0, PAUSED)) holder.kill("SIGCONT");
+      writeFileSync(go, "");
       assert.deepEqual(await Promise.all(exits), Array(HOLDERS).fill(0));
     } finally {
       for (const holder of holders) if (holder.exitCode === null) holder.kill("SIGKILL");

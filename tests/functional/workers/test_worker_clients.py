@@ -28,11 +28,12 @@ HOLDERS, RUN_SECONDS, PAUSED, PAUSE_SECONDS = 16, 32, 4, TTL + 3
 
 # One holder: leases a worker id, takes Snowflake ids in bursts, closes and leases again every few seconds (so ids
 # change hands), and after a loss (it was paused) leases again; says "leased" once it first holds one, and at the
-# end writes what it took and held.
+# end writes what it took and held. A holder the test will pause keeps its first lease until the test's go-file
+# exists: paused while it holds one, whatever the machine's speed (between two leases it would lose nothing).
 HOLDER = """
-import json, random, sys, time
+import json, os, random, sys, time
 from tickets_client import LeaseLost, PoolFull, Snowflake, TicketsClient, WorkerLease
-url, out, index, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+url, out, index, seconds, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 client, end, leases = TicketsClient(url, timeout=10), time.monotonic() + seconds, []
 while time.monotonic() < end:
     try:
@@ -45,8 +46,9 @@ while time.monotonic() < end:
     if len(leases) == 1:
         print("leased", flush=True)
     ids, until = Snowflake(lease), time.monotonic() + random.uniform(1, 4)
+    hold = go != "-" and len(leases) == 1  # to be paused: hold the first lease until the pause is over
     try:
-        while time.monotonic() < min(until, end):
+        while time.monotonic() < end and (time.monotonic() < until or (hold and not os.path.exists(go))):
             held["ids"] += [ids.next() for _ in range(20)]
             time.sleep(0.02)
     except LeaseLost:
@@ -116,9 +118,11 @@ def test_a_restart_with_its_own_idempotency_key_after_a_release_leases_afresh(se
 @pytest.mark.slow
 def test_snowflake_ids_are_unique_across_16_processes_whose_leases_expire_and_are_granted_again(server, tmp_path):
     outputs = [tmp_path / f"holder-{index}.json" for index in range(HOLDERS)]
+    go = tmp_path / "go"
     holders = [
         subprocess.Popen(
-            [sys.executable, "-c", HOLDER, server.url, str(out), str(index), str(RUN_SECONDS)],
+            [sys.executable, "-c", HOLDER, server.url, str(out), str(index), str(RUN_SECONDS)]
+            + [str(go) if index < PAUSED else "-"],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -132,6 +136,7 @@ def test_snowflake_ids_are_unique_across_16_processes_whose_leases_expire_and_ar
         time.sleep(PAUSE_SECONDS)
         for holder in holders[:PAUSED]:
             os.kill(holder.pid, signal.SIGCONT)
+        go.touch()
         assert [holder.wait(timeout=RUN_SECONDS + 60) for holder in holders] == [0] * HOLDERS
     finally:
         for holder in holders:
