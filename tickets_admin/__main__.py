@@ -10,8 +10,18 @@ from tickets_deploy.config import load_config_file, pick_region
 from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, service_config
 from tickets_deploy.rules import ConfigError
 
-from .registry import Command, Context, find_commands
-from .table import AdminError
+try:
+    from .registry import Command, Context, find_commands
+    from .table import AdminError
+except ModuleNotFoundError as missing:
+    # `make init` and `make synth` install the CDK set alone; the commands their refusals name reach AWS through
+    # botocore, which `make deploy`'s set brings: say so rather than print a traceback.
+    if missing.name != "botocore":
+        raise
+    sys.exit(
+        "error: tickets_admin reaches DynamoDB through botocore, which this Python lacks: "
+        "`make .venv/.deploy` installs it (as `make deploy` and `make serve` do)"
+    )
 
 COMMANDS = find_commands()
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
