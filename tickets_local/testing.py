@@ -65,17 +65,12 @@ class LocalTickets:
         backend: str | None = None,
         arguments: Sequence[str] = (),
     ):
-        """`config` is cdk.json's `tickets` object (same fields, same validation; DEFAULT_CONFIG when
-        None); `region` one of its regions (default: the first); `endpoint_url` a DynamoDB-compatible
-        endpoint (default: none, the tables in the server's memory, gone when it stops); `python` the
-        interpreter to run it with (default: this one); `play_callers`: enforce the config's access rules,
-        each request signed by the caller its client names (tickets_client's `play_caller`); `config_file` a
-        cdk.json to read instead of `config`, with the ledger beside it (its epochs decide where changed
-        layouts start); `config_name` what the server's answers call the config (a key strictKeys refuses
-        names it; default: `config_file`'s path, or "the config given to LocalTickets"); `key_file` the keys of
-        opaque counters' ids (made there if missing; default: made at start, and `key_file` then names where);
-        `backend` the server's --backend (memory, moto, endpoint: default memory, or endpoint with `endpoint_url`);
-        `arguments` more of python -m tickets_local's flags (`--ledger PATH`, `--without-ledger`)."""
+        """`config`: cdk.json's `tickets` object (DEFAULT_CONFIG when None), or `config_file`: a cdk.json with its
+        ledger beside it; `region`: one of its regions (default the first); `endpoint_url`/`backend`: the DynamoDB
+        (docs/reference/backends.md; default the server's memory); `python`: the interpreter (default this one);
+        `play_callers`: enforce the access rules, as the caller a client's `play_caller` names; `config_name`: what
+        answers call the config; `key_file`: opaque ids' keys (made at start if missing); `arguments`: more of
+        python -m tickets_local's flags (docs/reference/local-server.md)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
