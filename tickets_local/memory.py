@@ -1,19 +1,12 @@
-"""DynamoDB in this process's memory: the `memory` backend of the local server and the test kit.
-
-It answers the few low-level client calls Tickets makes (tickets/store.py, tickets/series/store.py, Powertools'
-idempotency, the counters listing): GetItem, PutItem, UpdateItem, DeleteItem, BatchGetItem, Query and Scan, each
-atomic, with the condition and update expressions that code writes evaluated as DynamoDB evaluates them. So the
-handler runs unchanged on it, and every refusal (exhausted, config_mismatch, a hand-edited item) is the same code's
-answer to the same item: a failed condition is botocore's ClientError, ConditionalCheckFailedException, with the
-item when asked (ReturnValuesOnConditionCheckFailure). It is a stand-in for the calls the code makes, not a
-DynamoDB: a parameter or an expression it does not know is a ValidationException that names it, so a new call
-fails a test instead of passing wrongly. Each expression is parsed once into Python closures: a call costs
-microseconds, where moto's cost milliseconds (bench/README.md).
-"""
+"""DynamoDB in this process's memory, the `memory` backend (docs/reference/backends.md): the low-level client calls
+Tickets makes, each atomic, their condition and update expressions evaluated as DynamoDB does (a failed condition is
+botocore's ConditionalCheckFailedException), each expression parsed once into closures. A parameter or expression it
+does not know is a ValidationException that names it, so a new call fails a test instead of passing wrongly."""
 
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import threading
 from collections.abc import Callable
@@ -57,7 +50,7 @@ def _comparable(value: Value) -> tuple[str, Any]:
 
 
 def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Value | None, Value | None], bool]:
-    """An ordering comparison: false unless both values exist and are numbers, or strings, alike."""
+    """False unless both values exist and are numbers, or strings, alike."""
 
     def ordered(left: Value | None, right: Value | None) -> bool:
         if left is None or right is None:
@@ -77,15 +70,12 @@ def _equal(left: Value | None, right: Value | None) -> bool:
 _COMPARISONS: dict[str, Callable[[Value | None, Value | None], bool]] = {
     "=": _equal,
     "<>": lambda left, right: not _equal(left, right),
-    "<": _ordered(lambda a, b: a < b),
-    "<=": _ordered(lambda a, b: a <= b),
-    ">": _ordered(lambda a, b: a > b),
-    ">=": _ordered(lambda a, b: a >= b),
+    **{name: _ordered(compare) for name, compare in (("<", operator.lt), ("<=", operator.le))},
+    **{name: _ordered(compare) for name, compare in ((">", operator.gt), (">=", operator.ge))},
 }
 
 
 def _name(token: str, names: dict[str, str]) -> str:
-    """An attribute's name: `#x` from ExpressionAttributeNames, else the token itself."""
     return names[token] if token.startswith("#") else token
 
 
@@ -96,7 +86,7 @@ _JOINED: dict[str, Callable[[Condition, Condition], Condition]] = {
 
 
 class _Parser:
-    """Condition and update expressions, as far as Tickets and Powertools write them, into closures."""
+    """Condition and update expressions, as far as Tickets and Powertools write them."""
 
     def __init__(self, text: str):
         self.tokens: list[str] = []
@@ -160,7 +150,7 @@ class _Parser:
         return lambda *item: comparison(left(*item), right(*item))
 
     def operand(self) -> Operand:
-        """A value's or an attribute's; an undefined #name or :value is a KeyError (_write: a ValidationException)."""
+        """A value or an attribute; an undefined #name or :value is a KeyError (_write: a ValidationException)."""
         token = self.take()
         if token.startswith(":"):
             return lambda item, names, values: values[token]
@@ -240,9 +230,6 @@ class _Table:
         except KeyError:
             raise _invalid(f"One of the required keys was not given a value: {self.key_names}", operation) from None
 
-    def key_of(self, item: Item) -> Item:
-        return {name: item[name] for name in self.key_names}
-
 
 class MemoryDynamoDB:
     """A botocore DynamoDB client's calls that Tickets makes, on tables held in memory (create_table makes one)."""
@@ -256,7 +243,6 @@ class MemoryDynamoDB:
         return {"TableDescription": {"TableName": request["TableName"], "TableStatus": "ACTIVE"}}
 
     def empty(self) -> None:
-        """Every item of every table gone, in the time of a few assignments however many there were."""
         with self._lock:
             for table in self._tables.values():
                 table.items = {}
@@ -311,7 +297,7 @@ class MemoryDynamoDB:
         page = items[: request.get("Limit", len(items))]
         answer: dict[str, Any] = {"Items": [dict(item) for _, item in page], "Count": len(page)}
         if len(page) < len(items):
-            answer["LastEvaluatedKey"] = table.key_of(page[-1][1])
+            answer["LastEvaluatedKey"] = {name: page[-1][1][name] for name in table.key_names}
         return answer
 
     def scan(self, **request: Any) -> dict[str, Any]:
@@ -321,7 +307,7 @@ class MemoryDynamoDB:
         return {"Items": items, "Count": len(items)}
 
     def get_paginator(self, operation: str) -> Any:
-        """Scan's paginator (the counters listing reads through one): a single page."""
+        """Scan's paginator (the counters listing's): a single page."""
         if operation != "scan":
             raise _invalid(f"the memory backend has no paginator for {operation}")
         return SimpleNamespace(paginate=lambda **request: iter([self.scan(**request)]))

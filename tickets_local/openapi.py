@@ -1,10 +1,6 @@
-"""The API's OpenAPI document for one deployment's settings, derived from the code: paths, methods, parameters,
-bodies and answers from the route table (tickets.routes), their shapes from their types (tickets.messages), a
-counter's config from CounterConfig and the config schema's field docs, bounds from the constants the function
-checks, error codes from tickets.errors, each operation's summary and refusals from its route. openapi_parts.json
-holds only prose. The local server serves its config's document at GET /_local/openapi.json; `make generated` writes
-the default config's, the repository's openapi.json.
-"""
+"""The API's OpenAPI document for one deployment's settings, derived from the code (the route table, the messages'
+types, the bounds the function checks, tickets.errors); openapi_parts.json holds only prose. `make generated` writes
+the default config's, the repository's openapi.json."""
 
 from __future__ import annotations
 
@@ -28,19 +24,16 @@ from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.opaque_rules import MAX_WIDTH, MIN_WIDTH
 from tickets_deploy.rules import MAX_TICKET
 
-PARTS = "openapi_parts.json"  # package data of tickets_local (pyproject.toml)
+PARTS = "openapi_parts.json"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _EXAMPLE_KEY = "3f2b8c2e-8f7a-4f0e-9a53-0d2f4d1c9b7e"  # a UUID, as the document advises
 _REF = "#/components/schemas/"
-# The error responses every operation may answer, whatever its route: a bad request (400), the Function URL's and the
-# access rules' refusal (403), a bug (500), and the Function URL's own 429 and 502. A route (tickets.routes) lists
-# only the errors of its own.
+# The error responses every operation may answer; a route (tickets.routes) lists only its own
 COMMON_ERRORS = ("BadRequest", "FunctionUrlForbidden", "FunctionUrlThrottled", "InternalError", "FunctionUrlBadGateway")
 
 
 def _scalars() -> dict[str, dict[str, Any]]:
     """The schemas of the scalars messages.py names (Annotated[..., "Name"]), from the bounds the code checks."""
-    # An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
     value = f"[{''.join(sorted(set(''.join(ALPHABETS.values()))))}]+"
     return {
         "Key": _text(keys.MAX_KEY_CHARS, keys.KEY_PATTERN.pattern, description=keys.KEY_RULE),
@@ -72,7 +65,6 @@ def _scalars() -> dict[str, dict[str, Any]]:
 
 
 def _text(max_length: int, pattern: str | None = None, **described: str) -> dict[str, Any]:
-    """A non-empty string of at most `max_length` characters, of `pattern` whole."""
     return {
         "type": "string",
         "minLength": 1,
@@ -83,7 +75,7 @@ def _text(max_length: int, pattern: str | None = None, **described: str) -> dict
 
 
 class _Schemas:
-    """components.schemas, filled as the operations name them: each message class and each scalar, once."""
+    """components.schemas, filled as the operations name them."""
 
     def __init__(self, prose: dict[str, Any]):
         self.prose = prose
@@ -99,9 +91,8 @@ class _Schemas:
         return {"$ref": f"{_REF}{name}"}
 
     def of(self, annotation: Any) -> dict[str, Any]:
-        """The schema of a type as messages.py writes it."""
         origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
-        if origin in (typing.NotRequired, typing.Required):  # which fields a message requires: _message
+        if origin in (typing.NotRequired, typing.Required):  # read by _message
             return self.of(arguments[0])
         if origin is typing.Annotated:
             marker = annotation.__metadata__[0]  # a scalar's name, or a class
@@ -122,7 +113,6 @@ class _Schemas:
         return {"type": {int: "integer", str: "string", bool: "boolean"}[annotation]}
 
     def _message(self, message: Any) -> dict[str, Any]:
-        """A TypedDict: its fields, none other; the required ones are those it does not mark NotRequired."""
         hints = typing.get_type_hints(message, include_extras=True)
         described = self.prose.get(message.__name__, {}).get("properties", {})
         properties = {name: self._described(self.of(hint), described.get(name)) for name, hint in hints.items()}
@@ -135,9 +125,8 @@ class _Schemas:
         }
 
     def _dataclass(self, config: Any) -> dict[str, Any]:
-        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it (an
-        opaque counter's): camelCase attributes, required where every version writes them (tickets.config_json: those
-        written always or without a default), described by the config schema's field docs and openapi_parts.json."""
+        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it:
+        required where every version writes them (tickets.config_json)."""
         described = {each.attribute: each.doc for each in COUNTER_FIELDS} if config is CounterConfig else {}
         prose = self.prose.get(config.__name__, {}).get("properties", {})
         hints = typing.get_type_hints(config, localns={"OpaqueConfig": OpaqueConfig})
@@ -158,8 +147,7 @@ class _Schemas:
 
 
 def document(settings: Settings) -> dict[str, Any]:
-    """The OpenAPI document of a deployment with these settings (only the compatibility path matters): its error
-    responses those its operations answer, and 405's."""
+    """The OpenAPI document of a deployment with these settings (only the compatibility path matters)."""
     parts = json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())  # ours to change
     doc: dict[str, Any] = parts["document"]
     schemas = _Schemas(parts["schemas"])
@@ -183,9 +171,7 @@ def render(settings: Settings) -> bytes:
 
 
 def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """The route's operations: one per method, alike but for their ids and the request body (POST only). Its
-    summary and errors are its route's; openapi_parts.json may describe it at more length (description, tags, answer:
-    by default its summary and its handler's module)."""
+    """The route's operations, one per method: alike but for their ids and the request body (not GET's)."""
     prose = parts["operations"].get(_function(route), {})
     described_as = {**parts["parameters"], **prose.get("parameters", {})}  # an operation's own words first
     parameters = [
@@ -240,7 +226,6 @@ def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: 
 
 
 def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """The route's 200: its JSON answer and, where it has one, its text/plain answer."""
     content = {}
     if route.answer is not None:
         content["application/json"] = {"schema": schemas.of(route.answer)}
@@ -255,8 +240,7 @@ def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str,
 
 
 def _status(entry: dict[str, Any]) -> str:
-    """The status of an error response: its codes' (one status, as tickets.errors' classes answer them), or, from
-    the Function URL alone, the one openapi_parts.json gives."""
+    """An error response's status: its codes' (one), or the one openapi_parts.json gives (the Function URL's own)."""
     if "status" in entry:
         return str(entry["status"])
     statuses = {error.status for error in vars(errors).values() if getattr(error, "code", None) in entry["errors"]}
@@ -266,8 +250,7 @@ def _status(entry: dict[str, Any]) -> str:
 
 
 def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """An error response: the Error message with its codes (and Cache-Control, as every answer of Tickets); from the
-    Function URL, AWS's own body too, or alone (no codes)."""
+    """The Error message with its codes; from the Function URL, AWS's own body too, or alone (no codes)."""
     headers = {name: {"$ref": f"#/components/headers/{name.replace('-', '')}"} for name in entry.get("headers", [])}
     schema: dict[str, Any] = {"type": "object"}  # the Function URL's own answer, in AWS's format
     if "errors" in entry:

@@ -1,10 +1,6 @@
-"""What `cdk synth --quiet` wrote, said after it by `make synth`: each stack of the cloud assembly with its region,
-its template and its outputs, and the ledger version the stacks were synthesised with (their TicketsLedgerVersion
-output; `make deploy` checks it before CloudFormation starts). Read from the assembly's manifest and templates.
-
-    python tools/synth_summary.py cdk.out
-    python tools/synth_summary.py cdk.out --destroy STACK   (make destroy: the stack it deletes, or why it cannot)
-"""
+"""What `cdk synth --quiet` wrote (`make synth` says it after): each stack with its region, template and outputs, and
+the ledger version they were synthesised with. `python tools/synth_summary.py cdk.out [--destroy STACK]` (make
+destroy: the stack it deletes, or why it cannot)."""
 
 from __future__ import annotations
 
@@ -17,8 +13,7 @@ from tickets_deploy.ledger import LEDGER_VERSION_OUTPUT
 
 
 def stacks(assembly: Path) -> list[dict[str, Any]]:
-    """Each stack of the assembly (nested assemblies, a CDK Stage's, included): name, region, template
-    file, output names and its ledger version (None: not a Tickets stack)."""
+    """Each stack of the assembly, nested ones included (ledger_version None: not a Tickets stack)."""
     manifest = json.loads((assembly / "manifest.json").read_text(encoding="utf-8"))
     found: list[dict[str, Any]] = []
     for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
@@ -58,7 +53,7 @@ class NotInTheApp(Exception):
 
 
 def to_destroy(assembly: Path, name: str) -> str:
-    """What `make destroy` deletes, said before the CDK CLI asks; NotInTheApp if the app no longer declares it."""
+    """What `make destroy` deletes, said before the CDK CLI asks."""
     found = {stack["name"]: stack["region"] for stack in stacks(assembly)}
     if name not in found:
         raise NotInTheApp(
