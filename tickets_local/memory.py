@@ -20,8 +20,10 @@ Value = dict[str, Any]  # an attribute value as DynamoDB's JSON: {"N": "5"}, {"S
 Item = dict[str, Value]
 Operand = Callable[[Item, dict[str, str], Item], Value | None]  # (item, names, values) -> a value, None if absent
 Condition = Callable[[Item, dict[str, str], Item], bool]
+Comparison = Callable[[Value | None, Value | None], bool]
 
 _TOKEN = re.compile(r"\s*(<>|<=|>=|[=<>(),+-]|[#:]?[A-Za-z_][\w]*)")
+_EXPRESSION = re.compile(rf"(?:{_TOKEN.pattern})*\s*")
 _KNOWN = frozenset(
     ("TableName", "Key", "Item", "ConditionExpression", "UpdateExpression", "ExpressionAttributeNames")
     + ("ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure", "ConsistentRead")
@@ -49,29 +51,24 @@ def _comparable(value: Value) -> tuple[str, Any]:
     return kind, _number(raw) if kind == "N" else raw
 
 
-def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Value | None, Value | None], bool]:
-    """False unless both values exist and are numbers, or strings, alike."""
+def _comparison(compare: Callable[[Any, Any], bool], kinds: tuple[str, ...] = ("N", "S")) -> Comparison:
+    """False unless both values exist and are of one kind (an ordering's: numbers, or strings)."""
 
-    def ordered(left: Value | None, right: Value | None) -> bool:
+    def comparison(left: Value | None, right: Value | None) -> bool:
         if left is None or right is None:
             return False
         (left_kind, left_value), (right_kind, right_value) = _comparable(left), _comparable(right)
-        return left_kind == right_kind and left_kind in ("N", "S") and compare(left_value, right_value)
+        return left_kind == right_kind and (not kinds or left_kind in kinds) and compare(left_value, right_value)
 
-    return ordered
-
-
-def _equal(left: Value | None, right: Value | None) -> bool:
-    if left is None or right is None:
-        return False
-    return left == right or ("N" in left and "N" in right and _number(left["N"]) == _number(right["N"]))
+    return comparison
 
 
-_COMPARISONS: dict[str, Callable[[Value | None, Value | None], bool]] = {
-    "=": _equal,
-    "<>": lambda left, right: not _equal(left, right),
-    **{name: _ordered(compare) for name, compare in (("<", operator.lt), ("<=", operator.le))},
-    **{name: _ordered(compare) for name, compare in ((">", operator.gt), (">=", operator.ge))},
+_EQUAL = _comparison(operator.eq, kinds=())
+_COMPARISONS: dict[str, Comparison] = {
+    "=": _EQUAL,
+    "<>": lambda left, right: not _EQUAL(left, right),
+    **{name: _comparison(compare) for name, compare in (("<", operator.lt), ("<=", operator.le))},
+    **{name: _comparison(compare) for name, compare in ((">", operator.gt), (">=", operator.ge))},
 }
 
 
@@ -89,14 +86,9 @@ class _Parser:
     """Condition and update expressions, as far as Tickets and Powertools write them."""
 
     def __init__(self, text: str):
-        self.tokens: list[str] = []
-        position, text = 0, text.strip()
-        while position < len(text):
-            match = _TOKEN.match(text, position)
-            if match is None:
-                raise _invalid(f"the memory backend cannot read {text[position:]!r} in {text!r}")
-            self.tokens.append(match.group(1))
-            position = match.end()
+        if not _EXPRESSION.fullmatch(text):
+            raise _invalid(f"the memory backend cannot read {text!r}")
+        self.tokens: list[str] = _TOKEN.findall(text)
         self.at = 0
 
     def peek(self) -> str:

@@ -172,7 +172,10 @@ def render(settings: Settings) -> bytes:
 
 def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
     """The route's operations, one per method: alike but for their ids and the request body (not GET's)."""
-    prose = parts["operations"].get(_function(route), {})
+    function = route.handler.rsplit(".", 1)[1]
+    prose = parts["operations"].get(function, {})
+    first, *rest = function.split("_")
+    operation_id = first + "".join(map(str.capitalize, rest))  # a second method's adds its name
     described_as = {**parts["parameters"], **prose.get("parameters", {})}  # an operation's own words first
     parameters = [
         _parameter(Query(name, _PATH_TYPES.get(name, messages.Key), True), "path", described_as, schemas)
@@ -191,7 +194,7 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
     item = {}
     for method in route.methods:
         described = {
-            "operationId": _operation_id(route, method),
+            "operationId": operation_id + (method.capitalize() if method != route.methods[0] else ""),
             "summary": route.summary,
             "description": prose.get("description", route.summary),
             "tags": prose.get("tags", [route.handler.split(".")[0]]),
@@ -209,10 +212,6 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
 
 
 _PATH_TYPES = {"worker": messages.Worker}  # a path parameter's type, when it is not a key
-
-
-def _function(route: Route) -> str:
-    return route.handler.rsplit(".", 1)[1]
 
 
 def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: _Schemas) -> dict[str, Any]:
@@ -259,12 +258,6 @@ def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
         schema = {"anyOf": [ours, schema]} if entry.get("fromFunctionUrl") else ours
     described = {"description": entry["description"], **({"headers": headers} if headers else {})}
     return {**described, "content": {"application/json": {"schema": schema}}}
-
-
-def _operation_id(route: Route, method: str) -> str:
-    first, *rest = _function(route).split("_")
-    suffix = method.capitalize() if len(route.methods) > 1 and method != route.methods[0] else ""
-    return first + "".join(word.capitalize() for word in rest) + suffix
 
 
 if __name__ == "__main__":  # the default config's document: the repository's openapi.json

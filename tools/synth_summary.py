@@ -35,8 +35,7 @@ def stacks(assembly: Path) -> list[dict[str, Any]]:
     return found
 
 
-def summary(assembly: Path) -> str:
-    found = stacks(assembly)
+def summary(assembly: Path, found: list[dict[str, Any]]) -> str:
     versions = sorted({stack["ledger_version"] for stack in found if stack["ledger_version"] is not None})
     ledger = f"ledger version {', '.join(versions)}" if versions else "no Tickets stack"
     lines = [f"{assembly}: {len(found)} stack(s), {ledger}"]
@@ -48,34 +47,30 @@ def summary(assembly: Path) -> str:
     return "\n".join(lines)
 
 
-class NotInTheApp(Exception):
-    """The stack `make destroy` was asked for is not in the assembly."""
-
-
-def to_destroy(assembly: Path, name: str) -> str:
-    """What `make destroy` deletes, said before the CDK CLI asks."""
-    found = {stack["name"]: stack["region"] for stack in stacks(assembly)}
-    if name not in found:
-        raise NotInTheApp(
-            f"the app declares no stack {name} (its stacks: {', '.join(found) or 'none'}); the CDK CLI destroys only "
-            "the app's stacks. A region removed from cdk.json: put it back on its slot, make destroy, then remove it"
-        )
-    return (
-        f"make destroy: the stack {name} in {found[name]} (its function, URL, alarms and dashboard); its tables and "
-        "log group are retained (docs/how-to/deploy.md#destroy)"
-    )
-
-
 def main(argv: list[str]) -> int:
     assembly = Path(argv[0] if argv else "cdk.out")
     try:
-        print(to_destroy(assembly, argv[2]) if argv[1:2] == ["--destroy"] else summary(assembly))
-    except NotInTheApp as err:
-        print(f"make destroy: {err}", file=sys.stderr)
-        return 1
+        found = stacks(assembly)
     except (OSError, ValueError, KeyError) as err:
         print(f"{assembly}: cannot read the cloud assembly ({err}); synthesise first (make synth)", file=sys.stderr)
         return 1
+    if argv[1:2] != ["--destroy"]:
+        print(summary(assembly, found))
+        return 0
+    regions = {stack["name"]: stack["region"] for stack in found}
+    name = argv[2]
+    if name not in regions:  # said before the CDK CLI asks
+        print(
+            f"make destroy: the app declares no stack {name} (its stacks: {', '.join(regions) or 'none'}); the CDK CLI "
+            "destroys only the app's stacks. A region removed from cdk.json: put it back on its slot, make destroy, "
+            "then remove it",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"make destroy: the stack {name} in {regions[name]} (its function, URL, alarms and dashboard); its tables and "
+        "log group are retained (docs/how-to/deploy.md#destroy)"
+    )
     return 0
 
 
