@@ -105,11 +105,9 @@ class ServedLayout:
         """On an endpoint, whose tables are a deployment's: a ledger that records this service (or --without-ledger),
         and records the config as written, as synthesis would."""
         written, file = self.written.config, self.file
-        if not persistent:
+        if not persistent or (self.ledger is None and self.without_ledger):
             return
-        if file is None or written.table_name not in file.services:
-            if self.without_ledger:
-                return
+        if file is None or self.ledger is None:
             raise ConfigError(
                 "no ledger records this config's service, and on an endpoint a key whose layout changed above a fence "
                 f"would be served in its first layout, repeating tickets. {GIVE_IT}; or, for a deployment whose "
