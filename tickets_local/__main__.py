@@ -36,7 +36,7 @@ make serve passes PORT=, REGION=, BACKEND=, ENDPOINT_URL= and KEY_FILE= to the f
 # value by the flag's name but for those main() reads itself (NOT_SERVED).
 FLAGS: dict[str, dict[str, Any] | tuple[str, str] | str] = {
     "--port": {"type": int, "default": 8000, "help": "port to listen on (default: 8000; 0 picks a free one)"},
-    "--host": {"default": "127.0.0.1", "help": "address to listen on (default: 127.0.0.1: no signature is checked)"},
+    "--host": {"default": "127.0.0.1", "help": "address to listen on (default: 127.0.0.1; no signature is checked)"},
     "--region": {"help": "a region of cdk.json's tickets.regions, whose slot decides the lane (default: the first)"},
     "--backend": {
         "choices": sorted(BACKENDS),
