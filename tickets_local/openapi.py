@@ -40,12 +40,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
         "BlockCount": {"type": "integer", "minimum": 1, "maximum": keys.MAX_BLOCK},
         "Ticket": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_TICKET},
-        "OpaqueId": {
-            "type": "string",
-            "minLength": MIN_WIDTH,
-            "maxLength": max(MAX_WIDTH.values()),
-            "pattern": f"^{value}$",
-        },
+        "OpaqueId": _text(max(MAX_WIDTH.values()), value, minLength=MIN_WIDTH),
         "Step": {"type": "integer", "minimum": 1},
         "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
         "SeriesName": _text(requests.MAX_SERIES_CHARS, "[^#]+"),
@@ -64,7 +59,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
     }
 
 
-def _text(max_length: int, pattern: str | None = None, **described: str) -> dict[str, Any]:
+def _text(max_length: int, pattern: str | None = None, **described: Any) -> dict[str, Any]:
     return {
         "type": "string",
         "minLength": 1,
