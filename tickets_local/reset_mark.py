@@ -6,7 +6,6 @@ pytest session imports it."""
 from __future__ import annotations
 
 import mmap
-import os
 import tempfile
 from pathlib import Path
 
@@ -24,10 +23,9 @@ class ResetMark:
 
     @classmethod
     def create(cls) -> ResetMark:
-        handle, path = tempfile.mkstemp(prefix="tickets-reset-mark-")
-        os.write(handle, bytes(_SIZE))
-        os.close(handle)
-        return cls(path)
+        with tempfile.NamedTemporaryFile(prefix="tickets-reset-mark-", delete=False) as file:
+            file.write(bytes(_SIZE))
+        return cls(file.name)
 
     def bump(self) -> None:
         self._map[:_SIZE] = ((int.from_bytes(self._map[:_SIZE], "little") + 1) % 2**64).to_bytes(_SIZE, "little")
