@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""The reference CDK app, a user of the construct library (tickets_cdk): one `Tickets-<region>` stack per
-region configured in cdk.json's `tickets` context. The library checks the app against, and records it in,
-the deployment ledger (tickets.lock.json beside cdk.json and this file) when it synthesises."""
+"""The reference CDK app, a user of tickets_cdk: one `Tickets-<region>` stack per region of cdk.json's `tickets`
+context, checked against and recorded in the ledger beside it when it synthesises."""
 
 from __future__ import annotations
 
@@ -21,9 +20,8 @@ LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
 def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
-    """Build the stacks from cdk.json's config and synthesise them; the library's ledger check (at
-    `ledger_path`) runs first and writes the ledger only when it changed. Returns the stacks by region;
-    LedgerError if the ledger refused (no template was written, and the ledger is as it was)."""
+    """The stacks by region, synthesised after the ledger check at `ledger_path`; LedgerError if the ledger refused
+    (then no template was written, and the ledger is as it was)."""
     if app.node.try_get_context(LEDGER_PATH_CONTEXT) is None:
         app.node.set_context(LEDGER_PATH_CONTEXT, str(ledger_path))
     config = parse_config(app.node.try_get_context("tickets"))

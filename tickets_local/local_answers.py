@@ -14,13 +14,22 @@ from .events import MAX_REQUEST_BYTES, HttpResponse, error_response
 from .local_paths import RESET_PATH
 
 log = logging.getLogger("tickets_local")
+_MAX_CHUNK_LINE = 1024
+_JSON = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]
+_TOO_LARGE = error_response(
+    413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
+)
+
+
+def _not_allowed(allowed: str, where: str) -> HttpResponse:
+    refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
+    return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
 
 
 def local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
-    if method != "GET":
-        refusal = error_response(405, MethodNotAllowed.code, "this path of the local server accepts GET")
-        return HttpResponse(405, [*refusal.headers, ("Allow", "GET")], refusal.body)
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], answer())
+    return (
+        HttpResponse(200, _JSON, answer()) if method == "GET" else _not_allowed("GET", "this path of the local server")
+    )
 
 
 def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
@@ -29,23 +38,13 @@ def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
             404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
         )
     if method != "POST":
-        refusal = error_response(405, MethodNotAllowed.code, f"{RESET_PATH} accepts POST")
-        return HttpResponse(405, [*refusal.headers, ("Allow", "POST")], refusal.body)
+        return _not_allowed("POST", RESET_PATH)
     try:
         reset()
     except Exception:
         log.exception("the reset failed")
         return error_response(500, "reset_failed", "the reset failed; see the server's log")
-    return HttpResponse(200, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], b'{"reset":true}')
-
-
-def too_large() -> HttpResponse:
-    return error_response(
-        413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
-    )
-
-
-_MAX_CHUNK_LINE = 1024
+    return HttpResponse(200, _JSON, b'{"reset":true}')
 
 
 def read_body(headers: Message, rfile: BufferedIOBase) -> bytes | HttpResponse:
@@ -59,7 +58,7 @@ def read_body(headers: Message, rfile: BufferedIOBase) -> bytes | HttpResponse:
     if length < 0:
         return error_response(400, "bad_request", "the Content-Length header is not a number")
     if length > MAX_REQUEST_BYTES:
-        return too_large()
+        return _TOO_LARGE
     return rfile.read(length)
 
 
@@ -78,6 +77,6 @@ def _read_chunked(rfile: BufferedIOBase) -> bytes | HttpResponse:
                 pass  # trailers carry nothing the event has a place for
             return bytes(body)
         if len(body) + size > MAX_REQUEST_BYTES:
-            return too_large()
+            return _TOO_LARGE
         body += rfile.read(size)
         rfile.readline(_MAX_CHUNK_LINE)

@@ -1,19 +1,12 @@
-"""DynamoDB in this process's memory: the `memory` backend of the local server and the test kit.
-
-It answers the few low-level client calls Tickets makes (tickets/store.py, tickets/series/store.py, Powertools'
-idempotency, the counters listing): GetItem, PutItem, UpdateItem, DeleteItem, BatchGetItem, Query and Scan, each
-atomic, with the condition and update expressions that code writes evaluated as DynamoDB evaluates them. So the
-handler runs unchanged on it, and every refusal (exhausted, config_mismatch, a hand-edited item) is the same code's
-answer to the same item: a failed condition is botocore's ClientError, ConditionalCheckFailedException, with the
-item when asked (ReturnValuesOnConditionCheckFailure). It is a stand-in for the calls the code makes, not a
-DynamoDB: a parameter or an expression it does not know is a ValidationException that names it, so a new call
-fails a test instead of passing wrongly. Each expression is parsed once into Python closures: a call costs
-microseconds, where moto's cost milliseconds (bench/README.md).
-"""
+"""DynamoDB in this process's memory, the `memory` backend (docs/reference/backends.md): the low-level client calls
+Tickets makes, each atomic, their condition and update expressions evaluated as DynamoDB does (a failed condition is
+botocore's ConditionalCheckFailedException), each expression parsed once into closures. A parameter or expression it
+does not know is a ValidationException that names it, so a new call fails a test instead of passing wrongly."""
 
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import threading
 from collections.abc import Callable
@@ -27,8 +20,10 @@ Value = dict[str, Any]  # an attribute value as DynamoDB's JSON: {"N": "5"}, {"S
 Item = dict[str, Value]
 Operand = Callable[[Item, dict[str, str], Item], Value | None]  # (item, names, values) -> a value, None if absent
 Condition = Callable[[Item, dict[str, str], Item], bool]
+Comparison = Callable[[Value | None, Value | None], bool]
 
 _TOKEN = re.compile(r"\s*(<>|<=|>=|[=<>(),+-]|[#:]?[A-Za-z_][\w]*)")
+_EXPRESSION = re.compile(rf"(?:{_TOKEN.pattern})*\s*")
 _KNOWN = frozenset(
     ("TableName", "Key", "Item", "ConditionExpression", "UpdateExpression", "ExpressionAttributeNames")
     + ("ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure", "ConsistentRead")
@@ -56,36 +51,28 @@ def _comparable(value: Value) -> tuple[str, Any]:
     return kind, _number(raw) if kind == "N" else raw
 
 
-def _ordered(compare: Callable[[Any, Any], bool]) -> Callable[[Value | None, Value | None], bool]:
-    """An ordering comparison: false unless both values exist and are numbers, or strings, alike."""
+def _comparison(compare: Callable[[Any, Any], bool], kinds: tuple[str, ...] = ("N", "S")) -> Comparison:
+    """False unless both values exist and are of one kind (an ordering's: numbers, or strings)."""
 
-    def ordered(left: Value | None, right: Value | None) -> bool:
+    def comparison(left: Value | None, right: Value | None) -> bool:
         if left is None or right is None:
             return False
         (left_kind, left_value), (right_kind, right_value) = _comparable(left), _comparable(right)
-        return left_kind == right_kind and left_kind in ("N", "S") and compare(left_value, right_value)
+        return left_kind == right_kind and (not kinds or left_kind in kinds) and compare(left_value, right_value)
 
-    return ordered
-
-
-def _equal(left: Value | None, right: Value | None) -> bool:
-    if left is None or right is None:
-        return False
-    return left == right or ("N" in left and "N" in right and _number(left["N"]) == _number(right["N"]))
+    return comparison
 
 
-_COMPARISONS: dict[str, Callable[[Value | None, Value | None], bool]] = {
-    "=": _equal,
-    "<>": lambda left, right: not _equal(left, right),
-    "<": _ordered(lambda a, b: a < b),
-    "<=": _ordered(lambda a, b: a <= b),
-    ">": _ordered(lambda a, b: a > b),
-    ">=": _ordered(lambda a, b: a >= b),
+_EQUAL = _comparison(operator.eq, kinds=())
+_COMPARISONS: dict[str, Comparison] = {
+    "=": _EQUAL,
+    "<>": lambda left, right: not _EQUAL(left, right),
+    **{name: _comparison(compare) for name, compare in (("<", operator.lt), ("<=", operator.le))},
+    **{name: _comparison(compare) for name, compare in ((">", operator.gt), (">=", operator.ge))},
 }
 
 
 def _name(token: str, names: dict[str, str]) -> str:
-    """An attribute's name: `#x` from ExpressionAttributeNames, else the token itself."""
     return names[token] if token.startswith("#") else token
 
 
@@ -96,17 +83,12 @@ _JOINED: dict[str, Callable[[Condition, Condition], Condition]] = {
 
 
 class _Parser:
-    """Condition and update expressions, as far as Tickets and Powertools write them, into closures."""
+    """Condition and update expressions, as far as Tickets and Powertools write them."""
 
     def __init__(self, text: str):
-        self.tokens: list[str] = []
-        position, text = 0, text.strip()
-        while position < len(text):
-            match = _TOKEN.match(text, position)
-            if match is None:
-                raise _invalid(f"the memory backend cannot read {text[position:]!r} in {text!r}")
-            self.tokens.append(match.group(1))
-            position = match.end()
+        if not _EXPRESSION.fullmatch(text):
+            raise _invalid(f"the memory backend cannot read {text!r}")
+        self.tokens: list[str] = _TOKEN.findall(text)
         self.at = 0
 
     def peek(self) -> str:
@@ -160,7 +142,7 @@ class _Parser:
         return lambda *item: comparison(left(*item), right(*item))
 
     def operand(self) -> Operand:
-        """A value's or an attribute's; an undefined #name or :value is a KeyError (_write: a ValidationException)."""
+        """A value or an attribute; an undefined #name or :value is a KeyError (_write: a ValidationException)."""
         token = self.take()
         if token.startswith(":"):
             return lambda item, names, values: values[token]
@@ -240,9 +222,6 @@ class _Table:
         except KeyError:
             raise _invalid(f"One of the required keys was not given a value: {self.key_names}", operation) from None
 
-    def key_of(self, item: Item) -> Item:
-        return {name: item[name] for name in self.key_names}
-
 
 class MemoryDynamoDB:
     """A botocore DynamoDB client's calls that Tickets makes, on tables held in memory (create_table makes one)."""
@@ -256,7 +235,6 @@ class MemoryDynamoDB:
         return {"TableDescription": {"TableName": request["TableName"], "TableStatus": "ACTIVE"}}
 
     def empty(self) -> None:
-        """Every item of every table gone, in the time of a few assignments however many there were."""
         with self._lock:
             for table in self._tables.values():
                 table.items = {}
@@ -311,7 +289,7 @@ class MemoryDynamoDB:
         page = items[: request.get("Limit", len(items))]
         answer: dict[str, Any] = {"Items": [dict(item) for _, item in page], "Count": len(page)}
         if len(page) < len(items):
-            answer["LastEvaluatedKey"] = table.key_of(page[-1][1])
+            answer["LastEvaluatedKey"] = {name: page[-1][1][name] for name in table.key_names}
         return answer
 
     def scan(self, **request: Any) -> dict[str, Any]:
@@ -321,7 +299,7 @@ class MemoryDynamoDB:
         return {"Items": items, "Count": len(items)}
 
     def get_paginator(self, operation: str) -> Any:
-        """Scan's paginator (the counters listing reads through one): a single page."""
+        """Scan's paginator (the counters listing's): a single page."""
         if operation != "scan":
             raise _invalid(f"the memory backend has no paginator for {operation}")
         return SimpleNamespace(paginate=lambda **request: iter([self.scan(**request)]))

@@ -1,10 +1,6 @@
-"""The API's OpenAPI document for one deployment's settings, derived from the code: paths, methods, parameters,
-bodies and answers from the route table (tickets.routes), their shapes from their types (tickets.messages), a
-counter's config from CounterConfig and the config schema's field docs, bounds from the constants the function
-checks, error codes from tickets.errors, each operation's summary and refusals from its route. openapi_parts.json
-holds only prose. The local server serves its config's document at GET /_local/openapi.json; `make generated` writes
-the default config's, the repository's openapi.json.
-"""
+"""The API's OpenAPI document for one deployment's settings, derived from the code (the route table, the messages'
+types, the bounds the function checks, tickets.errors); openapi_parts.json holds only prose. `make generated` writes
+the default config's, the repository's openapi.json."""
 
 from __future__ import annotations
 
@@ -28,31 +24,23 @@ from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.opaque_rules import MAX_WIDTH, MIN_WIDTH
 from tickets_deploy.rules import MAX_TICKET
 
-PARTS = "openapi_parts.json"  # package data of tickets_local (pyproject.toml)
+PARTS = "openapi_parts.json"
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _EXAMPLE_KEY = "3f2b8c2e-8f7a-4f0e-9a53-0d2f4d1c9b7e"  # a UUID, as the document advises
 _REF = "#/components/schemas/"
-# The error responses every operation may answer, whatever its route: a bad request (400), the Function URL's and the
-# access rules' refusal (403), a bug (500), and the Function URL's own 429 and 502. A route (tickets.routes) lists
-# only the errors of its own.
+# The error responses every operation may answer; a route (tickets.routes) lists only its own
 COMMON_ERRORS = ("BadRequest", "FunctionUrlForbidden", "FunctionUrlThrottled", "InternalError", "FunctionUrlBadGateway")
 
 
 def _scalars() -> dict[str, dict[str, Any]]:
     """The schemas of the scalars messages.py names (Annotated[..., "Name"]), from the bounds the code checks."""
-    # An answer's characters: a ticket's digits, or an opaque counter's id (digits or Crockford's base32, upper case).
     value = f"[{''.join(sorted(set(''.join(ALPHABETS.values()))))}]+"
     return {
         "Key": _text(keys.MAX_KEY_CHARS, keys.KEY_PATTERN.pattern, description=keys.KEY_RULE),
         "Count": {"type": "integer", "minimum": 1, "maximum": keys.MAX_COUNT},
         "BlockCount": {"type": "integer", "minimum": 1, "maximum": keys.MAX_BLOCK},
         "Ticket": {"type": "integer", "format": "int64", "minimum": 0, "maximum": MAX_TICKET},
-        "OpaqueId": {
-            "type": "string",
-            "minLength": MIN_WIDTH,
-            "maxLength": max(MAX_WIDTH.values()),
-            "pattern": f"^{value}$",
-        },
+        "OpaqueId": _text(max(MAX_WIDTH.values()), value, minLength=MIN_WIDTH),
         "Step": {"type": "integer", "minimum": 1},
         "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
         "SeriesName": _text(requests.MAX_SERIES_CHARS, "[^#]+"),
@@ -71,8 +59,7 @@ def _scalars() -> dict[str, dict[str, Any]]:
     }
 
 
-def _text(max_length: int, pattern: str | None = None, **described: str) -> dict[str, Any]:
-    """A non-empty string of at most `max_length` characters, of `pattern` whole."""
+def _text(max_length: int, pattern: str | None = None, **described: Any) -> dict[str, Any]:
     return {
         "type": "string",
         "minLength": 1,
@@ -83,7 +70,7 @@ def _text(max_length: int, pattern: str | None = None, **described: str) -> dict
 
 
 class _Schemas:
-    """components.schemas, filled as the operations name them: each message class and each scalar, once."""
+    """components.schemas, filled as the operations name them."""
 
     def __init__(self, prose: dict[str, Any]):
         self.prose = prose
@@ -99,9 +86,8 @@ class _Schemas:
         return {"$ref": f"{_REF}{name}"}
 
     def of(self, annotation: Any) -> dict[str, Any]:
-        """The schema of a type as messages.py writes it."""
         origin, arguments = typing.get_origin(annotation), typing.get_args(annotation)
-        if origin in (typing.NotRequired, typing.Required):  # which fields a message requires: _message
+        if origin in (typing.NotRequired, typing.Required):  # read by _message
             return self.of(arguments[0])
         if origin is typing.Annotated:
             marker = annotation.__metadata__[0]  # a scalar's name, or a class
@@ -122,7 +108,6 @@ class _Schemas:
         return {"type": {int: "integer", str: "string", bool: "boolean"}[annotation]}
 
     def _message(self, message: Any) -> dict[str, Any]:
-        """A TypedDict: its fields, none other; the required ones are those it does not mark NotRequired."""
         hints = typing.get_type_hints(message, include_extras=True)
         described = self.prose.get(message.__name__, {}).get("properties", {})
         properties = {name: self._described(self.of(hint), described.get(name)) for name, hint in hints.items()}
@@ -135,9 +120,8 @@ class _Schemas:
         }
 
     def _dataclass(self, config: Any) -> dict[str, Any]:
-        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it (an
-        opaque counter's): camelCase attributes, required where every version writes them (tickets.config_json: those
-        written always or without a default), described by the config schema's field docs and openapi_parts.json."""
+        """A counter's config as the function answers it (CounterConfig.to_json), and the settings nested in it:
+        required where every version writes them (tickets.config_json)."""
         described = {each.attribute: each.doc for each in COUNTER_FIELDS} if config is CounterConfig else {}
         prose = self.prose.get(config.__name__, {}).get("properties", {})
         hints = typing.get_type_hints(config, localns={"OpaqueConfig": OpaqueConfig})
@@ -158,8 +142,7 @@ class _Schemas:
 
 
 def document(settings: Settings) -> dict[str, Any]:
-    """The OpenAPI document of a deployment with these settings (only the compatibility path matters): its error
-    responses those its operations answer, and 405's."""
+    """The OpenAPI document of a deployment with these settings (only the compatibility path matters)."""
     parts = json.loads(resources.files(__package__ or "tickets_local").joinpath(PARTS).read_text())  # ours to change
     doc: dict[str, Any] = parts["document"]
     schemas = _Schemas(parts["schemas"])
@@ -183,10 +166,11 @@ def render(settings: Settings) -> bytes:
 
 
 def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """The route's operations: one per method, alike but for their ids and the request body (POST only). Its
-    summary and errors are its route's; openapi_parts.json may describe it at more length (description, tags, answer:
-    by default its summary and its handler's module)."""
-    prose = parts["operations"].get(_function(route), {})
+    """The route's operations, one per method: alike but for their ids and the request body (not GET's)."""
+    function = route.handler.rsplit(".", 1)[1]
+    prose = parts["operations"].get(function, {})
+    first, *rest = function.split("_")
+    operation_id = first + "".join(map(str.capitalize, rest))  # a second method's adds its name
     described_as = {**parts["parameters"], **prose.get("parameters", {})}  # an operation's own words first
     parameters = [
         _parameter(Query(name, _PATH_TYPES.get(name, messages.Key), True), "path", described_as, schemas)
@@ -205,7 +189,7 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
     item = {}
     for method in route.methods:
         described = {
-            "operationId": _operation_id(route, method),
+            "operationId": operation_id + (method.capitalize() if method != route.methods[0] else ""),
             "summary": route.summary,
             "description": prose.get("description", route.summary),
             "tags": prose.get("tags", [route.handler.split(".")[0]]),
@@ -225,10 +209,6 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
 _PATH_TYPES = {"worker": messages.Worker}  # a path parameter's type, when it is not a key
 
 
-def _function(route: Route) -> str:
-    return route.handler.rsplit(".", 1)[1]
-
-
 def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: _Schemas) -> dict[str, Any]:
     return {
         "name": query.name,
@@ -240,7 +220,6 @@ def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: 
 
 
 def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """The route's 200: its JSON answer and, where it has one, its text/plain answer."""
     content = {}
     if route.answer is not None:
         content["application/json"] = {"schema": schemas.of(route.answer)}
@@ -255,8 +234,7 @@ def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str,
 
 
 def _status(entry: dict[str, Any]) -> str:
-    """The status of an error response: its codes' (one status, as tickets.errors' classes answer them), or, from
-    the Function URL alone, the one openapi_parts.json gives."""
+    """An error response's status: its codes' (one), or the one openapi_parts.json gives (the Function URL's own)."""
     if "status" in entry:
         return str(entry["status"])
     statuses = {error.status for error in vars(errors).values() if getattr(error, "code", None) in entry["errors"]}
@@ -266,8 +244,7 @@ def _status(entry: dict[str, Any]) -> str:
 
 
 def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    """An error response: the Error message with its codes (and Cache-Control, as every answer of Tickets); from the
-    Function URL, AWS's own body too, or alone (no codes)."""
+    """The Error message with its codes; from the Function URL, AWS's own body too, or alone (no codes)."""
     headers = {name: {"$ref": f"#/components/headers/{name.replace('-', '')}"} for name in entry.get("headers", [])}
     schema: dict[str, Any] = {"type": "object"}  # the Function URL's own answer, in AWS's format
     if "errors" in entry:
@@ -276,12 +253,6 @@ def _error_response(entry: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
         schema = {"anyOf": [ours, schema]} if entry.get("fromFunctionUrl") else ours
     described = {"description": entry["description"], **({"headers": headers} if headers else {})}
     return {**described, "content": {"application/json": {"schema": schema}}}
-
-
-def _operation_id(route: Route, method: str) -> str:
-    first, *rest = _function(route).split("_")
-    suffix = method.capitalize() if len(route.methods) > 1 and method != route.methods[0] else ""
-    return first + "".join(word.capitalize() for word in rest) + suffix
 
 
 if __name__ == "__main__":  # the default config's document: the repository's openapi.json

@@ -1,16 +1,11 @@
-"""A reset as a mark: the test kit (tickets_local.testing) asks its server for empty tables without waiting for it.
-
-A file of one 8-byte counter, mapped into both processes: `LocalTickets.reset()` adds one to it and returns (no
-request, no wait); the server (`--reset-mark FILE`) reads it before every invocation and every read of its tables
-and, when it moved, empties its tables and rebuilds its app first. A suite then pays one round trip per test instead
-of two (bench/README.md). Where others read the tables too (an endpoint), the test kit resets by a request instead.
-Imports the standard library only: the pytest plugin imports the test kit, and the test kit this, in every session.
-"""
+"""A reset as a mark: a file of one 8-byte counter mapped into both processes. The test kit's reset adds one and
+returns (no request, no wait); the server (`--reset-mark FILE`) resets before the next invocation or read of its
+tables when it moved: one round trip a test instead of two (bench/README.md). The standard library only: every
+pytest session imports it."""
 
 from __future__ import annotations
 
 import mmap
-import os
 import tempfile
 from pathlib import Path
 
@@ -28,11 +23,9 @@ class ResetMark:
 
     @classmethod
     def create(cls) -> ResetMark:
-        """A new mark in a temporary file (removed by close())."""
-        handle, path = tempfile.mkstemp(prefix="tickets-reset-mark-")
-        os.write(handle, bytes(_SIZE))
-        os.close(handle)
-        return cls(path)
+        with tempfile.NamedTemporaryFile(prefix="tickets-reset-mark-", delete=False) as file:
+            file.write(bytes(_SIZE))
+        return cls(file.name)
 
     def bump(self) -> None:
         self._map[:_SIZE] = ((int.from_bytes(self._map[:_SIZE], "little") + 1) % 2**64).to_bytes(_SIZE, "little")
@@ -43,7 +36,7 @@ class ResetMark:
         return now if now != self._seen else None
 
     def seen(self, value: bytes) -> None:
-        """The reset `value` asked for is done: a reset that failed is tried again at the next request."""
+        """The reset `value` asked for is done (not before: a reset that failed is tried again)."""
         self._seen = value
 
     def close(self, *, remove: bool = False) -> None:

@@ -1,7 +1,5 @@
-"""`make generated`: the files written from the code, written again. Each is checked by a test that names this
-command when the file differs: docs/reference/configuration.md's table of fields and tickets_cdk/props.py (from
-the schema, tickets_deploy/generated.py) and openapi.json (from the route table and openapi_parts.json,
-tickets_local/openapi.py)."""
+"""`make generated`: the files written from the code (tickets_deploy/generated.py, tickets_local/openapi.py), written
+again; a test names this command when one differs."""
 
 from __future__ import annotations
 
@@ -22,7 +20,7 @@ def main() -> int:
             CONFIGURATION.read_text(encoding="utf-8"), configuration_table()
         ).encode(),
         ROOT / "tickets_cdk" / "props.py": props_module().encode(),
-        ROOT / "openapi.json": render(Settings()),  # the default config's document
+        ROOT / "openapi.json": render(Settings()),
     }
     for path, content in written.items():
         if path.read_bytes() != content:

@@ -1,11 +1,5 @@
-"""Set the release version everywhere it is written: `make version VERSION=X.Y.Z` (docs/how-to/release.md).
-
-`tickets.__version__` is the version; four files repeat it because they are read where that module is not:
-the Python client is a distribution of its own (built from clients/python alone), npm reads package.json and its
-lockfile (the package's own entry, twice), and the TypeScript client's User-Agent is a literal of its compiled
-code. This command writes them all from one argument (openapi.json's is generated: `make generated`), and
-tests/packaging/test_client_packaging.py fails whenever they differ.
-"""
+"""Set the release version everywhere it is written: `make version VERSION=X.Y.Z` (docs/how-to/release.md): files
+read where `tickets.__version__` is not (tests/packaging/test_client_packaging.py fails whenever they differ)."""
 
 from __future__ import annotations
 
@@ -15,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SEMVER = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-[0-9A-Za-z.-]+)?")
-# Each place the version is written: the file, and the pattern whose one group is the version.
+# Each place: the file, and the pattern whose one group is the version
 PLACES = (
     ("lambda_src/tickets/__init__.py", r'^__version__ = "([^"]+)"$'),
     ("clients/python/tickets_client/version.py", r'^__version__ = "([^"]+)"$'),
@@ -27,8 +21,7 @@ PLACES = (
 
 
 def set_version(version: str, root: Path = ROOT) -> list[Path]:
-    """Write `version` into every place; refuses a version that is not semantic, or a place whose line is gone
-    (before writing anything)."""
+    """Write `version` into every place; ValueError, before any write, if it is not semantic or a line is gone."""
     if not SEMVER.fullmatch(version):
         raise ValueError(f"{version!r} is not a semantic version (X.Y.Z, optionally -pre)")
     edits: dict[Path, str] = {}

@@ -1,10 +1,6 @@
-"""What `cdk synth --quiet` wrote, said after it by `make synth`: each stack of the cloud assembly with its region,
-its template and its outputs, and the ledger version the stacks were synthesised with (their TicketsLedgerVersion
-output; `make deploy` checks it before CloudFormation starts). Read from the assembly's manifest and templates.
-
-    python tools/synth_summary.py cdk.out
-    python tools/synth_summary.py cdk.out --destroy STACK   (make destroy: the stack it deletes, or why it cannot)
-"""
+"""What `cdk synth --quiet` wrote (`make synth` says it after): each stack with its region, template and outputs, and
+the ledger version they were synthesised with. `python tools/synth_summary.py cdk.out [--destroy STACK]` (make
+destroy: the stack it deletes, or why it cannot)."""
 
 from __future__ import annotations
 
@@ -17,8 +13,7 @@ from tickets_deploy.ledger import LEDGER_VERSION_OUTPUT
 
 
 def stacks(assembly: Path) -> list[dict[str, Any]]:
-    """Each stack of the assembly (nested assemblies, a CDK Stage's, included): name, region, template
-    file, output names and its ledger version (None: not a Tickets stack)."""
+    """Each stack of the assembly, nested ones included (ledger_version None: not a Tickets stack)."""
     manifest = json.loads((assembly / "manifest.json").read_text(encoding="utf-8"))
     found: list[dict[str, Any]] = []
     for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
@@ -40,8 +35,7 @@ def stacks(assembly: Path) -> list[dict[str, Any]]:
     return found
 
 
-def summary(assembly: Path) -> str:
-    found = stacks(assembly)
+def summary(assembly: Path, found: list[dict[str, Any]]) -> str:
     versions = sorted({stack["ledger_version"] for stack in found if stack["ledger_version"] is not None})
     ledger = f"ledger version {', '.join(versions)}" if versions else "no Tickets stack"
     lines = [f"{assembly}: {len(found)} stack(s), {ledger}"]
@@ -53,34 +47,30 @@ def summary(assembly: Path) -> str:
     return "\n".join(lines)
 
 
-class NotInTheApp(Exception):
-    """The stack `make destroy` was asked for is not in the assembly."""
-
-
-def to_destroy(assembly: Path, name: str) -> str:
-    """What `make destroy` deletes, said before the CDK CLI asks; NotInTheApp if the app no longer declares it."""
-    found = {stack["name"]: stack["region"] for stack in stacks(assembly)}
-    if name not in found:
-        raise NotInTheApp(
-            f"the app declares no stack {name} (its stacks: {', '.join(found) or 'none'}); the CDK CLI destroys only "
-            "the app's stacks. A region removed from cdk.json: put it back on its slot, make destroy, then remove it"
-        )
-    return (
-        f"make destroy: the stack {name} in {found[name]} (its function, URL, alarms and dashboard); its tables and "
-        "log group are retained (docs/how-to/deploy.md#destroy)"
-    )
-
-
 def main(argv: list[str]) -> int:
     assembly = Path(argv[0] if argv else "cdk.out")
     try:
-        print(to_destroy(assembly, argv[2]) if argv[1:2] == ["--destroy"] else summary(assembly))
-    except NotInTheApp as err:
-        print(f"make destroy: {err}", file=sys.stderr)
-        return 1
+        found = stacks(assembly)
     except (OSError, ValueError, KeyError) as err:
         print(f"{assembly}: cannot read the cloud assembly ({err}); synthesise first (make synth)", file=sys.stderr)
         return 1
+    if argv[1:2] != ["--destroy"]:
+        print(summary(assembly, found))
+        return 0
+    regions = {stack["name"]: stack["region"] for stack in found}
+    name = argv[2]
+    if name not in regions:  # said before the CDK CLI asks
+        print(
+            f"make destroy: the app declares no stack {name} (its stacks: {', '.join(regions) or 'none'}); the CDK CLI "
+            "destroys only the app's stacks. A region removed from cdk.json: put it back on its slot, make destroy, "
+            "then remove it",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"make destroy: the stack {name} in {regions[name]} (its function, URL, alarms and dashboard); its tables and "
+        "log group are retained (docs/how-to/deploy.md#destroy)"
+    )
     return 0
 
 
