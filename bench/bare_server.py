@@ -1,8 +1,5 @@
-"""Loopback HTTP servers answering every request with one constant body, Nagle's algorithm off.
-
-`python -m bench.bare_server`, the floor the test kit's server is measured against (bench/local.py), runs in a process
-of its own as that server does: it prints its port and serves until its standard input closes.
-"""
+"""Loopback HTTP servers answering every request with one constant body, Nagle's algorithm off; `python -m
+bench.bare_server` (the floor of bench/local.py) prints its port and serves until its standard input closes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Each measurement in a fresh interpreter (the handler module, moto, Powertools' logger and the environment belong
-to a process), its stdout, where log and EMF lines go, to the null device; the figures come back in a JSON file.
-`python -m bench.child MODULE RESULTS_FILE KWARGS_JSON` is the child's side."""
+"""Each measurement in a fresh interpreter (bench/README.md, Environment); `python -m bench.child MODULE RESULTS_FILE
+KWARGS_JSON` is the child's side."""
 
 from __future__ import annotations
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +43,9 @@ def _config_and_region(extra_counters: dict[str, dict] | None) -> tuple[Any, str
     return config, next(iter(config.regions))
 
 
-def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
+def handler_env() -> dict[str, str]:
     """The function environment the stack gives cdk.json's first region, on the bench's tables."""
-    config, region = _config_and_region(extra_counters)
+    config, region = _config_and_region(None)
     function_env = handler_environment(config, region, counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE)
     return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
 
@@ -61,24 +59,9 @@ def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any 
 
 
 def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
-    """A child's environment: ours without _UNSET, plus `variables`, importing first from `python_path` (as Lambda
-    from /var/task) and writing no bytecode there."""
+    """Ours without _UNSET, plus `variables`, importing first from `python_path` and writing no bytecode there."""
     env = {name: value for name, value in os.environ.items() if name not in _UNSET}
     return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-@contextlib.contextmanager
-def environment(variables: dict[str, str]) -> Iterator[None]:
-    """`variables` set (and _UNSET cleared) in this process while open."""
-    saved = dict(os.environ)
-    for name in _UNSET:
-        os.environ.pop(name, None)
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:

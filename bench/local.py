@@ -34,7 +34,7 @@ def measure() -> dict:
 
     with LocalServer(config=bench_config(), port=0) as server:
         figures = _lease(server.url)
-    return {**figures, **measure_test_kit()}
+    return {**figures, **_handout_ceiling(), **measure_test_kit()}
 
 
 def measure_test_kit(
@@ -44,11 +44,8 @@ def measure_test_kit(
     from tickets_local.testing import LocalTickets
 
     with _bare_server() as bare_url:
-        began = time.perf_counter()
         with LocalTickets(bench_config()) as server:
-            figures = {"test_kit_start_s": time.perf_counter() - began}
-            figures.update(_keep_alive(server.url, bare_url, keep_alive_requests))
-            figures.update(_resets(server, resets))
+            figures = {**_keep_alive(server.url, bare_url, keep_alive_requests), **_resets(server, resets)}
         figures.update(_user_suite(user_suite_tests))
         figures["user_suite_bare_tests_per_s"] = _user_suite(user_suite_tests, bare_url)["user_suite_tests_per_s"]
     return figures
@@ -68,8 +65,7 @@ def _bare_server() -> Iterator[str]:
 
 
 def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
-    """`next()` with its Idempotency-Key and without on one keep-alive connection, and a bare GET on another,
-    interleaved in rounds so that the machine's moods fall on all three alike."""
+    """`next()` with and without its Idempotency-Key, and a bare GET, interleaved in rounds (`keep_alive_ratio`)."""
     from tickets_client.client import TicketsClient
 
     client = TicketsClient(url)
@@ -88,10 +84,7 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
     latencies: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(requests // _ROUND):
         for name, call in calls.items():
-            for _ in range(_ROUND):
-                began = time.perf_counter()
-                call()
-                latencies[name].append(time.perf_counter() - began)
+            latencies[name] += [_seconds(call) for _ in range(_ROUND)]
     bare.close()
     p50 = {name: _percentile(values, 0.50) for name, values in latencies.items()}
     return {
@@ -105,8 +98,7 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
 
 
 def _resets(server: Any, resets: int) -> dict:
-    """`reset()` and the `next()` after it (where the server empties its tables), against a `next()` alone,
-    alternating, each after a request that left something to empty; each first ticket after a reset checked."""
+    """`reset()` and the `next()` after it against a `next()` alone, alternating (`reset_p50_ms`)."""
     from tickets_client.client import TicketsClient
 
     client = TicketsClient(server.url)
@@ -120,9 +112,7 @@ def _resets(server: Any, resets: int) -> dict:
         timed["after"].append(time.perf_counter() - began)
         if first != [1]:
             raise AssertionError(f"after a reset, the first ticket of a key is {first}, not [1]")
-        began = time.perf_counter()
-        client.next("bench-reset")
-        timed["alone"].append(time.perf_counter() - began)
+        timed["alone"].append(_seconds(lambda: client.next("bench-reset")))
     p50 = {name: 1000 * _percentile(values, 0.50) for name, values in timed.items()}
     return {
         "reset_p50_ms": p50["after"] - p50["alone"],  # the test's wait: reset() and what the next request pays more
@@ -130,6 +120,12 @@ def _resets(server: Any, resets: int) -> dict:
         "reset_next_p50_ms": p50["after"],
         "reset_alone_p50_ms": p50["alone"],
     }
+
+
+def _seconds(call: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -166,17 +162,12 @@ def _user_suite(tests: int, bare_url: str | None = None) -> dict:
 
 
 def _lease(url: str) -> dict:
-    """A block of the most a request may take, one request per ticket, the lease against the server (its blocks
-    grow from LEASE_START_BLOCK while it warms up), and the lease with blocks from memory."""
+    """The lease's figures, and a block's and a ticket's request beside them (bench/README.md)."""
     from tickets_client.client import MAX_BLOCK, TicketsClient
     from tickets_client.lease import TicketLease
 
     client = TicketsClient(url)
-    block_latencies = []
-    for _ in range(5):
-        began = time.perf_counter()
-        client.block("bench-block-latency", MAX_BLOCK, idempotent=False)
-        block_latencies.append(time.perf_counter() - began)
+    block_latencies = [_seconds(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
     issued: list[int] = []
     per_request = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
     if any(b <= a for a, b in zip(issued, issued[1:])):
@@ -186,13 +177,9 @@ def _lease(url: str) -> dict:
     sustained = _drain(lease, LEASE_SECONDS, warm_up.next_ticket)
     settled, sizes = lease.current_block_size, lease.block_sizes
     unused = lease.close()
-    from_memory = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
-    ceiling = _drain(from_memory, HANDOUT_CEILING_SECONDS)
-    from_memory.close()
     return {
         "per_request_tickets_per_s": per_request,
         "lease_tickets_per_s": sustained.taken / sustained.seconds,
-        "lease_tickets": sustained.taken,
         "lease_seconds": round(sustained.seconds, 2),
         "lease_warm_up_tickets_per_s": warm_up.taken / warm_up.seconds,
         "lease_warm_up_seconds": round(warm_up.seconds, 2),
@@ -202,8 +189,17 @@ def _lease(url: str) -> dict:
         "lease_unused_at_close": unused,
         "lease_block_request_ms": 1000 * statistics.median(block_latencies),
         "lease_block_request_count": MAX_BLOCK,
-        "lease_handout_ceiling_per_s": ceiling.taken / ceiling.seconds,
     }
+
+
+def _handout_ceiling() -> dict:
+    """The lease with blocks from memory, once the server is closed."""
+    from tickets_client.lease import TicketLease
+
+    lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
+    ceiling = _drain(lease, HANDOUT_CEILING_SECONDS)
+    lease.close()
+    return {"lease_handout_ceiling_per_s": ceiling.taken / ceiling.seconds}
 
 
 class _InstantBlocks:
@@ -226,8 +222,7 @@ class _Drained(NamedTuple):
 
 
 def _drain(lease: Any, seconds: float, expected_first: int | None = None) -> _Drained:
-    """Take tickets from `lease` for `seconds`, in chunks between looks at the clock. The lease is its fresh
-    single-lane key's only consumer, so each chunk must equal a range of consecutive tickets (checked at C speed)."""
+    """Take tickets from `lease` for `seconds`, each chunk checked to be consecutive (the key's only consumer)."""
     taken, take = 0, lease.next
     began = time.perf_counter()
     while time.perf_counter() < began + seconds:

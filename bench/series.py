@@ -1,6 +1,5 @@
-"""`python -m bench.series [--endpoint-url URL] [--seconds S]`: series numbers per second beside plain tickets, from
-one client on one keep-alive connection to the local server (bench/README.md#series-numbers-beside-plain-tickets);
-then the series' audit must be clean."""
+"""`python -m bench.series [--endpoint-url URL] [--seconds S]`: series numbers per second beside plain tickets
+(bench/README.md#series-numbers-beside-plain-tickets); then the series' audit must be clean."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""A user's suite of single-ticket tests through the pytest plugin: each takes `tickets_fresh_server` (a reset
-before it) and `tickets_client`, and checks that its first ticket is 1; bench/local.py runs it with `-p
-bench.user_suite` (these hooks time it). With SUITE_BARE (a bare server's URL) each test GETs that server's constant
-JSON instead: what pytest itself allows here.
-"""
+"""A user's suite of single-ticket tests (bench/README.md, `user_suite_tests_per_s`), run by bench/local.py with
+`-p bench.user_suite` (these hooks time it); with SUITE_BARE, against the bare server instead."""
 
 from __future__ import annotations
 

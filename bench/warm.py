@@ -1,6 +1,5 @@
-"""Warm invocations (bench/README.md): each handler, loaded in this one child process, answers real Function URL
-events with DynamoDB answered by botocore's Stubber on its own client (no I/O; everything else runs). The handlers'
-rounds alternate, each call is timed on its own, and every answer is checked."""
+"""Warm invocations (bench/README.md, `warm_ratio`): both handlers on real events, DynamoDB answered by botocore's
+Stubber, in alternating rounds, every call timed alone and every answer checked."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ def plain_answer(key: str, tickets: range) -> dict[str, Any]:
 
 
 class StubbedHandler:
-    """A handler whose DynamoDB client answers from a queue of canned UpdateItem responses; each call asks for
-    `count` tickets of `key`, and must answer what `answer(key, tickets)` says."""
+    """A handler on stubbed UpdateItem answers; each call asks for `count` tickets of `key` and must answer `answer`."""
 
     def __init__(self, handler: Callable, client: Any, *, key=KEY, count=1, answer=plain_answer, lane=True):
         from botocore.stub import Stubber
@@ -44,8 +42,7 @@ class StubbedHandler:
         return cls(app.lambda_handler, app.dynamodb, **kwargs)
 
     def queue(self, calls: int) -> list[range]:
-        """One answer queued per call (each its own dict: the resource layer rewrites answers in place); returns the
-        tickets the calls must hand out."""
+        """An answer per call (each its own dict: the resource layer rewrites them); the tickets the calls must give."""
         expected = []
         for _ in range(calls):
             self._next_last += self.count
@@ -84,30 +81,6 @@ def median_us(rounds: int, variants: dict[str, Callable[[], list[float]]]) -> di
 
 
 def measure(rounds: int = 8, calls: int = 500) -> dict:
-    """Both handlers, and Tickets again at log level WARNING in the same rounds: what INFO logging costs (the audit
-    of each issuance is in the metrics line, at any level)."""
-    from tickets.runtime import logger
-
     baseline, tickets = StubbedHandler.baseline(), StubbedHandler.tickets()
-
-    def at_level(level: str) -> Callable[[], list[float]]:
-        def run_round() -> list[float]:
-            logger.setLevel(level)
-            return tickets.run_round(calls)
-
-        return run_round
-
-    us = median_us(
-        rounds,
-        {
-            "baseline": lambda: baseline.run_round(calls),
-            "tickets": at_level("INFO"),
-            "tickets_warning_logs": at_level("WARNING"),
-        },
-    )
-    logger.setLevel("INFO")
-    return {
-        "warm_ratio": us["tickets"] / us["baseline"],
-        "warm_ratio_warning_logs": us["tickets_warning_logs"] / us["baseline"],
-        "warm_us": {**us, "calls_each": rounds * calls},
-    }
+    us = median_us(rounds, {"baseline": lambda: baseline.run_round(calls), "tickets": lambda: tickets.run_round(calls)})
+    return {"warm_ratio": us["tickets"] / us["baseline"], "warm_us": {**us, "calls_each": rounds * calls}}

@@ -1,6 +1,6 @@
 """Tickets as a CDK construct library (docs/how-to/use-the-construct.md): `TicketService`, with `TicketAlarms` and
-`TicketDashboard` opt-in. The constructs are imported on first use, so `tickets_cdk.__version__` does not load
-aws_cdk, which comes with the `cdk` extra only: without it, importing this package says so.
+`TicketDashboard` opt-in, imported on first use so that `tickets_cdk.asset` (the bench's) does not start jsii.
+aws-cdk-lib comes with the `cdk` extra only: without it, importing this package says so.
 """
 
 from __future__ import annotations

@@ -111,8 +111,6 @@ def init(
             why = f"exited with {ran.returncode}" if ran.returncode else "declared no TicketService"
             raise InitError(f"the app ({command}) {why}; nothing was written:\n{said}")
         raw = json.loads(declared.read_text(encoding="utf-8"))
-    if not raw:
-        raise InitError(f"the app ({command}) declares no TicketService; nothing was written")
     configs = {name: parse_config(config) for name, config in raw.items()}
     init_ledger_file(path, configs, replace_undeployed=force)  # the first synthesis records the account
     return path, configs

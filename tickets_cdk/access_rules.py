@@ -1,7 +1,6 @@
 """Where a TicketService keeps its access rules (docs/how-to/access-rules.md#where-the-function-keeps-the-rules): SSM
-String parameters of whole principals, added as grants make the rules grow, their values computed at synthesis once
-every grant is known (a granted role's ARN may resolve only at deploy; 50 principals do not fit in the environment).
-"""
+String parameters, added as grants make the rules grow, written at synthesis once every grant is known (a granted
+role's ARN resolves only at deploy, and 50 principals do not fit in the function's environment)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The deployment ledger, enforced by the construct itself (docs/explanation/ledger.md): the app's one
 `TicketsLedgerCheck`, at its root, validates every registered service before any template is written; each stack's
 `TicketsLedgerVersion` output, resolved once the whole app passed, writes the ledger if it changed. With DECLARE_ENV
-set (`python -m tickets_cdk init`), the check writes what the app declares to that file instead.
-"""
+set (`python -m tickets_cdk init`), the check writes what the app declares to that file instead."""
 
 from __future__ import annotations
 
@@ -77,8 +76,7 @@ class TicketsLedgerCheck(Construct):
             return []
         try:
             path = self.ledger_path = find_ledger(self)
-            previous = read_ledger_file(path)
-            ledger = previous
+            ledger = previous = read_ledger_file(path)
             for account, group in by_account(self.registered, configs).items():
                 ledger = record_services(ledger, group, account, upgrade=True)
         except LedgerError as err:

@@ -84,9 +84,9 @@ class TicketAlarms(Construct):
         self._alarm(
             "CounterRunningOut",
             service.metric_counter_days_left(),
-            f"At its recent rate a counter's lane reaches its max within {days_left} days (alarmDaysLeft), for 3 "
-            "hours running; the function's logs (CounterDaysLeft, key) and `.venv/bin/python -m tickets_admin list "
-            "--rate-over 60` name the key. Raise max or plan a new key.",
+            f"A counter's lane reaches its max within {days_left} days (alarmDaysLeft) at its recent rate, for 3 "
+            "hours; its key is in the logs (CounterDaysLeft) and `tickets_admin list --rate-over 60`. Raise max or "
+            "plan a new key.",
             threshold=days_left,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=3,
@@ -95,9 +95,8 @@ class TicketAlarms(Construct):
             self._alarm(
                 "OpaqueKeyReplaced",
                 service.metric_errors("key_replaced"),
-                "The function holds another key for a key version than the one its first ids were made with (the "
-                "SSM parameter recreated?): it answers 503 for that counter. Restore the key "
-                "(docs/explanation/opaque-ids.md#a-key-is-what-it-was).",
+                "The function holds another key for a key version than its first ids' (the parameter recreated?) and "
+                "answers 503: restore the key (docs/explanation/opaque-ids.md#a-key-is-what-it-was).",
             )
         self.alarms: dict[str, cloudwatch.Alarm] = {
             child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)

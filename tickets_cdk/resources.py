@@ -124,11 +124,6 @@ def service_tables(
 ) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
     """The counter, idempotency, series (with series) and workers (with pools) tables, with these logical ids, each
     with point-in-time recovery and deletion protection (unless DESTROY)."""
-    encrypted: dict[str, Any] = (
-        {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": encryption_key}
-        if encryption_key is not None
-        else {}
-    )
 
     def table(logical_id: str, partition_key: str, **options: Any) -> dynamodb.Table:
         made = dynamodb.Table(
@@ -141,8 +136,9 @@ def service_tables(
             ),
             deletion_protection=removal_policy != RemovalPolicy.DESTROY,
             removal_policy=removal_policy,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key is not None else None,
+            encryption_key=encryption_key,
             **options,
-            **encrypted,
         )
         made.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
         return made

@@ -1,5 +1,4 @@
-"""TicketService: one Tickets deployment in its stack's region: the counter table, the idempotency table,
-the function and its URL; grants, metrics and the ledger check come with it."""
+"""TicketService: one Tickets deployment in its stack's region, its tables, function and URL, grants and metrics."""
 
 from __future__ import annotations
 
@@ -87,8 +86,7 @@ class TicketService(Construct):
                 "regions, and its slot decides its tickets. Give the stack a region: "
                 "Stack(..., env=Environment(region='us-east-1'))."
             )
-        why_not = refusal(stack.region)
-        if why_not is not None:
+        if (why_not := refusal(stack.region)) is not None:
             raise ValueError(f"{label}: the stack's region: {why_not}")
         try:
             config = parse_props(props, stack.region, label)
@@ -122,7 +120,7 @@ class TicketService(Construct):
             allow_logs(encryption_key, stack)
         # On the resource: the days the config checked (tickets_deploy.rules.LOG_RETENTION_DAYS), the one list.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
-        role = iam.Role(
+        self.role = role = iam.Role(
             self,
             "FunctionRole",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
@@ -133,7 +131,6 @@ class TicketService(Construct):
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[self.log_group.log_group_arn]
             )
         )
-        self.role = role
 
         self.function = lambda_.Function(
             self,
@@ -205,8 +202,7 @@ class TicketService(Construct):
         return self._grant(grantee, "workers", pools)
 
     def _grant(self, grantee: iam.IGrantable, operation: str, keys: Sequence[str] | None) -> iam.Grant:
-        """Let `grantee` call the URL (URL_INVOKE_CONDITIONS); with access rules, also do `operation` on `keys`
-        (None: every key, `*`)."""
+        """Let `grantee` call the URL; with access rules, also do `operation` on `keys` (None: every key, `*`)."""
         label = f"TicketService {self.node.path}: grant_{operation}"
         if self.config.auth != "AWS_IAM":
             raise ValueError(f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public")
@@ -251,8 +247,7 @@ class TicketService(Construct):
         return self.metric("CounterNearMax", **options)
 
     def metric_counter_days_left(self, **options: Any) -> cloudwatch.Metric:
-        """The fewest days any counter's lane has left before its max at its recent rate, the Minimum over an hour of
-        the handler's `CounterDaysLeft`: one metric for every key."""
+        """The fewest days any lane has left at its recent rate (`CounterDaysLeft`'s hourly Minimum), for every key."""
         return self.metric("CounterDaysLeft", **{"statistic": "Minimum", "period": Duration.hours(1), **options})
 
     def metric_series(self, metric_name: str = "SeriesIssued", **options: Any) -> cloudwatch.MathExpression:
@@ -273,8 +268,7 @@ class TicketService(Construct):
 
 
 def _signature_with_props() -> inspect.Signature:
-    """TicketService's signature for help() and inspect: each prop of TicketServiceProps a keyword defaulting to None,
-    as the type checker sees them through Unpack."""
+    """TicketService's signature for help() and inspect: each prop a keyword defaulting to None, as mypy sees it."""
     signature = inspect.signature(TicketService.__init__)
     own = [each for each in signature.parameters.values() if each.kind is not inspect.Parameter.VAR_KEYWORD]
     hints = typing.get_type_hints(TicketServiceProps)
@@ -302,8 +296,7 @@ def _id_part(construct_id: str, label: str) -> str:
 
 
 def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
-    """The config as the function runs it, each changed layout above its fence (tickets_deploy.ledger.applied);
-    without a readable ledger, as written (the ledger check stops synthesis then)."""
+    """The config as the function runs it (tickets_deploy.ledger.applied); without a ledger, as written (refused)."""
     try:
         path = find_ledger(scope)
     except LedgerError:
