@@ -1,4 +1,1 @@
-"""`python -m bench`: Tickets measured side by side with a bare single-UpdateItem baseline.
-
-See bench/README.md for what is measured and how.
-"""
+"""`python -m bench`: Tickets measured side by side with a bare baseline (bench/README.md)."""

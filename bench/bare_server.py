@@ -1,9 +1,5 @@
-"""Loopback HTTP servers that answer every request with one constant body, Nagle's algorithm off.
-
-`python -m bench.bare_server` is the floor a local server's answer is measured against (bench/local.py): a constant
-JSON on every keep-alive GET (and POST), in a process of its own as the test kit's server is; it prints its port and
-serves until its standard input closes. `serving` runs one in a thread (bench/ssm_stub.py's SSM stand-in).
-"""
+"""Loopback HTTP servers answering every request with one constant body, Nagle's algorithm off; `python -m
+bench.bare_server` (the floor of bench/local.py) prints its port and serves until its standard input closes."""
 
 from __future__ import annotations
 
@@ -19,14 +15,13 @@ ANSWER = b'{"key":"bare","ticket":1}'
 
 
 def connect(url: str) -> HTTPConnection:
-    """A keep-alive connection to the server at `url` (opened by its first request)."""
     parts = urlsplit(url)
     return HTTPConnection(parts.hostname or "", parts.port, timeout=10)
 
 
 @contextmanager
 def serving(answer: bytes = ANSWER, content_type: str = "application/json") -> Iterator[str]:
-    """A server answering `answer` to every request, on a thread, while open; yields its URL."""
+    """A server on a thread answering `answer` to every request, while open; yields its URL."""
 
     class Constant(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive
@@ -40,7 +35,7 @@ def serving(answer: bytes = ANSWER, content_type: str = "application/json") -> I
             self.end_headers()
             self.wfile.write(answer)
 
-        do_POST = do_GET  # a client's POST (TicketsClient.next, an SSM call) gets the same answer
+        do_POST = do_GET  # TicketsClient.next and SSM's calls POST
 
         def log_message(self, *args: object) -> None:
             pass

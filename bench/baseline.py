@@ -1,8 +1,7 @@
-"""THE BASELINE, not Tickets: the bare ticket handler Tickets is measured against.
+"""THE BASELINE, not Tickets: the bare ticket handler Tickets is measured against. Never deploy this.
 
-A boto3 resource, one `update_item` with `if_not_exists`, the key from the Function URL
-path, the ticket returned as JSON. No validation, no routing, no logging, no metrics,
-no tracing: the floor Tickets is measured against. Never deploy this.
+A boto3 resource, one `update_item` with `if_not_exists`, the key from the path, the ticket as JSON; no validation,
+routing, logging, metrics or tracing.
 """
 
 import json

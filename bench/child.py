@@ -1,7 +1,5 @@
-"""Each measurement in a fresh interpreter of its own: the handler module, moto, Powertools' process-wide logger and
-the environment belong to a process, and one measurement must not colour the next. The child's stdout, where the
-handlers write log lines and EMF metrics as they do in Lambda, goes to the null device; the figures come back
-through a JSON file. `python -m bench.child MODULE RESULTS_FILE KWARGS_JSON` is the child's side."""
+"""Each measurement in a fresh interpreter (bench/README.md, Environment); `python -m bench.child MODULE RESULTS_FILE
+KWARGS_JSON` is the child's side."""
 
 from __future__ import annotations
 

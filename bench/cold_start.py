@@ -1,29 +1,49 @@
-"""Cold start (bench/README.md): a fresh `python -c` per sample imports the handler module, timed inside the child
-around the import alone, from a copy of the code asset without bytecode (as Lambda's read-only /var/task). Tickets,
-the baseline and Tickets with access rules (50 principals read from an SSM stand-in, bench/ssm_stub.py) alternate
-ABBA with the same environment."""
+"""Cold starts (bench/README.md, `cold_start_ratio`): Tickets, the baseline and Tickets with access rules from an SSM
+stand-in, each import timed in a fresh process from the asset without bytecode, ABBA; and the asset's size."""
 
 from __future__ import annotations
 
+import io
+import json
 import statistics
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
+from tickets_cdk.asset import asset_contents, write_asset
+
+from .bare_server import serving
 from .environment import child_env, handler_env
-from .package import BASELINE, build_task_root
-from .ssm_stub import RULES_PRINCIPALS, ssm_stub
+
+BASELINE = Path(__file__).with_name("baseline.py")  # one file; its handler is baseline.lambda_handler
 
 TICKETS_HANDLER = "tickets.handler"
-BASELINE_HANDLER = BASELINE.stem
+RULES_PRINCIPALS = 50  # the most an organisation-wide deployment is designed for (docs/how-to/access-rules.md)
 _CHILD = """
 import importlib, sys, time
 started = time.perf_counter()
-module = importlib.import_module(sys.argv[1])
-elapsed = time.perf_counter() - started
-print(repr(elapsed))
+importlib.import_module(sys.argv[1])
+print(repr(time.perf_counter() - started))
 """
+
+
+def package_size() -> dict[str, int]:
+    """The asset as the construct builds it (tickets_cdk.asset), zipped."""
+    files = asset_contents()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, content in files.items():
+            archive.writestr(name, content)
+    return {"package_bytes": len(buffer.getvalue()), "package_files": len(files)}
+
+
+def build_task_root(destination: Path) -> Path:
+    """Both handlers' code side by side in one directory, without bytecode: what /var/task holds."""
+    write_asset(destination)
+    (destination / BASELINE.name).write_bytes(BASELINE.read_bytes())
+    return destination
 
 
 def time_import(module: str, env: dict[str, str], cwd: Path) -> float:
@@ -35,13 +55,36 @@ def time_import(module: str, env: dict[str, str], cwd: Path) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def ssm_answer() -> bytes:
+    """SSM's GetParameters answer (the function's one call at cold start, tickets/access/store.py): two parameters
+    holding the rules of RULES_PRINCIPALS role ARNs between them."""
+    rules = [
+        (f"arn:aws:iam::111122223333:role/platform/service-{n:02d}", {"issue": [f"svc{n:02d}-*"], "read": ["*"]})
+        for n in range(RULES_PRINCIPALS)
+    ]
+    half = RULES_PRINCIPALS // 2
+    parameters = [
+        {"Name": f"tickets-bench-rules-{index}", "Value": json.dumps(dict(part)), "Type": "String"}
+        for index, part in enumerate((rules[:half], rules[half:]))
+    ]
+    return json.dumps({"Parameters": parameters, "InvalidParameters": []}).encode()
+
+
 def measure(samples: int = 15) -> dict:
-    with tempfile.TemporaryDirectory(prefix="tickets-bench-task-") as directory, ssm_stub() as rules_env:
+    with (
+        tempfile.TemporaryDirectory(prefix="tickets-bench-task-") as directory,
+        serving(ssm_answer(), "application/x-amz-json-1.1") as ssm_url,
+    ):
         task_root = build_task_root(Path(directory))
         env = child_env(handler_env(), [task_root])
-        children = {  # what each child imports, with which environment
+        rules_env = {  # botocore honours AWS_ENDPOINT_URL_SSM: SSM's own latency is not in the figure
+            "AWS_ENDPOINT_URL_SSM": ssm_url,
+            "TICKETS_ACCESS_PARAMETERS": "tickets-bench-rules-0,tickets-bench-rules-1",
+            "TICKETS_ACCESS_DIGEST": "bench",
+        }
+        children = {
             "tickets": (TICKETS_HANDLER, env),
-            "baseline": (BASELINE_HANDLER, env),
+            "baseline": (BASELINE.stem, env),
             "with_rules": (TICKETS_HANDLER, {**env, **rules_env}),
         }
         for module, child_environment in children.values():  # once each first, so the OS has all in its cache
@@ -56,5 +99,4 @@ def measure(samples: int = 15) -> dict:
         "cold_start_rules_ms": {"with_rules": ms["with_rules"], "principals": RULES_PRINCIPALS},
         "cold_start_ratio": ms["tickets"] / ms["baseline"],
         "cold_start_ms": {"tickets": ms["tickets"], "baseline": ms["baseline"], "samples": samples},
-        "cold_start_pair_ratios": [t / b for t, b in zip(times["tickets"], times["baseline"])],
     }

@@ -1,13 +1,10 @@
-"""What both handlers run with in the benchmark (bench/README.md, Environment): one environment, one event, one
-context, so that neither pays for configuration the other skips."""
+"""What both handlers run with (bench/README.md, Environment): one environment, one event, one context."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,32 +13,28 @@ from tickets_deploy.config import parse_config
 from tickets_deploy.environment import handler_environment, region_settings
 
 REPO = Path(__file__).resolve().parent.parent
-# The asset root of the `tickets` this interpreter imports: lambda_src/ through the editable
-# install, or a candidate copy put first with PYTHONPATH (measured before it is applied).
+# The asset root of the `tickets` this interpreter imports: lambda_src/, or a candidate put first with PYTHONPATH.
 LAMBDA_SRC = Path(tickets.__file__).resolve().parent.parent
 REGION = "us-east-1"
-COUNTER_TABLE = "tickets-bench"
-IDEMPOTENCY_TABLE = "tickets-bench-idempotency"
+COUNTER_TABLE, IDEMPOTENCY_TABLE = "tickets-bench", "tickets-bench-idempotency"
 BASELINE_MODULE = "bench.baseline"
-
 POWERTOOLS_AS_DEPLOYED = {
     "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon outside Lambda
-    "POWERTOOLS_LOG_LEVEL": "INFO",  # what the stack leaves in force: it sets no level
+    "POWERTOOLS_LOG_LEVEL": "INFO",  # the stack sets no level
     "POWERTOOLS_METRICS_DISABLED": "false",
 }
 # Credentials that moto and the Stubber accept; nothing here ever reaches AWS.
 FAKE_AWS = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION} | {
     name: "bench" for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 }
-# Any of these would send the handlers' calls somewhere else than the Stubber or moto expect.
+# Any of these would send the handlers' calls elsewhere than the Stubber or moto.
 _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
+_EVENT = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
 
 
 def bench_config() -> dict[str, Any]:
-    """cdk.json's `tickets` config, serving keys nobody configured: the bench names keys of its own
-    (bench-writes-N, bench-load, a suite's keys), whatever the repository's strictKeys says."""
-    raw = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]["tickets"]
-    return {**raw, "strictKeys": False}
+    """cdk.json's `tickets`, serving the keys the bench names whatever the repository's strictKeys says."""
+    return {**json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]["tickets"], "strictKeys": False}
 
 
 def _config_and_region(extra_counters: dict[str, dict] | None) -> tuple[Any, str]:
@@ -50,17 +43,15 @@ def _config_and_region(extra_counters: dict[str, dict] | None) -> tuple[Any, str
     return config, next(iter(config.regions))
 
 
-def handler_env(extra_counters: dict[str, dict] | None = None) -> dict[str, str]:
-    """The variables both handlers get (laid over the current environment): the function environment the stack
-    gives cdk.json's first region, with the bench's tables and counters."""
-    config, region = _config_and_region(extra_counters)
+def handler_env() -> dict[str, str]:
+    """The function environment the stack gives cdk.json's first region, on the bench's tables."""
+    config, region = _config_and_region(None)
     function_env = handler_environment(config, region, counter_table=COUNTER_TABLE, idempotency_table=IDEMPOTENCY_TABLE)
     return {**function_env, **POWERTOOLS_AS_DEPLOYED, **FAKE_AWS}
 
 
 def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any = None) -> Any:
-    """Tickets as its function runs it (tickets.app.create_app), with handler_env's settings, on the bench's tables.
-    `opaque_keys`: the keys of opaque counters' ids (tickets.opaque.secret.StoredKeys), if any."""
+    """Tickets as its function runs it (tickets.app.create_app) with handler_env's settings."""
     from tickets.app import create_app, dynamodb_client
 
     settings = region_settings(*_config_and_region(extra_counters))
@@ -68,40 +59,20 @@ def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any 
 
 
 def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
-    """A child process's full environment: ours, minus redirections, plus `variables`, importing
-    first from `python_path` (as Lambda imports from /var/task), never writing bytecode there."""
+    """Ours without _UNSET, plus `variables`, importing first from `python_path` and writing no bytecode there."""
     env = {name: value for name, value in os.environ.items() if name not in _UNSET}
     return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-@contextlib.contextmanager
-def environment(variables: dict[str, str]) -> Iterator[None]:
-    """Set `variables` (and clear redirections) in this process, restoring everything after."""
-    saved = dict(os.environ)
-    for name in _UNSET:
-        os.environ.pop(name, None)
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-_EVENT_TEMPLATE = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
 
 
 def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
     """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id."""
     from tickets_local.events import event_from
 
-    return event_from(_EVENT_TEMPLATE, path, query=query)
+    return event_from(_EVENT, path, query=query)
 
 
 def lambda_context() -> Any:
-    from tickets_local.invoker import LambdaContext  # the local server's, so there is one fake context
+    from tickets_local.invoker import LambdaContext
 
-    return LambdaContext(
-        aws_request_id=str(uuid.uuid4()),
-        invoked_function_arn=f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench",
-    )
+    arn = f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench"
+    return LambdaContext(aws_request_id=str(uuid.uuid4()), invoked_function_arn=arn)

@@ -1,5 +1,5 @@
-"""The local server (tickets_local) over real HTTP on 127.0.0.1, the client's block lease, and the test kit as a
-suite runs it (bench/README.md says what each figure times). Runs in a child process (bench.child)."""
+"""The client's block lease against the local server (tickets_local) over real HTTP on 127.0.0.1, and the test kit
+as a suite runs it (bench/README.md says what each figure times). Runs in a child process (bench.child)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,12 +19,9 @@ from .bare_server import connect
 from .environment import REPO, bench_config
 from .series import rate
 
-LOAD_THREADS, LOAD_SECONDS = 16, 4.0
 PER_REQUEST_SECONDS = 2.0
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
-LEASE_WARM_UP_SECONDS = 2.0
-LEASE_SECONDS = 5.0  # the sustained figure: at least 5 s of hand-outs
-HANDOUT_CEILING_SECONDS = 2.0
+LEASE_WARM_UP_SECONDS, LEASE_SECONDS, HANDOUT_CEILING_SECONDS = 2.0, 5.0, 2.0
 _CHUNK = 1000  # tickets taken between two looks at the clock
 KEEP_ALIVE_REQUESTS = 600  # of each: keyed, unkeyed and bare, in rounds of _ROUND
 _ROUND = 50
@@ -37,27 +33,19 @@ def measure() -> dict:
     from tickets_local.server import LocalServer
 
     with LocalServer(config=bench_config(), port=0) as server:
-        figures = _load(server.url)
-        figures.update(_per_request(server.url))
-        figures.update(_lease(server.url))
-    figures.update(_lease_handout_ceiling())
-    figures.update(measure_test_kit())
-    return figures
+        figures = _lease(server.url)
+    return {**figures, **_handout_ceiling(), **measure_test_kit()}
 
 
 def measure_test_kit(
     keep_alive_requests: int = KEEP_ALIVE_REQUESTS, user_suite_tests: int = USER_SUITE_TESTS, resets: int = RESETS
 ) -> dict:
-    """The local server as a test suite runs it: in a process of its own (LocalTickets, its default backend), side by
-    side with a bare stdlib server (bench/bare_server.py) in the same run."""
+    """The server as a test suite runs it (LocalTickets, a process of its own), beside a bare stdlib server."""
     from tickets_local.testing import LocalTickets
 
     with _bare_server() as bare_url:
-        began = time.perf_counter()
         with LocalTickets(bench_config()) as server:
-            figures = {"test_kit_start_s": time.perf_counter() - began}
-            figures.update(_keep_alive(server.url, bare_url, keep_alive_requests))
-            figures.update(_resets(server, resets))
+            figures = {**_keep_alive(server.url, bare_url, keep_alive_requests), **_resets(server, resets)}
         figures.update(_user_suite(user_suite_tests))
         figures["user_suite_bare_tests_per_s"] = _user_suite(user_suite_tests, bare_url)["user_suite_tests_per_s"]
     return figures
@@ -68,18 +56,16 @@ def _bare_server() -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.bare_server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
     )
+    assert process.stdin is not None and process.stdout is not None
     try:
-        assert process.stdout is not None
         yield f"http://127.0.0.1:{int(process.stdout.readline())}"
     finally:
-        assert process.stdin is not None
         process.stdin.close()  # it stops when its standard input closes
         process.wait(timeout=10)
 
 
 def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
-    """`next()` on one keep-alive connection, with its Idempotency-Key and without, and a bare GET on another,
-    interleaved in rounds so that the machine's moods fall on all three alike."""
+    """`next()` with and without its Idempotency-Key, and a bare GET, interleaved in rounds (`keep_alive_ratio`)."""
     from tickets_client.client import TicketsClient
 
     client = TicketsClient(url)
@@ -98,10 +84,7 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
     latencies: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(requests // _ROUND):
         for name, call in calls.items():
-            for _ in range(_ROUND):
-                began = time.perf_counter()
-                call()
-                latencies[name].append(time.perf_counter() - began)
+            latencies[name] += [_seconds(call) for _ in range(_ROUND)]
     bare.close()
     p50 = {name: _percentile(values, 0.50) for name, values in latencies.items()}
     return {
@@ -115,27 +98,21 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
 
 
 def _resets(server: Any, resets: int) -> dict:
-    """What a reset costs a test: `reset()` and the `next()` after it (where the server empties its tables and
-    builds its handler anew, reset_mark.py), against a `next()` without a reset before it, alternating, each after
-    a request that left something to empty. Every ticket after a reset is checked to be the key's first."""
+    """`reset()` and the `next()` after it against a `next()` alone, alternating (`reset_p50_ms`)."""
     from tickets_client.client import TicketsClient
 
     client = TicketsClient(server.url)
-    calls, after, alone = [], [], []
+    timed: dict[str, list[float]] = {"call": [], "after": [], "alone": []}
     for _ in range(resets):
         client.next("bench-reset")
         began = time.perf_counter()
         server.reset()
-        called = time.perf_counter()
+        timed["call"].append(time.perf_counter() - began)
         first = client.next("bench-reset")
-        after.append(time.perf_counter() - began)
-        calls.append(called - began)
+        timed["after"].append(time.perf_counter() - began)
         if first != [1]:
             raise AssertionError(f"after a reset, the first ticket of a key is {first}, not [1]")
-        began = time.perf_counter()
-        client.next("bench-reset")
-        alone.append(time.perf_counter() - began)
-    timed = {"call": calls, "after": after, "alone": alone}
+        timed["alone"].append(_seconds(lambda: client.next("bench-reset")))
     p50 = {name: 1000 * _percentile(values, 0.50) for name, values in timed.items()}
     return {
         "reset_p50_ms": p50["after"] - p50["alone"],  # the test's wait: reset() and what the next request pays more
@@ -145,14 +122,19 @@ def _resets(server: Any, resets: int) -> dict:
     }
 
 
+def _seconds(call: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def _user_suite(tests: int, bare_url: str | None = None) -> dict:
-    """bench/user_suite.py's `tests` tests in a pytest process of their own, through the pytest plugin (or, given
-    `bare_url`, against the bare server): the first test, which starts the server, apart from the rate of the rest."""
+    """bench/user_suite.py's `tests` tests in a pytest process of their own (given `bare_url`, against that)."""
     from . import user_suite
 
     with tempfile.TemporaryDirectory(prefix="tickets-bench-suite-") as directory:
@@ -179,79 +161,25 @@ def _user_suite(tests: int, bare_url: str | None = None) -> dict:
     }
 
 
-def _load(url: str) -> dict:
-    """LOAD_THREADS clients, each on a keep-alive connection of its own, ask one key for single tickets."""
-    start = threading.Barrier(LOAD_THREADS + 1)
-    tickets: list[int] = []
-    latencies: list[float] = []
-    failures: list[str] = []
-
-    def client() -> None:
-        connection = connect(url)
-        start.wait()
-        deadline = time.perf_counter() + LOAD_SECONDS
-        while time.perf_counter() < deadline:
-            began = time.perf_counter()
-            connection.request("GET", "/bench-load", headers={"Accept": "application/json"})
-            response = connection.getresponse()
-            body = response.read()
-            latencies.append(time.perf_counter() - began)
-            if response.status == 200:
-                tickets.append(json.loads(body)["ticket"])
-            else:
-                failures.append(f"{response.status} {body[:200]!r}")
-        connection.close()
-
-    threads = [threading.Thread(target=client) for _ in range(LOAD_THREADS)]
-    for thread in threads:
-        thread.start()
-    start.wait()
-    began = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - began
-    return {
-        "local_rps": len(latencies) / elapsed,
-        "local_p50_ms": 1000 * _percentile(latencies, 0.50),
-        "local_p99_ms": 1000 * _percentile(latencies, 0.99),
-        "local_requests": len(latencies),
-        "local_duplicates": len(tickets) - len(set(tickets)),
-        "local_failures": len(failures),
-        "local_failure_sample": failures[:3],
-        "local_threads": LOAD_THREADS,
-    }
-
-
-def _per_request(url: str) -> dict:
-    from tickets_client.client import TicketsClient
-
-    client = TicketsClient(url)
-    issued: list[int] = []
-    per_second = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
-    if any(b <= a for a, b in zip(issued, issued[1:])):
-        raise AssertionError("one request per ticket: tickets did not increase")
-    return {"per_request_tickets_per_s": per_second}
-
-
 def _lease(url: str) -> dict:
+    """The lease's figures, and a block's and a ticket's request beside them (bench/README.md)."""
     from tickets_client.client import MAX_BLOCK, TicketsClient
     from tickets_client.lease import TicketLease
 
     client = TicketsClient(url)
-    block_latencies = []
-    for _ in range(5):  # what one block of the most tickets a request may take costs here
-        began = time.perf_counter()
-        client.block("bench-block-latency", MAX_BLOCK, idempotent=False)
-        block_latencies.append(time.perf_counter() - began)
+    block_latencies = [_seconds(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
+    issued: list[int] = []
+    per_request = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
+    if any(b <= a for a, b in zip(issued, issued[1:])):
+        raise AssertionError("one request per ticket: tickets did not increase")
     lease = TicketLease(client, "bench-lease", block_size=LEASE_START_BLOCK)
-    # The lease sizes its blocks itself: the warm-up is where it grows from LEASE_START_BLOCK.
     warm_up = _drain(lease, LEASE_WARM_UP_SECONDS)
     sustained = _drain(lease, LEASE_SECONDS, warm_up.next_ticket)
     settled, sizes = lease.current_block_size, lease.block_sizes
     unused = lease.close()
     return {
+        "per_request_tickets_per_s": per_request,
         "lease_tickets_per_s": sustained.taken / sustained.seconds,
-        "lease_tickets": sustained.taken,
         "lease_seconds": round(sustained.seconds, 2),
         "lease_warm_up_tickets_per_s": warm_up.taken / warm_up.seconds,
         "lease_warm_up_seconds": round(warm_up.seconds, 2),
@@ -264,6 +192,16 @@ def _lease(url: str) -> dict:
     }
 
 
+def _handout_ceiling() -> dict:
+    """The lease with blocks from memory, once the server is closed."""
+    from tickets_client.lease import TicketLease
+
+    lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
+    ceiling = _drain(lease, HANDOUT_CEILING_SECONDS)
+    lease.close()
+    return {"lease_handout_ceiling_per_s": ceiling.taken / ceiling.seconds}
+
+
 class _InstantBlocks:
     """A block source in memory: what the lease alone can hand out when a block costs nothing."""
 
@@ -273,18 +211,8 @@ class _InstantBlocks:
     def block(self, key: Any, count: int, *, idempotent: bool = True) -> Any:
         from tickets_client.client import Block
 
-        block = Block(self._last + 1, self._last + count, 1, count)
         self._last += count
-        return block
-
-
-def _lease_handout_ceiling() -> dict:
-    from tickets_client.lease import TicketLease
-
-    lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
-    drained = _drain(lease, HANDOUT_CEILING_SECONDS)
-    lease.close()
-    return {"lease_handout_ceiling_per_s": drained.taken / drained.seconds}
+        return Block(self._last - count + 1, self._last, 1, count)
 
 
 class _Drained(NamedTuple):
@@ -294,19 +222,14 @@ class _Drained(NamedTuple):
 
 
 def _drain(lease: Any, seconds: float, expected_first: int | None = None) -> _Drained:
-    """Take tickets from `lease` for `seconds`, in chunks between looks at the clock. One lease on
-    a fresh single-lane key is its only consumer, so its tickets must be consecutive: each chunk is
-    compared with the range it must equal (at C speed, to keep the check out of the figure)."""
-    taken = 0
-    take = lease.next
+    """Take tickets from `lease` for `seconds`, each chunk checked to be consecutive (the key's only consumer)."""
+    taken, take = 0, lease.next
     began = time.perf_counter()
-    deadline = began + seconds
-    while time.perf_counter() < deadline:
+    while time.perf_counter() < began + seconds:
         chunk = [take() for _ in range(_CHUNK)]
         first = chunk[0] if expected_first is None else expected_first
         if chunk != list(range(first, first + _CHUNK)):
             raise AssertionError("the lease skipped, repeated or reordered tickets")
         expected_first = first + _CHUNK
         taken += _CHUNK
-    elapsed = time.perf_counter() - began
-    return _Drained(taken, elapsed, expected_first if expected_first is not None else 1)
+    return _Drained(taken, time.perf_counter() - began, expected_first if expected_first is not None else 1)

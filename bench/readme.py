@@ -11,11 +11,10 @@ from .__main__ import DEFAULT_OUT
 
 START = "<!-- bench table: `python -m bench.readme` puts bench/out/table.md here -->"
 END = "<!-- end of bench table -->"
-REPORT = Path(__file__).with_name("README.md")  # the one place the table lives
+REPORT = Path(__file__).with_name("README.md")
 
 
 def splice(readme: str, table: str) -> str:
-    """`readme` with whatever stands between the markers replaced by `table`."""
     before, start, rest = readme.partition(START)
     _, end, after = rest.partition(END)
     if not start or not end:

@@ -1,141 +1,79 @@
-"""The results three ways: a markdown table (one row per entry of ROWS), results.json, and a chart of the goals."""
+"""The results as bench/README.md's table (one row per entry of ROWS), with each goal met or missed."""
 
 from __future__ import annotations
 
-import json
-import math
-from pathlib import Path
-
-from tickets_deploy.rules import MAX_SHARDS
-
-ITEM_WRITES_PER_S = 1000  # what DynamoDB serves on one item (its per-partition write limit)
 AT_MOST, AT_LEAST = "≤", "≥"
 GOALS = {  # figure: (at most or at least, the goal, how the table writes it)
     "cold_start_ratio": (AT_MOST, 1.15, "{:.2f}"),
-    "cold_start_rules_ratio": (AT_MOST, 1.10, "{:.2f}"),  # with access rules / without
+    "cold_start_rules_ratio": (AT_MOST, 1.10, "{:.2f}"),
     "warm_ratio": (AT_MOST, 1.15, "{:.2f}"),
-    # What an opaque counter's ids add to the same plain counter's warm call (bench/opaque.py): 5% more.
     "opaque_added_one": (AT_MOST, 0.05, "{:+.0%}"),
     "opaque_added_list": (AT_MOST, 0.05, "{:+.0%}"),
-    "block_tickets_per_write": (AT_LEAST, 1_000_000, "{:,}"),
     "lease_tickets_per_s": (AT_LEAST, 1_000_000, "{:,}"),
     "lease_handout_ceiling_per_s": (AT_LEAST, 3_000_000, "{:,}"),
-    # next() with its Idempotency-Key over a bare server's keep-alive GET, p50
     "keep_alive_ratio": (AT_MOST, 5.0, "{:.0f}"),
     "reset_p50_ms": (AT_MOST, 1.0, "{:.0f} ms"),
-    "user_suite_tests_per_s": (AT_LEAST, 500, "{} tests/s"),  # a reset before each test
+    "user_suite_tests_per_s": (AT_LEAST, 500, "{} tests/s"),
 }
-# The table, a row a line as markdown writes it, formatted with the results and what markdown_table derives from
-# them (a goal's cell: goal_NAME, NAME's in GOALS).
+# The table's rows, formatted with the results and what markdown_table derives (a goal's cell: goal_NAME).
 ROWS = [
     "| cold start (import + clients), Tickets / baseline | {cold_start_ratio:.2f} ({cold_start_ms[tickets]:.0f} ms vs "
     "{cold_start_ms[baseline]:.0f} ms, median of {cold_start_ms[samples]} each) | {goal_cold_start_ratio} |",
-    "| cold start with access rules ({cold_start_rules_ms[principals]} principals read from an SSM stand-in at "
-    "import), / without rules | {cold_start_rules_ratio:.2f} ({cold_start_rules_ms[with_rules]:.0f} ms vs "
-    "{cold_start_ms[tickets]:.0f} ms; SSM's own latency not included) | {goal_cold_start_rules_ratio} |",
-    "| warm call (real event, DynamoDB stubbed, logs at INFO, audit in the metrics line), Tickets / baseline | "
-    "{warm_ratio:.2f} ({warm_us[tickets]:.0f} µs vs {warm_us[baseline]:.0f} µs, median of {warm_us[calls_each]:,} "
-    "calls each) | {goal_warm_ratio} |",
-    "| the same with `POWERTOOLS_LOG_LEVEL=WARNING` (INFO lines off; the audit stays) | "
-    "{warm_ratio_warning_logs:.2f} ({warm_us[tickets_warning_logs]:.0f} µs) | reported |",
-    "| opaque counter's warm call, one id (10 digits with a Luhn check, a busy function's: its rounds' tables full), / "
-    "the same plain counter's one ticket | {opaque_added_one:+.1%} ({opaque_us[opaque_one]:.0f} µs vs "
-    "{opaque_us[plain_one]:.0f} µs; / baseline: {opaque_ratios[opaque_one]:.2f} vs {opaque_ratios[plain_one]:.2f}; a "
-    "young function's, its tables empty: {opaque_added_one_young:+.1%}) | {goal_opaque_added_one} |",
+    "| cold start with access rules ({cold_start_rules_ms[principals]} principals from an SSM stand-in), / without | "
+    "{cold_start_rules_ratio:.2f} ({cold_start_rules_ms[with_rules]:.0f} ms vs {cold_start_ms[tickets]:.0f} ms; SSM's "
+    "own latency not included) | {goal_cold_start_rules_ratio} |",
+    "| warm call (DynamoDB stubbed, logs at INFO), Tickets / baseline | {warm_ratio:.2f} ({warm_us[tickets]:.0f} µs vs "
+    "{warm_us[baseline]:.0f} µs, median of {warm_us[calls_each]:,} calls each) | {goal_warm_ratio} |",
+    "| opaque counter's warm call, one id (its tables full), / the plain counter's | {opaque_added_one:+.1%} "
+    "({opaque_us[opaque_one]:.0f} µs vs {opaque_us[plain_one]:.0f} µs; / baseline: {opaque_ratios[opaque_one]:.2f} vs "
+    "{opaque_ratios[plain_one]:.2f}; a young function's, its tables empty: {opaque_added_one_young:+.1%}) | "
+    "{goal_opaque_added_one} |",
     "| the same, a list of {opaque_us[list]:,} ids / {opaque_us[list]:,} tickets | {opaque_added_list:+.0%} "
     "({opaque_us[opaque_list]:,.0f} µs vs {opaque_us[plain_list]:,.0f} µs: {opaque_per_id_us:.2f} µs an id; median "
     "of {opaque_us[list_calls_each]:,} calls each; 5% is {opaque_five_percent_us:.0f} µs, and one pass of an add and "
     "a modulo over {opaque_us[list]:,} tickets takes Python {opaque_one_pass_us:.0f} µs: an id takes ten) | "
     "{goal_opaque_added_list} |",
-    "| DynamoDB writes per ticket, count = {write_counts} (counted) | {writes_measured} (a counter's first request: "
-    "{first_writes}; {sharded[shards]} shards: {sharded[writes_per_ticket]:g} once its lanes exist) | {writes_goal} "
-    "{writes_mark} |",
-    "| tickets per DynamoDB write, one range block of {block_count:,} (counted) | {block_tickets_per_write:,.0f} | "
-    "{goal_block_tickets_per_write} |",
-    f"| per-key ceiling at ~{ITEM_WRITES_PER_S:,} writes/s per item: baseline (one ticket per write) | "
-    "{per_key_ceiling[baseline]:,.0f} tickets/s | reported |",
-    "| per-key ceiling, Tickets, count = {top_count}, 1 shard | {ceiling_one_shard:,.0f} tickets/s | reported |",
-    f"| per-key ceiling, Tickets, count = {{top_count}}, {MAX_SHARDS} shards | {{ceiling_most_shards:,.0f}} "
-    "tickets/s | reported |",
-    "| block lease against the local server, one process, sustained over {lease_seconds:.0f} s | "
-    "{lease_tickets_per_s:,.0f} tickets/s (the {lease_warm_up_seconds:.0f} s before, while the lease grew its blocks: "
+    "| block lease against the local server, sustained over {lease_seconds:.0f} s | {lease_tickets_per_s:,.0f} "
+    "tickets/s (the {lease_warm_up_seconds:.0f} s before, while the lease grew its blocks: "
     "{lease_warm_up_tickets_per_s:,.0f}/s) | {goal_lease_tickets_per_s} |",
-    "| block sizes the lease took (from `block_size` = {lease_start_block:,}), and left unused at close | "
-    "{block_sizes}; settled at {lease_block_size_settled:,}; {lease_unused_at_close:,} unused | reported |",
+    "| block sizes the lease took (from {lease_start_block:,}), and left unused at close | {block_sizes}; settled at "
+    "{lease_block_size_settled:,}; {lease_unused_at_close:,} unused | reported |",
     "| lease hand-out alone (blocks from memory) | {lease_handout_ceiling_per_s:,.0f} tickets/s | "
     "{goal_lease_handout_ceiling_per_s} |",
-    "| one range block of {lease_block_request_count:,} from the local server (memory backend) | "
-    "{lease_block_request_ms:.0f} ms (one request per ticket instead: {per_request_tickets_per_s:,.0f} tickets/s) | "
-    "reported |",
-    "| local server, {local_threads} clients on one key | {local_rps:,.0f} requests/s, p99 {local_p99_ms:.0f} ms, "
-    "{local_duplicates} duplicates ({local_failures} failed requests) | 0 duplicates {duplicates_mark} |",
-    "| the test kit's server, one client on a keep-alive connection: `next()` with its Idempotency-Key / a bare stdlib "
-    "server's keep-alive GET (a constant JSON, Nagle off), interleaved, p50 | {keep_alive_ratio:.1f} "
-    "({keep_alive_p50_ms:.2f} ms vs {bare_get_p50_ms:.2f} ms; p99 {keep_alive_p99_ms:.1f} ms; without an "
-    "Idempotency-Key: p50 {keep_alive_unkeyed_p50_ms:.2f} ms) | {goal_keep_alive_ratio} |",
-    "| the test kit's reset() as a suite calls it before each test (every table emptied, the handler built anew): "
-    "reset() and the `next()` after it, over a `next()` alone, p50 | {reset_p50_ms:.2f} ms (reset() "
-    "{reset_call_p50_ms:.3f} ms, a mark the server reads; the next() after it {reset_next_p50_ms:.2f} ms, without a "
-    "reset {reset_alone_p50_ms:.2f} ms) | {goal_reset_p50_ms} |",
-    "| a user's suite: {user_suite_tests} single-ticket pytest tests through the pytest plugin "
-    "(`tickets_fresh_server`, `tickets_client`: a reset before each test) | {user_suite_tests_per_s:,.0f} tests/s "
-    "(the same tests against the bare server: {user_suite_bare_tests_per_s:,.0f}/s; the first test, with the "
-    "server's start: {user_suite_start_s:.2f} s) | {goal_user_suite_tests_per_s} |",
+    "| one range block of {lease_block_request_count:,} from the local server | {lease_block_request_ms:.0f} ms (one "
+    "request per ticket instead: {per_request_tickets_per_s:,.0f} tickets/s) | reported |",
+    "| the test kit's server on a keep-alive connection: `next()` with its Idempotency-Key / a bare server's GET, p50 "
+    "| {keep_alive_ratio:.1f} ({keep_alive_p50_ms:.2f} ms vs {bare_get_p50_ms:.2f} ms; p99 {keep_alive_p99_ms:.1f} ms; "
+    "without an Idempotency-Key: p50 {keep_alive_unkeyed_p50_ms:.2f} ms) | {goal_keep_alive_ratio} |",
+    "| the test kit's reset() before a test: reset() and the `next()` after it, over a `next()` alone, p50 | "
+    "{reset_p50_ms:.2f} ms (reset() {reset_call_p50_ms:.3f} ms, a mark the server reads; the next() after it "
+    "{reset_next_p50_ms:.2f} ms, without a reset {reset_alone_p50_ms:.2f} ms) | {goal_reset_p50_ms} |",
+    "| a user's suite: {user_suite_tests} single-ticket tests through the pytest plugin, a reset before each | "
+    "{user_suite_tests_per_s:,.0f} tests/s (the same tests against the bare server: {user_suite_bare_tests_per_s:,.0f}"
+    "/s; the first test, with the server's start: {user_suite_start_s:.2f} s) | {goal_user_suite_tests_per_s} |",
     "| zipped Lambda code asset | {package_kb:.1f} KB ({package_files} files; Powertools comes from AWS's layer) | "
-    "reported (what a cold start pays is measured above) |",
+    "reported |",
 ]
 
 
-def per_key_ceiling(writes_per_ticket: dict[int, float], baseline_writes_per_ticket: float) -> dict:
-    """Tickets/s one key sustains: ITEM_WRITES_PER_S / counted writes per ticket x shards (a key's lanes are items
-    of their own), for the baseline and for Tickets at each counted count, with 1 shard and the most a key may have."""
-    return {
-        "baseline": ITEM_WRITES_PER_S / baseline_writes_per_ticket,
-        "tickets": {
-            shards: {count: ITEM_WRITES_PER_S / writes * shards for count, writes in sorted(writes_per_ticket.items())}
-            for shards in (1, MAX_SHARDS)
-        },
-    }
-
-
 def goals_met(results: dict) -> dict[str, bool]:
-    met = {
+    return {
         name: results[name] <= goal if sign == AT_MOST else results[name] >= goal
         for name, (sign, goal, _) in GOALS.items()
     }
-    writes = results["writes_per_ticket"]
-    met["writes_per_ticket"] = all(math.isclose(per_ticket, 1 / int(count)) for count, per_ticket in writes.items())
-    met["local_duplicates"] = results["local_duplicates"] == 0 and results["local_failures"] == 0
-    return met
-
-
-def _mark(met: bool) -> str:
-    return "✓" if met else "✗ **missed**"
 
 
 def markdown_table(results: dict) -> str:
-    """bench/README.md's table (bench/out/table.md): every figure of one run, its goal, and the run it was."""
     met = goals_met(results)
-    writes, us, ceiling = results["writes_per_ticket"], results["opaque_us"], results["per_key_ceiling"]["tickets"]
-    top = max(writes, key=int)
-    first = set(results["first_request_writes"].values())
+    us = results["opaque_us"]
     derived = {
-        "write_counts": " / ".join(map(str, writes)),
-        "writes_measured": " / ".join(f"{value:g}" for value in writes.values()),
-        "writes_goal": " / ".join(f"{1 / int(count):g}" for count in writes),
-        "writes_mark": _mark(met["writes_per_ticket"]),
-        "first_writes": f"{first.pop()} write(s)" if len(first) == 1 else str(results["first_request_writes"]),
-        "top_count": top,
-        "ceiling_one_shard": ceiling[1][int(top)],
-        "ceiling_most_shards": ceiling[MAX_SHARDS][int(top)],
         "opaque_per_id_us": (us["opaque_list"] - us["plain_list"]) / us["list"],
         "opaque_five_percent_us": 0.05 * us["plain_list"],
         "block_sizes": ", ".join(f"{int(size):,} x{n}" for size, n in results["lease_block_sizes"].items()),
-        "duplicates_mark": _mark(met["local_duplicates"]),
         "package_kb": results["package_bytes"] / 1000,
     }
     for name, (sign, goal, written) in GOALS.items():
-        derived[f"goal_{name}"] = f"{sign} {written.format(goal)} {_mark(met[name])}"
+        derived[f"goal_{name}"] = f"{sign} {written.format(goal)} " + ("✓" if met[name] else "✗ **missed**")
     lines = ["| figure | measured | goal |", "| --- | --- | --- |"]
     lines += [row.format(**results, **derived) for row in ROWS]
     machine = results["machine"]
@@ -145,34 +83,3 @@ def markdown_table(results: dict) -> str:
         f"load average {machine['load_average_at_start'][0]:.1f} at the start.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def write_json(results: dict, path: Path) -> None:
-    path.write_text(json.dumps({**results, "goals_met": goals_met(results)}, indent=2, sort_keys=True) + "\n")
-
-
-def write_chart(results: dict, path: Path) -> None:
-    """Each goal's figure as a share of its goal (at most: measured / goal; at least: goal / measured), so that 1 is
-    the goal and every bar under it a goal met."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    met = goals_met(results)
-    shares = {
-        name: results[name] / goal if sign == AT_MOST else goal / results[name]
-        for name, (sign, goal, _) in GOALS.items()
-    }
-    figure, axes = plt.subplots(figsize=(11, 6))
-    axes.barh(list(shares), list(shares.values()), color=["#2e8b57" if met[name] else "#c0392b" for name in shares])
-    for row, share in enumerate(shares.values()):
-        axes.text(share, row, f" {share:.2f}", va="center", fontsize=9)
-    axes.axvline(1.0, color="black", linestyle="--")
-    axes.set_xscale("log")
-    axes.invert_yaxis()
-    axes.set_xlabel("measured / goal (at least: goal / measured); log; 1 is the goal, lower is better")
-    axes.set_title("Tickets' goals in one `python -m bench` run (green: met, red: missed; bench/out/table.md)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)

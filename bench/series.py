@@ -1,14 +1,5 @@
-"""Series numbers per second against the local server, beside plain tickets (docs/reference/series.md).
-
-One client (`TicketsClient`, one keep-alive connection) asks, for SECONDS each, in turn:
-- plain tickets: `next()` without an Idempotency-Key (one conditional UpdateItem a ticket);
-- tickets with an Idempotency-Key (the client's default: three writes a ticket);
-- series numbers: `series()` (always with an Idempotency-Key: four calls a number, docs/explanation/series.md).
-Every series number is checked afterwards: the audit (tickets_admin.journal) must be clean.
-
-    python -m bench.series                          # the local server on its embedded moto
-    python -m bench.series --endpoint-url URL       # on a DynamoDB-compatible endpoint (dynalite)
-"""
+"""`python -m bench.series [--endpoint-url URL] [--seconds S]`: series numbers per second beside plain tickets
+(bench/README.md#series-numbers-beside-plain-tickets); then the series' audit must be clean."""
 
 from __future__ import annotations
 
@@ -27,6 +18,7 @@ CONFIG = {
 
 
 def measure(endpoint_url: str | None = None, seconds: float = SECONDS) -> dict[str, Any]:
+    from tickets_admin.journal import SeriesTable
     from tickets_client import TicketsClient
     from tickets_local.server import LocalServer
 
@@ -39,19 +31,21 @@ def measure(endpoint_url: str | None = None, seconds: float = SECONDS) -> dict[s
             "tickets with an Idempotency-Key": rate(lambda: client.next("orders"), seconds),
             "series numbers": rate(lambda: client.series("invoices", ref="bench"), seconds),
         }
-        audit = _audit(server)
-    plain = rates["plain tickets (no Idempotency-Key)"]
+        audits = SeriesTable(server.app.dynamodb, server.deployment.series_table).audit("invoices")
+    lines = [line for result in audits for line in result.lines()]
+    if not all(result.clean for result in audits):
+        raise SystemExit("the audit found numbers unaccounted or recorded twice:\n" + "\n".join(lines))
     return {
         "backend": endpoint_url or "moto (embedded)",
         "per_second": {name: round(value, 1) for name, value in rates.items()},
-        "series_over_plain": round(rates["series numbers"] / plain, 2),
-        "audit": audit,
+        "series_over_plain": round(rates["series numbers"] / rates["plain tickets (no Idempotency-Key)"], 2),
+        "audit": lines,
     }
 
 
 def rate(call: Any, seconds: float) -> float:
     """Calls of `call` per second over `seconds`, after 20 calls that warm it up."""
-    for _ in range(20):  # warm: first calls build clients, tables' items
+    for _ in range(20):
         call()
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -60,23 +54,10 @@ def rate(call: Any, seconds: float) -> float:
     return count / (time.perf_counter() - start)
 
 
-def _audit(server: Any) -> list[str]:
-    from tickets_admin.journal import SeriesTable
-
-    audits = SeriesTable(server.app.dynamodb, server.deployment.series_table).audit("invoices")
-    lines = [line for result in audits for line in result.lines()]
-    if not all(result.clean for result in audits):
-        raise SystemExit("the audit found numbers unaccounted or recorded twice:\n" + "\n".join(lines))
-    return lines
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.series", description=__doc__.splitlines()[0])
-    parser.add_argument("--endpoint-url", default=None)
-    parser.add_argument("--seconds", type=float, default=SECONDS)
-    args = parser.parse_args()
-    print(json.dumps(measure(args.endpoint_url, args.seconds), indent=2))
-
-
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.series", description="Series numbers per second beside plain tickets."
+    )
+    parser.add_argument("--endpoint-url", default=None, help="a DynamoDB-compatible endpoint (default: embedded moto)")
+    parser.add_argument("--seconds", type=float, default=SECONDS, help=f"per figure (default: {SECONDS})")
+    print(json.dumps(measure(**vars(parser.parse_args())), indent=2))

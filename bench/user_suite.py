@@ -1,10 +1,5 @@
-"""A user's suite of single-ticket tests, through the pytest plugin as a user's suite runs it: each test takes
-`tickets_fresh_server` (a reset before it) and `tickets_client`, and checks that its first ticket is 1. bench/local.py
-runs it in a pytest process of its own (`-p bench.user_suite`: these hooks time it) and reads what they wrote.
-
-With SUITE_BARE set (a bare server's URL, bench/bare_server.py), each test instead GETs that server's constant JSON
-on one keep-alive connection, with no server of ours and no reset: what pytest itself allows here.
-"""
+"""A user's suite of single-ticket tests (bench/README.md, `user_suite_tests_per_s`), run by bench/local.py with
+`-p bench.user_suite` (these hooks time it); with SUITE_BARE, against the bare server instead."""
 
 from __future__ import annotations
 
@@ -59,7 +54,7 @@ def pytest_runtest_logfinish() -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """The first test (with the server's start) apart, then the rate of every test after it."""
+    """The first test (with the server's start) apart from the rest."""
     if os.environ.get(SUITE_RESULTS) and len(_ended) > 1:
         first, rest = _ended[0] - _began[0], _ended[-1] - _began[1]
         figures = {"tests": len(_ended), "failed": session.testsfailed, "first_s": first, "rest_s": rest}

@@ -1,6 +1,5 @@
-"""Warm invocations (bench/README.md): each handler, already loaded in this one child process, answers real
-Function URL events with DynamoDB answered by botocore's Stubber on its own client (no I/O; everything else runs).
-The handlers' rounds alternate, each call is timed on its own, and every answer is checked."""
+"""Warm invocations (bench/README.md, `warm_ratio`): both handlers on real events, DynamoDB answered by botocore's
+Stubber, in alternating rounds, every call timed alone and every answer checked."""
 
 from __future__ import annotations
 
@@ -22,24 +21,20 @@ def plain_answer(key: str, tickets: range) -> dict[str, Any]:
 
 
 class StubbedHandler:
-    """A handler whose DynamoDB client answers from a queue of canned UpdateItem responses; each call asks for
-    `count` tickets of `key`, and must answer what `answer(key, tickets)` says."""
+    """A handler on stubbed UpdateItem answers; each call asks for `count` tickets of `key` and must answer `answer`."""
 
-    def __init__(self, handler: Callable[[dict, Any], dict], client: Any, *, key=KEY, count=1, answer=plain_answer):
+    def __init__(self, handler: Callable, client: Any, *, key=KEY, count=1, answer=plain_answer, lane=True):
         from botocore.stub import Stubber
 
-        self.handler, self.key, self.count, self.answer = handler, key, count, answer
+        self.handler, self.key, self.count, self.answer, self._lane = handler, key, count, answer, lane
         self._stubber = Stubber(client)
         self._stubber.activate()
-        self._lane = True  # Tickets' item is a lane's, with its step
         self._next_last = 5000
 
     @classmethod
     def baseline(cls, key: str = KEY) -> StubbedHandler:
         module = importlib.import_module(BASELINE_MODULE)
-        baseline = cls(module.lambda_handler, module.table.meta.client, key=key)
-        baseline._lane = False  # its item holds the last ticket alone
-        return baseline
+        return cls(module.lambda_handler, module.table.meta.client, key=key, lane=False)  # its item: the last ticket
 
     @classmethod
     def tickets(cls, app: Any = None, **kwargs: Any) -> StubbedHandler:
@@ -47,14 +42,11 @@ class StubbedHandler:
         return cls(app.lambda_handler, app.dynamodb, **kwargs)
 
     def queue(self, calls: int) -> list[range]:
-        """Queue one answer per call (each its own dict: the resource layer rewrites answers in
-        place); returns the tickets the calls must hand out."""
+        """An answer per call (each its own dict: the resource layer rewrites them); the tickets the calls must give."""
         expected = []
         for _ in range(calls):
             self._next_last += self.count
-            attributes = {"last": {"N": str(self._next_last)}}
-            if self._lane:
-                attributes["step"] = {"N": "1"}
+            attributes = {"last": {"N": str(self._next_last)}, **({"step": {"N": "1"}} if self._lane else {})}
             self._stubber.add_response("update_item", {"Attributes": attributes}, expected_params=None)
             expected.append(range(self._next_last - self.count + 1, self._next_last + 1))
         return expected
@@ -72,8 +64,7 @@ class StubbedHandler:
             results.append(result)
         self._stubber.assert_no_pending_responses()
         for result, tickets in zip(results, expected):  # the timed calls must be real successes
-            body = json.loads(result["body"])
-            if result["statusCode"] != 200 or body != self.answer(self.key, tickets):
+            if result["statusCode"] != 200 or json.loads(result["body"]) != self.answer(self.key, tickets):
                 raise AssertionError(f"a warm call did not issue tickets {tickets}: {result}")
         return durations
 
@@ -90,30 +81,6 @@ def median_us(rounds: int, variants: dict[str, Callable[[], list[float]]]) -> di
 
 
 def measure(rounds: int = 8, calls: int = 500) -> dict:
-    """Both handlers in one interpreter, and Tickets again with its log level at WARNING (POWERTOOLS_LOG_LEVEL) in
-    the same rounds: what INFO logging costs (the audit of each issuance is in the metrics line, at any level)."""
-    from tickets.runtime import logger
-
     baseline, tickets = StubbedHandler.baseline(), StubbedHandler.tickets()
-
-    def at_level(level: str) -> Callable[[], list[float]]:
-        def run_round() -> list[float]:
-            logger.setLevel(level)
-            return tickets.run_round(calls)
-
-        return run_round
-
-    us = median_us(
-        rounds,
-        {
-            "baseline": lambda: baseline.run_round(calls),
-            "tickets": at_level("INFO"),
-            "tickets_warning_logs": at_level("WARNING"),
-        },
-    )
-    logger.setLevel("INFO")
-    return {
-        "warm_ratio": us["tickets"] / us["baseline"],
-        "warm_ratio_warning_logs": us["tickets_warning_logs"] / us["baseline"],
-        "warm_us": {**us, "calls_each": rounds * calls},
-    }
+    us = median_us(rounds, {"baseline": lambda: baseline.run_round(calls), "tickets": lambda: tickets.run_round(calls)})
+    return {"warm_ratio": us["tickets"] / us["baseline"], "warm_us": {**us, "calls_each": rounds * calls}}

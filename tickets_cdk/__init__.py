@@ -1,11 +1,6 @@
-"""Tickets as a CDK construct library: `TicketService` (the tables, the function and its URL) for any CDK
-app, with `TicketAlarms` and `TicketDashboard` as opt-in parts. Any app that contains a TicketService is
-checked against its deployment ledger (tickets.lock.json beside its cdk.json) when it synthesises;
-`python -m tickets_cdk init` writes the first one. docs/how-to/use-the-construct.md shows how to use it.
-
-The constructs are imported on first use, so `tickets_cdk.__version__` and `python -m tickets_cdk --help` do
-not load aws_cdk. aws-cdk-lib and constructs come with the distribution's `cdk` extra only
-(`pip install 'tickets-server[cdk]'`): without them, importing this package says so.
+"""Tickets as a CDK construct library (docs/how-to/use-the-construct.md): `TicketService`, with `TicketAlarms` and
+`TicketDashboard` opt-in, imported on first use so that `tickets_cdk.asset` (the bench's) does not start jsii.
+aws-cdk-lib comes with the `cdk` extra only: without it, importing this package says so.
 """
 
 from __future__ import annotations
@@ -15,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tickets import __version__
 
-CDK_EXTRA_INSTALL = "pip install 'tickets-server[cdk]'"  # from a checkout: pip install '/path/to/tickets[cdk]'
+CDK_EXTRA_INSTALL = "pip install 'tickets-server[cdk]'"
 _MISSING = [name for name in ("aws_cdk", "constructs") if importlib.util.find_spec(name) is None]
 if _MISSING:
     raise ModuleNotFoundError(

@@ -30,28 +30,21 @@ APP_TIMEOUT_SECONDS = 600
 
 
 class InitError(Exception):
-    """Why no ledger was written; the message says what to do."""
+    """Why no ledger was written, and what to do."""
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_cdk",
-        description=f"Start a deployment: run the CDK app of the cdk.json in DIR once (its `app` command, with "
-        f"its context) to learn which TicketService it declares, then write their first ledger ({LEDGER_FILE}, "
-        "beside cdk.json). Run once, before the first deploy, and commit the ledger with cdk.json; synthesis "
-        "refuses to run without it and keeps it from then on. It never replaces a ledger that records a deployment.",
+        description=f"Run the CDK app of DIR's cdk.json once to learn its TicketServices, then write their first "
+        f"ledger ({LEDGER_FILE}, beside cdk.json), before the first deploy; commit it with cdk.json (synthesis needs "
+        "it). A ledger that records a deployment is never replaced.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("command", choices=["init"], help="init: write the first ledger")
-    parser.add_argument(
-        "--dir", type=Path, default=Path.cwd(), help="the app's directory, with its cdk.json (default: here)"
-    )
+    parser.add_argument("--dir", type=Path, default=Path.cwd(), help="the app's directory (default: here)")
     parser.add_argument("--app", help="the command that runs the app (default: cdk.json's `app`)")
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="start over: replace a ledger that records no deployment (never one that does)",
-    )
+    parser.add_argument("--force", action="store_true", help="replace a ledger that records no deployment")
     args = parser.parse_args(argv)
     try:
         path, configs = init(args.dir, args.app, force=args.force)
@@ -73,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 def init(
     directory: Path, app_command: str | None = None, *, force: bool = False
 ) -> tuple[Path, dict[str, DeploymentConfig]]:
-    """Run the app in `directory` to learn its services, then write their first ledger (`force`: over one that
-    records no deployment); returns its path and the services' configs by table name."""
+    """Run the app in `directory` to learn its services and write their first ledger: its path, the configs by table."""
     cdk_json = directory.resolve() / "cdk.json"
     try:
         document = json.loads(cdk_json.read_text(encoding="utf-8"))
@@ -85,7 +77,7 @@ def init(
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InitError(f"{cdk_json}: cannot read it ({err})") from None
     context = dict(document.get("context") or {})
-    local_context = cdk_json.with_name("cdk.context.json")  # what the CLI adds to cdk.json's context
+    local_context = cdk_json.with_name("cdk.context.json")  # the CLI adds it to cdk.json's context
     if local_context.is_file():
         context = {**context, **json.loads(local_context.read_text(encoding="utf-8"))}
     explicit = context.get(LEDGER_PATH_CONTEXT)
@@ -119,8 +111,6 @@ def init(
             why = f"exited with {ran.returncode}" if ran.returncode else "declared no TicketService"
             raise InitError(f"the app ({command}) {why}; nothing was written:\n{said}")
         raw = json.loads(declared.read_text(encoding="utf-8"))
-    if not raw:
-        raise InitError(f"the app ({command}) declares no TicketService; nothing was written")
     configs = {name: parse_config(config) for name, config in raw.items()}
     init_ledger_file(path, configs, replace_undeployed=force)  # the first synthesis records the account
     return path, configs

@@ -1,11 +1,6 @@
-"""Where a TicketService keeps its access rules: SSM parameters the function reads at cold start.
-
-The rules may name principals CloudFormation resolves only at deploy (a granted role's ARN), and 50 of
-them do not fit in the function's environment beside its settings, so the construct writes them to SSM
-String parameters (standard tier: at most RULES_PARAMETER_BYTES each, whole principals per parameter) and
-gives the function their names and the rules' digest (tickets/access/store.py reads them). Parameters are
-added as grants make the rules grow; their values are computed at synthesis, once every grant is known.
-"""
+"""Where a TicketService keeps its access rules (docs/how-to/access-rules.md#where-the-function-keeps-the-rules): SSM
+String parameters, added as grants make the rules grow, written at synthesis once every grant is known (a granted
+role's ARN resolves only at deploy, and 50 principals do not fit in the function's environment)."""
 
 from __future__ import annotations
 
@@ -32,9 +27,8 @@ from tickets.access import (
 )
 from tickets_deploy.access import check_patterns, parse_rules
 
-# The longest an ARN CloudFormation resolves at deploy can be: its prefix, a path (IAM allows 512 characters)
-# and a name (64). A role or user made in the app is counted by its own path and name when they are known
-# (grantee_principal), so a parameter never overflows whatever the ARN turns out to be.
+# The longest an ARN resolved at deploy can be (IAM: a path of 512 characters, a name of 64), so a parameter never
+# overflows whatever it turns out to be; a role or user made in the app counts its own path and name (_longest_arn).
 ARN_PREFIX_BYTES = len("arn:aws-us-gov:iam::111122223333:role/")
 MAX_PATH_BYTES, MAX_NAME_BYTES = 512, 64
 TOKEN_PRINCIPAL_BYTES = ARN_PREFIX_BYTES + MAX_PATH_BYTES + MAX_NAME_BYTES
@@ -48,7 +42,7 @@ class AccessRulesStore(Construct):
         super().__init__(scope, construct_id)
         self._function = function
         self._rules: dict[str, dict[str, list[str]]] = {}
-        self._longest: dict[str, int] = {}  # a deploy-time principal's longest possible ARN, in bytes
+        self._longest: dict[str, int] = {}  # a deploy-time principal's longest ARN, in bytes
         self._parameters: list[ssm.StringParameter] = []
         for grant in rules.grants:
             for operation, patterns in grant.operations.items():
@@ -61,8 +55,8 @@ class AccessRulesStore(Construct):
     def add(
         self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
     ) -> None:
-        """Let `principal` (an ARN token at most `longest` bytes once resolved, or a principal as access rules
-        write it) do `operation` on `patterns`."""
+        """Let `principal` (as access rules write it, or an ARN token of at most `longest` bytes) do `operation` on
+        `patterns`."""
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
         keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")
@@ -90,16 +84,14 @@ class AccessRulesStore(Construct):
             string_value=lazy_string(lambda: self._value(index)),
             tier=ssm.ParameterTier.STANDARD,
         )
-        # Only the call tickets/access/store.py makes (GetParameters), on this parameter. Not grant_read: it
-        # also grants ssm:DescribeParameters, which supports no resource-level permission (IAM's service
-        # authorization reference), so on a parameter's ARN it never applies.
+        # Not grant_read: its ssm:DescribeParameters has no resource-level permission, so on an ARN it never applies.
         self._function.add_to_role_policy(
             iam.PolicyStatement(actions=[READ_RULES_ACTION], resources=[parameter.parameter_arn])
         )
         self._parameters.append(parameter)
 
     def _entries(self) -> list[tuple[str, str]]:
-        """(principal, its `"principal":{...}` JSON text), in the order the rules were given."""
+        """(principal, its `"principal":{...}` JSON text), in the rules' order."""
         return [
             (principal, json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True))
             for principal, operations in self._rules.items()
@@ -129,15 +121,13 @@ class AccessRulesStore(Construct):
         return ",".join(parameter.parameter_name for parameter in self._parameters)
 
     def _digest(self) -> str:
-        """Of the rules as CloudFormation will resolve them: a new rule, a new digest, new execution environments."""
+        """Of the rules as resolved at deploy: a new rule, a new digest, new execution environments."""
         resolved = Stack.of(self).resolve([self._value(index) for index in range(len(self._parameters))])
         return hashlib.sha256(json.dumps(resolved, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @jsii.implements(IStringProducer)
 class _Produced:
-    """A string computed at synthesis, once every grant is known (Lazy's producer)."""
-
     def __init__(self, produce: Callable[[], str]):
         self._produce = produce
 
@@ -150,8 +140,7 @@ def lazy_string(produce: Callable[[], str]) -> str:
 
 
 def grantee_principal(grantee: iam.IGrantable, label: str) -> tuple[str, int]:
-    """The principal access rules name `grantee` by, a role's or a user's ARN (possibly a deploy-time token),
-    and the longest that ARN can be once resolved."""
+    """The role's or user's ARN (perhaps a token) access rules name `grantee` by, and its longest once resolved."""
     principal = grantee.grant_principal
     arn = getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
     if arn is None and isinstance(principal, iam.ArnPrincipal) and IAM_ARN_PATTERN.fullmatch(principal.arn):
@@ -165,7 +154,7 @@ def grantee_principal(grantee: iam.IGrantable, label: str) -> tuple[str, int]:
 
 
 def _longest_arn(principal: iam.IPrincipal) -> int:
-    """A role or user made in this app: its path and name where the app fixes them (else IAM's longest)."""
+    """A role or user made in this app counts its path and name where the app fixes them."""
     resource = principal.node.default_child if isinstance(principal, (iam.Role, iam.User)) else None
     if not isinstance(resource, (iam.CfnRole, iam.CfnUser)):
         return TOKEN_PRINCIPAL_BYTES

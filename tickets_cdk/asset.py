@@ -1,6 +1,5 @@
-"""The Lambda code asset: the installed `tickets` package (where Python imports it from: site-packages after `pip
-install`, lambda_src/ in a clone), without bytecode, staged under `tickets/` as Lambda imports it. CDK hashes the
-staged files (names and bytes), so the same package gives the same asset hash on every machine.
+"""The Lambda code asset: the `tickets` package Python imports (site-packages, or lambda_src/ in a clone) without
+bytecode, under `tickets/`: the same package gives the same asset hash on every machine.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ PACKAGE = Path(tickets.__file__).resolve().parent
 
 
 def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
-    """Archive name (`tickets/...`) -> bytes, for every file of the package but its bytecode: what the function gets."""
+    """Archive name (`tickets/...`) -> bytes, for every file of the package but its bytecode."""
     return {
         f"{package.name}/{path.relative_to(package).as_posix()}": path.read_bytes()
         for path in sorted(package.rglob("*"))
@@ -27,7 +26,7 @@ def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
 
 
 def write_asset(destination: Path, package: Path = PACKAGE) -> Path:
-    """asset_contents() written under `destination` (`destination/tickets/...`), which it returns."""
+    """asset_contents() written under `destination`, which it returns."""
     for name, content in asset_contents(package).items():
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)

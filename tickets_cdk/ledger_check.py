@@ -1,14 +1,7 @@
-"""The deployment ledger, enforced by the construct itself: any app that contains a TicketService is checked
-against its ledger (tickets.lock.json beside the app's cdk.json) when it synthesises.
-
-The first TicketService adds the app's one `TicketsLedgerCheck` to its root; every service registers with it. It
-validates in the CDK's validation phase, before any template is written: every service of every stack, by table
-name (one service in several regions shares an entry, a slot per region), through
-tickets_deploy.ledger.record_services (the rollout rule included); a refusal, or no ledger, stops synthesis. Each
-stack with a service outputs `TicketsLedgerVersion`, a Lazy value resolved as the templates are written, after the
-whole app passed validation: only then, and only if something changed, is the ledger written.
-`python -m tickets_cdk init` sets DECLARE_ENV to a file: the check then writes there what the app declares.
-"""
+"""The deployment ledger, enforced by the construct itself (docs/explanation/ledger.md): the app's one
+`TicketsLedgerCheck`, at its root, validates every registered service before any template is written; each stack's
+`TicketsLedgerVersion` output, resolved once the whole app passed, writes the ledger if it changed. With DECLARE_ENV
+set (`python -m tickets_cdk init`), the check writes what the app declares to that file instead."""
 
 from __future__ import annotations
 
@@ -40,22 +33,22 @@ from tickets_deploy.services import DeclaredService, as_props, by_account, decla
 
 from .access_rules import lazy_string
 
-CHECK_ID = "TicketsLedgerCheck"  # the one check construct, a child of the app's root
-LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # context naming the ledger explicitly (cdk synth -c tickets:ledgerPath=…)
-DECLARE_ENV = "TICKETS_CDK_DECLARE"  # set by `python -m tickets_cdk init`: the file to declare the services in
+CHECK_ID = "TicketsLedgerCheck"
+LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # cdk synth -c tickets:ledgerPath=PATH
+DECLARE_ENV = "TICKETS_CDK_DECLARE"
 
 
 @jsii.implements(IValidation)
 class TicketsLedgerCheck(Construct):
-    """The app's one ledger check; found with `TicketsLedgerCheck.of(scope)`."""
+    """The app's one ledger check: `TicketsLedgerCheck.of(scope)`."""
 
     def __init__(self, root: Construct):
         super().__init__(root, CHECK_ID)
         self.registered: list[DeclaredService] = []
-        self.version: str | None = None  # the ledger version the app was synthesised with, once checked
+        self.version: str | None = None  # synthesised with, once checked
         self.ledger_path: Path | None = None
-        self.problem: str | None = None  # why the ledger refused the app, once it did
-        self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # recorded, not yet written
+        self.problem: str | None = None  # why the ledger refused the app
+        self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # path, previous, recorded
         self.node.add_validation(self)
         _say_refusals_once(self)
 
@@ -83,8 +76,7 @@ class TicketsLedgerCheck(Construct):
             return []
         try:
             path = self.ledger_path = find_ledger(self)
-            previous = read_ledger_file(path)
-            ledger = previous
+            ledger = previous = read_ledger_file(path)
             for account, group in by_account(self.registered, configs).items():
                 ledger = record_services(ledger, group, account, upgrade=True)
         except LedgerError as err:
@@ -94,13 +86,12 @@ class TicketsLedgerCheck(Construct):
             where = self.ledger_path or LEDGER_FILE
             return [f"refused by the deployment ledger {where} ({SYNTHESIS_REFUSED}):\n{self.problem}"]
         self.version = ledger.version
-        # Written once the whole app passed validation, when synthesis writes the templates (the first
-        # TicketsLedgerVersion output it resolves): a refusal anywhere in the app leaves the ledger as it was.
+        # Written by the first TicketsLedgerVersion output resolved: a refusal anywhere leaves the ledger as it was.
         self.unwritten = (path, previous, ledger) if ledger is not previous else None
         return []
 
     def written_version(self) -> str:
-        """The version synthesised with; what validation recorded written first, once (saying what is new)."""
+        """The version synthesised with, what validation recorded written first (saying what is new)."""
         if self.unwritten is not None:
             path, previous, ledger = self.unwritten
             self.unwritten = None
@@ -113,20 +104,16 @@ class TicketsLedgerCheck(Construct):
                 print(f"one-way: {said}", file=sys.stderr)
             for region, new_account in new_accounts(previous, ledger):
                 print(
-                    f"{region}: account {new_account} is new to the ledger, so its tables start empty and every "
-                    "counter starts at its start there. That is right for a deployment of its own (staging beside "
-                    "production). If it replaces a deployment in another account, run `.venv/bin/python -m "
-                    "tickets_admin export` against the old tables and `.venv/bin/python -m tickets_admin raise KEY "
-                    "--above N` here for every key before callers switch "
-                    "(docs/how-to/deploy.md#moving-to-another-account).",
+                    f"{region}: account {new_account} is new to the ledger, so its tables start empty. If it replaces "
+                    "a deployment in another account, run `tickets_admin export` on the old tables and `tickets_admin "
+                    "raise KEY --above N` here for every key (docs/how-to/deploy.md#moving-to-another-account).",
                     file=sys.stderr,
                 )
         return self.version or "unrecorded"
 
 
 def register(scope: Construct, service: DeclaredService) -> None:
-    """Add `service` (the construct `scope`) to its app's ledger check, refusing at once what could never
-    deploy or what the ledger could never accept (tickets_deploy.services.refuse_clash)."""
+    """Add `service` (the construct `scope`) to its app's ledger check, refusing a clash at once (refuse_clash)."""
     check = TicketsLedgerCheck.of(scope)
     stack = Stack.of(scope)
     refuse_clash(service, check.registered)
@@ -141,18 +128,17 @@ def register(scope: Construct, service: DeclaredService) -> None:
 
 
 def find_ledger(scope: Construct) -> Path:
-    """The ledger beside the app's cdk.json: the context tickets:ledgerPath if set; else beside the cdk.json
-    in or above the app script's directory (wherever synthesis runs from); else in or above the working
-    directory (the CDK CLI runs the app where cdk.json is; `python -c`, or a test runner installed in a
-    virtual environment, has no script of the app's)."""
+    """The ledger: at the context LEDGER_PATH_CONTEXT, else beside the cdk.json in or above the app script's
+    directory, else the working directory's (`python -c`, or an installed test runner, has no script of the app's)."""
     explicit = scope.node.try_get_context(LEDGER_PATH_CONTEXT)
     if explicit:
         return Path(str(explicit)).resolve()
     script = getattr(sys.modules.get("__main__"), "__file__", None)
-    starts = []
-    if script and not _installed(Path(script).resolve()):
-        starts.append(Path(script).resolve().parent)
-    starts.append(Path.cwd())
+    starts = [Path.cwd()]
+    if script and not any(
+        Path(script).resolve().is_relative_to(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix}
+    ):
+        starts.insert(0, Path(script).resolve().parent)  # not a tool's entry point (pytest) installed with Python
     for start in starts:
         for directory in (start, *start.parents):
             if (directory / "cdk.json").is_file():
@@ -164,15 +150,9 @@ def find_ledger(scope: Construct) -> Path:
     )
 
 
-def _installed(path: Path) -> bool:
-    """Is `path` part of a Python installation (a tool's entry point such as pytest), not an app?"""
-    return any(path.is_relative_to(Path(prefix).resolve()) for prefix in {sys.prefix, sys.base_prefix})
-
-
 def _say_refusals_once(check: TicketsLedgerCheck) -> None:
-    """When the ledger refused the app, `app.synth()` raises the CDK's validation error through jsii, whose
-    traceback (twice the message, 40 lines of kernel frames) buries the refusal: an app that does not catch
-    it (`python app.py`, `cdk synth`) prints the validation errors once, without a traceback, and exits 1."""
+    """A refusal, once, without jsii's traceback (twice the message, 40 lines of kernel frames) for an app that does
+    not catch it (`python app.py`, `cdk synth`); it still exits 1."""
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:

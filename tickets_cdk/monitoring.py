@@ -1,6 +1,4 @@
-"""What an operator watches, opt-in: alarms before users notice (crashes, throttling, counters nearing max or running
-out), and one CloudWatch dashboard per stack (what the service hands out and refuses, how fast, where it is
-throttled, how busy it is, and the state of every alarm)."""
+"""What an operator watches, opt-in: a TicketService's alarms and dashboard (docs/reference/monitoring.md)."""
 
 from __future__ import annotations
 
@@ -29,10 +27,8 @@ _ALARM_EMAIL, _ALARM_DAYS_LEFT = (
 
 
 class TicketAlarms(Construct):
-    """The alarms of one TicketService (opt-in): crashes, throttles, 500s, counters near their max and counters
-    running out. `alarm_email` (cdk.json's alarmEmail) subscribes an address to an encrypted topic every alarm
-    notifies; `alarm_days_left` (alarmDaysLeft, default 30) is CounterRunningOut's threshold; `alarms` holds
-    each alarm by its id."""
+    """The alarms of one TicketService; `alarm_email` subscribes an address to an encrypted topic every alarm
+    notifies, `alarm_days_left` is CounterRunningOut's threshold; `alarms` holds each alarm by its id."""
 
     def __init__(
         self,
@@ -88,9 +84,9 @@ class TicketAlarms(Construct):
         self._alarm(
             "CounterRunningOut",
             service.metric_counter_days_left(),
-            f"At its recent rate a counter's lane reaches its max within {days_left} days (alarmDaysLeft), for 3 "
-            "hours running; the function's logs (CounterDaysLeft, key) and `.venv/bin/python -m tickets_admin list "
-            "--rate-over 60` name the key. Raise max or plan a new key.",
+            f"A counter's lane reaches its max within {days_left} days (alarmDaysLeft) at its recent rate, for 3 "
+            "hours; its key is in the logs (CounterDaysLeft) and `tickets_admin list --rate-over 60`. Raise max or "
+            "plan a new key.",
             threshold=days_left,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=3,
@@ -99,11 +95,9 @@ class TicketAlarms(Construct):
             self._alarm(
                 "OpaqueKeyReplaced",
                 service.metric_errors("key_replaced"),
-                "The function holds another key for a key version than the one its first ids were made with (the "
-                "SSM parameter recreated?): it answers 503 for that counter. Restore the key "
-                "(docs/explanation/opaque-ids.md#a-key-is-what-it-was).",
+                "The function holds another key for a key version than its first ids' (the parameter recreated?) and "
+                "answers 503: restore the key (docs/explanation/opaque-ids.md#a-key-is-what-it-was).",
             )
-        # Every alarm above by its id, for the dashboard's alarm widget and the metrics they watch.
         self.alarms: dict[str, cloudwatch.Alarm] = {
             child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)
         }
@@ -115,8 +109,8 @@ class TicketAlarms(Construct):
         description: str,
         **condition: Any,
     ) -> cloudwatch.Alarm:
-        """An alarm on `metric`: by default when it is 1 or more in one period; `condition` overrides create_alarm's
-        threshold, comparison_operator or evaluation_periods. A period without data never alarms."""
+        """An alarm on `metric`, by default when it is 1 or more in one period (`condition` overrides create_alarm's
+        arguments); a period without data never alarms."""
         alarm = metric.create_alarm(
             self,
             construct_id,
@@ -139,7 +133,7 @@ def _notification_topic(scope: Construct, email: str) -> sns.Topic:
     key = kms.Key(scope, "TopicKey", enable_key_rotation=True, description="Tickets alarm notifications")
     key.add_to_resource_policy(_for_own_alarms(scope, ["kms:Decrypt", "kms:GenerateDataKey*"], "*"))
     topic = sns.Topic(scope, "AlarmTopic", master_key=key, enforce_ssl=True)
-    # The topic's policy (enforce_ssl writes one) replaces SNS's default policy, so it must let CloudWatch publish.
+    # enforce_ssl's policy replaces SNS's default one, which let CloudWatch publish.
     topic.add_to_resource_policy(_for_own_alarms(scope, ["sns:Publish"], topic.topic_arn))
     topic.add_subscription(subscriptions.EmailSubscription(email))
     return topic
@@ -171,32 +165,22 @@ class TicketDashboard(Construct):
         alarms: TicketAlarms | Sequence[cloudwatch.IAlarm] = (),
     ):
         super().__init__(scope, construct_id)
-        function = service.function
-        reserved_concurrency = service.config.reserved_concurrency
+        function, period, reserved = service.function, DASHBOARD_PERIOD, service.config.reserved_concurrency
         if isinstance(alarms, TicketAlarms):
             alarms = list(alarms.alarms.values())
         # No dashboard_name: CloudFormation generates one, so two stacks (or two deployments) never clash.
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", default_interval=Duration.hours(3))
 
-        issued = service.metric_tickets_issued(period=DASHBOARD_PERIOD, label="tickets issued")
-        refused = [service.metric_errors(code, period=DASHBOARD_PERIOD, label=code) for code in error_codes()]
-        duration = [
-            function.metric_duration(statistic=statistic, period=DASHBOARD_PERIOD, label=f"duration {statistic}")
-            for statistic in ("p50", "p99")
-        ]
+        issued = service.metric_tickets_issued(period=period, label="tickets issued")
+        refused = [service.metric_errors(code, period=period, label=code) for code in error_codes()]
+        duration = [function.metric_duration(statistic=p, period=period, label=f"duration {p}") for p in ("p50", "p99")]
         concurrency = function.metric(
-            "ConcurrentExecutions", statistic="Maximum", period=DASHBOARD_PERIOD, label="concurrent executions"
+            "ConcurrentExecutions", statistic="Maximum", period=period, label="concurrent executions"
         )
-        cap = (
-            [cloudwatch.HorizontalAnnotation(value=reserved_concurrency, label="reserved concurrency")]
-            if reserved_concurrency
-            else None
-        )
+        cap = [cloudwatch.HorizontalAnnotation(value=reserved, label="reserved concurrency")] if reserved else None
         table_throttled = _per_operation(service.metric_table_throttles())
         idempotency_throttled = _per_operation(service.metric_idempotency_table_throttles())
-        function_throttled = function.metric_throttles(
-            statistic="Sum", period=DASHBOARD_PERIOD, label="throttled invocations"
-        )
+        function_throttled = function.metric_throttles(statistic="Sum", period=period, label="throttled invocations")
 
         self.dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Tickets issued", left=[issued], width=12),
@@ -220,7 +204,7 @@ class TicketDashboard(Construct):
                 *(
                     cloudwatch.GraphWidget(
                         title=f"Series numbers {what}, by key and series",
-                        left=[service.metric_series(f"Series{what.capitalize()}", period=DASHBOARD_PERIOD)],
+                        left=[service.metric_series(f"Series{what.capitalize()}", period=period)],
                         width=12,
                     )
                     for what in ("issued", "voided")

@@ -1,19 +1,11 @@
-"""The resources a TicketService is made of, each built one way: its tables, the URL's CORS and invoke
-policy, a caller from another account, the customer-managed key's use by CloudWatch Logs, the Powertools
-layer, the read of the opaque ids' keys and the throttling metric (tickets_cdk/service.py wires them together)."""
+"""The resources a TicketService is made of (tickets_cdk/service.py wires them together)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import (
-    CfnDynamicReference,
-    CfnDynamicReferenceService,
-    Duration,
-    RemovalPolicy,
-    Stack,
-)
+from aws_cdk import CfnDynamicReference, CfnDynamicReferenceService, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -31,8 +23,7 @@ RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
 READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque/secret.py makes
-# What a caller of the AWS_IAM Function URL needs (function URLs created since October 2025 require both actions),
-# each action only through the URL (docs/how-to/call-from-another-account.md): its condition.
+# What a caller of the AWS_IAM Function URL needs (both, since October 2025), each only through the URL.
 URL_INVOKE_CONDITIONS = {
     "lambda:InvokeFunctionUrl": {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}},
     "lambda:InvokeFunction": {"Bool": {"lambda:InvokedViaFunctionUrl": "true"}},
@@ -60,18 +51,15 @@ def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | Non
 
 
 def powertools_layer_arn() -> str:
-    """The layer of the pinned Powertools release (POWERTOOLS_VERSION), for this runtime and architecture: a
-    dynamic reference CloudFormation resolves from Powertools' public SSM parameter in the stack's region."""
+    """The pinned Powertools release's layer for this runtime and architecture, resolved at deploy from Powertools'
+    public SSM parameter in the stack's region."""
     parameter = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{POWERTOOLS_VERSION}"
     return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 
 
 def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
-    """Where a service with opaque counters keeps their keys, an SSM SecureString parameter (its name), which the
-    function alone may read, by name (no wildcard); None without opaque counters. The construct names it and does
-    not make it (tickets_deploy/opaque_keys.py says why): `.venv/bin/python -m tickets_admin put-key` writes it. A
-    parameter encrypted with the service's encryption_key is decrypted by the function's grant on that key; with SSM's
-    own key (aws/ssm), by SSM on the function's behalf."""
+    """The name of the SSM SecureString holding the opaque counters' keys, which the function alone may read (None
+    without opaque counters); `tickets_admin put-key` writes it, not the stack (tickets_deploy/opaque_keys.py)."""
     if not has_opaque_counters(config):
         return None
     name = opaque_keys_parameter(config.table_name)
@@ -81,7 +69,7 @@ def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
 
 
 def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
-    """What a caller of the AWS_IAM Function URL needs, and nothing else; attached to callers by the operator."""
+    """What a caller of the AWS_IAM Function URL needs, for the operator to attach to callers."""
     return iam.ManagedPolicy(
         scope,
         "InvokePolicy",
@@ -94,8 +82,7 @@ def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedP
 
 
 def admit_caller(function: lambda_.Function, caller: str) -> None:
-    """The function's side of a call from another account (docs/how-to/call-from-another-account.md): both
-    actions a caller of the AWS_IAM URL needs, each only through the URL. The caller's account must allow them too."""
+    """The function's side of a call from another account (docs/how-to/call-from-another-account.md)."""
     principal = iam.AccountPrincipal(caller) if caller.isdigit() else iam.ArnPrincipal(caller)
     name = caller.replace("/", "%")  # a construct id has no "/"; IAM names have no "%"
     function.add_permission(
@@ -110,9 +97,8 @@ def admit_caller(function: lambda_.Function, caller: str) -> None:
 
 
 def allow_logs(key: kms.IKey, stack: Stack) -> None:
-    """CloudWatch Logs encrypts a log group with a customer-managed key only if the key policy lets the
-    service use it, for this account's log groups in this region (AWS's "Encrypt log data" guide). An
-    imported key has no policy the stack can change: its owner adds this statement."""
+    """Let CloudWatch Logs use the key for this account's log groups here (AWS's "Encrypt log data" guide); an
+    imported key's owner adds this statement."""
     key.add_to_resource_policy(
         iam.PolicyStatement(
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
@@ -136,14 +122,8 @@ def service_tables(
     removal_policy: RemovalPolicy,
     encryption_key: kms.IKey | None,
 ) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
-    """The counter and idempotency tables, the series table where series are configured and the workers table
-    where pools are (their logical ids in that order), each with point-in-time recovery, deletion protection
-    (unless DESTROY) and its logical id; without encryption_key, DynamoDB's default encryption (an AWS-owned key)."""
-    encrypted: dict[str, Any] = (
-        {"encryption": dynamodb.TableEncryption.CUSTOMER_MANAGED, "encryption_key": encryption_key}
-        if encryption_key is not None
-        else {}
-    )
+    """The counter, idempotency, series (with series) and workers (with pools) tables, with these logical ids, each
+    with point-in-time recovery and deletion protection (unless DESTROY)."""
 
     def table(logical_id: str, partition_key: str, **options: Any) -> dynamodb.Table:
         made = dynamodb.Table(
@@ -156,19 +136,18 @@ def service_tables(
             ),
             deletion_protection=removal_policy != RemovalPolicy.DESTROY,
             removal_policy=removal_policy,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key is not None else None,
+            encryption_key=encryption_key,
             **options,
-            **encrypted,
         )
         made.node.default_child.override_logical_id(logical_id)  # type: ignore[union-attr]
         return made
 
-    # A fixed name: after `cdk destroy` (the table is retained) a redeploy fails on the existing table
-    # instead of starting a new, empty one where every counter would begin again at its start.
+    # Fixed names: after `cdk destroy` (tables are retained) a redeploy fails on the existing table instead of
+    # starting an empty one, where every counter, series and worker id (its epoch) would begin again.
     counters = table(table_ids[0], tables.COUNTER_KEY, table_name=config.table_name)
     idempotency = table(table_ids[1], tables.IDEMPOTENCY_KEY, time_to_live_attribute=tables.IDEMPOTENCY_TTL)
-    # The series table only when series are configured, the workers table only when pools are (the series
-    # table's shape both, tickets/tables.py). Fixed names for the same reason as the counter table's: a journal
-    # is kept for good (no TTL), and a new, empty workers table would grant every id again from epoch 1.
+    # Both in the series table's shape (tickets/tables.py).
     series, workers = (
         table(
             table_id,
@@ -187,9 +166,8 @@ def service_tables(
 
 
 def throttled_requests(table: dynamodb.Table, actions: Sequence[str]) -> cloudwatch.MathExpression:
-    """Throttled requests of these actions' operations, summed. DynamoDB publishes ThrottledRequests only for an
-    operation that was throttled, and `a + b` has no value where either series has none (CDK's
-    metric_throttled_requests_for_operations sums that way): each term is filled with 0 first."""
+    """Throttled requests of these actions' operations, summed, each term filled with 0 first: DynamoDB publishes only
+    a throttled operation's, and `a + b` has no value where either has none (as CDK's own sum writes it)."""
     operations = [action.removeprefix("dynamodb:") for action in actions]
     terms = {
         operation.lower(): table.metric_throttled_requests_for_operation(

@@ -1,5 +1,4 @@
-"""TicketService: one Tickets deployment in its stack's region: the counter table, the idempotency table,
-the function and its URL; grants, metrics and the ledger check come with it."""
+"""TicketService: one Tickets deployment in its stack's region, its tables, function and URL, grants and metrics."""
 
 from __future__ import annotations
 
@@ -10,12 +9,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Unpack
 
-from aws_cdk import (
-    Duration,
-    RemovalPolicy,
-    Stack,
-    Token,
-)
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -52,12 +46,11 @@ from .resources import (
     throttled_requests,
 )
 
-# Every call the handler makes on the counter table (store.py) and the idempotency table (idempotency.py): the
-# role may make only these, and the throttle metrics sum over them.
+# Every call the handler makes on each table (tickets/store.py, tickets/idempotency.py, tickets/series/store.py,
+# tickets/workers/store.py): the role may make only these, and the throttle metrics sum over them. A series'
+# DeleteItem only removes a refused request's own item; nothing deletes a worker id's item (its epoch only grows).
 COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-# Every call tickets/series/store.py makes on the series table, and no other (no Scan, no BatchWriteItem):
-# DeleteItem only removes a refused request's own request item.
 SERIES_ACTIONS = (
     "dynamodb:GetItem",
     "dynamodb:PutItem",
@@ -65,21 +58,13 @@ SERIES_ACTIONS = (
     "dynamodb:DeleteItem",
     "dynamodb:Query",
 )
-# Every call tickets/workers/store.py makes on the workers table: a lease is one conditional UpdateItem, a search or
-# a listing a Query; nothing deletes an item (an id's epoch only grows).
 WORKERS_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:Query")
-# The props that are fields of cdk.json's `tickets` object (tickets_deploy.schema.FIELDS).
 FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService")
 
 
 class TicketService(Construct):
-    """Tickets in the region of the enclosing stack, which must name its region (Function URLs exist only in some
-    regions, and the region's slot decides which tickets it issues). Each prop named after a cdk.json field
-    (FIELD_PROPS) takes that field's value in snake_case, with its default and rule; the others, `service_name`,
-    `table_logical_ids`, `removal_policy` and `encryption_key`, the grants (`grant_*`) and the metrics (`metric_*`)
-    are in docs/reference/construct.md. Synthesis of the app checks every TicketService against the ledger beside
-    the app's cdk.json (docs/how-to/use-the-construct.md).
-    """
+    """Tickets in the region of the enclosing stack: its props (FIELD_PROPS are cdk.json's fields in snake_case),
+    grants and metrics are in docs/reference/construct.md; synthesis checks it against the app's ledger."""
 
     def __init__(
         self,
@@ -97,13 +82,11 @@ class TicketService(Construct):
         label = f"TicketService {self.node.path}"
         if Token.is_unresolved(stack.region):
             raise ValueError(
-                f"{label}: the stack {stack.stack_name} is environment-agnostic (its region is unknown until "
-                "deploy). Tickets needs the region at synthesis: Function URLs exist only in some regions, and "
-                "the region's slot decides which tickets it issues. Give the stack a region: "
+                f"{label}: the stack {stack.stack_name} is environment-agnostic; Function URLs exist only in some "
+                "regions, and its slot decides its tickets. Give the stack a region: "
                 "Stack(..., env=Environment(region='us-east-1'))."
             )
-        why_not = refusal(stack.region)
-        if why_not is not None:
+        if (why_not := refusal(stack.region)) is not None:
             raise ValueError(f"{label}: the stack's region: {why_not}")
         try:
             config = parse_props(props, stack.region, label)
@@ -129,16 +112,15 @@ class TicketService(Construct):
             self, config, all_ids, removal_policy, encryption_key
         )
 
-        # The audit trail of which request got which tickets: kept with the tables when the stack goes.
+        # The audit trail of which request got which tickets: kept with the tables.
         self.log_group = logs.LogGroup(
             self, "FunctionLogs", removal_policy=removal_policy, encryption_key=encryption_key
         )
         if encryption_key is not None:
             allow_logs(encryption_key, stack)
-        # In days, as the config checked it against CloudWatch's periods (tickets_deploy.rules.LOG_RETENTION_DAYS):
-        # set on the resource itself so that list is the only one.
+        # On the resource: the days the config checked (tickets_deploy.rules.LOG_RETENTION_DAYS), the one list.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
-        role = iam.Role(
+        self.role = role = iam.Role(
             self,
             "FunctionRole",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
@@ -149,7 +131,6 @@ class TicketService(Construct):
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[self.log_group.log_group_arn]
             )
         )
-        self.role = role
 
         self.function = lambda_.Function(
             self,
@@ -193,17 +174,12 @@ class TicketService(Construct):
             admit_caller(self.function, caller)
 
     def _grant_tables(self, role: iam.IRole) -> None:
-        """Only the calls the handler makes, only on these tables."""
-        for table, actions in (
-            (self.table, COUNTER_ACTIONS),
-            (self.idempotency_table, IDEMPOTENCY_ACTIONS),
-            (self.series_table, SERIES_ACTIONS),
-            (self.workers_table, WORKERS_ACTIONS),
+        for table, actions in zip(
+            (self.table, self.idempotency_table, self.series_table, self.workers_table),
+            (COUNTER_ACTIONS, IDEMPOTENCY_ACTIONS, SERIES_ACTIONS, WORKERS_ACTIONS),
         ):
             if table is not None:
                 table.grant(role, *actions)
-
-    # --- grants -------------------------------------------------------------------------------------
 
     def grant_issue(self, grantee: iam.IGrantable, keys: Sequence[str] | None = None) -> iam.Grant:
         """Let `grantee` take tickets of `keys` (`/{key}`, `/?key=`, `/_blocks/{key}`, the compat route)."""
@@ -226,15 +202,10 @@ class TicketService(Construct):
         return self._grant(grantee, "workers", pools)
 
     def _grant(self, grantee: iam.IGrantable, operation: str, keys: Sequence[str] | None) -> iam.Grant:
-        """Let `grantee` call the URL (SigV4): both actions a caller of an AWS_IAM Function URL needs, each only
-        through the URL (docs/how-to/call-from-another-account.md); with access rules, also a rule letting it do
-        `operation` on `keys` (None: every key, written `*`)."""
+        """Let `grantee` call the URL; with access rules, also do `operation` on `keys` (None: every key, `*`)."""
         label = f"TicketService {self.node.path}: grant_{operation}"
         if self.config.auth != "AWS_IAM":
-            raise ValueError(
-                f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public and there is nothing "
-                "to grant"
-            )
+            raise ValueError(f"{label} needs auth AWS_IAM; with auth {self.config.auth} the URL is public")
         if isinstance(keys, str):
             raise ValueError(f"{label}: keys must be a list of key patterns, got the string {keys!r}")
         if self.access_rules is not None:
@@ -252,8 +223,6 @@ class TicketService(Construct):
             for action, conditions in URL_INVOKE_CONDITIONS.items()
         )
         return url.combine(invoke)
-
-    # --- metrics ------------------------------------------------------------------------------------
 
     def metric(self, metric_name: str, *, code: str | None = None, **options: Any) -> cloudwatch.Metric:
         """One of the handler's own metrics (namespace Tickets, this service's `service` dimension)."""
@@ -278,13 +247,11 @@ class TicketService(Construct):
         return self.metric("CounterNearMax", **options)
 
     def metric_counter_days_left(self, **options: Any) -> cloudwatch.Metric:
-        """The fewest days any counter's lane has left before its max at its recent rate (the handler's
-        `CounterDaysLeft`, its Minimum over an hour): one metric for every key, whatever their number."""
+        """The fewest days any lane has left at its recent rate (`CounterDaysLeft`'s hourly Minimum), for every key."""
         return self.metric("CounterDaysLeft", **{"statistic": "Minimum", "period": Duration.hours(1), **options})
 
     def metric_series(self, metric_name: str = "SeriesIssued", **options: Any) -> cloudwatch.MathExpression:
-        """`SeriesIssued` or `SeriesVoided`, one line per key and series (series names follow the periods, so
-        a SEARCH finds them rather than a list fixed at synthesis)."""
+        """`SeriesIssued` or `SeriesVoided`, one line per key and series (a SEARCH: series names follow the periods)."""
         search = (
             f'SEARCH(\'{{{METRICS_NAMESPACE},key,series,service}} MetricName="{metric_name}" '
             f"service=\"{self.service_name}\"', 'Sum', {int(options.pop('period', METRIC_PERIOD).to_seconds())})"
@@ -296,13 +263,12 @@ class TicketService(Construct):
         return throttled_requests(self.table, COUNTER_ACTIONS)
 
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
-        """Throttled requests on the idempotency table, over every operation Powertools calls on it."""
+        """Throttled requests on the idempotency table, over every operation the handler calls on it."""
         return throttled_requests(self.idempotency_table, IDEMPOTENCY_ACTIONS)
 
 
 def _signature_with_props() -> inspect.Signature:
-    """TicketService's signature as help() and inspect show it: each prop of TicketServiceProps a keyword
-    (default None: its field's default), as the type checker sees them through Unpack."""
+    """TicketService's signature for help() and inspect: each prop a keyword defaulting to None, as mypy sees it."""
     signature = inspect.signature(TicketService.__init__)
     own = [each for each in signature.parameters.values() if each.kind is not inspect.Parameter.VAR_KEYWORD]
     hints = typing.get_type_hints(TicketServiceProps)
@@ -317,13 +283,8 @@ TicketService.__init__.__dict__["__signature__"] = _signature_with_props()  # he
 
 def error_codes() -> list[str]:
     """Every `code` the handler can put on its Errors metric: one per error class in tickets.errors."""
-    return sorted(
-        {
-            member.code
-            for member in vars(errors).values()
-            if isinstance(member, type) and issubclass(member, errors.TicketsError)
-        }
-    )
+    classes = [member for member in vars(errors).values() if isinstance(member, type)]
+    return sorted({member.code for member in classes if issubclass(member, errors.TicketsError)})
 
 
 def _id_part(construct_id: str, label: str) -> str:
@@ -335,9 +296,7 @@ def _id_part(construct_id: str, label: str) -> str:
 
 
 def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
-    """The config as the function runs it: each key whose layout changed from the start of its latest
-    epoch, above its fence (tickets_deploy.ledger.applied). Without a readable ledger, as written: the
-    ledger check stops synthesis then anyway."""
+    """The config as the function runs it (tickets_deploy.ledger.applied); without a ledger, as written (refused)."""
     try:
         path = find_ledger(scope)
     except LedgerError:

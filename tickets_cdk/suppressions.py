@@ -1,11 +1,7 @@
-"""The security checks that do not apply to a TicketService, and why, written on the resources themselves
-as AWS Solutions Constructs do, so a user's app passes its gate on the construct's resources without a
-suppression of its own: checkov reads `Metadata.checkov.skip`, cfn_nag `Metadata.cfn_nag.rules_to_suppress`,
-cdk-nag 2 `Metadata.cdk_nag.rules_to_suppress` (`applies_to` naming the finding), cdk-nag 3 the construct
-tree's acknowledged rules (aws-cdk-lib's `Validations.acknowledge`, which it reads on a resource and its
-scopes). Neither needs cdk-nag installed. docs/reference/construct.md#encryption-and-security-checks lists
-them; a check that does apply (a customer-managed key: the `encryption_key` prop) is never suppressed here.
-"""
+"""The security checks that do not apply to a TicketService, and why
+(docs/reference/construct.md#encryption-and-security-checks), on the resources themselves as AWS Solutions Constructs
+do, so a user's app needs no suppression of its own: metadata for checkov, cfn_nag and cdk-nag 2, and cdk-nag 3's
+acknowledged rules (no cdk-nag installed)."""
 
 from __future__ import annotations
 
@@ -15,35 +11,19 @@ from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
-NO_DLQ = (
-    "The function is invoked synchronously through its Function URL: the caller gets every failure as an "
-    "HTTP answer and retries it; a dead-letter queue receives only failed asynchronous invocations, of which "
-    "there are none."
-)
-NO_VPC = (
-    "The function reaches only AWS endpoints (DynamoDB, SSM, CloudWatch) over TLS with SigV4 and holds no "
-    "private network resource; a VPC would add NAT or endpoint cost and cold-start time and protect nothing."
-)
+NO_DLQ = "Invoked synchronously by its Function URL: the caller gets every failure; a DLQ gets only async ones."
+NO_VPC = "Reaches only AWS endpoints (TLS, SigV4) and no private resource: a VPC would add cost and cold-start time."
 NO_SECRET_IN_ENVIRONMENT = (
-    "The environment holds table names, counter settings and SSM parameter names, no secret: Lambda encrypts "
-    "it at rest with its own key, and a customer-managed key would protect nothing more."
+    "The environment holds names and settings, no secret; Lambda encrypts it at rest with its own key."
 )
 UNRESERVED_CONCURRENCY = (
-    "reserved_concurrency is off by default (docs/reference/construct.md#reserved-concurrency): a reservation "
-    "takes from the account's shared pool and cannot be made in a new account (limit 10); set it to cap cost or abuse."
+    "reserved_concurrency is off by default (docs/reference/construct.md#reserved-concurrency): set it to cap cost."
 )
-
-
 TRACING_NEEDS_EVERY_RESOURCE = (
-    "Active tracing: X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permission "
-    "(IAM's service authorization reference), so Lambda grants them on '*'; every other statement of the "
-    "function's role names its own log group, tables, key or parameters."
+    "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permission; every other statement "
+    "names its own log group, tables, key or parameters."
 )
-KEY_GRANT_VARIANTS = (
-    "On the one customer-managed key the tables use (encryption_key), not on '*': DynamoDB encrypts and "
-    "decrypts the items with it as the function, and the wildcard covers only that action's variants "
-    "(GenerateDataKey*, ReEncrypt*), as aws-cdk-lib's grant_encrypt_decrypt writes them."
-)
+KEY_GRANT_VARIANTS = "grant_encrypt_decrypt's GenerateDataKey* and ReEncrypt*, on the tables' one key (encryption_key)."
 # cdk-nag's findings on the function role's policy (rule, what it found) and their reasons.
 ROLE_FINDINGS = [("AwsSolutions-IAM5", "Resource::*", TRACING_NEEDS_EVERY_RESOURCE)]
 KEY_FINDINGS = [
@@ -52,8 +32,7 @@ KEY_FINDINGS = [
 
 
 def explain_role(role: iam.Role, *, encrypted: bool) -> None:
-    """The wildcards of the function role's policy that cdk-nag finds and cannot be narrowed, each with its
-    reason, on the policy itself. Called once the role has every grant the construct gives it."""
+    """The role policy's wildcards that cannot be narrowed, on the policy; called once the role has every grant."""
     policy = role.node.try_find_child("DefaultPolicy")
     assert isinstance(policy, iam.Policy), "the function's role has its statements (its logs) by now"
     resource = policy.node.default_child
@@ -67,7 +46,6 @@ def explain_role(role: iam.Role, *, encrypted: bool) -> None:
 
 
 def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> None:
-    """Every check that does not apply to the function, with the reason, on its resource."""
     checkov = [("CKV_AWS_116", NO_DLQ), ("CKV_AWS_117", NO_VPC), ("CKV_AWS_173", NO_SECRET_IN_ENVIRONMENT)]
     cfn_nag = [("W89", NO_VPC)]
     if reserved_concurrency is None:
@@ -80,6 +58,5 @@ def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> 
 
 
 def _suppress(resource: CfnResource, tool: str, entry: str, rows: list[dict[str, Any]]) -> None:
-    """Add these suppressions to the tool's metadata on the resource, keeping any already there."""
     metadata = resource.get_metadata(tool) or {}
     resource.add_metadata(tool, {**metadata, entry: [*metadata.get(entry, []), *rows]})

@@ -16,18 +16,19 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from bench import local, package, readme, report, writes
+from bench import cold_start, local, readme, report
 from bench.__main__ import DURATION
 from bench.child import run_in_child
 from bench.environment import (
     BASELINE_MODULE,
     COUNTER_TABLE,
+    IDEMPOTENCY_TABLE,
     POWERTOOLS_AS_DEPLOYED,
-    environment,
     function_url_event,
     handler_env,
     lambda_context,
 )
+from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments
 from tickets_cdk.asset import asset_contents
 from tickets_client.lease import TicketLease
 
@@ -38,22 +39,21 @@ def suite_log_level(monkeypatch):
     monkeypatch.setitem(POWERTOOLS_AS_DEPLOYED, "POWERTOOLS_LOG_LEVEL", os.environ["POWERTOOLS_LOG_LEVEL"])
 
 
-def test_counted_writes_per_ticket_are_one_per_request():
-    figures = writes.measure(counts=(1, 10, 1000), requests=3, sharded_requests=8)
-
-    assert figures["writes_per_ticket"] == {1: 1.0, 10: 1 / 10, 1000: 1 / 1000}
-    assert figures["dynamodb_calls"]["tickets count=10"] == {"UpdateItem": 3}  # no reads, nothing else
-    assert figures["baseline_writes_per_ticket"] == 1.0
-    assert figures["sharded"]["writes_per_ticket"] == 1.0  # once its lanes' items exist
-    assert figures["sharded"]["tickets"] == 8
-    assert figures["block_tickets_per_write"] == 1_000_000  # a range block of the most a request may take
-    assert figures["block_calls"] == {"UpdateItem": writes.BLOCK_REQUESTS}
-
-
-def test_baseline_handler_issues_increasing_tickets_on_moto():
-    with environment(handler_env()), mock_aws():
-        writes._create_tables()
+def test_baseline_handler_issues_increasing_tickets_on_moto_with_one_write_each(monkeypatch):
+    """Tickets' own writes per request: tests/functional/test_writes_per_ticket.py."""
+    for name, value in handler_env().items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    with mock_aws():
+        client = boto3.client("dynamodb")
+        for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
+            client.create_table(**create_table_arguments(table, key))
         baseline = importlib.import_module(BASELINE_MODULE)
+        calls: list[str] = []
+        baseline.table.meta.client.meta.events.register(
+            "provide-client-params.dynamodb", lambda model, **_: calls.append(model.name)
+        )
         answers = [
             baseline.lambda_handler(function_url_event(path), lambda_context())
             for path in ("/orders", "/orders", "/invoices", "/orders")
@@ -68,14 +68,7 @@ def test_baseline_handler_issues_increasing_tickets_on_moto():
         {"key": "orders", "ticket": 3},
     ]
     assert item["last"] == {"N": "3"}
-
-
-def test_per_key_ceiling_follows_the_counted_writes():
-    result = report.per_key_ceiling({1: 1.0, 1000: 0.001}, baseline_writes_per_ticket=1.0)
-
-    assert result["baseline"] == 1000
-    assert result["tickets"][1] == {1: 1000, 1000: 1_000_000}
-    assert result["tickets"][100] == {1: 100_000, 1000: 100_000_000}
+    assert calls == ["UpdateItem"] * 4
 
 
 def test_package_is_the_asset_cdk_would_zip(tmp_path):
@@ -83,8 +76,8 @@ def test_package_is_the_asset_cdk_would_zip(tmp_path):
 
     assert "tickets/handler.py" in files
     assert not [name for name in files if "__pycache__" in name or name.endswith(".pyc")]
-    assert 0 < package.measure()["package_bytes"] < sum(len(content) for content in files.values())
-    root = package.build_task_root(tmp_path)  # what the cold start imports: the same files, the same bytes
+    assert 0 < cold_start.package_size()["package_bytes"] < sum(len(content) for content in files.values())
+    root = cold_start.build_task_root(tmp_path)  # what the cold start imports: the same files, the same bytes
     assert {name: (root / name).read_bytes() for name in files} == files
 
 
@@ -130,7 +123,7 @@ def test_the_opaque_figures_come_from_answers_checked_against_the_counters_key()
 def test_the_readme_table_marks_each_goal_and_names_the_run():
     table = report.markdown_table(SAMPLE_RESULTS)
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    assert len(rows) == 20  # 16, the cold start with access rules, an opaque counter's one id and list, the reset
+    assert len(rows) == 13
     assert "| 1.05 (305 ms vs 290 ms; SSM's own latency not included) | ≤ 1.10 ✓ |" in next(
         row for row in rows if "with access rules" in row
     )
@@ -189,14 +182,7 @@ SAMPLE_RESULTS = {
     "cold_start_rules_ratio": 1.05,
     "cold_start_rules_ms": {"with_rules": 305, "principals": 50},
     "warm_ratio": 1.45,
-    "warm_ratio_warning_logs": 1.3,
-    "warm_us": {"tickets": 400, "baseline": 276, "tickets_warning_logs": 360, "calls_each": 4000},
-    "writes_per_ticket": {"1": 1.0, "10": 0.1, "100": 0.01, "1000": 0.001},
-    "first_request_writes": {"1": 1, "10": 1, "100": 1, "1000": 1},
-    "sharded": {"shards": 4, "writes_per_ticket": 1.0},
-    "block_tickets_per_write": 1_000_000.0,
-    "block_count": 1_000_000,
-    "per_key_ceiling": report.per_key_ceiling({1: 1.0, 1000: 0.001}, 1.0),
+    "warm_us": {"tickets": 400, "baseline": 276, "calls_each": 4000},
     "lease_tickets_per_s": 900_000.0,
     "lease_seconds": 5.0,
     "lease_warm_up_seconds": 2.0,
@@ -209,11 +195,6 @@ SAMPLE_RESULTS = {
     "lease_block_request_ms": 60.0,
     "lease_block_request_count": 1_000_000,
     "per_request_tickets_per_s": 20.0,
-    "local_threads": 16,
-    "local_rps": 90.0,
-    "local_p99_ms": 300.0,
-    "local_duplicates": 0,
-    "local_failures": 0,
     "package_bytes": 21_000,
     "package_files": 13,
     "keep_alive_requests": 600,
