@@ -27,7 +27,6 @@ class Signer:
         self._credentials = credentials  # botocore Credentials; found through the chain on first use
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
-        """`headers` plus Authorization, X-Amz-Date and, for temporary credentials, X-Amz-Security-Token."""
         # botocore takes a good part of a second to import: only signing clients pay for it
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest

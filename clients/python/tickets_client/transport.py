@@ -1,9 +1,6 @@
-"""The client's HTTP exchanges: keep-alive connections (http.client's: the least a request costs in Python), one per
-request in flight, so threads may share a client; an idle one the server closed is replaced before sending, as undici
-does: a ticket costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names
-unless NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
-bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own policy
-decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
+"""The client's HTTP exchanges on http.client keep-alive connections, one per request in flight (threads may share a
+client), an idle one the server closed replaced before sending, as undici does; proxies and CA bundles as
+docs/reference/clients.md says. No retries or redirects: every failure is an OSError or HTTPException to the client."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from urllib.parse import urlsplit
 
 
 class Transport:
-    """One origin's connections (the module says how they are kept and where they go)."""
+    """One origin's connections."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
         proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)

@@ -1,9 +1,5 @@
-/**
- * A client for a Tickets Function URL (or the local server), the Python client's twin: the same requests,
- * retries, idempotency keys and errors (docs/reference/clients.md; clients/conformance.json holds the cases both
- * clients' tests run). Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
- * retry after a lost answer gets the first answer instead of burning tickets.
- */
+/** A client for a Tickets Function URL (or the local server), the Python client's twin: docs/reference/clients.md, the
+ * rules both clients share (clients/conformance.json holds their cases). */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 
@@ -15,9 +11,7 @@ export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version
 export const BACKOFF_BASE_SECONDS = 0.1;
 export const BACKOFF_CAP_SECONDS = 5.0;
 export const MAX_RETRY_AFTER_SECONDS = 30.0; // a Retry-After beyond this is honoured only this far
-// The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
-// read the server's code; tests/unit/test_typescript_client.py checks the two agree).
-export const FUNCTION_TIMEOUT_SECONDS = 10;
+export const FUNCTION_TIMEOUT_SECONDS = 10; // lambda_src/tickets/timing.py's (tests/unit/test_typescript_client.py)
 export const IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5; // past the lock's expiry, with a margin
 export const IN_PROGRESS_MAX_ATTEMPTS = 60; // a bound on attempts too, whatever the jitter draws
 export const MAX_BLOCK = 1_000_000; // the most tickets one /_blocks request may ask for (a deployment may allow fewer)
@@ -129,10 +123,7 @@ export class TicketsClient {
     return checkedTickets(await this.issue(key, count, options), count);
   }
 
-  /**
-   * `count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order, which
-   * the ids do not show. `next` refuses an opaque counter's answer (`opaque_counter`), this a plain one's (`not_opaque`).
-   */
+  /** `count` new ids of the opaque counter `key`, in its tickets' order (`next` refuses them: `opaque_counter`). */
   async nextIds(key?: string, count = 1, options: RequestOptions = {}): Promise<string[]> {
     return checkedIds(await this.issue(key, count, options), count);
   }
@@ -195,10 +186,7 @@ export class TicketsClient {
     }
   }
 
-  /**
-   * A free worker id of `pool` (`POST /_workers/{pool}`), one Idempotency-Key (`idempotencyKey`, else a new UUID)
-   * for every attempt. A full pool is not retried: it throws PoolFull (`retryAfter`: seconds to the earliest expiry).
-   */
+  /** A free worker id of `pool`, one Idempotency-Key for every attempt; a full pool throws PoolFull, not retried. */
   async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
     const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
     const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
@@ -335,8 +323,7 @@ function workerGrant(answer: Answer): WorkerGrant {
 }
 
 function retryable(error: TicketsError, idempotent: boolean | undefined): boolean {
-  // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that
-  // answer instead of new tickets.
+  // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that answer.
   const status = error.status ?? 0;
   const busy = (status === 429 || status === 503) && error.code !== "pool_full"; // a full pool frees an id at an expiry
   return busy || inProgress(error) || (idempotent === true && (status === 502 || status === 504));
@@ -347,7 +334,7 @@ function inProgress(error: TicketsError): boolean {
   return error.status === 409 && error.code === "in_progress";
 }
 
-/** Capped exponential backoff with full jitter: spread retries so callers don't stampede. */
+/** Capped exponential backoff with full jitter. */
 export function backoff(attempt: number): number {
   return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
 }
@@ -362,11 +349,7 @@ const HTTP_DATES = [
   `(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} (?<day>[0-9 ][0-9]) ${TIME} (?<year>[0-9]{4})`,
 ].map((form) => new RegExp(`^${form}$`));
 
-/**
- * Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
- * only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a date in the past is 0. null when absent or
- * anything else (`1.5`, `-1`, `0x10`, `nan`, `inf`, a date in another form): the backoff decides.
- */
+/** Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: the Python client's retry_after. */
 export function retryAfter(header: string | null, nowMs: number = Date.now()): number | null {
   const value = (header ?? "").replace(/^[ \t]+|[ \t]+$/g, "");
   if (/^[0-9]+$/.test(value)) return Math.min(Number(value), MAX_RETRY_AFTER_SECONDS);
@@ -380,12 +363,8 @@ function httpDate(value: string, thisYear: number): number | null {
   const found = HTTP_DATES.map((form) => form.exec(value)?.groups).find((groups) => groups !== undefined);
   if (found === undefined) return null;
   let year = Number(found.year);
-  if (found.year?.length === 2) {
-    // RFC 850's two-digit year: one more than 50 years ahead is the most recent past year with those digits.
-    year += Math.floor(thisYear / 100) * 100;
-    if (year > thisYear + 50) year -= 100;
-    else if (year + 100 <= thisYear + 50) year += 100;
-  }
+  // RFC 850's two-digit year: the latest year with those digits at most 50 years ahead.
+  if (found.year?.length === 2) year = thisYear + 50 - ((thisYear + 50 - year) % 100);
   const month = MONTHS.indexOf(found.month as string);
   const [day, hour, minute, second] = [found.day, found.hour, found.minute, found.second].map(Number) as [number, number, number, number];
   const date = new Date(Date.UTC(year, month, day, hour, minute, second));
