@@ -25,30 +25,20 @@ A *.lambda-url.<region>.on.aws URL is signed with SigV4 (botocore's credentials)
 callers need lambda:InvokeFunctionUrl and lambda:InvokeFunction. `next` sends one Idempotency-Key for all
 its retries; 409 in_progress is retried for the function's {FUNCTION_TIMEOUT_SECONDS} s timeout and a margin.
 Errors print "error: <code>: <message>" on stderr and exit 1 (docs/reference/clients.md)."""
+ATTEMPTS_HELP = f"""attempts per request for 429, 503, lost connections and (next only) 502 and 504 (default: 5); 409 \
+in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s regardless"""
 
 
 def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
+    url = os.environ.get("TICKETS_URL", DEFAULT_URL)
+    common.add_argument("--url", default=url, help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL})")
     common.add_argument(
-        "--url",
-        default=os.environ.get("TICKETS_URL", DEFAULT_URL),
-        help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL}, the local server)",
-    )
-    common.add_argument(
-        "--sign",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="sign with SigV4 (default: only *.lambda-url.<region>.on.aws URLs)",
+        "--sign", action=argparse.BooleanOptionalAction, help="sign with SigV4 (default: Function URLs)"
     )
     common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
     common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
-    common.add_argument(
-        "--max-attempts",
-        type=int,
-        default=5,
-        help="attempts per request for 429, 503, lost connections and (next only) 502 and 504 (default: 5); "
-        f"409 in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s regardless",
-    )
+    common.add_argument("--max-attempts", type=int, default=5, help=ATTEMPTS_HELP)
 
     parser = argparse.ArgumentParser(
         prog=prog,

@@ -56,8 +56,7 @@ class SeriesNumber:
     id: str | None
 
 
-# tickets_local's name for the caller a local server plays (tickets_local/events.py, which a test holds to this).
-PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"
+PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"  # tickets_local/events.py's (a test holds the two equal)
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
@@ -73,8 +72,7 @@ class TicketsClient(WorkerRoutes):
         sleep: Callable[[float], None] = time.sleep,
         play_caller: str | None = None,
     ):
-        """`play_caller`: the principal a local server started with --play-callers takes as the signer
-        (docs/how-to/access-rules.md); a deployed function ignores it."""
+        """`play_caller`: the signer a local server started with --play-callers plays (docs/how-to/access-rules.md)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -101,8 +99,7 @@ class TicketsClient(WorkerRoutes):
         return self._signer is not None
 
     def next(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> list[int]:
-        """`count` new tickets of `key` (None: the default key), ascending. `idempotent=False` sends no
-        Idempotency-Key: a retry after a lost answer then burns that block (a gap)."""
+        """`count` new tickets of `key` (None: the default key), ascending."""
         return _tickets(self.issue(key, count, idempotent=idempotent), count)
 
     def next_ids(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> list[str]:
@@ -136,8 +133,7 @@ class TicketsClient(WorkerRoutes):
         return self._request("GET", "/_counters" + _key_path(key))
 
     def series(self, key: str, ref: str | None = None, *, idempotency_key: str | None = None) -> SeriesNumber:
-        """The next number of the series `key`, journaled with `ref` (docs/reference/series.md); your own
-        `idempotency_key`, stored with the document, gets the same number back after a restart."""
+        """The next number of the series `key`, journaled with `ref` (docs/reference/series.md)."""
         fields = None if ref is None else {"ref": ref}
         path = f"/_series{_key_path(key)}"
         answer = self._request("POST", path, idempotent=True, idempotency_key=idempotency_key, fields=fields)
@@ -176,8 +172,7 @@ class TicketsClient(WorkerRoutes):
         fields: dict[str, Any] | None = None,
         repeatable: bool = False,
     ) -> dict[str, Any]:
-        """`idempotent`: one Idempotency-Key for all attempts; it, or `repeatable` (a request the server answers
-        alike however often it comes), lets a 502 or 504 be retried."""
+        """`idempotent` (one Idempotency-Key for all attempts) or `repeatable` lets a 502 or 504 be retried."""
         target = self._base_path + path
         body = b"" if fields is None else json_body(fields)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
@@ -222,9 +217,7 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
     if "id" in answer and "ticket" not in answer:
         raise TicketsError(
-            200,
-            "opaque_counter",
-            f"the counter is opaque: it answers ids, not tickets; take them with next_ids(): {answer!r:.200}",
+            200, "opaque_counter", f"an opaque counter's ids: take them with next_ids(): {answer!r:.200}"
         )
     tickets = answer.get("tickets", [answer.get("ticket")])
     if not (
@@ -244,9 +237,7 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
 def _ids(answer: dict[str, Any], count: int) -> list[str]:
     """An opaque counter's ids, checked: `count` different non-empty strings, the first `id`."""
     if "ticket" in answer and "id" not in answer:
-        raise TicketsError(
-            200, "not_opaque", f"the counter is not opaque: it answers tickets; take them with next(). {answer!r:.200}"
-        )
+        raise TicketsError(200, "not_opaque", f"a plain counter's tickets: take them with next(): {answer!r:.200}")
     ids = answer.get("ids", [answer.get("id")])
     if not (
         isinstance(ids, list)
@@ -288,23 +279,22 @@ def _backoff(attempt: int) -> float:
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
 
 
-def _json_object(status: int, body: bytes) -> dict[str, Any]:
+def _json(body: bytes) -> Any:
     try:
-        answer = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
+        return None
+
+
+def _json_object(status: int, body: bytes) -> dict[str, Any]:
+    if not isinstance(answer := _json(body), dict):
         raise TicketsError(status, "bad_response", f"expected a JSON object, got {body[:200]!r}")
     return answer
 
 
 def _server_error(status: int, body: bytes, wait: float | None = None) -> TicketsError:
-    """The server's {"error", "message"} (pool_full as PoolFull, lease_lost as LeaseLost); for other bodies (a proxy's
-    page, AWS's own 403 {"Message": "Forbidden"}), a code made from the status and what text there is."""
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
+    """The server's {"error", "message"}; for other bodies (a proxy's page, AWS's 403), `http_<status>` and text."""
+    answer = _json(body)
     if isinstance(answer, dict) and isinstance(code := answer.get("error"), str):
         message = str(answer.get("message", ""))
         if code == "pool_full" and wait is not None:

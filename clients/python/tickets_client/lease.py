@@ -52,7 +52,6 @@ class TicketLease:
         self._client = client
         self._clock = clock
         self._lock = threading.Lock()
-        # Changed under the lock only (the fast path steps the run without it):
         self._run: Iterator[int] = iter(())
         self._block = range(0)
         self._released = 0
@@ -139,8 +138,7 @@ class TicketLease:
             self._pending = self._prefetcher.submit(self._fetch, self._next_size())
 
     def _next_size(self) -> int:
-        """Double while a block lasts less than the target, halve past twice it (the band holds a steady rate at one
-        size); never above what the server accepts."""
+        """Double while a block lasts less than the target, halve past twice it (a steady rate keeps one size)."""
         size = len(self._block) or self.block_size
         if self._rate is not None:
             lasts = size / self._rate

@@ -81,8 +81,7 @@ class WorkerRoutes:
 
 
 class WorkerLease:
-    """One worker id of `pool`, acquired at construction, renewed by a daemon thread (`background=False`: by
-    whoever calls `renew_due()`), released by `close()`. Thread-safe."""
+    """One worker id of `pool`, acquired at once, renewed by a daemon thread (or `renew_due()`) until `close()`."""
 
     def __init__(
         self,
@@ -97,8 +96,7 @@ class WorkerLease:
         monotonic: Callable[[], float] | None = None,
         background: bool = True,
     ):
-        """`idempotency_key`: your own, kept across a restart to get the same grant back, renewed at once (if refused,
-        a fresh acquire under a new key). `monotonic`: seconds (default: since boot)."""
+        """`idempotency_key`: your own, kept across a restart to get the same grant back (docs/reference/clients.md)."""
         if not 0 < renew_fraction < 1:
             raise ValueError(f"renew_fraction must be between 0 and 1, got {renew_fraction}")
         if margin_seconds is not None and not margin_seconds >= 0:
@@ -258,8 +256,7 @@ class WorkerLease:
 
 
 class Snowflake:
-    """Snowflake-style ids on a WorkerLease: milliseconds since `epoch_ms`, worker id, sequence. Thread-safe; options
-    and why an id is never issued twice: docs/reference/clients.md."""
+    """Snowflake-style ids on a WorkerLease, thread-safe, never one twice (docs/reference/clients.md)."""
 
     def __init__(
         self,

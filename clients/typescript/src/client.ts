@@ -2,6 +2,7 @@
  * rules both clients share (clients/conformance.json holds their cases). */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
+import { setTimeout as sleepMs } from "node:timers/promises";
 
 import { LeaseLost, PoolFull, TicketsError } from "./errors.js";
 import { type CredentialSource, type Signer, functionUrlRegion, signer } from "./signing.js";
@@ -26,7 +27,6 @@ export class Block {
     readonly count: number,
   ) {}
 
-  /** The i-th ticket of the block (0-based). */
   ticket(index: number): number {
     return this.first + this.step * index;
   }
@@ -36,26 +36,19 @@ export class Block {
   }
 }
 
+/** The Python client's options, camelCase (docs/reference/clients.md), and `credentials` and `fetch` (default: Node's). */
 export interface ClientOptions {
-  /** Sign with SigV4; default: only *.lambda-url.<region>.on.aws URLs. */
   sign?: boolean;
-  /** Region for signing; default: the one in the Function URL. */
   region?: string;
-  /** Credentials for signing; default: the AWS SDK's chain (environment, ~/.aws, SSO, container or instance role). */
   credentials?: CredentialSource;
-  /** Seconds per attempt (default 5). */
   timeoutSeconds?: number;
-  /** Attempts per request for 429, 503, lost connections and (with an Idempotency-Key) 502 and 504 (default 5). */
   maxAttempts?: number;
-  /** How the client waits between attempts (tests pass one that records instead). */
   sleep?: (seconds: number) => Promise<void>;
-  /** The fetch to send with (default: Node's global fetch), e.g. one that goes through a proxy. */
   fetch?: typeof fetch;
 }
 
 export interface RequestOptions {
-  /** Send an Idempotency-Key (default true); false: a retry after a lost answer burns that block (a gap). */
-  idempotent?: boolean;
+  idempotent?: boolean; // default true: send an Idempotency-Key
 }
 
 type Answer = Record<string, unknown>;
@@ -86,17 +79,16 @@ export class TicketsClient {
   readonly url: string;
   private readonly base: URL;
   private readonly signer: Signer | null = null;
-  private readonly timeoutSeconds: number;
-  private readonly maxAttempts: number;
-  private readonly sleep: (seconds: number) => Promise<void>;
-  private readonly fetch: typeof fetch;
 
-  constructor(url: string, options: ClientOptions = {}) {
+  constructor(
+    url: string,
+    private readonly options: ClientOptions = {},
+  ) {
     const base = URL.canParse(url) ? new URL(url) : null;
     if ((base?.protocol !== "http:" && base?.protocol !== "https:") || !base.hostname) {
       throw new TypeError(`not an http(s) URL: ${JSON.stringify(url)}`);
     }
-    const maxAttempts = options.maxAttempts ?? 5;
+    const { maxAttempts = 5 } = options;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError("maxAttempts must be at least 1");
     this.url = url.replace(/\/+$/, "");
     this.base = base;
@@ -108,17 +100,13 @@ export class TicketsClient {
       }
       this.signer = signer(region, options.credentials);
     }
-    this.timeoutSeconds = options.timeoutSeconds ?? 5;
-    this.maxAttempts = maxAttempts;
-    this.sleep = options.sleep ?? ((seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000)));
-    this.fetch = options.fetch ?? globalThis.fetch;
   }
 
   get signing(): boolean {
     return this.signer !== null;
   }
 
-  /** `count` new tickets of `key` (the deployment's default key when undefined), ascending. */
+  /** `count` new tickets of `key` (undefined: the default key), ascending. */
   async next(key?: string, count = 1, options: RequestOptions = {}): Promise<number[]> {
     return checkedTickets(await this.issue(key, count, options), count);
   }
@@ -220,6 +208,8 @@ export class TicketsClient {
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
     if (sending.body) headers["content-type"] = "application/json";
     const body = method === "GET" ? undefined : (sending.body ?? "");
+    const { timeoutSeconds = 5, maxAttempts = 5, fetch = globalThis.fetch } = this.options;
+    const { sleep = (seconds: number) => sleepMs(seconds * 1000) } = this.options;
     let attempts = 0;
     let failedAttempts = 0;
     let waited = 0;
@@ -229,11 +219,11 @@ export class TicketsClient {
       let failure: TicketsError;
       let delay: number;
       try {
-        const response = await this.fetch(target, {
+        const response = await fetch(target, {
           method,
           headers: sent,
           ...(body !== undefined ? { body } : {}),
-          signal: AbortSignal.timeout(this.timeoutSeconds * 1000),
+          signal: AbortSignal.timeout(timeoutSeconds * 1000),
         });
         const text = await response.text();
         if (response.status < 300) return jsonObject(response.status, text);
@@ -247,9 +237,9 @@ export class TicketsClient {
       }
       const giveUp = inProgress(failure)
         ? waited >= IN_PROGRESS_RETRY_SECONDS || attempts >= IN_PROGRESS_MAX_ATTEMPTS
-        : ++failedAttempts >= this.maxAttempts;
+        : ++failedAttempts >= maxAttempts;
       if (giveUp) throw failure;
-      await this.sleep(delay);
+      await sleep(delay);
       waited += delay;
     }
   }
@@ -263,10 +253,7 @@ function keyPath(key: string | undefined): string {
   return key === undefined ? "/" : "/" + encodeURIComponent(key);
 }
 
-/**
- * A whole number a JS number holds exactly, written as an integer: a larger ticket would arrive rounded,
- * and 7.0 or 7e0 is no integer answer (JSON.parse cannot tell them from 7: `jsonObject` notes them).
- */
+/** A whole number a JS number holds exactly, written as an integer (7.0 or 7e0 is none: `jsonObject` notes them). */
 function isTicket(holder: object, key: string | number): boolean {
   const value = (holder as Record<string, unknown>)[key];
   return Number.isSafeInteger(value) && !notWrittenAsIntegers.get(holder)?.has(String(key));
@@ -275,8 +262,7 @@ function isTicket(holder: object, key: string | number): boolean {
 /** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
   if ("id" in answer && !("ticket" in answer)) {
-    const said = "the counter is opaque: it answers ids, not tickets; take them with nextIds():";
-    throw new TicketsError(200, "opaque_counter", `${said} ${show(answer)}`);
+    throw new TicketsError(200, "opaque_counter", `an opaque counter's ids: take them with nextIds(): ${show(answer)}`);
   }
   const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
   if (
@@ -296,8 +282,7 @@ function checkedTickets(answer: Answer, count: number): number[] {
 /** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
 function checkedIds(answer: Answer, count: number): string[] {
   if ("ticket" in answer && !("id" in answer)) {
-    const said = "the counter is not opaque: it answers tickets; take them with next():";
-    throw new TicketsError(200, "not_opaque", `${said} ${show(answer)}`);
+    throw new TicketsError(200, "not_opaque", `a plain counter's tickets: take them with next(): ${show(answer)}`);
   }
   const ids = "ids" in answer ? answer.ids : [answer.id];
   if (
@@ -398,10 +383,7 @@ function noteNonIntegers(this: object, key: string, value: unknown, context?: { 
   return value;
 }
 
-/**
- * The server's {error, message} (pool_full as PoolFull, lease_lost as LeaseLost); for other bodies (a proxy's
- * page, AWS's own 403 {"Message": "Forbidden"}), a code made from the status and what text there is.
- */
+/** The server's {error, message}; for other bodies (a proxy's page, AWS's 403), `http_<status>` and text. */
 function serverError(status: number, text: string, wait: number | null): TicketsError {
   const answer = parseJson(text);
   const fields = answer !== null && typeof answer === "object" ? (answer as Answer) : {};
