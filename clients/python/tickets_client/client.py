@@ -216,9 +216,7 @@ def _is_ticket(value: object) -> TypeGuard[int]:
 def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
     if "id" in answer and "ticket" not in answer:
-        raise TicketsError(
-            200, "opaque_counter", f"an opaque counter's ids: take them with next_ids(): {answer!r:.200}"
-        )
+        raise TicketsError(200, "opaque_counter", f"an opaque counter: take its ids with next_ids(): {answer!r:.200}")
     tickets = answer.get("tickets", [answer.get("ticket")])
     if not (
         isinstance(tickets, list)
@@ -237,7 +235,7 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
 def _ids(answer: dict[str, Any], count: int) -> list[str]:
     """An opaque counter's ids, checked: `count` different non-empty strings, the first `id`."""
     if "ticket" in answer and "id" not in answer:
-        raise TicketsError(200, "not_opaque", f"a plain counter's tickets: take them with next(): {answer!r:.200}")
+        raise TicketsError(200, "not_opaque", f"not an opaque counter: take its tickets with next(): {answer!r:.200}")
     ids = answer.get("ids", [answer.get("id")])
     if not (
         isinstance(ids, list)

@@ -110,7 +110,9 @@ class TicketLease:
         """The run is used up: release the block's next, or switch to the prefetched block or a new one. Locked."""
         if self._closed:
             raise RuntimeError("this TicketLease is closed")
-        self._measure_rate()
+        elapsed = self._clock() - self._began
+        if self._released and elapsed > 0:  # every ticket released so far has been handed out
+            self._rate = self._released / elapsed
         if self._released == len(self._block):
             pending, self._pending = self._pending, None
             block, latency = pending.result() if pending is not None else self._fetch(self._next_size())
@@ -121,12 +123,6 @@ class TicketLease:
         run = self._block[self._released : self._released + -(-len(self._block) // RUNS_PER_BLOCK)]
         self._released += len(run)
         self._run = iter(run)
-
-    def _measure_rate(self) -> None:
-        """Every ticket released so far from the current block has been handed out: the rate."""
-        elapsed = self._clock() - self._began
-        if self._released and elapsed > 0:
-            self._rate = self._released / elapsed
 
     def _prefetch_if_due(self) -> None:
         if self._pending is not None or self._rate is None:

@@ -41,7 +41,9 @@ class Transport:
 
         self._connect = connect
 
-    def send(self, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, _Headers, bytes]:
+    def send(
+        self, method: str, target: str, headers: dict[str, str], body: bytes = b""
+    ) -> tuple[int, dict[str, str], bytes]:
         try:
             connection = self._idle.pop()
         except IndexError:  # none idle: every one is in another thread's request
@@ -51,7 +53,7 @@ class Transport:
                 connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
             connection.request(method, self._prefix + target, body or None, headers)
             response = connection.getresponse()
-            answer = response.status, cast(_Headers, response.msg), response.read()
+            answer = response.status, cast(dict[str, str], response.msg), response.read()
         except BaseException:
             connection.close()  # whatever is left on it belongs to no request
             raise
@@ -65,13 +67,6 @@ def _readable(sock: Any) -> bool:
         (poller := select.poll()).register(sock, select.POLLIN)
         return bool(poller.poll(0))
     return bool(select.select([sock], [], [], 0)[0])  # Windows, whose select takes any socket
-
-
-class _Headers(dict[str, str]):
-    """A response's headers by lower-cased name, a repeated one's values joined by commas."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return super().get(name.lower(), default)
 
 
 class _Response(http.client.HTTPResponse):
@@ -98,8 +93,9 @@ class _Response(http.client.HTTPResponse):
             self.length = 0
         self.will_close = self._check_close() or (not self.chunked and self.length is None)
 
-    def _read_headers(self) -> _Headers:
-        headers = _Headers()
+    def _read_headers(self) -> dict[str, str]:
+        """The headers by lower-cased name, a repeated one's values joined by commas."""
+        headers: dict[str, str] = {}
         for _ in range(101):  # http.client's limits: 100 headers of at most 65536 bytes each
             line = self.fp.readline(65537)
             if len(line) > 65536:

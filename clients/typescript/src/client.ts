@@ -62,7 +62,6 @@ export interface SeriesNumber {
 }
 
 export interface SeriesOptions {
-  /** The document this number is for (up to 128 characters), kept in the journal. */
   ref?: string;
   /** The Idempotency-Key (default: a new UUID); store your own with the document to get its number back after a restart. */
   idempotencyKey?: string;
@@ -210,9 +209,7 @@ export class TicketsClient {
     const body = method === "GET" ? undefined : (sending.body ?? "");
     const { timeoutSeconds = 5, maxAttempts = 5, fetch = globalThis.fetch } = this.options;
     const { sleep = (seconds: number) => sleepMs(seconds * 1000) } = this.options;
-    let attempts = 0;
-    let failedAttempts = 0;
-    let waited = 0;
+    let [attempts, failedAttempts, waited] = [0, 0, 0];
     for (;;) {
       attempts++;
       const sent = this.signer ? await this.signer(method, target, headers, body ?? "") : headers;
@@ -262,7 +259,7 @@ function isTicket(holder: object, key: string | number): boolean {
 /** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
   if ("id" in answer && !("ticket" in answer)) {
-    throw new TicketsError(200, "opaque_counter", `an opaque counter's ids: take them with nextIds(): ${show(answer)}`);
+    throw new TicketsError(200, "opaque_counter", `an opaque counter: take its ids with nextIds(): ${show(answer)}`);
   }
   const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
   if (
@@ -282,7 +279,7 @@ function checkedTickets(answer: Answer, count: number): number[] {
 /** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
 function checkedIds(answer: Answer, count: number): string[] {
   if ("ticket" in answer && !("id" in answer)) {
-    throw new TicketsError(200, "not_opaque", `a plain counter's tickets: take them with next(): ${show(answer)}`);
+    throw new TicketsError(200, "not_opaque", `not an opaque counter: take its tickets with next(): ${show(answer)}`);
   }
   const ids = "ids" in answer ? answer.ids : [answer.id];
   if (
