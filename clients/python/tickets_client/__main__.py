@@ -33,9 +33,7 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
     common = argparse.ArgumentParser(add_help=False)
     url = os.environ.get("TICKETS_URL", DEFAULT_URL)
     common.add_argument("--url", default=url, help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL})")
-    common.add_argument(
-        "--sign", action=argparse.BooleanOptionalAction, help="sign with SigV4 (default: Function URLs)"
-    )
+    common.add_argument("--sign", action=argparse.BooleanOptionalAction, help="SigV4 (default: only for Function URLs)")
     common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
     common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
     common.add_argument("--max-attempts", type=int, default=5, help=ATTEMPTS_HELP)

@@ -81,14 +81,11 @@ class TicketsClient(WorkerRoutes):
         self.url = url.rstrip("/")
         self._base_path = parts.path.rstrip("/")
         url_region = function_url_region(parts.hostname)
-        if sign is None:
-            sign = url_region is not None
         region = region or url_region
-        self._signer: Signer | None = None
-        if sign:
-            if region is None:
-                raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
-            self._signer = Signer(region)
+        sign = url_region is not None if sign is None else sign
+        if sign and region is None:
+            raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
+        self._signer = Signer(region) if sign and region else None
         self._transport = Transport(parts.scheme, parts.hostname, parts.port, timeout)
         self._max_attempts = max_attempts
         self._sleep = sleep
