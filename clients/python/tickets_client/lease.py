@@ -60,7 +60,7 @@ class TicketLease:
         self._latencies: collections.deque[float] = collections.deque(maxlen=_LATENCIES_KEPT)
         self._sizes: collections.Counter[int] = collections.Counter()
         self._pending: Future[tuple[Block, float]] | None = None
-        self._prefetcher: ThreadPoolExecutor | None = None
+        self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tickets-lease")  # a thread once used
         self._closed = False
         self._ceiling = max_block  # the largest size accepted after a refusal (fetches never overlap)
 
@@ -93,9 +93,7 @@ class TicketLease:
             unused = operator.length_hint(self._run) + len(self._block) - self._released
             self._run, self._block, self._released = iter(()), range(0), 0
             pending, self._pending = self._pending, None
-            prefetcher, self._prefetcher = self._prefetcher, None
-        if prefetcher is not None:
-            prefetcher.shutdown(wait=True, cancel_futures=True)
+        self._prefetcher.shutdown(wait=True, cancel_futures=True)
         if pending is not None and not pending.cancelled() and pending.exception() is None:
             unused += pending.result()[0].count
         return unused
@@ -107,7 +105,7 @@ class TicketLease:
         self.close()
 
     def _next_run(self) -> None:
-        """The run is used up: release the block's next, or switch to the prefetched block or a new one. Locked."""
+        """The run is used up: release the block's next (the next block prefetched if due), or switch blocks. Locked."""
         if self._closed:
             raise RuntimeError("this TicketLease is closed")
         elapsed = self._clock() - self._began
@@ -119,19 +117,12 @@ class TicketLease:
             self._latencies.append(latency)
             self._sizes[block.count] += 1
             self._block, self._released, self._began = block.tickets, 0, self._clock()
-        self._prefetch_if_due()
+        seconds_left = float("inf") if self._rate is None else (len(self._block) - self._released) / self._rate
+        if self._pending is None and seconds_left < PREFETCH_LATENCIES * max(self._latencies, default=0.0):
+            self._pending = self._prefetcher.submit(self._fetch, self._next_size())
         run = self._block[self._released : self._released + -(-len(self._block) // RUNS_PER_BLOCK)]
         self._released += len(run)
         self._run = iter(run)
-
-    def _prefetch_if_due(self) -> None:
-        if self._pending is not None or self._rate is None:
-            return
-        seconds_left = (len(self._block) - self._released) / self._rate
-        if seconds_left < PREFETCH_LATENCIES * max(self._latencies, default=0.0):
-            if self._prefetcher is None:
-                self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tickets-lease")
-            self._pending = self._prefetcher.submit(self._fetch, self._next_size())
 
     def _next_size(self) -> int:
         """Double while a block lasts less than the target, halve past twice it (a steady rate keeps one size)."""

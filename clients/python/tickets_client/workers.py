@@ -124,9 +124,8 @@ class WorkerLease:
             client.release_worker(pool, grant.worker, grant.epoch)
             raise ValueError(f"a margin of {self.margin_seconds} s leaves nothing of a {grant.ttl_seconds} s ttl")
         self._extend(grant, sent)
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)
         if background:
-            self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)
             self._thread.start()
 
     @property
@@ -204,7 +203,7 @@ class WorkerLease:
                 return False
             self._closed = True
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
         if self._loss() is not None:
             return False

@@ -98,10 +98,14 @@ export class TicketLease {
     return unused + ((await pending?.then(({ block }) => block.count, () => 0)) ?? 0); // a failed prefetch: nothing unused
   }
 
-  /** The current run is used up, not the block: release its next run. */
+  /** The current run is used up, not the block: release its next run (the next block prefetched if due). */
   private releaseRun(): void {
     this.measureRate();
-    this.prefetchIfDue();
+    const secondsLeft = this.rate === null ? Infinity : (this.block.count - this.released) / this.rate;
+    if (this.pending === null && secondsLeft < PREFETCH_LATENCIES * Math.max(0, ...this.latencies)) {
+      this.pending = this.fetch(this.nextSize());
+      this.pending.catch(() => {}); // its failure is raised by the next() that needs the block, not as unhandled
+    }
     this.released = Math.min(this.block.count, this.released + Math.ceil(this.block.count / RUNS_PER_BLOCK));
   }
 
@@ -123,16 +127,6 @@ export class TicketLease {
   private measureRate(): void {
     const elapsed = this.clock() - this.began;
     if (this.released && elapsed > 0) this.rate = this.released / elapsed;
-  }
-
-  private prefetchIfDue(): void {
-    if (this.pending !== null || this.rate === null) return;
-    const secondsLeft = (this.block.count - this.released) / this.rate;
-    if (secondsLeft < PREFETCH_LATENCIES * Math.max(0, ...this.latencies)) {
-      const pending = this.fetch(this.nextSize());
-      pending.catch(() => {}); // its failure is raised by the next() that needs the block, not as unhandled
-      this.pending = pending;
-    }
   }
 
   /** Double while a block lasts less than the target, halve past twice it; never above what the server accepts. */

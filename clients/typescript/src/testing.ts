@@ -72,8 +72,7 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     reset: async () => {
       const response = await fetch(url + RESET_PATH, { method: "POST" });
       await response.arrayBuffer(); // read to its end: the connection goes back to fetch's pool
-      const status = response.status;
-      if (status !== 200) throw new Error(`the local server did not reset (HTTP ${status}):\n${log}`);
+      if (response.status !== 200) throw new Error(`the local server did not reset (HTTP ${response.status}):\n${log}`);
     },
     stop,
   };
