@@ -41,9 +41,7 @@ class Transport:
 
         self._connect = connect
 
-    def send(
-        self, method: str, target: str, headers: dict[str, str], body: bytes = b""
-    ) -> tuple[int, dict[str, str], bytes]:
+    def send(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
         try:
             connection = self._idle.pop()
         except IndexError:  # none idle: every one is in another thread's request

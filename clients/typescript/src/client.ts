@@ -335,15 +335,9 @@ const HTTP_DATES = [
 export function retryAfter(header: string | null, nowMs: number = Date.now()): number | null {
   const value = (header ?? "").replace(/^[ \t]+|[ \t]+$/g, "");
   if (/^[0-9]+$/.test(value)) return Math.min(Number(value), MAX_RETRY_AFTER_SECONDS);
-  const date = httpDate(value, new Date(nowMs).getUTCFullYear());
-  if (date === null) return null;
-  return Math.min(Math.max((date - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
-}
-
-/** Milliseconds since the epoch of an HTTP-date, or null. */
-function httpDate(value: string, thisYear: number): number | null {
   const found = HTTP_DATES.map((form) => form.exec(value)?.groups).find((groups) => groups !== undefined);
   if (found === undefined) return null;
+  const thisYear = new Date(nowMs).getUTCFullYear();
   let year = Number(found.year);
   // RFC 850's two-digit year: the latest year with those digits at most 50 years ahead.
   if (found.year?.length === 2) year = thisYear + 50 - ((thisYear + 50 - year) % 100);
@@ -353,7 +347,8 @@ function httpDate(value: string, thisYear: number): number | null {
   // Date.UTC rolls 31 Feb over into March, and 25:00 into the next day: such a date is no date.
   const fields = [year, month, day, hour, minute, second];
   const read = [date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()];
-  return read.every((field, index) => field === fields[index]) ? date.getTime() : null;
+  if (!read.every((field, index) => field === fields[index])) return null;
+  return Math.min(Math.max((date.getTime() - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
 }
 
 function jsonObject(status: number, text: string): Answer {
