@@ -1,5 +1,4 @@
-"""A client for a Tickets Function URL (or the local server). What it retries, after what wait, and what it refuses:
-docs/reference/clients.md, the rules both clients share (clients/conformance.json holds their cases)."""
+"""A client for a Tickets Function URL or the local server (docs/reference/clients.md, clients/conformance.json)."""
 
 from __future__ import annotations
 

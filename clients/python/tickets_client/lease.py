@@ -1,5 +1,4 @@
-"""Block leasing: range blocks handed out one ticket at a time, the next fetched in the background (Meituan Leaf's
-"segment" mode); their sizing and what is skipped: docs/reference/clients.md."""
+"""Block leasing, the next block prefetched (Meituan Leaf's "segment" mode): docs/reference/clients.md."""
 
 from __future__ import annotations
 

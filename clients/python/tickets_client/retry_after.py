@@ -24,8 +24,7 @@ _HTTP_DATES = [
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from delay-seconds (digits only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a past date is 0.
-    None when absent or anything else (`1.5`, `nan`, a date in another form): the backoff decides."""
+    """Seconds from delay-seconds or an HTTP-date, at most MAX_RETRY_AFTER_SECONDS; None for anything else."""
     value = (value or "").strip(" \t")
     if re.fullmatch("[0-9]+", value):
         return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap

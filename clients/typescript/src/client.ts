@@ -1,5 +1,4 @@
-/** A client for a Tickets Function URL (or the local server), the Python client's twin: docs/reference/clients.md, the
- * rules both clients share (clients/conformance.json holds their cases). */
+/** A client for a Tickets Function URL, the Python client's twin (docs/reference/clients.md, clients/conformance.json). */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
 import { setTimeout as sleepMs } from "node:timers/promises";
