@@ -53,7 +53,6 @@ type Sent = readonly [monotonic: number, wallMs: number];
  * open), released by `close()`; a loss is for good: the "lost" event fires once, `worker` throws LeaseLost. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   readonly pool: string;
-  private current: WorkerGrant;
   private safeEndAt = 0;
   private wallSafeEndMs = 0;
   private renewAt = 0;
@@ -65,7 +64,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   private constructor(
     private readonly client: WorkerSource,
-    grant: WorkerGrant,
+    private current: WorkerGrant,
     sent: Sent,
     private readonly margin: number | undefined,
     private readonly fraction: number,
@@ -73,9 +72,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     private readonly wallClock: () => number,
   ) {
     super();
-    this.pool = grant.pool;
-    this.current = grant;
-    this.extend(grant, sent);
+    this.pool = current.pool;
+    this.extend(current, sent);
   }
 
   /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
