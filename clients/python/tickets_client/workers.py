@@ -57,9 +57,10 @@ class WorkerRoutes:
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
         """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
         fields = None if owner is None else {"owner": owner}
-        return _grant(
-            self._request("POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields)
+        answer = self._request(
+            "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields
         )
+        return _grant(answer)
 
     def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
         """The lease held at `epoch`, with a new expiry (twice only extends)."""
@@ -308,12 +309,8 @@ class Snowflake:
         while now < self._last_ms:
             behind = self._last_ms - now
             if behind > self._max_rollback_ms:
-                raise ClockRollback(
-                    None,
-                    "clock_rollback",
-                    f"the clock went back {behind} ms (waits up to "
-                    f"{self._max_rollback_ms:g} ms): no id, rather than one issued twice",
-                )
+                said = f"the clock went back {behind} ms, past max_rollback_seconds ({self._max_rollback_ms:g} ms)"
+                raise ClockRollback(None, "clock_rollback", said)
             self._sleep(behind / 1000)
             now = int(self._clock() * 1000)
         return now

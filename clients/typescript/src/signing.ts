@@ -34,12 +34,8 @@ export function signer(region: string, credentials?: CredentialSource): Signer {
     try {
       credentials = await found();
     } catch (err) {
-      throw new TicketsError(
-        null,
-        "no_credentials",
-        "this Function URL needs SigV4 but the AWS SDK's credential chain found no credentials " +
-          `(environment, ~/.aws config and SSO, container or instance role): ${(err as Error).message}`,
-      );
+      const said = "no AWS credentials for SigV4 (the SDK looks in the environment, ~/.aws config and SSO, a role)";
+      throw new TicketsError(null, "no_credentials", `${said}: ${(err as Error).message}`);
     }
     const sigv4 = new SignatureV4({ service: SERVICE, region, credentials, sha256: Sha256, applyChecksum: false });
     const signed = await sigv4.sign({

@@ -103,11 +103,8 @@ function announced(child: ChildProcess, python: string, log: () => string): Prom
 /** Why the server exited before it listened; a Python without Tickets is told where to find or install it. */
 function exitedBefore(python: string, code: number | null, log: string): string {
   if (/No module named '?tickets_local/.test(log)) {
-    return (
-      `${python} has no tickets_local (No module named tickets_local): set TICKETS_PYTHON (or pass python) to a ` +
-      `Python with Tickets installed, or install it into this one: ${python} -m pip install "path/to/tickets[testing]" ` +
-      "(docs/how-to/test-your-code.md)"
-    );
+    const fix = `set TICKETS_PYTHON (or python) to a Python with Tickets, or: ${python} -m pip install "path/to/tickets[testing]"`;
+    return `${python} has no tickets_local: ${fix} (docs/how-to/test-your-code.md)`;
   }
   return `the local server exited (${code}) before it listened:\n${log}`;
 }

@@ -303,7 +303,7 @@ export class Snowflake {
     while (now < this.lastMs) {
       const behind = this.lastMs - now;
       if (behind > this.maxRollbackMs) {
-        const said = `the clock went back ${behind} ms (waits up to ${this.maxRollbackMs} ms): no id, rather than one issued twice`;
+        const said = `the clock went back ${behind} ms, past maxRollbackSeconds (${this.maxRollbackMs} ms)`;
         throw new ClockRollback(null, "clock_rollback", said);
       }
       await this.sleep(behind / 1000);
