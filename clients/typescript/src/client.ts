@@ -161,14 +161,13 @@ export class TicketsClient {
 
   /** Every journal entry of the series above `after`, in order, fetched a page of `limit` at a time. */
   async *journal(key: string, series: string, after?: number, limit = JOURNAL_PAGE): AsyncGenerator<Answer> {
-    let from = after;
     for (;;) {
-      const query = new URLSearchParams({ series, limit: String(limit), ...(from !== undefined ? { after: String(from) } : {}) });
+      const query = new URLSearchParams({ series, limit: String(limit), ...(after !== undefined ? { after: String(after) } : {}) });
       const page = await this.request("GET", `/_series${keyPath(key)}/journal?${query}`, { repeatable: true });
       if (!Array.isArray(page.entries)) throw badResponse("the server's answer is not a journal page: ", page);
       yield* page.entries as Answer[];
       if (typeof page.next !== "number") return;
-      from = page.next;
+      after = page.next;
     }
   }
 
@@ -351,7 +350,7 @@ export function retryAfter(header: string | null, nowMs: number = Date.now()): n
 }
 
 function jsonObject(status: number, text: string): Answer {
-  const answer = parseJson(text, true);
+  const answer = parseJson(text);
   if (answer === null || typeof answer !== "object" || Array.isArray(answer)) {
     throw new TicketsError(status, "bad_response", `expected a JSON object, got ${JSON.stringify(text.slice(0, 200))}`);
   }
@@ -386,10 +385,9 @@ function serverError(status: number, text: string, wait: number | null): Tickets
   return new TicketsError(status, `http_${status}`, String(said), wait);
 }
 
-function parseJson(text: string, noting = false): unknown {
+function parseJson(text: string): unknown {
   try {
-    const parse = JSON.parse as (text: string, reviver?: Reviver) => unknown;
-    return noting ? parse(text, noteNonIntegers) : parse(text);
+    return (JSON.parse as (text: string, reviver?: Reviver) => unknown)(text, noteNonIntegers);
   } catch {
     return null;
   }
