@@ -12,8 +12,7 @@ import pytest
 
 from tickets.series.journal import MAX_REASON_CHARS, MAX_REF_CHARS
 from tickets.series.requests import MAX_BODY_BYTES
-from tickets_client.body import json_body
-from tickets_client.client import TicketsClient
+from tickets_client.client import TicketsClient, json_body
 
 REPO = Path(__file__).resolve().parents[2]
 WIDE = "\U00020000"  # CJK Extension B: 4 bytes in UTF-8, a surrogate pair (12 bytes) escaped in JSON

@@ -1,5 +1,4 @@
-"""Python client for Tickets (docs/reference/clients.md): `TicketsClient`, `TicketLease` (range blocks, prefetched),
-`WorkerLease` (a worker id, renewed) and `Snowflake` (ids on one). Standard library and botocore."""
+"""Python client for Tickets (docs/reference/clients.md): standard library, and botocore to sign."""
 
 from .client import Block, SeriesNumber, TicketsClient
 from .errors import TicketsError

@@ -1,5 +1,4 @@
-"""`python -m tickets_client`, or the command `tickets-client` that pip installs: get tickets or a
-counter's state from the command line."""
+"""`python -m tickets_client`, or the command `tickets-client`: tickets or a counter's state from the command line."""
 
 from __future__ import annotations
 
@@ -18,46 +17,26 @@ MODULE_PROG = "python -m tickets_client"
 COMMAND_PROG = "tickets-client"  # the console script of clients/python/pyproject.toml
 EPILOG = f"""\
 examples:
-  %(prog)s next orders                    # {{"key": "orders", "ticket": 5000}}
   %(prog)s next orders --count 3 --text   # three tickets, one a line
   %(prog)s block orders --count 1000000   # {{"first": ..., "last": ..., "step": 1, "count": 1000000}}
-  %(prog)s state orders
-  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s next orders
+  TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s state orders
 
-A *.lambda-url.<region>.on.aws URL is signed with SigV4 using botocore's credentials
-(environment, ~/.aws, SSO, instance role); other URLs are not, unless --sign. Callers of an
-AWS_IAM Function URL need lambda:InvokeFunctionUrl and lambda:InvokeFunction on the function.
-
-`next` sends an Idempotency-Key, the same on every retry. Retried: 429, 503 and lost
-connections (--max-attempts), 502 and 504 (for `next` only: it carries the key), and
-409 in_progress for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting (the function's {FUNCTION_TIMEOUT_SECONDS} s \
-timeout and a margin).
-Errors print "error: <code>: <message>" on stderr and exit with status 1."""
+A *.lambda-url.<region>.on.aws URL is signed with SigV4 (botocore's credentials), others only with --sign;
+callers need lambda:InvokeFunctionUrl and lambda:InvokeFunction. `next` sends one Idempotency-Key for all
+its retries; 409 in_progress is retried for the function's {FUNCTION_TIMEOUT_SECONDS} s timeout and a margin.
+Errors print "error: <code>: <message>" on stderr and exit 1 (docs/reference/clients.md)."""
+ATTEMPTS_HELP = f"""attempts per request for 429, 503, lost connections and (next only) 502 and 504 (default: 5); 409 \
+in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s regardless"""
 
 
 def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--url",
-        default=os.environ.get("TICKETS_URL", DEFAULT_URL),
-        help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL}, the local server)",
-    )
-    common.add_argument(
-        "--sign",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="sign with SigV4 (default: only *.lambda-url.<region>.on.aws URLs)",
-    )
+    url = os.environ.get("TICKETS_URL", DEFAULT_URL)
+    common.add_argument("--url", default=url, help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL})")
+    common.add_argument("--sign", action=argparse.BooleanOptionalAction, help="SigV4 (default: only for Function URLs)")
     common.add_argument("--region", help="region for signing (default: the one in the Function URL)")
     common.add_argument("--timeout", type=float, default=5, help="seconds per attempt (default: 5)")
-    common.add_argument(
-        "--max-attempts",
-        type=int,
-        default=5,
-        help="attempts per request for 429, 503, lost connections and (next only) 502 and 504; "
-        f"409 in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s of waiting "
-        "regardless (default: 5)",
-    )
+    common.add_argument("--max-attempts", type=int, default=5, help=ATTEMPTS_HELP)
 
     parser = argparse.ArgumentParser(
         prog=prog,
@@ -68,26 +47,17 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def subcommand(name: str, summary: str, description: str) -> argparse.ArgumentParser:
-        return commands.add_parser(name, parents=[common], help=summary, description=description)
+    def subcommand(name: str, summary: str) -> argparse.ArgumentParser:
+        return commands.add_parser(name, parents=[common], help=summary, description=summary)
 
-    issue = subcommand(
-        "next", "issue the next ticket(s) of a key", "Issue the next ticket(s) of KEY and print the server's JSON."
-    )
+    issue = subcommand("next", "issue the next ticket(s) of KEY and print the server's JSON")
     issue.add_argument("key", nargs="?", metavar="KEY", help="the counter (default: the deployment's defaultKey)")
     issue.add_argument("--count", type=int, default=1, help="how many tickets, 1..1000, in one request (default: 1)")
     issue.add_argument("--text", action="store_true", help="print the bare tickets, one a line")
-    block = subcommand(
-        "block",
-        "reserve a range block of tickets of a key",
-        "Reserve COUNT tickets of KEY in one request and print the block as JSON: first, last, step and count.",
-    )
+    block = subcommand("block", "reserve COUNT tickets of KEY in one request; print first, last, step and count")
     block.add_argument("key", metavar="KEY", help="the counter")
-    count_help = "how many tickets, 1..1000000 (a deployment's maxBlock may allow fewer)"
-    block.add_argument("--count", type=int, required=True, help=count_help)
-    state = subcommand(
-        "state", "show a counter's state; issues nothing", "Print KEY's state (last ticket, step, config) as JSON."
-    )
+    block.add_argument("--count", type=int, required=True, help="how many tickets, 1..1000000 (maxBlock may cap it)")
+    state = subcommand("state", "print KEY's state (last ticket, step, config); issues nothing")
     state.add_argument("key", metavar="KEY", help="the counter")
     return parser.parse_args(argv)
 

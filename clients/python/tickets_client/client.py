@@ -1,20 +1,4 @@
-"""A client for a Tickets Function URL (or the local server): botocore for SigV4, http.client for its connections.
-
-    client = TicketsClient("https://abc123.lambda-url.us-east-1.on.aws")   # signs: AWS_IAM
-    client.next("orders")            # [5000]
-    client.next("orders", count=3)   # [5001, 5002, 5003], one request
-    client.next_ids("order-numbers", count=2)   # ["4829173650", "0756218394"]: an opaque counter's ids
-    client.block("orders", 1000000)  # Block(first=5004, last=1005003, step=1, count=1000000), one request
-    client.state("orders")           # the counter's state, issues nothing
-    client.series("invoices", ref="order 88412")   # SeriesNumber(key, series="2026-27", ticket=1043, id=...)
-    client.void("invoices", "2026-27", 1043, "order cancelled")
-    for entry in client.journal("invoices", "2026-27"): ...
-
-Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a retry after a lost answer
-gets the first answer instead of burning tickets. Which answers are retried, after what wait (capped exponential
-backoff with full jitter, at least the server's Retry-After), and which are refused: docs/reference/clients.md, the
-rules both clients share; clients/conformance.json holds the cases both clients' tests run.
-"""
+"""A client for a Tickets Function URL or the local server (docs/reference/clients.md, clients/conformance.json)."""
 
 from __future__ import annotations
 
@@ -28,13 +12,12 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
 
-from .body import json_body
 from .errors import TicketsError
 from .retry_after import retry_after
 from .signing import Signer, function_url_region
 from .transport import Transport
 from .version import __version__
-from .workers import WorkerRoutes
+from .workers import LeaseLost, PoolFull, WorkerRoutes
 
 __all__ = ["Block", "SeriesNumber", "TicketsClient"]
 
@@ -42,12 +25,9 @@ USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_CAP_SECONDS = 5.0
 MAX_SAFE_INTEGER = 2**53 - 1  # the largest ticket both clients hold exactly (a JS number beyond it rounds)
-# The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
-# import the server's code; tests/functional/test_client.py checks the two agree).
-FUNCTION_TIMEOUT_SECONDS = 10
+FUNCTION_TIMEOUT_SECONDS = 10  # lambda_src/tickets/timing.py's (tests/functional/test_client.py holds the two equal)
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
-_GATEWAY_ERRORS = (502, 504)
 MAX_BLOCK = 1_000_000  # the most tickets one /_blocks request may ask for (a deployment may allow fewer)
 
 
@@ -75,8 +55,7 @@ class SeriesNumber:
     id: str | None
 
 
-# tickets_local's name for the caller a local server plays (tickets_local/events.py, which a test holds to this).
-PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"
+PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"  # tickets_local/events.py's (a test holds the two equal)
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
@@ -92,9 +71,7 @@ class TicketsClient(WorkerRoutes):
         sleep: Callable[[float], None] = time.sleep,
         play_caller: str | None = None,
     ):
-        """`play_caller`: for a local server started with --play-callers only, the principal (a role, session or
-        user ARN, an account or organization id) it takes as each request's signer, so a test sees the 403s
-        the deployment's access rules give that caller. A deployed function ignores it."""
+        """`play_caller`: the signer a local server started with --play-callers plays (docs/how-to/access-rules.md)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -103,14 +80,11 @@ class TicketsClient(WorkerRoutes):
         self.url = url.rstrip("/")
         self._base_path = parts.path.rstrip("/")
         url_region = function_url_region(parts.hostname)
-        if sign is None:
-            sign = url_region is not None
         region = region or url_region
-        self._signer: Signer | None = None
-        if sign:
-            if region is None:
-                raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
-            self._signer = Signer(region)
+        sign = url_region is not None if sign is None else sign
+        if sign and region is None:
+            raise ValueError(f"signing needs a region; pass region= (the URL {url!r} does not name one)")
+        self._signer = Signer(region) if sign and region else None
         self._transport = Transport(parts.scheme, parts.hostname, parts.port, timeout)
         self._max_attempts = max_attempts
         self._sleep = sleep
@@ -121,20 +95,15 @@ class TicketsClient(WorkerRoutes):
         return self._signer is not None
 
     def next(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> list[int]:
-        """`count` new tickets of `key` (the deployment's default key when None), ascending.
-        `idempotent=False` sends no Idempotency-Key: a retry after a lost answer then burns that
-        block (a gap), and the server saves its idempotency writes."""
+        """`count` new tickets of `key` (None: the default key), ascending."""
         return _tickets(self.issue(key, count, idempotent=idempotent), count)
 
     def next_ids(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> list[str]:
-        """`count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order,
-        which the ids do not show. An opaque counter answers ids, never tickets: `next` refuses its answer
-        (code `opaque_counter`), and this method a plain counter's (`not_opaque`)."""
+        """`count` new ids of the opaque counter `key`, in its tickets' order (`next` refuses them)."""
         return _ids(self.issue(key, count, idempotent=idempotent), count)
 
     def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
-        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, or an opaque counter's
-        {"key": "orders", "id": "4829173650"}, once its tickets (or ids) check out."""
+        """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, once its tickets (or ids) check out."""
         query = f"?count={count}" if count != 1 else ""
         answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
         if "id" in answer:
@@ -144,9 +113,7 @@ class TicketsClient(WorkerRoutes):
         return answer
 
     def block(self, key: str, count: int, *, idempotent: bool = True) -> Block:
-        """`count` new tickets of `key` as a range (`POST /_blocks/{key}`): one request and one
-        write for up to MAX_BLOCK tickets, and an answer of four numbers whatever the count.
-        `idempotent` as for `next`."""
+        """`count` new tickets of `key` as a range (`POST /_blocks/{key}`): one request for up to MAX_BLOCK."""
         answer = self._request("POST", f"/_blocks{_key_path(key)}?count={count}", idempotent=idempotent)
         fields = [answer.get(name) for name in ("first", "last", "step", "count")]
         numbers = [n for n in fields if _is_ticket(n)]
@@ -162,29 +129,24 @@ class TicketsClient(WorkerRoutes):
         return self._request("GET", "/_counters" + _key_path(key))
 
     def series(self, key: str, ref: str | None = None, *, idempotency_key: str | None = None) -> SeriesNumber:
-        """The next number of the series `key` (`POST /_series/{key}`), journaled with `ref` (the document
-        it numbers, up to 128 characters). Always sends an Idempotency-Key, the same on every retry, so
-        a lost answer never costs a number; pass your own (stored with the document) to get the same
-        number back after your process restarts."""
-        body = b"" if ref is None else json_body({"ref": ref})
-        answer = self._request(
-            "POST", f"/_series{_key_path(key)}", idempotent=True, idempotency_key=idempotency_key, body=body
-        )
+        """The next number of the series `key`, journaled with `ref` (docs/reference/series.md)."""
+        fields = None if ref is None else {"ref": ref}
+        path = f"/_series{_key_path(key)}"
+        answer = self._request("POST", path, idempotent=True, idempotency_key=idempotency_key, fields=fields)
         number, series, named = answer.get("ticket"), answer.get("series"), answer.get("id")
         if not _is_ticket(number) or not isinstance(series, str) or not isinstance(named, (str, type(None))):
             raise TicketsError(200, "bad_response", f"the server's answer is not a series number: {answer!r:.200}")
         return SeriesNumber(str(answer.get("key", key)), series, number, named)
 
     def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
-        """Void a number (`POST /_series/{key}/void`): the journal entry, with who voided it, when and why.
-        Safe to retry: a number is voided once, and voiding again answers the first void."""
-        body = json_body({"series": series, "ticket": ticket, "reason": reason})
-        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
+        """Void a number: its journal entry. Safe to retry: voiding again answers the first void."""
+        fields = {"series": series, "ticket": ticket, "reason": reason}
+        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, fields=fields)
 
     def journal(
         self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE
     ) -> Iterator[dict[str, Any]]:
-        """Every journal entry of the series with a number above `after`, in order, a page of `limit` at a time."""
+        """Every journal entry of the series above `after`, in order, a page of `limit` at a time."""
         while True:
             query = {"series": series, "limit": str(limit), **({} if after is None else {"after": str(after)})}
             page = self._request("GET", f"/_series{_key_path(key)}/journal?{urlencode(query)}", repeatable=True)
@@ -203,13 +165,12 @@ class TicketsClient(WorkerRoutes):
         *,
         idempotent: bool = False,
         idempotency_key: str | None = None,
-        body: bytes = b"",
+        fields: dict[str, Any] | None = None,
         repeatable: bool = False,
     ) -> dict[str, Any]:
-        """`idempotent`: send an Idempotency-Key (`idempotency_key`, or a new UUID), one for all attempts,
-        so a retry cannot burn tickets; it, or `repeatable` (a request the server answers alike however
-        often it comes), lets a 502 or 504 be retried."""
+        """`idempotent` (one Idempotency-Key for all attempts) or `repeatable` lets a 502 or 504 be retried."""
         target = self._base_path + path
+        body = b"" if fields is None else json_body(fields)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
         if body:
             headers["Content-Type"] = "application/json"
@@ -251,11 +212,7 @@ def _is_ticket(value: object) -> TypeGuard[int]:
 def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
     if "id" in answer and "ticket" not in answer:
-        raise TicketsError(
-            200,
-            "opaque_counter",
-            f"the counter is opaque: it answers ids, not tickets; take them with next_ids(): {answer!r:.200}",
-        )
+        raise TicketsError(200, "opaque_counter", f"an opaque counter: take its ids with next_ids(): {answer!r:.200}")
     tickets = answer.get("tickets", [answer.get("ticket")])
     if not (
         isinstance(tickets, list)
@@ -274,9 +231,7 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
 def _ids(answer: dict[str, Any], count: int) -> list[str]:
     """An opaque counter's ids, checked: `count` different non-empty strings, the first `id`."""
     if "ticket" in answer and "id" not in answer:
-        raise TicketsError(
-            200, "not_opaque", f"the counter is not opaque: it answers tickets; take them with next(). {answer!r:.200}"
-        )
+        raise TicketsError(200, "not_opaque", f"not an opaque counter: take its tickets with next(): {answer!r:.200}")
     ids = answer.get("ids", [answer.get("id")])
     if not (
         isinstance(ids, list)
@@ -293,10 +248,19 @@ def _key_path(key: str | None) -> str:
     return "/" if key is None else "/" + quote(key, safe="")
 
 
+def json_body(fields: dict[str, Any]) -> bytes:
+    """UTF-8 JSON, not ASCII-escaped: an escaped character outside the BMP takes 12 bytes instead of 4, and the longest
+    reason docs/reference/series.md allows would not fit the server's body limit. A lone surrogate is refused."""
+    try:
+        return json.dumps(fields, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(f"not valid Unicode text (a lone surrogate at {err.start}): {fields!r:.200}") from None
+
+
 def _retryable(error: TicketsError, idempotent: bool) -> bool:
     # A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that answer.
-    busy = error.status in (429, 503) and error.code != "pool_full"  # a full pool frees an id at an expiry
-    return busy or _in_progress(error) or (idempotent and error.status in _GATEWAY_ERRORS)
+    busy = error.status in (429, 503) and not isinstance(error, PoolFull)  # a full pool frees an id at an expiry
+    return busy or _in_progress(error) or (idempotent and error.status in (502, 504))
 
 
 def _in_progress(error: TicketsError) -> bool:
@@ -305,29 +269,32 @@ def _in_progress(error: TicketsError) -> bool:
 
 
 def _backoff(attempt: int) -> float:
-    """Capped exponential backoff with full jitter: spread retries so callers don't stampede."""
+    """Capped exponential backoff with full jitter."""
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
 
 
-def _json_object(status: int, body: bytes) -> dict[str, Any]:
+def _json(body: bytes) -> Any:
     try:
-        answer = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
+        return None
+
+
+def _json_object(status: int, body: bytes) -> dict[str, Any]:
+    if not isinstance(answer := _json(body), dict):
         raise TicketsError(status, "bad_response", f"expected a JSON object, got {body[:200]!r}")
     return answer
 
 
 def _server_error(status: int, body: bytes, wait: float | None = None) -> TicketsError:
-    """The server's {"error", "message"}; for other bodies (a proxy's page, AWS's own 403
-    {"Message": "Forbidden"}), a code made from the status and what text there is."""
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        answer = None
-    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
-        return TicketsError(status, answer["error"], str(answer.get("message", "")), wait)
+    """The server's {"error", "message"}; for other bodies (a proxy's page, AWS's 403), `http_<status>` and text."""
+    answer = _json(body)
+    if isinstance(answer, dict) and isinstance(code := answer.get("error"), str):
+        message = str(answer.get("message", ""))
+        if code == "pool_full" and wait is not None:
+            message += f"; retry after {wait:g} s"
+        kind = {"pool_full": PoolFull, "lease_lost": LeaseLost}.get(code, TicketsError)
+        return kind(status, code, message, wait)
     text = (answer.get("Message") or answer.get("message")) if isinstance(answer, dict) else None
     text = text or body.decode("utf-8", "replace").strip()[:200] or http.client.responses.get(status, "")
     return TicketsError(status, f"http_{status}", str(text), wait)

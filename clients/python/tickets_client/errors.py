@@ -4,9 +4,7 @@ from __future__ import annotations
 
 
 class TicketsError(Exception):
-    """`status` is the HTTP status (None when no answer came back); `code` and `message` are the
-    server's `error` and `message`, or the client's own for failures it saw itself; `retry_after` the
-    seconds of the answer's Retry-After (None without one)."""
+    """`status`: None when no answer came back; `code` and `message`: the server's, or the client's own."""
 
     def __init__(self, status: int | None, code: str, message: str, retry_after: float | None = None):
         super().__init__(f"{code}: {message}")

@@ -1,12 +1,4 @@
-"""Block leasing (docs/reference/clients.md): one request buys a range block of tickets, handed out one by one
-in-process, the next block fetched in the background (Meituan Leaf's "segment" mode, double-buffered).
-
-Blocks grow and shrink to last `target_seconds` at the measured rate (a band of 1x-2x keeps a steady rate from
-flipping between two sizes). A 400 on a block halves the size until one is accepted (a deployment's `maxBlock`,
-perhaps lowered under a running lease) and the lease never asks for more again; a 400 at every size down to 1, or
-an opaque counter's `opaque_counter` (its ids come from `TicketsClient.next_ids`), is raised. Tickets never handed
-out are skipped, not reused: `close()` says how many.
-"""
+"""Block leasing, the next block prefetched (Meituan Leaf's "segment" mode): docs/reference/clients.md."""
 
 from __future__ import annotations
 
@@ -25,12 +17,9 @@ DEFAULT_BLOCK_SIZE = 1000
 DEFAULT_TARGET_SECONDS = 1.0
 PREFETCH_LATENCIES = 3  # prefetch when the block would last less than this many of the slowest recent fetches
 _LATENCIES_KEPT = 4
-# A block is handed out in this many runs; between two runs the lease looks at the clock, measures
-# the rate and decides whether to prefetch. Within a run, `next()` only steps an iterator.
-RUNS_PER_BLOCK = 16
-# A step of a range iterator is one C call, which the GIL makes atomic: two threads stepping one
-# iterator never get the same ticket. So `next()` takes a ticket without the lock, and locks only to
-# move on to the next run. A free-threaded build running without the GIL (PEP 703) always locks.
+RUNS_PER_BLOCK = 16  # between two runs of a block the lease measures the rate and decides whether to prefetch
+# A step of a range iterator is one C call, which the GIL makes atomic: `next()` takes a ticket without the lock, and
+# locks only to move on to the next run. A free-threaded build (PEP 703) always locks.
 _ITERATOR_STEP_IS_ATOMIC = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
@@ -62,8 +51,6 @@ class TicketLease:
         self._client = client
         self._clock = clock
         self._lock = threading.Lock()
-        # Changed under the lock only: the run being handed out (the fast path steps it without the
-        # lock), the current block, how much of it runs have released, and when it began.
         self._run: Iterator[int] = iter(())
         self._block = range(0)
         self._released = 0
@@ -72,11 +59,9 @@ class TicketLease:
         self._latencies: collections.deque[float] = collections.deque(maxlen=_LATENCIES_KEPT)
         self._sizes: collections.Counter[int] = collections.Counter()
         self._pending: Future[tuple[Block, float]] | None = None
-        self._prefetcher: ThreadPoolExecutor | None = None
+        self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tickets-lease")  # a thread once used
         self._closed = False
-        # Written by the one fetch in flight only (fetches never overlap): the largest size the server
-        # accepted after refusing a larger one.
-        self._ceiling = max_block
+        self._ceiling = max_block  # the largest size accepted after a refusal (fetches never overlap)
 
     def next(self) -> int:
         """The next ticket; a failed prefetch raises here, as TicketsError, and the next call tries again."""
@@ -107,9 +92,7 @@ class TicketLease:
             unused = operator.length_hint(self._run) + len(self._block) - self._released
             self._run, self._block, self._released = iter(()), range(0), 0
             pending, self._pending = self._pending, None
-            prefetcher, self._prefetcher = self._prefetcher, None
-        if prefetcher is not None:
-            prefetcher.shutdown(wait=True, cancel_futures=True)
+        self._prefetcher.shutdown(wait=True, cancel_futures=True)
         if pending is not None and not pending.cancelled() and pending.exception() is None:
             unused += pending.result()[0].count
         return unused
@@ -121,39 +104,27 @@ class TicketLease:
         self.close()
 
     def _next_run(self) -> None:
-        """The current run is used up: release the block's next run, or switch to the next block
-        (the prefetched one, else fetched now). Under the lock."""
+        """The run is used up: release the block's next (the next block prefetched if due), or switch blocks. Locked."""
         if self._closed:
             raise RuntimeError("this TicketLease is closed")
-        self._measure_rate()
+        elapsed = self._clock() - self._began
+        if self._released and elapsed > 0:  # every ticket released so far has been handed out
+            self._rate = self._released / elapsed
         if self._released == len(self._block):
             pending, self._pending = self._pending, None
             block, latency = pending.result() if pending is not None else self._fetch(self._next_size())
             self._latencies.append(latency)
             self._sizes[block.count] += 1
             self._block, self._released, self._began = block.tickets, 0, self._clock()
-        self._prefetch_if_due()
+        seconds_left = float("inf") if self._rate is None else (len(self._block) - self._released) / self._rate
+        if self._pending is None and seconds_left < PREFETCH_LATENCIES * max(self._latencies, default=0.0):
+            self._pending = self._prefetcher.submit(self._fetch, self._next_size())
         run = self._block[self._released : self._released + -(-len(self._block) // RUNS_PER_BLOCK)]
         self._released += len(run)
         self._run = iter(run)
 
-    def _measure_rate(self) -> None:
-        """Every ticket released so far from the current block has been handed out: the rate."""
-        elapsed = self._clock() - self._began
-        if self._released and elapsed > 0:
-            self._rate = self._released / elapsed
-
-    def _prefetch_if_due(self) -> None:
-        if self._pending is not None or self._rate is None:
-            return
-        seconds_left = (len(self._block) - self._released) / self._rate
-        if seconds_left < PREFETCH_LATENCIES * max(self._latencies, default=0.0):
-            if self._prefetcher is None:
-                self._prefetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tickets-lease")
-            self._pending = self._prefetcher.submit(self._fetch, self._next_size())
-
     def _next_size(self) -> int:
-        """Double while a block lasts less than the target, halve past twice it; never above what the server accepts."""
+        """Double while a block lasts less than the target, halve past twice it (a steady rate keeps one size)."""
         size = len(self._block) or self.block_size
         if self._rate is not None:
             lasts = size / self._rate
@@ -164,15 +135,14 @@ class TicketLease:
         return min(max(self.block_size, size), self._ceiling)
 
     def _fetch(self, size: int) -> tuple[Block, float]:
-        """A block and how long it took. No Idempotency-Key: a block a retry burns is one more gap; a key, two more
-        writes."""
+        """A block and how long it took; no Idempotency-Key (a block a retry burns is a gap; a key, two more writes)."""
         refused = False
         while True:
             began = self._clock()
             try:
                 block = self._client.block(self.key, size, idempotent=False)
             except TicketsError as err:
-                # The server's maxBlock is a 400 whose limit is stated only in prose: halve until a block is accepted.
+                # maxBlock's 400 states its limit only in prose: halve until a block is accepted.
                 if err.status == 400 and err.code != "opaque_counter" and size > 1:
                     size, refused = size // 2, True
                     continue

@@ -24,33 +24,23 @@ _HTTP_DATES = [
 
 
 def retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
-    only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a date in the past is 0. None when absent
-    or anything else (`1.5`, `-1`, `0x10`, `nan`, `inf`, a date in another form): the backoff decides."""
+    """Seconds from delay-seconds or an HTTP-date, at most MAX_RETRY_AFTER_SECONDS; None for anything else."""
     value = (value or "").strip(" \t")
     if re.fullmatch("[0-9]+", value):
         return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap
-    now = time.time() if now is None else now
-    date = _http_date(value, datetime.datetime.fromtimestamp(now, datetime.UTC).year)
-    return None if date is None else min(max(date.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)
-
-
-def _http_date(value: str, this_year: int) -> datetime.datetime | None:
     found = next((match for form in _HTTP_DATES if (match := form.fullmatch(value))), None)
     if found is None:
         return None
+    now = time.time() if now is None else now
     year = int(found["year"])
-    if len(found["year"]) == 2:
-        # RFC 850's two-digit year: one more than 50 years ahead is the most recent past year with those digits.
-        year += this_year // 100 * 100
-        if year > this_year + 50:
-            year -= 100
-        elif year + 100 <= this_year + 50:
-            year += 100
+    if len(found["year"]) == 2:  # RFC 850's: the latest year with those digits at most 50 years ahead
+        this_year = datetime.datetime.fromtimestamp(now, datetime.UTC).year
+        year = this_year + 50 - (this_year + 50 - year) % 100
     try:
         day, hour, minute, second = (int(found[name]) for name in ("day", "hour", "minute", "second"))
-        return datetime.datetime(
+        date = datetime.datetime(
             year, _MONTHS.index(found["month"]) + 1, day, hour, minute, second, tzinfo=datetime.UTC
         )
     except ValueError:  # 31 Feb, 25:00
         return None
+    return min(max(date.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)

@@ -27,7 +27,6 @@ class Signer:
         self._credentials = credentials  # botocore Credentials; found through the chain on first use
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
-        """`headers` plus Authorization, X-Amz-Date and, for temporary credentials, X-Amz-Security-Token."""
         # botocore takes a good part of a second to import: only signing clients pay for it
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
@@ -46,10 +45,6 @@ class Signer:
             except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
                 raise TicketsError(None, "no_credentials", str(err)) from None
         if self._credentials is None:
-            raise TicketsError(
-                None,
-                "no_credentials",
-                "this Function URL needs SigV4 but botocore found no AWS credentials "
-                "(environment, ~/.aws config and SSO, container or instance role)",
-            )
+            said = "no AWS credentials for SigV4 (botocore looks in the environment, ~/.aws config and SSO, a role)"
+            raise TicketsError(None, "no_credentials", said)
         return self._credentials.get_frozen_credentials()  # refreshes temporary credentials in time

@@ -1,9 +1,6 @@
-"""The client's HTTP exchanges: keep-alive connections (http.client's: the least a request costs in Python), one per
-request in flight, so threads may share a client; an idle one the server closed is replaced before sending, as undici
-does: a ticket costs a round trip, not a TCP (and TLS) handshake. Through the proxy HTTPS_PROXY or HTTP_PROXY names
-unless NO_PROXY exempts the host (a CONNECT tunnel for https, the absolute URL for http); TLS verified against the CA
-bundle AWS_CA_BUNDLE or SSL_CERT_FILE names, else the system's. No retries or redirects here: the client's own policy
-decides, and every failure to exchange is an OSError or an HTTPException to it (a failed attempt)."""
+"""The client's HTTP exchanges on http.client keep-alive connections, one per request in flight (threads may share a
+client), an idle one the server closed replaced before sending, as undici does; proxies and CA bundles as
+docs/reference/clients.md says. No retries or redirects: every failure is an OSError or HTTPException to the client."""
 
 from __future__ import annotations
 
@@ -18,7 +15,7 @@ from urllib.parse import urlsplit
 
 
 class Transport:
-    """One origin's connections (the module says how they are kept and where they go)."""
+    """One origin's connections."""
 
     def __init__(self, scheme: str, host: str, port: int | None, timeout: float):
         proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies_environment().get(scheme)
@@ -44,7 +41,7 @@ class Transport:
 
         self._connect = connect
 
-    def send(self, method: str, target: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, _Headers, bytes]:
+    def send(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
         try:
             connection = self._idle.pop()
         except IndexError:  # none idle: every one is in another thread's request
@@ -54,7 +51,7 @@ class Transport:
                 connection.close()  # readable while idle: the server closed it (or sent what nobody asked for)
             connection.request(method, self._prefix + target, body or None, headers)
             response = connection.getresponse()
-            answer = response.status, cast(_Headers, response.msg), response.read()
+            answer = response.status, cast(dict[str, str], response.msg), response.read()
         except BaseException:
             connection.close()  # whatever is left on it belongs to no request
             raise
@@ -68,13 +65,6 @@ def _readable(sock: Any) -> bool:
         (poller := select.poll()).register(sock, select.POLLIN)
         return bool(poller.poll(0))
     return bool(select.select([sock], [], [], 0)[0])  # Windows, whose select takes any socket
-
-
-class _Headers(dict[str, str]):
-    """A response's headers by lower-cased name, a repeated one's values joined by commas."""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        return super().get(name.lower(), default)
 
 
 class _Response(http.client.HTTPResponse):
@@ -101,8 +91,9 @@ class _Response(http.client.HTTPResponse):
             self.length = 0
         self.will_close = self._check_close() or (not self.chunked and self.length is None)
 
-    def _read_headers(self) -> _Headers:
-        headers = _Headers()
+    def _read_headers(self) -> dict[str, str]:
+        """The headers by lower-cased name, a repeated one's values joined by commas."""
+        headers: dict[str, str] = {}
         for _ in range(101):  # http.client's limits: 100 headers of at most 65536 bytes each
             line = self.fp.readline(65537)
             if len(line) > 65536:

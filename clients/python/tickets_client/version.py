@@ -1,4 +1,3 @@
-"""The client's release number (pyproject.toml and `--version` read it), the server's too: the client cannot import
-tickets.__version__ (tests/functional/test_listing.py checks they are equal)."""
+"""The client's release number, the server's too (tests/functional/test_listing.py holds the two equal)."""
 
 __version__ = "0.3.0"

@@ -1,9 +1,5 @@
-"""Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one (docs/reference/clients.md).
-
-A worker id is this process's only until its safe end: the time (on a clock that counts a suspend, CLOCK_BOOTTIME)
-at which it SENT the request that granted or last renewed it, plus the ttl, minus a margin; the service's
-`expiresAt` is never compared with our clock. In a forked child the lease is lost (the id stays the parent's).
-"""
+"""Worker-id leases and a Snowflake-style id generator on one (docs/reference/clients.md). The safe end is timed from
+when the grant's request was SENT, never from the service's `expiresAt` (docs/explanation/worker-leases.md)."""
 
 from __future__ import annotations
 
@@ -15,13 +11,12 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
-from .body import json_body
 from .errors import TicketsError
 
 DEFAULT_RENEW_FRACTION = 1 / 3
 MIN_MARGIN_SECONDS = 1.0
 MARGIN_FRACTION = 0.1  # of the ttl: the default margin is the larger of the two
-RENEW_RETRY_SECONDS = 1.0  # after a renewal that got no answer, the next try (sooner if the safe end is nearer)
+RENEW_RETRY_SECONDS = 1.0  # after a renewal that got no answer, the next try
 DEFAULT_EPOCH_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: with 41 bits of milliseconds, ids last until 2094
 DEFAULT_TIME_BITS, DEFAULT_WORKER_BITS, DEFAULT_SEQUENCE_BITS = 41, 10, 12
 ID_BITS = 63  # a signed 64-bit integer's, so ids stay positive in every language and database
@@ -55,54 +50,39 @@ class ClockRollback(TicketsError):
 
 
 class WorkerRoutes:
-    """TicketsClient's worker-lease methods, on its `_request`. A 503 pool_full is not retried (an id frees at an
-    expiry, not after a blip): it raises PoolFull; a 409 lease_lost raises LeaseLost."""
+    """TicketsClient's worker-lease methods: 503 pool_full raises PoolFull (not retried), 409 lease_lost LeaseLost."""
 
     _request: Callable[..., dict[str, Any]]
 
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
-        """A free worker id of `pool` (`POST /_workers/{pool}`), one Idempotency-Key (`idempotency_key`, else a new
-        UUID) for every attempt, so an acquire retried after a lost answer gets the same grant."""
-        body = b"" if owner is None else json_body({"owner": owner})
-        return _grant(
-            self._worker_request("POST", pool, None, idempotent=True, idempotency_key=idempotency_key, body=body)
+        """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
+        fields = None if owner is None else {"owner": owner}
+        answer = self._request(
+            "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields
         )
+        return _grant(answer)
 
     def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
-        """`PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry (twice only extends)."""
-        return _grant(self._worker_request("PUT", pool, worker, repeatable=True, body=json_body({"epoch": epoch})))
+        """The lease held at `epoch`, with a new expiry (twice only extends)."""
+        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch}))
 
     def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
-        """`DELETE /_workers/{pool}/{worker}`: whether this released the lease (False: stale or released already)."""
-        answer = self._worker_request("DELETE", pool, worker, repeatable=True, body=json_body({"epoch": epoch}))
+        """Whether this released the lease (False: stale or released already)."""
+        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch})
         if not isinstance(answer.get("released"), bool):
             raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
         return bool(answer["released"])
 
     def list_workers(self, pool: str) -> dict[str, Any]:
-        """`GET /_workers/{pool}`: {"pool", "size", "ttlSeconds", "leases": [{"worker", "epoch", "owner",
-        "expiresAt"}]}, the live leases by worker id."""
-        answer = self._worker_request("GET", pool, None, repeatable=True)
+        """The pool: {"pool", "size", "ttlSeconds", "leases"}, its live leases by worker id."""
+        answer = self._request("GET", _pool_path(pool), repeatable=True)
         if not _whole(answer.get("size")) or not isinstance(answer.get("leases"), list):
             raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
         return answer
 
-    def _worker_request(self, method: str, pool: str, worker: int | None, **sending: Any) -> dict[str, Any]:
-        path = f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
-        try:
-            return self._request(method, path, **sending)
-        except TicketsError as err:
-            if err.code == "pool_full":
-                wait = "" if err.retry_after is None else f"; retry after {err.retry_after:g} s"
-                raise PoolFull(err.status, err.code, f"{err.message}{wait}", err.retry_after) from None
-            if err.code == "lease_lost":
-                raise LeaseLost(err.status, err.code, err.message) from None
-            raise
-
 
 class WorkerLease:
-    """One worker id of `pool`, acquired at construction, renewed by a daemon thread (`background=False`: by
-    whoever calls `renew_due()`), released by `close()`. Thread-safe."""
+    """One worker id of `pool`, acquired at once, renewed by a daemon thread (or `renew_due()`) until `close()`."""
 
     def __init__(
         self,
@@ -117,9 +97,7 @@ class WorkerLease:
         monotonic: Callable[[], float] | None = None,
         background: bool = True,
     ):
-        """`idempotency_key`: your own, kept across a restart to get the same grant back; the grant may then be
-        old, so the lease renews it at once and times its safe end from that renewal (a replayed grant since
-        released or expired: a fresh acquire under a new key). `monotonic`: seconds (default: since boot)."""
+        """`idempotency_key`: your own, kept across a restart to get the same grant back (docs/reference/clients.md)."""
         if not 0 < renew_fraction < 1:
             raise ValueError(f"renew_fraction must be between 0 and 1, got {renew_fraction}")
         if margin_seconds is not None and not margin_seconds >= 0:
@@ -147,9 +125,8 @@ class WorkerLease:
             client.release_worker(pool, grant.worker, grant.epoch)
             raise ValueError(f"a margin of {self.margin_seconds} s leaves nothing of a {grant.ttl_seconds} s ttl")
         self._extend(grant, sent)
-        self._thread: threading.Thread | None = None
+        self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)
         if background:
-            self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)
             self._thread.start()
 
     @property
@@ -160,7 +137,7 @@ class WorkerLease:
 
     @property
     def grant(self) -> WorkerGrant:
-        """The last grant or renewal as the service answered it, lost or not (for logs: `worker` is checked)."""
+        """The last grant or renewal, lost or not (for logs: `worker` is checked)."""
         return self._grant
 
     @property
@@ -196,8 +173,7 @@ class WorkerLease:
             raise loss
 
     def renew_due(self) -> float | None:
-        """Renew if a renewal is due; the seconds until the next is (None once lost or closed). The daemon
-        thread's step; tests with a manual clock call it."""
+        """Renew if a renewal is due; the seconds until the next is (None once lost or closed)."""
         if self._closed or self._loss() is not None:
             return None
         now = self._monotonic()
@@ -219,8 +195,7 @@ class WorkerLease:
         return None if self._loss() is not None else max(0.0, self._renew_at - self._monotonic())
 
     def close(self) -> bool:
-        """Stop renewing and release the worker id; whether the service released it (False: lost, or the
-        release failed: it then expires at its ttl)."""
+        """Stop renewing and release the worker id; whether the service released it (else it expires at its ttl)."""
         if _process[0] != self._pid:  # the parent's id: never released from here (and the lock may be a held copy)
             self._closed = True
             return False
@@ -229,7 +204,7 @@ class WorkerLease:
                 return False
             self._closed = True
         self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
         if self._loss() is not None:
             return False
@@ -245,8 +220,7 @@ class WorkerLease:
         self.close()
 
     def _extend(self, grant: WorkerGrant, sent: float) -> None:
-        """A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has
-        passed (a loss is for good)."""
+        """A grant or renewal of the request sent at `sent`: the new safe end, unless the old one has passed."""
         if (grant.pool, grant.worker, grant.epoch) != (self.pool, self._grant.worker, self._grant.epoch):
             raise TicketsError(200, "bad_response", f"asked for a lease of {self.pool!r}, got {grant!r}")
         if self._loss() is not None:
@@ -282,9 +256,7 @@ class WorkerLease:
 
 
 class Snowflake:
-    """Snowflake-style ids on a WorkerLease: (milliseconds since `epoch_ms`) << (worker_bits + sequence_bits) |
-    worker << sequence_bits | sequence. Thread-safe. Raises LeaseLost once its lease is lost; a wall clock gone back
-    is waited for up to `max_rollback_seconds`, else ClockRollback: an id is never issued twice."""
+    """Snowflake-style ids on a WorkerLease, thread-safe, never one twice (docs/reference/clients.md)."""
 
     def __init__(
         self,
@@ -298,7 +270,6 @@ class Snowflake:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
     ):
-        """`clock`: the wall clock in seconds since the Unix epoch; `sleep`: how to wait (tests pass fakes)."""
         layout = {"time_bits": time_bits, "worker_bits": worker_bits, "sequence_bits": sequence_bits}
         if any(not _whole(bits) or bits < 0 for bits in layout.values()) or time_bits < 1:
             raise ValueError(f"bit counts are whole numbers, time_bits at least 1: {layout}")
@@ -338,21 +309,21 @@ class Snowflake:
         while now < self._last_ms:
             behind = self._last_ms - now
             if behind > self._max_rollback_ms:
-                raise ClockRollback(
-                    None,
-                    "clock_rollback",
-                    f"the clock went back {behind} ms (waits up to "
-                    f"{self._max_rollback_ms:g} ms): no id, rather than one issued twice",
-                )
+                said = f"the clock went back {behind} ms, past max_rollback_seconds ({self._max_rollback_ms:g} ms)"
+                raise ClockRollback(None, "clock_rollback", said)
             self._sleep(behind / 1000)
             now = int(self._clock() * 1000)
         return now
 
 
 def _since_boot() -> float:
-    """Seconds on CLOCK_BOOTTIME (Linux), which counts a system suspend as a pause; time.monotonic stops in one."""
+    """Seconds on CLOCK_BOOTTIME (Linux), which counts a suspend; time.monotonic stops in one."""
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
+
+
+def _pool_path(pool: str, worker: int | None = None) -> str:
+    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
 
 
 def _grant(answer: dict[str, Any]) -> WorkerGrant:

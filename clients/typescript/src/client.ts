@@ -1,11 +1,7 @@
-/**
- * A client for a Tickets Function URL (or the local server), the Python client's twin: the same requests,
- * retries, idempotency keys and errors (docs/reference/clients.md; clients/conformance.json holds the cases both
- * clients' tests run). Every logical request carries one `Idempotency-Key`, the same on each of its retries, so a
- * retry after a lost answer gets the first answer instead of burning tickets.
- */
+/** A client for a Tickets Function URL, the Python client's twin (docs/reference/clients.md, clients/conformance.json). */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
+import { setTimeout as sleepMs } from "node:timers/promises";
 
 import { LeaseLost, PoolFull, TicketsError } from "./errors.js";
 import { type CredentialSource, type Signer, functionUrlRegion, signer } from "./signing.js";
@@ -15,9 +11,7 @@ export const USER_AGENT = "tickets-client-ts/0.3.0"; // the package.json version
 export const BACKOFF_BASE_SECONDS = 0.1;
 export const BACKOFF_CAP_SECONDS = 5.0;
 export const MAX_RETRY_AFTER_SECONDS = 30.0; // a Retry-After beyond this is honoured only this far
-// The function's timeout: lambda_src/tickets/timing.py FUNCTION_TIMEOUT_SECONDS (the client does not
-// read the server's code; tests/unit/test_typescript_client.py checks the two agree).
-export const FUNCTION_TIMEOUT_SECONDS = 10;
+export const FUNCTION_TIMEOUT_SECONDS = 10; // lambda_src/tickets/timing.py's (tests/unit/test_typescript_client.py)
 export const IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5; // past the lock's expiry, with a margin
 export const IN_PROGRESS_MAX_ATTEMPTS = 60; // a bound on attempts too, whatever the jitter draws
 export const MAX_BLOCK = 1_000_000; // the most tickets one /_blocks request may ask for (a deployment may allow fewer)
@@ -32,7 +26,6 @@ export class Block {
     readonly count: number,
   ) {}
 
-  /** The i-th ticket of the block (0-based). */
   ticket(index: number): number {
     return this.first + this.step * index;
   }
@@ -42,26 +35,19 @@ export class Block {
   }
 }
 
+/** The Python client's options, camelCase (docs/reference/clients.md), and `credentials` and `fetch` (default: Node's). */
 export interface ClientOptions {
-  /** Sign with SigV4; default: only *.lambda-url.<region>.on.aws URLs. */
   sign?: boolean;
-  /** Region for signing; default: the one in the Function URL. */
   region?: string;
-  /** Credentials for signing; default: the AWS SDK's chain (environment, ~/.aws, SSO, container or instance role). */
   credentials?: CredentialSource;
-  /** Seconds per attempt (default 5). */
   timeoutSeconds?: number;
-  /** Attempts per request for 429, 503, lost connections and (with an Idempotency-Key) 502 and 504 (default 5). */
   maxAttempts?: number;
-  /** How the client waits between attempts (tests pass one that records instead). */
   sleep?: (seconds: number) => Promise<void>;
-  /** The fetch to send with (default: Node's global fetch), e.g. one that goes through a proxy. */
   fetch?: typeof fetch;
 }
 
 export interface RequestOptions {
-  /** Send an Idempotency-Key (default true); false: a retry after a lost answer burns that block (a gap). */
-  idempotent?: boolean;
+  idempotent?: boolean; // default true: send an Idempotency-Key
 }
 
 type Answer = Record<string, unknown>;
@@ -75,7 +61,6 @@ export interface SeriesNumber {
 }
 
 export interface SeriesOptions {
-  /** The document this number is for (up to 128 characters), kept in the journal. */
   ref?: string;
   /** The Idempotency-Key (default: a new UUID); store your own with the document to get its number back after a restart. */
   idempotencyKey?: string;
@@ -92,17 +77,16 @@ export class TicketsClient {
   readonly url: string;
   private readonly base: URL;
   private readonly signer: Signer | null = null;
-  private readonly timeoutSeconds: number;
-  private readonly maxAttempts: number;
-  private readonly sleep: (seconds: number) => Promise<void>;
-  private readonly fetch: typeof fetch;
 
-  constructor(url: string, options: ClientOptions = {}) {
+  constructor(
+    url: string,
+    private readonly options: ClientOptions = {},
+  ) {
     const base = URL.canParse(url) ? new URL(url) : null;
     if ((base?.protocol !== "http:" && base?.protocol !== "https:") || !base.hostname) {
       throw new TypeError(`not an http(s) URL: ${JSON.stringify(url)}`);
     }
-    const maxAttempts = options.maxAttempts ?? 5;
+    const { maxAttempts = 5 } = options;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError("maxAttempts must be at least 1");
     this.url = url.replace(/\/+$/, "");
     this.base = base;
@@ -114,25 +98,18 @@ export class TicketsClient {
       }
       this.signer = signer(region, options.credentials);
     }
-    this.timeoutSeconds = options.timeoutSeconds ?? 5;
-    this.maxAttempts = maxAttempts;
-    this.sleep = options.sleep ?? ((seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000)));
-    this.fetch = options.fetch ?? globalThis.fetch;
   }
 
   get signing(): boolean {
     return this.signer !== null;
   }
 
-  /** `count` new tickets of `key` (the deployment's default key when undefined), ascending. */
+  /** `count` new tickets of `key` (undefined: the default key), ascending. */
   async next(key?: string, count = 1, options: RequestOptions = {}): Promise<number[]> {
     return checkedTickets(await this.issue(key, count, options), count);
   }
 
-  /**
-   * `count` new ids of the opaque counter `key` (cdk.json's `counters.KEY.opaque`), in its tickets' order, which
-   * the ids do not show. `next` refuses an opaque counter's answer (`opaque_counter`), this a plain one's (`not_opaque`).
-   */
+  /** `count` new ids of the opaque counter `key`, in its tickets' order (`next` refuses them: `opaque_counter`). */
   async nextIds(key?: string, count = 1, options: RequestOptions = {}): Promise<string[]> {
     return checkedIds(await this.issue(key, count, options), count);
   }
@@ -184,21 +161,17 @@ export class TicketsClient {
 
   /** Every journal entry of the series above `after`, in order, fetched a page of `limit` at a time. */
   async *journal(key: string, series: string, after?: number, limit = JOURNAL_PAGE): AsyncGenerator<Answer> {
-    let from = after;
     for (;;) {
-      const query = new URLSearchParams({ series, limit: String(limit), ...(from !== undefined ? { after: String(from) } : {}) });
+      const query = new URLSearchParams({ series, limit: String(limit), ...(after !== undefined ? { after: String(after) } : {}) });
       const page = await this.request("GET", `/_series${keyPath(key)}/journal?${query}`, { repeatable: true });
       if (!Array.isArray(page.entries)) throw badResponse("the server's answer is not a journal page: ", page);
       yield* page.entries as Answer[];
       if (typeof page.next !== "number") return;
-      from = page.next;
+      after = page.next;
     }
   }
 
-  /**
-   * A free worker id of `pool` (`POST /_workers/{pool}`), one Idempotency-Key (`idempotencyKey`, else a new UUID)
-   * for every attempt. A full pool is not retried: it throws PoolFull (`retryAfter`: seconds to the earliest expiry).
-   */
+  /** A free worker id of `pool`, one Idempotency-Key for every attempt; a full pool throws PoolFull, not retried. */
   async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
     const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
     const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
@@ -232,20 +205,20 @@ export class TicketsClient {
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
     if (sending.body) headers["content-type"] = "application/json";
     const body = method === "GET" ? undefined : (sending.body ?? "");
-    let attempts = 0;
-    let failedAttempts = 0;
-    let waited = 0;
+    const { timeoutSeconds = 5, maxAttempts = 5, fetch = globalThis.fetch } = this.options;
+    const { sleep = (seconds: number) => sleepMs(seconds * 1000) } = this.options;
+    let [attempts, failedAttempts, waited] = [0, 0, 0];
     for (;;) {
       attempts++;
       const sent = this.signer ? await this.signer(method, target, headers, body ?? "") : headers;
       let failure: TicketsError;
       let delay: number;
       try {
-        const response = await this.fetch(target, {
+        const response = await fetch(target, {
           method,
           headers: sent,
           ...(body !== undefined ? { body } : {}),
-          signal: AbortSignal.timeout(this.timeoutSeconds * 1000),
+          signal: AbortSignal.timeout(timeoutSeconds * 1000),
         });
         const text = await response.text();
         if (response.status < 300) return jsonObject(response.status, text);
@@ -259,9 +232,9 @@ export class TicketsClient {
       }
       const giveUp = inProgress(failure)
         ? waited >= IN_PROGRESS_RETRY_SECONDS || attempts >= IN_PROGRESS_MAX_ATTEMPTS
-        : ++failedAttempts >= this.maxAttempts;
+        : ++failedAttempts >= maxAttempts;
       if (giveUp) throw failure;
-      await this.sleep(delay);
+      await sleep(delay);
       waited += delay;
     }
   }
@@ -275,10 +248,7 @@ function keyPath(key: string | undefined): string {
   return key === undefined ? "/" : "/" + encodeURIComponent(key);
 }
 
-/**
- * A whole number a JS number holds exactly, written as an integer: a larger ticket would arrive rounded,
- * and 7.0 or 7e0 is no integer answer (JSON.parse cannot tell them from 7: `jsonObject` notes them).
- */
+/** A whole number a JS number holds exactly, written as an integer (7.0 or 7e0 is none: `jsonObject` notes them). */
 function isTicket(holder: object, key: string | number): boolean {
   const value = (holder as Record<string, unknown>)[key];
   return Number.isSafeInteger(value) && !notWrittenAsIntegers.get(holder)?.has(String(key));
@@ -287,8 +257,7 @@ function isTicket(holder: object, key: string | number): boolean {
 /** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
   if ("id" in answer && !("ticket" in answer)) {
-    const said = "the counter is opaque: it answers ids, not tickets; take them with nextIds():";
-    throw new TicketsError(200, "opaque_counter", `${said} ${show(answer)}`);
+    throw new TicketsError(200, "opaque_counter", `an opaque counter: take its ids with nextIds(): ${show(answer)}`);
   }
   const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
   if (
@@ -308,8 +277,7 @@ function checkedTickets(answer: Answer, count: number): number[] {
 /** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
 function checkedIds(answer: Answer, count: number): string[] {
   if ("ticket" in answer && !("id" in answer)) {
-    const said = "the counter is not opaque: it answers tickets; take them with next():";
-    throw new TicketsError(200, "not_opaque", `${said} ${show(answer)}`);
+    throw new TicketsError(200, "not_opaque", `not an opaque counter: take its tickets with next(): ${show(answer)}`);
   }
   const ids = "ids" in answer ? answer.ids : [answer.id];
   if (
@@ -335,8 +303,7 @@ function workerGrant(answer: Answer): WorkerGrant {
 }
 
 function retryable(error: TicketsError, idempotent: boolean | undefined): boolean {
-  // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that
-  // answer instead of new tickets.
+  // A 502 or 504 may come after the function issued: only an Idempotency-Key makes the retry get that answer.
   const status = error.status ?? 0;
   const busy = (status === 429 || status === 503) && error.code !== "pool_full"; // a full pool frees an id at an expiry
   return busy || inProgress(error) || (idempotent === true && (status === 502 || status === 504));
@@ -347,7 +314,7 @@ function inProgress(error: TicketsError): boolean {
   return error.status === 409 && error.code === "in_progress";
 }
 
-/** Capped exponential backoff with full jitter: spread retries so callers don't stampede. */
+/** Capped exponential backoff with full jitter. */
 export function backoff(attempt: number): number {
   return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
 }
@@ -362,41 +329,28 @@ const HTTP_DATES = [
   `(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ${MONTH} (?<day>[0-9 ][0-9]) ${TIME} (?<year>[0-9]{4})`,
 ].map((form) => new RegExp(`^${form}$`));
 
-/**
- * Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: delay-seconds (digits
- * only) or an HTTP-date, capped at MAX_RETRY_AFTER_SECONDS; a date in the past is 0. null when absent or
- * anything else (`1.5`, `-1`, `0x10`, `nan`, `inf`, a date in another form): the backoff decides.
- */
+/** Seconds from a Retry-After header as RFC 9110 (section 10.2.3) defines it: the Python client's retry_after. */
 export function retryAfter(header: string | null, nowMs: number = Date.now()): number | null {
   const value = (header ?? "").replace(/^[ \t]+|[ \t]+$/g, "");
   if (/^[0-9]+$/.test(value)) return Math.min(Number(value), MAX_RETRY_AFTER_SECONDS);
-  const date = httpDate(value, new Date(nowMs).getUTCFullYear());
-  if (date === null) return null;
-  return Math.min(Math.max((date - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
-}
-
-/** Milliseconds since the epoch of an HTTP-date, or null. */
-function httpDate(value: string, thisYear: number): number | null {
   const found = HTTP_DATES.map((form) => form.exec(value)?.groups).find((groups) => groups !== undefined);
   if (found === undefined) return null;
+  const thisYear = new Date(nowMs).getUTCFullYear();
   let year = Number(found.year);
-  if (found.year?.length === 2) {
-    // RFC 850's two-digit year: one more than 50 years ahead is the most recent past year with those digits.
-    year += Math.floor(thisYear / 100) * 100;
-    if (year > thisYear + 50) year -= 100;
-    else if (year + 100 <= thisYear + 50) year += 100;
-  }
+  // RFC 850's two-digit year: the latest year with those digits at most 50 years ahead.
+  if (found.year?.length === 2) year = thisYear + 50 - ((thisYear + 50 - year) % 100);
   const month = MONTHS.indexOf(found.month as string);
   const [day, hour, minute, second] = [found.day, found.hour, found.minute, found.second].map(Number) as [number, number, number, number];
   const date = new Date(Date.UTC(year, month, day, hour, minute, second));
   // Date.UTC rolls 31 Feb over into March, and 25:00 into the next day: such a date is no date.
   const fields = [year, month, day, hour, minute, second];
   const read = [date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()];
-  return read.every((field, index) => field === fields[index]) ? date.getTime() : null;
+  if (!read.every((field, index) => field === fields[index])) return null;
+  return Math.min(Math.max((date.getTime() - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
 }
 
 function jsonObject(status: number, text: string): Answer {
-  const answer = parseJson(text, true);
+  const answer = parseJson(text);
   if (answer === null || typeof answer !== "object" || Array.isArray(answer)) {
     throw new TicketsError(status, "bad_response", `expected a JSON object, got ${JSON.stringify(text.slice(0, 200))}`);
   }
@@ -419,10 +373,7 @@ function noteNonIntegers(this: object, key: string, value: unknown, context?: { 
   return value;
 }
 
-/**
- * The server's {error, message} (pool_full as PoolFull, lease_lost as LeaseLost); for other bodies (a proxy's
- * page, AWS's own 403 {"Message": "Forbidden"}), a code made from the status and what text there is.
- */
+/** The server's {error, message}; for other bodies (a proxy's page, AWS's 403), `http_<status>` and text. */
 function serverError(status: number, text: string, wait: number | null): TicketsError {
   const answer = parseJson(text);
   const fields = answer !== null && typeof answer === "object" ? (answer as Answer) : {};
@@ -434,10 +385,9 @@ function serverError(status: number, text: string, wait: number | null): Tickets
   return new TicketsError(status, `http_${status}`, String(said), wait);
 }
 
-function parseJson(text: string, noting = false): unknown {
+function parseJson(text: string): unknown {
   try {
-    const parse = JSON.parse as (text: string, reviver?: Reviver) => unknown;
-    return noting ? parse(text, noteNonIntegers) : parse(text);
+    return (JSON.parse as (text: string, reviver?: Reviver) => unknown)(text, noteNonIntegers);
   } catch {
     return null;
   }

@@ -1,9 +1,6 @@
 /** The error the client raises for a refused or failed request, and its kinds a caller may wait on or handle. */
 export class TicketsError extends Error {
-  /**
-   * `status`: the HTTP status (null when no answer came back); `code` and `message`: the server's `error` and
-   * `message`, or the client's own; `retryAfter`: the seconds of the answer's Retry-After (null without one).
-   */
+  /** `status`: null when no answer came back; `code` and `message`: the server's, or the client's own. */
   constructor(
     readonly status: number | null,
     readonly code: string,

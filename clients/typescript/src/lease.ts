@@ -1,11 +1,4 @@
-/**
- * Block leasing, the Python client's TicketLease with the same sizing (docs/reference/clients.md): one request buys
- * a range block of tickets, handed out one by one in-process, the next fetched in the background.
- *
- * A 400 on a block halves the size until one is accepted (a deployment's maxBlock, perhaps lowered under a running
- * lease), and the lease never asks for more again; a 400 at every size down to 1, or an opaque counter's
- * `opaque_counter` (its ids come from `TicketsClient.nextIds`), is thrown. Tickets never handed out are skipped.
- */
+/** Block leasing, the Python client's TicketLease with the same sizing (docs/reference/clients.md). */
 import { Block, MAX_BLOCK, type TicketsClient } from "./client.js";
 import { TicketsError } from "./errors.js";
 
@@ -13,9 +6,7 @@ export const DEFAULT_BLOCK_SIZE = 1000;
 export const DEFAULT_TARGET_SECONDS = 1.0;
 export const PREFETCH_LATENCIES = 3; // prefetch when the block would last less than this many of the slowest fetches
 const LATENCIES_KEPT = 4;
-// A block is handed out in this many runs; between two runs the lease measures the rate and decides whether to
-// prefetch. Within a run, `next()` only counts.
-export const RUNS_PER_BLOCK = 16;
+export const RUNS_PER_BLOCK = 16; // between two runs of a block the lease measures the rate and decides whether to prefetch
 
 export type BlockSource = Pick<TicketsClient, "block">;
 
@@ -45,8 +36,7 @@ export class TicketLease {
   private pending: Promise<Fetched> | null = null;
   private switching: Promise<void> | null = null; // the one move to the next block, which callers share
   private closed = false;
-  // The largest size the server accepted after refusing a larger one (fetches never overlap).
-  private ceiling: number;
+  private ceiling: number; // the largest size accepted after a refusal (fetches never overlap)
 
   constructor(
     private readonly client: BlockSource,
@@ -108,10 +98,14 @@ export class TicketLease {
     return unused + ((await pending?.then(({ block }) => block.count, () => 0)) ?? 0); // a failed prefetch: nothing unused
   }
 
-  /** The current run is used up, not the block: release its next run. */
+  /** The current run is used up, not the block: release its next run (the next block prefetched if due). */
   private releaseRun(): void {
     this.measureRate();
-    this.prefetchIfDue();
+    const secondsLeft = this.rate === null ? Infinity : (this.block.count - this.released) / this.rate;
+    if (this.pending === null && secondsLeft < PREFETCH_LATENCIES * Math.max(0, ...this.latencies)) {
+      this.pending = this.fetch(this.nextSize());
+      this.pending.catch(() => {}); // its failure is raised by the next() that needs the block, not as unhandled
+    }
     this.released = Math.min(this.block.count, this.released + Math.ceil(this.block.count / RUNS_PER_BLOCK));
   }
 
@@ -135,16 +129,6 @@ export class TicketLease {
     if (this.released && elapsed > 0) this.rate = this.released / elapsed;
   }
 
-  private prefetchIfDue(): void {
-    if (this.pending !== null || this.rate === null) return;
-    const secondsLeft = (this.block.count - this.released) / this.rate;
-    if (secondsLeft < PREFETCH_LATENCIES * Math.max(0, ...this.latencies)) {
-      const pending = this.fetch(this.nextSize());
-      pending.catch(() => {}); // its failure is raised by the next() that needs the block, not as unhandled
-      this.pending = pending;
-    }
-  }
-
   /** Double while a block lasts less than the target, halve past twice it; never above what the server accepts. */
   private nextSize(): number {
     let size = this.block.count || this.blockSize;
@@ -156,7 +140,7 @@ export class TicketLease {
     return Math.min(Math.max(this.blockSize, size), this.ceiling);
   }
 
-  /** A block and how long it took. No Idempotency-Key: a block a retry burns is one more gap; a key, two more writes. */
+  /** A block and how long it took; no Idempotency-Key (a block a retry burns is a gap; a key, two more writes). */
   private async fetch(size: number): Promise<Fetched> {
     let refused = false;
     for (;;) {
@@ -165,7 +149,7 @@ export class TicketLease {
       try {
         block = await this.client.block(this.key, size, { idempotent: false });
       } catch (err) {
-        // The server's maxBlock is a 400 whose limit is stated only in prose: halve until a block is accepted.
+        // maxBlock's 400 states its limit only in prose: halve until a block is accepted.
         if (err instanceof TicketsError && err.status === 400 && err.code !== "opaque_counter" && size > 1) {
           size = Math.floor(size / 2);
           refused = true;

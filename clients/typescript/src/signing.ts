@@ -1,7 +1,4 @@
-/**
- * SigV4 for Function URLs with AWS_IAM auth: the AWS SDK's own signer (@smithy/signature-v4 with
- * @aws-crypto/sha256-js) and credential chain (@aws-sdk/credential-provider-node), service `lambda`.
- */
+/** SigV4 for Function URLs with AWS_IAM auth: the AWS SDK's own signer and credential chain, service `lambda`. */
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { defaultProvider } from "@aws-sdk/credential-provider-node";
 import { SignatureV4 } from "@smithy/signature-v4";
@@ -26,9 +23,7 @@ export interface AwsCredentials {
 /** Credentials, or a function that finds them (refreshing temporary ones), like the SDK's providers. */
 export type CredentialSource = AwsCredentials | (() => Promise<AwsCredentials>);
 
-/** Signs each attempt afresh (a signature is valid for 5 minutes; retries may outlast it): `headers` plus
- * authorization, x-amz-date and, for temporary credentials, x-amz-security-token. `credentials`: default, the SDK's
- * chain (environment, ~/.aws config and SSO, container or instance role). */
+/** `headers` signed (each attempt afresh: a signature is valid for 5 minutes; retries may outlast it). */
 export type Signer = (method: string, url: URL, headers: Record<string, string>, body: string) => Promise<Record<string, string>>;
 
 export function signer(region: string, credentials?: CredentialSource): Signer {
@@ -39,12 +34,8 @@ export function signer(region: string, credentials?: CredentialSource): Signer {
     try {
       credentials = await found();
     } catch (err) {
-      throw new TicketsError(
-        null,
-        "no_credentials",
-        "this Function URL needs SigV4 but the AWS SDK's credential chain found no credentials " +
-          `(environment, ~/.aws config and SSO, container or instance role): ${(err as Error).message}`,
-      );
+      const said = "no AWS credentials for SigV4 (the SDK looks in the environment, ~/.aws config and SSO, a role)";
+      throw new TicketsError(null, "no_credentials", `${said}: ${(err as Error).message}`);
     }
     const sigv4 = new SignatureV4({ service: SERVICE, region, credentials, sha256: Sha256, applyChecksum: false });
     const signed = await sigv4.sign({

@@ -1,7 +1,5 @@
-/** Tickets for your tests (`tickets-client/testing`, docs/how-to/test-your-code.md): the real handler behind a local
- * Function URL, in a process of its own (`python -m tickets_local`, from a Python with Tickets and its `testing`
- * extra). It stops with stop(), or when your process ends (it stops when its stdin closes).
- */
+/** Tickets for your tests (docs/how-to/test-your-code.md): a local server (`python -m tickets_local`) of your own, which
+ * stops with stop() or when your process ends (its stdin closes). */
 import { type ChildProcess, spawn } from "node:child_process";
 
 /** cdk.json's `tickets` when none is given: one region, one lane per key (tickets 1, 2, 3...), any key. */
@@ -29,7 +27,7 @@ export interface LocalTicketsOptions {
   endpointUrl?: string;
   /** The keys of opaque counters' ids, a key file (made there if missing); default: made at start. */
   keyFile?: string;
-  /** More of the server's flags, e.g. ["--without-ledger"] for tables on an endpoint (docs/reference/local-server.md). */
+  /** More of the server's flags (docs/reference/local-server.md). */
   serverArgs?: string[];
 }
 
@@ -38,7 +36,7 @@ export interface LocalTickets {
   readonly url: string;
   /** What the server printed when it started: url, backend, region and slot, tables. */
   readonly banner: string;
-  /** With opaque counters: the key file their ids are made with (.venv/bin/python -m tickets_admin decode --key-file). */
+  /** With opaque counters: the key file their ids are made with. */
   readonly keyFile: string | undefined;
   /** Every counter and idempotency record gone, and the handler's cached state with them. */
   reset(): Promise<void>;
@@ -74,8 +72,7 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
     reset: async () => {
       const response = await fetch(url + RESET_PATH, { method: "POST" });
       await response.arrayBuffer(); // read to its end: the connection goes back to fetch's pool
-      const status = response.status;
-      if (status !== 200) throw new Error(`the local server did not reset (HTTP ${status}):\n${log}`);
+      if (response.status !== 200) throw new Error(`the local server did not reset (HTTP ${response.status}):\n${log}`);
     },
     stop,
   };
@@ -106,11 +103,8 @@ function announced(child: ChildProcess, python: string, log: () => string): Prom
 /** Why the server exited before it listened; a Python without Tickets is told where to find or install it. */
 function exitedBefore(python: string, code: number | null, log: string): string {
   if (/No module named '?tickets_local/.test(log)) {
-    return (
-      `${python} has no tickets_local (No module named tickets_local): set TICKETS_PYTHON (or pass python) to a ` +
-      `Python with Tickets installed, or install it into this one: ${python} -m pip install "path/to/tickets[testing]" ` +
-      "(docs/how-to/test-your-code.md)"
-    );
+    const fix = `set TICKETS_PYTHON (or python) to a Python with Tickets, or: ${python} -m pip install "path/to/tickets[testing]"`;
+    return `${python} has no tickets_local: ${fix} (docs/how-to/test-your-code.md)`;
   }
   return `the local server exited (${code}) before it listened:\n${log}`;
 }

@@ -1,11 +1,5 @@
-/**
- * Worker-id leases (`/_workers/{pool}`) and a Snowflake-style id generator on one, the Python client's twin
- * (docs/reference/clients.md). A worker id is this process's only until its safe end: the monotonic time at which
- * it SENT the request that granted or last renewed it, plus the ttl, minus a margin; the service's `expiresAt` is
- * never compared with our clock. performance.now() stops while the machine is suspended, so the wall clock's time
- * since the send is checked too: the safe end has passed when EITHER clock says so (a wall clock stepped back never
- * extends it).
- */
+/** Worker-id leases and a Snowflake-style id generator on one, the Python client's twin (docs/reference/clients.md).
+ * performance.now() stops in a suspend, so the safe end has passed when EITHER it or the wall clock says so. */
 import { EventEmitter } from "node:events";
 import { setTimeout as sleepMs } from "node:timers/promises";
 
@@ -40,11 +34,11 @@ export interface WorkerLeaseOptions {
   renewFraction?: number;
   marginSeconds?: number;
   onLost?: (loss: LeaseLost) => void;
-  /** Your own, kept across a restart to get the same grant back; it may be old, so the lease renews it at once. */
+  /** Your own, kept across a restart to get the same grant back (renewed at once). */
   idempotencyKey?: string;
-  /** Seconds on a monotonic clock (tests pass a manual one). */
+  /** Seconds on a monotonic clock. */
   monotonic?: () => number;
-  /** Milliseconds on the wall clock (default Date.now), which counts a suspend (tests pass a manual one). */
+  /** Milliseconds on the wall clock (default Date.now), which counts a suspend. */
   wallClock?: () => number;
   /** Renew on a timer (default true); false: whoever calls renewDue() renews. */
   background?: boolean;
@@ -55,14 +49,10 @@ const monotonicSeconds = (): number => performance.now() / 1000;
 /** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
 type Sent = readonly [monotonic: number, wallMs: number];
 
-/**
- * One worker id of a pool, acquired by `WorkerLease.acquire`, renewed at a fraction of the ttl on an unref'd timer
- * (it never holds the process open), released by `close()`. A renewal refused, or a safe end passed unrenewed, loses
- * it for good: `lost` turns true, the "lost" event (and `onLost`) fires once, `worker` throws LeaseLost.
- */
+/** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on an unref'd timer (it never holds the process
+ * open), released by `close()`; a loss is for good: the "lost" event fires once, `worker` throws LeaseLost. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   readonly pool: string;
-  private current: WorkerGrant;
   private safeEndAt = 0;
   private wallSafeEndMs = 0;
   private renewAt = 0;
@@ -74,7 +64,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   private constructor(
     private readonly client: WorkerSource,
-    grant: WorkerGrant,
+    private current: WorkerGrant,
     sent: Sent,
     private readonly margin: number | undefined,
     private readonly fraction: number,
@@ -82,9 +72,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     private readonly wallClock: () => number,
   ) {
     super();
-    this.pool = grant.pool;
-    this.current = grant;
-    this.extend(grant, sent);
+    this.pool = current.pool;
+    this.extend(current, sent);
   }
 
   /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
@@ -123,7 +112,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     return this.current.worker;
   }
 
-  /** The last grant or renewal as the service answered it, lost or not (for logs: `worker` is checked). */
+  /** The last grant or renewal, lost or not (for logs: `worker` is checked). */
   get grant(): WorkerGrant {
     return this.current;
   }
@@ -244,17 +233,12 @@ export interface SnowflakeOptions {
   workerBits?: number;
   sequenceBits?: number;
   maxRollbackSeconds?: number;
-  /** The wall clock in milliseconds since the Unix epoch (default Date.now); tests pass a manual one. */
+  /** The wall clock in milliseconds since the Unix epoch (default Date.now). */
   clock?: () => number;
-  /** How to wait (tests pass one that moves their clock). */
   sleep?: (seconds: number) => Promise<void>;
 }
 
-/**
- * Snowflake-style ids (bigints) on a WorkerLease: (milliseconds since `epochMs`) << (workerBits + sequenceBits) |
- * worker << sequenceBits | sequence, for one caller at a time. Throws LeaseLost once its lease is lost; a wall clock
- * gone back is waited for up to `maxRollbackSeconds`, else ClockRollback: an id is never issued twice.
- */
+/** Snowflake-style ids (bigints) on a WorkerLease, the Python client's Snowflake; callers queue, one id at a time. */
 export class Snowflake {
   private lastMs = -1;
   private sequence = 0;
@@ -289,7 +273,6 @@ export class Snowflake {
     return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, clock, sleep);
   }
 
-  /** The next id. */
   next(): Promise<bigint> {
     const issued = this.queue.then(() => this.issue());
     this.queue = issued.catch(() => undefined);
@@ -320,7 +303,7 @@ export class Snowflake {
     while (now < this.lastMs) {
       const behind = this.lastMs - now;
       if (behind > this.maxRollbackMs) {
-        const said = `the clock went back ${behind} ms (waits up to ${this.maxRollbackMs} ms): no id, rather than one issued twice`;
+        const said = `the clock went back ${behind} ms, past maxRollbackSeconds (${this.maxRollbackMs} ms)`;
         throw new ClockRollback(null, "clock_rollback", said);
       }
       await this.sleep(behind / 1000);
