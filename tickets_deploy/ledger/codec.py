@@ -1,6 +1,5 @@
-"""tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change is a
-small diff; `from_text` reads the current format, refusing what the writer would not write back; `upgrade_text`
-also reads format 1 (tests/unit/test_ledger_formats.py); the version id hashes the services as the file writes them."""
+"""tickets.lock.json's text: written sorted, one counter, slot or version per line (a change is a small diff); read
+in the current format, refusing what the writer would not write back; format 1 read only by `upgrade_text`."""
 
 from __future__ import annotations
 
@@ -38,8 +37,7 @@ UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 
 
 def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
-    """The first 16 hex digits of sha256 over the canonical JSON of the parent and the services; the
-    parent is part of it, so a state reached again later is a new version."""
+    """sha256 of the parent and the services as the file writes them: a state reached again is a new version."""
     canonical = json.dumps(
         {"parent": parent, "services": {name: _service_fields(s) for name, s in sorted(services.items())}},
         sort_keys=True,
@@ -49,8 +47,7 @@ def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
 
 
 def _service_fields(ledger: Ledger) -> dict[str, Any]:
-    """One service as the file writes it (and as its version id hashes it). A field added later is written only
-    where it was ever set, so an older ledger hashes as it always did."""
+    """One service as the file writes and hashes it; a field added later only where set (old ledgers hash alike)."""
     epochs = {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in
               sorted({epoch.key for epoch in ledger.epochs})}  # fmt: skip
     return {
@@ -66,13 +63,10 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-# The service's fields written one entry a line (the others on one line each).
 _BLOCKS = {"counters", "epochs", "series", "slots"}
 
 
 def to_text(ledger: LedgerFile) -> str:
-    """Sorted, two-space indented, one counter, slot or version per line, so a change is a small diff."""
-
     def block(name: str, rows: Mapping[str, Any], indent: str) -> str:
         if not rows:
             return f'{indent}"{name}": {{}}'
@@ -103,8 +97,7 @@ def to_text(ledger: LedgerFile) -> str:
 
 
 def from_text(text: str) -> LedgerFile:
-    """A ledger file in the current format from its text, lineage not checked (check_lineage); LedgerError
-    naming UPGRADE_COMMAND for an older format."""
+    """A ledger file in the current format, lineage not checked (check_lineage)."""
     raw = json.loads(text)
     if isinstance(raw, dict) and "tableName" in raw:
         raise LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
@@ -131,9 +124,8 @@ def from_text(text: str) -> LedgerFile:
 
 
 def upgrade_text(text: str) -> LedgerFile:
-    """A ledger in any format the project wrote, in the current one. Format 1 (one service at the top) is that
-    service with one root version; without unconfiguredKeysServed and defaultKeysServed (before the rollout
-    rule), as if every key could have been served unconfigured: the safe side."""
+    """A ledger in any format the project wrote. Format 1 (one service, no versions) gets one root version; without
+    unconfiguredKeysServed it is taken as true, the safe side."""
     raw = json.loads(text)
     if not (isinstance(raw, dict) and "tableName" in raw):
         return from_text(text)
@@ -148,8 +140,7 @@ def _is_version(raw: Any) -> bool:
 
 
 def _service_from(raw: dict[str, Any]) -> Ledger:
-    """A service, each value by its rule, refused unless the writer writes it back exactly as it stands (no field
-    missing, unknown or mistyped)."""
+    """A service, each value by its rule, refused unless the writer writes it back exactly as it stands."""
     raw = {name: value for name, value in raw.items() if name != "//"}
     region_slots = _whole(raw.get("regionSlots"), "regionSlots", low=1)
     counters = {key: _counter_from(key, entry) for key, entry in _object(raw.get("counters"), "counters").items()}
@@ -197,7 +188,6 @@ def _slot_from(name: str, entry: Any) -> SlotRecord:
 
 
 def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
-    """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
     if not _is_version(_object(raw, "fencing").get("id")):
         raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
     keys = _object(raw.get("keys"), "fencing.keys")
@@ -212,7 +202,6 @@ def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
 
 
 def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
-    """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
     found = []
     for key, entries in raw.items():
         if not isinstance(entries, list):
@@ -227,7 +216,6 @@ def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
 
 
 def _change_from(key: str, entry: Any, where: str) -> Change:
-    """A layout change as recorded: its epoch and the layouts `from` and `to`."""
     number = _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1)
     old, configured = (
         Layout(*_numbers(entry.get(side), f"{where}.{side}", ("start", "stride", "shards", "regionSlots")))
@@ -243,7 +231,6 @@ def _counter_from(key: str, entry: Any) -> CounterRecord:
 
 
 def _numbers(raw: Any, where: str, names: tuple[str, ...]) -> list[int]:
-    """Whole numbers by name: a start from 0, the others from 1."""
     return [_whole(_object(raw, where).get(name), f"{where}.{name}", low=int(name != "start")) for name in names]
 
 
@@ -252,18 +239,13 @@ def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
 
 
 def _series_from(key: str, entry: Any, region_slots: int) -> None:
-    """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
-    never written, so an option added later reads an older record as its default)."""
+    """As the config wrote it (an option at its default is never written: one added later reads as its default)."""
     where = f"series.{key}"
     _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
 
 
 def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:
-    """What `parse` (the config's parser) makes of `raw`, which it must write back unchanged."""
-    try:
-        parsed = parse()
-    except ValueError as err:  # the config's error, as the ledger's
-        raise ValueError(str(err)) from None
+    parsed = parse()
     if parsed.to_json() != raw:
         raise ValueError(f"{where}: not as the config records {what} ({fields_text(parsed.to_json())})")
     return parsed
@@ -285,5 +267,4 @@ def _fields(raw: Any, where: str, *, required: set[str], optional: set[str]) -> 
 
 
 def _whole(raw: Any, where: str, *, low: int) -> int:
-    """The ledger writes numbers as cdk.json does (decimal strings above 2^53-1), so it reads them by the same rule."""
     return exact_integer(raw, low=low, high=MAX_TICKET, where=where)
