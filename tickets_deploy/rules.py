@@ -14,7 +14,7 @@ from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
-from .access import AccessRuleError, parse_access
+from .access import ACCOUNT_PATTERN, AccessRuleError, parse_access
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -50,7 +50,6 @@ DEFAULT_TABLE_NAME = "tickets-counters"
 # DynamoDB allows 255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX.
 TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABLE_SUFFIX)}}}")
 DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
-ACCOUNT_ID_PATTERN = re.compile(r"[0-9]{12}")
 ROLE_ARN_PATTERN = re.compile(r"arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
 
 
@@ -183,9 +182,7 @@ def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str
         )
     for index, caller in enumerate(raw):
         at = f"{where}[{index}]"
-        if not isinstance(caller, str) or not (
-            ACCOUNT_ID_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)
-        ):
+        if not isinstance(caller, str) or not (ACCOUNT_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)):
             raise ConfigError(
                 f'{at}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
                 f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'

@@ -12,41 +12,29 @@ from typing import Any
 from tickets.epochs import Layout
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import parse_series
+from tickets_deploy.access import ACCOUNT_PATTERN
 from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import ACCOUNT_ID_PATTERN, MAX_TICKET, exact_integer
+from tickets_deploy.rules import MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_plain
 
+from . import model
 from .deployed import check_deployed
-from .model import (
-    COMMENT,
-    VERSION_DIGITS,
-    Change,
-    CounterRecord,
-    KeyEpoch,
-    Ledger,
-    LedgerError,
-    LedgerFile,
-    PendingFence,
-    SlotRecord,
-    Version,
-    fields_text,
-)
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 
 
-def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
+def version_id(parent: str | None, services: Mapping[str, model.Ledger]) -> str:
     """sha256 of the parent and the services as the file writes them: a state reached again is a new version."""
     canonical = json.dumps(
         {"parent": parent, "services": {name: _service_fields(s) for name, s in sorted(services.items())}},
         sort_keys=True,
         separators=(",", ":"),
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:VERSION_DIGITS]
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[: model.VERSION_DIGITS]
 
 
-def _service_fields(ledger: Ledger) -> dict[str, Any]:
+def _service_fields(ledger: model.Ledger) -> dict[str, Any]:
     """One service as the file writes and hashes it; a field added later only where set (old ledgers hash alike)."""
     epochs = {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in
               sorted({epoch.key for epoch in ledger.epochs})}  # fmt: skip
@@ -66,14 +54,14 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
 _BLOCKS = {"counters", "epochs", "series", "slots"}
 
 
-def to_text(ledger: LedgerFile) -> str:
+def to_text(ledger: model.LedgerFile) -> str:
     def block(name: str, rows: Mapping[str, Any], indent: str) -> str:
         if not rows:
             return f'{indent}"{name}": {{}}'
         lines = [f"{indent}  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
         return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
 
-    def service(name: str, ledger: Ledger) -> str:
+    def service(name: str, ledger: model.Ledger) -> str:
         inner = "      "
         rows = [
             block(field, value, inner)
@@ -89,18 +77,18 @@ def to_text(ledger: LedgerFile) -> str:
     )
     return (
         "{\n"
-        f'  "//": {json.dumps(COMMENT)},\n'
+        f'  "//": {json.dumps(model.COMMENT)},\n'
         + (f'  "services": {{\n{services}\n  }},\n' if services else '  "services": {},\n')
         + f'  "versions": [\n{versions}\n  ]\n'
         + "}\n"
     )
 
 
-def from_text(text: str) -> LedgerFile:
+def from_text(text: str) -> model.LedgerFile:
     """A ledger file in the current format, lineage not checked (check_lineage)."""
     raw = json.loads(text)
     if isinstance(raw, dict) and "tableName" in raw:
-        raise LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
+        raise model.LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
     _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
     services = {
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name})
@@ -117,13 +105,13 @@ def from_text(text: str) -> LedgerFile:
             and isinstance(entry["change"], str)
         ):
             raise ValueError(
-                f"versions[{index}]: id and parent (or null) not {VERSION_DIGITS} hex digits or change not text"
+                f"versions[{index}]: id and parent (or null) not {model.VERSION_DIGITS} hex digits or change not text"
             )
-        versions.append(Version(entry["id"], entry["parent"], entry["change"]))
-    return LedgerFile(services, tuple(versions))
+        versions.append(model.Version(entry["id"], entry["parent"], entry["change"]))
+    return model.LedgerFile(services, tuple(versions))
 
 
-def upgrade_text(text: str) -> LedgerFile:
+def upgrade_text(text: str) -> model.LedgerFile:
     """A ledger in any format the project wrote. Format 1 (one service, no versions) gets one root version; without
     unconfiguredKeysServed it is taken as true, the safe side."""
     raw = json.loads(text)
@@ -131,15 +119,15 @@ def upgrade_text(text: str) -> LedgerFile:
         return from_text(text)
     service = _service_from({"unconfiguredKeysServed": True, "defaultKeysServed": [], **raw, "//": None})
     services = {service.table_name: service}
-    version = Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
-    return LedgerFile(services, (version,))
+    version = model.Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
+    return model.LedgerFile(services, (version,))
 
 
 def _is_version(raw: Any) -> bool:
-    return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{VERSION_DIGITS}}}", raw) is not None
+    return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{model.VERSION_DIGITS}}}", raw) is not None
 
 
-def _service_from(raw: dict[str, Any]) -> Ledger:
+def _service_from(raw: dict[str, Any]) -> model.Ledger:
     """A service, each value by its rule, refused unless the writer writes it back exactly as it stands."""
     raw = {name: value for name, value in raw.items() if name != "//"}
     region_slots = _whole(raw.get("regionSlots"), "regionSlots", low=1)
@@ -147,13 +135,10 @@ def _service_from(raw: dict[str, Any]) -> Ledger:
     for key, entry in _object(raw.get("series", {}), "series").items():
         _series_from(key, entry, region_slots)
     epochs = tuple(_epochs_from(_object(raw.get("epochs", {}), "epochs")))
-    ledger = Ledger(
+    ledger = model.Ledger(
         region_slots,
         raw["tableName"],
-        {
-            _slot(name, region_slots): _slot_from(name, entry)
-            for name, entry in _object(raw.get("slots"), "slots").items()
-        },
+        dict(_slot_from(name, entry, region_slots) for name, entry in _object(raw.get("slots"), "slots").items()),
         counters,
         unconfigured_keys_served=raw.get("unconfiguredKeysServed") is True,
         default_keys_served=frozenset(raw.get("defaultKeysServed") or ()),
@@ -170,26 +155,20 @@ def _service_from(raw: dict[str, Any]) -> Ledger:
     return ledger
 
 
-def _slot(name: str, region_slots: int) -> int:
+def _slot_from(name: str, entry: Any, region_slots: int) -> tuple[int, model.SlotRecord]:
     if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
         raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
-    return int(name)
-
-
-def _slot_from(name: str, entry: Any) -> SlotRecord:
     accounts = _object(entry, f"slots.{name}").get("accounts", [])
-    if not isinstance(accounts, list) or not all(
-        isinstance(a, str) and ACCOUNT_ID_PATTERN.fullmatch(a) for a in accounts
-    ):
+    if not isinstance(accounts, list) or not all(isinstance(a, str) and ACCOUNT_PATTERN.fullmatch(a) for a in accounts):
         raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
     if not isinstance(entry.get("region"), str):
         raise ValueError(f"slots.{name}: region must be a name")
-    return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(accounts))
+    return int(name), model.SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(accounts))
 
 
-def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
+def _fencing_from(raw: Any, recorded: tuple[model.KeyEpoch, ...]) -> model.PendingFence:
     if not _is_version(_object(raw, "fencing").get("id")):
-        raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
+        raise ValueError(f"fencing.id: not {model.VERSION_DIGITS} hex digits")
     keys = _object(raw.get("keys"), "fencing.keys")
     if not keys:
         raise ValueError("fencing.keys: empty")
@@ -198,10 +177,10 @@ def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
         last = len([epoch for epoch in recorded if epoch.key == change.key])
         if change.number != last + 1:
             raise ValueError(f"fencing.keys.{change.key}.epoch: not the epoch after the last recorded ({last})")
-    return PendingFence(raw["id"], tuple(changes))
+    return model.PendingFence(raw["id"], tuple(changes))
 
 
-def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
+def _epochs_from(raw: dict[str, Any]) -> list[model.KeyEpoch]:
     found = []
     for key, entries in raw.items():
         if not isinstance(entries, list):
@@ -215,19 +194,19 @@ def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
     return found
 
 
-def _change_from(key: str, entry: Any, where: str) -> Change:
+def _change_from(key: str, entry: Any, where: str) -> model.Change:
     number = _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1)
     old, configured = (
         Layout(*_numbers(entry.get(side), f"{where}.{side}", ("start", "stride", "shards", "regionSlots")))
         for side in ("from", "to")
     )
-    return Change(key, number, old, configured)
+    return model.Change(key, number, old, configured)
 
 
-def _counter_from(key: str, entry: Any) -> CounterRecord:
+def _counter_from(key: str, entry: Any) -> model.CounterRecord:
     where = f"counters.{key}"
     start, stride, shards = _numbers(entry, where, ("start", "stride", "shards"))
-    return CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
+    return model.CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
 
 
 def _numbers(raw: Any, where: str, names: tuple[str, ...]) -> list[int]:
@@ -247,7 +226,7 @@ def _series_from(key: str, entry: Any, region_slots: int) -> None:
 def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:
     parsed = parse()
     if parsed.to_json() != raw:
-        raise ValueError(f"{where}: not as the config records {what} ({fields_text(parsed.to_json())})")
+        raise ValueError(f"{where}: not as the config records {what} ({model.fields_text(parsed.to_json())})")
     return parsed
 
 
