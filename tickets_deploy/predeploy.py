@@ -112,8 +112,8 @@ def _ledger_region_problems(
                 found = next((str(each["StackName"]) for each in answer.get("StackResources", [])), None)
             except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
                 if not _missing(err):
-                    permission = _permission("cloudformation:DescribeStackResources")
-                    yield f"{where}: cannot find the stack holding table {table} ({_describe(err)}); {permission}"
+                    failed = _failed(err, "cloudformation:DescribeStackResources")
+                    yield f"{where}: cannot find the stack holding table {table} {failed}"
                     continue
                 found = None
             if found is None:
@@ -145,8 +145,7 @@ def _version_problems(
                 else f"{where}: the stack does not exist (deleted): nothing runs there"
             )
         else:
-            permission = _permission("cloudformation:DescribeStacks")
-            yield f"{where}: cannot read the deployed stack ({_describe(err)}); {permission}"
+            yield f"{where}: cannot read the deployed stack {_failed(err, 'cloudformation:DescribeStacks')}"
         return
     status = deployed_stack.get("StackStatus", "")
     outputs = {output["OutputKey"]: output["OutputValue"] for output in deployed_stack.get("Outputs", [])}
@@ -173,7 +172,10 @@ def _lineage_problem(where: str, deployed: str, deploying: str, ledger: LedgerFi
             "change was checked after the other. Deploy from main only: pull main, merge that branch if it is not "
             "(docs/how-to/work-as-a-team.md)"
         )
-    return f"{where} runs ledger version {deployed}, not an ancestor of {deploying}, the version being deployed: {why}."
+    return (
+        f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being "
+        f"deployed: {why}."
+    )
 
 
 def _parameter_problems(region: str, name: str, client: ClientFactory, report: Callable[[str], None]) -> Iterator[str]:
@@ -190,7 +192,7 @@ def _parameter_problems(region: str, name: str, client: ClientFactory, report: C
             else:
                 yield f"{region}: SSM parameter {name}, which a template resolves, does not exist: create it first."
             return
-        yield f"{region}: cannot read SSM parameter {name} ({_describe(err)}); {_permission('ssm:GetParameter')}"
+        yield f"{region}: cannot read SSM parameter {name} {_failed(err, 'ssm:GetParameter')}"
         return
     report(f"{region}: SSM parameter {name} exists")
 
@@ -204,12 +206,11 @@ def _error_code(err: Exception) -> str | None:
     return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
 
 
-def _describe(err: Exception) -> str:
-    return f"{_error_code(err) or type(err).__name__}: {err}"
-
-
-def _permission(action: str) -> str:
-    return f"the deploy check (python -m tickets_deploy predeploy) needs {action} with the deploy's credentials"
+def _failed(err: Exception, action: str) -> str:
+    return (
+        f"({_error_code(err) or type(err).__name__}: {err}); the deploy check (python -m tickets_deploy predeploy) "
+        f"needs {action} with the deploy's credentials"
+    )
 
 
 def botocore_clients() -> ClientFactory:
