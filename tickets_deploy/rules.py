@@ -163,7 +163,7 @@ def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
 
 
 def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    if value is None:  # the deployment's maxBlock
+    if value is None:  # the deployment's
         return None
     max_block = whole_number(value, where, low=1, high=MAX_BLOCK)
     if max_block > parsed["deployment_max_block"]:
@@ -176,16 +176,12 @@ def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) ->
 def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
     raw, auth = list(value) if isinstance(value, tuple) else value, parsed["auth"]
     if not isinstance(raw, list):
-        raise ConfigError(
-            f'{where}: must be a list of account ids and role ARNs, e.g. ["111122223333", '
-            f'"arn:aws:iam::444455556666:role/orders"], got {raw!r}'
-        )
+        raise ConfigError(f"{where}: must be a list of account ids and role ARNs, got {raw!r}")
     for index, caller in enumerate(raw):
         at = f"{where}[{index}]"
         if not isinstance(caller, str) or not (ACCOUNT_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)):
             raise ConfigError(
-                f'{at}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
-                f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'
+                f'{at}: must be a 12-digit account id or a role ARN ("arn:aws:iam::ACCOUNT:role/NAME"), got {caller!r}'
             )
         if caller in raw[:index]:
             raise ConfigError(f"{at}: {caller!r} is listed twice")

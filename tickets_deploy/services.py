@@ -107,7 +107,6 @@ def by_account(
 
 
 _FIELD_PATH = re.compile(r"(?P<field>[A-Za-z]+)(?:\.(?P<key>[^.:\s]+)(?:\.(?P<name>[A-Za-z]+))?)?: ")
-_SAID = (("cdk.json says", "the app says"), ("cdk.json gives", "the app gives"), ("in cdk.json", "in the app"))
 
 
 def as_props(problems: str, registered: Sequence[DeclaredService]) -> str:
@@ -122,8 +121,6 @@ def as_props(problems: str, registered: Sequence[DeclaredService]) -> str:
         if table not in paths or field is None:
             lines.append(line)
             continue
-        for old, new in _SAID:
-            rest = rest.replace(old, new)
         where = f"TicketService {', '.join(paths[table])}"
         lines.append(f"{where}, prop {_prop(field)}: {rest[field.end() :].replace('cdk.json', 'the app')}")
     return "\n".join(lines)
