@@ -30,7 +30,7 @@ SERVED_REGIONS = frozenset(
         "us-west-2",
     }
 )
-# Commercial regions without Function URLs, the first piece above.
+# Commercial regions without Function URLs.
 NO_FUNCTION_URLS = frozenset(
     {
         "ap-east-2",

@@ -149,7 +149,6 @@ class Ledger:
     default_keys_served: frozenset[str] = frozenset()
     # Every series ever deployed, as cdk.json writes it (never removed).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # Every layout change, oldest first.
     epochs: tuple[KeyEpoch, ...] = ()
     # The last version's `recorded` settings (deployed.py); None: a ledger from before them.
     deployed: Mapping[str, Any] | None = None

@@ -140,12 +140,6 @@ _MAKE_FENCE = "with this repository's Makefile, `make deploy FENCE=1` runs it, t
 
 
 def _counter_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
-    why = {  # each follows "the ledger records X, cdk.json says Y.": a sentence of its own
-        "start": "New lanes would overlap the numbers old lanes issued. To skip ahead, keep start and run "
-        "`.venv/bin/python -m tickets_admin raise {key} --above N` in each region",
-        "stride": "New lanes would overlap the numbers old lanes issued",
-        "shards": "New lanes would reissue numbers the old ones issued",
-    }
     for key, recorded in previous.counters.items():
         where = f"counters.{key}"
         counter = config.counters.get(key)
@@ -159,10 +153,12 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[st
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
             if old != new and not covered(config, previous, key):
+                raise_it = f"`.venv/bin/python -m tickets_admin raise {key} --above N` to skip ahead"
                 yield (
-                    f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
-                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
-                    f"{name} above a fence: `{FENCE_COMMAND}` ({_MAKE_FENCE}; docs/how-to/change-a-layout.md)."
+                    f"{where}.{name}: the ledger records {old}, cdk.json says {new}. New lanes would overlap the "
+                    f"numbers old lanes issued. Keep {name}{f' ({raise_it})' if name == 'start' else ''}; for a "
+                    f"different numbering, add a new counter key, or change {name} above a fence: `{FENCE_COMMAND}` "
+                    f"({_MAKE_FENCE}; docs/how-to/change-a-layout.md)."
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
