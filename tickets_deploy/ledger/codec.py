@@ -55,32 +55,33 @@ _BLOCKS = {"counters", "epochs", "series", "slots"}
 
 
 def to_text(ledger: model.LedgerFile) -> str:
-    def block(name: str, rows: Mapping[str, Any], indent: str) -> str:
-        if not rows:
-            return f'{indent}"{name}": {{}}'
-        lines = [f"{indent}  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
-        return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
+    def entry(indent: str, name: str, value: Any) -> str:
+        return f"{indent}{json.dumps(name)}: {json.dumps(value, sort_keys=True)}"
+
+    def entries(indent: str, name: str, lines: list[str]) -> str:
+        """An object written an entry a line."""
+        return f"{indent}{json.dumps(name)}: " + ("{\n" + ",\n".join(lines) + f"\n{indent}}}" if lines else "{}")
 
     def service(name: str, ledger: model.Ledger) -> str:
-        inner = "      "
+        inner = " " * 6
         rows = [
-            block(field, value, inner)
+            entries(inner, field, [entry(inner + "  ", key, each) for key, each in value.items()])
             if field in _BLOCKS
-            else f"{inner}{json.dumps(field)}: {json.dumps(value, sort_keys=True)}"
+            else entry(inner, field, value)
             for field, value in sorted(_service_fields(ledger).items())
         ]
-        return f"    {json.dumps(name)}: {{\n" + ",\n".join(rows) + "\n    }"
+        return entries("    ", name, rows)
 
-    services = ",\n".join(service(name, s) for name, s in sorted(ledger.services.items()))
+    services = [service(name, each) for name, each in sorted(ledger.services.items())]
     versions = ",\n".join(
         f"    {json.dumps({'id': v.id, 'parent': v.parent, 'change': v.change})}" for v in ledger.versions
     )
     return (
         "{\n"
-        f'  "//": {json.dumps(model.COMMENT)},\n'
-        + (f'  "services": {{\n{services}\n  }},\n' if services else '  "services": {},\n')
-        + f'  "versions": [\n{versions}\n  ]\n'
-        + "}\n"
+        f"{entry('  ', '//', model.COMMENT)},\n"
+        f"{entries('  ', 'services', services)},\n"
+        f'  "versions": [\n{versions}\n  ]\n'
+        "}\n"
     )
 
 
