@@ -12,16 +12,15 @@ from tickets.settings import (
     Settings,
 )
 
+from .config import pick_region
 from .opaque_keys import has_opaque_counters, opaque_keys_parameter
 from .rules import MAX_SETTINGS_BYTES, ConfigError
 from .schema import FIELDS, DeploymentConfig
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
-    if region not in config.regions:
-        raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
     carried = {each.attribute: getattr(config, each.attribute) for each in FIELDS if each.setting}
-    return Settings(region_slot=config.regions[region], **carried)
+    return Settings(region_slot=config.regions[pick_region(config, region)], **carried)
 
 
 # Powertools reads these at import; the alarms and dashboard use the same names.

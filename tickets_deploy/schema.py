@@ -30,8 +30,8 @@ class DeploymentConfig:
         doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once, never given to "
         "another region. Regions without Function URLs or Powertools' layer are refused (`tickets_deploy/regions.py`).",
         parse=rules.regions_rule,
-        from_prop=shapes.regions_from_prop,
-        to_prop=shapes.regions_to_prop,
+        from_prop=lambda slot, region: {region: 0 if slot is None else slot},
+        to_prop=lambda regions, region: regions[region],
         permanent=True,
         prop_doc="default `0`: the slot of the stack's region",
         needs=("region_slots",),
@@ -183,7 +183,7 @@ class DeploymentConfig:
         "([the route](http-api.md#the-compatibility-route)).",
         parse=rules.compat_rule,
         encode=shapes.encode_compat,
-        to_prop=shapes.compat_to_prop,
+        to_prop=lambda path, region: None if path is None else shapes.encode_compat(path),
         setting=True,
         needs=("default_key", "counters"),
         recorded=True,
@@ -196,7 +196,7 @@ class DeploymentConfig:
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=rules.access_rule,
-        to_prop=shapes.encoded_prop,
+        to_prop=lambda rules, region: None if rules is None else shapes.encode_plain(rules),
         needs=("auth",),
     )
 

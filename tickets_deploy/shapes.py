@@ -30,27 +30,11 @@ def encode_compat(path: str) -> dict[str, str]:
     return {"path": path}
 
 
-# Prop readers and writers (field.PropReader): (a prop's or parsed value; the stack's region) -> the other shape.
+# A prop reader or writer (field.PropReader): (a prop's or parsed value; the stack's region) -> the other shape.
 
 
 def same_prop(value: Any, region: str) -> Any:
     return value
-
-
-def encoded_prop(value: Any, region: str) -> Any:
-    return None if value is None else encode_plain(value)
-
-
-def compat_to_prop(path: str | None, region: str) -> dict[str, str] | None:
-    return None if path is None else encode_compat(path)
-
-
-def regions_from_prop(slot: Any, region: str) -> dict[str, Any]:
-    return {region: 0 if slot is None else slot}
-
-
-def regions_to_prop(regions: Mapping[str, int], region: str) -> int:
-    return regions[region]
 
 
 def camel(name: str) -> str:
