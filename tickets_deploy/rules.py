@@ -202,7 +202,8 @@ def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
         )
     if path == parsed["default_key"] or path in parsed["counters"]:
         raise ConfigError(
-            f"{where}.path: {path!r} is a key of defaultKey or counters, which /{path} serves: choose another"
+            f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} would stop reaching "
+            "it: choose another path"
         )
     return str(path)
 
