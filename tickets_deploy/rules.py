@@ -228,10 +228,9 @@ def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
     if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
         value = int(value)
     elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
-        name = where.rpartition(".")[2]
         raise ConfigError(
             f"{where}: a JSON number above 2^53-1 is rounded by the CDK CLI (Node; this one arrived as {value}): "
-            f'write it as a decimal string, "{name}": "<digits>"'
+            f'write it as a decimal string, "{where.rpartition(".")[2]}": "<digits>"'
         )
     elif isinstance(value, float):
         raise ConfigError(

@@ -25,8 +25,7 @@ def current(ledger: Ledger, key: str) -> tuple[int, Layout] | None:
     if epoch is not None:
         return epoch.number, epoch.new
     if key in ledger.counters:
-        recorded = ledger.counters[key]
-        return 0, Layout(recorded.start, recorded.stride, recorded.shards, ledger.region_slots)
+        return 0, _configured(ledger.counters[key], ledger.region_slots)
     if ledger.served_unconfigured(key):
         return 0, _configured(_UNCONFIGURED, unconfigured_region_slots(ledger))
     return None
@@ -164,5 +163,5 @@ def _target(config: DeploymentConfig, key: str) -> Layout:
     return _configured(_counter(config, key), config.region_slots)
 
 
-def _configured(counter: CounterConfig, region_slots: int) -> Layout:
+def _configured(counter: CounterConfig | CounterRecord, region_slots: int) -> Layout:
     return Layout(counter.start, counter.stride, counter.shards, region_slots)
