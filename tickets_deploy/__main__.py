@@ -1,6 +1,5 @@
-"""The deploy side's command: `predeploy` checks, before `cdk deploy`, the ledger version every region runs and the
-Powertools layer's SSM parameter (python -m tickets_deploy predeploy --help); `upgrade-ledger [PATH]` rewrites a
-ledger of an older format in the current one. A deployment's ledger is started by `python -m tickets_cdk init`."""
+"""`predeploy` checks, before `cdk deploy`, the ledger version every region runs and the Powertools layer's SSM
+parameter (python -m tickets_deploy predeploy --help); `upgrade-ledger [PATH]` rewrites an older ledger's format."""
 
 from __future__ import annotations
 
@@ -13,8 +12,7 @@ from tickets_deploy.ledger import LEDGER_FILE, check_lineage, to_text, upgrade_t
 
 ONE_INIT = (
     "init: a deployment's ledger is started by `python -m tickets_cdk init` in the directory of the app's cdk.json "
-    "(`make init` runs it): it runs the app once to learn every TicketService the app declares, the reference "
-    "app's cdk.json config among them. Nothing was written."
+    "(`make init` runs it). Nothing was written."
 )
 
 
@@ -32,12 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tickets_deploy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("command", choices=["predeploy", "upgrade-ledger"])
-    parser.parse_args(arguments)  # exits: --version, --help, or a command it does not know
+    parser.parse_args(arguments)  # exits
     return 2
 
 
 def upgrade_ledger(path: Path) -> int:
-    """Rewrite the ledger at `path` in the current format, as its own format's reader read it, lineage checked."""
     try:
         text = path.read_text(encoding="utf-8")
         ledger = upgrade_text(text)

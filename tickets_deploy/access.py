@@ -1,11 +1,9 @@
-"""The `access` field: who may do what, checked at synthesis so the function (tickets/access/rules.py) never gets a
-malformed rule. Not permanent: changing rules never repeats a ticket (docs/how-to/access-rules.md).
-"""
+"""The `access` field's rules, checked at synthesis so the function never gets a malformed one."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from tickets.access import IAM_ARN_PATTERN, OPERATIONS, Rules
@@ -26,7 +24,6 @@ class AccessRuleError(ValueError):
 
 
 def parse_access(raw: Any, auth: str, where: str) -> Rules | None:
-    """None (no rules: every invoker may do everything) or the checked rules; AccessRuleError naming `where`."""
     if raw is None:
         return None
     if isinstance(raw, Rules):
@@ -39,9 +36,7 @@ def parse_access(raw: Any, auth: str, where: str) -> Rules | None:
     return parse_rules(raw, where)
 
 
-def parse_rules(raw: Any, where: str, *, principal_ok: Callable[[str], bool] | None = None) -> Rules:
-    """`raw` (principal -> {operation: [patterns]}) checked. `principal_ok(principal)`: True for a principal
-    to take as it is (a deploy-time token, unknown until CloudFormation resolves it)."""
+def parse_rules(raw: Any, where: str) -> Rules:
     if not isinstance(raw, Mapping):
         raise AccessRuleError(
             f'{where}: must map principals to operations on keys, e.g. {{"111122223333": {{"issue": ["orders-*"]}}}}, '
@@ -50,8 +45,7 @@ def parse_rules(raw: Any, where: str, *, principal_ok: Callable[[str], bool] | N
     checked = {}
     for principal, operations in raw.items():
         at = f"{where}[{principal!r}]"
-        if not (principal_ok is not None and principal_ok(principal)):
-            check_principal(principal, at)
+        check_principal(principal, at)
         checked[principal] = _parse_operations(operations, at)
     return Rules.from_json(checked)
 
@@ -83,7 +77,6 @@ def _parse_operations(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
 
 
 def check_patterns(raw: Any, where: str) -> tuple[str, ...]:
-    """A non-empty list of key patterns (PATTERN_RULE), none twice."""
     if not isinstance(raw, (list, tuple)) or not raw:
         raise AccessRuleError(f"{where}: must be a non-empty list of key patterns ({PATTERN_RULE}), got {raw!r}")
     for index, pattern in enumerate(raw):

@@ -1,7 +1,5 @@
-"""cdk.json's `tickets` config: `parse_config` (cdk.json's object), `parse_props` (the construct's props, by
-the same rules), `to_raw` and `props_of` (a config written back), `load_config_file` (cdk.json for the local
-server and tickets_admin).
-"""
+"""cdk.json's `tickets` config parsed (`parse_config`, `parse_props`: the construct's, by the same rules), written
+back (`to_raw`, `props_of`), and read from a file (`load_config_file`)."""
 
 from __future__ import annotations
 
@@ -11,16 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from .field import Field, parse_fields
-from .rules import (
-    ConfigError,
-    require_object,
-)
+from .rules import ConfigError, require_object
 from .schema import FIELDS, DeploymentConfig
 
 
 def load_config_file(path: str | Path) -> DeploymentConfig:
-    """Read a cdk.json and parse its `context.tickets`; ConfigError with a message a user can act on.
-    JSON integers are read exactly, so a number the CDK CLI would round is refused here too."""
+    """A cdk.json's `context.tickets`; ConfigError with a message a user can act on."""
     path = Path(path)
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
@@ -38,8 +32,7 @@ def load_config_file(path: str | Path) -> DeploymentConfig:
 
 
 def pick_region(config: DeploymentConfig, region: str | None, source: str | Path = "cdk.json") -> str:
-    """`region`, or the first configured one when None; a region must be configured: its slot decides
-    which tickets are its own."""
+    """`region`, which must be configured (its slot decides its tickets), or the first one when None."""
     if region is None:
         return next(iter(config.regions))
     if region not in config.regions:
@@ -51,7 +44,6 @@ def pick_region(config: DeploymentConfig, region: str | None, source: str | Path
 
 
 def parse_config(raw: Any) -> DeploymentConfig:
-    """cdk.json's `tickets` object, checked field by field (FIELDS)."""
     if raw is None:
         raise ConfigError('tickets: missing; add a "tickets" object to the context in cdk.json')
     require_object(raw, "tickets", {each.name for each in FIELDS})
@@ -62,8 +54,7 @@ def parse_config(raw: Any) -> DeploymentConfig:
 
 
 def parse_props(props: Mapping[str, Any], region: str, label: str) -> DeploymentConfig:
-    """The construct's keyword props (FIELDS' `prop` names; None: the field's default) for the stack's
-    `region`, checked by the same rules as cdk.json; ConfigError messages start with `label` and name the prop."""
+    """The construct's props (None: the field's default) for the stack's `region`; ConfigError starts with `label`."""
 
     def value_of(each: Field) -> Any:
         shaped = each.from_prop(props.get(each.prop) if each.owner == "TicketService" else None, region)
@@ -81,8 +72,7 @@ def parse_props(props: Mapping[str, Any], region: str, label: str) -> Deployment
 
 
 def props_of(config: DeploymentConfig, region: str) -> dict[str, Any]:
-    """`config` as the construct's props for its `region` (parse_props(props_of(c, r), r, ...) == c for a config
-    of that one region): how the reference app gives cdk.json's config to TicketService."""
+    """`config` as the construct's props for its `region`: parse_props' inverse for a config of that one region."""
     return {
         each.prop: each.to_prop(getattr(config, each.attribute), region)
         for each in FIELDS
@@ -91,7 +81,7 @@ def props_of(config: DeploymentConfig, region: str) -> dict[str, Any]:
 
 
 def to_raw(config: DeploymentConfig) -> dict[str, Any]:
-    """`config` as cdk.json's `tickets` object (parse_config(to_raw(c)) == c): big numbers as decimal strings."""
+    """parse_config's inverse."""
     return {
         each.name: each.encode(getattr(config, each.attribute))
         for each in FIELDS

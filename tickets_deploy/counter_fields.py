@@ -1,6 +1,4 @@
-"""One counter's fields (`counters.K.<name>`): their entries and the `counters` field's rule. A counter parses
-into tickets.settings.CounterConfig, the function's own class (the Lambda package cannot import this one), so
-each entry takes its attribute and default from it: the default is written once, where the function reads it."""
+"""A counter's fields (`counters.K.<name>`) and the `counters` rule, defaults from tickets.settings.CounterConfig."""
 
 from __future__ import annotations
 
@@ -13,27 +11,17 @@ from tickets.settings import CounterConfig
 
 from .field import Field, default_of, parse_fields
 from .opaque_rules import parse_opaque
-from .rules import (
-    MAX_SHARDS,
-    ConfigError,
-    counter_max_block_rule,
-    counter_max_rule,
-    exact,
-    require_object,
-    whole,
-)
+from .rules import MAX_SHARDS, ConfigError, counter_max_block_rule, counter_max_rule, exact, require_object, whole
 from .shapes import camel, encode_number, snake
 
 _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
 
 
 def _counter_field(name: str, doc: str, parse: Any, **entry: Any) -> Field:
-    """A counter's field `name` (cdk.json's), on CounterConfig's attribute of the same name in snake_case."""
     attribute = snake(name)
     return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], doc, parse, **entry)
 
 
-# In the order they are parsed (a field's rule may read the ones before it) and the README lists them.
 COUNTER_FIELDS: tuple[Field, ...] = (
     _counter_field(
         "start",
@@ -83,7 +71,6 @@ COUNTER_FIELDS: tuple[Field, ...] = (
 
 
 def parse_counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
-    """The `counters` field's rule: key -> its fields, each by its rule."""
     if not isinstance(value, dict):
         raise ConfigError(
             f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock, opaque}}"
@@ -106,16 +93,15 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) ->
 
 
 def counters_from_prop(counters: Any, region: str) -> Any:
-    """Counters given as props, each a CounterConfig or its fields in snake_case (an `opaque` too, or an
-    OpaqueConfig, which its rule takes), in cdk.json's shape for the same rules. A Python int is exact at any size
-    (only cdk.json's numbers pass through Node), so a big one is passed on as the decimal string cdk.json needs."""
+    """Counters given as props (CounterConfig or snake_case fields) in cdk.json's shape; a big int as its decimal
+    string (only cdk.json's numbers pass through Node)."""
     if not isinstance(counters, Mapping):
         return counters
     return {key: _counter_from_prop(counter) for key, counter in counters.items()}
 
 
 def _counter_from_prop(counter: Any) -> Any:
-    if isinstance(counter, CounterConfig):  # its cdk.json fields (an epoch and a fence come from the ledger)
+    if isinstance(counter, CounterConfig):  # an epoch and a fence come from the ledger
         counter = {each.name: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
     if not isinstance(counter, Mapping):
         return counter

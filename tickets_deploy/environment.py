@@ -1,6 +1,4 @@
-"""Each region's handler environment, derived from a parsed config: the stack and the local server both
-call `handler_environment`, so the deployed and the local handler see the same settings
-(tickets.settings reads them back)."""
+"""Each region's handler environment: the stack and the local server both call `handler_environment`."""
 
 from __future__ import annotations
 
@@ -14,20 +12,18 @@ from tickets.settings import (
     Settings,
 )
 
+from .config import pick_region
 from .opaque_keys import has_opaque_counters, opaque_keys_parameter
 from .rules import MAX_SETTINGS_BYTES, ConfigError
 from .schema import FIELDS, DeploymentConfig
 
 
 def region_settings(config: DeploymentConfig, region: str) -> Settings:
-    """What the function of `region` knows of the deployment: its slot and every field marked `setting`."""
-    if region not in config.regions:
-        raise ConfigError(f"regions: {region!r} is not configured (configured: {sorted(config.regions)})")
     carried = {each.attribute: getattr(config, each.attribute) for each in FIELDS if each.setting}
-    return Settings(region_slot=config.regions[region], **carried)
+    return Settings(region_slot=config.regions[pick_region(config, region)], **carried)
 
 
-# Powertools reads these when the function's code is imported; the alarms and dashboard use the same names.
+# Powertools reads these at import; the alarms and dashboard use the same names.
 SERVICE_NAME = "tickets"
 METRICS_NAMESPACE = "Tickets"
 POWERTOOLS_ENVIRONMENT = {"POWERTOOLS_SERVICE_NAME": SERVICE_NAME, "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE}
@@ -43,9 +39,7 @@ def handler_environment(
     series_table: str | None = None,
     workers_table: str | None = None,
 ) -> dict[str, str]:
-    """The function's environment for `region`, with the names of the tables it is to use (the series
-    table's when series are configured) and the service name its metrics and logs carry (the metrics'
-    `service` dimension: one per deployed service)."""
+    """The function's environment for `region`: its settings, its tables and its metrics' `service` dimension."""
     if config.series and series_table is None:
         raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
     if config.workers and workers_table is None:
@@ -63,8 +57,7 @@ def handler_environment(
         IDEMPOTENCY_TABLE_ENV: idempotency_table,
         **({SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
         **({WORKERS_TABLE_ENV: workers_table} if config.workers and workers_table else {}),
-        # The keys' parameter by its name (the value is read at cold start, never put here): every region's
-        # function of the service reads one key, so no two regions' ids meet.
+        # The keys' parameter's name: the keys are read at cold start, never put here.
         **({OPAQUE_KEYS_ENV: opaque_keys_parameter(config.table_name)} if has_opaque_counters(config) else {}),
         **POWERTOOLS_ENVIRONMENT,
         "POWERTOOLS_SERVICE_NAME": service_name,

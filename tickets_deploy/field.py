@@ -1,5 +1,4 @@
-"""What the schema says of one field of cdk.json's `tickets` object (a `Field`), declared as the attribute of the
-config class it parses into (`declare`): the attribute, its default and its entry are one declaration."""
+"""One field of cdk.json's `tickets` object (a `Field`), declared as the attribute it parses into (`declare`)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from .rules import RULES_BY_TYPE, Parser
 from .shapes import camel, encode_plain, same_prop
 
 _ENTRY = "tickets_deploy.field"  # the metadata key of a declared attribute's entry
-_REQUIRED: Any = object()  # declare(default=...) for an attribute with no default (cdk.json must give it)
+_REQUIRED: Any = object()  # declare(default=...) for an attribute cdk.json must give
 
 # (the prop's value or None; the stack's region) -> the value in cdk.json's shape, None for the default
 PropReader = Callable[[Any, str], Any]
@@ -21,10 +20,8 @@ PropReader = Callable[[Any, str], Any]
 
 @dataclass(frozen=True)
 class Field:
-    """One setting: its name in cdk.json (`name`), the construct's prop (`prop`, on `owner`, typed `prop_type`),
-    the parsed attribute and its default, its rule (`parse`), how its parsed value is written back (`encode`) and
-    how a prop becomes cdk.json's shape (`from_prop`) and back (`to_prop`), and its row in the configuration
-    reference (`doc`; `default_doc` when the default as JSON does not say it)."""
+    """One setting: its cdk.json name, its prop (on `owner`), its attribute, default and rule, its shapes (shapes.py)
+    and its row in the configuration reference (`doc`; `default_doc` when the default as JSON does not say it)."""
 
     name: str
     prop: str
@@ -38,15 +35,13 @@ class Field:
     from_prop: PropReader = same_prop
     to_prop: PropReader = same_prop
     permanent: bool = False
-    fenced: bool = False  # permanent in place, but may change above a fence (tickets_admin fence)
-    setting: bool = False  # the function's Settings carry it (tickets.settings.Settings has the attribute)
+    fenced: bool = False  # permanent, but may change above a fence (tickets_admin fence)
+    setting: bool = False  # tickets.settings.Settings carries it
     owner: str = "TicketService"
     prop_doc: str = ""  # how the prop differs from the cdk.json field, when it does
     needs: tuple[str, ...] = ()  # the attributes of the fields its rule reads, parsed before it
-    one_numbering: bool = False  # the same in every region of one service: constructs sharing a table agree
-    # Not permanent, but the ledger records its deployed value (at its default left out), so that tickets_admin
-    # builds a service's config from the ledger alone. Permanent fields are recorded anyway.
-    recorded: bool = False
+    one_numbering: bool = False  # the same in every region of one service
+    recorded: bool = False  # the ledger records its deployed value, for tickets_admin --service
 
     @property
     def shown_default(self) -> str:
@@ -56,9 +51,8 @@ class Field:
 
 
 def declare(name: str | None = None, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:
-    """A config class's attribute that is a field: its dataclass default (a dict or list as a factory) and its
-    entry (Field's arguments but `attribute` and `default`). `name` defaults to the attribute's name in camelCase,
-    `prop` to the attribute's name, `prop_type` to its annotation, `parse` to the annotation's rule (RULES_BY_TYPE)."""
+    """An attribute that is a field, with its entry (Field's arguments but `attribute` and `default`): `name` is by
+    default the attribute's in camelCase, `prop` the attribute's, `prop_type` and `parse` from its annotation."""
     metadata = {_ENTRY: {"name": name, "prop": prop, **entry}}
     if default is _REQUIRED:
         return dataclasses.field(metadata=metadata)
@@ -68,8 +62,6 @@ def declare(name: str | None = None, *, default: Any = _REQUIRED, prop: str | No
 
 
 def entries_of(config_class: type) -> tuple[Field, ...]:
-    """The entries of `config_class`'s declared attributes, in its order (an attribute without a default has
-    the entry's default None, which its rule refuses)."""
     entries = []
     for declared in dataclasses.fields(config_class):
         if _ENTRY in declared.metadata:
@@ -95,7 +87,7 @@ def default_of(declared: dataclasses.Field[Any]) -> Any:
 def parse_fields(
     fields: Sequence[Field], value_of: Callable[[Field], Any], where_of: Callable[[Field], str], parsed: dict[str, Any]
 ) -> dict[str, Any]:
-    """Each field's value (value_of) by its rule, a field after the ones it needs; `parsed` gathers them."""
+    """Each field's value (value_of) by its rule, a field after the ones it needs, into `parsed`."""
     pending = list(fields)
     while pending:
         each = next(field for field in pending if all(need in parsed for need in field.needs))

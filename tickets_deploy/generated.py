@@ -1,6 +1,4 @@
-"""What is written from the schema into files a reader meets without running anything: the table of configuration
-fields in docs/reference/configuration.md and the construct's typed props (tickets_cdk/props.py). `make generated`
-writes both (tools/generate.py); tests/unit/test_generated.py fails, naming that command, when either file differs."""
+"""What `make generated` writes from the schema: docs/reference/configuration.md's table, tickets_cdk/props.py."""
 
 from __future__ import annotations
 
@@ -8,10 +6,8 @@ from .counter_fields import COUNTER_FIELDS
 from .field import Field
 from .schema import FIELDS
 
-# What the table says of a field no change may touch, and of one that changes only above a fence.
 _PERMANENT = " **Permanent**"
 _FENCED = " **Changes only above a fence** ([change a layout](../how-to/change-a-layout.md))"
-# And of one the ledger records as deployed (not permanent: tickets_admin --service reads it back).
 _RECORDED = " *Recorded*"
 
 
@@ -19,14 +15,13 @@ TABLE_HEADER = "| field | prop | default | meaning |"
 
 
 def with_configuration_table(page: str, table: str) -> str:
-    """`page` with its configuration table (from its header row to the blank line after it) replaced."""
     start = page.index(TABLE_HEADER)
     end = page.index("\n\n", start)
     return page[:start] + table + page[end:]
 
 
 def configuration_table() -> str:
-    """The table of fields of docs/reference/configuration.md (its links are relative to that page)."""
+    """Its links are relative to docs/reference/configuration.md."""
     rows = [TABLE_HEADER, "| --- | --- | --- | --- |"]
     for each in FIELDS:  # `counters` itself is the rows of its fields, counters.K.<name>
         if each.name != "counters":
@@ -67,7 +62,6 @@ class TicketServiceProps(TypedDict, total=False):
 
 
 def props_module() -> str:
-    """tickets_cdk/props.py: TicketServiceProps, a line per prop of TicketService, in the schema's order."""
     lines = []
     for each in FIELDS:
         if each.owner != "TicketService":

@@ -1,6 +1,5 @@
-"""An opaque counter's ids read back (`python -m tickets_admin decode`, and the tests): the inverse of the keyed
-permutation of tickets/opaque/ids.py, which says what an id is. The function only ever encodes: decoding is the
-operator's."""
+"""An opaque counter's ids decoded (`python -m tickets_admin decode`): tickets/opaque/ids.py's permutation undone.
+The function only ever encodes."""
 
 from __future__ import annotations
 
@@ -8,23 +7,23 @@ from collections.abc import Mapping
 
 from tickets.opaque import NOT_COMPUTED, OpaqueConfig, OpaqueIds, OpaqueKeyError, Rounds, round_mix, spread  # shared
 
-_READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding: I and L read as 1, O as 0, hyphens ignored
+_READS = str.maketrans("ILO", "110", "-")  # Crockford's decoding
 _PYTHON_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # int(text, 32)'s digits
 
 
 class OpaqueIdError(ValueError):
-    """An id that is not one of this counter's: the message says what is wrong with it."""
+    """An id that is not one of this counter's."""
 
 
 class OpaqueCodec(OpaqueIds):
-    """One counter's ids under the given keys (key version -> key): encode a ticket, and decode an id."""
+    """One counter's ids under the given keys (key version -> key), both ways."""
 
     def __init__(self, config: OpaqueConfig, keys: Mapping[int, bytes], tweak: str):
         super().__init__(config, keys, tweak)
         self._to_python = str.maketrans(self._symbols, _PYTHON_DIGITS[: config.radix])
 
     def decode(self, text: str) -> tuple[int, int]:
-        """The (ticket, key version) an id was made from; OpaqueIdError when it is not an id of this domain."""
+        """The (ticket, key version) an id was made from."""
         given, config = text, self.config
         if config.alphabet == "base32":
             text = text.upper().translate(_READS)
@@ -48,8 +47,6 @@ class OpaqueCodec(OpaqueIds):
         return ticket, version
 
     def _version_rounds(self, version: int) -> Rounds:
-        """The rounds of `version`, any the caller asks for (encode --key-version, or an id's): OpaqueKeyError
-        naming the versions held when its key was not given."""
         if not 1 <= version <= self.config.key_versions:
             raise OpaqueKeyError(f"key version {version} is outside these ids' 1 .. {self.config.key_versions}")
         if version not in self._rounds:
@@ -59,7 +56,6 @@ class OpaqueCodec(OpaqueIds):
 
 
 def _backward(value: int, rounds: Rounds, b: int) -> int:
-    """The rounds of tickets.opaque's _forward undone, last first."""
     left, right = divmod(value, b)
     for copy, modulus, table in reversed(rounds):
         found = table[left] if table is not None else NOT_COMPUTED

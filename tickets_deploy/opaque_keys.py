@@ -1,7 +1,5 @@
-"""Where the keys of opaque ids live outside the function: per service one SSM SecureString parameter named after
-its table (the same key in every region, so no two regions' ids meet), written by `tickets_admin put-key` and read
-at cold start; or a key file in the same format (tickets.opaque.parse_keys), which tickets_admin's encode and
-decode and the local server read."""
+"""Where opaque ids' keys live outside the function: per service one SSM parameter (the same keys in every region, so
+no two regions' ids meet), or a key file in the same format (tickets_admin encode and decode, the local server)."""
 
 from __future__ import annotations
 
@@ -22,13 +20,12 @@ PARAMETER_PREFIX = "/tickets/"
 
 
 def opaque_keys_parameter(table_name: str) -> str:
-    """The SSM parameter holding a service's keys: `/tickets/<tableName>/opaque-keys` (one per service, each region
-    its own copy; a table name is letters, digits, `_`, `.` and `-`, all allowed in a parameter's name)."""
+    """The SSM parameter of a service's keys (a table name's characters are all allowed in its name)."""
     return f"{PARAMETER_PREFIX}{table_name}/opaque-keys"
 
 
 def key_versions_in_use(config: DeploymentConfig) -> set[int]:
-    """The key versions the config's opaque counters encode with (their keyVersion): the keys it needs held."""
+    """The key versions the config's opaque counters encode with."""
     return {counter.opaque.key_version for counter in config.counters.values() if counter.opaque is not None}
 
 
@@ -37,7 +34,6 @@ def has_opaque_counters(config: DeploymentConfig) -> bool:
 
 
 def read_key_file(path: Path) -> dict[int, bytes]:
-    """The keys in `path`, by version; OpaqueKeyError naming the file when it cannot be read or used."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as err:
@@ -49,6 +45,5 @@ def read_key_file(path: Path) -> dict[int, bytes]:
 
 
 def new_key_file_text(versions: Iterable[int] = (1,)) -> str:
-    """A new key file: 32 bytes from the operating system's secure random source for each version."""
     keys = {str(version): base64.b64encode(secrets.token_bytes(NEW_KEY_BYTES)).decode() for version in versions}
     return json.dumps(keys, sort_keys=True) + "\n"

@@ -1,5 +1,4 @@
-"""The rule of a counter's `opaque` field (`counters.K.opaque`): its shape, and a domain that holds every ticket
-the counter can issue (tickets.opaque says what the domain is: M ids per key version, tickets 0 .. M-1)."""
+"""The rule of `counters.K.opaque`: its shape, and a domain (tickets.opaque) that holds every ticket 0 .. max."""
 
 from __future__ import annotations
 
@@ -11,12 +10,9 @@ from tickets.settings import MAX_SAFE_INTEGER
 
 from .rules import ConfigError, require_object, whole_number
 
-# The widest id of each alphabet. Digits: 15, so that an id read as a number stays a JavaScript-safe integer
-# (below 2^53 - 1). Base32: 20 characters, 100 bits, far above every ticket (2^63 - 1).
+# Digits: an id read as a number stays a JavaScript-safe integer. Base32: 100 bits, far above every ticket.
 MAX_WIDTH = {"digits": 15, "base32": 20}
 MIN_WIDTH = 2
-# NIST SP 800-38G Rev. 1 asks a format-preserving permutation's domain to hold at least 1,000,000 values:
-# with fewer, enough ids and their order tell the permutation.
 MIN_IDS_PER_VERSION = 1_000_000
 MAX_KEY_VERSIONS = 1000
 EXAMPLE = '{"width": 10, "alphabet": "digits", "check": "luhn"}'
@@ -24,7 +20,6 @@ FIELDS = {"width", "alphabet", "check", "keyVersions", "keyVersion"}
 
 
 def parse_opaque(value: Any, parsed: Mapping[str, Any], where: str) -> OpaqueConfig | None:
-    """The `opaque` field's rule: None (absent), or settings whose domain holds tickets 0 .. max."""
     if value is None:
         return None
     opaque = opaque_settings(value, where)
@@ -48,8 +43,8 @@ def parse_opaque(value: Any, parsed: Mapping[str, Any], where: str) -> OpaqueCon
 
 
 def opaque_settings(value: Any, where: str) -> OpaqueConfig:
-    """The settings alone (the ledger reads its records with this): each field by its rule."""
-    if isinstance(value, OpaqueConfig):  # the construct's prop, as the function's settings carry it
+    """The settings alone (the ledger reads its records with this)."""
+    if isinstance(value, OpaqueConfig):  # the construct's prop
         value = value.to_json()
     if not isinstance(value, dict):
         raise ConfigError(f"{where}: must be an object such as {EXAMPLE}, got {value!r}")
@@ -91,7 +86,7 @@ def _wide(width: int, alphabet: str) -> str:
 
 
 def _widen(opaque: OpaqueConfig, highest: int) -> str:
-    """The way out by width: the narrowest id of the same alphabet (else base32) whose domain holds 0 .. highest."""
+    """The narrowest id of the same alphabet (else base32) whose domain holds 0 .. highest."""
     for alphabet in dict.fromkeys((opaque.alphabet, "base32")):
         for width in range(MIN_WIDTH, MAX_WIDTH[alphabet] + 1):
             wider = OpaqueConfig(width, alphabet, opaque.check, opaque.key_versions)

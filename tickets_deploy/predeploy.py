@@ -1,14 +1,8 @@
-"""`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS after synthesis and before CloudFormation
-starts (docs/how-to/deploy.md#before-cloudformation-starts), with the caller's credentials and read-only calls:
-
-- every region of the cloud assembly, and every region the ledger ever gave a slot (retired and dropped ones
-  too: a version of another line of history running there could hand out this deploy's numbers), must run an
-  ancestor of the version being deployed (docs/explanation/ledger.md#teams). A region outside the assembly is
-  found by the service's table, whose name is fixed, so any stack name and several services per stack are found;
-- every SSM parameter the templates resolve (the Powertools layer's, which a release once shipped without).
-
-Out of its reach: a region only another line's ledger knows, and deploys that do not run it (`cdk deploy` by
-hand)."""
+"""`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS, read-only, after synthesis and before
+CloudFormation starts (docs/how-to/deploy.md#before-cloudformation-starts). Retired and dropped regions are checked
+too: a version of another line of history running there could hand out this deploy's numbers. A region outside the
+assembly is found by the service's table, whose name is fixed (any stack name, several services per stack).
+Out of its reach: a region only another line's ledger knows, and `cdk deploy` by hand."""
 
 from __future__ import annotations
 
@@ -26,17 +20,12 @@ from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets_deploy.ledger import LEDGER_FILE, LEDGER_VERSION_OUTPUT, LedgerError, LedgerFile, read_ledger_file
 
 ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client; tests stub it (Stubber)
-STACK_ARTIFACT = "aws:cloudformation:stack"
-NESTED_ASSEMBLY = "cdk:cloud-assembly"
 POWERTOOLS_PARAMETERS = "/aws/service/powertools/"
-# {{resolve:ssm:NAME}} or {{resolve:ssm:NAME:VERSION}} (CloudFormation's dynamic reference).
 _SSM_REFERENCE = re.compile(r"\{\{resolve:ssm:([A-Za-z0-9_./-]+)(?::[0-9]+)?\}\}")
 
 
 @dataclass(frozen=True)
 class AssemblyStack:
-    """One stack of the cloud assembly: where it goes and what its template says."""
-
     name: str
     region: str
     ledger_version: str | None  # its TicketsLedgerVersion output; None: not a Tickets stack
@@ -59,10 +48,10 @@ def read_assembly(directory: Path) -> list[AssemblyStack]:
     stacks = []
     for artifact_id, artifact in sorted(manifest.get("artifacts", {}).items()):
         properties = artifact.get("properties", {})
-        if artifact.get("type") == NESTED_ASSEMBLY:
+        if artifact.get("type") == "cdk:cloud-assembly":  # a nested assembly (a stage)
             stacks.extend(read_assembly(directory / properties["directoryName"]))
             continue
-        if artifact.get("type") != STACK_ARTIFACT:
+        if artifact.get("type") != "aws:cloudformation:stack":
             continue
         environment = artifact.get("environment", "")
         region = environment.rsplit("/", 1)[-1]
@@ -106,8 +95,8 @@ def check(
 def _ledger_region_problems(
     stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
 ) -> Iterator[str]:
-    """Every region the ledger ever gave a slot, by service: the stack holding the service's table there, unless
-    the assembly deploys it, must run an ancestor of the version being deployed."""
+    """Every region the ledger ever gave a slot: the stack holding the service's table there, if the assembly does
+    not deploy it, must run an ancestor of the version being deployed."""
     deploying = sorted({stack.ledger_version for stack in stacks if stack.ledger_version is not None})
     if len(deploying) > 1:
         yield f"cdk.out holds stacks synthesised with ledger versions {', '.join(deploying)}: synthesise again."
@@ -123,8 +112,8 @@ def _ledger_region_problems(
                 found = next((str(each["StackName"]) for each in answer.get("StackResources", [])), None)
             except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
                 if not _missing(err):
-                    permission = _permission("cloudformation:DescribeStackResources")
-                    yield f"{where}: cannot find the stack holding table {table} ({_describe(err)}); {permission}"
+                    failed = _failed(err, "cloudformation:DescribeStackResources")
+                    yield f"{where}: cannot find the stack holding table {table} {failed}"
                     continue
                 found = None
             if found is None:
@@ -145,8 +134,7 @@ def _version_problems(
     report: Callable[[str], None],
     deployed_by_this: bool,
 ) -> Iterator[str]:
-    """The stack must run an ancestor of `deploying`, or nothing yet (`deployed_by_this`: the assembly deploys it;
-    False: a region this deploy leaves running what it runs)."""
+    """The stack must run an ancestor of `deploying`, or nothing yet (`deployed_by_this`: the assembly deploys it)."""
     try:
         deployed_stack = client("cloudformation", region).describe_stacks(StackName=stack_name)["Stacks"][0]
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
@@ -157,22 +145,15 @@ def _version_problems(
                 else f"{where}: the stack does not exist (deleted): nothing runs there"
             )
         else:
-            permission = _permission("cloudformation:DescribeStacks")
-            yield f"{where}: cannot read the deployed stack ({_describe(err)}); {permission}"
+            yield f"{where}: cannot read the deployed stack {_failed(err, 'cloudformation:DescribeStacks')}"
         return
     status = deployed_stack.get("StackStatus", "")
     outputs = {output["OutputKey"]: output["OutputValue"] for output in deployed_stack.get("Outputs", [])}
     deployed = outputs.get(LEDGER_VERSION_OUTPUT)
     if status.endswith("_IN_PROGRESS"):
-        yield (
-            f"{where}: {status}: another deploy is under way. Wait for it to end, then deploy again "
-            "(the check must see what that deploy leaves)."
-        )
+        yield f"{where}: {status}: another deploy is under way. Wait for it to end, then deploy again."
     elif deployed is None:
-        report(
-            f"{where}: deployed without a recorded ledger version (by a Tickets release before versions, "
-            f"or never completed: {status}); deploying version {deploying}"
-        )
+        report(f"{where}: deployed without a recorded ledger version ({status}); deploying version {deploying}")
     elif not ledger.is_ancestor(deployed, deploying):
         yield _lineage_problem(where, deployed, deploying, ledger)
     elif not deployed_by_this:
@@ -183,19 +164,13 @@ def _version_problems(
 
 
 def _lineage_problem(where: str, deployed: str, deploying: str, ledger: LedgerFile) -> str:
-    """Why a region running `deployed` stops a deploy of `deploying`, and what to do."""
     if deployed in {version.id for version in ledger.versions}:
-        why = (
-            f"{deployed} is newer than {deploying} in this checkout's history: pull main and synthesise again; "
-            "a region is never taken back to an older version by a deploy from an old checkout"
-        )
+        why = f"{deployed} is newer than {deploying} in this checkout's history: pull main and synthesise again"
     else:
         why = (
-            f"{deployed} is not in this checkout's history: it was recorded on another branch (or a main this "
-            "checkout has not pulled) and deployed from there, so neither change was checked after the other, "
-            "and the two versions' lanes may overlap. Deploy from main only. Pull main; if the branch that "
-            "deployed it is not merged yet, merge it, taking one side's ledger and synthesising the other "
-            "side's cdk.json change on top (docs/how-to/work-as-a-team.md)"
+            f"{deployed} is not in this checkout's history: another branch recorded and deployed it, so neither "
+            "change was checked after the other. Deploy from main only: pull main, merge that branch if it is not "
+            "(docs/how-to/work-as-a-team.md)"
         )
     return (
         f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being "
@@ -210,16 +185,14 @@ def _parameter_problems(region: str, name: str, client: ClientFactory, report: C
         if _error_code(err) == "ParameterNotFound":
             if name.startswith(POWERTOOLS_PARAMETERS):
                 yield (
-                    f"{region}: SSM parameter {name} does not exist: Powertools has not published this layer "
-                    "release in this region (it happened once: their issue #7689), and CloudFormation would fail "
-                    "on it. Pin the previous Powertools release (POWERTOOLS_VERSION in tickets_cdk/powertools.py, and "
-                    "aws-lambda-powertools==X.Y.Z in requirements-serve.txt), run the tests, and deploy again "
-                    "(docs/how-to/deploy.md#before-cloudformation-starts)."
+                    f"{region}: SSM parameter {name} does not exist: Powertools has not published this layer release "
+                    "here. Pin the previous Powertools release (POWERTOOLS_VERSION in tickets_cdk/powertools.py, and "
+                    "in requirements-serve.txt) and deploy again (docs/how-to/deploy.md#before-cloudformation-starts)."
                 )
             else:
                 yield f"{region}: SSM parameter {name}, which a template resolves, does not exist: create it first."
             return
-        yield f"{region}: cannot read SSM parameter {name} ({_describe(err)}); {_permission('ssm:GetParameter')}"
+        yield f"{region}: cannot read SSM parameter {name} {_failed(err, 'ssm:GetParameter')}"
         return
     report(f"{region}: SSM parameter {name} exists")
 
@@ -233,24 +206,14 @@ def _error_code(err: Exception) -> str | None:
     return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
 
 
-def _describe(err: Exception) -> str:
-    return f"{_error_code(err) or type(err).__name__}: {err}"
-
-
-def _permission(action: str) -> str:
+def _failed(err: Exception, action: str) -> str:
     return (
-        f"the deploy check (python -m tickets_deploy predeploy) needs {action} with the credentials of the deploy "
-        "(botocore's usual chain: environment, ~/.aws, SSO, instance role)"
+        f"({_error_code(err) or type(err).__name__}: {err}); the deploy check (python -m tickets_deploy predeploy) "
+        f"needs {action} with the deploy's credentials"
     )
 
 
-def _has_credentials() -> bool:
-    """Whether botocore's chain finds any: without, every call of the check would fail alike, once per region."""
-    return new_session().get_credentials() is not None
-
-
 def botocore_clients() -> ClientFactory:
-    """A botocore client per (service, region), with the caller's credentials, made once."""
     session = new_session()
     return functools.cache(lambda service, region: session.create_client(service, region_name=region))
 
@@ -273,7 +236,7 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
     except (PredeployError, LedgerError) as err:
         print(f"predeploy: {err}", file=sys.stderr)
         return 1
-    if client is None and not _has_credentials():
+    if client is None and new_session().get_credentials() is None:  # else every call fails alike, once per region
         uses = "cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter"
         print(f"predeploy: nothing was deployed: {NO_CREDENTIALS}; the check reads {uses} with them", file=sys.stderr)
         return 1
@@ -281,8 +244,5 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
     if problems:
         print("predeploy: nothing was deployed:", *problems, sep="\n", file=sys.stderr)
         return 1
-    print(
-        f"predeploy: {len(stacks)} stack(s) of the assembly and every region of {args.ledger} checked; cdk deploy may "
-        "go ahead"
-    )
+    print(f"predeploy: {len(stacks)} stack(s) and every region of {args.ledger} checked; cdk deploy may go ahead")
     return 0

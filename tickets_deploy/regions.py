@@ -1,7 +1,5 @@
-"""The regions the stack can be deployed to, and why any other is refused. A region must have Lambda Function
-URLs (the Lambda guide's list; cfn-lint's schemas, which tests/synth/test_stack.py runs on every served region's
-template) and the public SSM parameters of Powertools' layer (its update_ssm.yml workflow, checked November 2026
-at aws-powertools/powertools-lambda-python 18efff7; commercial partition only). Add a region once both hold."""
+"""The regions the stack can be deployed to: Lambda Function URLs (cfn-lint's schemas, tests/synth/test_stack.py)
+and Powertools' public layer parameters (its update_ssm.yml workflow, November 2026) are there. Others are refused."""
 
 from __future__ import annotations
 
@@ -32,7 +30,7 @@ SERVED_REGIONS = frozenset(
         "us-west-2",
     }
 )
-# Commercial regions without Function URLs, the first piece above.
+# Commercial regions without Function URLs.
 NO_FUNCTION_URLS = frozenset(
     {
         "ap-east-2",
@@ -54,7 +52,7 @@ _REGION_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
 
 
 def refusal(region: object) -> str | None:
-    """None when the stack can be deployed to `region`; otherwise why it cannot, for a ConfigError."""
+    """None when the stack can be deployed to `region`; otherwise why it cannot."""
     if isinstance(region, str) and region in SERVED_REGIONS:
         return None
     name = region if isinstance(region, str) else ""

@@ -1,5 +1,4 @@
-"""The rules of cdk.json's `tickets` fields: limits, patterns and one parser per field, each naming
-where a value was written (tickets_deploy.schema gathers them into the fields)."""
+"""The rules of cdk.json's `tickets` fields (limits, patterns, parsers), each naming where a value was written."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
-from .access import AccessRuleError, parse_access
+from .access import ACCOUNT_PATTERN, AccessRuleError, parse_access
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -48,13 +47,9 @@ LOG_RETENTION_DAYS = (
 )
 MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
 DEFAULT_TABLE_NAME = "tickets-counters"
-# DynamoDB's rule is 3-255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX, which must fit too.
+# DynamoDB allows 255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX.
 TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABLE_SUFFIX)}}}")
-# start, stride and max may be written as decimal strings: the CDK CLI reads cdk.json in Node, whose
-# numbers are doubles, so a JSON number above MAX_SAFE_INTEGER reaches app.py already rounded.
 DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
-# `callers`: another account, by its id, or one of its IAM roles (commercial partition; IAM's name characters).
-ACCOUNT_ID_PATTERN = re.compile(r"[0-9]{12}")
 ROLE_ARN_PATTERN = re.compile(r"arn:aws:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
 
 
@@ -62,18 +57,15 @@ class ConfigError(ValueError):
     """An invalid deployment config; the message names the field and the rule."""
 
 
-# A field's parser: (the value as written, or the field's default when absent; the fields parsed before it,
-# by attribute; where it was written, for messages) -> the parsed value, or ConfigError naming `where`.
+# (the value as written, or the default; the fields parsed before it, by attribute; where) -> the parsed value
 Parser = Callable[[Any, Mapping[str, Any], str], Any]
 
 
 def whole(low: int, high: int) -> Parser:
-    """The rule of a whole number from `low` to `high` (a new numeric field takes it, no rule of its own)."""
     return lambda value, parsed, where: whole_number(value, where, low=low, high=high)
 
 
 def exact(low: int) -> Parser:
-    """The rule of a whole number from `low` to MAX_TICKET, exact above 2^53-1 (exact_integer)."""
     return lambda value, parsed, where: exact_integer(value, low=low, high=MAX_TICKET, where=where)
 
 
@@ -90,20 +82,18 @@ def regions_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str,
         if isinstance(slot, bool) or not isinstance(slot, int) or not 0 <= slot < region_slots:
             raise ConfigError(
                 f"{at}: slot must be a whole number from 0 to regionSlots-1 ({region_slots - 1}), got {slot!r}; "
-                "give the region a free slot, or raise regionSlots, which changes only above a fence once a key "
-                "issued tickets (docs/how-to/change-a-layout.md)"
+                "give the region a free slot, or raise regionSlots, which changes only above a fence "
+                "(docs/how-to/change-a-layout.md)"
             )
         if slot in owners:
             raise ConfigError(
-                f"{at}: slot {slot} is already used by {owners[slot]}; "
-                "two regions sharing a slot would issue the same tickets"
+                f"{at}: slot {slot} is already {owners[slot]}'s: two regions would issue the same tickets"
             )
         owners[slot] = region
     return dict(value)
 
 
 def accepting(accepts: Callable[[Any], bool], must_be: str) -> Parser:
-    """The rule of a value `accepts` takes as it is; any other is refused: `must be {must_be}, got {value!r}`."""
 
     def rule(value: Any, parsed: Mapping[str, Any], where: str) -> Any:
         if not accepts(value):
@@ -127,7 +117,7 @@ def default_key_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
 
 
 auth_rule = accepting(lambda value: value in AUTH_TYPES, f"one of {', '.join(AUTH_TYPES)}")
-# The rule of a field declared without one, by its annotation: a new true/false or text field needs none.
+# The rule of a field declared without one, by its annotation.
 RULES_BY_TYPE: dict[str, Parser] = {
     "bool": accepting(lambda value: isinstance(value, bool), "true or false"),
     "str": accepting(lambda value: isinstance(value, str), "a string"),
@@ -135,7 +125,6 @@ RULES_BY_TYPE: dict[str, Parser] = {
 
 
 def optional(rule: Parser) -> Parser:
-    """`rule`, or None (the field's default: not set)."""
     return lambda value, parsed, where: None if value is None else rule(value, parsed, where)
 
 
@@ -151,9 +140,8 @@ def function_timeout_rule(value: Any, parsed: Mapping[str, Any], where: str) -> 
         raise ConfigError(
             f"{where}: must be a whole number of seconds from {low} to {high}, got {value!r}: at least the request "
             f"budget and its render margin ({timing.REQUEST_BUDGET_SECONDS:g} s + {timing.RENDER_MARGIN_SECONDS:g} s, "
-            f"tickets/timing.py), so a slow table ends in a 503 and never in a timeout; at most "
-            f"MAX_FUNCTION_TIMEOUT_SECONDS ({high} s), so a hung invocation, and its Idempotency-Key, is freed "
-            "within seconds (docs/explanation/failures-and-idempotency.md)"
+            f"tickets/timing.py), at most MAX_FUNCTION_TIMEOUT_SECONDS ({high} s) "
+            "(docs/explanation/failures-and-idempotency.md)"
         )
     return int(value)
 
@@ -175,10 +163,10 @@ def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
 
 
 def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    if value is None:  # the deployment's maxBlock
+    if value is None:  # the deployment's
         return None
     max_block = whole_number(value, where, low=1, high=MAX_BLOCK)
-    if max_block > parsed["deployment_max_block"]:  # lowers tickets.maxBlock for this key, never raises it
+    if max_block > parsed["deployment_max_block"]:
         raise ConfigError(
             f"{where}: must be at most tickets.maxBlock ({parsed['deployment_max_block']}), got {max_block}"
         )
@@ -188,18 +176,12 @@ def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) ->
 def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str, ...]:
     raw, auth = list(value) if isinstance(value, tuple) else value, parsed["auth"]
     if not isinstance(raw, list):
-        raise ConfigError(
-            f'{where}: must be a list of account ids and role ARNs, e.g. ["111122223333", '
-            f'"arn:aws:iam::444455556666:role/orders"], got {raw!r}'
-        )
+        raise ConfigError(f"{where}: must be a list of account ids and role ARNs, got {raw!r}")
     for index, caller in enumerate(raw):
         at = f"{where}[{index}]"
-        if not isinstance(caller, str) or not (
-            ACCOUNT_ID_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)
-        ):
+        if not isinstance(caller, str) or not (ACCOUNT_PATTERN.fullmatch(caller) or ROLE_ARN_PATTERN.fullmatch(caller)):
             raise ConfigError(
-                f'{at}: must be a 12-digit account id such as "111122223333" or a role ARN such as '
-                f'"arn:aws:iam::111122223333:role/NAME", got {caller!r}'
+                f'{at}: must be a 12-digit account id or a role ARN ("arn:aws:iam::ACCOUNT:role/NAME"), got {caller!r}'
             )
         if caller in raw[:index]:
             raise ConfigError(f"{at}: {caller!r} is listed twice")
@@ -209,9 +191,7 @@ def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str
 
 
 def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
-    """The compatibility route's path (docs/reference/http-api.md#the-compatibility-route): one segment shaped like
-    a key, so never _counters, _blocks or another route of ours (those start with `_`), and not the path of a key
-    the config names."""
+    """The compatibility route's path: shaped like a key, so never a route of ours (those start with `_`)."""
     if raw is None:
         return None
     require_object(raw, where, {"path"})
@@ -222,8 +202,8 @@ def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
         )
     if path == parsed["default_key"] or path in parsed["counters"]:
         raise ConfigError(
-            f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} "
-            "would stop reaching it: choose another path"
+            f"{where}.path: {path!r} is a key this config names (defaultKey or counters); /{path} would stop reaching "
+            "it: choose another path"
         )
     return str(path)
 
@@ -243,27 +223,22 @@ def whole_number(value: Any, where: str, *, low: int, high: int) -> int:
 
 
 def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
-    """A whole number from low to high, written as a JSON number up to MAX_SAFE_INTEGER or as a decimal
-    string (any size); ConfigError naming `where` otherwise. cdk.json and the deployment ledger both use it."""
+    """A whole number from low to high: a JSON number up to MAX_SAFE_INTEGER, or a decimal string (the CDK CLI
+    reads cdk.json in Node, whose doubles round bigger numbers)."""
     if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
         value = int(value)
     elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
-        name = where.rpartition(".")[2]
         raise ConfigError(
-            f"{where}: a JSON number above 2^53-1 ({MAX_SAFE_INTEGER}) is not exact: the CDK CLI reads "
-            f"cdk.json in Node, which rounds it (this one arrived as {value}); write the value you meant as a "
-            f'decimal string, in quotes: "{name}": "<digits>"'
+            f"{where}: a JSON number above 2^53-1 is rounded by the CDK CLI (Node; this one arrived as {value}): "
+            f'write it as a decimal string, "{where.rpartition(".")[2]}": "<digits>"'
         )
     elif isinstance(value, float):
         raise ConfigError(
             f"{where}: must be a whole number from {low} to {high} written without fraction or exponent "
-            f'(a value above 2^53-1 as a decimal string in quotes, e.g. "36028797018963969"), got {value!r}'
+            f"(above 2^53-1 as a decimal string), got {value!r}"
         )
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ConfigError(
-            f"{where}: must be a whole number from {low} to {high} (as a JSON number "
-            f"up to {MAX_SAFE_INTEGER}, or a decimal string), got {value!r}"
-        )
+        raise ConfigError(f"{where}: must be a whole number from {low} to {high} (or a decimal string), got {value!r}")
     return value
 
 
@@ -284,16 +259,14 @@ def series_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, 
             raise ConfigError(f"{where}: invalid name {key!r}; a series name is {KEY_RULE}")
         if key in counters:
             raise ConfigError(
-                f"{where}.{key}: {key!r} is a counter (counters or defaultKey); a series never shares a name with "
-                "a counter: name the series differently"
+                f"{where}.{key}: {key!r} is a counter (counters or defaultKey): name the series differently"
             )
-        if isinstance(raw, SeriesConfig):  # the construct's prop, as the function's settings carry it
+        if isinstance(raw, SeriesConfig):  # the construct's prop
             raw = raw.to_json()
         if isinstance(raw, Mapping) and "opaque" in raw:
             raise ConfigError(
                 f"{where}.{key}.opaque: a series cannot be opaque: its numbers are consecutive on purpose (an invoice "
-                "numbering must show that none is missing), and opaque ids would hide exactly that. For order "
-                "numbers nobody can count, configure an opaque counter under counters instead"
+                "numbering must show that none is missing). Configure an opaque counter under counters instead"
             )
         try:
             series[key] = parse_series(key, raw, region_slots=parsed["region_slots"], where=f"{where}.{key}")
@@ -305,7 +278,6 @@ def series_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, 
 
 
 def workers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, PoolConfig]:
-    """Worker pools (docs/how-to/worker-ids.md): name -> {size, ttlSeconds}, or a PoolConfig (the construct's)."""
     if not isinstance(value, Mapping):
         raise ConfigError(
             f'{where}: must map pool names to pools, e.g. {{"snowflake": {{"size": 1024, "ttlSeconds": 60}}}}'
@@ -323,12 +295,9 @@ def workers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str,
     return pools
 
 
-# Said when regionSlots grew under a series whose ids lack {series}: for a series the ledger records already, adding
-# it is refused (every field is permanent), and nothing else makes its ids unique across regions. The ledger refuses
-# such a series when it would first be recorded (tickets_deploy/ledger/rules.py), so only a ledger written before
-# that meets this.
+# regionSlots grew under a series whose ids lack {series}: the ledger refuses such a series when it is first
+# recorded (tickets_deploy/ledger/rules.py), so only one recorded before that rule meets this.
 _NO_WAY_TO_MORE_REGIONS = (
-    " (a series not yet deployed). If the deployment ledger (tickets.lock.json) already records this series, there "
-    "is no way out: its format is permanent and a series is never removed, so with more than one region slot its "
-    "ids would repeat. Keep regionSlots 1 while it is configured (docs/reference/series.md)"
+    " (a series not yet deployed). If tickets.lock.json records this series, there is no way out: its format is "
+    "permanent. Keep regionSlots 1 while it is configured (docs/reference/series.md)"
 )

@@ -1,12 +1,6 @@
-"""One definition of each field of cdk.json's `tickets` object: DeploymentConfig, each attribute declared with
-its entry (tickets_deploy.field). The parsers, `to_raw`, the function's environment, the ledger's `deployed`
-settings, the configuration reference's table and tickets_cdk/props.py derive from it.
-
-Adding a field: its declaration below (a true/false or text field needs no rule; others take one of rules.py,
-such as `whole(low, high)`, or their own), the code that reads it, and `make generated`. With `setting=True` the
-function gets it: add the attribute to tickets.settings.Settings too (the Lambda package cannot import this one).
-With `recorded=True` the ledger keeps its deployed value for tickets_admin --service.
-"""
+"""One definition of each field of cdk.json's `tickets` object, DeploymentConfig: the parsers, the function's
+environment, the ledger's `deployed` settings and the generated files derive from it (adding a field:
+CONTRIBUTING.md, Making a change)."""
 
 from __future__ import annotations
 
@@ -20,41 +14,14 @@ from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets.workers.config import PoolConfig
 
+from . import rules, shapes
 from .counter_fields import counters_from_prop, parse_counters
 from .field import Field, declare, entries_of
-from .rules import (
-    DEFAULT_TABLE_NAME,
-    access_rule,
-    alarm_email_rule,
-    auth_rule,
-    callers_rule,
-    compat_rule,
-    cors_origins_rule,
-    default_key_rule,
-    function_timeout_rule,
-    log_retention_rule,
-    optional,
-    regions_rule,
-    series_rule,
-    table_name_rule,
-    whole,
-    workers_rule,
-)
-from .shapes import (
-    compat_to_prop,
-    encode_compat,
-    encoded_prop,
-    regions_from_prop,
-    regions_to_prop,
-    seconds_from_prop,
-    series_from_prop,
-)
 
 
 @dataclass(frozen=True)
 class DeploymentConfig:
-    """A parsed `tickets` config; each attribute is a field, its entry beside it (a rule may read the fields
-    it `needs`, which are parsed before it)."""
+    """A parsed `tickets` config; each attribute is a field (a rule may read the fields it `needs`)."""
 
     regions: Mapping[str, int] = declare(
         prop="region_slot",
@@ -62,9 +29,9 @@ class DeploymentConfig:
         default_doc="(required)",
         doc="region name → slot `0..regionSlots-1`; one stack per region, each slot used once, never given to "
         "another region. Regions without Function URLs or Powertools' layer are refused (`tickets_deploy/regions.py`).",
-        parse=regions_rule,
-        from_prop=regions_from_prop,
-        to_prop=regions_to_prop,
+        parse=rules.regions_rule,
+        from_prop=lambda slot, region: {region: 0 if slot is None else slot},
+        to_prop=lambda regions, region: regions[region],
         permanent=True,
         prop_doc="default `0`: the slot of the stack's region",
         needs=("region_slots",),
@@ -72,23 +39,23 @@ class DeploymentConfig:
     region_slots: int = declare(
         default=1,
         doc="how many slots there are (room to add regions later).",
-        parse=whole(1, 1000),
+        parse=rules.whole(1, 1000),
         permanent=True,
         fenced=True,
         setting=True,
         one_numbering=True,
     )
     table_name: str = declare(
-        default=DEFAULT_TABLE_NAME,
+        default=rules.DEFAULT_TABLE_NAME,
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
-        parse=table_name_rule,
+        parse=rules.table_name_rule,
         permanent=True,
     )
     default_key: str = declare(
         default="default",
         doc="the key of `GET /`.",
-        parse=default_key_rule,
+        parse=rules.default_key_rule,
         setting=True,
         one_numbering=True,
         recorded=True,
@@ -96,7 +63,7 @@ class DeploymentConfig:
     auth: str = declare(
         default="AWS_IAM",
         doc="Function URL auth: `AWS_IAM` (SigV4) or `NONE` (public).",
-        parse=auth_rule,
+        parse=rules.auth_rule,
     )
     strict_keys: bool = declare(
         default=False,
@@ -122,8 +89,8 @@ class DeploymentConfig:
         default={},
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
-        parse=series_rule,
-        from_prop=series_from_prop,
+        parse=rules.series_rule,
+        from_prop=shapes.series_from_prop,
         permanent=True,
         setting=True,
         prop_doc="each series as cdk.json writes it, or a SeriesConfig",
@@ -135,31 +102,31 @@ class DeploymentConfig:
         prop_type="Mapping[str, Mapping[str, int] | PoolConfig]",
         doc='pool name → `{"size": 1..65536, "ttlSeconds": 10..86400}`: worker ids `0..size-1` leased to one '
         "process at a time ([worker ids](../how-to/worker-ids.md)); adds the workers table `<tableName>-workers`.",
-        parse=workers_rule,
+        parse=rules.workers_rule,
         setting=True,
         prop_doc="each pool as cdk.json writes it, or a PoolConfig",
     )
     reserved_concurrency: int | None = declare(
         default=None,
         doc="caps the function's concurrency (cost and abuse; set it with `auth: NONE`).",
-        parse=optional(whole(1, 10000)),
+        parse=rules.optional(rules.whole(1, 10000)),
     )
     idempotency_expiry_seconds: int = declare(
         default=3600,
         doc="how long an `Idempotency-Key` is remembered (60 s .. 7 days).",
-        parse=whole(60, 7 * 86400),
+        parse=rules.whole(60, 7 * 86400),
         setting=True,
     )
     log_retention_days: int = declare(
         default=365,
         doc="the function's log retention in days (one of CloudWatch's periods): the audit trail. Control Tower's "
         "CT.CLOUDWATCH.PR.2 asks for at least 365.",
-        parse=log_retention_rule,
+        parse=rules.log_retention_rule,
     )
     memory_size: int = declare(
         default=256,
         doc="the function's memory in MB (128–10240; Lambda gives CPU in proportion).",
-        parse=whole(128, 10240),  # MB; Lambda gives CPU in proportion
+        parse=rules.whole(128, 10240),
     )
     timeout_seconds: int = declare(
         prop="timeout",
@@ -168,33 +135,33 @@ class DeploymentConfig:
         doc=f"the function's timeout in seconds, {timing.MIN_FUNCTION_TIMEOUT_SECONDS}–"
         f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
         "(`lambda_src/tickets/timing.py`).",
-        parse=function_timeout_rule,
-        from_prop=seconds_from_prop,
+        parse=rules.function_timeout_rule,
+        from_prop=shapes.seconds_from_prop,
         prop_doc="a `Duration` of whole seconds, or seconds",
     )
     cors_origins: tuple[str, ...] = declare(
         default=(),
         prop_type="Sequence[str]",
         doc="origins allowed by the Function URL's CORS; none means no CORS at all.",
-        parse=cors_origins_rule,
+        parse=rules.cors_origins_rule,
     )
     alarm_email: str | None = declare(
         default=None,
         doc="an address subscribed to an (encrypted) SNS topic that every alarm notifies.",
-        parse=alarm_email_rule,
+        parse=rules.alarm_email_rule,
         owner="TicketAlarms",
     )
     alarm_days_left: int = declare(
         default=30,
         doc="`CounterRunningOut` fires when a lane would reach `max` within this many days (1–3650) "
         "([monitoring](monitoring.md)).",
-        parse=whole(1, 3650),
+        parse=rules.whole(1, 3650),
         owner="TicketAlarms",
     )
     max_block: int = declare(
         default=MAX_BLOCK,
         doc="the most tickets one range block (`/_blocks/{key}`) may hold, 1..1,000,000.",
-        parse=whole(1, MAX_BLOCK),
+        parse=rules.whole(1, MAX_BLOCK),
         setting=True,
         recorded=True,
     )
@@ -203,10 +170,10 @@ class DeploymentConfig:
         prop_type="Sequence[str]",
         doc="other accounts (12-digit ids) or their role ARNs that may call the `AWS_IAM` URL "
         "([callers](../how-to/call-from-another-account.md)).",
-        parse=callers_rule,
+        parse=rules.callers_rule,
         needs=("auth",),
     )
-    compat_path: str | None = declare(  # the compatibility route's path segment; None: off
+    compat_path: str | None = declare(
         "compat",
         prop="compat",
         default=None,
@@ -214,25 +181,24 @@ class DeploymentConfig:
         default_doc="off",
         doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number '
         "([the route](http-api.md#the-compatibility-route)).",
-        parse=compat_rule,
-        encode=encode_compat,
-        to_prop=compat_to_prop,
+        parse=rules.compat_rule,
+        encode=shapes.encode_compat,
+        to_prop=lambda path, region: None if path is None else shapes.encode_compat(path),
         setting=True,
         needs=("default_key", "counters"),
         recorded=True,
     )
-    access: Rules | None = declare(  # tickets_deploy/access.py; None: every invoker may do everything
+    access: Rules | None = declare(
         "access",
         default=None,
         prop_type="Mapping[str, Mapping[str, Sequence[str]]]",
         default_doc="none: every invoker may do everything",
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
-        parse=access_rule,
-        to_prop=encoded_prop,
+        parse=rules.access_rule,
+        to_prop=lambda rules, region: None if rules is None else shapes.encode_plain(rules),
         needs=("auth",),
     )
 
 
-# The fields in the README's order (DeploymentConfig's).
 FIELDS: tuple[Field, ...] = entries_of(DeploymentConfig)

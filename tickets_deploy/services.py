@@ -1,7 +1,5 @@
-"""The services an app declares, as the ledger sees them: each TicketService construct is one region of
-a service (known by its table name). Plain Python: tickets_cdk.ledger_check gathers the constructs and
-hands them here, so the rules (what may share a region, which settings are one service's in every
-region, which regions each account holds) are tested without the CDK."""
+"""The services an app declares, each TicketService construct one region of a service (known by its table name):
+the construct's rules in plain Python (tickets_cdk.ledger_check hands the constructs here), tested without the CDK."""
 
 from __future__ import annotations
 
@@ -12,15 +10,14 @@ from dataclasses import dataclass, replace
 from .schema import FIELDS, DeploymentConfig
 from .shapes import snake
 
-# The settings one service has in every region (one numbering): the schema's fields marked `one_numbering`.
 ONE_NUMBERING = tuple(each.attribute for each in FIELDS if each.one_numbering)
 
 
 @dataclass(frozen=True)
 class DeclaredService:
-    """One TicketService construct: its path, its config (its own region only), where it is deployed."""
+    """One TicketService construct: its path in the app, its config (its own region only), where it is deployed."""
 
-    path: str  # the construct's path in the app
+    path: str
     config: DeploymentConfig
     region: str
     account: str | None  # the stack's account, else the CLI's default account, else unknown
@@ -34,9 +31,7 @@ class DeclaredService:
 
 
 def refuse_clash(service: DeclaredService, registered: Sequence[DeclaredService]) -> None:
-    """ValueError when `service` could never deploy beside those registered before it: its tables' logical
-    ids taken in its stack, or another service of its table name or metrics service name in its region
-    and account."""
+    """ValueError when `service` could never deploy beside those registered before it."""
     for other in registered:
         taken = set(service.table_ids) & set(other.table_ids) if other.stack == service.stack else set()
         if taken:
@@ -57,15 +52,12 @@ def refuse_clash(service: DeclaredService, registered: Sequence[DeclaredService]
         if same:
             raise ValueError(
                 f"TicketService {service.path}: {other.path} in the same region ({service.region}) has the same "
-                f"{' and '.join(same)}. Two services in one region need their own table_name (the ledger knows a "
-                "service by it; one table would mix two numberings) and their own service_name (their metrics "
-                "would mix)."
+                f"{' and '.join(same)}. Two services in one region need their own table_name and service_name."
             )
 
 
 def declared(registered: Sequence[DeclaredService]) -> dict[str, DeploymentConfig]:
-    """Every service of the app, by table name, its regions gathered from its constructs; ValueError when
-    constructs sharing a table name disagree on a setting of the numbering (ONE_NUMBERING) or a slot."""
+    """Every service of the app, by table name, its regions gathered from its constructs."""
     configs: dict[str, DeploymentConfig] = {}
     first: dict[str, DeclaredService] = {}
     for entry in registered:
@@ -82,10 +74,8 @@ def _refuse_other_numbering(entry: DeclaredService, first: DeclaredService, merg
     for attribute in ONE_NUMBERING:
         if getattr(merged, attribute) != getattr(entry.config, attribute):
             raise ValueError(
-                f"{entry.path} and {first.path} share the table name {merged.table_name!r}, so they are one "
-                f"service deployed in two regions, but their {attribute} differ. One service has one numbering "
-                "in every region: give both the same settings, or give one another table_name (a service of its "
-                "own)."
+                f"{entry.path} and {first.path} share the table name {merged.table_name!r}, one service, but their "
+                f"{attribute} differ: give both the same settings, or one another table_name."
             )
 
 
@@ -105,8 +95,7 @@ def _joined_regions(entry: DeclaredService, first: DeclaredService, merged: Depl
 def by_account(
     registered: Sequence[DeclaredService], configs: Mapping[str, DeploymentConfig]
 ) -> dict[str | None, dict[str, DeploymentConfig]]:
-    """The services as deployed to each account (an app may hold staging and production): the regions of
-    each service that the account's stacks hold. One account, the usual case: all of them."""
+    """The services as deployed to each account (an app may hold staging and production)."""
     grouped: dict[str | None, dict[str, DeploymentConfig]] = {}
     for entry in registered:
         name = entry.config.table_name
@@ -118,12 +107,10 @@ def by_account(
 
 
 _FIELD_PATH = re.compile(r"(?P<field>[A-Za-z]+)(?:\.(?P<key>[^.:\s]+)(?:\.(?P<name>[A-Za-z]+))?)?: ")
-_SAID = (("cdk.json says", "the app says"), ("cdk.json gives", "the app gives"), ("in cdk.json", "in the app"))
 
 
 def as_props(problems: str, registered: Sequence[DeclaredService]) -> str:
-    """The ledger's refusal (each line `TABLE: FIELD: ...`, in cdk.json's terms) for an app that declared its
-    services with props rather than cdk.json: each line names the constructs of that table and the prop."""
+    """The ledger's refusal (lines `TABLE: FIELD: ...`) in the terms of an app that declared props, not cdk.json."""
     paths: dict[str, list[str]] = {}
     for entry in registered:
         paths.setdefault(entry.config.table_name, []).append(entry.path)
@@ -134,15 +121,13 @@ def as_props(problems: str, registered: Sequence[DeclaredService]) -> str:
         if table not in paths or field is None:
             lines.append(line)
             continue
-        for old, new in _SAID:
-            rest = rest.replace(old, new)
         where = f"TicketService {', '.join(paths[table])}"
         lines.append(f"{where}, prop {_prop(field)}: {rest[field.end() :].replace('cdk.json', 'the app')}")
     return "\n".join(lines)
 
 
 def _prop(field: re.Match[str]) -> str:
-    """cdk.json's field path (`counters.orders.maxBlock`) as the construct's prop (`counters['orders'].max_block`)."""
+    """`counters.orders.maxBlock` as `counters['orders'].max_block`."""
     props = {each.name: each.prop for each in FIELDS}
     name, key, inner = field.group("field"), field.group("key"), field.group("name")
     if key is None or name == "regions":

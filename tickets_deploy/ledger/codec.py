@@ -1,6 +1,5 @@
-"""tickets.lock.json's text: `to_text` writes it sorted, one counter, slot or version per line, so a change is a
-small diff; `from_text` reads the current format, refusing what the writer would not write back; `upgrade_text`
-also reads format 1 (tests/unit/test_ledger_formats.py); the version id hashes the services as the file writes them."""
+"""tickets.lock.json's text: written sorted, one counter, slot or version per line (a change is a small diff); read
+in the current format, refusing what the writer would not write back; format 1 read only by `upgrade_text`."""
 
 from __future__ import annotations
 
@@ -13,44 +12,30 @@ from typing import Any
 from tickets.epochs import Layout
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import parse_series
+from tickets_deploy.access import ACCOUNT_PATTERN
 from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import ACCOUNT_ID_PATTERN, MAX_TICKET, exact_integer
+from tickets_deploy.rules import MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_plain
 
+from . import model
 from .deployed import check_deployed
-from .model import (
-    COMMENT,
-    VERSION_DIGITS,
-    Change,
-    CounterRecord,
-    KeyEpoch,
-    Ledger,
-    LedgerError,
-    LedgerFile,
-    PendingFence,
-    SlotRecord,
-    Version,
-    fields_text,
-)
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
 
 
-def version_id(parent: str | None, services: Mapping[str, Ledger]) -> str:
-    """The first 16 hex digits of sha256 over the canonical JSON of the parent and the services; the
-    parent is part of it, so a state reached again later is a new version."""
+def version_id(parent: str | None, services: Mapping[str, model.Ledger]) -> str:
+    """sha256 of the parent and the services as the file writes them: a state reached again is a new version."""
     canonical = json.dumps(
         {"parent": parent, "services": {name: _service_fields(s) for name, s in sorted(services.items())}},
         sort_keys=True,
         separators=(",", ":"),
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:VERSION_DIGITS]
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[: model.VERSION_DIGITS]
 
 
-def _service_fields(ledger: Ledger) -> dict[str, Any]:
-    """One service as the file writes it (and as its version id hashes it). A field added later is written only
-    where it was ever set, so an older ledger hashes as it always did."""
+def _service_fields(ledger: model.Ledger) -> dict[str, Any]:
+    """One service as the file writes and hashes it; a field added later only where set (old ledgers hash alike)."""
     epochs = {key: [epoch.to_json() for epoch in ledger.epochs if epoch.key == key] for key in
               sorted({epoch.key for epoch in ledger.epochs})}  # fmt: skip
     return {
@@ -66,48 +51,45 @@ def _service_fields(ledger: Ledger) -> dict[str, Any]:
     }
 
 
-# The service's fields written one entry a line (the others on one line each).
 _BLOCKS = {"counters", "epochs", "series", "slots"}
 
 
-def to_text(ledger: LedgerFile) -> str:
-    """Sorted, two-space indented, one counter, slot or version per line, so a change is a small diff."""
+def to_text(ledger: model.LedgerFile) -> str:
+    def entry(indent: str, name: str, value: Any) -> str:
+        return f"{indent}{json.dumps(name)}: {json.dumps(value, sort_keys=True)}"
 
-    def block(name: str, rows: Mapping[str, Any], indent: str) -> str:
-        if not rows:
-            return f'{indent}"{name}": {{}}'
-        lines = [f"{indent}  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}" for key, value in rows.items()]
-        return f'{indent}"{name}": {{\n' + ",\n".join(lines) + f"\n{indent}}}"
+    def entries(indent: str, name: str, lines: list[str]) -> str:
+        """An object written an entry a line."""
+        return f"{indent}{json.dumps(name)}: " + ("{\n" + ",\n".join(lines) + f"\n{indent}}}" if lines else "{}")
 
-    def service(name: str, ledger: Ledger) -> str:
-        inner = "      "
+    def service(name: str, ledger: model.Ledger) -> str:
+        inner = " " * 6
         rows = [
-            block(field, value, inner)
+            entries(inner, field, [entry(inner + "  ", key, each) for key, each in value.items()])
             if field in _BLOCKS
-            else f"{inner}{json.dumps(field)}: {json.dumps(value, sort_keys=True)}"
+            else entry(inner, field, value)
             for field, value in sorted(_service_fields(ledger).items())
         ]
-        return f"    {json.dumps(name)}: {{\n" + ",\n".join(rows) + "\n    }"
+        return entries("    ", name, rows)
 
-    services = ",\n".join(service(name, s) for name, s in sorted(ledger.services.items()))
+    services = [service(name, each) for name, each in sorted(ledger.services.items())]
     versions = ",\n".join(
         f"    {json.dumps({'id': v.id, 'parent': v.parent, 'change': v.change})}" for v in ledger.versions
     )
     return (
         "{\n"
-        f'  "//": {json.dumps(COMMENT)},\n'
-        + (f'  "services": {{\n{services}\n  }},\n' if services else '  "services": {},\n')
-        + f'  "versions": [\n{versions}\n  ]\n'
-        + "}\n"
+        f"{entry('  ', '//', model.COMMENT)},\n"
+        f"{entries('  ', 'services', services)},\n"
+        f'  "versions": [\n{versions}\n  ]\n'
+        "}\n"
     )
 
 
-def from_text(text: str) -> LedgerFile:
-    """A ledger file in the current format from its text, lineage not checked (check_lineage); LedgerError
-    naming UPGRADE_COMMAND for an older format."""
+def from_text(text: str) -> model.LedgerFile:
+    """A ledger file in the current format, lineage not checked (check_lineage)."""
     raw = json.loads(text)
     if isinstance(raw, dict) and "tableName" in raw:
-        raise LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
+        raise model.LedgerError(f"format 1 (before versions): upgrade it once, `{UPGRADE_COMMAND}`, and commit it")
     _fields(raw, "the ledger", required={"services", "versions"}, optional={"//"})
     services = {
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name})
@@ -124,45 +106,40 @@ def from_text(text: str) -> LedgerFile:
             and isinstance(entry["change"], str)
         ):
             raise ValueError(
-                f"versions[{index}]: id and parent (or null) not {VERSION_DIGITS} hex digits or change not text"
+                f"versions[{index}]: id and parent (or null) not {model.VERSION_DIGITS} hex digits or change not text"
             )
-        versions.append(Version(entry["id"], entry["parent"], entry["change"]))
-    return LedgerFile(services, tuple(versions))
+        versions.append(model.Version(entry["id"], entry["parent"], entry["change"]))
+    return model.LedgerFile(services, tuple(versions))
 
 
-def upgrade_text(text: str) -> LedgerFile:
-    """A ledger in any format the project wrote, in the current one. Format 1 (one service at the top) is that
-    service with one root version; without unconfiguredKeysServed and defaultKeysServed (before the rollout
-    rule), as if every key could have been served unconfigured: the safe side."""
+def upgrade_text(text: str) -> model.LedgerFile:
+    """A ledger in any format the project wrote. Format 1 (one service, no versions) gets one root version; without
+    unconfiguredKeysServed it is taken as true, the safe side."""
     raw = json.loads(text)
     if not (isinstance(raw, dict) and "tableName" in raw):
         return from_text(text)
     service = _service_from({"unconfiguredKeysServed": True, "defaultKeysServed": [], **raw, "//": None})
     services = {service.table_name: service}
-    version = Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
-    return LedgerFile(services, (version,))
+    version = model.Version(version_id(None, services), None, "recorded before the ledger had versions (format 1)")
+    return model.LedgerFile(services, (version,))
 
 
 def _is_version(raw: Any) -> bool:
-    return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{VERSION_DIGITS}}}", raw) is not None
+    return isinstance(raw, str) and re.fullmatch(f"[0-9a-f]{{{model.VERSION_DIGITS}}}", raw) is not None
 
 
-def _service_from(raw: dict[str, Any]) -> Ledger:
-    """A service, each value by its rule, refused unless the writer writes it back exactly as it stands (no field
-    missing, unknown or mistyped)."""
+def _service_from(raw: dict[str, Any]) -> model.Ledger:
+    """A service, each value by its rule, refused unless the writer writes it back exactly as it stands."""
     raw = {name: value for name, value in raw.items() if name != "//"}
     region_slots = _whole(raw.get("regionSlots"), "regionSlots", low=1)
     counters = {key: _counter_from(key, entry) for key, entry in _object(raw.get("counters"), "counters").items()}
     for key, entry in _object(raw.get("series", {}), "series").items():
         _series_from(key, entry, region_slots)
     epochs = tuple(_epochs_from(_object(raw.get("epochs", {}), "epochs")))
-    ledger = Ledger(
+    ledger = model.Ledger(
         region_slots,
         raw["tableName"],
-        {
-            _slot(name, region_slots): _slot_from(name, entry)
-            for name, entry in _object(raw.get("slots"), "slots").items()
-        },
+        dict(_slot_from(name, entry, region_slots) for name, entry in _object(raw.get("slots"), "slots").items()),
         counters,
         unconfigured_keys_served=raw.get("unconfiguredKeysServed") is True,
         default_keys_served=frozenset(raw.get("defaultKeysServed") or ()),
@@ -179,27 +156,20 @@ def _service_from(raw: dict[str, Any]) -> Ledger:
     return ledger
 
 
-def _slot(name: str, region_slots: int) -> int:
+def _slot_from(name: str, entry: Any, region_slots: int) -> tuple[int, model.SlotRecord]:
     if not _SLOT_KEY.fullmatch(name) or int(name) >= region_slots:
         raise ValueError(f"slots.{name}: not a slot below regionSlots ({region_slots})")
-    return int(name)
-
-
-def _slot_from(name: str, entry: Any) -> SlotRecord:
     accounts = _object(entry, f"slots.{name}").get("accounts", [])
-    if not isinstance(accounts, list) or not all(
-        isinstance(a, str) and ACCOUNT_ID_PATTERN.fullmatch(a) for a in accounts
-    ):
+    if not isinstance(accounts, list) or not all(isinstance(a, str) and ACCOUNT_PATTERN.fullmatch(a) for a in accounts):
         raise ValueError(f"slots.{name}.accounts: must be a list of 12-digit account ids")
     if not isinstance(entry.get("region"), str):
         raise ValueError(f"slots.{name}: region must be a name")
-    return SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(accounts))
+    return int(name), model.SlotRecord(entry["region"], retired="retired" in entry, accounts=tuple(accounts))
 
 
-def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
-    """A fence begun and not recorded: its id, and per key the next epoch and both layouts."""
+def _fencing_from(raw: Any, recorded: tuple[model.KeyEpoch, ...]) -> model.PendingFence:
     if not _is_version(_object(raw, "fencing").get("id")):
-        raise ValueError(f"fencing.id: not {VERSION_DIGITS} hex digits")
+        raise ValueError(f"fencing.id: not {model.VERSION_DIGITS} hex digits")
     keys = _object(raw.get("keys"), "fencing.keys")
     if not keys:
         raise ValueError("fencing.keys: empty")
@@ -208,11 +178,10 @@ def _fencing_from(raw: Any, recorded: tuple[KeyEpoch, ...]) -> PendingFence:
         last = len([epoch for epoch in recorded if epoch.key == change.key])
         if change.number != last + 1:
             raise ValueError(f"fencing.keys.{change.key}.epoch: not the epoch after the last recorded ({last})")
-    return PendingFence(raw["id"], tuple(changes))
+    return model.PendingFence(raw["id"], tuple(changes))
 
 
-def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
-    """The recorded epochs, per key oldest first (numbered 1, 2, ...), each fence at or above its old start."""
+def _epochs_from(raw: dict[str, Any]) -> list[model.KeyEpoch]:
     found = []
     for key, entries in raw.items():
         if not isinstance(entries, list):
@@ -226,24 +195,22 @@ def _epochs_from(raw: dict[str, Any]) -> list[KeyEpoch]:
     return found
 
 
-def _change_from(key: str, entry: Any, where: str) -> Change:
-    """A layout change as recorded: its epoch and the layouts `from` and `to`."""
+def _change_from(key: str, entry: Any, where: str) -> model.Change:
     number = _whole(_object(entry, where).get("epoch"), f"{where}.epoch", low=1)
     old, configured = (
         Layout(*_numbers(entry.get(side), f"{where}.{side}", ("start", "stride", "shards", "regionSlots")))
         for side in ("from", "to")
     )
-    return Change(key, number, old, configured)
+    return model.Change(key, number, old, configured)
 
 
-def _counter_from(key: str, entry: Any) -> CounterRecord:
+def _counter_from(key: str, entry: Any) -> model.CounterRecord:
     where = f"counters.{key}"
     start, stride, shards = _numbers(entry, where, ("start", "stride", "shards"))
-    return CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
+    return model.CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
 
 
 def _numbers(raw: Any, where: str, names: tuple[str, ...]) -> list[int]:
-    """Whole numbers by name: a start from 0, the others from 1."""
     return [_whole(_object(raw, where).get(name), f"{where}.{name}", low=int(name != "start")) for name in names]
 
 
@@ -252,20 +219,15 @@ def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
 
 
 def _series_from(key: str, entry: Any, region_slots: int) -> None:
-    """Recorded as the config wrote it: it must read back as a series, unchanged (an option at its default is
-    never written, so an option added later reads an older record as its default)."""
+    """As the config wrote it (an option at its default is never written: one added later reads as its default)."""
     where = f"series.{key}"
     _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
 
 
 def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:
-    """What `parse` (the config's parser) makes of `raw`, which it must write back unchanged."""
-    try:
-        parsed = parse()
-    except ValueError as err:  # the config's error, as the ledger's
-        raise ValueError(str(err)) from None
+    parsed = parse()
     if parsed.to_json() != raw:
-        raise ValueError(f"{where}: not as the config records {what} ({fields_text(parsed.to_json())})")
+        raise ValueError(f"{where}: not as the config records {what} ({model.fields_text(parsed.to_json())})")
     return parsed
 
 
@@ -285,5 +247,4 @@ def _fields(raw: Any, where: str, *, required: set[str], optional: set[str]) -> 
 
 
 def _whole(raw: Any, where: str, *, low: int) -> int:
-    """The ledger writes numbers as cdk.json does (decimal strings above 2^53-1), so it reads them by the same rule."""
     return exact_integer(raw, low=low, high=MAX_TICKET, where=where)

@@ -1,7 +1,5 @@
-"""A service's config as the ledger records it: beside the permanent fields, the deployed value of each field
-the schema marks `recorded`, in the service's `deployed` object (cdk.json's spelling, a value at its default left
-out), so that `tickets_admin --service TABLE` builds the config from the ledger alone (`config_from_ledger`). A
-ledger from before `deployed` reads it as None; the next synthesis records it (`record_services(upgrade=True)`)."""
+"""The `deployed` object of a service: each `recorded` field's deployed value (left out at its default), so that
+`tickets_admin --service TABLE` builds the config from the ledger alone (`config_from_ledger`)."""
 
 from __future__ import annotations
 
@@ -17,18 +15,15 @@ from tickets_deploy.shapes import encode_number
 
 from .model import Ledger, LedgerError
 
-# The fields `deployed` holds: by cdk.json name, for the service and for each counter.
 DEPLOYED_FIELDS = {each.name: each for each in FIELDS if each.recorded and not each.permanent}
 DEPLOYED_COUNTER_FIELDS = {each.name: each for each in COUNTER_FIELDS if each.recorded and not each.permanent}
 
 
 def deployed_settings(config: DeploymentConfig) -> dict[str, Any]:
-    """What the ledger records of `config`'s non-permanent fields: each one not at its default."""
     return _not_default(DEPLOYED_FIELDS, config)
 
 
 def _not_default(fields: Mapping[str, Field], settings: Any) -> dict[str, Any]:
-    """Each field of `settings` not at its default, encoded; `counters` by each counter's DEPLOYED_COUNTER_FIELDS."""
     found = {}
     for name, each in fields.items():
         value = getattr(settings, each.attribute)
@@ -41,8 +36,7 @@ def _not_default(fields: Mapping[str, Field], settings: Any) -> dict[str, Any]:
 
 
 def check_deployed(raw: Any, counters: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The `deployed` object as the file holds it: only the recorded fields' names, each counter's settings
-    under a recorded counter; their values are checked by their rules when a config is built from them."""
+    """The `deployed` object's names; its values are checked by their rules when a config is built from them."""
     if not isinstance(raw, dict) or set(raw) - set(DEPLOYED_FIELDS):
         raise ValueError(f"{where}: expected an object of {', '.join(sorted(DEPLOYED_FIELDS))}")
     recorded_counters = raw.get("counters", {})
@@ -55,14 +49,10 @@ def check_deployed(raw: Any, counters: Mapping[str, Any], where: str) -> dict[st
 
 
 def config_from_ledger(service: Ledger, where: str) -> DeploymentConfig:
-    """The config the service's last recorded version deployed, from the ledger alone: LedgerError when the
-    ledger predates the `deployed` settings or records no region in service."""
     if service.deployed is None:
         raise LedgerError(
-            f"{where}: {service.table_name}: this ledger was written before it recorded the deployed settings "
-            "(defaultKey, strictKeys, maxBlock, each counter's max and maxBlock): synthesise the app once "
-            "(`cdk synth`) to record them as a new version, and commit the ledger; or give tickets_admin the "
-            "service's settings in a cdk.json-shaped file with --config."
+            f"{where}: {service.table_name}: this ledger was written before it recorded the deployed settings: "
+            "synthesise the app once (`cdk synth`) and commit the ledger, or give tickets_admin a cdk.json (--config)."
         )
     regions = {slot.region: number for number, slot in service.slots.items() if not slot.retired}
     if not regions:

@@ -1,5 +1,5 @@
-"""The ledger's epochs (docs/explanation/epochs-and-fences.md): which keys a config changes the layout of,
-whether that is safe, what `tickets_admin fence` records, and the config as a function of the new layout runs it."""
+"""The ledger's epochs (docs/explanation/epochs-and-fences.md): the layouts a config changes, whether a fence makes
+that safe, and the config as the function runs it above its fences."""
 
 from __future__ import annotations
 
@@ -20,22 +20,19 @@ def latest(ledger: Ledger, key: str) -> KeyEpoch | None:
 
 
 def current(ledger: Ledger, key: str) -> tuple[int, Layout] | None:
-    """The epoch and effective layout a key's lanes have now, as far as the ledger knows (None: no
-    recorded version could have served it)."""
+    """The epoch and layout a key's lanes have now (None: no recorded version could have served it)."""
     epoch = latest(ledger, key)
     if epoch is not None:
         return epoch.number, epoch.new
     if key in ledger.counters:
-        recorded = ledger.counters[key]
-        return 0, Layout(recorded.start, recorded.stride, recorded.shards, ledger.region_slots)
+        return 0, _configured(ledger.counters[key], ledger.region_slots)
     if ledger.served_unconfigured(key):
         return 0, _configured(_UNCONFIGURED, unconfigured_region_slots(ledger))
     return None
 
 
 def unconfigured_region_slots(ledger: Ledger) -> int:
-    """The regionSlots under which keys nobody configured were served: those before regionSlots first
-    changed (after that, strictKeys is true for good)."""
+    """The regionSlots unconfigured keys were served with: before it first changed (strictKeys is true since)."""
     moved = [
         epoch.old.region_slots for epoch in ledger.epochs if epoch.old.region_slots != epoch.configured.region_slots
     ]
@@ -43,12 +40,10 @@ def unconfigured_region_slots(ledger: Ledger) -> int:
 
 
 def served_keys(config: DeploymentConfig) -> list[str]:
-    """The keys whose lanes the config lays out: its counters and its default key."""
     return sorted({*config.counters, config.default_key})
 
 
 def layout_changes(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
-    """Every key whose layout the config changes from the one its lanes have now."""
     changes = []
     for key in served_keys(config):
         now, epoch = current(ledger, key), latest(ledger, key)
@@ -58,7 +53,7 @@ def layout_changes(config: DeploymentConfig, ledger: Ledger) -> list[Change]:
 
 
 def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
-    """Layout changes no fence can make safe: refused before anything is written."""
+    """Layout changes no fence can make safe."""
     problems = []
     if config.region_slots < ledger.region_slots:
         problems.append(
@@ -70,29 +65,22 @@ def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
         problems.append(
             f"strictKeys: a recorded version served keys nobody configured (strictKeys false) in the layout of "
             f"regionSlots {unconfigured_region_slots(ledger)}, and cdk.json serves them with regionSlots "
-            f"{config.region_slots}. A region not yet deployed, or rolled back, can create such a key's lanes in "
-            "the old layout at any time, up to max, and no fence can bound what it will issue. Set strictKeys true "
-            "in the same change (configure every key callers use; they are fenced with it) "
-            "(docs/explanation/epochs-and-fences.md)."
+            f"{config.region_slots}: no fence bounds what a region still on the old version issues. Set strictKeys "
+            "true in the same change, configuring every key callers use (docs/explanation/epochs-and-fences.md)."
         )
     return problems
 
 
 def pending_problem(pending: PendingFence) -> str:
-    """Why nothing can be deployed while a fence is pending, and the two ways out."""
     return (
-        f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the old "
-        "lanes it stopped, in some regions or all, answer 503 until it is finished or undone, so no config is "
-        f"accepted meanwhile. Finish it: give cdk.json those layouts and run `{FENCE_COMMAND}` (every region at "
-        f"once, or `--region R` until each region is fenced); or undo it: `{FENCE_UNDO_COMMAND}`, which puts the "
-        "stopped lanes back (docs/how-to/change-a-layout.md)."
+        f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the "
+        "lanes it stopped answer 503 until it is finished or undone. Finish it: give cdk.json those layouts and run "
+        f"`{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (docs/how-to/change-a-layout.md)."
     )
 
 
 def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
-    """Why synthesis refuses `config`'s layout changes: a fence begun and not finished (whatever the config), unsafe
-    changes, and a regionSlots change whose keys are not yet fenced (a key's own stride, shards or start are the
-    ledger's counter rules, which accept a change its latest epoch covers)."""
+    """Why synthesis refuses `config`'s layout changes (a key's own start, stride and shards are rules.py's)."""
     if ledger.fencing is not None:
         return [pending_problem(ledger.fencing)]
     problems, changes = [], layout_changes(config, ledger)
@@ -100,18 +88,14 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     growing = bool(unfenced) and config.region_slots > ledger.region_slots
     if growing:
         problems.append(
-            f"regionSlots: the ledger records {ledger.region_slots}, cdk.json says {config.region_slots}. Every "
-            "counter's lanes are laid out over regionSlots (step = stride x regionSlots x shards), so the new lanes "
-            f"of {', '.join(unfenced)} would reissue numbers the old ones issued unless they begin above a fence: "
-            f"run `{FENCE_COMMAND}` (it stops the old lanes in every region and records the fence in the ledger), "
-            "then synthesise again (docs/how-to/change-a-layout.md); or keep regionSlots at "
-            f"{ledger.region_slots} and add regions only on its free slots (docs/how-to/add-a-region.md)."
+            f"regionSlots: the ledger records {ledger.region_slots}, cdk.json says {config.region_slots}. The new "
+            f"lanes of {', '.join(unfenced)} would reissue numbers the old ones issued unless they begin above a "
+            f"fence: run `{FENCE_COMMAND}`, then synthesise again (docs/how-to/change-a-layout.md); or keep "
+            f"regionSlots at {ledger.region_slots} and add regions on its free slots (docs/how-to/add-a-region.md)."
         )
     elif config.region_slots == ledger.region_slots:
         problems += [_unconfigured_problem(change) for change in changes if _moves_unconfigured(change)]
-    # Keys whose last fence cdk.json no longer follows, where the counter rules see nothing to refuse (the layout
-    # before the fence put back, or one the recorded counters agree with): served, they would take the lanes the
-    # fence stopped (or lanes no fence bounds) instead of the fenced epoch's.
+    # Keys whose last fence cdk.json no longer follows where the counter rules see nothing to refuse.
     said = set(unfenced) if growing else set()
     for change in changes:
         epoch = latest(ledger, change.key)
@@ -121,7 +105,6 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
 
 
 def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
-    """Do the ledger's counter rules (rules.py) already refuse this key's start, stride or shards?"""
     recorded = ledger.counters.get(key)
     return recorded is not None and recorded.numbering != CounterRecord.of(_counter(config, key)).numbering
 
@@ -129,16 +112,15 @@ def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) ->
 def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
     return (
         f"counters.{change.key}: cdk.json gives {change.key} {change.configured.describe()}, not the layout its last "
-        f"fence (epoch {epoch.number}, at {epoch.fence}) moved it to, {epoch.configured.describe()}. Served, it "
-        "would take tickets from lanes that fence stopped (every request a 503) instead of epoch "
-        f"{epoch.number}'s. Give {change.key} epoch {epoch.number}'s layout again, or run `{FENCE_COMMAND}` to move "
-        "it to this one above a new fence, then synthesise again (docs/how-to/change-a-layout.md)."
+        f"fence (epoch {epoch.number}, at {epoch.fence}) moved it to, {epoch.configured.describe()}. Give it epoch "
+        f"{epoch.number}'s layout again, or run `{FENCE_COMMAND}` to move it above a new fence "
+        "(docs/how-to/change-a-layout.md)."
     )
 
 
 def _moves_unconfigured(change: Change) -> bool:
-    """A key served unconfigured under an older regionSlots, now configured (or made the default key) with
-    the unconfigured start, stride and shards: the counter rules see no new layout, but its lanes' step changed."""
+    """A key served unconfigured under an older regionSlots, now configured with the unconfigured start, stride and
+    shards: the counter rules see no new layout, but its lanes' step changed."""
     unconfigured = _configured(_UNCONFIGURED, change.configured.region_slots)
     return change.configured == unconfigured and change.old.region_slots != change.configured.region_slots
 
@@ -146,22 +128,18 @@ def _moves_unconfigured(change: Change) -> bool:
 def _unconfigured_problem(change: Change) -> str:
     return (
         f"counters.{change.key}: a recorded version served {change.key} unconfigured with {change.old.describe()}; "
-        f"cdk.json serves it with {change.configured.describe()}. Its old lanes may hold any number from their start "
-        f"on: run `{FENCE_COMMAND}` to stop them and begin above a fence, then synthesise again "
-        "(docs/explanation/epochs-and-fences.md)."
+        f"cdk.json serves it with {change.configured.describe()}: run `{FENCE_COMMAND}` to stop its old lanes and "
+        "begin above a fence (docs/explanation/epochs-and-fences.md)."
     )
 
 
 def covered(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
-    """Is the key's configured layout the one its latest epoch moved it to?"""
     epoch = latest(ledger, key)
     return epoch is not None and epoch.configured == _target(config, key)
 
 
 def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig:
-    """`config` as its functions run it: each key that changed layout serves its latest epoch, from its
-    start above the fence. Keys whose config is not (yet) the recorded epoch's are left as they are
-    (synthesis refuses them)."""
+    """`config` as its functions run it: each key whose config is its latest epoch's serves it above the fence."""
     if ledger is None or not ledger.epochs:
         return config
     counters = dict(config.counters)
@@ -174,12 +152,10 @@ def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig
 
 
 def record_epochs(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
-    """The ledger with these epochs added (after `fence` stopped their old lanes everywhere), no fence pending."""
     return replace(ledger, epochs=(*ledger.epochs, *epochs), fencing=None)
 
 
 def _counter(config: DeploymentConfig, key: str) -> CounterConfig:
-    """The key's counter as `config` serves it: configured, or as an unconfigured key."""
     return config.counters.get(key, _UNCONFIGURED)
 
 
@@ -187,5 +163,5 @@ def _target(config: DeploymentConfig, key: str) -> Layout:
     return _configured(_counter(config, key), config.region_slots)
 
 
-def _configured(counter: CounterConfig, region_slots: int) -> Layout:
+def _configured(counter: CounterConfig | CounterRecord, region_slots: int) -> Layout:
     return Layout(counter.start, counter.stride, counter.shards, region_slots)

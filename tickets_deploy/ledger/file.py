@@ -1,6 +1,4 @@
-"""The ledger file beside cdk.json: read (lineage checked; a missing or conflicted file refused with the way
-out), written whole, initialised once (init_ledger_file, the one init), and what commands read through it.
-"""
+"""The ledger file beside cdk.json: read (lineage checked), written whole, initialised once (init_ledger_file)."""
 
 from __future__ import annotations
 
@@ -18,14 +16,12 @@ from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile
 
 
 def ledger_path_beside(config_file: Path) -> Path:
-    """Beside cdk.json (and app.py), wherever the command that reads it runs from."""
     return config_file.resolve().parent / LEDGER_FILE
 
 
 def read_ledger_file(path: Path) -> LedgerFile:
-    """The ledger file at `path`, its lineage checked (check_lineage); a LedgerError naming the init command if
-    there is none, for a missing ledger is a deleted one as often as a new deployment, and treating it as
-    new would start every counter again."""
+    """The ledger file at `path`, lineage checked; none is refused: a deleted ledger taken as new would start every
+    counter again."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -50,8 +46,6 @@ def read_ledger_file(path: Path) -> LedgerFile:
 
 
 def _no_ledger(path: Path) -> str:
-    """Short lines: the way out for a new deployment (in this repository and in an app of one's own), then for
-    a deployed one."""
     name = path.name
     return "\n".join(
         [
@@ -68,20 +62,16 @@ def _no_ledger(path: Path) -> str:
     )
 
 
-# What a refused synthesis leaves: the validation that refuses runs before any template is written, and the
-# ledger is written only after it passes. (cdk.out may hold what was staged before it: assets, cdk-nag's report.)
+# What a refused synthesis leaves: its validation runs before any template or ledger is written.
 SYNTHESIS_REFUSED = "no template was written; the ledger is as it was"
 
 
 def refusal(ledger_path: Path, err: LedgerError, outcome: str) -> str:
-    """How synthesis and tickets_admin say that the ledger refuses cdk.json, and what was (not) done."""
     return f"cdk.json: refused by the deployment ledger {ledger_path} ({outcome}):\n{err}"
 
 
 def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile:
-    """The ledger beside `config_file`, which must accept `config` as synthesis would: a command that
-    writes lanes with a config's layouts (tickets_admin raise, migrate) refuses one the ledger refuses,
-    with synthesis's message. LedgerError (from refusal) otherwise."""
+    """The ledger beside `config_file`, which must accept `config` as synthesis would (tickets_admin raise, migrate)."""
     path = ledger_path_beside(config_file)
     try:
         ledger = read_ledger_file(path)
@@ -92,8 +82,7 @@ def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile
 
 
 def service_config(path: Path, table_name: str) -> DeploymentConfig:
-    """The config of the service `table_name` as the ledger at `path` records it deployed
-    (config_from_ledger): what tickets_admin --service operates with."""
+    """What tickets_admin --service operates with: the service as the ledger at `path` records it deployed."""
     services = read_ledger_file(path).services
     if table_name not in services:
         recorded = ", ".join(services) or "none"
@@ -102,7 +91,7 @@ def service_config(path: Path, table_name: str) -> DeploymentConfig:
 
 
 def read_ledger(path: Path) -> Ledger:
-    """The one service's ledger of a file that records exactly one (today's app: one table name)."""
+    """The ledger of a file's one service."""
     services = read_ledger_file(path).services
     if len(services) != 1:
         raise LedgerError(f"{path}: records {len(services)} services ({', '.join(services)}), not one")
@@ -110,9 +99,8 @@ def read_ledger(path: Path) -> Ledger:
 
 
 def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> None:
-    """LedgerError if a ledger exists at `path` that init may not replace: one that records an account (every
-    deploy synthesises for its account first) or cannot be read. One that records none was never deployed:
-    `replace_undeployed` (init --force) starts it over, and the refusal without it says so."""
+    """LedgerError if a ledger at `path` records an account (every deploy synthesises for its account first) or
+    cannot be read, or records none and `replace_undeployed` (init --force) is not given."""
     if not path.exists():
         return
     try:
@@ -139,9 +127,7 @@ def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> N
 def init_ledger_file(
     path: Path, configs: Mapping[str, DeploymentConfig], *, replace_undeployed: bool = False
 ) -> LedgerFile:
-    """Write the first ledger for `configs` (by table name); LedgerError if one exists (refuse_existing_ledger).
-    The one implementation of init: `python -m tickets_cdk init` (`make init`) calls it with the services the
-    app declares."""
+    """Write the first ledger for `configs` (by table name): the one implementation of init."""
     refuse_existing_ledger(path, replace_undeployed=replace_undeployed)
     ledger = record_services(None, configs, None, INIT_COMMAND)  # no account yet: the first synthesis records it
     write_ledger_file(path, ledger)
@@ -149,7 +135,6 @@ def init_ledger_file(
 
 
 def init_ledger(path: Path, config: DeploymentConfig) -> Ledger:
-    """init_ledger_file for one service; returns its ledger."""
     return init_ledger_file(path, {config.table_name: config}).services[config.table_name]
 
 
@@ -160,8 +145,7 @@ def write_ledger_file(path: Path, ledger: LedgerFile) -> None:
 
 
 def new_accounts(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFile) -> list[tuple[str, str]]:
-    """(region, account) pairs that `ledger` records and `previous` did not: tables that start empty.
-    Per service (Ledger) or across the services of a file (LedgerFile)."""
+    """(region, account) pairs that `ledger` records and `previous` did not: tables that start empty."""
     if isinstance(ledger, LedgerFile):
         before = previous.services if isinstance(previous, LedgerFile) else {}
         return [pair for name, service in ledger.services.items() for pair in new_accounts(before.get(name), service)]
@@ -175,8 +159,7 @@ def new_accounts(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFi
 
 
 def one_way_choices(previous: Ledger | LedgerFile | None, ledger: Ledger | LedgerFile) -> list[str]:
-    """What `ledger` records for the first time that can never be taken back, each with why: a region's slot,
-    and serving unconfigured keys (strictKeys false)."""
+    """What `ledger` records for the first time that can never be taken back, each with why."""
     if isinstance(ledger, LedgerFile):
         before = previous.services if isinstance(previous, LedgerFile) else {}
         return [said for name, each in ledger.services.items() for said in one_way_choices(before.get(name), each)]
@@ -196,9 +179,7 @@ def one_way_choices(previous: Ledger | LedgerFile | None, ledger: Ledger | Ledge
 
 
 def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
-    """`applied` with the ledger at `ledger_path`, if there is one: what the local server and tickets_admin serve
-    and write. A missing or unreadable ledger leaves the config as it is (synthesis and tickets_admin's ledger
-    check say why)."""
+    """`applied` with the ledger at `ledger_path`; a missing or unreadable one leaves the config (others say why)."""
     if not ledger_path.exists():
         return config
     try:

@@ -1,5 +1,4 @@
-"""The ledger's history: a single line of versions over every service, each naming its parent
-(`record_services` appends one, `check_lineage` refuses a history two branches merged)."""
+"""The ledger's history: a single line of versions, each naming its parent (docs/explanation/ledger.md#teams)."""
 
 from __future__ import annotations
 
@@ -22,10 +21,8 @@ def record_services(
     *,
     upgrade: bool = False,
 ) -> LedgerFile:
-    """The ledger file after deploying every service of `configs` (by table name) to `account`, each checked
-    against its own ledger with `record`; services no longer declared are kept. `previous` itself when nothing
-    changed, else one more version (`change`, by default a summary). LedgerError lists every problem, each
-    prefixed by its table name."""
+    """The ledger file after deploying `configs` (by table name) to `account`, each service by `record`; those no
+    longer declared are kept. `previous` itself when nothing changed, else one more version (`change`: its line)."""
     recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
     services = dict(recorded)
     problems: list[str] = []
@@ -51,8 +48,7 @@ def record_services(
 def _renamed_table_problems(
     config: DeploymentConfig, recorded: Mapping[str, Ledger], configs: Mapping[str, DeploymentConfig]
 ) -> Iterator[str]:
-    """A service new to the ledger where a recorded one the app no longer declares served the same
-    region: most likely tableName changed, and a new table restarts every counter."""
+    """A new service in a region where one the app no longer declares served: most likely tableName changed."""
     for name, ledger in recorded.items():
         shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
         if name not in configs and shared:
@@ -60,7 +56,7 @@ def _renamed_table_problems(
 
 
 def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
-    """What a new version recorded, in a line: e.g. `tickets-counters: counters foo added`."""
+    """E.g. `tickets-counters: counters foo added`."""
     parts = []
     for name, ledger in services.items():
         old = previous.get(name)
@@ -75,8 +71,6 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
 
 
 def _recorded_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
-    """Counters and series added, an opaque counter's new key version (the one change of its opaque settings the
-    rules accept), and regions on, or retired from, their slots or deployed to another account."""
     for kind, now, recorded in (("counters", ledger.counters, old.counters), ("series", ledger.series, old.series)):
         added = [key for key in now if key not in recorded]
         if added:
@@ -104,7 +98,6 @@ def _served_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
 
 
 def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
-    """The deployed settings that changed, each with its new value (`default`: back at its default)."""
     if ledger.deployed is None or old.deployed == ledger.deployed:
         return []
     before, now = _flat(old.deployed or {}), _flat(ledger.deployed)
@@ -117,7 +110,7 @@ def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
 
 
 def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """`{"counters": {"k": {"max": 9}}}` as `{"counters.k.max": "9"}`, values as cdk.json writes them."""
+    """`{"counters": {"k": {"max": 9}}}` as `{"counters.k.max": "9"}`."""
     flat: dict[str, str] = {}
     for name, value in settings.items():
         if isinstance(value, Mapping):
@@ -128,18 +121,14 @@ def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 MERGE_WAY_OUT = (
-    "Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- "
-    f"{LEDGER_FILE}`, or --theirs), keep the merged cdk.json and synthesise again, so the other side's "
-    "change is checked after it; if the ledger refuses it, that change could repeat tickets "
-    "(docs/how-to/work-as-a-team.md)."
+    f"Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- {LEDGER_FILE}`, "
+    "or --theirs), keep the merged cdk.json and synthesise again (docs/how-to/work-as-a-team.md)."
 )
 
 
 def check_lineage(ledger: LedgerFile, where: str) -> None:
-    """LedgerError unless the history is a single line whose last version is the recorded services: two
-    children of one parent (a merge kept both branches' versions) or services that do not hash to the
-    last version (a hand edit, or git merging two branches' ledgers line by line) mean that two changes
-    were each checked alone but never one after the other."""
+    """LedgerError unless the history is a single line whose last version hashes the services: else two changes
+    were each checked alone, never one after the other."""
     if not ledger.versions:
         raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
     first = ledger.versions[0]
@@ -156,8 +145,7 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
             sibling = ledger.versions[ids.index(version.parent) + 1]
             raise LedgerError(
                 f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
-                f"children of {version.parent}: two branches recorded a change each and a merge kept both, so "
-                f"neither was checked after the other. {MERGE_WAY_OUT}"
+                f"children of {version.parent}: a merge kept two branches' changes. {MERGE_WAY_OUT}"
             )
         raise LedgerError(
             f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
@@ -168,6 +156,5 @@ def check_lineage(ledger: LedgerFile, where: str) -> None:
     if actual != last.id:
         raise LedgerError(
             f"{where}: its services hash to {actual}, not to its last version {last.id} ({last.change}): the "
-            "file was edited by hand or merged line by line from two branches' ledgers, and the merged "
-            f"services were never checked as one change after the other. {MERGE_WAY_OUT}"
+            f"file was edited by hand or merged line by line. {MERGE_WAY_OUT}"
         )

@@ -1,8 +1,5 @@
-"""What the deployment ledger holds: per service (counter table), its region slots, counter layouts, series,
-what was ever served unconfigured and its fences (Ledger: each key's layout changes, KeyEpoch, and a fence begun
-and not yet recorded, a PendingFence of Changes; docs/explanation/epochs-and-fences.md); the file's services and
-its line of versions (LedgerFile). Plain data: the rollout rule is in rules.py, what a config changes above a
-fence in epochs.py, the history in history.py, the file's format in codec.py."""
+"""What the deployment ledger holds, plain data: per service (Ledger) its slots, layouts, series, what was served
+unconfigured and its fences (docs/explanation/epochs-and-fences.md); the file's services and versions (LedgerFile)."""
 
 from __future__ import annotations
 
@@ -23,9 +20,7 @@ COMMENT = (
     "naming its parent, which deployed stacks record so that no rollout can repeat a ticket. Commit it with "
     "cdk.json; never edit, merge or delete it (docs/explanation/ledger.md)."
 )
-# The one init (`make init` runs it): what every message names, and the first version's change.
 INIT_COMMAND = "python -m tickets_cdk init"
-# The stack output naming the ledger version a stack was synthesised with (tickets_deploy/predeploy.py).
 LEDGER_VERSION_OUTPUT = "TicketsLedgerVersion"
 
 
@@ -44,8 +39,7 @@ class SlotRecord:
                 **({"retired": True} if self.retired else {})}  # fmt: skip
 
 
-# A counter's permanent fields (its layout), which every ledger writes for each counter ever deployed; those
-# whose default is None (opaque) only when set, so that a ledger from before them reads and writes as it did.
+# A counter's permanent fields; one whose default is None (opaque) written only when set (older ledgers read alike).
 LAYOUT_FIELDS = tuple(each for each in COUNTER_FIELDS if each.permanent)
 
 
@@ -63,12 +57,10 @@ class CounterRecord:
         return cls(**{each.attribute: getattr(counter, each.attribute) for each in LAYOUT_FIELDS})
 
     def _set(self) -> dict[str, Any]:
-        """By cdk.json's names, a field whose default is None left out while it is None."""
         values = {each.name: getattr(self, each.attribute) for each in LAYOUT_FIELDS}
         return {name: value for name, value in values.items() if value is not None}
 
     def to_json(self) -> dict[str, Any]:
-        """Numbers as parsed (the codec writes big ones as strings), opaque as cdk.json writes it."""
         return {name: v.to_json() if isinstance(v, OpaqueConfig) else v for name, v in self._set().items()}
 
     def describe(self) -> str:
@@ -77,7 +69,6 @@ class CounterRecord:
 
     @property
     def numbering(self) -> CounterRecord:
-        """The layout of its tickets alone (without opaque: how they are shown)."""
         return replace(self, opaque=None)
 
 
@@ -87,8 +78,6 @@ UNCONFIGURED = CounterRecord.of(CounterConfig())
 
 @dataclass(frozen=True)
 class KeyEpoch:
-    """One layout change of one key, as the ledger records it."""
-
     key: str
     number: int  # 1, 2, ...: the key's items in this epoch are `key@number`
     fence: int  # above every ticket the old layout's lanes issued, in every region
@@ -97,7 +86,7 @@ class KeyEpoch:
 
     @property
     def start(self) -> int:
-        """The new layout's effective start: its first ticket (lane 0's)."""
+        """The new layout's first ticket (lane 0's)."""
         return epoch_start(self.fence, self.configured.start, self.configured.stride)
 
     @property
@@ -126,9 +115,8 @@ class Change:
 
 @dataclass(frozen=True)
 class PendingFence:
-    """A fence `tickets_admin fence` began and has not recorded: written to the ledger before any lane is stopped,
-    so every lane it stops (each records `id`) is known to this ledger, and so synthesis refuses every config until
-    the fence is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
+    """A fence `tickets_admin fence` began, written before any lane is stopped: synthesis refuses every config until
+    it is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
 
     id: str  # random hex: each lane it stops records it (tickets.lane_item.FENCED_BY)
     changes: tuple[Change, ...]
@@ -142,7 +130,6 @@ class PendingFence:
 
 
 def _change_json(number: int, old: Layout, configured: Layout) -> dict[str, Any]:
-    """A layout change as the file writes it, under its key: its epoch and both layouts."""
     return {"epoch": number, "from": _layout_json(old), "to": _layout_json(configured)}
 
 
@@ -156,22 +143,18 @@ class Ledger:
     table_name: str
     slots: Mapping[int, SlotRecord] = field(default_factory=dict)
     counters: Mapping[str, CounterRecord] = field(default_factory=dict)
-    # Whether any recorded version served keys nobody configured (strictKeys false), and which default
-    # keys a recorded version served unconfigured (the default key is served even with strictKeys).
-    # A version may run in some region long after a newer one was recorded, so both only ever grow.
+    # Whether a recorded version served unconfigured keys (strictKeys false), and which default keys it served
+    # unconfigured: an old version may run in some region long after, so both only grow.
     unconfigured_keys_served: bool = True
     default_keys_served: frozenset[str] = frozenset()
-    # Every series ever deployed, as cdk.json writes it: permanent field by field, never removed.
+    # Every series ever deployed, as cdk.json writes it (never removed).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    # Every layout change, oldest first: per key, the fence its old lanes stopped at and both layouts.
     epochs: tuple[KeyEpoch, ...] = ()
-    # The last recorded version's `recorded` settings (deployed.py); None: a ledger from before them.
+    # The last version's `recorded` settings (deployed.py); None: a ledger from before them.
     deployed: Mapping[str, Any] | None = None
-    # A fence `tickets_admin fence` began and has not yet recorded as epochs (synthesis refuses all meanwhile).
     fencing: PendingFence | None = None
 
     def served_unconfigured(self, key: str) -> bool:
-        """Could a recorded version have issued `key`'s tickets with the unconfigured layout?"""
         return self.unconfigured_keys_served or key in self.default_keys_served
 
 
@@ -181,7 +164,7 @@ def fields_text(fields: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Version:
-    """One recorded state of the file: `id` hashes `parent` and the services as recorded (version_id)."""
+    """One recorded state of the file: `id` hashes `parent` and the services (version_id)."""
 
     id: str
     parent: str | None
@@ -190,19 +173,16 @@ class Version:
 
 @dataclass(frozen=True)
 class LedgerFile:
-    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest first
-    (each stack outputs the one it was synthesised with: tickets_deploy.predeploy)."""
+    """tickets.lock.json: every service's ledger, by table name, and the versions that led to it, oldest first."""
 
     services: Mapping[str, Ledger]
     versions: tuple[Version, ...]
 
     @property
     def version(self) -> str | None:
-        """The id of the state the file holds (its last version)."""
         return self.versions[-1].id if self.versions else None
 
     def is_ancestor(self, older: str, newer: str) -> bool:
-        """Is `older` `newer` itself or a version before it in this file's history?"""
         ids = [version.id for version in self.versions]
         return older in ids and newer in ids and ids.index(older) <= ids.index(newer)
 

@@ -1,6 +1,5 @@
-"""The rollout rule (docs/explanation/ledger.md#the-rollout-rule): `record` compares a parsed config with a service's
-previous ledger and returns the next one, or refuses with a LedgerError that names each field, its old
-and new value, why it would repeat tickets and what to do instead."""
+"""The rollout rule (docs/explanation/ledger.md#the-rollout-rule): `record` gives a service's next ledger for a
+config, or a LedgerError naming each field, both values, why it would repeat tickets and what to do instead."""
 
 from __future__ import annotations
 
@@ -21,9 +20,8 @@ from .model import UNCONFIGURED, CounterRecord, Ledger, LedgerError, SlotRecord,
 def record(
     config: DeploymentConfig, previous: Ledger | None, account: str | None = None, *, upgrade: bool = False
 ) -> Ledger:
-    """The ledger after deploying `config` (to `account`, when known); LedgerError listing every change that could
-    repeat a ticket. `previous` None starts a deployment. `upgrade`: record the `deployed` settings in a ledger from
-    before them (synthesis does; a check leaves the ledger as it was)."""
+    """The ledger after deploying `config` (to `account`, when known); `previous` None starts a deployment.
+    `upgrade`: record the `deployed` settings in a ledger from before them (synthesis does; a check does not)."""
     problems = _new_series_problems(config, previous)
     if previous is None:
         previous = Ledger(config.region_slots, config.table_name, unconfigured_keys_served=False, deployed={})
@@ -65,16 +63,14 @@ def record(
 
 
 def _series_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
-    """A recorded series must stay in cdk.json with every field as recorded: its journal and its numbers
-    were made with them (another start, period or format would repeat or reshape numbers already issued)."""
+    """A recorded series stays, every field as recorded: its journal and numbers were made with them."""
     for key, recorded in previous.series.items():
         where = f"series.{key}"
         series = config.series.get(key)
         if series is None:
             yield (
                 f"{where}: the ledger records the series {key} ({fields_text(recorded)}), cdk.json no longer "
-                f"configures it. A series is never removed: its journal must stay reachable and its numbers are "
-                f"never issued again under another setting. Keep {key} in cdk.json as recorded (it may stay unused)."
+                f"configures it. A series is never removed. Keep {key} in cdk.json as recorded (it may stay unused)."
             )
             continue
         now = series.to_json()
@@ -82,30 +78,24 @@ def _series_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str
             if recorded.get(name) != now.get(name):
                 yield (
                     f"{where}.{name}: the ledger records {recorded.get(name)!r}, cdk.json says {now.get(name)!r}. "
-                    "Every field of a series is permanent: its numbers and ids were issued under the recorded "
-                    f"ones. Keep {key} as recorded; for another numbering, add a series under a new name."
+                    f"Every field of a series is permanent. Keep {key} as recorded, or add a series under a new name."
                 )
 
 
 def _new_series_problems(config: DeploymentConfig, previous: Ledger | None) -> list[str]:
-    """A new series whose ids lack {series} would block every later regionSlots change for good (its format is
-    permanent): refused when it would be recorded, while adding {series} is still allowed; one recorded before
-    this rule stays as it is (the parse of cdk.json says why regionSlots must then stay 1)."""
+    """A new series whose ids lack {series} would block regionSlots for good: refused while {series} can be added."""
     recorded = previous.series if previous is not None else {}
     return [
-        f"series.{key}.format: {series.format!r} lacks {{series}}. Every field of a series is permanent once "
-        "recorded, and with more than one region slot each region numbers it from start: its ids would then "
-        "repeat, so this service's regionSlots could never grow (no fence changes a series' ids). Add {series} to "
-        f"the format now, e.g. {_with_series(series)!r} (first id {_first_id(key, series)!r}: a series is named "
-        f"'{NO_PERIOD_NAME}' without periods, '{NO_PERIOD_NAME}-r0', '{NO_PERIOD_NAME}-r1' ... once several "
-        "regions issue; docs/reference/series.md)."
+        f"series.{key}.format: {series.format!r} lacks {{series}}. With more than one region slot each region "
+        "numbers it from start, and its format is permanent, so this service's regionSlots could never grow. Add "
+        f"{{series}} now, e.g. {_with_series(series)!r} (first id {_first_id(key, series)!r}; "
+        "docs/reference/series.md)."
         for key, series in sorted(config.series.items())
         if key not in recorded and series.format is not None and "series" not in check_format(series.format, key)
     ]
 
 
 def _with_series(series: SeriesConfig) -> str:
-    """The series' format with {series} before its number: what the refusal proposes."""
     return (series.format or "").replace("{n", "{series}-{n", 1)
 
 
@@ -114,11 +104,9 @@ def _first_id(key: str, series: SeriesConfig) -> str | None:
 
 
 def table_problem(recorded: str, configured: str, where: str = "") -> str:
-    """Another tableName (`where`: in the regions the recorded one served, when the app no longer declares it)."""
     return (
         f"tableName: the ledger records {recorded!r}{where}, cdk.json says {configured!r}. A new name is a new, "
-        "empty table, where every counter would start again at its start and repeat every ticket already issued. "
-        f"Keep {recorded!r} (docs/explanation/ledger.md)."
+        f"empty table, where every counter would start again at its start. Keep {recorded!r}."
     )
 
 
@@ -135,9 +123,8 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
         if region in recorded_slot and recorded_slot[region] != slot:
             yield (
                 f"{where}: the ledger gives {region} slot {recorded_slot[region]}, cdk.json gives slot {slot}. "
-                f"{region}'s table holds the lanes of slot {recorded_slot[region]}: on slot {slot} its new lanes "
-                f"would issue numbers that belong to slot {slot}, and slot {recorded_slot[region]}'s numbers "
-                f"would be left for another region to issue again. Keep {region} on slot {recorded_slot[region]}."
+                f"Its table holds slot {recorded_slot[region]}'s lanes, whose numbers another region would issue "
+                f"again. Keep {region} on slot {recorded_slot[region]}."
             )
             continue
         owner = previous.slots.get(slot)
@@ -145,44 +132,33 @@ def _slot_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
             retired = " (retired)" if owner.retired else ""
             yield (
                 f"{where}: the ledger gives slot {slot} to {owner.region}{retired}, cdk.json gives it to {region}. "
-                f"{owner.region}'s table, retained, holds the tickets issued on slot {slot}; {region} would "
-                f"start with an empty table and issue the same numbers again. Give {region} a slot never used "
-                f"({instead})."
+                f"It would issue the same numbers again. Give {region} a slot never used ({instead})."
             )
 
 
-# The fence's runnable form in a clone of this repository (a refusal names FENCE_COMMAND first, for any app).
 _MAKE_FENCE = "with this repository's Makefile, `make deploy FENCE=1` runs it, then synthesises and deploys"
 
 
 def _counter_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
-    why = {  # each follows "the ledger records X, cdk.json says Y.": a sentence of its own
-        "start": "Every lane's first ticket moves with start, so new lanes would overlap the numbers old "
-        "lanes issued. To skip ahead, keep start and run `.venv/bin/python -m tickets_admin raise {key} "
-        "--above N` in each region",
-        "stride": "Lanes interleave by stride; with another stride new lanes would overlap the numbers old "
-        "lanes issued",
-        "shards": "A key's lanes are laid out over its shards (step = stride x regionSlots x shards), so new "
-        "lanes would reissue numbers the old ones issued",
-    }
     for key, recorded in previous.counters.items():
         where = f"counters.{key}"
         counter = config.counters.get(key)
         if counter is None:
             yield (
                 f"{where}: the ledger records {key} ({recorded.describe()}), cdk.json no longer configures it. "
-                f"It would be served with the unconfigured layout ({UNCONFIGURED.describe()}), or, reconfigured "
-                f"later, with settings the ledger could no longer check, repeating its tickets. Keep {key} in "
-                "cdk.json as recorded (it may stay unused)."
+                f"It would be served with the unconfigured layout ({UNCONFIGURED.describe()}). Keep {key} in cdk.json "
+                "as recorded (it may stay unused)."
             )
             continue
         for name in ("start", "stride", "shards"):
             old, new = getattr(recorded, name), getattr(counter, name)
             if old != new and not covered(config, previous, key):
+                raise_it = f"`.venv/bin/python -m tickets_admin raise {key} --above N` to skip ahead"
                 yield (
-                    f"{where}.{name}: the ledger records {old}, cdk.json says {new}. "
-                    f"{why[name].format(key=key)}; for a different numbering, add a new counter key, or change "
-                    f"{name} above a fence: `{FENCE_COMMAND}` ({_MAKE_FENCE}; docs/how-to/change-a-layout.md)."
+                    f"{where}.{name}: the ledger records {old}, cdk.json says {new}. New lanes would overlap the "
+                    f"numbers old lanes issued. Keep {name}{f' ({raise_it})' if name == 'start' else ''}; for a "
+                    f"different numbering, add a new counter key, or change {name} above a fence: `{FENCE_COMMAND}` "
+                    f"({_MAKE_FENCE}; docs/how-to/change-a-layout.md)."
                 )
     for key, counter in config.counters.items():
         layout = CounterRecord.of(counter)
@@ -196,19 +172,15 @@ def _counter_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[st
             served = "a recorded version served keys nobody configured (strictKeys false)"
         yield (
             f"counters.{key}: a new counter with {layout.describe()}, but {served}, with the unconfigured layout "
-            f"({UNCONFIGURED.describe()}). Regions update one at a time and a failed stack rolls back, so a "
-            f"region still on that version can issue {key} with the unconfigured layout while another issues it "
-            "with the new one, and the two sets of lanes would repeat tickets. To give it this layout, fence it: "
-            f"`{FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region's table and records where "
-            f"its own lanes begin ({_MAKE_FENCE}). Or configure it with start, stride and shards as unconfigured "
-            f"keys have them (max and maxBlock may differ), then `.venv/bin/python -m tickets_admin raise {key} "
-            "--above N` in each region to begin above N (docs/explanation/ledger.md#the-rollout-rule)."
+            f"({UNCONFIGURED.describe()}): a region still on that version would repeat its tickets. Fence it: "
+            f"`{FENCE_COMMAND}` stops the unconfigured lanes of {key} in every region ({_MAKE_FENCE}). Or keep the "
+            f"unconfigured start, stride and shards, then `.venv/bin/python -m tickets_admin raise {key} --above N` "
+            "in each region (docs/explanation/ledger.md#the-rollout-rule)."
         )
 
 
 def _opaque_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str]:
-    """A counter's ids were made with its recorded opaque settings: a counter is opaque from its first ticket or
-    never, its settings never change, and its key version only goes forward."""
+    """A counter is opaque from its first ticket or never, its settings fixed but for a key version that grows."""
     for key, counter in config.counters.items():
         recorded = previous.counters.get(key)
         if recorded is not None:
