@@ -1,6 +1,6 @@
-"""The old lanes of one fence, in every region's table, for `tickets_admin fence` (tickets_admin/commands/fence.py):
-`survey` reads them all before anything is written and refuses what a fence must never pass by; `stop`, `seal` and
-`unstop` are one conditional write per item (tickets.lane_item), safe while the service issues tickets."""
+"""The old lanes of one fence in every region's table, for tickets_admin/commands/fence.py: `survey` reads them all
+before anything is written and refuses what a fence must never pass by; `stop`, `seal` and `unstop` are one
+conditional write per item (tickets.lane_item)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from .table import AdminError, CounterTable, MissingTable
 
 _ATTEMPTS = 5  # a stop fails its condition only if the item changed shape meanwhile; then it is read again
 _MERGE_FIRST = (
-    "Merge that line's ledger into this one first: take its tickets.lock.json (`git checkout BRANCH -- "
-    "tickets.lock.json`), keep your cdk.json, synthesise, and run fence again (docs/how-to/work-as-a-team.md)"
+    "Merge that line's ledger first (`git checkout BRANCH -- tickets.lock.json`, keep your cdk.json, synthesise), "
+    "then run fence again (docs/how-to/work-as-a-team.md)"
 )
 
 
@@ -54,9 +54,8 @@ def old_items(changes: Iterable[Change]) -> list[str]:
 def survey(
     tables: dict[str, CounterTable], changes: Sequence[Change], fence: str | None, ledger_path: Path
 ) -> dict[str, RegionLanes]:
-    """Every region's old lanes, read before anything is written; AdminError (nothing written) for a region with
-    no table, for a lane stopped by another fence than `fence` (this ledger's pending one; None: a new fence), and,
-    for a new fence, for lanes of the epoch it would begin."""
+    """Every region's old lanes, read before anything is written; refused for a region with no table, a lane stopped
+    by another fence than `fence` (the pending one; None: a new fence), and lanes of the epoch a new fence begins."""
     found = {}
     for region, table in sorted(tables.items()):
         items = {name: _read(table, region, name) for name in old_items(changes)}
@@ -74,9 +73,9 @@ def _refuse_new_epoch_lanes(table: CounterTable, region: str, changes: Sequence[
         name = item_base(change.key, change.number)
         if _read(table, region, name) is not None:
             raise AdminError(
-                f"{region}: {name} exists: lanes of epoch {change.number} of {change.key}, which {ledger_path} does "
-                f"not record, were created by a version deployed from another line of history (a branch whose fence "
-                f"recorded that epoch). {_MERGE_FIRST}. Nothing was stopped or recorded."
+                f"{region}: {name} exists: another line of history (a branch) recorded and deployed epoch "
+                f"{change.number} of {change.key}, which {ledger_path} does not record. {_MERGE_FIRST}. Nothing was "
+                "stopped or recorded."
             )
 
 
@@ -85,12 +84,10 @@ def _foreign_stop(region: str, name: str, item: lane_item.Item, ledger_path: Pat
     which = f"fence {other}" if other else "a fence that recorded no id"
     return (
         f"{region}: {name} was stopped by {which}, which {ledger_path} does not record: another line of history (a "
-        "branch, or a checkout whose ledger was not merged into this one) changed its layout above its own fence, "
-        "and may have deployed it. Fences of one key on two lines would each begin lanes above their own fence and "
-        f"repeat each other's tickets. {_MERGE_FIRST}. If that fence was abandoned, finish or undo it from the "
-        f"checkout whose ledger began it (`{FENCE_COMMAND}`, `{FENCE_UNDO_COMMAND}`); if no ledger records it any more "
-        f"(lost, never committed), `{FENCE_UNDO_COMMAND} --fence-id {other or 'ID'}` puts its lanes back (refused once "
-        "it was recorded anywhere). Nothing was stopped or recorded."
+        "branch, a checkout) changed its layout, and two lines' fences would repeat each other's tickets. "
+        f"{_MERGE_FIRST}. An abandoned fence: finish or undo it where it began (`{FENCE_COMMAND}`, "
+        f"`{FENCE_UNDO_COMMAND}`); if no ledger records it, `{FENCE_UNDO_COMMAND} --fence-id {other or 'ID'}` puts "
+        "its lanes back. Nothing was stopped or recorded."
     )
 
 
@@ -99,21 +96,20 @@ def _read(table: CounterTable, region: str, name: str) -> lane_item.Item | None:
         return table.get(name)
     except MissingTable as err:
         raise AdminError(
-            f"{region}: {err}. The ledger gives {region} a slot, so fence must read and stop its old lanes; a region "
-            "recorded (synthesised) but never deployed has no table yet, and could still be deployed later with the "
-            "layout before this fence, so fence cannot pass it by: deploy it first, with cdk.json as the ledger's "
-            "last version has it (`git stash`, `make deploy`, `git stash pop`), then run fence again. If the table "
-            "is elsewhere, name it (--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
+            f"{region}: {err}. The ledger gives {region} a slot: a region recorded (synthesised) but never deployed "
+            "has no table yet, and could later be deployed with the old layout: deploy it first, with the ledger's "
+            "last cdk.json (`git stash`, `make deploy`, `git stash pop`), then run fence again; or name the table "
+            "(--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
         ) from None
     except AdminError as err:
         raise AdminError(
-            f"{err}. fence reads every region's old lanes before it stops any (with --region too), so each region "
-            "that ever had a slot must be reachable (--endpoint-url REGION=URL); nothing was stopped"
+            f"{err}. fence reads every region that ever had a slot before it stops any, with --region too "
+            "(--endpoint-url REGION=URL); nothing was stopped"
         ) from None
 
 
 def stop(lanes: RegionLanes, fence: str) -> None:
-    """Stop every old lane of the region that `fence` has not stopped yet; `lanes.items` as each write left it."""
+    """Stop every old lane here that `fence` has not stopped yet; `lanes.items` as each write left it."""
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
             lanes.items[name] = _stop(lanes, name, fence)
@@ -136,16 +132,16 @@ def _stop(lanes: RegionLanes, name: str, fence: str) -> lane_item.Item:
 
 
 def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int | None]:
-    """Seal every lane of `change` that `fence` stopped, in every region: from then on no checkout can undo the
-    fence. Returns each lane's final `last` (None: it issued nothing), read by the seal itself."""
+    """Seal every lane of `change` that `fence` stopped, in every region (no checkout can undo it then); each lane's
+    final `last` (None: it issued nothing)."""
     lasts = []
     for lanes in regions:
         for name in old_items([change]):
             item = lanes.table.update(name, lane_item.seal(fence))
             if item is None:
                 raise AdminError(
-                    f"{lanes.region}: {name} is no longer stopped by fence {fence}: a run of `{FENCE_UNDO_COMMAND}` "
-                    f"put it back meanwhile. Run `{FENCE_COMMAND}` again (it stops it again and records the fence)"
+                    f"{lanes.region}: {name} is no longer stopped by fence {fence} (`{FENCE_UNDO_COMMAND}` ran "
+                    f"meanwhile): run `{FENCE_COMMAND}` again"
                 )
             lasts.append(final_last(name, item))
     return lasts
@@ -158,8 +154,7 @@ def final_last(name: str, item: lane_item.Item) -> int | None:
 
 
 def stopped_lanes(table: CounterTable, region: str, fence: str) -> RegionLanes:
-    """Every lane `fence` stopped in the region's table, found by a Scan: the lanes of a fence no ledger here records
-    (its checkout's ledger was lost)."""
+    """Every lane `fence` stopped in the region's table, by a Scan: a fence no ledger here records."""
     items: dict[str, lane_item.Item | None] = {
         item[COUNTER_KEY]["S"]: item for item in table.scan() if fenced_by(item) == fence
     }
@@ -176,27 +171,25 @@ def next_epoch_items(names: Iterable[str]) -> list[str]:
 
 
 def undo_refusals(lanes: RegionLanes, next_items: list[str], fence: str) -> list[str]:
-    """Why `fence` cannot be undone in this region: it was recorded (a lane it stopped is sealed), or lanes of the
-    epoch it begins exist (`next_items`: a version that records it was deployed)."""
+    """Why `fence` cannot be undone here: a lane it stopped is sealed, or lanes of the epoch it begins exist."""
     problems = []
     sealed = [name for name, item in lanes.items.items() if item and fenced_by(item) == fence and FENCE_SEALED in item]
     if sealed:
         problems.append(
-            f"{lanes.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by a run of fence "
-            "from another checkout, or one that stopped before writing its ledger: it can no longer be undone. Run "
-            f"`{FENCE_COMMAND}` from a checkout whose ledger records it pending, to record it there too"
+            f"{lanes.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by another run: "
+            f"run `{FENCE_COMMAND}` where the ledger records it pending, to record it there too"
         )
     for name in next_items:
         if _read(lanes.table, lanes.region, name) is not None:
             problems.append(
-                f"{lanes.region}: {name} exists: lanes of the epoch fence {fence} begins were created, so it was "
-                f"recorded and deployed somewhere: it can no longer be undone. Run `{FENCE_COMMAND}` to record it here"
+                f"{lanes.region}: {name} exists: the epoch fence {fence} begins was deployed: run `{FENCE_COMMAND}` "
+                "to record it here"
             )
     return problems
 
 
 def unstop(lanes: RegionLanes, fence: str) -> list[str]:
-    """Put back every lane `fence` stopped in the region; the names put back."""
+    """Put back every lane `fence` stopped here; their names."""
     put_back = []
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
@@ -205,8 +198,8 @@ def unstop(lanes: RegionLanes, fence: str) -> list[str]:
         write = lanes.table.write if "UpdateExpression" in request else lanes.table.delete  # created by the stop
         if not write(name, request):
             raise AdminError(
-                f"{lanes.region}: {name} changed while it was put back (another run of fence?); what was put back "
-                f"is printed above. Run `{FENCE_UNDO_COMMAND}` again, or `{FENCE_COMMAND}` to finish the fence instead"
+                f"{lanes.region}: {name} changed while it was put back (another run of fence?): run "
+                f"`{FENCE_UNDO_COMMAND}` again, or `{FENCE_COMMAND}` to finish the fence"
             )
         put_back.append(name)
     return put_back

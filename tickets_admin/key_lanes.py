@@ -1,6 +1,6 @@
-"""A key's lanes in one region, across its epochs (docs/explanation/epochs-and-fences.md): the deployed function
-issues from the current epoch's, which `raise` and `migrate` raise; the earlier epochs' were stopped at their fences
-and are never raised or restarted, but still hold what they issued, which `migrate --verify` counts."""
+"""A key's lanes in one region, across its epochs (docs/explanation/epochs-and-fences.md): `raise` and `migrate`
+raise the current epoch's; the earlier epochs' were stopped at their fences, but `migrate --verify` counts what they
+issued."""
 
 from __future__ import annotations
 
@@ -14,22 +14,14 @@ from tickets_deploy.ledger import Ledger
 
 @dataclass(frozen=True)
 class KeyLanes:
-    key: str
-    current: list[Lane]  # the lanes the deployed function issues from: `raise` writes these
-    earlier: list[Lane]  # this region's lanes of every earlier epoch (none where it had no slot then)
-    # Every item of every earlier epoch in this region's table, a sharded layout's record included: `fence`
-    # stopped each (absent ones it wrote stopped), and each must stay stopped.
-    stopped: list[str]
-
-    @property
-    def every_epoch(self) -> list[Lane]:
-        """Every lane that ever issued the key's tickets in this region, the stopped ones included."""
-        return self.earlier + self.current
+    current: list[Lane]  # the lanes the deployed function issues from
+    every_epoch: list[Lane]  # the earlier epochs' lanes here (none where the region had no slot then), then current
+    stopped: list[str]  # every item of the earlier epochs here, a sharded layout's record included: each stays stopped
 
 
 def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: int, ledger: Ledger | None) -> KeyLanes:
-    """`key`'s lanes in the region of `region_slot`, its `counter` config as the region's function runs it (in
-    its current epoch: tickets_deploy.ledger.applied), the earlier epochs from the ledger that records them."""
+    """`key`'s lanes in the region of `region_slot`, `counter` as the region's function runs it (its current epoch:
+    tickets_deploy.ledger.applied), the earlier epochs from the ledger."""
     earlier: list[Lane] = []
     stopped: list[str] = []
     for epoch in ledger.epochs if ledger is not None else ():
@@ -40,4 +32,5 @@ def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: 
         if region_slot < old.region_slots:
             config = CounterConfig(start=old.start, stride=old.stride, shards=old.shards, epoch=number)
             earlier += lanes_of(key, config, region_slot, old.region_slots)
-    return KeyLanes(key, lanes_of(key, counter, region_slot, region_slots), earlier, stopped)
+    current = lanes_of(key, counter, region_slot, region_slots)
+    return KeyLanes(current, earlier + current, stopped)

@@ -1,5 +1,5 @@
-"""The counters of a counter table, one line each, read from its items (a Scan), never from cdk.json: what
-`tickets_admin list` prints and the local server's GET /_local/counters answers."""
+"""A counter table's counters, one row each, read from its items (a Scan), never from cdk.json: what `tickets_admin
+list` prints and the local server's GET /_local/counters answers."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ ISSUED_COLUMN, TIME_LEFT_COLUMN = "issued", "time left"  # with_rates: between t
 
 
 def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None = None) -> list[dict[str, Any]]:
-    """Per key, sorted: its lanes here (items with a `last`), their highest `last` and the step stored on its items;
-    with `max_of` (a key's max, None where the config serves no such key), also `left` (tickets_left)."""
+    """Per key, sorted: its lanes here (items with a `last`), their highest `last` and their step; with `max_of` (a
+    key's max, None where the config serves no such key), also `left`."""
     grouped: dict[str, list[Item]] = {}
     for item in items:
         item_key = item[COUNTER_KEY]["S"]
-        if not is_counter_item(item_key):
-            continue
-        grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
+        if is_counter_item(item_key):
+            grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
     listed = []
     for key, key_items in sorted(grouped.items(), key=lambda group: _by_key_then_epoch(group[0])):
         key_items.sort(key=lambda item: str(item[COUNTER_KEY]["S"]))  # the plain item first, then shards
@@ -39,15 +38,14 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
 
 
 def _by_key_then_epoch(name: str) -> tuple[str, int]:
-    """A key's epochs together, oldest first (`orders`, `orders@1`, ..., `orders@10`), before the next key
-    (`orders-eu`: `-` sorts before `@`)."""
+    """`orders`, `orders@1`, ..., `orders@10`, then `orders-eu` (`-` sorts before `@`)."""
     key, _, epoch = name.partition(EPOCH_SEPARATOR)
     return (key, int(epoch)) if epoch.isdigit() else (name, 0)  # not an epoch: an item typed in by hand
 
 
 def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
-    """How many more tickets these lane items can issue before `max_` (none for a lane stopped at a fence); None
-    without a max, or for an item without a step (not written by code) or a whole-number last."""
+    """The tickets these lane items can issue before `max_` (none for a stopped lane); None without a max, or for an
+    item without a whole-number last or step (not written by code)."""
     if max_ is None:
         return None
     left = 0
@@ -60,9 +58,8 @@ def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
 
 
 def with_rates(before: list[dict[str, Any]], after: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
-    """`after` (a listing with `left`) with, per key, the tickets issued since `before` (read `seconds` earlier: the
-    fall in `left`, exact whoever took them) and the seconds `left` lasts at that rate (None when nothing was issued,
-    the key was not in both reads, or gained a lane)."""
+    """`after` with, per key, the tickets issued since `before`, read `seconds` earlier (the fall in `left`, whoever
+    took them), and how long `left` lasts at that rate."""
     earlier = {row["key"]: row.get(LEFT_COLUMN) for row in before}
     rated = []
     for row in after:
@@ -83,7 +80,7 @@ def table_lines(listed: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS
 def _cell(row: dict[str, Any], column: str) -> str:
     if row[column] is None:
         return "-"
-    if column == "step" and row[column] == STOPPED:  # tickets.epochs: an old layout's lanes, stopped at a fence
+    if column == "step" and row[column] == STOPPED:
         return "0 (stopped)"
     if column == TIME_LEFT_COLUMN:
         return duration(row[column])

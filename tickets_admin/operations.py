@@ -1,7 +1,6 @@
 """`raise_key`: make every lane of a key in one region next issue its smallest ticket above N (`raise`, `migrate`),
-never lowering one: each write is conditional on `last` being lower than the new value. On a key whose layout
-changed above a fence, the items of its earlier epochs (`stopped`) are never raised: a restore from before a fence
-brings them back, and they are stopped again first, as `fence` left them."""
+never lowering one. The items of a fenced key's earlier epochs are never raised, but stopped again where a restore
+brought them back."""
 
 from __future__ import annotations
 
@@ -61,8 +60,7 @@ def raise_key(
     *,
     stopped: Sequence[str] = (),
 ) -> list[LaneResult]:
-    """Raise every lane of `key` (this region's `lanes`, in the key's current epoch) so its next ticket is above
-    `above`, after making sure the items of its earlier epochs (`stopped`) are stopped."""
+    """Raise this region's `lanes` of `key` (its current epoch's) above `above`, its `stopped` items stopped first."""
     for lane in lanes:
         if (target := next_ticket_above(lane, above)) > lane.max:
             raise AdminError(
@@ -82,8 +80,7 @@ def raise_key(
     for name in stopped:
         report(_keep_stopped(table, name))
     if sharded and (layout is None or missing(layout, layout_of(lanes[0]))):
-        # Before any shard item is written, as the service does: a request with another shard count
-        # then fails on the plain item instead of issuing numbers these lanes own.
+        # Before any shard item, as the service does: a request with another shard count then fails on it.
         if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
             raise AdminError(
                 _problem(lanes[0], table.get(plain_key), layout=True)
@@ -118,7 +115,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
                 "issue from it until the item is fixed by hand",
             )
         elif missing(item, LANE) or (before is not None and not lane.accepts_last(before)):
-            # Not a lane yet, or off it: whatever it issued is at most its `last`, so go above that too.
+            # Not a lane yet, or off it: what it issued is at most its `last`, so go above that too.
             after = next_ticket_above(lane, above if before is None else max(above, before)) - lane.step
             outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
         elif before is not None and before >= target_last:
@@ -130,7 +127,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
         if table.write(lane.item_key, request):
             made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
             return LaneResult(outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
-        raced = True  # the service wrote first: read again and see where the lane is now
+        raced = True  # the service wrote first: read again
     raise AdminError(
         f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
         "(it is safe to repeat)"
@@ -138,8 +135,8 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
-    """Make sure an item of an earlier epoch is stopped, as `fence` left it (a restore from before its fence may have
-    brought it back, or dropped it), and sealed, so no `fence --undo` puts it back; what was found, as a line."""
+    """Stop (and seal) an item of an earlier epoch that a restore from before its fence brought back or dropped; what
+    was found, as a line."""
     epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
     for _ in range(_ATTEMPTS):
         item = table.get(name)
@@ -156,21 +153,19 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
     raise AdminError(f"{name}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
 
 
-# The fence id a lane stopped again after a restore records (tickets.lane_item.FENCED_BY), sealed at once: the
-# fence that first stopped it was recorded long ago, and nothing may put it back.
+# The fencedBy of a lane stopped again after a restore, sealed at once: nothing may put it back.
 RESTOPPED_BY = "raise-after-restore"
 
 
 def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:
-    """Why this stored lane item (with `layout`: a sharded key's plain item) is not the configured one, or None."""
+    """Why this stored lane item (`layout`: a sharded key's plain item) is not the configured one, or None."""
     if item is None:
         return None
     if number(item, STEP) == STOPPED:  # the layout changed after the ledger this config is checked against
         return (
-            f"{lane.plain_key if layout else lane.item_key} was stopped at a fence: {lane.key}'s layout is being "
-            "changed, and the ledger beside --config does not record that change yet (a fence not finished, or this "
-            "is not the deployment's latest cdk.json and ledger). Finish the change with `.venv/bin/python -m "
-            "tickets_admin fence` (run with the new cdk.json), then raise the new layout's lanes"
+            f"{lane.plain_key if layout else lane.item_key} was stopped at a fence the ledger beside --config does not "
+            f"record yet: finish {lane.key}'s layout change with `.venv/bin/python -m tickets_admin fence` (with the "
+            "new cdk.json), then raise the new layout's lanes"
         )
     changed = (layout_contradiction if layout else contradiction)(lane, item)
     return (

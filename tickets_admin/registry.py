@@ -1,5 +1,5 @@
-"""tickets_admin's commands: one module per command in tickets_admin/commands/, each declaring its `COMMAND` (its
-arguments, help and run function together), found by `find_commands`; every command is given the same `Context`."""
+"""tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMAND`, which `find_commands`
+finds; every command is given the same `Context`."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class Context:
     config_file: Path
     region: str
     endpoint_url: str | None
-    table: str | None  # --table: the counter table's name, when it is not the config's tableName
+    table: str | None  # --table
     from_ledger: bool = False  # --service: `config` is the ledger's own (config_file names the ledger)
 
     @property
@@ -44,8 +44,7 @@ class Context:
         return self.config_file if self.from_ledger else ledger_path_beside(self.config_file)
 
     def ledger(self) -> Ledger | None:
-        """The service's ledger (beside cdk.json, or --service's): its epochs say which lanes each key has. None
-        without one (only with --endpoint-url: check_ledger)."""
+        """The service's ledger, whose epochs say which lanes each key has; None without one (check_ledger)."""
         path = self.ledger_path()
         return read_ledger_file(path).services.get(self.config.table_name) if path.exists() else None
 
@@ -54,15 +53,13 @@ class Context:
         return region_settings(applied(self.config, self.ledger()), self.region)
 
     def check_ledger(self) -> None:
-        """raise and migrate write lanes with cdk.json's layouts: the ledger beside it must accept that config, as
-        synthesis would, or a layout no version deployed could be written into a deployed table (which then refuses
-        the key). Only a local endpoint may go without a ledger (make serve before the ledger is written)."""
+        """Refuse a config the ledger refuses, as synthesis does: raise and migrate write lanes with its layouts.
+        Only a local endpoint may go without a ledger (make serve before the ledger is written)."""
         if self.from_ledger:
             return
         if self.endpoint_url is not None and not self.ledger_path().exists():
             print(
-                f"note: no {LEDGER_FILE} beside {self.config_file}: the layouts are taken from it unchecked "
-                "(allowed only with --endpoint-url)",
+                f"note: no {LEDGER_FILE} beside {self.config_file}: layouts unchecked (allowed with --endpoint-url)",
                 file=sys.stderr,
             )
             return
@@ -72,14 +69,15 @@ class Context:
 @dataclass(frozen=True)
 class Command:
     name: str
-    help: str  # one line, for `.venv/bin/python -m tickets_admin --help`
-    description: str
+    text: str  # its first line is the command's line in `tickets_admin --help`; all of it, its own --help
     epilog: str  # `examples:` first: the first also stands in `tickets_admin --help`
     run: Callable[[argparse.Namespace, Context], int]
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
-    # False: no --region nor --endpoint-url (fence declares its own, repeatable; put-key writes every region): the
-    # context names the first region.
-    one_region: bool = True
+    one_region: bool = True  # False: no --region nor --endpoint-url (fence has its own, put-key writes every region)
+
+    @property
+    def help(self) -> str:
+        return self.text.partition("\n")[0]
 
 
 def find_commands() -> tuple[Command, ...]:

@@ -1,6 +1,5 @@
-"""Every DynamoDB call tickets_admin makes on a table, through a plain botocore client. Each write is conditional, so
-it is safe while the service issues tickets: a write whose condition fails changes nothing, and the caller reads the
-item again to say what happened. Any other failure becomes an AdminError whose message says what to do."""
+"""Every DynamoDB call tickets_admin makes on a table. Each write is conditional, so it is safe while the service
+issues tickets: a write whose condition fails changes nothing; any other failure is an AdminError saying what to do."""
 
 from __future__ import annotations
 
@@ -28,7 +27,18 @@ class AdminError(RuntimeError):
 
 
 class MissingTable(AdminError):
-    """No such table where the command looked (fence says why there might be none: a region never deployed)."""
+    """No such table where the command looked."""
+
+
+def operator_client(service: str, region: str, endpoint_url: str | None = None) -> Any:
+    """A botocore client with the operator's credentials; dummy ones for an endpoint when none are set (DynamoDB
+    Local, dynalite and moto accept any, but botocore signs nothing without some)."""
+    session = new_session()
+    dummy = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    credentials = dummy if endpoint_url and session.get_credentials() is None else {}
+    return session.create_client(
+        service, region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
+    )
 
 
 class CounterTable:
@@ -44,19 +54,11 @@ class CounterTable:
         self.table, self.region = table, region
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
         self._named_by = f"{named_by or '--table (default: tableName in cdk.json)'} and {region_named_by}"
-        session = new_session()
-        credentials: dict[str, str] = {}
-        if endpoint_url and session.get_credentials() is None:
-            # DynamoDB Local, dynalite and moto accept any credentials, but botocore signs nothing without some.
-            credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        self.client: Any = session.create_client(
-            "dynamodb", region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
-        )
+        self.client = operator_client("dynamodb", region, endpoint_url)
 
     @contextmanager
     def dynamodb_errors(self) -> Iterator[None]:
-        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError) as an
-        AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
+        """A failed call inside, directly or through the service's store (a TicketsError), as an AdminError."""
         try:
             yield
         except TicketsError as err:
@@ -70,13 +72,11 @@ class CounterTable:
         return (self._call("get_item", item_key, ConsistentRead=True) or {}).get("Item")
 
     def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
-        """One conditional UpdateItem (`request` from tickets.lane_item), returning the item as it left it; None if its
-        condition failed: the item changed meanwhile, and nothing was written."""
+        """One conditional UpdateItem (a tickets.lane_item request): the item it left; None if its condition failed."""
         response = self._call("update_item", item_key, ReturnValues="ALL_NEW", **request)
         return None if response is None else response.get("Attributes", {})
 
     def write(self, item_key: str, request: dict[str, Any]) -> bool:
-        """`update`: False if its condition failed."""
         return self.update(item_key, request) is not None
 
     def delete(self, item_key: str, request: dict[str, Any]) -> bool:
@@ -99,7 +99,7 @@ class CounterTable:
         return response
 
     def _explain(self, err: ClientError | BotoCoreError) -> AdminError:
-        """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
+        """The function's reading of the error (tickets.dynamodb_errors), told to an operator."""
         if isinstance(err, NoCredentialsError):
             return AdminError(NO_CREDENTIALS)
         if isinstance(err, BotoCoreError):
@@ -114,7 +114,6 @@ class CounterTable:
             )
         if failure is Failure.ACCESS_DENIED:
             return AdminError(
-                f"DynamoDB denied a request to the {self._where} ({code}): the credentials in use may not "
-                f"use this table: {message}"
+                f"DynamoDB denied a request to the {self._where} ({code}), to these credentials: {message}"
             )
         return AdminError(f"DynamoDB refused a request to the {self._where}: {code}: {message}")

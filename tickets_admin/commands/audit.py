@@ -1,5 +1,3 @@
-"""`tickets_admin audit KEY`: every number of a series has exactly one journal entry."""
-
 from __future__ import annotations
 
 import argparse
@@ -7,12 +5,14 @@ import argparse
 from ..journal import SERIES_EPILOG, audit, printable, series_arguments, series_heads
 from ..registry import Command, Context
 
-DESCRIPTION = """\
+TEXT = """\
+check that every number of a series has exactly one journal entry
+
 Check every series of KEY (or the one --series names) from its first number to its last: each
 number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
-one. Prints per series the numbers it spans, how many were issued and how many voided; exits 1
-naming every number that is unaccounted (no entry) or recorded twice, and every Idempotency-Key
-that holds more than one number. A number being issued while this runs may show as the series' last number."""
+one. Prints per series its numbers, how many were issued and voided; exits 1 naming every
+number unaccounted (no entry) or recorded twice, and every Idempotency-Key with more than one
+number. A number being issued while this runs may show as the series' last number."""
 
 
 def _audit(args: argparse.Namespace, context: Context) -> int:
@@ -29,11 +29,4 @@ def _audit(args: argparse.Namespace, context: Context) -> int:
     return 1 if failed else 0
 
 
-COMMAND = Command(
-    "audit",
-    "check that every number of a series has exactly one journal entry",
-    DESCRIPTION,
-    SERIES_EPILOG,
-    _audit,
-    series_arguments,
-)
+COMMAND = Command("audit", TEXT, SERIES_EPILOG, _audit, series_arguments)

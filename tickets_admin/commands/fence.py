@@ -1,7 +1,3 @@
-"""`tickets_admin fence`: stop the old layout's lanes of every key whose layout cdk.json changes, in every region's
-table (tickets_admin/fence.py), and record the fence and the new layout in the ledger as a new epoch
-(docs/explanation/epochs-and-fences.md). The ledger records the fence as pending before any lane is stopped."""
-
 from __future__ import annotations
 
 import argparse
@@ -35,27 +31,23 @@ from ..cli import say
 from ..registry import Command, Context
 from ..table import AdminError, CounterTable
 
-FENCE_DESCRIPTION = """\
-Change a live layout (regionSlots, a key's shards or stride, a new counter for a key
-that was served unconfigured) above a fence. Edit cdk.json first; synthesis refuses the
-change and names this command. For every key whose layout changes it stops the key's
-lanes of the old layout in every region's table (each lane's step becomes 0, which every
-version refuses: a fence-aware function answers 503 and retries, version 0.2.0 answers
-409 config_mismatch), reads each lane's final last, and records in the ledger
-(tickets.lock.json) the fence, one above every ticket any old lane issued, and the new
-layout, whose lanes begin at or above it. It prints, per key, the fence and the new
-layout's first ticket. Then synthesise and deploy: the new lanes issue above the fence.
+TEXT = """\
+stop the old layout's lanes above a fence in every region and record the epoch in the ledger
 
-The ledger records the fence as pending before any lane is stopped: runs over parts of
-the regions (--region) add up, and the fence is recorded by the run that leaves no region
-unfenced. Until then synthesis refuses every config, naming this command and --undo,
-which puts the stopped lanes back (only while the fence was recorded nowhere). Safe while
-the service issues tickets, and safe to repeat. It refuses, before writing anything, a
-change no fence can make safe (regionSlots down; regionSlots changed while keys nobody
-configured may be served: strictKeys must be true), a lane another fence stopped (another
-branch changed the layout: merge its ledger first) and a region with no table."""
+Change a live layout (regionSlots, a key's shards or stride, a new counter for a key that was
+served unconfigured) after editing cdk.json, as synthesis's refusal asks: for every key whose
+layout changes it stops the old layout's lanes in every region's table (step 0, which every
+version refuses), reads their final lasts, and records in the ledger the fence, one above
+every ticket they issued, and the new layout, whose lanes begin at or above it. Then
+synthesise and deploy (docs/how-to/change-a-layout.md).
 
-FENCE_EPILOG = """\
+The fence is recorded as pending before any lane is stopped: runs over some regions
+(--region) add up, and the run that leaves none unfenced records it; until then synthesis
+refuses every config, and --undo puts the stopped lanes back. Safe while the service issues
+tickets, and safe to repeat. Before writing anything it refuses a change no fence makes safe,
+a lane another fence stopped (merge that branch's ledger first) and a region with no table."""
+
+EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
   .venv/bin/python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
@@ -66,40 +58,23 @@ examples:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    """Several regions at once: --region and --endpoint-url repeated (the common ones are for one region)."""
     parser.add_argument(
-        "--region",
-        action="append",
-        metavar="R",
-        help="fence only this region (repeatable); the epoch is recorded once every region is fenced "
-        "(default: every region cdk.json names and every region the ledger gave a slot)",
+        "--region", action="append", metavar="R", help="only this region (repeatable; default: every region)"
     )
     parser.add_argument(
-        "--endpoint-url",
-        action="append",
-        metavar="[REGION=]URL",
-        help="a DynamoDB-compatible endpoint: URL for every region, or REGION=URL, repeated, one per region",
+        "--endpoint-url", action="append", metavar="[REGION=]URL", help="URL for every region, or REGION=URL, repeated"
     )
     parser.add_argument(
-        "--undo",
-        action="store_true",
-        help="undo the fence the ledger records as pending (begun, never recorded): put back every lane it "
-        "stopped, in every region; refused once it was recorded anywhere",
+        "--undo", action="store_true", help="put back the lanes of the pending fence, while it is recorded nowhere"
     )
     parser.add_argument(
-        "--fence-id",
-        metavar="ID",
-        help="with --undo: the fence to undo when no ledger records it any more (its id, as a refusal names it and "
-        "each lane it stopped records it in fencedBy); every region of this ledger's table is read for its lanes",
+        "--fence-id", metavar="ID", help="with --undo: the fence (a refusal names it) when no ledger records it"
     )
 
 
 def _fence(args: argparse.Namespace, context: Context) -> int:
     if context.from_ledger:
-        raise AdminError(
-            "fence compares an edited cdk.json (--config) with the ledger beside it; --service has only the "
-            "ledger's config, which it records already: run fence with --config"
-        )
+        raise AdminError("fence compares an edited cdk.json with the ledger: run it with --config, not --service")
     path = context.ledger_path()
     file = read_ledger_file(path)
     ledger = file.services.get(context.config.table_name)
@@ -117,8 +92,7 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
     tables = _tables(context, args, ledger)
     regions = args.region or sorted(set(tables) | set(config.regions))
     pending = ledger.fencing
-    # Every region's old lanes are read before any is stopped, a partial run's (--region) too: another region may
-    # hold a lane another fence stopped, or lanes that already put the new start above max.
+    # Every region is read before any is stopped, with --region too: another may hold a foreign stop, or lanes past max.
     lanes = fence_lanes.survey(tables, changes, pending.id if pending else None, path)
     _check_max(config, changes, lanes, _after_refusal(lanes))
     if pending is None:
@@ -133,10 +107,9 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
     unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
     if unfenced:
         say(
-            f"not recorded yet: {', '.join(unfenced)} still to fence (run `{FENCE_COMMAND} --region R` for "
-            f"each, or `{FENCE_COMMAND}`); the lanes stopped so far stay stopped (their regions answer 503 "
-            f"for the key) until a run leaves no region unfenced, or `{FENCE_UNDO_COMMAND}` puts them back. "
-            f"{path} records the fence as pending ({pending.id}): commit it"
+            f"not recorded yet: {', '.join(unfenced)} still to fence (`{FENCE_COMMAND} [--region R]`); the lanes "
+            f"stopped so far answer 503 until then, or until `{FENCE_UNDO_COMMAND}`. {path} records the fence as "
+            f"pending ({pending.id}): commit it"
         )
         return 0
     return _record(config, file, pending, lanes, path)
@@ -149,15 +122,13 @@ def _record(
     lanes: dict[str, fence_lanes.RegionLanes],
     path: Path,
 ) -> int:
-    """Seal every stopped lane, reading its final last, and record the epochs above them. The lasts of stopped lanes
-    never change again (only an undo could move them), so max is checked on them before any seal: refused, the fence
-    can still be undone."""
+    """Seal every stopped lane, reading its final last, and record the epochs above them; max is checked before any
+    seal, while the fence can still be undone."""
     _check_max(
         config,
         pending.changes,
         lanes,
-        "the old lanes stay stopped (their regions answer 503 for the key) and the fence stays pending; or "
-        f"`{FENCE_UNDO_COMMAND}` puts them back",
+        f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back",
     )
     recorded: list[KeyEpoch] = [
         change.epoch(fence_above(change.old.start, fence_lanes.seal(lanes.values(), change, pending.id)))
@@ -176,18 +147,16 @@ def _record(
 
 
 def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[Change]:
-    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked
-    as a new fence is (nothing written on a refusal)."""
+    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked."""
     planned = layout_changes(config, ledger)
     pending = ledger.fencing
     if pending is not None:
         if tuple(planned) != pending.changes:
             given = "; ".join(change.describe() for change in planned) or "no layout change"
             raise AdminError(
-                f"{path} records fence {pending.id} as pending ({pending.describe()}), begun and never recorded: the "
-                f"lanes it stopped answer 503. cdk.json gives {given} instead. Finish it: give cdk.json those layouts "
-                f"and run `{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (it puts the stopped "
-                "lanes back). Nothing was written."
+                f"{path} records fence {pending.id} as pending ({pending.describe()}); its stopped lanes answer 503. "
+                f"cdk.json gives {given}: give it those layouts and run `{FENCE_COMMAND}`, or `{FENCE_UNDO_COMMAND}`. "
+                "Nothing was written."
             )
         return planned
     problems = fence_refusals(config, ledger)
@@ -200,19 +169,16 @@ def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: P
 
 
 def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: Ledger, path: Path) -> int:
-    """Put back every lane the pending fence (or the fence --fence-id names) stopped, in every region, and forget
-    it; refused (before any write) once it was recorded somewhere: a sealed lane, or a lane of the epoch it begins."""
+    """Put back every lane the pending fence (or --fence-id's) stopped, in every region, and forget it; refused once
+    it was recorded somewhere (a sealed lane, or a lane of the epoch it begins)."""
     pending = ledger.fencing
     fence_id = args.fence_id or (pending.id if pending else None)
     if fence_id is None:
-        raise AdminError(
-            f"{path} records no pending fence: nothing to undo (a recorded fence is never undone; a fence no ledger "
-            "records is undone with --fence-id ID)"
-        )
-    tables = _tables(context, args, ledger)
-    if pending is not None and pending.id == fence_id:
-        lanes = fence_lanes.survey(tables, pending.changes, pending.id, path)
-        next_items = [item_base(change.key, change.number) for change in pending.changes]
+        raise AdminError(f"{path} records no pending fence: nothing to undo (a fence no ledger records: --fence-id ID)")
+    tables, own = _tables(context, args, ledger), pending if pending and pending.id == fence_id else None
+    if own:
+        lanes = fence_lanes.survey(tables, own.changes, own.id, path)
+        next_items = [item_base(change.key, change.number) for change in own.changes]
     else:
         lanes = {region: fence_lanes.stopped_lanes(table, region, fence_id) for region, table in tables.items()}
         next_items = fence_lanes.next_epoch_items(name for each in lanes.values() for name in each.items)
@@ -222,8 +188,8 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
     for region, each in sorted(lanes.items()):
         put_back = fence_lanes.unstop(each, fence_id)
         say(f"{region}: put back {', '.join(put_back)}" if put_back else f"{region}: nothing was stopped")
-    if pending is not None and pending.id == fence_id:
-        _write(path, file, replace(ledger, fencing=None), f"fence undone: {pending.describe()}")
+    if own:
+        _write(path, file, replace(ledger, fencing=None), f"fence undone: {own.describe()}")
         say(f"fence {fence_id} undone; {path} records no pending fence: commit it")
     else:
         say(f"fence {fence_id} undone ({path} never recorded it)")
@@ -231,8 +197,7 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
 
 
 def _tables(context: Context, args: argparse.Namespace, ledger: Ledger) -> dict[str, CounterTable]:
-    """A table per region the ledger ever gave a slot (retired ones included: they hold old lanes), at its endpoint
-    (--endpoint-url URL for every region, or REGION=URL, repeated)."""
+    """A table per region the ledger ever gave a slot (retired ones hold old lanes too), at its --endpoint-url."""
     regions = sorted({entry.region for entry in ledger.slots.values()})
     endpoints: dict[str, str] = {}
     for each in args.endpoint_url or []:
@@ -255,15 +220,14 @@ def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[Change
 
 
 def _check_one_account(ledger: Ledger) -> None:
-    """Refuse a ledger shared by several accounts (staging and production from one cdk.json): fence reaches the
-    tables of the account whose credentials it runs with, and an epoch recorded after stopping one account's
-    lanes would let another account's new lanes issue numbers its old lanes already issued."""
+    """Refuse a ledger of several accounts: fence stops one account's lanes, and the epoch it records would let another
+    account's new lanes issue numbers its old lanes issued."""
     accounts = sorted({account for slot in ledger.slots.values() for account in slot.accounts})
     if len(accounts) > 1:
         raise LedgerError(
             f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
-            f"({', '.join(accounts)}), and fence stops the lanes of one account only (the credentials it runs "
-            "with). Give each account its own ledger before changing a layout (docs/how-to/change-a-layout.md)"
+            f"({', '.join(accounts)}), and fence reaches one. Give each account its own ledger first "
+            "(docs/how-to/change-a-layout.md)"
         )
 
 
@@ -271,9 +235,8 @@ def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
     """What a refusal before any write leaves behind: nothing, or the lanes an earlier run stopped."""
     if any(each.stopped_by_any_fence() for each in lanes.values()):
         return (
-            "this run stopped and recorded nothing; the lanes an earlier run stopped stay stopped (their regions "
-            f"answer 503 for the key) until a run of fence records the epoch, or `{FENCE_UNDO_COMMAND}` puts "
-            "them back"
+            "this run wrote nothing; the lanes an earlier run stopped stay stopped (answering 503) until fence records "
+            f"the epoch, or `{FENCE_UNDO_COMMAND}` puts them back"
         )
     return "nothing was stopped or recorded"
 
@@ -281,8 +244,8 @@ def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
 def _check_max(
     config: DeploymentConfig, changes: Sequence[Change], lanes: dict[str, fence_lanes.RegionLanes], then: str
 ) -> None:
-    """A new layout must begin at or below max: checked on the old lanes as they stand before this run stops any
-    (lanes only grow, so the fence found after stopping them is at least this one), and on their final lasts."""
+    """A new layout must begin at or below max: checked before any lane is stopped (lanes only grow), and on their
+    final lasts."""
     for change in changes:
         names = fence_lanes.old_items([change])
         lasts = [
@@ -300,7 +263,7 @@ def _check_max(
 
 
 def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> LedgerFile:
-    """The ledger file with `service` as its service's new state, one version more (`change` says what), written."""
+    """The ledger file with `service`'s new state, one version more (`change` says what), written."""
     services = {**file.services, service.table_name: service}
     parent = file.version
     written = replace(
@@ -310,12 +273,4 @@ def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> Ledger
     return written
 
 
-COMMAND = Command(
-    "fence",
-    "stop the old layout's lanes above a fence in every region and record the epoch in the ledger",
-    FENCE_DESCRIPTION,
-    FENCE_EPILOG,
-    _fence,
-    _arguments,
-    one_region=False,
-)
+COMMAND = Command("fence", TEXT, EPILOG, _fence, _arguments, one_region=False)

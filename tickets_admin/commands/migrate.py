@@ -1,7 +1,3 @@
-"""`tickets_admin migrate`: carry the values of an API Gateway + DynamoDB atomic-counter table over to Tickets, through
-`raise_key` (the same conditional writes, refusals and never-lowering as `raise`); it writes nothing to the old
-table."""
-
 from __future__ import annotations
 
 import argparse
@@ -26,46 +22,23 @@ from ..operations import Outcome, next_ticket_above, raise_key
 from ..registry import Command, Context
 from ..table import AdminError, CounterTable
 
-DESCRIPTION = f"""\
-Read an old counter table (the API Gateway + DynamoDB atomic-counter pattern: one item
-per counter, its name in --key-attribute and its last value in --value-attribute) in
---from-region and raise each named Tickets counter in this region above the old value
-plus --margin, as `raise KEY --above VALUE+MARGIN` would: every lane of the key next
-issues a ticket greater than that, no lane is ever lowered, and nothing is written to
-the old table.
+TEXT = """\
+raise each counter of an old counter table's items above its old value (plus a margin)
 
-The first run that raises a key records that target (old value + margin) in the
-Tickets table, as an item named "_migration#KEY" that is no counter (no key starts
-with "_"; export skips it); it is never replaced. A later run, and --verify, compare
-the old counter's current value with it: past it, the old callers took numbers
-Tickets issues too, and the key is named with those numbers ("OVERLAP"). A key that
-appeared in the old table after the first run is named as new (a later run raises
-it, --verify reports it). It is safe to repeat: a later run raises nothing it
-already raised.
+Read an old counter table (the API Gateway + DynamoDB atomic-counter pattern: a counter's
+name in --key-attribute, its last value in --value-attribute) in --from-region, and raise
+each Tickets counter here above the old value plus --margin, as `raise` does; nothing is
+written to the old table. The first run that raises a key records that target in the
+Tickets table (the item "_migration#KEY", never replaced): a later run, and migrate --verify,
+name each key whose old counter passed it ("OVERLAP": numbers Tickets issues too), and each
+key new in the old table since. It is safe to repeat.
 
-It prints one line per key: "raised" (each lane's last before -> after and its next
-ticket), "already above" (nothing written), "would raise" (--dry-run: nothing
-written), "OVERLAP" (the old counter passed the recorded target), or "NOT MIGRATED"
-(why: e.g. the target would pass the counter's max, or strictKeys is on and cdk.json
-does not configure the key). An item whose key attribute is missing, not a string, or
-not a Tickets key
-({KEY_RULE}),
-or whose value is missing or not a whole number (0 or more), is listed as "skipped",
-never dropped silently. A last line counts what was done.
-
-Exit status 0 when every item was migrated (raised or already above) and no key
-overlaps; 1 when an item was skipped, a key was not migrated or overlaps its target
-(the other keys were still done), or on an error such as a missing table. With
---verify: 0 only when every key is within its recorded target.
-
-The safe order, while old callers still count on the old table, in each Tickets
-region (--region; --from-region names the old table's):
-  1. migrate with a margin bigger than the numbers the old counters will hand out
-     until step 2 is done; it records each key's target;
-  2. switch the callers to Tickets (the compatibility route in docs/how-to/migrate.md);
-  3. migrate --verify: exit 0 says no old caller passed its key's target; otherwise
-     it names each key and the numbers issued twice. Then migrate again (any margin)
-     to raise the keys the old callers created after step 1."""
+A line per key: "raised", "already above", "would raise" (--dry-run), "OVERLAP" or
+"NOT MIGRATED" (and why); an item without a valid key or a whole-number value is "skipped".
+Exit status 0 when every item was migrated and no key overlaps; with --verify, when every key
+is within its target. The safe order, in every Tickets region: migrate with a margin larger than
+the old callers take until they are switched; switch them (docs/how-to/migrate.md); migrate
+--verify; then migrate again, for the keys the old callers created meanwhile."""
 
 EPILOG = """\
 examples:
@@ -76,15 +49,13 @@ examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --verify"""
 
-# The records a migration keeps in the Tickets counter table (not counters: tables.is_counter_item).
+# Its records in the Tickets counter table (not counters: tables.is_counter_item).
 MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"  # the first run: when, and from which table
 MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"  # + KEY: the target its first run raised KEY above
 
 
 @dataclass(frozen=True)
 class OldCounters:
-    """What the old table holds: each valid key's highest value, and the items that name none."""
-
     values: dict[str, int]
     skipped: list[str]  # one line each: which item, and why
 
@@ -114,7 +85,7 @@ def read_old_counters(items: Iterable[Item], key_attribute: str, value_attribute
 
 
 def _whole_number(value: dict[str, str] | None) -> int | None:
-    """A DynamoDB number that is a whole number, 0 or more (however it is written, e.g. 1E+3); else None."""
+    """A DynamoDB number that is whole, 0 or more (however written, e.g. 1E+3); else None."""
     try:
         whole = Decimal(value["N"]) if value is not None and "N" in value else None
     except InvalidOperation:
@@ -125,15 +96,14 @@ def _whole_number(value: dict[str, str] | None) -> int | None:
 
 
 class DryRunTable(CounterTable):
-    """The counter table, read for real, with every write answered "done" and not sent: `raise_key` then decides
-    and reports exactly what it would write."""
+    """The counter table, read for real, every write answered "done" and not sent."""
 
     def write(self, item_key: str, request: dict[str, Any]) -> bool:
         return True
 
 
 class Target(NamedTuple):
-    """What the first run that raised a key recorded: the old callers may take numbers up to `value`, no higher."""
+    """What the first run that raised a key recorded: the old callers may take numbers up to `value`."""
 
     value: int
     described: str  # "VALUE (old value V + margin M, recorded AT)"
@@ -146,14 +116,14 @@ def _read_target(table: CounterTable, key: str) -> Target | None:
     target, old_value, margin = (number(item, name) for name in ("target", "oldValue", "margin"))
     if target is None or old_value is None or margin is None or "at" not in item:
         raise AdminError(
-            f"{MIGRATION_ITEM_PREFIX + key}: a migration record without a whole target, oldValue and margin; "
-            "it was edited by hand: restore it from a backup (a point-in-time restore of the table)"
+            f"{MIGRATION_ITEM_PREFIX + key}: a migration record without a whole target, oldValue and margin (edited by "
+            "hand): restore it from a backup (a point-in-time restore of the table)"
         )
     return Target(target, f"{target} (old value {old_value} + margin {margin}, recorded {item['at']['S']})")
 
 
 def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) -> None:
-    """Write a record once: a later run never replaces what the first recorded."""
+    """Write a record once: never replaced."""
     table.write(
         item_key,
         {
@@ -169,9 +139,9 @@ def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) ->
 
 
 def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region: str) -> tuple[int, str] | None:
-    """How many of the numbers low+1 .. high this region's lanes (of every epoch) have issued, and where (`in
-    REGION (LOWEST .. HIGHEST)`); None if none."""
-    issued = [  # each lane's tickets above `low`, up to its last and `high`: ranges, counted, never listed
+    """How many of the numbers low+1 .. high these lanes issued, and where (`in REGION (LOWEST .. HIGHEST)`); None if
+    none."""
+    issued = [  # ranges, counted, never listed
         range(next_ticket_above(lane, low), min(high, last) + 1, lane.step)
         for lane in lanes
         if (last := number(table.get(lane.item_key), LAST)) is not None
@@ -202,7 +172,7 @@ class _Run:
         return f"{taken}; Tickets has issued {issued[0]} of those numbers {issued[1]}: each twice"
 
     def migrate(self, key: str, value: int, lanes: KeyLanes, recorded: Target | None) -> str:
-        """Raise the key above its old value + margin; the count it adds to."""
+        """Raise the key above its old value + margin; its outcome."""
         margin, dry_run = self.args.margin, self.args.dry_run
         target = f"{value + margin} (old value {value} + margin {margin})"
         lines: list[str] = []
@@ -211,15 +181,12 @@ class _Run:
         except AdminError as err:
             say(f"{key}: NOT MIGRATED: not raised above {target}: {' '.join(str(err).splitlines())}")
             return "not migrated"
-        if any(result.outcome is Outcome.OFF_LANE for result in results):
-            outcome = "not migrated"  # the lane lines say which stored value needs a fix by hand
+        if any(result.outcome is Outcome.OFF_LANE for result in results):  # its line says what needs a fix by hand
+            outcome, verb = "not migrated", "NOT MIGRATED: not raised above"
+        elif any(result.outcome is Outcome.RAISED for result in results):
+            outcome, verb = "raised", "would raise above" if dry_run else "raised above"
         else:
-            outcome = "raised" if any(result.outcome is Outcome.RAISED for result in results) else "already above"
-        verb = {
-            "raised": "would raise above" if dry_run else "raised above",
-            "already above": "already above",
-            "not migrated": "NOT MIGRATED: not raised above",
-        }[outcome]
+            outcome = verb = "already above"
         new = (
             f" (new in the old table since the first run, {self.first_run})"
             if recorded is None and self.first_run
@@ -317,53 +284,14 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--from-table", required=True, metavar="NAME", help="the old counter table (at the same endpoint)"
-    )
-    parser.add_argument(
-        "--from-region",
-        metavar="REGION",
-        help="the old counter table's region (default: --region, the Tickets region raised): an API Gateway "
-        "counter lives in one region, and every Tickets region is migrated from it",
-    )
-    parser.add_argument(
-        "--key-attribute",
-        required=True,
-        metavar="A",
-        help="the old table's attribute that names each counter (a string), e.g. systemKey",
-    )
-    parser.add_argument(
-        "--value-attribute",
-        required=True,
-        metavar="V",
-        help="the old table's attribute that holds each counter's last value (a number), e.g. counter",
-    )
-    parser.add_argument(
-        "--margin",
-        default=0,
-        metavar="M",
-        type=whole_number,
-        help="raise each counter above its old value plus M (a whole number; default 0): what the old "
-        "callers may still take before they are switched to Tickets",
-    )
+    parser.add_argument("--from-table", required=True, metavar="NAME", help="the old table (at the same endpoint)")
+    parser.add_argument("--from-region", metavar="REGION", help="the old table's region (default: --region)")
+    parser.add_argument("--key-attribute", required=True, metavar="A", help="its counters' names, e.g. systemKey")
+    parser.add_argument("--value-attribute", required=True, metavar="V", help="their last values, e.g. counter")
+    parser.add_argument("--margin", default=0, metavar="M", type=whole_number, help="a whole number (default 0)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--dry-run", action="store_true", help="read both tables and print what it would do; write nothing"
-    )
-    mode.add_argument(
-        "--verify",
-        action="store_true",
-        help="write nothing: compare each old counter's current value with the target the first run recorded, "
-        "and exit 1 naming every key the old callers took past it (the numbers issued twice) and every key new "
-        "in the old table since the first run",
-    )
+    mode.add_argument("--dry-run", action="store_true", help="print what it would do; write nothing")
+    mode.add_argument("--verify", action="store_true", help="write nothing: compare with the recorded targets")
 
 
-COMMAND = Command(
-    "migrate",
-    "raise each counter of an old counter table's items above its old value (plus a margin)",
-    DESCRIPTION,
-    EPILOG,
-    _migrate,
-    _arguments,
-)
+COMMAND = Command("migrate", TEXT, EPILOG, _migrate, _arguments)
