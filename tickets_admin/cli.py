@@ -1,4 +1,4 @@
-"""What several commands' command lines share: argument types, and lines printed as they happen."""
+"""Argument types several commands share, and lines printed as they happen."""
 
 from __future__ import annotations
 
@@ -20,5 +20,5 @@ def whole_number(text: str) -> int:
 
 
 def say(line: str) -> None:
-    """Print a line of what was done at once: an error that follows (on stderr) comes after it."""
+    """Print at once: an error that follows (on stderr) comes after it."""
     print(line, flush=True)

@@ -8,17 +8,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tickets import lane_item
-from tickets.epochs import (
-    EPOCH_SEPARATOR,
-    FENCE_COMMAND,
-    FENCE_UNDO_COMMAND,
-    SHARD_SEPARATOR,
-    STOPPED,
-    item_base,
-    items_of,
-)
-from tickets.lane_item import FENCE_SEALED, LAST, STEP, fenced_by, number
+from tickets import epochs, lane_item
+from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED, item_base, items_of
+from tickets.lane_item import FENCE_SEALED, LAST, STEP, Item, fenced_by, number
 from tickets.tables import COUNTER_KEY
 from tickets_deploy.ledger import Change
 
@@ -35,9 +27,8 @@ _MERGE_FIRST = (
 class RegionLanes:
     """One region's old lane items of a fence's changes, as last read or written (None: absent)."""
 
-    region: str
     table: CounterTable
-    items: dict[str, lane_item.Item | None]
+    items: dict[str, Item | None]
 
     def stopped_by(self, fence: str) -> bool:
         return all(item is not None and fenced_by(item) == fence for item in self.items.values())
@@ -58,28 +49,28 @@ def survey(
     by another fence than `fence` (the pending one; None: a new fence), and lanes of the epoch a new fence begins."""
     found = {}
     for region, table in sorted(tables.items()):
-        items = {name: _read(table, region, name) for name in old_items(changes)}
+        items = {name: _read(table, name) for name in old_items(changes)}
         for name, item in items.items():
             if item is not None and number(item, STEP) == STOPPED and fenced_by(item) != fence:
                 raise AdminError(_foreign_stop(region, name, item, ledger_path))
         if fence is None:
-            _refuse_new_epoch_lanes(table, region, changes, ledger_path)
-        found[region] = RegionLanes(region, table, items)
+            _refuse_new_epoch_lanes(table, changes, ledger_path)
+        found[region] = RegionLanes(table, items)
     return found
 
 
-def _refuse_new_epoch_lanes(table: CounterTable, region: str, changes: Sequence[Change], ledger_path: Path) -> None:
+def _refuse_new_epoch_lanes(table: CounterTable, changes: Sequence[Change], ledger_path: Path) -> None:
     for change in changes:
         name = item_base(change.key, change.number)
-        if _read(table, region, name) is not None:
+        if _read(table, name) is not None:
             raise AdminError(
-                f"{region}: {name} exists: another line of history (a branch) recorded and deployed epoch "
+                f"{table.region}: {name} exists: another line of history (a branch) recorded and deployed epoch "
                 f"{change.number} of {change.key}, which {ledger_path} does not record. {_MERGE_FIRST}. Nothing was "
                 "stopped or recorded."
             )
 
 
-def _foreign_stop(region: str, name: str, item: lane_item.Item, ledger_path: Path) -> str:
+def _foreign_stop(region: str, name: str, item: Item, ledger_path: Path) -> str:
     other = fenced_by(item)
     which = f"fence {other}" if other else "a fence that recorded no id"
     return (
@@ -91,7 +82,8 @@ def _foreign_stop(region: str, name: str, item: lane_item.Item, ledger_path: Pat
     )
 
 
-def _read(table: CounterTable, region: str, name: str) -> lane_item.Item | None:
+def _read(table: CounterTable, name: str) -> Item | None:
+    region = table.region
     try:
         return table.get(name)
     except MissingTable as err:
@@ -115,7 +107,7 @@ def stop(lanes: RegionLanes, fence: str) -> None:
             lanes.items[name] = _stop(lanes, name, fence)
 
 
-def _stop(lanes: RegionLanes, name: str, fence: str) -> lane_item.Item:
+def _stop(lanes: RegionLanes, name: str, fence: str) -> Item:
     table = lanes.table
     for _ in range(_ATTEMPTS):
         item = table.update(name, lane_item.stop(fence))
@@ -123,7 +115,7 @@ def _stop(lanes: RegionLanes, name: str, fence: str) -> lane_item.Item:
             item = table.get(name)
             if item is not None and number(item, STEP) == STOPPED:
                 if fenced_by(item) != fence:  # another fence, since the survey: refuse, as it would have
-                    raise AdminError(_foreign_stop(lanes.region, name, item, Path("this ledger")))
+                    raise AdminError(_foreign_stop(lanes.table.region, name, item, Path("this ledger")))
                 return item
             item = table.update(name, lane_item.stop_unwritten(fence))
         if item is not None:
@@ -140,32 +132,30 @@ def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int
             item = lanes.table.update(name, lane_item.seal(fence))
             if item is None:
                 raise AdminError(
-                    f"{lanes.region}: {name} is no longer stopped by fence {fence} (`{FENCE_UNDO_COMMAND}` ran "
+                    f"{lanes.table.region}: {name} is no longer stopped by fence {fence} (`{FENCE_UNDO_COMMAND}` ran "
                     f"meanwhile): run `{FENCE_COMMAND}` again"
                 )
             lasts.append(final_last(name, item))
     return lasts
 
 
-def final_last(name: str, item: lane_item.Item) -> int | None:
+def final_last(name: str, item: Item) -> int | None:
     if LAST in item and number(item, LAST) is None:
         raise AdminError(f"{name}: its last is not a whole number ({item[LAST]}); fix it by hand, then run fence again")
     return number(item, LAST)
 
 
-def stopped_lanes(table: CounterTable, region: str, fence: str) -> RegionLanes:
+def stopped_lanes(table: CounterTable, fence: str) -> RegionLanes:
     """Every lane `fence` stopped in the region's table, by a Scan: a fence no ledger here records."""
-    items: dict[str, lane_item.Item | None] = {
-        item[COUNTER_KEY]["S"]: item for item in table.scan() if fenced_by(item) == fence
-    }
-    return RegionLanes(region, table, items)
+    items: dict[str, Item | None] = {item[COUNTER_KEY]["S"]: item for item in table.scan() if fenced_by(item) == fence}
+    return RegionLanes(table, items)
 
 
 def next_epoch_items(names: Iterable[str]) -> list[str]:
     """The plain item of the epoch after each lane item's (`orders#2` -> `orders@1`, `orders@1` -> `orders@2`)."""
     found = set()
     for name in names:
-        key, _, epoch = name.split(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
+        key, _, epoch = name.split(epochs.SHARD_SEPARATOR)[0].partition(epochs.EPOCH_SEPARATOR)
         found.add(item_base(key, int(epoch or 0) + 1))
     return sorted(found)
 
@@ -176,14 +166,14 @@ def undo_refusals(lanes: RegionLanes, next_items: list[str], fence: str) -> list
     sealed = [name for name, item in lanes.items.items() if item and fenced_by(item) == fence and FENCE_SEALED in item]
     if sealed:
         problems.append(
-            f"{lanes.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by another run: "
-            f"run `{FENCE_COMMAND}` where the ledger records it pending, to record it there too"
+            f"{lanes.table.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by another "
+            f"run: run `{FENCE_COMMAND}` where the ledger records it pending, to record it there too"
         )
     for name in next_items:
-        if _read(lanes.table, lanes.region, name) is not None:
+        if _read(lanes.table, name) is not None:
             problems.append(
-                f"{lanes.region}: {name} exists: the epoch fence {fence} begins was deployed: run `{FENCE_COMMAND}` "
-                "to record it here"
+                f"{lanes.table.region}: {name} exists: the epoch fence {fence} begins was deployed: run "
+                f"`{FENCE_COMMAND}` to record it here"
             )
     return problems
 
@@ -198,7 +188,7 @@ def unstop(lanes: RegionLanes, fence: str) -> list[str]:
         write = lanes.table.write if "UpdateExpression" in request else lanes.table.delete  # created by the stop
         if not write(name, request):
             raise AdminError(
-                f"{lanes.region}: {name} changed while it was put back (another run of fence?): run "
+                f"{lanes.table.region}: {name} changed while it was put back (another run of fence?): run "
                 f"`{FENCE_UNDO_COMMAND}` again, or `{FENCE_COMMAND}` to finish the fence"
             )
         put_back.append(name)

@@ -20,8 +20,7 @@ class KeyLanes:
 
 
 def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: int, ledger: Ledger | None) -> KeyLanes:
-    """`key`'s lanes in the region of `region_slot`, `counter` as the region's function runs it (its current epoch:
-    tickets_deploy.ledger.applied), the earlier epochs from the ledger."""
+    """`counter` as the region's function runs it (tickets_deploy.ledger.applied), its earlier epochs from `ledger`."""
     earlier: list[Lane] = []
     stopped: list[str] = []
     for epoch in ledger.epochs if ledger is not None else ():

@@ -38,8 +38,7 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
 
 
 def _by_key_then_epoch(name: str) -> tuple[str, int]:
-    """`orders`, `orders@1`, ..., `orders@10`, then `orders-eu` (`-` sorts before `@`)."""
-    key, _, epoch = name.partition(EPOCH_SEPARATOR)
+    key, _, epoch = name.partition(EPOCH_SEPARATOR)  # orders, orders@1, ..., orders@10, then orders-eu
     return (key, int(epoch)) if epoch.isdigit() else (name, 0)  # not an epoch: an item typed in by hand
 
 
@@ -91,13 +90,11 @@ _UNITS = (("years", 31_557_600), ("days", 86_400), ("h", 3_600), ("min", 60))  #
 
 
 def duration(seconds: float) -> str:
-    """In the largest unit of which it is two or more (else minutes), one decimal below 10."""
     unit, length = next(((unit, length) for unit, length in _UNITS if seconds >= 2 * length), _UNITS[-1])
     value = seconds / length
     return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
 def scan(client: Any, table: str, **request: Any) -> Iterable[Item]:
-    """Every item of `table` (matching `request`'s filter, if any), read consistently, page by page."""
     for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **request):
         yield from page.get("Items", [])

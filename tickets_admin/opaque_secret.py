@@ -24,15 +24,13 @@ from .table import AdminError, operator_client
 
 DESCRIPTION = "the keys of Tickets' opaque ids, written by tickets_admin put-key (docs/how-to/opaque-order-numbers.md)"
 KEY_FILE = """\
-The keys are the service's SSM parameter /tickets/<tableName>/opaque-keys in --region, read
-with your credentials (ssm:GetParameter, kms:Decrypt), or --key-file's: the local server's
-(its banner prints the path) or your own, a JSON object of key versions to keys of 16 to 64
-random bytes in base64 (32 recommended), e.g. {"1": "<44 characters>", "2": "..."}. Make one:
+The keys: the service's SSM parameter /tickets/<tableName>/opaque-keys in --region (read with
+ssm:GetParameter and kms:Decrypt), or --key-file: the local server's (its banner names it) or
+a JSON object of key versions to base64 keys of 16 to 64 random bytes, {"1": "<44 characters>"}:
   python -c "import base64, json, secrets; print(json.dumps({'1':
   base64.b64encode(secrets.token_bytes(32)).decode()}))" > tickets-keys.json
-Keep it secret: whoever holds it can read the order of every id. The counter table must
-record no other key's fingerprint for a version the keys hold (--no-table-check: a table
-that is gone, e.g. a local server's on moto)."""
+Keep it secret. The counter table must record no other key's fingerprint for their versions
+(--no-table-check: a table that is gone)."""
 
 
 class KeysParameter:

@@ -11,19 +11,7 @@ from enum import Enum
 
 from tickets import lane_item
 from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
-from tickets.lane_item import (
-    FENCE_SEALED,
-    LANE,
-    LAST,
-    STEP,
-    Item,
-    contradiction,
-    fenced_by,
-    layout_contradiction,
-    layout_of,
-    missing,
-    number,
-)
+from tickets.lane_item import LAST, STEP, Item, number
 from tickets.sequence import Lane
 
 from .table import AdminError, CounterTable
@@ -79,7 +67,7 @@ def raise_key(
         raise AdminError("\n".join(problems + ["Nothing was written."]))
     for name in stopped:
         report(_keep_stopped(table, name))
-    if sharded and (layout is None or missing(layout, layout_of(lanes[0]))):
+    if sharded and (layout is None or lane_item.missing(layout, lane_item.layout_of(lanes[0]))):
         # Before any shard item, as the service does: a request with another shard count then fails on it.
         if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
             raise AdminError(
@@ -114,7 +102,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
                 f"{name}: NOT CHANGED: last {json.dumps(item[LAST])} is not a whole number; the service refuses to "
                 "issue from it until the item is fixed by hand",
             )
-        elif missing(item, LANE) or (before is not None and not lane.accepts_last(before)):
+        elif lane_item.missing(item, lane_item.LANE) or (before is not None and not lane.accepts_last(before)):
             # Not a lane yet, or off it: what it issued is at most its `last`, so go above that too.
             after = next_ticket_above(lane, above if before is None else max(above, before)) - lane.step
             outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
@@ -141,7 +129,7 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
     for _ in range(_ATTEMPTS):
         item = table.get(name)
         if item is not None and number(item, STEP) == STOPPED:
-            if fenced_by(item) == RESTOPPED_BY and FENCE_SEALED not in item:
+            if lane_item.fenced_by(item) == RESTOPPED_BY and lane_item.FENCE_SEALED not in item:
                 table.write(name, lane_item.seal(RESTOPPED_BY))  # a run cut off between its two writes
             return f"{name}: stopped at a fence (epoch {epoch}); left alone"
         stop = lane_item.stop(RESTOPPED_BY) if item is not None and STEP in item else None
@@ -167,7 +155,7 @@ def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:
             f"record yet: finish {lane.key}'s layout change with `.venv/bin/python -m tickets_admin fence` (with the "
             "new cdk.json), then raise the new layout's lanes"
         )
-    changed = (layout_contradiction if layout else contradiction)(lane, item)
+    changed = (lane_item.layout_contradiction if layout else lane_item.contradiction)(lane, item)
     return (
         f"{changed}; check --config and --region, or the config changed after tickets were issued" if changed else None
     )

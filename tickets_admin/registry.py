@@ -22,8 +22,6 @@ from .table import CounterTable
 
 @dataclass(frozen=True)
 class Context:
-    """What every command is given: the parsed config, the region it operates in, and the common options."""
-
     config: DeploymentConfig
     config_file: Path
     region: str
@@ -36,7 +34,7 @@ class Context:
         return self.table or self.config.table_name
 
     def counter_table(self, suffix: str = "") -> CounterTable:
-        """The counter table in the region, or the table named after it with `suffix` (-series, -workers)."""
+        """The counter table, or the one named after it with `suffix` (-series, -workers)."""
         named_by = f"--table (the {suffix[1:]} table is NAME{suffix})" if suffix else None
         return CounterTable(self.table_name + suffix, self.region, self.endpoint_url, named_by=named_by)
 
@@ -44,7 +42,6 @@ class Context:
         return self.config_file if self.from_ledger else ledger_path_beside(self.config_file)
 
     def ledger(self) -> Ledger | None:
-        """The service's ledger, whose epochs say which lanes each key has; None without one (check_ledger)."""
         path = self.ledger_path()
         return read_ledger_file(path).services.get(self.config.table_name) if path.exists() else None
 
@@ -53,8 +50,7 @@ class Context:
         return region_settings(applied(self.config, self.ledger()), self.region)
 
     def check_ledger(self) -> None:
-        """Refuse a config the ledger refuses, as synthesis does: raise and migrate write lanes with its layouts.
-        Only a local endpoint may go without a ledger (make serve before the ledger is written)."""
+        """Refuse a config the ledger refuses, as synthesis does; only a local endpoint may go without a ledger."""
         if self.from_ledger:
             return
         if self.endpoint_url is not None and not self.ledger_path().exists():
@@ -81,6 +77,5 @@ class Command:
 
 
 def find_commands() -> tuple[Command, ...]:
-    """The `COMMAND` of every module in tickets_admin/commands/, by module name: `--help` lists them so."""
     found = pkgutil.iter_modules(commands.__path__)
     return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)

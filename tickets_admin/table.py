@@ -27,12 +27,11 @@ class AdminError(RuntimeError):
 
 
 class MissingTable(AdminError):
-    """No such table where the command looked."""
+    pass
 
 
 def operator_client(service: str, region: str, endpoint_url: str | None = None) -> Any:
-    """A botocore client with the operator's credentials; dummy ones for an endpoint when none are set (DynamoDB
-    Local, dynalite and moto accept any, but botocore signs nothing without some)."""
+    """With the operator's credentials; at an endpoint without any, dummy ones (botocore signs nothing without)."""
     session = new_session()
     dummy = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
     credentials = dummy if endpoint_url and session.get_credentials() is None else {}
@@ -99,7 +98,6 @@ class CounterTable:
         return response
 
     def _explain(self, err: ClientError | BotoCoreError) -> AdminError:
-        """The function's reading of the error (tickets.dynamodb_errors), told to an operator."""
         if isinstance(err, NoCredentialsError):
             return AdminError(NO_CREDENTIALS)
         if isinstance(err, BotoCoreError):

@@ -8,11 +8,9 @@ from ..registry import Command, Context
 TEXT = """\
 check that every number of a series has exactly one journal entry
 
-Check every series of KEY (or the one --series names) from its first number to its last: each
-number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
-one. Prints per series its numbers, how many were issued and voided; exits 1 naming every
-number unaccounted (no entry) or recorded twice, and every Idempotency-Key with more than one
-number. A number being issued while this runs may show as the series' last number."""
+Every series of KEY (or --series): exits 1 naming each number unaccounted for (no entry) or
+recorded twice, and each Idempotency-Key (of one caller) holding more than one number. A
+number being issued meanwhile may show as the last (docs/how-to/invoice-series.md)."""
 
 
 def _audit(args: argparse.Namespace, context: Context) -> int:

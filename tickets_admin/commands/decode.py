@@ -12,10 +12,8 @@ from ..table import AdminError
 TEXT = f"""\
 print the ticket and key version of each ID of the opaque counter KEY
 
-The key version is read off the id (ids of two versions never meet): the keys must hold it.
-Base32 ids are read as Crockford's: any case, I and L as 1, O as 0, hyphens ignored. An id of
-the wrong width, with a character outside the alphabet, or whose check character fails (a
-character mistyped, two swapped) is refused. Writes nothing.
+Base32 ids are read as Crockford's (any case, I and L as 1, O as 0, hyphens ignored); a wrong
+width, character or check character (a typo, two swapped) is refused.
 
 {KEY_FILE}"""
 

@@ -12,9 +12,7 @@ from ..table import AdminError
 TEXT = f"""\
 print the id of each TICKET of the opaque counter KEY
 
-The keyed permutation the counter's answers apply (counters.KEY.opaque in cdk.json), under its
-keyVersion (or --key-version). A ticket has an id whether or not the counter issued it; the
-domain holds 0 .. M-1. Writes nothing.
+Under its keyVersion (or --key-version); a ticket has an id whether or not it was issued.
 
 {KEY_FILE}"""
 

@@ -12,13 +12,10 @@ from ..registry import Command, Context
 TEXT = """\
 print every counter item as JSON, one object per line
 
-Every item of the counter table (all keys, all lanes) as JSON Lines: one JSON object per line,
-sorted by `counter`, e.g. {"counter": "orders", "first": 5000, "last": 5003, "step": 1}. Whole
-numbers are exact, however large (a parser reading numbers as doubles rounds those above
-2^53-1); any other value keeps DynamoDB's typed form, e.g. {"N": "12.5"}. Read with a
-consistent, paginated Scan. migrate's records ("_migration...") are not counters: not printed.
-After a fence, each epoch's items (orders, orders@1, orders@1#0, ...); an earlier epoch's are
-stopped: step 0, stoppedStep the step they had."""
+All keys, all lanes, as JSON Lines: one JSON object per line, sorted by `counter`; whole
+numbers exact however large, any other value in DynamoDB's typed form ({"N": "12.5"});
+migrate's records ("_migration...") left out. After a fence, each epoch's items (orders,
+orders@1#0, ...), an earlier one's stopped: step 0, stoppedStep the step they had."""
 
 EPILOG = """\
 examples:

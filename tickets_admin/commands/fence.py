@@ -34,18 +34,13 @@ from ..table import AdminError, CounterTable
 TEXT = """\
 stop the old layout's lanes above a fence in every region and record the epoch in the ledger
 
-Change a live layout (regionSlots, a key's shards or stride, a new counter for a key that was
-served unconfigured) after editing cdk.json, as synthesis's refusal asks: for every key whose
-layout changes it stops the old layout's lanes in every region's table (step 0, which every
-version refuses), reads their final lasts, and records in the ledger the fence, one above
-every ticket they issued, and the new layout, whose lanes begin at or above it. Then
-synthesise and deploy (docs/how-to/change-a-layout.md).
-
-The fence is recorded as pending before any lane is stopped: runs over some regions
-(--region) add up, and the run that leaves none unfenced records it; until then synthesis
-refuses every config, and --undo puts the stopped lanes back. Safe while the service issues
-tickets, and safe to repeat. Before writing anything it refuses a change no fence makes safe,
-a lane another fence stopped (merge that branch's ledger first) and a region with no table."""
+After cdk.json changes a live layout (regionSlots, shards, stride, a counter for a key served
+unconfigured): stops the old lanes in every region (step 0), reads their final lasts, and
+records in the ledger the fence above them and the new layout; then synthesise and deploy. The
+fence is pending from before the first stop until a run leaves no region unfenced (--region
+runs add up); --undo puts the lanes back until then. Safe to repeat. Before any write it
+refuses what no fence makes safe, a lane another fence stopped, and a region with no table
+(docs/how-to/change-a-layout.md)."""
 
 EPILOG = """\
 examples:
@@ -180,7 +175,7 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
         lanes = fence_lanes.survey(tables, own.changes, own.id, path)
         next_items = [item_base(change.key, change.number) for change in own.changes]
     else:
-        lanes = {region: fence_lanes.stopped_lanes(table, region, fence_id) for region, table in tables.items()}
+        lanes = {region: fence_lanes.stopped_lanes(table, fence_id) for region, table in tables.items()}
         next_items = fence_lanes.next_epoch_items(name for each in lanes.values() for name in each.items)
     problems = [problem for each in lanes.values() for problem in fence_lanes.undo_refusals(each, next_items, fence_id)]
     if problems:

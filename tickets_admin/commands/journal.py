@@ -9,10 +9,8 @@ from ..registry import Command, Context
 TEXT = """\
 print a series' journal (JSON Lines or CSV)
 
-The journal of the series KEY (every series of it, or the one --series names), in number
-order: one entry per number, with its series, time, caller, Idempotency-Key, ref and void.
-JSON Lines, or CSV with a header row. Read from the series table (<tableName>-series) with
-consistent Query pages, as GET /_series/KEY/journal reads it."""
+Every series of KEY (or --series) in number order, an entry per number (series, time, caller,
+Idempotency-Key, ref, void), from the series table as GET /_series/KEY/journal reads it."""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

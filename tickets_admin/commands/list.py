@@ -12,16 +12,12 @@ from ..registry import Command, Context
 TEXT = """\
 print the counters of this region's table: key, lanes, last, step, tickets left (and time left)
 
-One line per key used, configured or not (a consistent Scan with your credentials): its lanes
-here (one per shard), the highest ticket they issued (`last`), the step stored on them, and
-`left`, the tickets they can issue before the key's max in cdk.json ((max - last) / step per
-lane; - for a key the config does not serve or an item code did not write). After a fence, a
-line per epoch (orders, orders@1, ...), the earlier ones stopped (step "0 (stopped)", left 0).
-`export` prints the items themselves.
-
---rate-over S reads the table again S seconds later and adds each key's tickets `issued` in
-between and the `time left` at that rate: take S long enough to see many tickets. (The
-function's CounterDaysLeft metric measures each lane over 10 minutes or more.)"""
+A line per key used, configured or not (a consistent Scan): its lanes here, the highest ticket
+they issued, their step, and `left` before the key's max in cdk.json (- for a key the config
+does not serve, or an item code did not write). After a fence, a line per epoch (orders,
+orders@1, ...), the earlier ones stopped. --rate-over S reads again S seconds later and adds
+each key's tickets `issued` meanwhile and the `time left` at that rate
+(docs/reference/monitoring.md)."""
 
 EPILOG = """\
 examples:

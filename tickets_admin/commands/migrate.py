@@ -25,20 +25,15 @@ from ..table import AdminError, CounterTable
 TEXT = """\
 raise each counter of an old counter table's items above its old value (plus a margin)
 
-Read an old counter table (the API Gateway + DynamoDB atomic-counter pattern: a counter's
-name in --key-attribute, its last value in --value-attribute) in --from-region, and raise
-each Tickets counter here above the old value plus --margin, as `raise` does; nothing is
-written to the old table. The first run that raises a key records that target in the
-Tickets table (the item "_migration#KEY", never replaced): a later run, and migrate --verify,
-name each key whose old counter passed it ("OVERLAP": numbers Tickets issues too), and each
-key new in the old table since. It is safe to repeat.
-
-A line per key: "raised", "already above", "would raise" (--dry-run), "OVERLAP" or
-"NOT MIGRATED" (and why); an item without a valid key or a whole-number value is "skipped".
-Exit status 0 when every item was migrated and no key overlaps; with --verify, when every key
-is within its target. The safe order, in every Tickets region: migrate with a margin larger than
-the old callers take until they are switched; switch them (docs/how-to/migrate.md); migrate
---verify; then migrate again, for the keys the old callers created meanwhile."""
+Each key of an old table (API Gateway + DynamoDB counters: --key-attribute, --value-attribute)
+goes above its value plus --margin here, as `raise` does; the old table is never written. The
+first run records each target (item "_migration#KEY"): a later run and migrate --verify name
+every key the old counter passed it ("OVERLAP": numbers issued twice) and every key new since.
+A line per key: "raised", "already above", "would raise" (--dry-run) or "NOT MIGRATED" (why);
+an item without a valid key or whole-number value is "skipped". Exit status 0 when every item
+was migrated and none overlaps (--verify: each within its target). It is safe to repeat. The
+safe order, per region: migrate with a margin; switch the callers; migrate --verify; then
+migrate again (docs/how-to/migrate.md)."""
 
 EPILOG = """\
 examples:

@@ -13,14 +13,11 @@ from ..table import AdminError
 TEXT = """\
 put the opaque ids' keys in the service's SSM parameter, in every region
 
-The SSM SecureString parameter /tickets/<tableName>/opaque-keys, in every region of cdk.json,
-which the function reads at cold start, gets the same keys everywhere: those any region holds,
-and a new random key (32 bytes from the system's secure source) for each key version the
-counters' keyVersion, or --version, asks for that none holds. An existing version's key is
-never changed (its ids must decode forever). Every region is read before any is written: run
-it again after a failure to finish. Prints the versions each region holds, never a key. Your
-credentials need ssm:GetParameter, ssm:PutParameter and ssm:DescribeParameters on it, and the
-KMS key's use. Rotation: raise a counter's keyVersion in cdk.json, run put-key, then deploy."""
+/tickets/<tableName>/opaque-keys, in every region of cdk.json: the keys any region holds, and a
+new random key for each key version the counters' keyVersion (or --version) asks for that none
+holds; an existing key never changes. Every region is read before any is written: run it again
+to finish after a failure. Prints versions, never keys. Your credentials need ssm:GetParameter,
+PutParameter and DescribeParameters on it, and the KMS key's use (docs/how-to/opaque-order-numbers.md)."""
 
 EPILOG = """\
 examples:

@@ -13,17 +13,13 @@ from ..table import AdminError
 TEXT = """\
 make every lane of KEY in this region next issue its smallest ticket above N
 
-Every lane (one per shard) of KEY here. For a point-in-time restore (which rewinds `last`:
-raise above the highest ticket issued before it, e.g. from an export), and for a move from
-another counter: raise above its current value plus a margin before pointing callers at
-Tickets, then again above its final value once it has stopped (docs/how-to/restore.md,
-docs/how-to/migrate.md).
-
-It never lowers a lane ("already above"); it makes a lane of an item the service did not
-write or whose last is off its lane, and completes a sharded key's layout. It writes nothing
-if a stored lane disagrees with cdk.json or N is past max. One line per lane: last before ->
-after, its next ticket; exit status 1 if one needs a fix by hand. After a fence, it raises
-the latest epoch's lanes, and first stops again an earlier one's that a restore brought back."""
+After a point-in-time restore (which rewinds `last`): above the highest ticket issued before
+it. From another counter: above its value plus a margin before pointing callers at Tickets,
+then again above its final value once it has stopped (docs/how-to/restore.md,
+docs/how-to/migrate.md). It never lowers a lane ("already above"); it makes a lane of an item
+the service did not write, and completes a sharded key's layout; it writes nothing if a stored
+lane disagrees with cdk.json or N is past max. Exit status 1 if a lane needs a fix by hand.
+After a fence: the latest epoch's lanes, an earlier one's that a restore brought back stopped."""
 
 EPILOG = """\
 examples:

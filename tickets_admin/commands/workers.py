@@ -13,9 +13,8 @@ from ..registry import Command, Context
 TEXT = """\
 print a worker pool's live leases
 
-The live leases of a worker pool (cdk.json tickets.workers), read as the service grants them
-(docs/how-to/worker-ids.md): each worker id, its epoch, when its lease expires by the
-service's clock (and in how long, by this machine's), and its owner."""
+Each worker id, its epoch, its expiry by the service's clock (in how long, by this machine's)
+and its owner, read as the service grants them (docs/how-to/worker-ids.md)."""
 
 EPILOG = """\
 examples:
