@@ -25,8 +25,6 @@ _MERGE_FIRST = (
 
 @dataclass
 class RegionLanes:
-    """One region's old lane items of a fence's changes, as last read or written (None: absent)."""
-
     table: CounterTable
     items: dict[str, Item | None]
 
@@ -38,15 +36,13 @@ class RegionLanes:
 
 
 def old_items(changes: Iterable[Change]) -> list[str]:
-    """Every item the old layouts' lanes may occupy in a region (tickets.epochs.items_of)."""
     return [name for change in changes for name in items_of(change.key, change.number - 1, change.old.shards)]
 
 
 def survey(
     tables: dict[str, CounterTable], changes: Sequence[Change], fence: str | None, ledger_path: Path
 ) -> dict[str, RegionLanes]:
-    """Every region's old lanes, read before anything is written; refused for a region with no table, a lane stopped
-    by another fence than `fence` (the pending one; None: a new fence), and lanes of the epoch a new fence begins."""
+    """Every region's old lanes, before any write; refused where a foreign fence (not `fence`) stopped one."""
     found = {}
     for region, table in sorted(tables.items()):
         items = {name: _read(table, name) for name in old_items(changes)}
@@ -101,7 +97,6 @@ def _read(table: CounterTable, name: str) -> Item | None:
 
 
 def stop(lanes: RegionLanes, fence: str) -> None:
-    """Stop every old lane here that `fence` has not stopped yet; `lanes.items` as each write left it."""
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
             lanes.items[name] = _stop(lanes, name, fence)
@@ -124,8 +119,7 @@ def _stop(lanes: RegionLanes, name: str, fence: str) -> Item:
 
 
 def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int | None]:
-    """Seal every lane of `change` that `fence` stopped, in every region (no checkout can undo it then); each lane's
-    final `last` (None: it issued nothing)."""
+    """Seal `change`'s lanes in every region (never undone then); their final lasts (None: issued nothing)."""
     lasts = []
     for lanes in regions:
         for name in old_items([change]):
@@ -146,7 +140,6 @@ def final_last(name: str, item: Item) -> int | None:
 
 
 def stopped_lanes(table: CounterTable, fence: str) -> RegionLanes:
-    """Every lane `fence` stopped in the region's table, by a Scan: a fence no ledger here records."""
     items: dict[str, Item | None] = {item[COUNTER_KEY]["S"]: item for item in table.scan() if fenced_by(item) == fence}
     return RegionLanes(table, items)
 
@@ -179,7 +172,6 @@ def undo_refusals(lanes: RegionLanes, next_items: list[str], fence: str) -> list
 
 
 def unstop(lanes: RegionLanes, fence: str) -> list[str]:
-    """Put back every lane `fence` stopped here; their names."""
     put_back = []
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:

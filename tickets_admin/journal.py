@@ -66,8 +66,7 @@ class SeriesAudit:
 
 
 def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
-    """Each number from the head's start to the highest of its mark and its entries must have exactly one entry, each
-    request (caller and Idempotency-Key) at most one. `entries` in any order (a table's, or an export's)."""
+    """Each number from start to the highest of mark and entries has one entry; each request at most one number."""
     counts: Counter[int] = Counter()
     requests: dict[tuple[str, str], list[int]] = {}
     voided = 0
@@ -120,7 +119,6 @@ class SeriesTable:
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:
-        """In number order, a Query page at a time (the journal route's)."""
         return self._store.entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
 
     def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:

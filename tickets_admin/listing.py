@@ -17,8 +17,7 @@ ISSUED_COLUMN, TIME_LEFT_COLUMN = "issued", "time left"  # with_rates: between t
 
 
 def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None = None) -> list[dict[str, Any]]:
-    """Per key, sorted: its lanes here (items with a `last`), their highest `last` and their step; with `max_of` (a
-    key's max, None where the config serves no such key), also `left`."""
+    """Per key, sorted: its lanes here, their highest `last`, their step; with `max_of` (a key's max), also `left`."""
     grouped: dict[str, list[Item]] = {}
     for item in items:
         item_key = item[COUNTER_KEY]["S"]
@@ -43,8 +42,7 @@ def _by_key_then_epoch(name: str) -> tuple[str, int]:
 
 
 def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
-    """The tickets these lane items can issue before `max_` (none for a stopped lane); None without a max, or for an
-    item without a whole-number last or step (not written by code)."""
+    """What these lanes can issue before `max_`; None without a max, or for an item code did not write."""
     if max_ is None:
         return None
     left = 0
@@ -57,8 +55,7 @@ def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
 
 
 def with_rates(before: list[dict[str, Any]], after: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
-    """`after` with, per key, the tickets issued since `before`, read `seconds` earlier (the fall in `left`, whoever
-    took them), and how long `left` lasts at that rate."""
+    """`after` with each key's tickets issued since `before` (the fall in `left`) and the time `left` lasts."""
     earlier = {row["key"]: row.get(LEFT_COLUMN) for row in before}
     rated = []
     for row in after:

@@ -34,8 +34,6 @@ Keep it secret. The counter table must record no other key's fingerprint for the
 
 
 class KeysParameter:
-    """One region's copy of a service's keys."""
-
     def __init__(self, table_name: str, region: str):
         self.name, self.region = opaque_keys_parameter(table_name), region
         self._client = operator_client("ssm", region)
@@ -86,7 +84,6 @@ class KeysParameter:
 
 
 def deployed_keys(context: Context) -> dict[int, bytes]:
-    """The keys of the service's parameter in the context's region."""
     parameter = KeysParameter(context.table_name, context.region)
     keys = parameter.read()
     if keys is None:
@@ -110,8 +107,7 @@ def keys_named(args: argparse.Namespace) -> str:
 
 
 def opaque_codec(args: argparse.Namespace, context: Context) -> OpaqueCodec:
-    """The counter KEY's ids with the keys given; refused when the counter table recorded another key's fingerprint
-    for one of their versions: its ids are not the table's."""
+    """KEY's ids, refused where the counter table recorded another key's fingerprint for a version."""
     counter = context.config.counters.get(args.key)
     if counter is None or counter.opaque is None:
         raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")

@@ -123,8 +123,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
-    """Stop (and seal) an item of an earlier epoch that a restore from before its fence brought back or dropped; what
-    was found, as a line."""
+    """Stop (and seal) an earlier epoch's item that a restore from before its fence brought back or dropped."""
     epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
     for _ in range(_ATTEMPTS):
         item = table.get(name)

@@ -17,7 +17,7 @@ from tickets_deploy.ledger import LEDGER_FILE, Ledger, applied, check_config_fil
 from tickets_deploy.schema import DeploymentConfig
 
 from . import commands
-from .table import CounterTable
+from .table import REGION_NAMED_BY, CounterTable
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,8 @@ class Context:
         return self.table or self.config.table_name
 
     def counter_table(self, suffix: str = "") -> CounterTable:
-        """The counter table, or the one named after it with `suffix` (-series, -workers)."""
-        named_by = f"--table (the {suffix[1:]} table is NAME{suffix})" if suffix else None
-        return CounterTable(self.table_name + suffix, self.region, self.endpoint_url, named_by=named_by)
+        named_by = f"--table (the {suffix[1:]} table is NAME{suffix}) and {REGION_NAMED_BY}" if suffix else ""
+        return CounterTable(self.table_name + suffix, self.region, self.endpoint_url, named_by)
 
     def ledger_path(self) -> Path:
         return self.config_file if self.from_ledger else ledger_path_beside(self.config_file)

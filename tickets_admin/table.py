@@ -18,6 +18,7 @@ from tickets.tables import COUNTER_KEY
 
 from .listing import scan
 
+REGION_NAMED_BY = "--region (default: the first region in cdk.json)"
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
 
@@ -41,18 +42,10 @@ def operator_client(service: str, region: str, endpoint_url: str | None = None) 
 
 
 class CounterTable:
-    def __init__(
-        self,
-        table: str,
-        region: str,
-        endpoint_url: str | None = None,
-        *,
-        named_by: str | None = None,  # what sets `table`, for the errors
-        region_named_by: str = "--region (default: the first region in cdk.json)",
-    ):
+    def __init__(self, table: str, region: str, endpoint_url: str | None = None, named_by: str = "") -> None:
         self.table, self.region = table, region
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
-        self._named_by = f"{named_by or '--table (default: tableName in cdk.json)'} and {region_named_by}"
+        self._named_by = named_by or f"--table (default: tableName in cdk.json) and {REGION_NAMED_BY}"
         self.client = operator_client("dynamodb", region, endpoint_url)
 
     @contextmanager
@@ -71,7 +64,7 @@ class CounterTable:
         return (self._call("get_item", item_key, ConsistentRead=True) or {}).get("Item")
 
     def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
-        """One conditional UpdateItem (a tickets.lane_item request): the item it left; None if its condition failed."""
+        """The item as a conditional UpdateItem left it; None if its condition failed."""
         response = self._call("update_item", item_key, ReturnValues="ALL_NEW", **request)
         return None if response is None else response.get("Attributes", {})
 

@@ -31,7 +31,6 @@ def _export(args: argparse.Namespace, context: Context) -> int:
 
 
 def _plain(item: Item, name: str) -> Any:
-    """A string or whole number as itself (exactly, however large); anything else in DynamoDB's typed form."""
     value = item[name]
     if "S" in value:
         return value["S"]

@@ -117,8 +117,7 @@ def _record(
     lanes: dict[str, fence_lanes.RegionLanes],
     path: Path,
 ) -> int:
-    """Seal every stopped lane, reading its final last, and record the epochs above them; max is checked before any
-    seal, while the fence can still be undone."""
+    """Seal every stopped lane, reading its final last, and record the epochs above them (max checked first)."""
     _check_max(
         config,
         pending.changes,
@@ -158,14 +157,12 @@ def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: P
     if problems:
         raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
     if planned:
-        _check_rest(file, config, planned)
-        _check_one_account(ledger)
+        _check_new_fence(file, config, planned)
     return planned
 
 
 def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: Ledger, path: Path) -> int:
-    """Put back every lane the pending fence (or --fence-id's) stopped, in every region, and forget it; refused once
-    it was recorded somewhere (a sealed lane, or a lane of the epoch it begins)."""
+    """Put back every lane the pending fence (or --fence-id's) stopped, and forget it; refused once recorded."""
     pending = ledger.fencing
     fence_id = args.fence_id or (pending.id if pending else None)
     if fence_id is None:
@@ -204,20 +201,16 @@ def _tables(context: Context, args: argparse.Namespace, ledger: Ledger) -> dict[
     return {region: CounterTable(context.table_name, region, endpoints.get(region)) for region in regions}
 
 
-def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[Change]) -> None:
-    """Refuse, before writing anything, a config the ledger would refuse for another reason than the fence."""
+def _check_new_fence(file: LedgerFile, config: DeploymentConfig, changes: list[Change]) -> None:
+    """Refuse, before any write, a config the ledger refuses for another reason, and a ledger of several accounts:
+    fence stops one account's lanes, and the epoch it records would let another's new lanes repeat its old ones."""
     name = config.table_name
     trial = record_epochs(file.services[name], [change.epoch(change.old.start) for change in changes])
     try:
         record_services(replace(file, services={**file.services, name: trial}), {name: config})
     except LedgerError as err:
         raise LedgerError(f"fence refused, nothing was written: cdk.json has other problems:\n{err}") from None
-
-
-def _check_one_account(ledger: Ledger) -> None:
-    """Refuse a ledger of several accounts: fence stops one account's lanes, and the epoch it records would let another
-    account's new lanes issue numbers its old lanes issued."""
-    accounts = sorted({account for slot in ledger.slots.values() for account in slot.accounts})
+    accounts = sorted({account for slot in file.services[name].slots.values() for account in slot.accounts})
     if len(accounts) > 1:
         raise LedgerError(
             f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
@@ -227,7 +220,6 @@ def _check_one_account(ledger: Ledger) -> None:
 
 
 def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
-    """What a refusal before any write leaves behind: nothing, or the lanes an earlier run stopped."""
     if any(each.stopped_by_any_fence() for each in lanes.values()):
         return (
             "this run wrote nothing; the lanes an earlier run stopped stay stopped (answering 503) until fence records "
@@ -239,8 +231,7 @@ def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
 def _check_max(
     config: DeploymentConfig, changes: Sequence[Change], lanes: dict[str, fence_lanes.RegionLanes], then: str
 ) -> None:
-    """A new layout must begin at or below max: checked before any lane is stopped (lanes only grow), and on their
-    final lasts."""
+    """A new layout must begin at or below max: checked before any stop (lanes only grow), and on final lasts."""
     for change in changes:
         names = fence_lanes.old_items([change])
         lasts = [
@@ -258,7 +249,6 @@ def _check_max(
 
 
 def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> LedgerFile:
-    """The ledger file with `service`'s new state, one version more (`change` says what), written."""
     services = {**file.services, service.table_name: service}
     parent = file.version
     written = replace(

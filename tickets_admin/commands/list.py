@@ -41,7 +41,6 @@ def _list(args: argparse.Namespace, context: Context) -> int:
     table, settings = context.counter_table(), context.settings()
 
     def read() -> tuple[list[dict[str, Any]], float]:
-        """The listing, and the time halfway through the Scan that read it."""
         began = time.monotonic()
         listed = counters(table.scan(), lambda key: None if (counter := settings.counter(key)) is None else counter.max)
         return listed, (began + time.monotonic()) / 2

@@ -91,8 +91,6 @@ def _whole_number(value: dict[str, str] | None) -> int | None:
 
 
 class DryRunTable(CounterTable):
-    """The counter table, read for real, every write answered "done" and not sent."""
-
     def write(self, item_key: str, request: dict[str, Any]) -> bool:
         return True
 
@@ -133,9 +131,8 @@ def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) ->
     )
 
 
-def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region: str) -> tuple[int, str] | None:
-    """How many of the numbers low+1 .. high these lanes issued, and where (`in REGION (LOWEST .. HIGHEST)`); None if
-    none."""
+def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region: str, numbers: str) -> str | None:
+    """Which of the numbers low+1 .. high (`numbers`) these lanes issued, told; None if none."""
     issued = [  # ranges, counted, never listed
         range(next_ticket_above(lane, low), min(high, last) + 1, lane.step)
         for lane in lanes
@@ -145,7 +142,7 @@ def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region:
     if not spans:
         return None
     lowest, highest = min(span[0] for span in spans), max(span[-1] for span in spans)
-    return sum(map(len, spans)), f"in {region} ({lowest} .. {highest})"
+    return f"Tickets has issued {sum(map(len, spans))} of {numbers} in {region} ({lowest} .. {highest}): each twice"
 
 
 @dataclass(frozen=True)
@@ -158,16 +155,11 @@ class _Run:
 
     def overlap(self, lanes: KeyLanes, target: Target, value: int) -> str:
         taken = f"the old callers took {target.value + 1} .. {value}, above the target {target.described}"
-        issued = _issued(self.table, lanes.every_epoch, target.value, value, self.region)
-        if issued is None:
-            return (
-                f"{taken}; Tickets has issued none of those numbers in {self.region} yet, but its next ones are "
-                "among them"
-            )
-        return f"{taken}; Tickets has issued {issued[0]} of those numbers {issued[1]}: each twice"
+        issued = _issued(self.table, lanes.every_epoch, target.value, value, self.region, "those numbers")
+        none = f"Tickets has issued none of those numbers in {self.region} yet, but its next ones are among them"
+        return f"{taken}; {issued or none}"
 
     def migrate(self, key: str, value: int, lanes: KeyLanes, recorded: Target | None) -> str:
-        """Raise the key above its old value + margin; its outcome."""
         margin, dry_run = self.args.margin, self.args.dry_run
         target = f"{value + margin} (old value {value} + margin {margin})"
         lines: list[str] = []
@@ -199,15 +191,11 @@ class _Run:
                 return "overlap"
             say(f"{key}: within its target: the old counter is at {value}, the target {recorded.described}")
             return "within"
-        issued = _issued(self.table, lanes.every_epoch, -1, value, self.region)
-        said = (
-            "Tickets has issued none of the numbers up to it here"
-            if issued is None
-            else f"Tickets has issued {issued[0]} of the numbers up to it {issued[1]}: each twice"
-        )
+        issued = _issued(self.table, lanes.every_epoch, -1, value, self.region, "the numbers up to it")
         say(
             f"{key}: NEW in the old table since the first run ({self.first_run}), at {value}, never migrated: "
-            f"{said}. Run migrate (without --verify) to raise it"
+            f"{issued or 'Tickets has issued none of the numbers up to it here'}. Run migrate (without --verify) to "
+            "raise it"
         )
         return "new"
 
@@ -218,13 +206,8 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     context.check_ledger()
     settings, ledger = context.settings(), context.ledger()
     from_region = args.from_region or region
-    old_table = CounterTable(
-        args.from_table,
-        from_region,
-        context.endpoint_url,
-        named_by="--from-table",
-        region_named_by="--from-region (default: --region, the first region in cdk.json)",
-    )
+    named_by = "--from-table and --from-region (default: --region, the first region in cdk.json)"
+    old_table = CounterTable(args.from_table, from_region, context.endpoint_url, named_by)
     say(
         f"{'verifying' if verify else 'migrating'} table {args.from_table}"
         + (f" in {from_region}" if from_region != region else "")
