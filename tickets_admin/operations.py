@@ -1,18 +1,20 @@
-"""`raise_key`: make every lane of a key in one region next issue its smallest ticket above N (`raise`, `migrate`),
-never lowering one. The items of a fenced key's earlier epochs are never raised, but stopped again where a restore
-brought them back."""
+"""A key's lanes in one region across its epochs (docs/explanation/epochs-and-fences.md), and `raise_key`, which makes
+the current epoch's next issue their smallest ticket above N (`raise`, `migrate`), never lowering one; an earlier
+epoch's lane, stopped at its fence, is never raised, but stopped again where a restore brought it back."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
 from tickets import lane_item
-from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
+from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED, items_of
 from tickets.lane_item import LAST, STEP, Item, number
-from tickets.sequence import Lane
+from tickets.sequence import Lane, lanes_of
+from tickets.settings import CounterConfig
+from tickets_deploy.ledger import Ledger
 
 from .table import AdminError, CounterTable
 
@@ -33,50 +35,66 @@ class LaneResult:
     line: str  # what was found and done, as the commands print it
 
 
+@dataclass(frozen=True)
+class KeyLanes:
+    current: list[Lane]  # the lanes the deployed function issues from
+    every_epoch: list[Lane]  # the earlier epochs' lanes here (none where the region had no slot then), then current
+    stopped: list[str]  # every item of the earlier epochs here, a sharded layout's record included: each stays stopped
+
+
+def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: int, ledger: Ledger | None) -> KeyLanes:
+    """`counter` as the region's function runs it (tickets_deploy.ledger.applied), its earlier epochs from `ledger`."""
+    earlier: list[Lane] = []
+    stopped: list[str] = []
+    for epoch in ledger.epochs if ledger is not None else ():
+        if epoch.key != key or epoch.number > counter.epoch:
+            continue
+        old, number = epoch.old, epoch.number - 1
+        stopped += items_of(key, number, old.shards)
+        if region_slot < old.region_slots:
+            config = CounterConfig(start=old.start, stride=old.stride, shards=old.shards, epoch=number)
+            earlier += lanes_of(key, config, region_slot, old.region_slots)
+    current = lanes_of(key, counter, region_slot, region_slots)
+    return KeyLanes(current, earlier + current, stopped)
+
+
 def next_ticket_above(lane: Lane, above: int) -> int:
     if above < lane.first:
         return lane.first
     return lane.ticket((above - lane.first) // lane.step + 1)
 
 
-def raise_key(
-    table: CounterTable,
-    key: str,
-    lanes: list[Lane],
-    above: int,
-    report: Callable[[str], None] = print,
-    *,
-    stopped: Sequence[str] = (),
-) -> list[LaneResult]:
-    """Raise this region's `lanes` of `key` (its current epoch's) above `above`, its `stopped` items stopped first."""
-    for lane in lanes:
+def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable[[str], None]) -> list[LaneResult]:
+    """Raise the current lanes above `above`, the `stopped` items stopped first."""
+    current = lanes.current
+    for lane in current:
         if (target := next_ticket_above(lane, above)) > lane.max:
             raise AdminError(
                 f"{lane.item_key}: the lane's next ticket above {above} would be {target}, past the counter's max "
                 f"({lane.max}); raise max in cdk.json and deploy first. Nothing was written."
             )
-    sharded, plain_key = lanes[0].shards > 1, lanes[0].plain_key  # `key`, or `key@N` in epoch N
+    sharded, plain_key = current[0].shards > 1, current[0].plain_key  # `key`, or `key@N` in epoch N
     layout = table.get(plain_key) if sharded else None
     problems = [
         problem
-        for problem in ([_problem(lanes[0], layout, layout=True)] if sharded else [])
-        + [_problem(lane, table.get(lane.item_key)) for lane in lanes]
+        for problem in ([_problem(current[0], layout, layout=True)] if sharded else [])
+        + [_problem(lane, table.get(lane.item_key)) for lane in current]
         if problem
     ]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
-    for name in stopped:
+    for name in lanes.stopped:
         report(_keep_stopped(table, name))
-    if sharded and (layout is None or lane_item.missing(layout, lane_item.layout_of(lanes[0]))):
+    if sharded and (layout is None or lane_item.missing(layout, lane_item.layout_of(current[0]))):
         # Before any shard item, as the service does: a request with another shard count then fails on it.
-        if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
+        if not table.write(plain_key, lane_item.complete_layout(current[0])):
             raise AdminError(
-                _problem(lanes[0], table.get(plain_key), layout=True)
+                _problem(current[0], table.get(plain_key), layout=True)
                 or f"{plain_key}: its layout changed meanwhile; run the command again. Nothing was written."
             )
-        report(f"{plain_key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
+        report(f"{plain_key}: recorded the layout (step {current[0].step}, {current[0].shards} shards)")
     results = []
-    for lane in lanes:
+    for lane in current:
         result = _raise_lane(table, lane, above)
         report(result.line)
         results.append(result)

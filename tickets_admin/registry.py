@@ -1,5 +1,5 @@
 """tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMAND`, which `find_commands`
-finds; every command is given the same `Context`."""
+finds; every command is given the same `Context`; the argument types and output they share."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tickets.keys import KEY_RULE, is_valid_key
 from tickets.settings import Settings
 from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import LEDGER_FILE, Ledger, applied, check_config_file, ledger_path_beside, read_ledger_file
@@ -78,3 +79,20 @@ class Command:
 def find_commands() -> tuple[Command, ...]:
     found = pkgutil.iter_modules(commands.__path__)
     return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)
+
+
+def counter_key(text: str) -> str:
+    if not is_valid_key(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a valid key ({KEY_RULE})")
+    return text
+
+
+def whole_number(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more, digits only)")
+    return int(text)
+
+
+def say(line: str) -> None:
+    """Print a line at once: an error that follows (on stderr) comes after it."""
+    print(line, flush=True)

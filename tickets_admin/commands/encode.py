@@ -4,9 +4,8 @@ import argparse
 
 from tickets.opaque import OpaqueKeyError
 
-from ..cli import whole_number
 from ..opaque_secret import KEY_FILE, codec_arguments, keys_named, opaque_codec
-from ..registry import Command, Context
+from ..registry import Command, Context, whole_number
 from ..table import AdminError
 
 TEXT = f"""\

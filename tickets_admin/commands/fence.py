@@ -27,8 +27,7 @@ from tickets_deploy.ledger import (
 from tickets_deploy.schema import DeploymentConfig
 
 from .. import fence as fence_lanes
-from ..cli import say
-from ..registry import Command, Context
+from ..registry import Command, Context, say
 from ..table import AdminError, CounterTable
 
 TEXT = """\

@@ -5,9 +5,8 @@ import sys
 import time
 from typing import Any
 
-from ..cli import whole_number
 from ..listing import COLUMNS, ISSUED_COLUMN, LEFT_COLUMN, TIME_LEFT_COLUMN, counters, table_lines, with_rates
-from ..registry import Command, Context
+from ..registry import Command, Context, whole_number
 
 TEXT = """\
 print the counters of this region's table: key, lanes, last, step, tickets left (and time left)

@@ -16,10 +16,8 @@ from tickets.sequence import Lane
 from tickets.settings import unserved
 from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
 
-from ..cli import say, whole_number
-from ..key_lanes import KeyLanes, key_lanes
-from ..operations import Outcome, next_ticket_above, raise_key
-from ..registry import Command, Context
+from ..operations import KeyLanes, Outcome, key_lanes, next_ticket_above, raise_key
+from ..registry import Command, Context, say, whole_number
 from ..table import AdminError, CounterTable
 
 TEXT = """\
@@ -164,7 +162,7 @@ class _Run:
         target = f"{value + margin} (old value {value} + margin {margin})"
         lines: list[str] = []
         try:
-            results = raise_key(self.table, key, lanes.current, value + margin, lines.append, stopped=lanes.stopped)
+            results = raise_key(self.table, lanes, value + margin, lines.append)
         except AdminError as err:
             say(f"{key}: NOT MIGRATED: not raised above {target}: {' '.join(str(err).splitlines())}")
             return "not migrated"

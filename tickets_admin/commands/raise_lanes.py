@@ -4,10 +4,8 @@ import argparse
 
 from tickets.settings import unserved
 
-from ..cli import counter_key, say, whole_number
-from ..key_lanes import key_lanes
-from ..operations import Outcome, raise_key
-from ..registry import Command, Context
+from ..operations import Outcome, key_lanes, raise_key
+from ..registry import Command, Context, counter_key, say, whole_number
 from ..table import AdminError
 
 TEXT = """\
@@ -48,7 +46,7 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
         f"raising {args.key}{epoch} above {args.above} in {context.region} (slot {settings.region_slot} of "
         f"{settings.region_slots}), table {table.table}: {len(lanes.current)} lane(s)"
     )
-    results = raise_key(table, args.key, lanes.current, args.above, say, stopped=lanes.stopped)
+    results = raise_key(table, lanes, args.above, say)
     return 1 if any(result.outcome is Outcome.OFF_LANE for result in results) else 0
 
 
