@@ -49,13 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common.add_argument("--table", metavar="NAME", help="the counter table (default: tableName in cdk.json)")
     one_region = argparse.ArgumentParser(add_help=False)
     one_region.add_argument(
-        "--region", help="a region of tickets.regions, whose slot decides its lanes (default: the first)"
+        "--region", help="one of tickets.regions, whose slot decides its lanes (default: the first)"
     )
-    one_region.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="a DynamoDB-compatible endpoint, as given to make serve ENDPOINT_URL= (default: DynamoDB)",
-    )
+    one_region.add_argument("--endpoint-url", metavar="URL", help="a DynamoDB-compatible endpoint (make serve's)")
     parser = argparse.ArgumentParser(
         prog=".venv/bin/python -m tickets_admin",
         description=DESCRIPTION,
@@ -63,12 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
-    parser.add_argument(
-        "--service", metavar="TABLE", help="take the service's config from the ledger alone, instead of --config"
-    )
-    parser.add_argument(
-        "--ledger", metavar="PATH", help=f"the ledger --service reads (default: {LEDGER_FILE} in this directory)"
-    )
+    parser.add_argument("--service", metavar="TABLE", help="take the service's config from the ledger alone")
+    parser.add_argument("--ledger", metavar="PATH", help=f"the ledger --service reads (default: {LEDGER_FILE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         subparser = commands.add_parser(

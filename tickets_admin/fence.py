@@ -35,13 +35,14 @@ class RegionLanes:
         return any(item is not None and number(item, STEP) == STOPPED for item in self.items.values())
 
 
+Survey = dict[str, RegionLanes]  # by region
+
+
 def old_items(changes: Iterable[Change]) -> list[str]:
     return [name for change in changes for name in items_of(change.key, change.number - 1, change.old.shards)]
 
 
-def survey(
-    tables: dict[str, CounterTable], changes: Sequence[Change], fence: str | None, ledger_path: Path
-) -> dict[str, RegionLanes]:
+def survey(tables: dict[str, CounterTable], changes: Sequence[Change], fence: str | None, ledger_path: Path) -> Survey:
     """Every region's old lanes, before any write; refused where a foreign fence (not `fence`) stopped one."""
     found = {}
     for region, table in sorted(tables.items()):
@@ -49,21 +50,15 @@ def survey(
         for name, item in items.items():
             if item is not None and number(item, STEP) == STOPPED and fenced_by(item) != fence:
                 raise AdminError(_foreign_stop(region, name, item, ledger_path))
-        if fence is None:
-            _refuse_new_epoch_lanes(table, changes, ledger_path)
+        for change in changes if fence is None else ():  # a new fence: its epoch has no lanes yet
+            name = item_base(change.key, change.number)
+            if _read(table, name) is not None:
+                raise AdminError(
+                    f"{region}: {name} exists: another line of history (a branch) deployed epoch {change.number} of "
+                    f"{change.key}, which {ledger_path} lacks. {_MERGE_FIRST}. Nothing was stopped or recorded."
+                )
         found[region] = RegionLanes(table, items)
     return found
-
-
-def _refuse_new_epoch_lanes(table: CounterTable, changes: Sequence[Change], ledger_path: Path) -> None:
-    for change in changes:
-        name = item_base(change.key, change.number)
-        if _read(table, name) is not None:
-            raise AdminError(
-                f"{table.region}: {name} exists: another line of history (a branch) recorded and deployed epoch "
-                f"{change.number} of {change.key}, which {ledger_path} does not record. {_MERGE_FIRST}. Nothing was "
-                "stopped or recorded."
-            )
 
 
 def _foreign_stop(region: str, name: str, item: Item, ledger_path: Path) -> str:
@@ -99,18 +94,17 @@ def _read(table: CounterTable, name: str) -> Item | None:
 def stop(lanes: RegionLanes, fence: str) -> None:
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
-            lanes.items[name] = _stop(lanes, name, fence)
+            lanes.items[name] = _stop(lanes.table, name, fence)
 
 
-def _stop(lanes: RegionLanes, name: str, fence: str) -> Item:
-    table = lanes.table
+def _stop(table: CounterTable, name: str, fence: str) -> Item:
     for _ in range(_ATTEMPTS):
         item = table.update(name, lane_item.stop(fence))
         if item is None:
             item = table.get(name)
             if item is not None and number(item, STEP) == STOPPED:
                 if fenced_by(item) != fence:  # another fence, since the survey: refuse, as it would have
-                    raise AdminError(_foreign_stop(lanes.table.region, name, item, Path("this ledger")))
+                    raise AdminError(_foreign_stop(table.region, name, item, Path("this ledger")))
                 return item
             item = table.update(name, lane_item.stop_unwritten(fence))
         if item is not None:

@@ -27,6 +27,7 @@ from tickets_deploy.ledger import (
 from tickets_deploy.schema import DeploymentConfig
 
 from .. import fence as fence_lanes
+from ..fence import Survey
 from ..registry import Command, Context, say
 from ..table import AdminError, CounterTable
 
@@ -46,9 +47,7 @@ examples:
   .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
   .venv/bin/python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
   .venv/bin/python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
-  .venv/bin/python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
-  .venv/bin/python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
-      --endpoint-url eu-west-1=http://127.0.0.1:8002"""
+  .venv/bin/python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,20 +108,10 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
     return _record(config, file, pending, lanes, path)
 
 
-def _record(
-    config: DeploymentConfig,
-    file: LedgerFile,
-    pending: PendingFence,
-    lanes: dict[str, fence_lanes.RegionLanes],
-    path: Path,
-) -> int:
+def _record(config: DeploymentConfig, file: LedgerFile, pending: PendingFence, lanes: Survey, path: Path) -> int:
     """Seal every stopped lane, reading its final last, and record the epochs above them (max checked first)."""
-    _check_max(
-        config,
-        pending.changes,
-        lanes,
-        f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back",
-    )
+    then = f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back"
+    _check_max(config, pending.changes, lanes, then)
     recorded: list[KeyEpoch] = [
         change.epoch(fence_above(change.old.start, fence_lanes.seal(lanes.values(), change, pending.id)))
         for change in pending.changes
@@ -218,7 +207,7 @@ def _check_new_fence(file: LedgerFile, config: DeploymentConfig, changes: list[C
         )
 
 
-def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
+def _after_refusal(lanes: Survey) -> str:
     if any(each.stopped_by_any_fence() for each in lanes.values()):
         return (
             "this run wrote nothing; the lanes an earlier run stopped stay stopped (answering 503) until fence records "
@@ -227,9 +216,7 @@ def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
     return "nothing was stopped or recorded"
 
 
-def _check_max(
-    config: DeploymentConfig, changes: Sequence[Change], lanes: dict[str, fence_lanes.RegionLanes], then: str
-) -> None:
+def _check_max(config: DeploymentConfig, changes: Sequence[Change], lanes: Survey, then: str) -> None:
     """A new layout must begin at or below max: checked before any stop (lanes only grow), and on final lasts."""
     for change in changes:
         names = fence_lanes.old_items([change])

@@ -37,8 +37,6 @@ EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --margin 100000 --dry-run
-  .venv/bin/python -m tickets_admin migrate --from-table counters --from-region us-east-1 \\
-      --key-attribute systemKey --value-attribute counter --margin 100000 --region eu-west-1
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --verify"""
 
@@ -129,7 +127,7 @@ def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) ->
     )
 
 
-def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region: str, numbers: str) -> str | None:
+def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, numbers: str) -> str | None:
     """Which of the numbers low+1 .. high (`numbers`) these lanes issued, told; None if none."""
     issued = [  # ranges, counted, never listed
         range(next_ticket_above(lane, low), min(high, last) + 1, lane.step)
@@ -139,22 +137,21 @@ def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region:
     spans = [span for span in issued if span]
     if not spans:
         return None
-    lowest, highest = min(span[0] for span in spans), max(span[-1] for span in spans)
-    return f"Tickets has issued {sum(map(len, spans))} of {numbers} in {region} ({lowest} .. {highest}): each twice"
+    where = f"{table.region} ({min(span[0] for span in spans)} .. {max(span[-1] for span in spans)})"
+    return f"Tickets has issued {sum(map(len, spans))} of {numbers} in {where}: each twice"
 
 
 @dataclass(frozen=True)
 class _Run:
     args: argparse.Namespace
     table: CounterTable
-    region: str
     first_run: str | None
     now: str
 
     def overlap(self, lanes: KeyLanes, target: Target, value: int) -> str:
         taken = f"the old callers took {target.value + 1} .. {value}, above the target {target.described}"
-        issued = _issued(self.table, lanes.every_epoch, target.value, value, self.region, "those numbers")
-        none = f"Tickets has issued none of those numbers in {self.region} yet, but its next ones are among them"
+        issued = _issued(self.table, lanes.every_epoch, target.value, value, "those numbers")
+        none = f"Tickets has issued none of those numbers in {self.table.region} yet, but its next ones are among them"
         return f"{taken}; {issued or none}"
 
     def migrate(self, key: str, value: int, lanes: KeyLanes, recorded: Target | None) -> str:
@@ -189,7 +186,7 @@ class _Run:
                 return "overlap"
             say(f"{key}: within its target: the old counter is at {value}, the target {recorded.described}")
             return "within"
-        issued = _issued(self.table, lanes.every_epoch, -1, value, self.region, "the numbers up to it")
+        issued = _issued(self.table, lanes.every_epoch, -1, value, "the numbers up to it")
         say(
             f"{key}: NEW in the old table since the first run ({self.first_run}), at {value}, never migrated: "
             f"{issued or 'Tickets has issued none of the numbers up to it here'}. Run migrate (without --verify) to "
@@ -221,7 +218,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     if verify and first_run is None:
         say(f"no migrate run is recorded in table {table.table}: run migrate (without --verify) first")
         return 1
-    run = _Run(args, table, region, first_run, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    run = _Run(args, table, first_run, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     counts: Counter[str] = Counter()
     for key, value in old.values.items():
         counter = settings.counter(key)
