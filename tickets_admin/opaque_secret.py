@@ -6,13 +6,15 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from tickets.botocore_session import NO_CREDENTIALS
+from tickets.dynamodb_errors import error_code
 from tickets.opaque import OpaqueKeyError, parse_keys
 from tickets.opaque.secret import read_secret, replaced, unlogged
 from tickets.tables import FINGERPRINT_PREFIX
@@ -40,14 +42,13 @@ class KeysParameter:
 
     def read(self) -> dict[int, bytes] | None:
         """The keys by version; None when the parameter does not exist."""
-        try:
-            text = read_secret(self.name, self._client)
-        except ClientError as err:
-            if err.response.get("Error", {}).get("Code") == "ParameterNotFound":
+        with self._calling("ssm:GetParameter (and kms:Decrypt on its key)"):
+            try:
+                text = read_secret(self.name, self._client)
+            except ClientError as err:
+                if error_code(err) != "ParameterNotFound":
+                    raise
                 return None
-            raise self._explain(err, "ssm:GetParameter (and kms:Decrypt on its key)") from None
-        except BotoCoreError as err:
-            raise self._explain(err, "ssm:GetParameter") from None
         try:
             return parse_keys(text)
         except OpaqueKeyError:  # its message may quote the text: a key written where a version goes
@@ -58,10 +59,8 @@ class KeysParameter:
 
     def encryption_key(self) -> str | None:
         """The KMS key the parameter is encrypted with (kept when it is written again)."""
-        try:
+        with self._calling("ssm:DescribeParameters"):
             found = self._client.describe_parameters(ParameterFilters=[{"Key": "Name", "Values": [self.name]}])
-        except (ClientError, BotoCoreError) as err:
-            raise self._explain(err, "ssm:DescribeParameters") from None
         key: str | None = next((each.get("KeyId") for each in found.get("Parameters", [])), None)
         return key
 
@@ -70,17 +69,18 @@ class KeysParameter:
         request: dict[str, Any] = {"Name": self.name, "Value": value, "Type": "SecureString", "Overwrite": True}
         if kms_key_id:
             request["KeyId"] = kms_key_id
-        try:
-            with unlogged():
-                self._client.put_parameter(Description=DESCRIPTION, Tier="Standard", **request)
-        except (ClientError, BotoCoreError) as err:
-            raise self._explain(err, "ssm:PutParameter (and kms:Encrypt on its key)") from None
+        with self._calling("ssm:PutParameter (and kms:Encrypt on its key)"), unlogged():
+            self._client.put_parameter(Description=DESCRIPTION, Tier="Standard", **request)
 
-    def _explain(self, err: ClientError | BotoCoreError, needs: str) -> AdminError:
-        if isinstance(err, NoCredentialsError):
-            return AdminError(NO_CREDENTIALS)
-        code = err.response.get("Error", {}).get("Code", "") if isinstance(err, ClientError) else type(err).__name__
-        return AdminError(f"{self.name} in {self.region}: {code} ({err}); your credentials need {needs} on it")
+    @contextmanager
+    def _calling(self, needs: str) -> Iterator[None]:
+        try:
+            yield
+        except NoCredentialsError:
+            raise AdminError(NO_CREDENTIALS) from None
+        except (ClientError, BotoCoreError) as err:
+            code = error_code(err) if isinstance(err, ClientError) else type(err).__name__
+            raise AdminError(f"{self.name} in {self.region}: {code} ({err}); your credentials need {needs}") from None
 
 
 def deployed_keys(context: Context) -> dict[int, bytes]:
@@ -97,9 +97,7 @@ def deployed_keys(context: Context) -> dict[int, bytes]:
 def codec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the opaque counter")
     parser.add_argument("--key-file", type=Path, metavar="PATH", help="the keys, by version (the format below)")
-    parser.add_argument(
-        "--no-table-check", action="store_true", help="do not read the counter table's fingerprints of the keys"
-    )
+    parser.add_argument("--no-table-check", action="store_true", help="skip the table's fingerprints of the keys")
 
 
 def keys_named(args: argparse.Namespace) -> str:

@@ -30,12 +30,6 @@ class Outcome(Enum):
 
 
 @dataclass(frozen=True)
-class LaneResult:
-    outcome: Outcome
-    line: str  # what was found and done, as the commands print it
-
-
-@dataclass(frozen=True)
 class KeyLanes:
     current: list[Lane]  # the lanes the deployed function issues from
     every_epoch: list[Lane]  # the earlier epochs' lanes here (none where the region had no slot then), then current
@@ -64,7 +58,7 @@ def next_ticket_above(lane: Lane, above: int) -> int:
     return lane.ticket((above - lane.first) // lane.step + 1)
 
 
-def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable[[str], None]) -> list[LaneResult]:
+def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable[[str], None]) -> list[Outcome]:
     """Raise the current lanes above `above`, the `stopped` items stopped first."""
     current = lanes.current
     for lane in current:
@@ -93,15 +87,15 @@ def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable
                 or f"{plain_key}: its layout changed meanwhile; run the command again. Nothing was written."
             )
         report(f"{plain_key}: recorded the layout (step {current[0].step}, {current[0].shards} shards)")
-    results = []
+    outcomes = []
     for lane in current:
-        result = _raise_lane(table, lane, above)
-        report(result.line)
-        results.append(result)
-    return results
+        outcome, line = _raise_lane(table, lane, above)  # the line says what was found and done
+        report(line)
+        outcomes.append(outcome)
+    return outcomes
 
 
-def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
+def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, str]:
     name, target_last, raced = f"{lane.item_key} (lane {lane.index})", next_ticket_above(lane, above) - lane.step, False
     for _ in range(_ATTEMPTS):
         item = table.get(lane.item_key)
@@ -112,10 +106,10 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
         was = "unused" if before is None else f"last {before}"
         if item is None:
             if target_last <= lane.seed:  # its first ticket is above the target
-                return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {lane.first}")
+                return (Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {lane.first}")
             outcome, after, request = Outcome.RAISED, target_last, lane_item.create(lane, target_last)
         elif LAST in item and before is None:
-            return LaneResult(
+            return (
                 Outcome.OFF_LANE,
                 f"{name}: NOT CHANGED: last {json.dumps(item[LAST])} is not a whole number; the service refuses to "
                 "issue from it until the item is fixed by hand",
@@ -126,13 +120,13 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
             outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
         elif before is not None and before >= target_last:
             if raced:
-                return LaneResult(Outcome.MOVED_PAST, f"{name}: moved past the target meanwhile ({was}); left alone")
-            return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {before + lane.step}")
+                return (Outcome.MOVED_PAST, f"{name}: moved past the target meanwhile ({was}); left alone")
+            return (Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {before + lane.step}")
         else:
             outcome, after, request = Outcome.RAISED, target_last, lane_item.raise_last(lane, target_last)
         if table.write(lane.item_key, request):
             made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
-            return LaneResult(outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
+            return (outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
         raced = True  # the service wrote first: read again
     raise AdminError(
         f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "

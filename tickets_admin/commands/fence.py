@@ -51,18 +51,10 @@ examples:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--region", action="append", metavar="R", help="only this region (repeatable; default: every region)"
-    )
-    parser.add_argument(
-        "--endpoint-url", action="append", metavar="[REGION=]URL", help="URL for every region, or REGION=URL, repeated"
-    )
-    parser.add_argument(
-        "--undo", action="store_true", help="put back the lanes of the pending fence, while it is recorded nowhere"
-    )
-    parser.add_argument(
-        "--fence-id", metavar="ID", help="with --undo: the fence (a refusal names it) when no ledger records it"
-    )
+    parser.add_argument("--region", action="append", metavar="R", help="only R (repeatable; default: every region)")
+    parser.add_argument("--endpoint-url", action="append", metavar="[REGION=]URL", help="repeatable, one a region")
+    parser.add_argument("--undo", action="store_true", help="put back the pending fence's lanes, recorded nowhere")
+    parser.add_argument("--fence-id", metavar="ID", help="with --undo: the fence when no ledger records it")
 
 
 def _fence(args: argparse.Namespace, context: Context) -> int:

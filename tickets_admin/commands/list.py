@@ -27,13 +27,7 @@ examples:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--rate-over",
-        default=0,
-        metavar="S",
-        type=whole_number,
-        help="read the table again S seconds later for each key's rate and time left (default 0: read once)",
-    )
+    parser.add_argument("--rate-over", default=0, metavar="S", type=whole_number, help="read again S seconds later")
 
 
 def _list(args: argparse.Namespace, context: Context) -> int:

@@ -159,13 +159,13 @@ class _Run:
         target = f"{value + margin} (old value {value} + margin {margin})"
         lines: list[str] = []
         try:
-            results = raise_key(self.table, lanes, value + margin, lines.append)
+            outcomes = raise_key(self.table, lanes, value + margin, lines.append)
         except AdminError as err:
             say(f"{key}: NOT MIGRATED: not raised above {target}: {' '.join(str(err).splitlines())}")
             return "not migrated"
-        if any(result.outcome is Outcome.OFF_LANE for result in results):  # its line says what needs a fix by hand
+        if Outcome.OFF_LANE in outcomes:  # its line says what needs a fix by hand
             outcome, verb = "not migrated", "NOT MIGRATED: not raised above"
-        elif any(result.outcome is Outcome.RAISED for result in results):
+        elif Outcome.RAISED in outcomes:
             outcome, verb = "raised", "would raise above" if dry_run else "raised above"
         else:
             outcome = verb = "already above"

@@ -17,7 +17,8 @@ put the opaque ids' keys in the service's SSM parameter, in every region
 new random key for each key version the counters' keyVersion (or --version) asks for that none
 holds; an existing key never changes. Every region is read before any is written: run it again
 to finish after a failure. Prints versions, never keys. Your credentials need ssm:GetParameter,
-PutParameter and DescribeParameters on it, and the KMS key's use (docs/how-to/opaque-order-numbers.md)."""
+PutParameter and DescribeParameters on it, and the KMS key's use (--kms-key-id: e.g. your
+TicketService's encryption_key, one alias in every region; docs/how-to/opaque-order-numbers.md)."""
 
 EPILOG = """\
 examples:
@@ -27,15 +28,8 @@ examples:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--version", type=int, action="append", metavar="N", help="also make key version N if no region has it"
-    )
-    parser.add_argument(
-        "--kms-key-id",
-        metavar="KEY",
-        help="the KMS key to encrypt it with, e.g. your TicketService's encryption_key, the same alias in every "
-        "region (default: the one it has, else aws/ssm)",
-    )
+    parser.add_argument("--version", type=int, action="append", metavar="N", help="also key version N (repeatable)")
+    parser.add_argument("--kms-key-id", metavar="KEY", help="default: the parameter's key, else aws/ssm")
 
 
 def _put_key(args: argparse.Namespace, context: Context) -> int:

@@ -46,8 +46,7 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
         f"raising {args.key}{epoch} above {args.above} in {context.region} (slot {settings.region_slot} of "
         f"{settings.region_slots}), table {table.table}: {len(lanes.current)} lane(s)"
     )
-    results = raise_key(table, lanes, args.above, say)
-    return 1 if any(result.outcome is Outcome.OFF_LANE for result in results) else 0
+    return 1 if Outcome.OFF_LANE in raise_key(table, lanes, args.above, say) else 0
 
 
 COMMAND = Command("raise", TEXT, EPILOG, _raise, _arguments)
