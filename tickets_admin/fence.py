@@ -65,11 +65,10 @@ def _foreign_stop(region: str, name: str, item: Item, ledger_path: Path) -> str:
     other = fenced_by(item)
     which = f"fence {other}" if other else "a fence that recorded no id"
     return (
-        f"{region}: {name} was stopped by {which}, which {ledger_path} does not record: another line of history (a "
-        "branch, a checkout) changed its layout, and two lines' fences would repeat each other's tickets. "
-        f"{_MERGE_FIRST}. An abandoned fence: finish or undo it where it began (`{FENCE_COMMAND}`, "
-        f"`{FENCE_UNDO_COMMAND}`); if no ledger records it, `{FENCE_UNDO_COMMAND} --fence-id {other or 'ID'}` puts "
-        "its lanes back. Nothing was stopped or recorded."
+        f"{region}: {name} was stopped by {which}, which {ledger_path} does not record: another line of history "
+        f"changed its layout, and two lines' fences would repeat each other's tickets. {_MERGE_FIRST}. An abandoned "
+        f"fence: finish or undo it where it began; if no ledger records it, `{FENCE_UNDO_COMMAND} --fence-id "
+        f"{other or 'ID'}` puts its lanes back. Nothing was stopped or recorded."
     )
 
 
@@ -79,10 +78,9 @@ def _read(table: CounterTable, name: str) -> Item | None:
         return table.get(name)
     except MissingTable as err:
         raise AdminError(
-            f"{region}: {err}. The ledger gives {region} a slot: a region recorded (synthesised) but never deployed "
-            "has no table yet, and could later be deployed with the old layout: deploy it first, with the ledger's "
-            "last cdk.json (`git stash`, `make deploy`, `git stash pop`), then run fence again; or name the table "
-            "(--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
+            f"{region}: {err}. A region recorded (synthesised) but never deployed has no table yet, and could later "
+            "get the old layout: deploy it first (`git stash`, `make deploy`, `git stash pop`), then run fence "
+            "again; or name its table (--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
         ) from None
     except AdminError as err:
         raise AdminError(

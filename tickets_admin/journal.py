@@ -166,8 +166,7 @@ SERIES_EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
   .venv/bin/python -m tickets_admin journal invoices --format csv > invoices.csv
-  .venv/bin/python -m tickets_admin audit invoices
-  .venv/bin/python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
+  .venv/bin/python -m tickets_admin audit invoices"""
 
 
 def series_arguments(parser: argparse.ArgumentParser) -> None:

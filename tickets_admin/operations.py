@@ -152,8 +152,7 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
     raise AdminError(f"{name}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
 
 
-# The fencedBy of a lane stopped again after a restore, sealed at once: nothing may put it back.
-RESTOPPED_BY = "raise-after-restore"
+RESTOPPED_BY = "raise-after-restore"  # fencedBy of a lane stopped again after a restore, sealed: never put back
 
 
 def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:

@@ -54,10 +54,7 @@ class Context:
         if self.from_ledger:
             return
         if self.endpoint_url is not None and not self.ledger_path().exists():
-            print(
-                f"note: no {LEDGER_FILE} beside {self.config_file}: layouts unchecked (allowed with --endpoint-url)",
-                file=sys.stderr,
-            )
+            print(f"note: no {LEDGER_FILE} beside {self.config_file}: layouts unchecked", file=sys.stderr)
             return
         check_config_file(self.config_file, self.config)
 

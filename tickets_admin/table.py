@@ -104,7 +104,5 @@ class CounterTable:
                 "printed above; run the command again (it is safe to repeat)"
             )
         if failure is Failure.ACCESS_DENIED:
-            return AdminError(
-                f"DynamoDB denied a request to the {self._where} ({code}), to these credentials: {message}"
-            )
+            return AdminError(f"DynamoDB denied a request to the {self._where} (check credentials): {code}: {message}")
         return AdminError(f"DynamoDB refused a request to the {self._where}: {code}: {message}")

@@ -18,8 +18,7 @@ Under its keyVersion (or --key-version); a ticket has an id whether or not it wa
 EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
-  .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
-  .venv/bin/python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
+  .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

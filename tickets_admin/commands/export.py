@@ -12,10 +12,9 @@ from ..registry import Command, Context
 TEXT = """\
 print every counter item as JSON, one object per line
 
-All keys, all lanes, as JSON Lines: one JSON object per line, sorted by `counter`; whole
-numbers exact however large, any other value in DynamoDB's typed form ({"N": "12.5"});
-migrate's records ("_migration...") left out. After a fence, each epoch's items (orders,
-orders@1#0, ...), an earlier one's stopped: step 0, stoppedStep the step they had."""
+All keys, all lanes, as JSON Lines: one JSON object per line, sorted by `counter`; whole numbers
+exact, other values in DynamoDB's form ({"N": "12.5"}); migrate's records left out. After a
+fence, each epoch's items (orders, orders@1#0, ...), the earlier stopped (step 0, stoppedStep)."""
 
 EPILOG = """\
 examples:

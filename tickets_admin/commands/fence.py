@@ -35,11 +35,10 @@ TEXT = """\
 stop the old layout's lanes above a fence in every region and record the epoch in the ledger
 
 After cdk.json changes a live layout (regionSlots, shards, stride, a counter for a key served
-unconfigured): stops the old lanes in every region (step 0), reads their final lasts, and
-records in the ledger the fence above them and the new layout; then synthesise and deploy. The
-fence is pending from before the first stop until a run leaves no region unfenced (--region
-runs add up); --undo puts the lanes back until then. Safe to repeat. Before any write it
-refuses what no fence makes safe, a lane another fence stopped, and a region with no table
+unconfigured): stops the old lanes in every region, reads their final lasts, and records in the
+ledger the fence above them and the new layout; then synthesise and deploy. The fence is pending
+until a run leaves no region unfenced (--region runs add up); --undo puts its lanes back until
+then. Safe to repeat; before any write it refuses what a fence cannot make safe
 (docs/how-to/change-a-layout.md)."""
 
 EPILOG = """\

@@ -11,19 +11,16 @@ from ..registry import Command, Context, whole_number
 TEXT = """\
 print the counters of this region's table: key, lanes, last, step, tickets left (and time left)
 
-A line per key used, configured or not (a consistent Scan): its lanes here, the highest ticket
-they issued, their step, and `left` before the key's max in cdk.json (- for a key the config
-does not serve, or an item code did not write). After a fence, a line per epoch (orders,
-orders@1, ...), the earlier ones stopped. --rate-over S reads again S seconds later and adds
-each key's tickets `issued` meanwhile and the `time left` at that rate
-(docs/reference/monitoring.md)."""
+A line per key used, configured or not: its lanes here, the highest ticket they issued, their
+step, and `left` before the key's max (- where cdk.json does not serve the key). After a fence,
+a line per epoch (orders, orders@1, ...). --rate-over S reads again S seconds later, adding each
+key's tickets `issued` meanwhile and the `time left` at that rate (docs/reference/monitoring.md)."""
 
 EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin list
   .venv/bin/python -m tickets_admin list --rate-over 60          # and each key's time left at the last minute's rate
-  .venv/bin/python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=...
-  (make serve on its in-process moto: curl http://127.0.0.1:8000/_local/counters)"""
+  .venv/bin/python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=..."""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

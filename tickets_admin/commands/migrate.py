@@ -40,9 +40,9 @@ examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --verify"""
 
-# Its records in the Tickets counter table (not counters: tables.is_counter_item).
-MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"  # the first run: when, and from which table
-MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"  # + KEY: the target its first run raised KEY above
+# Its records in the Tickets table (not counters): the first run's time and table, and + KEY, the key's target.
+MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"
+MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"
 
 
 @dataclass(frozen=True)
@@ -169,11 +169,8 @@ class _Run:
             outcome, verb = "raised", "would raise above" if dry_run else "raised above"
         else:
             outcome = verb = "already above"
-        new = (
-            f" (new in the old table since the first run, {self.first_run})"
-            if recorded is None and self.first_run
-            else ""
-        )
+        first_run = self.first_run if recorded is None else None
+        new = f" (new in the old table since the first run, {first_run})" if first_run else ""
         say(f"{key}{new}: {verb} {target}: {'; '.join(lines)}")
         if recorded is None and outcome != "not migrated" and not dry_run:
             record = {"target": value + margin, "oldValue": value, "margin": margin, "at": self.now}

@@ -13,12 +13,11 @@ from ..table import AdminError
 TEXT = """\
 put the opaque ids' keys in the service's SSM parameter, in every region
 
-/tickets/<tableName>/opaque-keys, in every region of cdk.json: the keys any region holds, and a
-new random key for each key version the counters' keyVersion (or --version) asks for that none
-holds; an existing key never changes. Every region is read before any is written: run it again
-to finish after a failure. Prints versions, never keys. Your credentials need ssm:GetParameter,
-PutParameter and DescribeParameters on it, and the KMS key's use (--kms-key-id: e.g. your
-TicketService's encryption_key, one alias in every region; docs/how-to/opaque-order-numbers.md)."""
+/tickets/<tableName>/opaque-keys in every region of cdk.json gets the keys any region holds and
+a new random key for each key version the counters (or --version) ask for that none holds; no
+key ever changes. Every region is read before any is written (run it again to finish). Prints
+versions, never keys. Needs ssm:GetParameter, PutParameter, DescribeParameters and the KMS key
+(--kms-key-id: e.g. TicketService's encryption_key; docs/how-to/opaque-order-numbers.md)."""
 
 EPILOG = """\
 examples:
@@ -67,9 +66,8 @@ def _union(held: Mapping[str, dict[int, bytes] | None], name: str) -> dict[int, 
         for version, key in (region_keys or {}).items():
             if keys.setdefault(version, key) != key:
                 raise AdminError(
-                    f"{name}: key version {version} differs between {holder[version]} and {region}, so their ids may "
-                    "meet. Nothing was written. Make both hold one key for it by hand (aws ssm put-parameter; "
-                    "docs/how-to/opaque-order-numbers.md)"
+                    f"{name}: key version {version} differs between {holder[version]} and {region}: ids may meet. "
+                    "Nothing was written. Make both hold one key by hand (docs/how-to/opaque-order-numbers.md)"
                 )
             holder.setdefault(version, region)
     return keys
