@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tickets import lane_item
-from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED, items_of
+from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED, items_of
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.sequence import Lane, lanes_of
 from tickets.settings import CounterConfig
@@ -128,10 +128,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, s
             made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
             return (outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
         raced = True  # the service wrote first: read again
-    raise AdminError(
-        f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
-        "(it is safe to repeat)"
-    )
+    raise AdminError(f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
@@ -162,8 +159,7 @@ def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:
     if number(item, STEP) == STOPPED:  # the layout changed after the ledger this config is checked against
         return (
             f"{lane.plain_key if layout else lane.item_key} was stopped at a fence the ledger beside --config does not "
-            f"record yet: finish {lane.key}'s layout change with `.venv/bin/python -m tickets_admin fence` (with the "
-            "new cdk.json), then raise the new layout's lanes"
+            f"record yet: finish {lane.key}'s layout change with `{FENCE_COMMAND}`, then raise the new layout's lanes"
         )
     changed = (lane_item.layout_contradiction if layout else lane_item.contradiction)(lane, item)
     return (

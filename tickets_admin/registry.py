@@ -51,12 +51,10 @@ class Context:
 
     def check_ledger(self) -> None:
         """Refuse a config the ledger refuses, as synthesis does; only a local endpoint may go without a ledger."""
-        if self.from_ledger:
-            return
-        if self.endpoint_url is not None and not self.ledger_path().exists():
+        if self.endpoint_url is not None and not self.ledger_path().exists():  # --service's always exists
             print(f"note: no {LEDGER_FILE} beside {self.config_file}: layouts unchecked", file=sys.stderr)
-            return
-        check_config_file(self.config_file, self.config)
+        elif not self.from_ledger:
+            check_config_file(self.config_file, self.config)
 
 
 @dataclass(frozen=True)

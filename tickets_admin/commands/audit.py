@@ -19,9 +19,7 @@ def _audit(args: argparse.Namespace, context: Context) -> int:
         return 1 if args.series else 0
     with table.dynamodb_errors():
         audits = [audit(head, journal.entries(head)) for head in heads]
-    for result in audits:
-        for line in result.lines():
-            print(printable(line))
+    print("\n".join(printable(line) for result in audits for line in result.lines()))
     failed = [result for result in audits if not result.clean]
     print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
     return 1 if failed else 0

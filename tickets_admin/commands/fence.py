@@ -227,10 +227,8 @@ def _check_max(config: DeploymentConfig, changes: Sequence[Change], lanes: Surve
 
 def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> LedgerFile:
     services = {**file.services, service.table_name: service}
-    parent = file.version
-    written = replace(
-        file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change))
-    )
+    version = Version(version_id(file.version, services), file.version, change)
+    written = replace(file, services=services, versions=(*file.versions, version))
     write_ledger_file(path, written)
     return written
 

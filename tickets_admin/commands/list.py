@@ -42,8 +42,7 @@ def _list(args: argparse.Namespace, context: Context) -> int:
         time.sleep(args.rate_over)
         later, later_at = read()
         listed, columns = with_rates(listed, later, later_at - read_at), (*columns, ISSUED_COLUMN, TIME_LEFT_COLUMN)
-    for line in table_lines(listed, columns):
-        print(line)
+    print("\n".join(table_lines(listed, columns)))
     return 0
 
 

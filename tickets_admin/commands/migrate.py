@@ -56,12 +56,10 @@ def read_old_counters(items: Iterable[Item], key_attribute: str, value_attribute
     skipped: list[str] = []
     for item in items:
         key, value = item.get(key_attribute), item.get(value_attribute)
-        which = (
-            f"{key_attribute} {clip(json.dumps(key))}"
-            if key is not None
-            else f"an item without {key_attribute}: {clip(json.dumps(item, sort_keys=True), 200)}"
-        )
-        name = key.get("S") if key is not None else None
+        if key is None:
+            name, which = None, f"an item without {key_attribute}: {clip(json.dumps(item, sort_keys=True), 200)}"
+        else:
+            name, which = key.get("S"), f"{key_attribute} {clip(json.dumps(key))}"
         whole = _whole_number(value)
         if not is_valid_key(name):
             skipped.append(f"skipped {which}: not a valid key (a string of {KEY_RULE})")
@@ -78,12 +76,10 @@ def read_old_counters(items: Iterable[Item], key_attribute: str, value_attribute
 def _whole_number(value: dict[str, str] | None) -> int | None:
     """A DynamoDB number that is whole, 0 or more (however written, e.g. 1E+3); else None."""
     try:
-        whole = Decimal(value["N"]) if value is not None and "N" in value else None
-    except InvalidOperation:
+        whole = Decimal((value or {})["N"])
+    except (KeyError, InvalidOperation):
         return None
-    if whole is None or not whole.is_finite() or whole < 0 or whole != whole.to_integral_value():
-        return None
-    return int(whole)
+    return int(whole) if whole.is_finite() and whole >= 0 and whole == whole.to_integral_value() else None
 
 
 class DryRunTable(CounterTable):
@@ -113,16 +109,16 @@ def _read_target(table: CounterTable, key: str) -> Target | None:
 
 def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) -> None:
     """Write a record once: never replaced."""
+    typed = {
+        f":{name}": {"N": str(value)} if isinstance(value, int) else {"S": value} for name, value in values.items()
+    }
     table.write(
         item_key,
         {
-            "UpdateExpression": "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(values))),
+            "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in values),
             "ConditionExpression": "attribute_not_exists(#counter)",
-            "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#a{i}": name for i, name in enumerate(values)}},
-            "ExpressionAttributeValues": {
-                f":a{i}": {"N": str(value)} if isinstance(value, int) else {"S": value}
-                for i, value in enumerate(values.values())
-            },
+            "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#{name}": name for name in values}},
+            "ExpressionAttributeValues": typed,
         },
     )
 
