@@ -87,7 +87,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _context(args: argparse.Namespace) -> Context:
-    """The config from --config (cdk.json), or with --service from the ledger alone."""
     region, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
     if args.service is None:
         path, named = Path(args.config), args.config

@@ -14,9 +14,8 @@ from tickets.lane_item import FENCE_SEALED, LAST, STEP, Item, fenced_by, number
 from tickets.tables import COUNTER_KEY
 from tickets_deploy.ledger import Change
 
-from .table import AdminError, CounterTable, MissingTable
+from .table import ATTEMPTS, AdminError, CounterTable, MissingTable
 
-_ATTEMPTS = 5  # a stop fails its condition only if the item changed shape meanwhile; then it is read again
 _MERGE_FIRST = (
     "Merge that line's ledger first (`git checkout BRANCH -- tickets.lock.json`, keep your cdk.json, synthesise), "
     "then run fence again (docs/how-to/work-as-a-team.md)"
@@ -96,7 +95,7 @@ def stop(lanes: RegionLanes, fence: str) -> None:
 
 
 def _stop(table: CounterTable, name: str, fence: str) -> Item:
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         item = table.update(name, lane_item.stop(fence))
         if item is None:
             item = table.get(name)
@@ -107,7 +106,7 @@ def _stop(table: CounterTable, name: str, fence: str) -> Item:
             item = table.update(name, lane_item.stop_unwritten(fence))
         if item is not None:
             return item
-    raise AdminError(f"{name}: the item kept changing shape under {_ATTEMPTS} attempts; run the command again")
+    raise AdminError(f"{name}: the item kept changing shape under {ATTEMPTS} attempts; run the command again")
 
 
 def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int | None]:

@@ -126,35 +126,26 @@ class SeriesTable:
 
 
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
-    """One JSON object per entry, UTF-8 unescaped; a lone surrogate (docs/reference/series.md#text-that-is-not-unicode)
-    as its JSON escape, which reads back as stored."""
+    """A JSON object per entry, UTF-8; a lone surrogate (docs/reference/series.md#text-that-is-not-unicode) escaped."""
     for entry in entries:
         text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
         yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="")  # None and a missing `id`: empty
-    writer.writeheader()
-    yield _take(buffer)
+    yield ",".join(CSV_COLUMNS)  # names CSV needs no quotes for
     for entry in entries:
         row: dict[str, Any] = dict(entry.to_json())
         voided = row.pop("voided") or {}
-        writer.writerow({**row, **{column: voided.get(name) for name, column in VOID_COLUMNS.items()}})
-        yield _take(buffer)
+        cells = {**row, **{column: voided.get(name) for name, column in VOID_COLUMNS.items()}}
+        buffer = io.StringIO()  # a row's line: None and a missing `id` as empty cells
+        csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="").writerow(cells)
+        yield printable(buffer.getvalue())
 
 
 def printable(text: str) -> str:
     """`text` as UTF-8 can carry it, a lone surrogate as `\\udXXX`: printing never fails on what is stored."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _take(buffer: io.StringIO) -> str:
-    text = buffer.getvalue()
-    buffer.seek(0)
-    buffer.truncate()
-    return printable(text)
 
 
 def _numbers(numbers: list[int], shown: int = 50) -> str:

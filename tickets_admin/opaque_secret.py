@@ -119,8 +119,7 @@ def opaque_codec(args: argparse.Namespace, context: Context) -> OpaqueCodec:
             items = {version: table.get(f"{FINGERPRINT_PREFIX}{version}") for version in sorted(keys)}
         except AdminError as err:
             raise AdminError(f"{err} (the keys' fingerprints are read there; --no-table-check skips it)") from None
-        for version, item in items.items():
-            problem = replaced(version, keys[version], item, keys_named(args))
+        for problem in (replaced(version, keys[version], item, keys_named(args)) for version, item in items.items()):
             if problem is not None:
                 raise AdminError(problem)
     return OpaqueCodec(counter.opaque, keys, args.key)

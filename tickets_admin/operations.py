@@ -16,9 +16,7 @@ from tickets.sequence import Lane, lanes_of
 from tickets.settings import CounterConfig
 from tickets_deploy.ledger import Ledger
 
-from .table import AdminError, CounterTable
-
-_ATTEMPTS = 5  # reads and conditional writes per lane before giving up on a lane that keeps changing
+from .table import ATTEMPTS, AdminError, CounterTable
 
 
 class Outcome(Enum):
@@ -97,7 +95,7 @@ def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable
 
 def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, str]:
     name, target_last, raced = f"{lane.item_key} (lane {lane.index})", next_ticket_above(lane, above) - lane.step, False
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         item = table.get(lane.item_key)
         problem = _problem(lane, item)
         if problem:
@@ -128,13 +126,13 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, s
             made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
             return (outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
         raced = True  # the service wrote first: read again
-    raise AdminError(f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
+    raise AdminError(f"{lane.item_key}: the item kept changing under {ATTEMPTS} attempts; run the command again")
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
     """Stop (and seal) an earlier epoch's item that a restore from before its fence brought back or dropped."""
     epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         item = table.get(name)
         if item is not None and number(item, STEP) == STOPPED:
             if lane_item.fenced_by(item) == RESTOPPED_BY and lane_item.FENCE_SEALED not in item:
@@ -146,7 +144,7 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
             if item is None:
                 return f"{name}: absent (a restore from before its fence dropped it): written stopped (epoch {epoch})"
             return f"{name}: not stopped (a restore from before its fence brought it back): stopped again"
-    raise AdminError(f"{name}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
+    raise AdminError(f"{name}: the item kept changing under {ATTEMPTS} attempts; run the command again")
 
 
 RESTOPPED_BY = "raise-after-restore"  # fencedBy of a lane stopped again after a restore, sealed: never put back

@@ -19,6 +19,7 @@ from tickets.tables import COUNTER_KEY
 from .listing import scan
 
 REGION_NAMED_BY = "--region (default: the first region in cdk.json)"
+ATTEMPTS = 5  # reads and conditional writes of one item before giving up on an item that keeps changing
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
 

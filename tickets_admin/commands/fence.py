@@ -91,9 +91,8 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
     unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
     if unfenced:
         say(
-            f"not recorded yet: {', '.join(unfenced)} still to fence (`{FENCE_COMMAND} [--region R]`); the lanes "
-            f"stopped so far answer 503 until then, or until `{FENCE_UNDO_COMMAND}`. {path} records the fence as "
-            f"pending ({pending.id}): commit it"
+            f"not recorded yet: {', '.join(unfenced)} still to fence (`{FENCE_COMMAND} [--region R]`); stopped lanes "
+            f"answer 503 meanwhile, or `{FENCE_UNDO_COMMAND}`. {path} records it pending ({pending.id}): commit it"
         )
         return 0
     return _record(config, file, pending, lanes, path)
@@ -127,9 +126,8 @@ def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: P
         if tuple(planned) != pending.changes:
             given = "; ".join(change.describe() for change in planned) or "no layout change"
             raise AdminError(
-                f"{path} records fence {pending.id} as pending ({pending.describe()}); its stopped lanes answer 503. "
-                f"cdk.json gives {given}: give it those layouts and run `{FENCE_COMMAND}`, or `{FENCE_UNDO_COMMAND}`. "
-                "Nothing was written."
+                f"{path} records fence {pending.id} as pending ({pending.describe()}), but cdk.json gives {given}: "
+                f"give it those layouts and run `{FENCE_COMMAND}`, or `{FENCE_UNDO_COMMAND}`. Nothing was written."
             )
         return planned
     problems = fence_refusals(config, ledger)
@@ -193,8 +191,7 @@ def _check_new_fence(file: LedgerFile, config: DeploymentConfig, changes: list[C
     if len(accounts) > 1:
         raise LedgerError(
             f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
-            f"({', '.join(accounts)}), and fence reaches one. Give each account its own ledger first "
-            "(docs/how-to/change-a-layout.md)"
+            f"({', '.join(accounts)}). Give each account its own ledger first (docs/how-to/change-a-layout.md)"
         )
 
 
