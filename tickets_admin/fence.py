@@ -72,13 +72,12 @@ def _foreign_stop(region: str, name: str, item: Item, ledger_path: Path) -> str:
 
 
 def _read(table: CounterTable, name: str) -> Item | None:
-    region = table.region
     try:
         return table.get(name)
     except MissingTable as err:
         raise AdminError(
-            f"{region}: {err}. A region recorded (synthesised) but never deployed has no table yet, and could later "
-            "get the old layout: deploy it first (`git stash`, `make deploy`, `git stash pop`), then run fence "
+            f"{table.region}: {err}. A region recorded (synthesised) but never deployed has no table yet, and could "
+            "later get the old layout: deploy it first (`git stash`, `make deploy`, `git stash pop`), then run fence "
             "again; or name its table (--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
         ) from None
     except AdminError as err:
@@ -89,6 +88,7 @@ def _read(table: CounterTable, name: str) -> Item | None:
 
 
 def stop(lanes: RegionLanes, fence: str) -> None:
+    """Stop every old lane here that `fence` has not stopped yet; `lanes.items` as each write left it."""
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
             lanes.items[name] = _stop(lanes.table, name, fence)
@@ -110,7 +110,7 @@ def _stop(table: CounterTable, name: str, fence: str) -> Item:
 
 
 def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int | None]:
-    """Seal `change`'s lanes in every region (never undone then); their final lasts (None: issued nothing)."""
+    """Seal `change`'s lanes in every region (never undone then); their final lasts as the seal read them."""
     lasts = []
     for lanes in regions:
         for name in old_items([change]):

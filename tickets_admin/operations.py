@@ -51,9 +51,7 @@ def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: 
 
 
 def next_ticket_above(lane: Lane, above: int) -> int:
-    if above < lane.first:
-        return lane.first
-    return lane.ticket((above - lane.first) // lane.step + 1)
+    return lane.first if above < lane.first else lane.ticket((above - lane.first) // lane.step + 1)
 
 
 def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable[[str], None]) -> list[Outcome]:

@@ -99,7 +99,8 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
 
 
 def _record(config: DeploymentConfig, file: LedgerFile, pending: PendingFence, lanes: Survey, path: Path) -> int:
-    """Seal every stopped lane, reading its final last, and record the epochs above them (max checked first)."""
+    """Seal every stopped lane, reading its final last, and record the epochs above them; max is checked first, on
+    lasts only an undo could move, so that a refusal leaves the fence still undoable."""
     then = f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back"
     _check_max(config, pending.changes, lanes, then)
     recorded: list[KeyEpoch] = [
@@ -207,11 +208,10 @@ def _after_refusal(lanes: Survey) -> str:
 def _check_max(config: DeploymentConfig, changes: Sequence[Change], lanes: Survey, then: str) -> None:
     """A new layout must begin at or below max: checked before any stop (lanes only grow), and on final lasts."""
     for change in changes:
-        names = fence_lanes.old_items([change])
         lasts = [
             fence_lanes.final_last(name, item)
             for each in lanes.values()
-            for name in names
+            for name in fence_lanes.old_items([change])
             if (item := each.items[name]) is not None
         ]
         epoch, counter = change.epoch(fence_above(change.old.start, lasts)), config.counters.get(change.key)

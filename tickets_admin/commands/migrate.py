@@ -83,6 +83,8 @@ def _whole_number(value: dict[str, str] | None) -> int | None:
 
 
 class DryRunTable(CounterTable):
+    """Read for real, every write answered "done" and not sent: raise_key reports exactly what it would write."""
+
     def write(self, item_key: str, request: dict[str, Any]) -> bool:
         return True
 
@@ -125,12 +127,12 @@ def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) ->
 
 def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, numbers: str) -> str | None:
     """Which of the numbers low+1 .. high (`numbers`) these lanes issued, told; None if none."""
-    issued = [  # ranges, counted, never listed
-        range(next_ticket_above(lane, low), min(high, last) + 1, lane.step)
+    spans = [  # each lane's numbers in low+1 .. high: ranges, counted, never listed
+        span
         for lane in lanes
         if (last := number(table.get(lane.item_key), LAST)) is not None
+        and (span := range(next_ticket_above(lane, low), min(high, last) + 1, lane.step))
     ]
-    spans = [span for span in issued if span]
     if not spans:
         return None
     where = f"{table.region} ({min(span[0] for span in spans)} .. {max(span[-1] for span in spans)})"
