@@ -17,7 +17,7 @@ then again above its final value once it has stopped (docs/how-to/restore.md,
 docs/how-to/migrate.md). It never lowers a lane ("already above"); it makes a lane of an item
 the service did not write, and completes a sharded key's layout; it writes nothing if a stored
 lane disagrees with cdk.json or N is past max. Exit status 1 if a lane needs a fix by hand.
-After a fence: the latest epoch's lanes, an earlier one's that a restore brought back stopped."""
+After a fence it raises the latest epoch's lanes, and stops again any a restore brought back."""
 
 EPILOG = """\
 examples:
