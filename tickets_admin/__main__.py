@@ -1,7 +1,7 @@
-# The module's docstring (`python -m tickets_admin`: each command and its help) is made from COMMANDS, below.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -14,8 +14,7 @@ try:
     from .registry import Command, Context, find_commands
     from .table import AdminError
 except ModuleNotFoundError as missing:
-    # `make init` and `make synth` install the CDK set alone; the commands their refusals name reach AWS through
-    # botocore, which `make deploy`'s set brings: say so rather than print a traceback.
+    # `make init` and `make synth` install the CDK set alone, without botocore: a message, not a traceback.
     if missing.name != "botocore":
         raise
     sys.exit(
@@ -27,14 +26,9 @@ COMMANDS = find_commands()
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 
 DESCRIPTION = """\
-Operate on a Tickets deployment's counter table, in one region. The table's name, the
-region's slot and each counter's start, stride, max and shards come from cdk.json, as
-the stack and the local server take them. raise and migrate first check cdk.json against
-the deployment ledger beside it (tickets.lock.json), as synthesis does, and refuse, with
-synthesis's message, a config it refuses. With --service TABLE (an app built on the
-construct, which has no cdk.json config), everything comes from the ledger alone: the
-service's settings as its last recorded version deployed them. Every write is
-conditional: it is safe to run while the service issues tickets, and safe to repeat."""
+Operate on a Tickets deployment's counter table in one region, as cdk.json (or, with --service
+TABLE, the ledger alone) configures it; raise and migrate refuse a config the ledger refuses.
+Every write is conditional: safe while the service runs, and to repeat (docs/reference/cli.md)."""
 
 CREDENTIALS = """\
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role); with
@@ -42,44 +36,22 @@ Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance
 local endpoints accept. Errors print "error: <what to do>" on stderr and exit with status 1."""
 
 
-def first_example(command: Command) -> list[str]:
-    lines = command.epilog.splitlines()
-    start = next(index for index, line in enumerate(lines) if f"tickets_admin {command.name}" in line)
-    end = start
-    while lines[end].endswith("\\"):
-        end += 1
-    return lines[start : end + 1]
+def first_example(command: Command) -> str:
+    return next(each for each in re.split(r"\n  (?=\S)", command.epilog) if f"tickets_admin {command.name}" in each)
 
 
-EPILOG = "\n".join(["examples:", *(line for each in COMMANDS for line in first_example(each)), "", CREDENTIALS])
+EPILOG = "\n".join(["examples:", *(f"  {first_example(each)}" for each in COMMANDS), "", CREDENTIALS])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--config",
-        default="cdk.json",
-        metavar="PATH",
-        help="the CDK config to take the table, slots and counters from (default: cdk.json)",
-    )
-    one_region = argparse.ArgumentParser(add_help=False)  # fence works on several regions: its own options
+    common.add_argument("--config", default="cdk.json", metavar="PATH", help="the CDK config (default: cdk.json)")
+    common.add_argument("--table", metavar="NAME", help="the counter table (default: tableName in cdk.json)")
+    one_region = argparse.ArgumentParser(add_help=False)
     one_region.add_argument(
-        "--region",
-        help="a region from cdk.json's tickets.regions; its slot decides its lanes "
-        "(default: the first configured region)",
+        "--region", help="one of tickets.regions, whose slot decides its lanes (default: the first)"
     )
-    one_region.add_argument(
-        "--endpoint-url",
-        metavar="URL",
-        help="a DynamoDB-compatible endpoint, e.g. the one given to make serve ENDPOINT_URL= "
-        "(default: DynamoDB itself)",
-    )
-    common.add_argument(
-        "--table",
-        metavar="NAME",
-        help="the counter table (default: tableName in cdk.json, which the stack and the local server use)",
-    )
-
+    one_region.add_argument("--endpoint-url", metavar="URL", help="a DynamoDB-compatible endpoint (make serve's)")
     parser = argparse.ArgumentParser(
         prog=".venv/bin/python -m tickets_admin",
         description=DESCRIPTION,
@@ -87,23 +59,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {tickets.__version__}")
-    parser.add_argument(
-        "--service",
-        metavar="TABLE",
-        help="take the service's config from the ledger alone, by its table name, instead of from --config "
-        "(an app built on the construct)",
-    )
-    parser.add_argument(
-        "--ledger",
-        metavar="PATH",
-        help=f"the ledger --service reads (default: {LEDGER_FILE} beside cdk.json, in the current directory)",
-    )
+    parser.add_argument("--service", metavar="TABLE", help="take the service's config from the ledger alone")
+    parser.add_argument("--ledger", metavar="PATH", help=f"the ledger --service reads (default: {LEDGER_FILE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         subparser = commands.add_parser(
             command.name,
             parents=[common, one_region] if command.one_region else [common],
-            description=command.description,
+            description=command.text,
             epilog=command.epilog,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             help=command.help,
@@ -124,15 +87,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _context(args: argparse.Namespace) -> Context:
-    """The config from --config (cdk.json), or with --service from the ledger alone."""
-    region_given, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
+    region, endpoint_url = (args.region, args.endpoint_url) if args.one_region else (None, None)
     if args.service is None:
         path, named = Path(args.config), args.config
         config = load_config_file(args.config)
     else:
         path = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
         config, named = service_config(path, args.service), f"{path} (service {args.service})"
-    region = pick_region(config, region_given, named)
+    region = pick_region(config, region, named)
     return Context(config, path, region, endpoint_url, args.table, from_ledger=args.service is not None)
 
 

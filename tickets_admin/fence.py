@@ -1,6 +1,6 @@
-"""The old lanes of one fence, in every region's table, for `tickets_admin fence` (tickets_admin/commands/fence.py):
-`survey` reads them all before anything is written and refuses what a fence must never pass by; `stop`, `seal` and
-`unstop` are one conditional write per item (tickets.lane_item), safe while the service issues tickets."""
+"""The old lanes of one fence in every region's table, for tickets_admin/commands/fence.py: `survey` reads them all
+before anything is written and refuses what a fence must never pass by; `stop`, `seal` and `unstop` are one
+conditional write per item (tickets.lane_item)."""
 
 from __future__ import annotations
 
@@ -8,36 +8,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tickets import lane_item
-from tickets.epochs import (
-    EPOCH_SEPARATOR,
-    FENCE_COMMAND,
-    FENCE_UNDO_COMMAND,
-    SHARD_SEPARATOR,
-    STOPPED,
-    item_base,
-    items_of,
-)
-from tickets.lane_item import FENCE_SEALED, LAST, STEP, fenced_by, number
+from tickets import epochs, lane_item
+from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED, item_base, items_of
+from tickets.lane_item import FENCE_SEALED, LAST, STEP, Item, fenced_by, number
 from tickets.tables import COUNTER_KEY
 from tickets_deploy.ledger import Change
 
-from .table import AdminError, CounterTable, MissingTable
+from .table import ATTEMPTS, AdminError, CounterTable, MissingTable
 
-_ATTEMPTS = 5  # a stop fails its condition only if the item changed shape meanwhile; then it is read again
 _MERGE_FIRST = (
-    "Merge that line's ledger into this one first: take its tickets.lock.json (`git checkout BRANCH -- "
-    "tickets.lock.json`), keep your cdk.json, synthesise, and run fence again (docs/how-to/work-as-a-team.md)"
+    "Merge that line's ledger first (`git checkout BRANCH -- tickets.lock.json`, keep your cdk.json, synthesise), "
+    "then run fence again (docs/how-to/work-as-a-team.md)"
 )
 
 
 @dataclass
 class RegionLanes:
-    """One region's old lane items of a fence's changes, as last read or written (None: absent)."""
-
-    region: str
     table: CounterTable
-    items: dict[str, lane_item.Item | None]
+    items: dict[str, Item | None]
 
     def stopped_by(self, fence: str) -> bool:
         return all(item is not None and fenced_by(item) == fence for item in self.items.values())
@@ -46,157 +34,135 @@ class RegionLanes:
         return any(item is not None and number(item, STEP) == STOPPED for item in self.items.values())
 
 
+Survey = dict[str, RegionLanes]  # by region
+
+
 def old_items(changes: Iterable[Change]) -> list[str]:
-    """Every item the old layouts' lanes may occupy in a region (tickets.epochs.items_of)."""
     return [name for change in changes for name in items_of(change.key, change.number - 1, change.old.shards)]
 
 
-def survey(
-    tables: dict[str, CounterTable], changes: Sequence[Change], fence: str | None, ledger_path: Path
-) -> dict[str, RegionLanes]:
-    """Every region's old lanes, read before anything is written; AdminError (nothing written) for a region with
-    no table, for a lane stopped by another fence than `fence` (this ledger's pending one; None: a new fence), and,
-    for a new fence, for lanes of the epoch it would begin."""
+def survey(tables: dict[str, CounterTable], changes: Sequence[Change], fence: str | None, ledger_path: Path) -> Survey:
+    """Every region's old lanes, before any write; refused where a foreign fence (not `fence`) stopped one."""
     found = {}
     for region, table in sorted(tables.items()):
-        items = {name: _read(table, region, name) for name in old_items(changes)}
+        items = {name: _read(table, name) for name in old_items(changes)}
         for name, item in items.items():
             if item is not None and number(item, STEP) == STOPPED and fenced_by(item) != fence:
                 raise AdminError(_foreign_stop(region, name, item, ledger_path))
-        if fence is None:
-            _refuse_new_epoch_lanes(table, region, changes, ledger_path)
-        found[region] = RegionLanes(region, table, items)
+        for change in changes if fence is None else ():  # a new fence: its epoch has no lanes yet
+            name = item_base(change.key, change.number)
+            if _read(table, name) is not None:
+                raise AdminError(
+                    f"{region}: {name} exists: another line of history (a branch) deployed epoch {change.number} of "
+                    f"{change.key}, which {ledger_path} lacks. {_MERGE_FIRST}. Nothing was stopped or recorded."
+                )
+        found[region] = RegionLanes(table, items)
     return found
 
 
-def _refuse_new_epoch_lanes(table: CounterTable, region: str, changes: Sequence[Change], ledger_path: Path) -> None:
-    for change in changes:
-        name = item_base(change.key, change.number)
-        if _read(table, region, name) is not None:
-            raise AdminError(
-                f"{region}: {name} exists: lanes of epoch {change.number} of {change.key}, which {ledger_path} does "
-                f"not record, were created by a version deployed from another line of history (a branch whose fence "
-                f"recorded that epoch). {_MERGE_FIRST}. Nothing was stopped or recorded."
-            )
-
-
-def _foreign_stop(region: str, name: str, item: lane_item.Item, ledger_path: Path) -> str:
+def _foreign_stop(region: str, name: str, item: Item, ledger_path: Path) -> str:
     other = fenced_by(item)
     which = f"fence {other}" if other else "a fence that recorded no id"
     return (
-        f"{region}: {name} was stopped by {which}, which {ledger_path} does not record: another line of history (a "
-        "branch, or a checkout whose ledger was not merged into this one) changed its layout above its own fence, "
-        "and may have deployed it. Fences of one key on two lines would each begin lanes above their own fence and "
-        f"repeat each other's tickets. {_MERGE_FIRST}. If that fence was abandoned, finish or undo it from the "
-        f"checkout whose ledger began it (`{FENCE_COMMAND}`, `{FENCE_UNDO_COMMAND}`); if no ledger records it any more "
-        f"(lost, never committed), `{FENCE_UNDO_COMMAND} --fence-id {other or 'ID'}` puts its lanes back (refused once "
-        "it was recorded anywhere). Nothing was stopped or recorded."
+        f"{region}: {name} was stopped by {which}, which {ledger_path} does not record: another line of history "
+        f"changed its layout, and two lines' fences would repeat each other's tickets. {_MERGE_FIRST}. An abandoned "
+        f"fence: finish or undo it where it began; if no ledger records it, `{FENCE_UNDO_COMMAND} --fence-id "
+        f"{other or 'ID'}` puts its lanes back. Nothing was stopped or recorded."
     )
 
 
-def _read(table: CounterTable, region: str, name: str) -> lane_item.Item | None:
+def _read(table: CounterTable, name: str) -> Item | None:
     try:
         return table.get(name)
     except MissingTable as err:
         raise AdminError(
-            f"{region}: {err}. The ledger gives {region} a slot, so fence must read and stop its old lanes; a region "
-            "recorded (synthesised) but never deployed has no table yet, and could still be deployed later with the "
-            "layout before this fence, so fence cannot pass it by: deploy it first, with cdk.json as the ledger's "
-            "last version has it (`git stash`, `make deploy`, `git stash pop`), then run fence again. If the table "
-            "is elsewhere, name it (--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
+            f"{table.region}: {err}. A region recorded (synthesised) but never deployed has no table yet, and could "
+            "later get the old layout: deploy it first (`git stash`, `make deploy`, `git stash pop`), then run fence "
+            "again; or name its table (--table, --endpoint-url REGION=URL). Nothing was stopped or recorded."
         ) from None
     except AdminError as err:
         raise AdminError(
-            f"{err}. fence reads every region's old lanes before it stops any (with --region too), so each region "
-            "that ever had a slot must be reachable (--endpoint-url REGION=URL); nothing was stopped"
+            f"{err}. fence reads every region that ever had a slot before it stops any, with --region too "
+            "(--endpoint-url REGION=URL); nothing was stopped"
         ) from None
 
 
 def stop(lanes: RegionLanes, fence: str) -> None:
-    """Stop every old lane of the region that `fence` has not stopped yet; `lanes.items` as each write left it."""
+    """Stop every old lane here that `fence` has not stopped yet; `lanes.items` as each write left it."""
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
-            lanes.items[name] = _stop(lanes, name, fence)
+            lanes.items[name] = _stop(lanes.table, name, fence)
 
 
-def _stop(lanes: RegionLanes, name: str, fence: str) -> lane_item.Item:
-    table = lanes.table
-    for _ in range(_ATTEMPTS):
+def _stop(table: CounterTable, name: str, fence: str) -> Item:
+    for _ in range(ATTEMPTS):
         item = table.update(name, lane_item.stop(fence))
         if item is None:
             item = table.get(name)
             if item is not None and number(item, STEP) == STOPPED:
                 if fenced_by(item) != fence:  # another fence, since the survey: refuse, as it would have
-                    raise AdminError(_foreign_stop(lanes.region, name, item, Path("this ledger")))
+                    raise AdminError(_foreign_stop(table.region, name, item, Path("this ledger")))
                 return item
             item = table.update(name, lane_item.stop_unwritten(fence))
         if item is not None:
             return item
-    raise AdminError(f"{name}: the item kept changing shape under {_ATTEMPTS} attempts; run the command again")
+    raise AdminError(f"{name}: the item kept changing shape under {ATTEMPTS} attempts; run the command again")
 
 
 def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int | None]:
-    """Seal every lane of `change` that `fence` stopped, in every region: from then on no checkout can undo the
-    fence. Returns each lane's final `last` (None: it issued nothing), read by the seal itself."""
+    """Seal `change`'s lanes in every region (never undone then); their final lasts as the seal read them."""
     lasts = []
     for lanes in regions:
         for name in old_items([change]):
             item = lanes.table.update(name, lane_item.seal(fence))
             if item is None:
                 raise AdminError(
-                    f"{lanes.region}: {name} is no longer stopped by fence {fence}: a run of `{FENCE_UNDO_COMMAND}` "
-                    f"put it back meanwhile. Run `{FENCE_COMMAND}` again (it stops it again and records the fence)"
+                    f"{lanes.table.region}: {name} is no longer stopped by fence {fence} (`{FENCE_UNDO_COMMAND}` ran "
+                    f"meanwhile): run `{FENCE_COMMAND}` again"
                 )
             lasts.append(final_last(name, item))
     return lasts
 
 
-def final_last(name: str, item: lane_item.Item) -> int | None:
+def final_last(name: str, item: Item) -> int | None:
     if LAST in item and number(item, LAST) is None:
         raise AdminError(f"{name}: its last is not a whole number ({item[LAST]}); fix it by hand, then run fence again")
     return number(item, LAST)
 
 
-def stopped_lanes(table: CounterTable, region: str, fence: str) -> RegionLanes:
-    """Every lane `fence` stopped in the region's table, found by a Scan: the lanes of a fence no ledger here records
-    (its checkout's ledger was lost)."""
-    items: dict[str, lane_item.Item | None] = {
-        item[COUNTER_KEY]["S"]: item for item in table.scan() if fenced_by(item) == fence
-    }
-    return RegionLanes(region, table, items)
+def stopped_lanes(table: CounterTable, fence: str) -> RegionLanes:
+    items: dict[str, Item | None] = {item[COUNTER_KEY]["S"]: item for item in table.scan() if fenced_by(item) == fence}
+    return RegionLanes(table, items)
 
 
 def next_epoch_items(names: Iterable[str]) -> list[str]:
     """The plain item of the epoch after each lane item's (`orders#2` -> `orders@1`, `orders@1` -> `orders@2`)."""
     found = set()
     for name in names:
-        key, _, epoch = name.split(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
+        key, _, epoch = name.split(epochs.SHARD_SEPARATOR)[0].partition(epochs.EPOCH_SEPARATOR)
         found.add(item_base(key, int(epoch or 0) + 1))
     return sorted(found)
 
 
 def undo_refusals(lanes: RegionLanes, next_items: list[str], fence: str) -> list[str]:
-    """Why `fence` cannot be undone in this region: it was recorded (a lane it stopped is sealed), or lanes of the
-    epoch it begins exist (`next_items`: a version that records it was deployed)."""
+    """Why `fence` cannot be undone here: a lane it stopped is sealed, or lanes of the epoch it begins exist."""
     problems = []
     sealed = [name for name, item in lanes.items.items() if item and fenced_by(item) == fence and FENCE_SEALED in item]
     if sealed:
         problems.append(
-            f"{lanes.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by a run of fence "
-            "from another checkout, or one that stopped before writing its ledger: it can no longer be undone. Run "
-            f"`{FENCE_COMMAND}` from a checkout whose ledger records it pending, to record it there too"
+            f"{lanes.table.region}: {', '.join(sealed)}: fence {fence} was recorded (its lanes are sealed) by another "
+            f"run: run `{FENCE_COMMAND}` where the ledger records it pending, to record it there too"
         )
     for name in next_items:
-        if _read(lanes.table, lanes.region, name) is not None:
+        if _read(lanes.table, name) is not None:
             problems.append(
-                f"{lanes.region}: {name} exists: lanes of the epoch fence {fence} begins were created, so it was "
-                f"recorded and deployed somewhere: it can no longer be undone. Run `{FENCE_COMMAND}` to record it here"
+                f"{lanes.table.region}: {name} exists: the epoch fence {fence} begins was deployed: run "
+                f"`{FENCE_COMMAND}` to record it here"
             )
     return problems
 
 
 def unstop(lanes: RegionLanes, fence: str) -> list[str]:
-    """Put back every lane `fence` stopped in the region; the names put back."""
     put_back = []
     for name, item in lanes.items.items():
         if item is None or fenced_by(item) != fence:
@@ -205,8 +171,8 @@ def unstop(lanes: RegionLanes, fence: str) -> list[str]:
         write = lanes.table.write if "UpdateExpression" in request else lanes.table.delete  # created by the stop
         if not write(name, request):
             raise AdminError(
-                f"{lanes.region}: {name} changed while it was put back (another run of fence?); what was put back "
-                f"is printed above. Run `{FENCE_UNDO_COMMAND}` again, or `{FENCE_COMMAND}` to finish the fence instead"
+                f"{lanes.table.region}: {name} changed while it was put back (another run of fence?): run "
+                f"`{FENCE_UNDO_COMMAND}` again, or `{FENCE_COMMAND}` to finish the fence"
             )
         put_back.append(name)
     return put_back

@@ -1,5 +1,5 @@
-"""A series' journal read from its table with the function's own store (tickets.series.store), for `tickets_admin
-journal` and `audit` (the check tests/models/test_series_model.py runs after every step)."""
+"""A series' journal read with the function's own store (tickets.series.store), for `tickets_admin journal` and
+`audit` (the check tests/models/test_series_model.py runs after every step)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tickets.messages import JournalEntry
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
 from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
@@ -24,19 +25,8 @@ from .table import CounterTable
 
 EVERY_ENTRY = 2**31 - 1  # a Query's largest Limit: its own pages (1 MB each) are followed to the end
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-CSV_COLUMNS = (
-    "key",
-    "series",
-    "ticket",
-    "id",
-    "time",
-    "caller",
-    "idempotencyKey",
-    "ref",
-    "voidedBy",
-    "voidedAt",
-    "voidReason",
-)
+VOID_COLUMNS = {"by": "voidedBy", "at": "voidedAt", "reason": "voidReason"}  # a journal entry's `voided`, in CSV
+CSV_COLUMNS = (*(name for name in JournalEntry.__annotations__ if name != "voided"), *VOID_COLUMNS.values())
 
 
 @dataclass(frozen=True)
@@ -49,8 +39,6 @@ class Head:
 
 @dataclass(frozen=True)
 class SeriesAudit:
-    """One series checked from its first number to its last."""
-
     head: Head
     last: int | None  # the highest number with an entry (the mark, or mark + 1 while one is being issued)
     issued: int
@@ -78,8 +66,7 @@ class SeriesAudit:
 
 
 def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
-    """Every number from the head's start to the highest of its mark and its entries must have exactly one entry,
-    and every request (caller and Idempotency-Key) at most one. `entries` in any order (a table's, or an export's)."""
+    """Each number from start to the highest of mark and entries has one entry; each request at most one number."""
     counts: Counter[int] = Counter()
     requests: dict[tuple[str, str], list[int]] = {}
     voided = 0
@@ -106,9 +93,8 @@ class SeriesTable:
         self._store = SeriesStore(client, table_name)
 
     def heads(self, key: str, series: str | None = None) -> list[Head]:
-        """The key's series (or the one named), sorted by name, from a consistent Scan. A series whose
-        first request stopped before its head was written has one entry and no head: its head is made
-        up from that entry (no head: the mark is below the start, so at most the start has an entry)."""
+        """The key's series (or the one named), by name, from a consistent Scan. A series whose first request stopped
+        before its head was written has one entry and no head: its head is made up, its mark below its start."""
         heads: dict[str, Head] = {}
         first_entries: dict[str, int] = {}
         for item in scan(
@@ -133,7 +119,6 @@ class SeriesTable:
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:
-        """Every entry of the series in number order, a Query page at a time (the journal route's)."""
         return self._store.entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
 
     def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:
@@ -141,42 +126,26 @@ class SeriesTable:
 
 
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
-    """One JSON object per entry, UTF-8 unescaped; a lone surrogate (stored before the service refused
-    them, docs/reference/series.md#text-that-is-not-unicode) as its JSON escape, which reads back as stored."""
+    """A JSON object per entry, UTF-8; a lone surrogate (docs/reference/series.md#text-that-is-not-unicode) escaped."""
     for entry in entries:
         text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
         yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
 def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="")
-    writer.writerow(CSV_COLUMNS)
-    yield _take(buffer)
+    yield ",".join(CSV_COLUMNS)  # names CSV needs no quotes for
     for entry in entries:
-        encoded: dict[str, Any] = dict(entry.to_json())
-        voided = encoded.pop("voided") or {}
-        row = {
-            **encoded,
-            "voidedBy": voided.get("by"),
-            "voidedAt": voided.get("at"),
-            "voidReason": voided.get("reason"),
-        }
-        writer.writerow(["" if row.get(column) is None else row[column] for column in CSV_COLUMNS])
-        yield _take(buffer)
+        row: dict[str, Any] = dict(entry.to_json())
+        voided = row.pop("voided") or {}
+        cells = {**row, **{column: voided.get(name) for name, column in VOID_COLUMNS.items()}}
+        buffer = io.StringIO()  # a row's line: None and a missing `id` as empty cells
+        csv.DictWriter(buffer, CSV_COLUMNS, lineterminator="").writerow(cells)
+        yield printable(buffer.getvalue())
 
 
 def printable(text: str) -> str:
-    """`text` as UTF-8 can carry it: a lone surrogate becomes `\\udXXX` (Python's backslashreplace), so
-    printing never fails on what is stored (docs/reference/series.md#text-that-is-not-unicode)."""
+    """`text` as UTF-8 can carry it, a lone surrogate as `\\udXXX`: printing never fails on what is stored."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _take(buffer: io.StringIO) -> str:
-    text = buffer.getvalue()
-    buffer.seek(0)
-    buffer.truncate()
-    return printable(text)
 
 
 def _numbers(numbers: list[int], shown: int = 50) -> str:
@@ -188,8 +157,7 @@ SERIES_EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
   .venv/bin/python -m tickets_admin journal invoices --format csv > invoices.csv
-  .venv/bin/python -m tickets_admin audit invoices
-  .venv/bin/python -m tickets_admin audit invoices --series 2026-27 --endpoint-url http://127.0.0.1:8001"""
+  .venv/bin/python -m tickets_admin audit invoices"""
 
 
 def series_arguments(parser: argparse.ArgumentParser) -> None:
@@ -198,7 +166,7 @@ def series_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:
-    """The series table and KEY's series (or the one --series names); says so on stderr when there are none."""
+    """The series table and KEY's series (or --series'); says so on stderr when there are none."""
     table = context.counter_table(SERIES_TABLE_SUFFIX)
     journal = SeriesTable(table.client, table.table)
     with table.dynamodb_errors():

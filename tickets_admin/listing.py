@@ -1,5 +1,5 @@
-"""The counters of a counter table, one line each, read from its items (a Scan), never from cdk.json: what
-`tickets_admin list` prints and the local server's GET /_local/counters answers."""
+"""A counter table's counters, one row each, read from its items (a Scan), never from cdk.json: what `tickets_admin
+list` prints and the local server's GET /_local/counters answers."""
 
 from __future__ import annotations
 
@@ -17,14 +17,12 @@ ISSUED_COLUMN, TIME_LEFT_COLUMN = "issued", "time left"  # with_rates: between t
 
 
 def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None = None) -> list[dict[str, Any]]:
-    """Per key, sorted: its lanes here (items with a `last`), their highest `last` and the step stored on its items;
-    with `max_of` (a key's max, None where the config serves no such key), also `left` (tickets_left)."""
+    """Per key, sorted: its lanes here, their highest `last`, their step; with `max_of` (a key's max), also `left`."""
     grouped: dict[str, list[Item]] = {}
     for item in items:
         item_key = item[COUNTER_KEY]["S"]
-        if not is_counter_item(item_key):
-            continue
-        grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
+        if is_counter_item(item_key):
+            grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
     listed = []
     for key, key_items in sorted(grouped.items(), key=lambda group: _by_key_then_epoch(group[0])):
         key_items.sort(key=lambda item: str(item[COUNTER_KEY]["S"]))  # the plain item first, then shards
@@ -39,15 +37,12 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
 
 
 def _by_key_then_epoch(name: str) -> tuple[str, int]:
-    """A key's epochs together, oldest first (`orders`, `orders@1`, ..., `orders@10`), before the next key
-    (`orders-eu`: `-` sorts before `@`)."""
-    key, _, epoch = name.partition(EPOCH_SEPARATOR)
+    key, _, epoch = name.partition(EPOCH_SEPARATOR)  # orders, orders@1, ..., orders@10, then orders-eu
     return (key, int(epoch)) if epoch.isdigit() else (name, 0)  # not an epoch: an item typed in by hand
 
 
 def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
-    """How many more tickets these lane items can issue before `max_` (none for a lane stopped at a fence); None
-    without a max, or for an item without a step (not written by code) or a whole-number last."""
+    """What these lanes can issue before `max_`; None without a max, or for an item code did not write."""
     if max_ is None:
         return None
     left = 0
@@ -60,9 +55,7 @@ def tickets_left(lanes: list[Item], max_: int | None) -> int | None:
 
 
 def with_rates(before: list[dict[str, Any]], after: list[dict[str, Any]], seconds: float) -> list[dict[str, Any]]:
-    """`after` (a listing with `left`) with, per key, the tickets issued since `before` (read `seconds` earlier: the
-    fall in `left`, exact whoever took them) and the seconds `left` lasts at that rate (None when nothing was issued,
-    the key was not in both reads, or gained a lane)."""
+    """`after` with each key's tickets issued since `before` (the fall in `left`) and the time `left` lasts."""
     earlier = {row["key"]: row.get(LEFT_COLUMN) for row in before}
     rated = []
     for row in after:
@@ -83,7 +76,7 @@ def table_lines(listed: list[dict[str, Any]], columns: tuple[str, ...] = COLUMNS
 def _cell(row: dict[str, Any], column: str) -> str:
     if row[column] is None:
         return "-"
-    if column == "step" and row[column] == STOPPED:  # tickets.epochs: an old layout's lanes, stopped at a fence
+    if column == "step" and row[column] == STOPPED:
         return "0 (stopped)"
     if column == TIME_LEFT_COLUMN:
         return duration(row[column])
@@ -94,13 +87,11 @@ _UNITS = (("years", 31_557_600), ("days", 86_400), ("h", 3_600), ("min", 60))  #
 
 
 def duration(seconds: float) -> str:
-    """In the largest unit of which it is two or more (else minutes), one decimal below 10."""
     unit, length = next(((unit, length) for unit, length in _UNITS if seconds >= 2 * length), _UNITS[-1])
     value = seconds / length
     return f"{value:.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
 
 
 def scan(client: Any, table: str, **request: Any) -> Iterable[Item]:
-    """Every item of `table` (matching `request`'s filter, if any), read consistently, page by page."""
     for page in client.get_paginator("scan").paginate(TableName=table, ConsistentRead=True, **request):
         yield from page.get("Items", [])

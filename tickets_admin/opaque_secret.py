@@ -1,20 +1,20 @@
 """The keys of a service's opaque ids, for encode, decode and put-key: a key file, or the service's SSM SecureString
-parameter in each region (tickets_deploy.opaque_keys), read and written with the operator's credentials. No key is
-ever printed, logged or put in an error."""
+parameter in each region (tickets_deploy.opaque_keys). No key is ever printed, logged or put in an error."""
 
 from __future__ import annotations
 
 import argparse
 import base64
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from tickets.botocore_session import NO_CREDENTIALS, new_session
+from tickets.botocore_session import NO_CREDENTIALS
+from tickets.dynamodb_errors import error_code
 from tickets.opaque import OpaqueKeyError, parse_keys
 from tickets.opaque.secret import read_secret, replaced, unlogged
 from tickets.tables import FINGERPRINT_PREFIX
@@ -22,45 +22,33 @@ from tickets_deploy.opaque_decode import OpaqueCodec
 from tickets_deploy.opaque_keys import opaque_keys_parameter, read_key_file
 
 from .registry import Context
-from .table import AdminError
+from .table import AdminError, operator_client
 
-SSM_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 5})
-DESCRIPTION = (
-    "the keys of Tickets' opaque ids (docs/how-to/opaque-order-numbers.md): written by "
-    ".venv/bin/python -m tickets_admin put-key"
-)
+DESCRIPTION = "the keys of Tickets' opaque ids, written by tickets_admin put-key (docs/how-to/opaque-order-numbers.md)"
 KEY_FILE = """\
-The keys are the deployed service's, read from its SSM parameter /tickets/<tableName>/
-opaque-keys in --region (default: the first region of cdk.json) with your credentials
-(ssm:GetParameter and its KMS key's kms:Decrypt), unless --key-file gives a file: the
-local server's (its banner prints the path), or one of your own. Either is a JSON object
-of key versions to keys, each 16 to 64 random bytes in base64 (32 recommended), one key
-per version, e.g. {"1": "<44 characters>", "2": "..."}. Make one with:
+The keys: the service's SSM parameter /tickets/<tableName>/opaque-keys in --region (read with
+ssm:GetParameter and kms:Decrypt), or --key-file: the local server's (its banner names it) or
+a JSON object of key versions to base64 keys of 16 to 64 random bytes, {"1": "<44 characters>"}:
   python -c "import base64, json, secrets; print(json.dumps({'1':
   base64.b64encode(secrets.token_bytes(32)).decode()}))" > tickets-keys.json
-Keep it secret: whoever holds it can read the order of every id (not only decode one).
-The counter table in --region (at --endpoint-url) must record no other key for a version
-the keys hold (its fingerprint, recorded at the version's first use): --no-table-check
-skips that, for a table that is gone (a local server's on moto)."""
+Keep it secret. The counter table must record no other key's fingerprint for their versions
+(--no-table-check: a table that is gone)."""
 
 
 class KeysParameter:
-    """One region's copy of a service's keys."""
-
     def __init__(self, table_name: str, region: str):
         self.name, self.region = opaque_keys_parameter(table_name), region
-        self._client = new_session().create_client("ssm", region_name=region, config=SSM_CONFIG)
+        self._client = operator_client("ssm", region)
 
     def read(self) -> dict[int, bytes] | None:
         """The keys by version; None when the parameter does not exist."""
-        try:
-            text = read_secret(self.name, self._client)
-        except ClientError as err:
-            if err.response.get("Error", {}).get("Code") == "ParameterNotFound":
+        with self._calling("ssm:GetParameter (and kms:Decrypt on its key)"):
+            try:
+                text = read_secret(self.name, self._client)
+            except ClientError as err:
+                if error_code(err) != "ParameterNotFound":
+                    raise
                 return None
-            raise self._explain(err, "ssm:GetParameter (and kms:Decrypt on its key)") from None
-        except BotoCoreError as err:
-            raise self._explain(err, "ssm:GetParameter") from None
         try:
             return parse_keys(text)
         except OpaqueKeyError:  # its message may quote the text: a key written where a version goes
@@ -71,10 +59,8 @@ class KeysParameter:
 
     def encryption_key(self) -> str | None:
         """The KMS key the parameter is encrypted with (kept when it is written again)."""
-        try:
+        with self._calling("ssm:DescribeParameters"):
             found = self._client.describe_parameters(ParameterFilters=[{"Key": "Name", "Values": [self.name]}])
-        except (ClientError, BotoCoreError) as err:
-            raise self._explain(err, "ssm:DescribeParameters") from None
         key: str | None = next((each.get("KeyId") for each in found.get("Parameters", [])), None)
         return key
 
@@ -83,21 +69,21 @@ class KeysParameter:
         request: dict[str, Any] = {"Name": self.name, "Value": value, "Type": "SecureString", "Overwrite": True}
         if kms_key_id:
             request["KeyId"] = kms_key_id
-        try:
-            with unlogged():
-                self._client.put_parameter(Description=DESCRIPTION, Tier="Standard", **request)
-        except (ClientError, BotoCoreError) as err:
-            raise self._explain(err, "ssm:PutParameter (and kms:Encrypt on its key)") from None
+        with self._calling("ssm:PutParameter (and kms:Encrypt on its key)"), unlogged():
+            self._client.put_parameter(Description=DESCRIPTION, Tier="Standard", **request)
 
-    def _explain(self, err: ClientError | BotoCoreError, needs: str) -> AdminError:
-        if isinstance(err, NoCredentialsError):
-            return AdminError(NO_CREDENTIALS)
-        code = err.response.get("Error", {}).get("Code", "") if isinstance(err, ClientError) else type(err).__name__
-        return AdminError(f"{self.name} in {self.region}: {code} ({err}); your credentials need {needs} on it")
+    @contextmanager
+    def _calling(self, needs: str) -> Iterator[None]:
+        try:
+            yield
+        except NoCredentialsError:
+            raise AdminError(NO_CREDENTIALS) from None
+        except (ClientError, BotoCoreError) as err:
+            code = error_code(err) if isinstance(err, ClientError) else type(err).__name__
+            raise AdminError(f"{self.name} in {self.region}: {code} ({err}); your credentials need {needs}") from None
 
 
 def deployed_keys(context: Context) -> dict[int, bytes]:
-    """The keys of the service's parameter in the context's region, for encode and decode."""
     parameter = KeysParameter(context.table_name, context.region)
     keys = parameter.read()
     if keys is None:
@@ -109,14 +95,9 @@ def deployed_keys(context: Context) -> dict[int, bytes]:
 
 
 def codec_arguments(parser: argparse.ArgumentParser) -> None:
-    """encode's and decode's: the counter and its keys."""
     parser.add_argument("key", metavar="KEY", help="the opaque counter")
     parser.add_argument("--key-file", type=Path, metavar="PATH", help="the keys, by version (the format below)")
-    parser.add_argument(
-        "--no-table-check",
-        action="store_true",
-        help="do not read the counter table's fingerprints of the key versions (for a table that is gone)",
-    )
+    parser.add_argument("--no-table-check", action="store_true", help="skip the table's fingerprints of the keys")
 
 
 def keys_named(args: argparse.Namespace) -> str:
@@ -124,8 +105,7 @@ def keys_named(args: argparse.Namespace) -> str:
 
 
 def opaque_codec(args: argparse.Namespace, context: Context) -> OpaqueCodec:
-    """The counter KEY's ids, with the keys of --key-file or the service's parameter; refused when the counter table
-    recorded another key's fingerprint for one of their versions: its ids are not the table's."""
+    """KEY's ids, refused where the counter table recorded another key's fingerprint for a version."""
     counter = context.config.counters.get(args.key)
     if counter is None or counter.opaque is None:
         raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")
@@ -136,12 +116,10 @@ def opaque_codec(args: argparse.Namespace, context: Context) -> OpaqueCodec:
     if not args.no_table_check:
         table = context.counter_table()
         try:
-            with table.dynamodb_errors():
-                items = {version: table.get(f"{FINGERPRINT_PREFIX}{version}") for version in sorted(keys)}
+            items = {version: table.get(f"{FINGERPRINT_PREFIX}{version}") for version in sorted(keys)}
         except AdminError as err:
             raise AdminError(f"{err} (the keys' fingerprints are read there; --no-table-check skips it)") from None
-        for version, item in items.items():
-            problem = replaced(version, keys[version], item, keys_named(args))
+        for problem in (replaced(version, keys[version], item, keys_named(args)) for version, item in items.items()):
             if problem is not None:
                 raise AdminError(problem)
     return OpaqueCodec(counter.opaque, keys, args.key)

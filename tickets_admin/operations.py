@@ -1,35 +1,22 @@
-"""`raise_key`: make every lane of a key in one region next issue its smallest ticket above N (`raise`, `migrate`),
-never lowering one: each write is conditional on `last` being lower than the new value. On a key whose layout
-changed above a fence, the items of its earlier epochs (`stopped`) are never raised: a restore from before a fence
-brings them back, and they are stopped again first, as `fence` left them."""
+"""A key's lanes in one region across its epochs (docs/explanation/epochs-and-fences.md), and `raise_key`, which makes
+the current epoch's next issue their smallest ticket above N (`raise`, `migrate`), never lowering one; an earlier
+epoch's lane, stopped at its fence, is never raised, but stopped again where a restore brought it back."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
 from tickets import lane_item
-from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
-from tickets.lane_item import (
-    FENCE_SEALED,
-    LANE,
-    LAST,
-    STEP,
-    Item,
-    contradiction,
-    fenced_by,
-    layout_contradiction,
-    layout_of,
-    missing,
-    number,
-)
-from tickets.sequence import Lane
+from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED, items_of
+from tickets.lane_item import LAST, STEP, Item, number
+from tickets.sequence import Lane, lanes_of
+from tickets.settings import CounterConfig
+from tickets_deploy.ledger import Ledger
 
-from .table import AdminError, CounterTable
-
-_ATTEMPTS = 5  # reads and conditional writes per lane before giving up on a lane that keeps changing
+from .table import ATTEMPTS, AdminError, CounterTable
 
 
 class Outcome(Enum):
@@ -41,66 +28,72 @@ class Outcome(Enum):
 
 
 @dataclass(frozen=True)
-class LaneResult:
-    outcome: Outcome
-    line: str  # what was found and done, as the commands print it
+class KeyLanes:
+    current: list[Lane]  # the lanes the deployed function issues from
+    every_epoch: list[Lane]  # the earlier epochs' lanes here (none where the region had no slot then), then current
+    stopped: list[str]  # every item of the earlier epochs here, a sharded layout's record included: each stays stopped
+
+
+def key_lanes(key: str, counter: CounterConfig, region_slot: int, region_slots: int, ledger: Ledger | None) -> KeyLanes:
+    """`counter` as the region's function runs it (tickets_deploy.ledger.applied), its earlier epochs from `ledger`."""
+    earlier: list[Lane] = []
+    stopped: list[str] = []
+    for epoch in ledger.epochs if ledger is not None else ():
+        if epoch.key != key or epoch.number > counter.epoch:
+            continue
+        old, number = epoch.old, epoch.number - 1
+        stopped += items_of(key, number, old.shards)
+        if region_slot < old.region_slots:
+            config = CounterConfig(start=old.start, stride=old.stride, shards=old.shards, epoch=number)
+            earlier += lanes_of(key, config, region_slot, old.region_slots)
+    current = lanes_of(key, counter, region_slot, region_slots)
+    return KeyLanes(current, earlier + current, stopped)
 
 
 def next_ticket_above(lane: Lane, above: int) -> int:
-    if above < lane.first:
-        return lane.first
-    return lane.ticket((above - lane.first) // lane.step + 1)
+    return lane.first if above < lane.first else lane.ticket((above - lane.first) // lane.step + 1)
 
 
-def raise_key(
-    table: CounterTable,
-    key: str,
-    lanes: list[Lane],
-    above: int,
-    report: Callable[[str], None] = print,
-    *,
-    stopped: Sequence[str] = (),
-) -> list[LaneResult]:
-    """Raise every lane of `key` (this region's `lanes`, in the key's current epoch) so its next ticket is above
-    `above`, after making sure the items of its earlier epochs (`stopped`) are stopped."""
-    for lane in lanes:
+def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable[[str], None]) -> list[Outcome]:
+    """Raise the current lanes above `above`, the `stopped` items stopped first."""
+    current = lanes.current
+    for lane in current:
         if (target := next_ticket_above(lane, above)) > lane.max:
             raise AdminError(
                 f"{lane.item_key}: the lane's next ticket above {above} would be {target}, past the counter's max "
                 f"({lane.max}); raise max in cdk.json and deploy first. Nothing was written."
             )
-    sharded, plain_key = lanes[0].shards > 1, lanes[0].plain_key  # `key`, or `key@N` in epoch N
+    sharded, plain_key = current[0].shards > 1, current[0].plain_key  # `key`, or `key@N` in epoch N
     layout = table.get(plain_key) if sharded else None
     problems = [
         problem
-        for problem in ([_problem(lanes[0], layout, layout=True)] if sharded else [])
-        + [_problem(lane, table.get(lane.item_key)) for lane in lanes]
+        for problem in ([_problem(current[0], layout, layout=True)] if sharded else [])
+        + [_problem(lane, table.get(lane.item_key)) for lane in current]
         if problem
     ]
     if problems:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
-    for name in stopped:
+    for name in lanes.stopped:
         report(_keep_stopped(table, name))
-    if sharded and (layout is None or missing(layout, layout_of(lanes[0]))):
-        # Before any shard item is written, as the service does: a request with another shard count
-        # then fails on the plain item instead of issuing numbers these lanes own.
-        if not table.write(plain_key, lane_item.complete_layout(lanes[0])):
+    if sharded and (layout is None or lane_item.missing(layout, lane_item.layout_of(current[0]))):
+        # Before any shard item, as the service does: a request with another shard count then fails on it.
+        if not table.write(plain_key, lane_item.complete_layout(current[0])):
             raise AdminError(
-                _problem(lanes[0], table.get(plain_key), layout=True)
+                _problem(current[0], table.get(plain_key), layout=True)
                 or f"{plain_key}: its layout changed meanwhile; run the command again. Nothing was written."
             )
-        report(f"{plain_key}: recorded the layout (step {lanes[0].step}, {lanes[0].shards} shards)")
-    results = []
-    for lane in lanes:
-        result = _raise_lane(table, lane, above)
-        report(result.line)
-        results.append(result)
-    return results
+        report(f"{plain_key}: recorded the layout (step {current[0].step}, {current[0].shards} shards)")
+    outcomes = []
+    for lane in current:
+        outcome, line = _raise_lane(table, lane, above)  # the line says what was found and done
+        report(line)
+        outcomes.append(outcome)
+    return outcomes
 
 
-def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
+def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, str]:
     name, target_last, raced = f"{lane.item_key} (lane {lane.index})", next_ticket_above(lane, above) - lane.step, False
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         item = table.get(lane.item_key)
         problem = _problem(lane, item)
         if problem:
@@ -109,42 +102,38 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> LaneResult:
         was = "unused" if before is None else f"last {before}"
         if item is None:
             if target_last <= lane.seed:  # its first ticket is above the target
-                return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {lane.first}")
+                return (Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {lane.first}")
             outcome, after, request = Outcome.RAISED, target_last, lane_item.create(lane, target_last)
         elif LAST in item and before is None:
-            return LaneResult(
+            return (
                 Outcome.OFF_LANE,
                 f"{name}: NOT CHANGED: last {json.dumps(item[LAST])} is not a whole number; the service refuses to "
                 "issue from it until the item is fixed by hand",
             )
-        elif missing(item, LANE) or (before is not None and not lane.accepts_last(before)):
-            # Not a lane yet, or off it: whatever it issued is at most its `last`, so go above that too.
+        elif lane_item.missing(item, lane_item.LANE) or (before is not None and not lane.accepts_last(before)):
+            # Not a lane yet, or off it: what it issued is at most its `last`, so go above that too.
             after = next_ticket_above(lane, above if before is None else max(above, before)) - lane.step
             outcome, request = Outcome.MADE_LANE, lane_item.put_on_lane(lane, before, after)
         elif before is not None and before >= target_last:
             if raced:
-                return LaneResult(Outcome.MOVED_PAST, f"{name}: moved past the target meanwhile ({was}); left alone")
-            return LaneResult(Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {before + lane.step}")
+                return (Outcome.MOVED_PAST, f"{name}: moved past the target meanwhile ({was}); left alone")
+            return (Outcome.ALREADY_ABOVE, f"{name}: already above: {was}, next ticket {before + lane.step}")
         else:
             outcome, after, request = Outcome.RAISED, target_last, lane_item.raise_last(lane, target_last)
         if table.write(lane.item_key, request):
             made = f", now a lane (first {lane.first}, step {lane.step})" if outcome is Outcome.MADE_LANE else ""
-            return LaneResult(outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
-        raced = True  # the service wrote first: read again and see where the lane is now
-    raise AdminError(
-        f"{lane.item_key}: the item kept changing under {_ATTEMPTS} attempts; run the command again "
-        "(it is safe to repeat)"
-    )
+            return (outcome, f"{name}: {was} -> last {after}{made}; next ticket {after + lane.step}")
+        raced = True  # the service wrote first: read again
+    raise AdminError(f"{lane.item_key}: the item kept changing under {ATTEMPTS} attempts; run the command again")
 
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
-    """Make sure an item of an earlier epoch is stopped, as `fence` left it (a restore from before its fence may have
-    brought it back, or dropped it), and sealed, so no `fence --undo` puts it back; what was found, as a line."""
+    """Stop (and seal) an earlier epoch's item that a restore from before its fence brought back or dropped."""
     epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         item = table.get(name)
         if item is not None and number(item, STEP) == STOPPED:
-            if fenced_by(item) == RESTOPPED_BY and FENCE_SEALED not in item:
+            if lane_item.fenced_by(item) == RESTOPPED_BY and lane_item.FENCE_SEALED not in item:
                 table.write(name, lane_item.seal(RESTOPPED_BY))  # a run cut off between its two writes
             return f"{name}: stopped at a fence (epoch {epoch}); left alone"
         stop = lane_item.stop(RESTOPPED_BY) if item is not None and STEP in item else None
@@ -153,26 +142,22 @@ def _keep_stopped(table: CounterTable, name: str) -> str:
             if item is None:
                 return f"{name}: absent (a restore from before its fence dropped it): written stopped (epoch {epoch})"
             return f"{name}: not stopped (a restore from before its fence brought it back): stopped again"
-    raise AdminError(f"{name}: the item kept changing under {_ATTEMPTS} attempts; run the command again")
+    raise AdminError(f"{name}: the item kept changing under {ATTEMPTS} attempts; run the command again")
 
 
-# The fence id a lane stopped again after a restore records (tickets.lane_item.FENCED_BY), sealed at once: the
-# fence that first stopped it was recorded long ago, and nothing may put it back.
-RESTOPPED_BY = "raise-after-restore"
+RESTOPPED_BY = "raise-after-restore"  # fencedBy of a lane stopped again after a restore, sealed: never put back
 
 
 def _problem(lane: Lane, item: Item | None, layout: bool = False) -> str | None:
-    """Why this stored lane item (with `layout`: a sharded key's plain item) is not the configured one, or None."""
+    """Why this stored lane item (`layout`: a sharded key's plain item) is not the configured one, or None."""
     if item is None:
         return None
     if number(item, STEP) == STOPPED:  # the layout changed after the ledger this config is checked against
         return (
-            f"{lane.plain_key if layout else lane.item_key} was stopped at a fence: {lane.key}'s layout is being "
-            "changed, and the ledger beside --config does not record that change yet (a fence not finished, or this "
-            "is not the deployment's latest cdk.json and ledger). Finish the change with `.venv/bin/python -m "
-            "tickets_admin fence` (run with the new cdk.json), then raise the new layout's lanes"
+            f"{lane.plain_key if layout else lane.item_key} was stopped at a fence the ledger beside --config does not "
+            f"record yet: finish {lane.key}'s layout change with `{FENCE_COMMAND}`, then raise the new layout's lanes"
         )
-    changed = (layout_contradiction if layout else contradiction)(lane, item)
+    changed = (lane_item.layout_contradiction if layout else lane_item.contradiction)(lane, item)
     return (
         f"{changed}; check --config and --region, or the config changed after tickets were issued" if changed else None
     )

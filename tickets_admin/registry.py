@@ -1,5 +1,5 @@
-"""tickets_admin's commands: one module per command in tickets_admin/commands/, each declaring its `COMMAND` (its
-arguments, help and run function together), found by `find_commands`; every command is given the same `Context`."""
+"""tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMAND`, which `find_commands`
+finds; every command is given the same `Context`; the argument types and output they share."""
 
 from __future__ import annotations
 
@@ -11,24 +11,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tickets.keys import KEY_RULE, is_valid_key
 from tickets.settings import Settings
 from tickets_deploy.environment import region_settings
 from tickets_deploy.ledger import LEDGER_FILE, Ledger, applied, check_config_file, ledger_path_beside, read_ledger_file
 from tickets_deploy.schema import DeploymentConfig
 
 from . import commands
-from .table import CounterTable
+from .table import REGION_NAMED_BY, CounterTable
 
 
 @dataclass(frozen=True)
 class Context:
-    """What every command is given: the parsed config, the region it operates in, and the common options."""
-
     config: DeploymentConfig
     config_file: Path
     region: str
     endpoint_url: str | None
-    table: str | None  # --table: the counter table's name, when it is not the config's tableName
+    table: str | None  # --table
     from_ledger: bool = False  # --service: `config` is the ledger's own (config_file names the ledger)
 
     @property
@@ -36,16 +35,13 @@ class Context:
         return self.table or self.config.table_name
 
     def counter_table(self, suffix: str = "") -> CounterTable:
-        """The counter table in the region, or the table named after it with `suffix` (-series, -workers)."""
-        named_by = f"--table (the {suffix[1:]} table is NAME{suffix})" if suffix else None
-        return CounterTable(self.table_name + suffix, self.region, self.endpoint_url, named_by=named_by)
+        named_by = f"--table (the {suffix[1:]} table is NAME{suffix}) and {REGION_NAMED_BY}" if suffix else ""
+        return CounterTable(self.table_name + suffix, self.region, self.endpoint_url, named_by)
 
     def ledger_path(self) -> Path:
         return self.config_file if self.from_ledger else ledger_path_beside(self.config_file)
 
     def ledger(self) -> Ledger | None:
-        """The service's ledger (beside cdk.json, or --service's): its epochs say which lanes each key has. None
-        without one (only with --endpoint-url: check_ledger)."""
         path = self.ledger_path()
         return read_ledger_file(path).services.get(self.config.table_name) if path.exists() else None
 
@@ -54,35 +50,44 @@ class Context:
         return region_settings(applied(self.config, self.ledger()), self.region)
 
     def check_ledger(self) -> None:
-        """raise and migrate write lanes with cdk.json's layouts: the ledger beside it must accept that config, as
-        synthesis would, or a layout no version deployed could be written into a deployed table (which then refuses
-        the key). Only a local endpoint may go without a ledger (make serve before the ledger is written)."""
-        if self.from_ledger:
-            return
-        if self.endpoint_url is not None and not self.ledger_path().exists():
-            print(
-                f"note: no {LEDGER_FILE} beside {self.config_file}: the layouts are taken from it unchecked "
-                "(allowed only with --endpoint-url)",
-                file=sys.stderr,
-            )
-            return
-        check_config_file(self.config_file, self.config)
+        """Refuse a config the ledger refuses, as synthesis does; only a local endpoint may go without a ledger."""
+        if self.endpoint_url is not None and not self.ledger_path().exists():  # --service's always exists
+            print(f"note: no {LEDGER_FILE} beside {self.config_file}: layouts unchecked", file=sys.stderr)
+        elif not self.from_ledger:
+            check_config_file(self.config_file, self.config)
 
 
 @dataclass(frozen=True)
 class Command:
     name: str
-    help: str  # one line, for `.venv/bin/python -m tickets_admin --help`
-    description: str
+    text: str  # its first line is the command's line in `tickets_admin --help`; all of it, its own --help
     epilog: str  # `examples:` first: the first also stands in `tickets_admin --help`
     run: Callable[[argparse.Namespace, Context], int]
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
-    # False: no --region nor --endpoint-url (fence declares its own, repeatable; put-key writes every region): the
-    # context names the first region.
-    one_region: bool = True
+    one_region: bool = True  # False: no --region nor --endpoint-url (fence has its own, put-key writes every region)
+
+    @property
+    def help(self) -> str:
+        return self.text.partition("\n")[0]
 
 
 def find_commands() -> tuple[Command, ...]:
-    """The `COMMAND` of every module in tickets_admin/commands/, by module name: `--help` lists them so."""
     found = pkgutil.iter_modules(commands.__path__)
     return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)
+
+
+def counter_key(text: str) -> str:
+    if not is_valid_key(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a valid key ({KEY_RULE})")
+    return text
+
+
+def whole_number(text: str) -> int:
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (0 or more, digits only)")
+    return int(text)
+
+
+def say(line: str) -> None:
+    """Print a line at once: an error that follows (on stderr) comes after it."""
+    print(line, flush=True)

@@ -1,6 +1,5 @@
-"""Every DynamoDB call tickets_admin makes on a table, through a plain botocore client. Each write is conditional, so
-it is safe while the service issues tickets: a write whose condition fails changes nothing, and the caller reads the
-item again to say what happened. Any other failure becomes an AdminError whose message says what to do."""
+"""Every DynamoDB call tickets_admin makes on a table. Each write is conditional, so it is safe while the service
+issues tickets: a write whose condition fails changes nothing; any other failure is an AdminError saying what to do."""
 
 from __future__ import annotations
 
@@ -19,6 +18,8 @@ from tickets.tables import COUNTER_KEY
 
 from .listing import scan
 
+REGION_NAMED_BY = "--region (default: the first region in cdk.json)"
+ATTEMPTS = 5  # reads and conditional writes of one item before giving up on an item that keeps changing
 # Generous retries: an operator's command may wait a little for a throttled table.
 CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=10, retries={"mode": "standard", "total_max_attempts": 8})
 
@@ -28,35 +29,29 @@ class AdminError(RuntimeError):
 
 
 class MissingTable(AdminError):
-    """No such table where the command looked (fence says why there might be none: a region never deployed)."""
+    pass
+
+
+def operator_client(service: str, region: str, endpoint_url: str | None = None) -> Any:
+    """With the operator's credentials; at an endpoint without any, dummy ones (botocore signs nothing without)."""
+    session = new_session()
+    dummy = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    credentials = dummy if endpoint_url and session.get_credentials() is None else {}
+    return session.create_client(
+        service, region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
+    )
 
 
 class CounterTable:
-    def __init__(
-        self,
-        table: str,
-        region: str,
-        endpoint_url: str | None = None,
-        *,
-        named_by: str | None = None,  # what sets `table`, for the errors
-        region_named_by: str = "--region (default: the first region in cdk.json)",
-    ):
+    def __init__(self, table: str, region: str, endpoint_url: str | None = None, named_by: str = "") -> None:
         self.table, self.region = table, region
         self._where = f"table {table!r} in {region}" + (f" at {endpoint_url}" if endpoint_url else "")
-        self._named_by = f"{named_by or '--table (default: tableName in cdk.json)'} and {region_named_by}"
-        session = new_session()
-        credentials: dict[str, str] = {}
-        if endpoint_url and session.get_credentials() is None:
-            # DynamoDB Local, dynalite and moto accept any credentials, but botocore signs nothing without some.
-            credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
-        self.client: Any = session.create_client(
-            "dynamodb", region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG, **credentials
-        )
+        self._named_by = named_by or f"--table (default: tableName in cdk.json) and {REGION_NAMED_BY}"
+        self.client = operator_client("dynamodb", region, endpoint_url)
 
     @contextmanager
     def dynamodb_errors(self) -> Iterator[None]:
-        """A failed call inside (directly, or through the service's store, which wraps it in a TicketsError) as an
-        AdminError saying what to do: the one place tickets_admin reads DynamoDB's errors."""
+        """A failed call inside, directly or through the service's store (a TicketsError), as an AdminError."""
         try:
             yield
         except TicketsError as err:
@@ -70,13 +65,11 @@ class CounterTable:
         return (self._call("get_item", item_key, ConsistentRead=True) or {}).get("Item")
 
     def update(self, item_key: str, request: dict[str, Any]) -> Item | None:
-        """One conditional UpdateItem (`request` from tickets.lane_item), returning the item as it left it; None if its
-        condition failed: the item changed meanwhile, and nothing was written."""
+        """The item as a conditional UpdateItem left it; None if its condition failed."""
         response = self._call("update_item", item_key, ReturnValues="ALL_NEW", **request)
         return None if response is None else response.get("Attributes", {})
 
     def write(self, item_key: str, request: dict[str, Any]) -> bool:
-        """`update`: False if its condition failed."""
         return self.update(item_key, request) is not None
 
     def delete(self, item_key: str, request: dict[str, Any]) -> bool:
@@ -99,7 +92,6 @@ class CounterTable:
         return response
 
     def _explain(self, err: ClientError | BotoCoreError) -> AdminError:
-        """The function's answer to the same error (tickets.dynamodb_errors), told to an operator."""
         if isinstance(err, NoCredentialsError):
             return AdminError(NO_CREDENTIALS)
         if isinstance(err, BotoCoreError):
@@ -113,8 +105,5 @@ class CounterTable:
                 "printed above; run the command again (it is safe to repeat)"
             )
         if failure is Failure.ACCESS_DENIED:
-            return AdminError(
-                f"DynamoDB denied a request to the {self._where} ({code}): the credentials in use may not "
-                f"use this table: {message}"
-            )
+            return AdminError(f"DynamoDB denied a request to the {self._where} (check credentials): {code}: {message}")
         return AdminError(f"DynamoDB refused a request to the {self._where}: {code}: {message}")

@@ -22,10 +22,9 @@ from common import EXAMPLE_CONFIG
 from local_support import SerialMotoServer, call, write_cdk_json
 from moto_deployment import COUNTER_KEY, COUNTER_TABLE, create_table_arguments
 from moto_deployment import test_client as moto_client
-from tickets.sequence import lanes_of
 from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
-from tickets_admin.operations import Outcome, raise_key
+from tickets_admin.operations import Outcome, key_lanes, raise_key
 from tickets_admin.table import AdminError, CounterTable
 from tickets_deploy.rules import MAX_TICKET
 from tickets_local.server import LocalServer
@@ -300,7 +299,7 @@ def test_a_0_1_0_sharded_key_is_refused_then_raised_and_issues_above_n(deploy, a
 
 
 def orders_lanes():
-    return lanes_of("orders", CounterConfig(start=5000), region_slot=0, region_slots=1)
+    return key_lanes("orders", CounterConfig(start=5000), region_slot=0, region_slots=1, ledger=None)
 
 
 def test_a_lane_the_service_moves_past_the_target_meanwhile_is_left_alone(api):
@@ -315,8 +314,7 @@ def test_a_lane_the_service_moves_past_the_target_meanwhile_is_left_alone(api):
         return write(item_key, request)
 
     table.write = service_first
-    results = raise_key(table, "orders", orders_lanes(), 9000, report=lines.append)
-    assert [result.outcome for result in results] == [Outcome.MOVED_PAST]
+    assert raise_key(table, orders_lanes(), 9000, report=lines.append) == [Outcome.MOVED_PAST]
     assert lines == ["orders (lane 0): moved past the target meanwhile (last 10000); left alone"]
     assert tickets_of(api.get("/orders")) == [10001]  # not lowered to 9000
 
@@ -331,8 +329,7 @@ def test_a_lane_the_service_creates_meanwhile_is_raised_all_the_same(api):
         return write(item_key, request)
 
     table.write = service_first
-    results = raise_key(table, "orders", orders_lanes(), 9000, report=lines.append)
-    assert [result.outcome for result in results] == [Outcome.RAISED]
+    assert raise_key(table, orders_lanes(), 9000, report=lines.append) == [Outcome.RAISED]
     assert lines == ["orders (lane 0): last 5002 -> last 9000; next ticket 9001"]
     assert tickets_of(api.get("/orders")) == [9001]
 

@@ -1,5 +1,3 @@
-"""`tickets_admin audit KEY`: every number of a series has exactly one journal entry."""
-
 from __future__ import annotations
 
 import argparse
@@ -7,12 +5,12 @@ import argparse
 from ..journal import SERIES_EPILOG, audit, printable, series_arguments, series_heads
 from ..registry import Command, Context
 
-DESCRIPTION = """\
-Check every series of KEY (or the one --series names) from its first number to its last: each
-number must have exactly one journal entry, and each Idempotency-Key (of one caller) at most
-one. Prints per series the numbers it spans, how many were issued and how many voided; exits 1
-naming every number that is unaccounted (no entry) or recorded twice, and every Idempotency-Key
-that holds more than one number. A number being issued while this runs may show as the series' last number."""
+TEXT = """\
+check that every number of a series has exactly one journal entry
+
+Every series of KEY (or --series): exits 1 naming each number unaccounted for (no entry) or
+recorded twice, and each Idempotency-Key (of one caller) holding more than one number. A
+number being issued meanwhile may show as the last (docs/how-to/invoice-series.md)."""
 
 
 def _audit(args: argparse.Namespace, context: Context) -> int:
@@ -21,19 +19,10 @@ def _audit(args: argparse.Namespace, context: Context) -> int:
         return 1 if args.series else 0
     with table.dynamodb_errors():
         audits = [audit(head, journal.entries(head)) for head in heads]
-    for result in audits:
-        for line in result.lines():
-            print(printable(line))
+    print("\n".join(printable(line) for result in audits for line in result.lines()))
     failed = [result for result in audits if not result.clean]
     print(f"audit: {'FAILED' if failed else 'clean'} ({len(audits)} series, {len(failed)} with problems)")
     return 1 if failed else 0
 
 
-COMMAND = Command(
-    "audit",
-    "check that every number of a series has exactly one journal entry",
-    DESCRIPTION,
-    SERIES_EPILOG,
-    _audit,
-    series_arguments,
-)
+COMMAND = Command("audit", TEXT, SERIES_EPILOG, _audit, series_arguments)

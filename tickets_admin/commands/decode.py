@@ -1,5 +1,3 @@
-"""`tickets_admin decode KEY ID...`: an opaque counter's ids as its tickets (tickets.opaque); writes nothing."""
-
 from __future__ import annotations
 
 import argparse
@@ -11,19 +9,17 @@ from ..opaque_secret import KEY_FILE, codec_arguments, keys_named, opaque_codec
 from ..registry import Command, Context
 from ..table import AdminError
 
-DESCRIPTION = f"""\
-Print the ticket and the key version of each ID of the opaque counter KEY (counters.KEY.opaque
-in cdk.json). The key version is read off the id (ids of two versions never meet); the key
-file must hold that version's key. Base32 ids are read as Crockford's: any case, I and L
-as 1, O as 0, hyphens ignored. An id of the wrong width, with a character outside the
-alphabet, or whose check character fails (a character mistyped, two swapped) is refused.
+TEXT = f"""\
+print the ticket and key version of each ID of the opaque counter KEY
+
+Base32 ids are read as Crockford's (any case, I and L as 1, O as 0, hyphens ignored); a wrong
+width, character or check character (a typo, two swapped) is refused.
 
 {KEY_FILE}"""
 
 EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin decode orders 4829173650              # the keys from the service's parameter
-  .venv/bin/python -m tickets_admin decode orders 4829173650 --key-file tickets-keys.json
   .venv/bin/python -m tickets_admin --service shop decode orders 4829173650 0411372659 --key-file tickets-keys.json"""
 
 
@@ -47,11 +43,4 @@ def _decode(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command(
-    "decode",
-    "print the ticket and key version of each ID of the opaque counter KEY",
-    DESCRIPTION,
-    EPILOG,
-    _decode,
-    _arguments,
-)
+COMMAND = Command("decode", TEXT, EPILOG, _decode, _arguments)

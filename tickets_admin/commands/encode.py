@@ -1,40 +1,30 @@
-"""`tickets_admin encode KEY TICKET...`: an opaque counter's tickets as its ids (tickets.opaque); writes nothing."""
-
 from __future__ import annotations
 
 import argparse
 
 from tickets.opaque import OpaqueKeyError
 
-from ..cli import whole_number
 from ..opaque_secret import KEY_FILE, codec_arguments, keys_named, opaque_codec
-from ..registry import Command, Context
+from ..registry import Command, Context, whole_number
 from ..table import AdminError
 
-DESCRIPTION = f"""\
-Print the id of each TICKET of the opaque counter KEY (counters.KEY.opaque in cdk.json):
-the keyed permutation its answers apply, under the counter's keyVersion (or --key-version).
-A ticket has an id whether or not the counter issued it; the domain holds 0 .. M-1.
+TEXT = f"""\
+print the id of each TICKET of the opaque counter KEY
+
+Under its keyVersion (or --key-version); a ticket has an id whether or not it was issued.
 
 {KEY_FILE}"""
 
 EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
-  .venv/bin/python -m tickets_admin encode orders 5000 --key-file tickets-keys.json
-  .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2
-  .venv/bin/python -m tickets_admin --service shop encode orders 5000 --key-file tickets-keys.json"""
+  .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     codec_arguments(parser)
     parser.add_argument("tickets", metavar="TICKET", nargs="+", type=whole_number, help="a ticket (0 or more)")
-    parser.add_argument(
-        "--key-version",
-        type=int,
-        metavar="N",
-        help="the key version to encode with (default: the counter's keyVersion)",
-    )
+    parser.add_argument("--key-version", type=int, metavar="N", help="default: the counter's keyVersion")
 
 
 def _encode(args: argparse.Namespace, context: Context) -> int:
@@ -55,6 +45,4 @@ def _encode(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command(
-    "encode", "print the id of each TICKET of the opaque counter KEY", DESCRIPTION, EPILOG, _encode, _arguments
-)
+COMMAND = Command("encode", TEXT, EPILOG, _encode, _arguments)

@@ -1,5 +1,3 @@
-"""`tickets_admin export`: every counter item as JSON Lines."""
-
 from __future__ import annotations
 
 import argparse
@@ -11,17 +9,12 @@ from tickets.tables import COUNTER_KEY, is_counter_item
 
 from ..registry import Command, Context
 
-DESCRIPTION = """\
-Print every item of the counter table (all keys, all lanes) as JSON Lines: one JSON
-object per line, sorted by `counter`, e.g.
-  {"counter": "orders", "first": 5000, "last": 5003, "step": 1}
-Whole numbers are printed exactly, however large (a parser that reads JSON numbers as
-doubles rounds those above 2^53-1); any other attribute value keeps DynamoDB's typed
-form, e.g. {"N": "12.5"}. Read with a consistent, paginated Scan. The records `migrate`
-keeps in the table (items named "_migration...": no key starts with "_") are not
-counters and are not printed. A key whose layout changed above a fence has the items of
-each epoch (orders, orders@1, orders@1#0, ...); those of its earlier epochs are stopped:
-step 0, and stoppedStep the step they had."""
+TEXT = """\
+print every counter item as JSON, one object per line
+
+All keys, all lanes, as JSON Lines: one JSON object per line, sorted by `counter`; whole numbers
+exact, other values in DynamoDB's form ({"N": "12.5"}); migrate's records left out. After a
+fence, each epoch's items (orders, orders@1#0, ...), the earlier stopped (step 0, stoppedStep)."""
 
 EPILOG = """\
 examples:
@@ -37,7 +30,6 @@ def _export(args: argparse.Namespace, context: Context) -> int:
 
 
 def _plain(item: Item, name: str) -> Any:
-    """A string or whole number as itself (exactly, however large); anything else in DynamoDB's typed form."""
     value = item[name]
     if "S" in value:
         return value["S"]
@@ -45,4 +37,4 @@ def _plain(item: Item, name: str) -> Any:
     return value if whole is None else whole
 
 
-COMMAND = Command("export", "print every counter item as JSON, one object per line", DESCRIPTION, EPILOG, _export)
+COMMAND = Command("export", TEXT, EPILOG, _export)

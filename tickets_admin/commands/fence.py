@@ -1,7 +1,3 @@
-"""`tickets_admin fence`: stop the old layout's lanes of every key whose layout cdk.json changes, in every region's
-table (tickets_admin/fence.py), and record the fence and the new layout in the ledger as a new epoch
-(docs/explanation/epochs-and-fences.md). The ledger records the fence as pending before any lane is stopped."""
-
 from __future__ import annotations
 
 import argparse
@@ -31,75 +27,38 @@ from tickets_deploy.ledger import (
 from tickets_deploy.schema import DeploymentConfig
 
 from .. import fence as fence_lanes
-from ..cli import say
-from ..registry import Command, Context
+from ..fence import Survey
+from ..registry import Command, Context, say
 from ..table import AdminError, CounterTable
 
-FENCE_DESCRIPTION = """\
-Change a live layout (regionSlots, a key's shards or stride, a new counter for a key
-that was served unconfigured) above a fence. Edit cdk.json first; synthesis refuses the
-change and names this command. For every key whose layout changes it stops the key's
-lanes of the old layout in every region's table (each lane's step becomes 0, which every
-version refuses: a fence-aware function answers 503 and retries, version 0.2.0 answers
-409 config_mismatch), reads each lane's final last, and records in the ledger
-(tickets.lock.json) the fence, one above every ticket any old lane issued, and the new
-layout, whose lanes begin at or above it. It prints, per key, the fence and the new
-layout's first ticket. Then synthesise and deploy: the new lanes issue above the fence.
+TEXT = """\
+stop the old layout's lanes above a fence in every region and record the epoch in the ledger
 
-The ledger records the fence as pending before any lane is stopped: runs over parts of
-the regions (--region) add up, and the fence is recorded by the run that leaves no region
-unfenced. Until then synthesis refuses every config, naming this command and --undo,
-which puts the stopped lanes back (only while the fence was recorded nowhere). Safe while
-the service issues tickets, and safe to repeat. It refuses, before writing anything, a
-change no fence can make safe (regionSlots down; regionSlots changed while keys nobody
-configured may be served: strictKeys must be true), a lane another fence stopped (another
-branch changed the layout: merge its ledger first) and a region with no table."""
+After cdk.json changes a live layout (regionSlots, shards, stride, a counter for a key served
+unconfigured): stops the old lanes in every region, reads their final lasts, and records in the
+ledger the fence above them and the new layout; then synthesise and deploy. The fence is pending
+until a run leaves no region unfenced (--region runs add up); --undo puts its lanes back until
+then. Safe to repeat; before any write it refuses what a fence cannot make safe
+(docs/how-to/change-a-layout.md)."""
 
-FENCE_EPILOG = """\
+EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
   .venv/bin/python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
   .venv/bin/python -m tickets_admin fence --undo               # put back what a fence never recorded stopped
-  .venv/bin/python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more
-  .venv/bin/python -m tickets_admin fence --endpoint-url us-east-1=http://127.0.0.1:8001 \\
-      --endpoint-url eu-west-1=http://127.0.0.1:8002"""
+  .venv/bin/python -m tickets_admin fence --undo --fence-id 6f1c2a9d0b3e4f57   # one no ledger records any more"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    """Several regions at once: --region and --endpoint-url repeated (the common ones are for one region)."""
-    parser.add_argument(
-        "--region",
-        action="append",
-        metavar="R",
-        help="fence only this region (repeatable); the epoch is recorded once every region is fenced "
-        "(default: every region cdk.json names and every region the ledger gave a slot)",
-    )
-    parser.add_argument(
-        "--endpoint-url",
-        action="append",
-        metavar="[REGION=]URL",
-        help="a DynamoDB-compatible endpoint: URL for every region, or REGION=URL, repeated, one per region",
-    )
-    parser.add_argument(
-        "--undo",
-        action="store_true",
-        help="undo the fence the ledger records as pending (begun, never recorded): put back every lane it "
-        "stopped, in every region; refused once it was recorded anywhere",
-    )
-    parser.add_argument(
-        "--fence-id",
-        metavar="ID",
-        help="with --undo: the fence to undo when no ledger records it any more (its id, as a refusal names it and "
-        "each lane it stopped records it in fencedBy); every region of this ledger's table is read for its lanes",
-    )
+    parser.add_argument("--region", action="append", metavar="R", help="only R (repeatable; default: every region)")
+    parser.add_argument("--endpoint-url", action="append", metavar="[REGION=]URL", help="repeatable, one a region")
+    parser.add_argument("--undo", action="store_true", help="put back the pending fence's lanes, recorded nowhere")
+    parser.add_argument("--fence-id", metavar="ID", help="with --undo: the fence when no ledger records it")
 
 
 def _fence(args: argparse.Namespace, context: Context) -> int:
     if context.from_ledger:
-        raise AdminError(
-            "fence compares an edited cdk.json (--config) with the ledger beside it; --service has only the "
-            "ledger's config, which it records already: run fence with --config"
-        )
+        raise AdminError("fence compares an edited cdk.json with the ledger: run it with --config, not --service")
     path = context.ledger_path()
     file = read_ledger_file(path)
     ledger = file.services.get(context.config.table_name)
@@ -117,8 +76,7 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
     tables = _tables(context, args, ledger)
     regions = args.region or sorted(set(tables) | set(config.regions))
     pending = ledger.fencing
-    # Every region's old lanes are read before any is stopped, a partial run's (--region) too: another region may
-    # hold a lane another fence stopped, or lanes that already put the new start above max.
+    # Every region is read before any is stopped, with --region too: another may hold a foreign stop, or lanes past max.
     lanes = fence_lanes.survey(tables, changes, pending.id if pending else None, path)
     _check_max(config, changes, lanes, _after_refusal(lanes))
     if pending is None:
@@ -133,32 +91,18 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
     unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
     if unfenced:
         say(
-            f"not recorded yet: {', '.join(unfenced)} still to fence (run `{FENCE_COMMAND} --region R` for "
-            f"each, or `{FENCE_COMMAND}`); the lanes stopped so far stay stopped (their regions answer 503 "
-            f"for the key) until a run leaves no region unfenced, or `{FENCE_UNDO_COMMAND}` puts them back. "
-            f"{path} records the fence as pending ({pending.id}): commit it"
+            f"not recorded yet: {', '.join(unfenced)} still to fence (`{FENCE_COMMAND} [--region R]`); stopped lanes "
+            f"answer 503 meanwhile, or `{FENCE_UNDO_COMMAND}`. {path} records it pending ({pending.id}): commit it"
         )
         return 0
     return _record(config, file, pending, lanes, path)
 
 
-def _record(
-    config: DeploymentConfig,
-    file: LedgerFile,
-    pending: PendingFence,
-    lanes: dict[str, fence_lanes.RegionLanes],
-    path: Path,
-) -> int:
-    """Seal every stopped lane, reading its final last, and record the epochs above them. The lasts of stopped lanes
-    never change again (only an undo could move them), so max is checked on them before any seal: refused, the fence
-    can still be undone."""
-    _check_max(
-        config,
-        pending.changes,
-        lanes,
-        "the old lanes stay stopped (their regions answer 503 for the key) and the fence stays pending; or "
-        f"`{FENCE_UNDO_COMMAND}` puts them back",
-    )
+def _record(config: DeploymentConfig, file: LedgerFile, pending: PendingFence, lanes: Survey, path: Path) -> int:
+    """Seal every stopped lane, reading its final last, and record the epochs above them; max is checked first, on
+    lasts only an undo could move, so that a refusal leaves the fence still undoable."""
+    then = f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back"
+    _check_max(config, pending.changes, lanes, then)
     recorded: list[KeyEpoch] = [
         change.epoch(fence_above(change.old.start, fence_lanes.seal(lanes.values(), change, pending.id)))
         for change in pending.changes
@@ -176,45 +120,37 @@ def _record(
 
 
 def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[Change]:
-    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked
-    as a new fence is (nothing written on a refusal)."""
+    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked."""
     planned = layout_changes(config, ledger)
     pending = ledger.fencing
     if pending is not None:
         if tuple(planned) != pending.changes:
             given = "; ".join(change.describe() for change in planned) or "no layout change"
             raise AdminError(
-                f"{path} records fence {pending.id} as pending ({pending.describe()}), begun and never recorded: the "
-                f"lanes it stopped answer 503. cdk.json gives {given} instead. Finish it: give cdk.json those layouts "
-                f"and run `{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (it puts the stopped "
-                "lanes back). Nothing was written."
+                f"{path} records fence {pending.id} as pending ({pending.describe()}), but cdk.json gives {given}: "
+                f"give it those layouts and run `{FENCE_COMMAND}`, or `{FENCE_UNDO_COMMAND}`. Nothing was written."
             )
         return planned
     problems = fence_refusals(config, ledger)
     if problems:
         raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
     if planned:
-        _check_rest(file, config, planned)
-        _check_one_account(ledger)
+        _check_new_fence(file, config, planned)
     return planned
 
 
 def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: Ledger, path: Path) -> int:
-    """Put back every lane the pending fence (or the fence --fence-id names) stopped, in every region, and forget
-    it; refused (before any write) once it was recorded somewhere: a sealed lane, or a lane of the epoch it begins."""
+    """Put back every lane the pending fence (or --fence-id's) stopped, and forget it; refused once recorded."""
     pending = ledger.fencing
     fence_id = args.fence_id or (pending.id if pending else None)
     if fence_id is None:
-        raise AdminError(
-            f"{path} records no pending fence: nothing to undo (a recorded fence is never undone; a fence no ledger "
-            "records is undone with --fence-id ID)"
-        )
-    tables = _tables(context, args, ledger)
-    if pending is not None and pending.id == fence_id:
-        lanes = fence_lanes.survey(tables, pending.changes, pending.id, path)
-        next_items = [item_base(change.key, change.number) for change in pending.changes]
+        raise AdminError(f"{path} records no pending fence: nothing to undo (a fence no ledger records: --fence-id ID)")
+    tables, own = _tables(context, args, ledger), pending if pending and pending.id == fence_id else None
+    if own:
+        lanes = fence_lanes.survey(tables, own.changes, own.id, path)
+        next_items = [item_base(change.key, change.number) for change in own.changes]
     else:
-        lanes = {region: fence_lanes.stopped_lanes(table, region, fence_id) for region, table in tables.items()}
+        lanes = {region: fence_lanes.stopped_lanes(table, fence_id) for region, table in tables.items()}
         next_items = fence_lanes.next_epoch_items(name for each in lanes.values() for name in each.items)
     problems = [problem for each in lanes.values() for problem in fence_lanes.undo_refusals(each, next_items, fence_id)]
     if problems:
@@ -222,8 +158,8 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
     for region, each in sorted(lanes.items()):
         put_back = fence_lanes.unstop(each, fence_id)
         say(f"{region}: put back {', '.join(put_back)}" if put_back else f"{region}: nothing was stopped")
-    if pending is not None and pending.id == fence_id:
-        _write(path, file, replace(ledger, fencing=None), f"fence undone: {pending.describe()}")
+    if own:
+        _write(path, file, replace(ledger, fencing=None), f"fence undone: {own.describe()}")
         say(f"fence {fence_id} undone; {path} records no pending fence: commit it")
     else:
         say(f"fence {fence_id} undone ({path} never recorded it)")
@@ -231,8 +167,7 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
 
 
 def _tables(context: Context, args: argparse.Namespace, ledger: Ledger) -> dict[str, CounterTable]:
-    """A table per region the ledger ever gave a slot (retired ones included: they hold old lanes), at its endpoint
-    (--endpoint-url URL for every region, or REGION=URL, repeated)."""
+    """A table per region the ledger ever gave a slot (retired ones hold old lanes too), at its --endpoint-url."""
     regions = sorted({entry.region for entry in ledger.slots.values()})
     endpoints: dict[str, str] = {}
     for each in args.endpoint_url or []:
@@ -244,51 +179,39 @@ def _tables(context: Context, args: argparse.Namespace, ledger: Ledger) -> dict[
     return {region: CounterTable(context.table_name, region, endpoints.get(region)) for region in regions}
 
 
-def _check_rest(file: LedgerFile, config: DeploymentConfig, changes: list[Change]) -> None:
-    """Refuse, before writing anything, a config the ledger would refuse for another reason than the fence."""
+def _check_new_fence(file: LedgerFile, config: DeploymentConfig, changes: list[Change]) -> None:
+    """Refuse, before any write, a config the ledger refuses for another reason, and a ledger of several accounts:
+    fence stops one account's lanes, and the epoch it records would let another's new lanes repeat its old ones."""
     name = config.table_name
     trial = record_epochs(file.services[name], [change.epoch(change.old.start) for change in changes])
     try:
         record_services(replace(file, services={**file.services, name: trial}), {name: config})
     except LedgerError as err:
         raise LedgerError(f"fence refused, nothing was written: cdk.json has other problems:\n{err}") from None
-
-
-def _check_one_account(ledger: Ledger) -> None:
-    """Refuse a ledger shared by several accounts (staging and production from one cdk.json): fence reaches the
-    tables of the account whose credentials it runs with, and an epoch recorded after stopping one account's
-    lanes would let another account's new lanes issue numbers its old lanes already issued."""
-    accounts = sorted({account for slot in ledger.slots.values() for account in slot.accounts})
+    accounts = sorted({account for slot in file.services[name].slots.values() for account in slot.accounts})
     if len(accounts) > 1:
         raise LedgerError(
             f"fence refused, nothing was written: the ledger records tables in {len(accounts)} accounts "
-            f"({', '.join(accounts)}), and fence stops the lanes of one account only (the credentials it runs "
-            "with). Give each account its own ledger before changing a layout (docs/how-to/change-a-layout.md)"
+            f"({', '.join(accounts)}). Give each account its own ledger first (docs/how-to/change-a-layout.md)"
         )
 
 
-def _after_refusal(lanes: dict[str, fence_lanes.RegionLanes]) -> str:
-    """What a refusal before any write leaves behind: nothing, or the lanes an earlier run stopped."""
+def _after_refusal(lanes: Survey) -> str:
     if any(each.stopped_by_any_fence() for each in lanes.values()):
         return (
-            "this run stopped and recorded nothing; the lanes an earlier run stopped stay stopped (their regions "
-            f"answer 503 for the key) until a run of fence records the epoch, or `{FENCE_UNDO_COMMAND}` puts "
-            "them back"
+            "this run wrote nothing; the lanes an earlier run stopped stay stopped (answering 503) until fence records "
+            f"the epoch, or `{FENCE_UNDO_COMMAND}` puts them back"
         )
     return "nothing was stopped or recorded"
 
 
-def _check_max(
-    config: DeploymentConfig, changes: Sequence[Change], lanes: dict[str, fence_lanes.RegionLanes], then: str
-) -> None:
-    """A new layout must begin at or below max: checked on the old lanes as they stand before this run stops any
-    (lanes only grow, so the fence found after stopping them is at least this one), and on their final lasts."""
+def _check_max(config: DeploymentConfig, changes: Sequence[Change], lanes: Survey, then: str) -> None:
+    """A new layout must begin at or below max: checked before any stop (lanes only grow), and on final lasts."""
     for change in changes:
-        names = fence_lanes.old_items([change])
         lasts = [
             fence_lanes.final_last(name, item)
             for each in lanes.values()
-            for name in names
+            for name in fence_lanes.old_items([change])
             if (item := each.items[name]) is not None
         ]
         epoch, counter = change.epoch(fence_above(change.old.start, lasts)), config.counters.get(change.key)
@@ -300,22 +223,11 @@ def _check_max(
 
 
 def _write(path: Path, file: LedgerFile, service: Ledger, change: str) -> LedgerFile:
-    """The ledger file with `service` as its service's new state, one version more (`change` says what), written."""
     services = {**file.services, service.table_name: service}
-    parent = file.version
-    written = replace(
-        file, services=services, versions=(*file.versions, Version(version_id(parent, services), parent, change))
-    )
+    version = Version(version_id(file.version, services), file.version, change)
+    written = replace(file, services=services, versions=(*file.versions, version))
     write_ledger_file(path, written)
     return written
 
 
-COMMAND = Command(
-    "fence",
-    "stop the old layout's lanes above a fence in every region and record the epoch in the ledger",
-    FENCE_DESCRIPTION,
-    FENCE_EPILOG,
-    _fence,
-    _arguments,
-    one_region=False,
-)
+COMMAND = Command("fence", TEXT, EPILOG, _fence, _arguments, one_region=False)

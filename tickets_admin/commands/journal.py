@@ -1,5 +1,3 @@
-"""`tickets_admin journal KEY`: a series' journal, as JSON Lines or CSV."""
-
 from __future__ import annotations
 
 import argparse
@@ -8,11 +6,11 @@ import itertools
 from ..journal import SERIES_EPILOG, csv_lines, jsonl, series_arguments, series_heads
 from ..registry import Command, Context
 
-DESCRIPTION = """\
-Print the journal of the series KEY (every series of it, or the one --series names), in number
-order: one entry per number, with its series, time, caller, Idempotency-Key, ref and void.
-JSON Lines by default, or CSV with a header row. Read from the series table (<tableName>-series)
-with consistent Query pages, as GET /_series/KEY/journal reads it."""
+TEXT = """\
+print a series' journal (JSON Lines or CSV)
+
+Every series of KEY (or --series) in number order, an entry per number (series, time, caller,
+Idempotency-Key, ref, void), from the series table as GET /_series/KEY/journal reads it."""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +29,4 @@ def _journal(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command(
-    "journal", "print a series' journal (JSON Lines or CSV)", DESCRIPTION, SERIES_EPILOG, _journal, _arguments
-)
+COMMAND = Command("journal", TEXT, SERIES_EPILOG, _journal, _arguments)

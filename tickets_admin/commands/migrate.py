@@ -1,7 +1,3 @@
-"""`tickets_admin migrate`: carry the values of an API Gateway + DynamoDB atomic-counter table over to Tickets, through
-`raise_key` (the same conditional writes, refusals and never-lowering as `raise`); it writes nothing to the old
-table."""
-
 from __future__ import annotations
 
 import argparse
@@ -20,71 +16,37 @@ from tickets.sequence import Lane
 from tickets.settings import unserved
 from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
 
-from ..cli import say, whole_number
-from ..key_lanes import KeyLanes, key_lanes
-from ..operations import Outcome, next_ticket_above, raise_key
-from ..registry import Command, Context
+from ..operations import KeyLanes, Outcome, key_lanes, next_ticket_above, raise_key
+from ..registry import Command, Context, say, whole_number
 from ..table import AdminError, CounterTable
 
-DESCRIPTION = f"""\
-Read an old counter table (the API Gateway + DynamoDB atomic-counter pattern: one item
-per counter, its name in --key-attribute and its last value in --value-attribute) in
---from-region and raise each named Tickets counter in this region above the old value
-plus --margin, as `raise KEY --above VALUE+MARGIN` would: every lane of the key next
-issues a ticket greater than that, no lane is ever lowered, and nothing is written to
-the old table.
+TEXT = """\
+raise each counter of an old counter table's items above its old value (plus a margin)
 
-The first run that raises a key records that target (old value + margin) in the
-Tickets table, as an item named "_migration#KEY" that is no counter (no key starts
-with "_"; export skips it); it is never replaced. A later run, and --verify, compare
-the old counter's current value with it: past it, the old callers took numbers
-Tickets issues too, and the key is named with those numbers ("OVERLAP"). A key that
-appeared in the old table after the first run is named as new (a later run raises
-it, --verify reports it). It is safe to repeat: a later run raises nothing it
-already raised.
-
-It prints one line per key: "raised" (each lane's last before -> after and its next
-ticket), "already above" (nothing written), "would raise" (--dry-run: nothing
-written), "OVERLAP" (the old counter passed the recorded target), or "NOT MIGRATED"
-(why: e.g. the target would pass the counter's max, or strictKeys is on and cdk.json
-does not configure the key). An item whose key attribute is missing, not a string, or
-not a Tickets key
-({KEY_RULE}),
-or whose value is missing or not a whole number (0 or more), is listed as "skipped",
-never dropped silently. A last line counts what was done.
-
-Exit status 0 when every item was migrated (raised or already above) and no key
-overlaps; 1 when an item was skipped, a key was not migrated or overlaps its target
-(the other keys were still done), or on an error such as a missing table. With
---verify: 0 only when every key is within its recorded target.
-
-The safe order, while old callers still count on the old table, in each Tickets
-region (--region; --from-region names the old table's):
-  1. migrate with a margin bigger than the numbers the old counters will hand out
-     until step 2 is done; it records each key's target;
-  2. switch the callers to Tickets (the compatibility route in docs/how-to/migrate.md);
-  3. migrate --verify: exit 0 says no old caller passed its key's target; otherwise
-     it names each key and the numbers issued twice. Then migrate again (any margin)
-     to raise the keys the old callers created after step 1."""
+Each key of an old table (API Gateway + DynamoDB counters: --key-attribute, --value-attribute)
+goes above its value plus --margin here, as `raise` does; the old table is never written. The
+first run records each target (item "_migration#KEY"): a later run and migrate --verify name
+every key the old counter passed it ("OVERLAP": numbers issued twice) and every key new since.
+A line per key: "raised", "already above", "would raise" (--dry-run) or "NOT MIGRATED" (why);
+an item without a valid key or whole-number value is "skipped". Exit status 0 when every item
+was migrated and none overlaps (--verify: each within its target). It is safe to repeat. The
+safe order, per region: migrate with a margin; switch the callers; migrate --verify; then
+migrate again (docs/how-to/migrate.md)."""
 
 EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --margin 100000 --dry-run
-  .venv/bin/python -m tickets_admin migrate --from-table counters --from-region us-east-1 \\
-      --key-attribute systemKey --value-attribute counter --margin 100000 --region eu-west-1
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --verify"""
 
-# The records a migration keeps in the Tickets counter table (not counters: tables.is_counter_item).
-MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"  # the first run: when, and from which table
-MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"  # + KEY: the target its first run raised KEY above
+# Its records in the Tickets table (not counters): the first run's time and table, and + KEY, the key's target.
+MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"
+MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"
 
 
 @dataclass(frozen=True)
 class OldCounters:
-    """What the old table holds: each valid key's highest value, and the items that name none."""
-
     values: dict[str, int]
     skipped: list[str]  # one line each: which item, and why
 
@@ -94,12 +56,10 @@ def read_old_counters(items: Iterable[Item], key_attribute: str, value_attribute
     skipped: list[str] = []
     for item in items:
         key, value = item.get(key_attribute), item.get(value_attribute)
-        which = (
-            f"{key_attribute} {clip(json.dumps(key))}"
-            if key is not None
-            else f"an item without {key_attribute}: {clip(json.dumps(item, sort_keys=True), 200)}"
-        )
-        name = key.get("S") if key is not None else None
+        if key is None:
+            name, which = None, f"an item without {key_attribute}: {clip(json.dumps(item, sort_keys=True), 200)}"
+        else:
+            name, which = key.get("S"), f"{key_attribute} {clip(json.dumps(key))}"
         whole = _whole_number(value)
         if not is_valid_key(name):
             skipped.append(f"skipped {which}: not a valid key (a string of {KEY_RULE})")
@@ -114,26 +74,23 @@ def read_old_counters(items: Iterable[Item], key_attribute: str, value_attribute
 
 
 def _whole_number(value: dict[str, str] | None) -> int | None:
-    """A DynamoDB number that is a whole number, 0 or more (however it is written, e.g. 1E+3); else None."""
+    """A DynamoDB number that is whole, 0 or more (however written, e.g. 1E+3); else None."""
     try:
-        whole = Decimal(value["N"]) if value is not None and "N" in value else None
-    except InvalidOperation:
+        whole = Decimal((value or {})["N"])
+    except (KeyError, InvalidOperation):
         return None
-    if whole is None or not whole.is_finite() or whole < 0 or whole != whole.to_integral_value():
-        return None
-    return int(whole)
+    return int(whole) if whole.is_finite() and whole >= 0 and whole == whole.to_integral_value() else None
 
 
 class DryRunTable(CounterTable):
-    """The counter table, read for real, with every write answered "done" and not sent: `raise_key` then decides
-    and reports exactly what it would write."""
+    """Read for real, every write answered "done" and not sent: raise_key reports exactly what it would write."""
 
     def write(self, item_key: str, request: dict[str, Any]) -> bool:
         return True
 
 
 class Target(NamedTuple):
-    """What the first run that raised a key recorded: the old callers may take numbers up to `value`, no higher."""
+    """What the first run that raised a key recorded: the old callers may take numbers up to `value`."""
 
     value: int
     described: str  # "VALUE (old value V + margin M, recorded AT)"
@@ -146,85 +103,72 @@ def _read_target(table: CounterTable, key: str) -> Target | None:
     target, old_value, margin = (number(item, name) for name in ("target", "oldValue", "margin"))
     if target is None or old_value is None or margin is None or "at" not in item:
         raise AdminError(
-            f"{MIGRATION_ITEM_PREFIX + key}: a migration record without a whole target, oldValue and margin; "
-            "it was edited by hand: restore it from a backup (a point-in-time restore of the table)"
+            f"{MIGRATION_ITEM_PREFIX + key}: a migration record without a whole target, oldValue and margin (edited by "
+            "hand): restore it from a backup (a point-in-time restore of the table)"
         )
     return Target(target, f"{target} (old value {old_value} + margin {margin}, recorded {item['at']['S']})")
 
 
 def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) -> None:
-    """Write a record once: a later run never replaces what the first recorded."""
+    """Write a record once: never replaced."""
+    typed = {
+        f":{name}": {"N": str(value)} if isinstance(value, int) else {"S": value} for name, value in values.items()
+    }
     table.write(
         item_key,
         {
-            "UpdateExpression": "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(values))),
+            "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in values),
             "ConditionExpression": "attribute_not_exists(#counter)",
-            "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#a{i}": name for i, name in enumerate(values)}},
-            "ExpressionAttributeValues": {
-                f":a{i}": {"N": str(value)} if isinstance(value, int) else {"S": value}
-                for i, value in enumerate(values.values())
-            },
+            "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#{name}": name for name in values}},
+            "ExpressionAttributeValues": typed,
         },
     )
 
 
-def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, region: str) -> tuple[int, str] | None:
-    """How many of the numbers low+1 .. high this region's lanes (of every epoch) have issued, and where (`in
-    REGION (LOWEST .. HIGHEST)`); None if none."""
-    issued = [  # each lane's tickets above `low`, up to its last and `high`: ranges, counted, never listed
-        range(next_ticket_above(lane, low), min(high, last) + 1, lane.step)
+def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, numbers: str) -> str | None:
+    """Which of the numbers low+1 .. high (`numbers`) these lanes issued, told; None if none."""
+    spans = [  # each lane's numbers in low+1 .. high: ranges, counted, never listed
+        span
         for lane in lanes
         if (last := number(table.get(lane.item_key), LAST)) is not None
+        and (span := range(next_ticket_above(lane, low), min(high, last) + 1, lane.step))
     ]
-    spans = [span for span in issued if span]
     if not spans:
         return None
-    lowest, highest = min(span[0] for span in spans), max(span[-1] for span in spans)
-    return sum(map(len, spans)), f"in {region} ({lowest} .. {highest})"
+    where = f"{table.region} ({min(span[0] for span in spans)} .. {max(span[-1] for span in spans)})"
+    return f"Tickets has issued {sum(map(len, spans))} of {numbers} in {where}: each twice"
 
 
 @dataclass(frozen=True)
 class _Run:
     args: argparse.Namespace
     table: CounterTable
-    region: str
     first_run: str | None
     now: str
 
     def overlap(self, lanes: KeyLanes, target: Target, value: int) -> str:
         taken = f"the old callers took {target.value + 1} .. {value}, above the target {target.described}"
-        issued = _issued(self.table, lanes.every_epoch, target.value, value, self.region)
-        if issued is None:
-            return (
-                f"{taken}; Tickets has issued none of those numbers in {self.region} yet, but its next ones are "
-                "among them"
-            )
-        return f"{taken}; Tickets has issued {issued[0]} of those numbers {issued[1]}: each twice"
+        issued = _issued(self.table, lanes.every_epoch, target.value, value, "those numbers")
+        none = f"Tickets has issued none of those numbers in {self.table.region} yet, but its next ones are among them"
+        return f"{taken}; {issued or none}"
 
     def migrate(self, key: str, value: int, lanes: KeyLanes, recorded: Target | None) -> str:
-        """Raise the key above its old value + margin; the count it adds to."""
         margin, dry_run = self.args.margin, self.args.dry_run
         target = f"{value + margin} (old value {value} + margin {margin})"
         lines: list[str] = []
         try:
-            results = raise_key(self.table, key, lanes.current, value + margin, lines.append, stopped=lanes.stopped)
+            outcomes = raise_key(self.table, lanes, value + margin, lines.append)
         except AdminError as err:
             say(f"{key}: NOT MIGRATED: not raised above {target}: {' '.join(str(err).splitlines())}")
             return "not migrated"
-        if any(result.outcome is Outcome.OFF_LANE for result in results):
-            outcome = "not migrated"  # the lane lines say which stored value needs a fix by hand
+        if Outcome.OFF_LANE in outcomes:  # its line says what needs a fix by hand
+            outcome, verb = "not migrated", "NOT MIGRATED: not raised above"
+        elif Outcome.RAISED in outcomes:
+            outcome, verb = "raised", "would raise above" if dry_run else "raised above"
         else:
-            outcome = "raised" if any(result.outcome is Outcome.RAISED for result in results) else "already above"
-        verb = {
-            "raised": "would raise above" if dry_run else "raised above",
-            "already above": "already above",
-            "not migrated": "NOT MIGRATED: not raised above",
-        }[outcome]
-        new = (
-            f" (new in the old table since the first run, {self.first_run})"
-            if recorded is None and self.first_run
-            else ""
-        )
+            outcome = verb = "already above"
+        first_run = self.first_run if recorded is None else None
+        new = f" (new in the old table since the first run, {first_run})" if first_run else ""
         say(f"{key}{new}: {verb} {target}: {'; '.join(lines)}")
         if recorded is None and outcome != "not migrated" and not dry_run:
             record = {"target": value + margin, "oldValue": value, "margin": margin, "at": self.now}
@@ -237,15 +181,11 @@ class _Run:
                 return "overlap"
             say(f"{key}: within its target: the old counter is at {value}, the target {recorded.described}")
             return "within"
-        issued = _issued(self.table, lanes.every_epoch, -1, value, self.region)
-        said = (
-            "Tickets has issued none of the numbers up to it here"
-            if issued is None
-            else f"Tickets has issued {issued[0]} of the numbers up to it {issued[1]}: each twice"
-        )
+        issued = _issued(self.table, lanes.every_epoch, -1, value, "the numbers up to it")
         say(
             f"{key}: NEW in the old table since the first run ({self.first_run}), at {value}, never migrated: "
-            f"{said}. Run migrate (without --verify) to raise it"
+            f"{issued or 'Tickets has issued none of the numbers up to it here'}. Run migrate (without --verify) to "
+            "raise it"
         )
         return "new"
 
@@ -256,13 +196,8 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     context.check_ledger()
     settings, ledger = context.settings(), context.ledger()
     from_region = args.from_region or region
-    old_table = CounterTable(
-        args.from_table,
-        from_region,
-        context.endpoint_url,
-        named_by="--from-table",
-        region_named_by="--from-region (default: --region, the first region in cdk.json)",
-    )
+    named_by = "--from-table and --from-region (default: --region, the first region in cdk.json)"
+    old_table = CounterTable(args.from_table, from_region, context.endpoint_url, named_by)
     say(
         f"{'verifying' if verify else 'migrating'} table {args.from_table}"
         + (f" in {from_region}" if from_region != region else "")
@@ -278,7 +213,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     if verify and first_run is None:
         say(f"no migrate run is recorded in table {table.table}: run migrate (without --verify) first")
         return 1
-    run = _Run(args, table, region, first_run, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    run = _Run(args, table, first_run, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     counts: Counter[str] = Counter()
     for key, value in old.values.items():
         counter = settings.counter(key)
@@ -317,53 +252,14 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--from-table", required=True, metavar="NAME", help="the old counter table (at the same endpoint)"
-    )
-    parser.add_argument(
-        "--from-region",
-        metavar="REGION",
-        help="the old counter table's region (default: --region, the Tickets region raised): an API Gateway "
-        "counter lives in one region, and every Tickets region is migrated from it",
-    )
-    parser.add_argument(
-        "--key-attribute",
-        required=True,
-        metavar="A",
-        help="the old table's attribute that names each counter (a string), e.g. systemKey",
-    )
-    parser.add_argument(
-        "--value-attribute",
-        required=True,
-        metavar="V",
-        help="the old table's attribute that holds each counter's last value (a number), e.g. counter",
-    )
-    parser.add_argument(
-        "--margin",
-        default=0,
-        metavar="M",
-        type=whole_number,
-        help="raise each counter above its old value plus M (a whole number; default 0): what the old "
-        "callers may still take before they are switched to Tickets",
-    )
+    parser.add_argument("--from-table", required=True, metavar="NAME", help="the old table (at the same endpoint)")
+    parser.add_argument("--from-region", metavar="REGION", help="the old table's region (default: --region)")
+    parser.add_argument("--key-attribute", required=True, metavar="A", help="its counters' names, e.g. systemKey")
+    parser.add_argument("--value-attribute", required=True, metavar="V", help="their last values, e.g. counter")
+    parser.add_argument("--margin", default=0, metavar="M", type=whole_number, help="a whole number (default 0)")
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument(
-        "--dry-run", action="store_true", help="read both tables and print what it would do; write nothing"
-    )
-    mode.add_argument(
-        "--verify",
-        action="store_true",
-        help="write nothing: compare each old counter's current value with the target the first run recorded, "
-        "and exit 1 naming every key the old callers took past it (the numbers issued twice) and every key new "
-        "in the old table since the first run",
-    )
+    mode.add_argument("--dry-run", action="store_true", help="print what it would do; write nothing")
+    mode.add_argument("--verify", action="store_true", help="write nothing: compare with the recorded targets")
 
 
-COMMAND = Command(
-    "migrate",
-    "raise each counter of an old counter table's items above its old value (plus a margin)",
-    DESCRIPTION,
-    EPILOG,
-    _migrate,
-    _arguments,
-)
+COMMAND = Command("migrate", TEXT, EPILOG, _migrate, _arguments)

@@ -1,7 +1,3 @@
-"""`tickets_admin put-key`: the same keys in every region's parameter: those any region holds (a version two regions
-hold with different keys is refused: their ids could meet), and a new random key for each version wanted that none
-holds. Every region is read before any is written, so a run that stopped half-way is finished by running it again."""
-
 from __future__ import annotations
 
 import argparse
@@ -14,25 +10,25 @@ from ..opaque_secret import KeysParameter
 from ..registry import Command, Context
 from ..table import AdminError
 
-DESCRIPTION = """\
-Put the keys of the opaque counters' ids in the service's SSM SecureString parameter,
-/tickets/<tableName>/opaque-keys, in every region of cdk.json: the function reads it at
-cold start (its name is in the function's environment; its value never is). Every region
-gets the same keys, those any region holds already and a new random key (32 bytes from
-the system's secure source) for each key version the counters' keyVersion, or --version,
-asks for that no region holds. An existing version's key is never changed (ids made with
-it must decode forever). Every region is read before any is written: run it again after a
-failure to finish. Prints the versions each region holds, never a key. Your credentials
-need ssm:GetParameter, ssm:PutParameter and ssm:DescribeParameters on the parameter, and
-the KMS key's use (with --kms-key-id: your TicketService's encryption_key, the same alias
-in every region). Rotation: raise a counter's keyVersion in cdk.json, run put-key, then
-synthesise and deploy."""
+TEXT = """\
+put the opaque ids' keys in the service's SSM parameter, in every region
+
+/tickets/<tableName>/opaque-keys in every region of cdk.json gets the keys any region holds and
+a new random key for each key version the counters (or --version) ask for that none holds; no
+key ever changes. Every region is read before any is written (run it again to finish). Prints
+versions, never keys. Needs ssm:GetParameter, PutParameter, DescribeParameters and the KMS key
+(--kms-key-id: e.g. TicketService's encryption_key; docs/how-to/opaque-order-numbers.md)."""
 
 EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin put-key                       # before the first deploy of an opaque counter
   .venv/bin/python -m tickets_admin put-key --kms-key-id alias/shop-tickets
   .venv/bin/python -m tickets_admin --service shop-order-numbers put-key --version 2"""
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--version", type=int, action="append", metavar="N", help="also key version N (repeatable)")
+    parser.add_argument("--kms-key-id", metavar="KEY", help="default: the parameter's key, else aws/ssm")
 
 
 def _put_key(args: argparse.Namespace, context: Context) -> int:
@@ -49,8 +45,8 @@ def _put_key(args: argparse.Namespace, context: Context) -> int:
     keys = _union(held, parameters[0].name)
     made = sorted(version for version in wanted if version not in keys)
     keys.update({version: secrets.token_bytes(NEW_KEY_BYTES) for version in made})
+    versions = ", ".join(map(str, sorted(keys)))
     for parameter in parameters:
-        versions = ", ".join(map(str, sorted(keys)))
         if held[parameter.region] == keys:
             print(f"{parameter.region}: {parameter.name} holds key versions {versions}: unchanged")
             continue
@@ -68,38 +64,13 @@ def _union(held: Mapping[str, dict[int, bytes] | None], name: str) -> dict[int, 
     holder: dict[int, str] = {}
     for region, region_keys in sorted(held.items()):
         for version, key in (region_keys or {}).items():
-            if version in keys and keys[version] != key:
+            if keys.setdefault(version, key) != key:
                 raise AdminError(
-                    f"{name}: key version {version} differs between {holder[version]} and {region} (put-key never "
-                    "writes it so), and ids those regions made with it may be equal. Nothing was written. Make both "
-                    "hold one key for it by hand (aws ssm put-parameter), see docs/how-to/opaque-order-numbers.md"
+                    f"{name}: key version {version} differs between {holder[version]} and {region}: ids may meet. "
+                    "Nothing was written. Make both hold one key by hand (docs/how-to/opaque-order-numbers.md)"
                 )
-            keys.setdefault(version, key)
             holder.setdefault(version, region)
     return keys
 
 
-def _put_key_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--version",
-        type=int,
-        action="append",
-        metavar="N",
-        help="also make key version N when no region holds it (repeatable; default: the counters' keyVersion)",
-    )
-    parser.add_argument(
-        "--kms-key-id",
-        metavar="KEY",
-        help="the KMS key to encrypt the parameter with (default: the one it has, else SSM's own, aws/ssm)",
-    )
-
-
-COMMAND = Command(
-    "put-key",
-    "put the opaque ids' keys in the service's SSM parameter, in every region",
-    DESCRIPTION,
-    EPILOG,
-    _put_key,
-    _put_key_arguments,
-    one_region=False,
-)
+COMMAND = Command("put-key", TEXT, EPILOG, _put_key, _arguments, one_region=False)

@@ -1,6 +1,3 @@
-"""`tickets_admin workers POOL`: a worker pool's live leases, read with the function's own store
-(tickets.workers.store), so what is printed is what the service grants by (docs/how-to/worker-ids.md)."""
-
 from __future__ import annotations
 
 import argparse
@@ -12,6 +9,12 @@ from tickets.tables import WORKERS_TABLE_SUFFIX
 from tickets.workers.store import WorkerStore
 
 from ..registry import Command, Context
+
+TEXT = """\
+print a worker pool's live leases
+
+Each worker id, its epoch, its expiry by the service's clock (in how long, by this machine's)
+and its owner, read as the service grants them (docs/how-to/worker-ids.md)."""
 
 EPILOG = """\
 examples:
@@ -29,7 +32,7 @@ def _workers(args: argparse.Namespace, context: Context) -> int:
         print(f"{args.pool!r} is not a pool of {context.config_file} (tickets.workers)", file=sys.stderr)
         return 1
     table = context.counter_table(WORKERS_TABLE_SUFFIX)
-    now = int(time.time() * 1000)  # this machine's clock: the leases' expiries are the service's
+    now = int(time.time() * 1000)
     with table.dynamodb_errors():
         leases = WorkerStore(table.client, table.table).leases(args.pool, config.size, now)
     print(f"pool {args.pool}: {len(leases)} of {config.size} ids leased (ttl {config.ttl_seconds} s)")
@@ -42,12 +45,4 @@ def _workers(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command(
-    "workers",
-    "print a worker pool's live leases",
-    "Print the live leases of a worker pool (cdk.json tickets.workers): each worker id, its epoch, when its lease\n"
-    "expires by the service's clock (and in how long, by this machine's), and its owner.",
-    EPILOG,
-    _workers,
-    _arguments,
-)
+COMMAND = Command("workers", TEXT, EPILOG, _workers, _arguments)
