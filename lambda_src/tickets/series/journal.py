@@ -1,9 +1,4 @@
-"""A journal entry: the one record of a series number (who took it, when, for what, and its void).
-
-The series table's three kinds of item (docs/explanation/series.md): a series' head `head#KEY#SERIES` (its mark
-`last`), its entries `entry#KEY#SERIES` by number, and a request `request#KEY#CALLER#IDEMPOTENCY-KEY` (its claim and
-lock, kept as long as the journal).
-"""
+"""A journal entry, the one record of a series number, and the series table's items (docs/explanation/series.md)."""
 
 from __future__ import annotations
 
@@ -17,11 +12,10 @@ from ..messages import JournalEntry, SeriesNumber, Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 
-Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
+Item = dict[str, Any]
 MAX_REF_CHARS = 128
 MAX_REASON_CHARS = 500
-# A journal page stops before this many bytes (each entry as its JSON escaped twice in ASCII, the most a Lambda
-# runtime makes of it): within a Function URL's 6 MB response, with room for the envelope and headers.
+# A page's bytes at most, each entry's JSON escaped twice (the most a Lambda runtime makes of it): within 6 MB.
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 
 
@@ -38,8 +32,7 @@ def entry_key(key: str, series: str, number: int) -> Item:
 
 
 def request_key(key: str, caller: str, idempotency_key: str) -> Item:
-    # No key holds `#`, but an IAM user's path may, and so may an Idempotency-Key: the caller goes in with
-    # its length, so no two (caller, Idempotency-Key) pairs ever name one request item.
+    # A caller and an Idempotency-Key may hold `#`: the caller's length keeps every pair's item its own.
     named = f"request#{key}#{len(caller)}:{caller}#{idempotency_key}"
     return {SERIES_PARTITION_KEY: {"S": named}, SERIES_SORT_KEY: {"N": "0"}}
 
@@ -62,14 +55,12 @@ class Entry:
     void: Void | None = None
 
     def answer(self) -> SeriesNumber:
-        """What POST /_series/{key} answers."""
         answer: SeriesNumber = {"key": self.key, "series": self.series, "ticket": self.ticket}
         if self.id is not None:
             answer["id"] = self.id
         return answer
 
     def to_json(self) -> JournalEntry:
-        """The entry as the journal route and `tickets_admin journal` give it."""
         return {
             **self.answer(),
             "time": self.time,
@@ -95,10 +86,6 @@ class Entry:
 
     @classmethod
     def from_item(cls, item: Item) -> Entry:
-        def text(name: str) -> str | None:
-            value = item.get(name)
-            return None if value is None else str(value["S"])
-
         void: Void | None = None
         if "voidedBy" in item:
             void = {"by": item["voidedBy"]["S"], "at": item["voidedAt"]["S"], "reason": item["voidReason"]["S"]}
@@ -109,15 +96,14 @@ class Entry:
             time=item["time"]["S"],
             caller=item["caller"]["S"],
             idempotency_key=item["idempotencyKey"]["S"],
-            ref=text("ref"),
-            id=text("id"),
+            ref=item.get("ref", {}).get("S"),
+            id=item.get("id", {}).get("S"),
             void=void,
         )
 
 
 def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int | None]:
-    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its `next`: the
-    last entry's number when the page was full or cut, None at the journal's end."""
+    """A page's entries (up to `limit`, within MAX_PAGE_BYTES, at least one) and its `next` (None: the end)."""
     page: list[Entry] = []
     size = 0
     for entry in entries:
@@ -149,8 +135,6 @@ class IssuedEntry:
 
 @dataclass(frozen=True)
 class RequestItem:
-    """A request item as stored: what a retry is checked against and resumes from."""
-
     series: str
     ref: str | None
     owner: str

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadRequest, PayloadTooLarge, echo
+from ..errors import BadRequest, echo
 from ..messages import VoidRequest
-from ..protocol import json_body, query_parameters_of
+from ..protocol import body_fields, query_parameters_of, request_body
 from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
@@ -58,27 +56,10 @@ def journal_request(raw_query: str | None) -> JournalRequest:
 
 
 def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
-    if not body:
-        return {}
-    if len(body) > MAX_BODY_BYTES * 2:
-        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
-    try:
-        raw = base64.b64decode(body, validate=True) if is_base64 else body.encode("utf-8", "surrogatepass")
-    except (binascii.Error, ValueError):
-        raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
-    fields = json_body(raw, example) if raw.strip() else {}
-    if not isinstance(fields, dict):
-        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
-    unknown = sorted(set(fields) - set(allowed))
-    if unknown:
-        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
-    return fields
+    return body_fields(request_body(body, is_base64, MAX_BODY_BYTES), allowed, example)
 
 
 def _series(value: Any) -> str:
-    # A series name is a period's name (2026, 2026-27), `all`, either with -rSLOT: short, no `#`.
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_SERIES_CHARS or "#" in value:
         raise BadRequest(f"invalid series {echo(value)}: a series name is as POST /_series/{{key}} answers it")
     return value

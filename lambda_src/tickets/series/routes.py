@@ -1,5 +1,4 @@
-"""The series routes (docs/reference/series.md). Outside the series package, and the journal's code imported
-inside them: a function that serves no series loads only series/config.py."""
+"""The series routes (docs/reference/series.md); the journal's code is imported inside them."""
 
 from __future__ import annotations
 
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
 
 
 def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:
-    """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
     runtime.authorize(request, key)
     config, journal = _series_of(runtime, key)
     from . import requests as series_requests
@@ -49,13 +47,12 @@ def issue_series_number(runtime: Runtime, request: Request, key: str) -> Respons
     issued = journal.issue(issue)
     if not issued.replayed:
         _count(runtime, "SeriesIssued", issued.entry.key, issued.entry.series)
-        runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
+        runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields
         runtime.metrics.add_metadata("correlation_id", request.request_id)
     return json_response(200, issued.entry.answer())
 
 
 def void_series_number(runtime: Runtime, request: Request, key: str) -> Response:
-    """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
     runtime.authorize(request, key)
     _, journal = _series_of(runtime, key)
     from . import requests as series_requests
@@ -63,13 +60,12 @@ def void_series_number(runtime: Runtime, request: Request, key: str) -> Response
     protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
     entry, voided_now = journal.void(key, void["series"], void["ticket"], caller(request.event), void["reason"])
-    if voided_now:  # a repeated void answers the first and is not counted again
+    if voided_now:
         _count(runtime, "SeriesVoided", key, void["series"])
     return json_response(200, entry.to_json())
 
 
 def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
-    """A page of the journal, in number order; `next` is the `after` of the following page."""
     runtime.authorize(request, key)
     config, journal = _series_of(runtime, key)
     from . import requests as series_requests
@@ -89,7 +85,6 @@ def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
 
 
 def _series_of(runtime: Runtime, key: str) -> tuple[SeriesConfig, SeriesStore]:
-    """The configured series `key` and the journal's store; 404 for a key that is not a series."""
     config = runtime.settings.series.get(key)
     if config is None or runtime.journal is None:
         configured = ", ".join(sorted(runtime.settings.series)) or "none"
@@ -98,8 +93,7 @@ def _series_of(runtime: Runtime, key: str) -> tuple[SeriesConfig, SeriesStore]:
 
 
 def _count(runtime: Runtime, name: str, key: str, series: str) -> None:
-    """One series number in the request's metrics line, by key and series (configured, so the dimensions stay few;
-    Powertools clears them after each line, and an invocation serves one request)."""
+    """One series number in the request's metrics line, by key and series (configured: few dimensions)."""
     runtime.metrics.add_dimension(name="key", value=key)
     runtime.metrics.add_dimension(name="series", value=series)
     runtime.metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)
