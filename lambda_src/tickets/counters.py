@@ -31,13 +31,11 @@ def reserve_block(runtime: Runtime, request: Request, key: str) -> Response:
 
 
 def compat_ticket(runtime: Runtime, request: Request) -> Response:
-    """The compatibility route (config `compat`): the named key's tickets, answered as the bare number."""
     issued = _issued_for(runtime, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
     return text_response(protocol.render_bare(issued))
 
 
 def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
-    """The counter's state."""
     asked = protocol.state_request(key, request.raw_query_string, request.body)  # the key decoded, as the rules name it
     runtime.authorize(request, asked)
     state = runtime.issuer.state(asked)
@@ -59,14 +57,14 @@ def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None)
 def _issued_for(
     runtime: Runtime, request: Request, route: str, path_key: str | None, *, compat: bool = False
 ) -> dict[str, Any]:
-    """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
+    """The request's tickets (idempotently with an Idempotency-Key), as the JSON answer."""
     body = protocol.request_body(request.body, request.is_base64_encoded)  # no isBase64Encoded: plain text
     asked = protocol.ticket_request(
         path_key,
         request.raw_query_string,
         body,
-        # Without a key, the compatibility route's URL means what it meant before compat was configured,
-        # the key named like its path: a retry from then replays; a new request is refused below.
+        # Without a key, the compat route's URL names the key its path did before compat: a retry replays, and a
+        # new request is refused below.
         request.path.lstrip("/") if compat else runtime.settings.default_key,
         route,
     )
@@ -79,11 +77,11 @@ def _issued_for(
         if asked.route == protocol.BLOCKS_ROUTE:
             runtime.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
         counter = runtime.issuer.counter(asked.key)
-        # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).
+        # An opaque counter's key unreadable: 503 before any write.
         ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
         try:
             return _issue_and_record(runtime, asked, ids)
-        except Exhausted:  # an opaque counter's says nothing of how many are left (its max, its step)
+        except Exhausted:  # an opaque counter's says nothing of its max and step
             if ids is None:
                 raise
             raise Exhausted(f"{asked.key} cannot issue that many more: ask for fewer. Nothing was issued.") from None
@@ -103,10 +101,9 @@ def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | 
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
     if (days_left := issued.days_left) is not None:
-        # One metric for every key (its Minimum: the soonest any lane runs out), never one per key: keys
-        # are the callers' to name, and each dimension value would be a custom metric billed.
+        # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
         metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
-    record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
+    record_issuance(
         metrics,
         key=asked.key,
         count=asked.count,

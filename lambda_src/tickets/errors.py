@@ -6,13 +6,12 @@ ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
-    """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the log line that carries
-    it, must stay small whatever the caller sent."""
+    """`value` as an error message quotes it (repr), cut to `limit` characters, whatever the caller sent."""
     return clip(repr(value), limit, length=len(value) if isinstance(value, str) else None)
 
 
 def clip(text: str, limit: int = ECHO_CHARS, *, length: int | None = None) -> str:
-    """`text` cut to `limit` characters, saying how long it was (or `length`, that of what it quotes)."""
+    """`text` cut to `limit` characters, saying how long it (or what it quotes: `length`) was."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) if length is None else length} characters)"
 
 
@@ -32,8 +31,6 @@ class BadRequest(TicketsError):
 
 
 class OpaqueCounter(BadRequest):
-    """A range block of an opaque counter (and so a client's lease): its tickets are answered only as ids."""
-
     code = "opaque_counter"
 
 
@@ -43,7 +40,6 @@ class Forbidden(TicketsError):
 
 
 def forbidden(caller: str, operation: str, key: str) -> Forbidden:
-    # What was asked, and who asked: never another principal's rules.
     return Forbidden(
         f"{caller} may not {operation} key {echo(key)}: no access rule of this deployment allows it. "
         "Nothing was done; ask for a rule (docs/how-to/access-rules.md)"
@@ -74,8 +70,6 @@ def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
 
 
 class LeaseLost(TicketsError):
-    """A worker id's lease expired or was granted again (tickets/workers): its holder must stop using the id."""
-
     status = 409
     code = "lease_lost"
 
@@ -101,8 +95,6 @@ class IdempotencyKeyReused(TicketsError):
 
 
 class Unavailable(TicketsError):
-    """Throttling, a storage fault, or no time left before the request's deadline: no ticket was handed out."""
-
     status = 503
     code = "unavailable"
     retry_after_seconds = 1
@@ -112,14 +104,11 @@ class Unavailable(TicketsError):
 
 
 class PoolFull(TicketsError):
-    """Every id of a worker pool is leased; Retry-After: until the earliest lease expires."""
-
     status = 503
     code = "pool_full"
 
 
 class KeyReplaced(Unavailable):
-    """The key held for an opaque counter's key version is not the one its first ids were made with
-    (tickets/opaque/secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
+    """An opaque counter's key is not the one its first ids were made with (TicketAlarms' OpaqueKeyReplaced)."""
 
     code = "key_replaced"

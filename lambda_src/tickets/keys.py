@@ -28,7 +28,7 @@ def require_key(key: str) -> str:
 
 
 def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
-    """A count comes as query text or a JSON number; both must be a plain integer 1..maximum."""
+    """A count, as query text or a JSON number: a plain integer 1..maximum."""
     if isinstance(raw, bool):
         count = None
     elif isinstance(raw, int):
@@ -43,8 +43,7 @@ def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
 
 
 def echo_count(raw: object) -> str:
-    """A count as error messages quote it, whether it came as query text or as a JSON value: its text,
-    quoted (`invalid count '0'`, `invalid count 'true'`, `invalid count '101'`)."""
+    """A count as error messages quote it, from query text or JSON: `invalid count 'true'`."""
     return echo(raw if isinstance(raw, str) else json.dumps(raw, default=str))
 
 

@@ -1,24 +1,21 @@
-"""The shape of the DynamoDB tables, in one place for the stack and the local server (what a
-counter item holds: lane_item.py)."""
+"""The shape of the DynamoDB tables, for the stack and the local server (a counter item: lane_item.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
-# Items that are not counters (no key starts with "_": keys.KEY_PATTERN), e.g. tickets_admin migrate's records.
+# Items that are not counters (no key starts with "_"), e.g. tickets_admin migrate's records.
 RESERVED_ITEM_PREFIX = "_"
 FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque/secret.py)
 
 
 def is_counter_item(name: str) -> bool:
-    """Is the item named `name` a counter's (a key's or a shard's), not a record such as a migration's?"""
     return not name.startswith(RESERVED_ITEM_PREFIX)
 
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"
-# The local server's idempotency table's name: the counter table's and this (the stack lets CloudFormation name it).
 IDEMPOTENCY_TABLE_SUFFIX = "-idempotency"
 
 

@@ -1,6 +1,5 @@
-"""What crosses the wire: the Function URL request as a handler reads it, and the response it answers.
-Plain Python (no framework, no AWS): the route table's dispatch and its tests need nothing else. In the
-shape Powertools' resolver built (building them with it cost a fifth of a warm call: bench/README.md)."""
+"""The Function URL request as a handler reads it, and the response it answers, in the shape Powertools' resolver
+built (building them with it cost a fifth of a warm call: bench/README.md)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ class Request:
     event: dict[str, Any]  # with its path normalised
     method: str
     path: str
-    operation: str = "none"  # its route's (routes.Route.operation), set by the dispatch
+    operation: str = "none"  # its route's
 
     @property
     def raw_query_string(self) -> str | None:
