@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,21 +19,25 @@ if TYPE_CHECKING:
     from .opaque import OpaqueIds
 
 
-def next_default_ticket(runtime: Runtime, request: Request) -> Response:
-    return _issue(runtime, request, protocol.TICKETS_ROUTE, path_key=None)
+def next_ticket(
+    runtime: Runtime, request: Request, key: str | None = None, route: str = protocol.TICKETS_ROUTE
+) -> Response:
+    issued = _issued_for(runtime, request, route, key)
+    if not protocol.prefers_text(request.headers.get("accept")):
+        return json_response(200, issued)
+    if route == protocol.BLOCKS_ROUTE:
+        return text_response(f"{issued['first']} {issued['last']} {issued['step']}\n")
+    return text_response(protocol.render_text(protocol.issued_values(issued)))
 
 
-def next_ticket(runtime: Runtime, request: Request, key: str) -> Response:
-    return _issue(runtime, request, protocol.TICKETS_ROUTE, path_key=key)
-
-
-def reserve_block(runtime: Runtime, request: Request, key: str) -> Response:
-    return _issue(runtime, request, protocol.BLOCKS_ROUTE, path_key=key)
+next_default_ticket = next_ticket
+reserve_block = functools.partial(next_ticket, route=protocol.BLOCKS_ROUTE)
 
 
 def compat_ticket(runtime: Runtime, request: Request) -> Response:
     issued = _issued_for(runtime, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
-    return text_response(protocol.render_bare(issued))
+    # As the API Gateway counter pattern answers: no newline (a caller may parse the body as one integer).
+    return text_response("\n".join(map(str, protocol.issued_values(issued))))
 
 
 def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
@@ -43,15 +48,6 @@ def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
     if counter.opaque is not None:
         state["opaque"] = runtime.opaque_state(counter)
     return json_response(200, state)
-
-
-def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None) -> Response:
-    issued = _issued_for(runtime, request, route, path_key)
-    if not protocol.prefers_text(request.headers.get("accept")):
-        return json_response(200, issued)
-    if route == protocol.BLOCKS_ROUTE:
-        return text_response(protocol.render_block_text(issued["first"], issued["last"], issued["step"]))
-    return text_response(protocol.render_text(protocol.issued_values(issued)))
 
 
 def _issued_for(

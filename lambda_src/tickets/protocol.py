@@ -220,16 +220,5 @@ def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
     return tickets
 
 
-def render_bare(issued: dict[str, Any]) -> str:
-    """The compatibility route's answer, as the API Gateway counter pattern gives it: the bare number (or id), no
-    newline (a caller may parse the body as one integer); several one a line."""
-    return "\n".join(map(str, issued_values(issued)))
-
-
 def render_text(values: list[int] | list[str]) -> str:
     return "".join(f"{value}\n" for value in values)
-
-
-def render_block_text(first: int, last: int, step: int) -> str:
-    """A range block for text/plain callers: `first last step` on one line."""
-    return f"{first} {last} {step}\n"

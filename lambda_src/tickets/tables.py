@@ -19,12 +19,13 @@ IDEMPOTENCY_TTL = "expiration"
 IDEMPOTENCY_TABLE_SUFFIX = "-idempotency"
 
 
-def create_table_arguments(table_name: str, partition_key: str) -> dict[str, Any]:
-    """Arguments for DynamoDB CreateTable, matching the table the stack defines."""
+def create_table_arguments(table_name: str, partition_key: str, sort_key: str | None = None) -> dict[str, Any]:
+    """Arguments for DynamoDB CreateTable, matching the table the stack defines (a sort key is a number)."""
+    keys = [(partition_key, "HASH", "S"), *([(sort_key, "RANGE", "N")] if sort_key else [])]
     return {
         "TableName": table_name,
-        "KeySchema": [{"AttributeName": partition_key, "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": partition_key, "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": name, "KeyType": kind} for name, kind, _ in keys],
+        "AttributeDefinitions": [{"AttributeName": name, "AttributeType": type_} for name, _, type_ in keys],
         "BillingMode": "PAY_PER_REQUEST",
     }
 
@@ -40,16 +41,5 @@ WORKERS_TABLE_SUFFIX = "-workers"
 
 
 def create_series_table_arguments(table_name: str) -> dict[str, Any]:
-    """Arguments for DynamoDB CreateTable of the series table (or the workers table), matching the stack's."""
-    return {
-        "TableName": table_name,
-        "KeySchema": [
-            {"AttributeName": SERIES_PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": SERIES_SORT_KEY, "KeyType": "RANGE"},
-        ],
-        "AttributeDefinitions": [
-            {"AttributeName": SERIES_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": SERIES_SORT_KEY, "AttributeType": "N"},
-        ],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
+    """CreateTable's arguments of the series table (or the workers table)."""
+    return create_table_arguments(table_name, SERIES_PARTITION_KEY, SERIES_SORT_KEY)

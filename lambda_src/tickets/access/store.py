@@ -128,6 +128,11 @@ class _TwoReadsOfSSM:
         return self._loader.load_service_model(service_name, type_name, api_version)
 
 
+def _structure(required: list[str] | None = None, **members: str) -> dict[str, Any]:
+    shape = {"type": "structure", "members": {name: {"shape": member} for name, member in members.items()}}
+    return shape | ({"required": required} if required else {})
+
+
 # botocore's SSM model cut to GetParameters and GetParameter and the answers' names and values (a cold start loads
 # less): each entry is botocore's own (tests/functional/access/test_access_store.py).
 SSM_READS_MODEL: dict[str, Any] = {
@@ -152,27 +157,13 @@ SSM_READS_MODEL: dict[str, Any] = {
     },
     "shapes": {
         "Boolean": {"type": "boolean"},
-        "GetParameterRequest": {
-            "type": "structure",
-            "required": ["Name"],
-            "members": {"Name": {"shape": "PSParameterName"}, "WithDecryption": {"shape": "Boolean"}},
-        },
-        "GetParameterResult": {"type": "structure", "members": {"Parameter": {"shape": "Parameter"}}},
-        "GetParametersRequest": {
-            "type": "structure",
-            "required": ["Names"],
-            "members": {"Names": {"shape": "ParameterNameList"}, "WithDecryption": {"shape": "Boolean"}},
-        },
-        "GetParametersResult": {
-            "type": "structure",
-            "members": {"Parameters": {"shape": "ParameterList"}, "InvalidParameters": {"shape": "ParameterNameList"}},
-        },
+        "GetParameterRequest": _structure(["Name"], Name="PSParameterName", WithDecryption="Boolean"),
+        "GetParameterResult": _structure(Parameter="Parameter"),
+        "GetParametersRequest": _structure(["Names"], Names="ParameterNameList", WithDecryption="Boolean"),
+        "GetParametersResult": _structure(Parameters="ParameterList", InvalidParameters="ParameterNameList"),
         "PSParameterName": {"type": "string"},
         "PSParameterValue": {"type": "string"},
-        "Parameter": {
-            "type": "structure",
-            "members": {"Name": {"shape": "PSParameterName"}, "Value": {"shape": "PSParameterValue"}},
-        },
+        "Parameter": _structure(Name="PSParameterName", Value="PSParameterValue"),
         "ParameterList": {"type": "list", "member": {"shape": "Parameter"}},
         "ParameterNameList": {"type": "list", "member": {"shape": "PSParameterName"}},
     },
