@@ -27,7 +27,6 @@ def default_of(declared: Field[Any]) -> Any:
 
 
 def written(value: Any, declared: Field[Any]) -> bool:
-    """Whether `value`'s encoding holds the attribute."""
     always = declared.metadata.get("always", False)
     default = default_of(declared)
     return (
@@ -46,7 +45,6 @@ def encoded(value: Any) -> dict[str, Any]:
 
 
 def decoded(cls: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of `cls` that `raw` holds."""
     return {
         each.name: each.metadata.get("decode", _same)(raw[json_name(each)])
         for each in fields(cls)
@@ -55,7 +53,6 @@ def decoded(cls: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def each_of(cls: Any) -> Mapping[str, Any]:
-    """The metadata of a mapping of configs (key -> `cls`), decoded by `cls.from_json`."""
     return {"decode": lambda raw: {key: cls.from_json(each) for key, each in raw.items()}}
 
 

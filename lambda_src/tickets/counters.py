@@ -53,7 +53,6 @@ def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
 def _issued_for(
     runtime: Runtime, request: Request, route: str, path_key: str | None, *, compat: bool = False
 ) -> dict[str, Any]:
-    """The request's tickets (idempotently with an Idempotency-Key), as the JSON answer."""
     body = protocol.request_body(request.body, request.is_base64_encoded)  # no isBase64Encoded: plain text
     asked = protocol.ticket_request(
         path_key,

@@ -73,7 +73,6 @@ class UnavailableMessages:
 
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
-    """One call; UNAVAILABLE raised as errors.Unavailable."""
     try:
         response: dict[str, Any] = getattr(client, operation)(**request)
         return response

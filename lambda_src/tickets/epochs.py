@@ -37,7 +37,6 @@ class Layout:
         return self.start + self.stride * self.lane(slot, shard)
 
     def owner(self, ticket: int) -> tuple[int, int] | None:
-        """The (slot, shard) whose lane owns `ticket`; None if no lane of this layout does."""
         offset = ticket - self.start
         if offset < 0 or offset % self.stride:
             return None
@@ -54,13 +53,11 @@ def item_base(key: str, epoch: int) -> str:
 
 
 def item_key(key: str, epoch: int, shards: int, shard: int) -> str:
-    """The item of one shard's lane: the plain item for one shard, `base#shard` for more."""
     base = item_base(key, epoch)
     return base if shards == 1 else f"{base}{SHARD_SEPARATOR}{shard}"
 
 
 def items_of(key: str, epoch: int, shards: int) -> list[str]:
-    """Every item the service may write for the key's lanes in one region in that epoch."""
     base = item_base(key, epoch)
     return [base] if shards == 1 else [base, *(item_key(key, epoch, shards, s) for s in range(shards))]
 

@@ -11,7 +11,6 @@ def echo(value: object, limit: int = ECHO_CHARS) -> str:
 
 
 def clip(text: str, limit: int = ECHO_CHARS, *, length: int | None = None) -> str:
-    """`text` cut to `limit` characters, saying how long it (or what it quotes: `length`) was."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) if length is None else length} characters)"
 
 

@@ -110,7 +110,6 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
 
 
 def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) -> dict[str, Any]:
-    """The answer of the record the lock failed on; gone when read, or still locked: a request in flight."""
     if stored is not None and stored.get("validation") != validation:
         raise IdempotencyKeyReused(
             "this Idempotency-Key was already used for a different request (route, key or count); "

@@ -67,7 +67,6 @@ class IssuedTickets:
 
     @property
     def near_max(self) -> bool:
-        """Past 90% of the range from start to max: time to raise max or plan a new key."""
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
@@ -95,7 +94,6 @@ class Issuer:
         shuffle: Callable[[list[Lane]], None] = random.shuffle,
         config_name: str = "cdk.json",
     ):
-        """`config_name`: what a refusal calls the config the settings came from."""
         self._settings = settings
         self._config_name = config_name
         self._store = store
@@ -170,7 +168,6 @@ class Issuer:
                 self._learn(lane, last)
 
     def check_block(self, key: str, count: int) -> None:
-        """Refuse a range block of an opaque counter, or past the key's (or the deployment's) maxBlock."""
         counter = self.counter(key)
         if counter.opaque is not None:
             raise OpaqueCounter(

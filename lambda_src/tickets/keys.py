@@ -28,7 +28,6 @@ def require_key(key: str) -> str:
 
 
 def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
-    """A count, as query text or a JSON number: a plain integer 1..maximum."""
     if isinstance(raw, bool):
         count = None
     elif isinstance(raw, int):
@@ -43,7 +42,6 @@ def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
 
 
 def echo_count(raw: object) -> str:
-    """A count as error messages quote it, from query text or JSON: `invalid count 'true'`."""
     return echo(raw if isinstance(raw, str) else json.dumps(raw, default=str))
 
 

@@ -90,17 +90,14 @@ def number(item: Item | None, name: str) -> int | None:
 
 
 def layout_of(lane: Lane) -> dict[str, int]:
-    """What a sharded key's plain item records: every shard's lane."""
     return {STEP: lane.step, SHARDS: lane.shards, FIRST: lane.key_first, STRIDE: lane.stride}
 
 
 def missing(item: Item, names: tuple[str, ...] | dict[str, int]) -> list[str]:
-    """The attributes of `names` that `item` lacks: an item code did not write."""
     return [name for name in names if name not in item]
 
 
 def contradiction(lane: Lane, item: Item) -> str | None:
-    """How a stored lane item contradicts the configured `lane`; None: it does not."""
     if SHARDS in item:
         return (
             f"{lane.item_key!r} records a layout of {number(item, SHARDS)} shard(s), but the config gives "
@@ -120,7 +117,6 @@ def contradiction(lane: Lane, item: Item) -> str | None:
 
 
 def layout_contradiction(shard_zero: Lane, item: Item) -> str | None:
-    """How a sharded key's plain item contradicts the configured layout; None: it does not."""
     key = shard_zero.key
     if LAST in item:
         return (
@@ -167,7 +163,6 @@ def put_on_lane(lane: Lane, old: int | None, last: int) -> dict[str, Any]:
 
 
 def stop(fence: str) -> dict[str, Any]:
-    """Stop the item's lane at the fence `fence` (its id)."""
     return _request(_STOP, _STOP_IF, _fence_values(fence))
 
 
@@ -177,13 +172,11 @@ def stop_unwritten(fence: str) -> dict[str, Any]:
 
 
 def fenced_by(item: Item) -> str | None:
-    """The id of the fence that stopped this item; None: none did."""
     value = item.get(FENCED_BY)
     return value.get("S") if value and number(item, STEP) == STOPPED else None
 
 
 def seal(fence: str) -> dict[str, Any]:
-    """Mark a lane `fence` stopped as recorded: never put back."""
     return _request(_SEAL, _STOPPED_BY, {**_fence_values(fence), ":sealed": {"BOOL": True}})
 
 

@@ -13,7 +13,6 @@ class Metadata(Protocol):
 
 
 def record_issuance(metrics: Metadata, **fields: Any) -> None:
-    """The issuance's AUDIT_FIELDS in the request's metrics line, in that order (None values left out)."""
     for name in AUDIT_FIELDS:
         if (value := fields[name]) is not None:
             metrics.add_metadata(name, value)

@@ -23,8 +23,6 @@ MAX_PATH_CHARS = 256
 
 @dataclass(frozen=True)
 class Asked:
-    """A ticket route's request: the route, and what path, query and body ask for."""
-
     key: str
     count: int
     named: bool = True  # False: no key was named, `key` is the route's default
@@ -54,7 +52,6 @@ def decode_path_key(segment: str) -> str:
 def ticket_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
-    """Path, query and body merged into one request."""
     if not raw_query and not body.strip():  # the common request, `GET /orders`
         return Asked(default_key if path_key is None else decode_path_key(path_key), 1, path_key is not None, route)
     return merged_request(path_key, raw_query, body, default_key, route)
@@ -94,7 +91,6 @@ def merged_request(
 
 
 def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:
-    """The key of GET /_counters/{key}, which takes no query nor body."""
     no_query_nor_body("GET /_counters/{key}", raw_query, body, hint="; name the key in the path")
     return decode_path_key(path_key)
 
@@ -107,7 +103,6 @@ def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint:
 
 
 def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], described: str | None = None) -> dict[str, str]:
-    """The query's parameters, each one of `fields` and given once."""
     try:
         pairs = parse_qsl(raw_query or "", keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
@@ -138,7 +133,6 @@ def request_body(raw: str | None, is_base64: bool, max_bytes: int = MAX_BODY_BYT
 
 
 def body_fields(body: bytes, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
-    """The body's JSON object ({} for none), each field one of `allowed`."""
     if not body.strip():
         return {}
     fields = json_body(body, example)
@@ -212,7 +206,6 @@ def _ranks_text_first(accept: str) -> bool:
 
 
 def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
-    """The tickets (or an opaque counter's ids) of an answer of /{key}."""
     if "id" in issued:
         ids: list[str] = issued.get("ids", [issued["id"]])
         return ids

@@ -44,7 +44,6 @@ class Route:
         return tuple(_PARAMETER.findall(self.path))
 
     def arguments(self, path: str) -> dict[str, str] | None:
-        """The path parameters when the dispatch gives `path` to this route's handler, else None."""
         found = _dispatch_pattern(self.path).match(path)
         if found is None or (self.path.startswith("/{") and path[1:].startswith(RESERVED_PREFIX)):
             return None
@@ -170,13 +169,11 @@ ROUTES = (
 
 
 def compat_route(path: str) -> Route:
-    """The compatibility route (config `compat`), at its configured path: one literal segment."""
     summary = "Next ticket of ?systemKey=, as the bare number (compatibility route)"
     return Route(f"/{path}", ("GET", "POST"), "counters.compat_ticket", summary, "issue", **_BARE)
 
 
 def served(settings: Settings) -> tuple[Route, ...]:
-    """The routes one deployment serves: the table, and the compatibility route when configured."""
     return ROUTES if settings.compat_path is None else (*ROUTES, compat_route(settings.compat_path))
 
 
@@ -187,7 +184,6 @@ def route_of(path: str, routes: tuple[Route, ...]) -> Route | None:
 
 
 def allowed(route: Route, routes: tuple[Route, ...]) -> str:
-    """The `Allow` header of a 405 on the route's path: the methods of every route on it."""
     return ", ".join(method for each in routes if each.path == route.path for method in each.methods)
 
 

@@ -35,8 +35,7 @@ metrics = Metrics()
 
 
 def count_error(err: TicketsError) -> None:
-    """An error in the metrics line, by its code (a handful: a bounded dimension), and in the log."""
-    metrics.add_dimension(name="code", value=err.code)
+    metrics.add_dimension(name="code", value=err.code)  # a handful of codes: a bounded dimension
     metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
     log = logger.warning if err.status >= 500 else logger.info
     log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
@@ -62,7 +61,6 @@ class Runtime:
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
-        """403 unless a rule lets this caller do the route's operation on `key`."""
         if self.access is None:
             return
         identity = Identity.of(request.event)

@@ -30,12 +30,10 @@ class Lane:
 
     @property
     def plain_key(self) -> str:
-        """A sharded key's layout record, or the one lane's item."""
         return item_base(self.key, self.epoch)
 
     @property
     def seed(self) -> int:
-        """The `last` of a lane that has issued nothing yet."""
         return self.first - self.step
 
     def ticket(self, n: int) -> int:
@@ -45,7 +43,6 @@ class Lane:
         return value >= self.first and (value - self.first) % self.step == 0
 
     def accepts_last(self, last: int) -> bool:
-        """Whether a stored `last` (perhaps typed by hand) sits on this lane."""
         return last == self.seed or self.owns(last)
 
     def block(self, last: int, count: int) -> range:
@@ -53,17 +50,14 @@ class Lane:
         return range(last - self.step * (count - 1), last + 1, self.step)
 
     def limit(self, count: int) -> int:
-        """The highest `last` from which `count` more tickets still fit under max."""
         return self.max - count * self.step
 
 
 def tickets_left(maximum: int, last: int, step: int) -> int:
-    """How many more tickets a lane at `last` can issue before `maximum`."""
     return max(0, (maximum - last) // step)
 
 
 def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: int) -> list[Lane]:
-    """The lanes of `key` that one region owns, one per shard."""
     layout = Layout(counter.start, counter.stride, counter.shards, region_slots)
     return [
         Lane(

@@ -68,7 +68,6 @@ class Settings:
         return counter.max_block if counter.max_block is not None else self.max_block
 
     def counter(self, key: str) -> CounterConfig | None:
-        """The key's config; None when strictKeys forbids a key nobody configured."""
         if key in self.counters:
             return self.counters[key]
         if self.strict_keys and key != self.default_key:

@@ -66,7 +66,6 @@ class CounterStore:
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
-        """The stored `last` and `step` of these lanes' items, by item key."""
         items = self._get([lane.item_key for lane in lanes])
         return {key: {LAST: number(item, LAST), STEP: number(item, STEP)} for key, item in items.items()}
 
@@ -114,7 +113,6 @@ class CounterStore:
             ) from None
 
     def _create_shard(self, lane: Lane, count: int) -> int | None:
-        """Create the shard's item with this block; None if another request created it first."""
         last = lane.seed + count * lane.step
         request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
         return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
@@ -142,7 +140,6 @@ class CounterStore:
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
-        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque/secret.py)."""
         item: dict[str, Any] = self._call(
             "update_item",
             **self._on(f"{FINGERPRINT_PREFIX}{version}"),

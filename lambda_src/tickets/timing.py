@@ -44,7 +44,6 @@ class Deadline:
         return self._at - time.monotonic()
 
     def get_remaining_time_in_millis(self) -> int:
-        """As a Lambda context says it: a crashed attempt's idempotency lock expires at its deadline."""
         return max(0, int(self.remaining_seconds() * 1000))
 
     def require_time_for_a_call(self) -> None:
@@ -56,8 +55,6 @@ class Deadline:
 
 
 class DeadlineBoundClient:
-    """A DynamoDB client whose every call starts only while it can still finish before the deadline."""
-
     def __init__(self, client: Any, deadline: Deadline):
         self._client = client
         self._deadline = deadline

@@ -105,7 +105,6 @@ class _Entries(list[tuple[str, Any]]):
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:
-    """botocore's SSM client with SSM_CONFIG, described by SSM_READS_MODEL."""
     session = session or new_session()
     loader = session.get_component("data_loader")
     session.register_component("data_loader", _TwoReadsOfSSM(loader))

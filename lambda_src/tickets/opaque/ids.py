@@ -53,7 +53,6 @@ class OpaqueConfig(ConfigJson):
 
     @property
     def ids_per_version(self) -> int:
-        """M: the tickets 0 .. M-1 have an id under each key version."""
         return int(self.radix ** (self.width - (self.check is not None))) // self.key_versions
 
 
@@ -95,7 +94,6 @@ class OpaqueIds:
         return self.encode_all((ticket,), version)[0]
 
     def encode_all(self, tickets: Iterable[int], version: int | None = None) -> list[str]:
-        """The id of each ticket (default version: the config's key_version)."""
         version = self.config.key_version if version is None else version
         rounds, b, size, versions = self._version_rounds(version), self._b, self._size, self.config.key_versions
         made = []
@@ -123,7 +121,6 @@ class OpaqueIds:
         return text + self._symbols[-total % self._radix] if self._check else text
 
     def _version_rounds(self, version: int) -> Rounds:
-        """The rounds of a key version given (tickets_deploy's OpaqueCodec says which are held)."""
         return self._rounds[version]
 
 

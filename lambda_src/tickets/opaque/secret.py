@@ -33,14 +33,12 @@ def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: st
 
 
 def read_secret(name: str, ssm: Any = None) -> str:
-    """The parameter's decrypted value, nothing of it logged."""
     with unlogged():
         value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
     return value
 
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
-    """The keys in the SSM parameter `name`, read now as a cold start does."""
     return StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}", pause=pause).read_at_cold_start()
 
 
@@ -58,7 +56,6 @@ for _name in _BODY_LOGGERS:
 
 @contextlib.contextmanager
 def unlogged() -> Iterator[None]:
-    """botocore's calls on this thread log no parameter and no body until the block ends."""
     inside = _Quiet.inside
     inside.depth = getattr(inside, "depth", 0) + 1
     try:
@@ -96,7 +93,6 @@ class StoredKeys(StoredValue[Mapping[int, bytes]]):
         return keys
 
     def held(self) -> list[int] | None:
-        """The key versions held (never a key); None while unreadable."""
         if self._tried_at is None:
             self.try_read()
         return sorted(self._value) if self._value is not None else None

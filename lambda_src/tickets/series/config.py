@@ -72,7 +72,6 @@ FIELDS = tuple(json_name(each) for each in fields(SeriesConfig))
 
 
 def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:
-    """cdk.json's `tickets.series.KEY`, checked: every refusal names the field and what to write."""
     if not isinstance(raw, dict):
         raise SeriesConfigError(f"{where} must be an object")
     unknown = sorted(set(raw) - set(FIELDS))
@@ -140,7 +139,6 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
 
 
 def check_format(text: str, where: str) -> set[str]:
-    """The placeholders the format uses; refuses unknown ones and stray braces."""
     used: set[str] = set()
     for name in _PLACEHOLDER.findall(text):
         if name in ("series", "key"):

@@ -24,7 +24,6 @@ class JournalRequest:
 
 
 def issue_request(body: str | None, is_base64: bool) -> str | None:
-    """The `ref` of POST /_series/{key}: the document the number is for, or None."""
     fields = _fields(body, is_base64, ("ref",), '{"ref": "order 1043"}')
     ref = fields.get("ref")
     if ref is not None and (not isinstance(ref, str) or not 1 <= len(ref) <= MAX_REF_CHARS):

@@ -51,7 +51,6 @@ class SeriesStore:
         token: Callable[[], str] = lambda: uuid.uuid4().hex,
         marks: dict[tuple[str, str], int] | None = None,
     ):
-        """`marks`: each series' mark as this process last knew it: a warm function claims without a read."""
         self._client, self._table, self._now, self._token = client, table_name, now_millis, token
         self._marks = {} if marks is None else marks
 
@@ -105,7 +104,6 @@ class SeriesStore:
         )
 
     def void(self, key: str, series: str, number: int, caller: str, reason: str) -> tuple[Entry, bool]:
-        """The entry with its void, and whether this call voided it (a repeat answers the first)."""
         void: Void = {"by": caller, "at": iso_time(self._now()), "reason": reason}
         response = self._write(
             "update_item",
@@ -165,7 +163,6 @@ class SeriesStore:
         return number
 
     def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
-        """Record the request and its claim; None if new, else the stored request."""
         item: Item = {
             **request_key(request.key, request.caller, request.idempotency_key),
             "series": {"S": request.series},
@@ -218,7 +215,6 @@ class SeriesStore:
         self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
 
     def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> Item:
-        """Update the request item while `owner` holds it; the item as it was."""
         response = self._write(
             "update_item",
             **_held(request, owner),

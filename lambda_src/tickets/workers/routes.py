@@ -84,7 +84,6 @@ def _held(runtime: Runtime, request: Request, pool: str, worker: str) -> tuple[s
 
 
 def _field(request: Request, allowed: str) -> Any:
-    """The value of the body's one field (None when absent); no query."""
     protocol.no_query_nor_body(f"{request.method} {request.path}", request.raw_query_string, None)
     body = protocol.request_body(request.body, request.is_base64_encoded)
     return protocol.body_fields(body, (allowed,), f'{{"{allowed}": ...}}').get(allowed)

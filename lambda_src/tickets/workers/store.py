@@ -57,7 +57,6 @@ class WorkerStore:
         self._client, self._table = client, table_name
 
     def acquire(self, pool: str, config: PoolConfig, owner: str | None, now: int) -> Lease:
-        """A free id, searched from a random one on; a lost race, the next."""
         start, live = random.randrange(config.size), list[int]()
         update = _GRANT + (", #o = :owner" if owner else " REMOVE #o")
         values = {":zero": 0, ":one": 1, ":expires": now + config.ttl_seconds * 1000, ":now": now}
@@ -80,7 +79,6 @@ class WorkerStore:
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
-        """End the lease now; the id is free again after the hand-over gap."""
         values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
         return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
@@ -88,7 +86,6 @@ class WorkerStore:
         return [lease for item in self._items(pool, 0, size) if (lease := Lease.of(item)).expires_at > now]
 
     def _items(self, pool: str, low: int, high: int, first_page: int = 0) -> Iterator[dict[str, Any]]:
-        """The items of workers low .. high-1, in order, a page as it is wanted (the first of `first_page`)."""
         names = {name: _NAMES[name] for name in ("#pk", "#n")}
         request: dict[str, Any] = {
             "TableName": self._table,
@@ -107,7 +104,6 @@ class WorkerStore:
             request.pop("Limit", None)  # past the first page, as much as a page holds
 
     def _update(self, pool: str, worker: int, update: str, condition: str, values: dict[str, Any]) -> Lease | None:
-        """The lease one conditional UpdateItem leaves; None when the condition failed."""
         used = f"{update} {condition}"
         request = {
             "TableName": self._table,
