@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from . import dynamodb_errors, lane_item
 from .epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED
-from .errors import ConfigMismatch, Unavailable, exhausted
+from .errors import ConfigMismatch, TicketsError, Unavailable, exhausted
 from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, layout_contradiction, missing, number
 from .sequence import Lane
 from .tables import COUNTER_KEY, FINGERPRINT_PREFIX
@@ -76,13 +76,9 @@ class CounterStore:
                 return None  # deleted since the write failed: the next advance creates it
             self._record_layout(lane)
             return self._create_shard(lane, count)
+        if (refusal := _refusal(lane, item, layout=False)) is not None:
+            raise refusal
         last = number(item, LAST)
-        if number(item, STEP) == STOPPED:
-            raise _stopped(lane)
-        if (changed := contradiction(lane, item)) is not None:
-            raise _changed_config(changed)
-        if missing(item, LANE):
-            raise _not_written_by_code(lane, item)
         if last is None or not lane.accepts_last(last):
             raise _off_lane(lane, last)
         if last > lane.limit(count):
@@ -100,15 +96,8 @@ class CounterStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as err:
-            item = self._failed_on(err, lane.plain_key) or {}
-            if number(item, STEP) == STOPPED:
-                raise _stopped(lane) from None
-            if (changed := layout_contradiction(lane, item)) is not None:
-                raise _changed_config(changed) from None
-            if item and missing(item, lane_item.layout_of(lane)):
-                raise _not_written_by_code(lane, item, layout=True) from None
-            # Edited or deleted since: never go on to the shard's item without the layout recorded.
-            raise Unavailable(
+            # No refusal: edited or deleted since. Never go on to the shard's item without the layout recorded.
+            raise _refusal(lane, self._failed_on(err, lane.plain_key) or {}, layout=True) or Unavailable(
                 f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
             ) from None
 
@@ -165,8 +154,15 @@ _PERMANENT = (
 )
 
 
-def _changed_config(what: str) -> ConfigMismatch:
-    return ConfigMismatch(f"counter {what}; {_PERMANENT}")
+def _refusal(lane: Lane, item: Item, *, layout: bool) -> TicketsError | None:
+    """Why a lane's item (or with `layout`, its key's plain item) refuses it: stopped, another config, not ours."""
+    if number(item, STEP) == STOPPED:
+        return _stopped(lane)
+    if (changed := layout_contradiction(lane, item) if layout else contradiction(lane, item)) is not None:
+        return ConfigMismatch(f"counter {changed}; {_PERMANENT}")
+    if item and missing(item, lane_item.layout_of(lane) if layout else LANE):
+        return _not_written_by_code(lane, item, layout=layout)
+    return None
 
 
 def _stopped(lane: Lane) -> Unavailable:
@@ -178,7 +174,7 @@ def _stopped(lane: Lane) -> Unavailable:
     )
 
 
-def _not_written_by_code(lane: Lane, item: Item, *, layout: bool = False) -> ConfigMismatch:
+def _not_written_by_code(lane: Lane, item: Item, *, layout: bool) -> ConfigMismatch:
     item_key, names = (lane.key, lane_item.layout_of(lane)) if layout else (lane.item_key, LANE)
     last = None if layout else number(item, LAST)
     command = f"{RAISE_COMMAND} {lane.key} --above {'N' if last is None else last}"

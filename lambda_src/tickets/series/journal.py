@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..config_json import camel
 from ..messages import JournalEntry, SeriesNumber, Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
@@ -71,35 +72,22 @@ class Entry:
         }
 
     def to_item(self) -> Item:
-        item: Item = {
-            **entry_key(self.key, self.series, self.ticket),
-            "key": {"S": self.key},
-            "series": {"S": self.series},
-            "time": {"S": self.time},
-            "caller": {"S": self.caller},
-            "idempotencyKey": {"S": self.idempotency_key},
+        texts = {name: getattr(self, attribute) for attribute, name in _TEXTS}
+        return entry_key(self.key, self.series, self.ticket) | {
+            name: {"S": value} for name, value in texts.items() if value is not None
         }
-        for name, value in (("ref", self.ref), ("id", self.id)):
-            if value is not None:
-                item[name] = {"S": value}
-        return item
 
     @classmethod
     def from_item(cls, item: Item) -> Entry:
         void: Void | None = None
         if "voidedBy" in item:
             void = {"by": item["voidedBy"]["S"], "at": item["voidedAt"]["S"], "reason": item["voidReason"]["S"]}
-        return cls(
-            key=item["key"]["S"],
-            series=item["series"]["S"],
-            ticket=int(item[SERIES_SORT_KEY]["N"]),
-            time=item["time"]["S"],
-            caller=item["caller"]["S"],
-            idempotency_key=item["idempotencyKey"]["S"],
-            ref=item.get("ref", {}).get("S"),
-            id=item.get("id", {}).get("S"),
-            void=void,
-        )
+        texts = {attribute: item[name]["S"] for attribute, name in _TEXTS if name in item}
+        return cls(ticket=int(item[SERIES_SORT_KEY]["N"]), void=void, **texts)
+
+
+# An entry's text attributes, each in its item under its camelCase name.
+_TEXTS = tuple((each, camel(each)) for each in ("key", "series", "time", "caller", "idempotency_key", "ref", "id"))
 
 
 def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int | None]:
