@@ -46,7 +46,7 @@ def encoded(value: Any) -> dict[str, Any]:
 
 def decoded(cls: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        each.name: each.metadata.get("decode", _same)(raw[json_name(each)])
+        each.name: each.metadata.get("decode", lambda same: same)(raw[json_name(each)])
         for each in fields(cls)
         if json_name(each) in raw
     }
@@ -71,7 +71,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key: _plain(each) for key, each in value.items()}
     return value
-
-
-def _same(raw: Any) -> Any:
-    return raw

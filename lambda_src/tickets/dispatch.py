@@ -18,17 +18,13 @@ Handler = Callable[..., Response]  # (runtime, request, **path parameters) -> Re
 Report = Callable[[TicketsError, Exception], None]
 
 
-def _unreported(answered: TicketsError, raised: Exception) -> None:
-    pass
-
-
 class Dispatcher:
     def __init__(
         self,
         routes: tuple[Route, ...],
         handlers: Mapping[str, Handler],
         runtime: Any,
-        report: Report = _unreported,
+        report: Report = lambda answered, raised: None,
     ):
         self.routes = routes
         self.runtime = runtime

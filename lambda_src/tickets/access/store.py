@@ -29,7 +29,7 @@ class StoredValue(Generic[T]):
     """A value read from SSM at cold start or on first use, and kept; while unreadable (or short) read again at most
     every RETRY_AFTER_FAILURE_SECONDS. A failure's cause is kept for the requests' 503: never a default."""
 
-    def __init__(self, clock: Callable[[], float], pause: Callable[[float], None]):
+    def __init__(self, clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep):
         self._clock, self._pause = clock, pause
         self._value: T | None = None
         self._tried_at: float | None = None
@@ -69,14 +69,8 @@ class StoredValue(Generic[T]):
 
 
 class StoredRules(StoredValue[Rules]):
-    def __init__(
-        self,
-        ssm: Any,
-        names: Sequence[str],
-        clock: Callable[[], float] = time.monotonic,
-        pause: Callable[[float], None] = time.sleep,
-    ):
-        super().__init__(clock, pause)
+    def __init__(self, ssm: Any, names: Sequence[str], **timing: Any):  # timing: StoredValue's clock and pause
+        super().__init__(**timing)
         self._ssm, self._names = ssm, list(names)
 
     def __call__(self) -> Rules:

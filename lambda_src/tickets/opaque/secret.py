@@ -67,14 +67,8 @@ def unlogged() -> Iterator[None]:
 class StoredKeys(StoredValue[Mapping[int, bytes]]):
     """The keys (version -> key); read again when short of the version asked for."""
 
-    def __init__(
-        self,
-        read: Callable[[], str],
-        where: str,
-        clock: Callable[[], float] = time.monotonic,
-        pause: Callable[[float], None] = time.sleep,
-    ):
-        super().__init__(clock, pause)
+    def __init__(self, read: Callable[[], str], where: str, **timing: Any):  # timing: StoredValue's clock and pause
+        super().__init__(**timing)
         self._read_text, self.where = read, where
 
     def keys(self, version: int) -> Mapping[int, bytes]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from ..errors import BadRequest, echo
@@ -14,13 +13,6 @@ MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the
 DEFAULT_PAGE = 100
 MAX_SERIES_CHARS = 32  # a period's name (2026, 2026-27) or `all`, with -rSLOT
 MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
-
-
-@dataclass(frozen=True)
-class JournalRequest:
-    series: str
-    after: int | None  # None: from the series' first number
-    limit: int
 
 
 def issue_request(body: str | None, is_base64: bool) -> str | None:
@@ -43,7 +35,8 @@ def void_request(body: str | None, is_base64: bool) -> VoidRequest:
     return {"series": _series(fields["series"]), "ticket": _number(fields["ticket"], "ticket"), "reason": reason}
 
 
-def journal_request(raw_query: str | None) -> JournalRequest:
+def journal_request(raw_query: str | None) -> tuple[str, int | None, int]:
+    """The series, `after` (None: from its first number) and limit of a journal page."""
     query = query_parameters_of(raw_query, ("series", "after", "limit"))
     if "series" not in query:
         raise BadRequest("the journal needs ?series=NAME (a series name, as POST /_series/{key} answers it)")
@@ -51,7 +44,7 @@ def journal_request(raw_query: str | None) -> JournalRequest:
     limit = _number(query["limit"], "limit") if "limit" in query else DEFAULT_PAGE
     if not 1 <= limit <= MAX_PAGE:
         raise BadRequest(f"limit must be from 1 to {MAX_PAGE}")
-    return JournalRequest(_series(query["series"]), after, limit)
+    return _series(query["series"]), after, limit
 
 
 def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example: str) -> dict[str, Any]:

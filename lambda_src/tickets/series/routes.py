@@ -72,12 +72,12 @@ def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
     from .journal import journal_page
 
     protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
-    asked = series_requests.journal_request(request.raw_query_string)
-    after = config.start - 1 if asked.after is None else asked.after
-    entries, following = journal_page(journal.entries_after(key, asked.series, after, asked.limit), asked.limit)
+    series, after, limit = series_requests.journal_request(request.raw_query_string)
+    after = config.start - 1 if after is None else after
+    entries, following = journal_page(journal.entries_after(key, series, after, limit), limit)
     body: JournalPage = {
         "key": key,
-        "series": asked.series,
+        "series": series,
         "entries": [entry.to_json() for entry in entries],
         "next": following,
     }
