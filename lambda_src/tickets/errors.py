@@ -15,8 +15,15 @@ def clip(text: str, limit: int = ECHO_CHARS, *, length: int | None = None) -> st
 
 
 class TicketsError(Exception):
+    """A failure a caller sees: a subclass declares its HTTP status and code (`class X(TicketsError, status=404)`)."""
+
     status = 500
     code = "internal_error"
+
+    def __init_subclass__(cls, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init_subclass__()
+        cls.status = status or cls.status
+        cls.code = code or cls.code
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None):
         super().__init__(message)
@@ -24,18 +31,16 @@ class TicketsError(Exception):
         self.headers = headers or {}
 
 
-class BadRequest(TicketsError):
-    status = 400
-    code = "bad_request"
+class BadRequest(TicketsError, status=400, code="bad_request"):
+    pass
 
 
-class OpaqueCounter(BadRequest):
-    code = "opaque_counter"
+class OpaqueCounter(BadRequest, code="opaque_counter"):
+    pass
 
 
-class Forbidden(TicketsError):
-    status = 403
-    code = "forbidden"
+class Forbidden(TicketsError, status=403, code="forbidden"):
+    pass
 
 
 def forbidden(caller: str, operation: str, key: str) -> Forbidden:
@@ -45,19 +50,16 @@ def forbidden(caller: str, operation: str, key: str) -> Forbidden:
     )
 
 
-class NotFound(TicketsError):
-    status = 404
-    code = "not_found"
+class NotFound(TicketsError, status=404, code="not_found"):
+    pass
 
 
-class MethodNotAllowed(TicketsError):
-    status = 405
-    code = "method_not_allowed"
+class MethodNotAllowed(TicketsError, status=405, code="method_not_allowed"):
+    pass
 
 
-class Exhausted(TicketsError):
-    status = 409
-    code = "exhausted"
+class Exhausted(TicketsError, status=409, code="exhausted"):
+    pass
 
 
 def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
@@ -68,46 +70,36 @@ def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
     )
 
 
-class LeaseLost(TicketsError):
-    status = 409
-    code = "lease_lost"
+class LeaseLost(TicketsError, status=409, code="lease_lost"):
+    pass
 
 
-class ConfigMismatch(TicketsError):
-    status = 409
-    code = "config_mismatch"
+class ConfigMismatch(TicketsError, status=409, code="config_mismatch"):
+    pass
 
 
-class RequestInProgress(TicketsError):
-    status = 409
-    code = "in_progress"
+class RequestInProgress(TicketsError, status=409, code="in_progress"):
+    pass
 
 
-class PayloadTooLarge(TicketsError):
-    status = 413
-    code = "too_large"
+class PayloadTooLarge(TicketsError, status=413, code="too_large"):
+    pass
 
 
-class IdempotencyKeyReused(TicketsError):
-    status = 422
-    code = "idempotency_key_reused"
+class IdempotencyKeyReused(TicketsError, status=422, code="idempotency_key_reused"):
+    pass
 
 
-class Unavailable(TicketsError):
-    status = 503
-    code = "unavailable"
+class Unavailable(TicketsError, status=503, code="unavailable"):
     retry_after_seconds = 1
 
     def __init__(self, message: str):
         super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
 
 
-class PoolFull(TicketsError):
-    status = 503
-    code = "pool_full"
+class PoolFull(TicketsError, status=503, code="pool_full"):
+    pass
 
 
-class KeyReplaced(Unavailable):
+class KeyReplaced(Unavailable, code="key_replaced"):
     """An opaque counter's key is not the one its first ids were made with (TicketAlarms' OpaqueKeyReplaced)."""
-
-    code = "key_replaced"

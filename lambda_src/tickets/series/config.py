@@ -96,15 +96,7 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
     explicit_max = (
         _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
     )
-    config = SeriesConfig(
-        start=start,
-        period=period,
-        period_start_month=month,
-        utc_offset_minutes=offset,
-        format=text,
-        format_max_length=length,
-        max=explicit_max,
-    )
+    config = SeriesConfig(start, period, month, offset, text, length, explicit_max)  # in the fields' order
     return config if text is None else _fitted(config, key, region_slots, "max" in raw, where)
 
 

@@ -90,7 +90,7 @@ class SeriesStore:
                 ref=request.ref,
                 id=request.config.render_id(request.key, series, number),
             )
-            taken = not self._put_entry(entry)
+            taken = self._write("put_item", Item=entry.to_item(), **_ABSENT) is None  # another entry has the number
             self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
             found = self._own_entry(request, series, number) if taken and taken_over else None
             if not taken or found is not None:
@@ -230,9 +230,6 @@ class SeriesStore:
     def _release(self, request: IssueRequest, owner: str) -> None:
         """A refused request leaves nothing: its request item goes, so a retry is judged anew."""
         self._write("delete_item", **_held(request, owner), ExpressionAttributeValues={":held": {"S": owner}})
-
-    def _put_entry(self, entry: Entry) -> bool:
-        return self._write("put_item", Item=entry.to_item(), **_ABSENT) is not None
 
     def _raise_mark(self, request: IssueRequest, series: str, number: int) -> None:
         self._write(  # None: the mark is at or past it already
