@@ -67,11 +67,9 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
         try:
             answer: dict[str, Any] = getattr(client, operation)(TableName=table_name, **request)
             return answer
-        except ClientError as err:
-            if error_code(err) == CONDITION_FAILED_CODE:
-                raise
-            _raise_failure(err, spent=spent, logger=logger)
         except Exception as err:
+            if isinstance(err, ClientError) and error_code(err) == CONDITION_FAILED_CODE:
+                raise
             _raise_failure(err, spent=spent, logger=logger)
 
     def run(

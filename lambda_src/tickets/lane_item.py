@@ -65,17 +65,8 @@ _CREATED_BY_STOP = (
     f"{_UNSEALED} AND attribute_not_exists(#stopped) AND attribute_not_exists(#last) AND "
     "attribute_not_exists(#first) AND attribute_not_exists(#shards) AND attribute_not_exists(#stride)"
 )
-_NAMES = {
-    "#counter": COUNTER_KEY,
-    "#last": LAST,
-    "#step": STEP,
-    "#first": FIRST,
-    "#shards": SHARDS,
-    "#stride": STRIDE,
-    "#stopped": STOPPED_STEP,
-    "#fencedBy": FENCED_BY,
-    "#sealed": FENCE_SEALED,
-}
+_NAMES = {f"#{name}": name for name in (LAST, STEP, FIRST, SHARDS, STRIDE, FENCED_BY)}
+_NAMES |= {"#counter": COUNTER_KEY, "#stopped": STOPPED_STEP, "#sealed": FENCE_SEALED}
 
 
 def number(item: Item | None, name: str) -> int | None:

@@ -20,12 +20,10 @@ if TYPE_CHECKING:
 
 
 def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:
-    runtime.authorize(request, key)
-    config, journal = _series_of(runtime, key)
+    config, journal = _series_of(runtime, request, key)
     from . import requests as series_requests
     from .journal import IssueRequest
 
-    protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
     ref = series_requests.issue_request(request.body, request.is_base64_encoded)
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is None:
@@ -53,11 +51,9 @@ def issue_series_number(runtime: Runtime, request: Request, key: str) -> Respons
 
 
 def void_series_number(runtime: Runtime, request: Request, key: str) -> Response:
-    runtime.authorize(request, key)
-    _, journal = _series_of(runtime, key)
+    _, journal = _series_of(runtime, request, key)
     from . import requests as series_requests
 
-    protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
     entry, voided_now = journal.void(key, void["series"], void["ticket"], caller(request.event), void["reason"])
     if voided_now:
@@ -66,12 +62,10 @@ def void_series_number(runtime: Runtime, request: Request, key: str) -> Response
 
 
 def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
-    runtime.authorize(request, key)
-    config, journal = _series_of(runtime, key)
+    config, journal = _series_of(runtime, request, key)
     from . import requests as series_requests
     from .journal import journal_page
 
-    protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
     series, after, limit = series_requests.journal_request(request.raw_query_string)
     after = config.start - 1 if after is None else after
     entries, following = journal_page(journal.entries_after(key, series, after, limit), limit)
@@ -84,11 +78,15 @@ def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
     return json_response(200, body)
 
 
-def _series_of(runtime: Runtime, key: str) -> tuple[SeriesConfig, SeriesStore]:
+def _series_of(runtime: Runtime, request: Request, key: str) -> tuple[SeriesConfig, SeriesStore]:
+    """The series `key` and its journal, for an authorized caller; a POST takes no query, a GET no body."""
+    runtime.authorize(request, key)
     config = runtime.settings.series.get(key)
     if config is None or runtime.journal is None:
         configured = ", ".join(sorted(runtime.settings.series)) or "none"
         raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/reference/series.md")
+    query, body = (None, request.body) if request.method == "GET" else (request.raw_query_string, None)
+    protocol.no_query_nor_body(f"{request.method} {request.path}", query, body)
     return config, runtime.journal
 
 
