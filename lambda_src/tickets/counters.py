@@ -10,7 +10,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from . import protocol
 from .errors import BadRequest, Exhausted
-from .keys import require_idempotency_key
 from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
@@ -81,11 +80,7 @@ def _issued_for(
                 raise
             raise Exhausted(f"{asked.key} cannot issue that many more: ask for fewer. Nothing was issued.") from None
 
-    idempotency_key = request.headers.get("idempotency-key")
-    if idempotency_key is None:
-        return checked_issue()
-    once = runtime.idempotent_issue()
-    return once(request.event, require_idempotency_key(idempotency_key), asked, runtime.deadline, checked_issue)
+    return runtime.once(request, asked, checked_issue)
 
 
 def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | None) -> dict[str, Any]:

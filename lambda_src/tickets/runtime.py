@@ -14,16 +14,18 @@ from aws_lambda_powertools.metrics import MetricUnit
 from .access import Identity
 from .errors import KeyReplaced, TicketsError, Unavailable, forbidden
 from .issuer import Issuer
+from .keys import require_idempotency_key
 from .settings import Settings
 from .timing import Deadline
 from .wire import Request
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .idempotency import IdempotentIssue
+    from .idempotency import IdempotentIssue, Issue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
     from .opaque.secret import StoredKeys
+    from .protocol import Asked
     from .series.store import SeriesStore
     from .settings import CounterConfig
 
@@ -94,8 +96,11 @@ class Runtime:
         opaque = counter.opaque
         return {"keyVersion": opaque.key_version, "idsPerVersion": opaque.ids_per_version, "keyVersionsHeld": held}
 
-    def idempotent_issue(self) -> IdempotentIssue:
-        """The idempotency record around an issue, imported on first use."""
+    def once(self, request: Request, described: Asked | dict[str, Any], issue: Issue) -> dict[str, Any]:
+        """`issue()`, once per Idempotency-Key when the request has one (its record's code imported on first use)."""
+        header = request.headers.get("idempotency-key")
+        if header is None:
+            return issue()
         if self._idempotent_issue is None:
             from .idempotency import idempotent
 
@@ -105,4 +110,4 @@ class Runtime:
                 expires_after_seconds=self.settings.idempotency_expiry_seconds,
                 logger=self.logger,
             )
-        return self._idempotent_issue
+        return self._idempotent_issue(request.event, require_idempotency_key(header), described, self.deadline, issue)

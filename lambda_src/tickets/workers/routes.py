@@ -6,7 +6,6 @@ from typing import Any
 
 from .. import protocol
 from ..errors import BadRequest, NotFound, echo
-from ..keys import require_idempotency_key
 from ..messages import WorkerPool, WorkerRelease
 from ..runtime import Runtime
 from ..wire import Request, Response, json_response
@@ -24,12 +23,7 @@ def acquire_worker(runtime: Runtime, request: Request, pool: str) -> Response:
         config = _config(runtime, name)  # after any replay: a retry gets its grant whatever the config is now
         return dict(_store(runtime).acquire(name, config, owner, _now(runtime)).granted(name, config))
 
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        return json_response(200, grant())
-    described = {"route": "workers", "pool": name, "owner": owner}
-    once = runtime.idempotent_issue()
-    return json_response(200, once(request.event, require_idempotency_key(key), described, runtime.deadline, grant))
+    return json_response(200, runtime.once(request, {"route": "workers", "pool": name, "owner": owner}, grant))
 
 
 def renew_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> Response:
