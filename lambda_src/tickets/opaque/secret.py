@@ -42,26 +42,18 @@ def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = 
     return StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}", pause=pause).read_at_cold_start()
 
 
-class _Quiet(logging.Filter):
-    inside = threading.local()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not getattr(self.inside, "depth", 0)
-
-
-_QUIET = _Quiet()
+_inside = threading.local()  # depth: how many `unlogged` blocks this thread is in
 for _name in _BODY_LOGGERS:
-    logging.getLogger(_name).addFilter(_QUIET)
+    logging.getLogger(_name).addFilter(lambda record: not getattr(_inside, "depth", 0))
 
 
 @contextlib.contextmanager
 def unlogged() -> Iterator[None]:
-    inside = _Quiet.inside
-    inside.depth = getattr(inside, "depth", 0) + 1
+    _inside.depth = getattr(_inside, "depth", 0) + 1
     try:
         yield
     finally:
-        inside.depth -= 1
+        _inside.depth -= 1
 
 
 class StoredKeys(StoredValue[Mapping[int, bytes]]):
