@@ -24,7 +24,6 @@ from .protocol import Asked
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
-# (event, header, the request as Asked or described, deadline, issue) -> the answer
 IdempotentIssue = Callable[[dict[str, Any], str, Asked | dict[str, Any], Any, Issue], dict[str, Any]]
 
 # Powertools' ids began with the function's name, then the decorated function's module and qualified name.

@@ -155,7 +155,7 @@ ROUTES = (
         answer=messages.JournalPage,
         errors=("UnknownSeries", "Unavailable"),
     ),
-    # Worker-id leases (docs/how-to/worker-ids.md): one route a method, two on each path.
+    # Worker-id leases (docs/how-to/worker-ids.md): one route a method.
     *(
         Route(f"/_workers/{{pool}}{path}", (method,), f"workers.routes.{name}", summary, "workers", **shapes)
         for path, method, name, summary, shapes in (

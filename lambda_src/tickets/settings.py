@@ -21,8 +21,7 @@ COUNTER_TABLE_ENV = "TICKETS_TABLE"
 IDEMPOTENCY_TABLE_ENV = "TICKETS_IDEMPOTENCY_TABLE"
 SERIES_TABLE_ENV = "TICKETS_SERIES_TABLE"  # only with series
 WORKERS_TABLE_ENV = "TICKETS_WORKERS_TABLE"  # only with worker pools
-# The name of the SSM parameter holding the keys of opaque ids, only with an opaque counter.
-OPAQUE_KEYS_ENV = "TICKETS_OPAQUE_KEYS_PARAMETER"
+OPAQUE_KEYS_ENV = "TICKETS_OPAQUE_KEYS_PARAMETER"  # the keys' SSM parameter's name, only with an opaque counter
 MAX_SAFE_INTEGER = 2**53 - 1  # exact in every JSON parser: a counter's default max
 
 

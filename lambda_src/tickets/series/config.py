@@ -166,12 +166,8 @@ def longest_id_length(text: str, key: str, series_length: int, number: int) -> i
 
 def largest_fitting_number(text: str, key: str, series_length: int, length: int) -> int:
     """The largest number whose id, in the longest series name, fits in `length` characters (-1: none)."""
-    fitting = -1
-    for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1):
-        if longest_id_length(text, key, series_length, 10**digits - 1) > length:
-            break
-        fitting = 10**digits - 1
-    return fitting
+    nines = (10**digits - 1 for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1))  # an id grows with the digits
+    return max((n for n in nines if longest_id_length(text, key, series_length, n) <= length), default=-1)
 
 
 def _render(text: str, key: str, series: str, number: int) -> str:

@@ -86,7 +86,6 @@ class Entry:
         return cls(ticket=int(item[SERIES_SORT_KEY]["N"]), void=void, **texts)
 
 
-# An entry's text attributes, each in its item under its camelCase name.
 _TEXTS = tuple((each, camel(each)) for each in ("key", "series", "time", "caller", "idempotency_key", "ref", "id"))
 
 
