@@ -27,13 +27,10 @@ def default_of(declared: Field[Any]) -> Any:
 
 
 def written(value: Any, declared: Field[Any]) -> bool:
-    always = declared.metadata.get("always", False)
+    if callable(always := declared.metadata.get("always", False)):
+        always = always(value)
     default = default_of(declared)
-    return (
-        (always(value) if callable(always) else always)
-        or default is MISSING
-        or getattr(value, declared.name) != default
-    )
+    return always or default is MISSING or getattr(value, declared.name) != default
 
 
 def encoded(value: Any) -> dict[str, Any]:

@@ -28,14 +28,9 @@ def require_key(key: str) -> str:
 
 
 def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
-    if isinstance(raw, bool):
-        count = None
-    elif isinstance(raw, int):
-        count = raw
-    elif isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum)):
+    count = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum)):
         count = int(raw)
-    else:
-        count = None
     if count is None or not 1 <= count <= maximum:
         raise BadRequest(f"invalid count {echo_count(raw)}: count is a whole number from 1 to {maximum}")
     return count

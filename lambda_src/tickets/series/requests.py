@@ -16,7 +16,7 @@ MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES en
 
 
 def issue_request(body: str | None, is_base64: bool) -> str | None:
-    fields = _fields(body, is_base64, ("ref",), '{"ref": "order 1043"}')
+    fields = body_fields(request_body(body, is_base64, MAX_BODY_BYTES), ("ref",), '{"ref": "order 1043"}')
     ref = fields.get("ref")
     if ref is not None and (not isinstance(ref, str) or not 1 <= len(ref) <= MAX_REF_CHARS):
         raise BadRequest(f"the body's ref must be a string of 1-{MAX_REF_CHARS} characters, got {echo(ref)}")
@@ -25,7 +25,7 @@ def issue_request(body: str | None, is_base64: bool) -> str | None:
 
 def void_request(body: str | None, is_base64: bool) -> VoidRequest:
     example = '{"series": "2026", "ticket": 1043, "reason": "issued twice by mistake"}'
-    fields = _fields(body, is_base64, ("series", "ticket", "reason"), example)
+    fields = body_fields(request_body(body, is_base64, MAX_BODY_BYTES), ("series", "ticket", "reason"), example)
     missing = [name for name in ("series", "ticket", "reason") if name not in fields]
     if missing:
         raise BadRequest(f"the body lacks {', '.join(missing)}: send {example}")
@@ -45,10 +45,6 @@ def journal_request(raw_query: str | None) -> tuple[str, int | None, int]:
     if not 1 <= limit <= MAX_PAGE:
         raise BadRequest(f"limit must be from 1 to {MAX_PAGE}")
     return _series(query["series"]), after, limit
-
-
-def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
-    return body_fields(request_body(body, is_base64, MAX_BODY_BYTES), allowed, example)
 
 
 def _series(value: Any) -> str:
