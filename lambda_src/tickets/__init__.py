@@ -1,6 +1,4 @@
-"""Tickets: unique, increasing integers for named counters. Plain Python but for the modules that call AWS (the
-stores, handler, idempotency): the domain is tested without a cloud."""
+"""Tickets: unique, increasing integers for named counters."""
 
-# The one place the release is written: the packages' metadata (pyproject.toml), `GET /_health` and every
-# command's --version read it from here.
+# The one place the release is written (pyproject.toml, `GET /_health` and --version read it).
 __version__ = "0.3.0"

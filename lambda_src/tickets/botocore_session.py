@@ -1,6 +1,5 @@
-"""Sessions for the botocore clients Tickets makes, each its own (credentials resolved afresh), all sharing one
-process's data loader: a new session parses botocore's models again (about 110 ms a client here, 20-30 ms shared),
-which the local server, the test kit and tickets_admin would pay per client."""
+"""Sessions for Tickets' botocore clients, each its own, sharing one data loader: a new session parses botocore's
+models again (about 110 ms a client here, 20-30 ms shared)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from typing import Any
 
 import botocore.session
 
-# What a command run by an operator (tickets_admin, the deploy check) says when botocore's chain finds no credentials.
+# What an operator's command says when botocore's chain finds no credentials.
 NO_CREDENTIALS = (
     "no AWS credentials found: set AWS_PROFILE or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or sign in with aws sso "
     "login)"

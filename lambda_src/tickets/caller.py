@@ -1,5 +1,4 @@
-"""Who signed a request: the IAM authorizer's fields (a Function URL sends strings or null), and the caller that
-scopes idempotency records and the series journal."""
+"""Who signed a request: the IAM authorizer's fields, and the caller that scopes idempotency records and journals."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ IAM_FIELDS = ("accountId", "userArn", "principalOrgId", "callerId")  # the ones 
 
 
 def iam_fields(event: Mapping[str, Any]) -> dict[str, str]:
-    """The IAM_FIELDS the authorizer holds as non-empty strings ({} without one); Forbidden for a malformed one."""
+    """The IAM_FIELDS the authorizer holds as non-empty strings; Forbidden for a malformed one."""
     context = event.get("requestContext")
     authorizer = context.get("authorizer") if isinstance(context, Mapping) else None
     if authorizer is None:
@@ -27,7 +26,7 @@ def iam_fields(event: Mapping[str, Any]) -> dict[str, str]:
 
 
 def caller(event: Mapping[str, Any]) -> str:
-    """Who signed the request (AWS_IAM auth)."""
+    """The signer: an assumed role without its session (refreshed credentials are the same caller)."""
     iam = iam_fields(event)
     principal: str = iam.get("userArn") or iam.get("callerId") or "anonymous"
     if ":assumed-role/" in principal:

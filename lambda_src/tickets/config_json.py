@@ -1,7 +1,6 @@
-"""A config dataclass as the JSON the deploy side writes (the function's settings, cdk.json's objects, the ledger's
-records), derived from its fields: each attribute under its camelCase name (or the `name` its metadata gives), left
-out at its default unless written always, as every version did, so deployed environments and ledgers stay as they are.
-A field's metadata may give `always` (True, or a test of the whole value), `name`, `encode` and `decode`."""
+"""A config dataclass as the JSON the deploy side writes, derived from its fields: each attribute under its camelCase
+name, left out at its default unless written always (as every version did: deployed environments and ledgers stay as
+they are). A field's metadata may give `always` (True, or a test of the whole value), `name`, `encode` and `decode`."""
 
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ ALWAYS: Mapping[str, Any] = {"always": True}  # the metadata of an attribute wri
 
 
 def camel(name: str) -> str:
-    """An attribute's name in the JSON: region_slot -> regionSlot."""
     return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)
 
 
@@ -24,20 +22,15 @@ def json_name(declared: Field[Any]) -> str:
 
 
 def default_of(declared: Field[Any]) -> Any:
-    """The attribute's default; MISSING if it has none."""
     factory = declared.default_factory
     return declared.default if factory is MISSING else factory()
 
 
 def written(value: Any, declared: Field[Any]) -> bool:
-    """Whether `value`'s encoding holds the attribute: always, or at other than its default (without one, always)."""
-    always = declared.metadata.get("always", False)
+    if callable(always := declared.metadata.get("always", False)):
+        always = always(value)
     default = default_of(declared)
-    return (
-        (always(value) if callable(always) else always)
-        or default is MISSING
-        or getattr(value, declared.name) != default
-    )
+    return always or default is MISSING or getattr(value, declared.name) != default
 
 
 def encoded(value: Any) -> dict[str, Any]:
@@ -49,22 +42,18 @@ def encoded(value: Any) -> dict[str, Any]:
 
 
 def decoded(cls: Any, raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of `cls` that `raw` (written by `encoded`) holds; the others keep their defaults."""
     return {
-        each.name: each.metadata.get("decode", _same)(raw[json_name(each)])
+        each.name: each.metadata.get("decode", lambda same: same)(raw[json_name(each)])
         for each in fields(cls)
         if json_name(each) in raw
     }
 
 
 def each_of(cls: Any) -> Mapping[str, Any]:
-    """The metadata of a mapping of configs (key -> `cls`), decoded by `cls.from_json`."""
     return {"decode": lambda raw: {key: cls.from_json(each) for key, each in raw.items()}}
 
 
 class ConfigJson:
-    """A config dataclass's to_json and from_json (the module's docstring says how)."""
-
     def to_json(self) -> dict[str, Any]:
         return encoded(self)
 
@@ -74,13 +63,8 @@ class ConfigJson:
 
 
 def _plain(value: Any) -> Any:
-    """A value as JSON: a config by its to_json, a mapping of them each so."""
     if isinstance(value, ConfigJson):
         return value.to_json()
     if isinstance(value, Mapping):
         return {key: _plain(each) for key, each in value.items()}
     return value
-
-
-def _same(raw: Any) -> Any:
-    return raw

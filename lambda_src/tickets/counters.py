@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -9,7 +10,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from . import protocol
 from .errors import BadRequest, Exhausted
-from .keys import require_idempotency_key
 from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
@@ -18,26 +18,28 @@ if TYPE_CHECKING:
     from .opaque import OpaqueIds
 
 
-def next_default_ticket(runtime: Runtime, request: Request) -> Response:
-    return _issue(runtime, request, protocol.TICKETS_ROUTE, path_key=None)
+def next_ticket(
+    runtime: Runtime, request: Request, key: str | None = None, route: str = protocol.TICKETS_ROUTE
+) -> Response:
+    issued = _issued_for(runtime, request, route, key)
+    if not protocol.prefers_text(request.headers.get("accept")):
+        return json_response(200, issued)
+    if route == protocol.BLOCKS_ROUTE:
+        return text_response(f"{issued['first']} {issued['last']} {issued['step']}\n")
+    return text_response(protocol.render_text(protocol.issued_values(issued)))
 
 
-def next_ticket(runtime: Runtime, request: Request, key: str) -> Response:
-    return _issue(runtime, request, protocol.TICKETS_ROUTE, path_key=key)
-
-
-def reserve_block(runtime: Runtime, request: Request, key: str) -> Response:
-    return _issue(runtime, request, protocol.BLOCKS_ROUTE, path_key=key)
+next_default_ticket = next_ticket
+reserve_block = functools.partial(next_ticket, route=protocol.BLOCKS_ROUTE)
 
 
 def compat_ticket(runtime: Runtime, request: Request) -> Response:
-    """The compatibility route (config `compat`): the named key's tickets, answered as the bare number."""
     issued = _issued_for(runtime, request, protocol.TICKETS_ROUTE, path_key=None, compat=True)
-    return text_response(protocol.render_bare(issued))
+    # As the API Gateway counter pattern answers: no newline (a caller may parse the body as one integer).
+    return text_response("\n".join(map(str, protocol.issued_values(issued))))
 
 
 def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
-    """The counter's state."""
     asked = protocol.state_request(key, request.raw_query_string, request.body)  # the key decoded, as the rules name it
     runtime.authorize(request, asked)
     state = runtime.issuer.state(asked)
@@ -47,26 +49,16 @@ def counter_state(runtime: Runtime, request: Request, key: str) -> Response:
     return json_response(200, state)
 
 
-def _issue(runtime: Runtime, request: Request, route: str, path_key: str | None) -> Response:
-    issued = _issued_for(runtime, request, route, path_key)
-    if not protocol.prefers_text(request.headers.get("accept")):
-        return json_response(200, issued)
-    if route == protocol.BLOCKS_ROUTE:
-        return text_response(protocol.render_block_text(issued["first"], issued["last"], issued["step"]))
-    return text_response(protocol.render_text(protocol.issued_values(issued)))
-
-
 def _issued_for(
     runtime: Runtime, request: Request, route: str, path_key: str | None, *, compat: bool = False
 ) -> dict[str, Any]:
-    """The request's tickets (idempotently when it carries an Idempotency-Key), as the JSON answer."""
     body = protocol.request_body(request.body, request.is_base64_encoded)  # no isBase64Encoded: plain text
     asked = protocol.ticket_request(
         path_key,
         request.raw_query_string,
         body,
-        # Without a key, the compatibility route's URL means what it meant before compat was configured,
-        # the key named like its path: a retry from then replays; a new request is refused below.
+        # Without a key, the compat route's URL names the key its path did before compat: a retry replays, and a
+        # new request is refused below.
         request.path.lstrip("/") if compat else runtime.settings.default_key,
         route,
     )
@@ -79,20 +71,16 @@ def _issued_for(
         if asked.route == protocol.BLOCKS_ROUTE:
             runtime.issuer.check_block(asked.key, asked.count)  # before any write to the counter table
         counter = runtime.issuer.counter(asked.key)
-        # An opaque counter's ids need its key: unreadable, 503 before any write (never a plain ticket).
+        # An opaque counter's key unreadable: 503 before any write.
         ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
         try:
             return _issue_and_record(runtime, asked, ids)
-        except Exhausted:  # an opaque counter's says nothing of how many are left (its max, its step)
+        except Exhausted:  # an opaque counter's says nothing of its max and step
             if ids is None:
                 raise
             raise Exhausted(f"{asked.key} cannot issue that many more: ask for fewer. Nothing was issued.") from None
 
-    idempotency_key = request.headers.get("idempotency-key")
-    if idempotency_key is None:
-        return checked_issue()
-    once = runtime.idempotent_issue()
-    return once(request.event, require_idempotency_key(idempotency_key), asked, runtime.deadline, checked_issue)
+    return runtime.once(request, asked, checked_issue)
 
 
 def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | None) -> dict[str, Any]:
@@ -103,10 +91,9 @@ def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | 
         metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
         runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
     if (days_left := issued.days_left) is not None:
-        # One metric for every key (its Minimum: the soonest any lane runs out), never one per key: keys
-        # are the callers' to name, and each dimension value would be a custom metric billed.
+        # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
         metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
-    record_issuance(  # the audit fields, in the request's one metrics line (log_format.py)
+    record_issuance(
         metrics,
         key=asked.key,
         count=asked.count,

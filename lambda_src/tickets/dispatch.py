@@ -1,6 +1,5 @@
-"""An event's answer by the route table (docs/explanation/design.md#routes): its handler, or 404, 405 or 400;
-every exception as the API's JSON error. Plain Python: the handlers come bound (app.py binds them by name), and
-what a refusal leaves in the logs and metrics is the `report` the app gives."""
+"""An event's answer by the route table (docs/explanation/design.md#routes): its handler, or 404, 405 or 400; every
+exception as the API's JSON error. Plain: app.py binds the handlers and gives the `report` of a refusal."""
 
 from __future__ import annotations
 
@@ -15,13 +14,8 @@ from .routes import Route, allowed, not_found_message, route_of
 from .wire import Request, Response, json_response
 
 Handler = Callable[..., Response]  # (runtime, request, **path parameters) -> Response
-# (the error answered, what was raised): what a refusal leaves in the logs and metrics. They differ for a
-# crash, answered as a 500 `internal_error`; the report runs while the exception is being handled.
+# (the error answered, what was raised: not it for a crash), run while the exception is being handled.
 Report = Callable[[TicketsError, Exception], None]
-
-
-def _unreported(answered: TicketsError, raised: Exception) -> None:
-    pass
 
 
 class Dispatcher:
@@ -30,13 +24,12 @@ class Dispatcher:
         routes: tuple[Route, ...],
         handlers: Mapping[str, Handler],
         runtime: Any,
-        report: Report = _unreported,
+        report: Report = lambda answered, raised: None,
     ):
-        """`handlers`: by the routes' handler names."""
         self.routes = routes
         self.runtime = runtime
         self.report = report
-        # Powertools' order, so answers are as they were: literal paths first, then the table's order.
+        # Powertools' order: literal paths first, then the table's.
         self._ordered = tuple(
             (route, handlers[route.handler]) for route in sorted(routes, key=lambda route: bool(route.parameters))
         )
@@ -51,13 +44,11 @@ class Dispatcher:
             if routed is None:
                 return self.unrouted(Request(normalised, method, path))
             route, handler, arguments = routed
-            # The handler reads its operation from the request (Runtime.authorize): the table declares it.
             return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
         except Exception as err:
             return self.refused(err)
 
     def _routed(self, method: str, path: str) -> tuple[Route, Handler, dict[str, str]] | None:
-        """The route whose handler answers `method` on `path`, its handler and its path parameters."""
         for route, handler in self._ordered:
             if method in route.methods and (arguments := route.arguments(path)) is not None:
                 return route, handler, arguments
@@ -74,14 +65,13 @@ class Dispatcher:
         return self.refused(MethodNotAllowed(f"this path accepts {allow}", headers={"Allow": allow}))
 
     def refused(self, raised: Exception) -> Response:
-        """The JSON error of what was raised: a TicketsError as it says; anything else is a bug, a 500."""
+        """The JSON error of what was raised; anything but a TicketsError is a bug, a 500."""
         answered = raised if isinstance(raised, TicketsError) else TicketsError(UNEXPECTED)
         self.report(answered, raised)
         return error_response(answered)
 
 
 def _normalised(event: dict[str, Any]) -> dict[str, Any]:
-    """No trailing slash in its paths (protocol.normalise_path)."""
     http = event.get("requestContext", {}).get("http", {})
     raw_path, path = event.get("rawPath") or "/", http.get("path") or "/"
     if protocol.normalise_path(raw_path) == raw_path and protocol.normalise_path(path) == path:

@@ -1,7 +1,5 @@
-"""What a failed DynamoDB call means, decided once for the counter store, the series store and tickets_admin
-(docs/explanation/failures-and-idempotency.md#failures): throttling, a 5xx or no answer is UNAVAILABLE (503 with
-Retry-After); a missing table, a denied role or a refused request is a misconfiguration, raised as it came (the
-function's 500 `internal_error`, which the InternalErrors alarm watches)."""
+"""What a failed DynamoDB call means, for every store and tickets_admin (docs/explanation/failures-and-idempotency.md
+#failures): throttling, a 5xx or no answer is UNAVAILABLE (503); anything else is raised as it came (a 500)."""
 
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ THROTTLING_CODES = frozenset(
 SERVICE_FAULT_CODES = frozenset({"InternalServerError", "ServiceUnavailable"})
 ACCESS_DENIED_CODES = frozenset({"AccessDeniedException", "AccessDenied", "UnrecognizedClientException"})
 MISSING_TABLE_CODE = "ResourceNotFoundException"
-# botocore's bases of every connection failure and timeout (ReadTimeoutError included).
 NO_ANSWER_ERRORS = (ConnectionError, HTTPClientError)
 
 
@@ -61,8 +58,7 @@ def error_code(err: ClientError) -> str:
 
 @dataclass(frozen=True)
 class UnavailableMessages:
-    """A store's 503s: throttled (nothing written), or a 5xx `fault` (default: `throttled`'s) or no answer, after
-    which a write may have been applied."""
+    """A store's 503s: throttled (nothing written), or a 5xx `fault` (default: `throttled`) or no answer."""
 
     throttled: str
     no_answer: str
@@ -77,7 +73,6 @@ class UnavailableMessages:
 
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
-    """One call; UNAVAILABLE raised as errors.Unavailable, anything else as it came."""
     try:
         response: dict[str, Any] = getattr(client, operation)(**request)
         return response

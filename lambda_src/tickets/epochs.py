@@ -1,10 +1,5 @@
-"""Epochs: a key's layout changed on a live deployment, above a fence (docs/explanation/epochs-and-fences.md).
-
-Plain arithmetic, shared by the service, tickets_admin's `fence`, the ledger and the models. The old layout's lanes
-are stopped (their `step` becomes STOPPED, which every version's condition refuses) and the key goes on in a new
-epoch, in items named `orders@1`, `orders@1#3`, from the smallest number at or above the fence (one more than every
-stopped lane's `last`) congruent to start modulo the new stride: no new ticket equals an old one.
-"""
+"""Epochs: a key's layout changed on a live deployment, above a fence (docs/explanation/epochs-and-fences.md). Plain
+arithmetic, shared by the service, tickets_admin's `fence`, the ledger and the models."""
 
 from __future__ import annotations
 
@@ -12,10 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 SHARD_SEPARATOR = "#"  # not allowed in keys, so `key#3` never names another counter
-EPOCH_SEPARATOR = "@"  # not allowed in keys either: no version, old or new, names `key@1` for another key
+EPOCH_SEPARATOR = "@"  # nor this
 STOPPED = 0  # a stopped lane's `step`: every version's condition asks for its configured step, always >= 1
-# The operator's command that stops the old lanes and records the epoch (tickets_admin/fence.py), and the one that
-# undoes a fence begun and never recorded: every message about a stopped lane names them.
 FENCE_COMMAND = ".venv/bin/python -m tickets_admin fence"
 FENCE_UNDO_COMMAND = f"{FENCE_COMMAND} --undo"
 
@@ -41,11 +34,9 @@ class Layout:
         return slot * self.shards + shard
 
     def first(self, slot: int, shard: int) -> int:
-        """The first ticket of the lane of `slot` and `shard`."""
         return self.start + self.stride * self.lane(slot, shard)
 
     def owner(self, ticket: int) -> tuple[int, int] | None:
-        """The (slot, shard) whose lane owns `ticket`; None if no lane of this layout does."""
         offset = ticket - self.start
         if offset < 0 or offset % self.stride:
             return None
@@ -57,33 +48,27 @@ class Layout:
 
 
 def item_base(key: str, epoch: int) -> str:
-    """The name of a key's plain item in an epoch: the key itself in epoch 0 (as every version before
-    epochs names it), `key@epoch` after."""
+    """A key's plain item in an epoch: the key itself in epoch 0, `key@epoch` after."""
     return key if epoch == 0 else f"{key}{EPOCH_SEPARATOR}{epoch}"
 
 
 def item_key(key: str, epoch: int, shards: int, shard: int) -> str:
-    """The item of one shard's lane: the plain item for one shard, `base#shard` for more."""
     base = item_base(key, epoch)
     return base if shards == 1 else f"{base}{SHARD_SEPARATOR}{shard}"
 
 
 def items_of(key: str, epoch: int, shards: int) -> list[str]:
-    """Every item the service may write for the key's lanes in one region in that epoch: a sharded
-    key's plain item (its layout record) and its shards' items, or the one plain item."""
     base = item_base(key, epoch)
     return [base] if shards == 1 else [base, *(item_key(key, epoch, shards, s) for s in range(shards))]
 
 
 def fence_above(start: int, lasts: Iterable[int | None]) -> int:
-    """The fence: above every ticket lanes whose final `last`s are `lasts` (None: the lane issued
-    nothing) ever issued, and never below the old layout's start."""
+    """Above every ticket of lanes whose final `last`s are `lasts` (None: nothing issued), and at least `start`."""
     issued = [last for last in lasts if last is not None]
     return max([start, *(last + 1 for last in issued)])
 
 
 def epoch_start(fence: int, start: int, stride: int) -> int:
-    """The new layout's start: the smallest number >= fence and >= start that is = start (mod stride), so
-    every ticket stays = start (mod stride), above the fence, and never below a start raised with it."""
+    """The new layout's start: the smallest number >= fence and >= start that is = start (mod stride)."""
     floor = max(fence, start)
     return floor + (start - floor) % stride

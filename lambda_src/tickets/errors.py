@@ -6,19 +6,24 @@ ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:
-    """`value` as an error message quotes it (repr), cut to `limit` characters: a message, and the log line that carries
-    it, must stay small whatever the caller sent."""
+    """`value` as an error message quotes it (repr), cut to `limit` characters, whatever the caller sent."""
     return clip(repr(value), limit, length=len(value) if isinstance(value, str) else None)
 
 
 def clip(text: str, limit: int = ECHO_CHARS, *, length: int | None = None) -> str:
-    """`text` cut to `limit` characters, saying how long it was (or `length`, that of what it quotes)."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text) if length is None else length} characters)"
 
 
 class TicketsError(Exception):
+    """A failure a caller sees: a subclass declares its HTTP status and code (`class X(TicketsError, status=404)`)."""
+
     status = 500
     code = "internal_error"
+
+    def __init_subclass__(cls, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init_subclass__()
+        cls.status = status or cls.status
+        cls.code = code or cls.code
 
     def __init__(self, message: str, *, headers: dict[str, str] | None = None):
         super().__init__(message)
@@ -26,43 +31,35 @@ class TicketsError(Exception):
         self.headers = headers or {}
 
 
-class BadRequest(TicketsError):
-    status = 400
-    code = "bad_request"
+class BadRequest(TicketsError, status=400, code="bad_request"):
+    pass
 
 
-class OpaqueCounter(BadRequest):
-    """A range block of an opaque counter (and so a client's lease): its tickets are answered only as ids."""
-
-    code = "opaque_counter"
+class OpaqueCounter(BadRequest, code="opaque_counter"):
+    pass
 
 
-class Forbidden(TicketsError):
-    status = 403
-    code = "forbidden"
+class Forbidden(TicketsError, status=403, code="forbidden"):
+    pass
 
 
 def forbidden(caller: str, operation: str, key: str) -> Forbidden:
-    # What was asked, and who asked: never another principal's rules.
     return Forbidden(
         f"{caller} may not {operation} key {echo(key)}: no access rule of this deployment allows it. "
         "Nothing was done; ask for a rule (docs/how-to/access-rules.md)"
     )
 
 
-class NotFound(TicketsError):
-    status = 404
-    code = "not_found"
+class NotFound(TicketsError, status=404, code="not_found"):
+    pass
 
 
-class MethodNotAllowed(TicketsError):
-    status = 405
-    code = "method_not_allowed"
+class MethodNotAllowed(TicketsError, status=405, code="method_not_allowed"):
+    pass
 
 
-class Exhausted(TicketsError):
-    status = 409
-    code = "exhausted"
+class Exhausted(TicketsError, status=409, code="exhausted"):
+    pass
 
 
 def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
@@ -73,53 +70,36 @@ def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
     )
 
 
-class LeaseLost(TicketsError):
-    """A worker id's lease expired or was granted again (tickets/workers): its holder must stop using the id."""
-
-    status = 409
-    code = "lease_lost"
+class LeaseLost(TicketsError, status=409, code="lease_lost"):
+    pass
 
 
-class ConfigMismatch(TicketsError):
-    status = 409
-    code = "config_mismatch"
+class ConfigMismatch(TicketsError, status=409, code="config_mismatch"):
+    pass
 
 
-class RequestInProgress(TicketsError):
-    status = 409
-    code = "in_progress"
+class RequestInProgress(TicketsError, status=409, code="in_progress"):
+    pass
 
 
-class PayloadTooLarge(TicketsError):
-    status = 413
-    code = "too_large"
+class PayloadTooLarge(TicketsError, status=413, code="too_large"):
+    pass
 
 
-class IdempotencyKeyReused(TicketsError):
-    status = 422
-    code = "idempotency_key_reused"
+class IdempotencyKeyReused(TicketsError, status=422, code="idempotency_key_reused"):
+    pass
 
 
-class Unavailable(TicketsError):
-    """Throttling, a storage fault, or no time left before the request's deadline: no ticket was handed out."""
-
-    status = 503
-    code = "unavailable"
+class Unavailable(TicketsError, status=503, code="unavailable"):
     retry_after_seconds = 1
 
     def __init__(self, message: str):
         super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
 
 
-class PoolFull(TicketsError):
-    """Every id of a worker pool is leased; Retry-After: until the earliest lease expires."""
-
-    status = 503
-    code = "pool_full"
+class PoolFull(TicketsError, status=503, code="pool_full"):
+    pass
 
 
-class KeyReplaced(Unavailable):
-    """The key held for an opaque counter's key version is not the one its first ids were made with
-    (tickets/opaque/secret.py): nothing issued until the key is restored; TicketAlarms' OpaqueKeyReplaced."""
-
-    code = "key_replaced"
+class KeyReplaced(Unavailable, code="key_replaced"):
+    """An opaque counter's key is not the one its first ids were made with (TicketAlarms' OpaqueKeyReplaced)."""

@@ -1,4 +1,4 @@
-"""GET /_health: issues nothing and calls nothing: what runs here, for probes and for operators."""
+"""GET /_health: what runs here, for probes and operators; calls nothing."""
 
 from __future__ import annotations
 

@@ -1,14 +1,8 @@
-"""Idempotent retries: a repeated Idempotency-Key gets the stored answer.
-
-The record is keyed by the caller and the header (two callers who happen to pick the same
-header value must not get each other's tickets); the request (route, key, count) is validated
-against it, so the same header with a different request is refused rather than answered
-wrongly. The caller is the signing principal, an assumed role without its session name: a
-client's credentials refreshed by a new AssumeRole (a new session name) are the same caller.
-Imported only when a request carries the header, so plain requests pay nothing for it.
-The record is Powertools' idempotency utility's, which wrote it before this module (id, hashes, attributes, lock
-condition: tests/functional/test_idempotency.py holds them to Powertools' own), so either release replays the other's
-records during a rollout; the same calls without Powertools' jmespath and record objects cost a third less.
+"""Idempotent retries (docs/explanation/failures-and-idempotency.md): a repeated Idempotency-Key gets the stored
+answer. The record is keyed by the caller (caller.caller) and the header, and checked against the request, so the same
+header with another request is refused. Imported only for a request with the header. The record is in Powertools'
+format (tests/functional/test_idempotency.py), so either release replays the other's; without Powertools' jmespath
+and record objects the calls cost a third less.
 """
 
 from __future__ import annotations
@@ -30,10 +24,9 @@ from .protocol import Asked
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
-# (event, header, request: a ticket route's or as another route describes it, deadline, issue) -> the answer (run's)
 IdempotentIssue = Callable[[dict[str, Any], str, Asked | dict[str, Any], Any, Issue], dict[str, Any]]
 
-# Powertools' names: the function's, then the decorated function's module and qualified name, as its ids began.
+# Powertools' ids began with the function's name, then the decorated function's module and qualified name.
 _ID_PREFIX = ".tickets.idempotency.idempotent.<locals>.issue_once#"
 _IN_PROGRESS, _COMPLETED = {"S": "INPROGRESS"}, {"S": "COMPLETED"}
 # Free: no record, or an expired one, or a lock whose attempt's deadline passed.
@@ -47,8 +40,7 @@ _LOCK: dict[str, Any] = {
     | {"#in_progress_expiry": "in_progress_expiration"},
     "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
 }
-# This attempt's own lock, still held: a save or a delete that lands after the lock's deadline, when a retry may
-# hold the key, changes nothing (Powertools' are unconditional: a late one answered for, or freed, the retry's lock).
+# This attempt's own lock, still held: a save or a delete landing after its deadline changes no retry's lock.
 _MINE: dict[str, Any] = {
     "ConditionExpression": "#status = :inprogress AND #in_progress_expiry = :mine",
     "ExpressionAttributeNames": {"#status": "status", "#in_progress_expiry": "in_progress_expiration"},
@@ -66,22 +58,17 @@ def _hash(data: Any) -> str:
 
 
 def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logger: Any) -> IdempotentIssue:
-    """Run an issue once per (caller, header): the record is locked (a conditional PutItem that answers the record
-    it failed on) before the issue runs, so whatever the issue checks (the config's limits) never stands between a
-    retry and its answer; the answer is saved after it. `logger` is the process's (tickets.runtime), given rather
-    than imported: runtime imports this module on first use."""
+    """Run an issue once per (caller, header): the record is locked before the issue runs, so what the issue checks
+    never stands between a retry and its answer, which is saved after it. `logger`: the process's (tickets.runtime)."""
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
     def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
-        """One call; its failure as _raise_failure says, but a failed condition as it came."""
         try:
             answer: dict[str, Any] = getattr(client, operation)(TableName=table_name, **request)
             return answer
-        except ClientError as err:
-            if error_code(err) == CONDITION_FAILED_CODE:
-                raise
-            _raise_failure(err, spent=spent, logger=logger)
         except Exception as err:
+            if isinstance(err, ClientError) and error_code(err) == CONDITION_FAILED_CODE:
+                raise
             _raise_failure(err, spent=spent, logger=logger)
 
     def run(
@@ -120,8 +107,6 @@ def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logg
 
 
 def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) -> dict[str, Any]:
-    """The answer of the record the lock failed on; gone by the time it was read (the attempt that held it ended
-    without an answer to keep: a refusal, a failure) or still locked, a request in flight a moment ago."""
     if stored is not None and stored.get("validation") != validation:
         raise IdempotencyKeyReused(
             "this Idempotency-Key was already used for a different request (route, key or count); "
@@ -141,8 +126,8 @@ _SPENT = "the tickets were taken, but their answer could not be saved ({why}): t
 
 
 def _raise_failure(err: Exception, *, spent: bool, logger: Any) -> NoReturn:
-    """As the same failure on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else the 500
-    InternalErrors watches; each says whether the issue had taken its tickets (`spent`). The cause is the failure."""
+    """As on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else a 500; each says whether
+    the issue had taken its tickets (`spent`)."""
     transient = isinstance(err, TicketsError) or classify(err) is Failure.UNAVAILABLE
     if transient and spent:
         raise Unavailable(

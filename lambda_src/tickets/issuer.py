@@ -1,8 +1,7 @@
-"""Issuing tickets: pick a lane of the key, advance it, and say what was issued (plain: the store is handed in).
+"""Issuing tickets: pick a lane of the key, advance it, say what was issued (plain: the store is handed in).
 
-An Issuer lives as long as the execution environment and learns which lanes are exhausted (a lane's `last` only
-increases, its `max` is fixed): those are skipped, and the first refusal reads the key's other lanes at once, so a
-spent sharded key costs a warm function one refused write and one read, once.
+An Issuer lives as long as the execution environment and learns which lanes are exhausted (their `last` only rises):
+it skips them, and its first refusal reads the key's other lanes, so a spent sharded key costs one refusal and one read.
 """
 
 from __future__ import annotations
@@ -24,9 +23,7 @@ from .settings import CounterConfig, Settings, unserved
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
-# Lanes whose `last` is known to be high. A few integers each; forgotten wholesale past this many,
-# since relearning costs one refused write and one read per key.
-_REMEMBERED_LANES = 100_000
+_REMEMBERED_LANES = 100_000  # forgotten wholesale past this many: relearning costs a refusal and a read per key
 # A lane's rate is its `last`'s change between two of this instance's requests at least this far apart.
 RATE_WINDOW_SECONDS = 600
 REPORT_SECONDS = 60
@@ -34,7 +31,7 @@ REPORT_SECONDS = 60
 
 @functools.lru_cache(maxsize=1024)  # bounded: anyone may name new keys unless strictKeys is on
 def _region_lanes(key: str, counter: CounterConfig, slot: int, slots: int) -> tuple[Lane, ...]:
-    """The lanes of a key in use, made once per warm function: frozen dataclasses are slow to build."""
+    """A key's lanes, made once per warm function: frozen dataclasses are slow to build."""
     return tuple(lanes_of(key, counter, slot, slots))
 
 
@@ -47,8 +44,6 @@ class Store(Protocol):
 
 @dataclass(frozen=True)
 class IssuedTickets:
-    """`count` tickets of one lane: first, first + step, ..., last."""
-
     key: str
     first: int
     last: int
@@ -59,12 +54,10 @@ class IssuedTickets:
 
     @property
     def tickets_left(self) -> int:
-        """How many more tickets this lane can issue before max (a lane's tickets are `step` apart)."""
         return tickets_left(self.counter.max, self.last, self.step)
 
     @property
     def days_left(self) -> float | None:
-        """Days until this lane reaches max at its recent rate; None while unknown, or not due (Issuer._per_day)."""
         per_day = self.per_day or 0.0  # a restored table can move `last` back: no meaningful rate then
         return self.tickets_left / per_day if per_day > 0 else None
 
@@ -74,26 +67,22 @@ class IssuedTickets:
 
     @property
     def near_max(self) -> bool:
-        """Past 90% of the range between start and max: time to raise max or plan a new key."""
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
     def to_json(self) -> Issued:
-        """The answer of /{key}: the first ticket, and the list when there are more."""
         body: Issued = {"key": self.key, "ticket": self.first}
         if self.count > 1:
             body["tickets"] = self.tickets
         return body
 
     def ids_json(self, ids: list[str]) -> IssuedIds:
-        """The answer of /{key} for an opaque counter: the tickets' ids (`ids`, in order), never the tickets."""
         body: IssuedIds = {"key": self.key, "id": ids[0]}
         if self.count > 1:
             body["ids"] = ids
         return body
 
     def range_json(self) -> Block:
-        """The answer of /_blocks/{key}: the block as a range, whatever its size."""
         return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
 
 
@@ -105,8 +94,6 @@ class Issuer:
         shuffle: Callable[[list[Lane]], None] = random.shuffle,
         config_name: str = "cdk.json",
     ):
-        """`config_name`: what a refusal calls the config the settings came from (the local server names the
-        file it read, the test kit the config a test passed)."""
         self._settings = settings
         self._config_name = config_name
         self._store = store
@@ -146,9 +133,8 @@ class Issuer:
         raise failure or exhausted(asked.key, asked.count, counter.max, lanes[0].step)
 
     def _per_day(self, lane: Lane, last: int) -> float | None:
-        """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more (the change
-        in its `last`, which counts every instance's tickets), given at most once every REPORT_SECONDS per lane:
-        an hour's Minimum needs no more, and each metric costs the request's line. Memory only, no DynamoDB call."""
+        """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more (its `last`
+        counts every instance's), given at most once every REPORT_SECONDS per lane. No DynamoDB call."""
         now = time.monotonic()
         since, then, per_day, reported = self._windows.get(lane.item_key) or (None, last, None, 0.0)
         if since is None or now - since >= RATE_WINDOW_SECONDS:
@@ -172,7 +158,6 @@ class Issuer:
         self._last_at_least[lane.item_key] = max(known, last_at_least)
 
     def _survey(self, lanes: list[Lane]) -> None:
-        """Learn every lane's `last` from one read."""
         try:
             items = self._store.read(lanes)
         except Unavailable:
@@ -183,7 +168,6 @@ class Issuer:
                 self._learn(lane, last)
 
     def check_block(self, key: str, count: int) -> None:
-        """Refuse a range block of an opaque counter, or larger than the key's (or the deployment's) maxBlock allows."""
         counter = self.counter(key)
         if counter.opaque is not None:
             raise OpaqueCounter(
@@ -202,7 +186,7 @@ class Issuer:
         rows: list[LaneState] = []
         stored_steps: list[int | None] = []
         items = self._store.read(lanes)
-        for lane in lanes:  # every lane of this region, the unused ones with last null
+        for lane in lanes:  # the unused ones with last null
             stored = items.get(lane.item_key, {LAST: None, STEP: None})
             step, last = stored[STEP], stored[LAST]
             if step is not None or last is not None:
@@ -222,19 +206,17 @@ class Issuer:
         state: CounterState = {
             "key": key,
             "last": max(issued) if issued else None,
-            # As stored (after a config change it is not the configured one); an item code did not write may have none.
+            # As stored: after a config change not the configured one.
             "step": next((step for step in stored_steps if step is not None), lanes[0].step),
             "config": counter.to_json(),
             "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
             "lanes": rows,
         }
-        if counter.fence is not None:  # after a layout change: the key's epoch, whose lanes begin at or above its
-            # fence (docs/explanation/epochs-and-fences.md)
+        if counter.fence is not None:  # after a layout change (docs/explanation/epochs-and-fences.md)
             state["epoch"] = {"number": counter.epoch, "fence": counter.fence, "start": counter.start}
         return state
 
     def counter(self, key: str) -> CounterConfig:
-        """The key's config; 404 for a key strictKeys does not serve."""
         counter = self._settings.counter(key)
         if counter is None:
             raise NotFound(

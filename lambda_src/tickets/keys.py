@@ -28,23 +28,15 @@ def require_key(key: str) -> str:
 
 
 def parse_count(raw: object, maximum: int = MAX_COUNT) -> int:
-    """A count comes as query text or a JSON number; both must be a plain integer 1..maximum."""
-    if isinstance(raw, bool):
-        count = None
-    elif isinstance(raw, int):
-        count = raw
-    elif isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum)):
+    count = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= len(str(maximum)):
         count = int(raw)
-    else:
-        count = None
     if count is None or not 1 <= count <= maximum:
         raise BadRequest(f"invalid count {echo_count(raw)}: count is a whole number from 1 to {maximum}")
     return count
 
 
 def echo_count(raw: object) -> str:
-    """A count as error messages quote it, whether it came as query text or as a JSON value: its text,
-    quoted (`invalid count '0'`, `invalid count 'true'`, `invalid count '101'`)."""
     return echo(raw if isinstance(raw, str) else json.dumps(raw, default=str))
 
 

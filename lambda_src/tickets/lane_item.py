@@ -1,7 +1,5 @@
 """What a lane item is, for the service (store.py) and tickets_admin: its attributes, how a stored item compares with
-the configured lane, and every conditional write on one (UpdateItem arguments less table and key);
-docs/explanation/conditions.md explains each. Only code writes lanes: an item lacking `step` or `first` (typed by
-hand, or left by 0.1.0) is refused, never completed from the config running now; `tickets_admin raise` makes it one."""
+the configured lane, and every conditional write on one (docs/explanation/conditions.md explains each)."""
 
 from __future__ import annotations
 
@@ -12,24 +10,22 @@ from .epochs import STOPPED
 from .sequence import Lane
 from .tables import COUNTER_KEY
 
-LAST = "last"  # the last ticket issued on the lane: the high-water mark an operator reads
+LAST = "last"  # the last ticket issued on the lane
 STEP = "step"  # stride * lanes, fixed when the item is created
-FIRST = "first"  # the lane's first ticket (start and slot), fixed when the item is created
-SHARDS = "shards"  # the key's shard count, fixed with the step: the plain `key` item guards a sharded key
-STRIDE = "stride"  # a sharded key's stride, recorded with its layout (step alone does not tell stride from slots)
-STOPPED_STEP = "stoppedStep"  # the step a lane had before a fence stopped it (its `step` is then STOPPED)
-FENCED_BY = "fencedBy"  # the id of the fence that stopped the lane (the ledger records the fence under it)
-FENCE_SEALED = "fenceSealed"  # set once that fence is being recorded: from then on it can never be undone
+FIRST = "first"  # the lane's first ticket, fixed when the item is created
+SHARDS = "shards"  # on a sharded key's plain item, with its layout
+STRIDE = "stride"  # a sharded key's stride (step alone does not tell stride from slots)
+STOPPED_STEP = "stoppedStep"  # the step a lane had before a fence stopped it
+FENCED_BY = "fencedBy"  # the id of the fence that stopped the lane
+FENCE_SEALED = "fenceSealed"  # that fence is being recorded: it can never be undone
 LANE = (STEP, FIRST)  # what code writes with every lane item's `last`
 RAISE_COMMAND = ".venv/bin/python -m tickets_admin raise"
 
-Item = dict[str, Any]  # as DynamoDB's JSON: {"counter": {"S": "orders"}, "last": {"N": "5003"}, ...}
+Item = dict[str, Any]  # as DynamoDB's JSON
 
 _ON_LANE = "#step = :step AND #first = :first AND #last <= :limit"
-# The plain item of an unsharded key: created, or advanced while it is this lane and the block fits.
 _ADVANCE_KEY = "SET #last = if_not_exists(#last, :seed) + :inc, #step = :step, #first = :first"
 _ADVANCE_KEY_IF = f"attribute_not_exists(#counter) OR (attribute_not_exists(#shards) AND {_ON_LANE})"
-# A shard's item only advances once it exists: creating it must record the key's layout first.
 _ADVANCE_SHARD = "SET #last = #last + :inc"
 _CREATE = "SET #last = :last, #step = :step, #first = :first"
 _CREATE_IF = "attribute_not_exists(#counter)"
@@ -44,44 +40,33 @@ _LAYOUT = "SET #step = :step, #shards = :shards, #first = :first, #stride = :str
 _LAYOUT_IF = (
     "attribute_not_exists(#counter) OR (#step = :step AND #shards = :shards AND #first = :first AND #stride = :stride)"
 )
-# tickets_admin only: what is present must agree, what is absent is set from the operator's config.
+# tickets_admin only: what is absent is set from the operator's config.
 _COMPLETE_LAYOUT_IF = (
     "(attribute_not_exists(#step) OR #step = :step) AND (attribute_not_exists(#shards) OR #shards = :shards) AND "
     "(attribute_not_exists(#first) OR #first = :first) AND (attribute_not_exists(#stride) OR #stride = :stride) "
     "AND attribute_not_exists(#last)"
 )
-# tickets_admin fence only: stop a lane in one write, which returns its final `last`; the lane records which fence
-# stopped it, so a fence of another line of history finds it and refuses (docs/explanation/epochs-and-fences.md).
+# tickets_admin fence: stop a lane in one write; the lane records its fence (docs/explanation/epochs-and-fences.md).
 _STOP = "SET #stopped = #step, #step = :stopped, #fencedBy = :fence"
 _STOP_IF = "attribute_exists(#step) AND #step <> :stopped"
-# An item with no step (absent: no old version may create it now; or typed by hand) is stopped as it is.
+# An item with no step (absent: no old version may create it now) is stopped as it is.
 _STOP_UNWRITTEN = "SET #step = :stopped, #fencedBy = :fence"
 _STOP_UNWRITTEN_IF = "attribute_not_exists(#step)"
-# Recording the fence seals each lane it stopped first: a sealed lane is never put back.
 _STOPPED_BY = "#step = :stopped AND #fencedBy = :fence"
 _SEAL = "SET #sealed = :sealed"
 _UNSEALED = f"{_STOPPED_BY} AND attribute_not_exists(#sealed)"
-# Undoing a fence never recorded: the lane goes back to its step; an item that had none goes back as it was.
+# Undoing a fence never recorded: the lane back to its step, or as it was.
 _RESTORE = "SET #step = #stopped REMOVE #stopped, #fencedBy"
 _RESTORE_IF = f"{_UNSEALED} AND attribute_exists(#stopped)"
 _UNSTOP = "REMOVE #step, #fencedBy"
 _UNSTOP_IF = f"{_UNSEALED} AND attribute_not_exists(#stopped)"
-# An item the fence itself created (absent before it) is deleted, if it still holds nothing else.
+# An item the fence itself created is deleted, if it holds nothing else.
 _CREATED_BY_STOP = (
     f"{_UNSEALED} AND attribute_not_exists(#stopped) AND attribute_not_exists(#last) AND "
     "attribute_not_exists(#first) AND attribute_not_exists(#shards) AND attribute_not_exists(#stride)"
 )
-_NAMES = {
-    "#counter": COUNTER_KEY,
-    "#last": LAST,
-    "#step": STEP,
-    "#first": FIRST,
-    "#shards": SHARDS,
-    "#stride": STRIDE,
-    "#stopped": STOPPED_STEP,
-    "#fencedBy": FENCED_BY,
-    "#sealed": FENCE_SEALED,
-}
+_NAMES = {f"#{name}": name for name in (LAST, STEP, FIRST, SHARDS, STRIDE, FENCED_BY)}
+_NAMES |= {"#counter": COUNTER_KEY, "#stopped": STOPPED_STEP, "#sealed": FENCE_SEALED}
 
 
 def number(item: Item | None, name: str) -> int | None:
@@ -96,18 +81,14 @@ def number(item: Item | None, name: str) -> int | None:
 
 
 def layout_of(lane: Lane) -> dict[str, int]:
-    """What a sharded key's plain item records: together these fix every shard's lane."""
     return {STEP: lane.step, SHARDS: lane.shards, FIRST: lane.key_first, STRIDE: lane.stride}
 
 
 def missing(item: Item, names: tuple[str, ...] | dict[str, int]) -> list[str]:
-    """The attributes of `names` that code writes and `item` lacks: an item code did not write."""
     return [name for name in names if name not in item]
 
 
 def contradiction(lane: Lane, item: Item) -> str | None:
-    """How a stored lane item contradicts the configured `lane` (None: it does not): it records a
-    sharded layout, another step or another first ticket."""
     if SHARDS in item:
         return (
             f"{lane.item_key!r} records a layout of {number(item, SHARDS)} shard(s), but the config gives "
@@ -127,7 +108,6 @@ def contradiction(lane: Lane, item: Item) -> str | None:
 
 
 def layout_contradiction(shard_zero: Lane, item: Item) -> str | None:
-    """How a sharded key's plain item contradicts the configured layout (None: it does not)."""
     key = shard_zero.key
     if LAST in item:
         return (
@@ -141,8 +121,7 @@ def layout_contradiction(shard_zero: Lane, item: Item) -> str | None:
 
 
 def advance(lane: Lane, count: int) -> dict[str, Any]:
-    """Take the next `count` tickets of the lane's item, if it is this lane and they fit under max
-    (an unsharded key's item is created if absent; a shard's must exist)."""
+    """Take the next `count` tickets of the lane's item if they fit (an unsharded key's item is created if absent)."""
     values = {":inc": _n(count * lane.step), ":limit": _n(lane.limit(count)), **_lane_values(lane)}
     if lane.shards == 1:
         values[":seed"] = _n(lane.seed)
@@ -151,28 +130,23 @@ def advance(lane: Lane, count: int) -> dict[str, Any]:
 
 
 def create(lane: Lane, last: int) -> dict[str, Any]:
-    """Create the lane's item with `last`, never over an existing item."""
     return _request(_CREATE, _CREATE_IF, {":last": _n(last), **_lane_values(lane)})
 
 
 def record_layout(shard_zero: Lane) -> dict[str, Any]:
-    """Record a sharded key's layout on its plain item, unless another or an incomplete one is there."""
     return _layout(shard_zero, _LAYOUT_IF)
 
 
 def complete_layout(shard_zero: Lane) -> dict[str, Any]:
-    """tickets_admin's layout write: sets what the plain item lacks, if what it has agrees."""
     return _layout(shard_zero, _COMPLETE_LAYOUT_IF)
 
 
 def raise_last(lane: Lane, last: int) -> dict[str, Any]:
-    """Raise a lane item's `last` to `last`, never lowering it."""
     return _request(_RAISE, _RAISE_IF, {":last": _n(last), **_lane_values(lane)})
 
 
 def put_on_lane(lane: Lane, old: int | None, last: int) -> dict[str, Any]:
-    """Make an item whose `last` is `old` (None: it has none) that code did not write, or whose `last`
-    is off its lane, the lane's item with `last`, if it has not changed since it was read."""
+    """Make an item code did not write (or off its lane), whose `last` is `old`, the lane's item, if unchanged."""
     values = {":last": _n(last), **_lane_values(lane)}
     if old is None:
         return _request(_CREATE, _PUT_ON_LANE_IF.format(stored="attribute_not_exists(#last)"), values)
@@ -180,29 +154,25 @@ def put_on_lane(lane: Lane, old: int | None, last: int) -> dict[str, Any]:
 
 
 def stop(fence: str) -> dict[str, Any]:
-    """Stop the item's lane at the fence `fence` (its id): no version's condition takes a ticket from it after this."""
     return _request(_STOP, _STOP_IF, _fence_values(fence))
 
 
 def stop_unwritten(fence: str) -> dict[str, Any]:
-    """Stop an item that has no step: create it stopped if absent, so no older version can create the lane."""
+    """Stop an item that has no step, created stopped if absent (no older version can create the lane)."""
     return _request(_STOP_UNWRITTEN, _STOP_UNWRITTEN_IF, _fence_values(fence))
 
 
 def fenced_by(item: Item) -> str | None:
-    """The id of the fence that stopped this item (None: not stopped, or by a fence that recorded none)."""
     value = item.get(FENCED_BY)
     return value.get("S") if value and number(item, STEP) == STOPPED else None
 
 
 def seal(fence: str) -> dict[str, Any]:
-    """Mark a lane `fence` stopped as recorded: from then on it is never put back."""
     return _request(_SEAL, _STOPPED_BY, {**_fence_values(fence), ":sealed": {"BOOL": True}})
 
 
 def unstop(fence: str, item: Item) -> dict[str, Any]:
-    """Undo `fence` on `item` as read (stopped by it, not sealed): the lane's step again, or the item as it was
-    before the fence (an item the fence created is deleted: a DeleteItem's arguments, without UpdateExpression)."""
+    """Undo `fence` on `item` as read: its step again, or as it was (created by the fence: a DeleteItem's arguments)."""
     if STOPPED_STEP in item:
         return _request(_RESTORE, _RESTORE_IF, _fence_values(fence))
     if set(item) - {COUNTER_KEY, STEP, FENCED_BY}:
@@ -236,7 +206,7 @@ def _request(update: str, condition: str, values: dict[str, Any]) -> dict[str, A
 
 @functools.cache  # a handful of expression pairs; advancing a lane asks for one on every request
 def _names(update: str, condition: str) -> tuple[tuple[str, str], ...]:
-    """Only the attribute names the expressions use: DynamoDB refuses unused ones."""
+    # Only the names the expressions use: DynamoDB refuses unused ones.
     return tuple((name, value) for name, value in _NAMES.items() if name in update + condition)
 
 

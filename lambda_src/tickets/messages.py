@@ -1,7 +1,6 @@
-"""The API's JSON messages: every request body and answer as a type. Handlers build them (mypy holds them to it) and
-the API document derives its schemas from them (tickets_local/openapi.py). A string in `Annotated` names a scalar's
-schema; a class there (CounterConfig) is described from its fields. No `from __future__ import annotations`:
-TypedDict reads NotRequired from evaluated annotations only (before Python 3.14)."""
+"""The API's JSON messages as types: handlers build them and the API document derives its schemas from them
+(tickets_local/openapi.py; a string in `Annotated` names a scalar's schema). No `from __future__ import annotations`:
+TypedDict reads NotRequired from evaluated annotations only."""
 
 from collections.abc import Mapping
 from typing import Annotated, Literal, NotRequired, TypedDict
@@ -10,12 +9,12 @@ from .settings import CounterConfig
 
 Key = Annotated[str, "Key"]
 Ticket = Annotated[int, "Ticket"]
-OpaqueId = Annotated[str, "OpaqueId"]  # an opaque counter's id of a ticket (tickets/opaque/ids.py)
+OpaqueId = Annotated[str, "OpaqueId"]
 Count = Annotated[int, "Count"]
 BlockCount = Annotated[int, "BlockCount"]
 Step = Annotated[int, "Step"]
 SeriesName = Annotated[str, "SeriesName"]
-Number = Annotated[int, "Number"]  # a series number: 1, 2, 3, ... within its series
+Number = Annotated[int, "Number"]  # a series number
 Time = Annotated[str, "Time"]
 PageSize = Annotated[int, "PageSize"]
 IdempotencyKey = Annotated[str, "IdempotencyKey"]
@@ -23,7 +22,7 @@ Reason = Annotated[str, "Reason"]
 Ref = Annotated[str, "Ref"]
 Worker = Annotated[int, "Worker"]
 Epoch = Annotated[int, "Epoch"]
-Millis = Annotated[int, "Millis"]  # ms since the Unix epoch, by the service's clock
+Millis = Annotated[int, "Millis"]  # ms since the Unix epoch
 Owner = Annotated[str, "Owner"]
 
 
@@ -54,14 +53,12 @@ class Issued(TypedDict):
 
 
 class IssuedIds(TypedDict):
-    """An opaque counter's answer: the ids of its tickets, never the tickets (docs/explanation/opaque-ids.md)."""
-
     key: Key
     id: OpaqueId
     ids: NotRequired[list[OpaqueId]]
 
 
-IssuedAnswer = Issued | IssuedIds  # the ticket routes' answer: an opaque counter's is IssuedIds
+IssuedAnswer = Issued | IssuedIds
 
 
 class Block(TypedDict):

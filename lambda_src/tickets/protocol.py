@@ -1,5 +1,4 @@
-"""HTTP-level rules of the API, kept free of any framework: what a request may say and
-how an answer is rendered."""
+"""HTTP-level rules of the API, free of any framework: what a request may say and how an answer is rendered."""
 
 from __future__ import annotations
 
@@ -14,19 +13,16 @@ from urllib.parse import parse_qsl, unquote
 from .errors import BadRequest, PayloadTooLarge, echo
 from .keys import MAX_BLOCK, MAX_COUNT, echo_count, parse_count, require_key
 
-# The two issuing routes: /{key} answers the tickets as a list, /_blocks/{key} as a range.
+# /{key} answers the tickets as a list, /_blocks/{key} as a range.
 TICKETS_ROUTE = "tickets"
 BLOCKS_ROUTE = "blocks"
 QUERY_FIELDS = ("key", "systemKey", "count")
-BODY_FIELDS = ("key", "count")
 MAX_BODY_BYTES = 1024
 MAX_PATH_CHARS = 256
 
 
 @dataclass(frozen=True)
 class Asked:
-    """A ticket route's request: the route, and what path, query and body ask for (the body: messages.TicketRequest)."""
-
     key: str
     count: int
     named: bool = True  # False: no key was named, `key` is the route's default
@@ -34,8 +30,8 @@ class Asked:
 
     @property
     def recorded(self) -> dict[str, Any]:
-        """What an Idempotency-Key's record is checked against: {key, count}, as records stored before range blocks
-        say it, and a block's route, so one header is never answered a list on one route and a range on the other."""
+        """What an Idempotency-Key's record is checked against: {key, count} as older records say it, and a block's
+        route (one header never answers a list on one route and a range on the other)."""
         return {"key": self.key, "count": self.count} | ({} if self.route == TICKETS_ROUTE else {"route": self.route})
 
 
@@ -56,8 +52,7 @@ def decode_path_key(segment: str) -> str:
 def ticket_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
-    """Merge path, query and body into one request."""
-    if not raw_query and not body.strip():  # the common request, `GET /orders`: the path says it all
+    if not raw_query and not body.strip():  # the common request, `GET /orders`
         return Asked(default_key if path_key is None else decode_path_key(path_key), 1, path_key is not None, route)
     return merged_request(path_key, raw_query, body, default_key, route)
 
@@ -65,11 +60,14 @@ def ticket_request(
 def merged_request(
     path_key: str | None, raw_query: str | None, body: bytes, default_key: str, route: str = TICKETS_ROUTE
 ) -> Asked:
-    """ticket_request's general case."""
     max_count = MAX_BLOCK if route == BLOCKS_ROUTE else MAX_COUNT
-    # From the raw query string: AWS joins a repeated parameter's values with commas in queryStringParameters.
+    # The raw query string: queryStringParameters joins a repeated parameter's values with commas.
     query = query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
-    fields = _body_fields(body, max_count)
+    fields = body_fields(body, ("key", "count"), '{"count": 10}')
+    if "key" in fields and not isinstance(fields["key"], str):
+        raise BadRequest("the body's key must be a string")
+    if "count" in fields:
+        fields["count"] = _json_integer(fields["count"], max_count)
 
     keys = {
         source: value
@@ -93,14 +91,11 @@ def merged_request(
 
 
 def state_request(path_key: str, raw_query: str | None, body: str | None) -> str:
-    """The key of GET /_counters/{key}, which reads state only: a query or a body would ask for
-    something it does not do."""
     no_query_nor_body("GET /_counters/{key}", raw_query, body, hint="; name the key in the path")
     return decode_path_key(path_key)
 
 
 def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint: str = "") -> None:
-    """A read-only route's request: a query or a body would ask for something it does not do."""
     if raw_query:
         raise BadRequest(f"{route} takes no query parameters{hint}")
     if body:
@@ -108,7 +103,6 @@ def no_query_nor_body(route: str, raw_query: str | None, body: str | None, hint:
 
 
 def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], described: str | None = None) -> dict[str, str]:
-    """The query's parameters, each one of `fields` and given once."""
     try:
         pairs = parse_qsl(raw_query or "", keep_blank_values=True, errors="strict")
     except UnicodeDecodeError:
@@ -123,33 +117,30 @@ def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], describe
     return query
 
 
-def request_body(raw: str | None, is_base64: bool) -> bytes:
+def request_body(raw: str | None, is_base64: bool, max_bytes: int = MAX_BODY_BYTES) -> bytes:
+    too_large = PayloadTooLarge(f"the body is over {max_bytes} bytes; send a small JSON object or none")
     if not raw:
         return b""
-    if len(raw) > MAX_BODY_BYTES * 2:  # base64 is 4/3 of the bytes; anything past this is too big
-        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes; send a small JSON object or none")
+    if len(raw) > max_bytes * 2:  # base64 is 4/3 of the bytes
+        raise too_large
     try:
         body = base64.b64decode(raw, validate=True) if is_base64 else raw.encode("utf-8", "surrogatepass")
     except (binascii.Error, ValueError):
         raise BadRequest("the body is marked base64 but is not valid base64") from None
-    if len(body) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes; send a small JSON object or none")
+    if len(body) > max_bytes:
+        raise too_large
     return body
 
 
-def _body_fields(body: bytes, max_count: int) -> dict[str, Any]:
+def body_fields(body: bytes, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
     if not body.strip():
         return {}
-    fields = json_body(body, '{"count": 10}')
+    fields = json_body(body, example)
     if not isinstance(fields, dict):
-        raise BadRequest('the body must be empty or a JSON object such as {"count": 10}')
-    unknown = sorted(set(fields) - set(BODY_FIELDS))
+        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
+    unknown = sorted(set(fields) - set(allowed))
     if unknown:
-        raise BadRequest(f"unknown body field {echo(unknown[0])}; use key and count")
-    if "key" in fields and not isinstance(fields["key"], str):
-        raise BadRequest("the body's key must be a string")
-    if "count" in fields:
-        fields["count"] = _json_integer(fields["count"], max_count)
+        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
     return fields
 
 
@@ -171,7 +162,7 @@ def json_body(body: bytes, example: str) -> Any:
 
 
 def unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose fields are all different: `{"count": 2, "count": 3}` means nothing sure."""
+    """A JSON object's fields, each given once: `{"count": 2, "count": 3}` means nothing sure."""
     fields: dict[str, Any] = {}
     for name, value in pairs:
         if name in fields:
@@ -196,7 +187,7 @@ def prefers_text(accept: str | None) -> bool:
 
 @functools.lru_cache(maxsize=64)  # a caller sends the same Accept header on every request
 def _ranks_text_first(accept: str) -> bool:
-    """Each type's quality is that of the first of its most specific ranges (type/subtype, then type/*, then */*)."""
+    """Each type's quality is its first most specific range's (type/subtype, then type/*, then */*)."""
     best = {"text/plain": (-1, 0.0), "application/json": (-1, 0.0)}  # type -> (specificity, quality)
     for part in accept.split(",")[:32]:
         media, *params = part.split(";")
@@ -215,8 +206,6 @@ def _ranks_text_first(accept: str) -> bool:
 
 
 def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
-    """The tickets of an answer of /{key}, or an opaque counter's ids (its JSON form lists them only when there
-    are several)."""
     if "id" in issued:
         ids: list[str] = issued.get("ids", [issued["id"]])
         return ids
@@ -224,16 +213,5 @@ def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
     return tickets
 
 
-def render_bare(issued: dict[str, Any]) -> str:
-    """The compatibility route's answer, as the API Gateway counter pattern gives it: the bare number (an opaque
-    counter's id), with no newline (a caller may parse the whole body as one integer); several one a line."""
-    return "\n".join(map(str, issued_values(issued)))
-
-
 def render_text(values: list[int] | list[str]) -> str:
     return "".join(f"{value}\n" for value in values)
-
-
-def render_block_text(first: int, last: int, step: int) -> str:
-    """A range block for text/plain callers: `first last step` on one line."""
-    return f"{first} {last} {step}\n"

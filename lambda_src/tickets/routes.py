@@ -1,7 +1,5 @@
-"""The route table: each path, its methods, its handler's name, its operation, and what it reads and answers;
-it drives the dispatch, `Allow`, the 404 and 405 texts and the API document (docs/explanation/design.md#routes). Data:
-the handlers are bound by name when the app is built (app.py), so the table imports only plain modules.
-`{name}` is a parameter; no key starts with `_` (keys.KEY_PATTERN): the prefix is the service's own routes'."""
+"""The route table, data: it drives the dispatch, `Allow`, the 404 and 405 texts and the API document
+(docs/explanation/design.md#routes). Handlers are named, bound by app.py, so the table imports only plain modules."""
 
 from __future__ import annotations
 
@@ -14,16 +12,14 @@ from typing import Any, Literal
 from . import messages
 from .settings import Settings
 
-RESERVED_PREFIX = "_"
-# What a route does: the access rules' operation (Runtime.authorize, before any replay and any DynamoDB call).
+RESERVED_PREFIX = "_"  # the service's own routes; no key starts with it (keys.KEY_PATTERN)
+# The access rules' operation (Runtime.authorize, before any replay and any DynamoDB call).
 Operation = Literal["issue", "series", "void", "read", "workers", "none"]
 _PARAMETER = re.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
 class Query:
-    """A query parameter a route reads: its name and its value's type (messages.py)."""
-
     name: str
     type: Any
     required: bool = False
@@ -40,17 +36,14 @@ class Route:
     body: type | None = None  # the JSON body a POST may carry (messages.py)
     answer: Any = None  # its JSON answer (a messages.py type, or a union of them); None: text only
     text: str | None = None  # the schema of its text/plain answer, when it has one
-    idempotency_key: Literal["optional", "required"] | None = None  # the Idempotency-Key header it takes
-    # The API document's error responses it may answer beyond those every route may (tickets_local/openapi.py)
-    errors: tuple[str, ...] = ()
+    idempotency_key: Literal["optional", "required"] | None = None
+    errors: tuple[str, ...] = ()  # the error responses it may answer beyond every route's (tickets_local/openapi.py)
 
     @property
     def parameters(self) -> tuple[str, ...]:
-        """The path parameters, in order; the handler takes them as keyword arguments."""
         return tuple(_PARAMETER.findall(self.path))
 
     def arguments(self, path: str) -> dict[str, str] | None:
-        """The path parameters when the dispatch gives `path` to this route's handler, else None."""
         found = _dispatch_pattern(self.path).match(path)
         if found is None or (self.path.startswith("/{") and path[1:].startswith(RESERVED_PREFIX)):
             return None
@@ -60,9 +53,17 @@ class Route:
         return _pattern(self.path).fullmatch(path) is not None
 
 
-# What the ticket routes read from the query (protocol.QUERY_FIELDS): the key, its alias, and the count.
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
 _ISSUE_ERRORS = ("UnknownKey", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable")
+_ISSUED: dict[str, Any] = {
+    "query": _TICKET_QUERY,
+    "body": messages.TicketRequest,
+    "answer": messages.IssuedAnswer,
+    "text": "IssuedText",
+    "idempotency_key": "optional",
+    "errors": _ISSUE_ERRORS,
+}
+_BARE = _ISSUED | {"answer": None, "text": "BareText"}
 _ACQUIRE: dict[str, Any] = {
     "body": messages.WorkerRequest,
     "answer": messages.WorkerLease,
@@ -80,33 +81,14 @@ _RELEASE: dict[str, Any] = {
     "answer": messages.WorkerRelease,
     "errors": ("UnknownPool", "TooLarge", "Unavailable"),
 }
-_ISSUED: dict[str, Any] = {
-    "answer": messages.IssuedAnswer,
-    "text": "IssuedText",
-    "idempotency_key": "optional",
-    "errors": _ISSUE_ERRORS,
-}
 
 ROUTES = (
-    Route(
-        "/",
-        ("GET", "POST"),
-        "counters.next_default_ticket",
-        "Next ticket(s) of the default key, or of the key named",
-        "issue",
-        _TICKET_QUERY,
-        messages.TicketRequest,
-        **_ISSUED,
-    ),
-    Route(
-        "/{key}",
-        ("GET", "POST"),
-        "counters.next_ticket",
-        "Next ticket(s) of a key",
-        "issue",
-        _TICKET_QUERY,
-        messages.TicketRequest,
-        **_ISSUED,
+    *(
+        Route(path, ("GET", "POST"), f"counters.{name}", summary, "issue", **_ISSUED)
+        for path, name, summary in (
+            ("/", "next_default_ticket", "Next ticket(s) of the default key, or of the key named"),
+            ("/{key}", "next_ticket", "Next ticket(s) of a key"),
+        )
     ),
     Route(
         "/_blocks/{key}",
@@ -173,7 +155,7 @@ ROUTES = (
         answer=messages.JournalPage,
         errors=("UnknownSeries", "Unavailable"),
     ),
-    # Worker-id leases (docs/how-to/worker-ids.md): one route a method, two on each path.
+    # Worker-id leases (docs/how-to/worker-ids.md): one route a method.
     *(
         Route(f"/_workers/{{pool}}{path}", (method,), f"workers.routes.{name}", summary, "workers", **shapes)
         for path, method, name, summary, shapes in (
@@ -187,23 +169,11 @@ ROUTES = (
 
 
 def compat_route(path: str) -> Route:
-    """The compatibility route (config `compat`), at its configured path: one literal segment."""
-    return Route(
-        f"/{path}",
-        ("GET", "POST"),
-        "counters.compat_ticket",
-        "Next ticket of ?systemKey=, as the bare number (compatibility route)",
-        "issue",
-        _TICKET_QUERY,
-        messages.TicketRequest,
-        text="BareText",
-        idempotency_key="optional",
-        errors=_ISSUE_ERRORS,
-    )
+    summary = "Next ticket of ?systemKey=, as the bare number (compatibility route)"
+    return Route(f"/{path}", ("GET", "POST"), "counters.compat_ticket", summary, "issue", **_BARE)
 
 
 def served(settings: Settings) -> tuple[Route, ...]:
-    """The routes one deployment serves: the table, and the compatibility route when configured."""
     return ROUTES if settings.compat_path is None else (*ROUTES, compat_route(settings.compat_path))
 
 
@@ -214,8 +184,6 @@ def route_of(path: str, routes: tuple[Route, ...]) -> Route | None:
 
 
 def allowed(route: Route, routes: tuple[Route, ...]) -> str:
-    """The `Allow` header of a 405 on the route's path: the methods of every route on it (one a method, or one
-    for several)."""
     return ", ".join(method for each in routes if each.path == route.path for method in each.methods)
 
 
@@ -228,8 +196,7 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
     return f"no such path; use {', '.join(listed[:-1])} or {listed[-1]}"
 
 
-# What a path parameter may hold to reach its handler: RFC 3986's unreserved and sub-delims, `:` and `@`,
-# and the characters a URL carries percent-encoded or decoded by a proxy; not `/`, `"`, `#`, `?`, `\\`.
+# A path parameter: RFC 3986's unreserved and sub-delims, `:`, `@`, and what a proxy may decode; not `/"#?\\`.
 _SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
 
 

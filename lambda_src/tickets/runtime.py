@@ -1,5 +1,4 @@
-"""What every handler is given (built by create_app), and the process's Logger and Metrics. What a handler
-reads and answers, the Function URL's request and response, is in wire.py."""
+"""What every handler is given (built by create_app), and the process's Logger and Metrics."""
 
 from __future__ import annotations
 
@@ -15,30 +14,30 @@ from aws_lambda_powertools.metrics import MetricUnit
 from .access import Identity
 from .errors import KeyReplaced, TicketsError, Unavailable, forbidden
 from .issuer import Issuer
+from .keys import require_idempotency_key
 from .settings import Settings
 from .timing import Deadline
 from .wire import Request
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .idempotency import IdempotentIssue
+    from .idempotency import IdempotentIssue, Issue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
     from .opaque.secret import StoredKeys
+    from .protocol import Asked
     from .series.store import SeriesStore
     from .settings import CounterConfig
 
 
-# Lambda's own Invocations metric counts requests; a refusal or a state read adds no metric of ours.
+# Lambda's Invocations metric counts requests; a refusal or a state read adds none of ours.
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
 
 
 def count_error(err: TicketsError) -> None:
-    """An error in the metrics line, by its code, and in the log (a 5xx as a warning)."""
-    # `code` is one of a handful of fixed strings, so the dimension stays bounded.
-    metrics.add_dimension(name="code", value=err.code)
+    metrics.add_dimension(name="code", value=err.code)  # a handful of codes: a bounded dimension
     metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
     log = logger.warning if err.status >= 500 else logger.info
     log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
@@ -48,25 +47,22 @@ def count_error(err: TicketsError) -> None:
 class Runtime:
     settings: Settings
     issuer: Issuer
-    deadline: Deadline  # the request's: started by the handler, read by every DynamoDB call
+    deadline: Deadline  # the request's
     client: Any  # the DynamoDB client bound to the deadline
     idempotency_table: str
-    journal: SeriesStore | None  # the series store, where the settings configure series
-    workers_table: str | None  # the worker leases' table, where the settings configure pools
-    region: str | None  # the one GET /_health names
+    journal: SeriesStore | None  # where the settings configure series
+    workers_table: str | None  # where the settings configure pools
+    region: str | None
     clock: Callable[[], datetime.datetime]
     metrics: Metrics = field(default_factory=lambda: metrics)  # the request's one EMF line
     logger: Logger = field(default_factory=lambda: logger)
-    # The deployment's access rules (docs/how-to/access-rules.md); None: every invoker may do everything.
-    access: Callable[[], Rules] | None = None
-    # The keys of opaque ids (tickets/opaque/secret.py); None: this function has none, and opaque counters answer 503.
-    opaque_keys: StoredKeys | None = None
-    counter_store: Any = None  # the CounterStore, which records a key version's fingerprint (tickets/opaque/secret.py)
+    access: Callable[[], Rules] | None = None  # None: every invoker may do everything
+    opaque_keys: StoredKeys | None = None  # None: opaque counters answer 503
+    counter_store: Any = None  # records a key version's fingerprint
     _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
-        """403 unless a rule lets this caller do the route's operation on `key`."""
         if self.access is None:
             return
         identity = Identity.of(request.event)
@@ -75,8 +71,7 @@ class Runtime:
             raise forbidden(identity.describe(), request.operation, key)
 
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
-        """The ids of the opaque counter `key` under its key version, made once per process (their rounds' tables fill
-        as it runs)."""
+        """The ids of the opaque counter `key` under its key version, made once per process."""
         assert counter.opaque is not None
         made = self._opaque_ids.get((key, counter.opaque))
         if made is None:
@@ -95,14 +90,17 @@ class Runtime:
         return made
 
     def opaque_state(self, counter: CounterConfig) -> OpaqueState:
-        """What GET /_counters/{key} says of an opaque counter's ids: never a key, only which versions are held."""
+        """What GET /_counters/{key} says of an opaque counter: never a key, only which versions are held."""
         assert counter.opaque is not None
         held = self.opaque_keys.held() if self.opaque_keys is not None else None
         opaque = counter.opaque
         return {"keyVersion": opaque.key_version, "idsPerVersion": opaque.ids_per_version, "keyVersionsHeld": held}
 
-    def idempotent_issue(self) -> IdempotentIssue:
-        """The idempotency record around an issue, imported on first use: most requests carry no header."""
+    def once(self, request: Request, described: Asked | dict[str, Any], issue: Issue) -> dict[str, Any]:
+        """`issue()`, once per Idempotency-Key when the request has one (its record's code imported on first use)."""
+        header = request.headers.get("idempotency-key")
+        if header is None:
+            return issue()
         if self._idempotent_issue is None:
             from .idempotency import idempotent
 
@@ -112,4 +110,4 @@ class Runtime:
                 expires_after_seconds=self.settings.idempotency_expiry_seconds,
                 logger=self.logger,
             )
-        return self._idempotent_issue
+        return self._idempotent_issue(request.event, require_idempotency_key(header), described, self.deadline, issue)

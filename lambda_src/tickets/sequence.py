@@ -20,25 +20,20 @@ class Lane:
     first: int
     step: int
     max: int
-    # The first ticket of the key's shard 0 in this region: with `step`, `shards` and `stride`, the
-    # layout a sharded key records on its plain item (for one shard it is `first`).
-    key_first: int
+    key_first: int  # shard 0's first ticket in this region: part of a sharded key's recorded layout
     stride: int
-    epoch: int = 0  # the key's epoch: after a layout change its items are named `key@epoch` (tickets.epochs)
+    epoch: int = 0  # after a layout change its items are named `key@epoch` (tickets.epochs)
 
     @property
     def item_key(self) -> str:
-        """The DynamoDB partition key of this lane's item."""
         return item_key(self.key, self.epoch, self.shards, self.shard)
 
     @property
     def plain_key(self) -> str:
-        """The key's plain item in this epoch: a sharded key's layout record, or the one lane's item."""
         return item_base(self.key, self.epoch)
 
     @property
     def seed(self) -> int:
-        """The `last` of a lane that has issued nothing yet."""
         return self.first - self.step
 
     def ticket(self, n: int) -> int:
@@ -48,26 +43,21 @@ class Lane:
         return value >= self.first and (value - self.first) % self.step == 0
 
     def accepts_last(self, last: int) -> bool:
-        """Whether a stored `last` (perhaps typed in by hand) sits on this lane."""
         return last == self.seed or self.owns(last)
 
     def block(self, last: int, count: int) -> range:
-        """The `count` tickets that ended at `last`, ascending: a range, so a block of a million
-        tickets costs no more than one of a single ticket until someone lists it."""
+        """The `count` tickets that ended at `last`: a range, as cheap for a million tickets as for one."""
         return range(last - self.step * (count - 1), last + 1, self.step)
 
     def limit(self, count: int) -> int:
-        """The highest `last` from which `count` more tickets still fit under max."""
         return self.max - count * self.step
 
 
 def tickets_left(maximum: int, last: int, step: int) -> int:
-    """How many more tickets a lane whose `last` this is can issue before `maximum` (its tickets are `step` apart)."""
     return max(0, (maximum - last) // step)
 
 
 def lanes_of(key: str, counter: CounterConfig, region_slot: int, region_slots: int) -> list[Lane]:
-    """The lanes of `key` that one region (slot) owns, one per shard."""
     layout = Layout(counter.start, counter.stride, counter.shards, region_slots)
     return [
         Lane(

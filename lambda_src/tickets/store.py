@@ -1,11 +1,6 @@
-"""The one place that talks to the counter table (docs/explanation/conditions.md has the long form).
-
-A request is one conditional UpdateItem on its lane's item (lane_item.py builds every write): the condition refuses
-another lane, an item code did not write and a block past max, so nothing is read before a write and a refused
-request writes nothing; the item a condition failed on (returned, or read once where an endpoint does not return it)
-says why. No transactions: a shard's item is created only after the key's layout is recorded on its plain item, and
-that write and an unsharded key's advance exclude each other there, so no interleaving can repeat a ticket.
-"""
+"""The one place that talks to the counter table (docs/explanation/conditions.md): a request is one conditional
+UpdateItem on its lane's item (lane_item.py builds every write), and the item a condition failed on says why. No
+transactions: a shard's item is created only after the key's layout is recorded on its plain item."""
 
 from __future__ import annotations
 
@@ -18,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from . import dynamodb_errors, lane_item
 from .epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, STOPPED
-from .errors import ConfigMismatch, Unavailable, exhausted
+from .errors import ConfigMismatch, TicketsError, Unavailable, exhausted
 from .lane_item import LANE, LAST, RAISE_COMMAND, STEP, Item, contradiction, layout_contradiction, missing, number
 from .sequence import Lane
 from .tables import COUNTER_KEY, FINGERPRINT_PREFIX
@@ -30,9 +25,7 @@ _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
     fault=f"the counter table failed the request{_MAY_BE_SPENT} after the Retry-After delay",
 )
 _ATTEMPTS = 3  # the advance, and at most two rounds of creating a shard raced by another request
-# BatchGetItem's unprocessed keys are asked for again after a pause drawn from 0 to this, doubled
-# each round (full jitter): at most 0.05 + 0.1 s in all, small beside any deadline.
-_UNPROCESSED_BACKOFF_SECONDS = 0.05
+_UNPROCESSED_BACKOFF_SECONDS = 0.05  # BatchGetItem's retry of unprocessed keys: full jitter, doubled each round
 
 
 class CounterStore:
@@ -50,7 +43,6 @@ class CounterStore:
         self._jitter = jitter
 
     def advance(self, lane: Lane, count: int) -> int:
-        """Reserve `count` tickets on `lane`."""
         if lane.limit(count) < lane.seed:
             raise exhausted(lane.key, count, lane.max, lane.step)
         for _ in range(_ATTEMPTS):
@@ -74,7 +66,6 @@ class CounterStore:
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
-        """The stored `last` and `step` of these lanes' items (at most MAX_SHARDS, one BatchGetItem), by item key."""
         items = self._get([lane.item_key for lane in lanes])
         return {key: {LAST: number(item, LAST), STEP: number(item, STEP)} for key, item in items.items()}
 
@@ -85,13 +76,9 @@ class CounterStore:
                 return None  # deleted since the write failed: the next advance creates it
             self._record_layout(lane)
             return self._create_shard(lane, count)
+        if (refusal := _refusal(lane, item, layout=False)) is not None:
+            raise refusal
         last = number(item, LAST)
-        if number(item, STEP) == STOPPED:
-            raise _stopped(lane)
-        if (changed := contradiction(lane, item)) is not None:
-            raise _changed_config(changed)
-        if missing(item, LANE):
-            raise _not_written_by_code(lane, item)
         if last is None or not lane.accepts_last(last):
             raise _off_lane(lane, last)
         if last > lane.limit(count):
@@ -99,8 +86,8 @@ class CounterStore:
         return None  # this lane's item, changed since the condition failed: advance again
 
     def _record_layout(self, lane: Lane) -> None:
-        """Record the sharded key's layout on its plain item, or refuse: another layout is recorded
-        there, an incomplete one, or the plain item is an unsharded lane that issued tickets."""
+        """Record the sharded key's layout on its plain item, or refuse (another or an incomplete one is there, or
+        an unsharded lane that issued tickets)."""
         try:
             self._call(
                 "update_item",
@@ -109,27 +96,17 @@ class CounterStore:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as err:
-            item = self._failed_on(err, lane.plain_key) or {}
-            if number(item, STEP) == STOPPED:
-                raise _stopped(lane) from None
-            if (changed := layout_contradiction(lane, item)) is not None:
-                raise _changed_config(changed) from None
-            if item and missing(item, lane_item.layout_of(lane)):
-                raise _not_written_by_code(lane, item, layout=True) from None
-            # Nothing on the item explains the failure: it was edited or deleted since. Never go on
-            # to the shard's item without the layout recorded.
-            raise Unavailable(
+            # No refusal: edited or deleted since. Never go on to the shard's item without the layout recorded.
+            raise _refusal(lane, self._failed_on(err, lane.plain_key) or {}, layout=True) or Unavailable(
                 f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
             ) from None
 
     def _create_shard(self, lane: Lane, count: int) -> int | None:
-        """Create the shard's item with this block; None if another request created it first (advance again)."""
         last = lane.seed + count * lane.step
         request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
         return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
-        """The item whose condition failed, as it stands (None: it does not exist)."""
         if not dynamodb_errors.is_condition_failure(err):
             raise err
         if "Item" in err.response:
@@ -138,7 +115,6 @@ class CounterStore:
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, Item]:
-        """These items as stored, by key, from one consistent BatchGetItem."""
         request = {self._table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
         found: dict[str, Item] = {}
         for attempt in range(_ATTEMPTS):
@@ -153,7 +129,6 @@ class CounterStore:
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
-        """The item of a key version's fingerprint, `fingerprint` recorded unless one was (opaque/secret.py)."""
         item: dict[str, Any] = self._call(
             "update_item",
             **self._on(f"{FINGERPRINT_PREFIX}{version}"),
@@ -179,14 +154,18 @@ _PERMANENT = (
 )
 
 
-def _changed_config(what: str) -> ConfigMismatch:
-    """The stored item shows the key's lanes were set up with another config (`what` says how)."""
-    return ConfigMismatch(f"counter {what}; {_PERMANENT}")
+def _refusal(lane: Lane, item: Item, *, layout: bool) -> TicketsError | None:
+    """Why a lane's item (or with `layout`, its key's plain item) refuses it: stopped, another config, not ours."""
+    if number(item, STEP) == STOPPED:
+        return _stopped(lane)
+    if (changed := layout_contradiction(lane, item) if layout else contradiction(lane, item)) is not None:
+        return ConfigMismatch(f"counter {changed}; {_PERMANENT}")
+    if item and missing(item, lane_item.layout_of(lane) if layout else LANE):
+        return _not_written_by_code(lane, item, layout=layout)
+    return None
 
 
 def _stopped(lane: Lane) -> Unavailable:
-    """The lane was stopped at a fence: the key's layout changed and this function still serves the old one until its
-    region is deployed (docs/explanation/epochs-and-fences.md), or a fence was begun and never finished."""
     return Unavailable(
         f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
         f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "
@@ -195,8 +174,7 @@ def _stopped(lane: Lane) -> Unavailable:
     )
 
 
-def _not_written_by_code(lane: Lane, item: Item, *, layout: bool = False) -> ConfigMismatch:
-    """An item neither the service nor tickets_admin wrote: typed in by hand, or left by 0.1.0."""
+def _not_written_by_code(lane: Lane, item: Item, *, layout: bool) -> ConfigMismatch:
     item_key, names = (lane.key, lane_item.layout_of(lane)) if layout else (lane.item_key, LANE)
     last = None if layout else number(item, LAST)
     command = f"{RAISE_COMMAND} {lane.key} --above {'N' if last is None else last}"

@@ -1,33 +1,31 @@
-"""The shape of the DynamoDB tables, in one place for the stack and the local server (what a
-counter item holds: lane_item.py)."""
+"""The shape of the DynamoDB tables, for the stack and the local server (a counter item: lane_item.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 COUNTER_KEY = "counter"  # partition key: the counter's key, or key#shard
-# Items that are not counters (no key starts with "_": keys.KEY_PATTERN), e.g. tickets_admin migrate's records.
+# Items that are not counters (no key starts with "_"), e.g. tickets_admin migrate's records.
 RESERVED_ITEM_PREFIX = "_"
 FINGERPRINT_PREFIX = "_opaque-key#"  # + a key version: its key's fingerprint (tickets/opaque/secret.py)
 
 
 def is_counter_item(name: str) -> bool:
-    """Is the item named `name` a counter's (a key's or a shard's), not a record such as a migration's?"""
     return not name.startswith(RESERVED_ITEM_PREFIX)
 
 
 IDEMPOTENCY_KEY = "id"
 IDEMPOTENCY_TTL = "expiration"
-# The local server's idempotency table's name: the counter table's and this (the stack lets CloudFormation name it).
 IDEMPOTENCY_TABLE_SUFFIX = "-idempotency"
 
 
-def create_table_arguments(table_name: str, partition_key: str) -> dict[str, Any]:
-    """Arguments for DynamoDB CreateTable, matching the table the stack defines."""
+def create_table_arguments(table_name: str, partition_key: str, sort_key: str | None = None) -> dict[str, Any]:
+    """Arguments for DynamoDB CreateTable, matching the table the stack defines (a sort key is a number)."""
+    keys = [(partition_key, "HASH", "S"), *([(sort_key, "RANGE", "N")] if sort_key else [])]
     return {
         "TableName": table_name,
-        "KeySchema": [{"AttributeName": partition_key, "KeyType": "HASH"}],
-        "AttributeDefinitions": [{"AttributeName": partition_key, "AttributeType": "S"}],
+        "KeySchema": [{"AttributeName": name, "KeyType": kind} for name, kind, _ in keys],
+        "AttributeDefinitions": [{"AttributeName": name, "AttributeType": type_} for name, _, type_ in keys],
         "BillingMode": "PAY_PER_REQUEST",
     }
 
@@ -43,16 +41,5 @@ WORKERS_TABLE_SUFFIX = "-workers"
 
 
 def create_series_table_arguments(table_name: str) -> dict[str, Any]:
-    """Arguments for DynamoDB CreateTable of the series table (or the workers table), matching the stack's."""
-    return {
-        "TableName": table_name,
-        "KeySchema": [
-            {"AttributeName": SERIES_PARTITION_KEY, "KeyType": "HASH"},
-            {"AttributeName": SERIES_SORT_KEY, "KeyType": "RANGE"},
-        ],
-        "AttributeDefinitions": [
-            {"AttributeName": SERIES_PARTITION_KEY, "AttributeType": "S"},
-            {"AttributeName": SERIES_SORT_KEY, "AttributeType": "N"},
-        ],
-        "BillingMode": "PAY_PER_REQUEST",
-    }
+    """CreateTable's arguments of the series table (or the workers table)."""
+    return create_table_arguments(table_name, SERIES_PARTITION_KEY, SERIES_SORT_KEY)

@@ -1,13 +1,12 @@
-"""What crosses the wire: the Function URL request as a handler reads it, and the response it answers.
-Plain Python (no framework, no AWS): the route table's dispatch and its tests need nothing else. In the
-shape Powertools' resolver built (building them with it cost a fifth of a warm call: bench/README.md)."""
+"""The Function URL request as a handler reads it, and the response it answers, in the shape Powertools' resolver
+built (building them with it cost a fifth of a warm call: bench/README.md)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
 TEXT_PLAIN = "text/plain; charset=utf-8"
@@ -19,32 +18,27 @@ class Request:
     event: dict[str, Any]  # with its path normalised
     method: str
     path: str
-    operation: str = "none"  # its route's (routes.Route.operation), set by the dispatch
+    operation: str = "none"  # its route's
 
     @property
     def raw_query_string(self) -> str | None:
-        query: str | None = self.event.get("rawQueryString")
-        return query
+        return cast(str | None, self.event.get("rawQueryString"))
 
     @property
     def body(self) -> str | None:
-        body: str | None = self.event.get("body")
-        return body
+        return cast(str | None, self.event.get("body"))
 
     @property
     def is_base64_encoded(self) -> bool:
         return bool(self.event.get("isBase64Encoded"))
 
     @property
-    def headers(self) -> dict[str, str]:
-        # A Function URL lower-cases header names.
-        headers: dict[str, str] = self.event.get("headers") or {}
-        return headers
+    def headers(self) -> dict[str, str]:  # a Function URL lower-cases header names
+        return cast(dict[str, str], self.event.get("headers") or {})
 
     @property
     def request_id(self) -> str | None:
-        request_id: str | None = (self.event.get("requestContext") or {}).get("requestId")
-        return request_id
+        return cast(str | None, (self.event.get("requestContext") or {}).get("requestId"))
 
 
 @dataclass(frozen=True)

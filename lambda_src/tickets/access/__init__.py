@@ -1,5 +1,4 @@
-"""Access rules (docs/how-to/access-rules.md): rules.py matches a request's signer against them (plain: synthesis
-imports it); store.py reads them from the stack's SSM parameters (botocore: imported by the function only)."""
+"""Access rules (docs/how-to/access-rules.md): rules.py (plain: synthesis imports it), store.py (SSM)."""
 
 from .rules import ACCESS_DIGEST_ENV as ACCESS_DIGEST_ENV
 from .rules import ACCESS_PARAMETERS_ENV as ACCESS_PARAMETERS_ENV

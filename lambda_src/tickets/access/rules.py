@@ -9,10 +9,8 @@ from typing import Any
 
 from ..caller import iam_fields
 
-OPERATIONS = ("issue", "series", "void", "read", "workers")  # what each route does (routes.Route.operation)
-# Where a deployed function finds its rules: SSM parameters the stack writes (tickets_cdk/access_rules.py) and
-# store.py reads. Here, in a module with no AWS import, so that synthesis (which imports them) needs no
-# botocore.
+OPERATIONS = ("issue", "series", "void", "read", "workers")  # routes.Route.operation
+# Here, with no AWS import: synthesis imports them.
 ACCESS_PARAMETERS_ENV = "TICKETS_ACCESS_PARAMETERS"  # comma-separated parameter names; unset: no rules
 ACCESS_DIGEST_ENV = "TICKETS_ACCESS_DIGEST"  # unread: new rules, new environment
 RULES_PARAMETER_BYTES = 4096  # an SSM standard-tier value's limit (the stack splits the rules by it)
@@ -25,7 +23,7 @@ IAM_ARN_PATTERN = re.compile(
     rf"arn:{_PARTITION}:iam::([0-9]{{12}}):(role|user)/(?:[A-Za-z0-9+=,.@_/-]{{0,510}}/)?({_IAM_NAME})"
 )
 ASSUMED_ROLE_PATTERN = re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):assumed-role/({_IAM_NAME})/[^/]+")
-# The other signers an authorizer's userArn names (besides users and roles' sessions): root, a federated user.
+# The other signers a userArn names: root, a federated user.
 OTHER_SIGNER_PATTERNS = (
     re.compile(rf"arn:{_PARTITION}:iam::([0-9]{{12}}):root"),
     re.compile(rf"arn:{_PARTITION}:sts::([0-9]{{12}}):federated-user/{_IAM_NAME}"),
@@ -47,8 +45,8 @@ class Identity:
 
     @property
     def is_signer(self) -> bool:
-        """A 12-digit account and a signer's ARN in it, as a Function URL says: only such an identity is named by
-        a rule (`*` and an account's too); a direct invocation may send an account id and nothing else."""
+        """A 12-digit account and a signer's ARN in it, as a Function URL says: only such an identity is named by a
+        rule (a direct invocation may send an account id alone)."""
         return ACCOUNT_PATTERN.fullmatch(self.account) is not None and _signer_account(self.arn) == self.account
 
     def describe(self) -> str:
@@ -110,5 +108,4 @@ class Rules:
 
     @classmethod
     def from_entries(cls, entries: Iterable[tuple[str, Mapping[str, Any]]]) -> Rules:
-        """One grant per (principal, operations) entry."""
         return cls(tuple(Grant(p, {op: tuple(keys) for op, keys in ops.items()}) for p, ops in entries))

@@ -18,8 +18,7 @@ from .rules import Rules
 
 RETRY_AFTER_FAILURE_SECONDS = 5.0  # while unreadable, SSM is asked again at most this often
 T = TypeVar("T")
-SSM_CONFIG = Config(
-    # One attempt: StoredRules decides when to ask again, so a read's worst case is its timeouts (timing.py).
+SSM_CONFIG = Config(  # one attempt: StoredValue decides when to ask again
     retries={"mode": "standard", "total_max_attempts": 1},
     connect_timeout=timing.SSM_CONNECT_TIMEOUT_SECONDS,
     read_timeout=timing.SSM_READ_TIMEOUT_SECONDS,
@@ -27,20 +26,18 @@ SSM_CONFIG = Config(
 
 
 class StoredValue(Generic[T]):
-    """A value read from SSM at cold start (read_at_cold_start) or on first use, and kept; while unreadable (or short,
-    as `_current` is told) read again at most every RETRY_AFTER_FAILURE_SECONDS. A failure is kept (its time, its cause
-    named) for the requests to report: the value stays unread, never a default."""
+    """A value read from SSM at cold start or on first use, and kept; while unreadable (or short) read again at most
+    every RETRY_AFTER_FAILURE_SECONDS. A failure's cause is kept for the requests' 503: never a default."""
 
-    def __init__(self, clock: Callable[[], float], pause: Callable[[float], None]):
+    def __init__(self, clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep):
         self._clock, self._pause = clock, pause
         self._value: T | None = None
         self._tried_at: float | None = None
         self._why = ""
 
     def read_at_cold_start(self) -> Self:
-        """The read a new execution environment makes before its first request, and after a transient failure
-        (throttled, as a burst of cold starts may be; a fault in SSM; no answer) again after a random pause, up to
-        SSM_COLD_START_ATTEMPTS attempts in all."""
+        """The read before the first request, again after a random pause if it failed transiently (a burst of cold
+        starts may be throttled)."""
         for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
             if attempt:
                 self._pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))
@@ -56,7 +53,6 @@ class StoredValue(Generic[T]):
         return self._value
 
     def try_read(self) -> Exception | None:
-        """Read now: the failure, or None."""
         self._tried_at = self._clock()
         try:
             self._value = self._read()
@@ -66,7 +62,6 @@ class StoredValue(Generic[T]):
         return None
 
     def _cause(self, err: Exception) -> str:
-        """The failure as the requests' 503 names it."""
         return f"{type(err).__name__}: {err}"[:200]
 
     def _read(self) -> T:
@@ -74,20 +69,11 @@ class StoredValue(Generic[T]):
 
 
 class StoredRules(StoredValue[Rules]):
-    """The access rules."""
-
-    def __init__(
-        self,
-        ssm: Any,
-        names: Sequence[str],
-        clock: Callable[[], float] = time.monotonic,
-        pause: Callable[[float], None] = time.sleep,
-    ):
-        super().__init__(clock, pause)
+    def __init__(self, ssm: Any, names: Sequence[str], **timing: Any):  # timing: StoredValue's clock and pause
+        super().__init__(**timing)
         self._ssm, self._names = ssm, list(names)
 
     def __call__(self) -> Rules:
-        """The rules; 503 while unreadable."""
         rules = self._current()
         if rules is None:
             raise Unavailable(f"this function cannot read its access rules ({self._why}); nothing was done")
@@ -100,8 +86,7 @@ class StoredRules(StoredValue[Rules]):
         values = {parameter["Name"]: parameter["Value"] for parameter in answer["Parameters"]}
         entries: list[tuple[str, Any]] = []
         for name in self._names:
-            # Entries, not a dict: a principal may be written twice (a granted role's ARN resolved may equal one the
-            # rules name), and each entry grants what it says.
+            # Entries, not a dict: a principal may be written twice, and each entry grants what it says.
             principals = json.loads(values[name], object_pairs_hook=_Entries)
             if not isinstance(principals, _Entries):
                 raise ValueError(f"{name}: not an object of principals")
@@ -110,11 +95,10 @@ class StoredRules(StoredValue[Rules]):
 
 
 class _Entries(list[tuple[str, Any]]):
-    """A JSON object's (name, value) pairs, in order, duplicates kept."""
+    """A JSON object's (name, value) pairs, duplicates kept."""
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:
-    """botocore's SSM client with SSM_CONFIG, described by SSM_READS_MODEL (its two reads)."""
     session = session or new_session()
     loader = session.get_component("data_loader")
     session.register_component("data_loader", _TwoReadsOfSSM(loader))
@@ -125,8 +109,6 @@ def ssm_client(session: Any = None, **where: Any) -> Any:
 
 
 class _TwoReadsOfSSM:
-    """A session's data loader that answers SSM's API description with SSM_READS_MODEL."""
-
     def __init__(self, loader: Any):
         self._loader = loader
 
@@ -139,9 +121,13 @@ class _TwoReadsOfSSM:
         return self._loader.load_service_model(service_name, type_name, api_version)
 
 
-# SSM's API description (botocore's ssm 2014-11-06 service-2) cut to the function's two calls, GetParameters (access
-# rules) and GetParameter (opaque keys), and their answers' names and values: each entry is botocore's own
-# (tests/functional/access/test_access_store.py); the constraints left out SSM checks instead.
+def _structure(required: list[str] | None = None, **members: str) -> dict[str, Any]:
+    shape = {"type": "structure", "members": {name: {"shape": member} for name, member in members.items()}}
+    return shape | ({"required": required} if required else {})
+
+
+# botocore's SSM model cut to GetParameters and GetParameter and the answers' names and values (a cold start loads
+# less): each entry is botocore's own (tests/functional/access/test_access_store.py).
 SSM_READS_MODEL: dict[str, Any] = {
     "version": "2.0",
     "metadata": {
@@ -164,27 +150,13 @@ SSM_READS_MODEL: dict[str, Any] = {
     },
     "shapes": {
         "Boolean": {"type": "boolean"},
-        "GetParameterRequest": {
-            "type": "structure",
-            "required": ["Name"],
-            "members": {"Name": {"shape": "PSParameterName"}, "WithDecryption": {"shape": "Boolean"}},
-        },
-        "GetParameterResult": {"type": "structure", "members": {"Parameter": {"shape": "Parameter"}}},
-        "GetParametersRequest": {
-            "type": "structure",
-            "required": ["Names"],
-            "members": {"Names": {"shape": "ParameterNameList"}, "WithDecryption": {"shape": "Boolean"}},
-        },
-        "GetParametersResult": {
-            "type": "structure",
-            "members": {"Parameters": {"shape": "ParameterList"}, "InvalidParameters": {"shape": "ParameterNameList"}},
-        },
+        "GetParameterRequest": _structure(["Name"], Name="PSParameterName", WithDecryption="Boolean"),
+        "GetParameterResult": _structure(Parameter="Parameter"),
+        "GetParametersRequest": _structure(["Names"], Names="ParameterNameList", WithDecryption="Boolean"),
+        "GetParametersResult": _structure(Parameters="ParameterList", InvalidParameters="ParameterNameList"),
         "PSParameterName": {"type": "string"},
         "PSParameterValue": {"type": "string"},
-        "Parameter": {
-            "type": "structure",
-            "members": {"Name": {"shape": "PSParameterName"}, "Value": {"shape": "PSParameterValue"}},
-        },
+        "Parameter": _structure(Name="PSParameterName", Value="PSParameterValue"),
         "ParameterList": {"type": "list", "member": {"shape": "Parameter"}},
         "ParameterNameList": {"type": "list", "member": {"shape": "PSParameterName"}},
     },

@@ -1,5 +1,4 @@
-"""Opaque ids (docs/explanation/opaque-ids.md): ids.py, the keyed permutation of a counter's tickets (stdlib only);
-secret.py, the keys' SSM parameter as the function reads it. Loaded only where a counter is opaque."""
+"""Opaque ids (docs/explanation/opaque-ids.md), loaded only where a counter is opaque."""
 
 from .ids import ALPHABETS as ALPHABETS
 from .ids import CHECKS as CHECKS

@@ -1,27 +1,10 @@
-"""Opaque ids: each ticket of an opaque counter shown as a fixed-width id made by a keyed pseudorandom
-permutation, unique because the ticket is, and telling nothing of order or volume to whoever lacks the key.
+"""Opaque ids: each ticket of an opaque counter as a fixed-width id made by a keyed pseudorandom permutation
+(docs/explanation/opaque-ids.md: the domain, M ids per key version, and the version mixed with a public hash of x).
 
-The domain (OpaqueConfig). An id is `width` characters of an alphabet of R symbols (digits, R = 10, or
-Crockford's base32, R = 32), the last one a Luhn check character when `check` is "luhn". The other
-P = width - (1 if check else 0) characters write a value below R**P, which `keyVersions` (V) partitions:
-
-    M = R**P // V                  ids per key version: tickets 0 .. M-1 have an id under each version
-    x = P_version(ticket)          a keyed permutation of [0, M), one key per version
-    value = x*V + (version - 1 + s(x)) % V      s(x): a public hash of x onto [0, V) (spread)
-    x = value // V, version = (value - s(x)) % V + 1
-
-So two key versions never give one id ((version, x) -> value is one-to-one), anyone can read the version off
-an id but nothing else, and every character of one version's ids is uniform, none repeating another (the
-version is mixed with a hash of x, not written as a character of its own). A counter's tickets must all be
-below M: tickets_deploy refuses a `max` of M or more. Example: 10 digits with a Luhn check and 10 versions:
-P = 9, M = 10**9 // 10 = 100,000,000, so max is at most 99,999,999.
-
-The permutation: a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with FF1's 10 rounds
-(NIST SP 800-38G) and alternating moduli, each round adding to one half a keyed BLAKE2b (stdlib, half HMAC-SHA256's
-cost here) of the other, keyed with the version's key and reading the round, the domain and the counter (the tweak).
-A value of [M, a*b) walks the cycle until below M. Where a half is below TABLE_HALVES each round keeps what it
-computed in an array of 16-bit entries (a list's integers, strewn over the heap, leave the caches between requests:
-bench/README.md), so a warm function pays BLAKE2b once per half and round (tests/unit/opaque/test_opaque.py).
+The permutation is a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with FF1's 10 rounds and
+alternating moduli, each round a keyed BLAKE2b (stdlib, half HMAC-SHA256's cost) of the other half; a value of
+[M, a*b) walks the cycle. A half below TABLE_HALVES keeps each round's results in a 16-bit array (a list's integers,
+strewn over the heap, leave the caches between requests: bench/README.md): BLAKE2b once per half and round.
 """
 
 from __future__ import annotations
@@ -43,8 +26,7 @@ ALPHABETS = {"digits": "0123456789", "base32": "0123456789ABCDEFGHJKMNPQRSTVWXYZ
 CHECKS = ("luhn",)  # Luhn mod R: mod 10 for digits, mod 32 for base32 (the check stays in the alphabet)
 KEY_VERSIONS = 10  # the default V; like every default here, never to change (ids were made with it)
 ROUNDS = 10  # FF1's
-# The widest half whose rounds keep a table: an entry is below the half's modulus, at most this, so it takes 2 bytes
-# (array "H"), and 2**16 - 1 is free to mean "not computed yet": 10 x 2 bytes per half, at most 1.3 MB a version.
+# The widest half whose rounds keep a table of 2-byte entries (2**16 - 1: not computed yet): at most 1.3 MB a version.
 TABLE_HALVES = 2**16 - 1
 NOT_COMPUTED = 2**16 - 1
 KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the least we accept
@@ -52,21 +34,18 @@ KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>
 
 
 class OpaqueKeyError(ValueError):
-    """Keys that cannot be used (unreadable, too short, or lacking a version asked for)."""
+    """Keys that cannot be used."""
 
 
 @dataclass(frozen=True)
 class OpaqueConfig(ConfigJson):
-    """A counter's opaque settings (cdk.json's `counters.K.opaque`): all but key_version are permanent. Its JSON
-    (config_json.py) writes every field, check only when set."""
+    """A counter's opaque settings (cdk.json's `counters.K.opaque`): all but key_version are permanent."""
 
     width: int  # characters, the check character included
     alphabet: str  # a name in ALPHABETS
     check: str | None = None  # a name in CHECKS, or None
-    key_versions: int = field(default=KEY_VERSIONS, metadata=ALWAYS)  # V: the key versions the domain holds, each M ids
-    key_version: int = field(
-        default=1, metadata=ALWAYS
-    )  # the version new tickets are encoded with (1..V); rotation raises it
+    key_versions: int = field(default=KEY_VERSIONS, metadata=ALWAYS)  # V, each of M ids
+    key_version: int = field(default=1, metadata=ALWAYS)  # the one new tickets are encoded with; rotation raises it
 
     @property
     def radix(self) -> int:
@@ -74,19 +53,16 @@ class OpaqueConfig(ConfigJson):
 
     @property
     def ids_per_version(self) -> int:
-        """M: the tickets 0 .. M-1 have an id under each key version."""
         return int(self.radix ** (self.width - (self.check is not None))) // self.key_versions
 
 
-# A round: a copy of its keyed BLAKE2b (read all but the half it mixes in), the modulus of the half it adds to
-# (a, b, a, ...) and its table, half -> BLAKE2b modulo that (NOT_COMPUTED: not yet), or None when too many to keep.
+# A round: a copy of its keyed BLAKE2b, the modulus of the half it adds to (a, b, a, ...) and its table or None.
 _Round = tuple[Callable[[], Any], int, "array.array[int] | None"]
 Rounds = tuple[_Round, ...]
 
 
 class OpaqueIds:
-    """One counter's ids under the given keys (key version -> key): encode a ticket (the function's part; decoding
-    is tickets_deploy.opaque_decode's, outside the function's asset)."""
+    """One counter's ids under the given keys (version -> key); decoding is tickets_deploy.opaque_decode's."""
 
     def __init__(self, config: OpaqueConfig, keys: Mapping[int, bytes], tweak: str):
         self.config = config
@@ -115,11 +91,9 @@ class OpaqueIds:
         }
 
     def encode(self, ticket: int, version: int | None = None) -> str:
-        """`ticket`'s id under `version` (default: the config's key_version)."""
         return self.encode_all((ticket,), version)[0]
 
     def encode_all(self, tickets: Iterable[int], version: int | None = None) -> list[str]:
-        """The id of each ticket, in order: a list's ids with the version's rounds looked up once."""
         version = self.config.key_version if version is None else version
         rounds, b, size, versions = self._version_rounds(version), self._b, self._size, self.config.key_versions
         made = []
@@ -133,12 +107,8 @@ class OpaqueIds:
         return made
 
     def _text(self, value: int) -> str:
-        """`value` in the payload's characters, then its check character (Luhn mod R: the code that makes the
-        sum zero, the payload's codes added from the right, every other one doubled, starting with the last;
-        a doubled code counts as the sum of its two base-R digits). Luhn catches every single-character error
-        and every swap of two neighbours but the codes 0 and R-1 (0 and 9, 0 and Z). Written two characters at
-        a time from the right (_pairs), half the steps of a loop over characters, the costlier part of an id
-        after the rounds; an odd payload's extra leading character is a 0, which adds nothing to the sum."""
+        """`value` in the payload's characters, then its Luhn mod R check character; written two characters at a
+        time from the right (_pairs), half the steps; an odd payload's extra leading 0 adds nothing to the sum."""
         pairs, pair_radix = self._pairs, self._pair_radix
         pieces, total = [], 0
         for _ in self._pair_steps:
@@ -151,15 +121,12 @@ class OpaqueIds:
         return text + self._symbols[-total % self._radix] if self._check else text
 
     def _version_rounds(self, version: int) -> Rounds:
-        """The rounds of a key version given (the function gives the one it encodes with; tickets_deploy's
-        OpaqueCodec, for any version asked, says which are held)."""
         return self._rounds[version]
 
 
 @functools.cache
 def _pairs(alphabet: str) -> list[tuple[str, int]]:
-    """Each pair of codes (high, low), at index high * R + low: its two characters, and its part of Luhn's sum, the
-    low code doubled (a pair's low character is an even number of places from the payload's right end)."""
+    """Each pair of codes at index high * R + low: its two characters, and its part of Luhn's sum (low doubled)."""
     symbols = ALPHABETS[alphabet]
     radix = len(symbols)
     doubled = [2 * code // radix + 2 * code % radix for code in range(radix)]  # Luhn's doubling
@@ -167,17 +134,14 @@ def _pairs(alphabet: str) -> list[tuple[str, int]]:
 
 
 def spread(x: int, versions: int) -> int:
-    """A public hash of x onto [0, V) (Knuth's multiplicative hashing, by 2**64 over the golden ratio) that
-    the version is added to: uniform, and no character of an id repeats another (as x % V would make one)."""
+    """A public hash of x onto [0, V) (Knuth's multiplicative hashing): unlike x % V, no character repeats another."""
     return (x * 0x9E3779B97F4A7C15 % 2**64) * versions >> 64
 
 
 def _forward(value: int, rounds: Rounds, b: int) -> int:
     left, right = divmod(value, b)  # left in [0, a), right in [0, b); after an even number of rounds, again
     for copy, modulus, table in rounds:
-        mixed = (
-            table[right] if table is not None else NOT_COMPUTED
-        )  # the table's look-up inline: most ids find it there
+        mixed = table[right] if table is not None else NOT_COMPUTED  # inline: most ids find it there
         left, right = (
             right,
             (left + (round_mix(copy, modulus, table, right) if mixed == NOT_COMPUTED else mixed)) % modulus,
@@ -186,8 +150,7 @@ def _forward(value: int, rounds: Rounds, b: int) -> int:
 
 
 def round_mix(copy: Callable[[], Any], modulus: int, table: array.array[int] | None, half: int) -> int:
-    """The round's keyed BLAKE2b of `half`, modulo the half it is added to (16 bytes of BLAKE2b modulo a half
-    below 2**50: a bias below 2**-78), kept in the round's table when it has one."""
+    """The round's keyed BLAKE2b of `half` modulo `modulus` (a bias below 2**-78), kept in its table if any."""
     mixing = copy()
     mixing.update(half.to_bytes(8, "big"))
     mixed = int.from_bytes(mixing.digest(), "big") % modulus
@@ -197,15 +160,14 @@ def round_mix(copy: Callable[[], Any], modulus: int, table: array.array[int] | N
 
 
 def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, round_number: int) -> Any:
-    """One round's BLAKE2b, keyed with the version's key, having read the round's number, the domain, the
-    version and the counter (never the current key_version, which changes)."""
+    """One round's BLAKE2b, keyed with the version's key, having read the round, the domain, the version and the
+    counter (never the current key_version, which changes)."""
     domain = f"{round_number}/{config.alphabet}/{config.width}/{config.check}/{config.key_versions}/{version}/{tweak}/"
     return blake2b(domain.encode(), key=key, digest_size=16, person=b"tickets.opaque")
 
 
 def parse_keys(text: str) -> dict[int, bytes]:
-    """A key file's text (and, as the function will read it, the secret's): a JSON object mapping each key version, a
-    whole number as a string, to its key in base64, 16 to 64 random bytes (32 recommended), e.g. {"1": "q83v..."}."""
+    """A key file's (or the secret's) text: {"1": "<base64 of 16 to 64 random bytes>", ...}."""
     try:
         raw = json.loads(text)
     except ValueError:

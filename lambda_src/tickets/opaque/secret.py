@@ -1,9 +1,6 @@
-"""The keys of a deployment's opaque ids (docs/how-to/opaque-order-numbers.md): an SSM SecureString read at cold start
-(handler.py), again only while unreadable or short of a version; until then an opaque counter answers 503, never a
-plain ticket. A version's first use records its key's fingerprint in the counter table's `_opaque-key#V` item;
-another key for that version answers 503 (errors.KeyReplaced). `unlogged` keeps botocore's DEBUG lines, which print
-parameters and bodies, from ever carrying a key.
-"""
+"""The keys of opaque ids (docs/how-to/opaque-order-numbers.md): an SSM SecureString read at cold start, again only
+while unreadable or short of a version. A version's first use records its key's fingerprint (`_opaque-key#V`);
+another key for it answers 503 (errors.KeyReplaced). botocore's DEBUG lines print bodies: `unlogged` drops them."""
 
 from __future__ import annotations
 
@@ -20,7 +17,6 @@ from ..errors import Unavailable
 from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
-# botocore's loggers whose DEBUG lines hold a call's parameters (endpoint) and its answer's body (parsers).
 _BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
 
 
@@ -37,54 +33,34 @@ def replaced(version: int, key: bytes, item: Mapping[str, Any] | None, where: st
 
 
 def read_secret(name: str, ssm: Any = None) -> str:
-    """The parameter's decrypted value (SSM GetParameter, WithDecryption), nothing of it logged."""
     with unlogged():
         value: str = (ssm or ssm_client()).get_parameter(Name=name, WithDecryption=True)["Parameter"]["Value"]
     return value
 
 
 def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = time.sleep) -> StoredKeys:
-    """The keys in the SSM parameter `name`, read now as a cold start reads SSM (StoredValue.read_at_cold_start)."""
     return StoredKeys(lambda: read_secret(name, ssm), f"the SSM parameter {name}", pause=pause).read_at_cold_start()
 
 
-class _Quiet(logging.Filter):
-    """Drops the records of the body loggers made on a thread while it is inside `unlogged`."""
-
-    inside = threading.local()
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not getattr(self.inside, "depth", 0)
-
-
-_QUIET = _Quiet()
+_inside = threading.local()  # depth: how many `unlogged` blocks this thread is in
 for _name in _BODY_LOGGERS:
-    logging.getLogger(_name).addFilter(_QUIET)
+    logging.getLogger(_name).addFilter(lambda record: not getattr(_inside, "depth", 0))
 
 
 @contextlib.contextmanager
 def unlogged() -> Iterator[None]:
-    """botocore's calls on this thread log no parameter and no body until the block ends (its other lines stay)."""
-    inside = _Quiet.inside
-    inside.depth = getattr(inside, "depth", 0) + 1
+    _inside.depth = getattr(_inside, "depth", 0) + 1
     try:
         yield
     finally:
-        inside.depth -= 1
+        _inside.depth -= 1
 
 
 class StoredKeys(StoredValue[Mapping[int, bytes]]):
-    """The keys (version -> key); read again, as while unreadable, when short of the version asked for."""
+    """The keys (version -> key); read again when short of the version asked for."""
 
-    def __init__(
-        self,
-        read: Callable[[], str],
-        where: str,
-        clock: Callable[[], float] = time.monotonic,
-        pause: Callable[[float], None] = time.sleep,
-    ):
-        """`read` gives the secret's text (read_secret, or a key file's reader); `where` names it in refusals."""
-        super().__init__(clock, pause)
+    def __init__(self, read: Callable[[], str], where: str, **timing: Any):  # timing: StoredValue's clock and pause
+        super().__init__(**timing)
         self._read_text, self.where = read, where
 
     def keys(self, version: int) -> Mapping[int, bytes]:
@@ -103,7 +79,6 @@ class StoredKeys(StoredValue[Mapping[int, bytes]]):
         return keys
 
     def held(self) -> list[int] | None:
-        """The key versions held (never a key), or None while the secret cannot be read."""
         if self._tried_at is None:
             self.try_read()
         return sorted(self._value) if self._value is not None else None
@@ -112,6 +87,6 @@ class StoredKeys(StoredValue[Mapping[int, bytes]]):
         return parse_keys(self._read_text())
 
     def _cause(self, err: Exception) -> str:
-        if isinstance(err, OpaqueKeyError):  # its message may quote the text (a key written where a version goes)
+        if isinstance(err, OpaqueKeyError):  # its message may quote a key
             return f"its value is not a JSON object of key versions to base64 keys: {KEY_FORMAT}"
-        return super()._cause(err)  # SSM's answer, or no answer: its type and message name no key
+        return super()._cause(err)

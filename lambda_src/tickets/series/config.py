@@ -1,8 +1,5 @@
-"""A series' configuration, the series name of an instant, and the `id` format.
-
-Plain Python: the deploy side (tickets_deploy.rules) parses cdk.json's `tickets.series` with
-`parse_series`, the function reads it back from its settings with `SeriesConfig.from_json`.
-"""
+"""A series' configuration (parsed by tickets_deploy.rules, read back by the function), the series name of an
+instant, and the `id` format."""
 
 from __future__ import annotations
 
@@ -30,24 +27,17 @@ class SeriesConfigError(ValueError):
     """A series config that cannot be served; the message says which field and why."""
 
 
-def _with_period(config: SeriesConfig) -> bool:
-    return config.period is not None
-
-
-# Each attribute is an option (config_json.py writes them): the encodings already recorded in ledgers stay as they
-# are, so start and max are written always, periodStartMonth and utcOffset whenever the series has a period.
-_WITH_PERIOD = {"always": _with_period}
+# As ledgers already record them: start and max written always, periodStartMonth and utcOffset with a period.
+_WITH_PERIOD = {"always": lambda config: config.period is not None}
 
 
 @dataclass(frozen=True)
 class SeriesConfig(ConfigJson):
-    """A parsed series, in cdk.json's shape as JSON (max as derived): what the settings carry and the ledger records."""
+    """A parsed series, as cdk.json writes it (max as derived): what the settings carry and the ledger records."""
 
     start: int = field(default=1, metadata=ALWAYS)
-    # None: the numbering never restarts; "yearly": at each period's first instant
-    period: str | None = None
+    period: str | None = None  # None: the numbering never restarts; "yearly": at each period's first instant
     period_start_month: int = field(default=1, metadata=_WITH_PERIOD)
-    # the offset in force at a period's first instant
     utc_offset_minutes: int = field(
         default=0,
         metadata={
@@ -63,8 +53,7 @@ class SeriesConfig(ConfigJson):
     max: int = field(default=MAX_SAFE_INTEGER, metadata=ALWAYS)
 
     def series_name(self, instant: datetime.datetime, region_slot: int, region_slots: int) -> str:
-        """The series a number issued at `instant` (aware) belongs to: the period's name, and the
-        region's slot when several regions issue (each region's numbers are a series of their own)."""
+        """The series of a number issued at `instant`: the period's name, and the region's slot when several issue."""
         name = NO_PERIOD_NAME if self.period is None else self._period_name(instant)
         return name if region_slots == 1 else f"{name}-r{region_slot}"
 
@@ -83,7 +72,6 @@ FIELDS = tuple(json_name(each) for each in fields(SeriesConfig))
 
 
 def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> SeriesConfig:
-    """cdk.json's `tickets.series.KEY`, checked: every refusal names the field and what to write."""
     if not isinstance(raw, dict):
         raise SeriesConfigError(f"{where} must be an object")
     unknown = sorted(set(raw) - set(FIELDS))
@@ -108,21 +96,12 @@ def parse_series(key: str, raw: Any, *, region_slots: int, where: str) -> Series
     explicit_max = (
         _whole(raw["max"], f"{where}.max", low=start, high=MAX_SAFE_INTEGER) if "max" in raw else MAX_SAFE_INTEGER
     )
-    config = SeriesConfig(
-        start=start,
-        period=period,
-        period_start_month=month,
-        utc_offset_minutes=offset,
-        format=text,
-        format_max_length=length,
-        max=explicit_max,
-    )
+    config = SeriesConfig(start, period, month, offset, text, length, explicit_max)  # in the fields' order
     return config if text is None else _fitted(config, key, region_slots, "max" in raw, where)
 
 
 def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: bool, where: str) -> SeriesConfig:
-    """A series with a format: its placeholders checked, and with formatMaxLength, its max the largest number
-    whose id fits (or, with an explicit max, that max's id checked to fit)."""
+    """Its format checked; with formatMaxLength, its max the largest number whose id fits (an explicit max checked)."""
     text, period, start, length = config.format or "", config.period, config.start, config.format_max_length
     placeholders = check_format(text, f"{where}.format")
     if "series" not in placeholders and (period is not None or region_slots > 1):
@@ -152,13 +131,17 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
 
 
 def check_format(text: str, where: str) -> set[str]:
-    """The placeholders the format uses; refuses unknown ones and stray braces."""
     used: set[str] = set()
     for name in _PLACEHOLDER.findall(text):
         if name in ("series", "key"):
             used.add(name)
         elif number := _NUMBER_PLACEHOLDER.fullmatch(name):
-            _check_width(int(number.group(1) or 0), name, where)
+            if (width := int(number.group(1) or 0)) > MAX_WIDTH:
+                digits = len(str(MAX_SAFE_INTEGER))
+                raise SeriesConfigError(
+                    f"{where} pads the number to {width} digits ({{{name}}}), more than the {MAX_WIDTH} allowed (a "
+                    f"number has at most {digits}): use a width from 1 to {MAX_WIDTH}, such as {{n:0{digits}}}"
+                )
             used.add("n")
         else:
             raise SeriesConfigError(f"{where} has an unknown placeholder {{{name}}}; use {PLACEHOLDERS}")
@@ -167,15 +150,6 @@ def check_format(text: str, where: str) -> set[str]:
     if "n" not in used:
         raise SeriesConfigError(f"{where} lacks the number: add {{n}} or {{n:0W}}")
     return used
-
-
-def _check_width(width: int, name: str, where: str) -> None:
-    if width > MAX_WIDTH:
-        digits = len(str(MAX_SAFE_INTEGER))
-        raise SeriesConfigError(
-            f"{where} pads the number to {width} digits ({{{name}}}), more than the {MAX_WIDTH} allowed (a number "
-            f"has at most {digits}): use a width from 1 to {MAX_WIDTH}, such as {{n:0{digits}}}"
-        )
 
 
 def longest_series_name(config: SeriesConfig, region_slots: int) -> int:
@@ -191,13 +165,9 @@ def longest_id_length(text: str, key: str, series_length: int, number: int) -> i
 
 
 def largest_fitting_number(text: str, key: str, series_length: int, length: int) -> int:
-    """The largest number whose id, in the longest series name, has at most `length` characters (-1: none fits)."""
-    fitting = -1
-    for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1):
-        if longest_id_length(text, key, series_length, 10**digits - 1) > length:
-            break
-        fitting = 10**digits - 1
-    return fitting
+    """The largest number whose id, in the longest series name, fits in `length` characters (-1: none)."""
+    nines = (10**digits - 1 for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1))  # an id grows with the digits
+    return max((n for n in nines if longest_id_length(text, key, series_length, n) <= length), default=-1)
 
 
 def _render(text: str, key: str, series: str, number: int) -> str:
@@ -208,7 +178,7 @@ def _render(text: str, key: str, series: str, number: int) -> str:
         if name == "key":
             return key
         width = _NUMBER_PLACEHOLDER.fullmatch(name)
-        assert width is not None  # check_format refused any other placeholder
+        assert width is not None  # check_format refused any other
         return str(number).zfill(int(width.group(1) or 0))
 
     return _PLACEHOLDER.sub(value, text)

@@ -1,9 +1,4 @@
-"""A journal entry: the one record of a series number (who took it, when, for what, and its void).
-
-The series table's three kinds of item (docs/explanation/series.md): a series' head `head#KEY#SERIES` (its mark
-`last`), its entries `entry#KEY#SERIES` by number, and a request `request#KEY#CALLER#IDEMPOTENCY-KEY` (its claim and
-lock, kept as long as the journal).
-"""
+"""A journal entry, the one record of a series number, and the series table's items (docs/explanation/series.md)."""
 
 from __future__ import annotations
 
@@ -13,15 +8,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..config_json import camel
 from ..messages import JournalEntry, SeriesNumber, Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .config import SeriesConfig
 
-Item = dict[str, Any]  # a DynamoDB item, as the low-level client writes it
+Item = dict[str, Any]
 MAX_REF_CHARS = 128
 MAX_REASON_CHARS = 500
-# A journal page stops before this many bytes (each entry as its JSON escaped twice in ASCII, the most a Lambda
-# runtime makes of it): within a Function URL's 6 MB response, with room for the envelope and headers.
+# A page's bytes at most, each entry's JSON escaped twice (the most a Lambda runtime makes of it): within 6 MB.
 MAX_PAGE_BYTES = 5 * 1024 * 1024
 
 
@@ -38,8 +33,7 @@ def entry_key(key: str, series: str, number: int) -> Item:
 
 
 def request_key(key: str, caller: str, idempotency_key: str) -> Item:
-    # No key holds `#`, but an IAM user's path may, and so may an Idempotency-Key: the caller goes in with
-    # its length, so no two (caller, Idempotency-Key) pairs ever name one request item.
+    # A caller and an Idempotency-Key may hold `#`: the caller's length keeps every pair's item its own.
     named = f"request#{key}#{len(caller)}:{caller}#{idempotency_key}"
     return {SERIES_PARTITION_KEY: {"S": named}, SERIES_SORT_KEY: {"N": "0"}}
 
@@ -62,14 +56,12 @@ class Entry:
     void: Void | None = None
 
     def answer(self) -> SeriesNumber:
-        """What POST /_series/{key} answers."""
         answer: SeriesNumber = {"key": self.key, "series": self.series, "ticket": self.ticket}
         if self.id is not None:
             answer["id"] = self.id
         return answer
 
     def to_json(self) -> JournalEntry:
-        """The entry as the journal route and `tickets_admin journal` give it."""
         return {
             **self.answer(),
             "time": self.time,
@@ -80,44 +72,25 @@ class Entry:
         }
 
     def to_item(self) -> Item:
-        item: Item = {
-            **entry_key(self.key, self.series, self.ticket),
-            "key": {"S": self.key},
-            "series": {"S": self.series},
-            "time": {"S": self.time},
-            "caller": {"S": self.caller},
-            "idempotencyKey": {"S": self.idempotency_key},
+        texts = {name: getattr(self, attribute) for attribute, name in _TEXTS}
+        return entry_key(self.key, self.series, self.ticket) | {
+            name: {"S": value} for name, value in texts.items() if value is not None
         }
-        for name, value in (("ref", self.ref), ("id", self.id)):
-            if value is not None:
-                item[name] = {"S": value}
-        return item
 
     @classmethod
     def from_item(cls, item: Item) -> Entry:
-        def text(name: str) -> str | None:
-            value = item.get(name)
-            return None if value is None else str(value["S"])
-
         void: Void | None = None
         if "voidedBy" in item:
             void = {"by": item["voidedBy"]["S"], "at": item["voidedAt"]["S"], "reason": item["voidReason"]["S"]}
-        return cls(
-            key=item["key"]["S"],
-            series=item["series"]["S"],
-            ticket=int(item[SERIES_SORT_KEY]["N"]),
-            time=item["time"]["S"],
-            caller=item["caller"]["S"],
-            idempotency_key=item["idempotencyKey"]["S"],
-            ref=text("ref"),
-            id=text("id"),
-            void=void,
-        )
+        texts = {attribute: item[name]["S"] for attribute, name in _TEXTS if name in item}
+        return cls(ticket=int(item[SERIES_SORT_KEY]["N"]), void=void, **texts)
+
+
+_TEXTS = tuple((each, camel(each)) for each in ("key", "series", "time", "caller", "idempotency_key", "ref", "id"))
 
 
 def journal_page(entries: Iterable[Entry], limit: int) -> tuple[list[Entry], int | None]:
-    """The entries one journal page answers (up to `limit`, within MAX_PAGE_BYTES, at least one) and its `next`: the
-    last entry's number when the page was full or cut, None at the journal's end."""
+    """A page's entries (up to `limit`, within MAX_PAGE_BYTES, at least one) and its `next` (None: the end)."""
     page: list[Entry] = []
     size = 0
     for entry in entries:
@@ -149,8 +122,6 @@ class IssuedEntry:
 
 @dataclass(frozen=True)
 class RequestItem:
-    """A request item as stored: what a retry is checked against and resumes from."""
-
     series: str
     ref: str | None
     owner: str

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
-from dataclasses import dataclass
 from typing import Any
 
-from ..errors import BadRequest, PayloadTooLarge, echo
+from ..errors import BadRequest, echo
 from ..messages import VoidRequest
-from ..protocol import json_body, query_parameters_of
+from ..protocol import body_fields, query_parameters_of, request_body
 from .journal import MAX_REASON_CHARS, MAX_REF_CHARS
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
@@ -18,16 +15,8 @@ MAX_SERIES_CHARS = 32  # a period's name (2026, 2026-27) or `all`, with -rSLOT
 MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
 
 
-@dataclass(frozen=True)
-class JournalRequest:
-    series: str
-    after: int | None  # None: from the series' first number
-    limit: int
-
-
 def issue_request(body: str | None, is_base64: bool) -> str | None:
-    """The `ref` of POST /_series/{key}: the document the number is for, or None."""
-    fields = _fields(body, is_base64, ("ref",), '{"ref": "order 1043"}')
+    fields = body_fields(request_body(body, is_base64, MAX_BODY_BYTES), ("ref",), '{"ref": "order 1043"}')
     ref = fields.get("ref")
     if ref is not None and (not isinstance(ref, str) or not 1 <= len(ref) <= MAX_REF_CHARS):
         raise BadRequest(f"the body's ref must be a string of 1-{MAX_REF_CHARS} characters, got {echo(ref)}")
@@ -36,7 +25,7 @@ def issue_request(body: str | None, is_base64: bool) -> str | None:
 
 def void_request(body: str | None, is_base64: bool) -> VoidRequest:
     example = '{"series": "2026", "ticket": 1043, "reason": "issued twice by mistake"}'
-    fields = _fields(body, is_base64, ("series", "ticket", "reason"), example)
+    fields = body_fields(request_body(body, is_base64, MAX_BODY_BYTES), ("series", "ticket", "reason"), example)
     missing = [name for name in ("series", "ticket", "reason") if name not in fields]
     if missing:
         raise BadRequest(f"the body lacks {', '.join(missing)}: send {example}")
@@ -46,7 +35,8 @@ def void_request(body: str | None, is_base64: bool) -> VoidRequest:
     return {"series": _series(fields["series"]), "ticket": _number(fields["ticket"], "ticket"), "reason": reason}
 
 
-def journal_request(raw_query: str | None) -> JournalRequest:
+def journal_request(raw_query: str | None) -> tuple[str, int | None, int]:
+    """The series, `after` (None: from its first number) and limit of a journal page."""
     query = query_parameters_of(raw_query, ("series", "after", "limit"))
     if "series" not in query:
         raise BadRequest("the journal needs ?series=NAME (a series name, as POST /_series/{key} answers it)")
@@ -54,31 +44,10 @@ def journal_request(raw_query: str | None) -> JournalRequest:
     limit = _number(query["limit"], "limit") if "limit" in query else DEFAULT_PAGE
     if not 1 <= limit <= MAX_PAGE:
         raise BadRequest(f"limit must be from 1 to {MAX_PAGE}")
-    return JournalRequest(_series(query["series"]), after, limit)
-
-
-def _fields(body: str | None, is_base64: bool, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
-    if not body:
-        return {}
-    if len(body) > MAX_BODY_BYTES * 2:
-        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
-    try:
-        raw = base64.b64decode(body, validate=True) if is_base64 else body.encode("utf-8", "surrogatepass")
-    except (binascii.Error, ValueError):
-        raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"the body is over {MAX_BODY_BYTES} bytes")
-    fields = json_body(raw, example) if raw.strip() else {}
-    if not isinstance(fields, dict):
-        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
-    unknown = sorted(set(fields) - set(allowed))
-    if unknown:
-        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
-    return fields
+    return _series(query["series"]), after, limit
 
 
 def _series(value: Any) -> str:
-    # A series name is a period's name (2026, 2026-27), `all`, either with -rSLOT: short, no `#`.
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_SERIES_CHARS or "#" in value:
         raise BadRequest(f"invalid series {echo(value)}: a series name is as POST /_series/{{key}} answers it")
     return value

@@ -1,5 +1,4 @@
-"""The series routes (docs/reference/series.md). Outside the series package, and the journal's code imported
-inside them: a function that serves no series loads only series/config.py."""
+"""The series routes (docs/reference/series.md); the journal's code is imported inside them."""
 
 from __future__ import annotations
 
@@ -21,13 +20,10 @@ if TYPE_CHECKING:
 
 
 def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:
-    """One number of the series and its journal entry; a retry (same Idempotency-Key) gets the same."""
-    runtime.authorize(request, key)
-    config, journal = _series_of(runtime, key)
+    config, journal = _series_of(runtime, request, key)
     from . import requests as series_requests
     from .journal import IssueRequest
 
-    protocol.no_query_nor_body(f"POST /_series/{key}", request.raw_query_string, None)
     ref = series_requests.issue_request(request.body, request.is_base64_encoded)
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is None:
@@ -49,57 +45,53 @@ def issue_series_number(runtime: Runtime, request: Request, key: str) -> Respons
     issued = journal.issue(issue)
     if not issued.replayed:
         _count(runtime, "SeriesIssued", issued.entry.key, issued.entry.series)
-        runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields of the metrics line
+        runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields
         runtime.metrics.add_metadata("correlation_id", request.request_id)
     return json_response(200, issued.entry.answer())
 
 
 def void_series_number(runtime: Runtime, request: Request, key: str) -> Response:
-    """Record who voided a number, when and why; a void is never undone (a repeat answers the first)."""
-    runtime.authorize(request, key)
-    _, journal = _series_of(runtime, key)
+    _, journal = _series_of(runtime, request, key)
     from . import requests as series_requests
 
-    protocol.no_query_nor_body(f"POST /_series/{key}/void", request.raw_query_string, None)
     void = series_requests.void_request(request.body, request.is_base64_encoded)
     entry, voided_now = journal.void(key, void["series"], void["ticket"], caller(request.event), void["reason"])
-    if voided_now:  # a repeated void answers the first and is not counted again
+    if voided_now:
         _count(runtime, "SeriesVoided", key, void["series"])
     return json_response(200, entry.to_json())
 
 
 def series_journal(runtime: Runtime, request: Request, key: str) -> Response:
-    """A page of the journal, in number order; `next` is the `after` of the following page."""
-    runtime.authorize(request, key)
-    config, journal = _series_of(runtime, key)
+    config, journal = _series_of(runtime, request, key)
     from . import requests as series_requests
     from .journal import journal_page
 
-    protocol.no_query_nor_body(f"GET /_series/{key}/journal", None, request.body)
-    asked = series_requests.journal_request(request.raw_query_string)
-    after = config.start - 1 if asked.after is None else asked.after
-    entries, following = journal_page(journal.entries_after(key, asked.series, after, asked.limit), asked.limit)
+    series, after, limit = series_requests.journal_request(request.raw_query_string)
+    after = config.start - 1 if after is None else after
+    entries, following = journal_page(journal.entries_after(key, series, after, limit), limit)
     body: JournalPage = {
         "key": key,
-        "series": asked.series,
+        "series": series,
         "entries": [entry.to_json() for entry in entries],
         "next": following,
     }
     return json_response(200, body)
 
 
-def _series_of(runtime: Runtime, key: str) -> tuple[SeriesConfig, SeriesStore]:
-    """The configured series `key` and the journal's store; 404 for a key that is not a series."""
+def _series_of(runtime: Runtime, request: Request, key: str) -> tuple[SeriesConfig, SeriesStore]:
+    """The series `key` and its journal, for an authorized caller; a POST takes no query, a GET no body."""
+    runtime.authorize(request, key)
     config = runtime.settings.series.get(key)
     if config is None or runtime.journal is None:
         configured = ", ".join(sorted(runtime.settings.series)) or "none"
         raise NotFound(f"{key!r} is not a configured series (configured: {configured}); see docs/reference/series.md")
+    query, body = (None, request.body) if request.method == "GET" else (request.raw_query_string, None)
+    protocol.no_query_nor_body(f"{request.method} {request.path}", query, body)
     return config, runtime.journal
 
 
 def _count(runtime: Runtime, name: str, key: str, series: str) -> None:
-    """One series number in the request's metrics line, by key and series (configured, so the dimensions stay few;
-    Powertools clears them after each line, and an invocation serves one request)."""
+    """One series number in the request's metrics line, by key and series (configured: few dimensions)."""
     runtime.metrics.add_dimension(name="key", value=key)
     runtime.metrics.add_dimension(name="series", value=series)
     runtime.metrics.add_metric(name=name, unit=MetricUnit.Count, value=1)

@@ -1,12 +1,6 @@
-"""The one place that talks to the series table: issue a number with its journal entry, void one,
-page a journal. Plain GetItem, PutItem, UpdateItem and Query, no transactions (dynalite has none).
-
-No number is ever left without an entry (docs/explanation/series.md has every crash window): a number is taken by
-a conditional PutItem of its entry; a request claims only `last + 1`, the head's mark, which moves only onto a number
-whose entry exists. So the entries are start..E without a hole, last <= E <= last + 1. The request item records the
-claimed number before the PutItem, so a retry finds its entry; until the request's lock expires a retry that finds
-none is told 409 in_progress, after it takes the lock and first tries that claim (`_resume`).
-"""
+"""The one place that talks to the series table, without transactions (docs/explanation/series.md, every crash
+window): a number is taken by a conditional PutItem of its entry, and the head's mark moves only onto a number whose
+entry exists, so the entries have no hole; the request item records its claim first, so a retry finds its entry."""
 
 from __future__ import annotations
 
@@ -39,8 +33,7 @@ _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
     "Retry-After delay: a number already taken is answered again, never lost",
 )
 CLAIM_ATTEMPTS = 8  # numbers one request tries, each taken meanwhile, before it gives up (its deadline is sooner)
-# A request's lock outlasts its deadline by this much: every call started before the deadline ends within
-# timing.WORST_CASE_CALL_SECONDS, so once the lock expires nothing of the request can still land.
+# Past timing.WORST_CASE_CALL_SECONDS after the deadline: once the lock expires nothing of the request can still land.
 LOCK_MARGIN_SECONDS = 5.0
 _ABSENT = {
     "ConditionExpression": "attribute_not_exists(#pk)",
@@ -58,12 +51,10 @@ class SeriesStore:
         token: Callable[[], str] = lambda: uuid.uuid4().hex,
         marks: dict[tuple[str, str], int] | None = None,
     ):
-        """`marks`: each series' mark as this process last knew it, so a warm function claims without a read."""
         self._client, self._table, self._now, self._token = client, table_name, now_millis, token
         self._marks = {} if marks is None else marks
 
     def issue(self, request: IssueRequest) -> IssuedEntry:
-        """One number and its entry, the same for every retry."""
         owner = self._token()
         try:
             number = self._next(request, request.series)
@@ -79,18 +70,15 @@ class SeriesStore:
         stored = self._create_request(request, owner, number)
         if stored is None:
             return self._take(request, owner, request.series, number, taken_over=False)
-        # A retry: answer its entry, wait for it, or take the expired attempt's place.
         resumed = self._resume(request, stored, owner)
         if isinstance(resumed, Entry):
             return IssuedEntry(resumed, replayed=True)
         if resumed is None:
             resumed = self._next(request, stored.series, owner)
             self._claim(request, owner, resumed)
-        # else first the number the attempts before may still be putting an entry for
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
     def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> IssuedEntry:
-        """Put `number`'s entry."""
         for _ in range(CLAIM_ATTEMPTS):
             entry = Entry(
                 key=request.key,
@@ -102,7 +90,7 @@ class SeriesStore:
                 ref=request.ref,
                 id=request.config.render_id(request.key, series, number),
             )
-            taken = not self._put_entry(entry)
+            taken = self._write("put_item", Item=entry.to_item(), **_ABSENT) is None  # another entry has the number
             self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
             found = self._own_entry(request, series, number) if taken and taken_over else None
             if not taken or found is not None:
@@ -116,8 +104,6 @@ class SeriesStore:
         )
 
     def void(self, key: str, series: str, number: int, caller: str, reason: str) -> tuple[Entry, bool]:
-        """The entry with its void, and whether this call voided it: a void is never undone (a repeat answers the
-        first)."""
         void: Void = {"by": caller, "at": iso_time(self._now()), "reason": reason}
         response = self._write(
             "update_item",
@@ -140,8 +126,7 @@ class SeriesStore:
         return Entry.from_item(response["Item"]) if "Item" in response else None
 
     def entries_after(self, key: str, series: str, after: int, limit: int) -> Iterator[Entry]:
-        """Up to `limit` entries above `after`, in order (fewer: the journal ends there), a Query at a time as
-        consumed; a Query ends at 1 MB whatever its Limit: followed on."""
+        """Up to `limit` entries above `after`, in order, a Query at a time (each ends at 1 MB whatever its Limit)."""
         query: dict[str, Any] = {
             "KeyConditionExpression": "#pk = :pk AND #n > :after",
             "ExpressionAttributeNames": {"#pk": SERIES_PARTITION_KEY, "#n": SERIES_SORT_KEY},
@@ -159,13 +144,12 @@ class SeriesStore:
             query["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def mark(self, key: str, series: str) -> int | None:
-        """The head's high-water mark; None before the series' first number."""
         response = self._call("get_item", Key=head_key(key, series), ConsistentRead=True)
         item = response.get("Item")
         return int(item["last"]["N"]) if item and "last" in item else None
 
     def _next(self, request: IssueRequest, series: str, owner: str | None = None, *, fresh: bool = False) -> int:
-        """One above the mark, as last known unless `fresh` (a stale mark costs only a failed PutItem)."""
+        """One above the mark, as last known unless `fresh` (a stale mark costs a failed PutItem)."""
         mark = None if fresh else self._marks.get((request.key, series))
         if mark is None:
             mark = self.mark(request.key, series)
@@ -179,7 +163,6 @@ class SeriesStore:
         return number
 
     def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
-        """Record the request and its claim; None if new, else the stored request."""
         item: Item = {
             **request_key(request.key, request.caller, request.idempotency_key),
             "series": {"S": request.series},
@@ -202,7 +185,6 @@ class SeriesStore:
         return None if item is None else RequestItem.from_item(item)
 
     def _resume(self, request: IssueRequest, stored: RequestItem, owner: str) -> Entry | int | None:
-        """A retry: its first attempt's entry if it exists."""
         if stored.ref != request.ref:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was already used for a series number with another ref; "
@@ -233,7 +215,6 @@ class SeriesStore:
         self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
 
     def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> Item:
-        """Update the request item while `owner` holds it; the item as it was before."""
         response = self._write(
             "update_item",
             **_held(request, owner),
@@ -250,12 +231,7 @@ class SeriesStore:
         """A refused request leaves nothing: its request item goes, so a retry is judged anew."""
         self._write("delete_item", **_held(request, owner), ExpressionAttributeValues={":held": {"S": owner}})
 
-    def _put_entry(self, entry: Entry) -> bool:
-        """Take the number: False if another entry has it."""
-        return self._write("put_item", Item=entry.to_item(), **_ABSENT) is not None
-
     def _raise_mark(self, request: IssueRequest, series: str, number: int) -> None:
-        """Move the head's mark up onto `number`, whose entry exists."""
         self._write(  # None: the mark is at or past it already
             "update_item",
             Key=head_key(request.key, series),
@@ -277,7 +253,6 @@ class SeriesStore:
         return dynamodb_errors.call(self._client, operation, {"TableName": self._table, **call}, _UNAVAILABLE)
 
     def _write(self, operation: str, **call: Any) -> dict[str, Any] | None:
-        """A conditional write: None when its condition failed."""
         return dynamodb_errors.conditional(self._client, operation, {"TableName": self._table, **call}, _UNAVAILABLE)
 
 
@@ -288,7 +263,6 @@ _IN_PROGRESS = (
 
 
 def _held(request: IssueRequest, owner: str) -> dict[str, Any]:
-    """The request item's key, on condition that `owner` holds it."""
     key = request_key(request.key, request.caller, request.idempotency_key)
     return {"Key": key, "ConditionExpression": "#owner = :held", "ExpressionAttributeNames": {"#owner": "owner"}}
 

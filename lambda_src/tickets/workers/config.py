@@ -24,16 +24,14 @@ class PoolConfig(ConfigJson):
 
     @property
     def hand_over_ms(self) -> int:
-        """How long a released id waits before it is granted again: the clients' default margin, max(1 s, 10% of
-        the ttl), so ids made by its last holder's clock and its next one's never meet, as after an expiry
+        """How long a released id waits before it is granted again: the clients' margin, max(1 s, 10% of the ttl)
         (docs/explanation/worker-leases.md#what-a-holder-must-do)."""
         return max(1000, self.ttl_seconds * 100)
 
 
 def free_workers(items: Iterable[tuple[int, int]], low: int, high: int, now: int, live: list[int]) -> Iterator[int]:
-    """The ids in [low, high) free at `now` (ms), in order: one with no item (never granted) or whose lease expired.
-    `items` are the pool's (worker, expiresAt) in that range, in order; `live` gathers the unexpired leases'
-    expiries as they are read (a full pool's Retry-After)."""
+    """The ids in [low, high) free at `now` (ms), in order, of the pool's (worker, expiresAt) `items`; `live` gathers
+    the unexpired leases' expiries (a full pool's Retry-After)."""
     expected = low
     for worker, expires in items:
         yield from range(expected, worker)
@@ -46,5 +44,5 @@ def free_workers(items: Iterable[tuple[int, int]], low: int, high: int, now: int
 
 
 def retry_after_seconds(live: list[int], now: int, ttl_seconds: int) -> int:
-    """Whole seconds until the earliest expiry (at least 1); the ttl when none was read (all taken meanwhile)."""
+    """Whole seconds until the earliest expiry (at least 1); the ttl when none was read."""
     return max(1, math.ceil((min(live) - now) / 1000)) if live else ttl_seconds

@@ -6,7 +6,6 @@ from typing import Any
 
 from .. import protocol
 from ..errors import BadRequest, NotFound, echo
-from ..keys import require_idempotency_key
 from ..messages import WorkerPool, WorkerRelease
 from ..runtime import Runtime
 from ..wire import Request, Response, json_response
@@ -15,32 +14,24 @@ from .store import WorkerStore
 
 
 def acquire_worker(runtime: Runtime, request: Request, pool: str) -> Response:
-    """A free worker id of the pool; a retry with the same Idempotency-Key gets the same grant."""
     name = _authorized(runtime, request, pool)
     owner = _field(request, "owner")
     if owner is not None and (not isinstance(owner, str) or OWNER_PATTERN.fullmatch(owner) is None):
         raise BadRequest(f"the body's owner must be 1-{MAX_OWNER_CHARS} printable ASCII characters, got {echo(owner)}")
 
     def grant() -> dict[str, Any]:
-        config = _config(runtime, name)  # after any replay: a retry gets its grant whatever the config says now
+        config = _config(runtime, name)  # after any replay: a retry gets its grant whatever the config is now
         return dict(_store(runtime).acquire(name, config, owner, _now(runtime)).granted(name, config))
 
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        return json_response(200, grant())
-    described = {"route": "workers", "pool": name, "owner": owner}
-    once = runtime.idempotent_issue()
-    return json_response(200, once(request.event, require_idempotency_key(key), described, runtime.deadline, grant))
+    return json_response(200, runtime.once(request, {"route": "workers", "pool": name, "owner": owner}, grant))
 
 
 def renew_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> Response:
-    """The lease held at the body's epoch, for another ttl from now; 409 lease_lost when it is not held."""
     name, config, number, epoch = _held(runtime, request, pool, worker)
     return json_response(200, _store(runtime).renew(name, number, epoch, config, _now(runtime)).granted(name, config))
 
 
 def release_worker(runtime: Runtime, request: Request, pool: str, worker: str) -> Response:
-    """The lease ended now, so the id may be granted again after the hand-over gap."""
     name, config, number, epoch = _held(runtime, request, pool, worker)
     released = _store(runtime).release(name, number, epoch, config, _now(runtime))
     answer: WorkerRelease = {"pool": name, "worker": number, "epoch": epoch, "released": released}
@@ -75,7 +66,6 @@ def _config(runtime: Runtime, name: str) -> PoolConfig:
 
 
 def _held(runtime: Runtime, request: Request, pool: str, worker: str) -> tuple[str, PoolConfig, int, int]:
-    """The pool, its config, the worker id and the body's epoch of a renewal or a release."""
     name = _authorized(runtime, request, pool)
     config = _config(runtime, name)
     if not (worker.isascii() and worker.isdigit() and len(worker) <= 5 and int(worker) < config.size):
@@ -88,20 +78,15 @@ def _held(runtime: Runtime, request: Request, pool: str, worker: str) -> tuple[s
 
 
 def _field(request: Request, allowed: str) -> Any:
-    """The value of the body's one field (a JSON object's, None when absent); no query."""
     protocol.no_query_nor_body(f"{request.method} {request.path}", request.raw_query_string, None)
     body = protocol.request_body(request.body, request.is_base64_encoded)
-    fields = protocol.json_body(body, f'{{"{allowed}": ...}}') if body.strip() else {}
-    if not isinstance(fields, dict) or set(fields) - {allowed}:
-        raise BadRequest(f"the body must be empty or a JSON object with at most the field {allowed!r}")
-    return fields.get(allowed)
+    return protocol.body_fields(body, (allowed,), f'{{"{allowed}": ...}}').get(allowed)
 
 
 def _store(runtime: Runtime) -> WorkerStore:
-    assert runtime.workers_table is not None  # create_app refuses pools without their table
+    assert runtime.workers_table is not None  # create_app refuses pools without it
     return WorkerStore(runtime.client, runtime.workers_table)
 
 
 def _now(runtime: Runtime) -> int:
-    """The service's clock in ms: runtime.clock, the function's time (tests give their own)."""
     return int(runtime.clock().timestamp() * 1000)

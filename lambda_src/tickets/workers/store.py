@@ -1,7 +1,6 @@
-"""The one place that talks to the workers table (docs/explanation/worker-leases.md). An item per (pool, worker id)
-holds the id's last lease: its epoch, its expiry (ms, by the service's clock) and its owner; it is never deleted, so
-an id's epoch only grows. Every grant and renewal is one conditional UpdateItem; a read (Query) only suggests which
-id to try, so a stale read costs a retry, never a shared id."""
+"""The one place that talks to the workers table (docs/explanation/worker-leases.md): an item per (pool, worker id),
+never deleted, so an id's epoch only grows; each grant and renewal is one conditional UpdateItem, and a read only
+suggests which id to try (a stale read costs a retry, never a shared id)."""
 
 from __future__ import annotations
 
@@ -34,7 +33,7 @@ _HELD = "#e = :epoch AND #x > :now"  # the lease of that epoch, unexpired
 class Lease:
     worker: int
     epoch: int
-    expires_at: int  # ms since the Unix epoch, by the service's clock
+    expires_at: int  # ms, by the service's clock
     owner: str | None
     free_at: int = 0  # after a release: when the id may be granted again
 
@@ -58,7 +57,6 @@ class WorkerStore:
         self._client, self._table = client, table_name
 
     def acquire(self, pool: str, config: PoolConfig, owner: str | None, now: int) -> Lease:
-        """A free id, searched from a random one on: an id with no item or an expired lease; a lost race, the next."""
         start, live = random.randrange(config.size), list[int]()
         update = _GRANT + (", #o = :owner" if owner else " REMOVE #o")
         values = {":zero": 0, ":one": 1, ":expires": now + config.ttl_seconds * 1000, ":now": now}
@@ -81,16 +79,13 @@ class WorkerStore:
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
-        """End the lease now (the item, so the id's epoch, stays), the id free again after the hand-over gap."""
         values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
         return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
     def leases(self, pool: str, size: int, now: int) -> list[Lease]:
-        """The pool's live leases, by worker id."""
         return [lease for item in self._items(pool, 0, size) if (lease := Lease.of(item)).expires_at > now]
 
     def _items(self, pool: str, low: int, high: int, first_page: int = 0) -> Iterator[dict[str, Any]]:
-        """The items of workers low .. high-1, in order, a page read as it is wanted (the first of `first_page`)."""
         names = {name: _NAMES[name] for name in ("#pk", "#n")}
         request: dict[str, Any] = {
             "TableName": self._table,
@@ -109,7 +104,6 @@ class WorkerStore:
             request.pop("Limit", None)  # past the first page, as much as a page holds
 
     def _update(self, pool: str, worker: int, update: str, condition: str, values: dict[str, Any]) -> Lease | None:
-        """One conditional UpdateItem of the id's item: the lease it leaves, or None when the condition failed."""
         used = f"{update} {condition}"
         request = {
             "TableName": self._table,

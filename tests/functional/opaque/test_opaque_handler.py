@@ -105,7 +105,7 @@ def test_a_function_that_cannot_read_its_keys_answers_503_and_writes_nothing(dep
     def unreadable() -> str:
         raise RuntimeError("ParameterNotFound: /tickets/tickets/opaque-keys")
 
-    broken.opaque_keys = StoredKeys(unreadable, "the SSM parameter /tickets/tickets/opaque-keys", lambda: now[0])
+    broken.opaque_keys = StoredKeys(unreadable, "the SSM parameter /tickets/tickets/opaque-keys", clock=lambda: now[0])
     before = broken.items()
     for path, query in (("/orders", None), ("/orders", {"count": "5"}), ("/counter", {"systemKey": "orders"})):
         answer = broken.get(path, query=query)
@@ -120,7 +120,7 @@ def test_a_function_that_cannot_read_its_keys_answers_503_and_writes_nothing(dep
 def test_keys_that_arrive_later_are_read_again_within_seconds(deploy):
     region = deploy(CONFIG)
     now, written = [0.0], [""]
-    region.opaque_keys = StoredKeys(lambda: written[0] or _missing(), "the parameter", lambda: now[0])
+    region.opaque_keys = StoredKeys(lambda: written[0] or _missing(), "the parameter", clock=lambda: now[0])
     assert region.get("/orders").status == 503
     written[0] = OPAQUE_KEYS_TEXT  # the operator runs put-key
     assert region.get("/orders").status == 503  # read again at most every RETRY_AFTER_FAILURE_SECONDS
