@@ -99,10 +99,11 @@ def test_the_lease_drain_checks_every_ticket_and_counts_them():
 def test_the_test_kit_figures_check_each_ticket_and_time_the_user_suite_through_the_plugin():
     """bench/local.py's test-kit phase on a small scale: the bare server answers, every reset is checked by the
     first ticket after it, and the user suite runs through the plugin (each of its tests checks its first ticket)."""
-    figures = local.measure_test_kit(keep_alive_requests=local._ROUND, user_suite_tests=3, resets=2)
+    figures = local.measure_test_kit(keep_alive_requests=local._ROUND, user_suite_tests=3, resets=2, user_suite_runs=1)
     assert figures["keep_alive_requests"] == local._ROUND
     assert figures["keep_alive_ratio"] == figures["keep_alive_p50_ms"] / figures["bare_get_p50_ms"]
     assert figures["user_suite_tests"] == 3 and figures["user_suite_tests_per_s"] == 2 / figures["user_suite_s"]
+    assert figures["user_suite_runs"] == [round(figures["user_suite_tests_per_s"])]
     assert 0 < figures["reset_call_p50_ms"] < figures["reset_next_p50_ms"]
     assert figures["reset_p50_ms"] == figures["reset_next_p50_ms"] - figures["reset_alone_p50_ms"]
     assert figures["user_suite_bare_tests_per_s"] > 0
