@@ -23,7 +23,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return predeploy.main(arguments[1:])
     if arguments[:1] == ["upgrade-ledger"]:
-        return upgrade_ledger(Path(arguments[1] if arguments[1:] else LEDGER_FILE))
+        upgrade = argparse.ArgumentParser(
+            prog="python -m tickets_deploy upgrade-ledger", description="Rewrite an older ledger in the current format."
+        )
+        upgrade.add_argument("path", nargs="?", type=Path, default=Path(LEDGER_FILE), help=f"default: {LEDGER_FILE}")
+        return upgrade_ledger(upgrade.parse_args(arguments[1:]).path)
     if arguments[:1] == ["init"]:
         print(ONE_INIT, file=sys.stderr)
         return 2

@@ -277,3 +277,14 @@ def test_the_upgrade_refuses_what_the_old_reader_refused_and_writes_nothing(tmp_
     assert tickets_deploy(["upgrade-ledger", str(path)]) == 2
     assert "slots.1: not a slot below regionSlots (1)" in capsys.readouterr().err
     assert json.loads(path.read_text())["tableName"] == "t"
+
+
+def test_the_upgrade_answers_help_instead_of_reading_a_file_named_help(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        tickets_deploy(["upgrade-ledger", "--help"])
+    assert (
+        exited.value.code == 0
+        and "usage: python -m tickets_deploy upgrade-ledger [-h] [path]" in capsys.readouterr().out
+    )
+    assert not (tmp_path / "--help").exists()
