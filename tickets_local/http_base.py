@@ -1,6 +1,5 @@
-"""What the local server's HTTP side adds to http.server's: a listener sized for load whose idle keep-alive
-connections can be ended, a request's headers read without http.server's email parser (a third of a keep-alive
-request's time on the local server was that parser), and the Date header made once a second."""
+"""What the local server adds to http.server: a listener sized for load whose idle keep-alive connections can be
+ended, and headers read without the email parser (a third of a keep-alive request's time)."""
 
 from __future__ import annotations
 
@@ -13,14 +12,11 @@ from http.server import ThreadingHTTPServer
 from io import BufferedIOBase
 from typing import Any
 
-# Python's http.server listens with a backlog of 5: 16 clients connecting at once then
-# wait for SYN retries (a p99 near 1 s was measured). Size it for the load instead.
-LISTEN_BACKLOG = 128
 MAX_HEADERS, MAX_LINE = 100, 65536  # http.client's limits (_MAXHEADERS, _MAXLINE)
 
 
 class KeepAliveServer(ThreadingHTTPServer):
-    request_queue_size = LISTEN_BACKLOG
+    request_queue_size = 128  # http.server's 5 made 16 clients connecting at once wait for SYN retries (p99 ~1 s)
     daemon_threads = True
     allow_reuse_address = True
     _connections: set[socket.socket]
@@ -50,16 +46,15 @@ class KeepAliveServer(ThreadingHTTPServer):
 
 
 class Headers(dict[str, str]):
-    """A request's headers by lower-cased name, a repeated one's values comma-joined (cookies by `; `), as the event
-    carries them; `get` takes a name in any case."""
+    """A request's headers by lower-cased name (`get` takes any case), repeats comma-joined (cookies by `; `)."""
 
     def get(self, name: str, default: Any = None) -> Any:
         return super().get(name.lower(), default)
 
 
 def read_headers(rfile: BufferedIOBase) -> Headers | tuple[int, str]:
-    """The headers after a request line, or the refusal (status, message) of a line too long, too many lines, or
-    a line that is no header (obs-fold included: RFC 9112 lets a server refuse it)."""
+    """The headers after a request line, or the refusal (status, message) of a line too long, too many, or no header
+    (obs-fold included: RFC 9112 lets a server refuse it)."""
     headers = Headers()
     for _ in range(MAX_HEADERS + 1):
         line = rfile.readline(MAX_LINE + 1).decode("iso-8859-1")

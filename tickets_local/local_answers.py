@@ -1,5 +1,4 @@
-"""The local server's own answers (tickets_local.local_paths): its documents, the reset, and a request over
-Lambda's payload limit or malformed (read_body)."""
+"""The local server's own answers: its paths (local_paths.py), and a body malformed or over Lambda's limit."""
 
 from __future__ import annotations
 
@@ -48,7 +47,7 @@ def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
 
 
 def read_body(headers: Message, rfile: BufferedIOBase) -> bytes | HttpResponse:
-    """A request's body, by its Content-Length or chunked; a refusal if malformed or over Lambda's payload limit."""
+    """A request's body (Content-Length or chunked), or its refusal."""
     if "chunked" in headers.get("Transfer-Encoding", "").lower():
         return _read_chunked(rfile)
     try:
