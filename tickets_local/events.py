@@ -4,7 +4,6 @@ The event has no `requestContext.authorizer` unless the server plays callers (do
 from __future__ import annotations
 
 import base64
-import binascii
 import copy
 import hashlib
 import json
@@ -23,6 +22,7 @@ from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIP
 PLAY_CALLER_HEADER = "x-tickets-play-caller"
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit; AWS answers 413 past it
+JSON_HEADERS = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]  # the server's own answers
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -195,8 +195,7 @@ def http_response(result: Any) -> HttpResponse:
         default if result.get(name) is None else result[name] for name, default in defaults.items()
     )
     if (
-        isinstance(status, bool)
-        or not isinstance(status, int)
+        type(status) is not int  # nor a bool
         or not 100 <= status <= 599
         or not isinstance(headers, dict)
         or not isinstance(cookies, list)
@@ -206,7 +205,7 @@ def http_response(result: Any) -> HttpResponse:
     if result.get("isBase64Encoded"):
         try:
             payload = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
+        except ValueError:  # binascii.Error included
             return error_response(502, "bad_gateway", "the function returned invalid base64 as its body")
     else:
         payload = body.encode("utf-8")
@@ -217,7 +216,7 @@ def http_response(result: Any) -> HttpResponse:
 
 def error_response(status: int, code: str, message: str) -> HttpResponse:
     body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode()
-    return HttpResponse(status, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
+    return HttpResponse(status, JSON_HEADERS, body)
 
 
 def _event_headers(request: HttpRequest) -> tuple[dict[str, str], list[str]]:

@@ -15,13 +15,14 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickets.access import Identity, Rules
-from tickets.errors import PayloadTooLarge, clip
+from tickets.access import Identity
+from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
 from .deployment import deployment_from_config, load_deployment
 from .engines import make_backend
 from .events import (
+    JSON_HEADERS,
     HttpRequest,
     HttpResponse,
     PlayedCallerError,
@@ -30,10 +31,9 @@ from .events import (
     http_response,
     played_identity,
 )
-from .http_base import KeepAliveServer, http_date, read_headers
+from .http_base import KeepAliveServer, http_date, read_body, read_headers
 from .invoker import HandlerInvoker
 from .layout_check import LocalKeys, ServedLayout, open_keys
-from .local_answers import local_answer, read_body, reset_answer
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .reset_mark import ResetMark
 
@@ -48,22 +48,38 @@ _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP v
 _REFUSAL_CODES = {400: "bad_request", 408: "timeout"} | dict.fromkeys((413, 414, 431), PayloadTooLarge.code)
 
 
-class _HttpServer(KeepAliveServer):
-    def __init__(
-        self,
-        address: tuple[str, int],
-        invoker: HandlerInvoker,
-        local_routes: dict[str, Callable[[Identity | None], bytes]],
-        reset: Callable[[], None] | None = None,
-        play_callers: bool = False,
-        answered: Callable[[], None] = lambda: None,
-    ):
-        self.invoker = invoker
-        self.play_callers = play_callers
-        self.local_routes = local_routes  # path -> the JSON it answers to GET, given the played caller
-        self.reset = reset  # None: the reset route is refused
-        self.answered = answered  # run after each answer has left: work kept off the requests' time
-        super().__init__(address, _RequestHandler)
+def _not_allowed(allowed: str, where: str) -> HttpResponse:
+    refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
+    return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
+
+
+def local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
+    if method != "GET":
+        return _not_allowed("GET", "this path of the local server")
+    return HttpResponse(200, JSON_HEADERS, answer())
+
+
+def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
+    if reset is None:
+        return error_response(
+            404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
+        )
+    if method != "POST":
+        return _not_allowed("POST", RESET_PATH)
+    try:
+        reset()
+    except Exception:
+        log.exception("the reset failed")
+        return error_response(500, "reset_failed", "the reset failed; see the server's log")
+    return HttpResponse(200, JSON_HEADERS, b'{"reset":true}')
+
+
+class _HttpServer(KeepAliveServer):  # LocalServer.start() sets what the request handlers read
+    invoker: HandlerInvoker
+    play_callers: bool
+    local_routes: dict[str, Callable[[Identity | None], bytes]]  # path -> the JSON it answers to GET
+    reset: Callable[[], None] | None  # None: the reset route is refused
+    answered: Callable[[], None]  # run after each answer has left: work kept off the requests' time
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -113,25 +129,23 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
-        local = self.server.local_routes.get(self.path.partition("?")[0])
-        if local is not None:
-            try:  # on a server that plays callers, its own answers follow the played caller's rules too
-                caller = played_identity(self.headers) if self.server.play_callers else None
-            except PlayedCallerError as err:
-                return error_response(400, "bad_request", str(err))
-            return local_answer(self.command, lambda: local(caller))
-        if self.path.partition("?")[0] == RESET_PATH:
+        path = self.path.partition("?")[0]
+        if path == RESET_PATH:
             return reset_answer(self.command, self.server.reset)
-        request = HttpRequest(
-            method=self.command,
-            target=self.path,
-            protocol=self.request_version,
-            headers=list(self.headers.items()),
-            body=body,
-            source_ip=self.client_address[0],
-            server_port=self.server.server_address[1],
-        )
         try:
+            local = self.server.local_routes.get(path)
+            if local is not None:  # with callers played, the server's own answers follow their rules too
+                caller = played_identity(self.headers) if self.server.play_callers else None
+                return local_answer(self.command, lambda: local(caller))
+            request = HttpRequest(
+                method=self.command,
+                target=self.path,
+                protocol=self.request_version,
+                headers=list(self.headers.items()),
+                body=body,
+                source_ip=self.client_address[0],
+                server_port=self.server.server_address[1],
+            )
             event = function_url_event(request, play_callers=self.server.play_callers)
         except PlayedCallerError as err:
             return error_response(400, "bad_request", str(err))
@@ -208,12 +222,13 @@ class LocalServer:
         self._verbose = verbose
         self._allow_reset = allow_reset
         self._play_callers = play_callers
+        self._rules = self.deployment.config.access if play_callers else None  # enforced only on signed requests
         self._key_file = key_file
         self._reset_mark = reset_mark
         self._mark: ResetMark | None = None  # opened by start()
         self.keys: LocalKeys | None = None  # the keys of opaque ids, when the config has opaque counters
         self._invoker: HandlerInvoker | None = None
-        self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
+        self._dynamodb: Any = None  # the apps' client, made by start(): kept across resets (~0.1 s to make)
         self._saved_environment: dict[str, str | None] = {}
         self.app: App | None = None  # built by start()
         self._spare: App | None = None  # the app the next reset serves with, built after an answer left
@@ -235,7 +250,8 @@ class LocalServer:
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             self.backend.prepare(self.deployment)
-            table = self.layout.table(self._client())
+            self._dynamodb = self.backend.client(self.deployment.region)
+            table = self.layout.table(self._dynamodb)
             self.keys = open_keys(
                 self.deployment.config, self._key_file, self.backend.persistent, table, self._new_key_file
             )
@@ -247,10 +263,12 @@ class LocalServer:
 
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
-            reset = self.reset if self._allow_reset else None
-            self._http = _HttpServer(
-                self._address, invoker, local_routes, reset, play_callers=self._play_callers, answered=self._spare_app
-            )
+            self._http = http = _HttpServer(self._address, _RequestHandler)
+            http.invoker = invoker
+            http.play_callers = self._play_callers
+            http.local_routes = local_routes
+            http.reset = self.reset if self._allow_reset else None
+            http.answered = self._spare_app
         except BaseException:
             self._release()
             raise
@@ -288,38 +306,27 @@ class LocalServer:
     def _build_app(self) -> App:
         from tickets.app import create_app
 
+        rules = self._rules
         return create_app(
             self.deployment.settings,
-            self._client(),
+            self._dynamodb,
             self.deployment.counter_table,
             self.deployment.idempotency_table,
             region=self.deployment.region,
             series_table=self.deployment.series_table,
             workers_table=self.deployment.workers_table,
-            access=self._access(),
+            access=None if rules is None else lambda: rules,
             opaque_keys=self.keys.stored if self.keys is not None else None,
             config_name=self.config_name,
         )
 
-    def _client(self) -> Any:
-        """Made after the environment; kept across resets (no app state, ~0.1 s to make)."""
-        if self._dynamodb is None:
-            self._dynamodb = self.backend.client(self.deployment.region)
-        return self._dynamodb
-
-    def _access(self) -> Callable[[], Rules] | None:
-        rules = self.deployment.config.access
-        if rules is None or not self._play_callers:
-            return None
-        return lambda: rules
-
     def _counters(self, invoker: HandlerInvoker, caller: Identity | None) -> bytes:
         """GET /_local/counters: read between invocations (invoker.py), only the keys `caller` may read."""
         assert self.app is not None  # served only once started
-        app, table, rules = self.app, self.deployment.counter_table, self._access()
+        app, table, rules = self.app, self.deployment.counter_table, self._rules
         listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
         if rules is not None and caller is not None:
-            listed = [each for each in listed if rules().allows(caller, "read", each["key"])]
+            listed = [each for each in listed if rules.allows(caller, "read", each["key"])]
         return json.dumps({"counters": listed}, separators=(",", ":")).encode()
 
     def stop(self) -> None:

@@ -73,9 +73,8 @@ class LocalTickets:
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._resets: http.client.HTTPConnection | None = None  # reset()'s keep-alive connection, on an endpoint
-        self._resets_lock = threading.Lock()
         self._mark: ResetMark | None = None  # reset() on the server's own tables
+        self._mark_lock = threading.Lock()  # two threads' bumps must both move it
 
     @property
     def url(self) -> str:
@@ -127,39 +126,28 @@ class LocalTickets:
 
     def reset(self) -> None:
         """Every counter, idempotency record and cached state gone: on the server's own tables a mark it reads before
-        its next invocation (reset_mark.py, no wait); on an endpoint a request on one kept connection (a suite resets
-        before every test: a new connection would cost more than the reset)."""
+        its next invocation (reset_mark.py, no wait); on an endpoint a request (emptying its tables costs more than
+        a connection)."""
         if self._mark is not None:
             if not self.running:
                 raise LocalTicketsError(f"the local server is not running, so it cannot reset\n{self.log_tail()}")
-            with self._resets_lock:  # two threads' bumps must both move it
+            with self._mark_lock:
                 self._mark.bump()
             return
-        with self._resets_lock:
-            for attempt in range(2):  # a kept connection the server closed meanwhile (idle, restarted) is made anew
-                if self._resets is None:
-                    parts = urlsplit(self.url)
-                    self._resets = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
-                try:
-                    self._resets.request("POST", RESET_PATH, body=b"")
-                    answer = self._resets.getresponse()
-                    body = answer.read()
-                except (http.client.HTTPException, OSError) as err:
-                    self._close_resets()
-                    if attempt:
-                        raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
-                    continue
-                if answer.status != 200:
-                    raise LocalTicketsError(f"the local server did not reset ({answer.status}: {body[:500]!r})")
-                return
-
-    def _close_resets(self) -> None:
-        if self._resets is not None:
-            self._resets.close()
-            self._resets = None
+        parts = urlsplit(self.url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+        try:
+            connection.request("POST", RESET_PATH, body=b"")
+            answer = connection.getresponse()
+            body = answer.read()
+        except (http.client.HTTPException, OSError) as err:
+            raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
+        finally:
+            connection.close()
+        if answer.status != 200:
+            raise LocalTicketsError(f"the local server did not reset ({answer.status}: {body[:500]!r})")
 
     def stop(self) -> None:
-        self._close_resets()
         if self._mark is not None:
             self._mark.close(remove=True)
             self._mark = None
@@ -203,13 +191,10 @@ class LocalTickets:
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             while _BANNER_END.encode() not in printed:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if not selector.select(timeout=deadline - time.monotonic()):  # empty only once the time is out
                     raise LocalTicketsError(
                         f"the local server did not start within {START_TIMEOUT_SECONDS} s:\n{self.log_tail()}"
                     )
-                if not selector.select(timeout=left):
-                    continue
                 chunk = os.read(stdout.fileno(), 65536)
                 if not chunk:
                     self._process.wait()
