@@ -23,8 +23,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tickets-backend",
         default=None,
         metavar="NAME",
-        help="the DynamoDB behind the Tickets test kit's servers: memory (the default), moto, or endpoint with "
-        "a server's endpoint_url (docs/reference/backends.md)",
+        help="the Tickets test kit's DynamoDB: memory (default), moto or endpoint (docs/reference/backends.md)",
     )
 
 

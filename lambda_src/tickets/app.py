@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["App", "create_app", "dynamodb_client"]
 
-LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
-
 DYNAMODB_CONFIG = Config(
     # `total_max_attempts` counts every attempt (`max_attempts` only retries): timing.py's one.
     retries={"mode": "standard", "total_max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
@@ -44,8 +42,7 @@ DYNAMODB_CONFIG = Config(
 )
 
 # Tracer() imports the X-Ray SDK (hundreds of ms of cold start): only where the stack turns tracing on.
-TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
-tracer = Tracer() if TRACING else None
+tracer = Tracer() if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true") else None
 
 
 def dynamodb_client(session: Any = None, **where: Any) -> Any:
@@ -60,7 +57,7 @@ class App:
     dynamodb: Any  # the client as given (the runtime's goes through the request's deadline)
     issuer: Issuer
     dispatcher: Dispatcher
-    lambda_handler: LambdaHandler
+    lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
 
 
 def create_app(

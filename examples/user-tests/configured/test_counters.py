@@ -6,7 +6,6 @@ import pytest
 
 from tickets_client.errors import TicketsError
 
-
 pytestmark = pytest.mark.usefixtures("tickets_fresh_server")  # every test starts from empty counters
 
 
