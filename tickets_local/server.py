@@ -206,13 +206,11 @@ class LocalServer:
     ):
         """Each argument is `python -m tickets_local`'s flag of that name (docs/reference/local-server.md); `config`,
         cdk.json's `tickets` object, replaces the file. The access rules are enforced only with `play_callers`."""
-        if config_name is None:
-            config_name = str(config_path) if config is None else "the config given to LocalServer"
-        self.config_name = config_name
+        self.config_name = config_name or (str(config_path) if config is None else "the config given to LocalServer")
         written = (
             load_deployment(config_path, region)
             if config is None
-            else deployment_from_config(config, region, config_name)
+            else deployment_from_config(config, region, self.config_name)
         )
         self.layout = ServedLayout.of(written, config_path if config is None else None, ledger, without_ledger)
         self.deployment = self.layout.deployment  # above its fences, as deployed
