@@ -1,13 +1,9 @@
-"""HTTP request -> Lambda Function URL event (payload format 2.0) -> HTTP response, without sockets; `event_from`
-builds an event from a recorded one for the tests and the bench. The event has the shape AWS sends
-(tests/fixtures/function_url_event.json), but no `requestContext.authorizer`: AWS adds it only for AWS_IAM auth,
-which the local server does not check, unless started with --play-callers, for a request that names the caller to
-play (PLAY_CALLER_HEADER), so a team can test its access rules' 403s."""
+"""HTTP request -> Function URL event (payload 2.0, tests/fixtures/function_url_event.json) -> HTTP response.
+The event has no `requestContext.authorizer` unless the server plays callers (docs/reference/local-server.md)."""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import copy
 import hashlib
 import json
@@ -20,15 +16,13 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from tickets.access import ASSUMED_ROLE_PATTERN, IAM_ARN_PATTERN, Identity
-from tickets.errors import PayloadTooLarge
 from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIPAL_RULE
 
-# A caller the local server plays (started with --play-callers), named by a test's client (tickets_client's
-# `play_caller` option sends it); the deployed function never reads it: it decides from requestContext only.
+# The caller a --play-callers server plays; the deployed function never reads it (only requestContext).
 PLAY_CALLER_HEADER = "x-tickets-play-caller"
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
-# Lambda's limit for a synchronous invocation's request payload; AWS answers 413 past it.
-MAX_REQUEST_BYTES = 6 * 1024 * 1024
+MAX_REQUEST_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit; AWS answers 413 past it
+JSON_HEADERS = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]  # the server's own answers
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -53,14 +47,12 @@ class HttpResponse:
 
 
 class PlayedCallerError(ValueError):
-    """A request names a caller to play that the server may not, or cannot, play."""
+    """A request names a caller the server may not, or cannot, play."""
 
 
 def played_caller(principal: str) -> dict[str, Any]:
-    """What a Function URL's IAM authorizer would say of a request signed by `principal`: a role ARN (as one of
-    its sessions), an assumed-role session ARN, a user ARN, an account id (as the account's root), or an
-    organization id (a user of account ACCOUNT_ID in that organization). Each is a signer of its own, with its own
-    ARN and unique id: the function scopes idempotency records and journal entries by the signer (tickets.caller)."""
+    """The IAM authorizer's fields for a request signed by `principal` (a role ARN as one of its sessions, a session
+    ARN, a user ARN, an account as its root, an organization as a user in it); each a signer with its own unique id."""
     arn = IAM_ARN_PATTERN.fullmatch(principal)
     session = ASSUMED_ROLE_PATTERN.fullmatch(principal)
     if arn is not None:
@@ -82,13 +74,12 @@ def played_caller(principal: str) -> dict[str, Any]:
 
 
 def played_identity(headers: Any) -> Identity:
-    """The caller a request plays (PLAY_CALLER_HEADER), as the function's access rules see it; unsigned without one."""
+    """The caller a request plays, as the access rules see it; unsigned without one."""
     principal = headers.get(PLAY_CALLER_HEADER)
     return Identity.of({"requestContext": {"authorizer": {"iam": played_caller(principal)}}} if principal else {})
 
 
 def _signer(account: str, user_arn: str, unique_id: str) -> dict[str, Any]:
-    """Every field AWS sends of one signer."""
     return {
         "accessKey": "ASIALOCAL",
         "accountId": account,
@@ -101,13 +92,12 @@ def _signer(account: str, user_arn: str, unique_id: str) -> dict[str, Any]:
 
 
 def _unique_id(prefix: str, principal: str) -> str:
-    """A unique id like IAM's (AIDA... for a user, AROA... for a role: 21 characters), one per principal."""
+    """An IAM-like unique id (AIDA... user, AROA... role: 21 characters), one per principal."""
     return prefix + hashlib.sha256(principal.encode()).hexdigest()[:17].upper()
 
 
 def function_url_event(request: HttpRequest, *, now: float | None = None, play_callers: bool = False) -> dict[str, Any]:
-    """The event for `request`. `play_callers`: a request's PLAY_CALLER_HEADER names its signer (PlayedCallerError
-    when it cannot be played); without, such a request is refused (PlayedCallerError), never silently unsigned."""
+    """The event for `request`; PlayedCallerError when it names a caller not played (never silently unsigned)."""
     now = time.time() if now is None else now
     raw_path, _, raw_query = request.target.partition("?")
     headers, cookies = _event_headers(request)
@@ -162,11 +152,8 @@ def event_from(
     base64_body: bool = False,
     iam: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A Function URL event like `template` (a recorded one: its caller, host and headers, left unchanged), aimed at
-    `path` (raw, still percent-encoded) with `method`, a new request id, and these parts. `query`: a dict or a list
-    of pairs (a repeated name's values are comma-joined, as AWS does). A bytes body arrives base64-encoded, as AWS
-    sends binary; `base64_body=True` marks a str body as base64 as it stands. `iam`: the signer
-    (requestContext.authorizer.iam), if not the template's."""
+    """A recorded event `template` aimed at raw `path` with `method`, a new request id and these parts (for tests and
+    the bench); a bytes body goes base64 as AWS sends binary, `iam` replaces the template's signer."""
     pairs = list(query.items()) if isinstance(query, dict) else list(query or [])
     event = copy.deepcopy(template)
     event["rawPath"] = path
@@ -187,8 +174,7 @@ def event_from(
 
 
 def _as_text(body: bytes, content_type: str | None) -> str | None:
-    """The body as text, if Function URLs pass it so (None: base64): AWS's rule is text for `text/*` and
-    `application/json`, base64 for every other type and for none. A text body that is not UTF-8 goes as base64."""
+    """The body as text for `text/*` and `application/json` in UTF-8, as AWS passes it; None: base64."""
     media_type = (content_type or "").split(";", 1)[0].strip().lower()
     if not (media_type.startswith("text/") or media_type == "application/json"):
         return None
@@ -199,8 +185,8 @@ def _as_text(body: bytes, content_type: str | None) -> str | None:
 
 
 def http_response(result: Any) -> HttpResponse:
-    """The HTTP answer a Function URL gives for the handler's return value: a dict with `statusCode` is a
-    structured response (502 if malformed); anything else is 200 application/json, the value as JSON."""
+    """A Function URL's answer for the handler's result: a dict with `statusCode` as given (502 if malformed),
+    anything else 200 with the value as JSON."""
     if not (isinstance(result, dict) and "statusCode" in result):
         return HttpResponse(200, [("Content-Type", "application/json")], json.dumps(result).encode())
     status = result["statusCode"]
@@ -209,19 +195,18 @@ def http_response(result: Any) -> HttpResponse:
         default if result.get(name) is None else result[name] for name, default in defaults.items()
     )
     if (
-        isinstance(status, bool)
-        or not isinstance(status, int)
+        type(status) is not int  # nor a bool
         or not 100 <= status <= 599
         or not isinstance(headers, dict)
         or not isinstance(cookies, list)
         or not isinstance(body, str)
     ):
-        return bad_gateway("the function returned a malformed response")
+        return error_response(502, "bad_gateway", "the function returned a malformed response")
     if result.get("isBase64Encoded"):
         try:
             payload = base64.b64decode(body, validate=True)
-        except (binascii.Error, ValueError):
-            return bad_gateway("the function returned a body marked base64 that is not valid base64")
+        except ValueError:  # binascii.Error included
+            return error_response(502, "bad_gateway", "the function returned invalid base64 as its body")
     else:
         payload = body.encode("utf-8")
     lines = [(str(name), str(value)) for name, value in headers.items()]
@@ -229,35 +214,13 @@ def http_response(result: Any) -> HttpResponse:
     return HttpResponse(status, lines, payload)
 
 
-def bad_gateway(message: str) -> HttpResponse:
-    """What a Function URL answers when the function failed or answered nonsense."""
-    return error_response(502, "bad_gateway", message)
-
-
 def error_response(status: int, code: str, message: str) -> HttpResponse:
-    """An answer the emulator gives itself, in the API's error format."""
     body = json.dumps({"error": code, "message": message}, separators=(",", ":")).encode()
-    return HttpResponse(status, [("Content-Type", "application/json"), ("Cache-Control", "no-store")], body)
-
-
-# The codes of http.server's own refusals (a malformed request line, oversized headers), by status.
-_PROTOCOL_ERROR_CODES = {
-    400: "bad_request",
-    408: "timeout",
-    413: PayloadTooLarge.code,
-    414: PayloadTooLarge.code,
-    431: PayloadTooLarge.code,
-}
-
-
-def protocol_error(status: int, message: str) -> HttpResponse:
-    """http.server's own refusal of a request, in the API's error format."""
-    return error_response(status, _PROTOCOL_ERROR_CODES.get(status, f"http_{status}"), message)
+    return HttpResponse(status, JSON_HEADERS, body)
 
 
 def _event_headers(request: HttpRequest) -> tuple[dict[str, str], list[str]]:
-    """Lower-cased names, repeated headers comma-joined, cookies split out as AWS does,
-    plus the headers the Function URL front end adds."""
+    """Names lower-cased, repeats comma-joined, cookies split out, the front end's headers added, as AWS does."""
     received = [(name.lower(), value) for name, value in request.headers]
     cookies = [
         cookie.strip() for name, value in received if name == "cookie" for cookie in value.split(";") if cookie.strip()

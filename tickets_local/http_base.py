@@ -1,6 +1,5 @@
-"""What the local server's HTTP side adds to http.server's: a listener sized for load whose idle keep-alive
-connections can be ended, a request's headers read without http.server's email parser (a third of a keep-alive
-request's time on the local server was that parser), and the Date header made once a second."""
+"""What the local server adds to http.server: a listener sized for load whose idle keep-alive connections can be
+ended, headers read without the email parser (a third of a keep-alive request's time), bodies by Lambda's limit."""
 
 from __future__ import annotations
 
@@ -9,18 +8,24 @@ import email.utils
 import functools
 import socket
 import threading
+from email.message import Message
 from http.server import ThreadingHTTPServer
 from io import BufferedIOBase
 from typing import Any
 
-# Python's http.server listens with a backlog of 5: 16 clients connecting at once then
-# wait for SYN retries (a p99 near 1 s was measured). Size it for the load instead.
-LISTEN_BACKLOG = 128
+from tickets.errors import PayloadTooLarge
+
+from .events import MAX_REQUEST_BYTES, HttpResponse, error_response
+
 MAX_HEADERS, MAX_LINE = 100, 65536  # http.client's limits (_MAXHEADERS, _MAXLINE)
+_MAX_CHUNK_LINE = 1024
+_TOO_LARGE = error_response(
+    413, PayloadTooLarge.code, f"the request is over {MAX_REQUEST_BYTES} bytes, Lambda's payload limit"
+)
 
 
 class KeepAliveServer(ThreadingHTTPServer):
-    request_queue_size = LISTEN_BACKLOG
+    request_queue_size = 128  # http.server's 5 made 16 clients connecting at once wait for SYN retries (p99 ~1 s)
     daemon_threads = True
     allow_reuse_address = True
     _connections: set[socket.socket]
@@ -50,16 +55,15 @@ class KeepAliveServer(ThreadingHTTPServer):
 
 
 class Headers(dict[str, str]):
-    """A request's headers by lower-cased name, a repeated one's values comma-joined (cookies by `; `), as the event
-    carries them; `get` takes a name in any case."""
+    """A request's headers by lower-cased name (`get` takes any case), repeats comma-joined (cookies by `; `)."""
 
     def get(self, name: str, default: Any = None) -> Any:
         return super().get(name.lower(), default)
 
 
 def read_headers(rfile: BufferedIOBase) -> Headers | tuple[int, str]:
-    """The headers after a request line, or the refusal (status, message) of a line too long, too many lines, or
-    a line that is no header (obs-fold included: RFC 9112 lets a server refuse it)."""
+    """The headers after a request line, or the refusal (status, message) of a line too long, too many, or no header
+    (obs-fold included: RFC 9112 lets a server refuse it)."""
     headers = Headers()
     for _ in range(MAX_HEADERS + 1):
         line = rfile.readline(MAX_LINE + 1).decode("iso-8859-1")
@@ -76,3 +80,38 @@ def read_headers(rfile: BufferedIOBase) -> Headers | tuple[int, str]:
 @functools.lru_cache(maxsize=2)
 def http_date(second: int) -> str:
     return email.utils.formatdate(second, usegmt=True)
+
+
+def read_body(headers: Message, rfile: BufferedIOBase) -> bytes | HttpResponse:
+    """A request's body (Content-Length or chunked), or its refusal."""
+    if "chunked" in headers.get("Transfer-Encoding", "").lower():
+        return _read_chunked(rfile)
+    try:
+        length = int(headers.get("Content-Length") or 0)
+    except ValueError:
+        length = -1
+    if length < 0:
+        return error_response(400, "bad_request", "the Content-Length header is not a number")
+    if length > MAX_REQUEST_BYTES:
+        return _TOO_LARGE
+    return rfile.read(length)
+
+
+def _read_chunked(rfile: BufferedIOBase) -> bytes | HttpResponse:
+    body = bytearray()
+    while True:
+        line = rfile.readline(_MAX_CHUNK_LINE)
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            size = -1
+        if size < 0:
+            return error_response(400, "bad_request", "malformed chunked request body")
+        if size == 0:
+            while rfile.readline(_MAX_CHUNK_LINE) not in (b"\r\n", b"\n", b""):
+                pass  # trailers carry nothing the event has a place for
+            return bytes(body)
+        if len(body) + size > MAX_REQUEST_BYTES:
+            return _TOO_LARGE
+        body += rfile.read(size)
+        rfile.readline(_MAX_CHUNK_LINE)

@@ -1,11 +1,5 @@
-"""pytest fixtures for testing your code against Tickets, without AWS (the package's `testing` extra), registered
-through the `pytest11` entry point: `tickets_config`, `tickets_servers` (the pool, one server per distinct config,
-region, endpoint and backend), `tickets_server`, `tickets_fresh_server` (reset before the test) and `tickets_client`;
-docs/how-to/test-your-code.md says what each gives and how to override the config.
-
-Your process is left alone: botocore is not patched, the environment is not changed, and your own `mock_aws` sees none
-of the server's tables. Nothing is imported beyond pytest and the standard library until a fixture is used.
-"""
+"""The test kit's pytest fixtures (docs/how-to/test-your-code.md), registered by the `pytest11` entry point.
+Nothing beyond pytest and the standard library is imported until a fixture is used."""
 
 from __future__ import annotations
 
@@ -22,8 +16,6 @@ if TYPE_CHECKING:
     from tickets_local.testing import LocalTickets
 
 ServerFactory = Callable[..., "LocalTickets"]
-# What the servers' answers call their config: the fixture a test overrides (a key strictKeys refuses names it).
-CONFIG_NAME = "tickets_config"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,8 +23,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tickets-backend",
         default=None,
         metavar="NAME",
-        help="the DynamoDB behind the Tickets test kit's servers: memory (the default), moto, or endpoint with "
-        "a server's endpoint_url (docs/reference/backends.md)",
+        help="the Tickets test kit's DynamoDB: memory (default), moto or endpoint (docs/reference/backends.md)",
     )
 
 
@@ -46,10 +37,8 @@ def tickets_config() -> dict[str, Any]:
 
 @pytest.fixture(scope="session")
 def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
-    """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running
-    LocalTickets, started on the first call with those arguments and stopped at the end of the session.
-    `arguments`: more of the server's flags, such as `--without-ledger` for tables on an endpoint
-    (docs/reference/local-server.md)."""
+    """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running LocalTickets,
+    started on the first call with those arguments (`arguments`: more server flags), stopped with the session."""
     from tickets_local.testing import LocalTickets
 
     running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
@@ -75,7 +64,7 @@ def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
                 copy.deepcopy(dict(config)),
                 region=region,
                 endpoint_url=endpoint_url,
-                config_name=CONFIG_NAME,
+                config_name="tickets_config",  # the fixture to override, as refusals name the config
                 backend=backend,
                 arguments=arguments,
             ).start()
@@ -93,13 +82,11 @@ def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
 
 @pytest.fixture
 def tickets_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> LocalTickets:
-    """The server for this test's `tickets_config`, shared by every test of that config: `.url`, `.reset()`.
-    Per test (not per session), so that each test gets the server of the config it declares."""
+    """The server of this test's `tickets_config` (per test: each test declares its config), shared by that config."""
     return tickets_servers(tickets_config)
 
 
-# tickets_fresh_server and tickets_client ask the pool themselves rather than through tickets_server: each fixture a
-# test goes through costs pytest tens of microseconds, a sizeable part of a single-ticket test (bench/README.md).
+# These ask the pool themselves, not through tickets_server: a fixture costs pytest tens of microseconds per test.
 @pytest.fixture
 def tickets_fresh_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> LocalTickets:
     """`tickets_server`, reset before this test: its counters and Idempotency-Keys start empty."""
@@ -113,8 +100,7 @@ _CLIENTS: weakref.WeakKeyDictionary[LocalTickets, TicketsClient] = weakref.WeakK
 
 @pytest.fixture
 def tickets_client(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> TicketsClient:
-    """A TicketsClient for `tickets_server` (from the `tickets-client` package): one per server, and one keep-alive
-    connection with it, for the session."""
+    """A TicketsClient for `tickets_server`: one per server, keeping one connection for the session."""
     server = tickets_servers(tickets_config)
     client = _CLIENTS.get(server)
     if client is None:

@@ -1,8 +1,5 @@
-"""The local Function URL: an HTTP server in front of the deployed handler. `LocalServer` is the Python API (tests, the
-benchmark); `python -m tickets_local` wraps it in a command. Each LocalServer builds its own app (tickets.app's
-create_app) with its own DynamoDB client, so several may run in one process; their invocations take turns (invoker.py
-says why). The Powertools settings (POWERTOOLS_*) are process-wide: the first server started decides them.
-"""
+"""The local Function URL (docs/reference/local-server.md): `LocalServer`, wrapped by `python -m tickets_local`.
+Several may run in one process, each with its own app and client; POWERTOOLS_* are process-wide: the first decides."""
 
 from __future__ import annotations
 
@@ -18,27 +15,25 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickets.access import Identity, Rules
-from tickets.errors import clip
+from tickets.access import Identity
+from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
 from .deployment import deployment_from_config, load_deployment
 from .engines import make_backend
 from .events import (
+    JSON_HEADERS,
     HttpRequest,
     HttpResponse,
     PlayedCallerError,
-    bad_gateway,
     error_response,
     function_url_event,
     http_response,
     played_identity,
-    protocol_error,
 )
-from .http_base import KeepAliveServer, http_date, read_headers
+from .http_base import KeepAliveServer, http_date, read_body, read_headers
 from .invoker import HandlerInvoker
 from .layout_check import LocalKeys, ServedLayout, open_keys
-from .local_answers import local_answer, read_body, reset_answer
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .reset_mark import ResetMark
 
@@ -48,27 +43,43 @@ if TYPE_CHECKING:
 log = logging.getLogger("tickets_local")
 
 IDLE_KEEP_ALIVE_SECONDS = 30
-# A request line without a version ("GET /path"): http.server takes it for HTTP/0.9, whose answers have no status
-# line nor headers. A Function URL speaks HTTP/1.1 and 2 only: refused before the function sees it.
+# http.server takes a request line without a version for HTTP/0.9; a Function URL speaks HTTP/1.1 and 2 only.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
+_REFUSAL_CODES = {400: "bad_request", 408: "timeout"} | dict.fromkeys((413, 414, 431), PayloadTooLarge.code)
 
 
-class _HttpServer(KeepAliveServer):
-    def __init__(
-        self,
-        address: tuple[str, int],
-        invoker: HandlerInvoker,
-        local_routes: dict[str, Callable[[Identity | None], bytes]],
-        reset: Callable[[], None] | None = None,
-        play_callers: bool = False,
-        answered: Callable[[], None] = lambda: None,
-    ):
-        self.invoker = invoker
-        self.play_callers = play_callers  # a request may name the caller to play (events.PLAY_CALLER_HEADER)
-        self.local_routes = local_routes  # path -> the JSON it answers to GET (given the played caller, if any)
-        self.reset = reset  # None: the reset route is refused
-        self.answered = answered  # run after each answer has left: work kept off the requests' time
-        super().__init__(address, _RequestHandler)
+def _not_allowed(allowed: str, where: str) -> HttpResponse:
+    refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
+    return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
+
+
+def local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
+    if method != "GET":
+        return _not_allowed("GET", "this path of the local server")
+    return HttpResponse(200, JSON_HEADERS, answer())
+
+
+def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
+    if reset is None:
+        return error_response(
+            404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
+        )
+    if method != "POST":
+        return _not_allowed("POST", RESET_PATH)
+    try:
+        reset()
+    except Exception:
+        log.exception("the reset failed")
+        return error_response(500, "reset_failed", "the reset failed; see the server's log")
+    return HttpResponse(200, JSON_HEADERS, b'{"reset":true}')
+
+
+class _HttpServer(KeepAliveServer):  # LocalServer.start() sets what the request handlers read
+    invoker: HandlerInvoker
+    play_callers: bool
+    local_routes: dict[str, Callable[[Identity | None], bytes]]  # path -> the JSON it answers to GET
+    reset: Callable[[], None] | None  # None: the reset route is refused
+    answered: Callable[[], None]  # run after each answer has left: work kept off the requests' time
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -79,13 +90,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        # Nagle's algorithm off: with it on, an answer written in more than one piece waits for the client's delayed
-        # ACK (~40 ms) on every keep-alive request after the first; _send writes once, this covers any other answer.
+        # Nagle off: an answer written in pieces would wait ~40 ms for the client's delayed ACK on keep-alive.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def parse_request(self) -> bool:
-        """http.server's, with the headers read by read_headers (http_base.py): for an HTTP/1.1 request line of
-        three words; any other, http.server reads (its refusals, HTTP/1.0 and 0.9)."""
+        """http.server's with read_headers for a plain HTTP/1.1 line; any other, http.server reads (and refuses)."""
         words = self.raw_requestline.split()
         if len(words) != 3 or words[2] != b"HTTP/1.1" or words[1].startswith(b"//"):
             return super().parse_request()
@@ -100,8 +109,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         return headers.get("Expect", "").lower() != "100-continue" or self.handle_expect_100()
 
     def __getattr__(self, name: str) -> Any:
-        # Every method goes to the function, as a Function URL sends it: the handler decides
-        # what is allowed (405 with Allow), not http.server (whose answer would be an HTML 501).
+        # Every method goes to the function (its 405 with Allow), not to http.server's HTML 501.
         if name.startswith("do_"):
             return self._serve
         raise AttributeError(name)
@@ -121,25 +129,23 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
-        local = self.server.local_routes.get(self.path.partition("?")[0])
-        if local is not None:
-            try:  # on a server that plays callers, its own answers follow the played caller's rules too
-                caller = played_identity(self.headers) if self.server.play_callers else None
-            except PlayedCallerError as err:
-                return error_response(400, "bad_request", str(err))
-            return local_answer(self.command, lambda: local(caller))
-        if self.path.partition("?")[0] == RESET_PATH:
+        path = self.path.partition("?")[0]
+        if path == RESET_PATH:
             return reset_answer(self.command, self.server.reset)
-        request = HttpRequest(
-            method=self.command,
-            target=self.path,
-            protocol=self.request_version,
-            headers=list(self.headers.items()),
-            body=body,
-            source_ip=self.client_address[0],
-            server_port=self.server.server_address[1],
-        )
         try:
+            local = self.server.local_routes.get(path)
+            if local is not None:  # with callers played, the server's own answers follow their rules too
+                caller = played_identity(self.headers) if self.server.play_callers else None
+                return local_answer(self.command, lambda: local(caller))
+            request = HttpRequest(
+                method=self.command,
+                target=self.path,
+                protocol=self.request_version,
+                headers=list(self.headers.items()),
+                body=body,
+                source_ip=self.client_address[0],
+                server_port=self.server.server_address[1],
+            )
             event = function_url_event(request, play_callers=self.server.play_callers)
         except PlayedCallerError as err:
             return error_response(400, "bad_request", str(err))
@@ -147,12 +153,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             result = self.server.invoker.invoke(event)
         except Exception:
             log.exception("the handler raised; answering 502 as a Function URL does")
-            return bad_gateway("the function failed; see the server's log")
+            return error_response(502, "bad_gateway", "the function failed; see the server's log")
         return http_response(result)
 
     def _send(self, response: HttpResponse) -> None:
-        """The status line, the headers and the body in one write to `wfile` (http.server's send_header and
-        end_headers would write the headers alone first), always as an HTTP/1.1 answer."""
+        """The whole HTTP/1.1 answer in one write (http.server's end_headers writes the headers alone first)."""
         phrase = self.responses.get(response.status, ("",))[0]
         lines = [f"{self.protocol_version} {response.status} {phrase}", f"Date: {http_date(int(time.time()))}"]
         lines += [
@@ -167,12 +172,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.wfile.write(head if self.command == "HEAD" else head + response.body)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own refusals (a malformed request line, oversized headers): in the API's
-        JSON error format, like every other answer, instead of an HTML page."""
-        status = HTTPStatus(code)
+        """http.server's own refusals (a malformed request line, oversized headers) in the API's JSON, not HTML."""
         self.close_connection = True
-        message = clip(message or status.phrase)  # http.server's messages quote the request line whole
-        self._send(protocol_error(code, message))
+        message = clip(message or HTTPStatus(code).phrase)  # http.server's messages quote the request line whole
+        self._send(error_response(code, _REFUSAL_CODES.get(code, f"http_{code}"), message))
         log.warning("%s %s %d (%s)", self.command or "-", clip(self.path) if self.command else "-", code, message)
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -180,11 +183,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 
 class LocalServer:
-    """The deployed handler behind a local Function URL, served from a background thread.
-
-    >>> with LocalServer(port=0) as server:
-    ...     urllib.request.urlopen(server.url + "/orders").read()
-    """
+    """The deployed handler behind a local Function URL, served from a background thread."""
 
     def __init__(
         self,
@@ -206,15 +205,12 @@ class LocalServer:
         reset_mark: str | Path | None = None,
     ):
         """Each argument is `python -m tickets_local`'s flag of that name (docs/reference/local-server.md); `config`,
-        cdk.json's `tickets` object itself, replaces the file at `config_path` (`config_name` by default "the config
-        given to LocalServer"). Without `play_callers`, the access rules are not enforced: no request is signed here."""
-        if config_name is None:
-            config_name = str(config_path) if config is None else "the config given to LocalServer"
-        self.config_name = config_name
+        cdk.json's `tickets` object, replaces the file. The access rules are enforced only with `play_callers`."""
+        self.config_name = config_name or (str(config_path) if config is None else "the config given to LocalServer")
         written = (
             load_deployment(config_path, region)
             if config is None
-            else deployment_from_config(config, region, config_name)
+            else deployment_from_config(config, region, self.config_name)
         )
         self.layout = ServedLayout.of(written, config_path if config is None else None, ledger, without_ledger)
         self.deployment = self.layout.deployment  # above its fences, as deployed
@@ -224,12 +220,13 @@ class LocalServer:
         self._verbose = verbose
         self._allow_reset = allow_reset
         self._play_callers = play_callers
+        self._rules = self.deployment.config.access if play_callers else None  # enforced only on signed requests
         self._key_file = key_file
         self._reset_mark = reset_mark
         self._mark: ResetMark | None = None  # opened by start()
         self.keys: LocalKeys | None = None  # the keys of opaque ids, when the config has opaque counters
         self._invoker: HandlerInvoker | None = None
-        self._dynamodb: Any = None  # the app's DynamoDB client, made by the first _build_app
+        self._dynamodb: Any = None  # the apps' client, made by start(): kept across resets (~0.1 s to make)
         self._saved_environment: dict[str, str | None] = {}
         self.app: App | None = None  # built by start()
         self._spare: App | None = None  # the app the next reset serves with, built after an answer left
@@ -251,23 +248,25 @@ class LocalServer:
                 {**self.deployment.powertools_environment(verbose=self._verbose), **self.backend.environment()}
             )
             self.backend.prepare(self.deployment)
-            table = self.layout.table(self._client())
+            self._dynamodb = self.backend.client(self.deployment.region)
+            table = self.layout.table(self._dynamodb)
             self.keys = open_keys(
                 self.deployment.config, self._key_file, self.backend.persistent, table, self._new_key_file
             )
             self.app = self._build_app()
             self._mark = ResetMark(self._reset_mark) if self._reset_mark is not None else None
             self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler, self._catch_up)
-            # Imported here, after the environment: the document's route table imports the handlers, whose
-            # Powertools Logger and Metrics read POWERTOOLS_* when they are created.
+            # Imported after the environment: the handlers' Powertools read POWERTOOLS_* when created.
             from . import openapi
 
             document = openapi.render(self.deployment.settings)  # the document of this config
             local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
-            reset = self.reset if self._allow_reset else None
-            self._http = _HttpServer(
-                self._address, invoker, local_routes, reset, play_callers=self._play_callers, answered=self._spare_app
-            )
+            self._http = http = _HttpServer(self._address, _RequestHandler)
+            http.invoker = invoker
+            http.play_callers = self._play_callers
+            http.local_routes = local_routes
+            http.reset = self.reset if self._allow_reset else None
+            http.answered = self._spare_app
         except BaseException:
             self._release()
             raise
@@ -278,9 +277,8 @@ class LocalServer:
         return self
 
     def reset(self) -> None:
-        """Every counter and idempotency record gone from this server's tables, and its app built anew
-        (as a new execution environment would be: the Issuer remembers exhausted lanes), between two
-        invocations. On an endpoint, the tables there are emptied, whoever else uses them."""
+        """Empty this server's tables (an endpoint's too, whoever uses them) and build the app anew, as a new
+        execution environment would be, between two invocations."""
         if self._invoker is None:
             raise RuntimeError("the server is not running; call start() first")
         self._invoker.between_invocations(self._empty_and_rebuild)
@@ -292,59 +290,41 @@ class LocalServer:
         self._invoker.handler = self.app.lambda_handler
 
     def _spare_app(self) -> None:
-        """The next reset's app, built while no request waits for it (a test kit's suite resets before every test): a
-        new app, never served, is what a reset would build. None once the server stops."""
+        """The next reset's app, built after an answer left, while no request waits (a suite resets per test)."""
         if (self._allow_reset or self._mark is not None) and self._spare is None and self._http is not None:
             self._spare = self._build_app()
 
     def _catch_up(self) -> None:
         """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""
         mark = self._mark
-        moved = mark.moved() if mark is not None else None
-        if mark is not None and moved is not None:
+        if mark is not None and (moved := mark.moved()) is not None:
             self._empty_and_rebuild()
             mark.seen(moved)  # not before: a reset that failed (a 502) is tried again, never skipped
 
     def _build_app(self) -> App:
-        # Imported now, not with this module: Powertools reads its settings when tickets.app makes its logger.
         from tickets.app import create_app
 
+        rules = self._rules
         return create_app(
             self.deployment.settings,
-            self._client(),
+            self._dynamodb,
             self.deployment.counter_table,
             self.deployment.idempotency_table,
             region=self.deployment.region,
             series_table=self.deployment.series_table,
             workers_table=self.deployment.workers_table,
-            access=self._access(),
+            access=None if rules is None else lambda: rules,
             opaque_keys=self.keys.stored if self.keys is not None else None,
             config_name=self.config_name,
         )
 
-    def _client(self) -> Any:
-        """The app's client, made after the environment; kept across resets (no app state, ~0.1 s to make)."""
-        if self._dynamodb is None:
-            self._dynamodb = self.backend.client(self.deployment.region)
-        return self._dynamodb
-
-    def _access(self) -> Callable[[], Rules] | None:
-        """The config's rules, enforced only where requests can be signed: when this server plays callers."""
-        rules = self.deployment.config.access
-        if rules is None or not self._play_callers:
-            return None
-        return lambda: rules
-
     def _counters(self, invoker: HandlerInvoker, caller: Identity | None) -> bytes:
-        """Every counter item of the table, as GET /_local/counters answers: read through the function's
-        client, between invocations (moto is not safe to share: invoker.py); with the rules enforced, only the
-        keys the played `caller` may read (GET /_counters/{key}'s operation)."""
-        if self.app is None:
-            raise RuntimeError("the server is not running; call start() first")
-        app, table, rules = self.app, self.deployment.counter_table, self._access()
+        """GET /_local/counters: read between invocations (invoker.py), only the keys `caller` may read."""
+        assert self.app is not None  # served only once started
+        app, table, rules = self.app, self.deployment.counter_table, self._rules
         listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
         if rules is not None and caller is not None:
-            listed = [each for each in listed if rules().allows(caller, "read", each["key"])]
+            listed = [each for each in listed if rules.allows(caller, "read", each["key"])]
         return json.dumps({"counters": listed}, separators=(",", ":")).encode()
 
     def stop(self) -> None:
@@ -372,7 +352,6 @@ class LocalServer:
                 os.environ[name] = value
 
     def _release(self) -> None:
-        """Undo start(): the backend, the environment."""
         self._dynamodb = None
         if self._mark is not None:
             self._mark.close()

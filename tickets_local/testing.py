@@ -1,15 +1,5 @@
-"""Tickets for your tests: the local server in a process of its own, from a config given as a dict.
-
-    with LocalTickets({"regions": {"us-east-1": 0}, "counters": {"orders": {"start": 5000}}}) as tickets:
-        TicketsClient(tickets.url).next("orders")   # [5000]
-        tickets.reset()                             # every counter gone: the next "orders" is 5000 again
-
-The server (`python -m tickets_local`, the same interpreter) runs the real handler on the DynamoDB its
-`backend` names (docs/reference/backends.md; by default held in its memory) or on `endpoint_url`. Nothing of it
-runs in the caller's process: botocore is not patched, the environment is not changed, and a `mock_aws` of the
-caller's own sees none of its tables. The pytest plugin (tickets_local.pytest_plugin) is built on this class.
-
-Imports the standard library only: the pytest plugin imports this module in every session.
+"""Tickets for your tests: the local server in a process of its own (docs/how-to/test-your-code.md), so botocore,
+the environment and your own `mock_aws` are left alone. The standard library only: the plugin imports it each session.
 """
 
 from __future__ import annotations
@@ -35,8 +25,7 @@ from urllib.parse import urlsplit
 from .local_paths import RESET_PATH
 from .reset_mark import ResetMark
 
-# The `tickets` config when a test names none: one region, one lane per key (so every key's tickets are
-# dense: 1, 2, 3...), and any key accepted.
+# One region, one lane per key (each key's tickets dense: 1, 2, 3...), any key accepted.
 DEFAULT_CONFIG: dict[str, Any] = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": False}
 START_TIMEOUT_SECONDS = 60  # importing moto on a loaded machine; a start normally takes under a second
 _BANNER_END = "Ctrl-C stops it."
@@ -65,12 +54,8 @@ class LocalTickets:
         backend: str | None = None,
         arguments: Sequence[str] = (),
     ):
-        """`config`: cdk.json's `tickets` object (DEFAULT_CONFIG when None), or `config_file`: a cdk.json with its
-        ledger beside it; `region`: one of its regions (default the first); `endpoint_url`/`backend`: the DynamoDB
-        (docs/reference/backends.md; default the server's memory); `python`: the interpreter (default this one);
-        `play_callers`: enforce the access rules, as the caller a client's `play_caller` names; `config_name`: what
-        answers call the config; `key_file`: opaque ids' keys (made at start if missing); `arguments`: more of
-        python -m tickets_local's flags (docs/reference/local-server.md)."""
+        """`config`: cdk.json's `tickets` object (or `config_file`); `python`: the interpreter (default this one);
+        `arguments`: more flags; the others are the server's flags (docs/reference/local-server.md)."""
         self.config = dict(DEFAULT_CONFIG if config is None else config)
         self.region = region
         self.endpoint_url = endpoint_url
@@ -88,9 +73,8 @@ class LocalTickets:
         self._url: str | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
-        self._resets: http.client.HTTPConnection | None = None  # reset()'s keep-alive connection (an endpoint's)
-        self._resets_lock = threading.Lock()
-        self._mark: ResetMark | None = None  # how reset() asks the server, unless the tables are an endpoint's
+        self._mark: ResetMark | None = None  # reset() on the server's own tables
+        self._mark_lock = threading.Lock()  # two threads' bumps must both move it
 
     @property
     def url(self) -> str:
@@ -105,10 +89,10 @@ class LocalTickets:
     def start(self) -> LocalTickets:
         if self._process is not None:
             raise RuntimeError("the local server is already running")
-        if self.endpoint_url is None and self.backend != "endpoint":  # the server's own tables: reset by a mark
+        if self.endpoint_url is None and self.backend != "endpoint":
             self._mark = ResetMark.create()
         command = self._command()
-        # The server's log (one line per request) goes to a file: a pipe nobody reads would fill and stall it.
+        # The log goes to a file: a pipe nobody reads would fill and stall the server.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(
             command,
@@ -125,13 +109,11 @@ class LocalTickets:
         self._url = _banner_field(self.banner, "url")
         made = _banner_field(self.banner, "keys") if self.key_file is None else None  # a key file made at start
         self.key_file = Path(made) if made is not None else self.key_file
-        # After the banner the handler's log lines (a warning per refused request) go to stdout: read and
-        # drop them, or a pipe nobody reads fills and the server stalls in the middle of a request.
+        # After the banner, the handler's log lines go to stdout: drained, or the server would stall.
         threading.Thread(target=_drain, args=(self._process.stdout,), daemon=True).start()
         return self
 
     def _command(self) -> list[str]:
-        """`python -m tickets_local` with this server's options."""
         config = ["--config-json", json.dumps(self.config)]
         config = ["--config", str(self.config_file)] if self.config_file is not None else config
         mark = self._mark.path if self._mark is not None else None
@@ -143,42 +125,29 @@ class LocalTickets:
         return command + ["--verbose"] * self.verbose + ["--play-callers"] * self.play_callers + self.arguments
 
     def reset(self) -> None:
-        """Every counter and idempotency record gone, and the handler's cached state with it (a new
-        execution environment): the next ticket of every key is its first again. On the server's own tables, a
-        mark the server reads before it serves anything (reset_mark.py): no request, no wait. On an endpoint, the
-        tables there are emptied now, whoever else uses them, by a request on one keep-alive connection: a suite
-        resets before every test, and a new connection each time would cost more than the reset."""
+        """Every counter, idempotency record and cached state gone: on the server's own tables a mark it reads before
+        its next invocation (reset_mark.py, no wait); on an endpoint a request (emptying its tables costs more than
+        a connection)."""
         if self._mark is not None:
             if not self.running:
                 raise LocalTicketsError(f"the local server is not running, so it cannot reset\n{self.log_tail()}")
-            with self._resets_lock:  # two threads' bumps must both move it
+            with self._mark_lock:
                 self._mark.bump()
             return
-        with self._resets_lock:
-            for attempt in range(2):  # a kept connection the server closed meanwhile (idle, restarted) is made anew
-                if self._resets is None:
-                    parts = urlsplit(self.url)
-                    self._resets = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
-                try:
-                    self._resets.request("POST", RESET_PATH, body=b"")
-                    answer = self._resets.getresponse()
-                    body = answer.read()
-                except (http.client.HTTPException, OSError) as err:
-                    self._close_resets()
-                    if attempt:
-                        raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
-                    continue
-                if answer.status != 200:
-                    raise LocalTicketsError(f"the local server did not reset ({answer.status}: {body[:500]!r})")
-                return
-
-    def _close_resets(self) -> None:
-        if self._resets is not None:
-            self._resets.close()
-            self._resets = None
+        parts = urlsplit(self.url)
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
+        try:
+            connection.request("POST", RESET_PATH, body=b"")
+            answer = connection.getresponse()
+            body = answer.read()
+        except (http.client.HTTPException, OSError) as err:
+            raise LocalTicketsError(f"the local server did not reset: {err}\n{self.log_tail()}") from None
+        finally:
+            connection.close()
+        if answer.status != 200:
+            raise LocalTicketsError(f"the local server did not reset ({answer.status}: {body[:500]!r})")
 
     def stop(self) -> None:
-        self._close_resets()
         if self._mark is not None:
             self._mark.close(remove=True)
             self._mark = None
@@ -197,14 +166,12 @@ class LocalTickets:
             self._log = None
 
     def ask_to_stop(self) -> None:
-        """Tell the server to stop (close its stdin: --exit-with-stdin) without waiting: stop() waits.
-        Several servers stop in the time of one when each is asked before any is waited for."""
+        """Close the server's stdin (--exit-with-stdin), not waiting: several servers stop in the time of one."""
         if self._process is not None and self._process.stdin is not None:
             with contextlib.suppress(OSError):
                 self._process.stdin.close()
 
     def log_tail(self) -> str:
-        """The end of the server's log (stderr): what it said before a failure."""
         if self._log is None:
             return ""
         self._log.seek(0)
@@ -224,13 +191,10 @@ class LocalTickets:
         with selectors.DefaultSelector() as selector:
             selector.register(stdout, selectors.EVENT_READ)
             while _BANNER_END.encode() not in printed:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                if not selector.select(timeout=deadline - time.monotonic()):  # empty only once the time is out
                     raise LocalTicketsError(
                         f"the local server did not start within {START_TIMEOUT_SECONDS} s:\n{self.log_tail()}"
                     )
-                if not selector.select(timeout=left):
-                    continue
                 chunk = os.read(stdout.fileno(), 65536)
                 if not chunk:
                     self._process.wait()
@@ -242,14 +206,13 @@ class LocalTickets:
 
 
 def _banner_field(banner: str, name: str) -> str | None:
-    """The first word after `name:` on the banner's line of that name (the url, the key file), if it has one."""
+    """The first word after `name:` on the banner's line of that name, if any."""
     return next((line.split()[1] for line in banner.splitlines() if line.strip().startswith(f"{name}:")), None)
 
 
 def _child_environment() -> dict[str, str]:
-    """This process's environment, with the directories this process imports Tickets from first on the
-    child's path (a PYTHONPATH set in code, or pytest's rootdir insertion, is not inherited); an installed
-    copy, in site-packages, the child finds by itself."""
+    """This environment, with where this process imports Tickets from (unless site-packages) first on PYTHONPATH:
+    a path set in code, as pytest's rootdir insertion, is not inherited."""
     environment = dict(os.environ)
     installed = {str(Path(path).resolve()) for path in (*site.getsitepackages(), site.getusersitepackages())}
     roots = []
@@ -265,8 +228,7 @@ def _child_environment() -> dict[str, str]:
 
 
 def _drain(stream: IO[bytes] | None) -> None:
-    """Read `stream` until it ends (or is closed by stop())."""
+    """Read `stream` until it ends (or stop() closes it); read1 returns what arrived, not waiting for 64 KiB."""
     with contextlib.suppress(OSError, ValueError):
-        # A Popen pipe is a BufferedReader: read1 returns what has arrived instead of waiting for 64 KiB.
         while stream is not None and cast(io.BufferedReader, stream).read1(65536):
             pass

@@ -1,5 +1,5 @@
-"""`create_app`, the one way to build the function (handler.py, the tests, the local server and the
-bench): its runtime (what every handler is given) and the dispatch by the route table (docs/explanation/design.md)."""
+"""`create_app`, the one way to build the function (handler.py, tests, the local server, the bench): its runtime and
+the dispatch by the route table (docs/explanation/design.md)."""
 
 from __future__ import annotations
 
@@ -32,22 +32,17 @@ if TYPE_CHECKING:
 
 __all__ = ["App", "create_app", "dynamodb_client"]
 
-LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
-
 DYNAMODB_CONFIG = Config(
-    # botocore's `max_attempts` counts retries only; `total_max_attempts` counts all (timing.py: one).
+    # `total_max_attempts` counts every attempt (`max_attempts` only retries): timing.py's one.
     retries={"mode": "standard", "total_max_attempts": timing.DYNAMODB_MAX_ATTEMPTS},
     connect_timeout=timing.DYNAMODB_CONNECT_TIMEOUT_SECONDS,
     read_timeout=timing.DYNAMODB_READ_TIMEOUT_SECONDS,
-    # store.py builds every request from validated input, and DynamoDB validates again; botocore's
-    # own check of each request against the model cost ~100 us a call (bench/README.md).
+    # Requests are built from validated input and DynamoDB validates again; botocore's check cost ~100 us a call.
     parameter_validation=False,
 )
 
-# Tracer() imports the X-Ray SDK, which builds two botocore clients at import: hundreds of ms of cold
-# start. The stack turns tracing on; where it is off (tests, the local server, the bench), skip it.
-TRACING = os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true")
-tracer = Tracer() if TRACING else None
+# Tracer() imports the X-Ray SDK (hundreds of ms of cold start): only where the stack turns tracing on.
+tracer = Tracer() if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not in ("1", "true") else None
 
 
 def dynamodb_client(session: Any = None, **where: Any) -> Any:
@@ -59,10 +54,10 @@ def dynamodb_client(session: Any = None, **where: Any) -> Any:
 class App:
     """One deployment's function: Lambda calls `lambda_handler`; tests and the bench reach the rest."""
 
-    dynamodb: Any  # the client as given; every call goes through the request's deadline
+    dynamodb: Any  # the client as given (the runtime's goes through the request's deadline)
     issuer: Issuer
     dispatcher: Dispatcher
-    lambda_handler: LambdaHandler
+    lambda_handler: Callable[[dict[str, Any], Any], dict[str, Any]]  # (event, context) -> the Function URL's result
 
 
 def create_app(
@@ -95,8 +90,6 @@ def create_app(
         deadline=deadline,
         client=client,
         idempotency_table=idempotency_table,
-        # The journal's code is loaded only where series are configured: most functions serve none, and
-        # its modules would only add to their cold start.
         journal=_series_store(client, series_table) if settings.series and series_table else None,
         workers_table=workers_table,
         region=region or os.environ.get("AWS_REGION"),
@@ -108,21 +101,20 @@ def create_app(
     served = routes.served(settings)
     dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)
 
-    @logger.inject_lambda_context(clear_state=True)
-    @_traced
     @metrics.log_metrics
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         deadline.start(context.get_remaining_time_in_millis())
-        # The Function URL's request id; set directly, as a JMESPath correlation path costs more per call.
+        # Set directly: a JMESPath correlation path costs more per call.
         logger.set_correlation_id(event.get("requestContext", {}).get("requestId"))
         return dispatcher.answer(event).to_result()
 
-    return App(dynamodb, issuer, dispatcher, lambda_handler)
+    traced = tracer.capture_lambda_handler(lambda_handler) if tracer is not None else lambda_handler
+    return App(dynamodb, issuer, dispatcher, logger.inject_lambda_context(clear_state=True)(traced))
 
 
 @functools.cache  # the same function every time: an app built again (the local server's reset) looks it up once
 def bind(handler: str) -> Handler:
-    """A route's handler by its name in the table, `module.function` of this package (its feature module)."""
+    """A route's handler by its name in the table, `module.function` of this package."""
     module, function = handler.rsplit(".", 1)
     bound: Handler = getattr(importlib.import_module(f".{module}", __package__), function)
     return bound
@@ -136,10 +128,7 @@ def report(answered: TicketsError, raised: Exception) -> None:
 
 
 def _series_store(client: Any, table: str) -> SeriesStore:
+    """Imported only where series are configured: most functions serve none (cold start)."""
     from .series.store import SeriesStore
 
     return SeriesStore(client, table)
-
-
-def _traced(handler: LambdaHandler) -> LambdaHandler:
-    return tracer.capture_lambda_handler(handler) if tracer is not None else handler

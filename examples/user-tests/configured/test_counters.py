@@ -6,10 +6,7 @@ import pytest
 
 from tickets_client.errors import TicketsError
 
-
-@pytest.fixture(autouse=True)
-def fresh_counters(tickets_fresh_server):
-    """Every test of this module starts from empty counters (the server is reset before it)."""
+pytestmark = pytest.mark.usefixtures("tickets_fresh_server")  # every test starts from empty counters
 
 
 def test_the_configured_counters_start_and_stride_as_configured(tickets_client):
