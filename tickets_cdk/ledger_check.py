@@ -105,8 +105,9 @@ class TicketsLedgerCheck(Construct):
             for region, new_account in new_accounts(previous, ledger):
                 print(
                     f"{region}: account {new_account} is new to the ledger, so its tables start empty. If it replaces "
-                    "a deployment in another account, run `tickets_admin export` on the old tables and `tickets_admin "
-                    "raise KEY --above N` here for every key (docs/how-to/deploy.md#moving-to-another-account).",
+                    "a deployment in another account, run `.venv/bin/python -m tickets_admin export` on the old tables "
+                    "and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key "
+                    "(docs/how-to/deploy.md#moving-to-another-account).",
                     file=sys.stderr,
                 )
         return self.version or "unrecorded"

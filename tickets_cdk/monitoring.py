@@ -85,8 +85,8 @@ class TicketAlarms(Construct):
             "CounterRunningOut",
             service.metric_counter_days_left(),
             f"A counter's lane reaches its max within {days_left} days (alarmDaysLeft) at its recent rate, for 3 "
-            "hours; its key is in the logs (CounterDaysLeft) and `tickets_admin list --rate-over 60`. Raise max or "
-            "plan a new key.",
+            "hours; its key is in the logs (CounterDaysLeft) and `.venv/bin/python -m tickets_admin list --rate-over "
+            "60`. Raise max or plan a new key.",
             threshold=days_left,
             comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             evaluation_periods=3,

@@ -23,7 +23,7 @@ Condition = Callable[[Item, dict[str, str], Item], bool]
 Comparison = Callable[[Value | None, Value | None], bool]
 
 _TOKEN = re.compile(r"\s*(<>|<=|>=|[=<>(),+-]|[#:]?[A-Za-z_][\w]*)")
-_EXPRESSION = re.compile(rf"(?:{_TOKEN.pattern})*\s*")
+_EXPRESSION = re.compile(rf"(?:{_TOKEN.pattern})*+\s*")  # possessive: a failed match never re-splits a name
 _KNOWN = frozenset(
     ("TableName", "Key", "Item", "ConditionExpression", "UpdateExpression", "ExpressionAttributeNames")
     + ("ExpressionAttributeValues", "ReturnValues", "ReturnValuesOnConditionCheckFailure", "ConsistentRead")

@@ -4,6 +4,9 @@ what it refuses), against the answers DynamoDB (and moto) give; the handler's ow
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from botocore.exceptions import ClientError
 
@@ -67,6 +70,35 @@ def test_what_the_code_never_writes_is_refused_naming_it(memory, request_, messa
         )
     assert code(failed) == "ValidationException"
     assert memory.scan(TableName="counters")["Items"] == []
+
+
+def test_an_expression_it_cannot_read_is_refused_at_once():
+    # A nested path after long names: a regex that backtracks over the names' splits would read it for hours, holding
+    # the GIL, so the call runs in a process of its own.
+    script = """
+from botocore.exceptions import ClientError
+from tickets.tables import COUNTER_KEY, create_table_arguments
+from tickets_local.memory import MemoryDynamoDB
+memory = MemoryDynamoDB()
+memory.create_table(**create_table_arguments("counters", COUNTER_KEY))
+try:
+    memory.update_item(
+        TableName="counters",
+        Key={COUNTER_KEY: {"S": "orders"}},
+        UpdateExpression="SET #counter = :one",
+        ConditionExpression="attribute_not_exists(#counter) AND attribute_not_exists(#counter.shards)",
+        ExpressionAttributeNames={"#counter": "last"},
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+except ClientError as err:
+    print(err.response["Error"]["Code"], err)
+"""
+    try:
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20, check=True)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the memory backend was still reading the expression after 20 s")
+    assert done.stdout.startswith("ValidationException"), done.stdout
+    assert "cannot read" in done.stdout
 
 
 def test_a_journal_is_paged_in_its_numbers_order_across_queries(memory):

@@ -101,7 +101,8 @@ def test_app_records_the_account_and_says_a_new_accounts_tables_start_empty(app_
     assert read_ledger(ledger_path).slots[0].accounts == ("111111111111",)
     said = capsys.readouterr().err
     assert "us-east-1: account 111111111111 is new to the ledger, so its tables start empty" in said
-    assert "tickets_admin export" in said and "tickets_admin raise KEY --above N" in said
+    admin = ".venv/bin/python -m tickets_admin"  # commands an operator can paste: tickets_admin is on no PATH
+    assert f"`{admin} export`" in said and f"`{admin} raise KEY --above N`" in said
 
     app_module.synthesize(_cdk_app(tickets, tmp_path / "again"), ledger_path, account="111111111111")
     assert capsys.readouterr().err == ""  # nothing new: nothing written, nothing said

@@ -463,7 +463,8 @@ def test_a_counter_running_out_alarms_below_alarm_days_left_for_three_hours(temp
         "TreatMissingData": "notBreaching",  # no rate measured yet (or no traffic): not running out
     }
     assert "within 30 days (alarmDaysLeft)" in alarm["AlarmDescription"]
-    assert "tickets_admin list --rate-over" in alarm["AlarmDescription"]
+    # A command an operator can paste: tickets_admin is no command on PATH.
+    assert "`.venv/bin/python -m tickets_admin list --rate-over 60`" in alarm["AlarmDescription"]
     configured = _running_out(two_regions.templates["eu-west-1"])  # cdk.json's alarmDaysLeft: 14
     assert (configured["Threshold"], configured["ComparisonOperator"]) == (14, "LessThanThreshold")
     assert "within 14 days (alarmDaysLeft)" in configured["AlarmDescription"]
