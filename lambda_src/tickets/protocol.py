@@ -118,18 +118,21 @@ def query_parameters_of(raw_query: str | None, fields: tuple[str, ...], describe
 
 
 def request_body(raw: str | None, is_base64: bool, max_bytes: int = MAX_BODY_BYTES) -> bytes:
-    too_large = PayloadTooLarge(f"the body is over {max_bytes} bytes; send a small JSON object or none")
     if not raw:
         return b""
     if len(raw) > max_bytes * 2:  # base64 is 4/3 of the bytes
-        raise too_large
+        raise _too_large(max_bytes)
     try:
         body = base64.b64decode(raw, validate=True) if is_base64 else raw.encode("utf-8", "surrogatepass")
     except (binascii.Error, ValueError):
         raise BadRequest("the body is marked base64 but is not valid base64") from None
     if len(body) > max_bytes:
-        raise too_large
+        raise _too_large(max_bytes)
     return body
+
+
+def _too_large(max_bytes: int) -> PayloadTooLarge:  # made only when raised: a request's path makes no exception
+    return PayloadTooLarge(f"the body is over {max_bytes} bytes; send a small JSON object or none")
 
 
 def body_fields(body: bytes, allowed: tuple[str, ...], example: str) -> dict[str, Any]:

@@ -22,11 +22,11 @@ class Request:
 
     @property
     def raw_query_string(self) -> str | None:
-        return cast(str | None, self.event.get("rawQueryString"))
+        return cast("str | None", self.event.get("rawQueryString"))
 
     @property
     def body(self) -> str | None:
-        return cast(str | None, self.event.get("body"))
+        return cast("str | None", self.event.get("body"))
 
     @property
     def is_base64_encoded(self) -> bool:
@@ -34,11 +34,11 @@ class Request:
 
     @property
     def headers(self) -> dict[str, str]:  # a Function URL lower-cases header names
-        return cast(dict[str, str], self.event.get("headers") or {})
+        return cast("dict[str, str]", self.event.get("headers") or {})
 
     @property
     def request_id(self) -> str | None:
-        return cast(str | None, (self.event.get("requestContext") or {}).get("requestId"))
+        return cast("str | None", (self.event.get("requestContext") or {}).get("requestId"))
 
 
 @dataclass(frozen=True)
