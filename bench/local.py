@@ -56,9 +56,10 @@ def measure_test_kit(
         for _ in range(user_suite_runs):
             ours.append(_user_suite(user_suite_tests))
             bare.append(_user_suite(user_suite_tests, bare_url)["user_suite_tests_per_s"])
-        figures.update(sorted(ours, key=lambda run: run["user_suite_tests_per_s"])[len(ours) // 2])
-        figures["user_suite_runs"] = [round(run["user_suite_tests_per_s"]) for run in ours]
-        figures["user_suite_bare_tests_per_s"] = statistics.median(bare)
+        rates = [run["user_suite_tests_per_s"] for run in ours]
+        figures.update(ours[rates.index(_percentile(rates, 0.50))])
+        figures["user_suite_runs"] = [round(rate) for rate in rates]
+        figures["user_suite_bare_tests_per_s"] = _percentile(bare, 0.50)
     return figures
 
 
