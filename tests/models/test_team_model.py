@@ -175,6 +175,9 @@ class TeamModel(RuleBasedStateMachine):
         self.handlers: dict[tuple[str, int], Region] = {}
         self.replaced = ReplacedKeys()  # an opaque counter beside the keys, on today's ledger's successor only
         self.served: list[LedgerFile] = []  # the ledgers servers from other checkouts served with
+        # (region, key) where a server from another checkout wrote a lane: of its checkout's layout, which a deployed
+        # version of another layout meets as a lane item it must refuse (config_mismatch), never issue from
+        self.foreign_lanes: set[tuple[str, str]] = set()
         self.aws = mock_aws()
         self.aws.start()
         self.scratch = Path(tempfile.mkdtemp(prefix="team-model-"))
@@ -370,7 +373,8 @@ class TeamModel(RuleBasedStateMachine):
         answer = handler.get(path, query={"count": count if route == "block" else 1})
         if answer.status != 200:
             assert handler.items() == before, f"a refused request ({answer.body}) changed {region}'s table"
-            refusals = {(404, "not_found"), (409, "exhausted")} | ({(409, "config_mismatch")} if self.today else set())
+            mismatch = self.today or (region, key) in self.foreign_lanes
+            refusals = {(404, "not_found"), (409, "exhausted")} | ({(409, "config_mismatch")} if mismatch else set())
             assert (answer.status, answer.body["error"]) in refusals, answer
             return
         if route == "block":
@@ -425,6 +429,7 @@ class TeamModel(RuleBasedStateMachine):
         if answer.status != 200:  # the table's conditions refuse a lane of another layout: nothing written
             assert answer.body["error"] in ("not_found", "exhausted", "config_mismatch"), answer
             return
+        self.foreign_lanes.add((region, key))
         seen = self.issued.setdefault(key, {})
         assert answer.body["ticket"] not in seen, f"{key} {answer.body['ticket']} issued twice: by another checkout"
         seen[answer.body["ticket"]] = region
