@@ -219,15 +219,16 @@ def installed_python(extras: Sequence[str] = (), requirements: Sequence[str] = (
     return python
 
 
-def layered_python(name: str, requirements: Sequence[str]) -> Path:
+def layered_python(name: str, requirements: Sequence[str], extras: Sequence[str] = ()) -> Path:
     """The python of an environment layered on .venv-examples/ (the current wheel and its dependencies, as
     installed_python installs them), at `.venv-examples/layers/<name>/`, where these requirement specs are
     installed without their dependencies and found first: for a package a user may have at any of several
     versions (cdk-nag 2 or 3) beside the same install, without installing the CDK once per version. Their
-    dependencies must be in .venv-examples: `pip check` refuses the layer otherwise. Made again only when
-    the requirements change (the wheel it sees is always .venv-examples' current one)."""
+    dependencies must be in .venv-examples (the wheel with these `extras`): `pip check` refuses the layer
+    otherwise. Made again only when the requirements change (the wheel it sees is always .venv-examples' current
+    one)."""
     _installs_allowed()
-    base = installed_python()
+    base = installed_python(extras)
     layer = LAYERS / name
     python, stamp = layer / "bin" / "python", layer / ".installed.json"
     wanted = {"requirements": sorted(requirements)}

@@ -86,7 +86,7 @@ def findings(assembly: Path, major: str) -> set[str]:
 
 @pytest.mark.parametrize("major", sorted(PINS))
 def test_a_users_app_has_no_cdk_nag_finding_on_the_constructs_resources(tmp_path, major):
-    python = layered_python(f"cdk-nag-{major}", [PINS[major]])
+    python = layered_python(f"cdk-nag-{major}", [PINS[major]], extras=["cdk"])  # cdk-nag needs the CDK
     app_dir = the_users_app(tmp_path, major)
     synth = synth_app(python, app_dir)
     # cdk-nag 3 stops synthesis on the shop's own findings, after writing its report.
