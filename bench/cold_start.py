@@ -6,26 +6,26 @@ from __future__ import annotations
 import io
 import json
 import statistics
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
 
 from tickets_cdk.asset import asset_contents, write_asset
 
+from . import RESULTS
 from .bare_server import serving
+from .child import results_of
 from .environment import child_env, handler_env
 
 BASELINE = Path(__file__).with_name("baseline.py")  # one file; its handler is baseline.lambda_handler
 
 TICKETS_HANDLER = "tickets.handler"
 RULES_PRINCIPALS = 50  # the most an organisation-wide deployment is designed for (docs/how-to/access-rules.md)
-_CHILD = """
-import importlib, sys, time
+_CHILD = f"""
+import importlib, os, sys, time
 started = time.perf_counter()
 importlib.import_module(sys.argv[1])
-print(repr(time.perf_counter() - started))
+open(os.environ[{RESULTS!r}], "w").write(repr(time.perf_counter() - started))
 """
 
 
@@ -44,15 +44,6 @@ def build_task_root(destination: Path) -> Path:
     write_asset(destination)
     (destination / BASELINE.name).write_bytes(BASELINE.read_bytes())
     return destination
-
-
-def time_import(module: str, env: dict[str, str], cwd: Path) -> float:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, module], env=env, cwd=cwd, capture_output=True, text=True, timeout=60
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"importing {module} in a fresh process failed:\n{done.stderr.strip()}")
-    return float(done.stdout.strip().splitlines()[-1])
 
 
 def ssm_answer() -> bytes:
@@ -83,16 +74,16 @@ def measure(samples: int = 15) -> dict:
             "TICKETS_ACCESS_DIGEST": "bench",
         }
         children = {
-            "tickets": (TICKETS_HANDLER, env),
-            "baseline": (BASELINE.stem, env),
-            "with_rules": (TICKETS_HANDLER, {**env, **rules_env}),
+            "tickets": (["-c", _CHILD, TICKETS_HANDLER], env),
+            "baseline": (["-c", _CHILD, BASELINE.stem], env),
+            "with_rules": (["-c", _CHILD, TICKETS_HANDLER], {**env, **rules_env}),
         }
-        for module, child_environment in children.values():  # once each first, so the OS has all in its cache
-            time_import(module, child_environment, task_root)
+        for child in children.values():  # once each first, so the OS has all in its cache
+            results_of(*child, task_root)
         times: dict[str, list[float]] = {name: [] for name in children}
         for index in range(samples):
             for name in list(children) if index % 2 == 0 else reversed(children):
-                times[name].append(time_import(*children[name], task_root))
+                times[name].append(results_of(*children[name], task_root))
     ms = {name: 1000 * statistics.median(measured) for name, measured in times.items()}
     return {
         "cold_start_rules_ratio": ms["with_rules"] / ms["tickets"],

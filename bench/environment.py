@@ -29,7 +29,7 @@ FAKE_AWS = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION} | {
 }
 # Any of these would send the handlers' calls elsewhere than the Stubber or moto.
 _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
-_EVENT = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
+EVENT = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
 
 
 def bench_config() -> dict[str, Any]:
@@ -62,13 +62,6 @@ def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, s
     """Ours without _UNSET, plus `variables`, importing first from `python_path` and writing no bytecode there."""
     env = {name: value for name, value in os.environ.items() if name not in _UNSET}
     return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
-    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id."""
-    from tickets_local.events import event_from
-
-    return event_from(_EVENT, path, query=query)
 
 
 def lambda_context() -> Any:

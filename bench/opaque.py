@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from .environment import tickets_app
-from .warm import StubbedHandler, median_us, plain_answer
+from .warm import Rounds, baseline_rounds, median_us, plain_answer, tickets_rounds
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
 COUNTERS = {
@@ -35,17 +35,17 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
         made = ids.encode_all(tickets)
         return {"key": key, "id": made[0], **({"ids": made} if len(made) > 1 else {})}
 
-    def tickets(key: str, count: int, answer: Any, made_before: int = 0) -> StubbedHandler:
+    def tickets(key: str, count: int, answer: Any, made_before: int = 0) -> Rounds:
         """A handler of its own (a Stubber per client) whose rounds' tables hold `made_before` tickets' ids."""
         app = tickets_app(COUNTERS, opaque_keys=keys)
         runtime = app.dispatcher.runtime
         # The key's fingerprint reads back as recorded (the stubbed table answers only the issuing calls).
         runtime.counter_store.fingerprint = lambda version, digest: {"fingerprint": {"S": digest}}
         runtime.opaque_ids("bench-opaque", runtime.settings.counters["bench-opaque"]).encode_all(range(made_before))
-        return StubbedHandler.tickets(app, key=key, count=count, answer=answer)
+        return tickets_rounds(app, key=key, count=count, answer=answer)
 
     handlers = {
-        "baseline": StubbedHandler.baseline("bench-plain"),
+        "baseline": baseline_rounds("bench-plain"),
         "plain_one": tickets("bench-plain", 1, plain_answer),
         "opaque_one_young": tickets("bench-opaque", 1, opaque_answer),
         "opaque_one": tickets("bench-opaque", 1, opaque_answer, filled),
@@ -55,7 +55,7 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
     us = median_us(
         rounds,
         {
-            name: functools.partial(handler.run_round, list_calls if name.endswith("_list") else calls)
+            name: functools.partial(handler, list_calls if name.endswith("_list") else calls)
             for name, handler in handlers.items()
         },
     )
