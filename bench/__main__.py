@@ -32,11 +32,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cold-samples must be at least 1")
     began = time.perf_counter()
     load = [round(load, 2) for load in os.getloadavg()]
-    machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average_at_start": load}
-    results: dict = {"machine": machine}
+    results: dict = {
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average_at_start": load}
+    }
     phases = {
         "package size": cold_start.package_size,
-        "warm calls (Stubber)": lambda: run_in_child("bench.warm", rounds=40, calls=100),
+        "warm calls (Stubber)": lambda: run_in_child("bench.warm"),
         "opaque ids' warm calls (Stubber)": lambda: run_in_child("bench.opaque"),
         "local server and lease": lambda: run_in_child("bench.local"),
         "cold start": lambda: cold_start.measure(args.cold_samples),

@@ -17,8 +17,7 @@ from .environment import LAMBDA_SRC, REPO, child_env, handler_env
 
 
 def results_of(args: list[str], env: dict[str, str], cwd: Path = REPO, timeout: float = 240) -> Any:
-    """What `python ARGS` in a fresh interpreter wrote to the file RESULTS names; RuntimeError with its output if it
-    failed."""
+    """What `python ARGS`, in a fresh interpreter, wrote to the file RESULTS names (RuntimeError with its output)."""
     with tempfile.TemporaryDirectory(prefix="tickets-bench-") as directory:
         results = Path(directory) / "results.json"
         env = {**env, RESULTS: str(results)}

@@ -17,7 +17,6 @@ REPO = Path(__file__).resolve().parent.parent
 LAMBDA_SRC = Path(tickets.__file__).resolve().parent.parent
 REGION = "us-east-1"
 COUNTER_TABLE, IDEMPOTENCY_TABLE = "tickets-bench", "tickets-bench-idempotency"
-BASELINE_MODULE = "bench.baseline"
 POWERTOOLS_AS_DEPLOYED = {
     "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon outside Lambda
     "POWERTOOLS_LOG_LEVEL": "INFO",  # the stack sets no level

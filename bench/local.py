@@ -21,7 +21,7 @@ from tickets_local.testing import LocalTickets
 from . import user_suite
 from .child import results_of
 from .environment import REPO, bench_config
-from .series import rate
+from .series import rate, seconds
 
 PER_REQUEST_SECONDS = 2.0
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
@@ -43,14 +43,11 @@ def measure_test_kit(keep_alive_requests=600, user_suite_tests=500, resets=200, 
             figures = {**_keep_alive(server.url, bare, keep_alive_requests), **_resets(server, resets)}
         # A suite's rate swings by a fifth from one run to the next here (bench/README.md): runs of ours and of the
         # bare server's alternate, and each figure is its runs' median.
-        ours, bare_rates = [], []
-        for _ in range(user_suite_runs):
-            ours.append(_user_suite(user_suite_tests))
-            bare_rates.append(_user_suite(user_suite_tests, bare)["user_suite_tests_per_s"])
-        rates = [run["user_suite_tests_per_s"] for run in ours]
-        figures.update(ours[rates.index(_percentile(rates, 0.50))])
+        runs = [(_user_suite(user_suite_tests), _user_suite(user_suite_tests, bare)) for _ in range(user_suite_runs)]
+        rates = [ours["user_suite_tests_per_s"] for ours, _ in runs]
+        figures.update(runs[rates.index(_percentile(rates, 0.50))][0])
         figures["user_suite_runs"] = [round(rate) for rate in rates]
-        figures["user_suite_bare_tests_per_s"] = _percentile(bare_rates, 0.50)
+        figures["user_suite_bare_tests_per_s"] = _percentile([bare["user_suite_tests_per_s"] for _, bare in runs], 0.50)
     return figures
 
 
@@ -86,7 +83,7 @@ def _keep_alive(url: str, bare: str, requests: int) -> dict:
     latencies: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(requests // _ROUND):
         for name, call in calls.items():
-            latencies[name] += [_seconds(call) for _ in range(_ROUND)]
+            latencies[name] += [seconds(call) for _ in range(_ROUND)]
     connection.close()
     p50 = {name: _percentile(values, 0.50) for name, values in latencies.items()}
     return {
@@ -112,7 +109,7 @@ def _resets(server: Any, resets: int) -> dict:
         timed["after"].append(time.perf_counter() - began)
         if first != [1]:
             raise AssertionError(f"after a reset, the first ticket of a key is {first}, not [1]")
-        timed["alone"].append(_seconds(lambda: client.next("bench-reset")))
+        timed["alone"].append(seconds(lambda: client.next("bench-reset")))
     p50 = {name: 1000 * _percentile(values, 0.50) for name, values in timed.items()}
     return {
         "reset_p50_ms": p50["after"] - p50["alone"],  # the test's wait: reset() and what the next request pays more
@@ -120,12 +117,6 @@ def _resets(server: Any, resets: int) -> dict:
         "reset_next_p50_ms": p50["after"],
         "reset_alone_p50_ms": p50["alone"],
     }
-
-
-def _seconds(call: Callable[[], Any]) -> float:
-    began = time.perf_counter()
-    call()
-    return time.perf_counter() - began
 
 
 def _percentile(values: list[float], fraction: float) -> float:
@@ -142,7 +133,7 @@ def _user_suite(tests: int, bare: str = "") -> dict:
 
 def _lease(url: str) -> dict:
     client = TicketsClient(url)
-    block_latencies = [_seconds(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
+    block_latencies = [seconds(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
     issued: list[int] = []
     per_request = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
     if any(b <= a for a, b in zip(issued, issued[1:])):

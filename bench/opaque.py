@@ -7,10 +7,10 @@ import base64
 import functools
 import json
 import statistics
-import time
 from typing import Any
 
 from .environment import tickets_app
+from .series import seconds
 from .warm import Rounds, baseline_rounds, median_us, plain_answer, tickets_rounds
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
@@ -29,7 +29,7 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
     from tickets.opaque.secret import StoredKeys
 
     keys = StoredKeys(lambda: json.dumps({"1": base64.b64encode(KEY).decode()}), "the bench's key")
-    ids = OpaqueIds(OpaqueConfig(10, "digits", "luhn"), {1: KEY}, "bench-opaque")  # to check the answers
+    ids = OpaqueIds(OpaqueConfig(**TEN_DIGITS), {1: KEY}, "bench-opaque")  # to check the answers
 
     def opaque_answer(key: str, tickets: range) -> dict[str, Any]:
         made = ids.encode_all(tickets)
@@ -74,9 +74,6 @@ def one_pass_us(count: int, passes: int = 300) -> float:
     """The least one Feistel round costs `count` tickets in Python (an id takes ten): one pass, an add and a modulo
     each, the median of `passes` passes in µs."""
     tickets = list(range(5000, 5000 + count))
-    durations = []
-    for _ in range(passes):
-        started = time.perf_counter()
-        [(ticket + 7919) % 10_000 for ticket in tickets]
-        durations.append(time.perf_counter() - started)
-    return 1e6 * statistics.median(durations)
+    return 1e6 * statistics.median(
+        seconds(lambda: [(ticket + 7919) % 10_000 for ticket in tickets]) for _ in range(passes)
+    )

@@ -29,8 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         REPORT.write_text(splice(REPORT.read_text(encoding="utf-8"), table.read_text(encoding="utf-8")), "utf-8")
     except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        sys.exit(f"error: {err}")
     print(f"put {table} into {REPORT}")
     return 0
 

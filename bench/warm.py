@@ -3,7 +3,6 @@ Stubber, in alternating rounds, every call timed alone and every answer checked.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import statistics
@@ -15,7 +14,7 @@ from botocore.stub import Stubber
 
 from tickets_local.events import event_from
 
-from .environment import BASELINE_MODULE, EVENT, lambda_context, tickets_app
+from .environment import EVENT, lambda_context, tickets_app
 
 KEY = "orders"  # configured in cdk.json (start 5000), so Tickets takes its configured-counter path
 Rounds = Callable[[int], list[float]]  # a round of that many calls: each call's seconds
@@ -58,8 +57,9 @@ def stubbed_rounds(handler: Callable, client: Any, *, key=KEY, count=1, answer=p
 
 
 def baseline_rounds(key: str = KEY) -> Rounds:
-    module = importlib.import_module(BASELINE_MODULE)
-    return stubbed_rounds(module.lambda_handler, module.table.meta.client, key=key, lane=False)
+    from . import baseline  # here, not above: it reads the environment when imported
+
+    return stubbed_rounds(baseline.lambda_handler, baseline.table.meta.client, key=key, lane=False)
 
 
 def tickets_rounds(app: Any = None, **kwargs: Any) -> Rounds:
@@ -78,7 +78,7 @@ def median_us(rounds: int, variants: dict[str, Callable[[], list[float]]]) -> di
     return {name: 1e6 * statistics.median(measured) for name, measured in durations.items()}
 
 
-def measure(rounds: int = 8, calls: int = 500) -> dict:
+def measure(rounds: int = 40, calls: int = 100) -> dict:
     baseline, tickets = baseline_rounds(), tickets_rounds()
     us = median_us(rounds, {"baseline": lambda: baseline(calls), "tickets": lambda: tickets(calls)})
     return {"warm_ratio": us["tickets"] / us["baseline"], "warm_us": {**us, "calls_each": rounds * calls}}

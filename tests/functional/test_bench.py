@@ -20,7 +20,6 @@ from bench import cold_start, local, readme, report
 from bench.__main__ import DURATION
 from bench.child import run_in_child
 from bench.environment import (
-    BASELINE_MODULE,
     COUNTER_TABLE,
     EVENT,
     IDEMPOTENCY_TABLE,
@@ -50,7 +49,7 @@ def test_baseline_handler_issues_increasing_tickets_on_moto_with_one_write_each(
         client = boto3.client("dynamodb")
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
             client.create_table(**create_table_arguments(table, key))
-        baseline = importlib.import_module(BASELINE_MODULE)
+        baseline = importlib.import_module("bench.baseline")
         calls: list[str] = []
         baseline.table.meta.client.meta.events.register(
             "provide-client-params.dynamodb", lambda model, **_: calls.append(model.name)
