@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import RESULTS
-from .environment import LAMBDA_SRC, REPO, child_env, handler_env
+from .environment import REPO, child_env, handler_env
 
 
 def results_of(args: list[str], env: dict[str, str], cwd: Path = REPO, timeout: float = 240) -> Any:
@@ -31,7 +31,7 @@ def results_of(args: list[str], env: dict[str, str], cwd: Path = REPO, timeout: 
 
 def run_in_child(module: str, **kwargs: Any) -> dict:
     """`module.measure(**kwargs)` with the handlers' environment."""
-    return results_of(["-m", "bench.child", module, json.dumps(kwargs)], child_env(handler_env(), [LAMBDA_SRC, REPO]))
+    return results_of(["-m", "bench.child", module, json.dumps(kwargs)], child_env(handler_env()))
 
 
 if __name__ == "__main__":

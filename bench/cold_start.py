@@ -67,7 +67,7 @@ def measure(samples: int = 15) -> dict:
         serving(ssm_answer(), "application/x-amz-json-1.1") as ssm_url,
     ):
         task_root = build_task_root(Path(directory))
-        env = child_env(handler_env(), [task_root])
+        env = child_env({**handler_env(), "PYTHONPATH": str(task_root)})
         rules_env = {  # botocore honours AWS_ENDPOINT_URL_SSM: SSM's own latency is not in the figure
             "AWS_ENDPOINT_URL_SSM": ssm_url,
             "TICKETS_ACCESS_PARAMETERS": "tickets-bench-rules-0,tickets-bench-rules-1",

@@ -8,13 +8,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import tickets
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import handler_environment, region_settings
 
 REPO = Path(__file__).resolve().parent.parent
-# The asset root of the `tickets` this interpreter imports: lambda_src/, or a candidate put first with PYTHONPATH.
-LAMBDA_SRC = Path(tickets.__file__).resolve().parent.parent
 REGION = "us-east-1"
 COUNTER_TABLE, IDEMPOTENCY_TABLE = "tickets-bench", "tickets-bench-idempotency"
 POWERTOOLS_AS_DEPLOYED = {
@@ -57,10 +54,10 @@ def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any 
     return create_app(settings, dynamodb_client(), COUNTER_TABLE, IDEMPOTENCY_TABLE, opaque_keys=opaque_keys)
 
 
-def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
-    """Ours without _UNSET, plus `variables`, importing first from `python_path` and writing no bytecode there."""
+def child_env(variables: dict[str, str]) -> dict[str, str]:
+    """Ours without _UNSET (so the `tickets` this interpreter imports), plus `variables`, writing no bytecode."""
     env = {name: value for name, value in os.environ.items() if name not in _UNSET}
-    return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "PYTHONDONTWRITEBYTECODE": "1"}
+    return {**env, **variables, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def lambda_context() -> Any:

@@ -21,7 +21,7 @@ from tickets_local.testing import LocalTickets
 from . import user_suite
 from .child import results_of
 from .environment import REPO, bench_config
-from .series import rate, seconds
+from .series import rate, seconds_of
 
 PER_REQUEST_SECONDS = 2.0
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
@@ -83,7 +83,7 @@ def _keep_alive(url: str, bare: str, requests: int) -> dict:
     latencies: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(requests // _ROUND):
         for name, call in calls.items():
-            latencies[name] += [seconds(call) for _ in range(_ROUND)]
+            latencies[name] += [seconds_of(call) for _ in range(_ROUND)]
     connection.close()
     p50 = {name: _percentile(values, 0.50) for name, values in latencies.items()}
     return {
@@ -109,7 +109,7 @@ def _resets(server: Any, resets: int) -> dict:
         timed["after"].append(time.perf_counter() - began)
         if first != [1]:
             raise AssertionError(f"after a reset, the first ticket of a key is {first}, not [1]")
-        timed["alone"].append(seconds(lambda: client.next("bench-reset")))
+        timed["alone"].append(seconds_of(lambda: client.next("bench-reset")))
     p50 = {name: 1000 * _percentile(values, 0.50) for name, values in timed.items()}
     return {
         "reset_p50_ms": p50["after"] - p50["alone"],  # the test's wait: reset() and what the next request pays more
@@ -133,7 +133,7 @@ def _user_suite(tests: int, bare: str = "") -> dict:
 
 def _lease(url: str) -> dict:
     client = TicketsClient(url)
-    block_latencies = [seconds(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
+    block_latencies = [seconds_of(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
     issued: list[int] = []
     per_request = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
     if any(b <= a for a, b in zip(issued, issued[1:])):

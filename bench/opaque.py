@@ -10,7 +10,7 @@ import statistics
 from typing import Any
 
 from .environment import tickets_app
-from .series import seconds
+from .series import seconds_of
 from .warm import Rounds, baseline_rounds, median_us, plain_answer, tickets_rounds
 
 TEN_DIGITS = {"width": 10, "alphabet": "digits", "check": "luhn"}
@@ -75,5 +75,5 @@ def one_pass_us(count: int, passes: int = 300) -> float:
     each, the median of `passes` passes in µs."""
     tickets = list(range(5000, 5000 + count))
     return 1e6 * statistics.median(
-        seconds(lambda: [(ticket + 7919) % 10_000 for ticket in tickets]) for _ in range(passes)
+        seconds_of(lambda: [(ticket + 7919) % 10_000 for ticket in tickets]) for _ in range(passes)
     )

@@ -22,7 +22,7 @@ def splice(readme: str, table: str) -> str:
     return f"{before}{START}\n{table.strip()}\n{END}{after}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.readme", description=__doc__)
     parser.add_argument("table", nargs="?", type=Path, default=DEFAULT_OUT / "table.md")
     table = parser.parse_args(argv).table
@@ -31,8 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         sys.exit(f"error: {err}")
     print(f"put {table} into {REPORT}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

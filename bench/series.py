@@ -55,7 +55,7 @@ def rate(call: Any, duration: float) -> float:
     return count / (time.perf_counter() - start)
 
 
-def seconds(call: Callable[[], Any]) -> float:
+def seconds_of(call: Callable[[], Any]) -> float:
     began = time.perf_counter()
     call()
     return time.perf_counter() - began
