@@ -4,7 +4,6 @@ ones the counter's key makes."""
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import statistics
 from typing import Any
@@ -44,21 +43,15 @@ def measure(rounds: int = 60, calls: int = 30, list_calls: int = 5, filled: int 
         runtime.opaque_ids("bench-opaque", runtime.settings.counters["bench-opaque"]).encode_all(range(made_before))
         return tickets_rounds(app, key=key, count=count, answer=answer)
 
-    handlers = {
-        "baseline": baseline_rounds("bench-plain"),
-        "plain_one": tickets("bench-plain", 1, plain_answer),
-        "opaque_one_young": tickets("bench-opaque", 1, opaque_answer),
-        "opaque_one": tickets("bench-opaque", 1, opaque_answer, filled),
-        "plain_list": tickets("bench-plain", LIST, plain_answer),
-        "opaque_list": tickets("bench-opaque", LIST, opaque_answer, filled),
+    handlers = {  # each with its calls a round
+        "baseline": (baseline_rounds("bench-plain"), calls),
+        "plain_one": (tickets("bench-plain", 1, plain_answer), calls),
+        "opaque_one_young": (tickets("bench-opaque", 1, opaque_answer), calls),
+        "opaque_one": (tickets("bench-opaque", 1, opaque_answer, filled), calls),
+        "plain_list": (tickets("bench-plain", LIST, plain_answer), list_calls),
+        "opaque_list": (tickets("bench-opaque", LIST, opaque_answer, filled), list_calls),
     }
-    us = median_us(
-        rounds,
-        {
-            name: functools.partial(handler, list_calls if name.endswith("_list") else calls)
-            for name, handler in handlers.items()
-        },
-    )
+    us = median_us(rounds, handlers)
     return {
         "opaque_us": {**us, "calls_each": rounds * calls, "list_calls_each": rounds * list_calls, "list": LIST},
         "opaque_ratios": {name: us[name] / us["baseline"] for name in handlers if name != "baseline"},

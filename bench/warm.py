@@ -67,18 +67,17 @@ def tickets_rounds(app: Any = None, **kwargs: Any) -> Rounds:
     return stubbed_rounds(app.lambda_handler, app.dynamodb, **kwargs)
 
 
-def median_us(rounds: int, variants: dict[str, Callable[[], list[float]]]) -> dict[str, float]:
-    """Each variant's round in turn, one warm-up round and then `rounds`: each variant's median call, in µs."""
+def median_us(rounds: int, variants: dict[str, tuple[Rounds, int]]) -> dict[str, float]:
+    """Each variant's round (of its calls) in turn, a warm-up round and then `rounds`: each one's median call in µs."""
     durations: dict[str, list[float]] = {name: [] for name in variants}
     for round_index in range(1 + rounds):
-        for name, run_round in variants.items():
-            measured = run_round()
+        for name, (run_round, calls) in variants.items():
+            measured = run_round(calls)
             if round_index:
                 durations[name].extend(measured)
     return {name: 1e6 * statistics.median(measured) for name, measured in durations.items()}
 
 
 def measure(rounds: int = 40, calls: int = 100) -> dict:
-    baseline, tickets = baseline_rounds(), tickets_rounds()
-    us = median_us(rounds, {"baseline": lambda: baseline(calls), "tickets": lambda: tickets(calls)})
+    us = median_us(rounds, {"baseline": (baseline_rounds(), calls), "tickets": (tickets_rounds(), calls)})
     return {"warm_ratio": us["tickets"] / us["baseline"], "warm_us": {**us, "calls_each": rounds * calls}}
