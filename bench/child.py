@@ -16,14 +16,12 @@ from . import RESULTS
 from .environment import REPO, child_env, handler_env
 
 
-def results_of(args: list[str], env: dict[str, str], cwd: Path = REPO, timeout: float = 240) -> Any:
+def results_of(args: list[str], env: dict[str, str], cwd: Path = REPO) -> Any:
     """What `python ARGS`, in a fresh interpreter, wrote to the file RESULTS names (RuntimeError with its output)."""
     with tempfile.TemporaryDirectory(prefix="tickets-bench-") as directory:
         results = Path(directory) / "results.json"
         env = {**env, RESULTS: str(results)}
-        done = subprocess.run(
-            [sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
-        )
+        done = subprocess.run([sys.executable, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=240)
         if done.returncode != 0:
             raise RuntimeError(f"python {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
         return json.loads(results.read_text())
