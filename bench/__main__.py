@@ -23,9 +23,7 @@ def main(argv: list[str] | None = None) -> None:
         description="Measure Tickets against a bare single-UpdateItem baseline (bench/baseline.py): the figures of "
         f"bench/README.md's table. Takes {DURATION}.",
     )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"where table.md and results.json go ({DEFAULT_OUT})"
-    )
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where table.md and results.json go (bench/out)")
     args = parser.parse_args(argv)
     began = time.perf_counter()
     load = [round(load, 2) for load in os.getloadavg()]

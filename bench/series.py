@@ -62,9 +62,7 @@ def seconds_of(call: Callable[[], Any]) -> float:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.series", description="Series numbers per second beside plain tickets."
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench.series", description=__doc__)
     parser.add_argument("--endpoint-url", default=None, help="a DynamoDB-compatible endpoint (default: embedded moto)")
     parser.add_argument("--seconds", type=float, default=SECONDS, help=f"per figure (default: {SECONDS})")
     print(json.dumps(measure(**vars(parser.parse_args())), indent=2))
