@@ -27,9 +27,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     began = time.perf_counter()
     load = [round(load, 2) for load in os.getloadavg()]
-    results: dict = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average_at_start": load}
-    }
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average_at_start": load}
+    results: dict = {"machine": machine}
     phases = {
         "package size": cold_start.package_size,
         "warm calls (Stubber)": lambda: run_in_child("bench.warm"),
