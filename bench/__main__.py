@@ -17,29 +17,24 @@ DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 DURATION = "about a minute on 2 cores"  # as measured; bench/README.md says the same
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Measure Tickets against a bare single-UpdateItem baseline (bench/baseline.py): the figures of "
         f"bench/README.md's table. Takes {DURATION}.",
     )
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"where table.md and results.json go ({DEFAULT_OUT})"
-    )
-    parser.add_argument("--cold-samples", type=int, default=15, help="fresh processes per cold-start figure (15)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where table.md and results.json go (bench/out)")
     args = parser.parse_args(argv)
-    if args.cold_samples < 1:
-        parser.error("--cold-samples must be at least 1")
     began = time.perf_counter()
     load = [round(load, 2) for load in os.getloadavg()]
     machine = {"python": platform.python_version(), "cpus": os.cpu_count(), "load_average_at_start": load}
     results: dict = {"machine": machine}
     phases = {
         "package size": cold_start.package_size,
-        "warm calls (Stubber)": lambda: run_in_child("bench.warm", rounds=40, calls=100),
+        "warm calls (Stubber)": lambda: run_in_child("bench.warm"),
         "opaque ids' warm calls (Stubber)": lambda: run_in_child("bench.opaque"),
         "local server and lease": lambda: run_in_child("bench.local"),
-        "cold start": lambda: cold_start.measure(args.cold_samples),
+        "cold start": cold_start.measure,
     }
     for name, measure in phases.items():
         print(f"bench: {name}...", file=sys.stderr, flush=True)
@@ -52,8 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "table.md").write_text(table, encoding="utf-8")
     print(table)
     print(f"wrote {args.out / 'table.md'} and {args.out / 'results.json'}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

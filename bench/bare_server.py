@@ -7,16 +7,9 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.client import HTTPConnection
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
 
 ANSWER = b'{"key":"bare","ticket":1}'
-
-
-def connect(url: str) -> HTTPConnection:
-    parts = urlsplit(url)
-    return HTTPConnection(parts.hostname or "", parts.port, timeout=10)
 
 
 @contextmanager

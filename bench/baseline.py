@@ -1,8 +1,5 @@
-"""THE BASELINE, not Tickets: the bare ticket handler Tickets is measured against. Never deploy this.
-
-A boto3 resource, one `update_item` with `if_not_exists`, the key from the path, the ticket as JSON; no validation,
-routing, logging, metrics or tracing.
-"""
+"""THE BASELINE, not Tickets: the bare ticket handler Tickets is measured against (bench/README.md). Never deploy this:
+it validates nothing and logs nothing."""
 
 import json
 import os

@@ -8,16 +8,12 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import tickets
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import handler_environment, region_settings
 
 REPO = Path(__file__).resolve().parent.parent
-# The asset root of the `tickets` this interpreter imports: lambda_src/, or a candidate put first with PYTHONPATH.
-LAMBDA_SRC = Path(tickets.__file__).resolve().parent.parent
 REGION = "us-east-1"
 COUNTER_TABLE, IDEMPOTENCY_TABLE = "tickets-bench", "tickets-bench-idempotency"
-BASELINE_MODULE = "bench.baseline"
 POWERTOOLS_AS_DEPLOYED = {
     "POWERTOOLS_TRACE_DISABLED": "true",  # no X-Ray daemon outside Lambda
     "POWERTOOLS_LOG_LEVEL": "INFO",  # the stack sets no level
@@ -29,7 +25,7 @@ FAKE_AWS = {"AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION} | {
 }
 # Any of these would send the handlers' calls elsewhere than the Stubber or moto.
 _UNSET = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE", "AWS_LAMBDA_FUNCTION_NAME")
-_EVENT = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
+EVENT = json.loads((REPO / "tests" / "fixtures" / "function_url_event.json").read_text(encoding="utf-8"))
 
 
 def bench_config() -> dict[str, Any]:
@@ -58,17 +54,10 @@ def tickets_app(extra_counters: dict[str, dict] | None = None, opaque_keys: Any 
     return create_app(settings, dynamodb_client(), COUNTER_TABLE, IDEMPOTENCY_TABLE, opaque_keys=opaque_keys)
 
 
-def child_env(variables: dict[str, str], python_path: list[Path]) -> dict[str, str]:
-    """Ours without _UNSET, plus `variables`, importing first from `python_path` and writing no bytecode there."""
+def child_env(variables: dict[str, str]) -> dict[str, str]:
+    """Ours without _UNSET (so the `tickets` this interpreter imports), plus `variables`, writing no bytecode."""
     env = {name: value for name, value in os.environ.items() if name not in _UNSET}
-    return {**env, **variables, "PYTHONPATH": os.pathsep.join(map(str, python_path)), "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
-    """The recorded Function URL event (tests/fixtures), aimed at `path` with a new request id."""
-    from tickets_local.events import event_from
-
-    return event_from(_EVENT, path, query=query)
+    return {**env, **variables, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def lambda_context() -> Any:

@@ -4,89 +4,79 @@ as a suite runs it (bench/README.md says what each figure times). Runs in a chil
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from http.client import HTTPConnection
 from typing import Any, NamedTuple
 
-from .bare_server import connect
+from tickets_client.client import MAX_BLOCK, Block, TicketsClient
+from tickets_client.lease import TicketLease
+from tickets_local.server import LocalServer
+from tickets_local.testing import LocalTickets
+
+from . import user_suite
+from .child import results_of
 from .environment import REPO, bench_config
-from .series import rate
+from .series import rate, seconds_of
 
 PER_REQUEST_SECONDS = 2.0
 LEASE_START_BLOCK = 1000  # the lease's block_size: where its sizing starts
 LEASE_WARM_UP_SECONDS, LEASE_SECONDS, HANDOUT_CEILING_SECONDS = 2.0, 5.0, 2.0
 _CHUNK = 1000  # tickets taken between two looks at the clock
-KEEP_ALIVE_REQUESTS = 600  # of each: keyed, unkeyed and bare, in rounds of _ROUND
-_ROUND = 50
-RESETS = 200
-USER_SUITE_TESTS = 500
-USER_SUITE_RUNS = 3
+_ROUND = 50  # requests of one kind in a row, then the next kind's
 
 
 def measure() -> dict:
-    from tickets_local.server import LocalServer
-
     with LocalServer(config=bench_config(), port=0) as server:
         figures = _lease(server.url)
-    return {**figures, **_handout_ceiling(), **measure_test_kit()}
+    # The lease with blocks from memory, the server closed: what the lease alone hands out when a block costs nothing.
+    lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
+    ceiling = _drain(lease, HANDOUT_CEILING_SECONDS)
+    lease.close()
+    return {**figures, "lease_handout_ceiling_per_s": ceiling.taken / ceiling.seconds, **measure_test_kit()}
 
 
-def measure_test_kit(
-    keep_alive_requests: int = KEEP_ALIVE_REQUESTS,
-    user_suite_tests: int = USER_SUITE_TESTS,
-    resets: int = RESETS,
-    user_suite_runs: int = USER_SUITE_RUNS,
-) -> dict:
+def measure_test_kit(keep_alive_requests=600, user_suite_tests=500, resets=200, user_suite_runs=3) -> dict:
     """The server as a test suite runs it (LocalTickets, a process of its own), beside a bare stdlib server."""
-    from tickets_local.testing import LocalTickets
-
-    with _bare_server() as bare_url:
+    with _bare_server() as bare:
         with LocalTickets(bench_config()) as server:
-            figures = {**_keep_alive(server.url, bare_url, keep_alive_requests), **_resets(server, resets)}
+            figures = {**_keep_alive(server.url, bare, keep_alive_requests), **_resets(server, resets)}
         # A suite's rate swings by a fifth from one run to the next here (bench/README.md): runs of ours and of the
         # bare server's alternate, and each figure is its runs' median.
-        ours, bare = [], []
-        for _ in range(user_suite_runs):
-            ours.append(_user_suite(user_suite_tests))
-            bare.append(_user_suite(user_suite_tests, bare_url)["user_suite_tests_per_s"])
-        rates = [run["user_suite_tests_per_s"] for run in ours]
-        figures.update(ours[rates.index(_percentile(rates, 0.50))])
+        runs = [(_user_suite(user_suite_tests), _user_suite(user_suite_tests, bare)) for _ in range(user_suite_runs)]
+        rates = [ours["user_suite_tests_per_s"] for ours, _ in runs]
+        figures.update(runs[rates.index(_percentile(rates, 0.50))][0])
         figures["user_suite_runs"] = [round(rate) for rate in rates]
-        figures["user_suite_bare_tests_per_s"] = _percentile(bare, 0.50)
+        figures["user_suite_bare_tests_per_s"] = _percentile([bare["user_suite_tests_per_s"] for _, bare in runs], 0.50)
     return figures
 
 
 @contextlib.contextmanager
 def _bare_server() -> Iterator[str]:
+    """bench/bare_server.py in a process of its own, as the test kit's server is; yields its host:port."""
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.bare_server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=REPO
     )
-    assert process.stdin is not None and process.stdout is not None
     try:
-        yield f"http://127.0.0.1:{int(process.stdout.readline())}"
+        yield f"127.0.0.1:{int(process.stdout.readline())}"
     finally:
         process.stdin.close()  # it stops when its standard input closes
         process.wait(timeout=10)
 
 
-def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
+def _keep_alive(url: str, bare: str, requests: int) -> dict:
     """`next()` with and without its Idempotency-Key, and a bare GET, interleaved in rounds (`keep_alive_ratio`)."""
-    from tickets_client.client import TicketsClient
-
     client = TicketsClient(url)
     client.next("bench-keep-alive")  # the connection opens here, and the key's item is created
-    bare = connect(bare_url)
+    connection = HTTPConnection(bare, timeout=10)
 
     def get() -> None:
-        bare.request("GET", "/bench-keep-alive")
-        bare.getresponse().read()
+        connection.request("GET", "/bench-keep-alive")
+        connection.getresponse().read()
 
     calls: dict[str, Callable[[], Any]] = {
         "keyed": lambda: client.next("bench-keep-alive"),
@@ -96,8 +86,8 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
     latencies: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(requests // _ROUND):
         for name, call in calls.items():
-            latencies[name] += [_seconds(call) for _ in range(_ROUND)]
-    bare.close()
+            latencies[name] += [seconds_of(call) for _ in range(_ROUND)]
+    connection.close()
     p50 = {name: _percentile(values, 0.50) for name, values in latencies.items()}
     return {
         "keep_alive_requests": len(latencies["keyed"]),
@@ -111,8 +101,6 @@ def _keep_alive(url: str, bare_url: str, requests: int) -> dict:
 
 def _resets(server: Any, resets: int) -> dict:
     """`reset()` and the `next()` after it against a `next()` alone, alternating (`reset_p50_ms`)."""
-    from tickets_client.client import TicketsClient
-
     client = TicketsClient(server.url)
     timed: dict[str, list[float]] = {"call": [], "after": [], "alone": []}
     for _ in range(resets):
@@ -124,7 +112,7 @@ def _resets(server: Any, resets: int) -> dict:
         timed["after"].append(time.perf_counter() - began)
         if first != [1]:
             raise AssertionError(f"after a reset, the first ticket of a key is {first}, not [1]")
-        timed["alone"].append(_seconds(lambda: client.next("bench-reset")))
+        timed["alone"].append(seconds_of(lambda: client.next("bench-reset")))
     p50 = {name: 1000 * _percentile(values, 0.50) for name, values in timed.items()}
     return {
         "reset_p50_ms": p50["after"] - p50["alone"],  # the test's wait: reset() and what the next request pays more
@@ -134,52 +122,21 @@ def _resets(server: Any, resets: int) -> dict:
     }
 
 
-def _seconds(call: Callable[[], Any]) -> float:
-    began = time.perf_counter()
-    call()
-    return time.perf_counter() - began
-
-
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _user_suite(tests: int, bare_url: str | None = None) -> dict:
-    """bench/user_suite.py's `tests` tests in a pytest process of their own (given `bare_url`, against that)."""
-    from . import user_suite
-
-    with tempfile.TemporaryDirectory(prefix="tickets-bench-suite-") as directory:
-        results = Path(directory) / "suite.json"
-        environment = {**os.environ, user_suite.SUITE_TESTS: str(tests), user_suite.SUITE_RESULTS: str(results)}
-        environment.update({user_suite.SUITE_BARE: bare_url} if bare_url else {})
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "bench.user_suite", "-p", "no:cacheprovider", "-q"]
-            + ["bench/user_suite.py"],
-            cwd=REPO,
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if done.returncode != 0 or not results.exists():
-            raise AssertionError(f"the user suite failed:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
-        suite = json.loads(results.read_text())
-    return {
-        "user_suite_tests": suite["tests"],
-        "user_suite_start_s": suite["first_s"],
-        "user_suite_s": suite["rest_s"],
-        "user_suite_tests_per_s": (suite["tests"] - 1) / suite["rest_s"],
-    }
+def _user_suite(tests: int, bare: str = "") -> dict:
+    """bench/user_suite.py's `tests` tests through the pytest plugin in a process of their own (or against `bare`)."""
+    variables = {user_suite.SUITE_TESTS: str(tests), user_suite.SUITE_BARE: bare}
+    pytest = ["-m", "pytest", "-p", "bench.user_suite", "-p", "no:cacheprovider", "-q", "bench/user_suite.py"]
+    return results_of(pytest, {**os.environ, **variables})
 
 
 def _lease(url: str) -> dict:
-    """The lease's figures, and a block's and a ticket's request beside them (bench/README.md)."""
-    from tickets_client.client import MAX_BLOCK, TicketsClient
-    from tickets_client.lease import TicketLease
-
     client = TicketsClient(url)
-    block_latencies = [_seconds(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
+    block_latencies = [seconds_of(lambda: client.block("bench-block", MAX_BLOCK, idempotent=False)) for _ in range(5)]
     issued: list[int] = []
     per_request = rate(lambda: issued.extend(client.next("bench-per-request")), PER_REQUEST_SECONDS)
     if any(b <= a for a, b in zip(issued, issued[1:])):
@@ -204,25 +161,11 @@ def _lease(url: str) -> dict:
     }
 
 
-def _handout_ceiling() -> dict:
-    """The lease with blocks from memory, once the server is closed."""
-    from tickets_client.lease import TicketLease
-
-    lease = TicketLease(_InstantBlocks(), "in-memory", block_size=LEASE_START_BLOCK)
-    ceiling = _drain(lease, HANDOUT_CEILING_SECONDS)
-    lease.close()
-    return {"lease_handout_ceiling_per_s": ceiling.taken / ceiling.seconds}
-
-
 class _InstantBlocks:
-    """A block source in memory: what the lease alone can hand out when a block costs nothing."""
-
     def __init__(self) -> None:
         self._last = 0
 
-    def block(self, key: Any, count: int, *, idempotent: bool = True) -> Any:
-        from tickets_client.client import Block
-
+    def block(self, key: Any, count: int, *, idempotent: bool = True) -> Block:
         self._last += count
         return Block(self._last - count + 1, self._last, 1, count)
 
@@ -233,15 +176,14 @@ class _Drained(NamedTuple):
     next_ticket: int
 
 
-def _drain(lease: Any, seconds: float, expected_first: int | None = None) -> _Drained:
+def _drain(lease: Any, seconds: float, first: int | None = None) -> _Drained:
     """Take tickets from `lease` for `seconds`, each chunk checked to be consecutive (the key's only consumer)."""
     taken, take = 0, lease.next
     began = time.perf_counter()
     while time.perf_counter() < began + seconds:
         chunk = [take() for _ in range(_CHUNK)]
-        first = chunk[0] if expected_first is None else expected_first
-        if chunk != list(range(first, first + _CHUNK)):
+        first = chunk[0] if first is None else first
+        if chunk != list(range(first + taken, first + taken + _CHUNK)):
             raise AssertionError("the lease skipped, repeated or reordered tickets")
-        expected_first = first + _CHUNK
         taken += _CHUNK
-    return _Drained(taken, time.perf_counter() - began, expected_first if expected_first is not None else 1)
+    return _Drained(taken, time.perf_counter() - began, (1 if first is None else first) + taken)

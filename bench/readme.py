@@ -22,18 +22,16 @@ def splice(readme: str, table: str) -> str:
     return f"{before}{START}\n{table.strip()}\n{END}{after}"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.readme", description=__doc__)
     parser.add_argument("table", nargs="?", type=Path, default=DEFAULT_OUT / "table.md")
     table = parser.parse_args(argv).table
     try:
         REPORT.write_text(splice(REPORT.read_text(encoding="utf-8"), table.read_text(encoding="utf-8")), "utf-8")
     except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
+        sys.exit(f"error: {err}")
     print(f"put {table} into {REPORT}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from typing import Any
 
 SECONDS = 5.0
@@ -43,21 +44,25 @@ def measure(endpoint_url: str | None = None, seconds: float = SECONDS) -> dict[s
     }
 
 
-def rate(call: Any, seconds: float) -> float:
-    """Calls of `call` per second over `seconds`, after 20 calls that warm it up."""
+def rate(call: Any, duration: float) -> float:
+    """Calls of `call` per second over `duration` seconds, after 20 calls that warm it up."""
     for _ in range(20):
         call()
     count, start = 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
+    while time.perf_counter() - start < duration:
         call()
         count += 1
     return count / (time.perf_counter() - start)
 
 
+def seconds_of(call: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        prog="python -m bench.series", description="Series numbers per second beside plain tickets."
-    )
+    parser = argparse.ArgumentParser(prog="python -m bench.series", description=__doc__)
     parser.add_argument("--endpoint-url", default=None, help="a DynamoDB-compatible endpoint (default: embedded moto)")
     parser.add_argument("--seconds", type=float, default=SECONDS, help=f"per figure (default: {SECONDS})")
     print(json.dumps(measure(**vars(parser.parse_args())), indent=2))

@@ -3,7 +3,6 @@ again; a test names this command when one differs."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from tickets.settings import Settings
@@ -14,11 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGURATION = ROOT / "docs" / "reference" / "configuration.md"
 
 
-def main() -> int:
+def main() -> None:
+    page = CONFIGURATION.read_text(encoding="utf-8")
     written = {
-        CONFIGURATION: with_configuration_table(
-            CONFIGURATION.read_text(encoding="utf-8"), configuration_table()
-        ).encode(),
+        CONFIGURATION: with_configuration_table(page, configuration_table()).encode(),
         ROOT / "tickets_cdk" / "props.py": props_module().encode(),
         ROOT / "openapi.json": render(Settings()),
     }
@@ -26,8 +24,7 @@ def main() -> int:
         if path.read_bytes() != content:
             path.write_bytes(content)
             print(f"wrote {path.relative_to(ROOT)}")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

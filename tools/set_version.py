@@ -44,8 +44,7 @@ def main(argv: list[str]) -> int:
     try:
         written = set_version(argv[0])
     except ValueError as err:
-        print(f"set_version: {err}", file=sys.stderr)
-        return 1
+        sys.exit(f"set_version: {err}")
     for path in written:
         print(f"{path.relative_to(ROOT)}: {argv[0]}")
     return 0

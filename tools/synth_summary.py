@@ -1,6 +1,5 @@
-"""What `cdk synth --quiet` wrote (`make synth` says it after): each stack with its region, template and outputs, and
-the ledger version they were synthesised with. `python tools/synth_summary.py cdk.out [--destroy STACK]` (make
-destroy: the stack it deletes, or why it cannot)."""
+"""`python tools/synth_summary.py cdk.out`: each stack `cdk synth` wrote, its region, template, outputs and ledger
+version (`make synth`); with `--destroy STACK`, the stack `make destroy` deletes, or why it cannot."""
 
 from __future__ import annotations
 

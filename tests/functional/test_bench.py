@@ -20,17 +20,17 @@ from bench import cold_start, local, readme, report
 from bench.__main__ import DURATION
 from bench.child import run_in_child
 from bench.environment import (
-    BASELINE_MODULE,
     COUNTER_TABLE,
+    EVENT,
     IDEMPOTENCY_TABLE,
     POWERTOOLS_AS_DEPLOYED,
-    function_url_event,
     handler_env,
     lambda_context,
 )
 from tickets.tables import COUNTER_KEY, IDEMPOTENCY_KEY, create_table_arguments
 from tickets_cdk.asset import asset_contents
 from tickets_client.lease import TicketLease
+from tickets_local.events import event_from
 
 
 @pytest.fixture(autouse=True)
@@ -49,13 +49,13 @@ def test_baseline_handler_issues_increasing_tickets_on_moto_with_one_write_each(
         client = boto3.client("dynamodb")
         for table, key in ((COUNTER_TABLE, COUNTER_KEY), (IDEMPOTENCY_TABLE, IDEMPOTENCY_KEY)):
             client.create_table(**create_table_arguments(table, key))
-        baseline = importlib.import_module(BASELINE_MODULE)
+        baseline = importlib.import_module("bench.baseline")
         calls: list[str] = []
         baseline.table.meta.client.meta.events.register(
             "provide-client-params.dynamodb", lambda model, **_: calls.append(model.name)
         )
         answers = [
-            baseline.lambda_handler(function_url_event(path), lambda_context())
+            baseline.lambda_handler(event_from(EVENT, path), lambda_context())
             for path in ("/orders", "/orders", "/invoices", "/orders")
         ]
         item = boto3.client("dynamodb").get_item(TableName=COUNTER_TABLE, Key={"counter": {"S": "orders"}})["Item"]
