@@ -19,8 +19,6 @@ from .transport import Transport
 from .version import __version__
 from .workers import LeaseLost, PoolFull, WorkerRoutes
 
-__all__ = ["Block", "SeriesNumber", "TicketsClient"]
-
 USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1
 BACKOFF_CAP_SECONDS = 5.0
@@ -210,18 +208,8 @@ def _is_ticket(value: object) -> TypeGuard[int]:
 
 
 def _tickets(answer: dict[str, Any], count: int) -> list[int]:
-    """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
-    if "id" in answer and "ticket" not in answer:
-        raise TicketsError(200, "opaque_counter", f"an opaque counter: take its ids with next_ids(): {answer!r:.200}")
-    tickets = answer.get("tickets", [answer.get("ticket")])
-    if not (
-        isinstance(tickets, list)
-        and len(tickets) == count
-        and all(_is_ticket(ticket) for ticket in tickets)
-        and answer.get("ticket") == tickets[0]
-        and _is_ticket(answer.get("ticket"))
-    ):
-        raise TicketsError(200, "bad_response", f"asked for {count} tickets, got {answer!r:.200}")
+    said = "an opaque counter: take its ids with next_ids()"
+    tickets = _issued(answer, count, "ticket", "id", "opaque_counter", said)
     steps = {later - earlier for earlier, later in zip(tickets, tickets[1:])}
     if len(steps) > 1 or min(steps, default=1) < 1:
         raise TicketsError(200, "bad_response", f"the tickets are not ascending by one step: {answer!r:.200}")
@@ -229,19 +217,24 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
 
 
 def _ids(answer: dict[str, Any], count: int) -> list[str]:
-    """An opaque counter's ids, checked: `count` different non-empty strings, the first `id`."""
-    if "ticket" in answer and "id" not in answer:
-        raise TicketsError(200, "not_opaque", f"not an opaque counter: take its tickets with next(): {answer!r:.200}")
-    ids = answer.get("ids", [answer.get("id")])
+    return _issued(answer, count, "id", "ticket", "not_opaque", "not an opaque counter: take its tickets with next()")
+
+
+def _issued(answer: dict[str, Any], count: int, name: str, other: str, code: str, said: str) -> list[Any]:
+    """The answer's `name`s (or its one `name`), checked: `count` different ones, the first `name`; `other`s refused."""
+    if other in answer and name not in answer:
+        raise TicketsError(200, code, f"{said}: {answer!r:.200}")
+    valid = _is_ticket if name == "ticket" else lambda each: isinstance(each, str) and each != ""
+    issued = answer.get(name + "s", [answer.get(name)])
     if not (
-        isinstance(ids, list)
-        and len(ids) == count
-        and all(isinstance(each, str) and each for each in ids)
-        and len(set(ids)) == count
-        and answer.get("id") == ids[0]
+        isinstance(issued, list)
+        and len(issued) == count
+        and all(valid(each) for each in [answer.get(name), *issued])
+        and len(set(issued)) == count
+        and answer.get(name) == issued[0]
     ):
-        raise TicketsError(200, "bad_response", f"asked for {count} ids, got {answer!r:.200}")
-    return ids
+        raise TicketsError(200, "bad_response", f"asked for {count} {name}s, got {answer!r:.200}")
+    return issued
 
 
 def _key_path(key: str | None) -> str:
@@ -268,8 +261,7 @@ def _in_progress(error: TicketsError) -> bool:
     return error.status == 409 and error.code == "in_progress"
 
 
-def _backoff(attempt: int) -> float:
-    """Capped exponential backoff with full jitter."""
+def _backoff(attempt: int) -> float:  # capped exponential, full jitter
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
 
 

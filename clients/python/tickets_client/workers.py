@@ -3,6 +3,7 @@ when the grant's request was SENT, never from the service's `expiresAt` (docs/ex
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -81,7 +82,7 @@ class WorkerRoutes:
         return answer
 
 
-class WorkerLease:
+class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
     """One worker id of `pool`, acquired at once, renewed by a daemon thread (or `renew_due()`) until `close()`."""
 
     def __init__(
@@ -120,7 +121,9 @@ class WorkerLease:
             except LeaseLost:  # the key's old grant, released or expired since: a fresh one, under a new key
                 sent = monotonic()
                 grant = client.acquire_worker(pool, owner)
-        self._grant, self._safe_end, self._renew_at = grant, 0.0, 0.0
+        self.grant = grant  # the last grant or renewal, lost or not (for logs: `worker` is checked)
+        self.safe_end = 0.0  # the monotonic time until which the id is this process's, unless renewed before it
+        self._renew_at = 0.0
         if self.margin_seconds >= grant.ttl_seconds:
             client.release_worker(pool, grant.worker, grant.epoch)
             raise ValueError(f"a margin of {self.margin_seconds} s leaves nothing of a {grant.ttl_seconds} s ttl")
@@ -133,26 +136,16 @@ class WorkerLease:
     def worker(self) -> int:
         """The worker id, while it is this process's: raises LeaseLost after a loss (RuntimeError once closed)."""
         self.check()
-        return self._grant.worker
-
-    @property
-    def grant(self) -> WorkerGrant:
-        """The last grant or renewal, lost or not (for logs: `worker` is checked)."""
-        return self._grant
+        return self.grant.worker
 
     @property
     def epoch(self) -> int:
-        return self._grant.epoch
+        return self.grant.epoch
 
     @property
     def margin_seconds(self) -> float:
-        ttl = self._grant.ttl_seconds
+        ttl = self.grant.ttl_seconds
         return self._margin if self._margin is not None else max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * ttl)
-
-    @property
-    def safe_end(self) -> float:
-        """The monotonic time until which the worker id is this process's, unless renewed before it."""
-        return self._safe_end
 
     @property
     def lost(self) -> bool:
@@ -179,7 +172,7 @@ class WorkerLease:
         now = self._monotonic()
         if now < self._renew_at:
             return self._renew_at - now
-        grant = self._grant
+        grant = self.grant
         try:
             renewed = self._client.renew_worker(self.pool, grant.worker, grant.epoch)
         except LeaseLost as err:
@@ -209,35 +202,32 @@ class WorkerLease:
         if self._loss() is not None:
             return False
         try:
-            return self._client.release_worker(self.pool, self._grant.worker, self._grant.epoch)
+            return self._client.release_worker(self.pool, self.grant.worker, self.grant.epoch)
         except TicketsError:
             return False
-
-    def __enter__(self) -> WorkerLease:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _extend(self, grant: WorkerGrant, sent: float) -> None:
         """A grant or renewal of the request sent at `sent`: the new safe end, unless the old one has passed."""
-        if (grant.pool, grant.worker, grant.epoch) != (self.pool, self._grant.worker, self._grant.epoch):
+        if (grant.pool, grant.worker, grant.epoch) != (self.pool, self.grant.worker, self.grant.epoch):
             raise TicketsError(200, "bad_response", f"asked for a lease of {self.pool!r}, got {grant!r}")
         if self._loss() is not None:
             return
         with self._lock:
-            if self._safe_end and self._monotonic() >= self._safe_end:
+            if self.safe_end and self._monotonic() >= self.safe_end:
                 return
-            self._grant = grant
-            self._safe_end = sent + grant.ttl_seconds - self.margin_seconds
+            self.grant = grant
+            self.safe_end = sent + grant.ttl_seconds - self.margin_seconds
             self._renew_at = sent + self._fraction * grant.ttl_seconds
 
     def _loss(self) -> LeaseLost | None:
         """The loss, noticed now if the safe end has passed; in a forked child, always (no lock, no on_lost)."""
         if _process[0] != self._pid:
-            return LeaseLost(None, "lease_lost", f"worker {self._grant.worker} is process {self._pid}'s, not a fork's")
-        if self._lost is None and self._safe_end and self._monotonic() >= self._safe_end:
-            self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self._grant.worker} passed unrenewed"))
+            return LeaseLost(None, "lease_lost", f"worker {self.grant.worker} is process {self._pid}'s, not a fork's")
+        if self._lost is None and self.safe_end and self._monotonic() >= self.safe_end:
+            self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self.grant.worker} passed unrenewed"))
         return self._lost
 
     def _lose(self, loss: LeaseLost) -> None:
@@ -251,7 +241,7 @@ class WorkerLease:
 
     def _renew_until_stopped(self) -> None:
         delay = self.renew_due()
-        while delay is not None and not self._stop.wait(min(delay, max(0.0, self._safe_end - self._monotonic()))):
+        while delay is not None and not self._stop.wait(min(delay, max(0.0, self.safe_end - self._monotonic()))):
             delay = self.renew_due()
 
 

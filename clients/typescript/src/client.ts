@@ -254,42 +254,37 @@ function isTicket(holder: object, key: string | number): boolean {
   return Number.isSafeInteger(value) && !notWrittenAsIntegers.get(holder)?.has(String(key));
 }
 
-/** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
-  if ("id" in answer && !("ticket" in answer)) {
-    throw new TicketsError(200, "opaque_counter", `an opaque counter: take its ids with nextIds(): ${show(answer)}`);
-  }
-  const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
-  if (
-    !Array.isArray(tickets) ||
-    tickets.length !== count ||
-    !tickets.every((_, index) => isTicket(tickets, index)) ||
-    !isTicket(answer, "ticket") ||
-    answer.ticket !== tickets[0]
-  ) {
-    throw badResponse(`asked for ${count} tickets, got `, answer);
-  }
-  const steps = new Set(tickets.slice(1).map((ticket: number, index) => ticket - (tickets[index] as number)));
+  const tickets = issued(answer, count, "ticket", "id", "opaque_counter", "an opaque counter: take its ids with nextIds()");
+  const steps = new Set(tickets.slice(1).map((ticket, index) => (ticket as number) - (tickets[index] as number)));
   if (steps.size > 1 || Math.min(...steps, 1) < 1) throw badResponse("the tickets are not ascending by one step: ", answer);
   return tickets as number[];
 }
 
-/** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
 function checkedIds(answer: Answer, count: number): string[] {
-  if ("ticket" in answer && !("id" in answer)) {
-    throw new TicketsError(200, "not_opaque", `not an opaque counter: take its tickets with next(): ${show(answer)}`);
-  }
-  const ids = "ids" in answer ? answer.ids : [answer.id];
+  return issued(answer, count, "id", "ticket", "not_opaque", "not an opaque counter: take its tickets with next()") as string[];
+}
+
+/** The answer's `name`s (or its one `name`), checked: `count` different ones, the first `name`; `other`'s refused. */
+function issued(answer: Answer, count: number, name: string, other: string, code: string, said: string): unknown[] {
+  if (other in answer && !(name in answer)) throw new TicketsError(200, code, `${said}: ${show(answer)}`);
+  const valid = name === "ticket" ? isTicket : (holder: object, key: string | number) => isId((holder as Answer)[key]);
+  const all = `${name}s` in answer ? answer[`${name}s`] : [answer[name]];
   if (
-    !Array.isArray(ids) ||
-    ids.length !== count ||
-    !ids.every((each) => typeof each === "string" && each !== "") ||
-    new Set(ids).size !== count ||
-    answer.id !== ids[0]
+    !Array.isArray(all) ||
+    all.length !== count ||
+    !all.every((_, index) => valid(all, index)) ||
+    !valid(answer, name) ||
+    new Set(all).size !== count ||
+    answer[name] !== all[0]
   ) {
-    throw badResponse(`asked for ${count} ids, got `, answer);
+    throw badResponse(`asked for ${count} ${name}s, got `, answer);
   }
-  return ids as string[];
+  return all;
+}
+
+function isId(value: unknown): boolean {
+  return typeof value === "string" && value !== "";
 }
 
 /** A worker lease's grant, checked: whole numbers, an epoch from 1. */
@@ -339,11 +334,10 @@ export function retryAfter(header: string | null, nowMs: number = Date.now()): n
   let year = Number(found.year);
   // RFC 850's two-digit year: the latest year with those digits at most 50 years ahead.
   if (found.year?.length === 2) year = thisYear + 50 - ((thisYear + 50 - year) % 100);
-  const month = MONTHS.indexOf(found.month as string);
-  const [day, hour, minute, second] = [found.day, found.hour, found.minute, found.second].map(Number) as [number, number, number, number];
-  const date = new Date(Date.UTC(year, month, day, hour, minute, second));
+  const time = [found.day, found.hour, found.minute, found.second].map(Number);
+  const fields = [year, MONTHS.indexOf(found.month as string), ...time] as [number, number, number, number, number, number];
+  const date = new Date(Date.UTC(...fields));
   // Date.UTC rolls 31 Feb over into March, and 25:00 into the next day: such a date is no date.
-  const fields = [year, month, day, hour, minute, second];
   const read = [date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()];
   if (!read.every((field, index) => field === fields[index])) return null;
   return Math.min(Math.max((date.getTime() - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
