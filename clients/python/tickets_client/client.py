@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
 
-from .errors import TicketsError
+from .errors import LeaseLost, PoolFull, TicketsError
 from .retry_after import retry_after
 from .signing import Signer, function_url_region
 from .transport import Transport
 from .version import __version__
-from .workers import LeaseLost, PoolFull, WorkerRoutes
 
 USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1
@@ -53,11 +52,22 @@ class SeriesNumber:
     id: str | None
 
 
+@dataclass(frozen=True)
+class WorkerGrant:
+    """A lease as the service answered it: `expires_at` is milliseconds by ITS wall clock (for display only)."""
+
+    pool: str
+    worker: int
+    epoch: int
+    expires_at: int
+    ttl_seconds: int
+
+
 PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"  # tickets_local/events.py's (a test holds the two equal)
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
-class TicketsClient(WorkerRoutes):
+class TicketsClient:
     def __init__(
         self,
         url: str,
@@ -156,6 +166,32 @@ class TicketsClient(WorkerRoutes):
             if after is None:
                 return
 
+    def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
+        """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
+        fields = None if owner is None else {"owner": owner}
+        answer = self._request(
+            "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields
+        )
+        return _grant(answer)
+
+    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
+        """The lease held at `epoch`, with a new expiry (twice only extends)."""
+        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch}))
+
+    def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
+        """Whether this released the lease (False: stale or released already)."""
+        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch})
+        if not isinstance(answer.get("released"), bool):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
+        return bool(answer["released"])
+
+    def list_workers(self, pool: str) -> dict[str, Any]:
+        """The pool: {"pool", "size", "ttlSeconds", "leases"}, its live leases by worker id."""
+        answer = self._request("GET", _pool_path(pool), repeatable=True)
+        if not _is_ticket(answer.get("size")) or not isinstance(answer.get("leases"), list):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
+        return answer
+
     def _request(
         self,
         method: str,
@@ -239,6 +275,18 @@ def _issued(answer: dict[str, Any], count: int, name: str, other: str, code: str
 
 def _key_path(key: str | None) -> str:
     return "/" if key is None else "/" + quote(key, safe="")
+
+
+def _pool_path(pool: str, worker: int | None = None) -> str:
+    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
+
+
+def _grant(answer: dict[str, Any]) -> WorkerGrant:
+    pool, numbers = answer.get("pool"), [answer.get(name) for name in ("worker", "epoch", "expiresAt", "ttlSeconds")]
+    counted = [n for n in numbers if _is_ticket(n) and n >= 0]
+    if not isinstance(pool, str) or len(counted) != len(numbers) or counted[1] < 1:
+        raise TicketsError(200, "bad_response", f"the server's answer is not a worker lease: {answer!r:.200}")
+    return WorkerGrant(pool, *counted)
 
 
 def json_body(fields: dict[str, Any]) -> bytes:

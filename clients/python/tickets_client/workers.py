@@ -8,11 +8,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeGuard
-from urllib.parse import quote
+from typing import TypeGuard
 
-from .errors import TicketsError
+from .client import TicketsClient, WorkerGrant
+from .errors import ClockRollback, LeaseLost, TicketsError
 
 DEFAULT_RENEW_FRACTION = 1 / 3
 MIN_MARGIN_SECONDS = 1.0
@@ -27,67 +26,12 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=lambda: _process.__setitem__(0, os.getpid()))
 
 
-@dataclass(frozen=True)
-class WorkerGrant:
-    """A lease as the service answered it: `expires_at` is milliseconds by ITS wall clock (for display only)."""
-
-    pool: str
-    worker: int
-    epoch: int
-    expires_at: int
-    ttl_seconds: int
-
-
-class PoolFull(TicketsError):
-    """503 pool_full: every worker id of the pool is leased. `retry_after`: seconds until the earliest expiry."""
-
-
-class LeaseLost(TicketsError):
-    """The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal."""
-
-
-class ClockRollback(TicketsError):
-    """The wall clock went back further than the generator waits: it raises rather than repeat an id."""
-
-
-class WorkerRoutes:
-    """TicketsClient's worker-lease methods: 503 pool_full raises PoolFull (not retried), 409 lease_lost LeaseLost."""
-
-    _request: Callable[..., dict[str, Any]]
-
-    def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
-        """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
-        fields = None if owner is None else {"owner": owner}
-        answer = self._request(
-            "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields
-        )
-        return _grant(answer)
-
-    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
-        """The lease held at `epoch`, with a new expiry (twice only extends)."""
-        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch}))
-
-    def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
-        """Whether this released the lease (False: stale or released already)."""
-        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch})
-        if not isinstance(answer.get("released"), bool):
-            raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
-        return bool(answer["released"])
-
-    def list_workers(self, pool: str) -> dict[str, Any]:
-        """The pool: {"pool", "size", "ttlSeconds", "leases"}, its live leases by worker id."""
-        answer = self._request("GET", _pool_path(pool), repeatable=True)
-        if not _whole(answer.get("size")) or not isinstance(answer.get("leases"), list):
-            raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
-        return answer
-
-
 class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
     """One worker id of `pool`, acquired at once, renewed by a daemon thread (or `renew_due()`) until `close()`."""
 
     def __init__(
         self,
-        client: WorkerRoutes,
+        client: TicketsClient,
         pool: str,
         owner: str | None = None,
         *,
@@ -310,18 +254,6 @@ def _since_boot() -> float:
     """Seconds on CLOCK_BOOTTIME (Linux), which counts a suspend; time.monotonic stops in one."""
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
-
-
-def _pool_path(pool: str, worker: int | None = None) -> str:
-    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
-
-
-def _grant(answer: dict[str, Any]) -> WorkerGrant:
-    pool, numbers = answer.get("pool"), [answer.get(name) for name in ("worker", "epoch", "expiresAt", "ttlSeconds")]
-    counted = [n for n in numbers if _whole(n) and n >= 0]
-    if not isinstance(pool, str) or len(counted) != len(numbers) or counted[1] < 1:
-        raise TicketsError(200, "bad_response", f"the server's answer is not a worker lease: {answer!r:.200}")
-    return WorkerGrant(pool, *counted)
 
 
 def _whole(value: object) -> TypeGuard[int]:

@@ -172,7 +172,7 @@ export class TicketsClient {
   }
 
   /** A free worker id of `pool`, one Idempotency-Key for every attempt; a full pool throws PoolFull, not retried. */
-  async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
+  async acquireWorker(pool: string, options: { owner?: string | undefined; idempotencyKey?: string | undefined } = {}): Promise<WorkerGrant> {
     const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
     const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
     return workerGrant(await this.request("POST", poolPath(pool), sent));
@@ -287,7 +287,6 @@ function isId(value: unknown): boolean {
   return typeof value === "string" && value !== "";
 }
 
-/** A worker lease's grant, checked: whole numbers, an epoch from 1. */
 function workerGrant(answer: Answer): WorkerGrant {
   const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
   const numbers = [worker, epoch, expiresAt, ttlSeconds];
@@ -309,7 +308,6 @@ function inProgress(error: TicketsError): boolean {
   return error.status === 409 && error.code === "in_progress";
 }
 
-/** Capped exponential backoff with full jitter. */
 export function backoff(attempt: number): number {
   return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
 }
@@ -360,9 +358,7 @@ type Reviver = (this: object, key: string, value: unknown, context?: { source?: 
 
 function noteNonIntegers(this: object, key: string, value: unknown, context?: { source?: string }): unknown {
   if (typeof value === "number" && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) {
-    const keys = notWrittenAsIntegers.get(this) ?? new Set<string>();
-    keys.add(key);
-    notWrittenAsIntegers.set(this, keys);
+    notWrittenAsIntegers.set(this, (notWrittenAsIntegers.get(this) ?? new Set<string>()).add(key));
   }
   return value;
 }

@@ -109,7 +109,6 @@ export class TicketLease {
     this.released = Math.min(this.block.count, this.released + Math.ceil(this.block.count / RUNS_PER_BLOCK));
   }
 
-  /** The block is used up: take the prefetched one, else fetch one now. */
   private async nextBlock(): Promise<void> {
     this.measureRate();
     const pending = this.pending;

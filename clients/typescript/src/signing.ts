@@ -7,7 +7,6 @@ import { TicketsError } from "./errors.js";
 
 // https://<url-id>.lambda-url.<region>.on.aws: only these need (and accept) a signature.
 const FUNCTION_URL_HOST = /^[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws$/;
-export const SERVICE = "lambda";
 
 /** The region of a Function URL host, or null for any other host (the local server, a proxy). */
 export function functionUrlRegion(host: string): string | null {
@@ -37,7 +36,7 @@ export function signer(region: string, credentials?: CredentialSource): Signer {
       const said = "no AWS credentials for SigV4 (the SDK looks in the environment, ~/.aws config and SSO, a role)";
       throw new TicketsError(null, "no_credentials", `${said}: ${(err as Error).message}`);
     }
-    const sigv4 = new SignatureV4({ service: SERVICE, region, credentials, sha256: Sha256, applyChecksum: false });
+    const sigv4 = new SignatureV4({ service: "lambda", region, credentials, sha256: Sha256, applyChecksum: false });
     const signed = await sigv4.sign({
       method,
       protocol: url.protocol,

@@ -58,7 +58,13 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
   child.stderr?.on("data", (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
   });
-  const stop = (): Promise<void> => stopChild(child);
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((done) => child.once("exit", () => done()));
+    child.stdin?.end(); // --exit-with-stdin: the server stops cleanly
+    setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000).unref(); // a no-op once it exited
+    await exited;
+  };
   const banner = await announced(child, python, () => log).catch(async (err: unknown) => {
     await stop();
     throw err;
@@ -107,13 +113,4 @@ function exitedBefore(python: string, code: number | null, log: string): string 
     return `${python} has no tickets_local: ${fix} (docs/how-to/test-your-code.md)`;
   }
   return `the local server exited (${code}) before it listened:\n${log}`;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  child.stdin?.end(); // --exit-with-stdin: the server stops cleanly
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000);
-  await exited;
-  clearTimeout(timer);
 }

@@ -26,7 +26,6 @@ export interface WorkerGrant {
   ttlSeconds: number;
 }
 
-/** What a WorkerLease needs of a client: TicketsClient's four worker methods. */
 export type WorkerSource = Pick<TicketsClient, "acquireWorker" | "renewWorker" | "releaseWorker" | "listWorkers">;
 
 export interface WorkerLeaseOptions {
@@ -83,9 +82,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     const stamp = (): Sent => [monotonic(), wallClock()];
     if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewFraction must be between 0 and 1, got ${fraction}`);
     if (margin !== undefined && !(margin >= 0)) throw new RangeError(`marginSeconds must be 0 or more, got ${margin}`);
-    const owned = owner !== undefined ? { owner } : {};
     let sent = stamp();
-    let grant = await client.acquireWorker(pool, { ...owned, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
+    let grant = await client.acquireWorker(pool, { owner, idempotencyKey });
     if (idempotencyKey !== undefined) {
       sent = stamp();
       try {
@@ -93,7 +91,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
       } catch (err) {
         if (!(err instanceof LeaseLost)) throw err;
         sent = stamp(); // the key's old grant, released or expired since: a fresh one, under a new key
-        grant = await client.acquireWorker(pool, owned);
+        grant = await client.acquireWorker(pool, { owner });
       }
     }
     const lease = new WorkerLease(client, grant, sent, margin, fraction, monotonic, wallClock);
