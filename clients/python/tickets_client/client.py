@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import http.client
 import json
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,7 +15,6 @@ from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
 
 from .errors import LeaseLost, PoolFull, TicketsError
-from .retry_after import retry_after
 from .signing import Signer, function_url_region
 from .transport import Transport
 from .version import __version__
@@ -26,6 +27,21 @@ FUNCTION_TIMEOUT_SECONDS = 10  # lambda_src/tickets/timing.py's (tests/functiona
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
 MAX_BLOCK = 1_000_000  # the most tickets one /_blocks request may ask for (a deployment may allow fewer)
+MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH = "(?P<month>" + "|".join(_MONTHS) + ")"
+_TIME = "(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
+# RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
+_HTTP_DATES = [
+    re.compile(form)
+    for form in (
+        rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} GMT",
+        rf"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?P<day>[0-9]{{2}})-{_MONTH}-"
+        rf"(?P<year>[0-9]{{2}}) {_TIME} GMT",
+        rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} (?P<day>[0-9 ][0-9]) {_TIME} (?P<year>[0-9]{{4}})",
+    )
+]
 
 
 @dataclass(frozen=True)
@@ -311,6 +327,29 @@ def _in_progress(error: TicketsError) -> bool:
 
 def _backoff(attempt: int) -> float:  # capped exponential, full jitter
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from delay-seconds or an HTTP-date (RFC 9110, 10.2.3), at most MAX_RETRY_AFTER_SECONDS; else None."""
+    value = (value or "").strip(" \t")
+    if re.fullmatch("[0-9]+", value):
+        return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap
+    found = next((match for form in _HTTP_DATES if (match := form.fullmatch(value))), None)
+    if found is None:
+        return None
+    now = time.time() if now is None else now
+    year = int(found["year"])
+    if len(found["year"]) == 2:  # RFC 850's: the latest year with those digits at most 50 years ahead
+        this_year = datetime.datetime.fromtimestamp(now, datetime.UTC).year
+        year = this_year + 50 - (this_year + 50 - year) % 100
+    try:
+        day, hour, minute, second = (int(found[name]) for name in ("day", "hour", "minute", "second"))
+        date = datetime.datetime(
+            year, _MONTHS.index(found["month"]) + 1, day, hour, minute, second, tzinfo=datetime.UTC
+        )
+    except ValueError:  # 31 Feb, 25:00
+        return None
+    return min(max(date.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
 def _json(body: bytes) -> Any:

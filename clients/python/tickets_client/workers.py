@@ -4,6 +4,7 @@ when the grant's request was SENT, never from the service's `expiresAt` (docs/ex
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -55,7 +56,6 @@ class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
         self._stop = threading.Event()
         self._lost: LeaseLost | None = None
         self._closed = False
-        self._size: int | None = None
         sent = monotonic()
         grant = client.acquire_worker(pool, owner, idempotency_key=idempotency_key)
         if idempotency_key is not None:
@@ -95,12 +95,10 @@ class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
     def lost(self) -> bool:
         return self._loss() is not None
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         """The pool's size (read once, from `GET /_workers/{pool}`)."""
-        if self._size is None:
-            self._size = int(self._client.list_workers(self.pool)["size"])
-        return self._size
+        return int(self._client.list_workers(self.pool)["size"])
 
     def check(self) -> None:
         """Raises LeaseLost once the lease is lost, RuntimeError once closed; else nothing (no network)."""

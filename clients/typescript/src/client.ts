@@ -69,7 +69,7 @@ export interface SeriesOptions {
 interface Sent {
   idempotent?: boolean; // send an Idempotency-Key: `idempotencyKey`, else a new UUID, one for all attempts
   idempotencyKey?: string | undefined;
-  body?: string;
+  fields?: Answer | undefined; // the JSON body
   repeatable?: boolean; // answered alike however often it comes: a 502 or 504 may be retried
 }
 
@@ -143,8 +143,8 @@ export class TicketsClient {
 
   /** The next number of the series `key` (`POST /_series/{key}`), journaled with `ref`; always with an Idempotency-Key. */
   async series(key: string, options: SeriesOptions = {}): Promise<SeriesNumber> {
-    const body = options.ref === undefined ? "" : JSON.stringify({ ref: options.ref });
-    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
+    const fields = options.ref === undefined ? undefined : { ref: options.ref };
+    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, fields };
     const answer = await this.request("POST", `/_series${keyPath(key)}`, sent);
     const id = answer.id ?? null;
     if (!isTicket(answer, "ticket") || typeof answer.series !== "string" || (id !== null && typeof id !== "string")) {
@@ -155,8 +155,7 @@ export class TicketsClient {
 
   /** Void a number (`POST /_series/{key}/void`); safe to retry: voiding again answers the first void. */
   async void(key: string, series: string, ticket: number, reason: string): Promise<Answer> {
-    const body = JSON.stringify({ series, ticket, reason });
-    return this.request("POST", `/_series${keyPath(key)}/void`, { repeatable: true, body });
+    return this.request("POST", `/_series${keyPath(key)}/void`, { repeatable: true, fields: { series, ticket, reason } });
   }
 
   /** Every journal entry of the series above `after`, in order, fetched a page of `limit` at a time. */
@@ -172,22 +171,20 @@ export class TicketsClient {
   }
 
   /** A free worker id of `pool`, one Idempotency-Key for every attempt; a full pool throws PoolFull, not retried. */
-  async acquireWorker(pool: string, options: { owner?: string | undefined; idempotencyKey?: string | undefined } = {}): Promise<WorkerGrant> {
-    const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
-    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
+  async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
+    const fields = options.owner === undefined ? undefined : { owner: options.owner };
+    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, fields };
     return workerGrant(await this.request("POST", poolPath(pool), sent));
   }
 
   /** `PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost throws LeaseLost. */
   async renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant> {
-    const sent = { repeatable: true, body: JSON.stringify({ epoch }) };
-    return workerGrant(await this.request("PUT", poolPath(pool, worker), sent));
+    return workerGrant(await this.request("PUT", poolPath(pool, worker), { repeatable: true, fields: { epoch } }));
   }
 
   /** `DELETE /_workers/{pool}/{worker}`: whether this released the lease (false: stale, or released already). */
   async releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean> {
-    const sent = { repeatable: true, body: JSON.stringify({ epoch }) };
-    const answer = await this.request("DELETE", poolPath(pool, worker), sent);
+    const answer = await this.request("DELETE", poolPath(pool, worker), { repeatable: true, fields: { epoch } });
     if (typeof answer.released !== "boolean") throw badResponse("the server's answer is not a release: ", answer);
     return answer.released;
   }
@@ -203,8 +200,8 @@ export class TicketsClient {
     const target = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
-    if (sending.body) headers["content-type"] = "application/json";
-    const body = method === "GET" ? undefined : (sending.body ?? "");
+    if (sending.fields) headers["content-type"] = "application/json";
+    const body = method === "GET" ? undefined : sending.fields ? JSON.stringify(sending.fields) : "";
     const { timeoutSeconds = 5, maxAttempts = 5, fetch = globalThis.fetch } = this.options;
     const { sleep = (seconds: number) => sleepMs(seconds * 1000) } = this.options;
     let [attempts, failedAttempts, waited] = [0, 0, 0];

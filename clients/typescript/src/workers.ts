@@ -82,8 +82,9 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     const stamp = (): Sent => [monotonic(), wallClock()];
     if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewFraction must be between 0 and 1, got ${fraction}`);
     if (margin !== undefined && !(margin >= 0)) throw new RangeError(`marginSeconds must be 0 or more, got ${margin}`);
+    const owned = owner !== undefined ? { owner } : {};
     let sent = stamp();
-    let grant = await client.acquireWorker(pool, { owner, idempotencyKey });
+    let grant = await client.acquireWorker(pool, { ...owned, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) });
     if (idempotencyKey !== undefined) {
       sent = stamp();
       try {
@@ -91,7 +92,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
       } catch (err) {
         if (!(err instanceof LeaseLost)) throw err;
         sent = stamp(); // the key's old grant, released or expired since: a fresh one, under a new key
-        grant = await client.acquireWorker(pool, { owner });
+        grant = await client.acquireWorker(pool, owned);
       }
     }
     const lease = new WorkerLease(client, grant, sent, margin, fraction, monotonic, wallClock);
@@ -242,21 +243,16 @@ export class Snowflake {
   private sequence = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(
-    readonly lease: WorkerLease,
-    readonly epochMs: number,
-    private readonly timeBits: number,
-    private readonly workerBits: number,
-    private readonly sequenceBits: number,
-    private readonly maxRollbackMs: number,
-    private readonly clock: () => number,
-    private readonly sleep: (seconds: number) => Promise<void>,
-  ) {}
+  private constructor(readonly lease: WorkerLease, private readonly settings: Required<SnowflakeOptions>) {}
+
+  get epochMs(): number {
+    return this.settings.epochMs;
+  }
 
   /** A generator on `lease`, its layout checked: the bits fit 63, and the pool's size fits the worker bits. */
   static async on(lease: WorkerLease, options: SnowflakeOptions = {}): Promise<Snowflake> {
     const { timeBits = DEFAULT_TIME_BITS, workerBits = DEFAULT_WORKER_BITS, sequenceBits = DEFAULT_SEQUENCE_BITS } = options;
-    const { maxRollbackSeconds: maxRollback = DEFAULT_MAX_ROLLBACK_SECONDS, epochMs = DEFAULT_EPOCH_MS } = options;
+    const { maxRollbackSeconds = DEFAULT_MAX_ROLLBACK_SECONDS, epochMs = DEFAULT_EPOCH_MS } = options;
     const { clock = Date.now, sleep = (seconds: number) => sleepMs(seconds * 1000) } = options;
     const layout = { timeBits, workerBits, sequenceBits };
     if (!Object.values(layout).every((bits) => Number.isInteger(bits) && bits >= 0) || timeBits < 1) {
@@ -265,10 +261,10 @@ export class Snowflake {
     if (timeBits + workerBits + sequenceBits > ID_BITS) {
       throw new RangeError(`${timeBits} + ${workerBits} + ${sequenceBits} bits do not fit ${ID_BITS}`);
     }
-    if (!(maxRollback >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollback}`);
+    if (!(maxRollbackSeconds >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollbackSeconds}`);
     const size = await lease.size();
     if (size > 2 ** workerBits) throw new RangeError(`pool ${lease.pool} holds ${size} worker ids: more than ${workerBits} bits hold`);
-    return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, clock, sleep);
+    return new Snowflake(lease, { epochMs, timeBits, workerBits, sequenceBits, maxRollbackSeconds, clock, sleep });
   }
 
   next(): Promise<bigint> {
@@ -278,34 +274,35 @@ export class Snowflake {
   }
 
   private async issue(): Promise<bigint> {
+    const { epochMs, timeBits, workerBits, sequenceBits, sleep } = this.settings;
     this.lease.check(); // the state changes only once an id is made: a throw midway leaves it as it was
     let now = await this.millisecond();
     let sequence = now === this.lastMs ? this.sequence + 1 : 0;
-    while (sequence >= 2 ** this.sequenceBits) {
-      await this.sleep(0.0005); // this millisecond's ids are used up: the next one
+    while (sequence >= 2 ** sequenceBits) {
+      await sleep(0.0005); // this millisecond's ids are used up: the next one
       if ((now = await this.millisecond()) > this.lastMs) sequence = 0;
     }
-    const elapsed = now - this.epochMs;
-    if (!(elapsed >= 0 && elapsed < 2 ** this.timeBits)) {
-      throw new RangeError(`${now} ms is outside the ${2 ** this.timeBits} ms from epochMs ${this.epochMs}`);
+    const elapsed = now - epochMs;
+    if (!(elapsed >= 0 && elapsed < 2 ** timeBits)) {
+      throw new RangeError(`${now} ms is outside the ${2 ** timeBits} ms from epochMs ${epochMs}`);
     }
     const worker = this.lease.worker; // checked again after any wait
     [this.lastMs, this.sequence] = [now, sequence];
-    const { workerBits, sequenceBits } = this;
     return (BigInt(elapsed) << BigInt(workerBits + sequenceBits)) | (BigInt(worker) << BigInt(sequenceBits)) | BigInt(sequence);
   }
 
   /** Now in whole milliseconds, never before the last id's: a clock gone back is waited for up to the bound. */
   private async millisecond(): Promise<number> {
-    let now = Math.floor(this.clock());
+    const { clock, sleep, maxRollbackSeconds } = this.settings;
+    let now = Math.floor(clock());
     while (now < this.lastMs) {
       const behind = this.lastMs - now;
-      if (behind > this.maxRollbackMs) {
-        const said = `the clock went back ${behind} ms, past maxRollbackSeconds (${this.maxRollbackMs} ms)`;
+      if (behind > maxRollbackSeconds * 1000) {
+        const said = `the clock went back ${behind} ms, past maxRollbackSeconds (${maxRollbackSeconds * 1000} ms)`;
         throw new ClockRollback(null, "clock_rollback", said);
       }
-      await this.sleep(behind / 1000);
-      now = Math.floor(this.clock());
+      await sleep(behind / 1000);
+      now = Math.floor(clock());
     }
     return now;
   }
