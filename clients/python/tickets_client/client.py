@@ -306,8 +306,7 @@ def _grant(answer: dict[str, Any]) -> WorkerGrant:
 
 
 def json_body(fields: dict[str, Any]) -> bytes:
-    """UTF-8 JSON, not ASCII-escaped: an escaped character outside the BMP takes 12 bytes instead of 4, and the longest
-    reason docs/reference/series.md allows would not fit the server's body limit. A lone surrogate is refused."""
+    """UTF-8 JSON, not ASCII-escaped (or docs/reference/series.md's longest reason is too long); no lone surrogates."""
     try:
         return json.dumps(fields, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as err:

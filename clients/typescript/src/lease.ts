@@ -44,9 +44,7 @@ export class TicketLease {
     options: LeaseOptions = {},
   ) {
     const { maxBlock = MAX_BLOCK, blockSize = DEFAULT_BLOCK_SIZE, targetSeconds = DEFAULT_TARGET_SECONDS } = options;
-    if (!key) {
-      throw new TypeError(`a lease needs a key (range blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
-    }
+    if (!key) throw new TypeError(`a lease needs a key (blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
     if (!Number.isInteger(maxBlock) || maxBlock < 1 || maxBlock > MAX_BLOCK) {
       throw new RangeError(`maxBlock must be 1..${MAX_BLOCK}, got ${maxBlock}`);
     }
