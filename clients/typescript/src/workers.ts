@@ -52,7 +52,8 @@ type Sent = readonly [monotonic: number, wallMs: number];
  * open), released by `close()`; a loss is for good: the "lost" event fires once, `worker` throws LeaseLost. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   readonly pool: string;
-  private safeEndAt = 0;
+  /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
+  safeEnd = 0;
   private wallSafeEndMs = 0;
   private renewAt = 0;
   private loss: LeaseLost | null = null;
@@ -63,7 +64,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   private constructor(
     private readonly client: WorkerSource,
-    private current: WorkerGrant,
+    /** The last grant or renewal, lost or not (for logs: `worker` is checked). */
+    public grant: WorkerGrant,
     sent: Sent,
     private readonly margin: number | undefined,
     private readonly fraction: number,
@@ -71,8 +73,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     private readonly wallClock: () => number,
   ) {
     super();
-    this.pool = current.pool;
-    this.extend(current, sent);
+    this.pool = grant.pool;
+    this.extend(grant, sent);
   }
 
   /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
@@ -108,25 +110,15 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   /** The worker id, while it is this process's: throws LeaseLost after a loss (an Error once closed). */
   get worker(): number {
     this.check();
-    return this.current.worker;
-  }
-
-  /** The last grant or renewal, lost or not (for logs: `worker` is checked). */
-  get grant(): WorkerGrant {
-    return this.current;
+    return this.grant.worker;
   }
 
   get epoch(): number {
-    return this.current.epoch;
+    return this.grant.epoch;
   }
 
   get marginSeconds(): number {
-    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.current.ttlSeconds);
-  }
-
-  /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
-  get safeEnd(): number {
-    return this.safeEndAt;
+    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.grant.ttlSeconds);
   }
 
   get lost(): boolean {
@@ -162,7 +154,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     await this.renewing;
     if (this.noticeLoss()) return false;
     try {
-      return await this.client.releaseWorker(this.pool, this.current.worker, this.current.epoch);
+      return await this.client.releaseWorker(this.pool, this.grant.worker, this.grant.epoch);
     } catch (err) {
       if (err instanceof TicketsError) return false;
       throw err;
@@ -174,7 +166,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     const sent: Sent = [this.monotonic(), this.wallClock()];
     const now = sent[0];
     if (now < this.renewAt) return this.renewAt - now;
-    const { worker, epoch, ttlSeconds } = this.current;
+    const { worker, epoch, ttlSeconds } = this.grant;
     try {
       this.extend(await this.client.renewWorker(this.pool, worker, epoch), sent);
     } catch (err) {
@@ -190,20 +182,20 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has passed. */
   private extend(grant: WorkerGrant, [sent, sentWallMs]: Sent): void {
-    if (grant.pool !== this.pool || grant.worker !== this.current.worker || grant.epoch !== this.current.epoch) {
+    if (grant.pool !== this.pool || grant.worker !== this.grant.worker || grant.epoch !== this.grant.epoch) {
       throw new TicketsError(200, "bad_response", `asked for a lease of ${this.pool}, got ${JSON.stringify(grant)}`);
     }
     if (this.noticeLoss()) return;
-    this.current = grant;
-    this.safeEndAt = sent + grant.ttlSeconds - this.marginSeconds;
+    this.grant = grant;
+    this.safeEnd = sent + grant.ttlSeconds - this.marginSeconds;
     this.wallSafeEndMs = sentWallMs + (grant.ttlSeconds - this.marginSeconds) * 1000;
     this.renewAt = sent + this.fraction * grant.ttlSeconds;
   }
 
   private noticeLoss(): LeaseLost | null {
-    const passed = this.monotonic() >= this.safeEndAt || this.wallClock() >= this.wallSafeEndMs;
-    if (this.loss === null && this.safeEndAt > 0 && passed) {
-      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.current.worker} passed unrenewed`));
+    const passed = this.monotonic() >= this.safeEnd || this.wallClock() >= this.wallSafeEndMs;
+    if (this.loss === null && this.safeEnd > 0 && passed) {
+      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.grant.worker} passed unrenewed`));
     }
     return this.loss;
   }
@@ -217,7 +209,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** The next renewal on a timer that never holds the process open; it wakes at the safe end too, to report a loss. */
   private schedule(delay: number): void {
-    const wait = Math.max(0, Math.min(delay, this.safeEndAt - this.monotonic()));
+    const wait = Math.max(0, Math.min(delay, this.safeEnd - this.monotonic()));
     this.timer = setTimeout(async () => {
       const next = await this.renewDue().catch(() => RENEW_RETRY_SECONDS);
       if (next !== null && !this.closed) this.schedule(next);
