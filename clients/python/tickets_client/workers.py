@@ -141,12 +141,10 @@ class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
-        if self._loss() is not None:
-            return False
-        try:
-            return self._client.release_worker(self.pool, self.grant.worker, self.grant.epoch)
-        except TicketsError:
-            return False
+        if self._loss() is None:
+            with contextlib.suppress(TicketsError):  # unreleased, the id expires at its ttl
+                return self._client.release_worker(self.pool, self.grant.worker, self.grant.epoch)
+        return False
 
     def __exit__(self, *exc: object) -> None:
         self.close()

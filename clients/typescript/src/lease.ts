@@ -67,9 +67,7 @@ export class TicketLease {
         return this.block.ticket(this.handed++);
       }
       if (this.closed) throw new Error("this TicketLease is closed");
-      this.switching ??= this.nextBlock().finally(() => {
-        this.switching = null;
-      });
+      this.switching ??= this.nextBlock().finally(() => (this.switching = null));
       await this.switching;
     }
   }

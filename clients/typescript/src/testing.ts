@@ -55,9 +55,7 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
   args.push(...(options.serverArgs ?? []));
   const child = spawn(python, args, { stdio: ["pipe", "pipe", "pipe"] });
   let log = ""; // the server's stderr, its end kept: one line per request, and why it failed
-  child.stderr?.on("data", (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
-  });
+  child.stderr?.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS)));
   const stop = async (): Promise<void> => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise<void>((done) => child.once("exit", () => done()));

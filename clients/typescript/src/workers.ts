@@ -140,9 +140,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** Renew if a renewal is due; the seconds until the next is (null once lost or closed). Calls share one renewal. */
   renewDue(): Promise<number | null> {
-    this.renewing ??= this.renewIfDue().finally(() => {
-      this.renewing = null;
-    });
+    this.renewing ??= this.renewIfDue().finally(() => (this.renewing = null));
     return this.renewing;
   }
 
