@@ -154,9 +154,8 @@ class TicketsClient:
 
     def series(self, key: str, ref: str | None = None, *, idempotency_key: str | None = None) -> SeriesNumber:
         """The next number of the series `key`, journaled with `ref` (docs/reference/series.md)."""
-        fields = None if ref is None else {"ref": ref}
-        path = f"/_series{_key_path(key)}"
-        answer = self._request("POST", path, idempotent=True, idempotency_key=idempotency_key, fields=fields)
+        body = b"" if ref is None else json_body({"ref": ref})
+        answer = self._request("POST", f"/_series{_key_path(key)}", idempotent=idempotency_key or True, body=body)
         number, series, named = answer.get("ticket"), answer.get("series"), answer.get("id")
         if not _is_ticket(number) or not isinstance(series, str) or not isinstance(named, (str, type(None))):
             raise TicketsError(200, "bad_response", f"the server's answer is not a series number: {answer!r:.200}")
@@ -164,8 +163,8 @@ class TicketsClient:
 
     def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
         """Void a number: its journal entry. Safe to retry: voiding again answers the first void."""
-        fields = {"series": series, "ticket": ticket, "reason": reason}
-        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, fields=fields)
+        body = json_body({"series": series, "ticket": ticket, "reason": reason})
+        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
 
     def journal(
         self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE
@@ -184,19 +183,16 @@ class TicketsClient:
 
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
         """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
-        fields = None if owner is None else {"owner": owner}
-        answer = self._request(
-            "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields
-        )
-        return _grant(answer)
+        body = b"" if owner is None else json_body({"owner": owner})
+        return _grant(self._request("POST", _pool_path(pool), idempotent=idempotency_key or True, body=body))
 
     def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
         """The lease held at `epoch`, with a new expiry (twice only extends)."""
-        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch}))
+        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch})))
 
     def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
         """Whether this released the lease (False: stale or released already)."""
-        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch})
+        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch}))
         if not isinstance(answer.get("released"), bool):
             raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
         return bool(answer["released"])
@@ -209,24 +205,16 @@ class TicketsClient:
         return answer
 
     def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        idempotent: bool = False,
-        idempotency_key: str | None = None,
-        fields: dict[str, Any] | None = None,
-        repeatable: bool = False,
+        self, method: str, path: str, *, idempotent: bool | str = False, body: bytes = b"", repeatable: bool = False
     ) -> dict[str, Any]:
-        """`idempotent` (one Idempotency-Key for all attempts) or `repeatable` lets a 502 or 504 be retried."""
+        """`idempotent`: one Idempotency-Key (a str: that one) for all tries; it or `repeatable` retries 502 and 504."""
         target = self._base_path + path
-        body = b"" if fields is None else json_body(fields)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
         if body:
             headers["Content-Type"] = "application/json"
         if idempotent:
-            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
-        idempotent = idempotent or repeatable
+            headers["Idempotency-Key"] = idempotent if isinstance(idempotent, str) else str(uuid.uuid4())
+        repeatable = repeatable or bool(idempotent)
         attempts, failed_attempts, waited = 0, 0, 0.0
         while True:
             attempts += 1
@@ -240,7 +228,7 @@ class TicketsClient:
                 if status < 300:
                     return _json_object(status, body_read)
                 failure = _server_error(status, body_read, retry_after(response_headers.get("retry-after")))
-                if not _retryable(failure, idempotent):
+                if not _retryable(failure, repeatable):
                     raise failure
                 delay = max(failure.retry_after or 0.0, _backoff(attempts))
             if _in_progress(failure):
