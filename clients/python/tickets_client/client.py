@@ -331,12 +331,10 @@ def retry_after(value: str | None, now: float | None = None) -> float | None:
         year = this_year + 50 - (this_year + 50 - year) % 100
     try:
         day, hour, minute, second = (int(found[name]) for name in ("day", "hour", "minute", "second"))
-        date = datetime.datetime(
-            year, _MONTHS.index(found["month"]) + 1, day, hour, minute, second, tzinfo=datetime.UTC
-        )
+        at = datetime.datetime(year, _MONTHS.index(found["month"]) + 1, day, hour, minute, second, tzinfo=datetime.UTC)
     except ValueError:  # 31 Feb, 25:00
         return None
-    return min(max(date.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)
+    return min(max(at.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
 def _json(body: bytes) -> Any:
