@@ -130,10 +130,7 @@ class TicketsClient:
         """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, once its tickets (or ids) check out."""
         query = f"?count={count}" if count != 1 else ""
         answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
-        if "id" in answer:
-            _ids(answer, count)
-        else:
-            _tickets(answer, count)
+        (_ids if "id" in answer else _tickets)(answer, count)  # an opaque counter's ids, or tickets
         return answer
 
     def block(self, key: str, count: int, *, idempotent: bool = True) -> Block:
@@ -177,8 +174,7 @@ class TicketsClient:
             if not isinstance(entries, list):
                 raise TicketsError(200, "bad_response", f"the server's answer is not a journal page: {page!r:.200}")
             yield from entries
-            after = page.get("next")
-            if after is None:
+            if (after := page.get("next")) is None:
                 return
 
     def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:

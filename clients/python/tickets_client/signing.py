@@ -32,11 +32,10 @@ class Signer:
         from botocore.awsrequest import AWSRequest
         from botocore.exceptions import BotoCoreError
 
-        if self._credentials is None:
-            try:
-                self._credentials = botocore.session.Session().get_credentials()
-            except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
-                raise TicketsError(None, "no_credentials", str(err)) from None
+        try:
+            self._credentials = self._credentials or botocore.session.Session().get_credentials()
+        except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
+            raise TicketsError(None, "no_credentials", str(err)) from None
         if self._credentials is None:
             said = "no AWS credentials for SigV4 (botocore looks in the environment, ~/.aws config and SSO, a role)"
             raise TicketsError(None, "no_credentials", said)

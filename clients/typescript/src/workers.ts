@@ -151,12 +151,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     if (this.timer) clearTimeout(this.timer);
     await this.renewing;
     if (this.noticeLoss()) return false;
-    try {
-      return await this.client.releaseWorker(this.pool, this.grant.worker, this.grant.epoch);
-    } catch (err) {
-      if (err instanceof TicketsError) return false;
-      throw err;
-    }
+    const released = this.client.releaseWorker(this.pool, this.grant.worker, this.grant.epoch);
+    return released.catch((err: unknown) => (err instanceof TicketsError ? false : Promise.reject(err)));
   }
 
   private async renewIfDue(): Promise<number | null> {
