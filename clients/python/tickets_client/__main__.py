@@ -16,7 +16,6 @@ DEFAULT_URL = "http://127.0.0.1:8000"
 EPILOG = f"""\
 examples:
   %(prog)s next orders --count 3 --text   # three tickets, one a line
-  %(prog)s block orders --count 1000000   # {{"first": ..., "last": ..., "step": 1, "count": 1000000}}
   TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s state orders
 
 A *.lambda-url.<region>.on.aws URL is signed with SigV4 (botocore's credentials), others only with --sign;

@@ -27,6 +27,7 @@ FUNCTION_TIMEOUT_SECONDS = 10  # lambda_src/tickets/timing.py's (tests/functiona
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
 MAX_BLOCK = 1_000_000  # the most tickets one /_blocks request may ask for (a deployment may allow fewer)
+Answer = dict[str, Any]  # a JSON object the server answered
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -126,7 +127,7 @@ class TicketsClient:
         """`count` new ids of the opaque counter `key`, in its tickets' order (`next` refuses them)."""
         return _ids(self.issue(key, count, idempotent=idempotent), count)
 
-    def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
+    def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> Answer:
         """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, once its tickets (or ids) check out."""
         query = f"?count={count}" if count != 1 else ""
         answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
@@ -145,7 +146,7 @@ class TicketsClient:
             raise TicketsError(200, "bad_response", f"asked for a block of {count} tickets, got {answer!r:.200}")
         return block
 
-    def state(self, key: str) -> dict[str, Any]:
+    def state(self, key: str) -> Answer:
         """The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used."""
         return self._request("GET", "/_counters" + _key_path(key))
 
@@ -158,14 +159,12 @@ class TicketsClient:
             raise TicketsError(200, "bad_response", f"the server's answer is not a series number: {answer!r:.200}")
         return SeriesNumber(str(answer.get("key", key)), series, number, named)
 
-    def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
+    def void(self, key: str, series: str, ticket: int, reason: str) -> Answer:
         """Void a number: its journal entry. Safe to retry: voiding again answers the first void."""
         body = json_body({"series": series, "ticket": ticket, "reason": reason})
         return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
 
-    def journal(
-        self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE
-    ) -> Iterator[dict[str, Any]]:
+    def journal(self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE) -> Iterator[Answer]:
         """Every journal entry of the series above `after`, in order, a page of `limit` at a time."""
         while True:
             query = {"series": series, "limit": str(limit), **({} if after is None else {"after": str(after)})}
@@ -193,7 +192,7 @@ class TicketsClient:
             raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
         return bool(answer["released"])
 
-    def list_workers(self, pool: str) -> dict[str, Any]:
+    def list_workers(self, pool: str) -> Answer:
         """The pool: {"pool", "size", "ttlSeconds", "leases"}, its live leases by worker id."""
         answer = self._request("GET", _pool_path(pool), repeatable=True)
         if not _is_ticket(answer.get("size")) or not isinstance(answer.get("leases"), list):
@@ -202,7 +201,7 @@ class TicketsClient:
 
     def _request(
         self, method: str, path: str, *, idempotent: bool | str = False, body: bytes = b"", repeatable: bool = False
-    ) -> dict[str, Any]:
+    ) -> Answer:
         """`idempotent`: one Idempotency-Key (a str: that one) for all tries; it or `repeatable` retries 502 and 504."""
         target = self._base_path + path
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
@@ -243,7 +242,7 @@ def _is_ticket(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
 
 
-def _tickets(answer: dict[str, Any], count: int) -> list[int]:
+def _tickets(answer: Answer, count: int) -> list[int]:
     said = "an opaque counter: take its ids with next_ids()"
     tickets = _issued(answer, count, "ticket", "id", "opaque_counter", said)
     steps = {later - earlier for earlier, later in zip(tickets, tickets[1:])}
@@ -252,11 +251,11 @@ def _tickets(answer: dict[str, Any], count: int) -> list[int]:
     return tickets
 
 
-def _ids(answer: dict[str, Any], count: int) -> list[str]:
+def _ids(answer: Answer, count: int) -> list[str]:
     return _issued(answer, count, "id", "ticket", "not_opaque", "not an opaque counter: take its tickets with next()")
 
 
-def _issued(answer: dict[str, Any], count: int, name: str, other: str, code: str, said: str) -> list[Any]:
+def _issued(answer: Answer, count: int, name: str, other: str, code: str, said: str) -> list[Any]:
     """The answer's `name`s (or its one `name`), checked: `count` different ones, the first `name`; `other`s refused."""
     if other in answer and name not in answer:
         raise TicketsError(200, code, f"{said}: {answer!r:.200}")
@@ -281,7 +280,7 @@ def _pool_path(pool: str, worker: int | None = None) -> str:
     return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
 
 
-def _grant(answer: dict[str, Any]) -> WorkerGrant:
+def _grant(answer: Answer) -> WorkerGrant:
     pool, numbers = answer.get("pool"), [answer.get(name) for name in ("worker", "epoch", "expiresAt", "ttlSeconds")]
     counted = [n for n in numbers if _is_ticket(n) and n >= 0]
     if not isinstance(pool, str) or len(counted) != len(numbers) or counted[1] < 1:
@@ -289,7 +288,7 @@ def _grant(answer: dict[str, Any]) -> WorkerGrant:
     return WorkerGrant(pool, *counted)
 
 
-def json_body(fields: dict[str, Any]) -> bytes:
+def json_body(fields: Answer) -> bytes:
     """UTF-8 JSON, not ASCII-escaped (or docs/reference/series.md's longest reason is too long); no lone surrogates."""
     try:
         return json.dumps(fields, ensure_ascii=False).encode("utf-8")
@@ -340,7 +339,7 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _json_object(status: int, body: bytes) -> dict[str, Any]:
+def _json_object(status: int, body: bytes) -> Answer:
     if not isinstance(answer := _json(body), dict):
         raise TicketsError(status, "bad_response", f"expected a JSON object, got {body[:200]!r}")
     return answer

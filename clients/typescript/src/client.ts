@@ -303,7 +303,7 @@ function inProgress(error: TicketsError): boolean {
   return error.status === 409 && error.code === "in_progress";
 }
 
-export function backoff(attempt: number): number {
+function backoff(attempt: number): number {
   return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
 }
 

@@ -51,7 +51,6 @@ type Sent = readonly [monotonic: number, wallMs: number];
 /** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on an unref'd timer (it never holds the process
  * open), released by `close()`; a loss is for good: the "lost" event fires once, `worker` throws LeaseLost. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
-  readonly pool: string;
   /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
   safeEnd = 0;
   private wallSafeEndMs = 0;
@@ -64,6 +63,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   private constructor(
     private readonly client: WorkerSource,
+    readonly pool: string,
     /** The last grant or renewal, lost or not (for logs: `worker` is checked). */
     public grant: WorkerGrant,
     sent: Sent,
@@ -73,7 +73,6 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     private readonly wallClock: () => number,
   ) {
     super();
-    this.pool = grant.pool;
     this.extend(grant, sent);
   }
 
@@ -97,7 +96,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
         grant = await client.acquireWorker(pool, owned);
       }
     }
-    const lease = new WorkerLease(client, grant, sent, margin, fraction, monotonic, wallClock);
+    const lease = new WorkerLease(client, pool, grant, sent, margin, fraction, monotonic, wallClock);
     if (lease.marginSeconds >= grant.ttlSeconds) {
       await client.releaseWorker(pool, grant.worker, grant.epoch);
       throw new RangeError(`a margin of ${lease.marginSeconds} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
