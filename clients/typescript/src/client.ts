@@ -262,7 +262,7 @@ function checkedIds(answer: Answer, count: number): string[] {
 
 /** The answer's `name`s (or its one `name`), checked: `count` different ones, the first `name`; `other`'s refused. */
 function issued(answer: Answer, count: number, name: string, other: string, code: string, said: string): unknown[] {
-  if (other in answer && !(name in answer)) throw new TicketsError(200, code, `${said}: ${show(answer)}`);
+  if (other in answer && !(name in answer)) throw badResponse(`${said}: `, answer, code);
   const valid = name === "ticket" ? isTicket : (holder: object, key: string | number) => isId((holder as Answer)[key]);
   const all = `${name}s` in answer ? answer[`${name}s`] : [answer[name]];
   if (
@@ -378,12 +378,8 @@ function parseJson(text: string): unknown {
   }
 }
 
-function badResponse(said: string, answer: Answer): TicketsError {
-  return new TicketsError(200, "bad_response", `${said}${show(answer)}`);
-}
-
-function show(answer: Answer): string {
-  return JSON.stringify(answer).slice(0, 200);
+function badResponse(said: string, answer: Answer, code = "bad_response"): TicketsError {
+  return new TicketsError(200, code, `${said}${JSON.stringify(answer).slice(0, 200)}`);
 }
 
 /** fetch's errors hide the reason (ECONNREFUSED, a timeout) in `cause`. */
