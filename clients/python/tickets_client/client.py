@@ -27,7 +27,7 @@ FUNCTION_TIMEOUT_SECONDS = 10  # lambda_src/tickets/timing.py's (tests/functiona
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
 MAX_BLOCK = 1_000_000  # the most tickets one /_blocks request may ask for (a deployment may allow fewer)
-Answer = dict[str, Any]  # a JSON object the server answered
+Answer = dict[str, Any]  # a JSON object: an answer, or the fields a request sends
 MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
