@@ -14,7 +14,7 @@ import pytest
 
 from local_support import LoopbackHttp
 from tickets_client import Block, TicketsClient, TicketsError, WorkerGrant
-from tickets_client.retry_after import retry_after
+from tickets_client.client import retry_after
 
 CASES = json.loads((Path(__file__).resolve().parents[2] / "clients" / "conformance.json").read_text())["cases"]
 WARM_UP_PATH = "/_counters/warm-up"  # the runner's request before each case, not one of the case's

@@ -13,15 +13,9 @@ from typing import Any
 
 import pytest
 
-from tickets_client.errors import TicketsError
-from tickets_client.workers import (
-    ClockRollback,
-    LeaseLost,
-    PoolFull,
-    Snowflake,
-    WorkerGrant,
-    WorkerLease,
-)
+from tickets_client.client import WorkerGrant
+from tickets_client.errors import ClockRollback, LeaseLost, PoolFull, TicketsError
+from tickets_client.workers import Snowflake, WorkerLease
 
 EPOCH_MS = 1_735_689_600_000
 

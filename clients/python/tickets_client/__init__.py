@@ -1,10 +1,10 @@
 """Python client for Tickets (docs/reference/clients.md): standard library, and botocore to sign."""
 
-from .client import Block, SeriesNumber, TicketsClient
-from .errors import TicketsError
+from .client import Block, SeriesNumber, TicketsClient, WorkerGrant
+from .errors import ClockRollback, LeaseLost, PoolFull, TicketsError
 from .lease import TicketLease
 from .version import __version__
-from .workers import ClockRollback, LeaseLost, PoolFull, Snowflake, WorkerGrant, WorkerLease
+from .workers import Snowflake, WorkerLease
 
 __all__ = [
     "Block",

@@ -13,12 +13,9 @@ from .errors import TicketsError
 from .version import __version__
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-MODULE_PROG = "python -m tickets_client"
-COMMAND_PROG = "tickets-client"  # the console script of clients/python/pyproject.toml
 EPILOG = f"""\
 examples:
   %(prog)s next orders --count 3 --text   # three tickets, one a line
-  %(prog)s block orders --count 1000000   # {{"first": ..., "last": ..., "step": 1, "count": 1000000}}
   TICKETS_URL=https://abc123.lambda-url.us-east-1.on.aws %(prog)s state orders
 
 A *.lambda-url.<region>.on.aws URL is signed with SigV4 (botocore's credentials), others only with --sign;
@@ -29,7 +26,7 @@ ATTEMPTS_HELP = f"""attempts per request for 429, 503, lost connections and (nex
 in_progress is retried for up to {IN_PROGRESS_RETRY_SECONDS} s regardless"""
 
 
-def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Namespace:
+def main(argv: list[str] | None = None, prog: str = "python -m tickets_client") -> int:
     common = argparse.ArgumentParser(add_help=False)
     url = os.environ.get("TICKETS_URL", DEFAULT_URL)
     common.add_argument("--url", default=url, help=f"the Function URL (default: $TICKETS_URL, else {DEFAULT_URL})")
@@ -59,11 +56,7 @@ def parse_args(argv: list[str] | None, prog: str = MODULE_PROG) -> argparse.Name
     block.add_argument("--count", type=int, required=True, help="how many tickets, 1..1000000 (maxBlock may cap it)")
     state = subcommand("state", "print KEY's state (last ticket, step, config); issues nothing")
     state.add_argument("key", metavar="KEY", help="the counter")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None, prog: str = MODULE_PROG) -> int:
-    args = parse_args(argv, prog)
+    args = parser.parse_args(argv)
     try:
         client = TicketsClient(
             args.url, sign=args.sign, region=args.region, timeout=args.timeout, max_attempts=args.max_attempts
@@ -88,8 +81,8 @@ def main(argv: list[str] | None = None, prog: str = MODULE_PROG) -> int:
 
 
 def command() -> int:
-    """The `tickets-client` console script."""
-    return main(prog=COMMAND_PROG)
+    """The `tickets-client` console script (clients/python/pyproject.toml)."""
+    return main(prog="tickets-client")
 
 
 if __name__ == "__main__":

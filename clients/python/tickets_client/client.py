@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import http.client
 import json
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -12,14 +14,10 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 from urllib.parse import quote, urlencode, urlsplit
 
-from .errors import TicketsError
-from .retry_after import retry_after
+from .errors import LeaseLost, PoolFull, TicketsError
 from .signing import Signer, function_url_region
 from .transport import Transport
 from .version import __version__
-from .workers import LeaseLost, PoolFull, WorkerRoutes
-
-__all__ = ["Block", "SeriesNumber", "TicketsClient"]
 
 USER_AGENT = f"tickets-client/{__version__}"
 BACKOFF_BASE_SECONDS = 0.1
@@ -29,6 +27,22 @@ FUNCTION_TIMEOUT_SECONDS = 10  # lambda_src/tickets/timing.py's (tests/functiona
 IN_PROGRESS_RETRY_SECONDS = FUNCTION_TIMEOUT_SECONDS + 5  # past the lock's expiry, with a margin
 IN_PROGRESS_MAX_ATTEMPTS = 60  # a bound on attempts too, whatever the jitter draws
 MAX_BLOCK = 1_000_000  # the most tickets one /_blocks request may ask for (a deployment may allow fewer)
+Answer = dict[str, Any]  # a JSON object: an answer, or the fields a request sends
+MAX_RETRY_AFTER_SECONDS = 30.0  # a Retry-After beyond this is honoured only this far
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTH = "(?P<month>" + "|".join(_MONTHS) + ")"
+_TIME = "(?P<hour>[0-9]{2}):(?P<minute>[0-9]{2}):(?P<second>[0-9]{2})"
+# RFC 9110 section 5.6.7: IMF-fixdate, and the two obsolete forms a recipient must also accept.
+_HTTP_DATES = [
+    re.compile(form)
+    for form in (
+        rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), (?P<day>[0-9]{{2}}) {_MONTH} (?P<year>[0-9]{{4}}) {_TIME} GMT",
+        rf"(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), (?P<day>[0-9]{{2}})-{_MONTH}-"
+        rf"(?P<year>[0-9]{{2}}) {_TIME} GMT",
+        rf"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) {_MONTH} (?P<day>[0-9 ][0-9]) {_TIME} (?P<year>[0-9]{{4}})",
+    )
+]
 
 
 @dataclass(frozen=True)
@@ -55,11 +69,22 @@ class SeriesNumber:
     id: str | None
 
 
+@dataclass(frozen=True)
+class WorkerGrant:
+    """A lease as the service answered it: `expires_at` is milliseconds by ITS wall clock (for display only)."""
+
+    pool: str
+    worker: int
+    epoch: int
+    expires_at: int
+    ttl_seconds: int
+
+
 PLAY_CALLER_HEADER = "X-Tickets-Play-Caller"  # tickets_local/events.py's (a test holds the two equal)
 JOURNAL_PAGE = 100  # entries per GET /_series/{key}/journal while iterating (the server allows up to 500)
 
 
-class TicketsClient(WorkerRoutes):
+class TicketsClient:
     def __init__(
         self,
         url: str,
@@ -102,14 +127,11 @@ class TicketsClient(WorkerRoutes):
         """`count` new ids of the opaque counter `key`, in its tickets' order (`next` refuses them)."""
         return _ids(self.issue(key, count, idempotent=idempotent), count)
 
-    def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> dict[str, Any]:
+    def issue(self, key: str | None = None, count: int = 1, *, idempotent: bool = True) -> Answer:
         """The server's whole answer, e.g. {"key": "orders", "ticket": 5000}, once its tickets (or ids) check out."""
         query = f"?count={count}" if count != 1 else ""
         answer = self._request("POST", _key_path(key) + query, idempotent=idempotent)
-        if "id" in answer:
-            _ids(answer, count)
-        else:
-            _tickets(answer, count)
+        (_ids if "id" in answer else _tickets)(answer, count)  # an opaque counter's ids, or tickets
         return answer
 
     def block(self, key: str, count: int, *, idempotent: bool = True) -> Block:
@@ -124,28 +146,25 @@ class TicketsClient(WorkerRoutes):
             raise TicketsError(200, "bad_response", f"asked for a block of {count} tickets, got {answer!r:.200}")
         return block
 
-    def state(self, key: str) -> dict[str, Any]:
+    def state(self, key: str) -> Answer:
         """The counter's state (`last`, `step`, config, lanes); 404 `not_found` if never used."""
         return self._request("GET", "/_counters" + _key_path(key))
 
     def series(self, key: str, ref: str | None = None, *, idempotency_key: str | None = None) -> SeriesNumber:
         """The next number of the series `key`, journaled with `ref` (docs/reference/series.md)."""
-        fields = None if ref is None else {"ref": ref}
-        path = f"/_series{_key_path(key)}"
-        answer = self._request("POST", path, idempotent=True, idempotency_key=idempotency_key, fields=fields)
+        body = b"" if ref is None else json_body({"ref": ref})
+        answer = self._request("POST", f"/_series{_key_path(key)}", idempotent=idempotency_key or True, body=body)
         number, series, named = answer.get("ticket"), answer.get("series"), answer.get("id")
         if not _is_ticket(number) or not isinstance(series, str) or not isinstance(named, (str, type(None))):
             raise TicketsError(200, "bad_response", f"the server's answer is not a series number: {answer!r:.200}")
         return SeriesNumber(str(answer.get("key", key)), series, number, named)
 
-    def void(self, key: str, series: str, ticket: int, reason: str) -> dict[str, Any]:
+    def void(self, key: str, series: str, ticket: int, reason: str) -> Answer:
         """Void a number: its journal entry. Safe to retry: voiding again answers the first void."""
-        fields = {"series": series, "ticket": ticket, "reason": reason}
-        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, fields=fields)
+        body = json_body({"series": series, "ticket": ticket, "reason": reason})
+        return self._request("POST", f"/_series{_key_path(key)}/void", repeatable=True, body=body)
 
-    def journal(
-        self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE
-    ) -> Iterator[dict[str, Any]]:
+    def journal(self, key: str, series: str, after: int | None = None, limit: int = JOURNAL_PAGE) -> Iterator[Answer]:
         """Every journal entry of the series above `after`, in order, a page of `limit` at a time."""
         while True:
             query = {"series": series, "limit": str(limit), **({} if after is None else {"after": str(after)})}
@@ -154,29 +173,43 @@ class TicketsClient(WorkerRoutes):
             if not isinstance(entries, list):
                 raise TicketsError(200, "bad_response", f"the server's answer is not a journal page: {page!r:.200}")
             yield from entries
-            after = page.get("next")
-            if after is None:
+            if (after := page.get("next")) is None:
                 return
 
+    def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
+        """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
+        body = b"" if owner is None else json_body({"owner": owner})
+        return _grant(self._request("POST", _pool_path(pool), idempotent=idempotency_key or True, body=body))
+
+    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
+        """The lease held at `epoch`, with a new expiry (twice only extends)."""
+        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch})))
+
+    def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
+        """Whether this released the lease (False: stale or released already)."""
+        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, body=json_body({"epoch": epoch}))
+        if not isinstance(answer.get("released"), bool):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
+        return bool(answer["released"])
+
+    def list_workers(self, pool: str) -> Answer:
+        """The pool: {"pool", "size", "ttlSeconds", "leases"}, its live leases by worker id."""
+        answer = self._request("GET", _pool_path(pool), repeatable=True)
+        if not _is_ticket(answer.get("size")) or not isinstance(answer.get("leases"), list):
+            raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
+        return answer
+
     def _request(
-        self,
-        method: str,
-        path: str,
-        *,
-        idempotent: bool = False,
-        idempotency_key: str | None = None,
-        fields: dict[str, Any] | None = None,
-        repeatable: bool = False,
-    ) -> dict[str, Any]:
-        """`idempotent` (one Idempotency-Key for all attempts) or `repeatable` lets a 502 or 504 be retried."""
+        self, method: str, path: str, *, idempotent: bool | str = False, body: bytes = b"", repeatable: bool = False
+    ) -> Answer:
+        """`idempotent`: one Idempotency-Key (a str: that one) for all tries; it or `repeatable` retries 502 and 504."""
         target = self._base_path + path
-        body = b"" if fields is None else json_body(fields)
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **self._played}
         if body:
             headers["Content-Type"] = "application/json"
         if idempotent:
-            headers["Idempotency-Key"] = idempotency_key or str(uuid.uuid4())
-        idempotent = idempotent or repeatable
+            headers["Idempotency-Key"] = idempotent if isinstance(idempotent, str) else str(uuid.uuid4())
+        repeatable = repeatable or bool(idempotent)
         attempts, failed_attempts, waited = 0, 0, 0.0
         while True:
             attempts += 1
@@ -190,7 +223,7 @@ class TicketsClient(WorkerRoutes):
                 if status < 300:
                     return _json_object(status, body_read)
                 failure = _server_error(status, body_read, retry_after(response_headers.get("retry-after")))
-                if not _retryable(failure, idempotent):
+                if not _retryable(failure, repeatable):
                     raise failure
                 delay = max(failure.retry_after or 0.0, _backoff(attempts))
             if _in_progress(failure):
@@ -209,48 +242,54 @@ def _is_ticket(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and abs(value) <= MAX_SAFE_INTEGER
 
 
-def _tickets(answer: dict[str, Any], count: int) -> list[int]:
-    """The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`."""
-    if "id" in answer and "ticket" not in answer:
-        raise TicketsError(200, "opaque_counter", f"an opaque counter: take its ids with next_ids(): {answer!r:.200}")
-    tickets = answer.get("tickets", [answer.get("ticket")])
-    if not (
-        isinstance(tickets, list)
-        and len(tickets) == count
-        and all(_is_ticket(ticket) for ticket in tickets)
-        and answer.get("ticket") == tickets[0]
-        and _is_ticket(answer.get("ticket"))
-    ):
-        raise TicketsError(200, "bad_response", f"asked for {count} tickets, got {answer!r:.200}")
+def _tickets(answer: Answer, count: int) -> list[int]:
+    said = "an opaque counter: take its ids with next_ids()"
+    tickets = _issued(answer, count, "ticket", "id", "opaque_counter", said)
     steps = {later - earlier for earlier, later in zip(tickets, tickets[1:])}
     if len(steps) > 1 or min(steps, default=1) < 1:
         raise TicketsError(200, "bad_response", f"the tickets are not ascending by one step: {answer!r:.200}")
     return tickets
 
 
-def _ids(answer: dict[str, Any], count: int) -> list[str]:
-    """An opaque counter's ids, checked: `count` different non-empty strings, the first `id`."""
-    if "ticket" in answer and "id" not in answer:
-        raise TicketsError(200, "not_opaque", f"not an opaque counter: take its tickets with next(): {answer!r:.200}")
-    ids = answer.get("ids", [answer.get("id")])
+def _ids(answer: Answer, count: int) -> list[str]:
+    return _issued(answer, count, "id", "ticket", "not_opaque", "not an opaque counter: take its tickets with next()")
+
+
+def _issued(answer: Answer, count: int, name: str, other: str, code: str, said: str) -> list[Any]:
+    """The answer's `name`s (or its one `name`), checked: `count` different ones, the first `name`; `other`s refused."""
+    if other in answer and name not in answer:
+        raise TicketsError(200, code, f"{said}: {answer!r:.200}")
+    valid = _is_ticket if name == "ticket" else lambda each: isinstance(each, str) and each != ""
+    issued = answer.get(name + "s", [answer.get(name)])
     if not (
-        isinstance(ids, list)
-        and len(ids) == count
-        and all(isinstance(each, str) and each for each in ids)
-        and len(set(ids)) == count
-        and answer.get("id") == ids[0]
+        isinstance(issued, list)
+        and len(issued) == count
+        and all(valid(each) for each in [answer.get(name), *issued])
+        and len(set(issued)) == count
+        and answer.get(name) == issued[0]
     ):
-        raise TicketsError(200, "bad_response", f"asked for {count} ids, got {answer!r:.200}")
-    return ids
+        raise TicketsError(200, "bad_response", f"asked for {count} {name}s, got {answer!r:.200}")
+    return issued
 
 
 def _key_path(key: str | None) -> str:
     return "/" if key is None else "/" + quote(key, safe="")
 
 
-def json_body(fields: dict[str, Any]) -> bytes:
-    """UTF-8 JSON, not ASCII-escaped: an escaped character outside the BMP takes 12 bytes instead of 4, and the longest
-    reason docs/reference/series.md allows would not fit the server's body limit. A lone surrogate is refused."""
+def _pool_path(pool: str, worker: int | None = None) -> str:
+    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
+
+
+def _grant(answer: Answer) -> WorkerGrant:
+    pool, numbers = answer.get("pool"), [answer.get(name) for name in ("worker", "epoch", "expiresAt", "ttlSeconds")]
+    counted = [n for n in numbers if _is_ticket(n) and n >= 0]
+    if not isinstance(pool, str) or len(counted) != len(numbers) or counted[1] < 1:
+        raise TicketsError(200, "bad_response", f"the server's answer is not a worker lease: {answer!r:.200}")
+    return WorkerGrant(pool, *counted)
+
+
+def json_body(fields: Answer) -> bytes:
+    """UTF-8 JSON, not ASCII-escaped (or docs/reference/series.md's longest reason is too long); no lone surrogates."""
     try:
         return json.dumps(fields, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as err:
@@ -268,9 +307,29 @@ def _in_progress(error: TicketsError) -> bool:
     return error.status == 409 and error.code == "in_progress"
 
 
-def _backoff(attempt: int) -> float:
-    """Capped exponential backoff with full jitter."""
+def _backoff(attempt: int) -> float:  # capped exponential, full jitter
     return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1)))
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from delay-seconds or an HTTP-date (RFC 9110, 10.2.3), at most MAX_RETRY_AFTER_SECONDS; else None."""
+    value = (value or "").strip(" \t")
+    if re.fullmatch("[0-9]+", value):
+        return min(float(value), MAX_RETRY_AFTER_SECONDS)  # float: a 400-digit value is inf, then the cap
+    found = next((match for form in _HTTP_DATES if (match := form.fullmatch(value))), None)
+    if found is None:
+        return None
+    now = time.time() if now is None else now
+    year = int(found["year"])
+    if len(found["year"]) == 2:  # RFC 850's: the latest year with those digits at most 50 years ahead
+        this_year = datetime.datetime.fromtimestamp(now, datetime.UTC).year
+        year = this_year + 50 - (this_year + 50 - year) % 100
+    try:
+        day, hour, minute, second = (int(found[name]) for name in ("day", "hour", "minute", "second"))
+        at = datetime.datetime(year, _MONTHS.index(found["month"]) + 1, day, hour, minute, second, tzinfo=datetime.UTC)
+    except ValueError:  # 31 Feb, 25:00
+        return None
+    return min(max(at.timestamp() - now, 0.0), MAX_RETRY_AFTER_SECONDS)
 
 
 def _json(body: bytes) -> Any:
@@ -280,7 +339,7 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _json_object(status: int, body: bytes) -> dict[str, Any]:
+def _json_object(status: int, body: bytes) -> Answer:
     if not isinstance(answer := _json(body), dict):
         raise TicketsError(status, "bad_response", f"expected a JSON object, got {body[:200]!r}")
     return answer

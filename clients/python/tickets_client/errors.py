@@ -1,4 +1,4 @@
-"""The one exception the client raises for a refused or failed request."""
+"""The error the client raises for a refused or failed request, and its kinds a caller may wait on or handle."""
 
 from __future__ import annotations
 
@@ -12,3 +12,15 @@ class TicketsError(Exception):
         self.code = code
         self.message = message
         self.retry_after = retry_after
+
+
+class PoolFull(TicketsError):
+    """503 pool_full: every worker id of the pool is leased. `retry_after`: seconds until the earliest expiry."""
+
+
+class LeaseLost(TicketsError):
+    """The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal."""
+
+
+class ClockRollback(TicketsError):
+    """The wall clock went back further than the generator waits: it raises rather than repeat an id."""

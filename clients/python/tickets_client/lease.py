@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import operator
 import sys
 import threading
@@ -23,7 +24,7 @@ RUNS_PER_BLOCK = 16  # between two runs of a block the lease measures the rate a
 _ITERATOR_STEP_IS_ATOMIC = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
-class TicketLease:
+class TicketLease(contextlib.AbstractContextManager["TicketLease"]):
     """Thread-safe: any number of threads may share one lease; no ticket is handed out twice."""
 
     def __init__(
@@ -96,9 +97,6 @@ class TicketLease:
         if pending is not None and not pending.cancelled() and pending.exception() is None:
             unused += pending.result()[0].count
         return unused
-
-    def __enter__(self) -> TicketLease:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -10,7 +10,6 @@ from .errors import TicketsError
 
 # https://<url-id>.lambda-url.<region>.on.aws: only these need (and accept) a signature.
 _FUNCTION_URL_HOST = re.compile(r"[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws")
-SERVICE = "lambda"
 
 
 def function_url_region(host: str) -> str | None:
@@ -28,23 +27,19 @@ class Signer:
 
     def headers(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
         # botocore takes a good part of a second to import: only signing clients pay for it
+        import botocore.session
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
+        from botocore.exceptions import BotoCoreError
 
-        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
-        SigV4Auth(self._frozen_credentials(), SERVICE, self.region).add_auth(request)
-        return dict(request.headers.items())
-
-    def _frozen_credentials(self) -> Any:
-        if self._credentials is None:
-            import botocore.session
-            from botocore.exceptions import BotoCoreError
-
-            try:
-                self._credentials = botocore.session.Session().get_credentials()
-            except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
-                raise TicketsError(None, "no_credentials", str(err)) from None
+        try:
+            self._credentials = self._credentials or botocore.session.Session().get_credentials()
+        except BotoCoreError as err:  # e.g. AWS_PROFILE names a profile that does not exist
+            raise TicketsError(None, "no_credentials", str(err)) from None
         if self._credentials is None:
             said = "no AWS credentials for SigV4 (botocore looks in the environment, ~/.aws config and SSO, a role)"
             raise TicketsError(None, "no_credentials", said)
-        return self._credentials.get_frozen_credentials()  # refreshes temporary credentials in time
+        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
+        frozen = self._credentials.get_frozen_credentials()  # refreshes temporary credentials in time
+        SigV4Auth(frozen, "lambda", self.region).add_auth(request)
+        return dict(request.headers.items())

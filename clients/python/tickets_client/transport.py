@@ -1,6 +1,5 @@
-"""The client's HTTP exchanges on http.client keep-alive connections, one per request in flight (threads may share a
-client), an idle one the server closed replaced before sending, as undici does; proxies and CA bundles as
-docs/reference/clients.md says. No retries or redirects: every failure is an OSError or HTTPException to the client."""
+"""HTTP on http.client keep-alive connections, one per request in flight (threads share a client), an idle one the
+server closed replaced first, as undici does; proxies: docs/reference/clients.md. No retries, no redirects here."""
 
 from __future__ import annotations
 

@@ -3,15 +3,16 @@ when the grant's request was SENT, never from the service's `expiresAt` (docs/ex
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeGuard
-from urllib.parse import quote
+from typing import TypeGuard
 
-from .errors import TicketsError
+from .client import TicketsClient, WorkerGrant
+from .errors import ClockRollback, LeaseLost, TicketsError
 
 DEFAULT_RENEW_FRACTION = 1 / 3
 MIN_MARGIN_SECONDS = 1.0
@@ -26,67 +27,12 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=lambda: _process.__setitem__(0, os.getpid()))
 
 
-@dataclass(frozen=True)
-class WorkerGrant:
-    """A lease as the service answered it: `expires_at` is milliseconds by ITS wall clock (for display only)."""
-
-    pool: str
-    worker: int
-    epoch: int
-    expires_at: int
-    ttl_seconds: int
-
-
-class PoolFull(TicketsError):
-    """503 pool_full: every worker id of the pool is leased. `retry_after`: seconds until the earliest expiry."""
-
-
-class LeaseLost(TicketsError):
-    """The lease is gone: its renewal was refused (409 lease_lost) or its safe end passed without a renewal."""
-
-
-class ClockRollback(TicketsError):
-    """The wall clock went back further than the generator waits: it raises rather than repeat an id."""
-
-
-class WorkerRoutes:
-    """TicketsClient's worker-lease methods: 503 pool_full raises PoolFull (not retried), 409 lease_lost LeaseLost."""
-
-    _request: Callable[..., dict[str, Any]]
-
-    def acquire_worker(self, pool: str, owner: str | None = None, *, idempotency_key: str | None = None) -> WorkerGrant:
-        """A free worker id of `pool`; one Idempotency-Key for every attempt gets a retry the same grant."""
-        fields = None if owner is None else {"owner": owner}
-        answer = self._request(
-            "POST", _pool_path(pool), idempotent=True, idempotency_key=idempotency_key, fields=fields
-        )
-        return _grant(answer)
-
-    def renew_worker(self, pool: str, worker: int, epoch: int) -> WorkerGrant:
-        """The lease held at `epoch`, with a new expiry (twice only extends)."""
-        return _grant(self._request("PUT", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch}))
-
-    def release_worker(self, pool: str, worker: int, epoch: int) -> bool:
-        """Whether this released the lease (False: stale or released already)."""
-        answer = self._request("DELETE", _pool_path(pool, worker), repeatable=True, fields={"epoch": epoch})
-        if not isinstance(answer.get("released"), bool):
-            raise TicketsError(200, "bad_response", f"the server's answer is not a release: {answer!r:.200}")
-        return bool(answer["released"])
-
-    def list_workers(self, pool: str) -> dict[str, Any]:
-        """The pool: {"pool", "size", "ttlSeconds", "leases"}, its live leases by worker id."""
-        answer = self._request("GET", _pool_path(pool), repeatable=True)
-        if not _whole(answer.get("size")) or not isinstance(answer.get("leases"), list):
-            raise TicketsError(200, "bad_response", f"the server's answer is not a pool: {answer!r:.200}")
-        return answer
-
-
-class WorkerLease:
+class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
     """One worker id of `pool`, acquired at once, renewed by a daemon thread (or `renew_due()`) until `close()`."""
 
     def __init__(
         self,
-        client: WorkerRoutes,
+        client: TicketsClient,
         pool: str,
         owner: str | None = None,
         *,
@@ -110,7 +56,6 @@ class WorkerLease:
         self._stop = threading.Event()
         self._lost: LeaseLost | None = None
         self._closed = False
-        self._size: int | None = None
         sent = monotonic()
         grant = client.acquire_worker(pool, owner, idempotency_key=idempotency_key)
         if idempotency_key is not None:
@@ -120,7 +65,9 @@ class WorkerLease:
             except LeaseLost:  # the key's old grant, released or expired since: a fresh one, under a new key
                 sent = monotonic()
                 grant = client.acquire_worker(pool, owner)
-        self._grant, self._safe_end, self._renew_at = grant, 0.0, 0.0
+        self.grant = grant  # the last grant or renewal, lost or not (for logs: `worker` is checked)
+        self.safe_end = 0.0  # the monotonic time until which the id is this process's, unless renewed before it
+        self._renew_at = 0.0
         if self.margin_seconds >= grant.ttl_seconds:
             client.release_worker(pool, grant.worker, grant.epoch)
             raise ValueError(f"a margin of {self.margin_seconds} s leaves nothing of a {grant.ttl_seconds} s ttl")
@@ -133,37 +80,25 @@ class WorkerLease:
     def worker(self) -> int:
         """The worker id, while it is this process's: raises LeaseLost after a loss (RuntimeError once closed)."""
         self.check()
-        return self._grant.worker
-
-    @property
-    def grant(self) -> WorkerGrant:
-        """The last grant or renewal, lost or not (for logs: `worker` is checked)."""
-        return self._grant
+        return self.grant.worker
 
     @property
     def epoch(self) -> int:
-        return self._grant.epoch
+        return self.grant.epoch
 
     @property
     def margin_seconds(self) -> float:
-        ttl = self._grant.ttl_seconds
+        ttl = self.grant.ttl_seconds
         return self._margin if self._margin is not None else max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * ttl)
-
-    @property
-    def safe_end(self) -> float:
-        """The monotonic time until which the worker id is this process's, unless renewed before it."""
-        return self._safe_end
 
     @property
     def lost(self) -> bool:
         return self._loss() is not None
 
-    @property
+    @functools.cached_property
     def size(self) -> int:
         """The pool's size (read once, from `GET /_workers/{pool}`)."""
-        if self._size is None:
-            self._size = int(self._client.list_workers(self.pool)["size"])
-        return self._size
+        return int(self._client.list_workers(self.pool)["size"])
 
     def check(self) -> None:
         """Raises LeaseLost once the lease is lost, RuntimeError once closed; else nothing (no network)."""
@@ -179,7 +114,7 @@ class WorkerLease:
         now = self._monotonic()
         if now < self._renew_at:
             return self._renew_at - now
-        grant = self._grant
+        grant = self.grant
         try:
             renewed = self._client.renew_worker(self.pool, grant.worker, grant.epoch)
         except LeaseLost as err:
@@ -206,38 +141,33 @@ class WorkerLease:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
-        if self._loss() is not None:
-            return False
-        try:
-            return self._client.release_worker(self.pool, self._grant.worker, self._grant.epoch)
-        except TicketsError:
-            return False
-
-    def __enter__(self) -> WorkerLease:
-        return self
+        if self._loss() is None:
+            with contextlib.suppress(TicketsError):  # unreleased, the id expires at its ttl
+                return self._client.release_worker(self.pool, self.grant.worker, self.grant.epoch)
+        return False
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def _extend(self, grant: WorkerGrant, sent: float) -> None:
         """A grant or renewal of the request sent at `sent`: the new safe end, unless the old one has passed."""
-        if (grant.pool, grant.worker, grant.epoch) != (self.pool, self._grant.worker, self._grant.epoch):
+        if (grant.pool, grant.worker, grant.epoch) != (self.pool, self.grant.worker, self.grant.epoch):
             raise TicketsError(200, "bad_response", f"asked for a lease of {self.pool!r}, got {grant!r}")
         if self._loss() is not None:
             return
         with self._lock:
-            if self._safe_end and self._monotonic() >= self._safe_end:
+            if self.safe_end and self._monotonic() >= self.safe_end:
                 return
-            self._grant = grant
-            self._safe_end = sent + grant.ttl_seconds - self.margin_seconds
+            self.grant = grant
+            self.safe_end = sent + grant.ttl_seconds - self.margin_seconds
             self._renew_at = sent + self._fraction * grant.ttl_seconds
 
     def _loss(self) -> LeaseLost | None:
         """The loss, noticed now if the safe end has passed; in a forked child, always (no lock, no on_lost)."""
         if _process[0] != self._pid:
-            return LeaseLost(None, "lease_lost", f"worker {self._grant.worker} is process {self._pid}'s, not a fork's")
-        if self._lost is None and self._safe_end and self._monotonic() >= self._safe_end:
-            self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self._grant.worker} passed unrenewed"))
+            return LeaseLost(None, "lease_lost", f"worker {self.grant.worker} is process {self._pid}'s, not a fork's")
+        if self._lost is None and self.safe_end and self._monotonic() >= self.safe_end:
+            self._lose(LeaseLost(None, "lease_lost", f"the safe end of worker {self.grant.worker} passed unrenewed"))
         return self._lost
 
     def _lose(self, loss: LeaseLost) -> None:
@@ -251,7 +181,7 @@ class WorkerLease:
 
     def _renew_until_stopped(self) -> None:
         delay = self.renew_due()
-        while delay is not None and not self._stop.wait(min(delay, max(0.0, self._safe_end - self._monotonic()))):
+        while delay is not None and not self._stop.wait(min(delay, max(0.0, self.safe_end - self._monotonic()))):
             delay = self.renew_due()
 
 
@@ -320,18 +250,6 @@ def _since_boot() -> float:
     """Seconds on CLOCK_BOOTTIME (Linux), which counts a suspend; time.monotonic stops in one."""
     boottime = getattr(time, "CLOCK_BOOTTIME", None)
     return time.monotonic() if boottime is None else time.clock_gettime(boottime)
-
-
-def _pool_path(pool: str, worker: int | None = None) -> str:
-    return f"/_workers/{quote(pool, safe='')}" + ("" if worker is None else f"/{worker}")
-
-
-def _grant(answer: dict[str, Any]) -> WorkerGrant:
-    pool, numbers = answer.get("pool"), [answer.get(name) for name in ("worker", "epoch", "expiresAt", "ttlSeconds")]
-    counted = [n for n in numbers if _whole(n) and n >= 0]
-    if not isinstance(pool, str) or len(counted) != len(numbers) or counted[1] < 1:
-        raise TicketsError(200, "bad_response", f"the server's answer is not a worker lease: {answer!r:.200}")
-    return WorkerGrant(pool, *counted)
 
 
 def _whole(value: object) -> TypeGuard[int]:

@@ -69,13 +69,12 @@ export interface SeriesOptions {
 interface Sent {
   idempotent?: boolean; // send an Idempotency-Key: `idempotencyKey`, else a new UUID, one for all attempts
   idempotencyKey?: string | undefined;
-  body?: string;
+  fields?: Answer | undefined; // the JSON body
   repeatable?: boolean; // answered alike however often it comes: a 502 or 504 may be retried
 }
 
 export class TicketsClient {
   readonly url: string;
-  private readonly base: URL;
   private readonly signer: Signer | null = null;
 
   constructor(
@@ -89,7 +88,6 @@ export class TicketsClient {
     const { maxAttempts = 5 } = options;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError("maxAttempts must be at least 1");
     this.url = url.replace(/\/+$/, "");
-    this.base = base;
     const urlRegion = functionUrlRegion(base.hostname);
     const region = options.region ?? urlRegion;
     if (options.sign ?? urlRegion !== null) {
@@ -143,8 +141,8 @@ export class TicketsClient {
 
   /** The next number of the series `key` (`POST /_series/{key}`), journaled with `ref`; always with an Idempotency-Key. */
   async series(key: string, options: SeriesOptions = {}): Promise<SeriesNumber> {
-    const body = options.ref === undefined ? "" : JSON.stringify({ ref: options.ref });
-    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
+    const fields = options.ref === undefined ? undefined : { ref: options.ref };
+    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, fields };
     const answer = await this.request("POST", `/_series${keyPath(key)}`, sent);
     const id = answer.id ?? null;
     if (!isTicket(answer, "ticket") || typeof answer.series !== "string" || (id !== null && typeof id !== "string")) {
@@ -155,8 +153,7 @@ export class TicketsClient {
 
   /** Void a number (`POST /_series/{key}/void`); safe to retry: voiding again answers the first void. */
   async void(key: string, series: string, ticket: number, reason: string): Promise<Answer> {
-    const body = JSON.stringify({ series, ticket, reason });
-    return this.request("POST", `/_series${keyPath(key)}/void`, { repeatable: true, body });
+    return this.request("POST", `/_series${keyPath(key)}/void`, { repeatable: true, fields: { series, ticket, reason } });
   }
 
   /** Every journal entry of the series above `after`, in order, fetched a page of `limit` at a time. */
@@ -173,21 +170,19 @@ export class TicketsClient {
 
   /** A free worker id of `pool`, one Idempotency-Key for every attempt; a full pool throws PoolFull, not retried. */
   async acquireWorker(pool: string, options: { owner?: string; idempotencyKey?: string } = {}): Promise<WorkerGrant> {
-    const body = options.owner === undefined ? "" : JSON.stringify({ owner: options.owner });
-    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, body };
+    const fields = options.owner === undefined ? undefined : { owner: options.owner };
+    const sent = { idempotent: true, idempotencyKey: options.idempotencyKey, fields };
     return workerGrant(await this.request("POST", poolPath(pool), sent));
   }
 
   /** `PUT /_workers/{pool}/{worker}`: the lease held at `epoch`, with a new expiry; 409 lease_lost throws LeaseLost. */
   async renewWorker(pool: string, worker: number, epoch: number): Promise<WorkerGrant> {
-    const sent = { repeatable: true, body: JSON.stringify({ epoch }) };
-    return workerGrant(await this.request("PUT", poolPath(pool, worker), sent));
+    return workerGrant(await this.request("PUT", poolPath(pool, worker), { repeatable: true, fields: { epoch } }));
   }
 
   /** `DELETE /_workers/{pool}/{worker}`: whether this released the lease (false: stale, or released already). */
   async releaseWorker(pool: string, worker: number, epoch: number): Promise<boolean> {
-    const sent = { repeatable: true, body: JSON.stringify({ epoch }) };
-    const answer = await this.request("DELETE", poolPath(pool, worker), sent);
+    const answer = await this.request("DELETE", poolPath(pool, worker), { repeatable: true, fields: { epoch } });
     if (typeof answer.released !== "boolean") throw badResponse("the server's answer is not a release: ", answer);
     return answer.released;
   }
@@ -200,11 +195,11 @@ export class TicketsClient {
   }
 
   private async request(method: string, path: string, sending: Sent = {}): Promise<Answer> {
-    const target = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base);
+    const target = new URL(this.url + path);
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
-    if (sending.body) headers["content-type"] = "application/json";
-    const body = method === "GET" ? undefined : (sending.body ?? "");
+    if (sending.fields) headers["content-type"] = "application/json";
+    const body = method === "GET" ? undefined : sending.fields ? JSON.stringify(sending.fields) : "";
     const { timeoutSeconds = 5, maxAttempts = 5, fetch = globalThis.fetch } = this.options;
     const { sleep = (seconds: number) => sleepMs(seconds * 1000) } = this.options;
     let [attempts, failedAttempts, waited] = [0, 0, 0];
@@ -254,45 +249,39 @@ function isTicket(holder: object, key: string | number): boolean {
   return Number.isSafeInteger(value) && !notWrittenAsIntegers.get(holder)?.has(String(key));
 }
 
-/** The answer's tickets, checked: `count` safe integers, ascending by one step, the first `ticket`. */
 function checkedTickets(answer: Answer, count: number): number[] {
-  if ("id" in answer && !("ticket" in answer)) {
-    throw new TicketsError(200, "opaque_counter", `an opaque counter: take its ids with nextIds(): ${show(answer)}`);
-  }
-  const tickets = "tickets" in answer ? answer.tickets : [answer.ticket];
-  if (
-    !Array.isArray(tickets) ||
-    tickets.length !== count ||
-    !tickets.every((_, index) => isTicket(tickets, index)) ||
-    !isTicket(answer, "ticket") ||
-    answer.ticket !== tickets[0]
-  ) {
-    throw badResponse(`asked for ${count} tickets, got `, answer);
-  }
-  const steps = new Set(tickets.slice(1).map((ticket: number, index) => ticket - (tickets[index] as number)));
+  const tickets = issued(answer, count, "ticket", "id", "opaque_counter", "an opaque counter: take its ids with nextIds()");
+  const steps = new Set(tickets.slice(1).map((ticket, index) => (ticket as number) - (tickets[index] as number)));
   if (steps.size > 1 || Math.min(...steps, 1) < 1) throw badResponse("the tickets are not ascending by one step: ", answer);
   return tickets as number[];
 }
 
-/** An opaque counter's ids, checked: `count` different non-empty strings, the first `id`. */
 function checkedIds(answer: Answer, count: number): string[] {
-  if ("ticket" in answer && !("id" in answer)) {
-    throw new TicketsError(200, "not_opaque", `not an opaque counter: take its tickets with next(): ${show(answer)}`);
-  }
-  const ids = "ids" in answer ? answer.ids : [answer.id];
-  if (
-    !Array.isArray(ids) ||
-    ids.length !== count ||
-    !ids.every((each) => typeof each === "string" && each !== "") ||
-    new Set(ids).size !== count ||
-    answer.id !== ids[0]
-  ) {
-    throw badResponse(`asked for ${count} ids, got `, answer);
-  }
-  return ids as string[];
+  return issued(answer, count, "id", "ticket", "not_opaque", "not an opaque counter: take its tickets with next()") as string[];
 }
 
-/** A worker lease's grant, checked: whole numbers, an epoch from 1. */
+/** The answer's `name`s (or its one `name`), checked: `count` different ones, the first `name`; `other`'s refused. */
+function issued(answer: Answer, count: number, name: string, other: string, code: string, said: string): unknown[] {
+  if (other in answer && !(name in answer)) throw badResponse(`${said}: `, answer, code);
+  const valid = name === "ticket" ? isTicket : (holder: object, key: string | number) => isId((holder as Answer)[key]);
+  const all = `${name}s` in answer ? answer[`${name}s`] : [answer[name]];
+  if (
+    !Array.isArray(all) ||
+    all.length !== count ||
+    !all.every((_, index) => valid(all, index)) ||
+    !valid(answer, name) ||
+    new Set(all).size !== count ||
+    answer[name] !== all[0]
+  ) {
+    throw badResponse(`asked for ${count} ${name}s, got `, answer);
+  }
+  return all;
+}
+
+function isId(value: unknown): boolean {
+  return typeof value === "string" && value !== "";
+}
+
 function workerGrant(answer: Answer): WorkerGrant {
   const { pool, worker, epoch, expiresAt, ttlSeconds } = answer;
   const numbers = [worker, epoch, expiresAt, ttlSeconds];
@@ -314,8 +303,7 @@ function inProgress(error: TicketsError): boolean {
   return error.status === 409 && error.code === "in_progress";
 }
 
-/** Capped exponential backoff with full jitter. */
-export function backoff(attempt: number): number {
+function backoff(attempt: number): number {
   return Math.random() * Math.min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * 2 ** (attempt - 1));
 }
 
@@ -339,11 +327,10 @@ export function retryAfter(header: string | null, nowMs: number = Date.now()): n
   let year = Number(found.year);
   // RFC 850's two-digit year: the latest year with those digits at most 50 years ahead.
   if (found.year?.length === 2) year = thisYear + 50 - ((thisYear + 50 - year) % 100);
-  const month = MONTHS.indexOf(found.month as string);
-  const [day, hour, minute, second] = [found.day, found.hour, found.minute, found.second].map(Number) as [number, number, number, number];
-  const date = new Date(Date.UTC(year, month, day, hour, minute, second));
+  const time = [found.day, found.hour, found.minute, found.second].map(Number);
+  const fields = [year, MONTHS.indexOf(found.month as string), ...time] as [number, number, number, number, number, number];
+  const date = new Date(Date.UTC(...fields));
   // Date.UTC rolls 31 Feb over into March, and 25:00 into the next day: such a date is no date.
-  const fields = [year, month, day, hour, minute, second];
   const read = [date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate(), date.getUTCHours(), date.getUTCMinutes(), date.getUTCSeconds()];
   if (!read.every((field, index) => field === fields[index])) return null;
   return Math.min(Math.max((date.getTime() - nowMs) / 1000, 0), MAX_RETRY_AFTER_SECONDS);
@@ -366,9 +353,7 @@ type Reviver = (this: object, key: string, value: unknown, context?: { source?: 
 
 function noteNonIntegers(this: object, key: string, value: unknown, context?: { source?: string }): unknown {
   if (typeof value === "number" && context?.source !== undefined && !INTEGER_LITERAL.test(context.source)) {
-    const keys = notWrittenAsIntegers.get(this) ?? new Set<string>();
-    keys.add(key);
-    notWrittenAsIntegers.set(this, keys);
+    notWrittenAsIntegers.set(this, (notWrittenAsIntegers.get(this) ?? new Set<string>()).add(key));
   }
   return value;
 }
@@ -393,12 +378,8 @@ function parseJson(text: string): unknown {
   }
 }
 
-function badResponse(said: string, answer: Answer): TicketsError {
-  return new TicketsError(200, "bad_response", `${said}${show(answer)}`);
-}
-
-function show(answer: Answer): string {
-  return JSON.stringify(answer).slice(0, 200);
+function badResponse(said: string, answer: Answer, code = "bad_response"): TicketsError {
+  return new TicketsError(200, code, `${said}${JSON.stringify(answer).slice(0, 200)}`);
 }
 
 /** fetch's errors hide the reason (ECONNREFUSED, a timeout) in `cause`. */

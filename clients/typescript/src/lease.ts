@@ -44,9 +44,7 @@ export class TicketLease {
     options: LeaseOptions = {},
   ) {
     const { maxBlock = MAX_BLOCK, blockSize = DEFAULT_BLOCK_SIZE, targetSeconds = DEFAULT_TARGET_SECONDS } = options;
-    if (!key) {
-      throw new TypeError(`a lease needs a key (range blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
-    }
+    if (!key) throw new TypeError(`a lease needs a key (blocks come from /_blocks/{key}), got ${JSON.stringify(key)}`);
     if (!Number.isInteger(maxBlock) || maxBlock < 1 || maxBlock > MAX_BLOCK) {
       throw new RangeError(`maxBlock must be 1..${MAX_BLOCK}, got ${maxBlock}`);
     }
@@ -69,9 +67,7 @@ export class TicketLease {
         return this.block.ticket(this.handed++);
       }
       if (this.closed) throw new Error("this TicketLease is closed");
-      this.switching ??= this.nextBlock().finally(() => {
-        this.switching = null;
-      });
+      this.switching ??= this.nextBlock().finally(() => (this.switching = null));
       await this.switching;
     }
   }
@@ -109,7 +105,6 @@ export class TicketLease {
     this.released = Math.min(this.block.count, this.released + Math.ceil(this.block.count / RUNS_PER_BLOCK));
   }
 
-  /** The block is used up: take the prefetched one, else fetch one now. */
   private async nextBlock(): Promise<void> {
     this.measureRate();
     const pending = this.pending;

@@ -7,7 +7,6 @@ import { TicketsError } from "./errors.js";
 
 // https://<url-id>.lambda-url.<region>.on.aws: only these need (and accept) a signature.
 const FUNCTION_URL_HOST = /^[a-z0-9]+\.lambda-url\.([a-z0-9-]+)\.on\.aws$/;
-export const SERVICE = "lambda";
 
 /** The region of a Function URL host, or null for any other host (the local server, a proxy). */
 export function functionUrlRegion(host: string): string | null {
@@ -27,18 +26,10 @@ export type CredentialSource = AwsCredentials | (() => Promise<AwsCredentials>);
 export type Signer = (method: string, url: URL, headers: Record<string, string>, body: string) => Promise<Record<string, string>>;
 
 export function signer(region: string, credentials?: CredentialSource): Signer {
-  const source = credentials ?? defaultProvider();
-  const found = typeof source === "function" ? source : async () => source;
+  const source = credentials ?? defaultProvider(); // a function is called (and may refresh) on every signature
+  const sigv4 = new SignatureV4({ service: "lambda", region, credentials: source, sha256: Sha256, applyChecksum: false });
   return async (method, url, headers, body) => {
-    let credentials: AwsCredentials;
-    try {
-      credentials = await found();
-    } catch (err) {
-      const said = "no AWS credentials for SigV4 (the SDK looks in the environment, ~/.aws config and SSO, a role)";
-      throw new TicketsError(null, "no_credentials", `${said}: ${(err as Error).message}`);
-    }
-    const sigv4 = new SignatureV4({ service: SERVICE, region, credentials, sha256: Sha256, applyChecksum: false });
-    const signed = await sigv4.sign({
+    const signing = sigv4.sign({
       method,
       protocol: url.protocol,
       hostname: url.hostname,
@@ -47,6 +38,10 @@ export function signer(region: string, credentials?: CredentialSource): Signer {
       query: Object.fromEntries(url.searchParams),
       headers: { ...headers, host: url.host },
       body,
+    });
+    const signed = await signing.catch((err: Error) => {
+      const said = "no AWS credentials for SigV4 (the SDK looks in the environment, ~/.aws config and SSO, a role)";
+      throw new TicketsError(null, "no_credentials", `${said}: ${err.message}`);
     });
     const { host: _host, ...sent } = signed.headers; // fetch sends Host itself, from the URL: the signed value
     return sent;

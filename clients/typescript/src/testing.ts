@@ -55,10 +55,14 @@ export async function startLocalTickets(options: LocalTicketsOptions = {}): Prom
   args.push(...(options.serverArgs ?? []));
   const child = spawn(python, args, { stdio: ["pipe", "pipe", "pipe"] });
   let log = ""; // the server's stderr, its end kept: one line per request, and why it failed
-  child.stderr?.on("data", (chunk: Buffer) => {
-    log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS);
-  });
-  const stop = (): Promise<void> => stopChild(child);
+  child.stderr?.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-LOG_TAIL_CHARS)));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((done) => child.once("exit", () => done()));
+    child.stdin?.end(); // --exit-with-stdin: the server stops cleanly
+    setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000).unref(); // a no-op once it exited
+    await exited;
+  };
   const banner = await announced(child, python, () => log).catch(async (err: unknown) => {
     await stop();
     throw err;
@@ -107,13 +111,4 @@ function exitedBefore(python: string, code: number | null, log: string): string 
     return `${python} has no tickets_local: ${fix} (docs/how-to/test-your-code.md)`;
   }
   return `the local server exited (${code}) before it listened:\n${log}`;
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((done) => child.once("exit", () => done()));
-  child.stdin?.end(); // --exit-with-stdin: the server stops cleanly
-  const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_SECONDS * 1000);
-  await exited;
-  clearTimeout(timer);
 }

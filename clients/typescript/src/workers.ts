@@ -26,7 +26,6 @@ export interface WorkerGrant {
   ttlSeconds: number;
 }
 
-/** What a WorkerLease needs of a client: TicketsClient's four worker methods. */
 export type WorkerSource = Pick<TicketsClient, "acquireWorker" | "renewWorker" | "releaseWorker" | "listWorkers">;
 
 export interface WorkerLeaseOptions {
@@ -52,8 +51,8 @@ type Sent = readonly [monotonic: number, wallMs: number];
 /** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on an unref'd timer (it never holds the process
  * open), released by `close()`; a loss is for good: the "lost" event fires once, `worker` throws LeaseLost. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
-  readonly pool: string;
-  private safeEndAt = 0;
+  /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
+  safeEnd = 0;
   private wallSafeEndMs = 0;
   private renewAt = 0;
   private loss: LeaseLost | null = null;
@@ -64,7 +63,9 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   private constructor(
     private readonly client: WorkerSource,
-    private current: WorkerGrant,
+    readonly pool: string,
+    /** The last grant or renewal, lost or not (for logs: `worker` is checked). */
+    public grant: WorkerGrant,
     sent: Sent,
     private readonly margin: number | undefined,
     private readonly fraction: number,
@@ -72,8 +73,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     private readonly wallClock: () => number,
   ) {
     super();
-    this.pool = current.pool;
-    this.extend(current, sent);
+    this.extend(grant, sent);
   }
 
   /** Acquire a worker id of `pool` (throws PoolFull when every id is leased) and start renewing it. */
@@ -96,7 +96,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
         grant = await client.acquireWorker(pool, owned);
       }
     }
-    const lease = new WorkerLease(client, grant, sent, margin, fraction, monotonic, wallClock);
+    const lease = new WorkerLease(client, pool, grant, sent, margin, fraction, monotonic, wallClock);
     if (lease.marginSeconds >= grant.ttlSeconds) {
       await client.releaseWorker(pool, grant.worker, grant.epoch);
       throw new RangeError(`a margin of ${lease.marginSeconds} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
@@ -109,25 +109,15 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
   /** The worker id, while it is this process's: throws LeaseLost after a loss (an Error once closed). */
   get worker(): number {
     this.check();
-    return this.current.worker;
-  }
-
-  /** The last grant or renewal, lost or not (for logs: `worker` is checked). */
-  get grant(): WorkerGrant {
-    return this.current;
+    return this.grant.worker;
   }
 
   get epoch(): number {
-    return this.current.epoch;
+    return this.grant.epoch;
   }
 
   get marginSeconds(): number {
-    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.current.ttlSeconds);
-  }
-
-  /** The monotonic time (seconds) until which the worker id is this process's, unless renewed before it. */
-  get safeEnd(): number {
-    return this.safeEndAt;
+    return this.margin ?? Math.max(MIN_MARGIN_SECONDS, MARGIN_FRACTION * this.grant.ttlSeconds);
   }
 
   get lost(): boolean {
@@ -149,9 +139,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** Renew if a renewal is due; the seconds until the next is (null once lost or closed). Calls share one renewal. */
   renewDue(): Promise<number | null> {
-    this.renewing ??= this.renewIfDue().finally(() => {
-      this.renewing = null;
-    });
+    this.renewing ??= this.renewIfDue().finally(() => (this.renewing = null));
     return this.renewing;
   }
 
@@ -162,12 +150,8 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     if (this.timer) clearTimeout(this.timer);
     await this.renewing;
     if (this.noticeLoss()) return false;
-    try {
-      return await this.client.releaseWorker(this.pool, this.current.worker, this.current.epoch);
-    } catch (err) {
-      if (err instanceof TicketsError) return false;
-      throw err;
-    }
+    const released = this.client.releaseWorker(this.pool, this.grant.worker, this.grant.epoch);
+    return released.catch((err: unknown) => (err instanceof TicketsError ? false : Promise.reject(err)));
   }
 
   private async renewIfDue(): Promise<number | null> {
@@ -175,7 +159,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     const sent: Sent = [this.monotonic(), this.wallClock()];
     const now = sent[0];
     if (now < this.renewAt) return this.renewAt - now;
-    const { worker, epoch, ttlSeconds } = this.current;
+    const { worker, epoch, ttlSeconds } = this.grant;
     try {
       this.extend(await this.client.renewWorker(this.pool, worker, epoch), sent);
     } catch (err) {
@@ -191,20 +175,20 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** A grant or renewal answered to the request sent at `sent`: the new safe end, unless the old one has passed. */
   private extend(grant: WorkerGrant, [sent, sentWallMs]: Sent): void {
-    if (grant.pool !== this.pool || grant.worker !== this.current.worker || grant.epoch !== this.current.epoch) {
+    if (grant.pool !== this.pool || grant.worker !== this.grant.worker || grant.epoch !== this.grant.epoch) {
       throw new TicketsError(200, "bad_response", `asked for a lease of ${this.pool}, got ${JSON.stringify(grant)}`);
     }
     if (this.noticeLoss()) return;
-    this.current = grant;
-    this.safeEndAt = sent + grant.ttlSeconds - this.marginSeconds;
+    this.grant = grant;
+    this.safeEnd = sent + grant.ttlSeconds - this.marginSeconds;
     this.wallSafeEndMs = sentWallMs + (grant.ttlSeconds - this.marginSeconds) * 1000;
     this.renewAt = sent + this.fraction * grant.ttlSeconds;
   }
 
   private noticeLoss(): LeaseLost | null {
-    const passed = this.monotonic() >= this.safeEndAt || this.wallClock() >= this.wallSafeEndMs;
-    if (this.loss === null && this.safeEndAt > 0 && passed) {
-      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.current.worker} passed unrenewed`));
+    const passed = this.monotonic() >= this.safeEnd || this.wallClock() >= this.wallSafeEndMs;
+    if (this.loss === null && this.safeEnd > 0 && passed) {
+      this.lose(new LeaseLost(null, "lease_lost", `the safe end of worker ${this.grant.worker} passed unrenewed`));
     }
     return this.loss;
   }
@@ -218,7 +202,7 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
 
   /** The next renewal on a timer that never holds the process open; it wakes at the safe end too, to report a loss. */
   private schedule(delay: number): void {
-    const wait = Math.max(0, Math.min(delay, this.safeEndAt - this.monotonic()));
+    const wait = Math.max(0, Math.min(delay, this.safeEnd - this.monotonic()));
     this.timer = setTimeout(async () => {
       const next = await this.renewDue().catch(() => RENEW_RETRY_SECONDS);
       if (next !== null && !this.closed) this.schedule(next);
@@ -244,21 +228,16 @@ export class Snowflake {
   private sequence = 0;
   private queue: Promise<unknown> = Promise.resolve();
 
-  private constructor(
-    readonly lease: WorkerLease,
-    readonly epochMs: number,
-    private readonly timeBits: number,
-    private readonly workerBits: number,
-    private readonly sequenceBits: number,
-    private readonly maxRollbackMs: number,
-    private readonly clock: () => number,
-    private readonly sleep: (seconds: number) => Promise<void>,
-  ) {}
+  private constructor(readonly lease: WorkerLease, private readonly settings: Required<SnowflakeOptions>) {}
+
+  get epochMs(): number {
+    return this.settings.epochMs;
+  }
 
   /** A generator on `lease`, its layout checked: the bits fit 63, and the pool's size fits the worker bits. */
   static async on(lease: WorkerLease, options: SnowflakeOptions = {}): Promise<Snowflake> {
     const { timeBits = DEFAULT_TIME_BITS, workerBits = DEFAULT_WORKER_BITS, sequenceBits = DEFAULT_SEQUENCE_BITS } = options;
-    const { maxRollbackSeconds: maxRollback = DEFAULT_MAX_ROLLBACK_SECONDS, epochMs = DEFAULT_EPOCH_MS } = options;
+    const { maxRollbackSeconds = DEFAULT_MAX_ROLLBACK_SECONDS, epochMs = DEFAULT_EPOCH_MS } = options;
     const { clock = Date.now, sleep = (seconds: number) => sleepMs(seconds * 1000) } = options;
     const layout = { timeBits, workerBits, sequenceBits };
     if (!Object.values(layout).every((bits) => Number.isInteger(bits) && bits >= 0) || timeBits < 1) {
@@ -267,10 +246,10 @@ export class Snowflake {
     if (timeBits + workerBits + sequenceBits > ID_BITS) {
       throw new RangeError(`${timeBits} + ${workerBits} + ${sequenceBits} bits do not fit ${ID_BITS}`);
     }
-    if (!(maxRollback >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollback}`);
+    if (!(maxRollbackSeconds >= 0)) throw new RangeError(`maxRollbackSeconds must be 0 or more, got ${maxRollbackSeconds}`);
     const size = await lease.size();
     if (size > 2 ** workerBits) throw new RangeError(`pool ${lease.pool} holds ${size} worker ids: more than ${workerBits} bits hold`);
-    return new Snowflake(lease, epochMs, timeBits, workerBits, sequenceBits, maxRollback * 1000, clock, sleep);
+    return new Snowflake(lease, { epochMs, timeBits, workerBits, sequenceBits, maxRollbackSeconds, clock, sleep });
   }
 
   next(): Promise<bigint> {
@@ -280,34 +259,35 @@ export class Snowflake {
   }
 
   private async issue(): Promise<bigint> {
+    const { epochMs, timeBits, workerBits, sequenceBits, sleep } = this.settings;
     this.lease.check(); // the state changes only once an id is made: a throw midway leaves it as it was
     let now = await this.millisecond();
     let sequence = now === this.lastMs ? this.sequence + 1 : 0;
-    while (sequence >= 2 ** this.sequenceBits) {
-      await this.sleep(0.0005); // this millisecond's ids are used up: the next one
+    while (sequence >= 2 ** sequenceBits) {
+      await sleep(0.0005); // this millisecond's ids are used up: the next one
       if ((now = await this.millisecond()) > this.lastMs) sequence = 0;
     }
-    const elapsed = now - this.epochMs;
-    if (!(elapsed >= 0 && elapsed < 2 ** this.timeBits)) {
-      throw new RangeError(`${now} ms is outside the ${2 ** this.timeBits} ms from epochMs ${this.epochMs}`);
+    const elapsed = now - epochMs;
+    if (!(elapsed >= 0 && elapsed < 2 ** timeBits)) {
+      throw new RangeError(`${now} ms is outside the ${2 ** timeBits} ms from epochMs ${epochMs}`);
     }
     const worker = this.lease.worker; // checked again after any wait
     [this.lastMs, this.sequence] = [now, sequence];
-    const { workerBits, sequenceBits } = this;
     return (BigInt(elapsed) << BigInt(workerBits + sequenceBits)) | (BigInt(worker) << BigInt(sequenceBits)) | BigInt(sequence);
   }
 
   /** Now in whole milliseconds, never before the last id's: a clock gone back is waited for up to the bound. */
   private async millisecond(): Promise<number> {
-    let now = Math.floor(this.clock());
+    const { clock, sleep, maxRollbackSeconds } = this.settings;
+    let now = Math.floor(clock());
     while (now < this.lastMs) {
       const behind = this.lastMs - now;
-      if (behind > this.maxRollbackMs) {
-        const said = `the clock went back ${behind} ms, past maxRollbackSeconds (${this.maxRollbackMs} ms)`;
+      if (behind > maxRollbackSeconds * 1000) {
+        const said = `the clock went back ${behind} ms, past maxRollbackSeconds (${maxRollbackSeconds * 1000} ms)`;
         throw new ClockRollback(null, "clock_rollback", said);
       }
-      await this.sleep(behind / 1000);
-      now = Math.floor(this.clock());
+      await sleep(behind / 1000);
+      now = Math.floor(clock());
     }
     return now;
   }
