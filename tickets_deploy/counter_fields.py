@@ -6,13 +6,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from tickets.config_json import camel, default_of
 from tickets.keys import KEY_RULE, is_valid_key
 from tickets.settings import CounterConfig
 
-from .field import Field, default_of, parse_fields
+from .field import Field, parse_fields
 from .opaque_rules import parse_opaque
 from .rules import MAX_SHARDS, ConfigError, counter_max_block_rule, counter_max_rule, exact, require_object, whole
-from .shapes import camel, encode_number, snake
+from .shapes import encode_number, snake
 
 _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
 

@@ -40,10 +40,6 @@ def handler_environment(
     workers_table: str | None = None,
 ) -> dict[str, str]:
     """The function's environment for `region`: its settings, its tables and its metrics' `service` dimension."""
-    if config.series and series_table is None:
-        raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
-    if config.workers and workers_table is None:
-        raise ConfigError("tickets.workers: pools are configured, so the function needs the workers table's name")
     encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from typing import Any
 
+from tickets.config_json import camel, default_of
+
 from .rules import RULES_BY_TYPE, Parser
-from .shapes import camel, encode_plain, same_prop
+from .shapes import encode_plain, same_prop
 
 _ENTRY = "tickets_deploy.field"  # the metadata key of a declared attribute's entry
 _REQUIRED: Any = object()  # declare(default=...) for an attribute cdk.json must give
@@ -74,14 +76,9 @@ def entries_of(config_class: type) -> tuple[Field, ...]:
                 "name": entry["name"] or camel(declared.name),
                 "prop": entry["prop"] or declared.name,
             }
-            entries.append(Field(attribute=declared.name, default=default_of(declared), **entry))
+            default = default_of(declared)
+            entries.append(Field(attribute=declared.name, default=None if default is MISSING else default, **entry))
     return tuple(entries)
-
-
-def default_of(declared: dataclasses.Field[Any]) -> Any:
-    if declared.default_factory is not dataclasses.MISSING:
-        return declared.default_factory()
-    return None if declared.default is dataclasses.MISSING else declared.default
 
 
 def parse_fields(

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from tickets.config_json import camel
 from tickets.settings import MAX_SAFE_INTEGER
 
 
@@ -35,11 +36,6 @@ def encode_compat(path: str) -> dict[str, str]:
 
 def same_prop(value: Any, region: str) -> Any:
     return value
-
-
-def camel(name: str) -> str:
-    """`utc_offset` as `utcOffset`; a camelCase name stays as it is."""
-    return re.sub(r"_([a-z])", lambda lower: lower.group(1).upper(), name)
 
 
 def snake(name: str) -> str:

@@ -365,8 +365,8 @@ def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas
     default there would be a different config in the function."""
     from dataclasses import fields
 
+    from tickets.config_json import default_of
     from tickets_deploy.counter_fields import COUNTER_FIELDS
-    from tickets_deploy.field import default_of
     from tickets_deploy.schema import FIELDS
 
     settings = {each.name: default_of(each) for each in fields(Settings)}

@@ -3,6 +3,7 @@ in the current format, refusing what the writer would not write back; format 1 r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -10,7 +11,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickets.epochs import Layout
-from tickets.opaque import OpaqueConfig
 from tickets.series.config import parse_series
 from tickets_deploy.access import ACCOUNT_PATTERN
 from tickets_deploy.opaque_rules import opaque_settings
@@ -134,7 +134,9 @@ def _service_from(raw: dict[str, Any]) -> model.Ledger:
     region_slots = _whole(raw.get("regionSlots"), "regionSlots", low=1)
     counters = {key: _counter_from(key, entry) for key, entry in _object(raw.get("counters"), "counters").items()}
     for key, entry in _object(raw.get("series", {}), "series").items():
-        _series_from(key, entry, region_slots)
+        # As the config wrote it (an option at its default is never written: one added later reads as its default).
+        parse = functools.partial(parse_series, key, entry, region_slots=region_slots, where=f"series.{key}")
+        _as_recorded(parse, entry, f"series.{key}", "a series")
     epochs = tuple(_epochs_from(_object(raw.get("epochs", {}), "epochs")))
     ledger = model.Ledger(
         region_slots,
@@ -207,21 +209,14 @@ def _change_from(key: str, entry: Any, where: str) -> model.Change:
 def _counter_from(key: str, entry: Any) -> model.CounterRecord:
     where = f"counters.{key}"
     start, stride, shards = _numbers(entry, where, ("start", "stride", "shards"))
-    return model.CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
+    opaque, where = entry.get("opaque"), f"{where}.opaque"
+    if opaque is not None:
+        opaque = _as_recorded(functools.partial(opaque_settings, opaque, where), opaque, where, "opaque settings")
+    return model.CounterRecord(start, stride, shards, opaque)
 
 
 def _numbers(raw: Any, where: str, names: tuple[str, ...]) -> list[int]:
     return [_whole(_object(raw, where).get(name), f"{where}.{name}", low=int(name != "start")) for name in names]
-
-
-def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
-    return None if raw is None else _as_recorded(lambda: opaque_settings(raw, where), raw, where, "opaque settings")
-
-
-def _series_from(key: str, entry: Any, region_slots: int) -> None:
-    """As the config wrote it (an option at its default is never written: one added later reads as its default)."""
-    where = f"series.{key}"
-    _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
 
 
 def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:

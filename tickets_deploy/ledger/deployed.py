@@ -19,16 +19,12 @@ DEPLOYED_FIELDS = {each.name: each for each in FIELDS if each.recorded and not e
 DEPLOYED_COUNTER_FIELDS = {each.name: each for each in COUNTER_FIELDS if each.recorded and not each.permanent}
 
 
-def deployed_settings(config: DeploymentConfig) -> dict[str, Any]:
-    return _not_default(DEPLOYED_FIELDS, config)
-
-
-def _not_default(fields: Mapping[str, Field], settings: Any) -> dict[str, Any]:
+def deployed_settings(settings: Any, fields: Mapping[str, Field] = DEPLOYED_FIELDS) -> dict[str, Any]:
     found = {}
     for name, each in fields.items():
         value = getattr(settings, each.attribute)
         if name == "counters":
-            value = {key: _not_default(DEPLOYED_COUNTER_FIELDS, counter) for key, counter in value.items()}
+            value = {key: deployed_settings(counter, DEPLOYED_COUNTER_FIELDS) for key, counter in value.items()}
             value = {key: counter for key, counter in value.items() if counter} or each.default
         if value != each.default:
             found[name] = each.encode(value)

@@ -9,7 +9,7 @@ from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, Layout
 from tickets.settings import CounterConfig
 from tickets_deploy.schema import DeploymentConfig
 
-from .model import Change, CounterRecord, KeyEpoch, Ledger, PendingFence
+from .model import Change, CounterRecord, KeyEpoch, Ledger
 
 _UNCONFIGURED = CounterConfig()
 
@@ -71,18 +71,15 @@ def fence_refusals(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     return problems
 
 
-def pending_problem(pending: PendingFence) -> str:
-    return (
-        f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the "
-        "lanes it stopped answer 503 until it is finished or undone. Finish it: give cdk.json those layouts and run "
-        f"`{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (docs/how-to/change-a-layout.md)."
-    )
-
-
 def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
     """Why synthesis refuses `config`'s layout changes (a key's own start, stride and shards are rules.py's)."""
-    if ledger.fencing is not None:
-        return [pending_problem(ledger.fencing)]
+    pending = ledger.fencing
+    if pending is not None:
+        return [
+            f"fencing: `{FENCE_COMMAND}` began fence {pending.id} ({pending.describe()}) and has not recorded it: the "
+            "lanes it stopped answer 503 until it is finished or undone. Finish it: give cdk.json those layouts and "
+            f"run `{FENCE_COMMAND}`; or undo it: `{FENCE_UNDO_COMMAND}` (docs/how-to/change-a-layout.md)."
+        ]
     problems, changes = [], layout_changes(config, ledger)
     unfenced = [change.key for change in changes if change.old.region_slots != config.region_slots]
     growing = bool(unfenced) and config.region_slots > ledger.region_slots

@@ -77,12 +77,29 @@ UNCONFIGURED = CounterRecord.of(CounterConfig())
 
 
 @dataclass(frozen=True)
-class KeyEpoch:
+class Change:
+    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
+
     key: str
-    number: int  # 1, 2, ...: the key's items in this epoch are `key@number`
-    fence: int  # above every ticket the old layout's lanes issued, in every region
+    number: int  # 1, 2, ...: the key's items in the new epoch are `key@number`
     old: Layout  # the layout stopped at the fence, with the start its lanes had
     configured: Layout  # the new layout as cdk.json writes it (its start as configured)
+
+    def epoch(self, fence: int) -> KeyEpoch:
+        return KeyEpoch(self.key, self.number, self.old, self.configured, fence)
+
+    def describe(self) -> str:
+        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"epoch": self.number, "from": _layout_json(self.old), "to": _layout_json(self.configured)}
+
+
+@dataclass(frozen=True)
+class KeyEpoch(Change):
+    """A recorded epoch: a Change whose old lanes stopped at `fence`."""
+
+    fence: int  # above every ticket the old layout's lanes issued, in every region
 
     @property
     def start(self) -> int:
@@ -94,23 +111,7 @@ class KeyEpoch:
         return replace(self.configured, start=self.start)
 
     def to_json(self) -> dict[str, Any]:
-        return {**_change_json(self.number, self.old, self.configured), "fence": self.fence}
-
-
-@dataclass(frozen=True)
-class Change:
-    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
-
-    key: str
-    number: int
-    old: Layout
-    configured: Layout
-
-    def epoch(self, fence: int) -> KeyEpoch:
-        return KeyEpoch(self.key, self.number, fence, self.old, self.configured)
-
-    def describe(self) -> str:
-        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
+        return {**super().to_json(), "fence": self.fence}
 
 
 @dataclass(frozen=True)
@@ -125,12 +126,7 @@ class PendingFence:
         return "; ".join(change.describe() for change in self.changes)
 
     def to_json(self) -> dict[str, Any]:
-        keys = {change.key: _change_json(change.number, change.old, change.configured) for change in self.changes}
-        return {"id": self.id, "keys": dict(sorted(keys.items()))}
-
-
-def _change_json(number: int, old: Layout, configured: Layout) -> dict[str, Any]:
-    return {"epoch": number, "from": _layout_json(old), "to": _layout_json(configured)}
+        return {"id": self.id, "keys": dict(sorted((change.key, change.to_json()) for change in self.changes))}
 
 
 def _layout_json(layout: Layout) -> dict[str, int]:
