@@ -45,19 +45,15 @@ def parse_rules(raw: Any, where: str) -> Rules:
     checked = {}
     for principal, operations in raw.items():
         at = f"{where}[{principal!r}]"
-        check_principal(principal, at)
+        if not isinstance(principal, str) or not (
+            principal == "*"
+            or ACCOUNT_PATTERN.fullmatch(principal)
+            or ORGANIZATION_PATTERN.fullmatch(principal)
+            or IAM_ARN_PATTERN.fullmatch(principal)
+        ):
+            raise AccessRuleError(f"{at}: the principal must be {PRINCIPAL_RULE}")
         checked[principal] = _parse_operations(operations, at)
     return Rules.from_json(checked)
-
-
-def check_principal(principal: Any, where: str) -> None:
-    if not isinstance(principal, str) or not (
-        principal == "*"
-        or ACCOUNT_PATTERN.fullmatch(principal)
-        or ORGANIZATION_PATTERN.fullmatch(principal)
-        or IAM_ARN_PATTERN.fullmatch(principal)
-    ):
-        raise AccessRuleError(f"{where}: the principal must be {PRINCIPAL_RULE}")
 
 
 def _parse_operations(raw: Any, where: str) -> dict[str, tuple[str, ...]]:

@@ -110,12 +110,7 @@ table_name_rule = accepting(
 )
 
 
-def default_key_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
-    if not is_valid_key(value):
-        raise ConfigError(f"{where}: {value!r} is not a valid key ({KEY_RULE})")
-    return str(value)
-
-
+default_key_rule = accepting(is_valid_key, f"a valid key ({KEY_RULE})")
 auth_rule = accepting(lambda value: value in AUTH_TYPES, f"one of {', '.join(AUTH_TYPES)}")
 # The rule of a field declared without one, by its annotation.
 RULES_BY_TYPE: dict[str, Parser] = {

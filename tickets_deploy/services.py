@@ -65,31 +65,23 @@ def declared(registered: Sequence[DeclaredService]) -> dict[str, DeploymentConfi
         if name not in configs:
             configs[name], first[name] = entry.config, entry
             continue
-        _refuse_other_numbering(entry, first[name], configs[name])
-        configs[name] = replace(configs[name], regions=_joined_regions(entry, first[name], configs[name]))
+        merged, regions = configs[name], dict(configs[name].regions)
+        for attribute in ONE_NUMBERING:
+            if getattr(merged, attribute) != getattr(entry.config, attribute):
+                raise ValueError(
+                    f"{entry.path} and {first[name].path} share the table name {name!r}, one service, but their "
+                    f"{attribute} differ: give both the same settings, or one another table_name."
+                )
+        for region, slot in entry.config.regions.items():
+            owner = next((other for other, taken in regions.items() if taken == slot and other != region), None)
+            if owner is not None:
+                raise ValueError(
+                    f"{entry.path}: region_slot {slot} is already {owner}'s (service {name!r}, {first[name].path}); "
+                    "two regions sharing a slot would issue the same tickets"
+                )
+            regions[region] = slot
+        configs[name] = replace(merged, regions=regions)
     return configs
-
-
-def _refuse_other_numbering(entry: DeclaredService, first: DeclaredService, merged: DeploymentConfig) -> None:
-    for attribute in ONE_NUMBERING:
-        if getattr(merged, attribute) != getattr(entry.config, attribute):
-            raise ValueError(
-                f"{entry.path} and {first.path} share the table name {merged.table_name!r}, one service, but their "
-                f"{attribute} differ: give both the same settings, or one another table_name."
-            )
-
-
-def _joined_regions(entry: DeclaredService, first: DeclaredService, merged: DeploymentConfig) -> dict[str, int]:
-    regions = dict(merged.regions)
-    for region, slot in entry.config.regions.items():
-        owner = next((other for other, taken in regions.items() if taken == slot and other != region), None)
-        if owner is not None:
-            raise ValueError(
-                f"{entry.path}: region_slot {slot} is already {owner}'s (service {merged.table_name!r}, "
-                f"{first.path}); two regions sharing a slot would issue the same tickets"
-            )
-        regions[region] = slot
-    return regions
 
 
 def by_account(

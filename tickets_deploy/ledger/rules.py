@@ -45,19 +45,15 @@ def record(
             accounts.add(account)
         slots[slot] = SlotRecord(region, accounts=tuple(sorted(accounts)))
     counters = {**previous.counters, **{key: CounterRecord.of(c) for key, c in config.counters.items()}}
-    default_keys = set(previous.default_keys_served)
-    if config.default_key not in config.counters:
-        default_keys.add(config.default_key)
     series = {**previous.series, **{key: s.to_json() for key, s in config.series.items()}}
-    return Ledger(
-        config.region_slots,  # as recorded, or grown above fences (epochs.py's synthesis_problems)
-        previous.table_name,
-        dict(sorted(slots.items())),
-        dict(sorted(counters.items())),
+    return replace(
+        previous,  # its epochs, and no pending fence (synthesis_problems refuses every config while one is)
+        region_slots=config.region_slots,  # as recorded, or grown above fences (epochs.py's synthesis_problems)
+        slots=dict(sorted(slots.items())),
+        counters=dict(sorted(counters.items())),
         unconfigured_keys_served=previous.unconfigured_keys_served or not config.strict_keys,
-        default_keys_served=frozenset(default_keys),
+        default_keys_served=previous.default_keys_served | {config.default_key} - set(config.counters),
         series=dict(sorted(series.items())),
-        epochs=previous.epochs,
         deployed=deployed_settings(config) if previous.deployed is not None or upgrade else None,
     )
 
