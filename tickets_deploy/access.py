@@ -23,19 +23,6 @@ class AccessRuleError(ValueError):
     """A malformed rule; the message names where it is and the rule it breaks."""
 
 
-def parse_access(raw: Any, auth: str, where: str) -> Rules | None:
-    if raw is None:
-        return None
-    if isinstance(raw, Rules):
-        raw = raw.to_json()
-    if auth != "AWS_IAM":
-        raise AccessRuleError(
-            f"{where}: needs auth AWS_IAM: with auth {auth} the function is told no caller, so no rule could "
-            "match; set auth to AWS_IAM or remove access"
-        )
-    return parse_rules(raw, where)
-
-
 def parse_rules(raw: Any, where: str) -> Rules:
     if not isinstance(raw, Mapping):
         raise AccessRuleError(

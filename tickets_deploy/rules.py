@@ -14,7 +14,7 @@ from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
-from .access import ACCOUNT_PATTERN, AccessRuleError, parse_access
+from .access import ACCOUNT_PATTERN, AccessRuleError, parse_rules
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
@@ -185,10 +185,8 @@ def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str
     return tuple(raw)
 
 
-def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str:
     """The compatibility route's path: shaped like a key, so never a route of ours (those start with `_`)."""
-    if raw is None:
-        return None
     require_object(raw, where, {"path"})
     path = raw.get("path")
     if not is_valid_key(path):
@@ -237,9 +235,14 @@ def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
     return value
 
 
-def access_rule(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+def access_rule(value: Any, parsed: Mapping[str, Any], where: str) -> Rules:
+    if parsed["auth"] != "AWS_IAM":
+        raise ConfigError(
+            f"{where}: needs auth AWS_IAM: with auth {parsed['auth']} the function is told no caller, so no rule could "
+            "match; set auth to AWS_IAM or remove access"
+        )
     try:
-        return parse_access(value, parsed["auth"], where)
+        return parse_rules(value.to_json() if isinstance(value, Rules) else value, where)
     except AccessRuleError as err:
         raise ConfigError(str(err)) from None
 

@@ -181,7 +181,7 @@ class DeploymentConfig:
         default_doc="off",
         doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number '
         "([the route](http-api.md#the-compatibility-route)).",
-        parse=rules.compat_rule,
+        parse=rules.optional(rules.compat_rule),
         encode=shapes.encode_compat,
         to_prop=lambda path, region: None if path is None else shapes.encode_compat(path),
         setting=True,
@@ -195,7 +195,7 @@ class DeploymentConfig:
         default_doc="none: every invoker may do everything",
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
-        parse=rules.access_rule,
+        parse=rules.optional(rules.access_rule),
         to_prop=lambda rules, region: None if rules is None else shapes.encode_plain(rules),
         needs=("auth",),
     )

@@ -13,6 +13,7 @@ from .epochs import record_epochs as record_epochs
 from .file import SYNTHESIS_REFUSED as SYNTHESIS_REFUSED
 from .file import applied_from as applied_from
 from .file import check_config_file as check_config_file
+from .file import check_lineage as check_lineage
 from .file import init_ledger as init_ledger
 from .file import init_ledger_file as init_ledger_file
 from .file import ledger_path_beside as ledger_path_beside
@@ -20,12 +21,11 @@ from .file import new_accounts as new_accounts
 from .file import one_way_choices as one_way_choices
 from .file import read_ledger as read_ledger
 from .file import read_ledger_file as read_ledger_file
+from .file import record_services as record_services
 from .file import refusal as refusal
 from .file import refuse_existing_ledger as refuse_existing_ledger
 from .file import service_config as service_config
 from .file import write_ledger_file as write_ledger_file
-from .history import check_lineage as check_lineage
-from .history import record_services as record_services
 from .model import COMMENT as COMMENT
 from .model import INIT_COMMAND as INIT_COMMAND
 from .model import LEDGER_FILE as LEDGER_FILE
