@@ -600,7 +600,7 @@ def test_the_config_built_from_the_ledger_is_the_deployed_one_in_every_recorded_
         config_from_ledger(replace(deployed, deployed=None), "ledger")
 
 
-# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/ledger/epochs.py) ------------------------
+# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/ledger/rules.py) -------------------------
 
 
 def pending(deployed: Ledger) -> tuple[Ledger, PendingFence]:

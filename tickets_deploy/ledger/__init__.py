@@ -6,10 +6,6 @@ from .codec import to_text as to_text
 from .codec import upgrade_text as upgrade_text
 from .codec import version_id as version_id
 from .deployed import config_from_ledger as config_from_ledger
-from .epochs import applied as applied
-from .epochs import fence_refusals as fence_refusals
-from .epochs import layout_changes as layout_changes
-from .epochs import record_epochs as record_epochs
 from .file import SYNTHESIS_REFUSED as SYNTHESIS_REFUSED
 from .file import applied_from as applied_from
 from .file import check_config_file as check_config_file
@@ -41,4 +37,8 @@ from .model import LedgerFile as LedgerFile
 from .model import PendingFence as PendingFence
 from .model import SlotRecord as SlotRecord
 from .model import Version as Version
+from .rules import applied as applied
+from .rules import fence_refusals as fence_refusals
+from .rules import layout_changes as layout_changes
 from .rules import record as record
+from .rules import record_epochs as record_epochs

@@ -13,9 +13,8 @@ from tickets_deploy.schema import DeploymentConfig
 
 from .codec import from_text, to_text, version_id
 from .deployed import config_from_ledger
-from .epochs import applied
 from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
-from .rules import record, table_problem
+from .rules import applied, record, table_problem
 
 
 def record_services(
