@@ -548,7 +548,7 @@ def test_python_m_tickets_deploy_init_names_the_one_init_and_writes_nothing(tmp_
     assert not (tmp_path / "tickets.lock.json").exists()
 
 
-# --- the deployed settings (tickets_deploy/ledger/deployed.py) ------------------------------------
+# --- the deployed settings (tickets_deploy/ledger/model.py) ---------------------------------------
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ledgers"
 

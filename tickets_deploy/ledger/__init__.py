@@ -5,7 +5,6 @@ from .codec import from_text as from_text
 from .codec import to_text as to_text
 from .codec import upgrade_text as upgrade_text
 from .codec import version_id as version_id
-from .deployed import config_from_ledger as config_from_ledger
 from .file import SYNTHESIS_REFUSED as SYNTHESIS_REFUSED
 from .file import applied_from as applied_from
 from .file import check_config_file as check_config_file
@@ -37,6 +36,7 @@ from .model import LedgerFile as LedgerFile
 from .model import PendingFence as PendingFence
 from .model import SlotRecord as SlotRecord
 from .model import Version as Version
+from .model import config_from_ledger as config_from_ledger
 from .rules import applied as applied
 from .rules import fence_refusals as fence_refusals
 from .rules import layout_changes as layout_changes

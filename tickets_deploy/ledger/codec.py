@@ -18,7 +18,7 @@ from tickets_deploy.rules import MAX_TICKET, exact_integer
 from tickets_deploy.shapes import encode_plain
 
 from . import model
-from .deployed import check_deployed
+from .model import check_deployed
 
 _SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"

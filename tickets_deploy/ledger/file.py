@@ -12,8 +12,7 @@ from typing import Any
 from tickets_deploy.schema import DeploymentConfig
 
 from .codec import from_text, to_text, version_id
-from .deployed import config_from_ledger
-from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version
+from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version, config_from_ledger
 from .rules import applied, record, table_problem
 
 

@@ -13,8 +13,8 @@ from tickets.settings import CounterConfig
 from tickets_deploy.opaque_rules import describe
 from tickets_deploy.schema import DeploymentConfig
 
-from .deployed import deployed_settings
-from .model import UNCONFIGURED, Change, CounterRecord, KeyEpoch, Ledger, LedgerError, SlotRecord, fields_text
+from . import model
+from .model import UNCONFIGURED, Change, CounterRecord, KeyEpoch, Ledger, LedgerError, SlotRecord, deployed_settings
 
 _UNCONFIGURED = CounterConfig()
 
@@ -217,7 +217,7 @@ def _series_problems(config: DeploymentConfig, previous: Ledger) -> Iterator[str
         series = config.series.get(key)
         if series is None:
             yield (
-                f"{where}: the ledger records the series {key} ({fields_text(recorded)}), cdk.json no longer "
+                f"{where}: the ledger records the series {key} ({model.fields_text(recorded)}), cdk.json no longer "
                 f"configures it. A series is never removed. Keep {key} in cdk.json as recorded (it may stay unused)."
             )
             continue
