@@ -94,8 +94,7 @@ def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) ->
 
 
 def counters_from_prop(counters: Any, region: str) -> Any:
-    """Counters given as props (CounterConfig or snake_case fields) in cdk.json's shape; a big int as its decimal
-    string (only cdk.json's numbers pass through Node)."""
+    """Counters given as props (CounterConfig or snake_case fields) in cdk.json's shape, big ints as strings too."""
     if not isinstance(counters, Mapping):
         return counters
     return {key: _counter_from_prop(counter) for key, counter in counters.items()}

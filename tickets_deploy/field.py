@@ -22,8 +22,7 @@ PropReader = Callable[[Any, str], Any]
 
 @dataclass(frozen=True)
 class Field:
-    """One setting: its cdk.json name, its prop (on `owner`), its attribute, default and rule, its shapes (shapes.py)
-    and its row in the configuration reference (`doc`; `default_doc` when the default as JSON does not say it)."""
+    """One setting: its names, default, rule, shapes (shapes.py) and its row in the configuration reference."""
 
     name: str
     prop: str
@@ -31,7 +30,7 @@ class Field:
     default: Any
     doc: str
     parse: Parser
-    default_doc: str = ""
+    default_doc: str = ""  # the reference's default, when the default as JSON does not say it
     prop_type: str = ""  # without `| None` (every prop may be None: its default)
     encode: Callable[[Any], Any] = encode_plain
     from_prop: PropReader = same_prop
@@ -53,8 +52,7 @@ class Field:
 
 
 def declare(name: str | None = None, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:
-    """An attribute that is a field, with its entry (Field's arguments but `attribute` and `default`): `name` is by
-    default the attribute's in camelCase, `prop` the attribute's, `prop_type` and `parse` from its annotation."""
+    """An attribute that is a field (Field's arguments; by default its names, prop_type and parse are derived)."""
     metadata = {_ENTRY: {"name": name, "prop": prop, **entry}}
     if default is _REQUIRED:
         return dataclasses.field(metadata=metadata)

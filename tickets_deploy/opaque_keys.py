@@ -25,7 +25,6 @@ def opaque_keys_parameter(table_name: str) -> str:
 
 
 def key_versions_in_use(config: DeploymentConfig) -> set[int]:
-    """The key versions the config's opaque counters encode with."""
     return {counter.opaque.key_version for counter in config.counters.values() if counter.opaque is not None}
 
 

@@ -25,10 +25,6 @@ class DeclaredService:
     stack: str  # the enclosing stack's path: logical ids are unique per stack
     table_ids: tuple[str, str]  # the tables' logical ids in the stack
 
-    @property
-    def region_slot(self) -> int:
-        return self.config.regions[self.region]
-
 
 def refuse_clash(service: DeclaredService, registered: Sequence[DeclaredService]) -> None:
     """ValueError when `service` could never deploy beside those registered before it."""
@@ -93,7 +89,7 @@ def by_account(
         name = entry.config.table_name
         group = grouped.setdefault(entry.account, {})
         regions = dict(group[name].regions) if name in group else {}
-        regions[entry.region] = entry.region_slot
+        regions[entry.region] = entry.config.regions[entry.region]
         group[name] = replace(configs[name], regions=regions)
     return dict(sorted(grouped.items(), key=lambda item: item[0] or ""))
 

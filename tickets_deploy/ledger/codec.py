@@ -59,7 +59,6 @@ def to_text(ledger: model.LedgerFile) -> str:
         return f"{indent}{json.dumps(name)}: {json.dumps(value, sort_keys=True)}"
 
     def entries(indent: str, name: str, lines: list[str]) -> str:
-        """An object written an entry a line."""
         return f"{indent}{json.dumps(name)}: " + ("{\n" + ",\n".join(lines) + f"\n{indent}}}" if lines else "{}")
 
     def service(name: str, ledger: model.Ledger) -> str:

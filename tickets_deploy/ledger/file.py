@@ -168,8 +168,7 @@ def ledger_path_beside(config_file: Path) -> Path:
 
 
 def read_ledger_file(path: Path) -> LedgerFile:
-    """The ledger file at `path`, lineage checked; none is refused: a deleted ledger taken as new would start every
-    counter again."""
+    """Lineage checked; no file is refused: a deleted ledger taken as new would start every counter again."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -239,7 +238,6 @@ def service_config(path: Path, table_name: str) -> DeploymentConfig:
 
 
 def read_ledger(path: Path) -> Ledger:
-    """The ledger of a file's one service."""
     services = read_ledger_file(path).services
     if len(services) != 1:
         raise LedgerError(f"{path}: records {len(services)} services ({', '.join(services)}), not one")
@@ -247,8 +245,7 @@ def read_ledger(path: Path) -> Ledger:
 
 
 def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> None:
-    """LedgerError if a ledger at `path` records an account (every deploy synthesises for its account first) or
-    cannot be read, or records none and `replace_undeployed` (init --force) is not given."""
+    """A ledger at `path` is replaced only by init --force, and only if it records no account (no deploy)."""
     if not path.exists():
         return
     try:

@@ -16,8 +16,6 @@ from tickets_deploy.schema import DeploymentConfig
 from . import model
 from .model import UNCONFIGURED, Change, CounterRecord, KeyEpoch, Ledger, LedgerError, SlotRecord, deployed_settings
 
-_UNCONFIGURED = CounterConfig()
-
 
 def latest(ledger: Ledger, key: str) -> KeyEpoch | None:
     epochs = [epoch for epoch in ledger.epochs if epoch.key == key]
@@ -32,7 +30,7 @@ def current(ledger: Ledger, key: str) -> tuple[int, Layout] | None:
     if key in ledger.counters:
         return 0, _configured(ledger.counters[key], ledger.region_slots)
     if ledger.served_unconfigured(key):
-        return 0, _configured(_UNCONFIGURED, unconfigured_region_slots(ledger))
+        return 0, _configured(UNCONFIGURED, unconfigured_region_slots(ledger))
     return None
 
 
@@ -123,7 +121,7 @@ def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
 def _moves_unconfigured(change: Change) -> bool:
     """A key served unconfigured under an older regionSlots, now configured with the unconfigured start, stride and
     shards: the counter rules see no new layout, but its lanes' step changed."""
-    unconfigured = _configured(_UNCONFIGURED, change.configured.region_slots)
+    unconfigured = _configured(UNCONFIGURED, change.configured.region_slots)
     return change.configured == unconfigured and change.old.region_slots != change.configured.region_slots
 
 
@@ -158,7 +156,7 @@ def record_epochs(ledger: Ledger, epochs: list[KeyEpoch]) -> Ledger:
 
 
 def _counter(config: DeploymentConfig, key: str) -> CounterConfig:
-    return config.counters.get(key, _UNCONFIGURED)
+    return config.counters.get(key, CounterConfig())
 
 
 def _target(config: DeploymentConfig, key: str) -> Layout:
