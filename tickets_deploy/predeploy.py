@@ -17,6 +17,7 @@ from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets_deploy.ledger import LEDGER_FILE, LEDGER_VERSION_OUTPUT, LedgerError, LedgerFile, read_ledger_file
 
 ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client; tests stub it (Stubber)
+Report = Callable[[str], None]
 POWERTOOLS_PARAMETERS = "/aws/service/powertools/"
 READS = "cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter"
 _SSM_REFERENCE = re.compile(r"\{\{resolve:ssm:([A-Za-z0-9_./-]+)(?::[0-9]+)?\}\}")
@@ -68,9 +69,7 @@ def read_assembly(directory: Path) -> list[AssemblyStack]:
     return stacks
 
 
-def check(
-    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None] = print
-) -> list[str]:
+def check(stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Report = print) -> list[str]:
     """Every problem that must stop the deploy (empty: go ahead); `report` gets a line per finding."""
     problems: list[str] = []
     known = {version.id for version in ledger.versions}
@@ -83,7 +82,7 @@ def check(
                 f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
             )
         elif deploying is not None:
-            problems += _version_problems(where, stack.region, stack.name, deploying, ledger, client, report, True)
+            problems += _version_problems(where, stack, ledger, client, report, True)
     problems += _ledger_region_problems(stacks, ledger, client, report)
     for region, name in sorted({(stack.region, name) for stack in stacks for name in stack.ssm_parameters}):
         problems += _parameter_problems(region, name, client, report)
@@ -91,7 +90,7 @@ def check(
 
 
 def _ledger_region_problems(
-    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
+    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Report
 ) -> Iterator[str]:
     """Every region the ledger ever gave a slot (retired too: another line's version there could repeat this deploy's
     numbers) must run an ancestor of the version deployed, in the stack holding the service's table (its fixed name)."""
@@ -119,27 +118,22 @@ def _ledger_region_problems(
             elif (entry.region, found) not in checked:
                 checked.add((entry.region, found))
                 where = f"{where}: stack {found} (not in this deploy)"
-                yield from _version_problems(where, entry.region, found, deploying[0], ledger, client, report, False)
+                stack = AssemblyStack(found, entry.region, deploying[0], ())
+                yield from _version_problems(where, stack, ledger, client, report, False)
 
 
 def _version_problems(
-    where: str,
-    region: str,
-    stack_name: str,
-    deploying: str,
-    ledger: LedgerFile,
-    client: ClientFactory,
-    report: Callable[[str], None],
-    deployed_by_this: bool,
+    where: str, stack: AssemblyStack, ledger: LedgerFile, client: ClientFactory, report: Report, new: bool
 ) -> Iterator[str]:
-    """The stack must run an ancestor of `deploying`, or nothing yet (`deployed_by_this`: the assembly deploys it)."""
+    """The stack must run an ancestor of its ledger version, or nothing yet (`new`: the assembly deploys it)."""
+    deploying = str(stack.ledger_version)
     try:
-        deployed_stack = client("cloudformation", region).describe_stacks(StackName=stack_name)["Stacks"][0]
+        deployed_stack = client("cloudformation", stack.region).describe_stacks(StackName=stack.name)["Stacks"][0]
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
         if _missing(err):
             report(
                 f"{where}: not deployed yet; a first deploy of ledger version {deploying}"
-                if deployed_by_this
+                if new
                 else f"{where}: the stack does not exist (deleted): nothing runs there"
             )
         else:
@@ -163,14 +157,14 @@ def _version_problems(
         yield f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being " + (
             f"deployed: {why}."
         )
-    elif not deployed_by_this:
+    elif not new:
         report(f"{where}: runs ledger version {deployed}, an ancestor of {deploying} (or the same)")
     else:
         same = "the version deployed" if deployed == deploying else f"a descendant of the deployed {deployed}"
         report(f"{where}: deploying ledger version {deploying}, {same}")
 
 
-def _parameter_problems(region: str, name: str, client: ClientFactory, report: Callable[[str], None]) -> Iterator[str]:
+def _parameter_problems(region: str, name: str, client: ClientFactory, report: Report) -> Iterator[str]:
     try:
         client("ssm", region).get_parameter(Name=name)
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops

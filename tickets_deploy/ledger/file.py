@@ -26,8 +26,8 @@ def record_services(
 ) -> LedgerFile:
     """The ledger file after deploying `configs` (by table name) to `account`, each service by `record`; those no
     longer declared are kept. `previous` itself when nothing changed, else one more version (`change`: its line)."""
-    recorded: Mapping[str, Ledger] = previous.services if previous is not None else {}
-    services = dict(recorded)
+    start = previous or LedgerFile({}, ())
+    recorded, services = start.services, dict(start.services)
     problems: list[str] = []
     for name, config in sorted(configs.items()):
         try:
@@ -35,27 +35,19 @@ def record_services(
         except LedgerError as err:
             problems.extend(f"{name}: {line}" for line in str(err).splitlines())
             continue
-        if name not in recorded:
-            problems.extend(f"{name}: {line}" for line in _renamed_table_problems(config, recorded, configs))
+        for other, ledger in recorded.items():  # a new service where one no longer declared served: renamed?
+            shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
+            if name not in recorded and other not in configs and shared:
+                where = f" in {', '.join(shared)}, which cdk.json no longer declares"
+                problems.append(f"{name}: {table_problem(other, config.table_name, where)}")
     if problems:
         raise LedgerError("\n".join(problems))
     services = dict(sorted(services.items()))
     if previous is not None and services == dict(previous.services):
         return previous
-    parent = previous.version if previous is not None else None
-    versions = previous.versions if previous is not None else ()
+    parent = start.version
     described = change if change is not None else describe_change(recorded, services)
-    return LedgerFile(services, (*versions, Version(version_id(parent, services), parent, described)))
-
-
-def _renamed_table_problems(
-    config: DeploymentConfig, recorded: Mapping[str, Ledger], configs: Mapping[str, DeploymentConfig]
-) -> Iterator[str]:
-    """A new service in a region where one the app no longer declares served: most likely tableName changed."""
-    for name, ledger in recorded.items():
-        shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
-        if name not in configs and shared:
-            yield table_problem(name, config.table_name, f" in {', '.join(shared)}, which cdk.json no longer declares")
+    return LedgerFile(services, (*start.versions, Version(version_id(parent, services), parent, described)))
 
 
 def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
