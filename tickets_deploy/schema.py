@@ -182,8 +182,8 @@ class DeploymentConfig:
         doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number '
         "([the route](http-api.md#the-compatibility-route)).",
         parse=rules.optional(rules.compat_rule),
-        encode=shapes.encode_compat,
-        to_prop=lambda path, region: None if path is None else shapes.encode_compat(path),
+        encode=lambda path: {"path": path},
+        to_prop=lambda path, region: None if path is None else {"path": path},
         setting=True,
         needs=("default_key", "counters"),
         recorded=True,

@@ -27,10 +27,6 @@ def encode_plain(value: Any) -> Any:
     return encode_number(value)
 
 
-def encode_compat(path: str) -> dict[str, str]:
-    return {"path": path}
-
-
 # A prop reader or writer (field.PropReader): (a prop's or parsed value; the stack's region) -> the other shape.
 
 

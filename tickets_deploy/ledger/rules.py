@@ -94,13 +94,24 @@ def synthesis_problems(config: DeploymentConfig, ledger: Ledger) -> list[str]:
             f"regionSlots at {ledger.region_slots} and add regions on its free slots (docs/how-to/add-a-region.md)."
         )
     elif config.region_slots == ledger.region_slots:
-        problems += [_unconfigured_problem(change) for change in changes if _moves_unconfigured(change)]
+        problems += [
+            f"counters.{change.key}: a recorded version served {change.key} unconfigured with {change.old.describe()}; "
+            f"cdk.json serves it with {change.configured.describe()}: run `{FENCE_COMMAND}` to stop its old lanes and "
+            "begin above a fence (docs/explanation/epochs-and-fences.md)."
+            for change in changes
+            if _moves_unconfigured(change)
+        ]
     # Keys whose last fence cdk.json no longer follows where the counter rules see nothing to refuse.
     said = set(unfenced) if growing else set()
     for change in changes:
         epoch = latest(ledger, change.key)
         if epoch is not None and change.key not in said and not _counter_rules_refuse(config, ledger, change.key):
-            problems.append(_unfollowed_problem(change, epoch))
+            problems.append(
+                f"counters.{change.key}: cdk.json gives {change.key} {change.configured.describe()}, not the layout "
+                f"its last fence (epoch {epoch.number}, at {epoch.fence}) moved it to, {epoch.configured.describe()}. "
+                f"Give it epoch {epoch.number}'s layout again, or run `{FENCE_COMMAND}` to move it above a new fence "
+                "(docs/how-to/change-a-layout.md)."
+            )
     return problems + fence_refusals(config, ledger)
 
 
@@ -109,28 +120,11 @@ def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) ->
     return recorded is not None and recorded.numbering != CounterRecord.of(_counter(config, key)).numbering
 
 
-def _unfollowed_problem(change: Change, epoch: KeyEpoch) -> str:
-    return (
-        f"counters.{change.key}: cdk.json gives {change.key} {change.configured.describe()}, not the layout its last "
-        f"fence (epoch {epoch.number}, at {epoch.fence}) moved it to, {epoch.configured.describe()}. Give it epoch "
-        f"{epoch.number}'s layout again, or run `{FENCE_COMMAND}` to move it above a new fence "
-        "(docs/how-to/change-a-layout.md)."
-    )
-
-
 def _moves_unconfigured(change: Change) -> bool:
     """A key served unconfigured under an older regionSlots, now configured with the unconfigured start, stride and
     shards: the counter rules see no new layout, but its lanes' step changed."""
     unconfigured = _configured(UNCONFIGURED, change.configured.region_slots)
     return change.configured == unconfigured and change.old.region_slots != change.configured.region_slots
-
-
-def _unconfigured_problem(change: Change) -> str:
-    return (
-        f"counters.{change.key}: a recorded version served {change.key} unconfigured with {change.old.describe()}; "
-        f"cdk.json serves it with {change.configured.describe()}: run `{FENCE_COMMAND}` to stop its old lanes and "
-        "begin above a fence (docs/explanation/epochs-and-fences.md)."
-    )
 
 
 def covered(config: DeploymentConfig, ledger: Ledger, key: str) -> bool:
@@ -145,9 +139,8 @@ def applied(config: DeploymentConfig, ledger: Ledger | None) -> DeploymentConfig
     counters = dict(config.counters)
     for key in served_keys(config):
         epoch = latest(ledger, key)
-        if epoch is None or not covered(config, ledger, key):
-            continue
-        counters[key] = replace(_counter(config, key), start=epoch.start, epoch=epoch.number, fence=epoch.fence)
+        if epoch is not None and epoch.configured == _target(config, key):
+            counters[key] = replace(_counter(config, key), start=epoch.start, epoch=epoch.number, fence=epoch.fence)
     return replace(config, counters=counters)
 
 
