@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .counter_fields import COUNTER_FIELDS
 from .field import Field
-from .schema import FIELDS
+from .schema import COUNTER_FIELDS, FIELDS
 
 _PERMANENT = " **Permanent**"
 _FENCED = " **Changes only above a fence** ([change a layout](../how-to/change-a-layout.md))"

@@ -366,8 +366,7 @@ def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas
     from dataclasses import fields
 
     from tickets.config_json import default_of
-    from tickets_deploy.counter_fields import COUNTER_FIELDS
-    from tickets_deploy.schema import FIELDS
+    from tickets_deploy.schema import COUNTER_FIELDS, FIELDS
 
     settings = {each.name: default_of(each) for each in fields(Settings)}
     carried = {each.attribute: each.default for each in FIELDS if each.setting}
