@@ -19,9 +19,7 @@ EXAMPLE = '{"width": 10, "alphabet": "digits", "check": "luhn"}'
 FIELDS = {"width", "alphabet", "check", "keyVersions", "keyVersion"}
 
 
-def parse_opaque(value: Any, parsed: Mapping[str, Any], where: str) -> OpaqueConfig | None:
-    if value is None:
-        return None
+def parse_opaque(value: Any, parsed: Mapping[str, Any], where: str) -> OpaqueConfig:
     opaque = opaque_settings(value, where)
     size, ids = opaque.ids_per_version, describe(opaque, key_version=False)
     if size < MIN_IDS_PER_VERSION:

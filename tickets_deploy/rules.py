@@ -157,9 +157,7 @@ def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     return maximum
 
 
-def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    if value is None:  # the deployment's
-        return None
+def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     max_block = whole_number(value, where, low=1, high=MAX_BLOCK)
     if max_block > parsed["deployment_max_block"]:
         raise ConfigError(

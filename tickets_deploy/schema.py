@@ -59,7 +59,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
     _counter_field(
         "maxBlock",
         "the same as `maxBlock`, for key K; at most `maxBlock`.",
-        rules.counter_max_block_rule,
+        rules.optional(rules.counter_max_block_rule),  # None: the deployment's
         default_doc="`maxBlock`",
         recorded=True,
     ),
@@ -69,7 +69,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "[opaque ids](../glossary.md#opaque-id). `alphabet` `digits` (width up to 15) or `base32`; `check` `luhn`; "
         "`keyVersions` (10); `keyVersion` (1), which only grows. `max` must be below "
         "R^(width less the check) / keyVersions, R = 10 or 32 ([order numbers](../how-to/opaque-order-numbers.md)).",
-        parse_opaque,
+        rules.optional(parse_opaque),
         permanent=True,
         needs=("max",),
     ),
