@@ -49,7 +49,7 @@ from typing import Any, TypedDict
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets.workers.config import PoolConfig
-from tickets_deploy.shapes import Seconds
+from tickets_deploy.field import Seconds
 
 
 class TicketServiceProps(TypedDict, total=False):

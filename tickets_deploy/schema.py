@@ -16,7 +16,7 @@ from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets.workers.config import PoolConfig
 
-from . import rules, shapes
+from . import field, rules
 from .field import Field, declare, entries_of, parse_fields
 from .opaque_rules import parse_opaque
 
@@ -24,7 +24,7 @@ _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in datacla
 
 
 def _counter_field(name: str, doc: str, parse: Any, **entry: Any) -> Field:
-    attribute = shapes.snake(name)
+    attribute = field.snake(name)
     return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], doc, parse, **entry)
 
 
@@ -110,7 +110,7 @@ def _counter_from_prop(counter: Any) -> Any:
         counter = {each.name: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
     if not isinstance(counter, Mapping):
         return counter
-    fields = {camel(name): shapes.encode_number(value) for name, value in counter.items() if value is not None}
+    fields = {camel(name): field.encode_number(value) for name, value in counter.items() if value is not None}
     if isinstance(fields.get("opaque"), Mapping):
         fields["opaque"] = {camel(name): value for name, value in fields["opaque"].items()}
     return fields
@@ -187,7 +187,7 @@ class DeploymentConfig:
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
         parse=rules.series_rule,
-        from_prop=shapes.series_from_prop,
+        from_prop=field.series_from_prop,
         permanent=True,
         setting=True,
         prop_doc="each series as cdk.json writes it, or a SeriesConfig",
@@ -233,7 +233,7 @@ class DeploymentConfig:
         f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
         "(`lambda_src/tickets/timing.py`).",
         parse=rules.function_timeout_rule,
-        from_prop=shapes.seconds_from_prop,
+        from_prop=field.seconds_from_prop,
         prop_doc="a `Duration` of whole seconds, or seconds",
     )
     cors_origins: tuple[str, ...] = declare(
@@ -293,7 +293,7 @@ class DeploymentConfig:
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=rules.optional(rules.access_rule),
-        to_prop=lambda rules, region: None if rules is None else shapes.encode_plain(rules),
+        to_prop=lambda rules, region: None if rules is None else field.encode_plain(rules),
         needs=("auth",),
     )
 

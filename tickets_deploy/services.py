@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .field import snake
 from .schema import FIELDS, DeploymentConfig
-from .shapes import snake
 
 ONE_NUMBERING = tuple(each.attribute for each in FIELDS if each.one_numbering)
 

@@ -11,11 +11,10 @@ from tickets.epochs import Layout, epoch_start
 from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig
 from tickets_deploy.config import parse_config
-from tickets_deploy.field import Field
+from tickets_deploy.field import Field, encode_number
 from tickets_deploy.opaque_rules import describe
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import COUNTER_FIELDS, FIELDS, DeploymentConfig
-from tickets_deploy.shapes import encode_number
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
