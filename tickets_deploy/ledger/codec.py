@@ -112,8 +112,7 @@ def from_text(text: str) -> model.LedgerFile:
 
 
 def upgrade_text(text: str) -> model.LedgerFile:
-    """A ledger in any format the project wrote. Format 1 (one service, no versions) gets one root version; without
-    unconfiguredKeysServed it is taken as true, the safe side."""
+    """Any format the project wrote: format 1 gets one root version, unconfiguredKeysServed true if absent (safe)."""
     raw = json.loads(text)
     if not (isinstance(raw, dict) and "tableName" in raw):
         return from_text(text)

@@ -24,8 +24,7 @@ def record_services(
     *,
     upgrade: bool = False,
 ) -> LedgerFile:
-    """The ledger file after deploying `configs` (by table name) to `account`, each service by `record`; those no
-    longer declared are kept. `previous` itself when nothing changed, else one more version (`change`: its line)."""
+    """`configs` (by table name) each recorded by `record`, others kept: `previous` if unchanged, else a new version."""
     start = previous or LedgerFile({}, ())
     recorded, services = start.services, dict(start.services)
     problems: list[str] = []
@@ -122,8 +121,7 @@ MERGE_WAY_OUT = (
 
 
 def check_lineage(ledger: LedgerFile, where: str) -> None:
-    """LedgerError unless the history is a single line whose last version hashes the services: else two changes
-    were each checked alone, never one after the other."""
+    """LedgerError unless one line of versions, the last hashing the services (else two changes were checked alone)."""
     if not ledger.versions:
         raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
     first = ledger.versions[0]

@@ -119,8 +119,7 @@ class KeyEpoch(Change):
 
 @dataclass(frozen=True)
 class PendingFence:
-    """A fence `tickets_admin fence` began, written before any lane is stopped: synthesis refuses every config until
-    it is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
+    """A fence `tickets_admin fence` began (before a lane stops): synthesis refuses all until it ends or is undone."""
 
     id: str  # random hex: each lane it stops records it (tickets.lane_item.FENCED_BY)
     changes: tuple[Change, ...]
