@@ -20,10 +20,8 @@ def load_config_file(path: str | Path) -> DeploymentConfig:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found; run from the repository root or pass --config PATH") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read it ({err})") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: not valid JSON ({err})") from None
+    except (OSError, ValueError) as err:  # ValueError: not UTF-8, or not JSON
+        raise ConfigError(f"{path}: unreadable, or not valid JSON ({err})") from None
     context = document.get("context") if isinstance(document, dict) else None
     try:
         return parse_config((context or {}).get("tickets"))

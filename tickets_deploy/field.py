@@ -113,11 +113,11 @@ def entries_of(config_class: type) -> tuple[Field, ...]:
     for declared in dataclasses.fields(config_class):
         if _ENTRY in declared.metadata:
             entry, annotation = declared.metadata[_ENTRY], str(declared.type)
-            if "parse" not in entry:  # KeyError: a field of another type declares its rule
-                entry = {**entry, "parse": RULES_BY_TYPE[annotation]}
             entry = {
                 "prop_type": annotation.removesuffix(" | None"),
                 **entry,
+                # KeyError: a field of another type than true/false or text declares its rule
+                "parse": entry.get("parse") or RULES_BY_TYPE[annotation],
                 "name": entry["name"] or camel(declared.name),
                 "prop": entry["prop"] or declared.name,
             }

@@ -34,11 +34,9 @@ def has_opaque_counters(config: DeploymentConfig) -> bool:
 
 def read_key_file(path: Path) -> dict[int, bytes]:
     try:
-        text = path.read_text(encoding="utf-8")
+        return parse_keys(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise OpaqueKeyError(f"{path}: cannot be read ({err.strerror})") from None
-    try:
-        return parse_keys(text)
     except OpaqueKeyError as err:
         raise OpaqueKeyError(f"{path}: {err}") from None
 

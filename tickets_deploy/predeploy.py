@@ -74,15 +74,14 @@ def check(stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory
     problems: list[str] = []
     known = {version.id for version in ledger.versions}
     for stack in stacks:
-        deploying = stack.ledger_version
         where = f"{stack.region}: stack {stack.name}"
-        if deploying is not None and deploying not in known:
+        if stack.ledger_version in known:
+            problems += _version_problems(where, stack, ledger, client, report, True)
+        elif stack.ledger_version is not None:
             problems.append(
-                f"{where}: cdk.out was synthesised with ledger version {deploying}, which this checkout's "
+                f"{where}: cdk.out was synthesised with ledger version {stack.ledger_version}, which this checkout's "
                 f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
             )
-        elif deploying is not None:
-            problems += _version_problems(where, stack, ledger, client, report, True)
     problems += _ledger_region_problems(stacks, ledger, client, report)
     for region, name in sorted({(stack.region, name) for stack in stacks for name in stack.ssm_parameters}):
         problems += _parameter_problems(region, name, client, report)

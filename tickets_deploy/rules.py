@@ -46,7 +46,6 @@ LOG_RETENTION_DAYS = (
     3653,
 )
 MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
-DEFAULT_TABLE_NAME = "tickets-counters"
 # DynamoDB allows 255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX.
 TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABLE_SUFFIX)}}}")
 DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")

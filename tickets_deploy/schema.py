@@ -143,7 +143,7 @@ class DeploymentConfig:
         one_numbering=True,
     )
     table_name: str = declare(
-        default=rules.DEFAULT_TABLE_NAME,
+        default="tickets-counters",
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
         parse=rules.table_name_rule,

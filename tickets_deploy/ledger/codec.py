@@ -20,8 +20,8 @@ from tickets_deploy.rules import MAX_TICKET, exact_integer
 from . import model
 from .model import check_deployed
 
-_SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
+_SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 
 
 def version_id(parent: str | None, services: Mapping[str, model.Ledger]) -> str:
@@ -51,9 +51,6 @@ def _service_fields(ledger: model.Ledger) -> dict[str, Any]:
     }
 
 
-_BLOCKS = {"counters", "epochs", "series", "slots"}
-
-
 def to_text(ledger: model.LedgerFile) -> str:
     def entry(indent: str, name: str, value: Any) -> str:
         return f"{indent}{json.dumps(name)}: {json.dumps(value, sort_keys=True)}"
@@ -65,7 +62,7 @@ def to_text(ledger: model.LedgerFile) -> str:
         inner = " " * 6
         rows = [
             entries(inner, field, [entry(inner + "  ", key, each) for key, each in value.items()])
-            if field in _BLOCKS
+            if field in {"counters", "epochs", "series", "slots"}  # written an entry a line
             else entry(inner, field, value)
             for field, value in sorted(_service_fields(ledger).items())
         ]

@@ -315,8 +315,6 @@ def one_way_choices(previous: Ledger | LedgerFile | None, ledger: Ledger | Ledge
 
 def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
     """`applied` with the ledger at `ledger_path`; a missing or unreadable one leaves the config (others say why)."""
-    if not ledger_path.exists():
-        return config
     try:
         ledger = read_ledger_file(ledger_path).services.get(config.table_name)
     except LedgerError:
