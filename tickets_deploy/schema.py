@@ -18,7 +18,6 @@ from tickets.workers.config import PoolConfig
 
 from . import field, rules
 from .field import Field, declare, entries_of, parse_fields
-from .opaque_rules import parse_opaque
 
 _COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
 
@@ -69,7 +68,7 @@ COUNTER_FIELDS: tuple[Field, ...] = (
         "[opaque ids](../glossary.md#opaque-id). `alphabet` `digits` (width up to 15) or `base32`; `check` `luhn`; "
         "`keyVersions` (10); `keyVersion` (1), which only grows. `max` must be below "
         "R^(width less the check) / keyVersions, R = 10 or 32 ([order numbers](../how-to/opaque-order-numbers.md)).",
-        rules.optional(parse_opaque),
+        rules.optional(rules.parse_opaque),
         permanent=True,
         needs=("max",),
     ),

@@ -14,8 +14,7 @@ from tickets.epochs import Layout
 from tickets.series.config import parse_series
 from tickets_deploy.access import ACCOUNT_PATTERN
 from tickets_deploy.field import encode_plain
-from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import MAX_TICKET, exact_integer
+from tickets_deploy.rules import MAX_TICKET, exact_integer, opaque_settings
 
 from . import model
 from .model import check_deployed

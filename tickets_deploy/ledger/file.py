@@ -56,11 +56,9 @@ def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledge
         old = previous.get(name)
         if old is None:
             parts.append(f"{name}: recorded")
-            continue
-        if old == ledger:
-            continue
-        said = [*_recorded_changes(old, ledger), *_served_changes(old, ledger), *_deployed_changes(old, ledger)]
-        parts.append(f"{name}: {'; '.join(said)}")
+        elif old != ledger:
+            said = [*_recorded_changes(old, ledger), *_served_changes(old, ledger), *_deployed_changes(old, ledger)]
+            parts.append(f"{name}: {'; '.join(said)}")
     return "; ".join(parts) or "no change"
 
 

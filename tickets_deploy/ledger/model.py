@@ -12,8 +12,7 @@ from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig
 from tickets_deploy.config import parse_config
 from tickets_deploy.field import Field, encode_number
-from tickets_deploy.opaque_rules import describe
-from tickets_deploy.rules import ConfigError
+from tickets_deploy.rules import ConfigError, describe
 from tickets_deploy.schema import COUNTER_FIELDS, FIELDS, DeploymentConfig
 
 LEDGER_FILE = "tickets.lock.json"

@@ -10,7 +10,7 @@ from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, Layout
 from tickets.opaque import OpaqueConfig
 from tickets.series.config import NO_PERIOD_NAME, SeriesConfig, check_format
 from tickets.settings import CounterConfig
-from tickets_deploy.opaque_rules import describe
+from tickets_deploy.rules import describe
 from tickets_deploy.schema import DeploymentConfig
 
 from . import model
