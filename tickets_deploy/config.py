@@ -1,5 +1,4 @@
-"""cdk.json's `tickets` config parsed (`parse_config`, `parse_props`: the construct's, by the same rules), written
-back (`to_raw`, `props_of`), and read from a file (`load_config_file`)."""
+"""cdk.json's `tickets` config parsed (from cdk.json, or the construct's props by the same rules) and written back."""
 
 from __future__ import annotations
 

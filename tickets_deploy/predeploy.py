@@ -204,9 +204,7 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--assembly", type=Path, default=Path("cdk.out"), help="the cloud assembly (default: cdk.out)")
-    parser.add_argument(
-        "--ledger", type=Path, default=Path(LEDGER_FILE), help=f"the ledger (default: {LEDGER_FILE} here)"
-    )
+    parser.add_argument("--ledger", type=Path, default=Path(LEDGER_FILE), help="the ledger (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         stacks = read_assembly(args.assembly)
