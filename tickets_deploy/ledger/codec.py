@@ -90,8 +90,6 @@ def from_text(text: str) -> model.LedgerFile:
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name})
         for name, entry in sorted(_object(raw["services"], "services").items())
     }
-    if not isinstance(raw["versions"], list):
-        raise ValueError("versions: not a list")
     versions = []
     for index, entry in enumerate(raw["versions"]):
         _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
@@ -180,8 +178,6 @@ def _fencing_from(raw: Any, recorded: tuple[model.KeyEpoch, ...]) -> model.Pendi
 def _epochs_from(raw: dict[str, Any]) -> list[model.KeyEpoch]:
     found = []
     for key, entries in raw.items():
-        if not isinstance(entries, list):
-            raise ValueError(f"epochs.{key}: not a list")
         for index, entry in enumerate(entries):
             where = f"epochs.{key}[{index}]"
             epoch = _change_from(key, entry, where).epoch(_whole(entry.get("fence"), f"{where}.fence", low=0))

@@ -220,8 +220,7 @@ def service_config(path: Path, table_name: str) -> DeploymentConfig:
     """What tickets_admin --service operates with: the service as the ledger at `path` records it deployed."""
     services = read_ledger_file(path).services
     if table_name not in services:
-        recorded = ", ".join(services) or "none"
-        raise LedgerError(f"{path}: no service {table_name!r} (the ledger records: {recorded})")
+        raise LedgerError(f"{path}: no service {table_name!r} (the ledger records: {', '.join(services) or 'none'})")
     return config_from_ledger(services[table_name], str(path))
 
 
