@@ -49,7 +49,6 @@ def read_assembly(directory: Path) -> list[AssemblyStack]:
         properties = artifact.get("properties", {})
         if artifact.get("type") == "cdk:cloud-assembly":  # a nested assembly (a stage)
             stacks.extend(read_assembly(directory / properties["directoryName"]))
-            continue
         if artifact.get("type") != "aws:cloudformation:stack":
             continue
         environment = artifact.get("environment", "")

@@ -213,8 +213,7 @@ def whole_number(value: Any, where: str, *, low: int, high: int) -> int:
 
 
 def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
-    """A whole number from low to high: a JSON number up to MAX_SAFE_INTEGER, or a decimal string (the CDK CLI
-    reads cdk.json in Node, whose doubles round bigger numbers)."""
+    """low..high, as a JSON number up to 2^53-1 or a decimal string (the CDK CLI's Node rounds bigger numbers)."""
     if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
         value = int(value)
     elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:

@@ -88,8 +88,7 @@ def by_account(
     for entry in registered:
         name = entry.config.table_name
         group = grouped.setdefault(entry.account, {})
-        regions = dict(group[name].regions) if name in group else {}
-        regions[entry.region] = entry.config.regions[entry.region]
+        regions = {**(group[name].regions if name in group else {}), entry.region: entry.config.regions[entry.region]}
         group[name] = replace(configs[name], regions=regions)
     return dict(sorted(grouped.items(), key=lambda item: item[0] or ""))
 

@@ -238,9 +238,7 @@ def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> N
     try:
         services = read_ledger_file(path).services.values()
     except LedgerError as err:
-        raise LedgerError(
-            f"{path}: a ledger exists already; it is never replaced, and cannot be read:\n{err}"
-        ) from None
+        raise LedgerError(f"{path}: a ledger exists already; it is never replaced and cannot be read:\n{err}") from None
     deployed = sorted({f"{slot.region} in {account}" for each in services for slot in each.slots.values()
                        for account in slot.accounts})  # fmt: skip
     if deployed:

@@ -18,8 +18,7 @@ from .model import UNCONFIGURED, Change, CounterRecord, KeyEpoch, Ledger, Ledger
 
 
 def latest(ledger: Ledger, key: str) -> KeyEpoch | None:
-    epochs = [epoch for epoch in ledger.epochs if epoch.key == key]
-    return epochs[-1] if epochs else None
+    return next((epoch for epoch in reversed(ledger.epochs) if epoch.key == key), None)
 
 
 def current(ledger: Ledger, key: str) -> tuple[int, Layout] | None:
@@ -121,8 +120,7 @@ def _counter_rules_refuse(config: DeploymentConfig, ledger: Ledger, key: str) ->
 
 
 def _moves_unconfigured(change: Change) -> bool:
-    """A key served unconfigured under an older regionSlots, now configured with the unconfigured start, stride and
-    shards: the counter rules see no new layout, but its lanes' step changed."""
+    """Laid out as when served unconfigured, under another regionSlots: new lanes the counter rules do not see."""
     unconfigured = _configured(UNCONFIGURED, change.configured.region_slots)
     return change.configured == unconfigured and change.old.region_slots != change.configured.region_slots
 
