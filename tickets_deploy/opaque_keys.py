@@ -16,12 +16,11 @@ if TYPE_CHECKING:
     from .schema import DeploymentConfig
 
 NEW_KEY_BYTES = 32
-PARAMETER_PREFIX = "/tickets/"
 
 
 def opaque_keys_parameter(table_name: str) -> str:
     """The SSM parameter of a service's keys (a table name's characters are all allowed in its name)."""
-    return f"{PARAMETER_PREFIX}{table_name}/opaque-keys"
+    return f"/tickets/{table_name}/opaque-keys"
 
 
 def key_versions_in_use(config: DeploymentConfig) -> set[int]:
