@@ -23,57 +23,33 @@ class AccessRuleError(ValueError):
     """A malformed rule; the message names where it is and the rule it breaks."""
 
 
-def parse_access(raw: Any, auth: str, where: str) -> Rules | None:
-    if raw is None:
-        return None
-    if isinstance(raw, Rules):
-        raw = raw.to_json()
-    if auth != "AWS_IAM":
-        raise AccessRuleError(
-            f"{where}: needs auth AWS_IAM: with auth {auth} the function is told no caller, so no rule could "
-            "match; set auth to AWS_IAM or remove access"
-        )
-    return parse_rules(raw, where)
-
-
 def parse_rules(raw: Any, where: str) -> Rules:
     if not isinstance(raw, Mapping):
         raise AccessRuleError(
             f'{where}: must map principals to operations on keys, e.g. {{"111122223333": {{"issue": ["orders-*"]}}}}, '
             f"got {raw!r}"
         )
-    checked = {}
+    checked: dict[str, dict[str, tuple[str, ...]]] = {}
     for principal, operations in raw.items():
         at = f"{where}[{principal!r}]"
-        check_principal(principal, at)
-        checked[principal] = _parse_operations(operations, at)
-    return Rules.from_json(checked)
-
-
-def check_principal(principal: Any, where: str) -> None:
-    if not isinstance(principal, str) or not (
-        principal == "*"
-        or ACCOUNT_PATTERN.fullmatch(principal)
-        or ORGANIZATION_PATTERN.fullmatch(principal)
-        or IAM_ARN_PATTERN.fullmatch(principal)
-    ):
-        raise AccessRuleError(f"{where}: the principal must be {PRINCIPAL_RULE}")
-
-
-def _parse_operations(raw: Any, where: str) -> dict[str, tuple[str, ...]]:
-    if not isinstance(raw, Mapping) or not raw:
-        raise AccessRuleError(
-            f"{where}: must name at least one operation ({', '.join(OPERATIONS)}) with its key patterns, "
-            f'e.g. {{"issue": ["orders-*"]}}, got {raw!r}'
-        )
-    operations = {}
-    for operation, patterns in raw.items():
-        if operation not in OPERATIONS:
+        if not isinstance(principal, str) or not (
+            principal == "*"
+            or ACCOUNT_PATTERN.fullmatch(principal)
+            or ORGANIZATION_PATTERN.fullmatch(principal)
+            or IAM_ARN_PATTERN.fullmatch(principal)
+        ):
+            raise AccessRuleError(f"{at}: the principal must be {PRINCIPAL_RULE}")
+        if not isinstance(operations, Mapping) or not operations:
             raise AccessRuleError(
-                f"{where}: unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}"
+                f"{at}: must name at least one operation ({', '.join(OPERATIONS)}) with its key patterns, "
+                f'e.g. {{"issue": ["orders-*"]}}, got {operations!r}'
             )
-        operations[operation] = check_patterns(patterns, f"{where}.{operation}")
-    return operations
+        checked[principal] = {}
+        for operation, patterns in operations.items():
+            if operation not in OPERATIONS:
+                raise AccessRuleError(f"{at}: unknown operation {operation!r}; the operations: {', '.join(OPERATIONS)}")
+            checked[principal][operation] = check_patterns(patterns, f"{at}.{operation}")
+    return Rules.from_json(checked)
 
 
 def check_patterns(raw: Any, where: str) -> tuple[str, ...]:

@@ -1,5 +1,4 @@
-"""cdk.json's `tickets` config parsed (`parse_config`, `parse_props`: the construct's, by the same rules), written
-back (`to_raw`, `props_of`), and read from a file (`load_config_file`)."""
+"""cdk.json's `tickets` config parsed (from cdk.json, or the construct's props by the same rules) and written back."""
 
 from __future__ import annotations
 
@@ -20,10 +19,8 @@ def load_config_file(path: str | Path) -> DeploymentConfig:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: not found; run from the repository root or pass --config PATH") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: cannot read it ({err})") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path}: not valid JSON ({err})") from None
+    except (OSError, ValueError) as err:  # ValueError: not UTF-8, or not JSON
+        raise ConfigError(f"{path}: unreadable, or not valid JSON ({err})") from None
     context = document.get("context") if isinstance(document, dict) else None
     try:
         return parse_config((context or {}).get("tickets"))

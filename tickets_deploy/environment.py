@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from tickets.settings import (
-    COUNTER_TABLE_ENV,
-    IDEMPOTENCY_TABLE_ENV,
-    OPAQUE_KEYS_ENV,
-    SERIES_TABLE_ENV,
-    SETTINGS_ENV,
-    WORKERS_TABLE_ENV,
-    Settings,
-)
+from tickets import settings
+from tickets.settings import OPAQUE_KEYS_ENV, Settings
 
 from .config import pick_region
 from .opaque_keys import has_opaque_counters, opaque_keys_parameter
@@ -40,10 +33,6 @@ def handler_environment(
     workers_table: str | None = None,
 ) -> dict[str, str]:
     """The function's environment for `region`: its settings, its tables and its metrics' `service` dimension."""
-    if config.series and series_table is None:
-        raise ConfigError("tickets.series: series are configured, so the function needs its series table's name")
-    if config.workers and workers_table is None:
-        raise ConfigError("tickets.workers: pools are configured, so the function needs the workers table's name")
     encoded = region_settings(config, region).to_json()
     if len(encoded.encode()) > MAX_SETTINGS_BYTES:
         raise ConfigError(
@@ -52,11 +41,11 @@ def handler_environment(
             "configure only keys that need a non-default start, stride, max or shards"
         )
     return {
-        SETTINGS_ENV: encoded,
-        COUNTER_TABLE_ENV: counter_table,
-        IDEMPOTENCY_TABLE_ENV: idempotency_table,
-        **({SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
-        **({WORKERS_TABLE_ENV: workers_table} if config.workers and workers_table else {}),
+        settings.SETTINGS_ENV: encoded,
+        settings.COUNTER_TABLE_ENV: counter_table,
+        settings.IDEMPOTENCY_TABLE_ENV: idempotency_table,
+        **({settings.SERIES_TABLE_ENV: series_table} if config.series and series_table else {}),
+        **({settings.WORKERS_TABLE_ENV: workers_table} if config.workers and workers_table else {}),
         # The keys' parameter's name: the keys are read at cold start, never put here.
         **({OPAQUE_KEYS_ENV: opaque_keys_parameter(config.table_name)} if has_opaque_counters(config) else {}),
         **POWERTOOLS_ENVIRONMENT,

@@ -1,15 +1,19 @@
-"""One field of cdk.json's `tickets` object (a `Field`), declared as the attribute it parses into (`declare`)."""
+"""One field of cdk.json's `tickets` object (a `Field`), declared as the attribute it parses into (`declare`), and its
+value's shapes: as cdk.json writes it and as a prop (the rules, rules.py, parse; these go the other ways)."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import MISSING, dataclass
+from typing import Any, Protocol
+
+from tickets.config_json import camel, default_of
+from tickets.settings import MAX_SAFE_INTEGER
 
 from .rules import RULES_BY_TYPE, Parser
-from .shapes import camel, encode_plain, same_prop
 
 _ENTRY = "tickets_deploy.field"  # the metadata key of a declared attribute's entry
 _REQUIRED: Any = object()  # declare(default=...) for an attribute cdk.json must give
@@ -18,10 +22,54 @@ _REQUIRED: Any = object()  # declare(default=...) for an attribute cdk.json must
 PropReader = Callable[[Any, str], Any]
 
 
+def encode_number(value: Any) -> Any:
+    """Above 2^53-1, a whole number as the decimal string JSON parsers keep exact."""
+    big = isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER
+    return str(value) if big else value
+
+
+def encode_plain(value: Any) -> Any:
+    """A parsed value as JSON writes it (a config object by its to_json)."""
+    if hasattr(value, "to_json"):
+        value = value.to_json()
+    if isinstance(value, Mapping):
+        return {name: encode_plain(each) for name, each in value.items()}
+    if isinstance(value, tuple | list):
+        return [encode_plain(each) for each in value]
+    return encode_number(value)
+
+
+def same_prop(value: Any, region: str) -> Any:
+    return value
+
+
+def snake(name: str) -> str:
+    return re.sub(r"[A-Z]", lambda upper: "_" + upper.group(0).lower(), name)
+
+
+def series_from_prop(series: Any, region: str) -> Any:
+    if not isinstance(series, Mapping):
+        return series
+    return {
+        key: {camel(name): value for name, value in each.items()} if isinstance(each, Mapping) else each
+        for key, each in series.items()
+    }
+
+
+class Seconds(Protocol):
+    """aws-cdk-lib's `Duration`, typed without importing aws_cdk."""
+
+    def to_seconds(self, *, integral: bool | None = None) -> float: ...
+
+
+def seconds_from_prop(duration: Any, region: str) -> Any:
+    to_seconds = getattr(duration, "to_seconds", None)
+    return duration if to_seconds is None else to_seconds(integral=False)
+
+
 @dataclass(frozen=True)
 class Field:
-    """One setting: its cdk.json name, its prop (on `owner`), its attribute, default and rule, its shapes (shapes.py)
-    and its row in the configuration reference (`doc`; `default_doc` when the default as JSON does not say it)."""
+    """One setting: its names, default, rule, shapes and its row in the configuration reference."""
 
     name: str
     prop: str
@@ -29,7 +77,7 @@ class Field:
     default: Any
     doc: str
     parse: Parser
-    default_doc: str = ""
+    default_doc: str = ""  # the reference's default, when the default as JSON does not say it
     prop_type: str = ""  # without `| None` (every prop may be None: its default)
     encode: Callable[[Any], Any] = encode_plain
     from_prop: PropReader = same_prop
@@ -45,14 +93,12 @@ class Field:
 
     @property
     def shown_default(self) -> str:
-        if self.default_doc:
-            return self.default_doc
-        return "none" if self.default is None else f"`{json.dumps(self.encode(self.default))}`"
+        shown = "none" if self.default is None else f"`{json.dumps(self.encode(self.default))}`"
+        return self.default_doc or shown
 
 
 def declare(name: str | None = None, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:
-    """An attribute that is a field, with its entry (Field's arguments but `attribute` and `default`): `name` is by
-    default the attribute's in camelCase, `prop` the attribute's, `prop_type` and `parse` from its annotation."""
+    """An attribute that is a field (Field's arguments; by default its names, prop_type and parse are derived)."""
     metadata = {_ENTRY: {"name": name, "prop": prop, **entry}}
     if default is _REQUIRED:
         return dataclasses.field(metadata=metadata)
@@ -66,22 +112,17 @@ def entries_of(config_class: type) -> tuple[Field, ...]:
     for declared in dataclasses.fields(config_class):
         if _ENTRY in declared.metadata:
             entry, annotation = declared.metadata[_ENTRY], str(declared.type)
-            if "parse" not in entry:  # KeyError: a field of another type declares its rule
-                entry = {**entry, "parse": RULES_BY_TYPE[annotation]}
             entry = {
                 "prop_type": annotation.removesuffix(" | None"),
                 **entry,
+                # KeyError: a field of another type than true/false or text declares its rule
+                "parse": entry.get("parse") or RULES_BY_TYPE[annotation],
                 "name": entry["name"] or camel(declared.name),
                 "prop": entry["prop"] or declared.name,
             }
-            entries.append(Field(attribute=declared.name, default=default_of(declared), **entry))
+            default = default_of(declared)
+            entries.append(Field(attribute=declared.name, default=None if default is MISSING else default, **entry))
     return tuple(entries)
-
-
-def default_of(declared: dataclasses.Field[Any]) -> Any:
-    if declared.default_factory is not dataclasses.MISSING:
-        return declared.default_factory()
-    return None if declared.default is dataclasses.MISSING else declared.default
 
 
 def parse_fields(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .counter_fields import COUNTER_FIELDS
 from .field import Field
-from .schema import FIELDS
+from .schema import COUNTER_FIELDS, FIELDS
 
 _PERMANENT = " **Permanent**"
 _FENCED = " **Changes only above a fence** ([change a layout](../how-to/change-a-layout.md))"
@@ -39,12 +38,8 @@ def _row(each: Field, prefix: str = "", prop_prefix: str = "") -> str:
     return f"| `{prefix}{each.name}` | {prop} | {each.shown_default} | {each.doc}{permanence} |"
 
 
-_PROPS_HEADER = '''"""The construct's typed props that are fields of cdk.json's `tickets` object, one line each.
-
-Generated from tickets_deploy.schema by `make generated`: change the schema, not this file. Each prop takes
-its field's value in snake_case (the prop's name, type, default and rule are the field's;
-docs/reference/configuration.md lists them); an omitted prop, or None, is the field's default.
-"""
+_PROPS_HEADER = '''"""The construct's typed props: cdk.json's `tickets` fields in snake_case (None: the default).
+Generated from tickets_deploy.schema by `make generated`: change the schema (docs/reference/configuration.md)."""
 
 from __future__ import annotations
 
@@ -54,7 +49,7 @@ from typing import Any, TypedDict
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets.workers.config import PoolConfig
-from tickets_deploy.shapes import Seconds
+from tickets_deploy.field import Seconds
 
 
 class TicketServiceProps(TypedDict, total=False):

@@ -1,5 +1,4 @@
-"""An opaque counter's ids decoded (`python -m tickets_admin decode`): tickets/opaque/ids.py's permutation undone.
-The function only ever encodes."""
+"""Opaque ids decoded (`python -m tickets_admin decode`; the function only encodes): tickets/opaque/ids.py undone."""
 
 from __future__ import annotations
 

@@ -16,16 +16,14 @@ if TYPE_CHECKING:
     from .schema import DeploymentConfig
 
 NEW_KEY_BYTES = 32
-PARAMETER_PREFIX = "/tickets/"
 
 
 def opaque_keys_parameter(table_name: str) -> str:
     """The SSM parameter of a service's keys (a table name's characters are all allowed in its name)."""
-    return f"{PARAMETER_PREFIX}{table_name}/opaque-keys"
+    return f"/tickets/{table_name}/opaque-keys"
 
 
 def key_versions_in_use(config: DeploymentConfig) -> set[int]:
-    """The key versions the config's opaque counters encode with."""
     return {counter.opaque.key_version for counter in config.counters.values() if counter.opaque is not None}
 
 
@@ -35,11 +33,9 @@ def has_opaque_counters(config: DeploymentConfig) -> bool:
 
 def read_key_file(path: Path) -> dict[int, bytes]:
     try:
-        text = path.read_text(encoding="utf-8")
+        return parse_keys(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise OpaqueKeyError(f"{path}: cannot be read ({err.strerror})") from None
-    try:
-        return parse_keys(text)
     except OpaqueKeyError as err:
         raise OpaqueKeyError(f"{path}: {err}") from None
 

@@ -1,8 +1,5 @@
 """`python -m tickets_deploy predeploy`: what `make deploy` checks in AWS, read-only, after synthesis and before
-CloudFormation starts (docs/how-to/deploy.md#before-cloudformation-starts). Retired and dropped regions are checked
-too: a version of another line of history running there could hand out this deploy's numbers. A region outside the
-assembly is found by the service's table, whose name is fixed (any stack name, several services per stack).
-Out of its reach: a region only another line's ledger knows, and `cdk deploy` by hand."""
+CloudFormation starts (docs/how-to/deploy.md#before-cloudformation-starts)."""
 
 from __future__ import annotations
 
@@ -20,7 +17,9 @@ from tickets.botocore_session import NO_CREDENTIALS, new_session
 from tickets_deploy.ledger import LEDGER_FILE, LEDGER_VERSION_OUTPUT, LedgerError, LedgerFile, read_ledger_file
 
 ClientFactory = Callable[[str, str], Any]  # (service, region) -> a botocore client; tests stub it (Stubber)
+Report = Callable[[str], None]
 POWERTOOLS_PARAMETERS = "/aws/service/powertools/"
+READS = "cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter"
 _SSM_REFERENCE = re.compile(r"\{\{resolve:ssm:([A-Za-z0-9_./-]+)(?::[0-9]+)?\}\}")
 
 
@@ -50,7 +49,6 @@ def read_assembly(directory: Path) -> list[AssemblyStack]:
         properties = artifact.get("properties", {})
         if artifact.get("type") == "cdk:cloud-assembly":  # a nested assembly (a stage)
             stacks.extend(read_assembly(directory / properties["directoryName"]))
-            continue
         if artifact.get("type") != "aws:cloudformation:stack":
             continue
         environment = artifact.get("environment", "")
@@ -70,22 +68,19 @@ def read_assembly(directory: Path) -> list[AssemblyStack]:
     return stacks
 
 
-def check(
-    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None] = print
-) -> list[str]:
+def check(stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Report = print) -> list[str]:
     """Every problem that must stop the deploy (empty: go ahead); `report` gets a line per finding."""
     problems: list[str] = []
     known = {version.id for version in ledger.versions}
     for stack in stacks:
-        deploying = stack.ledger_version
         where = f"{stack.region}: stack {stack.name}"
-        if deploying is not None and deploying not in known:
+        if stack.ledger_version in known:
+            problems += _version_problems(where, stack, ledger, client, report, True)
+        elif stack.ledger_version is not None:
             problems.append(
-                f"{where}: cdk.out was synthesised with ledger version {deploying}, which this checkout's "
+                f"{where}: cdk.out was synthesised with ledger version {stack.ledger_version}, which this checkout's "
                 f"{LEDGER_FILE} (last version {ledger.version}) does not have: synthesise again, then deploy."
             )
-        elif deploying is not None:
-            problems += _version_problems(where, stack.region, stack.name, deploying, ledger, client, report, True)
     problems += _ledger_region_problems(stacks, ledger, client, report)
     for region, name in sorted({(stack.region, name) for stack in stacks for name in stack.ssm_parameters}):
         problems += _parameter_problems(region, name, client, report)
@@ -93,10 +88,10 @@ def check(
 
 
 def _ledger_region_problems(
-    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Callable[[str], None]
+    stacks: list[AssemblyStack], ledger: LedgerFile, client: ClientFactory, report: Report
 ) -> Iterator[str]:
-    """Every region the ledger ever gave a slot: the stack holding the service's table there, if the assembly does
-    not deploy it, must run an ancestor of the version being deployed."""
+    """Every region the ledger ever gave a slot (retired too: another line's version there could repeat this deploy's
+    numbers) must run an ancestor of the version deployed, in the stack holding the service's table (its fixed name)."""
     deploying = sorted({stack.ledger_version for stack in stacks if stack.ledger_version is not None})
     if len(deploying) > 1:
         yield f"cdk.out holds stacks synthesised with ledger versions {', '.join(deploying)}: synthesise again."
@@ -121,27 +116,22 @@ def _ledger_region_problems(
             elif (entry.region, found) not in checked:
                 checked.add((entry.region, found))
                 where = f"{where}: stack {found} (not in this deploy)"
-                yield from _version_problems(where, entry.region, found, deploying[0], ledger, client, report, False)
+                stack = AssemblyStack(found, entry.region, deploying[0], ())
+                yield from _version_problems(where, stack, ledger, client, report, False)
 
 
 def _version_problems(
-    where: str,
-    region: str,
-    stack_name: str,
-    deploying: str,
-    ledger: LedgerFile,
-    client: ClientFactory,
-    report: Callable[[str], None],
-    deployed_by_this: bool,
+    where: str, stack: AssemblyStack, ledger: LedgerFile, client: ClientFactory, report: Report, new: bool
 ) -> Iterator[str]:
-    """The stack must run an ancestor of `deploying`, or nothing yet (`deployed_by_this`: the assembly deploys it)."""
+    """The stack must run an ancestor of its ledger version, or nothing yet (`new`: the assembly deploys it)."""
+    deploying = str(stack.ledger_version)
     try:
-        deployed_stack = client("cloudformation", region).describe_stacks(StackName=stack_name)["Stacks"][0]
+        deployed_stack = client("cloudformation", stack.region).describe_stacks(StackName=stack.name)["Stacks"][0]
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
         if _missing(err):
             report(
                 f"{where}: not deployed yet; a first deploy of ledger version {deploying}"
-                if deployed_by_this
+                if new
                 else f"{where}: the stack does not exist (deleted): nothing runs there"
             )
         else:
@@ -155,44 +145,37 @@ def _version_problems(
     elif deployed is None:
         report(f"{where}: deployed without a recorded ledger version ({status}); deploying version {deploying}")
     elif not ledger.is_ancestor(deployed, deploying):
-        yield _lineage_problem(where, deployed, deploying, ledger)
-    elif not deployed_by_this:
+        why = (
+            f"{deployed} is newer than {deploying} in this checkout's history: pull main and synthesise again"
+            if deployed in {version.id for version in ledger.versions}
+            else f"{deployed} is not in this checkout's history: another branch recorded and deployed it, so neither "
+            "change was checked after the other. Deploy from main only: pull main, merge that branch if it is not "
+            "(docs/how-to/work-as-a-team.md)"
+        )
+        yield f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being " + (
+            f"deployed: {why}."
+        )
+    elif not new:
         report(f"{where}: runs ledger version {deployed}, an ancestor of {deploying} (or the same)")
     else:
         same = "the version deployed" if deployed == deploying else f"a descendant of the deployed {deployed}"
         report(f"{where}: deploying ledger version {deploying}, {same}")
 
 
-def _lineage_problem(where: str, deployed: str, deploying: str, ledger: LedgerFile) -> str:
-    if deployed in {version.id for version in ledger.versions}:
-        why = f"{deployed} is newer than {deploying} in this checkout's history: pull main and synthesise again"
-    else:
-        why = (
-            f"{deployed} is not in this checkout's history: another branch recorded and deployed it, so neither "
-            "change was checked after the other. Deploy from main only: pull main, merge that branch if it is not "
-            "(docs/how-to/work-as-a-team.md)"
-        )
-    return (
-        f"{where} runs ledger version {deployed}, which is not an ancestor of {deploying}, the version being "
-        f"deployed: {why}."
-    )
-
-
-def _parameter_problems(region: str, name: str, client: ClientFactory, report: Callable[[str], None]) -> Iterator[str]:
+def _parameter_problems(region: str, name: str, client: ClientFactory, report: Report) -> Iterator[str]:
     try:
         client("ssm", region).get_parameter(Name=name)
     except Exception as err:  # noqa: BLE001 - every failure is reported, the deploy stops
-        if _error_code(err) == "ParameterNotFound":
-            if name.startswith(POWERTOOLS_PARAMETERS):
-                yield (
-                    f"{region}: SSM parameter {name} does not exist: Powertools has not published this layer release "
-                    "here. Pin the previous Powertools release (POWERTOOLS_VERSION in tickets_cdk/powertools.py, and "
-                    "in requirements-serve.txt) and deploy again (docs/how-to/deploy.md#before-cloudformation-starts)."
-                )
-            else:
-                yield f"{region}: SSM parameter {name}, which a template resolves, does not exist: create it first."
-            return
-        yield f"{region}: cannot read SSM parameter {name} {_failed(err, 'ssm:GetParameter')}"
+        if _error_code(err) != "ParameterNotFound":
+            yield f"{region}: cannot read SSM parameter {name} {_failed(err, 'ssm:GetParameter')}"
+        elif name.startswith(POWERTOOLS_PARAMETERS):
+            yield (
+                f"{region}: SSM parameter {name} does not exist: Powertools has not published this layer release "
+                "here. Pin the previous Powertools release (POWERTOOLS_VERSION in tickets_cdk/powertools.py, and "
+                "in requirements-serve.txt) and deploy again (docs/how-to/deploy.md#before-cloudformation-starts)."
+            )
+        else:
+            yield f"{region}: SSM parameter {name}, which a template resolves, does not exist: create it first."
         return
     report(f"{region}: SSM parameter {name} exists")
 
@@ -213,22 +196,14 @@ def _failed(err: Exception, action: str) -> str:
     )
 
 
-def botocore_clients() -> ClientFactory:
-    session = new_session()
-    return functools.cache(lambda service, region: session.create_client(service, region_name=region))
-
-
 def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_deploy predeploy",
-        description=f"{__doc__}\n\nReads AWS (cloudformation:DescribeStacks, cloudformation:DescribeStackResources, "
-        "ssm:GetParameter); writes nothing. Exit status 1 lists every problem.",
+        description=f"{__doc__}\n\nReads AWS ({READS}); writes nothing. Exit status 1 lists every problem.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--assembly", type=Path, default=Path("cdk.out"), help="the cloud assembly (default: cdk.out)")
-    parser.add_argument(
-        "--ledger", type=Path, default=Path(LEDGER_FILE), help=f"the ledger (default: {LEDGER_FILE} here)"
-    )
+    parser.add_argument("--ledger", type=Path, default=Path(LEDGER_FILE), help="the ledger (default: %(default)s)")
     args = parser.parse_args(argv)
     try:
         stacks = read_assembly(args.assembly)
@@ -236,11 +211,15 @@ def main(argv: list[str] | None = None, client: ClientFactory | None = None) -> 
     except (PredeployError, LedgerError) as err:
         print(f"predeploy: {err}", file=sys.stderr)
         return 1
-    if client is None and new_session().get_credentials() is None:  # else every call fails alike, once per region
-        uses = "cloudformation:DescribeStacks, cloudformation:DescribeStackResources and ssm:GetParameter"
-        print(f"predeploy: nothing was deployed: {NO_CREDENTIALS}; the check reads {uses} with them", file=sys.stderr)
-        return 1
-    problems = check(stacks, ledger, client or botocore_clients())
+    if client is None:
+        session = new_session()
+        if session.get_credentials() is None:  # else every call fails alike, once per region
+            print(
+                f"predeploy: nothing was deployed: {NO_CREDENTIALS}; the check reads {READS} with them", file=sys.stderr
+            )
+            return 1
+        client = functools.cache(lambda service, region: session.create_client(service, region_name=region))
+    problems = check(stacks, ledger, client)
     if problems:
         print("predeploy: nothing was deployed:", *problems, sep="\n", file=sys.stderr)
         return 1

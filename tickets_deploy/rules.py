@@ -9,17 +9,17 @@ from typing import Any
 from tickets import timing
 from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
+from tickets.opaque import ALPHABETS, CHECKS, KEY_VERSIONS, OpaqueConfig
 from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
 from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
-from .access import ACCOUNT_PATTERN, AccessRuleError, parse_access
+from .access import ACCOUNT_PATTERN, AccessRuleError, parse_rules
 from .regions import refusal
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
 MAX_SHARDS = 100  # /_counters reads all of a key's lanes with one BatchGetItem: at most 100 keys
-AUTH_TYPES = ("AWS_IAM", "NONE")
 # CloudWatch Logs' retention periods (AWS::Logs::LogGroup RetentionInDays), in days.
 LOG_RETENTION_DAYS = (
     1,
@@ -46,7 +46,6 @@ LOG_RETENTION_DAYS = (
     3653,
 )
 MAX_SETTINGS_BYTES = 3072  # Lambda allows 4 KB of environment in all; leave room for the rest
-DEFAULT_TABLE_NAME = "tickets-counters"
 # DynamoDB allows 255 characters; the local server appends IDEMPOTENCY_TABLE_SUFFIX.
 TABLE_NAME_PATTERN = re.compile(rf"[A-Za-z0-9_.-]{{3,{255 - len(IDEMPOTENCY_TABLE_SUFFIX)}}}")
 DECIMAL_PATTERN = re.compile(r"0|[1-9][0-9]{0,19}")
@@ -110,13 +109,8 @@ table_name_rule = accepting(
 )
 
 
-def default_key_rule(value: Any, parsed: Mapping[str, Any], where: str) -> str:
-    if not is_valid_key(value):
-        raise ConfigError(f"{where}: {value!r} is not a valid key ({KEY_RULE})")
-    return str(value)
-
-
-auth_rule = accepting(lambda value: value in AUTH_TYPES, f"one of {', '.join(AUTH_TYPES)}")
+default_key_rule = accepting(is_valid_key, f"a valid key ({KEY_RULE})")
+auth_rule = accepting(lambda value: value in ("AWS_IAM", "NONE"), "one of AWS_IAM, NONE")
 # The rule of a field declared without one, by its annotation.
 RULES_BY_TYPE: dict[str, Parser] = {
     "bool": accepting(lambda value: isinstance(value, bool), "true or false"),
@@ -162,9 +156,7 @@ def counter_max_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     return maximum
 
 
-def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int | None:
-    if value is None:  # the deployment's
-        return None
+def counter_max_block_rule(value: Any, parsed: Mapping[str, Any], where: str) -> int:
     max_block = whole_number(value, where, low=1, high=MAX_BLOCK)
     if max_block > parsed["deployment_max_block"]:
         raise ConfigError(
@@ -190,10 +182,8 @@ def callers_rule(value: Any, parsed: Mapping[str, Any], where: str) -> tuple[str
     return tuple(raw)
 
 
-def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str | None:
+def compat_rule(raw: Any, parsed: Mapping[str, Any], where: str) -> str:
     """The compatibility route's path: shaped like a key, so never a route of ours (those start with `_`)."""
-    if raw is None:
-        return None
     require_object(raw, where, {"path"})
     path = raw.get("path")
     if not is_valid_key(path):
@@ -223,8 +213,7 @@ def whole_number(value: Any, where: str, *, low: int, high: int) -> int:
 
 
 def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
-    """A whole number from low to high: a JSON number up to MAX_SAFE_INTEGER, or a decimal string (the CDK CLI
-    reads cdk.json in Node, whose doubles round bigger numbers)."""
+    """low..high, as a JSON number up to 2^53-1 or a decimal string (the CDK CLI's Node rounds bigger numbers)."""
     if isinstance(value, str) and DECIMAL_PATTERN.fullmatch(value):
         value = int(value)
     elif isinstance(value, int) and not isinstance(value, bool) and value > MAX_SAFE_INTEGER:
@@ -242,9 +231,14 @@ def exact_integer(value: Any, *, low: int, high: int, where: str) -> int:
     return value
 
 
-def access_rule(value: Any, parsed: Mapping[str, Any], where: str) -> Rules | None:
+def access_rule(value: Any, parsed: Mapping[str, Any], where: str) -> Rules:
+    if parsed["auth"] != "AWS_IAM":
+        raise ConfigError(
+            f"{where}: needs auth AWS_IAM: with auth {parsed['auth']} the function is told no caller, so no rule could "
+            "match; set auth to AWS_IAM or remove access"
+        )
     try:
-        return parse_access(value, parsed["auth"], where)
+        return parse_rules(value.to_json() if isinstance(value, Rules) else value, where)
     except AccessRuleError as err:
         raise ConfigError(str(err)) from None
 
@@ -301,3 +295,87 @@ _NO_WAY_TO_MORE_REGIONS = (
     " (a series not yet deployed). If tickets.lock.json records this series, there is no way out: its format is "
     "permanent. Keep regionSlots 1 while it is configured (docs/reference/series.md)"
 )
+
+
+# The rule of `counters.K.opaque`: its shape, and a domain (tickets.opaque) that holds every ticket 0 .. max.
+# Digits: an id read as a number stays a JavaScript-safe integer. Base32: 100 bits, far above every ticket.
+MAX_WIDTH = {"digits": 15, "base32": 20}
+MIN_WIDTH = 2
+MIN_IDS_PER_VERSION = 1_000_000
+MAX_KEY_VERSIONS = 1000
+OPAQUE_EXAMPLE = '{"width": 10, "alphabet": "digits", "check": "luhn"}'
+OPAQUE_FIELDS = {"width", "alphabet", "check", "keyVersions", "keyVersion"}
+
+
+def parse_opaque(value: Any, parsed: Mapping[str, Any], where: str) -> OpaqueConfig:
+    opaque = opaque_settings(value, where)
+    size, ids = opaque.ids_per_version, describe(opaque, key_version=False)
+    if size < MIN_IDS_PER_VERSION:
+        raise ConfigError(
+            f"{where}: {ids} give {size:,} ids per key version, fewer than the {MIN_IDS_PER_VERSION:,} "
+            f"NIST SP 800-38G asks of a format-preserving permutation (from enough ids of a small domain, and their "
+            f"order, the permutation can be learned): {_widen(opaque, MIN_IDS_PER_VERSION - 1)}"
+        )
+    maximum = parsed["max"]
+    if maximum >= size:
+        max_where = where.rpartition(".")[0] + ".max"
+        default = " (2^53-1, its default)" if maximum == MAX_SAFE_INTEGER else ""
+        raise ConfigError(
+            f"{where}: {ids} give each key version {size:,} ids, for tickets 0 to {size - 1:,}; "
+            f"{max_where} is {maximum:,}{default}, and every ticket the counter can issue needs an id. "
+            f"Lower {max_where} to {size - 1}, or {_widen(opaque, maximum)}"
+        )
+    return opaque
+
+
+def opaque_settings(value: Any, where: str) -> OpaqueConfig:
+    """The settings alone (the ledger reads its records with this)."""
+    if isinstance(value, OpaqueConfig):  # the construct's prop
+        value = value.to_json()
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: must be an object such as {OPAQUE_EXAMPLE}, got {value!r}")
+    require_object(value, where, OPAQUE_FIELDS)
+    alphabet = value.get("alphabet")
+    if alphabet not in ALPHABETS:
+        raise ConfigError(f"{where}.alphabet: must be one of {', '.join(ALPHABETS)}, got {alphabet!r}")
+    check = value.get("check")
+    if check is not None and check not in CHECKS:
+        raise ConfigError(f"{where}.check: must be {' or '.join(CHECKS)} (a Luhn check character), or absent")
+    width = value.get("width")
+    widest = MAX_WIDTH[alphabet]
+    why = " (an id read as a number stays a JavaScript-safe integer)" if alphabet == "digits" else ""
+    if isinstance(width, int) and not isinstance(width, bool) and width > widest:
+        raise ConfigError(f"{where}.width: at most {widest} for {alphabet}{why}, got {width}")
+    width = whole_number(width, f"{where}.width", low=MIN_WIDTH, high=widest)
+    versions = whole_number(
+        value.get("keyVersions", KEY_VERSIONS), f"{where}.keyVersions", low=1, high=MAX_KEY_VERSIONS
+    )
+    version = value.get("keyVersion", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and version > versions:
+        raise ConfigError(
+            f"{where}.keyVersion: {version} is above keyVersions ({versions}), the versions these ids leave room for"
+        )
+    return OpaqueConfig(
+        width, alphabet, check, versions, whole_number(version, f"{where}.keyVersion", low=1, high=versions)
+    )
+
+
+def describe(opaque: OpaqueConfig, *, key_version: bool = True) -> str:
+    """E.g. `10 digits with a Luhn check and 10 key versions (key version 1)`."""
+    check = " with a Luhn check" if opaque.check else ", no check character,"
+    version = f" (key version {opaque.key_version})" if key_version else ""
+    return f"{_wide(opaque.width, opaque.alphabet)}{check} and {opaque.key_versions} key versions{version}"
+
+
+def _wide(width: int, alphabet: str) -> str:
+    return f"{width} digits" if alphabet == "digits" else f"{width} {alphabet} characters"
+
+
+def _widen(opaque: OpaqueConfig, highest: int) -> str:
+    """The narrowest id of the same alphabet (else base32) whose domain holds 0 .. highest."""
+    for alphabet in dict.fromkeys((opaque.alphabet, "base32")):
+        for width in range(MIN_WIDTH, MAX_WIDTH[alphabet] + 1):
+            wider = OpaqueConfig(width, alphabet, opaque.check, opaque.key_versions)
+            if wider.ids_per_version > highest:
+                return f"make the ids {_wide(width, alphabet)} ({wider.ids_per_version:,} ids per key version)."
+    raise AssertionError("base32's widest ids hold every ticket (2^63-1) under 1000 key versions")

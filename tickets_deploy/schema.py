@@ -1,22 +1,118 @@
-"""One definition of each field of cdk.json's `tickets` object, DeploymentConfig: the parsers, the function's
-environment, the ledger's `deployed` settings and the generated files derive from it (adding a field:
-CONTRIBUTING.md, Making a change)."""
+"""One definition of each field of cdk.json's `tickets` object (DeploymentConfig) and of a counter's (COUNTER_FIELDS,
+defaults from tickets.settings.CounterConfig): everything else derives (adding a field: CONTRIBUTING.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tickets import timing
 from tickets.access import Rules
-from tickets.keys import MAX_BLOCK
+from tickets.config_json import camel, default_of
+from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets.workers.config import PoolConfig
 
-from . import rules, shapes
-from .counter_fields import counters_from_prop, parse_counters
-from .field import Field, declare, entries_of
+from . import field, rules
+from .field import Field, declare, entries_of, parse_fields
+
+_COUNTER_DEFAULTS = {declared.name: default_of(declared) for declared in dataclasses.fields(CounterConfig)}
+
+
+def _counter_field(name: str, doc: str, parse: Any, **entry: Any) -> Field:
+    attribute = field.snake(name)
+    return Field(name, attribute, attribute, _COUNTER_DEFAULTS[attribute], doc, parse, **entry)
+
+
+COUNTER_FIELDS: tuple[Field, ...] = (
+    _counter_field(
+        "start",
+        "the first ticket of key K (0 or more); keys not in `counters` use the defaults.",
+        rules.exact(0),
+        permanent=True,
+    ),
+    _counter_field(
+        "stride",
+        "the spacing of key K's tickets (1 or more): each is ≡ `start` (mod `stride`).",
+        rules.exact(1),
+        permanent=True,
+        fenced=True,
+    ),
+    _counter_field(
+        "max",
+        "the highest ticket ever issued (every ticket stays exact in every JSON parser); up to `2^63-1`; may change.",
+        rules.counter_max_rule,
+        default_doc="`2^53-1`",
+        recorded=True,
+    ),
+    _counter_field(
+        "shards",
+        "items the key's writes are spread over (1..100), for hot keys.",
+        rules.whole(1, rules.MAX_SHARDS),
+        permanent=True,
+        fenced=True,
+    ),
+    _counter_field(
+        "maxBlock",
+        "the same as `maxBlock`, for key K; at most `maxBlock`.",
+        rules.optional(rules.counter_max_block_rule),  # None: the deployment's
+        default_doc="`maxBlock`",
+        recorded=True,
+    ),
+    _counter_field(
+        "opaque",
+        '`{"width": 10, "alphabet": "digits", "check": "luhn"}`: the key answers '
+        "[opaque ids](../glossary.md#opaque-id). `alphabet` `digits` (width up to 15) or `base32`; `check` `luhn`; "
+        "`keyVersions` (10); `keyVersion` (1), which only grows. `max` must be below "
+        "R^(width less the check) / keyVersions, R = 10 or 32 ([order numbers](../how-to/opaque-order-numbers.md)).",
+        rules.optional(rules.parse_opaque),
+        permanent=True,
+        needs=("max",),
+    ),
+)
+
+
+def parse_counters(value: Any, parsed: Mapping[str, Any], where: str) -> dict[str, CounterConfig]:
+    if not isinstance(value, dict):
+        raise rules.ConfigError(
+            f"{where}: must be an object mapping keys to {{start, stride, max, shards, maxBlock, opaque}}"
+        )
+    return {key: _parse_counter(key, counter, parsed["max_block"], f"{where}.{key}") for key, counter in value.items()}
+
+
+def _parse_counter(key: str, raw: Any, deployment_max_block: int, where: str) -> CounterConfig:
+    if not is_valid_key(key):
+        raise rules.ConfigError(f"{where}: {key!r} is not a valid key ({KEY_RULE})")
+    rules.require_object(raw, where, {each.name for each in COUNTER_FIELDS})
+    parsed = parse_fields(
+        COUNTER_FIELDS,
+        lambda each: raw.get(each.name, each.default),
+        lambda each: f"{where}.{each.name}",
+        {"deployment_max_block": deployment_max_block},
+    )
+    del parsed["deployment_max_block"]
+    return CounterConfig(**parsed)
+
+
+def counters_from_prop(counters: Any, region: str) -> Any:
+    """Counters given as props (CounterConfig or snake_case fields) in cdk.json's shape, big ints as strings too."""
+    if not isinstance(counters, Mapping):
+        return counters
+    return {key: _counter_from_prop(counter) for key, counter in counters.items()}
+
+
+def _counter_from_prop(counter: Any) -> Any:
+    if isinstance(counter, CounterConfig):  # an epoch and a fence come from the ledger
+        counter = {each.name: getattr(counter, each.attribute) for each in COUNTER_FIELDS}
+    if not isinstance(counter, Mapping):
+        return counter
+    fields = {camel(name): field.encode_number(value) for name, value in counter.items() if value is not None}
+    if isinstance(fields.get("opaque"), Mapping):
+        fields["opaque"] = {camel(name): value for name, value in fields["opaque"].items()}
+    return fields
 
 
 @dataclass(frozen=True)
@@ -46,7 +142,7 @@ class DeploymentConfig:
         one_numbering=True,
     )
     table_name: str = declare(
-        default=rules.DEFAULT_TABLE_NAME,
+        default="tickets-counters",
         doc="the counter table's name in every region (3–243 of `A-Z a-z 0-9 _ . -`); the ledger knows the service "
         "by it.",
         parse=rules.table_name_rule,
@@ -90,7 +186,7 @@ class DeploymentConfig:
         prop_type="Mapping[str, Mapping[str, Any] | SeriesConfig]",
         doc="name → a journaled series ([its options](series.md)); adds the table `<tableName>-series`.",
         parse=rules.series_rule,
-        from_prop=shapes.series_from_prop,
+        from_prop=field.series_from_prop,
         permanent=True,
         setting=True,
         prop_doc="each series as cdk.json writes it, or a SeriesConfig",
@@ -136,7 +232,7 @@ class DeploymentConfig:
         f"{timing.MAX_FUNCTION_TIMEOUT_SECONDS}; requests end at their deadline before it "
         "(`lambda_src/tickets/timing.py`).",
         parse=rules.function_timeout_rule,
-        from_prop=shapes.seconds_from_prop,
+        from_prop=field.seconds_from_prop,
         prop_doc="a `Duration` of whole seconds, or seconds",
     )
     cors_origins: tuple[str, ...] = declare(
@@ -181,9 +277,9 @@ class DeploymentConfig:
         default_doc="off",
         doc='`{"path": "counter"}` also serves `GET {url}counter?systemKey=K` as the bare number '
         "([the route](http-api.md#the-compatibility-route)).",
-        parse=rules.compat_rule,
-        encode=shapes.encode_compat,
-        to_prop=lambda path, region: None if path is None else shapes.encode_compat(path),
+        parse=rules.optional(rules.compat_rule),
+        encode=lambda path: {"path": path},
+        to_prop=lambda path, region: None if path is None else {"path": path},
         setting=True,
         needs=("default_key", "counters"),
         recorded=True,
@@ -195,8 +291,8 @@ class DeploymentConfig:
         default_doc="none: every invoker may do everything",
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
-        parse=rules.access_rule,
-        to_prop=lambda rules, region: None if rules is None else shapes.encode_plain(rules),
+        parse=rules.optional(rules.access_rule),
+        to_prop=lambda rules, region: None if rules is None else field.encode_plain(rules),
         needs=("auth",),
     )
 

@@ -7,8 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from .field import snake
 from .schema import FIELDS, DeploymentConfig
-from .shapes import snake
 
 ONE_NUMBERING = tuple(each.attribute for each in FIELDS if each.one_numbering)
 
@@ -24,10 +24,6 @@ class DeclaredService:
     service_name: str  # the `service` dimension of its metrics
     stack: str  # the enclosing stack's path: logical ids are unique per stack
     table_ids: tuple[str, str]  # the tables' logical ids in the stack
-
-    @property
-    def region_slot(self) -> int:
-        return self.config.regions[self.region]
 
 
 def refuse_clash(service: DeclaredService, registered: Sequence[DeclaredService]) -> None:
@@ -65,31 +61,23 @@ def declared(registered: Sequence[DeclaredService]) -> dict[str, DeploymentConfi
         if name not in configs:
             configs[name], first[name] = entry.config, entry
             continue
-        _refuse_other_numbering(entry, first[name], configs[name])
-        configs[name] = replace(configs[name], regions=_joined_regions(entry, first[name], configs[name]))
+        merged, regions = configs[name], dict(configs[name].regions)
+        for attribute in ONE_NUMBERING:
+            if getattr(merged, attribute) != getattr(entry.config, attribute):
+                raise ValueError(
+                    f"{entry.path} and {first[name].path} share the table name {name!r}, one service, but their "
+                    f"{attribute} differ: give both the same settings, or one another table_name."
+                )
+        for region, slot in entry.config.regions.items():
+            owner = next((other for other, taken in regions.items() if taken == slot and other != region), None)
+            if owner is not None:
+                raise ValueError(
+                    f"{entry.path}: region_slot {slot} is already {owner}'s (service {name!r}, {first[name].path}); "
+                    "two regions sharing a slot would issue the same tickets"
+                )
+            regions[region] = slot
+        configs[name] = replace(merged, regions=regions)
     return configs
-
-
-def _refuse_other_numbering(entry: DeclaredService, first: DeclaredService, merged: DeploymentConfig) -> None:
-    for attribute in ONE_NUMBERING:
-        if getattr(merged, attribute) != getattr(entry.config, attribute):
-            raise ValueError(
-                f"{entry.path} and {first.path} share the table name {merged.table_name!r}, one service, but their "
-                f"{attribute} differ: give both the same settings, or one another table_name."
-            )
-
-
-def _joined_regions(entry: DeclaredService, first: DeclaredService, merged: DeploymentConfig) -> dict[str, int]:
-    regions = dict(merged.regions)
-    for region, slot in entry.config.regions.items():
-        owner = next((other for other, taken in regions.items() if taken == slot and other != region), None)
-        if owner is not None:
-            raise ValueError(
-                f"{entry.path}: region_slot {slot} is already {owner}'s (service {merged.table_name!r}, "
-                f"{first.path}); two regions sharing a slot would issue the same tickets"
-            )
-        regions[region] = slot
-    return regions
 
 
 def by_account(
@@ -100,8 +88,7 @@ def by_account(
     for entry in registered:
         name = entry.config.table_name
         group = grouped.setdefault(entry.account, {})
-        regions = dict(group[name].regions) if name in group else {}
-        regions[entry.region] = entry.region_slot
+        regions = {**(group[name].regions if name in group else {}), entry.region: entry.config.regions[entry.region]}
         group[name] = replace(configs[name], regions=regions)
     return dict(sorted(grouped.items(), key=lambda item: item[0] or ""))
 

@@ -20,9 +20,8 @@ from tickets.routes import Query, Route, allowed, served
 from tickets.series import journal, requests
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig, Settings
 from tickets.workers.config import MAX_EPOCH, MAX_POOL_SIZE, OWNER_PATTERN
-from tickets_deploy.counter_fields import COUNTER_FIELDS
-from tickets_deploy.opaque_rules import MAX_WIDTH, MIN_WIDTH
-from tickets_deploy.rules import MAX_TICKET
+from tickets_deploy.rules import MAX_TICKET, MAX_WIDTH, MIN_WIDTH
+from tickets_deploy.schema import COUNTER_FIELDS
 
 PARTS = "openapi_parts.json"
 IDEMPOTENCY_HEADER = "Idempotency-Key"

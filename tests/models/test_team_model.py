@@ -50,6 +50,7 @@ from tickets_admin.listing import scan
 from tickets_deploy import predeploy
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import region_settings
+from tickets_deploy.field import encode_number
 from tickets_deploy.ledger import (
     COMMENT,
     Ledger,
@@ -64,7 +65,6 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
-from tickets_deploy.shapes import encode_number
 from tickets_local.deployment import LocalDeployment
 from tickets_local.layout_check import ServedLayout, check_table
 

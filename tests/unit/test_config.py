@@ -365,16 +365,15 @@ def test_the_functions_settings_carry_the_fields_marked_setting_with_the_schemas
     default there would be a different config in the function."""
     from dataclasses import fields
 
-    from tickets_deploy.counter_fields import COUNTER_FIELDS
-    from tickets_deploy.field import default_of
-    from tickets_deploy.schema import FIELDS
+    from tickets.config_json import default_of
+    from tickets_deploy.schema import COUNTER_FIELDS, FIELDS
 
     settings = {each.name: default_of(each) for each in fields(Settings)}
     carried = {each.attribute: each.default for each in FIELDS if each.setting}
     assert set(settings) - {"region_slot"} == set(carried)
     assert {name: settings[name] for name in carried} == carried
     # A counter's fields are CounterConfig's attributes (epoch and fence come from the ledger's epochs,
-    # tickets_deploy/ledger/epochs.py, never from cdk.json), and take their defaults from it.
+    # tickets_deploy/ledger/rules.py, never from cdk.json), and take their defaults from it.
     counter = {each.name: default_of(each) for each in fields(CounterConfig)}
     assert {each.attribute: each.default for each in COUNTER_FIELDS} == {
         name: default for name, default in counter.items() if name not in ("epoch", "fence")

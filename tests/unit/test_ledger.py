@@ -548,7 +548,7 @@ def test_python_m_tickets_deploy_init_names_the_one_init_and_writes_nothing(tmp_
     assert not (tmp_path / "tickets.lock.json").exists()
 
 
-# --- the deployed settings (tickets_deploy/ledger/deployed.py) ------------------------------------
+# --- the deployed settings (tickets_deploy/ledger/model.py) ---------------------------------------
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ledgers"
 
@@ -600,7 +600,7 @@ def test_the_config_built_from_the_ledger_is_the_deployed_one_in_every_recorded_
         config_from_ledger(replace(deployed, deployed=None), "ledger")
 
 
-# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/ledger/epochs.py) ------------------------
+# --- a fence begun and not recorded (tickets_admin fence; tickets_deploy/ledger/rules.py) -------------------------
 
 
 def pending(deployed: Ledger) -> tuple[Ledger, PendingFence]:

@@ -12,9 +12,9 @@ import pytest
 from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig
 from tickets_deploy.config import parse_config, parse_props, props_of
-from tickets_deploy.counter_fields import COUNTER_FIELDS
 from tickets_deploy.ledger import CounterRecord
 from tickets_deploy.rules import ConfigError
+from tickets_deploy.schema import COUNTER_FIELDS
 from tickets_deploy.services import ONE_NUMBERING, DeclaredService, as_props, declared, refuse_clash
 
 

@@ -1,90 +1,44 @@
-"""The deployment ledger, tickets.lock.json: every setting that decides which numbers a lane owns, as ever
-synthesised, and its line of versions, so that no rollout of accepted configs hands out a number twice
-(docs/explanation/ledger.md). `record` returns the next ledger for a config, or a LedgerError naming each field,
-both values, why and what to do instead. The names below are the package's one public API (tests/unit/test_house.py
-holds it); CONTRIBUTING.md lists its modules."""
+"""The deployment ledger, tickets.lock.json (docs/explanation/ledger.md): `record` gives a service's next ledger or a
+LedgerError saying why and what to do. The names below are the package's one public API (tests/unit/test_house.py)."""
 
-from __future__ import annotations
-
-from .codec import from_text, to_text, upgrade_text, version_id
-from .deployed import config_from_ledger
-from .epochs import applied, fence_refusals, layout_changes, record_epochs
-from .file import (
-    SYNTHESIS_REFUSED,
-    applied_from,
-    check_config_file,
-    init_ledger,
-    init_ledger_file,
-    ledger_path_beside,
-    new_accounts,
-    one_way_choices,
-    read_ledger,
-    read_ledger_file,
-    refusal,
-    refuse_existing_ledger,
-    service_config,
-    write_ledger_file,
-)
-from .history import check_lineage, record_services
-from .model import (
-    COMMENT,
-    INIT_COMMAND,
-    LEDGER_FILE,
-    LEDGER_VERSION_OUTPUT,
-    UNCONFIGURED,
-    VERSION_DIGITS,
-    Change,
-    CounterRecord,
-    KeyEpoch,
-    Ledger,
-    LedgerError,
-    LedgerFile,
-    PendingFence,
-    SlotRecord,
-    Version,
-)
-from .rules import record
-
-__all__ = [
-    "COMMENT",
-    "INIT_COMMAND",
-    "LEDGER_FILE",
-    "LEDGER_VERSION_OUTPUT",
-    "SYNTHESIS_REFUSED",
-    "UNCONFIGURED",
-    "VERSION_DIGITS",
-    "Change",
-    "CounterRecord",
-    "KeyEpoch",
-    "Ledger",
-    "LedgerError",
-    "LedgerFile",
-    "PendingFence",
-    "SlotRecord",
-    "Version",
-    "applied",
-    "applied_from",
-    "check_lineage",
-    "check_config_file",
-    "config_from_ledger",
-    "fence_refusals",
-    "from_text",
-    "init_ledger",
-    "init_ledger_file",
-    "layout_changes",
-    "ledger_path_beside",
-    "new_accounts",
-    "one_way_choices",
-    "read_ledger",
-    "read_ledger_file",
-    "record",
-    "record_epochs",
-    "record_services",
-    "refusal",
-    "refuse_existing_ledger",
-    "service_config",
-    "to_text",
-    "upgrade_text",
-    "version_id",
-    "write_ledger_file",
-]
+from .codec import from_text as from_text
+from .codec import to_text as to_text
+from .codec import upgrade_text as upgrade_text
+from .codec import version_id as version_id
+from .file import SYNTHESIS_REFUSED as SYNTHESIS_REFUSED
+from .file import applied_from as applied_from
+from .file import check_config_file as check_config_file
+from .file import check_lineage as check_lineage
+from .file import init_ledger as init_ledger
+from .file import init_ledger_file as init_ledger_file
+from .file import ledger_path_beside as ledger_path_beside
+from .file import new_accounts as new_accounts
+from .file import one_way_choices as one_way_choices
+from .file import read_ledger as read_ledger
+from .file import read_ledger_file as read_ledger_file
+from .file import record_services as record_services
+from .file import refusal as refusal
+from .file import refuse_existing_ledger as refuse_existing_ledger
+from .file import service_config as service_config
+from .file import write_ledger_file as write_ledger_file
+from .model import COMMENT as COMMENT
+from .model import INIT_COMMAND as INIT_COMMAND
+from .model import LEDGER_FILE as LEDGER_FILE
+from .model import LEDGER_VERSION_OUTPUT as LEDGER_VERSION_OUTPUT
+from .model import UNCONFIGURED as UNCONFIGURED
+from .model import VERSION_DIGITS as VERSION_DIGITS
+from .model import Change as Change
+from .model import CounterRecord as CounterRecord
+from .model import KeyEpoch as KeyEpoch
+from .model import Ledger as Ledger
+from .model import LedgerError as LedgerError
+from .model import LedgerFile as LedgerFile
+from .model import PendingFence as PendingFence
+from .model import SlotRecord as SlotRecord
+from .model import Version as Version
+from .model import config_from_ledger as config_from_ledger
+from .rules import applied as applied
+from .rules import fence_refusals as fence_refusals
+from .rules import layout_changes as layout_changes
+from .rules import record as record
+from .rules import record_epochs as record_epochs

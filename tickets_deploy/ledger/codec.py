@@ -3,6 +3,7 @@ in the current format, refusing what the writer would not write back; format 1 r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -10,18 +11,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickets.epochs import Layout
-from tickets.opaque import OpaqueConfig
 from tickets.series.config import parse_series
 from tickets_deploy.access import ACCOUNT_PATTERN
-from tickets_deploy.opaque_rules import opaque_settings
-from tickets_deploy.rules import MAX_TICKET, exact_integer
-from tickets_deploy.shapes import encode_plain
+from tickets_deploy.field import encode_plain
+from tickets_deploy.rules import MAX_TICKET, exact_integer, opaque_settings
 
 from . import model
-from .deployed import check_deployed
+from .model import check_deployed
 
-_SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 UPGRADE_COMMAND = "python -m tickets_deploy upgrade-ledger"
+_SLOT_KEY = re.compile(r"0|[1-9][0-9]{0,3}")
 
 
 def version_id(parent: str | None, services: Mapping[str, model.Ledger]) -> str:
@@ -51,22 +50,18 @@ def _service_fields(ledger: model.Ledger) -> dict[str, Any]:
     }
 
 
-_BLOCKS = {"counters", "epochs", "series", "slots"}
-
-
 def to_text(ledger: model.LedgerFile) -> str:
     def entry(indent: str, name: str, value: Any) -> str:
         return f"{indent}{json.dumps(name)}: {json.dumps(value, sort_keys=True)}"
 
     def entries(indent: str, name: str, lines: list[str]) -> str:
-        """An object written an entry a line."""
         return f"{indent}{json.dumps(name)}: " + ("{\n" + ",\n".join(lines) + f"\n{indent}}}" if lines else "{}")
 
     def service(name: str, ledger: model.Ledger) -> str:
         inner = " " * 6
         rows = [
             entries(inner, field, [entry(inner + "  ", key, each) for key, each in value.items()])
-            if field in _BLOCKS
+            if field in {"counters", "epochs", "series", "slots"}  # written an entry a line
             else entry(inner, field, value)
             for field, value in sorted(_service_fields(ledger).items())
         ]
@@ -95,8 +90,6 @@ def from_text(text: str) -> model.LedgerFile:
         name: _service_from({**_object(entry, f"services.{name}"), "tableName": name})
         for name, entry in sorted(_object(raw["services"], "services").items())
     }
-    if not isinstance(raw["versions"], list):
-        raise ValueError("versions: not a list")
     versions = []
     for index, entry in enumerate(raw["versions"]):
         _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
@@ -113,8 +106,7 @@ def from_text(text: str) -> model.LedgerFile:
 
 
 def upgrade_text(text: str) -> model.LedgerFile:
-    """A ledger in any format the project wrote. Format 1 (one service, no versions) gets one root version; without
-    unconfiguredKeysServed it is taken as true, the safe side."""
+    """Any format the project wrote: format 1 gets one root version, unconfiguredKeysServed true if absent (safe)."""
     raw = json.loads(text)
     if not (isinstance(raw, dict) and "tableName" in raw):
         return from_text(text)
@@ -134,7 +126,9 @@ def _service_from(raw: dict[str, Any]) -> model.Ledger:
     region_slots = _whole(raw.get("regionSlots"), "regionSlots", low=1)
     counters = {key: _counter_from(key, entry) for key, entry in _object(raw.get("counters"), "counters").items()}
     for key, entry in _object(raw.get("series", {}), "series").items():
-        _series_from(key, entry, region_slots)
+        # As the config wrote it (an option at its default is never written: one added later reads as its default).
+        parse = functools.partial(parse_series, key, entry, region_slots=region_slots, where=f"series.{key}")
+        _as_recorded(parse, entry, f"series.{key}", "a series")
     epochs = tuple(_epochs_from(_object(raw.get("epochs", {}), "epochs")))
     ledger = model.Ledger(
         region_slots,
@@ -184,8 +178,6 @@ def _fencing_from(raw: Any, recorded: tuple[model.KeyEpoch, ...]) -> model.Pendi
 def _epochs_from(raw: dict[str, Any]) -> list[model.KeyEpoch]:
     found = []
     for key, entries in raw.items():
-        if not isinstance(entries, list):
-            raise ValueError(f"epochs.{key}: not a list")
         for index, entry in enumerate(entries):
             where = f"epochs.{key}[{index}]"
             epoch = _change_from(key, entry, where).epoch(_whole(entry.get("fence"), f"{where}.fence", low=0))
@@ -207,21 +199,14 @@ def _change_from(key: str, entry: Any, where: str) -> model.Change:
 def _counter_from(key: str, entry: Any) -> model.CounterRecord:
     where = f"counters.{key}"
     start, stride, shards = _numbers(entry, where, ("start", "stride", "shards"))
-    return model.CounterRecord(start, stride, shards, _opaque_from(entry.get("opaque"), f"{where}.opaque"))
+    opaque, where = entry.get("opaque"), f"{where}.opaque"
+    if opaque is not None:
+        opaque = _as_recorded(functools.partial(opaque_settings, opaque, where), opaque, where, "opaque settings")
+    return model.CounterRecord(start, stride, shards, opaque)
 
 
 def _numbers(raw: Any, where: str, names: tuple[str, ...]) -> list[int]:
     return [_whole(_object(raw, where).get(name), f"{where}.{name}", low=int(name != "start")) for name in names]
-
-
-def _opaque_from(raw: Any, where: str) -> OpaqueConfig | None:
-    return None if raw is None else _as_recorded(lambda: opaque_settings(raw, where), raw, where, "opaque settings")
-
-
-def _series_from(key: str, entry: Any, region_slots: int) -> None:
-    """As the config wrote it (an option at its default is never written: one added later reads as its default)."""
-    where = f"series.{key}"
-    _as_recorded(lambda: parse_series(key, entry, region_slots=region_slots, where=where), entry, where, "a series")
 
 
 def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> Any:

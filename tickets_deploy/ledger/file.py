@@ -1,18 +1,154 @@
-"""The ledger file beside cdk.json: read (lineage checked), written whole, initialised once (init_ledger_file)."""
+"""The ledger file beside cdk.json: its history, a single line of versions each naming its parent
+(docs/explanation/ledger.md#teams); read (lineage checked), written whole, initialised once (init_ledger_file)."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from tickets_deploy.schema import DeploymentConfig
 
-from .codec import from_text, to_text
-from .deployed import config_from_ledger
-from .epochs import applied
-from .history import MERGE_WAY_OUT, check_lineage, record_services
-from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile
+from .codec import from_text, to_text, version_id
+from .model import INIT_COMMAND, LEDGER_FILE, Ledger, LedgerError, LedgerFile, Version, config_from_ledger
+from .rules import applied, record, table_problem
+
+
+def record_services(
+    previous: LedgerFile | None,
+    configs: Mapping[str, DeploymentConfig],
+    account: str | None = None,
+    change: str | None = None,
+    *,
+    upgrade: bool = False,
+) -> LedgerFile:
+    """`configs` (by table name) each recorded by `record`, others kept: `previous` if unchanged, else a new version."""
+    start = previous or LedgerFile({}, ())
+    recorded, services = start.services, dict(start.services)
+    problems: list[str] = []
+    for name, config in sorted(configs.items()):
+        try:
+            services[name] = record(config, recorded.get(name), account, upgrade=upgrade)
+        except LedgerError as err:
+            problems.extend(f"{name}: {line}" for line in str(err).splitlines())
+            continue
+        for other, ledger in recorded.items():  # a new service where one no longer declared served: renamed?
+            shared = sorted({entry.region for entry in ledger.slots.values()} & set(config.regions))
+            if name not in recorded and other not in configs and shared:
+                where = f" in {', '.join(shared)}, which cdk.json no longer declares"
+                problems.append(f"{name}: {table_problem(other, config.table_name, where)}")
+    if problems:
+        raise LedgerError("\n".join(problems))
+    services = dict(sorted(services.items()))
+    if previous is not None and services == dict(previous.services):
+        return previous
+    parent = start.version
+    described = change if change is not None else describe_change(recorded, services)
+    return LedgerFile(services, (*start.versions, Version(version_id(parent, services), parent, described)))
+
+
+def describe_change(previous: Mapping[str, Ledger], services: Mapping[str, Ledger]) -> str:
+    """E.g. `tickets-counters: counters foo added`."""
+    parts = []
+    for name, ledger in services.items():
+        old = previous.get(name)
+        if old is None:
+            parts.append(f"{name}: recorded")
+        elif old != ledger:
+            said = [*_recorded_changes(old, ledger), *_served_changes(old, ledger), *_deployed_changes(old, ledger)]
+            parts.append(f"{name}: {'; '.join(said)}")
+    return "; ".join(parts) or "no change"
+
+
+def _recorded_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
+    for kind, now, recorded in (("counters", ledger.counters, old.counters), ("series", ledger.series, old.series)):
+        added = [key for key in now if key not in recorded]
+        if added:
+            yield f"{kind} {', '.join(added)} added"
+    for key, counter in ledger.counters.items():
+        before = old.counters.get(key)
+        if before and before.opaque and counter.opaque and before.opaque.key_version != counter.opaque.key_version:
+            yield f"{key} key version {before.opaque.key_version} -> {counter.opaque.key_version}"
+    for slot, entry in ledger.slots.items():
+        was = old.slots.get(slot)
+        if was is None or was.retired and not entry.retired:
+            yield f"{entry.region} on slot {slot}"
+        elif entry.retired and not was.retired:
+            yield f"{entry.region} retired from slot {slot}"
+        elif entry.accounts != was.accounts:
+            yield f"{entry.region} account {', '.join(sorted(set(entry.accounts) - set(was.accounts)))}"
+
+
+def _served_changes(old: Ledger, ledger: Ledger) -> Iterator[str]:
+    if ledger.unconfigured_keys_served and not old.unconfigured_keys_served:
+        yield "unconfigured keys served (strictKeys false)"
+    served = sorted(ledger.default_keys_served - old.default_keys_served)
+    if served:
+        yield f"default key {', '.join(served)} served unconfigured"
+
+
+def _deployed_changes(old: Ledger, ledger: Ledger) -> list[str]:
+    if ledger.deployed is None or old.deployed == ledger.deployed:
+        return []
+    before, now = _flat(old.deployed or {}), _flat(ledger.deployed)
+    changed = [
+        f"{name} {now.get(name, 'default')}"
+        for name in sorted(set(before) | set(now))
+        if before.get(name) != now.get(name)
+    ]
+    return [f"deployed {', '.join(changed)}" if changed else "deployed settings recorded"]
+
+
+def _flat(settings: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """`{"counters": {"k": {"max": 9}}}` as `{"counters.k.max": "9"}`."""
+    flat: dict[str, str] = {}
+    for name, value in settings.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{name}."))
+        else:
+            flat[f"{prefix}{name}"] = value if isinstance(value, str) else json.dumps(value)
+    return flat
+
+
+MERGE_WAY_OUT = (
+    f"Re-record one change on top of the other: restore one side's ledger (`git checkout --ours -- {LEDGER_FILE}`, "
+    "or --theirs), keep the merged cdk.json and synthesise again (docs/how-to/work-as-a-team.md)."
+)
+
+
+def check_lineage(ledger: LedgerFile, where: str) -> None:
+    """LedgerError unless one line of versions, the last hashing the services (else two changes were checked alone)."""
+    if not ledger.versions:
+        raise LedgerError(f"{where}: versions: empty; restore the ledger from version control")
+    first = ledger.versions[0]
+    if first.parent is not None:
+        raise LedgerError(
+            f"{where}: versions: the first version {first.id} names a parent ({first.parent}): its history was "
+            f"cut. Restore the ledger from version control (git log -- {LEDGER_FILE})."
+        )
+    ids = [version.id for version in ledger.versions]
+    for index, version in enumerate(ledger.versions[1:], 1):
+        if version.parent == ids[index - 1]:
+            continue
+        if version.parent in ids[:index]:
+            sibling = ledger.versions[ids.index(version.parent) + 1]
+            raise LedgerError(
+                f"{where}: versions: {sibling.id} ({sibling.change}) and {version.id} ({version.change}) are two "
+                f"children of {version.parent}: a merge kept two branches' changes. {MERGE_WAY_OUT}"
+            )
+        raise LedgerError(
+            f"{where}: versions: {version.id} names parent {version.parent}, not the version before it "
+            f"({ids[index - 1]}): the history is not a single line. {MERGE_WAY_OUT}"
+        )
+    last = ledger.versions[-1]
+    actual = version_id(last.parent, ledger.services)
+    if actual != last.id:
+        raise LedgerError(
+            f"{where}: its services hash to {actual}, not to its last version {last.id} ({last.change}): the "
+            f"file was edited by hand or merged line by line. {MERGE_WAY_OUT}"
+        )
 
 
 def ledger_path_beside(config_file: Path) -> Path:
@@ -20,8 +156,7 @@ def ledger_path_beside(config_file: Path) -> Path:
 
 
 def read_ledger_file(path: Path) -> LedgerFile:
-    """The ledger file at `path`, lineage checked; none is refused: a deleted ledger taken as new would start every
-    counter again."""
+    """Lineage checked; no file is refused: a deleted ledger taken as new would start every counter again."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -85,13 +220,11 @@ def service_config(path: Path, table_name: str) -> DeploymentConfig:
     """What tickets_admin --service operates with: the service as the ledger at `path` records it deployed."""
     services = read_ledger_file(path).services
     if table_name not in services:
-        recorded = ", ".join(services) or "none"
-        raise LedgerError(f"{path}: no service {table_name!r} (the ledger records: {recorded})")
+        raise LedgerError(f"{path}: no service {table_name!r} (the ledger records: {', '.join(services) or 'none'})")
     return config_from_ledger(services[table_name], str(path))
 
 
 def read_ledger(path: Path) -> Ledger:
-    """The ledger of a file's one service."""
     services = read_ledger_file(path).services
     if len(services) != 1:
         raise LedgerError(f"{path}: records {len(services)} services ({', '.join(services)}), not one")
@@ -99,16 +232,13 @@ def read_ledger(path: Path) -> Ledger:
 
 
 def refuse_existing_ledger(path: Path, *, replace_undeployed: bool = False) -> None:
-    """LedgerError if a ledger at `path` records an account (every deploy synthesises for its account first) or
-    cannot be read, or records none and `replace_undeployed` (init --force) is not given."""
+    """A ledger at `path` is replaced only by init --force, and only if it records no account (no deploy)."""
     if not path.exists():
         return
     try:
         services = read_ledger_file(path).services.values()
     except LedgerError as err:
-        raise LedgerError(
-            f"{path}: a ledger exists already; it is never replaced, and cannot be read:\n{err}"
-        ) from None
+        raise LedgerError(f"{path}: a ledger exists already; it is never replaced and cannot be read:\n{err}") from None
     deployed = sorted({f"{slot.region} in {account}" for each in services for slot in each.slots.values()
                        for account in slot.accounts})  # fmt: skip
     if deployed:
@@ -180,8 +310,6 @@ def one_way_choices(previous: Ledger | LedgerFile | None, ledger: Ledger | Ledge
 
 def applied_from(config: DeploymentConfig, ledger_path: Path) -> DeploymentConfig:
     """`applied` with the ledger at `ledger_path`; a missing or unreadable one leaves the config (others say why)."""
-    if not ledger_path.exists():
-        return config
     try:
         ledger = read_ledger_file(ledger_path).services.get(config.table_name)
     except LedgerError:

@@ -1,5 +1,5 @@
-"""What the deployment ledger holds, plain data: per service (Ledger) its slots, layouts, series, what was served
-unconfigured and its fences (docs/explanation/epochs-and-fences.md); the file's services and versions (LedgerFile)."""
+"""What the deployment ledger holds: per service (Ledger) its slots, layouts, series, fences and `deployed` settings
+(config_from_ledger builds a config from them, for `tickets_admin --service`); the file's versions (LedgerFile)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from typing import Any
 from tickets.epochs import Layout, epoch_start
 from tickets.opaque import OpaqueConfig
 from tickets.settings import CounterConfig
-from tickets_deploy.counter_fields import COUNTER_FIELDS
-from tickets_deploy.opaque_rules import describe
+from tickets_deploy.config import parse_config
+from tickets_deploy.field import Field, encode_number
+from tickets_deploy.rules import ConfigError, describe
+from tickets_deploy.schema import COUNTER_FIELDS, FIELDS, DeploymentConfig
 
 LEDGER_FILE = "tickets.lock.json"
 COMMENT = (
@@ -77,12 +79,29 @@ UNCONFIGURED = CounterRecord.of(CounterConfig())
 
 
 @dataclass(frozen=True)
-class KeyEpoch:
+class Change:
+    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
+
     key: str
-    number: int  # 1, 2, ...: the key's items in this epoch are `key@number`
-    fence: int  # above every ticket the old layout's lanes issued, in every region
+    number: int  # 1, 2, ...: the key's items in the new epoch are `key@number`
     old: Layout  # the layout stopped at the fence, with the start its lanes had
     configured: Layout  # the new layout as cdk.json writes it (its start as configured)
+
+    def epoch(self, fence: int) -> KeyEpoch:
+        return KeyEpoch(self.key, self.number, self.old, self.configured, fence)
+
+    def describe(self) -> str:
+        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"epoch": self.number, "from": _layout_json(self.old), "to": _layout_json(self.configured)}
+
+
+@dataclass(frozen=True)
+class KeyEpoch(Change):
+    """A recorded epoch: a Change whose old lanes stopped at `fence`."""
+
+    fence: int  # above every ticket the old layout's lanes issued, in every region
 
     @property
     def start(self) -> int:
@@ -94,29 +113,12 @@ class KeyEpoch:
         return replace(self.configured, start=self.start)
 
     def to_json(self) -> dict[str, Any]:
-        return {**_change_json(self.number, self.old, self.configured), "fence": self.fence}
-
-
-@dataclass(frozen=True)
-class Change:
-    """A key whose layout the config changes: its lanes of `old` (items of epoch `number - 1`) stop at a fence."""
-
-    key: str
-    number: int
-    old: Layout
-    configured: Layout
-
-    def epoch(self, fence: int) -> KeyEpoch:
-        return KeyEpoch(self.key, self.number, fence, self.old, self.configured)
-
-    def describe(self) -> str:
-        return f"{self.key} to epoch {self.number} ({self.configured.describe()})"
+        return {**super().to_json(), "fence": self.fence}
 
 
 @dataclass(frozen=True)
 class PendingFence:
-    """A fence `tickets_admin fence` began, written before any lane is stopped: synthesis refuses every config until
-    it is finished (recorded as epochs) or undone (docs/how-to/change-a-layout.md)."""
+    """A fence `tickets_admin fence` began (before a lane stops): synthesis refuses all until it ends or is undone."""
 
     id: str  # random hex: each lane it stops records it (tickets.lane_item.FENCED_BY)
     changes: tuple[Change, ...]
@@ -125,12 +127,7 @@ class PendingFence:
         return "; ".join(change.describe() for change in self.changes)
 
     def to_json(self) -> dict[str, Any]:
-        keys = {change.key: _change_json(change.number, change.old, change.configured) for change in self.changes}
-        return {"id": self.id, "keys": dict(sorted(keys.items()))}
-
-
-def _change_json(number: int, old: Layout, configured: Layout) -> dict[str, Any]:
-    return {"epoch": number, "from": _layout_json(old), "to": _layout_json(configured)}
+        return {"id": self.id, "keys": dict(sorted((change.key, change.to_json()) for change in self.changes))}
 
 
 def _layout_json(layout: Layout) -> dict[str, int]:
@@ -150,7 +147,7 @@ class Ledger:
     # Every series ever deployed, as cdk.json writes it (never removed).
     series: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     epochs: tuple[KeyEpoch, ...] = ()
-    # The last version's `recorded` settings (deployed.py); None: a ledger from before them.
+    # The last version's `recorded` settings (deployed_settings); None: a ledger from before them.
     deployed: Mapping[str, Any] | None = None
     fencing: PendingFence | None = None
 
@@ -188,3 +185,61 @@ class LedgerFile:
 
 
 VERSION_DIGITS = 16
+
+
+# The `deployed` object: each `recorded` field's deployed value, left out at its default.
+DEPLOYED_FIELDS = {each.name: each for each in FIELDS if each.recorded and not each.permanent}
+DEPLOYED_COUNTER_FIELDS = {each.name: each for each in COUNTER_FIELDS if each.recorded and not each.permanent}
+
+
+def deployed_settings(settings: Any, fields: Mapping[str, Field] = DEPLOYED_FIELDS) -> dict[str, Any]:
+    found = {}
+    for name, each in fields.items():
+        value = getattr(settings, each.attribute)
+        if name == "counters":
+            value = {key: deployed_settings(counter, DEPLOYED_COUNTER_FIELDS) for key, counter in value.items()}
+            value = {key: counter for key, counter in value.items() if counter} or each.default
+        if value != each.default:
+            found[name] = each.encode(value)
+    return found
+
+
+def check_deployed(raw: Any, counters: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The `deployed` object's names; its values are checked by their rules when a config is built from them."""
+    if not isinstance(raw, dict) or set(raw) - set(DEPLOYED_FIELDS):
+        raise ValueError(f"{where}: expected an object of {', '.join(sorted(DEPLOYED_FIELDS))}")
+    recorded_counters = raw.get("counters", {})
+    if not isinstance(recorded_counters, dict) or set(recorded_counters) - set(counters):
+        raise ValueError(f"{where}.counters: expected an object of recorded counters")
+    for key, settings in recorded_counters.items():
+        if not isinstance(settings, dict) or not settings or set(settings) - set(DEPLOYED_COUNTER_FIELDS):
+            raise ValueError(f"{where}.counters.{key}: expected an object of {', '.join(DEPLOYED_COUNTER_FIELDS)}")
+    return raw
+
+
+def config_from_ledger(service: Ledger, where: str) -> DeploymentConfig:
+    if service.deployed is None:
+        raise LedgerError(
+            f"{where}: {service.table_name}: this ledger was written before it recorded the deployed settings: "
+            "synthesise the app once (`cdk synth`) and commit the ledger, or give tickets_admin a cdk.json (--config)."
+        )
+    regions = {slot.region: number for number, slot in service.slots.items() if not slot.retired}
+    if not regions:
+        raise LedgerError(f"{where}: {service.table_name}: every region of this service is retired")
+    deployed = dict(service.deployed)
+    recorded_counters = deployed.pop("counters", {})
+    raw = {
+        **deployed,
+        "tableName": service.table_name,
+        "regionSlots": service.region_slots,
+        "regions": regions,
+        "counters": {
+            key: {**{name: encode_number(n) for name, n in layout.to_json().items()}, **recorded_counters.get(key, {})}
+            for key, layout in service.counters.items()
+        },
+        "series": {key: dict(series) for key, series in service.series.items()},
+    }
+    try:
+        return parse_config(raw)
+    except ConfigError as err:
+        raise LedgerError(f"{where}: {service.table_name}: the ledger's settings are refused: {err}") from None
