@@ -44,13 +44,8 @@ log = logging.getLogger("tickets_local")
 IDLE_KEEP_ALIVE_SECONDS = 30
 # http.server takes a request line without a version for HTTP/0.9; a Function URL speaks HTTP/1.1 and 2 only.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
-_OWN_PATHS = frozenset((OPENAPI_PATH, COUNTERS_PATH, RESET_PATH))
+_OWN_PATHS = {OPENAPI_PATH: "GET", COUNTERS_PATH: "GET", RESET_PATH: "POST"}  # each with the one method it accepts
 _REFUSAL_CODES = {400: "bad_request", 408: "timeout"} | dict.fromkeys((413, 414, 431), PayloadTooLarge.code)
-
-
-def _not_allowed(allowed: str, where: str) -> HttpResponse:
-    refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
-    return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
 
 
 class _HttpServer(KeepAliveServer):
@@ -108,14 +103,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
         try:
             if path in _OWN_PATHS:
                 return local._own_answer(self.command, path, self.headers)
+            address, port = self.client_address[0], self.server.server_address[1]
             request = HttpRequest(
-                method=self.command,
-                target=self.path,
-                protocol=self.request_version,
-                headers=list(self.headers.items()),
-                body=body,
-                source_ip=self.client_address[0],
-                server_port=self.server.server_address[1],
+                self.command, self.path, self.request_version, [*self.headers.items()], body, address, port
             )
             event = function_url_event(request, play_callers=local._play_callers)
         except PlayedCallerError as err:
@@ -287,22 +277,22 @@ class LocalServer:
 
     def _own_answer(self, method: str, path: str, headers: Any) -> HttpResponse:
         """The paths the server answers itself; with callers played, by their rules too."""
+        if path == RESET_PATH and not self._allow_reset:
+            return error_response(
+                404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
+            )
+        caller = played_identity(headers) if self._play_callers and path != RESET_PATH else None
+        if method != (allowed := _OWN_PATHS[path]):
+            where = RESET_PATH if path == RESET_PATH else "this path of the local server"
+            refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
+            return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
         if path == RESET_PATH:
-            if not self._allow_reset:
-                return error_response(
-                    404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
-                )
-            if method != "POST":
-                return _not_allowed("POST", RESET_PATH)
             try:
                 self.reset()
             except Exception:
                 log.exception("the reset failed")
                 return error_response(500, "reset_failed", "the reset failed; see the server's log")
             return HttpResponse(200, JSON_HEADERS, b'{"reset":true}')
-        caller = played_identity(headers) if self._play_callers else None
-        if method != "GET":
-            return _not_allowed("GET", "this path of the local server")
         if path == OPENAPI_PATH:
             return HttpResponse(200, JSON_HEADERS, self._document)
         # read between invocations (invoker.py), only the keys the caller may read
