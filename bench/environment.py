@@ -72,7 +72,7 @@ def function_url_event(path: str, query: dict[str, str] | None = None) -> dict:
 
 
 def lambda_context() -> Any:
-    from tickets_local.invoker import LambdaContext
+    from tickets_local.server import LambdaContext
 
     arn = f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench"
     return LambdaContext(aws_request_id=str(uuid.uuid4()), invoked_function_arn=arn)

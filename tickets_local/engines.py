@@ -138,7 +138,7 @@ class MemoryBackend(Backend):
 
 
 class MotoBackend(Backend):
-    """moto's DynamoDB inside this process (not safe for concurrent calls: invoker.py), gone at stop."""
+    """moto's DynamoDB inside this process (not safe for concurrent calls: one invocation at a time), gone at stop."""
 
     description = (
         "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"

@@ -9,18 +9,23 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from aws_lambda_powertools import Metrics
+
+from tickets import timing
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
-from .deployment import deployment_from_config, load_deployment
+from .deployment import LocalKeys, ServedLayout, deployment_from_config, load_deployment, open_keys
 from .engines import make_backend
 from .events import (
+    ACCOUNT_ID,
     JSON_HEADERS,
     HttpRequest,
     HttpResponse,
@@ -31,8 +36,6 @@ from .events import (
     played_identity,
 )
 from .http_base import KeepAliveServer, http_date, read_body, read_headers
-from .invoker import HandlerInvoker
-from .layout_check import LocalKeys, ServedLayout, open_keys
 from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .reset_mark import ResetMark
 
@@ -45,7 +48,52 @@ IDLE_KEEP_ALIVE_SECONDS = 30
 # http.server takes a request line without a version for HTTP/0.9; a Function URL speaks HTTP/1.1 and 2 only.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
 _OWN_PATHS = {OPENAPI_PATH: "GET", COUNTERS_PATH: "GET", RESET_PATH: "POST"}  # each with the one method it accepts
+FUNCTION_NAME = "tickets-local"
+_ONE_INVOCATION_AT_A_TIME = threading.Lock()  # whichever server receives it, as Lambda does and the handler relies on
+T = TypeVar("T")
 _REFUSAL_CODES = {400: "bad_request", 408: "timeout"} | dict.fromkeys((413, 414, 431), PayloadTooLarge.code)
+
+
+@dataclass
+class LambdaContext:
+    """The parts of Lambda's context object that Powertools and the handler read."""
+
+    aws_request_id: str
+    invoked_function_arn: str
+    function_name: str = FUNCTION_NAME
+    memory_limit_in_mb: int = 256
+    deadline: float = field(default_factory=lambda: time.monotonic() + timing.FUNCTION_TIMEOUT_SECONDS)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
+
+
+class HandlerInvoker:
+    def __init__(
+        self, region: str, handler: Callable[[dict[str, Any], Any], Any], catch_up: Callable[[], None] = lambda: None
+    ):
+        self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
+        self.handler = handler  # replaced, between invocations, by LocalServer.reset
+        self._catch_up = catch_up  # run first under the lock: a reset the test kit marked (reset_mark.py)
+        self._metrics = Metrics()  # made after the server set the Powertools environment it reads
+
+    def between_invocations(self, call: Callable[[], T]) -> T:
+        """Run `call` (a read of the server's own tables, a reset) while no invocation runs."""
+        with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
+            return call()
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
+            # The function's clock starts when it runs, as in Lambda, not while queued (that would end in 503s)
+            context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
+            try:
+                return self.handler(event, context)
+            finally:
+                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (3.37) keeps the metric set, which grows
+                # until it prints itself at 100 values: cleared here, as the flush does in Lambda.
+                self._metrics.clear_metrics()
 
 
 class _HttpServer(KeepAliveServer):
@@ -295,7 +343,7 @@ class LocalServer:
             return HttpResponse(200, JSON_HEADERS, b'{"reset":true}')
         if path == OPENAPI_PATH:
             return HttpResponse(200, JSON_HEADERS, self._document)
-        # read between invocations (invoker.py), only the keys the caller may read
+        # read between invocations, only the keys the caller may read
         table, rules = self.deployment.counter_table, self._rules
         listed = self._invoker.between_invocations(lambda: counters(scan(self.app.dynamodb, table)))
         if rules is not None and caller is not None:
