@@ -86,7 +86,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    _log_to_stderr()
+    # One line per request on stderr, by a handler of its own: Powertools filters the root's handlers.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    log = logging.getLogger("tickets_local")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
     for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
         signal.signal(signum, signal.default_int_handler)  # a shell may start background jobs ignoring it)
     server = None
@@ -137,16 +143,6 @@ def _config_json(text: str | None) -> Any:
         return None if text is None else json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"--config-json: not valid JSON ({err})") from None
-
-
-def _log_to_stderr() -> None:
-    """One line per request on stderr, by a handler of its own: Powertools filters the root's handlers."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
-    log = logging.getLogger("tickets_local")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
 
 
 def banner(server: LocalServer) -> str:

@@ -270,10 +270,8 @@ class MemoryDynamoDB:
         table = self._table(request, "Query")
         matches = _condition(request["KeyConditionExpression"])
         names, values = request.get("ExpressionAttributeNames", {}), request.get("ExpressionAttributeValues", {})
-        with self._lock:
-            items = sorted(
-                (key, item) for key, item in table.items.items() if matches(item, names, values)
-            )  # in key order: a journal is read by its numbers
+        with self._lock:  # in key order: a journal is read by its numbers
+            items = sorted((key, item) for key, item in table.items.items() if matches(item, names, values))
         if "ExclusiveStartKey" in request:
             after = table.key(request["ExclusiveStartKey"], "Query")
             items = [(key, item) for key, item in items if key > after]
