@@ -16,8 +16,8 @@ from tickets_deploy.rules import ConfigError
 
 from .deployment import ledger_refusal
 from .engines import BACKENDS, DEFAULT_BACKEND, BackendError
-from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .server import LocalServer
+from .testing import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
 DESCRIPTION = f"""\
 Serve Tickets locally: the deployed handler behind a local Lambda Function URL, with the settings

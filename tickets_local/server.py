@@ -36,8 +36,8 @@ from .events import (
     played_identity,
 )
 from .http_base import KeepAliveServer, http_date, read_body, read_headers
-from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .reset_mark import ResetMark
+from .testing import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
 if TYPE_CHECKING:
     from tickets.app import App
