@@ -68,34 +68,6 @@ class LambdaContext:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-class HandlerInvoker:
-    def __init__(
-        self, region: str, handler: Callable[[dict[str, Any], Any], Any], catch_up: Callable[[], None] = lambda: None
-    ):
-        self._arn = f"arn:aws:lambda:{region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
-        self.handler = handler  # replaced, between invocations, by LocalServer.reset
-        self._catch_up = catch_up  # run first under the lock: a reset the test kit marked (reset_mark.py)
-        self._metrics = Metrics()  # made after the server set the Powertools environment it reads
-
-    def between_invocations(self, call: Callable[[], T]) -> T:
-        """Run `call` (a read of the server's own tables, a reset) while no invocation runs."""
-        with _ONE_INVOCATION_AT_A_TIME:
-            self._catch_up()
-            return call()
-
-    def invoke(self, event: dict[str, Any]) -> Any:
-        with _ONE_INVOCATION_AT_A_TIME:
-            self._catch_up()
-            # The function's clock starts when it runs, as in Lambda, not while queued (that would end in 503s)
-            context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
-            try:
-                return self.handler(event, context)
-            finally:
-                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (3.37) keeps the metric set, which grows
-                # until it prints itself at 100 values: cleared here, as the flush does in Lambda.
-                self._metrics.clear_metrics()
-
-
 class _HttpServer(KeepAliveServer):
     local: LocalServer  # set by LocalServer.start(): what the request handlers serve
 
@@ -159,7 +131,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except PlayedCallerError as err:
             return error_response(400, "bad_request", str(err))
         try:
-            result = local._invoker.invoke(event)
+            result = local.invoke(event)
         except Exception:
             log.exception("the handler raised; answering 502 as a Function URL does")
             return error_response(502, "bad_gateway", "the function failed; see the server's log")
@@ -195,7 +167,8 @@ class LocalServer:
     """The deployed handler behind a local Function URL, served from a background thread."""
 
     app: App  # built by start(), anew at each reset
-    _invoker: HandlerInvoker  # made by start()
+    _metrics: Metrics  # made by start(), after the Powertools environment it reads
+    _arn: str  # the function's, as its context gives it
     _document: bytes  # this config's API document, rendered by start()
 
     def __init__(
@@ -266,7 +239,8 @@ class LocalServer:
             )
             self.app = self._build_app()
             self._mark = ResetMark(self._reset_mark) if self._reset_mark is not None else None
-            self._invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler, self._catch_up)
+            self._metrics = Metrics()
+            self._arn = f"arn:aws:lambda:{self.deployment.region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
             # Imported after the environment: the handlers' Powertools read POWERTOOLS_* when created.
             from . import openapi
 
@@ -287,17 +261,35 @@ class LocalServer:
         execution environment would be, between two invocations."""
         if self._http is None:
             raise RuntimeError("the server is not running; call start() first")
-        self._invoker.between_invocations(self._empty_and_rebuild)
+        self.between_invocations(self._empty_and_rebuild)
 
     def _empty_and_rebuild(self) -> None:
         self.backend.empty(self.deployment)
         self.app, self._spare = self._spare or self._build_app(), None
-        self._invoker.handler = self.app.lambda_handler
 
     def _spare_app(self) -> None:
         """The next reset's app, built after an answer left, while no request waits (a suite resets per test)."""
         if (self._allow_reset or self._mark is not None) and self._spare is None and self._http is not None:
             self._spare = self._build_app()
+
+    def between_invocations(self, call: Callable[[], T]) -> T:
+        """Run `call` (a read of the server's own tables, a reset) while no invocation runs."""
+        with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
+            return call()
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        """The handler's result for `event`, one invocation at a time, after a reset the test kit marked."""
+        with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
+            # The function's clock starts when it runs, as in Lambda, not while queued (that would end in 503s)
+            context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
+            try:
+                return self.app.lambda_handler(event, context)
+            finally:
+                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (3.37) keeps the metric set, which grows
+                # until it prints itself at 100 values: cleared here, as the flush does in Lambda.
+                self._metrics.clear_metrics()
 
     def _catch_up(self) -> None:
         """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""
@@ -345,7 +337,7 @@ class LocalServer:
             return HttpResponse(200, JSON_HEADERS, self._document)
         # read between invocations, only the keys the caller may read
         table, rules = self.deployment.counter_table, self._rules
-        listed = self._invoker.between_invocations(lambda: counters(scan(self.app.dynamodb, table)))
+        listed = self.between_invocations(lambda: counters(scan(self.app.dynamodb, table)))
         if rules is not None and caller is not None:
             listed = [each for each in listed if rules.allows(caller, "read", each["key"])]
         return HttpResponse(200, JSON_HEADERS, json.dumps({"counters": listed}, separators=(",", ":")).encode())

@@ -67,9 +67,9 @@ def test_over_http_the_handler_gets_each_kind_and_answers_alike(tmp_path, monkey
     from tickets_local.server import LocalServer
 
     events: list[dict] = []
-    original = server_module.HandlerInvoker.invoke
+    original = server_module.LocalServer.invoke
     monkeypatch.setattr(
-        server_module.HandlerInvoker, "invoke", lambda self, event: events.append(event) or original(self, event)
+        server_module.LocalServer, "invoke", lambda self, event: events.append(event) or original(self, event)
     )
     kinds = [None, "application/x-www-form-urlencoded", "application/octet-stream", "application/json"]
     with LocalServer(config_path=write_cdk_json(tmp_path)) as server:
