@@ -238,13 +238,10 @@ class LocalKeys:
 
 
 def open_keys(
-    config: DeploymentConfig,
-    key_file: str | Path | None,
-    persistent: bool,
-    table: Sequence[Item] = (),  # the counter table's items, read at start
-    new_key_file: bool = False,
+    config: DeploymentConfig, key_file: str | Path | None, persistent: bool, table: Sequence[Item], new_key_file: bool
 ) -> LocalKeys | None:
-    """The keys for `config`'s opaque counters (None without any). `persistent`: the tables outlive the server."""
+    """The keys for `config`'s opaque counters (None without any), checked against the counter `table`'s items.
+    `persistent`: the tables outlive the server."""
     versions = sorted(key_versions_in_use(config))
     if not versions:
         return None
