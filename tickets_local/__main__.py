@@ -38,11 +38,7 @@ FLAGS: dict[str, dict[str, Any] | tuple[str, str] | str] = {
     "--port": {"type": int, "default": 8000, "help": "port to listen on (default: 8000; 0 picks a free one)"},
     "--host": {"default": "127.0.0.1", "help": "address to listen on (default: 127.0.0.1; no signature is checked)"},
     "--region": {"help": "a region of cdk.json's tickets.regions, whose slot decides the lane (default: the first)"},
-    "--backend": {
-        "choices": sorted(BACKENDS),
-        "help": f"where the tables are (docs/reference/backends.md; default: {DEFAULT_BACKEND}, or endpoint with "
-        "--endpoint-url)",
-    },
+    "--backend": {"choices": sorted(BACKENDS), "help": f"where the tables are (default: {DEFAULT_BACKEND})"},
     "--endpoint-url": ("URL", "a DynamoDB-compatible endpoint, for the endpoint backend; its tables persist"),
     "--config": {
         "dest": "config_path",
