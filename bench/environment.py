@@ -61,7 +61,7 @@ def child_env(variables: dict[str, str]) -> dict[str, str]:
 
 
 def lambda_context() -> Any:
-    from tickets_local.invoker import LambdaContext
+    from tickets_local.server import LambdaContext
 
     arn = f"arn:aws:lambda:{REGION}:123456789012:function:tickets-bench"
     return LambdaContext(aws_request_id=str(uuid.uuid4()), invoked_function_arn=arn)

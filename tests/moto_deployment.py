@@ -38,8 +38,8 @@ from tickets.tables import (
 from tickets_deploy.config import parse_config
 from tickets_deploy.environment import region_settings
 from tickets_local.events import event_from
-from tickets_local.invoker import LambdaContext
 from tickets_local.memory import MemoryDynamoDB
+from tickets_local.server import LambdaContext
 
 EVENT_TEMPLATE = json.loads((Path(__file__).parent / "fixtures" / "function_url_event.json").read_text())
 # The keys of opaque ids a Region's function holds (a key per version, fixed: no test depends on a random draw), as
@@ -55,7 +55,7 @@ WORKERS_TABLE = "tickets-test-workers"
 
 @dataclass
 class FakeLambdaContext(LambdaContext):
-    """The local server's Lambda context (tickets_local.invoker), whose time does not run out: a test's
+    """The local server's Lambda context (tickets_local.server), whose time does not run out: a test's
     request always has the function's whole budget left, however slow the machine."""
 
     aws_request_id: str = field(default_factory=lambda: str(uuid.uuid4()))

@@ -16,8 +16,8 @@ from tickets_deploy.rules import ConfigError
 
 from .deployment import ledger_refusal
 from .engines import BACKENDS, DEFAULT_BACKEND, BackendError
-from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .server import LocalServer
+from .testing import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
 DESCRIPTION = f"""\
 Serve Tickets locally: the deployed handler behind a local Lambda Function URL, with the settings
@@ -38,11 +38,7 @@ FLAGS: dict[str, dict[str, Any] | tuple[str, str] | str] = {
     "--port": {"type": int, "default": 8000, "help": "port to listen on (default: 8000; 0 picks a free one)"},
     "--host": {"default": "127.0.0.1", "help": "address to listen on (default: 127.0.0.1; no signature is checked)"},
     "--region": {"help": "a region of cdk.json's tickets.regions, whose slot decides the lane (default: the first)"},
-    "--backend": {
-        "choices": sorted(BACKENDS),
-        "help": f"where the tables are (docs/reference/backends.md; default: {DEFAULT_BACKEND}, or endpoint with "
-        "--endpoint-url)",
-    },
+    "--backend": {"choices": sorted(BACKENDS), "help": f"where the tables are (default: {DEFAULT_BACKEND})"},
     "--endpoint-url": ("URL", "a DynamoDB-compatible endpoint, for the endpoint backend; its tables persist"),
     "--config": {
         "dest": "config_path",
@@ -86,7 +82,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    _log_to_stderr()
+    # One line per request on stderr, by a handler of its own: Powertools filters the root's handlers.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+    log = logging.getLogger("tickets_local")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
     for signum in (signal.SIGINT, signal.SIGTERM):  # both stop it cleanly, exit 0 (SIGINT too:
         signal.signal(signum, signal.default_int_handler)  # a shell may start background jobs ignoring it)
     server = None
@@ -137,16 +139,6 @@ def _config_json(text: str | None) -> Any:
         return None if text is None else json.loads(text)
     except json.JSONDecodeError as err:
         raise ConfigError(f"--config-json: not valid JSON ({err})") from None
-
-
-def _log_to_stderr() -> None:
-    """One line per request on stderr, by a handler of its own: Powertools filters the root's handlers."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
-    log = logging.getLogger("tickets_local")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
 
 
 def banner(server: LocalServer) -> str:

@@ -3,6 +3,7 @@ makes the stack's tables (tickets.tables), or reuses an endpoint's."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import http.client
 import itertools
@@ -138,11 +139,9 @@ class MemoryBackend(Backend):
 
 
 class MotoBackend(Backend):
-    """moto's DynamoDB inside this process (not safe for concurrent calls: invoker.py), gone at stop."""
+    """moto's DynamoDB inside this process (not safe for concurrent calls: one invocation at a time), gone at stop."""
 
-    description = (
-        "moto in-process (embedded DynamoDB; counters last until the last server on moto in this process stops)"
-    )
+    description = "moto in-process (counters last until the last server on moto in this process stops)"
     _mock: Any = None
 
     def environment(self) -> dict[str, str | None]:
@@ -190,7 +189,6 @@ def make_backend(name: str | None, endpoint_url: str | None = None) -> Backend:
 
 
 def table_arguments(deployment: LocalDeployment) -> list[dict[str, Any]]:
-    """CreateTable's arguments for the deployment's tables (those configured)."""
     return [
         create_table_arguments(deployment.counter_table, COUNTER_KEY),
         create_table_arguments(deployment.idempotency_table, IDEMPOTENCY_KEY),
@@ -207,11 +205,9 @@ def _ensure_table(client: Any, arguments: dict[str, Any]) -> None:
     try:
         table = client.describe_table(TableName=name)["Table"]
     except client.exceptions.ResourceNotFoundException:
-        try:
+        with contextlib.suppress(client.exceptions.ResourceInUseException):  # another server made it a moment ago
             status = client.create_table(**arguments)["TableDescription"].get("TableStatus")
             log.info("created table %s", name)
-        except client.exceptions.ResourceInUseException:
-            pass  # another server created it a moment ago
     else:
         status = table.get("TableStatus")
         if table.get("KeySchema") != arguments["KeySchema"]:

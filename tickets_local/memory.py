@@ -1,6 +1,4 @@
-"""DynamoDB in this process's memory, the `memory` backend (docs/reference/backends.md): the low-level client calls
-Tickets makes, each atomic, their condition and update expressions evaluated as DynamoDB does (a failed condition is
-botocore's ConditionalCheckFailedException), each expression parsed once into closures. A parameter or expression it
+"""DynamoDB in this process's memory, the `memory` backend (docs/reference/backends.md). A parameter or expression it
 does not know is a ValidationException that names it, so a new call fails a test instead of passing wrongly."""
 
 from __future__ import annotations
@@ -64,12 +62,9 @@ def _comparison(compare: Callable[[Any, Any], bool], kinds: tuple[str, ...] = ("
 
 
 _EQUAL = _comparison(operator.eq, kinds=())
-_COMPARISONS: dict[str, Comparison] = {
-    "=": _EQUAL,
-    "<>": lambda left, right: not _EQUAL(left, right),
-    **{name: _comparison(compare) for name, compare in (("<", operator.lt), ("<=", operator.le))},
-    **{name: _comparison(compare) for name, compare in ((">", operator.gt), (">=", operator.ge))},
-}
+_ORDERINGS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_COMPARISONS = {name: _comparison(compare) for name, compare in _ORDERINGS.items()}
+_COMPARISONS |= {"=": _EQUAL, "<>": lambda left, right: not _EQUAL(left, right)}
 
 
 def _name(token: str, names: dict[str, str]) -> str:
@@ -91,8 +86,13 @@ class _Parser:
         self.tokens: list[str] = _TOKEN.findall(text)
         self.at = 0
 
-    def peek(self) -> str:
-        return self.tokens[self.at].upper() if self.at < len(self.tokens) else ""
+    def accept(self, *words: str) -> str:
+        """The next token, taken, if it is one of `words` (upper-cased); else ""."""
+        token = self.tokens[self.at].upper() if self.at < len(self.tokens) else ""
+        if token not in words:
+            return ""
+        self.at += 1
+        return token
 
     def take(self, expected: str | None = None) -> str:
         token = self.tokens[self.at] if self.at < len(self.tokens) else ""
@@ -103,35 +103,28 @@ class _Parser:
 
     def condition(self, joined_by: str = "OR") -> Condition:
         """Terms joined by OR, each of them terms joined by AND (which binds tighter)."""
-
-        def part() -> Condition:
-            return self.condition("AND") if joined_by == "OR" else self.term()
-
+        part: Callable[[], Condition] = (lambda: self.condition("AND")) if joined_by == "OR" else self.term
         joined = part()
-        while self.peek() == joined_by:
-            self.take()
+        while self.accept(joined_by):
             joined = _JOINED[joined_by](joined, part())
         return joined
 
     def term(self) -> Condition:
-        if self.peek() == "NOT":
-            self.take()
+        if self.accept("NOT"):
             negated = self.term()
             return lambda *item: not negated(*item)
-        if self.peek() == "(":
-            self.take()
+        if self.accept("("):
             inner = self.condition()
             self.take(")")
             return inner
-        if self.peek() in ("ATTRIBUTE_EXISTS", "ATTRIBUTE_NOT_EXISTS"):
-            exists = self.take().upper() == "ATTRIBUTE_EXISTS"
+        if found := self.accept("ATTRIBUTE_EXISTS", "ATTRIBUTE_NOT_EXISTS"):
+            exists = found == "ATTRIBUTE_EXISTS"
             self.take("(")
             path = self.operand()
             self.take(")")
             return lambda *item: (path(*item) is not None) == exists
         left = self.operand()
-        if self.peek() == "BETWEEN":  # `a BETWEEN low AND high`: the AND is the BETWEEN's, taken here
-            self.take()
+        if self.accept("BETWEEN"):  # `a BETWEEN low AND high`: the AND is the BETWEEN's, taken here
             low, _, high = self.operand(), self.take("AND"), self.operand()
             at_least, at_most = _COMPARISONS[">="], _COMPARISONS["<="]
             return lambda *item: at_least(left(*item), low(*item)) and at_most(left(*item), high(*item))
@@ -155,16 +148,15 @@ class _Parser:
     def value(self) -> Operand:
         """An update's value: an operand, if_not_exists(path, operand), or two of those added or subtracted."""
         left = self.if_not_exists()
-        if self.peek() not in ("+", "-"):
+        sign = {"+": 1, "-": -1}.get(self.accept("+", "-"))
+        if sign is None:
             return left
-        sign = 1 if self.take() == "+" else -1
         right = self.if_not_exists()
         return lambda *item: _add(left(*item), right(*item), sign)
 
     def if_not_exists(self) -> Operand:
-        if self.peek() != "IF_NOT_EXISTS":
+        if not self.accept("IF_NOT_EXISTS"):
             return self.operand()
-        self.take()
         self.take("(")
         path, _, default, _ = self.operand(), self.take(","), self.operand(), self.take(")")
         return lambda *item: path(*item) or default(*item)
@@ -184,9 +176,8 @@ class _Parser:
                     assigned.append((target, self.value()))
                 else:
                     removed.append(target)
-                if self.peek() != ",":
+                if not self.accept(","):
                     break
-                self.take()
         return assigned, removed
 
 
@@ -279,10 +270,8 @@ class MemoryDynamoDB:
         table = self._table(request, "Query")
         matches = _condition(request["KeyConditionExpression"])
         names, values = request.get("ExpressionAttributeNames", {}), request.get("ExpressionAttributeValues", {})
-        with self._lock:
-            items = sorted(
-                (key, item) for key, item in table.items.items() if matches(item, names, values)
-            )  # in key order: a journal is read by its numbers
+        with self._lock:  # in key order: a journal is read by its numbers
+            items = sorted((key, item) for key, item in table.items.items() if matches(item, names, values))
         if "ExclusiveStartKey" in request:
             after = table.key(request["ExclusiveStartKey"], "Query")
             items = [(key, item) for key, item in items if key > after]
@@ -298,8 +287,7 @@ class MemoryDynamoDB:
             items = [dict(item) for item in table.items.values()]
         return {"Items": items, "Count": len(items)}
 
-    def get_paginator(self, operation: str) -> Any:
-        """Scan's paginator (the counters listing's): a single page."""
+    def get_paginator(self, operation: str) -> Any:  # the counters listing's: a scan in a single page
         if operation != "scan":
             raise _invalid(f"the memory backend has no paginator for {operation}")
         return SimpleNamespace(paginate=lambda **request: iter([self.scan(**request)]))

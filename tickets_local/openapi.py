@@ -1,6 +1,5 @@
-"""The API's OpenAPI document for one deployment's settings, derived from the code (the route table, the messages'
-types, the bounds the function checks, tickets.errors); openapi_parts.json holds only prose. `make generated` writes
-the default config's, the repository's openapi.json."""
+"""The API's OpenAPI document for one deployment's settings, derived from the code (routes, messages, bounds, errors);
+openapi_parts.json holds only prose. `make generated` writes the default config's, the repository's openapi.json."""
 
 from __future__ import annotations
 
@@ -179,7 +178,13 @@ def _path_item(route: Route, parts: dict[str, Any], schemas: _Schemas) -> dict[s
     if route.idempotency_key is not None:
         header = Query(IDEMPOTENCY_HEADER, messages.IdempotencyKey, required=route.idempotency_key == "required")
         parameters.append({**_parameter(header, "header", described_as, schemas), "example": _EXAMPLE_KEY})
-    responses = {"200": _answer(route, prose, schemas)}
+    content = {}
+    if route.answer is not None:
+        content["application/json"] = {"schema": schemas.of(route.answer)}
+    if (text := route.text) is not None:
+        content["text/plain"] = {"schema": schemas.ref(text, lambda: schemas.scalars[text])}
+    cached = {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}}
+    responses = {"200": {"description": prose.get("answer", route.summary), "headers": cached, "content": content}}
     repeated = set(COMMON_ERRORS) & set(route.errors)
     if repeated:
         raise ValueError(f"{route.handler}'s route lists {sorted(repeated)}, which every operation has")
@@ -215,20 +220,6 @@ def _parameter(query: Query, where: str, described_as: dict[str, str], schemas: 
         "required": query.required,
         "description": described_as[f"{where}:{query.name}"],
         "schema": schemas.of(query.type),
-    }
-
-
-def _answer(route: Route, prose: dict[str, Any], schemas: _Schemas) -> dict[str, Any]:
-    content = {}
-    if route.answer is not None:
-        content["application/json"] = {"schema": schemas.of(route.answer)}
-    if route.text is not None:
-        text = route.text
-        content["text/plain"] = {"schema": schemas.ref(text, lambda: schemas.scalars[text])}
-    return {
-        "description": prose.get("answer", route.summary),
-        "headers": {"Cache-Control": {"$ref": "#/components/headers/CacheControl"}},
-        "content": content,
     }
 
 

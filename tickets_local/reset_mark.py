@@ -1,7 +1,5 @@
-"""A reset as a mark: a file of one 8-byte counter mapped into both processes. The test kit's reset adds one and
-returns (no request, no wait); the server (`--reset-mark FILE`) resets before the next invocation or read of its
-tables when it moved: one round trip a test instead of two (bench/README.md). The standard library only: every
-pytest session imports it."""
+"""A reset as a mark, a file of one 8-byte counter mapped into the test kit and the server (`--reset-mark FILE`): one
+round trip a test instead of two (bench/README.md). The standard library only: every pytest session imports it."""
 
 from __future__ import annotations
 

@@ -10,18 +10,22 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from tickets.access import Identity
+from aws_lambda_powertools import Metrics
+
+from tickets import timing
 from tickets.errors import MethodNotAllowed, NotFound, PayloadTooLarge, clip
 from tickets_admin.listing import counters, scan
 
-from .deployment import deployment_from_config, load_deployment
+from .deployment import LocalKeys, ServedLayout, deployment_from_config, load_deployment, open_keys
 from .engines import make_backend
 from .events import (
+    ACCOUNT_ID,
     JSON_HEADERS,
     HttpRequest,
     HttpResponse,
@@ -32,10 +36,8 @@ from .events import (
     played_identity,
 )
 from .http_base import KeepAliveServer, http_date, read_body, read_headers
-from .invoker import HandlerInvoker
-from .layout_check import LocalKeys, ServedLayout, open_keys
-from .local_paths import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 from .reset_mark import ResetMark
+from .testing import COUNTERS_PATH, OPENAPI_PATH, RESET_PATH
 
 if TYPE_CHECKING:
     from tickets.app import App
@@ -45,41 +47,29 @@ log = logging.getLogger("tickets_local")
 IDLE_KEEP_ALIVE_SECONDS = 30
 # http.server takes a request line without a version for HTTP/0.9; a Function URL speaks HTTP/1.1 and 2 only.
 _NO_VERSION = error_response(400, "bad_request", "the request line has no HTTP version: send HTTP/1.1")
+_OWN_PATHS = {OPENAPI_PATH: "GET", COUNTERS_PATH: "GET", RESET_PATH: "POST"}  # each with the one method it accepts
+FUNCTION_NAME = "tickets-local"
+_ONE_INVOCATION_AT_A_TIME = threading.Lock()  # whichever server receives it, as Lambda does and the handler relies on
+T = TypeVar("T")
 _REFUSAL_CODES = {400: "bad_request", 408: "timeout"} | dict.fromkeys((413, 414, 431), PayloadTooLarge.code)
 
 
-def _not_allowed(allowed: str, where: str) -> HttpResponse:
-    refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
-    return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
+@dataclass
+class LambdaContext:
+    """The parts of Lambda's context object that Powertools and the handler read."""
+
+    aws_request_id: str
+    invoked_function_arn: str
+    function_name: str = FUNCTION_NAME
+    memory_limit_in_mb: int = 256
+    deadline: float = field(default_factory=lambda: time.monotonic() + timing.FUNCTION_TIMEOUT_SECONDS)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-def local_answer(method: str, answer: Callable[[], bytes]) -> HttpResponse:
-    if method != "GET":
-        return _not_allowed("GET", "this path of the local server")
-    return HttpResponse(200, JSON_HEADERS, answer())
-
-
-def reset_answer(method: str, reset: Callable[[], None] | None) -> HttpResponse:
-    if reset is None:
-        return error_response(
-            404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
-        )
-    if method != "POST":
-        return _not_allowed("POST", RESET_PATH)
-    try:
-        reset()
-    except Exception:
-        log.exception("the reset failed")
-        return error_response(500, "reset_failed", "the reset failed; see the server's log")
-    return HttpResponse(200, JSON_HEADERS, b'{"reset":true}')
-
-
-class _HttpServer(KeepAliveServer):  # LocalServer.start() sets what the request handlers read
-    invoker: HandlerInvoker
-    play_callers: bool
-    local_routes: dict[str, Callable[[Identity | None], bytes]]  # path -> the JSON it answers to GET
-    reset: Callable[[], None] | None  # None: the reset route is refused
-    answered: Callable[[], None]  # run after each answer has left: work kept off the requests' time
+class _HttpServer(KeepAliveServer):
+    local: LocalServer  # set by LocalServer.start(): what the request handlers serve
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -122,35 +112,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
             "%s %s %d %.1fms", self.command, clip(self.path), response.status, (time.perf_counter() - started) * 1000
         )
         self._send(response)
-        self.server.answered()
+        self.server.local._spare_app()
 
     def _answer(self) -> HttpResponse:
         body = read_body(self.headers, self.rfile)
         if isinstance(body, HttpResponse):
             self.close_connection = True  # the rest of the body is still on the wire
             return body
-        path = self.path.partition("?")[0]
-        if path == RESET_PATH:
-            return reset_answer(self.command, self.server.reset)
+        local, path = self.server.local, self.path.partition("?")[0]
         try:
-            local = self.server.local_routes.get(path)
-            if local is not None:  # with callers played, the server's own answers follow their rules too
-                caller = played_identity(self.headers) if self.server.play_callers else None
-                return local_answer(self.command, lambda: local(caller))
+            if path in _OWN_PATHS:
+                return local._own_answer(self.command, path, self.headers)
+            address, port = self.client_address[0], self.server.server_address[1]
             request = HttpRequest(
-                method=self.command,
-                target=self.path,
-                protocol=self.request_version,
-                headers=list(self.headers.items()),
-                body=body,
-                source_ip=self.client_address[0],
-                server_port=self.server.server_address[1],
+                self.command, self.path, self.request_version, [*self.headers.items()], body, address, port
             )
-            event = function_url_event(request, play_callers=self.server.play_callers)
+            event = function_url_event(request, play_callers=local._play_callers)
         except PlayedCallerError as err:
             return error_response(400, "bad_request", str(err))
         try:
-            result = self.server.invoker.invoke(event)
+            result = local.invoke(event)
         except Exception:
             log.exception("the handler raised; answering 502 as a Function URL does")
             return error_response(502, "bad_gateway", "the function failed; see the server's log")
@@ -184,6 +165,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
 class LocalServer:
     """The deployed handler behind a local Function URL, served from a background thread."""
+
+    app: App  # built by start(), anew at each reset
+    _metrics: Metrics  # made by start(), after the Powertools environment it reads
+    _arn: str  # the function's, as its context gives it
+    _document: bytes  # this config's API document, rendered by start()
 
     def __init__(
         self,
@@ -225,10 +211,8 @@ class LocalServer:
         self._reset_mark = reset_mark
         self._mark: ResetMark | None = None  # opened by start()
         self.keys: LocalKeys | None = None  # the keys of opaque ids, when the config has opaque counters
-        self._invoker: HandlerInvoker | None = None
         self._dynamodb: Any = None  # the apps' client, made by start(): kept across resets (~0.1 s to make)
         self._saved_environment: dict[str, str | None] = {}
-        self.app: App | None = None  # built by start()
         self._spare: App | None = None  # the app the next reset serves with, built after an answer left
         self._http: _HttpServer | None = None
         self._thread: threading.Thread | None = None
@@ -255,18 +239,14 @@ class LocalServer:
             )
             self.app = self._build_app()
             self._mark = ResetMark(self._reset_mark) if self._reset_mark is not None else None
-            self._invoker = invoker = HandlerInvoker(self.deployment.region, self.app.lambda_handler, self._catch_up)
+            self._metrics = Metrics()
+            self._arn = f"arn:aws:lambda:{self.deployment.region}:{ACCOUNT_ID}:function:{FUNCTION_NAME}"
             # Imported after the environment: the handlers' Powertools read POWERTOOLS_* when created.
             from . import openapi
 
-            document = openapi.render(self.deployment.settings)  # the document of this config
-            local_routes = {OPENAPI_PATH: lambda _: document, COUNTERS_PATH: lambda who: self._counters(invoker, who)}
-            self._http = http = _HttpServer(self._address, _RequestHandler)
-            http.invoker = invoker
-            http.play_callers = self._play_callers
-            http.local_routes = local_routes
-            http.reset = self.reset if self._allow_reset else None
-            http.answered = self._spare_app
+            self._document = openapi.render(self.deployment.settings)  # the document of this config
+            self._http = _HttpServer(self._address, _RequestHandler)
+            self._http.local = self
         except BaseException:
             self._release()
             raise
@@ -279,20 +259,37 @@ class LocalServer:
     def reset(self) -> None:
         """Empty this server's tables (an endpoint's too, whoever uses them) and build the app anew, as a new
         execution environment would be, between two invocations."""
-        if self._invoker is None:
+        if self._http is None:
             raise RuntimeError("the server is not running; call start() first")
-        self._invoker.between_invocations(self._empty_and_rebuild)
+        self.between_invocations(self._empty_and_rebuild)
 
     def _empty_and_rebuild(self) -> None:
-        assert self._invoker is not None
         self.backend.empty(self.deployment)
         self.app, self._spare = self._spare or self._build_app(), None
-        self._invoker.handler = self.app.lambda_handler
 
     def _spare_app(self) -> None:
         """The next reset's app, built after an answer left, while no request waits (a suite resets per test)."""
         if (self._allow_reset or self._mark is not None) and self._spare is None and self._http is not None:
             self._spare = self._build_app()
+
+    def between_invocations(self, call: Callable[[], T]) -> T:
+        """Run `call` (a read of the server's own tables, a reset) while no invocation runs."""
+        with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
+            return call()
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        """The handler's result for `event`, one invocation at a time, after a reset the test kit marked."""
+        with _ONE_INVOCATION_AT_A_TIME:
+            self._catch_up()
+            # The function's clock starts when it runs, as in Lambda, not while queued (that would end in 503s)
+            context = LambdaContext(aws_request_id=event["requestContext"]["requestId"], invoked_function_arn=self._arn)
+            try:
+                return self.app.lambda_handler(event, context)
+            finally:
+                # With POWERTOOLS_METRICS_DISABLED, Powertools' flush (3.37) keeps the metric set, which grows
+                # until it prints itself at 100 values: cleared here, as the flush does in Lambda.
+                self._metrics.clear_metrics()
 
     def _catch_up(self) -> None:
         """The reset the test kit marked since the last invocation, if any (reset_mark.py)."""
@@ -318,14 +315,32 @@ class LocalServer:
             config_name=self.config_name,
         )
 
-    def _counters(self, invoker: HandlerInvoker, caller: Identity | None) -> bytes:
-        """GET /_local/counters: read between invocations (invoker.py), only the keys `caller` may read."""
-        assert self.app is not None  # served only once started
-        app, table, rules = self.app, self.deployment.counter_table, self._rules
-        listed = invoker.between_invocations(lambda: counters(scan(app.dynamodb, table)))
+    def _own_answer(self, method: str, path: str, headers: Any) -> HttpResponse:
+        """The paths the server answers itself; with callers played, by their rules too."""
+        if path == RESET_PATH and not self._allow_reset:
+            return error_response(
+                404, NotFound.code, f"{RESET_PATH} is off: start the server with --allow-reset to empty its tables"
+            )
+        caller = played_identity(headers) if self._play_callers and path != RESET_PATH else None
+        if method != (allowed := _OWN_PATHS[path]):
+            where = RESET_PATH if path == RESET_PATH else "this path of the local server"
+            refusal = error_response(405, MethodNotAllowed.code, f"{where} accepts {allowed}")
+            return HttpResponse(405, [*refusal.headers, ("Allow", allowed)], refusal.body)
+        if path == RESET_PATH:
+            try:
+                self.reset()
+            except Exception:
+                log.exception("the reset failed")
+                return error_response(500, "reset_failed", "the reset failed; see the server's log")
+            return HttpResponse(200, JSON_HEADERS, b'{"reset":true}')
+        if path == OPENAPI_PATH:
+            return HttpResponse(200, JSON_HEADERS, self._document)
+        # read between invocations, only the keys the caller may read
+        table, rules = self.deployment.counter_table, self._rules
+        listed = self.between_invocations(lambda: counters(scan(self.app.dynamodb, table)))
         if rules is not None and caller is not None:
             listed = [each for each in listed if rules.allows(caller, "read", each["key"])]
-        return json.dumps({"counters": listed}, separators=(",", ":")).encode()
+        return HttpResponse(200, JSON_HEADERS, json.dumps({"counters": listed}, separators=(",", ":")).encode())
 
     def stop(self) -> None:
         if self._http is not None:

@@ -1,6 +1,5 @@
-"""Tickets for your tests: the local server in a process of its own (docs/how-to/test-your-code.md), so botocore,
-the environment and your own `mock_aws` are left alone. The standard library only: the plugin imports it each session.
-"""
+"""Tickets for your tests: the local server in a process of its own (docs/how-to/test-your-code.md), so botocore, the
+environment and your own `mock_aws` are left alone. The standard library only: the plugin imports it each session."""
 
 from __future__ import annotations
 
@@ -22,9 +21,12 @@ from pathlib import Path
 from typing import IO, Any, cast
 from urllib.parse import urlsplit
 
-from .local_paths import RESET_PATH
 from .reset_mark import ResetMark
 
+# The paths the local server answers itself (no key starts with `_`; deployed, they are 404), here for the test kit
+OPENAPI_PATH = "/_local/openapi.json"  # the API's OpenAPI document, for this server's config
+COUNTERS_PATH = "/_local/counters"  # every counter item of the server's table
+RESET_PATH = "/_local/reset"
 # One region, one lane per key (each key's tickets dense: 1, 2, 3...), any key accepted.
 DEFAULT_CONFIG: dict[str, Any] = {"regions": {"us-east-1": 0}, "regionSlots": 1, "strictKeys": False}
 START_TIMEOUT_SECONDS = 60  # importing moto on a loaded machine; a start normally takes under a second
@@ -91,11 +93,10 @@ class LocalTickets:
             raise RuntimeError("the local server is already running")
         if self.endpoint_url is None and self.backend != "endpoint":
             self._mark = ResetMark.create()
-        command = self._command()
         # The log goes to a file: a pipe nobody reads would fill and stall the server.
         self._log = tempfile.TemporaryFile(prefix="tickets-local-")  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(
-            command,
+            self._command(),
             stdin=subprocess.PIPE,  # closed by stop(), or by the system when this process ends
             stdout=subprocess.PIPE,
             stderr=self._log,
@@ -116,10 +117,9 @@ class LocalTickets:
     def _command(self) -> list[str]:
         config = ["--config-json", json.dumps(self.config)]
         config = ["--config", str(self.config_file)] if self.config_file is not None else config
-        mark = self._mark.path if self._mark is not None else None
         named: dict[str, object] = {"--config-name": self.config_name, "--region": self.region}
         named |= {"--endpoint-url": self.endpoint_url, "--backend": self.backend, "--key-file": self.key_file}
-        named["--reset-mark"] = mark
+        named["--reset-mark"] = self._mark.path if self._mark is not None else None
         command = [self.python, "-m", "tickets_local", "--port", "0", "--allow-reset", "--exit-with-stdin", *config]
         command += [part for flag, value in named.items() if value for part in (flag, str(value))]
         return command + ["--verbose"] * self.verbose + ["--play-callers"] * self.play_callers + self.arguments
@@ -206,14 +206,12 @@ class LocalTickets:
 
 
 def _banner_field(banner: str, name: str) -> str | None:
-    """The first word after `name:` on the banner's line of that name, if any."""
     return next((line.split()[1] for line in banner.splitlines() if line.strip().startswith(f"{name}:")), None)
 
 
 def _child_environment() -> dict[str, str]:
     """This environment, with where this process imports Tickets from (unless site-packages) first on PYTHONPATH:
     a path set in code, as pytest's rootdir insertion, is not inherited."""
-    environment = dict(os.environ)
     installed = {str(Path(path).resolve()) for path in (*site.getsitepackages(), site.getusersitepackages())}
     roots = []
     for package in ("tickets_local", "tickets"):
@@ -222,9 +220,8 @@ def _child_environment() -> dict[str, str]:
             root = str(Path(spec.origin).resolve().parent.parent)
             if root not in roots and root not in installed:
                 roots.append(root)
-    inherited = environment.get("PYTHONPATH")
-    environment["PYTHONPATH"] = os.pathsep.join([*roots, *([inherited] if inherited else [])])
-    return environment
+    inherited = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([*roots, *([inherited] if inherited else [])])}
 
 
 def _drain(stream: IO[bytes] | None) -> None:

@@ -2,7 +2,7 @@
 region, as two regions' functions share their region's table; client threads on every server at once.
 
 Every other concurrency test goes through one process, which runs one invocation at a time
-(tickets_local/invoker.py); here requests really interleave inside DynamoDB: two servers per table,
+(tickets_local/server.py); here requests really interleave inside DynamoDB: two servers per table,
 each serving several threads. dynalite is atomic per item, as DynamoDB is (moto is not: see
 docs/explanation/design.md#the-local-server). The threads take single tickets, lists, range blocks and leases, retry
 one Idempotency-Key on both servers of a region at once, and race to create sharded keys no request

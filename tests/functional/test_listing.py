@@ -16,8 +16,8 @@ from common import EXAMPLE_CONFIG
 from local_support import call, write_cdk_json
 from moto_deployment import COUNTER_TABLE
 from tickets_admin.__main__ import main as admin_main
-from tickets_local.local_paths import COUNTERS_PATH
 from tickets_local.server import LocalServer
+from tickets_local.testing import COUNTERS_PATH
 
 SHARDED = {
     "regions": {"us-east-1": 0, "eu-west-1": 1},

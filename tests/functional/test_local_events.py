@@ -8,7 +8,7 @@ import base64
 import pytest
 
 from local_support import call, write_cdk_json
-from tickets_local import invoker as invoker_module
+from tickets_local import server as server_module
 from tickets_local.events import HttpRequest, function_url_event
 
 FORM = b"key=orders&count=2"
@@ -67,9 +67,9 @@ def test_over_http_the_handler_gets_each_kind_and_answers_alike(tmp_path, monkey
     from tickets_local.server import LocalServer
 
     events: list[dict] = []
-    original = invoker_module.HandlerInvoker.invoke
+    original = server_module.LocalServer.invoke
     monkeypatch.setattr(
-        invoker_module.HandlerInvoker, "invoke", lambda self, event: events.append(event) or original(self, event)
+        server_module.LocalServer, "invoke", lambda self, event: events.append(event) or original(self, event)
     )
     kinds = [None, "application/x-www-form-urlencoded", "application/octet-stream", "application/json"]
     with LocalServer(config_path=write_cdk_json(tmp_path)) as server:

@@ -25,7 +25,6 @@ import pytest
 from local_support import TICKETS_CONFIG, assert_clients_get_distinct_dense_tickets, call, raw_exchange, write_cdk_json
 from tickets.tables import COUNTER_KEY, create_table_arguments
 from tickets_deploy.rules import ConfigError
-from tickets_local import invoker as invoker_module
 from tickets_local import server as server_module
 from tickets_local.deployment import ledger_refusal, load_deployment
 from tickets_local.engines import BackendError, EndpointBackend, MemoryBackend
@@ -246,7 +245,7 @@ class TestRoutes:
 
     def test_request_over_lambda_payload_limit_is_413_without_invoking(self, in_process_server, monkeypatch):
         invoked = []
-        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", lambda self, event: invoked.append(event))
+        monkeypatch.setattr(server_module.LocalServer, "invoke", lambda self, event: invoked.append(event))
         connection = http.client.HTTPConnection("127.0.0.1", int(in_process_server.url.rsplit(":", 1)[1]), timeout=10)
         connection.putrequest("POST", "/orders")
         connection.putheader("Content-Length", str(MAX_REQUEST_BYTES + 1))
@@ -261,7 +260,7 @@ class TestRoutes:
         def crash(self, event):
             raise RuntimeError("boom")
 
-        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", crash)
+        monkeypatch.setattr(server_module.LocalServer, "invoke", crash)
         reply = call(in_process_server.url, "/orders")
         assert reply.status == 502
         assert reply.json()["error"] == "bad_gateway"
@@ -340,13 +339,13 @@ class TestRoutes:
 
     def test_event_has_the_shape_of_a_function_url_event(self, in_process_server, monkeypatch):
         events = []
-        original = invoker_module.HandlerInvoker.invoke
+        original = server_module.LocalServer.invoke
 
         def spy(self, event):
             events.append(event)
             return original(self, event)
 
-        monkeypatch.setattr(invoker_module.HandlerInvoker, "invoke", spy)
+        monkeypatch.setattr(server_module.LocalServer, "invoke", spy)
         call(
             in_process_server.url,
             "/orders/?key=orders&count=2&count=2",
@@ -389,9 +388,9 @@ class TestRoutes:
 
     def test_request_without_query_or_body_omits_them(self, in_process_server, monkeypatch):
         events = []
-        original = invoker_module.HandlerInvoker.invoke
+        original = server_module.LocalServer.invoke
         monkeypatch.setattr(
-            invoker_module.HandlerInvoker, "invoke", lambda self, event: events.append(event) or original(self, event)
+            server_module.LocalServer, "invoke", lambda self, event: events.append(event) or original(self, event)
         )
         call(in_process_server.url, "/orders", headers={"X-Twice": "1"})
         assert "queryStringParameters" not in events[0] and "body" not in events[0]

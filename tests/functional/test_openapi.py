@@ -27,8 +27,7 @@ from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import layout_changes, record_epochs, record_services, write_ledger_file
 from tickets_local import openapi
 from tickets_local.events import PLAY_CALLER_HEADER
-from tickets_local.local_paths import OPENAPI_PATH
-from tickets_local.testing import LocalTickets
+from tickets_local.testing import OPENAPI_PATH, LocalTickets
 
 TESTS = Path(__file__).resolve().parents[1]  # the helper modules (schemathesis_hooks.py)
 REPO = TESTS.parent

@@ -17,9 +17,8 @@ from common import PLUGIN_ENTRY_POINT
 from local_support import call, write_cdk_json
 from tickets_client.client import TicketsClient
 from tickets_client.errors import TicketsError
-from tickets_local.local_paths import RESET_PATH
 from tickets_local.server import LocalServer
-from tickets_local.testing import DEFAULT_CONFIG, LocalTickets, LocalTicketsError
+from tickets_local.testing import DEFAULT_CONFIG, RESET_PATH, LocalTickets, LocalTicketsError
 
 REPO = Path(__file__).resolve().parents[2]
 USER_TESTS = REPO / "examples" / "user-tests"

@@ -1,4 +1,4 @@
-"""A server knows its layout or refuses (tickets_local/layout_check.py): after eu-west-1 was added above a fence, a
+"""A server knows its layout or refuses (tickets_local/deployment.py): after eu-west-1 was added above a fence, a
 server started from another checkout (no ledger, an older one, a conflicted one, --config-json) never serves the
 first layout again, which would repeat what us-east-1 issued; the one with the deployment's ledger serves above the
 fence. Real processes: a dynalite per region, a fence run as a process, servers started as processes.

@@ -7,7 +7,7 @@ region in any order: a region may be updated, rolled back or left on any earlier
 Between deploys it issues single tickets, lists and range blocks in random regions through the real
 handler on moto (one table per region), and runs `tickets_admin raise` now and then. A server started from another
 checkout (any version's cdk.json, or an edit the ledger refused, with no ledger, an older one or the newest) issues
-there too when the local server's checks at start let it (tickets_local/layout_check.py), and a key replaced is
+there too when the local server's checks at start let it (tickets_local/deployment.py), and a key replaced is
 refused (an opaque counter's key version whose fingerprint the table recorded). After every step:
 no ticket of a key was issued twice across all regions, every ticket lies on the lane its key's
 recorded layout gives the region that issued it, and no request was refused for a changed layout.
@@ -46,8 +46,7 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
-from tickets_local.deployment import LocalDeployment
-from tickets_local.layout_check import ServedLayout, check_table
+from tickets_local.deployment import LocalDeployment, ServedLayout, check_table
 
 REGION_SLOTS = 3
 REGIONS = ("us-east-1", "eu-west-1", "ap-south-1")

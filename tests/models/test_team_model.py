@@ -11,7 +11,7 @@ check (tickets_deploy.predeploy, DescribeStacks answered from the model's region
 stack may succeed or roll back. Between steps it issues tickets through the real handler on moto (one
 table per region) and runs `tickets_admin raise` from a checkout of the version a region runs. A local server started
 from another checkout (one branch's cdk.json beside another's ledger, or none) issues there too when its checks at
-start let it (tickets_local/layout_check.py); a region's opaque key may be replaced (tests/replaced_keys.py).
+start let it (tickets_local/deployment.py); a region's opaque key may be replaced (tests/replaced_keys.py).
 
 After every step: no ticket of a key was issued twice across all regions, and a refused request changed
 no table.
@@ -65,8 +65,7 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 from tickets_deploy.rules import ConfigError
-from tickets_local.deployment import LocalDeployment
-from tickets_local.layout_check import ServedLayout, check_table
+from tickets_local.deployment import LocalDeployment, ServedLayout, check_table
 
 REGION_SLOTS = 2  # as in the issue: two regions, so a start of 1000 moves a lane onto the other region's
 REGIONS = ("us-east-1", "eu-west-1")
@@ -406,7 +405,7 @@ class TeamModel(RuleBasedStateMachine):
     )
     def serve_from_another_checkout(self, region: str, config_from: str, ledger_from: str | None, key: str) -> None:
         """A local server on a region's table, started from another checkout: one branch's cdk.json beside another's
-        ledger, or none. It serves only what its checks at start let it (tickets_local/layout_check.py); what it
+        ledger, or none. It serves only what its checks at start let it (tickets_local/deployment.py); what it
         then issues must never repeat a ticket either."""
         config = parse_config(self.config(self.heads[config_from]))
         file = None if ledger_from is None else self.ledger_file(self.commits[self.heads[ledger_from]])

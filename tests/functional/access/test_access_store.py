@@ -251,7 +251,7 @@ CHILD = """
 import gc, json, sys, time
 import tickets.handler as entry
 import tickets.access.store
-from tickets_local.invoker import LambdaContext
+from tickets_local.server import LambdaContext
 pause = float(sys.argv[2])
 if pause:
     tickets.access.store.RETRY_AFTER_FAILURE_SECONDS = pause  # the test's, not 5 s
