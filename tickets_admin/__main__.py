@@ -48,9 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common.add_argument("--config", default="cdk.json", metavar="PATH", help="the CDK config (default: cdk.json)")
     common.add_argument("--table", metavar="NAME", help="the counter table (default: tableName in cdk.json)")
     one_region = argparse.ArgumentParser(add_help=False)
-    one_region.add_argument(
-        "--region", help="one of tickets.regions, whose slot decides its lanes (default: the first)"
-    )
+    one_region.add_argument("--region", help="one of tickets.regions (default: the first): its slot decides the lanes")
     one_region.add_argument("--endpoint-url", metavar="URL", help="a DynamoDB-compatible endpoint (make serve's)")
     parser = argparse.ArgumentParser(
         prog=".venv/bin/python -m tickets_admin",
@@ -79,11 +77,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        status: int = args.run(args, _context(args))
+        return int(args.run(args, _context(args)))
     except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    return status
 
 
 def _context(args: argparse.Namespace) -> Context:
@@ -95,7 +92,8 @@ def _context(args: argparse.Namespace) -> Context:
         path = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
         config, named = service_config(path, args.service), f"{path} (service {args.service})"
     region = pick_region(config, region, named)
-    return Context(config, path, region, endpoint_url, args.table, from_ledger=args.service is not None)
+    table_name = args.table or config.table_name
+    return Context(config, path, region, endpoint_url, table_name, from_ledger=args.service is not None)
 
 
 if __name__ == "__main__":

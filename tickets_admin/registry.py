@@ -27,12 +27,8 @@ class Context:
     config_file: Path
     region: str
     endpoint_url: str | None
-    table: str | None  # --table
+    table_name: str  # --table, or the config's
     from_ledger: bool = False  # --service: `config` is the ledger's own (config_file names the ledger)
-
-    @property
-    def table_name(self) -> str:
-        return self.table or self.config.table_name
 
     def counter_table(self, suffix: str = "") -> CounterTable:
         named_by = f"--table (the {suffix[1:]} table is NAME{suffix}) and {REGION_NAMED_BY}" if suffix else ""
