@@ -37,7 +37,7 @@ local endpoints accept. Errors print "error: <what to do>" on stderr and exit wi
 
 
 def first_example(command: Command) -> str:
-    return next(each for each in re.split(r"\n  (?=\S)", command.epilog) if f"tickets_admin {command.name}" in each)
+    return re.split(r"\n  (?=\S)", command.text.partition("\nexamples:")[2])[1]
 
 
 EPILOG = "\n".join(["examples:", *(f"  {first_example(each)}" for each in COMMANDS), "", CREDENTIALS])
@@ -61,11 +61,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ledger", metavar="PATH", help=f"the ledger --service reads (default: {LEDGER_FILE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
+        description, _, examples = command.text.partition("\n\nexamples:")
         subparser = commands.add_parser(
             command.name,
             parents=[common, one_region] if command.one_region else [common],
-            description=command.text,
-            epilog=command.epilog,
+            description=description,
+            epilog="examples:" + examples,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             help=command.help,
         )

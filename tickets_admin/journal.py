@@ -153,13 +153,6 @@ def _numbers(numbers: list[int], shown: int = 50) -> str:
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
 
 
-SERIES_EPILOG = """\
-examples:
-  .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
-  .venv/bin/python -m tickets_admin journal invoices --format csv > invoices.csv
-  .venv/bin/python -m tickets_admin audit invoices"""
-
-
 def series_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
     parser.add_argument("--series", metavar="S", help="one series name (default: all of KEY's)")

@@ -96,7 +96,7 @@ def deployed_keys(context: Context) -> dict[int, bytes]:
 
 def codec_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("key", metavar="KEY", help="the opaque counter")
-    parser.add_argument("--key-file", type=Path, metavar="PATH", help="the keys, by version (the format below)")
+    parser.add_argument("--key-file", type=Path, metavar="PATH", help="the keys, by version (the format above)")
     parser.add_argument("--no-table-check", action="store_true", help="skip the table's fingerprints of the keys")
 
 

@@ -56,8 +56,7 @@ class Context:
 @dataclass(frozen=True)
 class Command:
     name: str
-    text: str  # its first line is the command's line in `tickets_admin --help`; all of it, its own --help
-    epilog: str  # `examples:` first: the first also stands in `tickets_admin --help`
+    text: str  # its --help, `examples:` last; its first line and first example also stand in `tickets_admin --help`
     run: Callable[[argparse.Namespace, Context], int]
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
     one_region: bool = True  # False: no --region nor --endpoint-url (fence has its own, put-key writes every region)

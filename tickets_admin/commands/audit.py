@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..journal import SERIES_EPILOG, audit, printable, series_arguments, series_heads
+from ..journal import audit, printable, series_arguments, series_heads
 from ..registry import Command, Context
 
 TEXT = """\
@@ -10,7 +10,10 @@ check that every number of a series has exactly one journal entry
 
 Every series of KEY (or --series): exits 1 naming each number unaccounted for (no entry) or
 recorded twice, and each Idempotency-Key (of one caller) holding more than one number. A
-number being issued meanwhile may show as the last (docs/how-to/invoice-series.md)."""
+number being issued meanwhile may show as the last (docs/how-to/invoice-series.md).
+
+examples:
+  .venv/bin/python -m tickets_admin audit invoices"""
 
 
 def _audit(args: argparse.Namespace, context: Context) -> int:
@@ -25,4 +28,4 @@ def _audit(args: argparse.Namespace, context: Context) -> int:
     return 1 if failed else 0
 
 
-COMMAND = Command("audit", TEXT, SERIES_EPILOG, _audit, series_arguments)
+COMMAND = Command("audit", TEXT, _audit, series_arguments)

@@ -15,9 +15,8 @@ print the ticket and key version of each ID of the opaque counter KEY
 Base32 ids are read as Crockford's (any case, I and L as 1, O as 0, hyphens ignored); a wrong
 width, character or check character (a typo, two swapped) is refused.
 
-{KEY_FILE}"""
+{KEY_FILE}
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin decode orders 4829173650              # the keys from the service's parameter
   .venv/bin/python -m tickets_admin --service shop decode orders 4829173650 0411372659 --key-file tickets-keys.json"""
@@ -43,4 +42,4 @@ def _decode(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("decode", TEXT, EPILOG, _decode, _arguments)
+COMMAND = Command("decode", TEXT, _decode, _arguments)

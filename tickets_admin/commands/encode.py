@@ -13,9 +13,8 @@ print the id of each TICKET of the opaque counter KEY
 
 Under its keyVersion (or --key-version); a ticket has an id whether or not it was issued.
 
-{KEY_FILE}"""
+{KEY_FILE}
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin encode orders 5000                    # the keys from the service's parameter
   .venv/bin/python -m tickets_admin encode orders 5000 5001 --key-file tickets-keys.json --key-version 2"""
@@ -45,4 +44,4 @@ def _encode(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("encode", TEXT, EPILOG, _encode, _arguments)
+COMMAND = Command("encode", TEXT, _encode, _arguments)

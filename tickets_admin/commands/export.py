@@ -14,9 +14,8 @@ print every counter item as JSON, one object per line
 
 All keys, all lanes, as JSON Lines: one JSON object per line, sorted by `counter`; whole numbers
 exact, other values in DynamoDB's form ({"N": "12.5"}); migrate's records left out. After a
-fence, each epoch's items (orders, orders@1#0, ...), the earlier stopped (step 0, stoppedStep)."""
+fence, each epoch's items (orders, orders@1#0, ...), the earlier stopped (step 0, stoppedStep).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin export > counters.jsonl
   .venv/bin/python -m tickets_admin export --region eu-west-1 --table restored-tickets"""
@@ -37,4 +36,4 @@ def _plain(item: Item, name: str) -> Any:
     return value if whole is None else whole
 
 
-COMMAND = Command("export", TEXT, EPILOG, _export)
+COMMAND = Command("export", TEXT, _export)

@@ -43,9 +43,8 @@ unconfigured): stops the old lanes in every region, reads their final lasts, and
 ledger the fence above them and the new layout; then synthesise and deploy. The fence is pending
 until a run leaves no region unfenced (--region runs add up); --undo puts its lanes back until
 then. Safe to repeat; before any write it refuses what a fence cannot make safe
-(docs/how-to/change-a-layout.md)."""
+(docs/how-to/change-a-layout.md).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
   .venv/bin/python -m tickets_admin fence --region us-east-1   # part of a fence: recorded once every region is fenced
@@ -392,4 +391,4 @@ def unstop(lanes: RegionLanes, fence: str) -> list[str]:
     return put_back
 
 
-COMMAND = Command("fence", TEXT, EPILOG, _fence, _arguments, one_region=False)
+COMMAND = Command("fence", TEXT, _fence, _arguments, one_region=False)

@@ -3,14 +3,18 @@ from __future__ import annotations
 import argparse
 import itertools
 
-from ..journal import SERIES_EPILOG, csv_lines, jsonl, series_arguments, series_heads
+from ..journal import csv_lines, jsonl, series_arguments, series_heads
 from ..registry import Command, Context
 
 TEXT = """\
 print a series' journal (JSON Lines or CSV)
 
 Every series of KEY (or --series) in number order, an entry per number (series, time, caller,
-Idempotency-Key, ref, void), from the series table as GET /_series/KEY/journal reads it."""
+Idempotency-Key, ref, void), from the series table as GET /_series/KEY/journal reads it.
+
+examples:
+  .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
+  .venv/bin/python -m tickets_admin journal invoices --format csv > invoices.csv"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,4 +33,4 @@ def _journal(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("journal", TEXT, SERIES_EPILOG, _journal, _arguments)
+COMMAND = Command("journal", TEXT, _journal, _arguments)

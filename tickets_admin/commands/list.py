@@ -14,9 +14,8 @@ print the counters of this region's table: key, lanes, last, step, tickets left 
 A line per key used, configured or not: its lanes here, the highest ticket they issued, their
 step, and `left` before the key's max (- where cdk.json does not serve the key). After a fence,
 a line per epoch (orders, orders@1, ...). --rate-over S reads again S seconds later, adding each
-key's tickets `issued` meanwhile and the `time left` at that rate (docs/reference/monitoring.md)."""
+key's tickets `issued` meanwhile and the `time left` at that rate (docs/reference/monitoring.md).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin list
   .venv/bin/python -m tickets_admin list --rate-over 60          # and each key's time left at the last minute's rate
@@ -46,4 +45,4 @@ def _list(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("list", TEXT, EPILOG, _list, _arguments)
+COMMAND = Command("list", TEXT, _list, _arguments)

@@ -31,9 +31,8 @@ A line per key: "raised", "already above", "would raise" (--dry-run) or "NOT MIG
 an item without a valid key or whole-number value is "skipped". Exit status 0 when every item
 was migrated and none overlaps (--verify: each within its target). It is safe to repeat. The
 safe order, per region: migrate with a margin; switch the callers; migrate --verify; then
-migrate again (docs/how-to/migrate.md)."""
+migrate again (docs/how-to/migrate.md).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --margin 100000 --dry-run
@@ -262,4 +261,4 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--verify", action="store_true", help="write nothing: compare with the recorded targets")
 
 
-COMMAND = Command("migrate", TEXT, EPILOG, _migrate, _arguments)
+COMMAND = Command("migrate", TEXT, _migrate, _arguments)

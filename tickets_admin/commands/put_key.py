@@ -17,9 +17,8 @@ put the opaque ids' keys in the service's SSM parameter, in every region
 a new random key for each key version the counters (or --version) ask for that none holds; no
 key ever changes. Every region is read before any is written (run it again to finish). Prints
 versions, never keys. Needs ssm:GetParameter, PutParameter, DescribeParameters and the KMS key
-(--kms-key-id: e.g. TicketService's encryption_key; docs/how-to/opaque-order-numbers.md)."""
+(--kms-key-id: e.g. TicketService's encryption_key; docs/how-to/opaque-order-numbers.md).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin put-key                       # before the first deploy of an opaque counter
   .venv/bin/python -m tickets_admin put-key --kms-key-id alias/shop-tickets
@@ -73,4 +72,4 @@ def _union(held: Mapping[str, dict[int, bytes] | None], name: str) -> dict[int, 
     return keys
 
 
-COMMAND = Command("put-key", TEXT, EPILOG, _put_key, _arguments, one_region=False)
+COMMAND = Command("put-key", TEXT, _put_key, _arguments, one_region=False)

@@ -17,9 +17,8 @@ then again above its final value once it has stopped (docs/how-to/restore.md,
 docs/how-to/migrate.md). It never lowers a lane ("already above"); it makes a lane of an item
 the service did not write, and completes a sharded key's layout; it writes nothing if a stored
 lane disagrees with cdk.json or N is past max. Exit status 1 if a lane needs a fix by hand.
-After a fence it raises the latest epoch's lanes, and stops again any a restore brought back."""
+After a fence it raises the latest epoch's lanes, and stops again any a restore brought back.
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin raise orders --above 120000
   .venv/bin/python -m tickets_admin raise orders --above 120000 --region eu-west-1 --table shop-tickets"""
@@ -49,4 +48,4 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
     return 1 if Outcome.OFF_LANE in raise_key(table, lanes, args.above, say) else 0
 
 
-COMMAND = Command("raise", TEXT, EPILOG, _raise, _arguments)
+COMMAND = Command("raise", TEXT, _raise, _arguments)

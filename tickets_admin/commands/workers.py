@@ -14,9 +14,8 @@ TEXT = """\
 print a worker pool's live leases
 
 Each worker id, its epoch, its expiry by the service's clock (in how long, by this machine's)
-and its owner, read as the service grants them (docs/how-to/worker-ids.md)."""
+and its owner, read as the service grants them (docs/how-to/worker-ids.md).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin workers snowflake
   .venv/bin/python -m tickets_admin workers snowflake --endpoint-url http://127.0.0.1:8001"""
@@ -45,4 +44,4 @@ def _workers(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("workers", TEXT, EPILOG, _workers, _arguments)
+COMMAND = Command("workers", TEXT, _workers, _arguments)
