@@ -54,10 +54,8 @@ class SeriesAudit:
     def lines(self) -> list[str]:
         span = "no numbers" if self.last is None else f"numbers {self.head.start}..{self.last}"
         lines = [f"{self.head.key} {self.head.series}: {span}: {self.issued} issued, {self.voided} voided"]
-        if self.unaccounted:
-            lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
-        if self.twice:
-            lines.append(f"  RECORDED TWICE: {_numbers(self.twice)}")
+        problems = {"UNACCOUNTED (no journal entry)": self.unaccounted, "RECORDED TWICE": self.twice}
+        lines += [f"  {problem}: {_numbers(numbers)}" for problem, numbers in problems.items() if numbers]
         for (caller, idempotency_key), numbers in sorted(self.reused.items()):
             lines.append(
                 f"  ONE IDEMPOTENCY-KEY, {len(numbers)} NUMBERS: {idempotency_key!r} of {caller}: {_numbers(numbers)}"
@@ -86,11 +84,10 @@ def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
     )
 
 
+@dataclass(frozen=True)
 class SeriesTable:
-    def __init__(self, client: Any, table_name: str):
-        self._client = client
-        self._table = table_name
-        self._store = SeriesStore(client, table_name)
+    client: Any
+    table: str
 
     def heads(self, key: str, series: str | None = None) -> list[Head]:
         """The key's series (or the one named), by name, from a consistent Scan. A series whose first request stopped
@@ -98,8 +95,8 @@ class SeriesTable:
         heads: dict[str, Head] = {}
         first_entries: dict[str, int] = {}
         for item in scan(
-            self._client,
-            self._table,
+            self.client,
+            self.table,
             FilterExpression="begins_with(#pk, :heads) OR begins_with(#pk, :entries)",
             ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
             ExpressionAttributeValues={":heads": {"S": f"head#{key}#"}, ":entries": {"S": f"entry#{key}#"}},
@@ -119,7 +116,7 @@ class SeriesTable:
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:
-        return self._store.entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
+        return SeriesStore(self.client, self.table).entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
 
     def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:
         return [audit(head, self.entries(head)) for head in self.heads(key, series)]

@@ -1,6 +1,5 @@
-"""A key's lanes in one region across its epochs (docs/explanation/epochs-and-fences.md), and `raise_key`, which makes
-the current epoch's next issue their smallest ticket above N (`raise`, `migrate`), never lowering one; an earlier
-epoch's lane, stopped at its fence, is never raised, but stopped again where a restore brought it back."""
+"""A key's lanes in one region across its epochs (docs/explanation/epochs-and-fences.md), and `raise_key` (`raise`,
+`migrate`): an earlier epoch's lane, stopped at its fence, is never raised, but stopped again if a restore undid it."""
 
 from __future__ import annotations
 
@@ -55,7 +54,6 @@ def next_ticket_above(lane: Lane, above: int) -> int:
 
 
 def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable[[str], None]) -> list[Outcome]:
-    """Raise the current lanes above `above`, the `stopped` items stopped first."""
     current = lanes.current
     for lane in current:
         if (target := next_ticket_above(lane, above)) > lane.max:

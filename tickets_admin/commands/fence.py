@@ -1,6 +1,3 @@
-"""`tickets_admin fence`: `survey` reads every region's old lanes before anything is written and refuses what a fence
-must never pass by; `stop`, `seal` and `unstop` are one conditional write per item (tickets.lane_item)."""
-
 from __future__ import annotations
 
 import argparse
@@ -358,7 +355,6 @@ def next_epoch_items(names: Iterable[str]) -> list[str]:
 
 
 def undo_refusals(lanes: RegionLanes, next_items: list[str], fence: str) -> list[str]:
-    """Why `fence` cannot be undone here: a lane it stopped is sealed, or lanes of the epoch it begins exist."""
     problems = []
     sealed = [name for name, item in lanes.items.items() if item and fenced_by(item) == fence and FENCE_SEALED in item]
     if sealed:

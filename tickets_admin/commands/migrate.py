@@ -109,7 +109,6 @@ def _read_target(table: CounterTable, key: str) -> Target | None:
 
 
 def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) -> None:
-    """Write a record once: never replaced."""
     typed = {
         f":{name}": {"N": str(value)} if isinstance(value, int) else {"S": value} for name, value in values.items()
     }

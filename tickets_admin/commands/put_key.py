@@ -58,7 +58,6 @@ def _put_key(args: argparse.Namespace, context: Context) -> int:
 
 
 def _union(held: Mapping[str, dict[int, bytes] | None], name: str) -> dict[int, bytes]:
-    """Every version any region holds, refused when two regions hold one version with different keys."""
     keys: dict[int, bytes] = {}
     holder: dict[int, str] = {}
     for region, region_keys in sorted(held.items()):
