@@ -7,7 +7,6 @@ import argparse
 import csv
 import io
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -24,7 +23,6 @@ from .registry import Context
 from .table import CounterTable
 
 EVERY_ENTRY = 2**31 - 1  # a Query's largest Limit: its own pages (1 MB each) are followed to the end
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 VOID_COLUMNS = {"by": "voidedBy", "at": "voidedAt", "reason": "voidReason"}  # a journal entry's `voided`, in CSV
 CSV_COLUMNS = (*(name for name in JournalEntry.__annotations__ if name != "voided"), *VOID_COLUMNS.values())
 
@@ -125,8 +123,7 @@ class SeriesTable:
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
     """A JSON object per entry, UTF-8; a lone surrogate (docs/reference/series.md#text-that-is-not-unicode) escaped."""
     for entry in entries:
-        text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
-        yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+        yield printable(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
 
 
 def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:

@@ -13,7 +13,6 @@ from tickets.tables import COUNTER_KEY
 from tickets_deploy.ledger import (
     VERSION_DIGITS,
     Change,
-    KeyEpoch,
     Ledger,
     LedgerError,
     LedgerFile,
@@ -36,11 +35,10 @@ TEXT = """\
 stop the old layout's lanes above a fence in every region and record the epoch in the ledger
 
 After cdk.json changes a live layout (regionSlots, shards, stride, a counter for a key served
-unconfigured): stops the old lanes in every region, reads their final lasts, and records in the
-ledger the fence above them and the new layout; then synthesise and deploy. The fence is pending
-until a run leaves no region unfenced (--region runs add up); --undo puts its lanes back until
-then. Safe to repeat; before any write it refuses what a fence cannot make safe
-(docs/how-to/change-a-layout.md).
+unconfigured): stops the old lanes in every region and records in the ledger the fence above
+their final lasts and the new layout; then synthesise and deploy. Pending until no region is
+unfenced (--region runs add up); --undo puts its lanes back until then. Safe to repeat; it
+refuses before any write what a fence cannot make safe (docs/how-to/change-a-layout.md).
 
 examples:
   .venv/bin/python -m tickets_admin fence                      # every region of cdk.json and the ledger
@@ -103,7 +101,7 @@ def _record(config: DeploymentConfig, file: LedgerFile, pending: PendingFence, l
     lasts only an undo could move, so that a refusal leaves the fence still undoable."""
     then = f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back"
     _check_max(config, pending.changes, lanes, then)
-    recorded: list[KeyEpoch] = [
+    recorded = [
         change.epoch(fence_above(change.old.start, seal(lanes.values(), change, pending.id)))
         for change in pending.changes
     ]

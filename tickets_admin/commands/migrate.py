@@ -23,15 +23,13 @@ from ..table import AdminError, CounterTable
 TEXT = """\
 raise each counter of an old counter table's items above its old value (plus a margin)
 
-Each key of an old table (API Gateway + DynamoDB counters: --key-attribute, --value-attribute)
-goes above its value plus --margin here, as `raise` does; the old table is never written. The
-first run records each target (item "_migration#KEY"): a later run and migrate --verify name
-every key the old counter passed it ("OVERLAP": numbers issued twice) and every key new since.
-A line per key: "raised", "already above", "would raise" (--dry-run) or "NOT MIGRATED" (why);
-an item without a valid key or whole-number value is "skipped". Exit status 0 when every item
-was migrated and none overlaps (--verify: each within its target). It is safe to repeat. The
-safe order, per region: migrate with a margin; switch the callers; migrate --verify; then
-migrate again (docs/how-to/migrate.md).
+Each key of an old table (--key-attribute, --value-attribute) goes above its value plus
+--margin here, as `raise` does; the old table is never written. The first run records each
+target ("_migration#KEY"): later runs and migrate --verify name each key the old counter
+passed it ("OVERLAP": numbers issued twice). A line per key: "raised", "already above",
+"would raise" or "NOT MIGRATED"; an unreadable item is "skipped". Exit status 0 when all
+were migrated and none overlaps; it is safe to repeat. Per region: migrate with a margin;
+switch the callers; migrate --verify; then migrate again (docs/how-to/migrate.md).
 
 examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\

@@ -11,13 +11,11 @@ from ..table import AdminError
 TEXT = """\
 make every lane of KEY in this region next issue its smallest ticket above N
 
-After a point-in-time restore (which rewinds `last`): above the highest ticket issued before
-it. From another counter: above its value plus a margin before pointing callers at Tickets,
-then again above its final value once it has stopped (docs/how-to/restore.md,
-docs/how-to/migrate.md). It never lowers a lane ("already above"); it makes a lane of an item
-the service did not write, and completes a sharded key's layout; it writes nothing if a stored
-lane disagrees with cdk.json or N is past max. Exit status 1 if a lane needs a fix by hand.
-After a fence it raises the latest epoch's lanes, and stops again any a restore brought back.
+After a point-in-time restore: above the highest ticket issued before it. From another
+counter: above its value plus a margin before pointing callers at Tickets, then again above
+its final value once it has stopped (docs/how-to/restore.md, docs/how-to/migrate.md). It
+never lowers a lane; it writes nothing if a stored lane disagrees with cdk.json or N is past
+max. Exit status 1 if a lane needs a fix by hand. After a fence: the latest epoch's lanes.
 
 examples:
   .venv/bin/python -m tickets_admin raise orders --above 120000
