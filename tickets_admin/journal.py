@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -16,11 +14,9 @@ from typing import Any
 from tickets.messages import JournalEntry
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
-from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
+from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 
 from .listing import scan
-from .registry import Context
-from .table import CounterTable
 
 EVERY_ENTRY = 2**31 - 1  # a Query's largest Limit: its own pages (1 MB each) are followed to the end
 VOID_COLUMNS = {"by": "voidedBy", "at": "voidedAt", "reason": "voidReason"}  # a journal entry's `voided`, in CSV
@@ -145,20 +141,3 @@ def printable(text: str) -> str:
 def _numbers(numbers: list[int], shown: int = 50) -> str:
     listed = ", ".join(str(n) for n in numbers[:shown])
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
-
-
-def series_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
-    parser.add_argument("--series", metavar="S", help="one series name (default: all of KEY's)")
-
-
-def series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:
-    """The series table and KEY's series (or --series'); says so on stderr when there are none."""
-    table = context.counter_table(SERIES_TABLE_SUFFIX)
-    journal = SeriesTable(table.client, table.table)
-    with table.dynamodb_errors():
-        heads = journal.heads(args.key, args.series)
-    if not heads:
-        named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
-        print(f"no {named} in table {table.table}", file=sys.stderr)
-    return table, journal, heads

@@ -1,4 +1,4 @@
-"""tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMAND`, which `find_commands`
+"""tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMANDS`, which `find_commands`
 finds; every command is given the same `Context`; the argument types and output they share."""
 
 from __future__ import annotations
@@ -66,9 +66,10 @@ class Command:
         return self.text.partition("\n")[0]
 
 
-def find_commands() -> tuple[Command, ...]:
+def find_commands() -> list[Command]:
     found = pkgutil.iter_modules(commands.__path__)
-    return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)
+    modules = [importlib.import_module(f"{commands.__name__}.{each.name}") for each in found]
+    return sorted((command for module in modules for command in module.COMMANDS), key=lambda command: command.name)
 
 
 def counter_key(text: str) -> str:

@@ -188,7 +188,7 @@ def test_the_synthesised_stacks_handler_serves_ids_that_decode_to_their_tickets(
     assert abs(rho) < no_order_bound(SERVED)  # no order
     assert all(p > 1e-7 for _, p in p_values)  # no favourite character at any position
 
-    from tickets_admin.opaque_secret import deployed_keys  # the keys as tickets_admin decode reads them
+    from tickets_admin.commands.opaque import deployed_keys  # the keys as tickets_admin decode reads them
     from tickets_admin.registry import Context
     from tickets_deploy.ledger import service_config
 

@@ -36,4 +36,4 @@ def _plain(item: Item, name: str) -> Any:
     return value if whole is None else whole
 
 
-COMMAND = Command("export", TEXT, _export)
+COMMANDS = (Command("export", TEXT, _export),)

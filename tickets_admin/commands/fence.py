@@ -13,6 +13,7 @@ from tickets.tables import COUNTER_KEY
 from tickets_deploy.ledger import (
     VERSION_DIGITS,
     Change,
+    KeyEpoch,
     Ledger,
     LedgerError,
     LedgerFile,
@@ -101,7 +102,7 @@ def _record(config: DeploymentConfig, file: LedgerFile, pending: PendingFence, l
     lasts only an undo could move, so that a refusal leaves the fence still undoable."""
     then = f"the fence stays pending, its lanes answering 503; or `{FENCE_UNDO_COMMAND}` puts them back"
     _check_max(config, pending.changes, lanes, then)
-    recorded = [
+    recorded: list[KeyEpoch] = [
         change.epoch(fence_above(change.old.start, seal(lanes.values(), change, pending.id)))
         for change in pending.changes
     ]
@@ -385,4 +386,4 @@ def unstop(lanes: RegionLanes, fence: str) -> list[str]:
     return put_back
 
 
-COMMAND = Command("fence", TEXT, _fence, _arguments, one_region=False)
+COMMANDS = (Command("fence", TEXT, _fence, _arguments, one_region=False),)

@@ -45,4 +45,4 @@ def _list(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("list", TEXT, _list, _arguments)
+COMMANDS = (Command("list", TEXT, _list, _arguments),)

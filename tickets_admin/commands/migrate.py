@@ -258,4 +258,4 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--verify", action="store_true", help="write nothing: compare with the recorded targets")
 
 
-COMMAND = Command("migrate", TEXT, _migrate, _arguments)
+COMMANDS = (Command("migrate", TEXT, _migrate, _arguments),)

@@ -46,4 +46,4 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
     return 1 if Outcome.OFF_LANE in raise_key(table, lanes, args.above, say) else 0
 
 
-COMMAND = Command("raise", TEXT, _raise, _arguments)
+COMMANDS = (Command("raise", TEXT, _raise, _arguments),)

@@ -44,4 +44,4 @@ def _workers(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("workers", TEXT, _workers, _arguments)
+COMMANDS = (Command("workers", TEXT, _workers, _arguments),)
