@@ -93,8 +93,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, s
     name, target_last, raced = f"{lane.item_key} (lane {lane.index})", next_ticket_above(lane, above) - lane.step, False
     for _ in range(ATTEMPTS):
         item = table.get(lane.item_key)
-        problem = _problem(lane, item)
-        if problem:
+        if problem := _problem(lane, item):
             raise AdminError(f"{problem}\nThe lanes listed above were done; this one and the rest were not.")
         before = number(item, LAST)
         was = "unused" if before is None else f"last {before}"

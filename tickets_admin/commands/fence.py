@@ -87,8 +87,7 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
             continue
         stop(lanes[region], pending.id)
         say(f"{region}: stopped the old lanes of {', '.join(change.key for change in changes)}")
-    unfenced = [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]
-    if unfenced:
+    if unfenced := [region for region in sorted(lanes) if not lanes[region].stopped_by(pending.id)]:
         say(
             f"not recorded yet: {', '.join(unfenced)} still to fence (`{FENCE_COMMAND} [--region R]`); stopped lanes "
             f"answer 503 meanwhile, or `{FENCE_UNDO_COMMAND}`. {path} records it pending ({pending.id}): commit it"
@@ -130,8 +129,7 @@ def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: P
                 f"give it those layouts and run `{FENCE_COMMAND}`, or `{FENCE_UNDO_COMMAND}`. Nothing was written."
             )
         return planned
-    problems = fence_refusals(config, ledger)
-    if problems:
+    if problems := fence_refusals(config, ledger):
         raise LedgerError("fence refused, nothing was written:\n" + "\n".join(problems))
     if planned:
         _check_new_fence(file, config, planned)
@@ -151,8 +149,7 @@ def _undo(args: argparse.Namespace, context: Context, file: LedgerFile, ledger: 
     else:
         lanes = {region: stopped_lanes(table, fence_id) for region, table in tables.items()}
         next_items = next_epoch_items(name for each in lanes.values() for name in each.items)
-    problems = [problem for each in lanes.values() for problem in undo_refusals(each, next_items, fence_id)]
-    if problems:
+    if problems := [problem for each in lanes.values() for problem in undo_refusals(each, next_items, fence_id)]:
         raise AdminError(f"fence {fence_id} cannot be undone; nothing was written:\n" + "\n".join(problems))
     for region, each in sorted(lanes.items()):
         put_back = unstop(each, fence_id)
