@@ -1,8 +1,6 @@
 """A series' journal read with the function's own store (tickets.series.store), for `tickets_admin journal` and
 `audit` (the check tests/models/test_series_model.py runs after every step)."""
 
-from __future__ import annotations
-
 import csv
 import io
 import json

@@ -1,8 +1,6 @@
 """A key's lanes in one region across its epochs (docs/explanation/epochs-and-fences.md), and `raise_key` (`raise`,
 `migrate`): an earlier epoch's lane, stopped at its fence, is never raised, but stopped again if a restore undid it."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Callable
 from dataclasses import dataclass

@@ -1,8 +1,6 @@
 """tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMANDS`, which `find_commands`
 finds; every command is given the same `Context`; the argument types and output they share."""
 
-from __future__ import annotations
-
 import argparse
 import importlib
 import pkgutil

@@ -1,8 +1,6 @@
 """The opaque ids' commands: put-key writes their keys to the service's SSM SecureString parameter in each region;
 encode and decode read them there, or in a key file (tickets_deploy.opaque_keys). No key is ever printed or logged."""
 
-from __future__ import annotations
-
 import argparse
 import base64
 import json
