@@ -14,9 +14,9 @@ from tickets.sequence import Lane
 from tickets.settings import unserved
 from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
 
-from ..operations import KeyLanes, Outcome, key_lanes, next_ticket_above, raise_key
 from ..registry import Command, Context, say, whole_number
 from ..table import AdminError, CounterTable
+from .raise_lanes import KeyLanes, Outcome, key_lanes, next_ticket_above, raise_key
 
 TEXT = """\
 raise each counter of an old counter table's items above its old value (plus a margin)
