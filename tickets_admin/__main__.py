@@ -9,7 +9,7 @@ from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, 
 from tickets_deploy.rules import ConfigError
 
 try:
-    from .registry import Command, Context, find_commands
+    from .registry import Context, find_commands
     from .table import AdminError
 except ModuleNotFoundError as missing:
     # `make init` and `make synth` install the CDK set alone, without botocore: a message, not a traceback.
@@ -34,11 +34,8 @@ Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance
 local endpoints accept. Errors print "error: <what to do>" on stderr and exit with status 1."""
 
 
-def first_example(command: Command) -> str:
-    return re.split(r"\n  (?=\S)", command.text.partition("\nexamples:")[2])[1]
-
-
-EPILOG = "\n".join(["examples:", *(f"  {first_example(each)}" for each in COMMANDS), "", CREDENTIALS])
+FIRST_EXAMPLES = [re.split(r"\n  (?=\S)", each.text.partition("\nexamples:")[2])[1] for each in COMMANDS]
+EPILOG = "\n".join(["examples:", *(f"  {example}" for example in FIRST_EXAMPLES), "", CREDENTIALS])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -273,7 +273,6 @@ def _record(config: DeploymentConfig, file: LedgerFile, pending: PendingFence, l
 
 
 def _changes(config: DeploymentConfig, file: LedgerFile, ledger: Ledger, path: Path) -> list[Change]:
-    """The layout changes this run makes: a pending fence's, which cdk.json must give, or cdk.json's own, checked."""
     planned = layout_changes(config, ledger)
     pending = ledger.fencing
     if pending is not None:

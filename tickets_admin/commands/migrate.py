@@ -40,8 +40,7 @@ MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"
 MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"
 
 
-@dataclass(frozen=True)
-class OldCounters:
+class OldCounters(NamedTuple):
     values: dict[str, int]
     skipped: list[str]  # one line each: which item, and why
 

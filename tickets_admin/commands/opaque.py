@@ -104,7 +104,6 @@ def keys_named(args: argparse.Namespace) -> str:
 
 
 def opaque_codec(args: argparse.Namespace, context: Context) -> OpaqueCodec:
-    """KEY's ids, refused where the counter table recorded another key's fingerprint for a version."""
     counter = context.config.counters.get(args.key)
     if counter is None or counter.opaque is None:
         raise AdminError(f"{args.key} is not an opaque counter in {context.config_file} (counters.{args.key}.opaque)")

@@ -36,7 +36,6 @@ def _series_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:
-    """The series table and KEY's series (or --series'); says so on stderr when there are none."""
     table = context.counter_table(SERIES_TABLE_SUFFIX)
     journal = SeriesTable(table.client, table.table)
     with table.dynamodb_errors():
