@@ -1,5 +1,4 @@
 import argparse
-import itertools
 import sys
 
 from tickets.tables import SERIES_TABLE_SUFFIX
@@ -56,7 +55,7 @@ def _journal(args: argparse.Namespace, context: Context) -> int:
     if not heads:
         return 1 if args.series else 0
     with table.dynamodb_errors():
-        entries = itertools.chain.from_iterable(journal.entries(head) for head in heads)
+        entries = (entry for head in heads for entry in journal.entries(head))
         for line in (jsonl if args.format == "jsonl" else csv_lines)(entries):
             print(line)
     return 0

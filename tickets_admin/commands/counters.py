@@ -1,12 +1,43 @@
 import argparse
+import json
 import sys
 import time
 from typing import Any
 
+from tickets.lane_item import Item, number
+from tickets.tables import COUNTER_KEY, is_counter_item
+
 from ..listing import COLUMNS, ISSUED_COLUMN, LEFT_COLUMN, TIME_LEFT_COLUMN, counters, table_lines, with_rates
 from ..registry import Command, Context, whole_number
 
-TEXT = """\
+EXPORT_TEXT = """\
+print every counter item as JSON, one object per line
+
+All keys, all lanes, as JSON Lines: one JSON object per line, sorted by `counter`; whole numbers
+exact, other values in DynamoDB's form ({"N": "12.5"}); migrate's records left out. After a
+fence, each epoch's items (orders, orders@1#0, ...), the earlier stopped (step 0, stoppedStep).
+
+examples:
+  .venv/bin/python -m tickets_admin export > counters.jsonl
+  .venv/bin/python -m tickets_admin export --region eu-west-1 --table restored-tickets"""
+
+
+def _export(args: argparse.Namespace, context: Context) -> int:
+    items = [item for item in context.counter_table().scan() if is_counter_item(item[COUNTER_KEY]["S"])]
+    for item in sorted(items, key=lambda item: str(item[COUNTER_KEY]["S"])):
+        print(json.dumps({name: _plain(item, name) for name in item}, sort_keys=True))
+    return 0
+
+
+def _plain(item: Item, name: str) -> Any:
+    value = item[name]
+    if "S" in value:
+        return value["S"]
+    whole = number(item, name) if "N" in value else None
+    return value if whole is None else whole
+
+
+LIST_TEXT = """\
 print the counters of this region's table: key, lanes, last, step, tickets left (and time left)
 
 A line per key used, configured or not: its lanes here, the highest ticket they issued, their
@@ -20,7 +51,7 @@ examples:
   .venv/bin/python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=..."""
 
 
-def _arguments(parser: argparse.ArgumentParser) -> None:
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate-over", default=0, metavar="S", type=whole_number, help="read again S seconds later")
 
 
@@ -43,4 +74,4 @@ def _list(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMANDS = (Command("list", TEXT, _list, _arguments),)
+COMMANDS = (Command("export", EXPORT_TEXT, _export), Command("list", LIST_TEXT, _list, _list_arguments))
