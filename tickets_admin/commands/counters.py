@@ -40,15 +40,13 @@ def _plain(item: Item, name: str) -> Any:
 LIST_TEXT = """\
 print the counters of this region's table: key, lanes, last, step, tickets left (and time left)
 
-A line per key used, configured or not: its lanes here, the highest ticket they issued, their
-step, and `left` before the key's max (- where cdk.json does not serve the key). After a fence,
-a line per epoch (orders, orders@1, ...). --rate-over S reads again S seconds later, adding each
-key's tickets `issued` meanwhile and the `time left` at that rate (docs/reference/monitoring.md).
+A line per key: its lanes here, the highest ticket they issued, their step, and `left` before
+its max (- where cdk.json does not serve it); a line per epoch after a fence. --rate-over S adds
+the tickets `issued` in S seconds and the `time left` at that rate (docs/reference/monitoring.md).
 
 examples:
   .venv/bin/python -m tickets_admin list
-  .venv/bin/python -m tickets_admin list --rate-over 60          # and each key's time left at the last minute's rate
-  .venv/bin/python -m tickets_admin list --endpoint-url http://127.0.0.1:8001   # make serve ENDPOINT_URL=..."""
+  .venv/bin/python -m tickets_admin list --rate-over 60          # and each key's time left at the last minute's rate"""
 
 
 def _list_arguments(parser: argparse.ArgumentParser) -> None:

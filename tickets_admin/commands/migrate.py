@@ -107,15 +107,13 @@ def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) ->
     typed = {
         f":{name}": {"N": str(value)} if isinstance(value, int) else {"S": value} for name, value in values.items()
     }
-    table.write(
-        item_key,
-        {
-            "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in values),
-            "ConditionExpression": "attribute_not_exists(#counter)",
-            "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#{name}": name for name in values}},
-            "ExpressionAttributeValues": typed,
-        },
-    )
+    request = {
+        "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in values),
+        "ConditionExpression": "attribute_not_exists(#counter)",
+        "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#{name}": name for name in values}},
+        "ExpressionAttributeValues": typed,
+    }
+    table.write(item_key, request)
 
 
 def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, numbers: str) -> str | None:

@@ -134,7 +134,6 @@ versions, never keys. Needs ssm:GetParameter, PutParameter, DescribeParameters a
 
 examples:
   .venv/bin/python -m tickets_admin put-key                       # before the first deploy of an opaque counter
-  .venv/bin/python -m tickets_admin put-key --kms-key-id alias/shop-tickets
   .venv/bin/python -m tickets_admin --service shop-order-numbers put-key --version 2"""
 
 

@@ -63,13 +63,8 @@ def raise_key(table: CounterTable, lanes: KeyLanes, above: int, report: Callable
             )
     sharded, plain_key = current[0].shards > 1, current[0].plain_key  # `key`, or `key@N` in epoch N
     layout = table.get(plain_key) if sharded else None
-    problems = [
-        problem
-        for problem in ([_problem(current[0], layout, layout=True)] if sharded else [])
-        + [_problem(lane, table.get(lane.item_key)) for lane in current]
-        if problem
-    ]
-    if problems:
+    layout_problems = [_problem(current[0], layout, layout=True)] if sharded else []
+    if problems := [*filter(None, layout_problems + [_problem(lane, table.get(lane.item_key)) for lane in current])]:
         raise AdminError("\n".join(problems + ["Nothing was written."]))
     for name in lanes.stopped:
         report(_keep_stopped(table, name))

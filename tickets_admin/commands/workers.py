@@ -15,8 +15,7 @@ Each worker id, its epoch, its expiry by the service's clock (in how long, by th
 and its owner, read as the service grants them (docs/how-to/worker-ids.md).
 
 examples:
-  .venv/bin/python -m tickets_admin workers snowflake
-  .venv/bin/python -m tickets_admin workers snowflake --endpoint-url http://127.0.0.1:8001"""
+  .venv/bin/python -m tickets_admin workers snowflake"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
