@@ -24,9 +24,8 @@ COMMANDS = find_commands()
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 
 DESCRIPTION = """\
-Operate on a Tickets deployment's counter table in one region, as cdk.json (or, with --service
-TABLE, the ledger alone) configures it; raise and migrate refuse a config the ledger refuses.
-Every write is conditional: safe while the service runs, and to repeat (docs/reference/cli.md)."""
+Operate on one region's counter table as cdk.json (or, with --service, the ledger) configures
+it; every write is conditional, safe while the service runs and to repeat (docs/reference/cli.md)."""
 
 CREDENTIALS = """\
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role); with

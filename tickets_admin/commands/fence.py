@@ -215,8 +215,7 @@ def _fence(args: argparse.Namespace, context: Context) -> int:
         raise AdminError("fence compares an edited cdk.json with the ledger: run it with --config, not --service")
     path = context.ledger_path()
     file = read_ledger_file(path)
-    ledger = file.services.get(context.config.table_name)
-    if ledger is None:
+    if (ledger := file.services.get(context.config.table_name)) is None:
         raise AdminError(f"{path} records no service {context.config.table_name!r}: synthesise it first")
     if args.fence_id is not None and not args.undo:
         raise AdminError("--fence-id names the fence --undo puts back: add --undo")

@@ -91,8 +91,7 @@ class Target(NamedTuple):
 
 
 def _read_target(table: CounterTable, key: str) -> Target | None:
-    item = table.get(MIGRATION_ITEM_PREFIX + key)
-    if item is None:
+    if (item := table.get(MIGRATION_ITEM_PREFIX + key)) is None:
         return None
     target, old_value, margin = (number(item, name) for name in ("target", "oldValue", "margin"))
     if target is None or old_value is None or margin is None or "at" not in item:

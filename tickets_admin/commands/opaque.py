@@ -84,8 +84,7 @@ class KeysParameter:
 
 def deployed_keys(context: Context) -> dict[int, bytes]:
     parameter = KeysParameter(context.table_name, context.region)
-    keys = parameter.read()
-    if keys is None:
+    if (keys := parameter.read()) is None:
         raise AdminError(
             f"{parameter.name} does not exist in {parameter.region}: put the keys there with "
             ".venv/bin/python -m tickets_admin put-key, or give a key file with --key-file PATH"

@@ -178,8 +178,7 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
     table = context.counter_table()
     context.check_ledger()
     settings = context.settings()
-    counter = settings.counter(args.key)
-    if counter is None:
+    if (counter := settings.counter(args.key)) is None:
         raise AdminError(
             f"{args.key!r} is not configured: {unserved(args.key, str(context.config_file))}: add it to "
             "tickets.counters there first"

@@ -23,8 +23,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _workers(args: argparse.Namespace, context: Context) -> int:
-    config = context.config.workers.get(args.pool)
-    if config is None:
+    if (config := context.config.workers.get(args.pool)) is None:
         print(f"{args.pool!r} is not a pool of {context.config_file} (tickets.workers)", file=sys.stderr)
         return 1
     table = context.counter_table(WORKERS_TABLE_SUFFIX)
