@@ -123,8 +123,7 @@ def stop(lanes: RegionLanes, fence: str) -> None:
 
 def _stop(table: CounterTable, name: str, fence: str) -> Item:
     for _ in range(ATTEMPTS):
-        item = table.update(name, lane_item.stop(fence))
-        if item is None:
+        if (item := table.update(name, lane_item.stop(fence))) is None:
             item = table.get(name)
             if item is not None and number(item, STEP) == STOPPED:
                 if fenced_by(item) != fence:  # another fence, since the survey: refuse, as it would have
@@ -141,8 +140,7 @@ def seal(regions: Iterable[RegionLanes], change: Change, fence: str) -> list[int
     lasts = []
     for lanes in regions:
         for name in old_items([change]):
-            item = lanes.table.update(name, lane_item.seal(fence))
-            if item is None:
+            if (item := lanes.table.update(name, lane_item.seal(fence))) is None:
                 raise AdminError(
                     f"{lanes.table.region}: {name} is no longer stopped by fence {fence} (`{FENCE_UNDO_COMMAND}` ran "
                     f"meanwhile): run `{FENCE_COMMAND}` again"

@@ -206,8 +206,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     run = _Run(args, table, first_run, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     counts: Counter[str] = Counter()
     for key, value in old.values.items():
-        counter = settings.counter(key)
-        if counter is None:
+        if (counter := settings.counter(key)) is None:
             outcome = "not served" if verify else "not migrated"
             fix = "" if verify else ": add it to tickets.counters there, then migrate again"
             say(f"{key}: {outcome.upper()}: {unserved(key, 'cdk.json')}{fix}")

@@ -60,8 +60,7 @@ class KeysParameter:
         """The KMS key the parameter is encrypted with (kept when it is written again)."""
         with self._calling("ssm:DescribeParameters"):
             found = self._client.describe_parameters(ParameterFilters=[{"Key": "Name", "Values": [self.name]}])
-        key: str | None = next((each.get("KeyId") for each in found.get("Parameters", [])), None)
-        return key
+        return next((str(each["KeyId"]) for each in found.get("Parameters", []) if "KeyId" in each), None)
 
     def write(self, keys: Mapping[int, bytes], kms_key_id: str | None) -> None:
         value = json.dumps({str(version): base64.b64encode(key).decode() for version, key in sorted(keys.items())})
@@ -142,8 +141,7 @@ def _put_key_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _put_key(args: argparse.Namespace, context: Context) -> int:
-    wanted = key_versions_in_use(context.config)
-    if not wanted:
+    if not (wanted := key_versions_in_use(context.config)):
         raise AdminError(f"no counter of {context.config_file} is opaque (counters.KEY.opaque): there is no key to put")
     most = max(counter.opaque.key_versions for counter in context.config.counters.values() if counter.opaque)
     for version in args.version or ():
