@@ -1,5 +1,3 @@
-from __future__ import annotations
-
 import argparse
 import re
 import sys
@@ -11,7 +9,7 @@ from tickets_deploy.ledger import LEDGER_FILE, LedgerError, ledger_path_beside, 
 from tickets_deploy.rules import ConfigError
 
 try:
-    from .registry import Command, Context, find_commands
+    from .registry import Context, find_commands
     from .table import AdminError
 except ModuleNotFoundError as missing:
     # `make init` and `make synth` install the CDK set alone, without botocore: a message, not a traceback.
@@ -26,9 +24,8 @@ COMMANDS = find_commands()
 __doc__ = "`python -m tickets_admin`, its commands:\n" + "\n".join(f"- {each.name}: {each.help}" for each in COMMANDS)
 
 DESCRIPTION = """\
-Operate on a Tickets deployment's counter table in one region, as cdk.json (or, with --service
-TABLE, the ledger alone) configures it; raise and migrate refuse a config the ledger refuses.
-Every write is conditional: safe while the service runs, and to repeat (docs/reference/cli.md)."""
+Operate on one region's counter table as cdk.json (or, with --service, the ledger) configures
+it; every write is conditional, safe while the service runs and to repeat (docs/reference/cli.md)."""
 
 CREDENTIALS = """\
 Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance role); with
@@ -36,11 +33,8 @@ Credentials come from botocore's usual chain (environment, ~/.aws, SSO, instance
 local endpoints accept. Errors print "error: <what to do>" on stderr and exit with status 1."""
 
 
-def first_example(command: Command) -> str:
-    return next(each for each in re.split(r"\n  (?=\S)", command.epilog) if f"tickets_admin {command.name}" in each)
-
-
-EPILOG = "\n".join(["examples:", *(f"  {first_example(each)}" for each in COMMANDS), "", CREDENTIALS])
+FIRST_EXAMPLES = [re.split(r"\n  (?=\S)", each.text.partition("\nexamples:")[2])[1] for each in COMMANDS]
+EPILOG = "\n".join(["examples:", *(f"  {example}" for example in FIRST_EXAMPLES), "", CREDENTIALS])
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -48,9 +42,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     common.add_argument("--config", default="cdk.json", metavar="PATH", help="the CDK config (default: cdk.json)")
     common.add_argument("--table", metavar="NAME", help="the counter table (default: tableName in cdk.json)")
     one_region = argparse.ArgumentParser(add_help=False)
-    one_region.add_argument(
-        "--region", help="one of tickets.regions, whose slot decides its lanes (default: the first)"
-    )
+    one_region.add_argument("--region", help="one of tickets.regions (default: the first): its slot decides the lanes")
     one_region.add_argument("--endpoint-url", metavar="URL", help="a DynamoDB-compatible endpoint (make serve's)")
     parser = argparse.ArgumentParser(
         prog=".venv/bin/python -m tickets_admin",
@@ -63,11 +55,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ledger", metavar="PATH", help=f"the ledger --service reads (default: {LEDGER_FILE})")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
+        description, _, examples = command.text.partition("\n\nexamples:")
         subparser = commands.add_parser(
             command.name,
             parents=[common, one_region] if command.one_region else [common],
-            description=command.text,
-            epilog=command.epilog,
+            description=description,
+            epilog="examples:" + examples,
             formatter_class=argparse.RawDescriptionHelpFormatter,
             help=command.help,
         )
@@ -79,11 +72,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        status: int = args.run(args, _context(args))
+        return int(args.run(args, _context(args)))
     except (ConfigError, AdminError, LedgerError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    return status
 
 
 def _context(args: argparse.Namespace) -> Context:
@@ -95,7 +87,8 @@ def _context(args: argparse.Namespace) -> Context:
         path = Path(args.ledger) if args.ledger is not None else ledger_path_beside(Path("cdk.json"))
         config, named = service_config(path, args.service), f"{path} (service {args.service})"
     region = pick_region(config, region, named)
-    return Context(config, path, region, endpoint_url, args.table, from_ledger=args.service is not None)
+    table_name = args.table or config.table_name
+    return Context(config, path, region, endpoint_url, table_name, from_ledger=args.service is not None)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,9 @@
 """A series' journal read with the function's own store (tickets.series.store), for `tickets_admin journal` and
 `audit` (the check tests/models/test_series_model.py runs after every step)."""
 
-from __future__ import annotations
-
-import argparse
 import csv
 import io
 import json
-import re
-import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -17,14 +12,11 @@ from typing import Any
 from tickets.messages import JournalEntry
 from tickets.series.journal import Entry
 from tickets.series.store import SeriesStore
-from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY, SERIES_TABLE_SUFFIX
+from tickets.tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 
 from .listing import scan
-from .registry import Context
-from .table import CounterTable
 
 EVERY_ENTRY = 2**31 - 1  # a Query's largest Limit: its own pages (1 MB each) are followed to the end
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
 VOID_COLUMNS = {"by": "voidedBy", "at": "voidedAt", "reason": "voidReason"}  # a journal entry's `voided`, in CSV
 CSV_COLUMNS = (*(name for name in JournalEntry.__annotations__ if name != "voided"), *VOID_COLUMNS.values())
 
@@ -54,10 +46,8 @@ class SeriesAudit:
     def lines(self) -> list[str]:
         span = "no numbers" if self.last is None else f"numbers {self.head.start}..{self.last}"
         lines = [f"{self.head.key} {self.head.series}: {span}: {self.issued} issued, {self.voided} voided"]
-        if self.unaccounted:
-            lines.append(f"  UNACCOUNTED (no journal entry): {_numbers(self.unaccounted)}")
-        if self.twice:
-            lines.append(f"  RECORDED TWICE: {_numbers(self.twice)}")
+        problems = {"UNACCOUNTED (no journal entry)": self.unaccounted, "RECORDED TWICE": self.twice}
+        lines += [f"  {problem}: {_numbers(numbers)}" for problem, numbers in problems.items() if numbers]
         for (caller, idempotency_key), numbers in sorted(self.reused.items()):
             lines.append(
                 f"  ONE IDEMPOTENCY-KEY, {len(numbers)} NUMBERS: {idempotency_key!r} of {caller}: {_numbers(numbers)}"
@@ -86,11 +76,10 @@ def audit(head: Head, entries: Iterable[Entry]) -> SeriesAudit:
     )
 
 
+@dataclass(frozen=True)
 class SeriesTable:
-    def __init__(self, client: Any, table_name: str):
-        self._client = client
-        self._table = table_name
-        self._store = SeriesStore(client, table_name)
+    client: Any
+    table: str
 
     def heads(self, key: str, series: str | None = None) -> list[Head]:
         """The key's series (or the one named), by name, from a consistent Scan. A series whose first request stopped
@@ -98,8 +87,8 @@ class SeriesTable:
         heads: dict[str, Head] = {}
         first_entries: dict[str, int] = {}
         for item in scan(
-            self._client,
-            self._table,
+            self.client,
+            self.table,
             FilterExpression="begins_with(#pk, :heads) OR begins_with(#pk, :entries)",
             ExpressionAttributeNames={"#pk": SERIES_PARTITION_KEY},
             ExpressionAttributeValues={":heads": {"S": f"head#{key}#"}, ":entries": {"S": f"entry#{key}#"}},
@@ -119,7 +108,7 @@ class SeriesTable:
         return sorted(heads.values(), key=lambda head: head.series)
 
     def entries(self, head: Head) -> Iterator[Entry]:
-        return self._store.entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
+        return SeriesStore(self.client, self.table).entries_after(head.key, head.series, head.start - 1, EVERY_ENTRY)
 
     def audit(self, key: str, series: str | None = None) -> list[SeriesAudit]:
         return [audit(head, self.entries(head)) for head in self.heads(key, series)]
@@ -128,8 +117,7 @@ class SeriesTable:
 def jsonl(entries: Iterable[Entry]) -> Iterator[str]:
     """A JSON object per entry, UTF-8; a lone surrogate (docs/reference/series.md#text-that-is-not-unicode) escaped."""
     for entry in entries:
-        text = json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True)
-        yield _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+        yield printable(json.dumps(entry.to_json(), ensure_ascii=False, sort_keys=True))
 
 
 def csv_lines(entries: Iterable[Entry]) -> Iterator[str]:
@@ -151,27 +139,3 @@ def printable(text: str) -> str:
 def _numbers(numbers: list[int], shown: int = 50) -> str:
     listed = ", ".join(str(n) for n in numbers[:shown])
     return listed if len(numbers) <= shown else f"{listed} ... ({len(numbers)} in all)"
-
-
-SERIES_EPILOG = """\
-examples:
-  .venv/bin/python -m tickets_admin journal invoices --series 2026-27 > invoices-2026-27.jsonl
-  .venv/bin/python -m tickets_admin journal invoices --format csv > invoices.csv
-  .venv/bin/python -m tickets_admin audit invoices"""
-
-
-def series_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("key", metavar="KEY", help="the series, as cdk.json's tickets.series names it")
-    parser.add_argument("--series", metavar="S", help="one series name (default: all of KEY's)")
-
-
-def series_heads(args: argparse.Namespace, context: Context) -> tuple[CounterTable, SeriesTable, list[Head]]:
-    """The series table and KEY's series (or --series'); says so on stderr when there are none."""
-    table = context.counter_table(SERIES_TABLE_SUFFIX)
-    journal = SeriesTable(table.client, table.table)
-    with table.dynamodb_errors():
-        heads = journal.heads(args.key, args.series)
-    if not heads:
-        named = f"series {args.series!r} of {args.key!r}" if args.series else f"numbers of {args.key!r}"
-        print(f"no {named} in table {table.table}", file=sys.stderr)
-    return table, journal, heads

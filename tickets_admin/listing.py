@@ -1,8 +1,6 @@
 """A counter table's counters, one row each, read from its items (a Scan), never from cdk.json: what `tickets_admin
 list` prints and the local server's GET /_local/counters answers."""
 
-from __future__ import annotations
-
 from collections.abc import Callable, Iterable
 from typing import Any
 

@@ -1,7 +1,5 @@
-"""tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMAND`, which `find_commands`
+"""tickets_admin's commands: each module of tickets_admin/commands/ declares its `COMMANDS`, which `find_commands`
 finds; every command is given the same `Context`; the argument types and output they share."""
-
-from __future__ import annotations
 
 import argparse
 import importlib
@@ -27,12 +25,8 @@ class Context:
     config_file: Path
     region: str
     endpoint_url: str | None
-    table: str | None  # --table
+    table_name: str  # --table, or the config's
     from_ledger: bool = False  # --service: `config` is the ledger's own (config_file names the ledger)
-
-    @property
-    def table_name(self) -> str:
-        return self.table or self.config.table_name
 
     def counter_table(self, suffix: str = "") -> CounterTable:
         named_by = f"--table (the {suffix[1:]} table is NAME{suffix}) and {REGION_NAMED_BY}" if suffix else ""
@@ -60,8 +54,7 @@ class Context:
 @dataclass(frozen=True)
 class Command:
     name: str
-    text: str  # its first line is the command's line in `tickets_admin --help`; all of it, its own --help
-    epilog: str  # `examples:` first: the first also stands in `tickets_admin --help`
+    text: str  # its --help, `examples:` last; its first line and first example also stand in `tickets_admin --help`
     run: Callable[[argparse.Namespace, Context], int]
     arguments: Callable[[argparse.ArgumentParser], None] = lambda parser: None
     one_region: bool = True  # False: no --region nor --endpoint-url (fence has its own, put-key writes every region)
@@ -71,9 +64,10 @@ class Command:
         return self.text.partition("\n")[0]
 
 
-def find_commands() -> tuple[Command, ...]:
+def find_commands() -> list[Command]:
     found = pkgutil.iter_modules(commands.__path__)
-    return tuple(importlib.import_module(f"{commands.__name__}.{each.name}").COMMAND for each in found)
+    modules = [importlib.import_module(f"{commands.__name__}.{each.name}") for each in found]
+    return sorted((command for module in modules for command in module.COMMANDS), key=lambda command: command.name)
 
 
 def counter_key(text: str) -> str:

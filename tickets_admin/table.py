@@ -1,8 +1,6 @@
 """Every DynamoDB call tickets_admin makes on a table. Each write is conditional, so it is safe while the service
 issues tickets: a write whose condition fails changes nothing; any other failure is an AdminError saying what to do."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any

@@ -24,7 +24,7 @@ from moto_deployment import COUNTER_KEY, COUNTER_TABLE, create_table_arguments
 from moto_deployment import test_client as moto_client
 from tickets.settings import CounterConfig
 from tickets_admin.__main__ import main
-from tickets_admin.operations import Outcome, key_lanes, raise_key
+from tickets_admin.commands.raise_lanes import Outcome, key_lanes, raise_key
 from tickets_admin.table import AdminError, CounterTable
 from tickets_deploy.rules import MAX_TICKET
 from tickets_local.server import LocalServer

@@ -241,7 +241,7 @@ def test_export_and_list_show_every_epoch_the_stopped_ones_marked(deployment: De
         "hot", "hot#0", "hot#1", "hot@1", hot_shard,  # the fence wrote every old item, used or not, stopped
         "orders", "orders-eu", "orders@1", "orders@1#0", "orders@1#1", "orders@2",
     ]  # fmt: skip
-    fence_id = exported["orders"]["fencedBy"]  # the fence that stopped it (tickets_admin/fence.py)
+    fence_id = exported["orders"]["fencedBy"]  # the fence that stopped it (tickets_admin/commands/fence.py)
     assert exported["orders"] == {
         "counter": "orders",
         "first": 5000,

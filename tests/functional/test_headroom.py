@@ -20,7 +20,7 @@ from local_support import call, running_dynalite, write_cdk_json
 from moto_deployment import COUNTER_TABLE
 from tickets.issuer import RATE_WINDOW_SECONDS, REPORT_SECONDS
 from tickets_admin.__main__ import main as admin_main
-from tickets_admin.commands import list as list_command
+from tickets_admin.commands import counters as list_command
 from tickets_local.server import LocalServer
 
 EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)

@@ -188,12 +188,12 @@ def test_the_synthesised_stacks_handler_serves_ids_that_decode_to_their_tickets(
     assert abs(rho) < no_order_bound(SERVED)  # no order
     assert all(p > 1e-7 for _, p in p_values)  # no favourite character at any position
 
-    from tickets_admin.opaque_secret import deployed_keys  # the keys as tickets_admin decode reads them
+    from tickets_admin.commands.opaque import deployed_keys  # the keys as tickets_admin decode reads them
     from tickets_admin.registry import Context
     from tickets_deploy.ledger import service_config
 
     config = service_config(synthesised.ledger, "shop-orders")
-    keys = deployed_keys(Context(config, synthesised.ledger, "us-east-1", None, None, from_ledger=True))
+    keys = deployed_keys(Context(config, synthesised.ledger, "us-east-1", None, "shop-orders", from_ledger=True))
     ids = OpaqueCodec(config.counters["orders"].opaque, keys, "orders")
     assert [ids.decode(each) for each in made] == [(ticket, 1) for ticket in range(5000, 5000 + SERVED)]
     sample = made[:: max(1, SERVED // 25)]

@@ -126,18 +126,18 @@ def test_every_python_m_module_a_page_names_exists(page):
 def test_the_checks_find_what_they_look_for():
     text = (
         "Run `make serve` or\n```sh\n$ make lint test-unit VERSION=1\nmake deploy FENCE=1\n```\nthen make sure. "
-        "See `tickets_admin/fence.py`, `lane_item.py`, `/_blocks/{key}`, `application/json`, `key@E#s`, "
+        "See `tickets_admin/commands/fence.py`, `lane_item.py`, `/_blocks/{key}`, `application/json`, `key@E#s`, "
         "tests/functional/series/test_series.py and [a link](docs/x.md). `.venv/bin/python -m tickets_admin raise` and "
         "`python3 -m bench.series`."
     )
     assert named_targets(text) == {"serve", "lint", "test-unit", "deploy"}
     assert named_paths(text) == {
-        "tickets_admin/fence.py",
+        "tickets_admin/commands/fence.py",
         "lane_item.py",
         "application/json",
         "tests/functional/series/test_series.py",
     }
-    assert not missing_path("tickets_admin/fence.py") and not missing_path("lane_item.py")
+    assert not missing_path("tickets_admin/commands/fence.py") and not missing_path("lane_item.py")
     assert not missing_path("application/json") and missing_path("tickets_admin/nothing.py")
     assert set(_PYTHON_M.findall(text)) == {"tickets_admin", "bench.series"}
     assert module_exists("tickets_admin") and module_exists("bench.series") and module_exists("tickets_client")

@@ -1,1 +1,1 @@
-"""One module per `tickets_admin` command, each declaring its `COMMAND` (tickets_admin/registry.py finds them)."""
+"""The `tickets_admin` commands: a module a feature, each declaring its `COMMANDS` (tickets_admin/registry.py)."""

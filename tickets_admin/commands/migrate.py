@@ -1,5 +1,3 @@
-from __future__ import annotations
-
 import argparse
 import json
 from collections import Counter
@@ -16,24 +14,21 @@ from tickets.sequence import Lane
 from tickets.settings import unserved
 from tickets.tables import COUNTER_KEY, RESERVED_ITEM_PREFIX
 
-from ..operations import KeyLanes, Outcome, key_lanes, next_ticket_above, raise_key
 from ..registry import Command, Context, say, whole_number
 from ..table import AdminError, CounterTable
+from .raise_lanes import KeyLanes, Outcome, key_lanes, next_ticket_above, raise_key
 
 TEXT = """\
 raise each counter of an old counter table's items above its old value (plus a margin)
 
-Each key of an old table (API Gateway + DynamoDB counters: --key-attribute, --value-attribute)
-goes above its value plus --margin here, as `raise` does; the old table is never written. The
-first run records each target (item "_migration#KEY"): a later run and migrate --verify name
-every key the old counter passed it ("OVERLAP": numbers issued twice) and every key new since.
-A line per key: "raised", "already above", "would raise" (--dry-run) or "NOT MIGRATED" (why);
-an item without a valid key or whole-number value is "skipped". Exit status 0 when every item
-was migrated and none overlaps (--verify: each within its target). It is safe to repeat. The
-safe order, per region: migrate with a margin; switch the callers; migrate --verify; then
-migrate again (docs/how-to/migrate.md)."""
+Each key of an old table (--key-attribute, --value-attribute) goes above its value plus
+--margin here, as `raise` does; the old table is never written. The first run records each
+target ("_migration#KEY"): later runs and migrate --verify name each key the old counter
+passed it ("OVERLAP": numbers issued twice). A line per key: "raised", "already above",
+"would raise" or "NOT MIGRATED"; an unreadable item is "skipped". Exit status 0 when all
+were migrated and none overlaps; it is safe to repeat. Per region: migrate with a margin;
+switch the callers; migrate --verify; then migrate again (docs/how-to/migrate.md).
 
-EPILOG = """\
 examples:
   .venv/bin/python -m tickets_admin migrate --from-table counters --key-attribute systemKey \\
       --value-attribute counter --margin 100000 --dry-run
@@ -45,8 +40,7 @@ MIGRATION_RUN_ITEM = f"{RESERVED_ITEM_PREFIX}migration"
 MIGRATION_ITEM_PREFIX = f"{RESERVED_ITEM_PREFIX}migration#"
 
 
-@dataclass(frozen=True)
-class OldCounters:
+class OldCounters(NamedTuple):
     values: dict[str, int]
     skipped: list[str]  # one line each: which item, and why
 
@@ -97,8 +91,7 @@ class Target(NamedTuple):
 
 
 def _read_target(table: CounterTable, key: str) -> Target | None:
-    item = table.get(MIGRATION_ITEM_PREFIX + key)
-    if item is None:
+    if (item := table.get(MIGRATION_ITEM_PREFIX + key)) is None:
         return None
     target, old_value, margin = (number(item, name) for name in ("target", "oldValue", "margin"))
     if target is None or old_value is None or margin is None or "at" not in item:
@@ -110,19 +103,16 @@ def _read_target(table: CounterTable, key: str) -> Target | None:
 
 
 def _record(table: CounterTable, item_key: str, values: dict[str, int | str]) -> None:
-    """Write a record once: never replaced."""
     typed = {
         f":{name}": {"N": str(value)} if isinstance(value, int) else {"S": value} for name, value in values.items()
     }
-    table.write(
-        item_key,
-        {
-            "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in values),
-            "ConditionExpression": "attribute_not_exists(#counter)",
-            "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#{name}": name for name in values}},
-            "ExpressionAttributeValues": typed,
-        },
-    )
+    request = {
+        "UpdateExpression": "SET " + ", ".join(f"#{name} = :{name}" for name in values),
+        "ConditionExpression": "attribute_not_exists(#counter)",
+        "ExpressionAttributeNames": {"#counter": COUNTER_KEY, **{f"#{name}": name for name in values}},
+        "ExpressionAttributeValues": typed,
+    }
+    table.write(item_key, request)
 
 
 def _issued(table: CounterTable, lanes: list[Lane], low: int, high: int, numbers: str) -> str | None:
@@ -216,8 +206,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     run = _Run(args, table, first_run, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
     counts: Counter[str] = Counter()
     for key, value in old.values.items():
-        counter = settings.counter(key)
-        if counter is None:
+        if (counter := settings.counter(key)) is None:
             outcome = "not served" if verify else "not migrated"
             fix = "" if verify else ": add it to tickets.counters there, then migrate again"
             say(f"{key}: {outcome.upper()}: {unserved(key, 'cdk.json')}{fix}")
@@ -262,4 +251,4 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     mode.add_argument("--verify", action="store_true", help="write nothing: compare with the recorded targets")
 
 
-COMMAND = Command("migrate", TEXT, EPILOG, _migrate, _arguments)
+COMMANDS = (Command("migrate", TEXT, _migrate, _arguments),)

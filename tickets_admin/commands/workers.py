@@ -1,5 +1,3 @@
-from __future__ import annotations
-
 import argparse
 import datetime
 import sys
@@ -14,12 +12,10 @@ TEXT = """\
 print a worker pool's live leases
 
 Each worker id, its epoch, its expiry by the service's clock (in how long, by this machine's)
-and its owner, read as the service grants them (docs/how-to/worker-ids.md)."""
+and its owner, read as the service grants them (docs/how-to/worker-ids.md).
 
-EPILOG = """\
 examples:
-  .venv/bin/python -m tickets_admin workers snowflake
-  .venv/bin/python -m tickets_admin workers snowflake --endpoint-url http://127.0.0.1:8001"""
+  .venv/bin/python -m tickets_admin workers snowflake"""
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +23,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _workers(args: argparse.Namespace, context: Context) -> int:
-    config = context.config.workers.get(args.pool)
-    if config is None:
+    if (config := context.config.workers.get(args.pool)) is None:
         print(f"{args.pool!r} is not a pool of {context.config_file} (tickets.workers)", file=sys.stderr)
         return 1
     table = context.counter_table(WORKERS_TABLE_SUFFIX)
@@ -45,4 +40,4 @@ def _workers(args: argparse.Namespace, context: Context) -> int:
     return 0
 
 
-COMMAND = Command("workers", TEXT, EPILOG, _workers, _arguments)
+COMMANDS = (Command("workers", TEXT, _workers, _arguments),)
