@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -102,10 +101,4 @@ def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | 
         correlation_id=runtime.logger.get_correlation_id(),
         tickets_left=issued.tickets_left,
     )
-    if asked.route == protocol.BLOCKS_ROUTE:
-        answer: Mapping[str, Any] = issued.range_json()
-    elif ids is not None:  # stored as answered: a retry gets these ids, whatever key version encodes later
-        answer = issued.ids_json(ids.encode_all(range(issued.first, issued.last + 1, issued.step)))
-    else:
-        answer = issued.to_json()
-    return dict(answer)  # as Idempotency-Key's records store and replay it: plain JSON
+    return issued.answer(asked.route, ids)

@@ -1,8 +1,5 @@
-"""The Lambda's entry point: the app built once per execution environment, from its environment.
-
-The garbage collector is paused while the app is built, and what it built frozen after: the collections a cold start
-ran freed almost nothing and cost 18 ms of CPU, 60 ms with access rules (bench/README.md).
-"""
+"""The Lambda's entry point: the app built once per execution environment, the garbage collector paused meanwhile
+and what it built frozen (the collections freed almost nothing and cost 18-60 ms of CPU: bench/README.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Idempotent retries (docs/explanation/failures-and-idempotency.md): a repeated Idempotency-Key gets the stored
-answer. The record is keyed by the caller (caller.caller) and the header, and checked against the request, so the same
-header with another request is refused. Imported only for a request with the header. The record is in Powertools'
-format (tests/functional/test_idempotency.py), so either release replays the other's; without Powertools' jmespath
-and record objects the calls cost a third less.
-"""
+"""Idempotent retries (docs/explanation/failures-and-idempotency.md), loaded only for a request with the header; the
+record in Powertools' format, so either release replays the other's, without its jmespath (a third cheaper)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""Issuing tickets: pick a lane of the key, advance it, say what was issued (plain: the store is handed in).
-
-An Issuer lives as long as the execution environment and learns which lanes are exhausted (their `last` only rises):
-it skips them, and its first refusal reads the key's other lanes, so a spent sharded key costs one refusal and one read.
-"""
+"""Issuing tickets (plain: the store is handed in); an Issuer learns which lanes are exhausted, so a spent sharded key
+costs one refusal and one read of its other lanes."""
 
 from __future__ import annotations
 
@@ -11,15 +8,18 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable, echo, exhausted
 from .keys import MAX_COUNT, echo_count
 from .lane_item import LAST, STEP
-from .messages import Block, CounterState, Issued, IssuedIds, LaneState
-from .protocol import Asked
+from .messages import CounterState, LaneState
+from .protocol import BLOCKS_ROUTE, Asked
 from .sequence import Lane, lanes_of, tickets_left
 from .settings import CounterConfig, Settings, unserved
+
+if TYPE_CHECKING:
+    from .opaque import OpaqueIds
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
@@ -70,20 +70,14 @@ class IssuedTickets:
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
-    def to_json(self) -> Issued:
-        body: Issued = {"key": self.key, "ticket": self.first}
-        if self.count > 1:
-            body["tickets"] = self.tickets
-        return body
-
-    def ids_json(self, ids: list[str]) -> IssuedIds:
-        body: IssuedIds = {"key": self.key, "id": ids[0]}
-        if self.count > 1:
-            body["ids"] = ids
-        return body
-
-    def range_json(self) -> Block:
-        return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
+    def answer(self, route: str, ids: OpaqueIds | None) -> dict[str, Any]:
+        """Plain JSON, as an Idempotency-Key's record stores and replays it (ids as answered, whatever key version
+        encodes later)."""
+        if route == BLOCKS_ROUTE:
+            return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
+        one, many = ("ticket", "tickets") if ids is None else ("id", "ids")
+        values = self.tickets if ids is None else ids.encode_all(self.tickets)
+        return {"key": self.key, one: values[0]} | ({many: values} if self.count > 1 else {})
 
 
 class Issuer:

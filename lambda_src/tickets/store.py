@@ -1,6 +1,5 @@
-"""The one place that talks to the counter table (docs/explanation/conditions.md): a request is one conditional
-UpdateItem on its lane's item (lane_item.py builds every write), and the item a condition failed on says why. No
-transactions: a shard's item is created only after the key's layout is recorded on its plain item."""
+"""The one place that talks to the counter table (docs/explanation/conditions.md): one conditional UpdateItem a request
+(lane_item.py builds each), no transactions: a shard is created only after its key's layout is recorded."""
 
 from __future__ import annotations
 

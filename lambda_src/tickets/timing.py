@@ -1,6 +1,5 @@
-"""How long a request may take: a deadline per request, so a slow table ends in a 503, never a Lambda timeout
-(docs/explanation/failures-and-idempotency.md#failures). The botocore config and the function's timeout come from here.
-"""
+"""How long a request may take (docs/explanation/failures-and-idempotency.md#failures): a slow table ends in a 503,
+never a Lambda timeout. The botocore config and the function's timeout come from here."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Opaque ids: each ticket of an opaque counter as a fixed-width id made by a keyed pseudorandom permutation
-(docs/explanation/opaque-ids.md: the domain, M ids per key version, and the version mixed with a public hash of x).
-
-The permutation is a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with FF1's 10 rounds and
-alternating moduli, each round a keyed BLAKE2b (stdlib, half HMAC-SHA256's cost) of the other half; a value of
-[M, a*b) walks the cycle. A half below TABLE_HALVES keeps each round's results in a 16-bit array (a list's integers,
-strewn over the heap, leave the caches between requests: bench/README.md): BLAKE2b once per half and round.
-"""
+"""Opaque ids (docs/explanation/opaque-ids.md): a Feistel network over [0, a*b), FF1's 10 rounds of keyed BLAKE2b,
+cycle-walking to M ids; a half below TABLE_HALVES keeps its rounds in a 16-bit array (bench/README.md)."""
 
 from __future__ import annotations
 

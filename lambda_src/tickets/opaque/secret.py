@@ -1,6 +1,5 @@
-"""The keys of opaque ids (docs/how-to/opaque-order-numbers.md): an SSM SecureString read at cold start, again only
-while unreadable or short of a version. A version's first use records its key's fingerprint (`_opaque-key#V`);
-another key for it answers 503 (errors.KeyReplaced). botocore's DEBUG lines print bodies: `unlogged` drops them."""
+"""The keys of opaque ids (docs/how-to/opaque-order-numbers.md) from SSM, each version's fingerprint recorded on first
+use (another key answers 503, errors.KeyReplaced); `unlogged` drops botocore's DEBUG lines, which print bodies."""
 
 from __future__ import annotations
 

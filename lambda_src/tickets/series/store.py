@@ -1,6 +1,5 @@
 """The one place that talks to the series table, without transactions (docs/explanation/series.md, every crash
-window): a number is taken by a conditional PutItem of its entry, and the head's mark moves only onto a number whose
-entry exists, so the entries have no hole; the request item records its claim first, so a retry finds its entry."""
+window): a conditional PutItem takes a number, the mark moves only onto an entry, the request item records its claim."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """The one place that talks to the workers table (docs/explanation/worker-leases.md): an item per (pool, worker id),
-never deleted, so an id's epoch only grows; each grant and renewal is one conditional UpdateItem, and a read only
-suggests which id to try (a stale read costs a retry, never a shared id)."""
+never deleted; each grant and renewal one conditional UpdateItem; a read only suggests which id to try."""
 
 from __future__ import annotations
 
