@@ -7,7 +7,7 @@ import functools
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable, echo, exhausted
@@ -80,25 +80,20 @@ class IssuedTickets:
         return {"key": self.key, one: values[0]} | ({many: values} if self.count > 1 else {})
 
 
+@dataclass
 class Issuer:
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        shuffle: Callable[[list[Lane]], None] = random.shuffle,
-        config_name: str = "cdk.json",
-    ):
-        self._settings = settings
-        self._config_name = config_name
-        self._store = store
-        self._shuffle = shuffle
-        self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
-        # item key -> (since, last then, per day, reported): _per_day's
-        self._windows: dict[str, tuple[float, int, float | None, float]] = {}
+    settings: Settings
+    store: Store
+    shuffle: Callable[[list[Lane]], None] = random.shuffle
+    config_name: str = "cdk.json"
+    # item key -> a lower bound of the lane's stored `last`
+    _last_at_least: dict[str, int] = field(default_factory=dict, init=False)
+    # item key -> (since, last then, per day, reported): _per_day's
+    _windows: dict[str, tuple[float, int, float | None, float]] = field(default_factory=dict, init=False)
 
     def issue(self, asked: Asked) -> IssuedTickets:
         counter, lanes = self._lanes(asked.key)
-        self._shuffle(lanes)
+        self.shuffle(lanes)
         candidates = [lane for lane in lanes if self._may_fit(lane, asked.count)]
         failure: Exhausted | Unavailable | None = None
         unavailable = 0
@@ -106,7 +101,7 @@ class Issuer:
         while candidates:
             lane = candidates.pop(0)
             try:
-                last = self._store.advance(lane, asked.count)
+                last = self.store.advance(lane, asked.count)
             except Exhausted as err:
                 self._learn(lane, lane.limit(asked.count) + 1)
                 failure = failure if isinstance(failure, Unavailable) else err
@@ -153,7 +148,7 @@ class Issuer:
 
     def _survey(self, lanes: list[Lane]) -> None:
         try:
-            items = self._store.read(lanes)
+            items = self.store.read(lanes)
         except Unavailable:
             return
         for lane in lanes:
@@ -168,18 +163,18 @@ class Issuer:
                 f"{echo(key)} is an opaque counter: a range block would hand out tickets, and a caller cannot encode "
                 f"them without the key. Take up to {MAX_COUNT} ids a request: GET /{key}?count=N"
             )
-        limit = self._settings.block_limit(counter)
+        limit = self.settings.block_limit(counter)
         if count > limit:
             raise BadRequest(
                 f"invalid count {echo_count(count)}: a block of {echo(key)} holds at most {limit} tickets"
-                f" (maxBlock in {self._config_name})"
+                f" (maxBlock in {self.config_name})"
             )
 
     def state(self, key: str) -> CounterState:
         counter, lanes = self._lanes(key)
         rows: list[LaneState] = []
         stored_steps: list[int | None] = []
-        items = self._store.read(lanes)
+        items = self.store.read(lanes)
         for lane in lanes:  # the unused ones with last null
             stored = items.get(lane.item_key, {LAST: None, STEP: None})
             step, last = stored[STEP], stored[LAST]
@@ -203,7 +198,7 @@ class Issuer:
             # As stored: after a config change not the configured one.
             "step": next((step for step in stored_steps if step is not None), lanes[0].step),
             "config": counter.to_json(),
-            "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
+            "region": {"slot": self.settings.region_slot, "slots": self.settings.region_slots},
             "lanes": rows,
         }
         if counter.fence is not None:  # after a layout change (docs/explanation/epochs-and-fences.md)
@@ -211,14 +206,14 @@ class Issuer:
         return state
 
     def counter(self, key: str) -> CounterConfig:
-        counter = self._settings.counter(key)
+        counter = self.settings.counter(key)
         if counter is None:
             raise NotFound(
-                f"unknown key {key!r}: {unserved(key, self._config_name)}: only the keys in {self._config_name} (and "
+                f"unknown key {key!r}: {unserved(key, self.config_name)}: only the keys in {self.config_name} (and "
                 "the default key) are served"
             )
         return counter
 
     def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:
         counter = self.counter(key)
-        return counter, list(_region_lanes(key, counter, self._settings.region_slot, self._settings.region_slots))
+        return counter, list(_region_lanes(key, counter, self.settings.region_slot, self.settings.region_slots))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -27,19 +28,12 @@ _ATTEMPTS = 3  # the advance, and at most two rounds of creating a shard raced b
 _UNPROCESSED_BACKOFF_SECONDS = 0.05  # BatchGetItem's retry of unprocessed keys: full jitter, doubled each round
 
 
+@dataclass(frozen=True)
 class CounterStore:
-    def __init__(
-        self,
-        client: Any,
-        table_name: str,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-        jitter: Callable[[], float] = random.random,
-    ):
-        self._client = client
-        self._table = table_name
-        self._sleep = sleep
-        self._jitter = jitter
+    client: Any
+    table: str
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[], float] = random.random
 
     def advance(self, lane: Lane, count: int) -> int:
         if lane.limit(count) < lane.seed:
@@ -103,7 +97,7 @@ class CounterStore:
     def _create_shard(self, lane: Lane, count: int) -> int | None:
         last = lane.seed + count * lane.step
         request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
-        return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
+        return None if dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE) is None else last
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
         if not dynamodb_errors.is_condition_failure(err):
@@ -114,13 +108,13 @@ class CounterStore:
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, Item]:
-        request = {self._table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
+        request = {self.table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
         found: dict[str, Item] = {}
         for attempt in range(_ATTEMPTS):
             if attempt:
-                self._sleep(self._jitter() * _UNPROCESSED_BACKOFF_SECONDS * 2 ** (attempt - 1))
+                self.sleep(self.jitter() * _UNPROCESSED_BACKOFF_SECONDS * 2 ** (attempt - 1))
             response = self._call("batch_get_item", RequestItems=request)
-            for item in response.get("Responses", {}).get(self._table, []):
+            for item in response.get("Responses", {}).get(self.table, []):
                 found[item[COUNTER_KEY]["S"]] = item
             request = response.get("UnprocessedKeys") or {}
             if not request:
@@ -138,10 +132,10 @@ class CounterStore:
         return item
 
     def _on(self, item_key: str) -> dict[str, Any]:
-        return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
+        return {"TableName": self.table, "Key": {COUNTER_KEY: {"S": item_key}}}
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        return dynamodb_errors.call(self._client, operation, request, _UNAVAILABLE)
+        return dynamodb_errors.call(self.client, operation, request, _UNAVAILABLE)
 
 
 _PERMANENT = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import Unavailable
@@ -53,16 +54,16 @@ class Deadline:
             )
 
 
+@dataclass(frozen=True)
 class DeadlineBoundClient:
-    def __init__(self, client: Any, deadline: Deadline):
-        self._client = client
-        self._deadline = deadline
+    client: Any
+    deadline: Deadline
 
     def __getattr__(self, operation: str) -> Callable[..., Any]:
-        call: Callable[..., Any] = getattr(self._client, operation)
+        call: Callable[..., Any] = getattr(self.client, operation)
 
         def before_the_deadline(**request: Any) -> Any:
-            self._deadline.require_time_for_a_call()
+            self.deadline.require_time_for_a_call()
             return call(**request)
 
         return before_the_deadline

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dynamodb_errors
@@ -40,21 +41,16 @@ _ABSENT = {
 }
 
 
+@dataclass
 class SeriesStore:
-    def __init__(
-        self,
-        client: Any,
-        table_name: str,
-        *,
-        now_millis: Callable[[], int] = lambda: int(time.time() * 1000),
-        token: Callable[[], str] = lambda: uuid.uuid4().hex,
-        marks: dict[tuple[str, str], int] | None = None,
-    ):
-        self._client, self._table, self._now, self._token = client, table_name, now_millis, token
-        self._marks = {} if marks is None else marks
+    client: Any
+    table: str
+    now_millis: Callable[[], int] = lambda: int(time.time() * 1000)
+    token: Callable[[], str] = lambda: uuid.uuid4().hex
+    marks: dict[tuple[str, str], int] = field(default_factory=dict)  # (key, series) -> its mark as last read
 
     def issue(self, request: IssueRequest) -> IssuedEntry:
-        owner = self._token()
+        owner = self.token()
         try:
             number = self._next(request, request.series)
         except Exhausted:
@@ -83,7 +79,7 @@ class SeriesStore:
                 key=request.key,
                 series=series,
                 ticket=number,
-                time=iso_time(self._now()),
+                time=iso_time(self.now_millis()),
                 caller=request.caller,
                 idempotency_key=request.idempotency_key,
                 ref=request.ref,
@@ -93,7 +89,7 @@ class SeriesStore:
             self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
             found = self._own_entry(request, series, number) if taken and taken_over else None
             if not taken or found is not None:
-                self._marks[(request.key, series)] = number
+                self.marks[(request.key, series)] = number
                 return IssuedEntry(entry, replayed=False) if found is None else IssuedEntry(found, replayed=True)
             number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
             self._claim(request, owner, number)
@@ -103,7 +99,7 @@ class SeriesStore:
         )
 
     def void(self, key: str, series: str, number: int, caller: str, reason: str) -> tuple[Entry, bool]:
-        void: Void = {"by": caller, "at": iso_time(self._now()), "reason": reason}
+        void: Void = {"by": caller, "at": iso_time(self.now_millis()), "reason": reason}
         response = self._write(
             "update_item",
             Key=entry_key(key, series, number),
@@ -149,11 +145,11 @@ class SeriesStore:
 
     def _next(self, request: IssueRequest, series: str, owner: str | None = None, *, fresh: bool = False) -> int:
         """One above the mark, as last known unless `fresh` (a stale mark costs a failed PutItem)."""
-        mark = None if fresh else self._marks.get((request.key, series))
+        mark = None if fresh else self.marks.get((request.key, series))
         if mark is None:
             mark = self.mark(request.key, series)
             if mark is not None:
-                self._marks[(request.key, series)] = mark
+                self.marks[(request.key, series)] = mark
         number = request.config.start if mark is None else mark + 1
         if number > request.config.max:
             if owner is not None:
@@ -194,7 +190,7 @@ class SeriesStore:
             if entry is not None:
                 self._raise_mark(request, stored.series, stored.claim)  # the first attempt may have stopped short
                 return entry
-        if stored.locked_until > self._now():
+        if stored.locked_until > self.now_millis():
             raise RequestInProgress(_IN_PROGRESS)
         before = self._update_request(
             request,
@@ -246,13 +242,13 @@ class SeriesStore:
         )
 
     def _lock_until(self, request: IssueRequest) -> int:
-        return self._now() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
+        return self.now_millis() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
 
     def _call(self, operation: str, **call: Any) -> dict[str, Any]:
-        return dynamodb_errors.call(self._client, operation, {"TableName": self._table, **call}, _UNAVAILABLE)
+        return dynamodb_errors.call(self.client, operation, {"TableName": self.table, **call}, _UNAVAILABLE)
 
     def _write(self, operation: str, **call: Any) -> dict[str, Any] | None:
-        return dynamodb_errors.conditional(self._client, operation, {"TableName": self._table, **call}, _UNAVAILABLE)
+        return dynamodb_errors.conditional(self.client, operation, {"TableName": self.table, **call}, _UNAVAILABLE)
 
 
 _IN_PROGRESS = (

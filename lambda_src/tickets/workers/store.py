@@ -51,9 +51,10 @@ class Lease:
         return {"worker": self.worker, "epoch": self.epoch, "owner": self.owner, "expiresAt": self.expires_at}
 
 
+@dataclass(frozen=True)
 class WorkerStore:
-    def __init__(self, client: Any, table_name: str):
-        self._client, self._table = client, table_name
+    client: Any
+    table: str
 
     def acquire(self, pool: str, config: PoolConfig, owner: str | None, now: int) -> Lease:
         start, live = random.randrange(config.size), list[int]()
@@ -87,7 +88,7 @@ class WorkerStore:
     def _items(self, pool: str, low: int, high: int, first_page: int = 0) -> Iterator[dict[str, Any]]:
         names = {name: _NAMES[name] for name in ("#pk", "#n")}
         request: dict[str, Any] = {
-            "TableName": self._table,
+            "TableName": self.table,
             "ExpressionAttributeNames": names,
             "KeyConditionExpression": "#pk = :pool AND #n BETWEEN :low AND :high",
             "ConsistentRead": True,  # a stale page would miss an id just freed, or answer pool_full for nothing
@@ -95,7 +96,7 @@ class WorkerStore:
             **({"Limit": first_page} if first_page else {}),
         }
         while low < high:
-            page = dynamodb_errors.call(self._client, "query", request, _UNAVAILABLE)
+            page = dynamodb_errors.call(self.client, "query", request, _UNAVAILABLE)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return
@@ -105,7 +106,7 @@ class WorkerStore:
     def _update(self, pool: str, worker: int, update: str, condition: str, values: dict[str, Any]) -> Lease | None:
         used = f"{update} {condition}"
         request = {
-            "TableName": self._table,
+            "TableName": self.table,
             "Key": _values({SERIES_PARTITION_KEY: pool, SERIES_SORT_KEY: worker}),
             "UpdateExpression": update,
             "ConditionExpression": condition,
@@ -113,7 +114,7 @@ class WorkerStore:
             "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in used},
             "ExpressionAttributeValues": _values(values),
         }
-        response = dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE)
+        response = dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE)
         return None if response is None else Lease.of(response["Attributes"])
 
 
