@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
 from . import routes, timing
@@ -20,7 +21,7 @@ from .botocore_session import new_session
 from .dispatch import Dispatcher, Handler
 from .errors import TicketsError
 from .issuer import Issuer
-from .runtime import Runtime, count_error, logger, metrics
+from .runtime import Runtime, logger, metrics
 from .sequence import Lane
 from .settings import Settings
 from .store import CounterStore
@@ -121,10 +122,14 @@ def bind(handler: str) -> Handler:
 
 
 def report(answered: TicketsError, raised: Exception) -> None:
-    """What a refusal leaves: its code in the metrics line and the log; a crash's traceback too."""
+    """What a refusal leaves: its code in the metrics line (a handful of codes: a bounded dimension) and the log; a
+    crash's traceback too."""
     if answered is not raised:
         logger.exception("unhandled error")
-    count_error(answered)
+    metrics.add_dimension(name="code", value=answered.code)
+    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
+    log = logger.warning if answered.status >= 500 else logger.info
+    log("refused", extra={"status": answered.status, "code": answered.code, "error": answered.message})
 
 
 def _series_store(client: Any, table: str) -> SeriesStore:

@@ -36,7 +36,7 @@ def classify(err: Exception) -> Failure | None:
         return Failure.UNAVAILABLE
     if not isinstance(err, ClientError):
         return None
-    return classify_code(error_code(err), _status(err.response))
+    return classify_code(error_code(err), err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
 
 
 def classify_code(code: str, status: int = 400) -> Failure:
@@ -96,8 +96,3 @@ def conditional(
 
 def is_condition_failure(err: Exception) -> bool:
     return classify(err) is Failure.CONDITION_FAILED
-
-
-def _status(response: dict[str, Any]) -> int:
-    status: int = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-    return status

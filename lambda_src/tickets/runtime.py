@@ -12,7 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
-from .errors import KeyReplaced, TicketsError, Unavailable, forbidden
+from .errors import KeyReplaced, Unavailable, forbidden
 from .issuer import Issuer
 from .keys import require_idempotency_key
 from .settings import Settings
@@ -34,13 +34,6 @@ if TYPE_CHECKING:
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
-
-
-def count_error(err: TicketsError) -> None:
-    metrics.add_dimension(name="code", value=err.code)  # a handful of codes: a bounded dimension
-    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
-    log = logger.warning if err.status >= 500 else logger.info
-    log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
 
 
 @dataclass
