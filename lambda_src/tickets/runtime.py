@@ -21,7 +21,7 @@ from .wire import Request
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .idempotency import IdempotentIssue, Issue
+    from .idempotency import Issue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
     from .opaque.secret import StoredKeys
@@ -52,7 +52,6 @@ class Runtime:
     access: Callable[[], Rules] | None = None  # None: every invoker may do everything
     opaque_keys: StoredKeys | None = None  # None: opaque counters answer 503
     counter_store: Any = None  # records a key version's fingerprint
-    _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
@@ -94,13 +93,6 @@ class Runtime:
         header = request.headers.get("idempotency-key")
         if header is None:
             return issue()
-        if self._idempotent_issue is None:
-            from .idempotency import idempotent
+        from .idempotency import once
 
-            self._idempotent_issue = idempotent(
-                client=self.client,
-                table_name=self.idempotency_table,
-                expires_after_seconds=self.settings.idempotency_expiry_seconds,
-                logger=self.logger,
-            )
-        return self._idempotent_issue(request.event, require_idempotency_key(header), described, self.deadline, issue)
+        return once(self, request.event, require_idempotency_key(header), described, issue)
