@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
@@ -12,9 +12,6 @@ from .errors import BadRequest, Exhausted
 from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
-
-if TYPE_CHECKING:
-    from .opaque import OpaqueIds
 
 
 def next_ticket(
@@ -73,32 +70,28 @@ def _issued_for(
         # An opaque counter's key unreadable: 503 before any write.
         ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
         try:
-            return _issue_and_record(runtime, asked, ids)
+            issued = runtime.issuer.issue(asked)
         except Exhausted:  # an opaque counter's says nothing of its max and step
             if ids is None:
                 raise
             raise Exhausted(f"{asked.key} cannot issue that many more: ask for fewer. Nothing was issued.") from None
+        metrics = runtime.metrics
+        metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=asked.count)
+        if issued.near_max:
+            metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
+            runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+        if (days_left := issued.days_left) is not None:
+            # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
+            metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
+        record_issuance(
+            metrics,
+            key=asked.key,
+            count=asked.count,
+            first_ticket=issued.first,
+            last_ticket=issued.last,
+            correlation_id=runtime.logger.get_correlation_id(),
+            tickets_left=issued.tickets_left,
+        )
+        return issued.answer(asked.route, ids)
 
     return runtime.once(request, asked, checked_issue)
-
-
-def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | None) -> dict[str, Any]:
-    issued = runtime.issuer.issue(asked)
-    metrics = runtime.metrics
-    metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=asked.count)
-    if issued.near_max:
-        metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
-        runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
-    if (days_left := issued.days_left) is not None:
-        # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
-        metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
-    record_issuance(
-        metrics,
-        key=asked.key,
-        count=asked.count,
-        first_ticket=issued.first,
-        last_ticket=issued.last,
-        correlation_id=runtime.logger.get_correlation_id(),
-        tickets_left=issued.tickets_left,
-    )
-    return issued.answer(asked.route, ids)

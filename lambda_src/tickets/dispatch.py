@@ -40,19 +40,12 @@ class Dispatcher:
             iam_fields(normalised)  # 403 for an authorizer no Function URL sends, whatever the route and rules
             method = normalised.get("requestContext", {}).get("http", {}).get("method", "")
             path = normalised.get("rawPath") or "/"
-            routed = self._routed(method.upper(), path)
-            if routed is None:
-                return self.unrouted(Request(normalised, method, path))
-            route, handler, arguments = routed
-            return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
+            for route, handler in self._ordered:
+                if method.upper() in route.methods and (arguments := route.arguments(path)) is not None:
+                    return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
+            return self.unrouted(Request(normalised, method, path))
         except Exception as err:
             return self.refused(err)
-
-    def _routed(self, method: str, path: str) -> tuple[Route, Handler, dict[str, str]] | None:
-        for route, handler in self._ordered:
-            if method in route.methods and (arguments := route.arguments(path)) is not None:
-                return route, handler, arguments
-        return None
 
     def unrouted(self, request: Request) -> Response:
         route = route_of(request.path, self.routes)
