@@ -122,8 +122,7 @@ def bind(handler: str) -> Handler:
 
 
 def report(answered: TicketsError, raised: Exception) -> None:
-    """What a refusal leaves: its code in the metrics line (a handful of codes: a bounded dimension) and the log; a
-    crash's traceback too."""
+    """A refusal's code in the metrics line (a handful: a bounded dimension) and the log, a crash's traceback too."""
     if answered is not raised:
         logger.exception("unhandled error")
     metrics.add_dimension(name="code", value=answered.code)

@@ -58,8 +58,7 @@ def _hash(data: Any) -> str:
 def once(
     runtime: Runtime, event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], issue: Issue
 ) -> dict[str, Any]:
-    """Run an issue once per (caller, header): the record is locked before the issue runs, so what the issue checks
-    never stands between a retry and its answer, which is saved after it."""
+    """The record locked before the issue runs: what the issue checks never stands between a retry and its answer."""
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
     def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
@@ -125,8 +124,7 @@ _SPENT = "the tickets were taken, but their answer could not be saved ({why}): t
 
 
 def _raise_failure(err: Exception, *, spent: bool, logger: Any) -> NoReturn:
-    """As on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else a 500; each says whether
-    the issue had taken its tickets (`spent`)."""
+    """503 when a retry may pass, else a 500 (dynamodb_errors.classify); each says if the issue took its tickets."""
     transient = isinstance(err, TicketsError) or classify(err) is Failure.UNAVAILABLE
     if transient and spent:
         raise Unavailable(

@@ -71,8 +71,7 @@ class IssuedTickets:
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
     def answer(self, route: str, ids: OpaqueIds | None) -> dict[str, Any]:
-        """Plain JSON, as an Idempotency-Key's record stores and replays it (ids as answered, whatever key version
-        encodes later)."""
+        """Plain JSON, as an Idempotency-Key's record replays it (ids as answered, whatever key version comes later)."""
         if route == BLOCKS_ROUTE:
             return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
         one, many = ("ticket", "tickets") if ids is None else ("id", "ids")
@@ -122,8 +121,7 @@ class Issuer:
         raise failure or exhausted(asked.key, asked.count, counter.max, lanes[0].step)
 
     def _per_day(self, lane: Lane, last: int) -> float | None:
-        """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more (its `last`
-        counts every instance's), given at most once every REPORT_SECONDS per lane. No DynamoDB call."""
+        """Tickets a day over this instance's latest window (`last` counts every instance's), once a REPORT_SECONDS."""
         now = time.monotonic()
         since, then, per_day, reported = self._windows.get(lane.item_key) or (None, last, None, 0.0)
         if since is None or now - since >= RATE_WINDOW_SECONDS:

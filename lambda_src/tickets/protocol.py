@@ -30,8 +30,7 @@ class Asked:
 
     @property
     def recorded(self) -> dict[str, Any]:
-        """What an Idempotency-Key's record is checked against: {key, count} as older records say it, and a block's
-        route (one header never answers a list on one route and a range on the other)."""
+        """What an Idempotency-Key's record is checked against: {key, count}, as older ones, and a block's route."""
         return {"key": self.key, "count": self.count} | ({} if self.route == TICKETS_ROUTE else {"route": self.route})
 
 

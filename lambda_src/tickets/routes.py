@@ -195,8 +195,7 @@ _SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
 
 @functools.lru_cache(maxsize=64)
 def _pattern(template: str, dispatch: bool = False) -> re.Pattern[str]:
-    """To dispatch, a parameter of _SEGMENT's characters and `$` as the resolver had it (a path may end in one
-    newline); else any one segment that does not start with the reserved prefix."""
+    """To dispatch, _SEGMENT's characters and `$` as the resolver had it; else any segment not reserved."""
     parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
     pattern = "".join(
         (f"(?P<{part}>{_SEGMENT})" if dispatch else f"(?!{re.escape(RESERVED_PREFIX)})[^/]+")

@@ -79,8 +79,7 @@ class CounterStore:
         return None  # this lane's item, changed since the condition failed: advance again
 
     def _record_layout(self, lane: Lane) -> None:
-        """Record the sharded key's layout on its plain item, or refuse (another or an incomplete one is there, or
-        an unsharded lane that issued tickets)."""
+        """On the key's plain item; refused when another, an incomplete one or an unsharded lane's tickets are there."""
         try:
             self._call(
                 "update_item",

@@ -30,8 +30,7 @@ MAX_FUNCTION_TIMEOUT_SECONDS = 15
 
 
 class Deadline:
-    """When the current request must be answered by: at most REQUEST_BUDGET_SECONDS after it began, and
-    RENDER_MARGIN_SECONDS before the function's own time runs out."""
+    """The current request's: REQUEST_BUDGET_SECONDS, ending RENDER_MARGIN_SECONDS before the function's time."""
 
     def __init__(self) -> None:
         self._at = time.monotonic()  # nothing may start before the first request starts it

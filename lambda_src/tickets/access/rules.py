@@ -45,8 +45,7 @@ class Identity:
 
     @property
     def is_signer(self) -> bool:
-        """A 12-digit account and a signer's ARN in it, as a Function URL says: only such an identity is named by a
-        rule (a direct invocation may send an account id alone)."""
+        """A 12-digit account and a signer's ARN in it, as a Function URL says (a direct invocation may not)."""
         return ACCOUNT_PATTERN.fullmatch(self.account) is not None and _signer_account(self.arn) == self.account
 
     def describe(self) -> str:

@@ -101,8 +101,7 @@ class OpaqueIds:
         return made
 
     def _text(self, value: int) -> str:
-        """`value` in the payload's characters, then its Luhn mod R check character; written two characters at a
-        time from the right (_pairs), half the steps; an odd payload's extra leading 0 adds nothing to the sum."""
+        # Two characters a step from the right (_pairs); an odd payload's extra leading 0 adds nothing to Luhn's sum.
         pairs, pair_radix = self._pairs, self._pair_radix
         pieces, total = [], 0
         for _ in self._pair_steps:
@@ -154,8 +153,7 @@ def round_mix(copy: Callable[[], Any], modulus: int, table: array.array[int] | N
 
 
 def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, round_number: int) -> Any:
-    """One round's BLAKE2b, keyed with the version's key, having read the round, the domain, the version and the
-    counter (never the current key_version, which changes)."""
+    """Keyed with the version's key, having read all but the current key_version, which changes."""
     domain = f"{round_number}/{config.alphabet}/{config.width}/{config.check}/{config.key_versions}/{version}/{tweak}/"
     return blake2b(domain.encode(), key=key, digest_size=16, person=b"tickets.opaque")
 
