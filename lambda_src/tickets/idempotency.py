@@ -9,7 +9,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from botocore.exceptions import ClientError
 
@@ -18,9 +18,6 @@ from .dynamodb_errors import CONDITION_FAILED_CODE, Failure, classify, error_cod
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
 from .protocol import Asked
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
-
-if TYPE_CHECKING:
-    from .runtime import Runtime
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
 
@@ -56,9 +53,10 @@ def _hash(data: Any) -> str:
 
 
 def once(
-    runtime: Runtime, event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], issue: Issue
+    runtime: Any, event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], issue: Issue
 ) -> dict[str, Any]:
-    """The record locked before the issue runs: what the issue checks never stands between a retry and its answer."""
+    """The record locked before the issue runs: what the issue checks never stands between a retry and its answer.
+    `runtime`: the request's tickets.runtime.Runtime (which imports this module on first use)."""
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
     def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
