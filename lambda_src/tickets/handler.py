@@ -9,32 +9,24 @@ from typing import Any
 
 
 def _build() -> Any:
+    from . import settings as env
     from .access import ACCESS_PARAMETERS_ENV
     from .access.store import StoredRules, ssm_client
     from .app import create_app, dynamodb_client
     from .botocore_session import new_session
-    from .settings import (
-        COUNTER_TABLE_ENV,
-        IDEMPOTENCY_TABLE_ENV,
-        OPAQUE_KEYS_ENV,
-        SERIES_TABLE_ENV,
-        SETTINGS_ENV,
-        WORKERS_TABLE_ENV,
-        Settings,
-    )
 
     session = new_session()  # one for every client: they are made together, from one environment
-    rules, keys = os.environ.get(ACCESS_PARAMETERS_ENV), os.environ.get(OPAQUE_KEYS_ENV)
+    rules, keys = os.environ.get(ACCESS_PARAMETERS_ENV), os.environ.get(env.OPAQUE_KEYS_ENV)
     if keys:  # only a function with opaque counters loads tickets.opaque
         from .opaque.secret import parameter_keys
     # Read now (cold start); if a read fails, each request answers 503 and tries again.
     return create_app(
-        Settings.from_json(os.environ[SETTINGS_ENV]),
+        env.Settings.from_json(os.environ[env.SETTINGS_ENV]),
         dynamodb_client(session),
-        os.environ[COUNTER_TABLE_ENV],
-        os.environ[IDEMPOTENCY_TABLE_ENV],
-        series_table=os.environ.get(SERIES_TABLE_ENV),
-        workers_table=os.environ.get(WORKERS_TABLE_ENV),
+        os.environ[env.COUNTER_TABLE_ENV],
+        os.environ[env.IDEMPOTENCY_TABLE_ENV],
+        series_table=os.environ.get(env.SERIES_TABLE_ENV),
+        workers_table=os.environ.get(env.WORKERS_TABLE_ENV),
         access=StoredRules(ssm_client(session), rules.split(",")).read_at_cold_start() if rules else None,
         opaque_keys=parameter_keys(keys, ssm_client(session)) if keys else None,
     )
