@@ -170,31 +170,26 @@ class Issuer:
 
     def state(self, key: str) -> CounterState:
         counter, lanes = self._lanes(key)
-        rows: list[LaneState] = []
-        stored_steps: list[int | None] = []
         items = self.store.read(lanes)
-        for lane in lanes:  # the unused ones with last null
-            stored = items.get(lane.item_key, {LAST: None, STEP: None})
-            step, last = stored[STEP], stored[LAST]
-            if step is not None or last is not None:
-                stored_steps.append(step)
-            rows.append(
-                {
-                    "counter": lane.item_key,
-                    "lane": lane.index,
-                    "first": lane.first,
-                    "step": step if step is not None else lane.step,
-                    "last": last if last is not None and last != lane.seed else None,
-                }
-            )
-        if not stored_steps:
+        stored = [items.get(lane.item_key, {LAST: None, STEP: None}) for lane in lanes]  # unused lanes: last null
+        if all(each[STEP] is None and each[LAST] is None for each in stored):
             raise NotFound(f"counter {key!r} has not issued a ticket in this region yet")
+        rows: list[LaneState] = [
+            {
+                "counter": lane.item_key,
+                "lane": lane.index,
+                "first": lane.first,
+                "step": lane.step if (step := each[STEP]) is None else step,
+                "last": each[LAST] if each[LAST] != lane.seed else None,
+            }
+            for lane, each in zip(lanes, stored, strict=True)
+        ]
         issued = [row["last"] for row in rows if row["last"] is not None]
         state: CounterState = {
             "key": key,
             "last": max(issued) if issued else None,
             # As stored: after a config change not the configured one.
-            "step": next((step for step in stored_steps if step is not None), lanes[0].step),
+            "step": next((step for each in stored if (step := each[STEP]) is not None), lanes[0].step),
             "config": counter.to_json(),
             "region": {"slot": self.settings.region_slot, "slots": self.settings.region_slots},
             "lanes": rows,

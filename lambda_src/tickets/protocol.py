@@ -16,7 +16,6 @@ from .keys import MAX_BLOCK, MAX_COUNT, echo_count, parse_count, require_key
 # /{key} answers the tickets as a list, /_blocks/{key} as a range.
 TICKETS_ROUTE = "tickets"
 BLOCKS_ROUTE = "blocks"
-QUERY_FIELDS = ("key", "systemKey", "count")
 MAX_BODY_BYTES = 1024
 MAX_PATH_CHARS = 256
 
@@ -61,7 +60,7 @@ def merged_request(
 ) -> Asked:
     max_count = MAX_BLOCK if route == BLOCKS_ROUTE else MAX_COUNT
     # The raw query string: queryStringParameters joins a repeated parameter's values with commas.
-    query = query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
+    query = query_parameters_of(raw_query, ("key", "systemKey", "count"), "key (or systemKey) and count")
     fields = body_fields(body, ("key", "count"), '{"count": 10}')
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")

@@ -149,21 +149,17 @@ _PERMANENT = (
 def _refusal(lane: Lane, item: Item, *, layout: bool) -> TicketsError | None:
     """Why a lane's item (or with `layout`, its key's plain item) refuses it: stopped, another config, not ours."""
     if number(item, STEP) == STOPPED:
-        return _stopped(lane)
+        return Unavailable(
+            f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
+            f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "
+            f"`{FENCE_UNDO_COMMAND}`: docs/how-to/change-a-layout.md); nothing was issued, retry after the "
+            "Retry-After delay"
+        )
     if (changed := layout_contradiction(lane, item) if layout else contradiction(lane, item)) is not None:
         return ConfigMismatch(f"counter {changed}; {_PERMANENT}")
     if item and missing(item, lane_item.layout_of(lane) if layout else LANE):
         return _not_written_by_code(lane, item, layout=layout)
     return None
-
-
-def _stopped(lane: Lane) -> Unavailable:
-    return Unavailable(
-        f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
-        f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "
-        f"`{FENCE_UNDO_COMMAND}`: docs/how-to/change-a-layout.md); nothing was issued, retry after the "
-        "Retry-After delay"
-    )
 
 
 def _not_written_by_code(lane: Lane, item: Item, *, layout: bool) -> ConfigMismatch:

@@ -26,11 +26,10 @@ from .journal import (
     request_key,
 )
 
+_RETRY = "; retry with the same Idempotency-Key after the Retry-After delay: a number already taken is answered again"
 _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
-    throttled="the series table is throttled or unavailable; retry with the same Idempotency-Key after "
-    "the Retry-After delay: a number already taken is answered again, never lost",
-    no_answer="the series table did not answer in time; retry with the same Idempotency-Key after the "
-    "Retry-After delay: a number already taken is answered again, never lost",
+    throttled=f"the series table is throttled or unavailable{_RETRY}, never lost",
+    no_answer=f"the series table did not answer in time{_RETRY}, never lost",
 )
 CLAIM_ATTEMPTS = 8  # numbers one request tries, each taken meanwhile, before it gives up (its deadline is sooner)
 # Past timing.WORST_CASE_CALL_SECONDS after the deadline: once the lock expires nothing of the request can still land.
@@ -70,7 +69,7 @@ class SeriesStore:
             return IssuedEntry(resumed, replayed=True)
         if resumed is None:
             resumed = self._next(request, stored.series, owner)
-            self._claim(request, owner, resumed)
+            self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(resumed)}})
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
     def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> IssuedEntry:
@@ -92,7 +91,7 @@ class SeriesStore:
                 self.marks[(request.key, series)] = number
                 return IssuedEntry(entry, replayed=False) if found is None else IssuedEntry(found, replayed=True)
             number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
-            self._claim(request, owner, number)
+            self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
         raise Unavailable(
             f"series {request.key!r} is busy (each number this request tried was taken meanwhile); "
             "nothing was issued to it, retry with the same Idempotency-Key"
@@ -205,9 +204,6 @@ class SeriesStore:
         if entry is not None and (entry.caller, entry.idempotency_key) == (request.caller, request.idempotency_key):
             return entry
         return None
-
-    def _claim(self, request: IssueRequest, owner: str, number: int) -> None:
-        self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
 
     def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> Item:
         response = self._write(
