@@ -29,7 +29,6 @@ from .store import CounterStore
 if TYPE_CHECKING:
     from .access import Rules
     from .opaque.secret import StoredKeys
-    from .series.store import SeriesStore
 
 __all__ = ["App", "create_app", "dynamodb_client"]
 
@@ -85,19 +84,23 @@ def create_app(
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     store = CounterStore(client, counter_table)
     issuer = Issuer(settings, store, shuffle, config_name)
+    journal = None
+    if settings.series and series_table:  # most functions serve none: the journal stays out of their cold start
+        from .series.store import SeriesStore
+
+        journal = SeriesStore(client, series_table)
     runtime = Runtime(
         settings=settings,
         issuer=issuer,
         deadline=deadline,
         client=client,
         idempotency_table=idempotency_table,
-        journal=_series_store(client, series_table) if settings.series and series_table else None,
+        journal=journal,
         workers_table=workers_table,
         region=region or os.environ.get("AWS_REGION"),
         clock=clock,
         access=access,
         opaque_keys=opaque_keys,
-        counter_store=store,
     )
     served = routes.served(settings)
     dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)
@@ -129,10 +132,3 @@ def report(answered: TicketsError, raised: Exception) -> None:
     metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
     log = logger.warning if answered.status >= 500 else logger.info
     log("refused", extra={"status": answered.status, "code": answered.code, "error": answered.message})
-
-
-def _series_store(client: Any, table: str) -> SeriesStore:
-    """Imported only where series are configured: most functions serve none (cold start)."""
-    from .series.store import SeriesStore
-
-    return SeriesStore(client, table)

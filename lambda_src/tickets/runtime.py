@@ -12,7 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
-from .errors import KeyReplaced, Unavailable, forbidden
+from .errors import Forbidden, KeyReplaced, Unavailable, echo
 from .issuer import Issuer
 from .keys import require_idempotency_key
 from .settings import Settings
@@ -51,7 +51,6 @@ class Runtime:
     logger: Logger = field(default_factory=lambda: logger)
     access: Callable[[], Rules] | None = None  # None: every invoker may do everything
     opaque_keys: StoredKeys | None = None  # None: opaque counters answer 503
-    counter_store: Any = None  # records a key version's fingerprint
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
@@ -60,7 +59,10 @@ class Runtime:
         identity = Identity.of(request.event)
         if not self.access().allows(identity, request.operation, key):
             self.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
-            raise forbidden(identity.describe(), request.operation, key)
+            raise Forbidden(
+                f"{identity.describe()} may not {request.operation} key {echo(key)}: no access rule of this "
+                "deployment allows it. Nothing was done; ask for a rule (docs/how-to/access-rules.md)"
+            )
 
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
         """The ids of the opaque counter `key` under its key version, made once per process."""
@@ -74,7 +76,7 @@ class Runtime:
                 raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")
             version = counter.opaque.key_version
             secret = self.opaque_keys.keys(version)[version]
-            recorded = self.counter_store.fingerprint(version, fingerprint(secret))
+            recorded = self.issuer.store.fingerprint(version, fingerprint(secret))
             if problem := replaced(version, secret, recorded, self.opaque_keys.where):
                 raise KeyReplaced(problem)
             made = OpaqueIds(counter.opaque, {version: secret}, key)
