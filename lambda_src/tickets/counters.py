@@ -9,9 +9,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from . import protocol
 from .errors import BadRequest, Exhausted
-from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
+
+# The audit record: EMF metadata on the request's one metrics line, printed even when the invocation fails
+# (docs/how-to/restore.md's Logs Insights queries read these fields).
+AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id", "tickets_left")
 
 
 def next_ticket(
@@ -83,15 +86,17 @@ def _issued_for(
         if (days_left := issued.days_left) is not None:
             # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
             metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
-        record_issuance(
-            metrics,
-            key=asked.key,
-            count=asked.count,
-            first_ticket=issued.first,
-            last_ticket=issued.last,
-            correlation_id=runtime.logger.get_correlation_id(),
-            tickets_left=issued.tickets_left,
+        audit = (
+            asked.key,
+            asked.count,
+            issued.first,
+            issued.last,
+            runtime.logger.get_correlation_id(),
+            issued.tickets_left,
         )
+        for name, value in zip(AUDIT_FIELDS, audit, strict=True):
+            if value is not None:
+                metrics.add_metadata(name, value)
         return issued.answer(asked.route, ids)
 
     return runtime.once(request, asked, checked_issue)
