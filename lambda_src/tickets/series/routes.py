@@ -49,12 +49,12 @@ def issue_series_number(runtime: Runtime, request: Request, key: str) -> Respons
         ref,
         runtime.deadline.remaining_seconds(),
     )
-    issued = journal.issue(issue)
-    if not issued.replayed:
-        _count(runtime, "SeriesIssued", issued.entry.key, issued.entry.series)
-        runtime.metrics.add_metadata("ticket", issued.entry.ticket)  # the audit fields
+    entry, replayed = journal.issue(issue)
+    if not replayed:
+        _count(runtime, "SeriesIssued", entry.key, entry.series)
+        runtime.metrics.add_metadata("ticket", entry.ticket)  # the audit fields
         runtime.metrics.add_metadata("correlation_id", request.request_id)
-    return json_response(200, issued.entry.answer())
+    return json_response(200, entry.answer())
 
 
 def void_series_number(runtime: Runtime, request: Request, key: str) -> Response:

@@ -15,7 +15,6 @@ from ..messages import Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .journal import (
     Entry,
-    IssuedEntry,
     IssueRequest,
     Item,
     RequestItem,
@@ -48,7 +47,8 @@ class SeriesStore:
     token: Callable[[], str] = lambda: uuid.uuid4().hex
     marks: dict[tuple[str, str], int] = field(default_factory=dict)  # (key, series) -> its mark as last read
 
-    def issue(self, request: IssueRequest) -> IssuedEntry:
+    def issue(self, request: IssueRequest) -> tuple[Entry, bool]:
+        """The request's entry, and whether it was a retry's, answered with its first attempt's."""
         owner = self.token()
         try:
             number = self._next(request, request.series)
@@ -60,19 +60,21 @@ class SeriesStore:
             if not isinstance(replay, Entry):
                 self._release(request, owner)
                 raise
-            return IssuedEntry(replay, replayed=True)
+            return replay, True
         stored = self._create_request(request, owner, number)
         if stored is None:
             return self._take(request, owner, request.series, number, taken_over=False)
         resumed = self._resume(request, stored, owner)
         if isinstance(resumed, Entry):
-            return IssuedEntry(resumed, replayed=True)
+            return resumed, True
         if resumed is None:
             resumed = self._next(request, stored.series, owner)
             self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(resumed)}})
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
-    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> IssuedEntry:
+    def _take(
+        self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool
+    ) -> tuple[Entry, bool]:
         for _ in range(CLAIM_ATTEMPTS):
             entry = Entry(
                 key=request.key,
@@ -89,7 +91,7 @@ class SeriesStore:
             found = self._own_entry(request, series, number) if taken and taken_over else None
             if not taken or found is not None:
                 self.marks[(request.key, series)] = number
-                return IssuedEntry(entry, replayed=False) if found is None else IssuedEntry(found, replayed=True)
+                return (entry, False) if found is None else (found, True)
             number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
             self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
         raise Unavailable(
