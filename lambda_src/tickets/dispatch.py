@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import protocol
-from .caller import iam_fields
+from .access.rules import iam_fields
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
 from .routes import Route, allowed, not_found_message, route_of

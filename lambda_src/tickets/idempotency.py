@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from botocore.exceptions import ClientError
 
-from .caller import caller
+from .access.rules import caller
 from .dynamodb_errors import CONDITION_FAILED_CODE, Failure, classify, error_code
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
 from .protocol import Asked

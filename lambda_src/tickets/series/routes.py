@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .. import protocol
-from ..caller import caller
+from ..access.rules import caller
 from ..errors import BadRequest, NotFound, echo
 from ..keys import require_idempotency_key
 from ..messages import JournalPage
