@@ -10,7 +10,7 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools import Tracer
 from aws_lambda_powertools.metrics import MetricUnit
@@ -120,8 +120,7 @@ def create_app(
 def bind(handler: str) -> Handler:
     """A route's handler by its name in the table, `module.function` of this package."""
     module, function = handler.rsplit(".", 1)
-    bound: Handler = getattr(importlib.import_module(f".{module}", __package__), function)
-    return bound
+    return cast("Handler", getattr(importlib.import_module(f".{module}", __package__), function))
 
 
 def report(answered: TicketsError, raised: Exception) -> None:

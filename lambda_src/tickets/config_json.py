@@ -16,8 +16,7 @@ def camel(name: str) -> str:
 
 
 def json_name(declared: Field[Any]) -> str:
-    name: str = declared.metadata.get("name") or camel(declared.name)
-    return name
+    return cast("str", declared.metadata.get("name") or camel(declared.name))
 
 
 def default_of(declared: Field[Any]) -> Any:

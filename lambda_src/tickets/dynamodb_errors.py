@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
@@ -52,8 +52,7 @@ def classify_code(code: str, status: int = 400) -> Failure:
 
 
 def error_code(err: ClientError) -> str:
-    code: str = err.response.get("Error", {}).get("Code", "")
-    return code
+    return cast("str", err.response.get("Error", {}).get("Code", ""))
 
 
 @dataclass(frozen=True)
@@ -74,8 +73,7 @@ class UnavailableMessages:
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
     try:
-        response: dict[str, Any] = getattr(client, operation)(**request)
-        return response
+        return cast("dict[str, Any]", getattr(client, operation)(**request))
     except (ClientError, *NO_ANSWER_ERRORS) as err:
         if classify(err) is not Failure.UNAVAILABLE:
             raise

@@ -9,7 +9,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from botocore.exceptions import ClientError
 
@@ -112,8 +112,7 @@ def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) ->
         raise RequestInProgress(
             "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
         )
-    answer: dict[str, Any] = json.loads(stored["data"]["S"])
-    return answer
+    return cast("dict[str, Any]", json.loads(stored["data"]["S"]))
 
 
 _REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged"

@@ -7,7 +7,7 @@ import binascii
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, unquote
 
 from .errors import BadRequest, PayloadTooLarge, echo
@@ -208,10 +208,8 @@ def _ranks_text_first(accept: str) -> bool:
 
 def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
     if "id" in issued:
-        ids: list[str] = issued.get("ids", [issued["id"]])
-        return ids
-    tickets: list[int] = issued.get("tickets", [issued["ticket"]])
-    return tickets
+        return cast("list[str]", issued.get("ids", [issued["id"]]))
+    return cast("list[int]", issued.get("tickets", [issued["ticket"]]))
 
 
 def render_text(values: list[int] | list[str]) -> str:

@@ -7,7 +7,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
@@ -102,8 +102,7 @@ class CounterStore:
         if not dynamodb_errors.is_condition_failure(err):
             raise err
         if "Item" in err.response:
-            item: Item = err.response["Item"]
-            return item
+            return cast("Item", err.response["Item"])
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, Item]:

@@ -14,15 +14,12 @@ from ..keys import require_idempotency_key
 from ..messages import JournalPage
 from ..runtime import Runtime
 from ..wire import Request, Response, json_response
-from .config import SeriesConfig
+from .config import DEFAULT_PAGE, MAX_PAGE, MAX_SERIES_CHARS, SeriesConfig
 
 if TYPE_CHECKING:
     from .store import SeriesStore
 
 MAX_BODY_BYTES = 4096  # a 500-character reason in any script, with room for the JSON around it
-DEFAULT_PAGE = 100
-MAX_SERIES_CHARS = 32  # a period's name (2026, 2026-27) or `all`, with -rSLOT
-MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
 
 
 def issue_series_number(runtime: Runtime, request: Request, key: str) -> Response:

@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .. import dynamodb_errors
 from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
@@ -217,8 +217,7 @@ class SeriesStore:
         )
         if response is None:
             raise RequestInProgress(_IN_PROGRESS)  # another attempt of the request holds it now
-        before: Item = response["Attributes"]
-        return before
+        return cast("Item", response["Attributes"])
 
     def _release(self, request: IssueRequest, owner: str) -> None:
         """A refused request leaves nothing: its request item goes, so a retry is judged anew."""
