@@ -4,6 +4,7 @@ exception as the API's JSON error. Plain: app.py binds the handlers and gives th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import protocol
@@ -18,21 +19,16 @@ Handler = Callable[..., Response]  # (runtime, request, **path parameters) -> Re
 Report = Callable[[TicketsError, Exception], None]
 
 
+@dataclass
 class Dispatcher:
-    def __init__(
-        self,
-        routes: tuple[Route, ...],
-        handlers: Mapping[str, Handler],
-        runtime: Any,
-        report: Report = lambda answered, raised: None,
-    ):
-        self.routes = routes
-        self.runtime = runtime
-        self.report = report
-        # Powertools' order: literal paths first, then the table's.
-        self._ordered = tuple(
-            (route, handlers[route.handler]) for route in sorted(routes, key=lambda route: bool(route.parameters))
-        )
+    routes: tuple[Route, ...]
+    handlers: Mapping[str, Handler]
+    runtime: Any
+    report: Report = lambda answered, raised: None
+
+    def __post_init__(self) -> None:  # Powertools' order: literal paths first, then the table's
+        ordered = sorted(self.routes, key=lambda route: bool(route.parameters))
+        self._ordered = tuple((route, self.handlers[route.handler]) for route in ordered)
 
     def answer(self, event: dict[str, Any]) -> Response:
         try:

@@ -48,14 +48,13 @@ class CounterStore:
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
             except ClientError as err:
-                created = self._settle(lane, count, self._failed_on(err, lane.item_key))
-                if created is not None:
+                if (created := self._settle(lane, count, self._failed_on(err, lane.item_key))) is not None:
                     return created
-                continue
-            last = number(response["Attributes"], LAST)
-            if last is None or not lane.owns(lane.block(last, count)[0]):
-                raise _off_lane(lane, last)
-            return last
+            else:
+                last = number(response["Attributes"], LAST)
+                if last is None or not lane.owns(lane.block(last, count)[0]):
+                    raise _off_lane(lane, last)
+                return last
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
@@ -68,7 +67,10 @@ class CounterStore:
             if lane.shards == 1:
                 return None  # deleted since the write failed: the next advance creates it
             self._record_layout(lane)
-            return self._create_shard(lane, count)
+            created = lane.seed + count * lane.step  # the shard's item, made with this request's tickets taken
+            request = {**self._on(lane.item_key), **lane_item.create(lane, created)}
+            written = dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE)
+            return None if written is None else created
         if (refusal := _refusal(lane, item, layout=False)) is not None:
             raise refusal
         last = number(item, LAST)
@@ -92,11 +94,6 @@ class CounterStore:
             raise _refusal(lane, self._failed_on(err, lane.plain_key) or {}, layout=True) or Unavailable(
                 f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
             ) from None
-
-    def _create_shard(self, lane: Lane, count: int) -> int | None:
-        last = lane.seed + count * lane.step
-        request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
-        return None if dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE) is None else last
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
         if not dynamodb_errors.is_condition_failure(err):
