@@ -12,8 +12,7 @@ from .errors import BadRequest, Exhausted
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
 
-# The audit record: EMF metadata on the request's one metrics line, printed even when the invocation fails
-# (docs/how-to/restore.md's Logs Insights queries read these fields).
+# The audit record: EMF metadata on the one metrics line, printed even on a failure (docs/how-to/restore.md reads it).
 AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id", "tickets_left")
 
 

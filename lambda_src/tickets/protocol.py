@@ -136,30 +136,24 @@ def _too_large(max_bytes: int) -> PayloadTooLarge:  # made only when raised: a r
 def body_fields(body: bytes, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
     if not body.strip():
         return {}
-    fields = json_body(body, example)
-    if not isinstance(fields, dict):
-        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
-    unknown = sorted(set(fields) - set(allowed))
-    if unknown:
-        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
-    return fields
-
-
-def json_body(body: bytes, example: str) -> Any:
-    """A request body's JSON, every string of it (names and values) valid Unicode."""
     try:
-        parsed = json.loads(body, object_pairs_hook=unique_fields)
+        fields = json.loads(body, object_pairs_hook=unique_fields)
     except (ValueError, RecursionError):
         raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
     try:
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        json.dumps(fields, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as err:
         surrogate = err.object[err.start : err.end]
         raise BadRequest(
             f"the body holds text that is not valid Unicode (a lone surrogate, {ascii(surrogate)}): "
             "send text as UTF-8, or escape a character past U+FFFF as its surrogate pair"
         ) from None
-    return parsed
+    if not isinstance(fields, dict):
+        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
+    return fields
 
 
 def unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
     throttled=f"the series table is throttled or unavailable{_RETRY}, never lost",
     no_answer=f"the series table did not answer in time{_RETRY}, never lost",
 )
+Issued = tuple[Entry, bool]  # the request's entry, and whether a retry was answered with its first attempt's
 CLAIM_ATTEMPTS = 8  # numbers one request tries, each taken meanwhile, before it gives up (its deadline is sooner)
 # Past timing.WORST_CASE_CALL_SECONDS after the deadline: once the lock expires nothing of the request can still land.
 LOCK_MARGIN_SECONDS = 5.0
@@ -47,8 +48,7 @@ class SeriesStore:
     token: Callable[[], str] = lambda: uuid.uuid4().hex
     marks: dict[tuple[str, str], int] = field(default_factory=dict)  # (key, series) -> its mark as last read
 
-    def issue(self, request: IssueRequest) -> tuple[Entry, bool]:
-        """The request's entry, and whether it was a retry's, answered with its first attempt's."""
+    def issue(self, request: IssueRequest) -> Issued:
         owner = self.token()
         try:
             number = self._next(request, request.series)
@@ -72,9 +72,7 @@ class SeriesStore:
             self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(resumed)}})
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
-    def _take(
-        self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool
-    ) -> tuple[Entry, bool]:
+    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> Issued:
         for _ in range(CLAIM_ATTEMPTS):
             entry = Entry(
                 key=request.key,
