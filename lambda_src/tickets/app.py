@@ -101,6 +101,7 @@ def create_app(
         clock=clock,
         access=access,
         opaque_keys=opaque_keys,
+        counter_store=store,
     )
     served = routes.served(settings)
     dispatcher = Dispatcher(served, {route.handler: bind(route.handler) for route in served}, runtime, report)

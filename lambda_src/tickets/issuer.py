@@ -41,8 +41,6 @@ class Store(Protocol):
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]: ...
 
-    def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]: ...
-
 
 @dataclass(frozen=True)
 class IssuedTickets:

@@ -51,6 +51,7 @@ class Runtime:
     logger: Logger = field(default_factory=lambda: logger)
     access: Callable[[], Rules] | None = None  # None: every invoker may do everything
     opaque_keys: StoredKeys | None = None  # None: opaque counters answer 503
+    counter_store: Any = None  # records a key version's fingerprint
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
@@ -76,7 +77,7 @@ class Runtime:
                 raise Unavailable(f"this function has no keys of opaque ids, and {key!r} is opaque: nothing issued")
             version = counter.opaque.key_version
             secret = self.opaque_keys.keys(version)[version]
-            recorded = self.issuer.store.fingerprint(version, fingerprint(secret))
+            recorded = self.counter_store.fingerprint(version, fingerprint(secret))
             if problem := replaced(version, secret, recorded, self.opaque_keys.where):
                 raise KeyReplaced(problem)
             made = OpaqueIds(counter.opaque, {version: secret}, key)

@@ -28,7 +28,7 @@ _ATTEMPTS = 3  # the advance, and at most two rounds of creating a shard raced b
 _UNPROCESSED_BACKOFF_SECONDS = 0.05  # BatchGetItem's retry of unprocessed keys: full jitter, doubled each round
 
 
-@dataclass(frozen=True)
+@dataclass
 class CounterStore:
     client: Any
     table: str
