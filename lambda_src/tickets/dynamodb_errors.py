@@ -64,11 +64,9 @@ class UnavailableMessages:
     fault: str | None = None
 
     def of(self, err: Exception) -> str:
-        if isinstance(err, ClientError) and error_code(err) in THROTTLING_CODES:
-            return self.throttled
-        if isinstance(err, ClientError):
-            return self.fault or self.throttled
-        return self.no_answer
+        if not isinstance(err, ClientError):
+            return self.no_answer
+        return self.throttled if error_code(err) in THROTTLING_CODES else self.fault or self.throttled
 
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
