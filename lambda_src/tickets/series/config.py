@@ -115,7 +115,9 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
         )
     if length is None:
         return config
-    longest_series = longest_series_name(config, region_slots)
+    # The longest series name: `all`, or a year YYYY (YYYY-YY starting after January), and the slot's -rSLOT.
+    name = len(NO_PERIOD_NAME) if period is None else MAX_YEAR_DIGITS + (3 if config.period_start_month > 1 else 0)
+    longest_series = name if region_slots == 1 else name + len(f"-r{region_slots - 1}")
     if explicit_max:
         longest = longest_id_length(text, key, longest_series, config.max)
         if longest > length:
@@ -153,14 +155,6 @@ def check_format(text: str, where: str) -> set[str]:
     if "n" not in used:
         raise SeriesConfigError(f"{where} lacks the number: add {{n}} or {{n:0W}}")
     return used
-
-
-def longest_series_name(config: SeriesConfig, region_slots: int) -> int:
-    if config.period is None:
-        name = len(NO_PERIOD_NAME)
-    else:
-        name = MAX_YEAR_DIGITS if config.period_start_month == 1 else MAX_YEAR_DIGITS + 3  # YYYY-YY
-    return name if region_slots == 1 else name + len(f"-r{region_slots - 1}")
 
 
 def longest_id_length(text: str, key: str, series_length: int, number: int) -> int:
