@@ -16,7 +16,6 @@ from ..errors import Unavailable
 from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
-_BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
 
 
 def fingerprint(key: bytes) -> str:
@@ -42,7 +41,7 @@ def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = 
 
 
 _inside = threading.local()  # depth: how many `unlogged` blocks this thread is in
-for _name in _BODY_LOGGERS:
+for _name in ("botocore.endpoint", "botocore.parsers"):  # their DEBUG lines print bodies
     logging.getLogger(_name).addFilter(lambda record: not getattr(_inside, "depth", 0))
 
 

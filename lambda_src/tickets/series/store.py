@@ -153,7 +153,12 @@ class SeriesStore:
         if number > request.config.max:
             if owner is not None:
                 self._release(request, owner)
-            raise _exhausted(request, series)
+            nxt = "the next period starts again; until then, " if request.config.period else ""
+            raise Exhausted(
+                f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; "
+                f"nothing was issued. Its max is permanent: {nxt}use a new series under a new name, with ids unlike "
+                "these (another prefix, or {key}) (docs/reference/series.md)"
+            )
         return number
 
     def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
@@ -255,12 +260,3 @@ _IN_PROGRESS = (
 def _held(request: IssueRequest, owner: str) -> dict[str, Any]:
     key = request_key(request.key, request.caller, request.idempotency_key)
     return {"Key": key, "ConditionExpression": "#owner = :held", "ExpressionAttributeNames": {"#owner": "owner"}}
-
-
-def _exhausted(request: IssueRequest, series: str) -> Exhausted:
-    nxt = "the next period starts again; until then, " if request.config.period else ""
-    return Exhausted(
-        f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; nothing "
-        f"was issued. Its max is permanent: {nxt}use a new series under a new name, with ids unlike these "
-        "(another prefix, or {key}) (docs/reference/series.md)"
-    )
