@@ -34,10 +34,6 @@ class Request:
     def headers(self) -> dict[str, str]:  # a Function URL lower-cases header names
         return cast("dict[str, str]", self.event.get("headers") or {})
 
-    @property
-    def request_id(self) -> str | None:
-        return cast("str | None", (self.event.get("requestContext") or {}).get("requestId"))
-
 
 @dataclass(frozen=True)
 class Response:

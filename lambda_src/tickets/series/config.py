@@ -126,7 +126,8 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
                 f"{'x' * longest_series}) passes formatMaxLength {length}; lower max or shorten the format"
             )
         return config
-    fitting = largest_fitting_number(text, key, longest_series, length)
+    nines = (10**digits - 1 for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1))  # an id grows with the digits
+    fitting = max((n for n in nines if longest_id_length(text, key, longest_series, n) <= length), default=-1)
     if fitting < start:
         raise SeriesConfigError(
             f"{where}: no id fits in formatMaxLength {length} (the number {start} already takes "
@@ -159,12 +160,6 @@ def check_format(text: str, where: str) -> set[str]:
 
 def longest_id_length(text: str, key: str, series_length: int, number: int) -> int:
     return len(_render(text, key, "x" * series_length, number))
-
-
-def largest_fitting_number(text: str, key: str, series_length: int, length: int) -> int:
-    """The largest number whose id, in the longest series name, fits in `length` characters (-1: none)."""
-    nines = (10**digits - 1 for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1))  # an id grows with the digits
-    return max((n for n in nines if longest_id_length(text, key, series_length, n) <= length), default=-1)
 
 
 def _render(text: str, key: str, series: str, number: int) -> str:

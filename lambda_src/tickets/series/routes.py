@@ -50,7 +50,7 @@ def issue_series_number(runtime: Runtime, request: Request, key: str) -> Respons
     if not replayed:
         _count(runtime, "SeriesIssued", entry.key, entry.series)
         runtime.metrics.add_metadata("ticket", entry.ticket)  # the audit fields
-        runtime.metrics.add_metadata("correlation_id", request.request_id)
+        runtime.metrics.add_metadata("correlation_id", runtime.logger.get_correlation_id())
     return json_response(200, entry.answer())
 
 

@@ -22,11 +22,6 @@ class PoolConfig(ConfigJson):
     size: int
     ttl_seconds: int
 
-    @property
-    def hand_over_ms(self) -> int:
-        """A released id's wait: the clients' margin (docs/explanation/worker-leases.md#what-a-holder-must-do)."""
-        return max(1000, self.ttl_seconds * 100)
-
 
 def free_workers(items: Iterable[tuple[int, int]], low: int, high: int, now: int, live: list[int]) -> Iterator[int]:
     """The ids in [low, high) free at `now` (ms), in order; `live` gathers the others' expiries (for Retry-After)."""

@@ -79,7 +79,8 @@ class WorkerStore:
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
-        values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
+        # A released id waits out the clients' margin (docs/explanation/worker-leases.md#what-a-holder-must-do).
+        values = {":zero": 0, ":free": now + max(1000, config.ttl_seconds * 100), ":epoch": epoch, ":now": now}
         return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
     def leases(self, pool: str, size: int, now: int) -> list[Lease]:
