@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .access import Rules
     from .opaque.secret import StoredKeys
 
-__all__ = ["App", "create_app", "dynamodb_client"]
 
 DYNAMODB_CONFIG = Config(
     # `total_max_attempts` counts every attempt (`max_attempts` only retries): timing.py's one.
