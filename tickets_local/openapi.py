@@ -16,7 +16,8 @@ from tickets import errors, keys, messages
 from tickets.config_json import json_name
 from tickets.opaque import ALPHABETS, OpaqueConfig
 from tickets.routes import Query, Route, allowed, served
-from tickets.series import journal, requests
+from tickets.series import journal
+from tickets.series.config import DEFAULT_PAGE, MAX_PAGE, MAX_SERIES_CHARS
 from tickets.settings import MAX_SAFE_INTEGER, CounterConfig, Settings
 from tickets.workers.config import MAX_EPOCH, MAX_POOL_SIZE, OWNER_PATTERN
 from tickets_deploy.rules import MAX_TICKET, MAX_WIDTH, MIN_WIDTH
@@ -41,11 +42,11 @@ def _scalars() -> dict[str, dict[str, Any]]:
         "OpaqueId": _text(max(MAX_WIDTH.values()), value, minLength=MIN_WIDTH),
         "Step": {"type": "integer", "minimum": 1},
         "Number": {"type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER},
-        "SeriesName": _text(requests.MAX_SERIES_CHARS, "[^#]+"),
+        "SeriesName": _text(MAX_SERIES_CHARS, "[^#]+"),
         "Time": {"type": "string", "format": "date-time"},
         "Reason": _text(journal.MAX_REASON_CHARS),
         "Ref": _text(journal.MAX_REF_CHARS),
-        "PageSize": {"type": "integer", "minimum": 1, "maximum": requests.MAX_PAGE, "default": requests.DEFAULT_PAGE},
+        "PageSize": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "default": DEFAULT_PAGE},
         "IssuedText": {"type": "string", "pattern": f"^({value}\\n){{1,{keys.MAX_COUNT}}}$"},
         "BareText": {"type": "string", "pattern": f"^{value}(\\n{value}){{0,{keys.MAX_COUNT - 1}}}$"},
         "BlockText": {"type": "string", "pattern": "^[0-9]+ [0-9]+ [0-9]+\\n$"},

@@ -10,9 +10,10 @@ import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools import Tracer
+from aws_lambda_powertools.metrics import MetricUnit
 from botocore.config import Config
 
 from . import routes, timing
@@ -20,7 +21,7 @@ from .botocore_session import new_session
 from .dispatch import Dispatcher, Handler
 from .errors import TicketsError
 from .issuer import Issuer
-from .runtime import Runtime, count_error, logger, metrics
+from .runtime import Runtime, logger, metrics
 from .sequence import Lane
 from .settings import Settings
 from .store import CounterStore
@@ -28,9 +29,7 @@ from .store import CounterStore
 if TYPE_CHECKING:
     from .access import Rules
     from .opaque.secret import StoredKeys
-    from .series.store import SeriesStore
 
-__all__ = ["App", "create_app", "dynamodb_client"]
 
 DYNAMODB_CONFIG = Config(
     # `total_max_attempts` counts every attempt (`max_attempts` only retries): timing.py's one.
@@ -84,13 +83,18 @@ def create_app(
     client = timing.DeadlineBoundClient(dynamodb, deadline)
     store = CounterStore(client, counter_table)
     issuer = Issuer(settings, store, shuffle, config_name)
+    journal = None
+    if settings.series and series_table:  # most functions serve none: the journal stays out of their cold start
+        from .series.store import SeriesStore
+
+        journal = SeriesStore(client, series_table)
     runtime = Runtime(
         settings=settings,
         issuer=issuer,
         deadline=deadline,
         client=client,
         idempotency_table=idempotency_table,
-        journal=_series_store(client, series_table) if settings.series and series_table else None,
+        journal=journal,
         workers_table=workers_table,
         region=region or os.environ.get("AWS_REGION"),
         clock=clock,
@@ -116,19 +120,14 @@ def create_app(
 def bind(handler: str) -> Handler:
     """A route's handler by its name in the table, `module.function` of this package."""
     module, function = handler.rsplit(".", 1)
-    bound: Handler = getattr(importlib.import_module(f".{module}", __package__), function)
-    return bound
+    return cast("Handler", getattr(importlib.import_module(f".{module}", __package__), function))
 
 
 def report(answered: TicketsError, raised: Exception) -> None:
-    """What a refusal leaves: its code in the metrics line and the log; a crash's traceback too."""
+    """A refusal's code in the metrics line (a handful: a bounded dimension) and the log, a crash's traceback too."""
     if answered is not raised:
         logger.exception("unhandled error")
-    count_error(answered)
-
-
-def _series_store(client: Any, table: str) -> SeriesStore:
-    """Imported only where series are configured: most functions serve none (cold start)."""
-    from .series.store import SeriesStore
-
-    return SeriesStore(client, table)
+    metrics.add_dimension(name="code", value=answered.code)
+    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
+    log = logger.warning if answered.status >= 500 else logger.info
+    log("refused", extra={"status": answered.status, "code": answered.code, "error": answered.message})

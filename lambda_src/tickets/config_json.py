@@ -1,6 +1,5 @@
-"""A config dataclass as the JSON the deploy side writes, derived from its fields: each attribute under its camelCase
-name, left out at its default unless written always (as every version did: deployed environments and ledgers stay as
-they are). A field's metadata may give `always` (True, or a test of the whole value), `name`, `encode` and `decode`."""
+"""A config dataclass as the JSON the deploy side writes, derived from its fields (camelCase, left out at its default
+unless `always`, as deployed environments and ledgers have it); metadata may also give `name`, `encode`, `decode`."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ def camel(name: str) -> str:
 
 
 def json_name(declared: Field[Any]) -> str:
-    name: str = declared.metadata.get("name") or camel(declared.name)
-    return name
+    return cast("str", declared.metadata.get("name") or camel(declared.name))
 
 
 def default_of(declared: Field[Any]) -> Any:

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from . import protocol
 from .errors import BadRequest, Exhausted
-from .log_format import record_issuance
 from .runtime import Runtime
 from .wire import Request, Response, json_response, text_response
 
-if TYPE_CHECKING:
-    from .opaque import OpaqueIds
+# The audit record: EMF metadata on the one metrics line, printed even on a failure (docs/how-to/restore.md reads it).
+AUDIT_FIELDS = ("key", "count", "first_ticket", "last_ticket", "correlation_id", "tickets_left")
 
 
 def next_ticket(
@@ -74,38 +72,30 @@ def _issued_for(
         # An opaque counter's key unreadable: 503 before any write.
         ids = runtime.opaque_ids(asked.key, counter) if counter.opaque is not None else None
         try:
-            return _issue_and_record(runtime, asked, ids)
+            issued = runtime.issuer.issue(asked)
         except Exhausted:  # an opaque counter's says nothing of its max and step
             if ids is None:
                 raise
             raise Exhausted(f"{asked.key} cannot issue that many more: ask for fewer. Nothing was issued.") from None
+        metrics = runtime.metrics
+        metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=asked.count)
+        if issued.near_max:
+            metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
+            runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
+        if (days_left := issued.days_left) is not None:
+            # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
+            metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
+        audit = (
+            asked.key,
+            asked.count,
+            issued.first,
+            issued.last,
+            runtime.logger.get_correlation_id(),
+            issued.tickets_left,
+        )
+        for name, value in zip(AUDIT_FIELDS, audit, strict=True):
+            if value is not None:
+                metrics.add_metadata(name, value)
+        return issued.answer(asked.route, ids)
 
     return runtime.once(request, asked, checked_issue)
-
-
-def _issue_and_record(runtime: Runtime, asked: protocol.Asked, ids: OpaqueIds | None) -> dict[str, Any]:
-    issued = runtime.issuer.issue(asked)
-    metrics = runtime.metrics
-    metrics.add_metric(name="TicketsIssued", unit=MetricUnit.Count, value=asked.count)
-    if issued.near_max:
-        metrics.add_metric(name="CounterNearMax", unit=MetricUnit.Count, value=1)
-        runtime.logger.warning("counter passed 90% of its max", extra={"max": issued.counter.max})
-    if (days_left := issued.days_left) is not None:
-        # One metric for every key (its Minimum: the soonest any lane runs out): a dimension per key is billed.
-        metrics.add_metric(name="CounterDaysLeft", unit=MetricUnit.NoUnit, value=days_left)
-    record_issuance(
-        metrics,
-        key=asked.key,
-        count=asked.count,
-        first_ticket=issued.first,
-        last_ticket=issued.last,
-        correlation_id=runtime.logger.get_correlation_id(),
-        tickets_left=issued.tickets_left,
-    )
-    if asked.route == protocol.BLOCKS_ROUTE:
-        answer: Mapping[str, Any] = issued.range_json()
-    elif ids is not None:  # stored as answered: a retry gets these ids, whatever key version encodes later
-        answer = issued.ids_json(ids.encode_all(range(issued.first, issued.last + 1, issued.step)))
-    else:
-        answer = issued.to_json()
-    return dict(answer)  # as Idempotency-Key's records store and replay it: plain JSON

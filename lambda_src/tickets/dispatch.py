@@ -4,10 +4,11 @@ exception as the API's JSON error. Plain: app.py binds the handlers and gives th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import protocol
-from .caller import iam_fields
+from .access.rules import iam_fields
 from .errors import BadRequest, MethodNotAllowed, NotFound, TicketsError
 from .keys import KEY_RULE
 from .routes import Route, allowed, not_found_message, route_of
@@ -18,21 +19,16 @@ Handler = Callable[..., Response]  # (runtime, request, **path parameters) -> Re
 Report = Callable[[TicketsError, Exception], None]
 
 
+@dataclass
 class Dispatcher:
-    def __init__(
-        self,
-        routes: tuple[Route, ...],
-        handlers: Mapping[str, Handler],
-        runtime: Any,
-        report: Report = lambda answered, raised: None,
-    ):
-        self.routes = routes
-        self.runtime = runtime
-        self.report = report
-        # Powertools' order: literal paths first, then the table's.
-        self._ordered = tuple(
-            (route, handlers[route.handler]) for route in sorted(routes, key=lambda route: bool(route.parameters))
-        )
+    routes: tuple[Route, ...]
+    handlers: Mapping[str, Handler]
+    runtime: Any
+    report: Report = lambda answered, raised: None
+
+    def __post_init__(self) -> None:  # Powertools' order: literal paths first, then the table's
+        ordered = sorted(self.routes, key=lambda route: bool(route.parameters))
+        self._ordered = tuple((route, self.handlers[route.handler]) for route in ordered)
 
     def answer(self, event: dict[str, Any]) -> Response:
         try:
@@ -40,19 +36,12 @@ class Dispatcher:
             iam_fields(normalised)  # 403 for an authorizer no Function URL sends, whatever the route and rules
             method = normalised.get("requestContext", {}).get("http", {}).get("method", "")
             path = normalised.get("rawPath") or "/"
-            routed = self._routed(method.upper(), path)
-            if routed is None:
-                return self.unrouted(Request(normalised, method, path))
-            route, handler, arguments = routed
-            return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
+            for route, handler in self._ordered:
+                if method.upper() in route.methods and (arguments := route.arguments(path)) is not None:
+                    return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
+            return self.unrouted(Request(normalised, method, path))
         except Exception as err:
             return self.refused(err)
-
-    def _routed(self, method: str, path: str) -> tuple[Route, Handler, dict[str, str]] | None:
-        for route, handler in self._ordered:
-            if method in route.methods and (arguments := route.arguments(path)) is not None:
-                return route, handler, arguments
-        return None
 
     def unrouted(self, request: Request) -> Response:
         route = route_of(request.path, self.routes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 
@@ -36,7 +36,7 @@ def classify(err: Exception) -> Failure | None:
         return Failure.UNAVAILABLE
     if not isinstance(err, ClientError):
         return None
-    return classify_code(error_code(err), _status(err.response))
+    return classify_code(error_code(err), err.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
 
 
 def classify_code(code: str, status: int = 400) -> Failure:
@@ -52,8 +52,7 @@ def classify_code(code: str, status: int = 400) -> Failure:
 
 
 def error_code(err: ClientError) -> str:
-    code: str = err.response.get("Error", {}).get("Code", "")
-    return code
+    return cast("str", err.response.get("Error", {}).get("Code", ""))
 
 
 @dataclass(frozen=True)
@@ -65,17 +64,14 @@ class UnavailableMessages:
     fault: str | None = None
 
     def of(self, err: Exception) -> str:
-        if isinstance(err, ClientError) and error_code(err) in THROTTLING_CODES:
-            return self.throttled
-        if isinstance(err, ClientError):
-            return self.fault or self.throttled
-        return self.no_answer
+        if not isinstance(err, ClientError):
+            return self.no_answer
+        return self.throttled if error_code(err) in THROTTLING_CODES else self.fault or self.throttled
 
 
 def call(client: Any, operation: str, request: dict[str, Any], messages: UnavailableMessages) -> dict[str, Any]:
     try:
-        response: dict[str, Any] = getattr(client, operation)(**request)
-        return response
+        return cast("dict[str, Any]", getattr(client, operation)(**request))
     except (ClientError, *NO_ANSWER_ERRORS) as err:
         if classify(err) is not Failure.UNAVAILABLE:
             raise
@@ -96,8 +92,3 @@ def conditional(
 
 def is_condition_failure(err: Exception) -> bool:
     return classify(err) is Failure.CONDITION_FAILED
-
-
-def _status(response: dict[str, Any]) -> int:
-    status: int = response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-    return status

@@ -43,13 +43,6 @@ class Forbidden(TicketsError, status=403, code="forbidden"):
     pass
 
 
-def forbidden(caller: str, operation: str, key: str) -> Forbidden:
-    return Forbidden(
-        f"{caller} may not {operation} key {echo(key)}: no access rule of this deployment allows it. "
-        "Nothing was done; ask for a rule (docs/how-to/access-rules.md)"
-    )
-
-
 class NotFound(TicketsError, status=404, code="not_found"):
     pass
 

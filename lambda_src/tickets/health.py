@@ -10,12 +10,11 @@ from .wire import Request, Response, json_response
 
 def health(runtime: Runtime, request: Request) -> Response:
     protocol.no_query_nor_body("GET /_health", request.raw_query_string, request.body)
-    settings = runtime.settings
     body: Health = {
         "status": "ok",
         "version": __version__,
         "region": runtime.region,
-        "slot": settings.region_slot,
-        "slots": settings.region_slots,
+        "slot": runtime.settings.region_slot,
+        "slots": runtime.settings.region_slots,
     }
     return json_response(200, body)

@@ -1,9 +1,5 @@
-"""Idempotent retries (docs/explanation/failures-and-idempotency.md): a repeated Idempotency-Key gets the stored
-answer. The record is keyed by the caller (caller.caller) and the header, and checked against the request, so the same
-header with another request is refused. Imported only for a request with the header. The record is in Powertools'
-format (tests/functional/test_idempotency.py), so either release replays the other's; without Powertools' jmespath
-and record objects the calls cost a third less.
-"""
+"""Idempotent retries (docs/explanation/failures-and-idempotency.md), loaded only for a request with the header; the
+record in Powertools' format, so either release replays the other's, without its jmespath (a third cheaper)."""
 
 from __future__ import annotations
 
@@ -13,18 +9,17 @@ import json
 import os
 import time
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from botocore.exceptions import ClientError
 
-from .caller import caller
+from .access.rules import caller
 from .dynamodb_errors import CONDITION_FAILED_CODE, Failure, classify, error_code
 from .errors import IdempotencyKeyReused, RequestInProgress, TicketsError, Unavailable
 from .protocol import Asked
 from .tables import IDEMPOTENCY_KEY, IDEMPOTENCY_TTL
 
 Issue = Callable[[], dict[str, Any]]  # checks what the config requires, issues, and answers
-IdempotentIssue = Callable[[dict[str, Any], str, Asked | dict[str, Any], Any, Issue], dict[str, Any]]
 
 # Powertools' ids began with the function's name, then the decorated function's module and qualified name.
 _ID_PREFIX = ".tickets.idempotency.idempotent.<locals>.issue_once#"
@@ -57,53 +52,54 @@ def _hash(data: Any) -> str:
     return hashlib.md5(json.dumps(data, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
 
 
-def idempotent(*, client: Any, table_name: str, expires_after_seconds: int, logger: Any) -> IdempotentIssue:
-    """Run an issue once per (caller, header): the record is locked before the issue runs, so what the issue checks
-    never stands between a retry and its answer, which is saved after it. `logger`: the process's (tickets.runtime)."""
+def once(
+    runtime: Any, event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], issue: Issue
+) -> dict[str, Any]:
+    """The record locked before the issue runs: what the issue checks never stands between a retry and its answer.
+    `runtime`: the request's tickets.runtime.Runtime (which imports this module on first use)."""
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
     def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
         try:
-            answer: dict[str, Any] = getattr(client, operation)(TableName=table_name, **request)
+            answer: dict[str, Any] = getattr(runtime.client, operation)(TableName=runtime.idempotency_table, **request)
             return answer
         except Exception as err:
             if isinstance(err, ClientError) and error_code(err) == CONDITION_FAILED_CODE:
                 raise
-            _raise_failure(err, spent=spent, logger=logger)
+            _raise_failure(err, spent=spent, logger=runtime.logger)
 
-    def run(
-        event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], deadline: Any, issue: Issue
-    ) -> dict[str, Any]:
-        key = {IDEMPOTENCY_KEY: {"S": prefix + _hash([caller(event), idempotency_key])}}
-        validation = {"S": _hash(request.recorded if isinstance(request, Asked) else request)}
-        now = time.time()
-        seconds, millis, left = int(now), int(now * 1000), deadline.get_remaining_time_in_millis()
-        lock = {**key, IDEMPOTENCY_TTL: {"N": str(seconds + expires_after_seconds)}, "status": _IN_PROGRESS}
-        lock |= {"in_progress_expiration": {"N": str(millis + left)}, "validation": validation}
-        free = {":now": {"N": str(seconds)}, ":now_in_millis": {"N": str(millis)}, ":inprogress": _IN_PROGRESS}
-        try:  # the lock ends at this attempt's deadline: a crashed attempt blocks its key no longer
-            call("put_item", Item=lock, ExpressionAttributeValues=free, **_LOCK)
-        except ClientError as held:  # dynalite answers a failed condition without the record: read it
-            stored = held.response.get("Item") or call("get_item", Key=key, ConsistentRead=True).get("Item")
-            return _stored_answer(stored, validation)
-        mine = {":inprogress": _IN_PROGRESS, ":mine": lock["in_progress_expiration"]}
-        try:
-            answer = issue()
-        except Exception:
-            with contextlib.suppress(ClientError):  # failed: the lock is a retry's now, not this attempt's to free
-                call("delete_item", Key=key, ExpressionAttributeValues=mine, **_MINE)  # the header may be sent again
-            raise
-        saved = {":data": {"S": json.dumps(answer, sort_keys=True)}, ":status": _COMPLETED, ":validation": validation}
-        saved[":expiry"] = {"N": str(int(time.time() + expires_after_seconds))}
-        try:
-            call("update_item", True, Key=key, ExpressionAttributeValues=saved | mine, **_SAVE)
-        except ClientError as taken:
-            raise Unavailable(
-                _SPENT.format(why="this attempt outlived its lock") + "The same Idempotency-Key gets the retry's answer"
-            ) from taken
-        return answer
-
-    return run
+    key = {IDEMPOTENCY_KEY: {"S": prefix + _hash([caller(event), idempotency_key])}}
+    validation = {"S": _hash(request.recorded if isinstance(request, Asked) else request)}
+    now = time.time()
+    seconds, millis, left = int(now), int(now * 1000), runtime.deadline.get_remaining_time_in_millis()
+    lock = {
+        **key,
+        IDEMPOTENCY_TTL: {"N": str(seconds + runtime.settings.idempotency_expiry_seconds)},
+        "status": _IN_PROGRESS,
+    }
+    lock |= {"in_progress_expiration": {"N": str(millis + left)}, "validation": validation}
+    free = {":now": {"N": str(seconds)}, ":now_in_millis": {"N": str(millis)}, ":inprogress": _IN_PROGRESS}
+    try:  # the lock ends at this attempt's deadline: a crashed attempt blocks its key no longer
+        call("put_item", Item=lock, ExpressionAttributeValues=free, **_LOCK)
+    except ClientError as held:  # dynalite answers a failed condition without the record: read it
+        stored = held.response.get("Item") or call("get_item", Key=key, ConsistentRead=True).get("Item")
+        return _stored_answer(stored, validation)
+    mine = {":inprogress": _IN_PROGRESS, ":mine": lock["in_progress_expiration"]}
+    try:
+        answer = issue()
+    except Exception:
+        with contextlib.suppress(ClientError):  # failed: the lock is a retry's now, not this attempt's to free
+            call("delete_item", Key=key, ExpressionAttributeValues=mine, **_MINE)  # the header may be sent again
+        raise
+    saved = {":data": {"S": json.dumps(answer, sort_keys=True)}, ":status": _COMPLETED, ":validation": validation}
+    saved[":expiry"] = {"N": str(int(time.time() + runtime.settings.idempotency_expiry_seconds))}
+    try:
+        call("update_item", True, Key=key, ExpressionAttributeValues=saved | mine, **_SAVE)
+    except ClientError as taken:
+        raise Unavailable(
+            _SPENT.format(why="this attempt outlived its lock") + "The same Idempotency-Key gets the retry's answer"
+        ) from taken
+    return answer
 
 
 def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) -> dict[str, Any]:
@@ -116,8 +112,7 @@ def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) ->
         raise RequestInProgress(
             "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
         )
-    answer: dict[str, Any] = json.loads(stored["data"]["S"])
-    return answer
+    return cast("dict[str, Any]", json.loads(stored["data"]["S"]))
 
 
 _REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged"
@@ -126,8 +121,7 @@ _SPENT = "the tickets were taken, but their answer could not be saved ({why}): t
 
 
 def _raise_failure(err: Exception, *, spent: bool, logger: Any) -> NoReturn:
-    """As on the counter table (dynamodb_errors.classify): 503 when a retry may pass, else a 500; each says whether
-    the issue had taken its tickets (`spent`)."""
+    """503 when a retry may pass, else a 500 (dynamodb_errors.classify); each says if the issue took its tickets."""
     transient = isinstance(err, TicketsError) or classify(err) is Failure.UNAVAILABLE
     if transient and spent:
         raise Unavailable(

@@ -1,8 +1,5 @@
-"""Issuing tickets: pick a lane of the key, advance it, say what was issued (plain: the store is handed in).
-
-An Issuer lives as long as the execution environment and learns which lanes are exhausted (their `last` only rises):
-it skips them, and its first refusal reads the key's other lanes, so a spent sharded key costs one refusal and one read.
-"""
+"""Issuing tickets (plain: the store is handed in); an Issuer learns which lanes are exhausted, so a spent sharded key
+costs one refusal and one read of its other lanes."""
 
 from __future__ import annotations
 
@@ -10,16 +7,19 @@ import functools
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BadRequest, Exhausted, NotFound, OpaqueCounter, Unavailable, echo, exhausted
 from .keys import MAX_COUNT, echo_count
 from .lane_item import LAST, STEP
-from .messages import Block, CounterState, Issued, IssuedIds, LaneState
-from .protocol import Asked
+from .messages import CounterState, LaneState
+from .protocol import BLOCKS_ROUTE, Asked
 from .sequence import Lane, lanes_of, tickets_left
 from .settings import CounterConfig, Settings, unserved
+
+if TYPE_CHECKING:
+    from .opaque import OpaqueIds
 
 NEAR_MAX_FRACTION = 0.9
 _UNAVAILABLE_LANES_TRIED = 2  # a throttled shard gets one stand-in, not a storm of retries
@@ -70,41 +70,29 @@ class IssuedTickets:
         span = self.counter.max - self.counter.start
         return self.last - self.counter.start >= NEAR_MAX_FRACTION * span
 
-    def to_json(self) -> Issued:
-        body: Issued = {"key": self.key, "ticket": self.first}
-        if self.count > 1:
-            body["tickets"] = self.tickets
-        return body
-
-    def ids_json(self, ids: list[str]) -> IssuedIds:
-        body: IssuedIds = {"key": self.key, "id": ids[0]}
-        if self.count > 1:
-            body["ids"] = ids
-        return body
-
-    def range_json(self) -> Block:
-        return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
+    def answer(self, route: str, ids: OpaqueIds | None) -> dict[str, Any]:
+        """Plain JSON, as an Idempotency-Key's record replays it (ids as answered, whatever key version comes later)."""
+        if route == BLOCKS_ROUTE:
+            return {"key": self.key, "first": self.first, "last": self.last, "step": self.step, "count": self.count}
+        one, many = ("ticket", "tickets") if ids is None else ("id", "ids")
+        values = self.tickets if ids is None else ids.encode_all(self.tickets)
+        return {"key": self.key, one: values[0]} | ({many: values} if self.count > 1 else {})
 
 
+@dataclass
 class Issuer:
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        shuffle: Callable[[list[Lane]], None] = random.shuffle,
-        config_name: str = "cdk.json",
-    ):
-        self._settings = settings
-        self._config_name = config_name
-        self._store = store
-        self._shuffle = shuffle
-        self._last_at_least: dict[str, int] = {}  # item key -> a lower bound of the lane's stored `last`
-        # item key -> (since, last then, per day, reported): _per_day's
-        self._windows: dict[str, tuple[float, int, float | None, float]] = {}
+    settings: Settings
+    store: Store
+    shuffle: Callable[[list[Lane]], None] = random.shuffle
+    config_name: str = "cdk.json"
+    # item key -> a lower bound of the lane's stored `last`
+    _last_at_least: dict[str, int] = field(default_factory=dict, init=False)
+    # item key -> (since, last then, per day, reported): _per_day's
+    _windows: dict[str, tuple[float, int, float | None, float]] = field(default_factory=dict, init=False)
 
     def issue(self, asked: Asked) -> IssuedTickets:
         counter, lanes = self._lanes(asked.key)
-        self._shuffle(lanes)
+        self.shuffle(lanes)
         candidates = [lane for lane in lanes if self._may_fit(lane, asked.count)]
         failure: Exhausted | Unavailable | None = None
         unavailable = 0
@@ -112,7 +100,7 @@ class Issuer:
         while candidates:
             lane = candidates.pop(0)
             try:
-                last = self._store.advance(lane, asked.count)
+                last = self.store.advance(lane, asked.count)
             except Exhausted as err:
                 self._learn(lane, lane.limit(asked.count) + 1)
                 failure = failure if isinstance(failure, Unavailable) else err
@@ -133,8 +121,7 @@ class Issuer:
         raise failure or exhausted(asked.key, asked.count, counter.max, lanes[0].step)
 
     def _per_day(self, lane: Lane, last: int) -> float | None:
-        """The lane's tickets a day over this instance's latest window of RATE_WINDOW_SECONDS or more (its `last`
-        counts every instance's), given at most once every REPORT_SECONDS per lane. No DynamoDB call."""
+        """Tickets a day over this instance's latest window (`last` counts every instance's), once a REPORT_SECONDS."""
         now = time.monotonic()
         since, then, per_day, reported = self._windows.get(lane.item_key) or (None, last, None, 0.0)
         if since is None or now - since >= RATE_WINDOW_SECONDS:
@@ -159,7 +146,7 @@ class Issuer:
 
     def _survey(self, lanes: list[Lane]) -> None:
         try:
-            items = self._store.read(lanes)
+            items = self.store.read(lanes)
         except Unavailable:
             return
         for lane in lanes:
@@ -174,42 +161,37 @@ class Issuer:
                 f"{echo(key)} is an opaque counter: a range block would hand out tickets, and a caller cannot encode "
                 f"them without the key. Take up to {MAX_COUNT} ids a request: GET /{key}?count=N"
             )
-        limit = self._settings.block_limit(counter)
+        limit = self.settings.block_limit(counter)
         if count > limit:
             raise BadRequest(
                 f"invalid count {echo_count(count)}: a block of {echo(key)} holds at most {limit} tickets"
-                f" (maxBlock in {self._config_name})"
+                f" (maxBlock in {self.config_name})"
             )
 
     def state(self, key: str) -> CounterState:
         counter, lanes = self._lanes(key)
-        rows: list[LaneState] = []
-        stored_steps: list[int | None] = []
-        items = self._store.read(lanes)
-        for lane in lanes:  # the unused ones with last null
-            stored = items.get(lane.item_key, {LAST: None, STEP: None})
-            step, last = stored[STEP], stored[LAST]
-            if step is not None or last is not None:
-                stored_steps.append(step)
-            rows.append(
-                {
-                    "counter": lane.item_key,
-                    "lane": lane.index,
-                    "first": lane.first,
-                    "step": step if step is not None else lane.step,
-                    "last": last if last is not None and last != lane.seed else None,
-                }
-            )
-        if not stored_steps:
+        items = self.store.read(lanes)
+        stored = [items.get(lane.item_key, {LAST: None, STEP: None}) for lane in lanes]  # unused lanes: last null
+        if all(each[STEP] is None and each[LAST] is None for each in stored):
             raise NotFound(f"counter {key!r} has not issued a ticket in this region yet")
+        rows: list[LaneState] = [
+            {
+                "counter": lane.item_key,
+                "lane": lane.index,
+                "first": lane.first,
+                "step": lane.step if (step := each[STEP]) is None else step,
+                "last": each[LAST] if each[LAST] != lane.seed else None,
+            }
+            for lane, each in zip(lanes, stored, strict=True)
+        ]
         issued = [row["last"] for row in rows if row["last"] is not None]
         state: CounterState = {
             "key": key,
             "last": max(issued) if issued else None,
             # As stored: after a config change not the configured one.
-            "step": next((step for step in stored_steps if step is not None), lanes[0].step),
+            "step": next((step for each in stored if (step := each[STEP]) is not None), lanes[0].step),
             "config": counter.to_json(),
-            "region": {"slot": self._settings.region_slot, "slots": self._settings.region_slots},
+            "region": {"slot": self.settings.region_slot, "slots": self.settings.region_slots},
             "lanes": rows,
         }
         if counter.fence is not None:  # after a layout change (docs/explanation/epochs-and-fences.md)
@@ -217,14 +199,14 @@ class Issuer:
         return state
 
     def counter(self, key: str) -> CounterConfig:
-        counter = self._settings.counter(key)
+        counter = self.settings.counter(key)
         if counter is None:
             raise NotFound(
-                f"unknown key {key!r}: {unserved(key, self._config_name)}: only the keys in {self._config_name} (and "
+                f"unknown key {key!r}: {unserved(key, self.config_name)}: only the keys in {self.config_name} (and "
                 "the default key) are served"
             )
         return counter
 
     def _lanes(self, key: str) -> tuple[CounterConfig, list[Lane]]:
         counter = self.counter(key)
-        return counter, list(_region_lanes(key, counter, self._settings.region_slot, self._settings.region_slots))
+        return counter, list(_region_lanes(key, counter, self.settings.region_slot, self.settings.region_slots))

@@ -1,6 +1,5 @@
-"""The API's JSON messages as types: handlers build them and the API document derives its schemas from them
-(tickets_local/openapi.py; a string in `Annotated` names a scalar's schema). No `from __future__ import annotations`:
-TypedDict reads NotRequired from evaluated annotations only."""
+"""The API's JSON messages as types, from which tickets_local/openapi.py derives its schemas (a string in `Annotated`
+names a scalar's). No `from __future__ import annotations`: TypedDict reads NotRequired from evaluated annotations."""
 
 from collections.abc import Mapping
 from typing import Annotated, Literal, NotRequired, TypedDict

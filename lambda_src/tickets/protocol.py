@@ -7,7 +7,7 @@ import binascii
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qsl, unquote
 
 from .errors import BadRequest, PayloadTooLarge, echo
@@ -16,7 +16,6 @@ from .keys import MAX_BLOCK, MAX_COUNT, echo_count, parse_count, require_key
 # /{key} answers the tickets as a list, /_blocks/{key} as a range.
 TICKETS_ROUTE = "tickets"
 BLOCKS_ROUTE = "blocks"
-QUERY_FIELDS = ("key", "systemKey", "count")
 MAX_BODY_BYTES = 1024
 MAX_PATH_CHARS = 256
 
@@ -30,8 +29,7 @@ class Asked:
 
     @property
     def recorded(self) -> dict[str, Any]:
-        """What an Idempotency-Key's record is checked against: {key, count} as older records say it, and a block's
-        route (one header never answers a list on one route and a range on the other)."""
+        """What an Idempotency-Key's record is checked against: {key, count}, as older ones, and a block's route."""
         return {"key": self.key, "count": self.count} | ({} if self.route == TICKETS_ROUTE else {"route": self.route})
 
 
@@ -62,7 +60,7 @@ def merged_request(
 ) -> Asked:
     max_count = MAX_BLOCK if route == BLOCKS_ROUTE else MAX_COUNT
     # The raw query string: queryStringParameters joins a repeated parameter's values with commas.
-    query = query_parameters_of(raw_query, QUERY_FIELDS, "key (or systemKey) and count")
+    query = query_parameters_of(raw_query, ("key", "systemKey", "count"), "key (or systemKey) and count")
     fields = body_fields(body, ("key", "count"), '{"count": 10}')
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")
@@ -138,30 +136,24 @@ def _too_large(max_bytes: int) -> PayloadTooLarge:  # made only when raised: a r
 def body_fields(body: bytes, allowed: tuple[str, ...], example: str) -> dict[str, Any]:
     if not body.strip():
         return {}
-    fields = json_body(body, example)
-    if not isinstance(fields, dict):
-        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
-    unknown = sorted(set(fields) - set(allowed))
-    if unknown:
-        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
-    return fields
-
-
-def json_body(body: bytes, example: str) -> Any:
-    """A request body's JSON, every string of it (names and values) valid Unicode."""
     try:
-        parsed = json.loads(body, object_pairs_hook=unique_fields)
+        fields = json.loads(body, object_pairs_hook=unique_fields)
     except (ValueError, RecursionError):
         raise BadRequest(f"the body must be empty or a JSON object such as {example}") from None
     try:
-        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+        json.dumps(fields, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as err:
         surrogate = err.object[err.start : err.end]
         raise BadRequest(
             f"the body holds text that is not valid Unicode (a lone surrogate, {ascii(surrogate)}): "
             "send text as UTF-8, or escape a character past U+FFFF as its surrogate pair"
         ) from None
-    return parsed
+    if not isinstance(fields, dict):
+        raise BadRequest(f"the body must be empty or a JSON object such as {example}")
+    unknown = sorted(set(fields) - set(allowed))
+    if unknown:
+        raise BadRequest(f"unknown body field {echo(unknown[0])}; use {', '.join(allowed)}")
+    return fields
 
 
 def unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -210,10 +202,8 @@ def _ranks_text_first(accept: str) -> bool:
 
 def issued_values(issued: dict[str, Any]) -> list[int] | list[str]:
     if "id" in issued:
-        ids: list[str] = issued.get("ids", [issued["id"]])
-        return ids
-    tickets: list[int] = issued.get("tickets", [issued["ticket"]])
-    return tickets
+        return cast("list[str]", issued.get("ids", [issued["id"]]))
+    return cast("list[int]", issued.get("tickets", [issued["ticket"]]))
 
 
 def render_text(values: list[int] | list[str]) -> str:

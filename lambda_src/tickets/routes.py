@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -44,7 +43,7 @@ class Route:
         return tuple(_PARAMETER.findall(self.path))
 
     def arguments(self, path: str) -> dict[str, str] | None:
-        found = _dispatch_pattern(self.path).match(path)
+        found = _pattern(self.path, True).match(path)
         if found is None or (self.path.startswith("/{") and path[1:].startswith(RESERVED_PREFIX)):
             return None
         return found.groupdict()
@@ -64,6 +63,12 @@ _ISSUED: dict[str, Any] = {
     "errors": _ISSUE_ERRORS,
 }
 _BARE = _ISSUED | {"answer": None, "text": "BareText"}
+_BLOCK = _ISSUED | {
+    "query": (*_TICKET_QUERY[:2], Query("count", messages.BlockCount)),
+    "body": messages.BlockRequest,
+    "answer": messages.Block,
+    "text": "BlockText",
+}
 _ACQUIRE: dict[str, Any] = {
     "body": messages.WorkerRequest,
     "answer": messages.WorkerLease,
@@ -84,24 +89,12 @@ _RELEASE: dict[str, Any] = {
 
 ROUTES = (
     *(
-        Route(path, ("GET", "POST"), f"counters.{name}", summary, "issue", **_ISSUED)
-        for path, name, summary in (
-            ("/", "next_default_ticket", "Next ticket(s) of the default key, or of the key named"),
-            ("/{key}", "next_ticket", "Next ticket(s) of a key"),
+        Route(path, ("GET", "POST"), f"counters.{name}", summary, "issue", **shapes)
+        for path, name, summary, shapes in (
+            ("/", "next_default_ticket", "Next ticket(s) of the default key, or of the key named", _ISSUED),
+            ("/{key}", "next_ticket", "Next ticket(s) of a key", _ISSUED),
+            ("/_blocks/{key}", "reserve_block", "Reserve a range block of a key's tickets", _BLOCK),
         )
-    ),
-    Route(
-        "/_blocks/{key}",
-        ("GET", "POST"),
-        "counters.reserve_block",
-        "Reserve a range block of a key's tickets",
-        "issue",
-        (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.BlockCount)),
-        messages.BlockRequest,
-        messages.Block,
-        "BlockText",
-        "optional",
-        _ISSUE_ERRORS,
     ),
     Route(
         "/_counters/{key}",
@@ -200,20 +193,14 @@ def not_found_message(path: str, routes: tuple[Route, ...]) -> str:
 _SEGMENT = r"[-._~()'!*:@,;=+&$%<> \[\]{}|^\w]+"
 
 
-def _compiled(template: str, parameter: Callable[[str], str], end: str = "") -> re.Pattern[str]:
+@functools.lru_cache(maxsize=64)
+def _pattern(template: str, dispatch: bool = False) -> re.Pattern[str]:
+    """To dispatch, _SEGMENT's characters and `$` as the resolver had it; else any segment not reserved."""
     parts = _PARAMETER.split(template)  # literal, name, literal, name, ..., literal
-    return re.compile(
-        "".join(parameter(part) if index % 2 else re.escape(part) for index, part in enumerate(parts)) + end
+    pattern = "".join(
+        (f"(?P<{part}>{_SEGMENT})" if dispatch else f"(?!{re.escape(RESERVED_PREFIX)})[^/]+")
+        if index % 2
+        else re.escape(part)
+        for index, part in enumerate(parts)
     )
-
-
-@functools.lru_cache(maxsize=32)
-def _dispatch_pattern(template: str) -> re.Pattern[str]:
-    # `$`, as the resolver had it: a path may end in one newline
-    return _compiled(template, lambda name: f"(?P<{name}>{_SEGMENT})", "$")
-
-
-@functools.lru_cache(maxsize=32)
-def _pattern(template: str) -> re.Pattern[str]:
-    """A parameter is one segment, and never one that starts with the reserved prefix."""
-    return _compiled(template, lambda name: f"(?!{re.escape(RESERVED_PREFIX)})[^/]+")
+    return re.compile(pattern + "$" if dispatch else pattern)

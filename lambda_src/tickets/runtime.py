@@ -12,7 +12,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
-from .errors import KeyReplaced, TicketsError, Unavailable, forbidden
+from .errors import Forbidden, KeyReplaced, Unavailable, echo
 from .issuer import Issuer
 from .keys import require_idempotency_key
 from .settings import Settings
@@ -21,7 +21,7 @@ from .wire import Request
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .idempotency import IdempotentIssue, Issue
+    from .idempotency import Issue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
     from .opaque.secret import StoredKeys
@@ -34,13 +34,6 @@ if TYPE_CHECKING:
 warnings.filterwarnings("ignore", message="No application metrics to publish", category=UserWarning)
 logger = Logger()
 metrics = Metrics()
-
-
-def count_error(err: TicketsError) -> None:
-    metrics.add_dimension(name="code", value=err.code)  # a handful of codes: a bounded dimension
-    metrics.add_metric(name="Errors", unit=MetricUnit.Count, value=1)
-    log = logger.warning if err.status >= 500 else logger.info
-    log("refused", extra={"status": err.status, "code": err.code, "error": err.message})
 
 
 @dataclass
@@ -59,7 +52,6 @@ class Runtime:
     access: Callable[[], Rules] | None = None  # None: every invoker may do everything
     opaque_keys: StoredKeys | None = None  # None: opaque counters answer 503
     counter_store: Any = None  # records a key version's fingerprint
-    _idempotent_issue: IdempotentIssue | None = field(default=None, repr=False)
     _opaque_ids: dict[tuple[str, Any], OpaqueIds] = field(default_factory=dict, repr=False)
 
     def authorize(self, request: Request, key: str) -> None:
@@ -68,7 +60,10 @@ class Runtime:
         identity = Identity.of(request.event)
         if not self.access().allows(identity, request.operation, key):
             self.metrics.add_metric(name="Forbidden", unit=MetricUnit.Count, value=1)
-            raise forbidden(identity.describe(), request.operation, key)
+            raise Forbidden(
+                f"{identity.describe()} may not {request.operation} key {echo(key)}: no access rule of this "
+                "deployment allows it. Nothing was done; ask for a rule (docs/how-to/access-rules.md)"
+            )
 
     def opaque_ids(self, key: str, counter: CounterConfig) -> OpaqueIds:
         """The ids of the opaque counter `key` under its key version, made once per process."""
@@ -101,13 +96,6 @@ class Runtime:
         header = request.headers.get("idempotency-key")
         if header is None:
             return issue()
-        if self._idempotent_issue is None:
-            from .idempotency import idempotent
+        from .idempotency import once
 
-            self._idempotent_issue = idempotent(
-                client=self.client,
-                table_name=self.idempotency_table,
-                expires_after_seconds=self.settings.idempotency_expiry_seconds,
-                logger=self.logger,
-            )
-        return self._idempotent_issue(request.event, require_idempotency_key(header), described, self.deadline, issue)
+        return once(self, request.event, require_idempotency_key(header), described, issue)

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from .epochs import Layout, item_base, item_key
 from .settings import CounterConfig
 
-__all__ = ["Lane", "lanes_of", "tickets_left"]
-
 
 @dataclass(frozen=True)
 class Lane:

@@ -1,13 +1,13 @@
-"""The one place that talks to the counter table (docs/explanation/conditions.md): a request is one conditional
-UpdateItem on its lane's item (lane_item.py builds every write), and the item a condition failed on says why. No
-transactions: a shard's item is created only after the key's layout is recorded on its plain item."""
+"""The one place that talks to the counter table (docs/explanation/conditions.md): one conditional UpdateItem a request
+(lane_item.py builds each), no transactions: a shard is created only after its key's layout is recorded."""
 
 from __future__ import annotations
 
 import random
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
@@ -28,19 +28,12 @@ _ATTEMPTS = 3  # the advance, and at most two rounds of creating a shard raced b
 _UNPROCESSED_BACKOFF_SECONDS = 0.05  # BatchGetItem's retry of unprocessed keys: full jitter, doubled each round
 
 
+@dataclass
 class CounterStore:
-    def __init__(
-        self,
-        client: Any,
-        table_name: str,
-        *,
-        sleep: Callable[[float], None] = time.sleep,
-        jitter: Callable[[], float] = random.random,
-    ):
-        self._client = client
-        self._table = table_name
-        self._sleep = sleep
-        self._jitter = jitter
+    client: Any
+    table: str
+    sleep: Callable[[float], None] = time.sleep
+    jitter: Callable[[], float] = random.random
 
     def advance(self, lane: Lane, count: int) -> int:
         if lane.limit(count) < lane.seed:
@@ -55,14 +48,13 @@ class CounterStore:
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
             except ClientError as err:
-                created = self._settle(lane, count, self._failed_on(err, lane.item_key))
-                if created is not None:
+                if (created := self._settle(lane, count, self._failed_on(err, lane.item_key))) is not None:
                     return created
-                continue
-            last = number(response["Attributes"], LAST)
-            if last is None or not lane.owns(lane.block(last, count)[0]):
-                raise _off_lane(lane, last)
-            return last
+            else:
+                last = number(response["Attributes"], LAST)
+                if last is None or not lane.owns(lane.block(last, count)[0]):
+                    raise _off_lane(lane, last)
+                return last
         raise Unavailable(f"counter {lane.key!r} is being set up by concurrent requests; retry")
 
     def read(self, lanes: list[Lane]) -> dict[str, dict[str, int | None]]:
@@ -75,7 +67,10 @@ class CounterStore:
             if lane.shards == 1:
                 return None  # deleted since the write failed: the next advance creates it
             self._record_layout(lane)
-            return self._create_shard(lane, count)
+            created = lane.seed + count * lane.step  # the shard's item, made with this request's tickets taken
+            request = {**self._on(lane.item_key), **lane_item.create(lane, created)}
+            written = dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE)
+            return None if written is None else created
         if (refusal := _refusal(lane, item, layout=False)) is not None:
             raise refusal
         last = number(item, LAST)
@@ -86,8 +81,7 @@ class CounterStore:
         return None  # this lane's item, changed since the condition failed: advance again
 
     def _record_layout(self, lane: Lane) -> None:
-        """Record the sharded key's layout on its plain item, or refuse (another or an incomplete one is there, or
-        an unsharded lane that issued tickets)."""
+        """On the key's plain item; refused when another, an incomplete one or an unsharded lane's tickets are there."""
         try:
             self._call(
                 "update_item",
@@ -101,27 +95,21 @@ class CounterStore:
                 f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
             ) from None
 
-    def _create_shard(self, lane: Lane, count: int) -> int | None:
-        last = lane.seed + count * lane.step
-        request = {**self._on(lane.item_key), **lane_item.create(lane, last)}
-        return None if dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE) is None else last
-
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
         if not dynamodb_errors.is_condition_failure(err):
             raise err
         if "Item" in err.response:
-            item: Item = err.response["Item"]
-            return item
+            return cast("Item", err.response["Item"])
         return self._get([item_key]).get(item_key)
 
     def _get(self, item_keys: list[str]) -> dict[str, Item]:
-        request = {self._table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
+        request = {self.table: {"Keys": [{COUNTER_KEY: {"S": key}} for key in item_keys], "ConsistentRead": True}}
         found: dict[str, Item] = {}
         for attempt in range(_ATTEMPTS):
             if attempt:
-                self._sleep(self._jitter() * _UNPROCESSED_BACKOFF_SECONDS * 2 ** (attempt - 1))
+                self.sleep(self.jitter() * _UNPROCESSED_BACKOFF_SECONDS * 2 ** (attempt - 1))
             response = self._call("batch_get_item", RequestItems=request)
-            for item in response.get("Responses", {}).get(self._table, []):
+            for item in response.get("Responses", {}).get(self.table, []):
                 found[item[COUNTER_KEY]["S"]] = item
             request = response.get("UnprocessedKeys") or {}
             if not request:
@@ -139,10 +127,10 @@ class CounterStore:
         return item
 
     def _on(self, item_key: str) -> dict[str, Any]:
-        return {"TableName": self._table, "Key": {COUNTER_KEY: {"S": item_key}}}
+        return {"TableName": self.table, "Key": {COUNTER_KEY: {"S": item_key}}}
 
     def _call(self, operation: str, **request: Any) -> dict[str, Any]:
-        return dynamodb_errors.call(self._client, operation, request, _UNAVAILABLE)
+        return dynamodb_errors.call(self.client, operation, request, _UNAVAILABLE)
 
 
 _PERMANENT = (
@@ -157,21 +145,17 @@ _PERMANENT = (
 def _refusal(lane: Lane, item: Item, *, layout: bool) -> TicketsError | None:
     """Why a lane's item (or with `layout`, its key's plain item) refuses it: stopped, another config, not ours."""
     if number(item, STEP) == STOPPED:
-        return _stopped(lane)
+        return Unavailable(
+            f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
+            f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "
+            f"`{FENCE_UNDO_COMMAND}`: docs/how-to/change-a-layout.md); nothing was issued, retry after the "
+            "Retry-After delay"
+        )
     if (changed := layout_contradiction(lane, item) if layout else contradiction(lane, item)) is not None:
         return ConfigMismatch(f"counter {changed}; {_PERMANENT}")
     if item and missing(item, lane_item.layout_of(lane) if layout else LANE):
         return _not_written_by_code(lane, item, layout=layout)
     return None
-
-
-def _stopped(lane: Lane) -> Unavailable:
-    return Unavailable(
-        f"counter {lane.key!r}: this layout's lanes were stopped at a fence: a layout change is being deployed, "
-        f"or its fence was left unfinished (the operator finishes it with `{FENCE_COMMAND}` or undoes it with "
-        f"`{FENCE_UNDO_COMMAND}`: docs/how-to/change-a-layout.md); nothing was issued, retry after the "
-        "Retry-After delay"
-    )
 
 
 def _not_written_by_code(lane: Lane, item: Item, *, layout: bool) -> ConfigMismatch:

@@ -1,12 +1,12 @@
-"""How long a request may take: a deadline per request, so a slow table ends in a 503, never a Lambda timeout
-(docs/explanation/failures-and-idempotency.md#failures). The botocore config and the function's timeout come from here.
-"""
+"""How long a request may take (docs/explanation/failures-and-idempotency.md#failures): a slow table ends in a 503,
+never a Lambda timeout. The botocore config and the function's timeout come from here."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import Unavailable
@@ -30,8 +30,7 @@ MAX_FUNCTION_TIMEOUT_SECONDS = 15
 
 
 class Deadline:
-    """When the current request must be answered by: at most REQUEST_BUDGET_SECONDS after it began, and
-    RENDER_MARGIN_SECONDS before the function's own time runs out."""
+    """The current request's: REQUEST_BUDGET_SECONDS, ending RENDER_MARGIN_SECONDS before the function's time."""
 
     def __init__(self) -> None:
         self._at = time.monotonic()  # nothing may start before the first request starts it
@@ -54,16 +53,16 @@ class Deadline:
             )
 
 
+@dataclass(frozen=True)
 class DeadlineBoundClient:
-    def __init__(self, client: Any, deadline: Deadline):
-        self._client = client
-        self._deadline = deadline
+    client: Any
+    deadline: Deadline
 
     def __getattr__(self, operation: str) -> Callable[..., Any]:
-        call: Callable[..., Any] = getattr(self._client, operation)
+        call: Callable[..., Any] = getattr(self.client, operation)
 
         def before_the_deadline(**request: Any) -> Any:
-            self._deadline.require_time_for_a_call()
+            self.deadline.require_time_for_a_call()
             return call(**request)
 
         return before_the_deadline

@@ -9,8 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 compact_json = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps with options builds one per call
-TEXT_PLAIN = "text/plain; charset=utf-8"
-APPLICATION_JSON = "application/json"
 
 
 @dataclass(frozen=True)
@@ -36,10 +34,6 @@ class Request:
     def headers(self) -> dict[str, str]:  # a Function URL lower-cases header names
         return cast("dict[str, str]", self.event.get("headers") or {})
 
-    @property
-    def request_id(self) -> str | None:
-        return cast("str | None", (self.event.get("requestContext") or {}).get("requestId"))
-
 
 @dataclass(frozen=True)
 class Response:
@@ -61,8 +55,8 @@ class Response:
 
 
 def json_response(status: int, body: Mapping[str, object], headers: dict[str, str] | None = None) -> Response:
-    return Response(status, APPLICATION_JSON, compact_json(body), headers or {})
+    return Response(status, "application/json", compact_json(body), headers or {})
 
 
 def text_response(text: str) -> Response:
-    return Response(200, TEXT_PLAIN, text)
+    return Response(200, "text/plain; charset=utf-8", text)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tickets.series.journal import MAX_REASON_CHARS, MAX_REF_CHARS
-from tickets.series.requests import MAX_BODY_BYTES
+from tickets.series.routes import MAX_BODY_BYTES
 from tickets_client.client import TicketsClient, json_body
 
 REPO = Path(__file__).resolve().parents[2]

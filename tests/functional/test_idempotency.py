@@ -489,7 +489,7 @@ def test_a_record_the_powertools_release_wrote_is_replayed_and_powertools_reads_
     (the previous release's), its id, hashes and attributes alike, so each release replays the other's answers."""
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, IdempotencyConfig
 
-    from tickets.caller import caller
+    from tickets.access.rules import caller
 
     powertools = DynamoDBPersistenceLayer(table_name=IDEMPOTENCY_TABLE, boto3_client=api.client)
     config = IdempotencyConfig(event_key_jmespath="[caller, idempotency_key]", payload_validation_jmespath="request")

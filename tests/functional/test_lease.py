@@ -323,7 +323,7 @@ def test_on_a_sharded_key_a_lease_ascends_within_each_block_but_not_across_block
     lane 0, then lane 1, ...), so what the lease promises can be shown without depending on a draw."""
     issuer = in_process_server.app.issuer
     turn = itertools.count()
-    monkeypatch.setattr(issuer, "_shuffle", lambda lanes: lanes.reverse() if next(turn) % 2 == 0 else None)
+    monkeypatch.setattr(issuer, "shuffle", lambda lanes: lanes.reverse() if next(turn) % 2 == 0 else None)
     client = RecordingClient(in_process_server.url)
     with TicketLease(client, "sharded", block_size=10) as lease:
         handed = take(lease, 10 + 20 + 40)

@@ -1,4 +1,4 @@
-"""The audit record of an issuance (tickets.log_format): the real handler, on real Function URL events,
+"""The audit record of an issuance (tickets.counters): the real handler, on real Function URL events,
 prints ONE JSON line per issuing request, Powertools' EMF metrics line, and that line carries the
 audit fields docs/how-to/restore.md's Logs Insights queries read, exactly (tickets above 2^53 too), whatever the
 log level."""
@@ -14,7 +14,7 @@ import pytest
 
 from common import EXAMPLE_CONFIG
 from moto_deployment import FakeLambdaContext, function_url_event
-from tickets.log_format import AUDIT_FIELDS
+from tickets.counters import AUDIT_FIELDS
 from tickets.runtime import logger
 
 EVERY_BACKEND = True  # its tests that deploy run on moto and on the memory backend (conftest.py)

@@ -486,7 +486,7 @@ def dynalite_like(deploy, monkeypatch):
         store = CounterStore(WithoutFailedItems(api.handler.dynamodb), COUNTER_TABLE)
         api.pick_lanes(random.Random(1).shuffle)
         assert api.handler.issuer is not None  # the Issuer is made on activation: swap its store for the wrapped one
-        monkeypatch.setattr(api.handler.issuer, "_store", store)
+        monkeypatch.setattr(api.handler.issuer, "store", store)
         return api
 
     return deploy_on

@@ -185,7 +185,7 @@ class SeriesModel(RuleBasedStateMachine):
 
         def work(client: Any) -> Entry:
             request = IssueRequest(KEY, CONFIG, series, CALLER, idempotency_key, ref, lock)
-            return self.store(client, function).issue(request).entry
+            return self.store(client, function).issue(request)[0]
 
         return self.start(idempotency_key, work)
 

@@ -26,8 +26,7 @@ SSM_CONFIG = Config(  # one attempt: StoredValue decides when to ask again
 
 
 class StoredValue(Generic[T]):
-    """A value read from SSM at cold start or on first use, and kept; while unreadable (or short) read again at most
-    every RETRY_AFTER_FAILURE_SECONDS. A failure's cause is kept for the requests' 503: never a default."""
+    """A value read from SSM once, again while unreadable (or short); a failure's cause kept for the 503, no default."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, pause: Callable[[float], None] = time.sleep):
         self._clock, self._pause = clock, pause
@@ -36,8 +35,7 @@ class StoredValue(Generic[T]):
         self._why = ""
 
     def read_at_cold_start(self) -> Self:
-        """The read before the first request, again after a random pause if it failed transiently (a burst of cold
-        starts may be throttled)."""
+        """Again after a random pause if it failed transiently: a burst of cold starts may be throttled."""
         for attempt in range(timing.SSM_COLD_START_ATTEMPTS):
             if attempt:
                 self._pause(random.uniform(0, timing.SSM_RETRY_PAUSE_SECONDS))

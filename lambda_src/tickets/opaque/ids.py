@@ -1,11 +1,5 @@
-"""Opaque ids: each ticket of an opaque counter as a fixed-width id made by a keyed pseudorandom permutation
-(docs/explanation/opaque-ids.md: the domain, M ids per key version, and the version mixed with a public hash of x).
-
-The permutation is a Feistel network over [0, a*b), a = ceil(sqrt(M)), b = ceil(M/a), with FF1's 10 rounds and
-alternating moduli, each round a keyed BLAKE2b (stdlib, half HMAC-SHA256's cost) of the other half; a value of
-[M, a*b) walks the cycle. A half below TABLE_HALVES keeps each round's results in a 16-bit array (a list's integers,
-strewn over the heap, leave the caches between requests: bench/README.md): BLAKE2b once per half and round.
-"""
+"""Opaque ids (docs/explanation/opaque-ids.md): a Feistel network over [0, a*b), FF1's 10 rounds of keyed BLAKE2b,
+cycle-walking to M ids; a half below TABLE_HALVES keeps its rounds in a 16-bit array (bench/README.md)."""
 
 from __future__ import annotations
 
@@ -107,8 +101,7 @@ class OpaqueIds:
         return made
 
     def _text(self, value: int) -> str:
-        """`value` in the payload's characters, then its Luhn mod R check character; written two characters at a
-        time from the right (_pairs), half the steps; an odd payload's extra leading 0 adds nothing to the sum."""
+        # Two characters a step from the right (_pairs); an odd payload's extra leading 0 adds nothing to Luhn's sum.
         pairs, pair_radix = self._pairs, self._pair_radix
         pieces, total = [], 0
         for _ in self._pair_steps:
@@ -160,8 +153,7 @@ def round_mix(copy: Callable[[], Any], modulus: int, table: array.array[int] | N
 
 
 def _round_state(key: bytes, config: OpaqueConfig, tweak: str, version: int, round_number: int) -> Any:
-    """One round's BLAKE2b, keyed with the version's key, having read the round, the domain, the version and the
-    counter (never the current key_version, which changes)."""
+    """Keyed with the version's key, having read all but the current key_version, which changes."""
     domain = f"{round_number}/{config.alphabet}/{config.width}/{config.check}/{config.key_versions}/{version}/{tweak}/"
     return blake2b(domain.encode(), key=key, digest_size=16, person=b"tickets.opaque")
 

@@ -1,6 +1,5 @@
-"""The keys of opaque ids (docs/how-to/opaque-order-numbers.md): an SSM SecureString read at cold start, again only
-while unreadable or short of a version. A version's first use records its key's fingerprint (`_opaque-key#V`);
-another key for it answers 503 (errors.KeyReplaced). botocore's DEBUG lines print bodies: `unlogged` drops them."""
+"""The keys of opaque ids (docs/how-to/opaque-order-numbers.md) from SSM, each version's fingerprint recorded on first
+use (another key answers 503, errors.KeyReplaced); `unlogged` drops botocore's DEBUG lines, which print bodies."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from ..errors import Unavailable
 from .ids import KEY_FORMAT, OpaqueKeyError, parse_keys
 
 HOW_TO = "docs/how-to/opaque-order-numbers.md"
-_BODY_LOGGERS = ("botocore.endpoint", "botocore.parsers")
 
 
 def fingerprint(key: bytes) -> str:
@@ -43,7 +41,7 @@ def parameter_keys(name: str, ssm: Any = None, pause: Callable[[float], None] = 
 
 
 _inside = threading.local()  # depth: how many `unlogged` blocks this thread is in
-for _name in _BODY_LOGGERS:
+for _name in ("botocore.endpoint", "botocore.parsers"):  # their DEBUG lines print bodies
     logging.getLogger(_name).addFilter(lambda record: not getattr(_inside, "depth", 0))
 
 

@@ -16,6 +16,9 @@ NO_PERIOD_NAME = "all"  # the series name of a series without periods
 MAX_YEAR_DIGITS = 4  # years up to 9999: a yearly series name is YYYY, or YYYY-YY when it starts after January
 MAX_OFFSET_MINUTES = 14 * 60  # UTC-14:00 .. UTC+14:00, the widest offsets in use
 MAX_FORMAT_LENGTH = 200
+MAX_SERIES_CHARS = 32  # a period's name (2026, 2026-27) or `all`, with -rSLOT, as a request names it
+DEFAULT_PAGE = 100
+MAX_PAGE = 500  # entries of one journal page at most; journal.MAX_PAGE_BYTES ends a page of long entries sooner
 MAX_WIDTH = 20  # the widest zero-padding {n:0W} may ask for (a number is at most MAX_SAFE_INTEGER's 16 digits)
 OFFSET_PATTERN = re.compile(r"([+-])([01][0-9]):([0-5][0-9])")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -112,7 +115,9 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
         )
     if length is None:
         return config
-    longest_series = longest_series_name(config, region_slots)
+    # The longest series name: `all`, or a year YYYY (YYYY-YY starting after January), and the slot's -rSLOT.
+    name = len(NO_PERIOD_NAME) if period is None else MAX_YEAR_DIGITS + (3 if config.period_start_month > 1 else 0)
+    longest_series = name if region_slots == 1 else name + len(f"-r{region_slots - 1}")
     if explicit_max:
         longest = longest_id_length(text, key, longest_series, config.max)
         if longest > length:
@@ -121,7 +126,8 @@ def _fitted(config: SeriesConfig, key: str, region_slots: int, explicit_max: boo
                 f"{'x' * longest_series}) passes formatMaxLength {length}; lower max or shorten the format"
             )
         return config
-    fitting = largest_fitting_number(text, key, longest_series, length)
+    nines = (10**digits - 1 for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1))  # an id grows with the digits
+    fitting = max((n for n in nines if longest_id_length(text, key, longest_series, n) <= length), default=-1)
     if fitting < start:
         raise SeriesConfigError(
             f"{where}: no id fits in formatMaxLength {length} (the number {start} already takes "
@@ -152,22 +158,8 @@ def check_format(text: str, where: str) -> set[str]:
     return used
 
 
-def longest_series_name(config: SeriesConfig, region_slots: int) -> int:
-    if config.period is None:
-        name = len(NO_PERIOD_NAME)
-    else:
-        name = MAX_YEAR_DIGITS if config.period_start_month == 1 else MAX_YEAR_DIGITS + 3  # YYYY-YY
-    return name if region_slots == 1 else name + len(f"-r{region_slots - 1}")
-
-
 def longest_id_length(text: str, key: str, series_length: int, number: int) -> int:
     return len(_render(text, key, "x" * series_length, number))
-
-
-def largest_fitting_number(text: str, key: str, series_length: int, length: int) -> int:
-    """The largest number whose id, in the longest series name, fits in `length` characters (-1: none)."""
-    nines = (10**digits - 1 for digits in range(1, len(str(MAX_SAFE_INTEGER)) + 1))  # an id grows with the digits
-    return max((n for n in nines if longest_id_length(text, key, series_length, n) <= length), default=-1)
 
 
 def _render(text: str, key: str, series: str, number: int) -> str:

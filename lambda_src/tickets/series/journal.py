@@ -115,12 +115,6 @@ class IssueRequest:
 
 
 @dataclass(frozen=True)
-class IssuedEntry:
-    entry: Entry
-    replayed: bool  # a retry answered with its first attempt's entry
-
-
-@dataclass(frozen=True)
 class RequestItem:
     series: str
     ref: str | None

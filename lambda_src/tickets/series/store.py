@@ -1,13 +1,13 @@
 """The one place that talks to the series table, without transactions (docs/explanation/series.md, every crash
-window): a number is taken by a conditional PutItem of its entry, and the head's mark moves only onto a number whose
-entry exists, so the entries have no hole; the request item records its claim first, so a retry finds its entry."""
+window): a conditional PutItem takes a number, the mark moves only onto an entry, the request item records its claim."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from .. import dynamodb_errors
 from ..errors import Exhausted, IdempotencyKeyReused, NotFound, RequestInProgress, Unavailable
@@ -15,7 +15,6 @@ from ..messages import Void
 from ..tables import SERIES_PARTITION_KEY, SERIES_SORT_KEY
 from .journal import (
     Entry,
-    IssuedEntry,
     IssueRequest,
     Item,
     RequestItem,
@@ -26,12 +25,12 @@ from .journal import (
     request_key,
 )
 
+_RETRY = "; retry with the same Idempotency-Key after the Retry-After delay: a number already taken is answered again"
 _UNAVAILABLE = dynamodb_errors.UnavailableMessages(
-    throttled="the series table is throttled or unavailable; retry with the same Idempotency-Key after "
-    "the Retry-After delay: a number already taken is answered again, never lost",
-    no_answer="the series table did not answer in time; retry with the same Idempotency-Key after the "
-    "Retry-After delay: a number already taken is answered again, never lost",
+    throttled=f"the series table is throttled or unavailable{_RETRY}, never lost",
+    no_answer=f"the series table did not answer in time{_RETRY}, never lost",
 )
+Issued = tuple[Entry, bool]  # the request's entry, and whether a retry was answered with its first attempt's
 CLAIM_ATTEMPTS = 8  # numbers one request tries, each taken meanwhile, before it gives up (its deadline is sooner)
 # Past timing.WORST_CASE_CALL_SECONDS after the deadline: once the lock expires nothing of the request can still land.
 LOCK_MARGIN_SECONDS = 5.0
@@ -41,21 +40,16 @@ _ABSENT = {
 }
 
 
+@dataclass
 class SeriesStore:
-    def __init__(
-        self,
-        client: Any,
-        table_name: str,
-        *,
-        now_millis: Callable[[], int] = lambda: int(time.time() * 1000),
-        token: Callable[[], str] = lambda: uuid.uuid4().hex,
-        marks: dict[tuple[str, str], int] | None = None,
-    ):
-        self._client, self._table, self._now, self._token = client, table_name, now_millis, token
-        self._marks = {} if marks is None else marks
+    client: Any
+    table: str
+    now_millis: Callable[[], int] = lambda: int(time.time() * 1000)
+    token: Callable[[], str] = lambda: uuid.uuid4().hex
+    marks: dict[tuple[str, str], int] = field(default_factory=dict)  # (key, series) -> its mark as last read
 
-    def issue(self, request: IssueRequest) -> IssuedEntry:
-        owner = self._token()
+    def issue(self, request: IssueRequest) -> Issued:
+        owner = self.token()
         try:
             number = self._next(request, request.series)
         except Exhausted:
@@ -66,25 +60,25 @@ class SeriesStore:
             if not isinstance(replay, Entry):
                 self._release(request, owner)
                 raise
-            return IssuedEntry(replay, replayed=True)
+            return replay, True
         stored = self._create_request(request, owner, number)
         if stored is None:
             return self._take(request, owner, request.series, number, taken_over=False)
         resumed = self._resume(request, stored, owner)
         if isinstance(resumed, Entry):
-            return IssuedEntry(resumed, replayed=True)
+            return resumed, True
         if resumed is None:
             resumed = self._next(request, stored.series, owner)
-            self._claim(request, owner, resumed)
+            self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(resumed)}})
         return self._take(request, owner, stored.series, resumed, taken_over=True)
 
-    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> IssuedEntry:
+    def _take(self, request: IssueRequest, owner: str, series: str, number: int, *, taken_over: bool) -> Issued:
         for _ in range(CLAIM_ATTEMPTS):
             entry = Entry(
                 key=request.key,
                 series=series,
                 ticket=number,
-                time=iso_time(self._now()),
+                time=iso_time(self.now_millis()),
                 caller=request.caller,
                 idempotency_key=request.idempotency_key,
                 ref=request.ref,
@@ -94,17 +88,17 @@ class SeriesStore:
             self._raise_mark(request, series, number)  # onto our entry, or onto the one found there
             found = self._own_entry(request, series, number) if taken and taken_over else None
             if not taken or found is not None:
-                self._marks[(request.key, series)] = number
-                return IssuedEntry(entry, replayed=False) if found is None else IssuedEntry(found, replayed=True)
+                self.marks[(request.key, series)] = number
+                return (entry, False) if found is None else (found, True)
             number = self._next(request, series, owner, fresh=True)  # the mark has moved: read it
-            self._claim(request, owner, number)
+            self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
         raise Unavailable(
             f"series {request.key!r} is busy (each number this request tried was taken meanwhile); "
             "nothing was issued to it, retry with the same Idempotency-Key"
         )
 
     def void(self, key: str, series: str, number: int, caller: str, reason: str) -> tuple[Entry, bool]:
-        void: Void = {"by": caller, "at": iso_time(self._now()), "reason": reason}
+        void: Void = {"by": caller, "at": iso_time(self.now_millis()), "reason": reason}
         response = self._write(
             "update_item",
             Key=entry_key(key, series, number),
@@ -150,16 +144,21 @@ class SeriesStore:
 
     def _next(self, request: IssueRequest, series: str, owner: str | None = None, *, fresh: bool = False) -> int:
         """One above the mark, as last known unless `fresh` (a stale mark costs a failed PutItem)."""
-        mark = None if fresh else self._marks.get((request.key, series))
+        mark = None if fresh else self.marks.get((request.key, series))
         if mark is None:
             mark = self.mark(request.key, series)
             if mark is not None:
-                self._marks[(request.key, series)] = mark
+                self.marks[(request.key, series)] = mark
         number = request.config.start if mark is None else mark + 1
         if number > request.config.max:
             if owner is not None:
                 self._release(request, owner)
-            raise _exhausted(request, series)
+            nxt = "the next period starts again; until then, " if request.config.period else ""
+            raise Exhausted(
+                f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; "
+                f"nothing was issued. Its max is permanent: {nxt}use a new series under a new name, with ids unlike "
+                "these (another prefix, or {key}) (docs/reference/series.md)"
+            )
         return number
 
     def _create_request(self, request: IssueRequest, owner: str, number: int) -> RequestItem | None:
@@ -195,7 +194,7 @@ class SeriesStore:
             if entry is not None:
                 self._raise_mark(request, stored.series, stored.claim)  # the first attempt may have stopped short
                 return entry
-        if stored.locked_until > self._now():
+        if stored.locked_until > self.now_millis():
             raise RequestInProgress(_IN_PROGRESS)
         before = self._update_request(
             request,
@@ -211,9 +210,6 @@ class SeriesStore:
             return entry
         return None
 
-    def _claim(self, request: IssueRequest, owner: str, number: int) -> None:
-        self._update_request(request, owner, "SET claim = :claim", {":claim": {"N": str(number)}})
-
     def _update_request(self, request: IssueRequest, owner: str, update: str, values: Item) -> Item:
         response = self._write(
             "update_item",
@@ -224,8 +220,7 @@ class SeriesStore:
         )
         if response is None:
             raise RequestInProgress(_IN_PROGRESS)  # another attempt of the request holds it now
-        before: Item = response["Attributes"]
-        return before
+        return cast("Item", response["Attributes"])
 
     def _release(self, request: IssueRequest, owner: str) -> None:
         """A refused request leaves nothing: its request item goes, so a retry is judged anew."""
@@ -247,13 +242,13 @@ class SeriesStore:
         )
 
     def _lock_until(self, request: IssueRequest) -> int:
-        return self._now() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
+        return self.now_millis() + int((request.lock_seconds + LOCK_MARGIN_SECONDS) * 1000)
 
     def _call(self, operation: str, **call: Any) -> dict[str, Any]:
-        return dynamodb_errors.call(self._client, operation, {"TableName": self._table, **call}, _UNAVAILABLE)
+        return dynamodb_errors.call(self.client, operation, {"TableName": self.table, **call}, _UNAVAILABLE)
 
     def _write(self, operation: str, **call: Any) -> dict[str, Any] | None:
-        return dynamodb_errors.conditional(self._client, operation, {"TableName": self._table, **call}, _UNAVAILABLE)
+        return dynamodb_errors.conditional(self.client, operation, {"TableName": self.table, **call}, _UNAVAILABLE)
 
 
 _IN_PROGRESS = (
@@ -265,12 +260,3 @@ _IN_PROGRESS = (
 def _held(request: IssueRequest, owner: str) -> dict[str, Any]:
     key = request_key(request.key, request.caller, request.idempotency_key)
     return {"Key": key, "ConditionExpression": "#owner = :held", "ExpressionAttributeNames": {"#owner": "owner"}}
-
-
-def _exhausted(request: IssueRequest, series: str) -> Exhausted:
-    nxt = "the next period starts again; until then, " if request.config.period else ""
-    return Exhausted(
-        f"series {request.key!r} has issued its last number ({request.config.max}) in series {series!r}; nothing "
-        f"was issued. Its max is permanent: {nxt}use a new series under a new name, with ids unlike these "
-        "(another prefix, or {key}) (docs/reference/series.md)"
-    )

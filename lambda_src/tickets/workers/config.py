@@ -22,16 +22,9 @@ class PoolConfig(ConfigJson):
     size: int
     ttl_seconds: int
 
-    @property
-    def hand_over_ms(self) -> int:
-        """How long a released id waits before it is granted again: the clients' margin, max(1 s, 10% of the ttl)
-        (docs/explanation/worker-leases.md#what-a-holder-must-do)."""
-        return max(1000, self.ttl_seconds * 100)
-
 
 def free_workers(items: Iterable[tuple[int, int]], low: int, high: int, now: int, live: list[int]) -> Iterator[int]:
-    """The ids in [low, high) free at `now` (ms), in order, of the pool's (worker, expiresAt) `items`; `live` gathers
-    the unexpired leases' expiries (a full pool's Retry-After)."""
+    """The ids in [low, high) free at `now` (ms), in order; `live` gathers the others' expiries (for Retry-After)."""
     expected = low
     for worker, expires in items:
         yield from range(expected, worker)

@@ -1,6 +1,5 @@
 """The one place that talks to the workers table (docs/explanation/worker-leases.md): an item per (pool, worker id),
-never deleted, so an id's epoch only grows; each grant and renewal is one conditional UpdateItem, and a read only
-suggests which id to try (a stale read costs a retry, never a shared id)."""
+never deleted; each grant and renewal one conditional UpdateItem; a read only suggests which id to try."""
 
 from __future__ import annotations
 
@@ -52,9 +51,10 @@ class Lease:
         return {"worker": self.worker, "epoch": self.epoch, "owner": self.owner, "expiresAt": self.expires_at}
 
 
+@dataclass(frozen=True)
 class WorkerStore:
-    def __init__(self, client: Any, table_name: str):
-        self._client, self._table = client, table_name
+    client: Any
+    table: str
 
     def acquire(self, pool: str, config: PoolConfig, owner: str | None, now: int) -> Lease:
         start, live = random.randrange(config.size), list[int]()
@@ -79,7 +79,8 @@ class WorkerStore:
         return renewed
 
     def release(self, pool: str, worker: int, epoch: int, config: PoolConfig, now: int) -> bool:
-        values = {":zero": 0, ":free": now + config.hand_over_ms, ":epoch": epoch, ":now": now}
+        # A released id waits out the clients' margin (docs/explanation/worker-leases.md#what-a-holder-must-do).
+        values = {":zero": 0, ":free": now + max(1000, config.ttl_seconds * 100), ":epoch": epoch, ":now": now}
         return self._update(pool, worker, "SET #x = :zero, #f = :free", _HELD, values) is not None
 
     def leases(self, pool: str, size: int, now: int) -> list[Lease]:
@@ -88,7 +89,7 @@ class WorkerStore:
     def _items(self, pool: str, low: int, high: int, first_page: int = 0) -> Iterator[dict[str, Any]]:
         names = {name: _NAMES[name] for name in ("#pk", "#n")}
         request: dict[str, Any] = {
-            "TableName": self._table,
+            "TableName": self.table,
             "ExpressionAttributeNames": names,
             "KeyConditionExpression": "#pk = :pool AND #n BETWEEN :low AND :high",
             "ConsistentRead": True,  # a stale page would miss an id just freed, or answer pool_full for nothing
@@ -96,7 +97,7 @@ class WorkerStore:
             **({"Limit": first_page} if first_page else {}),
         }
         while low < high:
-            page = dynamodb_errors.call(self._client, "query", request, _UNAVAILABLE)
+            page = dynamodb_errors.call(self.client, "query", request, _UNAVAILABLE)
             yield from page.get("Items", [])
             if "LastEvaluatedKey" not in page:
                 return
@@ -106,7 +107,7 @@ class WorkerStore:
     def _update(self, pool: str, worker: int, update: str, condition: str, values: dict[str, Any]) -> Lease | None:
         used = f"{update} {condition}"
         request = {
-            "TableName": self._table,
+            "TableName": self.table,
             "Key": _values({SERIES_PARTITION_KEY: pool, SERIES_SORT_KEY: worker}),
             "UpdateExpression": update,
             "ConditionExpression": condition,
@@ -114,7 +115,7 @@ class WorkerStore:
             "ExpressionAttributeNames": {name: value for name, value in _NAMES.items() if name in used},
             "ExpressionAttributeValues": _values(values),
         }
-        response = dynamodb_errors.conditional(self._client, "update_item", request, _UNAVAILABLE)
+        response = dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE)
         return None if response is None else Lease.of(response["Attributes"])
 
 

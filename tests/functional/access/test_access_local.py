@@ -81,7 +81,7 @@ PLAYED = (
 
 
 def test_played_callers_never_share_an_idempotency_record():
-    """The deployed function scopes an Idempotency-Key's record by its signer (tickets.caller): two accounts,
+    """The deployed function scopes an Idempotency-Key's record by its signer (access.rules.caller): two accounts,
     organizations, users or roles that pick the same header get a ticket each. Played locally, over real HTTP,
     the same: each played principal is a signer of its own. A repeat is a replay, and a role's other session is
     the role, as deployed."""

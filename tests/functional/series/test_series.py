@@ -26,8 +26,8 @@ from moto_deployment import (
     function_url_event,
 )
 from tickets import timing
+from tickets.access.rules import caller
 from tickets.app import create_app
-from tickets.caller import caller
 from tickets.series.config import SeriesConfig, parse_series
 from tickets.series.journal import Entry, entry_key, request_key
 from tickets.settings import SERIES_TABLE_ENV
