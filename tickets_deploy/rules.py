@@ -10,13 +10,14 @@ from tickets import timing
 from tickets.access import Rules
 from tickets.keys import KEY_RULE, MAX_BLOCK, is_valid_key
 from tickets.opaque import ALPHABETS, CHECKS, KEY_VERSIONS, OpaqueConfig
-from tickets.series.config import SeriesConfig, SeriesConfigError, parse_series
+from tickets.series.config import SeriesConfig, SeriesConfigError
 from tickets.settings import MAX_SAFE_INTEGER
 from tickets.tables import IDEMPOTENCY_TABLE_SUFFIX
 from tickets.workers.config import MAX_POOL_SIZE, MAX_TTL_SECONDS, MIN_TTL_SECONDS, PoolConfig
 
 from .access import ACCOUNT_PATTERN, AccessRuleError, parse_rules
 from .regions import refusal
+from .series_rules import parse_series
 
 MAX_TICKET = 2**63 - 1  # DynamoDB stores more, but most callers keep tickets in an int64
 MAX_SHARDS = 100  # /_counters reads all of a key's lanes with one BatchGetItem: at most 100 keys

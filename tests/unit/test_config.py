@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from common import EXAMPLE_CONFIG
-from tickets.series.config import MAX_WIDTH
 from tickets.settings import MAX_SAFE_INTEGER, SETTINGS_ENV, CounterConfig, Settings
 from tickets_deploy.config import load_config_file, parse_config, pick_region
 from tickets_deploy.environment import handler_environment
 from tickets_deploy.regions import NO_FUNCTION_URLS, SERVED_REGIONS, refusal
 from tickets_deploy.rules import LOG_RETENTION_DAYS, MAX_TICKET, ConfigError
+from tickets_deploy.series_rules import MAX_WIDTH
 
 # cfn-lint's copy of CloudFormation's resource schemas: which resource types each region has, and their properties.
 CFN_SCHEMAS = Path(importlib.util.find_spec("cfnlint").origin).parent / "data" / "schemas"

@@ -20,7 +20,7 @@ import pytest
 
 from ledger_examples import MAIN, PR_B, on
 from tickets.config_json import json_name
-from tickets.series.config import SeriesConfig, parse_series
+from tickets.series.config import SeriesConfig
 from tickets.settings import CounterConfig, Settings
 from tickets_deploy.__main__ import main as tickets_deploy
 from tickets_deploy.config import parse_config
@@ -38,6 +38,7 @@ from tickets_deploy.ledger import (
     write_ledger_file,
 )
 from tickets_deploy.schema import FIELDS
+from tickets_deploy.series_rules import parse_series
 
 LEDGERS = Path(__file__).resolve().parents[1] / "fixtures" / "ledgers"
 

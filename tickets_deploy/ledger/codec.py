@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tickets.epochs import Layout
-from tickets.series.config import parse_series
 from tickets_deploy.access import ACCOUNT_PATTERN
 from tickets_deploy.field import encode_plain
 from tickets_deploy.rules import MAX_TICKET, exact_integer, opaque_settings
 
+from ..series_rules import parse_series
 from . import model
 from .model import check_deployed
 

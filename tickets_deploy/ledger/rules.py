@@ -8,11 +8,12 @@ from dataclasses import replace
 
 from tickets.epochs import FENCE_COMMAND, FENCE_UNDO_COMMAND, Layout
 from tickets.opaque import OpaqueConfig
-from tickets.series.config import NO_PERIOD_NAME, SeriesConfig, check_format
+from tickets.series.config import NO_PERIOD_NAME, SeriesConfig
 from tickets.settings import CounterConfig
 from tickets_deploy.rules import describe
 from tickets_deploy.schema import DeploymentConfig
 
+from ..series_rules import check_format
 from . import model
 from .model import UNCONFIGURED, Change, CounterRecord, KeyEpoch, Ledger, LedgerError, SlotRecord, deployed_settings
 

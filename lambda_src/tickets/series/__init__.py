@@ -2,4 +2,3 @@
 that serves no series loads no more."""
 
 from .config import SeriesConfig as SeriesConfig
-from .config import parse_series as parse_series

@@ -28,7 +28,7 @@ from moto_deployment import (
 from tickets import timing
 from tickets.access.rules import caller
 from tickets.app import create_app
-from tickets.series.config import SeriesConfig, parse_series
+from tickets.series.config import SeriesConfig
 from tickets.series.journal import Entry, entry_key, request_key
 from tickets.settings import SERIES_TABLE_ENV
 from tickets.tables import create_series_table_arguments
@@ -38,6 +38,7 @@ from tickets_client import SeriesNumber, TicketsClient, TicketsError
 from tickets_deploy.config import parse_config, to_raw
 from tickets_deploy.environment import handler_environment, region_settings
 from tickets_deploy.rules import ConfigError
+from tickets_deploy.series_rules import parse_series
 
 # The example: an Indian fiscal-year invoice series (April to March, IST).
 INVOICES = {
