@@ -1,6 +1,5 @@
-"""Where a TicketService keeps its access rules (docs/how-to/access-rules.md#where-the-function-keeps-the-rules): SSM
-String parameters, added as grants make the rules grow, written at synthesis once every grant is known (a granted
-role's ARN resolves only at deploy, and 50 principals do not fit in the function's environment)."""
+"""A TicketService's access rules in SSM String parameters, written at synthesis once every grant is known (a granted
+role's ARN resolves only at deploy): docs/how-to/access-rules.md#where-the-function-keeps-the-rules."""
 
 from __future__ import annotations
 
@@ -49,7 +48,8 @@ class AccessRulesStore(Construct):
                 self.add(grant.principal, operation, patterns)
         if not self._parameters:
             self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
-        function.add_environment(ACCESS_PARAMETERS_ENV, lazy_string(self._names))
+        names = lazy_string(lambda: ",".join(parameter.parameter_name for parameter in self._parameters))
+        function.add_environment(ACCESS_PARAMETERS_ENV, names)
         function.add_environment(ACCESS_DIGEST_ENV, lazy_string(self._digest))
 
     def add(
@@ -90,35 +90,25 @@ class AccessRulesStore(Construct):
         )
         self._parameters.append(parameter)
 
-    def _entries(self) -> list[tuple[str, str]]:
-        """(principal, its `"principal":{...}` JSON text), in the rules' order."""
-        return [
-            (principal, json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True))
-            for principal, operations in self._rules.items()
-        ]
-
     def _chunks(self) -> list[list[str]]:
-        """The principals of each parameter: whole principals, greedily, each parameter within its limit."""
+        """Each parameter's `"principal":{...}` entries: whole principals, greedily, each parameter within its limit."""
         chunks: list[list[str]] = [[]]
         size = 2  # the braces
-        for principal, entry in self._entries():
+        for principal, operations in self._rules.items():
+            entry = json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True)
             length = len(entry.encode()) + 1
             if principal in self._longest:
                 length += self._longest[principal] - len(principal)
             if chunks[-1] and size + length > RULES_PARAMETER_BYTES:
                 chunks.append([])
                 size = 2
-            chunks[-1].append(principal)
+            chunks[-1].append(entry)
             size += length
         return chunks if chunks[-1] else []
 
     def _value(self, index: int) -> str:
         chunks = self._chunks()
-        wanted = set(chunks[index]) if index < len(chunks) else set()
-        return "{" + ",".join(entry for principal, entry in self._entries() if principal in wanted) + "}"
-
-    def _names(self) -> str:
-        return ",".join(parameter.parameter_name for parameter in self._parameters)
+        return "{" + ",".join(chunks[index] if index < len(chunks) else []) + "}"
 
     def _digest(self) -> str:
         """Of the rules as resolved at deploy: a new rule, a new digest, new execution environments."""

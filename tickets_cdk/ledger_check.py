@@ -1,7 +1,5 @@
-"""The deployment ledger, enforced by the construct itself (docs/explanation/ledger.md): the app's one
-`TicketsLedgerCheck`, at its root, validates every registered service before any template is written; each stack's
-`TicketsLedgerVersion` output, resolved once the whole app passed, writes the ledger if it changed. With DECLARE_ENV
-set (`python -m tickets_cdk init`), the check writes what the app declares to that file instead."""
+"""The deployment ledger, enforced by the construct itself: the app's one check validates every service before any
+template is written; a stack's version output, resolved once all passed, writes it (docs/explanation/ledger.md)."""
 
 from __future__ import annotations
 
@@ -35,7 +33,7 @@ from .access_rules import lazy_string
 
 CHECK_ID = "TicketsLedgerCheck"
 LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # cdk synth -c tickets:ledgerPath=PATH
-DECLARE_ENV = "TICKETS_CDK_DECLARE"
+DECLARE_ENV = "TICKETS_CDK_DECLARE"  # python -m tickets_cdk init's: the check writes what the app declares there
 
 
 @jsii.implements(IValidation)

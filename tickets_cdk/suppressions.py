@@ -1,7 +1,5 @@
-"""The security checks that do not apply to a TicketService, and why
-(docs/reference/construct.md#encryption-and-security-checks), on the resources themselves as AWS Solutions Constructs
-do, so a user's app needs no suppression of its own: metadata for checkov, cfn_nag and cdk-nag 2, and cdk-nag 3's
-acknowledged rules (no cdk-nag installed)."""
+"""The security checks that do not apply to a TicketService, and why, on its resources so a user's app needs no
+suppression of its own (docs/reference/construct.md#encryption-and-security-checks)."""
 
 from __future__ import annotations
 
@@ -33,9 +31,7 @@ KEY_FINDINGS = [
 
 def explain_role(role: iam.Role, *, encrypted: bool) -> None:
     """The role policy's wildcards that cannot be narrowed, on the policy; called once the role has every grant."""
-    policy = role.node.try_find_child("DefaultPolicy")
-    assert isinstance(policy, iam.Policy), "the function's role has its statements (its logs) by now"
-    resource = policy.node.default_child
+    resource = role.node.find_child("DefaultPolicy").node.default_child  # the role has its statements by now
     assert isinstance(resource, CfnResource)
     findings = ROLE_FINDINGS + (KEY_FINDINGS if encrypted else [])
     rows = [{"id": rule, "reason": reason, "applies_to": [found]} for rule, found, reason in findings]
