@@ -1,7 +1,5 @@
-"""Tickets as a CDK construct library (docs/how-to/use-the-construct.md): `TicketService`, with `TicketAlarms` and
-`TicketDashboard` opt-in, imported on first use so that `tickets_cdk.asset` (the bench's) does not start jsii.
-aws-cdk-lib comes with the `cdk` extra only: without it, importing this package says so.
-"""
+"""Tickets as a CDK construct library (docs/how-to/use-the-construct.md), its constructs imported on first use so
+that `tickets_cdk.asset` (the bench's) does not start jsii; without the `cdk` extra, importing it says so."""
 
 from __future__ import annotations
 
@@ -31,7 +29,5 @@ _LAZY = {"TicketService": "service", "TicketAlarms": "monitoring", "TicketDashbo
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsii
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack, Token
 from constructs import Construct, IValidation
 
 from tickets_deploy.config import to_raw
@@ -27,6 +27,7 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
+from tickets_deploy.schema import DeploymentConfig
 from tickets_deploy.services import DeclaredService, as_props, by_account, declared, refuse_clash
 
 from .access_rules import lazy_string
@@ -111,10 +112,12 @@ class TicketsLedgerCheck(Construct):
         return self.version or "unrecorded"
 
 
-def register(scope: Construct, service: DeclaredService) -> None:
-    """Add `service` (the construct `scope`) to its app's ledger check, refusing a clash at once (refuse_clash)."""
+def register(scope: Construct, config: DeploymentConfig, service_name: str, table_ids: tuple[str, str]) -> None:
+    """Add the service `scope` to its app's ledger check, refusing a clash at once (refuse_clash)."""
     check = TicketsLedgerCheck.of(scope)
     stack = Stack.of(scope)
+    account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
+    service = DeclaredService(scope.node.path, config, stack.region, account, service_name, stack.node.path, table_ids)
     refuse_clash(service, check.registered)
     check.registered.append(service)
     if stack.node.try_find_child(LEDGER_VERSION_OUTPUT) is None:

@@ -31,7 +31,6 @@ URL_INVOKE_CONDITIONS = {
 
 
 def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:
-    """The URL's CORS: none unless the config names origins."""
     if not origins:
         return None
     return lambda_.FunctionUrlCorsOptions(
@@ -51,8 +50,7 @@ def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | Non
 
 
 def powertools_layer_arn() -> str:
-    """The pinned Powertools release's layer for this runtime and architecture, resolved at deploy from Powertools'
-    public SSM parameter in the stack's region."""
+    """The pinned Powertools release's layer, resolved at deploy from Powertools' public SSM parameter."""
     parameter = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{POWERTOOLS_VERSION}"
     return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 

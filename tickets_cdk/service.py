@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import typing
 from collections.abc import Sequence
@@ -24,7 +23,6 @@ from tickets_deploy.ledger import LedgerError, applied_from
 from tickets_deploy.regions import refusal
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import FIELDS, DeploymentConfig
-from tickets_deploy.services import DeclaredService
 
 from . import ledger_check, resources, suppressions
 from .access_rules import AccessRulesStore, grantee_principal
@@ -79,11 +77,7 @@ class TicketService(Construct):
         self.service_name: str = service_name or config.table_name
         prefix = _id_part(construct_id, label)
         table_ids = table_logical_ids or (f"{prefix}Table", f"{prefix}IdempotencyTable")
-        account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
-        declared = DeclaredService(
-            self.node.path, config, stack.region, account, self.service_name, stack.node.path, table_ids
-        )
-        ledger_check.register(self, declared)
+        ledger_check.register(self, config, self.service_name, table_ids)
 
         self.encryption_key = encryption_key
         all_ids = (*table_ids, f"{prefix}SeriesTable", f"{prefix}WorkersTable")
@@ -268,7 +262,6 @@ def error_codes() -> list[str]:
 
 
 def _id_part(construct_id: str, label: str) -> str:
-    """The construct's id as the start of a CloudFormation logical id (letters and digits only)."""
     part = re.sub(r"[^A-Za-z0-9]", "", construct_id)
     if not part:
         raise ValueError(f"{label}: the construct id needs a letter or digit (the tables' logical ids start with it)")
