@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from tickets import __version__
 
-CDK_EXTRA_INSTALL = "pip install 'tickets-server[cdk]'"
 _MISSING = [name for name in ("aws_cdk", "constructs") if importlib.util.find_spec(name) is None]
 if _MISSING:
     raise ModuleNotFoundError(
         f"tickets_cdk, the CDK construct library, needs aws-cdk-lib and constructs (no module named "
         f"{_MISSING[0]!r} here). They come with the tickets-server distribution's `cdk` extra: "
-        f"{CDK_EXTRA_INSTALL} (from a checkout of Tickets: pip install '/path/to/tickets[cdk]').",
+        "pip install 'tickets-server[cdk]' (from a checkout of Tickets: pip install '/path/to/tickets[cdk]').",
         name=_MISSING[0],
     )
 

@@ -3,8 +3,6 @@ suppression of its own (docs/reference/construct.md#encryption-and-security-chec
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -35,7 +33,7 @@ def explain_role(role: iam.Role, *, encrypted: bool) -> None:
     assert isinstance(resource, CfnResource)
     findings = ROLE_FINDINGS + (KEY_FINDINGS if encrypted else [])
     rows = [{"id": rule, "reason": reason, "applies_to": [found]} for rule, found, reason in findings]
-    _suppress(resource, "cdk_nag", "rules_to_suppress", rows)  # cdk-nag 2; cdk-nag 3 reads `Rule[found]`:
+    resource.add_metadata("cdk_nag", {"rules_to_suppress": rows})  # cdk-nag 2; cdk-nag 3 reads `Rule[found]`:
     Validations.of(resource).acknowledge(
         *(Acknowledgment(id=f"{rule}[{found}]", reason=reason) for rule, found, reason in findings)
     )
@@ -49,10 +47,7 @@ def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> 
         cfn_nag.append(("W92", UNRESERVED_CONCURRENCY))
     resource = function.node.default_child
     assert isinstance(resource, CfnResource)
-    _suppress(resource, "checkov", "skip", [{"id": check, "comment": reason} for check, reason in checkov])
-    _suppress(resource, "cfn_nag", "rules_to_suppress", [{"id": check, "reason": reason} for check, reason in cfn_nag])
-
-
-def _suppress(resource: CfnResource, tool: str, entry: str, rows: list[dict[str, Any]]) -> None:
-    metadata = resource.get_metadata(tool) or {}
-    resource.add_metadata(tool, {**metadata, entry: [*metadata.get(entry, []), *rows]})
+    resource.add_metadata("checkov", {"skip": [{"id": check, "comment": reason} for check, reason in checkov]})
+    resource.add_metadata(
+        "cfn_nag", {"rules_to_suppress": [{"id": check, "reason": reason} for check, reason in cfn_nag]}
+    )
