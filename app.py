@@ -20,8 +20,7 @@ LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
 def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
-    """The stacks by region, synthesised after the ledger check at `ledger_path`; LedgerError if the ledger refused
-    (then no template was written, and the ledger is as it was)."""
+    """The stacks by region; LedgerError if the ledger at `ledger_path` refused (no template written, ledger kept)."""
     if app.node.try_get_context(LEDGER_PATH_CONTEXT) is None:
         app.node.set_context(LEDGER_PATH_CONTEXT, str(ledger_path))
     config = parse_config(app.node.try_get_context("tickets"))

@@ -68,8 +68,7 @@ def _warn_about_public_access(stack: Stack, config: DeploymentConfig) -> None:
 
 
 def add_stacks(app: App, config: DeploymentConfig, account: str | None = None) -> dict[str, TicketsStack]:
-    """One stack per configured region, each pinned to it, all checked by cdk-nag's AwsSolutions pack (a validation
-    plugin: any unsuppressed finding stops synthesis)."""
+    """One stack per configured region, all checked by cdk-nag's AwsSolutions pack (an unsuppressed finding stops)."""
     stacks = {
         region: TicketsStack(
             app,

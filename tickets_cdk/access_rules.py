@@ -55,8 +55,7 @@ class AccessRulesStore(Construct):
     def add(
         self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
     ) -> None:
-        """Let `principal` (as access rules write it, or an ARN token of at most `longest` bytes) do `operation` on
-        `patterns`."""
+        """Let `principal` (as `access` writes it, or an ARN token of at most `longest` bytes) do `operation`."""
         if operation not in OPERATIONS:
             raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
         keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")

@@ -153,8 +153,7 @@ def find_ledger(scope: Construct) -> Path:
 
 
 def _say_refusals_once(check: TicketsLedgerCheck) -> None:
-    """A refusal, once, without jsii's traceback (twice the message, 40 lines of kernel frames) for an app that does
-    not catch it (`python app.py`, `cdk synth`); it still exits 1."""
+    """A refusal an app does not catch, once, without jsii's traceback (the message twice, 40 lines); still exit 1."""
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:

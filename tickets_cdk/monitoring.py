@@ -102,8 +102,7 @@ class TicketAlarms(Construct):
             )
 
     def _alarm(self, construct_id: str, metric: Alarmable, description: str, **condition: Any) -> None:
-        """An alarm on `metric`, by default when it is 1 or more in one period (`condition` overrides create_alarm's
-        arguments); a period without data never alarms."""
+        """An alarm when `metric` is 1 or more in a period, unless `condition` says otherwise; no data never alarms."""
         self.alarms[construct_id] = alarm = metric.create_alarm(
             self,
             construct_id,

@@ -56,8 +56,7 @@ def powertools_layer_arn() -> str:
 
 
 def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
-    """The name of the SSM SecureString holding the opaque counters' keys, which the function alone may read (None
-    without opaque counters); `tickets_admin put-key` writes it, not the stack (tickets_deploy/opaque_keys.py)."""
+    """The opaque counters' keys' SSM SecureString, which the function alone may read (None: no opaque counter)."""
     if not has_opaque_counters(config):
         return None
     name = opaque_keys_parameter(config.table_name)
@@ -95,8 +94,7 @@ def admit_caller(function: lambda_.Function, caller: str) -> None:
 
 
 def allow_logs(key: kms.IKey, stack: Stack) -> None:
-    """Let CloudWatch Logs use the key for this account's log groups here (AWS's "Encrypt log data" guide); an
-    imported key's owner adds this statement."""
+    """Let CloudWatch Logs use the key for this account's log groups here (an imported key's owner adds this)."""
     key.add_to_resource_policy(
         iam.PolicyStatement(
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
@@ -120,8 +118,7 @@ def service_tables(
     removal_policy: RemovalPolicy,
     encryption_key: kms.IKey | None,
 ) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
-    """The counter, idempotency, series (with series) and workers (with pools) tables, with these logical ids, each
-    with point-in-time recovery and deletion protection (unless DESTROY)."""
+    """The counter, idempotency, series (with series) and workers (with pools) tables, with these logical ids."""
 
     def table(logical_id: str, partition_key: str, **options: Any) -> dynamodb.Table:
         made = dynamodb.Table(

@@ -30,8 +30,7 @@ from .asset import HANDLER, asset_directory
 from .props import TicketServiceProps
 
 # Every call the handler makes on each table (tickets/store.py, tickets/idempotency.py, tickets/series/store.py,
-# tickets/workers/store.py): the role may make only these, and the throttle metrics sum over them. A series'
-# DeleteItem only removes a refused request's own item; nothing deletes a worker id's item (its epoch only grows).
+# tickets/workers/store.py), the role's only ones. Of series and workers, only a refused request's item is deleted.
 COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 SERIES_ACTIONS = (*IDEMPOTENCY_ACTIONS, "dynamodb:Query")
