@@ -10,7 +10,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
-from stacks.tickets_stack import TicketsStack, add_stacks
+from stacks.tickets_stack import add_stacks
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT, TicketsLedgerCheck
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LEDGER_FILE, SYNTHESIS_REFUSED, LedgerError, refusal
@@ -19,7 +19,7 @@ from tickets_deploy.rules import ConfigError
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
-def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
+def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, cdk.Stack]:
     """The stacks by region; LedgerError if the ledger at `ledger_path` refused (no template written, ledger kept)."""
     if app.node.try_get_context(LEDGER_PATH_CONTEXT) is None:
         app.node.set_context(LEDGER_PATH_CONTEXT, str(ledger_path))
