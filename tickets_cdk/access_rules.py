@@ -15,15 +15,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tickets.access import (
-    ACCESS_DIGEST_ENV,
-    ACCESS_PARAMETERS_ENV,
-    IAM_ARN_PATTERN,
-    MAX_RULES_PARAMETERS,
-    OPERATIONS,
-    RULES_PARAMETER_BYTES,
-    Rules,
-)
+from tickets import access
 from tickets_deploy.access import check_patterns, parse_rules
 
 # The longest an ARN resolved at deploy can be (IAM: a path of 512 characters, a name of 64), so a parameter never
@@ -35,9 +27,9 @@ READ_RULES_ACTION = "ssm:GetParameters"  # StoredRules' one call (tickets/access
 
 
 class AccessRulesStore(Construct):
-    """The rules, grown by `add`, stored in as many parameters as they need (at most MAX_RULES_PARAMETERS)."""
+    """The rules, grown by `add`, stored in as many parameters as they need (at most access.MAX_RULES_PARAMETERS)."""
 
-    def __init__(self, scope: Construct, construct_id: str, function: lambda_.Function, rules: Rules):
+    def __init__(self, scope: Construct, construct_id: str, function: lambda_.Function, rules: access.Rules):
         super().__init__(scope, construct_id)
         self._function = function
         self._rules: dict[str, dict[str, list[str]]] = {}
@@ -49,16 +41,14 @@ class AccessRulesStore(Construct):
         if not self._parameters:
             self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
         names = lazy_string(lambda: ",".join(parameter.parameter_name for parameter in self._parameters))
-        function.add_environment(ACCESS_PARAMETERS_ENV, names)
-        function.add_environment(ACCESS_DIGEST_ENV, lazy_string(self._digest))
+        function.add_environment(access.ACCESS_PARAMETERS_ENV, names)
+        function.add_environment(access.ACCESS_DIGEST_ENV, lazy_string(self._digest))
 
-    def add(
-        self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
-    ) -> None:
+    def add(self, principal: str, operation: str, keys: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES) -> None:
         """Let `principal` (as `access` writes it, or an ARN token of at most `longest` bytes) do `operation`."""
-        if operation not in OPERATIONS:
-            raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
-        keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")
+        if operation not in access.OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(access.OPERATIONS)}")
+        keys = check_patterns(list(keys), f"access[{principal!r}].{operation}")
         if Token.is_unresolved(principal):
             self._longest[principal] = longest
         else:
@@ -70,11 +60,11 @@ class AccessRulesStore(Construct):
 
     def _add_parameter(self) -> None:
         index = len(self._parameters)
-        if index == MAX_RULES_PARAMETERS:
+        if index == access.MAX_RULES_PARAMETERS:
             raise ValueError(
-                f"access: the rules need more than {MAX_RULES_PARAMETERS} parameters of {RULES_PARAMETER_BYTES} bytes; "
-                "give a principal fewer patterns (a prefix `orders-*` for many keys), or one account or "
-                "organization id for many roles"
+                f"access: the rules need more than {access.MAX_RULES_PARAMETERS} parameters of "
+                f"{access.RULES_PARAMETER_BYTES} bytes; give a principal fewer patterns (a prefix `orders-*` for many "
+                "keys), or one account or organization id for many roles"
             )
         parameter = ssm.StringParameter(
             self,
@@ -98,7 +88,7 @@ class AccessRulesStore(Construct):
             length = len(entry.encode()) + 1
             if principal in self._longest:
                 length += self._longest[principal] - len(principal)
-            if chunks[-1] and size + length > RULES_PARAMETER_BYTES:
+            if chunks[-1] and size + length > access.RULES_PARAMETER_BYTES:
                 chunks.append([])
                 size = 2
             chunks[-1].append(entry)
@@ -132,7 +122,7 @@ def grantee_principal(grantee: iam.IGrantable, label: str) -> tuple[str, int]:
     """The role's or user's ARN (perhaps a token) access rules name `grantee` by, and its longest once resolved."""
     principal = grantee.grant_principal
     arn = getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
-    if arn is None and isinstance(principal, iam.ArnPrincipal) and IAM_ARN_PATTERN.fullmatch(principal.arn):
+    if arn is None and isinstance(principal, iam.ArnPrincipal) and access.IAM_ARN_PATTERN.fullmatch(principal.arn):
         arn = principal.arn
     if not isinstance(arn, str):
         raise ValueError(
