@@ -50,16 +50,15 @@ class TicketAlarms(Construct):
             raise ValueError(f"TicketAlarms {self.node.path}: {err}") from None
         self.topic = _notification_topic(self, alarm_email) if alarm_email else None
         self.alarms: dict[str, cloudwatch.Alarm] = {}
-        function = service.function
 
         self._alarm(
             "FunctionErrors",
-            function.metric_errors(period=METRIC_PERIOD, statistic="Sum"),
+            service.function.metric_errors(period=METRIC_PERIOD, statistic="Sum"),
             "The Tickets function crashed or timed out (handled refusals are not errors).",
         )
         self._alarm(
             "FunctionThrottles",
-            function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
+            service.function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
         self._alarm(
