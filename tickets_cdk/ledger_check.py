@@ -68,9 +68,8 @@ class TicketsLedgerCheck(Construct):
             return [str(err)]
         declare_to = os.environ.get(DECLARE_ENV)
         if declare_to:
-            Path(declare_to).write_text(
-                json.dumps({name: to_raw(config) for name, config in configs.items()}, indent=2), encoding="utf-8"
-            )
+            raw = {name: to_raw(config) for name, config in configs.items()}
+            Path(declare_to).write_text(json.dumps(raw, indent=2), encoding="utf-8")
             self.version = "declared"
             return []
         try:

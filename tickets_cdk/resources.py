@@ -22,6 +22,9 @@ from .powertools import POWERTOOLS_VERSION
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
+# What a browser's request may carry: the API's own headers, and an AWS_IAM URL's signature.
+REQUEST_HEADERS = ("content-type", "accept", "idempotency-key", "authorization")
+SIGV4_HEADERS = ("x-amz-date", "x-amz-security-token", "x-amz-content-sha256")
 READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque/secret.py makes
 # What a caller of the AWS_IAM Function URL needs (both, since October 2025), each only through the URL.
 URL_INVOKE_CONDITIONS = {
@@ -36,15 +39,7 @@ def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | Non
     return lambda_.FunctionUrlCorsOptions(
         allowed_origins=list(origins),
         allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
-        allowed_headers=[
-            "content-type",
-            "accept",
-            "idempotency-key",
-            "authorization",
-            "x-amz-date",
-            "x-amz-security-token",
-            "x-amz-content-sha256",
-        ],
+        allowed_headers=[*REQUEST_HEADERS, *SIGV4_HEADERS],
         max_age=Duration.minutes(10),
     )
 
@@ -95,18 +90,13 @@ def admit_caller(function: lambda_.Function, caller: str) -> None:
 
 def allow_logs(key: kms.IKey, stack: Stack) -> None:
     """Let CloudWatch Logs use the key for this account's log groups here (an imported key's owner adds this)."""
+    log_groups = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
     key.add_to_resource_policy(
         iam.PolicyStatement(
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
             actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
             resources=["*"],  # in a key policy, "*" is this key
-            conditions={
-                "ArnLike": {
-                    "kms:EncryptionContext:aws:logs:arn": (
-                        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
-                    )
-                }
-            },
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
         )
     )
 
