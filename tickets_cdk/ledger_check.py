@@ -94,20 +94,18 @@ class TicketsLedgerCheck(Construct):
             path, previous, ledger = self.unwritten
             self.unwritten = None
             write_ledger_file(path, ledger)
-            print(
-                f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
-                file=sys.stderr,
-            )
-            for said in one_way_choices(previous, ledger):
-                print(f"one-way: {said}", file=sys.stderr)
-            for region, new_account in new_accounts(previous, ledger):
-                print(
-                    f"{region}: account {new_account} is new to the ledger, so its tables start empty. If it replaces "
-                    "a deployment in another account, run `.venv/bin/python -m tickets_admin export` on the old tables "
-                    "and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key "
-                    "(docs/how-to/deploy.md#moving-to-another-account).",
-                    file=sys.stderr,
-                )
+            said = [
+                f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json."
+            ]
+            said += [f"one-way: {choice}" for choice in one_way_choices(previous, ledger)]
+            said += [
+                f"{region}: account {new_account} is new to the ledger, so its tables start empty. If it replaces "
+                "a deployment in another account, run `.venv/bin/python -m tickets_admin export` on the old tables "
+                "and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key "
+                "(docs/how-to/deploy.md#moving-to-another-account)."
+                for region, new_account in new_accounts(previous, ledger)
+            ]
+            print("\n".join(said), file=sys.stderr)
         return self.version or "unrecorded"
 
 
