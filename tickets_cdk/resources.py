@@ -132,21 +132,15 @@ def service_tables(
     # starting an empty one, where every counter, series and worker id (its epoch) would begin again.
     counters = table(table_ids[0], tables.COUNTER_KEY, table_name=config.table_name)
     idempotency = table(table_ids[1], tables.IDEMPOTENCY_KEY, time_to_live_attribute=tables.IDEMPOTENCY_TTL)
-    # Both in the series table's shape (tickets/tables.py).
-    series, workers = (
-        table(
-            table_id,
-            tables.SERIES_PARTITION_KEY,
-            table_name=f"{config.table_name}{suffix}",
-            sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+    sort_key = dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER)
+
+    def series_shaped(table_id: str, suffix: str) -> dynamodb.Table:  # the series table's shape (tickets/tables.py)
+        return table(
+            table_id, tables.SERIES_PARTITION_KEY, table_name=f"{config.table_name}{suffix}", sort_key=sort_key
         )
-        if configured
-        else None
-        for configured, table_id, suffix in (
-            (config.series, table_ids[2], tables.SERIES_TABLE_SUFFIX),
-            (config.workers, table_ids[3], tables.WORKERS_TABLE_SUFFIX),
-        )
-    )
+
+    series = series_shaped(table_ids[2], tables.SERIES_TABLE_SUFFIX) if config.series else None
+    workers = series_shaped(table_ids[3], tables.WORKERS_TABLE_SUFFIX) if config.workers else None
     return counters, idempotency, series, workers
 
 
