@@ -53,9 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, config in configs.items():
         served = "unconfigured keys served" if not config.strict_keys else "strictKeys on"
         regions = ", ".join(f"{region} (slot {slot})" for region, slot in config.regions.items())
-        print(
-            f"{name}: regionSlots {config.region_slots}, regions {regions}, {len(config.counters)} counter(s), {served}"
-        )
+        counters = len(config.counters)
+        print(f"{name}: regionSlots {config.region_slots}, regions {regions}, {counters} counter(s), {served}")
     print(f"{path}: wrote the ledger of {len(configs)} service(s). Commit it with cdk.json.")
     for said in one_way_choices(None, read_ledger_file(path)):
         print(f"one-way: {said}")

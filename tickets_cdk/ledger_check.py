@@ -45,7 +45,6 @@ class TicketsLedgerCheck(Construct):
         super().__init__(root, CHECK_ID)
         self.registered: list[DeclaredService] = []
         self.version: str | None = None  # synthesised with, once checked
-        self.ledger_path: Path | None = None
         self.problem: str | None = None  # why the ledger refused the app
         self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # path, previous, recorded
         self.node.add_validation(self)
@@ -72,8 +71,9 @@ class TicketsLedgerCheck(Construct):
             Path(declare_to).write_text(json.dumps(raw, indent=2), encoding="utf-8")
             self.version = "declared"
             return []
+        where: Path | str = LEDGER_FILE
         try:
-            path = self.ledger_path = find_ledger(self)
+            path = where = find_ledger(self)
             ledger = previous = read_ledger_file(path)
             for account, group in by_account(self.registered, configs).items():
                 ledger = record_services(ledger, group, account, upgrade=True)
@@ -81,7 +81,6 @@ class TicketsLedgerCheck(Construct):
             self.problem = str(err)
             if self.node.try_get_context("tickets") is None:  # declared with props, not from cdk.json's tickets
                 self.problem = as_props(self.problem, self.registered)
-            where = self.ledger_path or LEDGER_FILE
             return [f"refused by the deployment ledger {where} ({SYNTHESIS_REFUSED}):\n{self.problem}"]
         self.version = ledger.version
         # Written by the first TicketsLedgerVersion output resolved: a refusal anywhere leaves the ledger as it was.

@@ -134,9 +134,9 @@ class TicketService(Construct):
         self.opaque_keys_parameter: str | None = resources.allow_opaque_keys(role, config)
         suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
         suppressions.explain_role(role, encrypted=encryption_key is not None)
-        self.access_rules: AccessRulesStore | None = None
-        if config.access is not None:
-            self.access_rules = AccessRulesStore(self, "Access", self.function, config.access)
+        self.access_rules = (
+            AccessRulesStore(self, "Access", self.function, config.access) if config.access is not None else None
+        )
 
         self.url = self.function.add_function_url(
             auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=resources.cors_options(config.cors_origins)
