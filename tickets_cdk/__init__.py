@@ -11,9 +11,8 @@ from tickets import __version__
 _MISSING = [name for name in ("aws_cdk", "constructs") if importlib.util.find_spec(name) is None]
 if _MISSING:
     raise ModuleNotFoundError(
-        f"tickets_cdk, the CDK construct library, needs aws-cdk-lib and constructs (no module named "
-        f"{_MISSING[0]!r} here). They come with the tickets-server distribution's `cdk` extra: "
-        "pip install 'tickets-server[cdk]' (from a checkout of Tickets: pip install '/path/to/tickets[cdk]').",
+        f"tickets_cdk, the CDK construct library, needs aws-cdk-lib and constructs (no module {_MISSING[0]!r}), its "
+        "`cdk` extra: pip install 'tickets-server[cdk]' (in a clone: pip install '/path/to/tickets[cdk]').",
         name=_MISSING[0],
     )
 
