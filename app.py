@@ -28,9 +28,8 @@ def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | Non
     try:
         app.synth()
     except Exception:
-        check = TicketsLedgerCheck.of(app)
-        if check.problem is not None:
-            raise LedgerError(check.problem) from None
+        if (problem := TicketsLedgerCheck.of(app).problem) is not None:
+            raise LedgerError(problem) from None
         raise
     return stacks
 
