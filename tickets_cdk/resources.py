@@ -61,7 +61,6 @@ def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
 
 
 def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
-    """What a caller of the AWS_IAM Function URL needs, for the operator to attach to callers."""
     return iam.ManagedPolicy(
         scope,
         "InvokePolicy",
