@@ -10,7 +10,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
-from stacks.tickets_stack import TicketsStack, add_stacks
+from stacks.tickets_stack import add_stacks
 from tickets_cdk.ledger_check import LEDGER_PATH_CONTEXT, TicketsLedgerCheck
 from tickets_deploy.config import parse_config
 from tickets_deploy.ledger import LEDGER_FILE, SYNTHESIS_REFUSED, LedgerError, refusal
@@ -19,9 +19,8 @@ from tickets_deploy.rules import ConfigError
 LEDGER_PATH = Path(__file__).resolve().parent / LEDGER_FILE
 
 
-def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, TicketsStack]:
-    """The stacks by region, synthesised after the ledger check at `ledger_path`; LedgerError if the ledger refused
-    (then no template was written, and the ledger is as it was)."""
+def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | None = None) -> dict[str, cdk.Stack]:
+    """The stacks by region; LedgerError if the ledger at `ledger_path` refused (no template written, ledger kept)."""
     if app.node.try_get_context(LEDGER_PATH_CONTEXT) is None:
         app.node.set_context(LEDGER_PATH_CONTEXT, str(ledger_path))
     config = parse_config(app.node.try_get_context("tickets"))
@@ -29,9 +28,8 @@ def synthesize(app: cdk.App, ledger_path: Path = LEDGER_PATH, account: str | Non
     try:
         app.synth()
     except Exception:
-        check = TicketsLedgerCheck.of(app)
-        if check.problem is not None:
-            raise LedgerError(check.problem) from None
+        if (problem := TicketsLedgerCheck.of(app).problem) is not None:
+            raise LedgerError(problem) from None
         raise
     return stacks
 

@@ -1,7 +1,5 @@
-"""Tickets as a CDK construct library (docs/how-to/use-the-construct.md): `TicketService`, with `TicketAlarms` and
-`TicketDashboard` opt-in, imported on first use so that `tickets_cdk.asset` (the bench's) does not start jsii.
-aws-cdk-lib comes with the `cdk` extra only: without it, importing this package says so.
-"""
+"""Tickets as a CDK construct library (docs/how-to/use-the-construct.md), its constructs imported on first use so
+that `tickets_cdk.asset` (the bench's) does not start jsii; without the `cdk` extra, importing it says so."""
 
 from __future__ import annotations
 
@@ -10,13 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from tickets import __version__
 
-CDK_EXTRA_INSTALL = "pip install 'tickets-server[cdk]'"
 _MISSING = [name for name in ("aws_cdk", "constructs") if importlib.util.find_spec(name) is None]
 if _MISSING:
     raise ModuleNotFoundError(
-        f"tickets_cdk, the CDK construct library, needs aws-cdk-lib and constructs (no module named "
-        f"{_MISSING[0]!r} here). They come with the tickets-server distribution's `cdk` extra: "
-        f"{CDK_EXTRA_INSTALL} (from a checkout of Tickets: pip install '/path/to/tickets[cdk]').",
+        f"tickets_cdk, the CDK construct library, needs aws-cdk-lib and constructs (no module {_MISSING[0]!r}), its "
+        "`cdk` extra: pip install 'tickets-server[cdk]' (in a clone: pip install '/path/to/tickets[cdk]').",
         name=_MISSING[0],
     )
 
@@ -31,7 +27,5 @@ _LAZY = {"TicketService": "service", "TicketAlarms": "monitoring", "TicketDashbo
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,9 +36,8 @@ class InitError(Exception):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tickets_cdk",
-        description=f"Run the CDK app of DIR's cdk.json once to learn its TicketServices, then write their first "
-        f"ledger ({LEDGER_FILE}, beside cdk.json), before the first deploy; commit it with cdk.json (synthesis needs "
-        "it). A ledger that records a deployment is never replaced.",
+        description=f"Run the CDK app of DIR's cdk.json once, write its TicketServices' first ledger ({LEDGER_FILE}) "
+        "beside cdk.json before the first deploy; commit it with cdk.json. A deployed ledger is never replaced.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("command", choices=["init"], help="init: write the first ledger")
@@ -47,25 +46,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="replace a ledger that records no deployment")
     args = parser.parse_args(argv)
     try:
-        path, configs = init(args.dir, args.app, force=args.force)
+        path, configs = init(args.dir, args.app, args.force)
     except (InitError, ConfigError, LedgerError) as err:
         print(f"init: {err}", file=sys.stderr)
         return 2
     for name, config in configs.items():
         served = "unconfigured keys served" if not config.strict_keys else "strictKeys on"
         regions = ", ".join(f"{region} (slot {slot})" for region, slot in config.regions.items())
-        print(
-            f"{name}: regionSlots {config.region_slots}, regions {regions}, {len(config.counters)} counter(s), {served}"
-        )
+        counters = len(config.counters)
+        print(f"{name}: regionSlots {config.region_slots}, regions {regions}, {counters} counter(s), {served}")
     print(f"{path}: wrote the ledger of {len(configs)} service(s). Commit it with cdk.json.")
     for said in one_way_choices(None, read_ledger_file(path)):
         print(f"one-way: {said}")
     return 0
 
 
-def init(
-    directory: Path, app_command: str | None = None, *, force: bool = False
-) -> tuple[Path, dict[str, DeploymentConfig]]:
+def init(directory: Path, app_command: str | None, force: bool) -> tuple[Path, dict[str, DeploymentConfig]]:
     """Run the app in `directory` to learn its services and write their first ledger: its path, the configs by table."""
     cdk_json = directory.resolve() / "cdk.json"
     try:

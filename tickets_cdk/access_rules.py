@@ -1,6 +1,5 @@
-"""Where a TicketService keeps its access rules (docs/how-to/access-rules.md#where-the-function-keeps-the-rules): SSM
-String parameters, added as grants make the rules grow, written at synthesis once every grant is known (a granted
-role's ARN resolves only at deploy, and 50 principals do not fit in the function's environment)."""
+"""A TicketService's access rules in SSM String parameters, written at synthesis once every grant is known (a granted
+role's ARN resolves only at deploy): docs/how-to/access-rules.md#where-the-function-keeps-the-rules."""
 
 from __future__ import annotations
 
@@ -16,15 +15,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from tickets.access import (
-    ACCESS_DIGEST_ENV,
-    ACCESS_PARAMETERS_ENV,
-    IAM_ARN_PATTERN,
-    MAX_RULES_PARAMETERS,
-    OPERATIONS,
-    RULES_PARAMETER_BYTES,
-    Rules,
-)
+from tickets import access
 from tickets_deploy.access import check_patterns, parse_rules
 
 # The longest an ARN resolved at deploy can be (IAM: a path of 512 characters, a name of 64), so a parameter never
@@ -36,9 +27,9 @@ READ_RULES_ACTION = "ssm:GetParameters"  # StoredRules' one call (tickets/access
 
 
 class AccessRulesStore(Construct):
-    """The rules, grown by `add`, stored in as many parameters as they need (at most MAX_RULES_PARAMETERS)."""
+    """The rules, grown by `add`, stored in as many parameters as they need (at most access.MAX_RULES_PARAMETERS)."""
 
-    def __init__(self, scope: Construct, construct_id: str, function: lambda_.Function, rules: Rules):
+    def __init__(self, scope: Construct, construct_id: str, function: lambda_.Function, rules: access.Rules):
         super().__init__(scope, construct_id)
         self._function = function
         self._rules: dict[str, dict[str, list[str]]] = {}
@@ -49,17 +40,15 @@ class AccessRulesStore(Construct):
                 self.add(grant.principal, operation, patterns)
         if not self._parameters:
             self._add_parameter()  # no rules yet: the function still reads them, and refuses everything
-        function.add_environment(ACCESS_PARAMETERS_ENV, lazy_string(self._names))
-        function.add_environment(ACCESS_DIGEST_ENV, lazy_string(self._digest))
+        names = lazy_string(lambda: ",".join(parameter.parameter_name for parameter in self._parameters))
+        function.add_environment(access.ACCESS_PARAMETERS_ENV, names)
+        function.add_environment(access.ACCESS_DIGEST_ENV, lazy_string(self._digest))
 
-    def add(
-        self, principal: str, operation: str, patterns: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES
-    ) -> None:
-        """Let `principal` (as access rules write it, or an ARN token of at most `longest` bytes) do `operation` on
-        `patterns`."""
-        if operation not in OPERATIONS:
-            raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(OPERATIONS)}")
-        keys = check_patterns(list(patterns), f"access[{principal!r}].{operation}")
+    def add(self, principal: str, operation: str, keys: Iterable[str], longest: int = TOKEN_PRINCIPAL_BYTES) -> None:
+        """Let `principal` (as `access` writes it, or an ARN token of at most `longest` bytes) do `operation`."""
+        if operation not in access.OPERATIONS:
+            raise ValueError(f"unknown operation {operation!r}; the operations are {', '.join(access.OPERATIONS)}")
+        keys = check_patterns(list(keys), f"access[{principal!r}].{operation}")
         if Token.is_unresolved(principal):
             self._longest[principal] = longest
         else:
@@ -71,11 +60,11 @@ class AccessRulesStore(Construct):
 
     def _add_parameter(self) -> None:
         index = len(self._parameters)
-        if index == MAX_RULES_PARAMETERS:
+        if index == access.MAX_RULES_PARAMETERS:
             raise ValueError(
-                f"access: the rules need more than {MAX_RULES_PARAMETERS} parameters of {RULES_PARAMETER_BYTES} bytes; "
-                "give a principal fewer patterns (a prefix `orders-*` for many keys), or one account or "
-                "organization id for many roles"
+                f"access: the rules need more than {access.MAX_RULES_PARAMETERS} parameters of "
+                f"{access.RULES_PARAMETER_BYTES} bytes; give a principal fewer patterns (a prefix `orders-*` for many "
+                "keys), or one account or organization id for many roles"
             )
         parameter = ssm.StringParameter(
             self,
@@ -90,35 +79,25 @@ class AccessRulesStore(Construct):
         )
         self._parameters.append(parameter)
 
-    def _entries(self) -> list[tuple[str, str]]:
-        """(principal, its `"principal":{...}` JSON text), in the rules' order."""
-        return [
-            (principal, json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True))
-            for principal, operations in self._rules.items()
-        ]
-
     def _chunks(self) -> list[list[str]]:
-        """The principals of each parameter: whole principals, greedily, each parameter within its limit."""
+        """Each parameter's `"principal":{...}` entries: whole principals, greedily, each parameter within its limit."""
         chunks: list[list[str]] = [[]]
         size = 2  # the braces
-        for principal, entry in self._entries():
+        for principal, operations in self._rules.items():
+            entry = json.dumps(principal) + ":" + json.dumps(operations, separators=(",", ":"), sort_keys=True)
             length = len(entry.encode()) + 1
             if principal in self._longest:
                 length += self._longest[principal] - len(principal)
-            if chunks[-1] and size + length > RULES_PARAMETER_BYTES:
+            if chunks[-1] and size + length > access.RULES_PARAMETER_BYTES:
                 chunks.append([])
                 size = 2
-            chunks[-1].append(principal)
+            chunks[-1].append(entry)
             size += length
         return chunks if chunks[-1] else []
 
     def _value(self, index: int) -> str:
         chunks = self._chunks()
-        wanted = set(chunks[index]) if index < len(chunks) else set()
-        return "{" + ",".join(entry for principal, entry in self._entries() if principal in wanted) + "}"
-
-    def _names(self) -> str:
-        return ",".join(parameter.parameter_name for parameter in self._parameters)
+        return "{" + ",".join(chunks[index] if index < len(chunks) else []) + "}"
 
     def _digest(self) -> str:
         """Of the rules as resolved at deploy: a new rule, a new digest, new execution environments."""
@@ -143,7 +122,7 @@ def grantee_principal(grantee: iam.IGrantable, label: str) -> tuple[str, int]:
     """The role's or user's ARN (perhaps a token) access rules name `grantee` by, and its longest once resolved."""
     principal = grantee.grant_principal
     arn = getattr(principal, "role_arn", None) or getattr(principal, "user_arn", None)
-    if arn is None and isinstance(principal, iam.ArnPrincipal) and IAM_ARN_PATTERN.fullmatch(principal.arn):
+    if arn is None and isinstance(principal, iam.ArnPrincipal) and access.IAM_ARN_PATTERN.fullmatch(principal.arn):
         arn = principal.arn
     if not isinstance(arn, str):
         raise ValueError(

@@ -1,6 +1,5 @@
 """The Lambda code asset: the `tickets` package Python imports (site-packages, or lambda_src/ in a clone) without
-bytecode, under `tickets/`: the same package gives the same asset hash on every machine.
-"""
+bytecode, under `tickets/`: the same package gives the same asset hash on every machine."""
 
 from __future__ import annotations
 
@@ -26,7 +25,6 @@ def asset_contents(package: Path = PACKAGE) -> dict[str, bytes]:
 
 
 def write_asset(destination: Path, package: Path = PACKAGE) -> Path:
-    """asset_contents() written under `destination`, which it returns."""
     for name, content in asset_contents(package).items():
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -36,7 +34,6 @@ def write_asset(destination: Path, package: Path = PACKAGE) -> Path:
 
 @functools.cache
 def asset_directory() -> str:
-    """A directory holding exactly asset_contents(), made once per process and removed at its exit."""
     root = Path(tempfile.mkdtemp(prefix="tickets-asset-"))
     atexit.register(shutil.rmtree, root, ignore_errors=True)
     return str(write_asset(root))

@@ -1,7 +1,5 @@
-"""The deployment ledger, enforced by the construct itself (docs/explanation/ledger.md): the app's one
-`TicketsLedgerCheck`, at its root, validates every registered service before any template is written; each stack's
-`TicketsLedgerVersion` output, resolved once the whole app passed, writes the ledger if it changed. With DECLARE_ENV
-set (`python -m tickets_cdk init`), the check writes what the app declares to that file instead."""
+"""The deployment ledger, enforced by the construct itself: the app's one check validates every service before any
+template is written; a stack's version output, resolved once all passed, writes it (docs/explanation/ledger.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsii
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack, Token
 from constructs import Construct, IValidation
 
 from tickets_deploy.config import to_raw
@@ -29,13 +27,14 @@ from tickets_deploy.ledger import (
     record_services,
     write_ledger_file,
 )
+from tickets_deploy.schema import DeploymentConfig
 from tickets_deploy.services import DeclaredService, as_props, by_account, declared, refuse_clash
 
 from .access_rules import lazy_string
 
 CHECK_ID = "TicketsLedgerCheck"
 LEDGER_PATH_CONTEXT = "tickets:ledgerPath"  # cdk synth -c tickets:ledgerPath=PATH
-DECLARE_ENV = "TICKETS_CDK_DECLARE"
+DECLARE_ENV = "TICKETS_CDK_DECLARE"  # python -m tickets_cdk init's: the check writes what the app declares there
 
 
 @jsii.implements(IValidation)
@@ -46,7 +45,6 @@ class TicketsLedgerCheck(Construct):
         super().__init__(root, CHECK_ID)
         self.registered: list[DeclaredService] = []
         self.version: str | None = None  # synthesised with, once checked
-        self.ledger_path: Path | None = None
         self.problem: str | None = None  # why the ledger refused the app
         self.unwritten: tuple[Path, LedgerFile, LedgerFile] | None = None  # path, previous, recorded
         self.node.add_validation(self)
@@ -69,13 +67,13 @@ class TicketsLedgerCheck(Construct):
             return [str(err)]
         declare_to = os.environ.get(DECLARE_ENV)
         if declare_to:
-            Path(declare_to).write_text(
-                json.dumps({name: to_raw(config) for name, config in configs.items()}, indent=2), encoding="utf-8"
-            )
+            raw = {name: to_raw(config) for name, config in configs.items()}
+            Path(declare_to).write_text(json.dumps(raw, indent=2), encoding="utf-8")
             self.version = "declared"
             return []
+        where: Path | str = LEDGER_FILE
         try:
-            path = self.ledger_path = find_ledger(self)
+            path = where = find_ledger(self)
             ledger = previous = read_ledger_file(path)
             for account, group in by_account(self.registered, configs).items():
                 ledger = record_services(ledger, group, account, upgrade=True)
@@ -83,7 +81,6 @@ class TicketsLedgerCheck(Construct):
             self.problem = str(err)
             if self.node.try_get_context("tickets") is None:  # declared with props, not from cdk.json's tickets
                 self.problem = as_props(self.problem, self.registered)
-            where = self.ledger_path or LEDGER_FILE
             return [f"refused by the deployment ledger {where} ({SYNTHESIS_REFUSED}):\n{self.problem}"]
         self.version = ledger.version
         # Written by the first TicketsLedgerVersion output resolved: a refusal anywhere leaves the ledger as it was.
@@ -96,27 +93,27 @@ class TicketsLedgerCheck(Construct):
             path, previous, ledger = self.unwritten
             self.unwritten = None
             write_ledger_file(path, ledger)
-            print(
-                f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json.",
-                file=sys.stderr,
-            )
-            for said in one_way_choices(previous, ledger):
-                print(f"one-way: {said}", file=sys.stderr)
-            for region, new_account in new_accounts(previous, ledger):
-                print(
-                    f"{region}: account {new_account} is new to the ledger, so its tables start empty. If it replaces "
-                    "a deployment in another account, run `.venv/bin/python -m tickets_admin export` on the old tables "
-                    "and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key "
-                    "(docs/how-to/deploy.md#moving-to-another-account).",
-                    file=sys.stderr,
-                )
+            said = [
+                f"{path}: recorded version {ledger.version} ({ledger.versions[-1].change}); commit it with cdk.json."
+            ]
+            said += [f"one-way: {choice}" for choice in one_way_choices(previous, ledger)]
+            said += [
+                f"{region}: account {new_account} is new to the ledger, so its tables start empty. If it replaces "
+                "a deployment in another account, run `.venv/bin/python -m tickets_admin export` on the old tables "
+                "and `.venv/bin/python -m tickets_admin raise KEY --above N` here for every key "
+                "(docs/how-to/deploy.md#moving-to-another-account)."
+                for region, new_account in new_accounts(previous, ledger)
+            ]
+            print("\n".join(said), file=sys.stderr)
         return self.version or "unrecorded"
 
 
-def register(scope: Construct, service: DeclaredService) -> None:
-    """Add `service` (the construct `scope`) to its app's ledger check, refusing a clash at once (refuse_clash)."""
+def register(scope: Construct, config: DeploymentConfig, service_name: str, table_ids: tuple[str, str]) -> None:
+    """Add the service `scope` to its app's ledger check, refusing a clash at once (refuse_clash)."""
     check = TicketsLedgerCheck.of(scope)
     stack = Stack.of(scope)
+    account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
+    service = DeclaredService(scope.node.path, config, stack.region, account, service_name, stack.node.path, table_ids)
     refuse_clash(service, check.registered)
     check.registered.append(service)
     if stack.node.try_find_child(LEDGER_VERSION_OUTPUT) is None:
@@ -152,8 +149,7 @@ def find_ledger(scope: Construct) -> Path:
 
 
 def _say_refusals_once(check: TicketsLedgerCheck) -> None:
-    """A refusal, once, without jsii's traceback (twice the message, 40 lines of kernel frames) for an app that does
-    not catch it (`python app.py`, `cdk synth`); it still exits 1."""
+    """A refusal an app does not catch, once, without jsii's traceback (the message twice, 40 lines); still exit 1."""
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:

@@ -20,6 +20,7 @@ from tickets_deploy.schema import FIELDS
 from .resources import METRIC_PERIOD
 from .service import TicketService, error_codes
 
+Alarmable = cloudwatch.Metric | cloudwatch.MathExpression
 DASHBOARD_PERIOD = Duration.minutes(1)  # Lambda's and the handler's metrics have one-minute resolution
 _ALARM_EMAIL, _ALARM_DAYS_LEFT = (
     next(each for each in FIELDS if each.prop == prop) for prop in ("alarm_email", "alarm_days_left")
@@ -48,16 +49,16 @@ class TicketAlarms(Construct):
         except ConfigError as err:
             raise ValueError(f"TicketAlarms {self.node.path}: {err}") from None
         self.topic = _notification_topic(self, alarm_email) if alarm_email else None
-        function = service.function
+        self.alarms: dict[str, cloudwatch.Alarm] = {}
 
         self._alarm(
             "FunctionErrors",
-            function.metric_errors(period=METRIC_PERIOD, statistic="Sum"),
+            service.function.metric_errors(period=METRIC_PERIOD, statistic="Sum"),
             "The Tickets function crashed or timed out (handled refusals are not errors).",
         )
         self._alarm(
             "FunctionThrottles",
-            function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
+            service.function.metric_throttles(period=METRIC_PERIOD, statistic="Sum"),
             "Lambda throttled Tickets invocations: raise reserved concurrency or the account limit.",
         )
         self._alarm(
@@ -98,20 +99,10 @@ class TicketAlarms(Construct):
                 "The function holds another key for a key version than its first ids' (the parameter recreated?) and "
                 "answers 503: restore the key (docs/explanation/opaque-ids.md#a-key-is-what-it-was).",
             )
-        self.alarms: dict[str, cloudwatch.Alarm] = {
-            child.node.id: child for child in self.node.children if isinstance(child, cloudwatch.Alarm)
-        }
 
-    def _alarm(
-        self,
-        construct_id: str,
-        metric: cloudwatch.Metric | cloudwatch.MathExpression,
-        description: str,
-        **condition: Any,
-    ) -> cloudwatch.Alarm:
-        """An alarm on `metric`, by default when it is 1 or more in one period (`condition` overrides create_alarm's
-        arguments); a period without data never alarms."""
-        alarm = metric.create_alarm(
+    def _alarm(self, construct_id: str, metric: Alarmable, description: str, **condition: Any) -> None:
+        """An alarm when `metric` is 1 or more in a period, unless `condition` says otherwise; no data never alarms."""
+        self.alarms[construct_id] = alarm = metric.create_alarm(
             self,
             construct_id,
             alarm_description=description,
@@ -125,7 +116,6 @@ class TicketAlarms(Construct):
         )
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
-        return alarm
 
 
 def _notification_topic(scope: Construct, email: str) -> sns.Topic:

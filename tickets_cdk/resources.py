@@ -22,6 +22,9 @@ from .powertools import POWERTOOLS_VERSION
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 METRIC_PERIOD = Duration.minutes(5)
+# What a browser's request may carry: the API's own headers, and an AWS_IAM URL's signature.
+REQUEST_HEADERS = ("content-type", "accept", "idempotency-key", "authorization")
+SIGV4_HEADERS = ("x-amz-date", "x-amz-security-token", "x-amz-content-sha256")
 READ_OPAQUE_KEYS_ACTION = "ssm:GetParameter"  # the one call tickets/opaque/secret.py makes
 # What a caller of the AWS_IAM Function URL needs (both, since October 2025), each only through the URL.
 URL_INVOKE_CONDITIONS = {
@@ -31,35 +34,24 @@ URL_INVOKE_CONDITIONS = {
 
 
 def cors_options(origins: Sequence[str]) -> lambda_.FunctionUrlCorsOptions | None:
-    """The URL's CORS: none unless the config names origins."""
     if not origins:
         return None
     return lambda_.FunctionUrlCorsOptions(
         allowed_origins=list(origins),
         allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
-        allowed_headers=[
-            "content-type",
-            "accept",
-            "idempotency-key",
-            "authorization",
-            "x-amz-date",
-            "x-amz-security-token",
-            "x-amz-content-sha256",
-        ],
+        allowed_headers=[*REQUEST_HEADERS, *SIGV4_HEADERS],
         max_age=Duration.minutes(10),
     )
 
 
 def powertools_layer_arn() -> str:
-    """The pinned Powertools release's layer for this runtime and architecture, resolved at deploy from Powertools'
-    public SSM parameter in the stack's region."""
+    """The pinned Powertools release's layer, resolved at deploy from Powertools' public SSM parameter."""
     parameter = f"/aws/service/powertools/python/{ARCHITECTURE.name}/{RUNTIME.name}/{POWERTOOLS_VERSION}"
     return CfnDynamicReference(CfnDynamicReferenceService.SSM, parameter).to_string()
 
 
 def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
-    """The name of the SSM SecureString holding the opaque counters' keys, which the function alone may read (None
-    without opaque counters); `tickets_admin put-key` writes it, not the stack (tickets_deploy/opaque_keys.py)."""
+    """The opaque counters' keys' SSM SecureString, which the function alone may read (None: no opaque counter)."""
     if not has_opaque_counters(config):
         return None
     name = opaque_keys_parameter(config.table_name)
@@ -69,7 +61,6 @@ def allow_opaque_keys(role: iam.IRole, config: DeploymentConfig) -> str | None:
 
 
 def invoke_policy(scope: Construct, function: lambda_.IFunction) -> iam.ManagedPolicy:
-    """What a caller of the AWS_IAM Function URL needs, for the operator to attach to callers."""
     return iam.ManagedPolicy(
         scope,
         "InvokePolicy",
@@ -97,20 +88,14 @@ def admit_caller(function: lambda_.Function, caller: str) -> None:
 
 
 def allow_logs(key: kms.IKey, stack: Stack) -> None:
-    """Let CloudWatch Logs use the key for this account's log groups here (AWS's "Encrypt log data" guide); an
-    imported key's owner adds this statement."""
+    """Let CloudWatch Logs use the key for this account's log groups here (an imported key's owner adds this)."""
+    log_groups = f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
     key.add_to_resource_policy(
         iam.PolicyStatement(
             principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
             actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
             resources=["*"],  # in a key policy, "*" is this key
-            conditions={
-                "ArnLike": {
-                    "kms:EncryptionContext:aws:logs:arn": (
-                        f"arn:{stack.partition}:logs:{stack.region}:{stack.account}:log-group:*"
-                    )
-                }
-            },
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": log_groups}},
         )
     )
 
@@ -122,8 +107,7 @@ def service_tables(
     removal_policy: RemovalPolicy,
     encryption_key: kms.IKey | None,
 ) -> tuple[dynamodb.Table, dynamodb.Table, dynamodb.Table | None, dynamodb.Table | None]:
-    """The counter, idempotency, series (with series) and workers (with pools) tables, with these logical ids, each
-    with point-in-time recovery and deletion protection (unless DESTROY)."""
+    """The counter, idempotency, series (with series) and workers (with pools) tables, with these logical ids."""
 
     def table(logical_id: str, partition_key: str, **options: Any) -> dynamodb.Table:
         made = dynamodb.Table(
@@ -147,21 +131,15 @@ def service_tables(
     # starting an empty one, where every counter, series and worker id (its epoch) would begin again.
     counters = table(table_ids[0], tables.COUNTER_KEY, table_name=config.table_name)
     idempotency = table(table_ids[1], tables.IDEMPOTENCY_KEY, time_to_live_attribute=tables.IDEMPOTENCY_TTL)
-    # Both in the series table's shape (tickets/tables.py).
-    series, workers = (
-        table(
-            table_id,
-            tables.SERIES_PARTITION_KEY,
-            table_name=f"{config.table_name}{suffix}",
-            sort_key=dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER),
+    sort_key = dynamodb.Attribute(name=tables.SERIES_SORT_KEY, type=dynamodb.AttributeType.NUMBER)
+
+    def series_shaped(table_id: str, suffix: str) -> dynamodb.Table:  # the series table's shape (tickets/tables.py)
+        return table(
+            table_id, tables.SERIES_PARTITION_KEY, table_name=f"{config.table_name}{suffix}", sort_key=sort_key
         )
-        if configured
-        else None
-        for configured, table_id, suffix in (
-            (config.series, table_ids[2], tables.SERIES_TABLE_SUFFIX),
-            (config.workers, table_ids[3], tables.WORKERS_TABLE_SUFFIX),
-        )
-    )
+
+    series = series_shaped(table_ids[2], tables.SERIES_TABLE_SUFFIX) if config.series else None
+    workers = series_shaped(table_ids[3], tables.WORKERS_TABLE_SUFFIX) if config.workers else None
     return counters, idempotency, series, workers
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 import re
 import typing
 from collections.abc import Sequence
@@ -24,40 +23,17 @@ from tickets_deploy.ledger import LedgerError, applied_from
 from tickets_deploy.regions import refusal
 from tickets_deploy.rules import ConfigError
 from tickets_deploy.schema import FIELDS, DeploymentConfig
-from tickets_deploy.services import DeclaredService
 
-from . import ledger_check, suppressions
+from . import ledger_check, resources, suppressions
 from .access_rules import AccessRulesStore, grantee_principal
 from .asset import HANDLER, asset_directory
-from .ledger_check import find_ledger
 from .props import TicketServiceProps
-from .resources import (
-    ARCHITECTURE,
-    METRIC_PERIOD,
-    RUNTIME,
-    URL_INVOKE_CONDITIONS,
-    admit_caller,
-    allow_logs,
-    allow_opaque_keys,
-    cors_options,
-    invoke_policy,
-    powertools_layer_arn,
-    service_tables,
-    throttled_requests,
-)
 
 # Every call the handler makes on each table (tickets/store.py, tickets/idempotency.py, tickets/series/store.py,
-# tickets/workers/store.py): the role may make only these, and the throttle metrics sum over them. A series'
-# DeleteItem only removes a refused request's own item; nothing deletes a worker id's item (its epoch only grows).
+# tickets/workers/store.py), the role's only ones. Of series and workers, only a refused request's item is deleted.
 COUNTER_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:BatchGetItem")
 IDEMPOTENCY_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-SERIES_ACTIONS = (
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:Query",
-)
+SERIES_ACTIONS = (*IDEMPOTENCY_ACTIONS, "dynamodb:Query")
 WORKERS_ACTIONS = ("dynamodb:UpdateItem", "dynamodb:Query")
 FIELD_PROPS = tuple(each.prop for each in FIELDS if each.owner == "TicketService")
 
@@ -100,15 +76,11 @@ class TicketService(Construct):
         self.service_name: str = service_name or config.table_name
         prefix = _id_part(construct_id, label)
         table_ids = table_logical_ids or (f"{prefix}Table", f"{prefix}IdempotencyTable")
-        account = stack.account if not Token.is_unresolved(stack.account) else os.environ.get("CDK_DEFAULT_ACCOUNT")
-        declared = DeclaredService(
-            self.node.path, config, stack.region, account, self.service_name, stack.node.path, table_ids
-        )
-        ledger_check.register(self, declared)
+        ledger_check.register(self, config, self.service_name, table_ids)
 
         self.encryption_key = encryption_key
         all_ids = (*table_ids, f"{prefix}SeriesTable", f"{prefix}WorkersTable")
-        self.table, self.idempotency_table, self.series_table, self.workers_table = service_tables(
+        self.table, self.idempotency_table, self.series_table, self.workers_table = resources.service_tables(
             self, config, all_ids, removal_policy, encryption_key
         )
 
@@ -117,7 +89,7 @@ class TicketService(Construct):
             self, "FunctionLogs", removal_policy=removal_policy, encryption_key=encryption_key
         )
         if encryption_key is not None:
-            allow_logs(encryption_key, stack)
+            resources.allow_logs(encryption_key, stack)
         # On the resource: the days the config checked (tickets_deploy.rules.LOG_RETENTION_DAYS), the one list.
         self.log_group.node.default_child.retention_in_days = config.log_retention_days  # type: ignore[union-attr]
         self.role = role = iam.Role(
@@ -135,11 +107,11 @@ class TicketService(Construct):
         self.function = lambda_.Function(
             self,
             "Function",
-            runtime=RUNTIME,
-            architecture=ARCHITECTURE,
+            runtime=resources.RUNTIME,
+            architecture=resources.ARCHITECTURE,
             handler=HANDLER,
             code=lambda_.Code.from_asset(asset_directory()),
-            layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", powertools_layer_arn())],
+            layers=[lambda_.LayerVersion.from_layer_version_arn(self, "Powertools", resources.powertools_layer_arn())],
             memory_size=config.memory_size,
             timeout=Duration.seconds(config.timeout_seconds),
             tracing=lambda_.Tracing.ACTIVE,
@@ -159,19 +131,19 @@ class TicketService(Construct):
         self._grant_tables(role)
         if encryption_key is not None:  # DynamoDB encrypts and decrypts the tables' items as the function
             encryption_key.grant_encrypt_decrypt(role)
-        self.opaque_keys_parameter: str | None = allow_opaque_keys(role, config)  # its name; None: no opaque counter
+        self.opaque_keys_parameter: str | None = resources.allow_opaque_keys(role, config)
         suppressions.explain(self.function, reserved_concurrency=config.reserved_concurrency)
         suppressions.explain_role(role, encrypted=encryption_key is not None)
-        self.access_rules: AccessRulesStore | None = None
-        if config.access is not None:
-            self.access_rules = AccessRulesStore(self, "Access", self.function, config.access)
+        self.access_rules = (
+            AccessRulesStore(self, "Access", self.function, config.access) if config.access is not None else None
+        )
 
         self.url = self.function.add_function_url(
-            auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=cors_options(config.cors_origins)
+            auth_type=lambda_.FunctionUrlAuthType[config.auth], cors=resources.cors_options(config.cors_origins)
         )
-        self.invoke_policy = invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
+        self.invoke_policy = resources.invoke_policy(self, self.function) if config.auth == "AWS_IAM" else None
         for caller in config.callers:
-            admit_caller(self.function, caller)
+            resources.admit_caller(self.function, caller)
 
     def _grant_tables(self, role: iam.IRole) -> None:
         for table, actions in zip(
@@ -220,7 +192,7 @@ class TicketService(Construct):
             iam.Grant.add_to_principal(
                 grantee=grantee, actions=[action], resource_arns=[self.function.function_arn], conditions=conditions
             )
-            for action, conditions in URL_INVOKE_CONDITIONS.items()
+            for action, conditions in resources.URL_INVOKE_CONDITIONS.items()
         )
         return url.combine(invoke)
 
@@ -231,7 +203,7 @@ class TicketService(Construct):
             namespace=METRICS_NAMESPACE,
             metric_name=metric_name,
             dimensions_map=dimensions,
-            **{"period": METRIC_PERIOD, "statistic": "Sum", **options},
+            **{"period": resources.METRIC_PERIOD, "statistic": "Sum", **options},
         )
 
     def metric_tickets_issued(self, **options: Any) -> cloudwatch.Metric:
@@ -252,19 +224,20 @@ class TicketService(Construct):
 
     def metric_series(self, metric_name: str = "SeriesIssued", **options: Any) -> cloudwatch.MathExpression:
         """`SeriesIssued` or `SeriesVoided`, one line per key and series (a SEARCH: series names follow the periods)."""
+        period = options.pop("period", resources.METRIC_PERIOD)
         search = (
             f'SEARCH(\'{{{METRICS_NAMESPACE},key,series,service}} MetricName="{metric_name}" '
-            f"service=\"{self.service_name}\"', 'Sum', {int(options.pop('period', METRIC_PERIOD).to_seconds())})"
+            f"service=\"{self.service_name}\"', 'Sum', {int(period.to_seconds())})"
         )
         return cloudwatch.MathExpression(expression=search, using_metrics={}, label="", **options)
 
     def metric_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the counter table, over every operation the handler calls on it."""
-        return throttled_requests(self.table, COUNTER_ACTIONS)
+        return resources.throttled_requests(self.table, COUNTER_ACTIONS)
 
     def metric_idempotency_table_throttles(self) -> cloudwatch.MathExpression:
         """Throttled requests on the idempotency table, over every operation the handler calls on it."""
-        return throttled_requests(self.idempotency_table, IDEMPOTENCY_ACTIONS)
+        return resources.throttled_requests(self.idempotency_table, IDEMPOTENCY_ACTIONS)
 
 
 def _signature_with_props() -> inspect.Signature:
@@ -288,7 +261,6 @@ def error_codes() -> list[str]:
 
 
 def _id_part(construct_id: str, label: str) -> str:
-    """The construct's id as the start of a CloudFormation logical id (letters and digits only)."""
     part = re.sub(r"[^A-Za-z0-9]", "", construct_id)
     if not part:
         raise ValueError(f"{label}: the construct id needs a letter or digit (the tables' logical ids start with it)")
@@ -298,7 +270,7 @@ def _id_part(construct_id: str, label: str) -> str:
 def _above_fences(scope: Construct, config: DeploymentConfig) -> DeploymentConfig:
     """The config as the function runs it (tickets_deploy.ledger.applied); without a ledger, as written (refused)."""
     try:
-        path = find_ledger(scope)
+        path = ledger_check.find_ledger(scope)
     except LedgerError:
         return config
     return applied_from(config, path)

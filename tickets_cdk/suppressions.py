@@ -1,11 +1,7 @@
-"""The security checks that do not apply to a TicketService, and why
-(docs/reference/construct.md#encryption-and-security-checks), on the resources themselves as AWS Solutions Constructs
-do, so a user's app needs no suppression of its own: metadata for checkov, cfn_nag and cdk-nag 2, and cdk-nag 3's
-acknowledged rules (no cdk-nag installed)."""
+"""The security checks that do not apply to a TicketService, and why, on its resources so a user's app needs no
+suppression of its own (docs/reference/construct.md#encryption-and-security-checks)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from aws_cdk import Acknowledgment, CfnResource, Validations
 from aws_cdk import aws_iam as iam
@@ -33,13 +29,11 @@ KEY_FINDINGS = [
 
 def explain_role(role: iam.Role, *, encrypted: bool) -> None:
     """The role policy's wildcards that cannot be narrowed, on the policy; called once the role has every grant."""
-    policy = role.node.try_find_child("DefaultPolicy")
-    assert isinstance(policy, iam.Policy), "the function's role has its statements (its logs) by now"
-    resource = policy.node.default_child
+    resource = role.node.find_child("DefaultPolicy").node.default_child  # the role has its statements by now
     assert isinstance(resource, CfnResource)
     findings = ROLE_FINDINGS + (KEY_FINDINGS if encrypted else [])
     rows = [{"id": rule, "reason": reason, "applies_to": [found]} for rule, found, reason in findings]
-    _suppress(resource, "cdk_nag", "rules_to_suppress", rows)  # cdk-nag 2; cdk-nag 3 reads `Rule[found]`:
+    resource.add_metadata("cdk_nag", {"rules_to_suppress": rows})  # cdk-nag 2; cdk-nag 3 reads `Rule[found]`:
     Validations.of(resource).acknowledge(
         *(Acknowledgment(id=f"{rule}[{found}]", reason=reason) for rule, found, reason in findings)
     )
@@ -53,10 +47,7 @@ def explain(function: lambda_.Function, *, reserved_concurrency: int | None) -> 
         cfn_nag.append(("W92", UNRESERVED_CONCURRENCY))
     resource = function.node.default_child
     assert isinstance(resource, CfnResource)
-    _suppress(resource, "checkov", "skip", [{"id": check, "comment": reason} for check, reason in checkov])
-    _suppress(resource, "cfn_nag", "rules_to_suppress", [{"id": check, "reason": reason} for check, reason in cfn_nag])
-
-
-def _suppress(resource: CfnResource, tool: str, entry: str, rows: list[dict[str, Any]]) -> None:
-    metadata = resource.get_metadata(tool) or {}
-    resource.add_metadata(tool, {**metadata, entry: [*metadata.get(entry, []), *rows]})
+    resource.add_metadata("checkov", {"skip": [{"id": check, "comment": reason} for check, reason in checkov]})
+    resource.add_metadata(
+        "cfn_nag", {"rules_to_suppress": [{"id": check, "reason": reason} for check, reason in cfn_nag]}
+    )

@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""A user's CDK app with Tickets in it (docs/how-to/use-the-construct.md): a shop with two ticket services in its
-main stack, order numbers and invoice numbers, the order numbers also served from a second region, and the shop's own
-checkout function granted to call both. It uses only the installed library (`pip install 'tickets-server[cdk]'`)."""
+"""A user's CDK app (docs/how-to/use-the-construct.md), from the installed library: a shop's order numbers in two
+regions and its invoice numbers, and its checkout function granted to call both."""
 
 import aws_cdk as cdk
 from aws_cdk import aws_kms as kms
