@@ -31,28 +31,22 @@ class TicketsError(Exception):
         self.headers = headers or {}
 
 
-class BadRequest(TicketsError, status=400, code="bad_request"):
-    pass
+class BadRequest(TicketsError, status=400, code="bad_request"): ...
 
 
-class OpaqueCounter(BadRequest, code="opaque_counter"):
-    pass
+class OpaqueCounter(BadRequest, code="opaque_counter"): ...
 
 
-class Forbidden(TicketsError, status=403, code="forbidden"):
-    pass
+class Forbidden(TicketsError, status=403, code="forbidden"): ...
 
 
-class NotFound(TicketsError, status=404, code="not_found"):
-    pass
+class NotFound(TicketsError, status=404, code="not_found"): ...
 
 
-class MethodNotAllowed(TicketsError, status=405, code="method_not_allowed"):
-    pass
+class MethodNotAllowed(TicketsError, status=405, code="method_not_allowed"): ...
 
 
-class Exhausted(TicketsError, status=409, code="exhausted"):
-    pass
+class Exhausted(TicketsError, status=409, code="exhausted"): ...
 
 
 def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
@@ -63,24 +57,19 @@ def exhausted(key: str, count: int, maximum: int, step: int) -> Exhausted:
     )
 
 
-class LeaseLost(TicketsError, status=409, code="lease_lost"):
-    pass
+class LeaseLost(TicketsError, status=409, code="lease_lost"): ...
 
 
-class ConfigMismatch(TicketsError, status=409, code="config_mismatch"):
-    pass
+class ConfigMismatch(TicketsError, status=409, code="config_mismatch"): ...
 
 
-class RequestInProgress(TicketsError, status=409, code="in_progress"):
-    pass
+class RequestInProgress(TicketsError, status=409, code="in_progress"): ...
 
 
-class PayloadTooLarge(TicketsError, status=413, code="too_large"):
-    pass
+class PayloadTooLarge(TicketsError, status=413, code="too_large"): ...
 
 
-class IdempotencyKeyReused(TicketsError, status=422, code="idempotency_key_reused"):
-    pass
+class IdempotencyKeyReused(TicketsError, status=422, code="idempotency_key_reused"): ...
 
 
 class Unavailable(TicketsError, status=503, code="unavailable"):
@@ -90,8 +79,7 @@ class Unavailable(TicketsError, status=503, code="unavailable"):
         super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
 
 
-class PoolFull(TicketsError, status=503, code="pool_full"):
-    pass
+class PoolFull(TicketsError, status=503, code="pool_full"): ...
 
 
 class KeyReplaced(Unavailable, code="key_replaced"):
