@@ -73,10 +73,8 @@ class IdempotencyKeyReused(TicketsError, status=422, code="idempotency_key_reuse
 
 
 class Unavailable(TicketsError, status=503, code="unavailable"):
-    retry_after_seconds = 1
-
     def __init__(self, message: str):
-        super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
+        super().__init__(message, headers={"Retry-After": "1"})
 
 
 class PoolFull(TicketsError, status=503, code="pool_full"): ...

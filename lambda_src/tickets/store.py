@@ -114,14 +114,13 @@ class CounterStore:
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
-        item: dict[str, Any] = self._call(
-            "update_item",
+        request = {
             **self._on(f"{FINGERPRINT_PREFIX}{version}"),
-            UpdateExpression="SET fingerprint = if_not_exists(fingerprint, :f)",
-            ExpressionAttributeValues={":f": {"S": fingerprint}},
-            ReturnValues="ALL_NEW",
-        )["Attributes"]
-        return item
+            "UpdateExpression": "SET fingerprint = if_not_exists(fingerprint, :f)",
+            "ExpressionAttributeValues": {":f": {"S": fingerprint}},
+            "ReturnValues": "ALL_NEW",
+        }
+        return cast("dict[str, Any]", self._call("update_item", **request)["Attributes"])
 
     def _on(self, item_key: str) -> dict[str, Any]:
         return {"TableName": self.table, "Key": {COUNTER_KEY: {"S": item_key}}}
