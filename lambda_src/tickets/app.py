@@ -45,7 +45,6 @@ tracer = Tracer() if os.environ.get("POWERTOOLS_TRACE_DISABLED", "").lower() not
 
 
 def dynamodb_client(session: Any = None, **where: Any) -> Any:
-    """A DynamoDB client with timing.py's timeouts and attempts."""
     return (session or new_session()).create_client("dynamodb", config=DYNAMODB_CONFIG, **where)
 
 
@@ -74,7 +73,6 @@ def create_app(
     opaque_keys: StoredKeys | None = None,
     config_name: str = "cdk.json",
 ) -> App:
-    """Everything one deployment's function serves with."""
     if settings.series and series_table is None:
         raise ValueError("these settings configure series: create_app needs their table (series_table)")
     if settings.workers and workers_table is None:
@@ -118,7 +116,6 @@ def create_app(
 
 @functools.cache  # the same function every time: an app built again (the local server's reset) looks it up once
 def bind(handler: str) -> Handler:
-    """A route's handler by its name in the table, `module.function` of this package."""
     module, function = handler.rsplit(".", 1)
     return cast("Handler", getattr(importlib.import_module(f".{module}", __package__), function))
 

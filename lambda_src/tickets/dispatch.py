@@ -39,19 +39,16 @@ class Dispatcher:
             for route, handler in self._ordered:
                 if method.upper() in route.methods and (arguments := route.arguments(path)) is not None:
                     return handler(self.runtime, Request(normalised, method, path, route.operation), **arguments)
-            return self.unrouted(Request(normalised, method, path))
+            unrouted = route_of(path, self.routes)
+            if unrouted is None:
+                raise NotFound(not_found_message(path, self.routes))
+            allow = allowed(unrouted, self.routes)
+            if method in allow.split(", "):  # as sent: a lower-case `get` was 405 here, and stays so
+                # A path segment with a character no URL carries (`"`, a backslash, ...): no key has them.
+                raise BadRequest(f"invalid key in the path: a key is {KEY_RULE}")
+            raise MethodNotAllowed(f"this path accepts {allow}", headers={"Allow": allow})
         except Exception as err:
             return self.refused(err)
-
-    def unrouted(self, request: Request) -> Response:
-        route = route_of(request.path, self.routes)
-        if route is None:
-            return self.refused(NotFound(not_found_message(request.path, self.routes)))
-        allow = allowed(route, self.routes)
-        if request.method in allow.split(", "):  # as sent: a lower-case `get` was 405 here, and stays so
-            # A path segment with a character no URL carries (`"`, a backslash, ...): no key has them.
-            return self.refused(BadRequest(f"invalid key in the path: a key is {KEY_RULE}"))
-        return self.refused(MethodNotAllowed(f"this path accepts {allow}", headers={"Allow": allow}))
 
     def refused(self, raised: Exception) -> Response:
         """The JSON error of what was raised; anything but a TicketsError is a bug, a 500."""

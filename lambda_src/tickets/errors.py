@@ -5,9 +5,9 @@ from __future__ import annotations
 ECHO_CHARS = 40  # how much of a caller's input an error message repeats: enough to recognise it
 
 
-def echo(value: object, limit: int = ECHO_CHARS) -> str:
-    """`value` as an error message quotes it (repr), cut to `limit` characters, whatever the caller sent."""
-    return clip(repr(value), limit, length=len(value) if isinstance(value, str) else None)
+def echo(value: object) -> str:
+    """`value` as an error message quotes it (repr), cut to ECHO_CHARS characters, whatever the caller sent."""
+    return clip(repr(value), length=len(value) if isinstance(value, str) else None)
 
 
 def clip(text: str, limit: int = ECHO_CHARS, *, length: int | None = None) -> str:
@@ -73,10 +73,8 @@ class IdempotencyKeyReused(TicketsError, status=422, code="idempotency_key_reuse
 
 
 class Unavailable(TicketsError, status=503, code="unavailable"):
-    retry_after_seconds = 1
-
     def __init__(self, message: str):
-        super().__init__(message, headers={"Retry-After": str(self.retry_after_seconds)})
+        super().__init__(message, headers={"Retry-After": "1"})
 
 
 class PoolFull(TicketsError, status=503, code="pool_full"): ...

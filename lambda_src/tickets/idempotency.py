@@ -83,7 +83,16 @@ def once(
         call("put_item", Item=lock, ExpressionAttributeValues=free, **_LOCK)
     except ClientError as held:  # dynalite answers a failed condition without the record: read it
         stored = held.response.get("Item") or call("get_item", Key=key, ConsistentRead=True).get("Item")
-        return _stored_answer(stored, validation)
+        if stored is not None and stored.get("validation") != validation:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was already used for a different request (route, key or count); "
+                "use a new Idempotency-Key for a new request"
+            ) from held
+        if stored is None or stored.get("status") != _COMPLETED or "data" not in stored:
+            raise RequestInProgress(
+                "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
+            ) from held
+        return cast("dict[str, Any]", json.loads(stored["data"]["S"]))
     mine = {":inprogress": _IN_PROGRESS, ":mine": lock["in_progress_expiration"]}
     try:
         answer = issue()
@@ -100,19 +109,6 @@ def once(
             _SPENT.format(why="this attempt outlived its lock") + "The same Idempotency-Key gets the retry's answer"
         ) from taken
     return answer
-
-
-def _stored_answer(stored: dict[str, Any] | None, validation: dict[str, str]) -> dict[str, Any]:
-    if stored is not None and stored.get("validation") != validation:
-        raise IdempotencyKeyReused(
-            "this Idempotency-Key was already used for a different request (route, key or count); "
-            "use a new Idempotency-Key for a new request"
-        )
-    if stored is None or stored.get("status") != _COMPLETED or "data" not in stored:
-        raise RequestInProgress(
-            "a request with this Idempotency-Key is still in flight; retry in a moment to get its answer"
-        )
-    return cast("dict[str, Any]", json.loads(stored["data"]["S"]))
 
 
 _REFUSED = "a misconfiguration (a denied role, a missing table) or a bug, logged"

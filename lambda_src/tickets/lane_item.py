@@ -133,12 +133,13 @@ def create(lane: Lane, last: int) -> dict[str, Any]:
     return _request(_CREATE, _CREATE_IF, {":last": _n(last), **_lane_values(lane)})
 
 
-def record_layout(shard_zero: Lane) -> dict[str, Any]:
-    return _layout(shard_zero, _LAYOUT_IF)
+def record_layout(shard_zero: Lane, condition: str = _LAYOUT_IF) -> dict[str, Any]:
+    values = {f":{name}": _n(value) for name, value in layout_of(shard_zero).items()}
+    return _request(_LAYOUT, condition, values)
 
 
 def complete_layout(shard_zero: Lane) -> dict[str, Any]:
-    return _layout(shard_zero, _COMPLETE_LAYOUT_IF)
+    return record_layout(shard_zero, _COMPLETE_LAYOUT_IF)
 
 
 def raise_last(lane: Lane, last: int) -> dict[str, Any]:
@@ -184,11 +185,6 @@ def unstop(fence: str, item: Item) -> dict[str, Any]:
 
 def _fence_values(fence: str) -> dict[str, Any]:
     return {":stopped": _n(STOPPED), ":fence": {"S": fence}}
-
-
-def _layout(shard_zero: Lane, condition: str) -> dict[str, Any]:
-    values = {f":{name}": _n(value) for name, value in layout_of(shard_zero).items()}
-    return _request(_LAYOUT, condition, values)
 
 
 def _lane_values(lane: Lane) -> dict[str, Any]:

@@ -64,8 +64,11 @@ def merged_request(
     fields = body_fields(body, ("key", "count"), '{"count": 10}')
     if "key" in fields and not isinstance(fields["key"], str):
         raise BadRequest("the body's key must be a string")
-    if "count" in fields:
-        fields["count"] = _json_integer(fields["count"], max_count)
+    # JSON has one number type: 3, 3.0 and 3e0 are one integer (as JSON Schema, and so openapi.json, says).
+    if isinstance(count := fields.get("count"), float) and count.is_integer():
+        fields["count"] = int(count)
+    elif "count" in fields and (isinstance(count, bool) or not isinstance(count, int)):
+        raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo_count(count)}")
 
     keys = {
         source: value
@@ -166,25 +169,11 @@ def unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return fields
 
 
-def _json_integer(value: object, max_count: int) -> int:
-    """JSON has one number type: 3, 3.0 and 3e0 are one integer (as JSON Schema, and so openapi.json, says)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"the body's count must be a JSON integer from 1 to {max_count}, got {echo_count(value)}")
-    return value
-
-
-def prefers_text(accept: str | None) -> bool:
-    """True when the caller ranks text/plain above JSON (a browser's */* ranks them equal: JSON)."""
-    return accept is not None and accept != "" and _ranks_text_first(accept)
-
-
 @functools.lru_cache(maxsize=64)  # a caller sends the same Accept header on every request
-def _ranks_text_first(accept: str) -> bool:
-    """Each type's quality is its first most specific range's (type/subtype, then type/*, then */*)."""
+def prefers_text(accept: str | None) -> bool:
+    """True when text/plain outranks JSON, each by its first most specific range's quality (a browser's */*: JSON)."""
     best = {"text/plain": (-1, 0.0), "application/json": (-1, 0.0)}  # type -> (specificity, quality)
-    for part in accept.split(",")[:32]:
+    for part in (accept or "").split(",")[:32]:
         media, *params = part.split(";")
         quality = 1.0
         for name, _, value in (param.partition("=") for param in params):

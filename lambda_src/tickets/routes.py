@@ -53,14 +53,13 @@ class Route:
 
 
 _TICKET_QUERY = (Query("key", messages.Key), Query("systemKey", messages.Key), Query("count", messages.Count))
-_ISSUE_ERRORS = ("UnknownKey", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable")
 _ISSUED: dict[str, Any] = {
     "query": _TICKET_QUERY,
     "body": messages.TicketRequest,
     "answer": messages.IssuedAnswer,
     "text": "IssuedText",
     "idempotency_key": "optional",
-    "errors": _ISSUE_ERRORS,
+    "errors": ("UnknownKey", "Conflict", "TooLarge", "IdempotencyKeyReused", "Unavailable"),
 }
 _BARE = _ISSUED | {"answer": None, "text": "BareText"}
 _BLOCK = _ISSUED | {

@@ -66,7 +66,19 @@ class CounterStore:
         if item is None:
             if lane.shards == 1:
                 return None  # deleted since the write failed: the next advance creates it
-            self._record_layout(lane)
+            # On the key's plain item; refused when another, an incomplete one or an unsharded lane's tickets are there.
+            try:
+                self._call(
+                    "update_item",
+                    **self._on(lane.plain_key),
+                    **lane_item.record_layout(lane),
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as err:
+                # No refusal: edited or deleted since. Never go on to the shard's item without the layout recorded.
+                raise _refusal(lane, self._failed_on(err, lane.plain_key) or {}, layout=True) or Unavailable(
+                    f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
+                ) from None
             created = lane.seed + count * lane.step  # the shard's item, made with this request's tickets taken
             request = {**self._on(lane.item_key), **lane_item.create(lane, created)}
             written = dynamodb_errors.conditional(self.client, "update_item", request, _UNAVAILABLE)
@@ -79,21 +91,6 @@ class CounterStore:
         if last > lane.limit(count):
             raise exhausted(lane.key, count, lane.max, lane.step)
         return None  # this lane's item, changed since the condition failed: advance again
-
-    def _record_layout(self, lane: Lane) -> None:
-        """On the key's plain item; refused when another, an incomplete one or an unsharded lane's tickets are there."""
-        try:
-            self._call(
-                "update_item",
-                **self._on(lane.plain_key),
-                **lane_item.record_layout(lane),
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as err:
-            # No refusal: edited or deleted since. Never go on to the shard's item without the layout recorded.
-            raise _refusal(lane, self._failed_on(err, lane.plain_key) or {}, layout=True) or Unavailable(
-                f"counter {lane.key!r} changed while this request set it up; nothing was issued, retry"
-            ) from None
 
     def _failed_on(self, err: ClientError, item_key: str) -> Item | None:
         if not dynamodb_errors.is_condition_failure(err):
@@ -117,14 +114,13 @@ class CounterStore:
         raise Unavailable("the counter table is throttled; retry after the Retry-After delay")
 
     def fingerprint(self, version: int, fingerprint: str) -> dict[str, Any]:
-        item: dict[str, Any] = self._call(
-            "update_item",
+        request = {
             **self._on(f"{FINGERPRINT_PREFIX}{version}"),
-            UpdateExpression="SET fingerprint = if_not_exists(fingerprint, :f)",
-            ExpressionAttributeValues={":f": {"S": fingerprint}},
-            ReturnValues="ALL_NEW",
-        )["Attributes"]
-        return item
+            "UpdateExpression": "SET fingerprint = if_not_exists(fingerprint, :f)",
+            "ExpressionAttributeValues": {":f": {"S": fingerprint}},
+            "ReturnValues": "ALL_NEW",
+        }
+        return cast("dict[str, Any]", self._call("update_item", **request)["Attributes"])
 
     def _on(self, item_key: str) -> dict[str, Any]:
         return {"TableName": self.table, "Key": {COUNTER_KEY: {"S": item_key}}}
@@ -153,13 +149,9 @@ def _refusal(lane: Lane, item: Item, *, layout: bool) -> TicketsError | None:
         )
     if (changed := layout_contradiction(lane, item) if layout else contradiction(lane, item)) is not None:
         return ConfigMismatch(f"counter {changed}; {_PERMANENT}")
-    if item and missing(item, lane_item.layout_of(lane) if layout else LANE):
-        return _not_written_by_code(lane, item, layout=layout)
-    return None
-
-
-def _not_written_by_code(lane: Lane, item: Item, *, layout: bool) -> ConfigMismatch:
     item_key, names = (lane.key, lane_item.layout_of(lane)) if layout else (lane.item_key, LANE)
+    if not item or not missing(item, names):
+        return None
     last = None if layout else number(item, LAST)
     command = f"{RAISE_COMMAND} {lane.key} --above {'N' if last is None else last}"
     return ConfigMismatch(

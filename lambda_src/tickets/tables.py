@@ -41,5 +41,4 @@ WORKERS_TABLE_SUFFIX = "-workers"
 
 
 def create_series_table_arguments(table_name: str) -> dict[str, Any]:
-    """CreateTable's arguments of the series table (or the workers table)."""
     return create_table_arguments(table_name, SERIES_PARTITION_KEY, SERIES_SORT_KEY)

@@ -92,8 +92,7 @@ class StoredRules(StoredValue[Rules]):
         return Rules.from_entries(entries)
 
 
-class _Entries(list[tuple[str, Any]]):
-    """A JSON object's (name, value) pairs, duplicates kept."""
+class _Entries(list[tuple[str, Any]]): ...  # a JSON object's (name, value) pairs, duplicates kept
 
 
 def ssm_client(session: Any = None, **where: Any) -> Any:

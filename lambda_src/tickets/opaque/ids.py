@@ -27,8 +27,7 @@ KEY_BYTES = (16, 64)  # a version's key: BLAKE2b takes up to 64 bytes; 16 is the
 KEY_FORMAT = f'{{"1": "<base64 of {KEY_BYTES[0]} to {KEY_BYTES[1]} random bytes>", "2": ...}}, one key per version'
 
 
-class OpaqueKeyError(ValueError):
-    """Keys that cannot be used."""
+class OpaqueKeyError(ValueError): ...
 
 
 @dataclass(frozen=True)

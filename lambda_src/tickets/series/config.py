@@ -21,8 +21,7 @@ PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 NUMBER_PLACEHOLDER = re.compile(r"n(?::0([1-9][0-9]?))?")
 
 
-class SeriesConfigError(ValueError):
-    """A series config that cannot be served; the message says which field and why."""
+class SeriesConfigError(ValueError): ...  # the message says which field and why
 
 
 # As ledgers already record them: start and max written always, periodStartMonth and utcOffset with a period.
