@@ -10,7 +10,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -22,7 +22,7 @@ from tickets_deploy.access import ACCOUNT_PATTERN, ORGANIZATION_PATTERN, PRINCIP
 PLAY_CALLER_HEADER = "x-tickets-play-caller"
 ACCOUNT_ID = "123456789012"  # moto's default account, so ARNs agree with the embedded DynamoDB
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # Lambda's synchronous payload limit; AWS answers 413 past it
-JSON_HEADERS = [("Content-Type", "application/json"), ("Cache-Control", "no-store")]  # the server's own answers
+JSON_HEADERS = (("Content-Type", "application/json"), ("Cache-Control", "no-store"))  # the server's own answers
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -42,7 +42,7 @@ class HttpRequest:
 @dataclass(frozen=True)
 class HttpResponse:
     status: int
-    headers: list[tuple[str, str]]
+    headers: Sequence[tuple[str, str]]
     body: bytes
 
 
