@@ -289,3 +289,23 @@ def test_the_upgrade_answers_help_instead_of_reading_a_file_named_help(tmp_path,
         and "usage: python -m tickets_deploy upgrade-ledger [-h] [path]" in capsys.readouterr().out
     )
     assert not (tmp_path / "--help").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "refusal"),
+    [
+        ("versions", 5, "versions: not a list"),
+        ("versions", {}, "versions: not a list"),
+        ("epochs", {"orders": {}}, "epochs.orders: not a list"),
+        ("epochs", {"orders": None}, "epochs.orders: not a list"),
+        ("epochs", {"orders": "ab"}, "epochs.orders: not a list"),
+    ],
+)
+def test_a_list_field_holding_something_else_is_refused_by_name(where, value, refusal) -> None:
+    raw = json.loads((Path(__file__).parents[2] / "examples" / "cdk-app" / "tickets.lock.json").read_text())
+    if where == "versions":
+        raw["versions"] = value
+    else:
+        raw["services"][sorted(raw["services"])[0]]["epochs"] = value
+    with pytest.raises(ValueError, match=f"^{refusal}$"):
+        from_text(json.dumps(raw))

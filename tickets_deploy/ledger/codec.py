@@ -91,7 +91,7 @@ def from_text(text: str) -> model.LedgerFile:
         for name, entry in sorted(_object(raw["services"], "services").items())
     }
     versions = []
-    for index, entry in enumerate(raw["versions"]):
+    for index, entry in enumerate(_list(raw["versions"], "versions")):
         _fields(entry, f"versions[{index}]", required={"id", "parent", "change"}, optional=set())
         if not (
             _is_version(entry["id"])
@@ -178,7 +178,7 @@ def _fencing_from(raw: Any, recorded: tuple[model.KeyEpoch, ...]) -> model.Pendi
 def _epochs_from(raw: dict[str, Any]) -> list[model.KeyEpoch]:
     found = []
     for key, entries in raw.items():
-        for index, entry in enumerate(entries):
+        for index, entry in enumerate(_list(entries, f"epochs.{key}")):
             where = f"epochs.{key}[{index}]"
             epoch = _change_from(key, entry, where).epoch(_whole(entry.get("fence"), f"{where}.fence", low=0))
             if epoch.number != index + 1 or epoch.fence < epoch.old.start:
@@ -219,6 +219,12 @@ def _as_recorded(parse: Callable[[], Any], raw: Any, where: str, what: str) -> A
 def _object(raw: Any, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ValueError(f"{where}: not an object")
+    return raw
+
+
+def _list(raw: Any, where: str) -> list[Any]:
+    if not isinstance(raw, list):
+        raise ValueError(f"{where}: not a list")
     return raw
 
 
