@@ -75,6 +75,7 @@ interface Sent {
 
 export class TicketsClient {
   readonly url: string;
+  private readonly base: URL;
   private readonly signer: Signer | null = null;
 
   constructor(
@@ -88,6 +89,7 @@ export class TicketsClient {
     const { maxAttempts = 5 } = options;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) throw new RangeError("maxAttempts must be at least 1");
     this.url = url.replace(/\/+$/, "");
+    this.base = base;
     const urlRegion = functionUrlRegion(base.hostname);
     const region = options.region ?? urlRegion;
     if (options.sign ?? urlRegion !== null) {
@@ -195,7 +197,7 @@ export class TicketsClient {
   }
 
   private async request(method: string, path: string, sending: Sent = {}): Promise<Answer> {
-    const target = new URL(this.url + path);
+    const target = new URL(this.base.pathname.replace(/\/+$/, "") + path, this.base); // the path only, as Python's
     const headers: Record<string, string> = { accept: "application/json", "user-agent": USER_AGENT };
     if (sending.idempotent) headers["idempotency-key"] = sending.idempotencyKey ?? randomUUID(); // one key for all attempts
     if (sending.fields) headers["content-type"] = "application/json";

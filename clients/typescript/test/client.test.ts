@@ -170,6 +170,16 @@ describe("retries", () => {
     assert.deepEqual(keys.slice(2), [undefined, undefined, undefined]);
   });
 
+  test("a client URL's path is kept, its query and fragment are not (as the Python client's)", async () => {
+    const server = await stub(jsonReply(200, { key: "orders", ticket: 7 }));
+    await new TicketsClient(`${server.url}/base/?x=1#frag`).next("orders");
+    await new TicketsClient(`${server.url}/?x=1`).next("orders");
+    assert.deepEqual(
+      server.requests.map((r) => r.path),
+      ["/base/orders", "/orders"],
+    );
+  });
+
   test("429 gives up after maxAttempts with capped, jittered backoff", async () => {
     const server = await stub(jsonReply(429, { error: "too_many_requests", message: "slow down" }));
     const delays: number[] = [];
