@@ -107,12 +107,7 @@ class Issuer:
                 failure = failure if isinstance(failure, Unavailable) else err
                 if not surveyed and candidates:
                     surveyed = True
-                    with contextlib.suppress(Unavailable):  # unread: the lanes are tried one by one
-                        items = self.store.read(lanes)
-                        for each in lanes:
-                            stored = items.get(each.item_key)
-                            if stored is not None and stored[STEP] == each.step and (seen := stored[LAST]) is not None:
-                                self._learn(each, seen)
+                    self._survey(lanes)
                     candidates = [other for other in candidates if self._may_fit(other, asked.count)]
                 continue
             except Unavailable as err:
@@ -149,6 +144,14 @@ class Issuer:
             self._last_at_least.clear()
         known = self._last_at_least.get(lane.item_key, last_at_least)
         self._last_at_least[lane.item_key] = max(known, last_at_least)
+
+    def _survey(self, lanes: list[Lane]) -> None:
+        with contextlib.suppress(Unavailable):  # unread: the lanes are tried one by one
+            items = self.store.read(lanes)
+            for lane in lanes:
+                stored = items.get(lane.item_key)
+                if stored is not None and stored[STEP] == lane.step and (last := stored[LAST]) is not None:
+                    self._learn(lane, last)
 
     def check_block(self, key: str, count: int) -> None:
         counter = self.counter(key)
