@@ -49,22 +49,28 @@ def _comparable(value: Value) -> tuple[str, Any]:
     return kind, _number(raw) if kind == "N" else raw
 
 
-def _comparison(compare: Callable[[Any, Any], bool], kinds: tuple[str, ...] = ("N", "S")) -> Comparison:
-    """False unless both values exist and are of one kind (an ordering's: numbers, or strings)."""
+def _ordering(compare: Callable[[Any, Any], bool]) -> Comparison:
+    """False unless both values exist and are numbers, or strings."""
 
     def comparison(left: Value | None, right: Value | None) -> bool:
         if left is None or right is None:
             return False
         (left_kind, left_value), (right_kind, right_value) = _comparable(left), _comparable(right)
-        return left_kind == right_kind and (not kinds or left_kind in kinds) and compare(left_value, right_value)
+        return left_kind == right_kind and left_kind in ("N", "S") and compare(left_value, right_value)
 
     return comparison
 
 
-_EQUAL = _comparison(operator.eq, kinds=())
+def _equal(left: Value | None, right: Value | None) -> bool:
+    """Equal values of one kind; a number's text compared as the number (every lane condition asks: cheap first)."""
+    if left is None or right is None:
+        return False
+    return left == right or ("N" in left and "N" in right and _number(left["N"]) == _number(right["N"]))
+
+
 _ORDERINGS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
-_COMPARISONS = {name: _comparison(compare) for name, compare in _ORDERINGS.items()}
-_COMPARISONS |= {"=": _EQUAL, "<>": lambda left, right: not _EQUAL(left, right)}
+_COMPARISONS = {name: _ordering(compare) for name, compare in _ORDERINGS.items()}
+_COMPARISONS |= {"=": _equal, "<>": lambda left, right: not _equal(left, right)}
 
 
 def _name(token: str, names: dict[str, str]) -> str:
