@@ -93,8 +93,9 @@ class Field:
 
     @property
     def shown_default(self) -> str:
-        shown = "none" if self.default is None else f"`{json.dumps(self.encode(self.default))}`"
-        return self.default_doc or shown
+        if self.default_doc:
+            return self.default_doc
+        return "none" if self.default is None else f"`{json.dumps(self.encode(self.default))}`"
 
 
 def declare(name: str | None = None, *, default: Any = _REQUIRED, prop: str | None = None, **entry: Any) -> Any:

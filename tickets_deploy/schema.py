@@ -292,7 +292,7 @@ class DeploymentConfig:
         doc="principal -> operation (`issue`, `series`, `void`, `read`, `workers`) -> key patterns; what no rule "
         "allows is 403 ([access rules](../how-to/access-rules.md)). Needs auth `AWS_IAM`.",
         parse=rules.optional(rules.access_rule),
-        to_prop=lambda rules, region: None if rules is None else field.encode_plain(rules),
+        to_prop=lambda rules, region: field.encode_plain(rules),  # None stays None
         needs=("auth",),
     )
 
