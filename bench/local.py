@@ -40,7 +40,7 @@ def measure() -> dict:
     return {**figures, "lease_handout_ceiling_per_s": ceiling.taken / ceiling.seconds, **measure_test_kit()}
 
 
-def measure_test_kit(keep_alive_requests=600, user_suite_tests=500, resets=200, user_suite_runs=3) -> dict:
+def measure_test_kit(keep_alive_requests=600, user_suite_tests=500, resets=200, user_suite_runs=5) -> dict:
     """The server as a test suite runs it (LocalTickets, a process of its own), beside a bare stdlib server."""
     with _bare_server() as bare:
         with LocalTickets(bench_config()) as server:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -35,32 +35,35 @@ def tickets_config() -> dict[str, Any]:
     return copy.deepcopy(DEFAULT_CONFIG)  # a copy a test may change without changing the default
 
 
-@pytest.fixture(scope="session")
-def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
-    """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running LocalTickets,
-    started on the first call with those arguments (`arguments`: more server flags), stopped with the session."""
-    from tickets_local.testing import LocalTickets
+class _Pool:
+    """`pool(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running LocalTickets, started on
+    the first call with those arguments (`arguments`: more server flags); stop() ends them all."""
 
-    running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
-    chosen: str | None = request.config.getoption("tickets_backend")  # not pytestconfig: a fixture less per test
-    last: list[Any] = [None, None, None, None]  # the config object last asked for, the arguments, a copy, the server
+    def __init__(self, backend: str | None):
+        self.running: dict[tuple[str, str | None, str | None, str | None, tuple[str, ...]], LocalTickets] = {}
+        self.backend = backend  # --tickets-backend
+        # The config object last asked for, the arguments, a copy of the config, the server.
+        self.last: list[Any] = [None, None, None, None]
 
-    def server(
+    def __call__(
+        self,
         config: Mapping[str, Any],
         region: str | None = None,
         endpoint_url: str | None = None,
         backend: str | None = None,
         arguments: Sequence[str] = (),
     ) -> LocalTickets:
-        asked = (region, endpoint_url, backend, tuple(arguments))
+        asked, last = (region, endpoint_url, backend, tuple(arguments)), self.last
         if config is last[0] and asked == last[1] and config == last[2]:  # a suite's every test asks alike
             served: LocalTickets = last[3]
             return served
-        backend = backend or (chosen if not endpoint_url else None)
+        from tickets_local.testing import LocalTickets
+
+        backend = backend or (self.backend if not endpoint_url else None)
         canonical = json.dumps(config, sort_keys=True, separators=(",", ":"))  # equal configs share a server
         key = (canonical, region, endpoint_url, backend, tuple(arguments))
-        if key not in running:
-            running[key] = LocalTickets(
+        if key not in self.running:
+            self.running[key] = LocalTickets(
                 copy.deepcopy(dict(config)),
                 region=region,
                 endpoint_url=endpoint_url,
@@ -68,29 +71,52 @@ def tickets_servers(request: pytest.FixtureRequest) -> Iterator[ServerFactory]:
                 backend=backend,
                 arguments=arguments,
             ).start()
-        last[:] = [config, asked, copy.deepcopy(config), running[key]]  # the copy: a test may change the config
-        return running[key]
+        last[:] = [config, asked, copy.deepcopy(config), self.running[key]]  # the copy: a test may change the config
+        return self.running[key]
 
-    try:
-        yield server
-    finally:
-        for started in running.values():
+    def stop(self) -> None:
+        for started in self.running.values():
             started.ask_to_stop()
-        for started in running.values():
+        for started in self.running.values():
             started.stop()
 
 
+_POOL = pytest.StashKey[_Pool]()
+
+
+def _pool(config: pytest.Config) -> _Pool:
+    """The session's servers, kept on its config: a fixture asking for them is `request` (pytest's cheapest), not a
+    fixture more per test (bench/README.md's user suite)."""
+    pool = config.stash.get(_POOL, None)
+    if pool is None:
+        pool = config.stash[_POOL] = _Pool(config.getoption("tickets_backend"))
+    return pool
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    pool = session.config.stash.get(_POOL, None)
+    if pool is not None:
+        pool.stop()
+
+
+@pytest.fixture(scope="session")
+def tickets_servers(request: pytest.FixtureRequest) -> ServerFactory:
+    """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running LocalTickets,
+    started on the first call with those arguments (`arguments`: more server flags), stopped with the session."""
+    return _pool(request.config)
+
+
 @pytest.fixture
-def tickets_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> LocalTickets:
+def tickets_server(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> LocalTickets:
     """The server of this test's `tickets_config` (per test: each test declares its config), shared by that config."""
-    return tickets_servers(tickets_config)
+    return _pool(request.config)(tickets_config)
 
 
 # These ask the pool themselves, not through tickets_server: a fixture costs pytest tens of microseconds per test.
 @pytest.fixture
-def tickets_fresh_server(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> LocalTickets:
+def tickets_fresh_server(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> LocalTickets:
     """`tickets_server`, reset before this test: its counters and Idempotency-Keys start empty."""
-    server = tickets_servers(tickets_config)
+    server = _pool(request.config)(tickets_config)
     server.reset()
     return server
 
@@ -99,16 +125,27 @@ _CLIENTS: weakref.WeakKeyDictionary[LocalTickets, TicketsClient] = weakref.WeakK
 
 
 @pytest.fixture
-def tickets_client(tickets_servers: ServerFactory, tickets_config: Mapping[str, Any]) -> TicketsClient:
+def tickets_client(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> TicketsClient:
     """A TicketsClient for `tickets_server`: one per server, keeping one connection for the session."""
-    server = tickets_servers(tickets_config)
+    return _client_of(_pool(request.config)(tickets_config))
+
+
+@pytest.fixture
+def tickets_fresh_client(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> TicketsClient:
+    """`tickets_client`, its server reset before this test: `tickets_fresh_server` and `tickets_client` in one."""
+    server = _pool(request.config)(tickets_config)
+    server.reset()
+    return _client_of(server)
+
+
+def _client_of(server: LocalTickets) -> TicketsClient:
     client = _CLIENTS.get(server)
     if client is None:
         try:
             from tickets_client.client import TicketsClient
         except ImportError:
             pytest.fail(
-                "the tickets_client fixture needs the Python client: pip install tickets-client "
+                "the tickets_client fixtures need the Python client: pip install tickets-client "
                 "(from the Tickets repository: pip install ./clients/python)",
                 pytrace=False,
             )

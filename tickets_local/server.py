@@ -297,6 +297,7 @@ class LocalServer:
         if mark is not None and (moved := mark.moved()) is not None:
             self._empty_and_rebuild()
             mark.seen(moved)  # not before: a reset that failed (a 502) is tried again, never skipped
+            log.info("reset: every table emptied, the handler built anew")
 
     def _build_app(self) -> App:
         from tickets.app import create_app

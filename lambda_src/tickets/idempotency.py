@@ -1,5 +1,5 @@
-"""Idempotent retries (docs/explanation/failures-and-idempotency.md), loaded only for a request with the header; the
-record in Powertools' format, so either release replays the other's, without its jmespath (a third cheaper)."""
+"""Idempotent retries (docs/explanation/failures-and-idempotency.md): the record in Powertools' format, so either
+release replays the other's, without its jmespath (a third cheaper)."""
 
 from __future__ import annotations
 
@@ -48,15 +48,20 @@ _SAVE: dict[str, Any] = {
 }
 
 
+# Made once: OpenSSL looks MD5 up once, and json.dumps(sort_keys=True) makes an encoder per call.
+_MD5, _sorted_json = hashlib.md5(usedforsecurity=False), json.JSONEncoder(sort_keys=True).encode
+
+
 def _hash(data: Any) -> str:
-    return hashlib.md5(json.dumps(data, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
+    (digest := _MD5.copy()).update(_sorted_json(data).encode())
+    return digest.hexdigest()
 
 
 def once(
     runtime: Any, event: dict[str, Any], idempotency_key: str, request: Asked | dict[str, Any], issue: Issue
 ) -> dict[str, Any]:
     """The record locked before the issue runs: what the issue checks never stands between a retry and its answer.
-    `runtime`: the request's tickets.runtime.Runtime (which imports this module on first use)."""
+    `runtime`: the request's tickets.runtime.Runtime."""
     prefix = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "test-func") + _ID_PREFIX
 
     def call(operation: str, spent: bool = False, **request: Any) -> dict[str, Any]:
@@ -100,7 +105,7 @@ def once(
         with contextlib.suppress(ClientError):  # failed: the lock is a retry's now, not this attempt's to free
             call("delete_item", Key=key, ExpressionAttributeValues=mine, **_MINE)  # the header may be sent again
         raise
-    saved = {":data": {"S": json.dumps(answer, sort_keys=True)}, ":status": _COMPLETED, ":validation": validation}
+    saved = {":data": {"S": _sorted_json(answer)}, ":status": _COMPLETED, ":validation": validation}
     saved[":expiry"] = {"N": str(int(time.time() + runtime.settings.idempotency_expiry_seconds))}
     try:
         call("update_item", True, Key=key, ExpressionAttributeValues=saved | mine, **_SAVE)

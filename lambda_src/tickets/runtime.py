@@ -13,6 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from .access import Identity
 from .errors import Forbidden, KeyReplaced, Unavailable, echo
+from .idempotency import Issue, once
 from .issuer import Issuer
 from .keys import require_idempotency_key
 from .settings import Settings
@@ -21,7 +22,6 @@ from .wire import Request
 
 if TYPE_CHECKING:
     from .access import Rules
-    from .idempotency import Issue
     from .messages import OpaqueState
     from .opaque import OpaqueIds
     from .opaque.secret import StoredKeys
@@ -92,10 +92,8 @@ class Runtime:
         return {"keyVersion": opaque.key_version, "idsPerVersion": opaque.ids_per_version, "keyVersionsHeld": held}
 
     def once(self, request: Request, described: Asked | dict[str, Any], issue: Issue) -> dict[str, Any]:
-        """`issue()`, once per Idempotency-Key when the request has one (its record's code imported on first use)."""
+        """`issue()`, once per Idempotency-Key when the request has one."""
         header = request.headers.get("idempotency-key")
         if header is None:
             return issue()
-        from .idempotency import once
-
         return once(self, request.event, require_idempotency_key(header), described, issue)

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,20 @@ def test_a_marked_reset_empties_the_tables_before_whatever_the_server_serves_nex
         assert call(tickets.url, "/orders").json()["ticket"] == 5000
     with pytest.raises(RuntimeError, match="not running"):
         tickets.reset()
+
+
+def test_a_reset_runs_while_the_test_sets_up_not_in_its_first_request():
+    """reset() also writes a byte to the server's stdin, which has it run the marked reset at once: the log says so
+    before any request."""
+    with LocalTickets(CONFIG) as tickets:
+        assert TicketsClient(tickets.url).next("orders") == [5000]
+        tickets.reset()
+        deadline = time.monotonic() + 30
+        while "reset: every table emptied" not in tickets.log_tail() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert tickets.log_tail().count("reset: every table emptied") == 1, tickets.log_tail()
+        assert TicketsClient(tickets.url).next("orders") == [5000]
+        assert tickets.log_tail().count("reset: every table emptied") == 1  # the request found it done
 
 
 @pytest.mark.slow

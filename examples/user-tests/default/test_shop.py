@@ -29,9 +29,9 @@ def s3():
         yield client
 
 
-def test_an_order_is_numbered_by_tickets_and_stored_in_s3(tickets_fresh_server, tickets_client, s3):
-    first = place_order(tickets_client, s3, "shop-orders", "tea")
-    second = place_order(tickets_client, s3, "shop-orders", "cake")
+def test_an_order_is_numbered_by_tickets_and_stored_in_s3(tickets_fresh_client, s3):
+    first = place_order(tickets_fresh_client, s3, "shop-orders", "tea")
+    second = place_order(tickets_fresh_client, s3, "shop-orders", "cake")
 
     assert (first, second) == (1, 2)  # the default config: every key starts at 1, one lane
     stored = s3.get_object(Bucket="shop-orders", Key="orders/2.json")["Body"].read()
@@ -78,6 +78,11 @@ def test_outside_my_mock_aws_botocore_is_not_patched(tickets_client):
 
 def test_each_test_of_the_fresh_server_starts_from_empty_counters(tickets_fresh_server, tickets_client):
     assert tickets_client.next("orders", count=2) == [1, 2]  # whichever test of this module ran before
+
+
+def test_the_fresh_client_is_the_servers_client_after_a_reset(tickets_fresh_client, tickets_client, tickets_server):
+    assert tickets_fresh_client is tickets_client and tickets_client.url == tickets_server.url
+    assert tickets_fresh_client.next("orders", count=2) == [1, 2]  # whichever test of this module ran before
 
 
 def test_the_server_changed_nothing_in_my_environment(tickets_server):
