@@ -84,39 +84,40 @@ class _Pool:
 _POOL = pytest.StashKey[_Pool]()
 
 
-def _pool(config: pytest.Config) -> _Pool:
+def _pool(request: pytest.FixtureRequest) -> _Pool:
     """The session's servers, kept on its config: a fixture asking for them is `request` (pytest's cheapest), not a
-    fixture more per test (bench/README.md's user suite)."""
+    fixture more per test (bench/README.md's user suite). They stop with the session's fixtures."""
+    config = request.config
     pool = config.stash.get(_POOL, None)
     if pool is None:
         pool = config.stash[_POOL] = _Pool(config.getoption("tickets_backend"))
+
+        def stop() -> None:
+            del config.stash[_POOL]
+            pool.stop()
+
+        request.session.addfinalizer(stop)
     return pool
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    pool = session.config.stash.get(_POOL, None)
-    if pool is not None:
-        pool.stop()
 
 
 @pytest.fixture(scope="session")
 def tickets_servers(request: pytest.FixtureRequest) -> ServerFactory:
     """`tickets_servers(config, region=None, endpoint_url=None, backend=None, arguments=())`: a running LocalTickets,
     started on the first call with those arguments (`arguments`: more server flags), stopped with the session."""
-    return _pool(request.config)
+    return _pool(request)
 
 
 @pytest.fixture
 def tickets_server(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> LocalTickets:
     """The server of this test's `tickets_config` (per test: each test declares its config), shared by that config."""
-    return _pool(request.config)(tickets_config)
+    return _pool(request)(tickets_config)
 
 
 # These ask the pool themselves, not through tickets_server: a fixture costs pytest tens of microseconds per test.
 @pytest.fixture
 def tickets_fresh_server(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> LocalTickets:
     """`tickets_server`, reset before this test: its counters and Idempotency-Keys start empty."""
-    server = _pool(request.config)(tickets_config)
+    server = _pool(request)(tickets_config)
     server.reset()
     return server
 
@@ -127,13 +128,13 @@ _CLIENTS: weakref.WeakKeyDictionary[LocalTickets, TicketsClient] = weakref.WeakK
 @pytest.fixture
 def tickets_client(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> TicketsClient:
     """A TicketsClient for `tickets_server`: one per server, keeping one connection for the session."""
-    return _client_of(_pool(request.config)(tickets_config))
+    return _client_of(_pool(request)(tickets_config))
 
 
 @pytest.fixture
 def tickets_fresh_client(request: pytest.FixtureRequest, tickets_config: Mapping[str, Any]) -> TicketsClient:
     """`tickets_client`, its server reset before this test: `tickets_fresh_server` and `tickets_client` in one."""
-    server = _pool(request.config)(tickets_config)
+    server = _pool(request)(tickets_config)
     server.reset()
     return _client_of(server)
 

@@ -270,7 +270,8 @@ class LocalServer:
     def _spare_app(self) -> None:
         """The next reset's app, built after an answer left, while no request waits (a suite resets per test)."""
         if (self._allow_reset or self._mark is not None) and self._spare is None and self._http is not None:
-            self._spare = self._build_app()
+            with _ONE_INVOCATION_AT_A_TIME:  # a reset meanwhile (stdin's byte) waits for it rather than build another
+                self._spare = self._spare or self._build_app()
 
     def between_invocations(self, call: Callable[[], T]) -> T:
         """Run `call` (a read of the server's own tables, a reset) while no invocation runs."""

@@ -138,7 +138,8 @@ class LocalTickets:
             with self._mark_lock:
                 self._mark.bump()
             with contextlib.suppress(OSError):  # a full pipe, or a closed one: the next request runs the reset
-                os.write(self._stdin, b"\n")
+                if self._stdin >= 0:
+                    os.write(self._stdin, b"\n")
             return
         parts = urlsplit(self.url)
         connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=60)
@@ -173,6 +174,7 @@ class LocalTickets:
 
     def ask_to_stop(self) -> None:
         """Close the server's stdin (--exit-with-stdin), not waiting: several servers stop in the time of one."""
+        self._stdin = -1  # closed below: its number may be another file's next
         if self._process is not None and self._process.stdin is not None:
             with contextlib.suppress(OSError):
                 self._process.stdin.close()

@@ -123,6 +123,50 @@ def test_a_stopped_server_exits_cleanly_and_a_second_stop_does_nothing():
         _ = tickets.url
 
 
+def test_the_servers_stop_with_the_sessions_fixtures_before_the_test_loop_ends(tmp_path):
+    """A plugin wrapping the test loop (pytest-cov combines its data there) finds every server stopped."""
+    (tmp_path / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+
+            SERVED = []
+
+            @pytest.hookimpl(wrapper=True)
+            def pytest_runtestloop(session):
+                result = yield
+                print("running after the loop:", [server.running for server in SERVED])
+                return result
+            """
+        )
+    )
+    (tmp_path / "test_served.py").write_text(
+        "import conftest\n\ndef test_served(tickets_fresh_client, tickets_server):\n"
+        "    conftest.SERVED.append(tickets_server)\n    assert tickets_fresh_client.next('orders') == [1]\n"
+    )
+    result = run_pytest("-q", "-s", "-p", "no:cacheprovider", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "running after the loop: [False]" in result.stdout, result.stdout[-3000:]
+
+
+def test_a_reset_after_the_server_was_asked_to_stop_writes_to_no_file_of_this_process(tmp_path, monkeypatch):
+    """reset() nudges the server through its stdin's descriptor: once closed, its number may be another file's."""
+    tickets = LocalTickets(CONFIG).start()
+    try:
+        number = tickets._process.stdin.fileno()  # type: ignore[union-attr]
+        tickets.ask_to_stop()
+        files = [open(tmp_path / f"file-{each}", "wb") for each in range(64)]  # noqa: SIM115 (closed below)
+        assert number in [file.fileno() for file in files]  # the closed stdin's number, given to another file
+        monkeypatch.setattr(LocalTickets, "running", property(lambda self: True))  # as if it had not exited yet
+        tickets.reset()
+        for file in files:
+            file.close()
+        assert {path.read_bytes() for path in tmp_path.iterdir()} == {b""}
+    finally:
+        monkeypatch.undo()
+        tickets.stop()
+
+
 def test_a_bad_config_fails_the_start_with_the_servers_message():
     with pytest.raises(LocalTicketsError) as failed:
         LocalTickets({"regions": {"us-east-1": 0}, "counters": {"orders": {"start": "five"}}}).start()
