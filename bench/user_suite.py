@@ -63,13 +63,15 @@ def pytest_runtest_logfinish() -> None:
 
 
 def pytest_sessionfinish() -> None:
-    """The figures, the first test (with the server's start) apart from the rest."""
-    if RESULTS in os.environ and len(_ended) > 1:
-        rest = _ended[-1] - _began[1]
+    """The figures: the first test (with the servers' start) and the last (with their stop, as the session's
+    fixtures end) apart from the rest, whose rate is the suite's."""
+    if RESULTS in os.environ and len(_began) > 2:
+        rest = _began[-1] - _began[1]  # the tests between the first and the last, each whole
         figures = {
             "user_suite_tests": len(_ended),
             "user_suite_start_s": _ended[0] - _began[0],
+            "user_suite_stop_s": _ended[-1] - _began[-1],
             "user_suite_s": rest,
-            "user_suite_tests_per_s": (len(_ended) - 1) / rest,
+            "user_suite_tests_per_s": (len(_began) - 2) / rest,
         }
         Path(os.environ[RESULTS]).write_text(json.dumps(figures))
