@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         if args.exit_with_stdin:
-            while os.read(sys.stdin.fileno(), 4096):  # a byte: the test kit reset, so run it now (reset_mark.py)
+            while os.read(sys.stdin.fileno(), 4096):  # a byte: the test kit marked a reset; run it now (reset_mark.py)
                 with contextlib.suppress(Exception):  # if it fails, the next request runs it again, and answers why
                     server.between_invocations(lambda: None)
         else:
