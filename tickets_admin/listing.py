@@ -4,7 +4,7 @@ list` prints and the local server's GET /_local/counters answers."""
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
+from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED, key_and_epoch
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.sequence import tickets_left as lane_tickets_left
 from tickets.tables import COUNTER_KEY, is_counter_item
@@ -22,7 +22,8 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
         if is_counter_item(item_key):
             grouped.setdefault(item_key.partition(SHARD_SEPARATOR)[0], []).append(item)
     listed = []
-    for key, key_items in sorted(grouped.items(), key=lambda group: _by_key_then_epoch(group[0])):
+    # orders, orders@1, ..., orders@10, then orders-eu; an item typed in by hand sorts by its name
+    for key, key_items in sorted(grouped.items(), key=lambda group: key_and_epoch(group[0])):
         key_items.sort(key=lambda item: str(item[COUNTER_KEY]["S"]))  # the plain item first, then shards
         lanes = [item for item in key_items if LAST in item]
         lasts = [last for item in lanes if (last := number(item, LAST)) is not None]
@@ -32,11 +33,6 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
             row[LEFT_COLUMN] = tickets_left(lanes, max_of(key.partition(EPOCH_SEPARATOR)[0]))
         listed.append(row)
     return listed
-
-
-def _by_key_then_epoch(name: str) -> tuple[str, int]:
-    key, _, epoch = name.partition(EPOCH_SEPARATOR)  # orders, orders@1, ..., orders@10, then orders-eu
-    return (key, int(epoch)) if epoch.isdigit() else (name, 0)  # not an epoch: an item typed in by hand
 
 
 def tickets_left(lanes: list[Item], max_: int | None) -> int | None:

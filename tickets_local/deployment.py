@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED
+from tickets.epochs import STOPPED, key_and_epoch
 from tickets.lane_item import STEP, Item, fenced_by, number
 from tickets.opaque import OpaqueKeyError
 from tickets.opaque.secret import StoredKeys, replaced
@@ -120,12 +120,6 @@ def deployment_from_config(tickets: Any, region: str | None, source: str = "the 
 GIVE_IT = f"Give the server its deployment's ledger: --ledger PATH, or {LEDGER_FILE} beside --config"
 
 
-def _key_and_epoch(name: str) -> tuple[str, str]:
-    """An item's key and epoch, from its name (`key@epoch#shard`)."""
-    key, _, epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)
-    return key, epoch
-
-
 def check_table(items: list[dict[str, Any]], config: DeploymentConfig, ledger: Ledger | None) -> None:
     """Refuse to serve (ConfigError) where the table's `items` record a later layout than this server would serve
     (`config`, the ledger applied): only the ledger knows a fence the table does not show yet."""
@@ -133,11 +127,11 @@ def check_table(items: list[dict[str, Any]], config: DeploymentConfig, ledger: L
     problems = []
     for item in items:
         name = item[COUNTER_KEY]["S"]
-        key, epoch_text = _key_and_epoch(name)
+        key, epoch = key_and_epoch(name)
         counter = config.counters.get(key)
         if not is_counter_item(name) or (counter is None and config.strict_keys and key != config.default_key):
             continue
-        served, epoch = counter.epoch if counter is not None else 0, int(epoch_text or 0)
+        served = counter.epoch if counter is not None else 0
         if epoch > served:
             problems.append(
                 f"{name}: {key}'s lanes of epoch {epoch} (above a fence); this server would serve epoch {served}"
@@ -283,7 +277,7 @@ def _refuse_a_new_key(config: DeploymentConfig, items: dict[str, Item], key_file
     versions = sorted(
         int(name.removeprefix(FINGERPRINT_PREFIX)) for name in items if name.startswith(FINGERPRINT_PREFIX)
     )
-    lanes = sorted(name for name in items if _key_and_epoch(name)[0] in opaque)
+    lanes = sorted(name for name in items if key_and_epoch(name)[0] in opaque)
     if versions:
         what = f"ids of key versions {', '.join(map(str, versions))} (their keys' fingerprints are recorded)"
     elif lanes and not new_key_file:

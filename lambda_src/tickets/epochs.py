@@ -52,6 +52,13 @@ def item_base(key: str, epoch: int) -> str:
     return key if epoch == 0 else f"{key}{EPOCH_SEPARATOR}{epoch}"
 
 
+def key_and_epoch(item: str) -> tuple[str, int]:
+    """item_key's inverse but for the shard (`orders@2#1`: orders, 2); a name typed in by hand is its own key."""
+    base = item.partition(SHARD_SEPARATOR)[0]
+    key, _, epoch = base.partition(EPOCH_SEPARATOR)
+    return (key, int(epoch)) if epoch.isascii() and epoch.isdigit() else (base, 0)
+
+
 def item_key(key: str, epoch: int, shards: int, shard: int) -> str:
     base = item_base(key, epoch)
     return base if shards == 1 else f"{base}{SHARD_SEPARATOR}{shard}"

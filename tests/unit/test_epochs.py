@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from tickets.epochs import epoch_start, fence_above
+from tickets.epochs import epoch_start, fence_above, item_key, key_and_epoch
+
+
+@pytest.mark.parametrize("key, epoch, shards, shard", [("orders", 0, 1, 0), ("orders", 2, 4, 3), ("eu", 10, 1, 0)])
+def test_an_items_key_and_epoch_are_read_back_from_its_name(key, epoch, shards, shard):
+    assert key_and_epoch(item_key(key, epoch, shards, shard)) == (key, epoch)
+
+
+@pytest.mark.parametrize("name", ["orders@x", "orders@", "orders@²"])
+def test_a_name_typed_in_by_hand_is_its_own_key_of_epoch_0(name):
+    assert key_and_epoch(name + "#1") == (name, 0)
 
 
 def test_the_fence_is_above_every_final_last_and_never_below_the_old_start():

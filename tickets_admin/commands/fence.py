@@ -163,8 +163,8 @@ def next_epoch_items(names: Iterable[str]) -> list[str]:
     """The plain item of the epoch after each lane item's (`orders#2` -> `orders@1`, `orders@1` -> `orders@2`)."""
     found = set()
     for name in names:
-        key, _, epoch = name.split(epochs.SHARD_SEPARATOR)[0].partition(epochs.EPOCH_SEPARATOR)
-        found.add(item_base(key, int(epoch or 0) + 1))
+        key, epoch = epochs.key_and_epoch(name)
+        found.add(item_base(key, epoch + 1))
     return sorted(found)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from tickets import lane_item
-from tickets.epochs import EPOCH_SEPARATOR, FENCE_COMMAND, SHARD_SEPARATOR, STOPPED, items_of
+from tickets.epochs import FENCE_COMMAND, STOPPED, items_of, key_and_epoch
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.sequence import Lane, lanes_of
 from tickets.settings import CounterConfig, unserved
@@ -121,7 +121,7 @@ def _raise_lane(table: CounterTable, lane: Lane, above: int) -> tuple[Outcome, s
 
 def _keep_stopped(table: CounterTable, name: str) -> str:
     """Stop (and seal) an earlier epoch's item that a restore from before its fence brought back or dropped."""
-    epoch = name.partition(SHARD_SEPARATOR)[0].partition(EPOCH_SEPARATOR)[2] or "0"
+    epoch = key_and_epoch(name)[1]
     for _ in range(ATTEMPTS):
         item = table.get(name)
         if item is not None and number(item, STEP) == STOPPED:
