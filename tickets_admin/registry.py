@@ -2,6 +2,7 @@
 finds; every command is given the same `Context`; the argument types and output they share."""
 
 import argparse
+import functools
 import importlib
 import pkgutil
 import sys
@@ -35,13 +36,14 @@ class Context:
     def ledger_path(self) -> Path:
         return self.config_file if self.from_ledger else ledger_path_beside(self.config_file)
 
+    @functools.cached_property  # read once a command: raise and migrate ask for it and for the settings
     def ledger(self) -> Ledger | None:
         path = self.ledger_path()
         return read_ledger_file(path).services.get(self.config.table_name) if path.exists() else None
 
     def settings(self) -> Settings:
         """The region's settings as its function runs them: a key whose layout changed serves its latest epoch."""
-        return region_settings(applied(self.config, self.ledger()), self.region)
+        return region_settings(applied(self.config, self.ledger), self.region)
 
     def check_ledger(self) -> None:
         """Refuse a config the ledger refuses, as synthesis does; only a local endpoint may go without a ledger."""

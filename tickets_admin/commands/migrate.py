@@ -184,7 +184,7 @@ def _migrate(args: argparse.Namespace, context: Context) -> int:
     region, verify = context.region, args.verify
     table = (DryRunTable if args.dry_run else CounterTable)(context.table_name, region, context.endpoint_url)
     context.check_ledger()
-    settings, ledger = context.settings(), context.ledger()
+    settings, ledger = context.settings(), context.ledger
     from_region = args.from_region or region
     named_by = "--from-table and --from-region (default: --region, the first region in cdk.json)"
     old_table = CounterTable(args.from_table, from_region, context.endpoint_url, named_by)

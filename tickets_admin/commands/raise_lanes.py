@@ -183,7 +183,7 @@ def _raise(args: argparse.Namespace, context: Context) -> int:
             f"{args.key!r} is not configured: {unserved(args.key, str(context.config_file))}: add it to "
             "tickets.counters there first"
         )
-    lanes = key_lanes(args.key, counter, settings.region_slot, settings.region_slots, context.ledger())
+    lanes = key_lanes(args.key, counter, settings.region_slot, settings.region_slots, context.ledger)
     epoch = f" (epoch {counter.epoch}, above its fence at {counter.fence})" if counter.epoch else ""
     say(
         f"raising {args.key}{epoch} above {args.above} in {context.region} (slot {settings.region_slot} of "
