@@ -284,6 +284,9 @@ version: $(PY)
 bench: $(DEV_DEPS)
 	$(PY) -m bench
 
+# setuptools' build/ goes too: it never empties it, so a module deleted since would ship in the next wheel built in
+# place (python -m build --wheel). The local server's key files (.tickets-local) are data, and stay.
 ## remove every venv, Node, node_modules and build output
 clean:
-	rm -rf $(VENV) .venv-sets .tools node_modules cdk.out bench/out .pytest_cache .hypothesis $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist
+	rm -rf $(VENV) .venv-sets .venv-examples $(CHECKOV_VENV) .tools node_modules cdk.out bench/out .pytest_cache .hypothesis
+	rm -rf build *.egg-info clients/python/build clients/python/dist clients/python/*.egg-info $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

@@ -1,6 +1,6 @@
 """The Makefile as a newcomer meets it: bare `make` and `make help` list every target with one line (its `## `
 comment); `make destroy` runs the pinned CDK CLI on one region's stack; a .venv made by another Python is made
-again."""
+again; `make clean` removes every build output."""
 
 from __future__ import annotations
 
@@ -79,3 +79,22 @@ def test_a_venv_made_by_another_python_is_made_again(tmp_path):
     assert remade.returncode == 0, remade.stderr
     assert remade.stdout.startswith(f"{venv} was made by another Python than python3: making it again\n")
     assert python_id(str(venv / "bin" / "python")) == ours
+
+
+def test_make_clean_removes_every_build_output_and_keeps_the_local_key_files(tmp_path):
+    """`make clean` in a tree holding what the targets, the tests and a `python -m build` by hand leave (setuptools'
+    build/ would ship a module deleted since in the next wheel built in place); the local server's key files stay."""
+    (tmp_path / "Makefile").write_text(MAKEFILE)
+    left = [".venv/bin", ".venv-sets/serve", ".venv-examples/bin", ".venv-checkov/bin", ".tools/node"]
+    left += ["node_modules/aws-cdk", "cdk.out", "bench/out", ".pytest_cache", ".hypothesis", "build/lib/tickets"]
+    left += ["tickets_server.egg-info", "clients/python/build/lib", "clients/python/dist"]
+    left += ["clients/python/tickets_client.egg-info", "clients/typescript/node_modules", "clients/typescript/dist"]
+    for path in left:
+        (tmp_path / path).mkdir(parents=True)
+    key_file = tmp_path / ".tickets-local" / "keys.json"
+    key_file.parent.mkdir()
+    key_file.write_text("{}")
+    env = {name: value for name, value in os.environ.items() if name not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    subprocess.run(["make", "clean"], cwd=tmp_path, check=True, capture_output=True, env=env)
+    assert [path for path in left if (tmp_path / path).exists()] == []
+    assert key_file.read_text() == "{}"
