@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         # 0.3 to 0.4 s of CPU less at every stop: tests start and stop dozens of servers).
         gc.freeze()
         print(banner(server), flush=True)
-        refused = ledger_refusal(args.config_path) if args.config_json is None else None
+        refused = ledger_refusal(args.config_path, args.ledger) if args.config_json is None else None
         if refused is not None:
             print(
                 f"warning: served as written, but synthesis would refuse it (make synth says the same):\n{refused}",

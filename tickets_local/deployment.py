@@ -95,14 +95,15 @@ def load_deployment(config_path: str | Path, region: str | None) -> LocalDeploym
     return LocalDeployment(config, pick_region(config, region, config_path))
 
 
-def ledger_refusal(config_path: str | Path) -> str | None:
-    """Why synthesis would refuse cdk.json against the ledger beside it (None: no refusal, or no ledger), which the
-    server warns of: it serves a config as written on its own tables, so that a change can be tried."""
+def ledger_refusal(config_path: str | Path, ledger: str | Path | None = None) -> str | None:
+    """Why synthesis would refuse cdk.json against the ledger (`ledger`, else the one beside it; None: no refusal, or
+    no ledger), which the server warns of: it serves a config as written on its own tables, so a change can be tried."""
     path = Path(config_path)
-    if not ledger_path_beside(path).exists():
+    ledger_path = Path(ledger) if ledger is not None else ledger_path_beside(path)
+    if not ledger_path.exists():
         return None
     try:
-        check_config_file(path, load_config_file(path))
+        check_config_file(path, load_config_file(path), ledger_path)
     except (LedgerError, ConfigError) as err:
         return str(err)
     return None

@@ -470,8 +470,14 @@ class TestConfig:
         config_path.write_text(json.dumps({"context": {"tickets": own}}), encoding="utf-8")
         refused = ledger_refusal(config_path)
         assert refused is not None and "counters.parcels: a new counter with start 1000, stride 7" in refused
+        # A ledger kept elsewhere (--ledger PATH) is the one checked.
+        ledger = (tmp_path / "tickets.lock.json").rename(tmp_path / "elsewhere.json")
+        assert ledger_refusal(config_path) is None and ledger_refusal(config_path, ledger) == refused.replace(
+            "tickets.lock.json", "elsewhere.json"
+        )
         server = subprocess.Popen(
-            [sys.executable, "-m", "tickets_local", "--port", "0", "--exit-with-stdin", "--config", str(config_path)],
+            [sys.executable, "-m", "tickets_local", "--port", "0", "--exit-with-stdin", "--config", str(config_path)]
+            + ["--ledger", str(ledger)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -479,7 +485,7 @@ class TestConfig:
         )
         _, err = server.communicate(input="", timeout=60)
         assert server.returncode == 0
-        assert "warning: served as written, but synthesis would refuse it" in err and refused in err
+        assert "warning: served as written, but synthesis would refuse it" in err and str(ledger) in err
 
     def test_invalid_config_names_the_field(self, tmp_path):
         with pytest.raises(ConfigError, match=r"tickets\.counters\.orders\.stride"):

@@ -292,6 +292,14 @@ def test_a_margin_as_long_as_the_ttl_is_refused_and_the_grant_released(pool, clo
     assert pool.leases == {}
 
 
+def test_a_first_renewal_due_past_the_safe_end_is_refused_and_the_grant_released(pool, clock):
+    """A 30 s ttl less the default 3 s margin is safe for 27 s: renewing at 0.9 of it (27 s) would come too late."""
+    with pytest.raises(ValueError, match="renews 27 s into a 30 s ttl, past the safe end 27 s in"):
+        lease_on(pool, clock, renew_fraction=0.9)
+    assert pool.leases == {}
+    assert lease_on(pool, clock, renew_fraction=0.89).renew_due() == pytest.approx(0.89 * 30)
+
+
 def test_the_background_thread_renews_and_reports_a_loss(clock):
     """Real time: a 1 s ttl renewed every third of a second; then the pool refuses, and the thread reports it."""
     pool = MemoryPool(ManualClock(), ttl=1)

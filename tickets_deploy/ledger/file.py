@@ -205,9 +205,10 @@ def refusal(ledger_path: Path, err: LedgerError, outcome: str) -> str:
     return f"cdk.json: refused by the deployment ledger {ledger_path} ({outcome}):\n{err}"
 
 
-def check_config_file(config_file: Path, config: DeploymentConfig) -> LedgerFile:
-    """The ledger beside `config_file`, which must accept `config` as synthesis would (tickets_admin raise, migrate)."""
-    path = ledger_path_beside(config_file)
+def check_config_file(config_file: Path, config: DeploymentConfig, ledger_path: Path | None = None) -> LedgerFile:
+    """The ledger at `ledger_path` (default: beside `config_file`), which must accept `config` as synthesis would
+    (tickets_admin raise, migrate; the local server's warning)."""
+    path = ledger_path or ledger_path_beside(config_file)
     try:
         ledger = read_ledger_file(path)
         record_services(ledger, {config.table_name: config})

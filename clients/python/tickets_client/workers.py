@@ -27,6 +27,18 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=lambda: _process.__setitem__(0, os.getpid()))
 
 
+def _renewal_refusal(ttl: float, margin: float, fraction: float) -> str | None:
+    """Why a lease of these would be lost before its first renewal (None: it would not)."""
+    if margin >= ttl:
+        return f"a margin of {margin} s leaves nothing of a {ttl} s ttl"
+    if fraction * ttl >= ttl - margin:
+        return (
+            f"renew_fraction {fraction} renews {fraction * ttl:g} s into a {ttl} s ttl, past the safe end "
+            f"{ttl - margin:g} s in (the ttl less a margin of {margin} s): the lease would be lost before it renews"
+        )
+    return None
+
+
 class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
     """One worker id of `pool`, acquired at once, renewed by a daemon thread (or `renew_due()`) until `close()`."""
 
@@ -68,9 +80,9 @@ class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
         self.grant = grant  # the last grant or renewal, lost or not (for logs: `worker` is checked)
         self.safe_end = 0.0  # the monotonic time until which the id is this process's, unless renewed before it
         self._renew_at = 0.0
-        if self.margin_seconds >= grant.ttl_seconds:
+        if (refused := _renewal_refusal(grant.ttl_seconds, self.margin_seconds, renew_fraction)) is not None:
             client.release_worker(pool, grant.worker, grant.epoch)
-            raise ValueError(f"a margin of {self.margin_seconds} s leaves nothing of a {grant.ttl_seconds} s ttl")
+            raise ValueError(refused)
         self._extend(grant, sent)
         self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)
         if background:

@@ -48,6 +48,17 @@ const monotonicSeconds = (): number => performance.now() / 1000;
 /** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
 type Sent = readonly [monotonic: number, wallMs: number];
 
+/** Why a lease of these would be lost before its first renewal (null: it would not). */
+function renewalRefusal(ttl: number, margin: number, fraction: number): string | null {
+  if (margin >= ttl) return `a margin of ${margin} s leaves nothing of a ${ttl} s ttl`;
+  if (fraction * ttl < ttl - margin) return null;
+  const [renews, safe] = [fraction * ttl, ttl - margin].map((seconds) => Number(seconds.toPrecision(6)));
+  return (
+    `renewFraction ${fraction} renews ${renews} s into a ${ttl} s ttl, past the safe end ${safe} s in ` +
+    `(the ttl less a margin of ${margin} s): the lease would be lost before it renews`
+  );
+}
+
 /** One worker id of a pool, acquired by `WorkerLease.acquire`, renewed on an unref'd timer (it never holds the process
  * open), released by `close()`; a loss is for good: the "lost" event fires once, `worker` throws LeaseLost. */
 export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
@@ -97,9 +108,10 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
       }
     }
     const lease = new WorkerLease(client, pool, grant, sent, margin, fraction, monotonic, wallClock);
-    if (lease.marginSeconds >= grant.ttlSeconds) {
+    const refused = renewalRefusal(grant.ttlSeconds, lease.marginSeconds, fraction);
+    if (refused !== null) {
       await client.releaseWorker(pool, grant.worker, grant.epoch);
-      throw new RangeError(`a margin of ${lease.marginSeconds} s leaves nothing of a ${grant.ttlSeconds} s ttl`);
+      throw new RangeError(refused);
     }
     if (options.onLost) lease.on("lost", options.onLost);
     if (options.background ?? true) lease.schedule(lease.renewAt - sent[0]);

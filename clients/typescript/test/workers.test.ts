@@ -247,6 +247,14 @@ describe("WorkerLease", () => {
     assert.equal(pool.leases.size, 0);
   });
 
+  test("a first renewal due past the safe end is refused and the grant released", async () => {
+    const { clocks, pool } = setUp(); // a 30 s ttl less the default 3 s margin is safe for 27 s
+    await assert.rejects(leaseOn(pool, clocks, { renewFraction: 0.9 }), /renews 27 s into a 30 s ttl, past the safe end 27 s in/);
+    assert.equal(pool.leases.size, 0);
+    const lease = await leaseOn(pool, clocks, { renewFraction: 0.89 });
+    assert.ok(Math.abs(((await lease.renewDue()) ?? 0) - 0.89 * 30) < 1e-9);
+  });
+
   test("the unref'd timer renews, then reports a loss (real time, a 1 s ttl)", async () => {
     const clocks = new Clocks();
     clocks.monotonic = () => 0; // the pool never expires a lease by itself here
