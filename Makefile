@@ -289,4 +289,4 @@ bench: $(DEV_DEPS)
 ## remove every venv, Node, node_modules and build output
 clean:
 	rm -rf $(VENV) .venv-sets .venv-examples $(CHECKOV_VENV) .tools node_modules cdk.out bench/out .pytest_cache .hypothesis
-	rm -rf build *.egg-info clients/python/build clients/python/dist clients/python/*.egg-info $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist
+	rm -rf build dist *.egg-info clients/python/build clients/python/dist clients/python/*.egg-info $(TS_CLIENT)/node_modules $(TS_CLIENT)/dist

@@ -106,8 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         print(banner(server), flush=True)
         refused = ledger_refusal(args.config_path, args.ledger) if args.config_json is None else None
         if refused is not None:
+            same = "" if args.ledger else " (make synth says the same)"  # synthesis reads the ledger beside cdk.json
             print(
-                f"warning: served as written, but synthesis would refuse it (make synth says the same):\n{refused}",
+                f"warning: served as written, but synthesis would refuse it{same}:\n{refused}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -87,7 +87,7 @@ def test_make_clean_removes_every_build_output_and_keeps_the_local_key_files(tmp
     (tmp_path / "Makefile").write_text(MAKEFILE)
     left = [".venv/bin", ".venv-sets/serve", ".venv-examples/bin", ".venv-checkov/bin", ".tools/node"]
     left += ["node_modules/aws-cdk", "cdk.out", "bench/out", ".pytest_cache", ".hypothesis", "build/lib/tickets"]
-    left += ["tickets_server.egg-info", "clients/python/build/lib", "clients/python/dist"]
+    left += ["dist", "tickets_server.egg-info", "clients/python/build/lib", "clients/python/dist"]
     left += ["clients/python/tickets_client.egg-info", "clients/typescript/node_modules", "clients/typescript/dist"]
     for path in left:
         (tmp_path / path).mkdir(parents=True)

@@ -7,6 +7,7 @@ Against the real server: tests/functional/workers/test_worker_clients.py."""
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import Any
@@ -292,12 +293,33 @@ def test_a_margin_as_long_as_the_ttl_is_refused_and_the_grant_released(pool, clo
     assert pool.leases == {}
 
 
-def test_a_first_renewal_due_past_the_safe_end_is_refused_and_the_grant_released(pool, clock):
-    """A 30 s ttl less the default 3 s margin is safe for 27 s: renewing at 0.9 of it (27 s) would come too late."""
-    with pytest.raises(ValueError, match="renews 27 s into a 30 s ttl, past the safe end 27 s in"):
-        lease_on(pool, clock, renew_fraction=0.9)
+@pytest.mark.parametrize(
+    ("options", "refused"),
+    [
+        # A 30 s ttl less the default 3 s margin is safe for 27 s; a renewal unanswered is tried again 1 s later.
+        ({"renew_fraction": 0.9}, "renews 27 s into a 30 s ttl and retries at 28 s, past its safe end at 27 s"),
+        ({"renew_fraction": 0.88}, "retries at 27.4 s, past its safe end at 27 s"),
+        ({"margin_seconds": 20}, "renews 10 s into a 30 s ttl and retries at 11 s, past its safe end at 10 s"),
+    ],
+)
+def test_a_lease_one_unanswered_renewal_would_lose_is_refused_and_its_grant_released(pool, clock, options, refused):
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        lease_on(pool, clock, **options)
     assert pool.leases == {}
-    assert lease_on(pool, clock, renew_fraction=0.89).renew_due() == pytest.approx(0.89 * 30)
+
+
+def test_a_lease_whose_retry_fits_before_the_safe_end_is_kept(pool, clock):
+    assert lease_on(pool, clock, renew_fraction=0.85).renew_due() == pytest.approx(25.5)  # its retry at 26.5 s
+    assert lease_on(pool, clock, margin_seconds=18).renew_due() == pytest.approx(10)  # its retry at 11 s, safe to 12
+
+
+def test_the_refusal_is_raised_when_the_release_of_its_grant_fails_too(pool, clock, monkeypatch):
+    def unanswered(*_: Any) -> bool:
+        raise TicketsError(None, "unreachable", "no answer")
+
+    monkeypatch.setattr(pool, "release_worker", unanswered)
+    with pytest.raises(ValueError, match="one unanswered renewal would lose it"):
+        lease_on(pool, clock, renew_fraction=0.95)
 
 
 def test_the_background_thread_renews_and_reports_a_loss(clock):

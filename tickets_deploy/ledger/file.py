@@ -208,7 +208,7 @@ def refusal(ledger_path: Path, err: LedgerError, outcome: str) -> str:
 def check_config_file(config_file: Path, config: DeploymentConfig, ledger_path: Path | None = None) -> LedgerFile:
     """The ledger at `ledger_path` (default: beside `config_file`), which must accept `config` as synthesis would
     (tickets_admin raise, migrate; the local server's warning)."""
-    path = ledger_path or ledger_path_beside(config_file)
+    path = ledger_path if ledger_path is not None else ledger_path_beside(config_file)
     try:
         ledger = read_ledger_file(path)
         record_services(ledger, {config.table_name: config})

@@ -28,15 +28,17 @@ if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
 
 
 def _renewal_refusal(ttl: float, margin: float, fraction: float) -> str | None:
-    """Why a lease of these would be lost before its first renewal (None: it would not)."""
+    """Why a lease of these would be lost to one unanswered renewal (None: its retry comes before the safe end)."""
     if margin >= ttl:
-        return f"a margin of {margin} s leaves nothing of a {ttl} s ttl"
-    if fraction * ttl >= ttl - margin:
-        return (
-            f"renew_fraction {fraction} renews {fraction * ttl:g} s into a {ttl} s ttl, past the safe end "
-            f"{ttl - margin:g} s in (the ttl less a margin of {margin} s): the lease would be lost before it renews"
-        )
-    return None
+        return f"a margin of {margin:g} s leaves nothing of a {ttl:g} s ttl"
+    renews = fraction * ttl
+    retries = renews + min(RENEW_RETRY_SECONDS, renews)
+    if retries <= ttl - margin:
+        return None
+    return (
+        f"renew_fraction {fraction:g} renews {renews:g} s into a {ttl:g} s ttl and retries at {retries:g} s, past its "
+        f"safe end at {ttl - margin:g} s (the ttl less a margin of {margin:g} s): one unanswered renewal would lose it"
+    )
 
 
 class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
@@ -81,7 +83,8 @@ class WorkerLease(contextlib.AbstractContextManager["WorkerLease"]):
         self.safe_end = 0.0  # the monotonic time until which the id is this process's, unless renewed before it
         self._renew_at = 0.0
         if (refused := _renewal_refusal(grant.ttl_seconds, self.margin_seconds, renew_fraction)) is not None:
-            client.release_worker(pool, grant.worker, grant.epoch)
+            with contextlib.suppress(TicketsError):  # unreleased, the id expires at its ttl: the refusal is the news
+                client.release_worker(pool, grant.worker, grant.epoch)
             raise ValueError(refused)
         self._extend(grant, sent)
         self._thread = threading.Thread(target=self._renew_until_stopped, name="tickets-worker-lease", daemon=True)

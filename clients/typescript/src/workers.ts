@@ -48,14 +48,16 @@ const monotonicSeconds = (): number => performance.now() / 1000;
 /** When a request went out: seconds on the monotonic clock, milliseconds on the wall clock. */
 type Sent = readonly [monotonic: number, wallMs: number];
 
-/** Why a lease of these would be lost before its first renewal (null: it would not). */
+/** Why a lease of these would be lost to one unanswered renewal (null: its retry comes before the safe end). */
 function renewalRefusal(ttl: number, margin: number, fraction: number): string | null {
-  if (margin >= ttl) return `a margin of ${margin} s leaves nothing of a ${ttl} s ttl`;
-  if (fraction * ttl < ttl - margin) return null;
-  const [renews, safe] = [fraction * ttl, ttl - margin].map((seconds) => Number(seconds.toPrecision(6)));
+  const [renews, safe] = [fraction * ttl, ttl - margin];
+  const retries = renews + Math.min(RENEW_RETRY_SECONDS, renews);
+  const g = (value: number): number => Number(value.toPrecision(6)); // as Python's :g
+  if (margin >= ttl) return `a margin of ${g(margin)} s leaves nothing of a ${g(ttl)} s ttl`;
+  if (retries <= safe) return null;
   return (
-    `renewFraction ${fraction} renews ${renews} s into a ${ttl} s ttl, past the safe end ${safe} s in ` +
-    `(the ttl less a margin of ${margin} s): the lease would be lost before it renews`
+    `renewFraction ${g(fraction)} renews ${g(renews)} s into a ${g(ttl)} s ttl and retries at ${g(retries)} s, past ` +
+    `its safe end at ${g(safe)} s (the ttl less a margin of ${g(margin)} s): one unanswered renewal would lose it`
   );
 }
 
@@ -110,7 +112,10 @@ export class WorkerLease extends EventEmitter<{ lost: [LeaseLost] }> {
     const lease = new WorkerLease(client, pool, grant, sent, margin, fraction, monotonic, wallClock);
     const refused = renewalRefusal(grant.ttlSeconds, lease.marginSeconds, fraction);
     if (refused !== null) {
-      await client.releaseWorker(pool, grant.worker, grant.epoch);
+      // Unreleased, the id expires at its ttl: the refusal is the news, not a failed release.
+      await client.releaseWorker(pool, grant.worker, grant.epoch).catch((err: unknown) => {
+        if (!(err instanceof TicketsError)) throw err;
+      });
       throw new RangeError(refused);
     }
     if (options.onLost) lease.on("lost", options.onLost);

@@ -19,6 +19,7 @@ import {
   TicketsError,
   type WorkerGrant,
   WorkerLease,
+  type WorkerLeaseOptions,
   type WorkerSource,
 } from "../src/index.js";
 import { type LocalTickets, startLocalTickets } from "../src/testing.js";
@@ -247,12 +248,23 @@ describe("WorkerLease", () => {
     assert.equal(pool.leases.size, 0);
   });
 
-  test("a first renewal due past the safe end is refused and the grant released", async () => {
-    const { clocks, pool } = setUp(); // a 30 s ttl less the default 3 s margin is safe for 27 s
-    await assert.rejects(leaseOn(pool, clocks, { renewFraction: 0.9 }), /renews 27 s into a 30 s ttl, past the safe end 27 s in/);
-    assert.equal(pool.leases.size, 0);
-    const lease = await leaseOn(pool, clocks, { renewFraction: 0.89 });
-    assert.ok(Math.abs(((await lease.renewDue()) ?? 0) - 0.89 * 30) < 1e-9);
+  test("a lease one unanswered renewal would lose is refused and its grant released", async () => {
+    const { clocks, pool } = setUp(); // a 30 s ttl less the default 3 s margin is safe for 27 s; a retry comes 1 s later
+    const refusals: [WorkerLeaseOptions, string][] = [
+      [{ renewFraction: 0.9 }, "renews 27 s into a 30 s ttl and retries at 28 s, past its safe end at 27 s"],
+      [{ renewFraction: 0.88 }, "retries at 27.4 s, past its safe end at 27 s"],
+      [{ marginSeconds: 20 }, "renews 10 s into a 30 s ttl and retries at 11 s, past its safe end at 10 s"],
+    ];
+    for (const [options, refused] of refusals) {
+      await assert.rejects(leaseOn(pool, clocks, options), (err: Error) => err instanceof RangeError && err.message.includes(refused));
+      assert.equal(pool.leases.size, 0);
+    }
+    const kept = await leaseOn(pool, clocks, { renewFraction: 0.85 }); // its retry at 26.5 s
+    assert.ok(Math.abs(((await kept.renewDue()) ?? 0) - 25.5) < 1e-9);
+    pool.releaseWorker = async () => {
+      throw new TicketsError(null, "unreachable", "no answer");
+    };
+    await assert.rejects(leaseOn(pool, clocks, { renewFraction: 0.95 }), /one unanswered renewal would lose it/);
   });
 
   test("the unref'd timer renews, then reports a loss (real time, a 1 s ttl)", async () => {
