@@ -28,6 +28,7 @@ NOT_IN_THE_REPOSITORY = {
     "cdk.out": "what synthesis writes",
     "bench/out/": "what make bench writes",
     "dist/": "what pip wheel and npm run build write",
+    "build/": "setuptools' staging folder, which python -m build --wheel leaves (make clean removes it)",
     "clients/typescript/dist/": "the TypeScript client's build (npm run build)",
     "~/.aws": "a user's AWS configuration",
     "invoices/cdk.json": "the series worked example's own config, in a directory of the reader's",
