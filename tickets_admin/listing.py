@@ -4,7 +4,7 @@ list` prints and the local server's GET /_local/counters answers."""
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from tickets.epochs import EPOCH_SEPARATOR, SHARD_SEPARATOR, STOPPED, key_and_epoch
+from tickets.epochs import SHARD_SEPARATOR, STOPPED, key_and_epoch
 from tickets.lane_item import LAST, STEP, Item, number
 from tickets.sequence import tickets_left as lane_tickets_left
 from tickets.tables import COUNTER_KEY, is_counter_item
@@ -30,7 +30,7 @@ def counters(items: Iterable[Item], max_of: Callable[[str], int | None] | None =
         steps = [step for item in key_items if (step := number(item, STEP)) is not None]
         row = {"key": key, "lanes": len(lanes), "last": max(lasts, default=None), "step": next(iter(steps), None)}
         if max_of is not None:  # `key@1` is the key's epoch 1: its max is the key's
-            row[LEFT_COLUMN] = tickets_left(lanes, max_of(key.partition(EPOCH_SEPARATOR)[0]))
+            row[LEFT_COLUMN] = tickets_left(lanes, max_of(key_and_epoch(key)[0]))
         listed.append(row)
     return listed
 
