@@ -45,13 +45,15 @@ def measure_test_kit(keep_alive_requests=600, user_suite_tests=500, resets=200, 
     with _bare_server() as bare:
         with LocalTickets(bench_config()) as server:
             figures = {**_keep_alive(server.url, bare, keep_alive_requests), **_resets(server, resets)}
-        # A suite's rate swings by a fifth from one run to the next here (bench/README.md): runs of ours and of the
-        # bare server's alternate, and each figure is its runs' median.
-        runs = [(_user_suite(user_suite_tests), _user_suite(user_suite_tests, bare)) for _ in range(user_suite_runs)]
-        rates = [ours["user_suite_tests_per_s"] for ours, _ in runs]
+        # A suite's rate swings by a fifth from one run to the next here (bench/README.md): runs of ours, of the bare
+        # server's and of pytest-httpserver's alternate, and each figure is its runs' median.
+        kinds: list[dict[str, Any]] = [{}, {"bare": bare}, {"stub": True}]  # ours, the bare server, pytest-httpserver
+        runs = [[_user_suite(user_suite_tests, **kind) for kind in kinds] for _ in range(user_suite_runs)]
+        rates = [ours["user_suite_tests_per_s"] for ours, _, _ in runs]
         figures.update(runs[rates.index(_percentile(rates, 0.50))][0])
         figures["user_suite_runs"] = [round(rate) for rate in rates]
-        figures["user_suite_bare_tests_per_s"] = _percentile([bare["user_suite_tests_per_s"] for _, bare in runs], 0.50)
+        for name, index in (("user_suite_bare_tests_per_s", 1), ("user_suite_httpserver_tests_per_s", 2)):
+            figures[name] = _percentile([run[index]["user_suite_tests_per_s"] for run in runs], 0.50)
     return figures
 
 
@@ -127,10 +129,13 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _user_suite(tests: int, bare: str = "") -> dict:
-    """bench/user_suite.py's `tests` tests through the pytest plugin in a process of their own (or against `bare`)."""
+def _user_suite(tests: int, bare: str = "", stub: bool = False) -> dict:
+    """bench/user_suite.py's `tests` tests through the pytest plugin in a process of their own (or against `bare`,
+    or on pytest-httpserver: `stub`)."""
     variables = {user_suite.SUITE_TESTS: str(tests), user_suite.SUITE_BARE: bare}
+    variables[user_suite.SUITE_HTTPSERVER] = "1" if stub else ""
     pytest = ["-m", "pytest", "-p", "bench.user_suite", "-p", "no:cacheprovider", "-q", "bench/user_suite.py"]
+    pytest += ["-p", "pytest_httpserver"] if stub else []  # pyproject.toml's addopts turn it off
     return results_of(pytest, {**os.environ, **variables})
 
 

@@ -50,7 +50,8 @@ ROWS = [
     "{reset_next_p50_ms:.2f} ms, without a reset {reset_alone_p50_ms:.2f} ms) | {goal_reset_p50_ms} |",
     "| a user's suite: {user_suite_tests} single-ticket tests through the pytest plugin, a reset before each | "
     "{user_suite_tests_per_s:,.0f} tests/s, the median of runs at {suite_runs} (the same tests against the bare "
-    "server: {user_suite_bare_tests_per_s:,.0f}/s; apart, the first test, with the server's start: "
+    "server: {user_suite_bare_tests_per_s:,.0f}/s; on pytest-httpserver, each test declaring its answer: "
+    "{user_suite_httpserver_tests_per_s:,.0f}/s; apart, the first test, with the server's start: "
     "{user_suite_start_s:.2f} s, and the last, with its stop: {user_suite_stop_s:.2f} s) | "
     "{goal_user_suite_tests_per_s} |",
     "| zipped Lambda code asset | {package_kb:.1f} KB ({package_files} files; Powertools comes from AWS's layer) | "

@@ -1,5 +1,6 @@
 """A user's suite of single-ticket tests (bench/README.md, `user_suite_tests_per_s`), run by bench/local.py with
-`-p bench.user_suite` (these hooks time it); with SUITE_BARE, against the bare server instead."""
+`-p bench.user_suite` (these hooks time it); with SUITE_BARE, against the bare server instead, and with
+SUITE_HTTPSERVER on pytest-httpserver (`-p pytest_httpserver`), each test declaring the answer it gets."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from bench import RESULTS
 
 SUITE_TESTS, SUITE_BARE = "TICKETS_BENCH_SUITE_TESTS", "TICKETS_BENCH_SUITE_BARE"
+SUITE_HTTPSERVER = "TICKETS_BENCH_SUITE_HTTPSERVER"
 _began: list[float] = []  # when each test's setup began
 _ended: list[float] = []  # when each test's teardown ended
 
@@ -46,6 +48,17 @@ if os.environ.get(SUITE_BARE):
     @pytest.mark.parametrize("test", TESTS)
     def test_a_new_counter_starts_at_one(bare_client: _BareClient, test: int) -> None:
         assert bare_client.next("orders") == [1]
+
+elif os.environ.get(SUITE_HTTPSERVER):
+    # As pytest-httpserver's README writes it: the answer declared in the test (its fixture clears the server before
+    # each), asked on a new connection (its server speaks HTTP/1.0: one request a connection).
+    @pytest.mark.parametrize("test", TESTS)
+    def test_a_new_counter_starts_at_one(httpserver: Any, test: int) -> None:
+        httpserver.expect_request("/orders").respond_with_json({"key": "orders", "ticket": 1})
+        connection = http.client.HTTPConnection(httpserver.host, httpserver.port, timeout=10)
+        connection.request("GET", "/orders")
+        assert json.loads(connection.getresponse().read())["ticket"] == 1
+        connection.close()
 
 else:
     # As docs/how-to/test-your-code.md writes it: the plugin's client, its server reset before the test.
