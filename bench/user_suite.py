@@ -22,6 +22,7 @@ _ended: list[float] = []  # when each test's teardown ended
 
 
 TESTS = range(int(os.environ.get(SUITE_TESTS, "10")))
+KIND = "bare" if os.environ.get(SUITE_BARE) else "httpserver" if os.environ.get(SUITE_HTTPSERVER) else "plugin"
 
 
 class _BareClient:
@@ -35,8 +36,8 @@ class _BareClient:
         return [json.loads(self._connection.getresponse().read())["ticket"]]
 
 
-if os.environ.get(SUITE_BARE):
-    # As pytest-httpserver's `httpserver`: a session's server, handed out by a fixture per test.
+if KIND == "bare":
+    # A session's connection, handed out by a fixture per test; no reset (the server answers every request alike).
     @pytest.fixture(scope="session")
     def _bare_client() -> _BareClient:
         return _BareClient(os.environ[SUITE_BARE])
@@ -49,9 +50,10 @@ if os.environ.get(SUITE_BARE):
     def test_a_new_counter_starts_at_one(bare_client: _BareClient, test: int) -> None:
         assert bare_client.next("orders") == [1]
 
-elif os.environ.get(SUITE_HTTPSERVER):
-    # As pytest-httpserver's README writes it: the answer declared in the test (its fixture clears the server before
-    # each), asked on a new connection (its server speaks HTTP/1.0: one request a connection).
+elif KIND == "httpserver":
+    # As pytest-httpserver's README writes one, with http.client in place of requests: the answer declared in the test
+    # (its fixture clears the server before each), asked on a new connection (its Werkzeug server, a thread of this
+    # process, speaks HTTP/1.0: one request a connection).
     @pytest.mark.parametrize("test", TESTS)
     def test_a_new_counter_starts_at_one(httpserver: Any, test: int) -> None:
         httpserver.expect_request("/orders").respond_with_json({"key": "orders", "ticket": 1})
@@ -81,6 +83,7 @@ def pytest_sessionfinish() -> None:
     if RESULTS in os.environ and len(_began) > 2:
         rest = _began[-1] - _began[1]  # the tests between the first and the last, each whole
         figures = {
+            "user_suite_kind": KIND,  # which branch above ran: bench/local.py checks it
             "user_suite_tests": len(_ended),
             "user_suite_start_s": _ended[0] - _began[0],
             "user_suite_stop_s": _ended[-1] - _began[-1],

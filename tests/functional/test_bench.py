@@ -16,7 +16,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from bench import cold_start, local, readme, report
+from bench import cold_start, local, readme, report, user_suite
 from bench.__main__ import DURATION
 from bench.child import run_in_child
 from bench.environment import (
@@ -109,6 +109,15 @@ def test_the_test_kit_figures_check_each_ticket_and_time_the_user_suite_through_
     assert 0 < figures["reset_call_p50_ms"] < figures["reset_next_p50_ms"]
     assert figures["reset_p50_ms"] == figures["reset_next_p50_ms"] - figures["reset_alone_p50_ms"]
     assert figures["user_suite_bare_tests_per_s"] > 0 and figures["user_suite_httpserver_tests_per_s"] > 0
+
+
+@pytest.mark.slow
+def test_a_user_suite_run_that_ran_another_suite_than_asked_gives_no_figures(monkeypatch):
+    """Each run says which of bench/user_suite.py's suites ran: pytest-httpserver's asked for, and the plugin's run
+    (its variable not reaching the run, here renamed on the way), is refused rather than reported as the stub's."""
+    monkeypatch.setattr(user_suite, "SUITE_HTTPSERVER", "TICKETS_BENCH_SUITE_NOT_READ")
+    with pytest.raises(AssertionError, match="ran another suite than the httpserver one asked for"):
+        local._user_suite(3, stub=True)
 
 
 def test_the_opaque_figures_come_from_answers_checked_against_the_counters_key():

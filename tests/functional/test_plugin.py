@@ -76,7 +76,9 @@ def test_the_plugin_imports_nothing_heavy_until_a_fixture_is_used(tmp_path):
     )
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     result = run_pytest(
-        "-q", "-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest", cwd=tmp_path
+        *("-q", "-p", "no:cacheprovider", "-p", "no:schemathesis", "-p", "no:hypothesispytest"),
+        *("-p", "no:pytest_httpserver"),
+        cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
 
