@@ -137,8 +137,7 @@ def _user_suite(tests: int, bare: str = "", stub: bool = False) -> dict:
     pytest = ["-m", "pytest", "-p", "bench.user_suite", "-p", "no:cacheprovider", "-q", "bench/user_suite.py"]
     pytest += ["-p", "pytest_httpserver"] if stub else []  # pyproject.toml's addopts turn it off
     figures = results_of(pytest, {**os.environ, **variables})
-    asked = "httpserver" if stub else "bare" if bare else "plugin"
-    if figures.pop("user_suite_kind") != asked:
+    if figures.pop("user_suite_kind") != (asked := user_suite.kind_of(variables)):
         raise AssertionError(f"bench/user_suite.py ran another suite than the {asked} one asked for")
     return figures
 

@@ -8,6 +8,7 @@ import http.client
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,14 @@ _ended: list[float] = []  # when each test's teardown ended
 
 
 TESTS = range(int(os.environ.get(SUITE_TESTS, "10")))
-KIND = "bare" if os.environ.get(SUITE_BARE) else "httpserver" if os.environ.get(SUITE_HTTPSERVER) else "plugin"
+
+
+def kind_of(variables: Mapping[str, str]) -> str:
+    """Which suite these variables ask for: the bare server's, pytest-httpserver's or the plugin's."""
+    return "bare" if variables.get(SUITE_BARE) else "httpserver" if variables.get(SUITE_HTTPSERVER) else "plugin"
+
+
+KIND = kind_of(os.environ)
 
 
 class _BareClient:
